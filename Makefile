@@ -1,0 +1,158 @@
+# djprobe: one plain Makefile.  Sources are found by folder, so a new file in
+# lib/, kernel/ or arch/x86/ joins the library, a new selftests/*.c joins the
+# test runner, and a new selftests/progs/*.c, examples/*.c or bench/*.c
+# becomes a program of its own.  Folders that need more add a *.mk fragment.
+#
+#   make            the static and shared library and the djp tool
+#   make check      build and run every selftest (TAP, "N passed, N failed")
+#   make demo       build and run the example under djprobe
+#   make bench      the side-by-side benchmark table
+#   make fuzz       every libFuzzer target for FUZZ_SECONDS (default 60) each
+#   make stress DURATION=600   the long concurrency stress
+#   make install PREFIX=/usr/local
+#   V=1             show full command lines
+
+PREFIX ?= /usr/local
+O := build
+CC := gcc
+CXX := g++
+CLANG ?= clang
+FUZZ_SECONDS ?= 60
+DURATION ?= 10
+
+DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev
+DEB_PACKAGES_FUZZ := clang libclang-rt-14-dev
+DEB_PACKAGES_BENCH := valgrind
+
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-6s %s\n' $(1) $(2)
+endif
+
+WARN := -Wall -Wextra -Werror -Wno-unused-parameter
+BASE_CFLAGS := -std=gnu11 -g -O2 $(WARN) -D_GNU_SOURCE -Iinclude -I.
+LIB_CFLAGS := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -DDJP_BUILDING_LIB
+CFLAGS ?=
+LDLIBS_LIB := -lelf -ldw -lurcu-bp -lpthread -ldl
+
+LIB_SRCS := $(sort $(wildcard lib/*.c kernel/*.c arch/x86/*.c))
+LIB_ASM := $(sort $(wildcard arch/x86/*.S))
+LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o) $(LIB_ASM:%.S=$(O)/%.o)
+LIB_A := $(O)/libdjprobe.a
+LIB_SO := $(O)/libdjprobe.so
+
+DJP_SRCS := $(sort $(wildcard tools/djp/*.c tools/djp/*/*.c))
+DJP_OBJS := $(DJP_SRCS:%.c=$(O)/%.o)
+DJP := $(O)/djp
+
+TEST_SRCS := $(sort $(wildcard selftests/*.c))
+TEST_OBJS := $(TEST_SRCS:%.c=$(O)/%.o)
+SELFTESTS := $(O)/selftests/djp-selftests
+
+PROG_SRCS := $(sort $(wildcard selftests/progs/*.c))
+PROGS := $(PROG_SRCS:selftests/progs/%.c=$(O)/selftests/progs/%) \
+	 $(PROG_SRCS:selftests/progs/%.c=$(O)/selftests/progs/%-O0)
+EXAMPLE_SRCS := $(sort $(wildcard examples/*.c))
+EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(O)/examples/%)
+BENCH_SRCS := $(sort $(wildcard bench/*.c))
+BENCHES := $(BENCH_SRCS:bench/%.c=$(O)/bench/%)
+
+DEPS_STAMP := $(O)/.deps-ok
+
+all: $(LIB_A) $(LIB_SO) $(DJP)
+
+$(DEPS_STAMP): tools/check-deps.sh
+	$(Q)tools/check-deps.sh $(DEB_PACKAGES)
+	$(Q)mkdir -p $(@D) && touch $@
+
+$(O)/%.o: %.c | $(DEPS_STAMP)
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(O)/%.o: %.S | $(DEPS_STAMP)
+	$(call msg,AS,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIB_A): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LIB_SO): $(LIB_OBJS) djprobe.map
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -Wl,--version-script=djprobe.map -Wl,-soname,libdjprobe.so.0 -o $@ $(LIB_OBJS) $(LDLIBS_LIB)
+
+$(DJP): $(DJP_OBJS) $(LIB_A)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $(DJP_OBJS) $(LIB_A) $(LDLIBS_LIB) -lm
+
+$(SELFTESTS): $(TEST_OBJS) $(LIB_A)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -rdynamic -o $@ $(TEST_OBJS) $(LIB_A) $(LDLIBS_LIB) -lm
+
+# Target programs for the tests: each built at -O2 and at -O0, linked with
+# the library so that they can connect probes to themselves.
+$(O)/selftests/progs/%: selftests/progs/%.c $(LIB_A) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_LIB) -lm
+$(O)/selftests/progs/%-O0: selftests/progs/%.c $(LIB_A) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O0 $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_LIB) -lm
+
+$(O)/examples/%: examples/%.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< -lpthread
+
+$(O)/bench/%: bench/%.c $(LIB_A) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_LIB) -lm
+
+# Fragments add their own targets and may append to these lists.
+CHECK_DEPS := all $(SELFTESTS) $(PROGS) $(EXAMPLES)
+BENCH_RUN :=
+FUZZ_TARGETS :=
+include $(sort $(wildcard selftests/*.mk bench/*.mk examples/*.mk tools/djp/*.mk))
+
+check: $(CHECK_DEPS)
+	$(Q)$(SELFTESTS)
+
+demo: all $(EXAMPLES)
+	$(Q)examples/demo.sh $(O)
+
+bench: all $(BENCHES) $(BENCH_RUN)
+	$(Q)tools/check-deps.sh $(DEB_PACKAGES_BENCH)
+	$(Q)bench/run.sh $(O)
+
+fuzz: $(FUZZ_TARGETS)
+	$(Q)tools/check-deps.sh $(DEB_PACKAGES_FUZZ)
+	$(Q)set -e; for f in $(FUZZ_TARGETS); do echo "fuzz: $$f for $(FUZZ_SECONDS) s"; \
+		mkdir -p $(O)/fuzz/corpus-$$(basename $$f); \
+		$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(O)/fuzz/corpus-$$(basename $$f) 2>&1 | tail -n 3; done
+
+djprobe.pc: djprobe.pc.in
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' $< > $(O)/djprobe.pc
+
+install: all djprobe.pc
+	$(Q)install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/djprobe $(DESTDIR)$(PREFIX)/bin
+	$(Q)install -m 644 include/djprobe/*.h $(DESTDIR)$(PREFIX)/include/djprobe/
+	$(Q)install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
+	$(Q)install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libdjprobe.so.0
+	$(Q)ln -sf libdjprobe.so.0 $(DESTDIR)$(PREFIX)/lib/libdjprobe.so
+	$(Q)install -m 644 $(O)/djprobe.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	$(Q)install -m 755 $(DJP) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf $(O)
+
+.PHONY: all check demo bench fuzz stress install clean djprobe.pc
+.SECONDARY:
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

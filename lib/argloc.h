@@ -1,0 +1,80 @@
+/*
+ * Argument locations: the parsed form of an SDT-style argument string such as
+ * "-4@%edi 8@-16(%rbp) -4@$5 -4@g(%rip)".  Shared by the ELF reader (which
+ * parses), the engine (which fetches values from a register view) and the
+ * tool (which prints them).
+ */
+#ifndef DJP_LIB_ARGLOC_H
+#define DJP_LIB_ARGLOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* General registers in the order of struct djp_regs (arch/x86/regs.h). */
+enum djp_reg {
+	DJP_REG_RAX,
+	DJP_REG_RBX,
+	DJP_REG_RCX,
+	DJP_REG_RDX,
+	DJP_REG_RSI,
+	DJP_REG_RDI,
+	DJP_REG_RBP,
+	DJP_REG_RSP,
+	DJP_REG_R8,
+	DJP_REG_R9,
+	DJP_REG_R10,
+	DJP_REG_R11,
+	DJP_REG_R12,
+	DJP_REG_R13,
+	DJP_REG_R14,
+	DJP_REG_R15,
+	DJP_REG_RIP,
+	DJP_REG_COUNT,
+	DJP_REG_NONE = -1,
+};
+
+enum djp_loc_kind {
+	DJP_LOC_NONE,	/* unknown: an unresolvable symbol, say; reads as 0 */
+	DJP_LOC_REG,	/* value in register `reg` (byte `reg_shift` for %ah..%dh) */
+	DJP_LOC_MEM,	/* at disp + base + index*scale (base/index may be NONE) */
+	DJP_LOC_IMM,	/* the constant `disp` */
+	DJP_LOC_ABS,	/* at link-time address `disp` (+ load bias): a sym(%rip) */
+};
+
+struct djp_argloc {
+	uint8_t kind;	   /* enum djp_loc_kind */
+	uint8_t size;	   /* 1, 2, 4 or 8 bytes */
+	bool is_signed;	   /* sign- (true) or zero-extend (false) to 64 bits */
+	int8_t reg;	   /* REG: the register; MEM: the base register or NONE */
+	int8_t index;	   /* MEM: index register or NONE */
+	uint8_t scale;	   /* MEM: 1, 2, 4 or 8 */
+	uint8_t reg_shift; /* REG: 8 for %ah %bh %ch %dh, else 0 */
+	int64_t disp;	   /* MEM displacement, IMM value, ABS link-time address */
+	const char *sym;   /* ABS/NONE: the symbol named, if any (points into
+			      the owner's string storage) */
+};
+
+/*
+ * Parse one argument ("-4@%edi") into *loc.  `sym_lookup`, if not NULL, turns
+ * a symbol of a sym(%rip) operand into a link-time address (returns 0 on
+ * success); without it, or when it fails, the location is DJP_LOC_NONE.
+ * Returns 0, or -EINVAL with a static reason in *why.
+ */
+typedef int (*djp_sym_lookup_fn)(void *ctx, const char *name, size_t len, uint64_t *addr);
+int djp_argloc_parse(const char *s, size_t len, struct djp_argloc *loc, djp_sym_lookup_fn sym_lookup,
+		     void *ctx, const char **why);
+
+/* Split an argument string on spaces and parse each; returns the count
+ * (at most `max`) or -EINVAL with *why set. */
+int djp_argloc_parse_all(const char *args, struct djp_argloc *locs, unsigned max, djp_sym_lookup_fn sym_lookup,
+			 void *ctx, const char **why);
+
+/* Register name (any width: %rax %eax %ax %al %ah, %r8 %r8d %r8w %r8b) to
+ * register number and byte shift; -1 when unknown. */
+int djp_reg_from_name(const char *name, size_t len, uint8_t *shift, uint8_t *width);
+
+/* "register", "memory", "immediate", "absolute" or "unknown". */
+const char *djp_loc_kind_name(unsigned kind);
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * The marker reader: every marker of an ELF file, from its `.markers`
+ * section (docs/ABI.md) or, for objects that have none, from its
+ * `.note.stapsdt` SDT notes.  Used by the tool (`djp list`) and by the engine
+ * (which reads the file of each loaded object and adds the load bias).
+ */
+#ifndef DJP_LIB_MARKERS_H
+#define DJP_LIB_MARKERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "argloc.h"
+
+#define DJP_MARKER_MAX_ARGS 12
+
+struct djp_marker_info {
+	uint64_t site;	    /* link-time virtual address of the site */
+	uint8_t site_len;   /* 6 for a .markers site, 1 for an SDT-only probe */
+	uint8_t nargs;
+	bool from_sdt;	    /* read from a .note.stapsdt note, not .markers */
+	const char *provider; /* SDT provider, or NULL for .markers records */
+	const char *name;
+	const char *format; /* "" when the marker has none */
+	const char *args;   /* the raw argument-location string */
+	struct djp_argloc arg[DJP_MARKER_MAX_ARGS];
+	uint64_t semaphore; /* SDT semaphore link-time address, or 0 */
+	const char *function; /* enclosing function, or NULL */
+	const char *file;     /* source file from DWARF, or NULL */
+	unsigned line;	      /* 0 when unknown */
+};
+
+struct djp_marker_list {
+	size_t count;
+	struct djp_marker_info *v;
+	bool is_dyn;	/* ET_DYN (PIE or shared object): addresses need a bias */
+	void *priv;	/* string storage owned by the list */
+};
+
+enum {
+	DJP_READ_NO_DWARF = 1u << 0, /* skip function and file:line lookup */
+	DJP_READ_NO_SDT = 1u << 1,   /* ignore .note.stapsdt */
+};
+
+/*
+ * Read every marker of `path`.  On success returns 0 and *out (count may be
+ * 0).  On failure returns -errno and writes one line, "PATH: problem", into
+ * err (no trailing newline); *out is NULL and nothing is allocated.
+ */
+int djp_markers_read_file(const char *path, unsigned flags, struct djp_marker_list **out, char *err, size_t errsz);
+
+/*
+ * Parse the raw bytes of a `.markers` section loaded at link-time address
+ * `vaddr` (used by the file reader, the engine and the fuzz target).  Same
+ * return conventions; `what` names the object in error messages.
+ */
+int djp_markers_parse_section(const void *data, size_t size, uint64_t vaddr, const char *what,
+			      struct djp_marker_list **out, char *err, size_t errsz);
+
+/* Parse the raw bytes of a `.note.stapsdt` section (SHT_NOTE contents). */
+int djp_markers_parse_sdt_notes(const void *data, size_t size, const char *what, struct djp_marker_list **out,
+				char *err, size_t errsz);
+
+void djp_marker_list_free(struct djp_marker_list *list);
+
+#endif

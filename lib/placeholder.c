@@ -1,0 +1,1 @@
+int djp__placeholder;
