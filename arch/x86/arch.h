@@ -1,0 +1,93 @@
+/*
+ * The arch interface: everything kernel/ may ask of arch/x86/, and nothing
+ * more (after include/linux/kprobes.h's arch_* functions).  A missing arch
+ * function fails at link time.  arch/ knows bytes, registers, traps and
+ * trampolines; it never knows marker names, probes or patterns.
+ */
+#ifndef DJP_ARCH_H
+#define DJP_ARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/insn.h"
+#include "arch/x86/regs.h"
+
+struct djp_site; /* kernel/'s; arch only carries the pointer */
+
+/* ---- text writes (text.c) ---- */
+struct djp_text_range {
+	uintptr_t start;
+	size_t len;
+	int prot, done;
+};
+struct djp_text_session {
+	struct djp_text_range *ranges;
+	size_t nranges;
+};
+int arch_text_init(void);
+const char *arch_text_mode_name(void);
+int arch_text_open(struct djp_text_session *s, const uintptr_t *addrs, const uint8_t *lens, size_t n);
+int arch_text_write(struct djp_text_session *s, uintptr_t addr, const uint8_t *buf, size_t len);
+int arch_text_close(struct djp_text_session *s);
+
+/* ---- the int3 bootstrap (text_poke.c) ---- */
+#define DJP_SITE_MAX_LEN 8
+struct djp_poke {
+	uintptr_t addr;
+	uint8_t len;
+	uint8_t old[DJP_SITE_MAX_LEN]; /* what must be there now */
+	uint8_t new[DJP_SITE_MAX_LEN]; /* what will be there (new[0] may be 0xcc) */
+};
+/* Apply a batch with the three-step protocol; `sync` serialises every core.
+ * On failure every site holds its `old` bytes again and -errno is returned. */
+int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void));
+
+/* ---- traps (trap.c) ---- */
+enum djp_trap_kind {
+	DJP_TRAP_JUMP,	/* emulate a jump to `target` (site being armed) */
+	DJP_TRAP_SKIP,	/* emulate the NOP: resume at addr + len */
+	DJP_TRAP_PROBE, /* an int3 probe: run handlers, resume at addr + len */
+};
+struct djp_trap_entry {
+	uintptr_t addr;
+	uintptr_t target;
+	struct djp_site *site;
+	uint8_t kind, len;
+};
+struct djp_trap_table {
+	size_t n;
+	struct djp_trap_entry e[]; /* sorted by addr */
+};
+typedef void (*djp_trap_probe_fn)(struct djp_site *site, struct djp_regs *regs);
+int arch_trap_init(djp_trap_probe_fn fn);
+/* Install `t` (sorted, may be NULL), wait until no trap handler can still
+ * read the previous table, and free it. */
+void arch_trap_publish(struct djp_trap_table *t);
+/* sigaction() for SIGTRAP as the application sees it: ours stays installed,
+ * theirs becomes the one we chain to. */
+int arch_trap_app_sigaction(const void *act, void *oldact);
+/* Serialise this core (cpuid). */
+void arch_serialize(void);
+
+/* ---- trampolines (trampoline.c) ---- */
+enum djp_flavour { DJP_LEAN, DJP_FULL };
+typedef void (*djp_dispatch_fn)(struct djp_regs *regs, struct djp_site *site);
+int arch_tramp_init(djp_dispatch_fn lean, djp_dispatch_fn full);
+struct djp_tramp_req {
+	uintptr_t site;	       /* in: the site address */
+	unsigned len;	       /* in: site length */
+	int flavour;	       /* in: DJP_LEAN or DJP_FULL */
+	struct djp_site *ds;   /* in: what the data slot carries */
+	uintptr_t entry, slot; /* out: entry address (0 on failure), its slot */
+	int err;	       /* out: -ERANGE when no memory is in reach, -errno */
+};
+/* Make the trampolines of a batch of sites (one text session for all).
+ * Each request succeeds or fails on its own; returns the first write error. */
+int arch_tramp_create(struct djp_tramp_req *r, size_t n);
+/* Is `addr` inside any trampoline? (for the freeze's PC checks and tests) */
+int arch_tramp_contains(uintptr_t addr);
+/* Bytes of the XSAVE area the full flavour uses (0 until init). */
+size_t arch_xsave_size(void);
+
+#endif

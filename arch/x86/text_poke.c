@@ -1,0 +1,121 @@
+/*
+ * The int3 bootstrap, batched: how a site changes from one instruction to
+ * another while other threads may be executing it.
+ *
+ * The cross-modifying-code rules of the x86 manuals allow another core to see
+ * only a one-byte change at an instruction start (opcode <-> 0xcc) without
+ * serialising; anything else needs every core to execute a serialising
+ * instruction between the write and the execution.  So, as the kernel's
+ * text_poke_bp does, for every site of the batch at once:
+ *
+ *   step 1: write 0xcc over the first byte of every site;        sync
+ *           (from now on no core decodes past the first byte: a thread
+ *           that arrives traps, and the SIGTRAP handler emulates the
+ *           instruction the site is becoming, per the trap table that
+ *           the caller published before this batch)
+ *   step 2: write bytes 1..len-1 of the new instruction;          sync
+ *           (the tails are visible everywhere before any core can decode
+ *           them)
+ *   step 3: write the new first byte (unless the new state is an int3
+ *           probe, whose first byte is 0xcc already);             sync
+ *
+ * Three syncs a batch however many sites.  `sync` is membarrier
+ * SYNC_CORE, or a freeze/thaw of every thread (kernel/sync.c).
+ *
+ * Failure: whatever step fails, the batch is rolled back with the same
+ * protocol in reverse (0xcc everywhere, sync, old tails, sync, old first
+ * bytes, sync), so every site ends holding exactly its old bytes.  Rollback
+ * writes and syncs are retried; they cannot be allowed to give up.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arch/x86/arch.h"
+
+static const uint8_t int3 = X86_INT3;
+
+static void retry_sync(int (*sync)(void))
+{
+	for (int i = 0; i < 1000 && sync(); i++)
+		usleep(100);
+}
+
+static void retry_write(struct djp_text_session *s, uintptr_t a, const uint8_t *b, size_t n)
+{
+	for (int i = 0; i < 1000 && arch_text_write(s, a, b, n); i++)
+		usleep(100);
+}
+
+/* Put every site back to p->old.  Sites whose memory already equals old
+ * are left alone, so this serves at any point of the forward protocol. */
+static void rollback(struct djp_text_session *s, struct djp_poke *p, size_t n, int (*sync)(void))
+{
+	for (size_t i = 0; i < n; i++)
+		if (memcmp((void *)p[i].addr, p[i].old, p[i].len) && *(uint8_t *)p[i].addr != X86_INT3)
+			retry_write(s, p[i].addr, &int3, 1);
+	retry_sync(sync);
+	for (size_t i = 0; i < n; i++)
+		if (memcmp((uint8_t *)p[i].addr + 1, p[i].old + 1, p[i].len - 1))
+			retry_write(s, p[i].addr + 1, p[i].old + 1, p[i].len - 1);
+	retry_sync(sync);
+	for (size_t i = 0; i < n; i++)
+		if (*(uint8_t *)p[i].addr != p[i].old[0])
+			retry_write(s, p[i].addr, p[i].old, 1);
+	retry_sync(sync);
+}
+
+int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void))
+{
+	struct djp_text_session s;
+	uintptr_t *addrs;
+	uint8_t *lens;
+	int err = 0, tails = 0;
+
+	if (n == 0)
+		return 0;
+	addrs = malloc(n * (sizeof(*addrs) + 1));
+	if (!addrs)
+		return -ENOMEM;
+	lens = (uint8_t *)(addrs + n);
+	for (size_t i = 0; i < n; i++) {
+		addrs[i] = p[i].addr;
+		lens[i] = p[i].len;
+	}
+	err = arch_text_open(&s, addrs, lens, n);
+	free(addrs);
+	if (err)
+		return err;
+
+	/* Step 1: int3 at every site whose first byte is not one already. */
+	for (size_t i = 0; i < n && !err; i++)
+		if (p[i].old[0] != X86_INT3)
+			err = arch_text_write(&s, p[i].addr, &int3, 1);
+	if (!err && sync())
+		err = -errno;
+
+	/* Step 2: the tails. */
+	for (size_t i = 0; i < n && !err; i++) {
+		if (p[i].len > 1 && memcmp(p[i].old + 1, p[i].new + 1, p[i].len - 1)) {
+			err = arch_text_write(&s, p[i].addr + 1, p[i].new + 1, p[i].len - 1);
+			tails = 1;
+		}
+	}
+	/* The kernel skips this sync when no tail changed; so do we. */
+	if (!err && tails && sync())
+		err = -errno;
+
+	/* Step 3: the first bytes. */
+	for (size_t i = 0; i < n && !err; i++)
+		if (p[i].new[0] != X86_INT3)
+			err = arch_text_write(&s, p[i].addr, p[i].new, 1);
+	if (!err && sync())
+		err = -errno;
+
+	if (err)
+		rollback(&s, p, n, sync);
+	if (arch_text_close(&s) && !err)
+		err = -EPERM;
+	return err;
+}

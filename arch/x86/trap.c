@@ -1,0 +1,183 @@
+/*
+ * The SIGTRAP handler: int3 probes, sites in flight, stale traps.
+ *
+ * One handler, installed once with SA_SIGINFO | SA_ONSTACK | SA_NODEFER, and
+ * kept installed: an application's later sigaction(SIGTRAP) is recorded as
+ * the handler we chain to (kernel/sigmask.c interposes it).  On a trap, the
+ * int3 that fired is at RIP-1.  The handler pins the current trap table (an
+ * immutable array sorted by address, published by pointer swap), binary-
+ * searches it for RIP-1, and:
+ *
+ *  - DJP_TRAP_JUMP: the site is being armed with a jump; emulate the jump
+ *    by setting RIP to the trampoline;
+ *  - DJP_TRAP_SKIP: the site is being disarmed; emulate the NOP (RIP =
+ *    site + length);
+ *  - DJP_TRAP_PROBE: an int3 probe; build the register view from the
+ *    ucontext, run the handlers, resume after the site.
+ *
+ * An address that is not in the table, whose byte is no longer 0xcc, is a
+ * stale trap: the int3 was removed after this thread hit it and before the
+ * handler looked.  Rewinding RIP by one re-executes what is there now.
+ * Anything else is somebody else's trap and goes to the previous handler
+ * (or gets the default action, as if we had never been here).  int3 is
+ * reported with si_code SI_KERNEL; a SIGTRAP sent by kill() is never ours.
+ *
+ * Table lifetime, after SRCU: handlers count themselves in inflight[phase].
+ * The publisher swaps the table pointer, flips the phase, and waits for the
+ * old phase's count to drain before freeing the old table.  A handler that
+ * read the phase just before the flip sees it changed after counting itself,
+ * and retries in the new phase, so no handler can hold a table that the
+ * publisher has stopped waiting for; and handlers arriving all the time,
+ * as they do with eight threads on int3 probes, cannot starve the publisher,
+ * because they count in the new phase.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include <sched.h>
+
+#include "arch/x86/arch.h"
+
+static _Atomic(struct djp_trap_table *) trap_table;
+static atomic_long trap_inflight[2];
+static atomic_int trap_phase;
+static djp_trap_probe_fn probe_fn;
+static struct sigaction app_action; /* what the application asked for */
+static int app_action_set;
+
+static const struct djp_trap_entry *lookup(const struct djp_trap_table *t, uintptr_t addr)
+{
+	size_t lo = 0, hi = t ? t->n : 0;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (addr < t->e[mid].addr)
+			hi = mid;
+		else if (addr > t->e[mid].addr)
+			lo = mid + 1;
+		else
+			return &t->e[mid];
+	}
+	return NULL;
+}
+
+/* ucontext general registers into struct djp_regs order. */
+static const int greg_of[16] = { REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI, REG_RBP, REG_RSP,
+				 REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15 };
+
+static void chain(int sig, siginfo_t *info, void *uc)
+{
+	struct sigaction a = app_action;
+	if (!app_action_set || a.sa_handler == SIG_DFL) {
+		/* Die as the process would have died without us. */
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	if (a.sa_handler == SIG_IGN)
+		return;
+	if (a.sa_flags & SA_SIGINFO)
+		a.sa_sigaction(sig, info, uc);
+	else
+		a.sa_handler(sig);
+}
+
+static void trap_handler(int sig, siginfo_t *info, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	greg_t *g = uc->uc_mcontext.gregs;
+	uintptr_t addr = (uintptr_t)g[REG_RIP] - 1;
+	const struct djp_trap_entry *e;
+	int saved_errno = errno;
+
+	if (info->si_code != SI_KERNEL) {
+		chain(sig, info, ucv);
+		errno = saved_errno;
+		return;
+	}
+	int phase;
+	for (;;) {
+		phase = atomic_load(&trap_phase);
+		atomic_fetch_add(&trap_inflight[phase], 1);
+		if (atomic_load(&trap_phase) == phase)
+			break;
+		atomic_fetch_sub(&trap_inflight[phase], 1);
+	}
+	e = lookup(atomic_load_explicit(&trap_table, memory_order_acquire), addr);
+	if (e) {
+		switch (e->kind) {
+		case DJP_TRAP_JUMP:
+			g[REG_RIP] = (greg_t)e->target;
+			break;
+		case DJP_TRAP_SKIP:
+			g[REG_RIP] = (greg_t)(addr + e->len);
+			break;
+		case DJP_TRAP_PROBE: {
+			struct djp_regs regs;
+			for (int i = 0; i < 16; i++)
+				regs.r[i] = (uint64_t)g[greg_of[i]];
+			regs.r[DJP_REG_RIP] = addr;
+			probe_fn(e->site, &regs);
+			g[REG_RIP] = (greg_t)(addr + e->len);
+			break;
+		}
+		}
+	}
+	atomic_fetch_sub(&trap_inflight[phase], 1);
+	if (!e) {
+		if (*(volatile uint8_t *)addr != X86_INT3)
+			g[REG_RIP] = (greg_t)addr; /* stale: re-execute what is there now */
+		else
+			chain(sig, info, ucv);
+	}
+	errno = saved_errno;
+}
+
+int arch_trap_init(djp_trap_probe_fn fn)
+{
+	struct sigaction sa, old;
+	probe_fn = fn;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = trap_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTRAP, &sa, &old))
+		return -errno;
+	if (!app_action_set) {
+		app_action = old;
+		app_action_set = 1;
+	}
+	return 0;
+}
+
+int arch_trap_app_sigaction(const void *actv, void *oldactv)
+{
+	const struct sigaction *act = actv;
+	struct sigaction *oldact = oldactv;
+	if (oldact)
+		*oldact = app_action;
+	if (act) {
+		app_action = *act;
+		app_action_set = 1;
+	}
+	return 0;
+}
+
+void arch_trap_publish(struct djp_trap_table *t)
+{
+	struct djp_trap_table *old = atomic_exchange(&trap_table, t);
+	int phase = atomic_load(&trap_phase);
+	atomic_store(&trap_phase, !phase);
+	while (atomic_load(&trap_inflight[phase]))
+		sched_yield();
+	free(old);
+}
+
+void arch_serialize(void)
+{
+	unsigned a = 0, b, c = 0, d;
+	__asm__ __volatile__("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d)::"memory");
+}

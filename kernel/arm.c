@@ -1,0 +1,218 @@
+/*
+ * Applying a batch: every site of the batch goes, in one int3 bootstrap, to
+ * the state that its (new) handler list asks for.
+ *
+ * Step 1: decide.  No handlers: idle.  Some handler forced int3, the site is
+ *         shorter than a jump (an SDT probe's 1-byte nop), or no trampoline
+ *         is in reach: int3.  Otherwise a jump, to the full trampoline if
+ *         any handler may touch vector state, else to the lean one.
+ * Step 2: make the missing trampolines (one text session for the batch);
+ *         a site that cannot have one falls back to int3.
+ * Step 3: refuse before writing anything: a thread that blocks SIGTRAP
+ *         (-EDEADLK), or a site whose bytes are not what its state says
+ *         (-EBUSY: a debugger's breakpoint, a uprobe, a foreign patcher).
+ *         Only the shadow copy is ever compared, never re-read text.
+ * Step 4: publish the new handler lists, then a trap table that tells the
+ *         SIGTRAP handler what each site in flight is becoming.
+ * Step 5: the int3 bootstrap (arch_poke_batch), three syncs for all.
+ * Step 6: on failure, the text is as before: put the old lists back.  On
+ *         success, record the states and publish the table of int3 probes.
+ *         Either way wait for a grace period, then free the lists that no
+ *         handler can still be reading.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <urcu-bp.h>
+
+#include "kernel/engine.h"
+#include "lib/sysops.h"
+
+void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t *out)
+{
+	memcpy(out, s->orig, s->len);
+	if (state == SITE_INT3)
+		out[0] = X86_INT3;
+	else if (state == SITE_JUMP)
+		x86_encode_jmp(out, s->addr, s->tramp[flavour]);
+}
+
+static void desired_state(const struct djp_site *s, const struct djp_handler_list *l, int *state, int *flavour)
+{
+	int force_int3 = 0, full = 0;
+	*flavour = DJP_LEAN;
+	if (!l || !l->n) {
+		*state = SITE_IDLE;
+		return;
+	}
+	for (unsigned i = 0; i < l->n; i++) {
+		force_int3 |= !!(l->h[i].flags & DJP_FORCE_INT3);
+		full |= !(l->h[i].flags & DJP_GPR_ONLY);
+	}
+	*flavour = full ? DJP_FULL : DJP_LEAN;
+	if (force_int3 || s->no_jump || s->len < X86_JMP_REL32_LEN || (full && !arch_xsave_size()))
+		*state = SITE_INT3;
+	else
+		*state = SITE_JUMP;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct djp_trap_entry *x = a, *y = b;
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* Every int3 probe outside the batch, plus the batch's own entries. */
+static struct djp_trap_table *trap_table_build(struct djp_trap_entry *extra, size_t nextra, struct djp_site **skip,
+					       size_t nskip)
+{
+	struct djp_trap_table *t;
+	size_t n = nextra, k = 0;
+	for (struct djp_object *o = djp_objects; o; o = o->next)
+		for (size_t i = 0; i < o->nsites; i++)
+			n += o->sites[i].state == SITE_INT3;
+	t = malloc(sizeof(*t) + n * sizeof(t->e[0]));
+	if (!t)
+		return NULL;
+	for (size_t j = 0; j < nskip; j++)
+		skip[j]->in_batch = true;
+	for (struct djp_object *o = djp_objects; o; o = o->next)
+		for (size_t i = 0; i < o->nsites; i++) {
+			struct djp_site *s = &o->sites[i];
+			if (s->state == SITE_INT3 && !s->in_batch)
+				t->e[k++] = (struct djp_trap_entry){ s->addr, 0, s, DJP_TRAP_PROBE, s->len };
+		}
+	for (size_t j = 0; j < nskip; j++)
+		skip[j]->in_batch = false;
+	if (nextra)
+		memcpy(&t->e[k], extra, nextra * sizeof(*extra));
+	t->n = k + nextra;
+	qsort(t->e, t->n, sizeof(t->e[0]), cmp_entry);
+	return t;
+}
+
+static void semaphore_adjust(struct djp_site *s, int delta)
+{
+	if (s->m->semaphore)
+		__atomic_fetch_add((uint16_t *)(s->obj->bias + s->m->semaphore), (uint16_t)delta, __ATOMIC_RELAXED);
+}
+
+int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_list **new_lists)
+{
+	int *state = NULL, *flavour = NULL, err = 0;
+	struct djp_handler_list **old_lists = NULL;
+	struct djp_poke *pokes = NULL;
+	struct djp_trap_entry *entries = NULL;
+	struct djp_tramp_req *reqs = NULL;
+	struct djp_site **changing = NULL;
+	size_t *req_idx = NULL;
+	struct djp_trap_table *t;
+	size_t npokes = 0, nreqs = 0;
+
+	state = calloc(n, sizeof(*state));
+	flavour = calloc(n, sizeof(*flavour));
+	old_lists = calloc(n, sizeof(*old_lists));
+	pokes = calloc(n, sizeof(*pokes));
+	entries = calloc(n, sizeof(*entries));
+	reqs = calloc(n, sizeof(*reqs));
+	changing = calloc(n, sizeof(*changing));
+	req_idx = calloc(n, sizeof(*req_idx));
+	if (!req_idx || !state || !flavour || !old_lists || !pokes || !entries || !reqs || !changing) {
+		err = -ENOMEM;
+		goto out;
+	}
+
+	/* Steps 1 and 2. */
+	for (size_t i = 0; i < n; i++) {
+		desired_state(sites[i], new_lists[i], &state[i], &flavour[i]);
+		if (state[i] == SITE_JUMP && !sites[i]->tramp[flavour[i]] && !sites[i]->no_jump)
+			req_idx[nreqs] = i, reqs[nreqs++] = (struct djp_tramp_req){ .site = sites[i]->addr,
+								.len = sites[i]->len,
+								.flavour = flavour[i],
+								.ds = sites[i] };
+	}
+	if (nreqs) {
+		arch_tramp_create(reqs, nreqs);
+		for (size_t r = 0; r < nreqs; r++) {
+			size_t i = req_idx[r];
+			if (reqs[r].entry)
+				sites[i]->tramp[flavour[i]] = reqs[r].entry;
+			else {
+				sites[i]->no_jump |= reqs[r].err == -ERANGE;
+				state[i] = SITE_INT3;
+			}
+		}
+	}
+
+	/* Step 3. */
+	for (size_t i = 0; i < n; i++) {
+		struct djp_site *s = sites[i];
+		uint8_t cur[DJP_SITE_MAX_LEN];
+		if (state[i] == s->state && (state[i] != SITE_JUMP || flavour[i] == s->flavour))
+			continue;
+		djp_site_expected(s, s->state, s->flavour, cur);
+		if (memcmp((void *)s->addr, cur, s->len)) {
+			err = -EBUSY;
+			goto out;
+		}
+		pokes[npokes].addr = s->addr;
+		pokes[npokes].len = s->len;
+		memcpy(pokes[npokes].old, cur, s->len);
+		djp_site_expected(s, state[i], flavour[i], pokes[npokes].new);
+		if (state[i] == SITE_IDLE)
+			entries[npokes] = (struct djp_trap_entry){ s->addr, 0, s, DJP_TRAP_SKIP, s->len };
+		else if (state[i] == SITE_JUMP)
+			entries[npokes] = (struct djp_trap_entry){ s->addr, s->tramp[flavour[i]], s, DJP_TRAP_JUMP, s->len };
+		else
+			entries[npokes] = (struct djp_trap_entry){ s->addr, 0, s, DJP_TRAP_PROBE, s->len };
+		changing[npokes++] = s;
+	}
+	if (npokes && (err = djp_check_sigblk()))
+		goto out;
+
+	/* Step 4. */
+	for (size_t i = 0; i < n; i++)
+		old_lists[i] = atomic_exchange(&sites[i]->handlers, (struct djp_handler_list *)new_lists[i]);
+	if (npokes) {
+		if (!(t = trap_table_build(entries, npokes, changing, npokes))) {
+			err = -ENOMEM;
+		} else {
+			arch_trap_publish(t);
+			/* Step 5. */
+			err = arch_poke_batch(pokes, npokes, djp_sync_cores);
+		}
+	}
+
+	/* Step 6. */
+	if (err) {
+		for (size_t i = 0; i < n; i++)
+			atomic_store(&sites[i]->handlers, old_lists[i]);
+		arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
+		synchronize_rcu();
+		for (size_t i = 0; i < n; i++)
+			free((void *)new_lists[i]);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct djp_site *s = sites[i];
+		if ((s->state == SITE_IDLE) != (state[i] == SITE_IDLE))
+			semaphore_adjust(s, state[i] == SITE_IDLE ? -1 : 1);
+		s->state = (uint8_t)state[i];
+		s->flavour = (uint8_t)flavour[i];
+	}
+	if (npokes)
+		arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
+	synchronize_rcu();
+	for (size_t i = 0; i < n; i++)
+		free(old_lists[i]);
+out:
+	free(state);
+	free(flavour);
+	free(old_lists);
+	free(pokes);
+	free(entries);
+	free(reqs);
+	free(changing);
+	free(req_idx);
+	return err;
+}

@@ -1,0 +1,122 @@
+/*
+ * Running the handlers of a hit.
+ *
+ * The trampolines call djp_dispatch_lean or djp_dispatch_full with the
+ * register view they built and the site from their data slot; the SIGTRAP
+ * handler calls djp_trap_probe for int3 probes.  All three read the site's
+ * handler list under an RCU read-side critical section (liburcu's bp
+ * flavour: no thread registration needed, a compiler barrier on the read
+ * side where the kernel has membarrier), so djp_disconnect can wait for a
+ * grace period and know that its handler is running nowhere.
+ *
+ * A per-thread guard turns a hit inside a handler (a handler that calls
+ * instrumented code, or a signal that lands during one) into a counted
+ * miss instead of a recursion.  The lean dispatcher skips handlers that did
+ * not promise DJP_GPR_ONLY: that can only happen to a thread that entered a
+ * lean trampoline just before its site was switched to the full one, and
+ * skipping is the only safe choice, since its vector state is not saved.
+ */
+#define _LGPL_SOURCE
+#include <urcu-bp.h>
+
+#include "kernel/engine.h"
+
+static __thread int in_handler __attribute__((tls_model("initial-exec")));
+
+bool djp_in_handler(void)
+{
+	return in_handler;
+}
+
+static inline void run(struct djp_site *s, const struct djp_regs *regs, unsigned need)
+{
+	struct djp_handler_list *l;
+	if (__builtin_expect(in_handler, 0)) {
+		atomic_fetch_add_explicit(&s->misses, 1, memory_order_relaxed);
+		return;
+	}
+	in_handler = 1;
+	urcu_bp_read_lock();
+	l = rcu_dereference(*(struct djp_handler_list **)&s->handlers);
+	if (l) {
+		struct djp_hit hit = { s, regs };
+		for (unsigned i = 0; i < l->n; i++)
+			if ((l->h[i].flags & need) == need)
+				l->h[i].fn(&hit, l->h[i].data);
+	}
+	urcu_bp_read_unlock();
+	in_handler = 0;
+}
+
+void djp_dispatch_lean(struct djp_regs *regs, struct djp_site *site)
+{
+	run(site, regs, DJP_GPR_ONLY);
+}
+
+void djp_dispatch_full(struct djp_regs *regs, struct djp_site *site)
+{
+	run(site, regs, 0);
+}
+
+void djp_trap_probe(struct djp_site *site, struct djp_regs *regs)
+{
+	run(site, regs, 0);
+}
+
+DJP_API const char *djp_hit_name(const struct djp_hit *hit)
+{
+	return hit->site->m->name;
+}
+
+DJP_API unsigned djp_hit_nargs(const struct djp_hit *hit)
+{
+	return hit->site->m->nargs;
+}
+
+DJP_API uintptr_t djp_hit_site(const struct djp_hit *hit)
+{
+	return hit->site->addr;
+}
+
+DJP_API int64_t djp_hit_arg(const struct djp_hit *hit, unsigned i)
+{
+	const struct djp_argloc *a;
+	const struct djp_regs *r = hit->regs;
+	uint64_t v = 0;
+	uintptr_t addr;
+
+	if (i >= hit->site->m->nargs)
+		return 0;
+	a = &hit->site->m->arg[i];
+	switch (a->kind) {
+	case DJP_LOC_REG:
+		v = r->r[a->reg] >> a->reg_shift;
+		break;
+	case DJP_LOC_IMM:
+		return a->disp;
+	case DJP_LOC_MEM:
+		addr = (uintptr_t)a->disp;
+		if (a->reg != DJP_REG_NONE)
+			addr += r->r[a->reg];
+		if (a->index != DJP_REG_NONE)
+			addr += r->r[a->index] * a->scale;
+		__builtin_memcpy(&v, (const void *)addr, a->size <= 8 ? a->size : 8);
+		break;
+	case DJP_LOC_ABS:
+		addr = hit->site->obj->bias + (uintptr_t)a->disp;
+		__builtin_memcpy(&v, (const void *)addr, a->size <= 8 ? a->size : 8);
+		break;
+	default:
+		return 0;
+	}
+	switch (a->size) {
+	case 1:
+		return a->is_signed ? (int64_t)(int8_t)v : (int64_t)(uint8_t)v;
+	case 2:
+		return a->is_signed ? (int64_t)(int16_t)v : (int64_t)(uint16_t)v;
+	case 4:
+		return a->is_signed ? (int64_t)(int32_t)v : (int64_t)(uint32_t)v;
+	default:
+		return (int64_t)v;
+	}
+}

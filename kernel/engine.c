@@ -1,0 +1,260 @@
+/*
+ * The engine's front door: djp_connect and djp_disconnect.
+ *
+ * One global lock (the kernel's text_mutex and kprobe_mutex in one)
+ * serialises every change of probes and text.  The first connect
+ * initialises everything (text writer, SIGTRAP handler, trampolines, sync)
+ * so nothing has to be called first, linked or preloaded alike.
+ *
+ * connect: refresh the registry of loaded objects, find every site whose
+ * marker name matches the glob, and give each a new handler list with the
+ * probe added; djp_sites_apply arms what needs arming in one batch.
+ * disconnect: the same with the probe removed; djp_sites_apply waits for an
+ * RCU grace period before it returns, so the handler is running nowhere.
+ * Either fails as a whole: on error, the text and the lists are as before.
+ *
+ * fork: the child is single-threaded and nobody consumes its probes, so it
+ * starts with every site restored to its original bytes and no probes.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <urcu-bp.h>
+
+#include "kernel/engine.h"
+
+pthread_mutex_t djp_engine_lock = PTHREAD_MUTEX_INITIALIZER;
+struct djp_object *djp_objects;
+struct djp_probe *djp_probes;
+static int next_probe_id;
+static atomic_int ready;
+static int init_err;
+
+bool djp_engine_ready(void)
+{
+	return atomic_load_explicit(&ready, memory_order_acquire) == 1;
+}
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&djp_engine_lock);
+	urcu_bp_before_fork();
+}
+
+static void fork_parent(void)
+{
+	urcu_bp_after_fork_parent();
+	pthread_mutex_unlock(&djp_engine_lock);
+}
+
+/* The child: put back every byte, forget every probe. */
+static void fork_child(void)
+{
+	urcu_bp_after_fork_child();
+	for (struct djp_object *o = djp_objects; o; o = o->next)
+		for (size_t i = 0; i < o->nsites; i++) {
+			struct djp_site *s = &o->sites[i];
+			struct djp_text_session ts;
+			uintptr_t a = s->addr;
+			if (s->state == SITE_IDLE)
+				continue;
+			if (arch_text_open(&ts, &a, &s->len, 1) == 0) {
+				arch_text_write(&ts, s->addr + 1, s->orig + 1, s->len - 1);
+				arch_text_write(&ts, s->addr, s->orig, 1);
+				arch_text_close(&ts);
+			}
+			if (s->m->semaphore)
+				__atomic_fetch_sub((uint16_t *)(o->bias + s->m->semaphore), 1, __ATOMIC_RELAXED);
+			s->state = SITE_IDLE;
+			s->nprobes = 0;
+			atomic_store(&s->handlers, NULL); /* the parent's copy frees them */
+		}
+	djp_probes = NULL; /* likewise */
+	arch_trap_publish(NULL);
+	pthread_mutex_unlock(&djp_engine_lock);
+}
+
+/* Called with the lock held. */
+static int engine_init_locked(void)
+{
+	int err;
+	if (atomic_load(&ready))
+		return init_err;
+	if ((err = arch_text_init()) || (err = djp_freeze_init()) || (err = djp_sync_init()) ||
+	    (err = arch_trap_init(djp_trap_probe))) {
+		init_err = err;
+		atomic_store(&ready, 2);
+		return err;
+	}
+	arch_tramp_init(djp_dispatch_lean, djp_dispatch_full); /* no XSAVE: lean and int3 only */
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	atomic_store_explicit(&ready, 1, memory_order_release);
+	return 0;
+}
+
+int djp_engine_init(void)
+{
+	int err;
+	pthread_mutex_lock(&djp_engine_lock);
+	err = engine_init_locked();
+	pthread_mutex_unlock(&djp_engine_lock);
+	return err;
+}
+
+static struct djp_handler_list *list_with(const struct djp_handler_list *l, const struct djp_probe *add,
+					  int remove_id)
+{
+	unsigned n = l ? l->n : 0, k = 0;
+	struct djp_handler_list *nl = malloc(sizeof(*nl) + (n + 1) * sizeof(nl->h[0]));
+	if (!nl)
+		return NULL;
+	for (unsigned i = 0; i < n; i++)
+		if (l->h[i].probe_id != remove_id)
+			nl->h[k++] = l->h[i];
+	if (add)
+		nl->h[k++] = (struct djp_handler){ add->fn, add->data, add->flags, add->id };
+	nl->n = k;
+	if (!k) {
+		free(nl);
+		return NULL;
+	}
+	return nl;
+}
+
+static int fail(int err)
+{
+	errno = -err;
+	return err;
+}
+
+/* Give each site of `sites` its list with `add` added or `remove_id` gone. */
+static int change_probe(struct djp_site **sites, size_t n, const struct djp_probe *add, int remove_id)
+{
+	const struct djp_handler_list **lists = calloc(n ? n : 1, sizeof(*lists));
+	int err = 0;
+	if (!lists)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct djp_handler_list *cur = atomic_load(&sites[i]->handlers);
+		lists[i] = list_with(cur, add, remove_id);
+		if (!lists[i] && (add || (cur && cur->n > 1)))
+			err = -ENOMEM;
+	}
+	if (!err)
+		err = djp_sites_apply(sites, n, lists); /* owns lists[] from here */
+	else
+		for (size_t i = 0; i < n; i++)
+			free((void *)lists[i]);
+	free(lists);
+	if (!err)
+		for (size_t i = 0; i < n; i++)
+			sites[i]->nprobes += add ? 1 : -1;
+	return err;
+}
+
+/* Every site whose marker matches `pattern` (or carries probe `id`). */
+static int sites_matching(const char *pattern, int id, struct djp_site ***out, size_t *nout)
+{
+	size_t n = 0, cap = 0;
+	struct djp_site **v = NULL;
+	for (struct djp_object *o = djp_objects; o; o = o->next)
+		for (size_t i = 0; i < o->nsites; i++) {
+			struct djp_site *s = &o->sites[i];
+			int match;
+			if (pattern) {
+				match = fnmatch(pattern, s->m->name, 0) == 0;
+			} else {
+				const struct djp_handler_list *l = atomic_load(&s->handlers);
+				match = 0;
+				for (unsigned k = 0; l && k < l->n; k++)
+					match |= l->h[k].probe_id == id;
+			}
+			if (!match)
+				continue;
+			if (n == cap) {
+				void *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
+				if (!nv) {
+					free(v);
+					return -ENOMEM;
+				}
+				v = nv;
+			}
+			v[n++] = s;
+		}
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsigned flags)
+{
+	struct djp_site **sites = NULL;
+	struct djp_probe *p;
+	size_t n = 0;
+	int err;
+
+	if (!pattern || !fn || (flags & ~(DJP_GPR_ONLY | DJP_FORCE_INT3)))
+		return fail(-EINVAL);
+	if (djp_in_handler())
+		return fail(-EDEADLK);
+	pthread_mutex_lock(&djp_engine_lock);
+	if ((err = engine_init_locked()) || (err = djp_objects_refresh()) ||
+	    (err = sites_matching(pattern, -1, &sites, &n)))
+		goto out;
+	if (!n) {
+		err = -ENOENT;
+		goto out;
+	}
+	if (!(p = calloc(1, sizeof(*p))) || !(p->pattern = strdup(pattern))) {
+		free(p);
+		err = -ENOMEM;
+		goto out;
+	}
+	p->id = next_probe_id++;
+	p->fn = fn;
+	p->data = data;
+	p->flags = flags;
+	if ((err = change_probe(sites, n, p, -1))) {
+		free(p->pattern);
+		free(p);
+		goto out;
+	}
+	p->next = djp_probes;
+	djp_probes = p;
+	err = p->id;
+out:
+	pthread_mutex_unlock(&djp_engine_lock);
+	free(sites);
+	return err < 0 ? fail(err) : err;
+}
+
+DJP_API int djp_disconnect(int id)
+{
+	struct djp_probe **pp, *p = NULL;
+	struct djp_site **sites = NULL;
+	size_t n = 0;
+	int err;
+
+	if (djp_in_handler())
+		return fail(-EDEADLK);
+	pthread_mutex_lock(&djp_engine_lock);
+	for (pp = &djp_probes; *pp; pp = &(*pp)->next)
+		if ((*pp)->id == id) {
+			p = *pp;
+			break;
+		}
+	if (!p) {
+		err = -ENOENT;
+		goto out;
+	}
+	if ((err = sites_matching(NULL, id, &sites, &n)) || (err = change_probe(sites, n, NULL, id)))
+		goto out;
+	*pp = p->next;
+	free(p->pattern);
+	free(p);
+out:
+	pthread_mutex_unlock(&djp_engine_lock);
+	free(sites);
+	return err < 0 ? fail(err) : 0;
+}

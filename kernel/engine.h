@@ -1,0 +1,112 @@
+/*
+ * The engine's internals: objects, sites, probes, and the one lock.
+ * Never installed; kernel/ talks to arch/x86/ only through arch/x86/arch.h.
+ */
+#ifndef DJP_KERNEL_ENGINE_H
+#define DJP_KERNEL_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arch/x86/arch.h"
+#include "djprobe/djprobe.h"
+#include "lib/markers.h"
+
+/* The state of a site's bytes: what the expected-bytes check compares. */
+enum djp_site_state {
+	SITE_IDLE, /* the original bytes (the shadow copy) */
+	SITE_INT3, /* 0xcc then the original tail */
+	SITE_JUMP, /* e9 rel32 to tramp[flavour], then the original tail */
+};
+
+struct djp_handler {
+	djp_handler_fn fn;
+	void *data;
+	unsigned flags;
+	int probe_id;
+};
+
+/* Immutable once published; replaced whole and freed after a grace period. */
+struct djp_handler_list {
+	unsigned n;
+	struct djp_handler h[];
+};
+
+struct djp_object;
+
+struct djp_site {
+	uintptr_t addr;
+	uint8_t len;
+	uint8_t state;	 /* enum djp_site_state */
+	uint8_t flavour; /* DJP_LEAN or DJP_FULL when SITE_JUMP */
+	uint8_t orig[DJP_SITE_MAX_LEN]; /* shadow of the original bytes */
+	uintptr_t tramp[2];		 /* trampoline per flavour, 0 until made */
+	bool no_jump;			 /* no trampoline in reach: int3 only */
+	bool in_batch;			 /* scratch for arm.c, under the lock */
+	uint32_t id;			 /* process-wide marker id */
+	const struct djp_marker_info *m;
+	struct djp_object *obj;
+	struct djp_handler_list *_Atomic handlers;
+	atomic_ulong misses; /* hits inside a handler, not reported */
+	unsigned nprobes;
+};
+
+struct djp_object {
+	char *path;
+	uintptr_t bias;
+	struct djp_marker_list *markers;
+	size_t nsites;
+	struct djp_site *sites;
+	struct djp_object *next;
+	bool seen; /* by the current refresh */
+};
+
+struct djp_probe {
+	int id;
+	char *pattern;
+	djp_handler_fn fn;
+	void *data;
+	unsigned flags;
+	struct djp_probe *next;
+};
+
+struct djp_hit {
+	struct djp_site *site;
+	const struct djp_regs *regs;
+};
+
+/* engine.c */
+extern pthread_mutex_t djp_engine_lock;
+extern struct djp_object *djp_objects;
+extern struct djp_probe *djp_probes;
+int djp_engine_init(void);
+bool djp_engine_ready(void);
+
+/* objects.c */
+int djp_objects_refresh(void);
+struct djp_site *djp_site_by_id(uint32_t id);
+
+/* arm.c: bring every site of `sites` to the state its probes ask for. */
+int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_list **new_lists);
+void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t *out);
+
+/* dispatch.c */
+void djp_dispatch_lean(struct djp_regs *regs, struct djp_site *site);
+void djp_dispatch_full(struct djp_regs *regs, struct djp_site *site);
+void djp_trap_probe(struct djp_site *site, struct djp_regs *regs);
+bool djp_in_handler(void);
+
+/* sync.c, freeze.c */
+int djp_sync_init(void);
+int djp_sync_cores(void);
+const char *djp_sync_mode_name(void);
+int djp_freeze_init(void);
+int djp_freeze_signal(void);
+int djp_freeze_sync(void);
+
+/* sigmask.c */
+int djp_check_sigblk(void);
+
+#endif

@@ -1,0 +1,180 @@
+/*
+ * The marker registry: which objects are loaded and which sites they have.
+ *
+ * dl_iterate_phdr lists the loaded objects with their load bias; each new
+ * one is read with the marker reader (lib/markers.h, no DWARF) from its file
+ * (the main program through /proc/self/exe), and gets one struct djp_site
+ * per marker: the site's runtime address, a shadow copy of its original
+ * bytes taken from the file's record (`66 0f 1f 44 00 00`, or `90` for an
+ * SDT probe), a process-wide id, and state idle.  The shadow is checked
+ * against memory when the object is first seen: an object whose sites do
+ * not hold the bytes the file says (another patcher was first) keeps those
+ * sites out of reach (state unknown = never armed).
+ *
+ * Objects that are gone from the list (unloaded without our dlclose hook
+ * seeing it) are dropped; the dlclose hook (dlhooks.c) disarms an object's
+ * sites before the loader unmaps it.  Sites live as long as their object;
+ * the trampolines they used are never unmapped (trampoline.c).
+ */
+#include <errno.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernel/engine.h"
+
+struct seen_obj {
+	char *name;
+	uintptr_t bias;
+};
+
+struct scan {
+	struct seen_obj *v;
+	size_t n, cap;
+};
+
+static uint32_t next_site_id = 1;
+
+static int collect(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct scan *sc = arg;
+	const char *name = info->dlpi_name;
+	int has_exec = 0;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		has_exec |= info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X);
+	if (!has_exec || !name || strstr(name, "linux-vdso") || strstr(name, "linux-gate"))
+		return 0;
+	if (sc->n == sc->cap) {
+		void *v = realloc(sc->v, (sc->cap = sc->cap ? 2 * sc->cap : 32) * sizeof(*sc->v));
+		if (!v)
+			return 1;
+		sc->v = v;
+	}
+	sc->v[sc->n].name = strdup(name[0] ? name : "/proc/self/exe");
+	sc->v[sc->n].bias = info->dlpi_addr;
+	if (sc->v[sc->n].name)
+		sc->n++;
+	return 0;
+}
+
+static struct djp_object *object_load(const char *name, uintptr_t bias)
+{
+	char path[4096], err[512];
+	struct djp_object *o = calloc(1, sizeof(*o));
+	ssize_t n;
+	if (!o)
+		return NULL;
+	if (!strcmp(name, "/proc/self/exe") && (n = readlink(name, path, sizeof(path) - 1)) > 0)
+		path[n] = 0;
+	else
+		snprintf(path, sizeof(path), "%s", name);
+	o->path = strdup(path);
+	o->bias = bias;
+	if (!o->path || djp_markers_read_file(name, DJP_READ_NO_DWARF, &o->markers, err, sizeof(err))) {
+		/* Not readable as ELF: an object with no markers. */
+		o->markers = NULL;
+		return o;
+	}
+	o->sites = calloc(o->markers->count ? o->markers->count : 1, sizeof(*o->sites));
+	if (!o->sites) {
+		djp_marker_list_free(o->markers);
+		free(o->path);
+		free(o);
+		return NULL;
+	}
+	for (size_t i = 0; i < o->markers->count; i++) {
+		const struct djp_marker_info *m = &o->markers->v[i];
+		struct djp_site *s = &o->sites[o->nsites];
+		if (m->site_len == 0 || m->site_len > DJP_SITE_MAX_LEN)
+			continue;
+		s->addr = (uintptr_t)m->site + (o->markers->is_dyn ? bias : 0);
+		s->len = m->site_len;
+		if (m->site_len == 6)
+			memcpy(s->orig, x86_nop6, 6);
+		else if (m->site_len == 1)
+			s->orig[0] = X86_NOP1;
+		else
+			continue;
+		/* A site that does not hold what the file says is not ours to touch. */
+		if (memcmp((void *)s->addr, s->orig, s->len))
+			continue;
+		s->state = SITE_IDLE;
+		s->m = m;
+		s->obj = o;
+		s->id = next_site_id++;
+		o->nsites++;
+	}
+	return o;
+}
+
+static void object_free(struct djp_object *o)
+{
+	/* Handler lists are NULL: the object's sites were disarmed first. */
+	if (o->markers)
+		djp_marker_list_free(o->markers);
+	free(o->sites);
+	free(o->path);
+	free(o);
+}
+
+int djp_objects_refresh(void)
+{
+	struct scan sc = { 0 };
+	struct djp_object **pp;
+	int err = 0;
+
+	dl_iterate_phdr(collect, &sc);
+	for (struct djp_object *o = djp_objects; o; o = o->next)
+		o->seen = false;
+	for (size_t i = 0; i < sc.n; i++) {
+		struct djp_object *o;
+		char path[4096];
+		const char *want = sc.v[i].name;
+		ssize_t n;
+		if (!strcmp(want, "/proc/self/exe") && (n = readlink(want, path, sizeof(path) - 1)) > 0) {
+			path[n] = 0;
+			want = path;
+		}
+		for (o = djp_objects; o; o = o->next)
+			if (o->bias == sc.v[i].bias && !strcmp(o->path, want))
+				break;
+		if (!o) {
+			if (!(o = object_load(sc.v[i].name, sc.v[i].bias))) {
+				err = -ENOMEM;
+				continue;
+			}
+			o->next = djp_objects;
+			djp_objects = o;
+		}
+		o->seen = true;
+	}
+	/* Objects unloaded behind our back: nothing of theirs is mapped now. */
+	for (pp = &djp_objects; *pp;) {
+		struct djp_object *o = *pp;
+		int armed = 0;
+		for (size_t i = 0; i < o->nsites; i++)
+			armed |= o->sites[i].state != SITE_IDLE;
+		if (!o->seen && !armed) {
+			*pp = o->next;
+			object_free(o);
+		} else {
+			pp = &o->next;
+		}
+	}
+	for (size_t i = 0; i < sc.n; i++)
+		free(sc.v[i].name);
+	free(sc.v);
+	return err;
+}
+
+struct djp_site *djp_site_by_id(uint32_t id)
+{
+	for (struct djp_object *o = djp_objects; o; o = o->next)
+		for (size_t i = 0; i < o->nsites; i++)
+			if (o->sites[i].id == id)
+				return &o->sites[i];
+	return NULL;
+}

@@ -1,0 +1,127 @@
+/*
+ * Keeping SIGTRAP and the freeze signal deliverable.
+ *
+ * A thread that blocks SIGTRAP and executes an int3 is killed by the kernel
+ * (force_sig resets the handler to the default).  Threads that block every
+ * signal are common (sigwait loops, runtimes), so sigprocmask and
+ * pthread_sigmask are interposed here: SIG_BLOCK and SIG_SETMASK never
+ * block SIGTRAP or the freeze signal.  sigaction and signal are interposed
+ * for SIGTRAP only: the application's handler becomes the one our SIGTRAP
+ * handler chains to, and ours stays installed; and no handler's sa_mask may
+ * block SIGTRAP while it runs.
+ *
+ * A thread can still block them behind our back (the raw system call, or a
+ * mask inherited before we were loaded), so before every batch the engine
+ * reads SigBlk from /proc/self/task/TID/status and refuses to arm with
+ * -EDEADLK, naming nothing it cannot prove: never a crash.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel/engine.h"
+
+static void clean(sigset_t *set)
+{
+	sigdelset(set, SIGTRAP);
+	if (djp_freeze_signal())
+		sigdelset(set, djp_freeze_signal());
+}
+
+static void *next_symbol(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+DJP_API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	static int (*real)(int, const sigset_t *, sigset_t *);
+	sigset_t copy;
+	if (!real)
+		real = (int (*)(int, const sigset_t *, sigset_t *))next_symbol("sigprocmask");
+	if (set && how != SIG_UNBLOCK) {
+		copy = *set;
+		clean(&copy);
+		set = &copy;
+	}
+	return real(how, set, old);
+}
+
+DJP_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	static int (*real)(int, const sigset_t *, sigset_t *);
+	sigset_t copy;
+	if (!real)
+		real = (int (*)(int, const sigset_t *, sigset_t *))next_symbol("pthread_sigmask");
+	if (set && how != SIG_UNBLOCK) {
+		copy = *set;
+		clean(&copy);
+		set = &copy;
+	}
+	return real(how, set, old);
+}
+
+DJP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	static int (*real)(int, const struct sigaction *, struct sigaction *);
+	struct sigaction copy;
+	if (!real)
+		real = (int (*)(int, const struct sigaction *, struct sigaction *))next_symbol("sigaction");
+	if (act) {
+		copy = *act;
+		clean(&copy.sa_mask);
+		act = &copy;
+	}
+	if (sig == SIGTRAP && djp_engine_ready())
+		return arch_trap_app_sigaction(act, old);
+	return real(sig, act, old);
+}
+
+DJP_API sighandler_t signal(int sig, sighandler_t handler)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, &old))
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* -EDEADLK when some thread blocks SIGTRAP or the freeze signal. */
+int djp_check_sigblk(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	unsigned long long bad = 1ull << (SIGTRAP - 1);
+	int err = 0;
+	if (djp_freeze_signal())
+		bad |= 1ull << (djp_freeze_signal() - 1);
+	if (!d)
+		return -errno;
+	while (!err && (de = readdir(d))) {
+		char path[300], line[256];
+		FILE *f;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
+		if (!(f = fopen(path, "re")))
+			continue; /* the thread exited */
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long long m;
+			if (sscanf(line, "SigBlk: %llx", &m) == 1) {
+				if (m & bad)
+					err = -EDEADLK;
+				break;
+			}
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return err;
+}
