@@ -120,3 +120,14 @@ DJP_API int64_t djp_hit_arg(const struct djp_hit *hit, unsigned i)
 		return (int64_t)v;
 	}
 }
+
+/* For the recorder and the agent (kernel/engine.h). */
+uint32_t djp__hit_id(const struct djp_hit *hit)
+{
+	return hit->site->id;
+}
+
+const struct djp_marker_info *djp__hit_marker(const struct djp_hit *hit)
+{
+	return hit->site->m;
+}

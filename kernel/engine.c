@@ -76,7 +76,7 @@ static void fork_child(void)
 }
 
 /* Called with the lock held. */
-static int engine_init_locked(void)
+int djp_engine_init_locked(void)
 {
 	int err;
 	if (atomic_load(&ready))
@@ -97,7 +97,7 @@ int djp_engine_init(void)
 {
 	int err;
 	pthread_mutex_lock(&djp_engine_lock);
-	err = engine_init_locked();
+	err = djp_engine_init_locked();
 	pthread_mutex_unlock(&djp_engine_lock);
 	return err;
 }
@@ -199,7 +199,7 @@ DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsi
 	if (djp_in_handler())
 		return fail(-EDEADLK);
 	pthread_mutex_lock(&djp_engine_lock);
-	if ((err = engine_init_locked()) || (err = djp_objects_refresh()) ||
+	if ((err = djp_engine_init_locked()) || (err = djp_objects_refresh()) ||
 	    (err = sites_matching(pattern, -1, &sites, &n)))
 		goto out;
 	if (!n) {

@@ -82,10 +82,18 @@ extern pthread_mutex_t djp_engine_lock;
 extern struct djp_object *djp_objects;
 extern struct djp_probe *djp_probes;
 int djp_engine_init(void);
+int djp_engine_init_locked(void);
 bool djp_engine_ready(void);
 
 /* objects.c */
 int djp_objects_refresh(void);
+/* For the agent: visit every site of every loaded object (the registry is
+ * refreshed first; the engine lock is held during the walk, so `fn` must not
+ * call djp_connect).  A non-zero return from fn stops the walk and is
+ * returned. */
+typedef int (*djp_site_visit_fn)(void *ctx, uint32_t id, const char *object, uintptr_t addr,
+				 const struct djp_marker_info *m);
+int djp__sites_foreach(djp_site_visit_fn fn, void *ctx);
 struct djp_site *djp_site_by_id(uint32_t id);
 
 /* arm.c: bring every site of `sites` to the state its probes ask for. */
@@ -97,6 +105,10 @@ void djp_dispatch_lean(struct djp_regs *regs, struct djp_site *site);
 void djp_dispatch_full(struct djp_regs *regs, struct djp_site *site);
 void djp_trap_probe(struct djp_site *site, struct djp_regs *regs);
 bool djp_in_handler(void);
+/* The process-wide id of the site hit (what the recorder stores), and its
+ * marker record (name, format, argument locations). */
+uint32_t djp__hit_id(const struct djp_hit *hit);
+const struct djp_marker_info *djp__hit_marker(const struct djp_hit *hit);
 
 /* sync.c, freeze.c */
 int djp_sync_init(void);

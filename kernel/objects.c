@@ -178,3 +178,17 @@ struct djp_site *djp_site_by_id(uint32_t id)
 				return &o->sites[i];
 	return NULL;
 }
+
+int djp__sites_foreach(djp_site_visit_fn fn, void *ctx)
+{
+	int err;
+	pthread_mutex_lock(&djp_engine_lock);
+	err = djp_engine_init_locked();
+	if (!err)
+		err = djp_objects_refresh();
+	for (struct djp_object *o = djp_objects; !err && o; o = o->next)
+		for (size_t i = 0; !err && i < o->nsites; i++)
+			err = fn(ctx, o->sites[i].id, o->path, o->sites[i].addr, o->sites[i].m);
+	pthread_mutex_unlock(&djp_engine_lock);
+	return err;
+}
