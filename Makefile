@@ -120,7 +120,7 @@ $(O)/bench/%: bench/%.c $(LIB_A) | $(DEPS_STAMP)
 CHECK_DEPS := all $(SELFTESTS) $(PROGS) $(EXAMPLES)
 BENCH_RUN :=
 FUZZ_TARGETS :=
-include $(sort $(wildcard selftests/*.mk bench/*.mk examples/*.mk tools/djp/*.mk))
+include $(sort $(wildcard */*.mk */*/*.mk))
 
 check: $(CHECK_DEPS)
 	$(Q)$(SELFTESTS)

@@ -28,6 +28,29 @@ bool djp_in_handler(void)
 	return in_handler;
 }
 
+/*
+ * The first RCU read in a thread registers it with liburcu-bp, which calls
+ * into libc (mmap, memset) and may use vector registers.  Inside a lean
+ * trampoline nothing saved them, so this slow path saves the extended state
+ * itself around the registration.  This file is compiled with
+ * -mgeneral-regs-only, so the compiler adds no vector code of its own.
+ */
+static __attribute__((noinline)) void register_thread(void)
+{
+	size_t sz = arch_xsave_size();
+	uint8_t *area = NULL;
+	if (sz) {
+		uint8_t *raw = __builtin_alloca(sz + 64);
+		area = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+		for (size_t i = 512; i < 576; i++)
+			area[i] = 0; /* the XSAVE header */
+		arch_vector_save(area);
+	}
+	urcu_bp_register();
+	if (area)
+		arch_vector_restore(area);
+}
+
 static inline void run(struct djp_site *s, const struct djp_regs *regs, unsigned need)
 {
 	struct djp_handler_list *l;
@@ -36,6 +59,8 @@ static inline void run(struct djp_site *s, const struct djp_regs *regs, unsigned
 		return;
 	}
 	in_handler = 1;
+	if (__builtin_expect(!URCU_TLS(urcu_bp_reader), 0))
+		register_thread();
 	urcu_bp_read_lock();
 	l = rcu_dereference(*(struct djp_handler_list **)&s->handlers);
 	if (l) {
@@ -78,6 +103,21 @@ DJP_API uintptr_t djp_hit_site(const struct djp_hit *hit)
 	return hit->site->addr;
 }
 
+/* A load of 1, 2, 4 or 8 bytes, unaligned, with no call to memcpy. */
+static inline uint64_t load(uintptr_t addr, unsigned size)
+{
+	switch (size) {
+	case 1:
+		return *(const uint8_t *)addr;
+	case 2:
+		return *(const __attribute__((aligned(1))) uint16_t *)addr;
+	case 4:
+		return *(const __attribute__((aligned(1))) uint32_t *)addr;
+	default:
+		return *(const __attribute__((aligned(1))) uint64_t *)addr;
+	}
+}
+
 DJP_API int64_t djp_hit_arg(const struct djp_hit *hit, unsigned i)
 {
 	const struct djp_argloc *a;
@@ -100,11 +140,10 @@ DJP_API int64_t djp_hit_arg(const struct djp_hit *hit, unsigned i)
 			addr += r->r[a->reg];
 		if (a->index != DJP_REG_NONE)
 			addr += r->r[a->index] * a->scale;
-		__builtin_memcpy(&v, (const void *)addr, a->size <= 8 ? a->size : 8);
+		v = load(addr, a->size);
 		break;
 	case DJP_LOC_ABS:
-		addr = hit->site->obj->bias + (uintptr_t)a->disp;
-		__builtin_memcpy(&v, (const void *)addr, a->size <= 8 ? a->size : 8);
+		v = load(hit->site->obj->bias + (uintptr_t)a->disp, a->size);
 		break;
 	default:
 		return 0;

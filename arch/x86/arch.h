@@ -87,7 +87,11 @@ struct djp_tramp_req {
 int arch_tramp_create(struct djp_tramp_req *r, size_t n);
 /* Is `addr` inside any trampoline? (for the freeze's PC checks and tests) */
 int arch_tramp_contains(uintptr_t addr);
-/* Bytes of the XSAVE area the full flavour uses (0 until init). */
+/* Bytes of the XSAVE area the full flavour uses (0 until init or without
+ * XSAVE), and saving/restoring the extended state into such an area
+ * (64-byte aligned, header zeroed by the caller). */
 size_t arch_xsave_size(void);
+void arch_vector_save(void *area);
+void arch_vector_restore(void *area);
 
 #endif

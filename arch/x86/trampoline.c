@@ -80,6 +80,19 @@ size_t arch_xsave_size(void)
 	return xsave_size;
 }
 
+void arch_vector_save(void *area)
+{
+	if (use_xsavec)
+		__asm__ volatile("xsavec64 (%0)" ::"r"(area), "a"(-1), "d"(-1) : "memory");
+	else
+		__asm__ volatile("xsave64 (%0)" ::"r"(area), "a"(-1), "d"(-1) : "memory");
+}
+
+void arch_vector_restore(void *area)
+{
+	__asm__ volatile("xrstor64 (%0)" ::"r"(area), "a"(-1), "d"(-1) : "memory");
+}
+
 int arch_tramp_init(djp_dispatch_fn lean, djp_dispatch_fn full)
 {
 	unsigned a, b, c, d;
