@@ -85,7 +85,9 @@ int djp_freeze_init(void)
 		return -EINVAL;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = freeze_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	/* SA_NODEFER: a thread still on its way out of one freeze must not show
+	 * the signal as blocked to the next batch's SigBlk check. */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
 	return sigaction(freeze_sig, &sa, NULL) ? -errno : 0;
 }

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernel/engine.h"
 
@@ -93,8 +94,8 @@ DJP_API sighandler_t signal(int sig, sighandler_t handler)
 	return old.sa_handler;
 }
 
-/* -EDEADLK when some thread blocks SIGTRAP or the freeze signal. */
-int djp_check_sigblk(void)
+/* One pass over the threads: -EDEADLK when one blocks either signal. */
+static int sigblk_scan(void)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *de;
@@ -123,5 +124,22 @@ int djp_check_sigblk(void)
 		fclose(f);
 	}
 	closedir(d);
+	return err;
+}
+
+/*
+ * -EDEADLK when some thread keeps SIGTRAP or the freeze signal blocked.  A
+ * thread that glibc is still creating runs with every signal blocked for a
+ * moment, and so does one on its way out of a signal handler; only a block
+ * that lasts (100 ms) is a refusal.
+ */
+int djp_check_sigblk(void)
+{
+	int err = 0;
+	for (int i = 0; i < 50; i++) {
+		if ((err = sigblk_scan()) != -EDEADLK)
+			return err;
+		usleep(2000);
+	}
 	return err;
 }

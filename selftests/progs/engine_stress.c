@@ -1,0 +1,199 @@
+/*
+ * Concurrency stress: 8 threads (more than the cores) run hot loops over 64
+ * marker sites while a patcher thread connects and disconnects random
+ * subsets of them, in batches, as fast as it can, with a random mix of
+ * lean, full and int3 probes.
+ *
+ * The check is exact.  For each site the patcher keeps a word {generation,
+ * cover}: cover is the number of probes that hold the site; the generation
+ * is odd while a connect or disconnect touching the site is in progress and
+ * even otherwise.  A thread reads the word, calls the site, reads it again:
+ * if both reads are equal and even, no change was in flight during the call,
+ * and the call must have produced exactly `cover` handler runs.  Any call
+ * may produce at most the number of probes that exist.  Handlers check
+ * their arguments too.
+ *
+ * usage: engine_stress SECONDS   (DJP_SYNC=freeze for the freeze sync)
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "djprobe/djprobe.h"
+#include "djprobe/marker.h"
+
+#define NSITES 64
+#define NTHREADS 8
+#define MAXPROBES 16
+
+typedef void (*site_fn)(long t, long s);
+#define SITE(a, b)                                                                                  \
+	__attribute__((noinline)) static void site_##a##b(long t, long s)                           \
+	{                                                                                           \
+		MARK(stress_s##a##b, "t=%ld s=%ld", t, s);                                          \
+		__asm__ volatile("" ::: "memory");                                                  \
+	}
+#define ROW(a) SITE(a, 0) SITE(a, 1) SITE(a, 2) SITE(a, 3) SITE(a, 4) SITE(a, 5) SITE(a, 6) SITE(a, 7)
+ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5) ROW(6) ROW(7)
+#define FN_ROW(a) site_##a##0, site_##a##1, site_##a##2, site_##a##3, site_##a##4, site_##a##5, site_##a##6, site_##a##7
+static const site_fn sites[NSITES] = { FN_ROW(0), FN_ROW(1), FN_ROW(2), FN_ROW(3),
+				       FN_ROW(4), FN_ROW(5), FN_ROW(6), FN_ROW(7) };
+
+static _Atomic uint64_t word[NSITES]; /* generation << 16 | cover */
+static atomic_int stop;
+static atomic_long bad, calls_checked, total_calls, total_hits;
+static _Atomic uintptr_t site_addr[NSITES];
+static __thread long tls_hits;
+static __thread long tls_thread;
+
+static void handler(const struct djp_hit *hit, void *data)
+{
+	(void)data;
+	tls_hits++;
+	if (djp_hit_arg(hit, 1) >= 0 && djp_hit_arg(hit, 1) < NSITES)
+		atomic_store_explicit(&site_addr[djp_hit_arg(hit, 1)], djp_hit_site(hit), memory_order_relaxed);
+	if (djp_hit_arg(hit, 0) != tls_thread || djp_hit_arg(hit, 1) < 0 || djp_hit_arg(hit, 1) >= NSITES) {
+		atomic_fetch_add(&bad, 1);
+		fprintf(stderr, "bad args %ld %ld\n", (long)djp_hit_arg(hit, 0), (long)djp_hit_arg(hit, 1));
+	}
+}
+
+static void *worker(void *arg)
+{
+	long t = (long)arg, checked = 0, calls = 0, hits = 0;
+	unsigned seed = (unsigned)t * 7919u;
+	tls_thread = t;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		int s = (int)(rand_r(&seed) % NSITES);
+		uint64_t w1 = atomic_load(&word[s]), w2;
+		tls_hits = 0;
+		sites[s](t, s);
+		w2 = atomic_load(&word[s]);
+		calls++;
+		hits += tls_hits;
+		if (tls_hits > MAXPROBES) {
+			atomic_fetch_add(&bad, 1);
+			fprintf(stderr, "site %d: %ld hits in one call\n", s, tls_hits);
+		}
+		if (w1 == w2 && !((w1 >> 16) & 1)) {
+			checked++;
+			if ((uint64_t)tls_hits != (w1 & 0xffff)) {
+				atomic_fetch_add(&bad, 1);
+				fprintf(stderr, "thread %ld site %d: %ld hits, %u probes armed throughout\n", t, s,
+					tls_hits, (unsigned)(w1 & 0xffff));
+			}
+		}
+	}
+	atomic_fetch_add(&calls_checked, checked);
+	atomic_fetch_add(&total_calls, calls);
+	atomic_fetch_add(&total_hits, hits);
+	return NULL;
+}
+
+/* Pattern stress_s[A][B] with random non-empty sets A and B; marks in cov[]. */
+static void random_pattern(unsigned *seed, char *pat, int *cov)
+{
+	unsigned ma = 0, mb = 0;
+	char *p = pat;
+	while (!ma)
+		ma = (unsigned)rand_r(seed) & 0xff;
+	while (!mb)
+		mb = (unsigned)rand_r(seed) & 0xff;
+	p += sprintf(p, "stress_s[");
+	for (int a = 0; a < 8; a++)
+		if (ma & (1u << a))
+			*p++ = (char)('0' + a);
+	p += sprintf(p, "][");
+	for (int b = 0; b < 8; b++)
+		if (mb & (1u << b))
+			*p++ = (char)('0' + b);
+	strcpy(p, "]");
+	for (int s = 0; s < NSITES; s++)
+		cov[s] = (ma & (1u << (s / 8))) && (mb & (1u << (s % 8)));
+}
+
+static void bump(const int *cov, int delta_cover)
+{
+	for (int s = 0; s < NSITES; s++)
+		if (cov[s])
+			atomic_fetch_add(&word[s], (1ull << 16) + (uint64_t)(int64_t)delta_cover);
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = argc > 1 ? atof(argv[1]) : 3;
+	struct {
+		int id;
+		int cov[NSITES];
+	} probes[MAXPROBES];
+	int nprobes = 0;
+	long batches = 0;
+	pthread_t th[NTHREADS];
+	unsigned seed = (unsigned)time(NULL);
+	struct timespec t0, t;
+	static const unsigned flagset[] = { DJP_GPR_ONLY, 0, DJP_FORCE_INT3, DJP_GPR_ONLY };
+
+	for (long i = 0; i < NTHREADS; i++)
+		pthread_create(&th[i], NULL, worker, (void *)i);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (nprobes < MAXPROBES && (nprobes == 0 || rand_r(&seed) % 2)) {
+			char pat[64];
+			int *cov = probes[nprobes].cov, id;
+			random_pattern(&seed, pat, cov);
+			bump(cov, 0); /* odd: in flight */
+			id = djp_connect(pat, handler, NULL, flagset[rand_r(&seed) % 4]);
+			if (id < 0) {
+				fprintf(stderr, "connect %s: %s\n", pat, strerror(-id));
+				atomic_fetch_add(&bad, 1);
+				bump(cov, 0);
+				break;
+			}
+			bump(cov, 1); /* even again, one more probe */
+			probes[nprobes++].id = id;
+		} else {
+			int k = (int)(rand_r(&seed) % (unsigned)nprobes), err;
+			bump(probes[k].cov, -1);
+			err = djp_disconnect(probes[k].id);
+			bump(probes[k].cov, 0);
+			if (err) {
+				fprintf(stderr, "disconnect: %s\n", strerror(-err));
+				atomic_fetch_add(&bad, 1);
+				break;
+			}
+			probes[k] = probes[--nprobes];
+		}
+		batches++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
+	while (nprobes > 0) {
+		int err;
+		bump(probes[nprobes - 1].cov, -1);
+		if ((err = djp_disconnect(probes[--nprobes].id))) {
+			fprintf(stderr, "final disconnect: %s\n", strerror(-err));
+			atomic_fetch_add(&bad, 1);
+		}
+		bump(probes[nprobes].cov, 0);
+	}
+	atomic_store(&stop, 1);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(th[i], NULL);
+	/* Every site that was ever hit holds its NOP again. */
+	for (int s = 0; s < NSITES; s++) {
+		static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+		uintptr_t a = atomic_load(&site_addr[s]);
+		if (a && memcmp((void *)a, nop6, 6)) {
+			fprintf(stderr, "site %d not restored\n", s);
+			atomic_fetch_add(&bad, 1);
+		}
+	}
+	printf("%s: %ld batches, %ld calls, %ld hits, %ld calls checked exactly, %ld errors\n",
+	       getenv("DJP_SYNC") ? getenv("DJP_SYNC") : "membarrier", batches, atomic_load(&total_calls),
+	       atomic_load(&total_hits), atomic_load(&calls_checked), atomic_load(&bad));
+	return atomic_load(&bad) || atomic_load(&calls_checked) < 1000 || batches < 10 ? 1 : 0;
+}
