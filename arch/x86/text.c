@@ -206,20 +206,18 @@ int arch_text_open(struct djp_text_session *s, const uintptr_t *addrs, const uin
 	return 0;
 }
 
-/* Restore every page's protection; never leaves an RWX mapping behind. */
+/* Restore every page's protection; never leaves an RWX mapping behind.
+ * A failed restore is retried; only one that keeps failing is reported. */
 int arch_text_close(struct djp_text_session *s)
 {
 	int err = 0;
 	for (size_t i = 0; i < s->nranges; i++) {
 		struct djp_text_range *r = &s->ranges[i];
-		/* A failed restore is retried: leaving RWX behind is not an option. */
-		for (int tries = 0; r->done && tries < 100; tries++) {
-			if (djp_sys_mprotect((void *)r->start, r->len, r->prot) == 0) {
+		for (int tries = 0; r->done && tries < 100; tries++)
+			if (djp_sys_mprotect((void *)r->start, r->len, r->prot) == 0)
 				r->done = 0;
-				break;
-			}
+		if (r->done)
 			err = -errno;
-		}
 	}
 	free(s->ranges);
 	s->ranges = NULL;
