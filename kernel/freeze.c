@@ -71,17 +71,21 @@ static void freeze_handler(int sig, siginfo_t *info, void *ucv)
 	errno = saved_errno;
 }
 
+/* Known before init too: sigprocmask must keep it unblocked from the start. */
 int djp_freeze_signal(void)
 {
-	return freeze_sig;
+	if (!freeze_sig) {
+		const char *env = getenv("DJP_FREEZE_SIGNAL");
+		int sig = env ? atoi(env) : SIGRTMAX - 3;
+		freeze_sig = sig >= SIGRTMIN && sig <= SIGRTMAX ? sig : -1;
+	}
+	return freeze_sig > 0 ? freeze_sig : 0;
 }
 
 int djp_freeze_init(void)
 {
 	struct sigaction sa;
-	const char *env = getenv("DJP_FREEZE_SIGNAL");
-	freeze_sig = env ? atoi(env) : SIGRTMAX - 3;
-	if (freeze_sig < SIGRTMIN || freeze_sig > SIGRTMAX)
+	if (!djp_freeze_signal())
 		return -EINVAL;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = freeze_handler;
