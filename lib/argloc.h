@@ -77,4 +77,12 @@ int djp_reg_from_name(const char *name, size_t len, uint8_t *shift, uint8_t *wid
 /* "register", "memory", "immediate", "absolute" or "unknown". */
 const char *djp_loc_kind_name(unsigned kind);
 
+/* The 64-bit name of a register ("rdi"), or NULL for DJP_REG_NONE. */
+const char *djp_reg_name(int reg);
+
+/* Print *loc back in SDT syntax ("-4@%edi", "8@-16(%rbp)", "8@0x4010" for a
+ * resolved sym(%rip)); snprintf's return convention.  Parsing the result
+ * gives the same kind, size, signedness, registers and displacement. */
+int djp_argloc_format(const struct djp_argloc *loc, char *buf, size_t sz);
+
 #endif

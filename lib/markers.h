@@ -29,6 +29,7 @@ struct djp_marker_info {
 	const char *function; /* enclosing function, or NULL */
 	const char *file;     /* source file from DWARF, or NULL */
 	unsigned line;	      /* 0 when unknown */
+	uint64_t sdt_base;    /* SDT: the note's _.stapsdt.base (prelink check) */
 };
 
 struct djp_marker_list {
@@ -63,5 +64,29 @@ int djp_markers_parse_sdt_notes(const void *data, size_t size, const char *what,
 				char *err, size_t errsz);
 
 void djp_marker_list_free(struct djp_marker_list *list);
+
+/*
+ * The load bias of an object whose file offset `map_offset` is mapped at
+ * `map_start` (a line of /proc/PID/maps): runtime address = link-time
+ * address + bias.  Uses the PT_LOAD segments the reader kept from the file.
+ * Returns 0, or -ENOENT when no segment covers that offset.
+ */
+int djp_marker_list_bias(const struct djp_marker_list *list, uint64_t map_start, uint64_t map_offset,
+			 uint64_t *bias);
+
+/* ---- internal to the reader (markers_parse.c, markers_elf.c) ----------- */
+
+/* Same as the parsers above, resolving sym(%rip) arguments with `lookup`. */
+int djp_markers_parse_section_sym(const void *data, size_t size, uint64_t vaddr, const char *what,
+				  djp_sym_lookup_fn lookup, void *ctx, struct djp_marker_list **out, char *err,
+				  size_t errsz);
+int djp_markers_parse_sdt_notes_sym(const void *data, size_t size, const char *what, djp_sym_lookup_fn lookup,
+				    void *ctx, struct djp_marker_list **out, char *err, size_t errsz);
+
+/* A copy of n bytes of s, NUL-terminated, owned by the list; NULL on ENOMEM. */
+const char *djp_marker_list_strdup(struct djp_marker_list *list, const char *s, size_t n);
+
+/* Keep a PT_LOAD segment for djp_marker_list_bias(); -ENOMEM on failure. */
+int djp_marker_list_add_segment(struct djp_marker_list *list, uint64_t vaddr, uint64_t offset, uint64_t filesz);
 
 #endif

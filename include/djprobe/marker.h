@@ -179,7 +179,7 @@ static inline __attribute__((format(printf, 1, 2), unused)) void _djp_format_che
  * writes the format, pads, and defines label 992 that the size refers to.
  */
 #define _DJP_SITE(name, nargs, ops)                                                           \
-	__asm__ __volatile__("990: .byte 0x66,0x0f,0x1f,0x44,0x00,0x00\n"                     \
+	__asm__ __volatile__("990: %{disp8%} nopw 0x0(%%rax,%%rax,1)\n"                     \
 			     ".pushsection .markers,\"aR?\",@progbits\n"                      \
 			     ".balign 8\n"                                                    \
 			     "991: .2byte " _DJP_STR(DJP_MARKER_ABI_VERSION) "\n"             \

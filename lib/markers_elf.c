@@ -1,0 +1,421 @@
+/*
+ * Reading the markers of an ELF file, with libelf and libdw.
+ *
+ * How it works.  The file is opened and handed to libelf (ELF_C_READ_MMAP).
+ * After checking that it is a complete 64-bit x86-64 ELF file, the reader
+ * walks the section headers once, by name: `.markers` holds djprobe records,
+ * `.note.stapsdt` holds SDT notes, `.stapsdt.base` is the anchor SDT readers
+ * use to detect a file that was prelinked after its notes were written, and
+ * `.symtab` (or `.dynsym` in a stripped file) names functions and globals.
+ * An object with a `.markers` section is described by it alone (its SDT
+ * notes describe the same sites again); an object without one is described
+ * by its SDT notes, as glibc and libstdc++ are.  The bytes of each section go
+ * to markers_parse.c, which knows the layouts; this file knows ELF.
+ *
+ * Argument strings such as `-4@counter(%rip)` name globals: the parser
+ * calls back into the symbol table here to turn the name into a link-time
+ * address.  Each site must then lie in an executable section and, for a
+ * `.markers` record, hold the 6-byte NOP: a record that points anywhere else
+ * is a corrupt file, and saying so here is better than patching garbage later.
+ *
+ * Function names come from the symbol table (the FUNC symbol whose range
+ * holds the site); when there is none, from DWARF (the innermost subprogram
+ * scope).  The source position comes from DWARF's line table through
+ * dwarf_addrdie() and dwarf_getsrc_die(); a file without debug information
+ * simply has none, which is not an error.  DJP_READ_NO_DWARF skips both
+ * lookups for callers that only need addresses (the engine).
+ *
+ * Errors are one line, "PATH: problem", and -errno; nothing is returned with
+ * an error.  The PT_LOAD segments are kept with the list so that a caller
+ * with a /proc/PID/maps line can compute the load bias.
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "markers.h"
+
+static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+
+struct sym {
+	uint64_t addr, size;
+	const char *name;
+	bool is_func;
+};
+
+struct reader {
+	const char *path;
+	Elf *elf;
+	size_t shstrndx;
+	Elf_Scn *markers, *notes, *sdt_base, *symtab;
+	struct sym *syms; /* sorted by address */
+	struct sym **byname; /* the same, sorted by name */
+	size_t nsyms;
+	char *err;
+	size_t errsz;
+};
+
+static int rd_err(struct reader *r, int ret, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int rd_err(struct reader *r, int ret, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!r->err || !r->errsz)
+		return ret;
+	n = snprintf(r->err, r->errsz, "%s: ", r->path);
+	if (n >= 0 && (size_t)n < r->errsz) {
+		va_start(ap, fmt);
+		vsnprintf(r->err + n, r->errsz - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* Prefer functions, then global names, at the same address. */
+	return (int)y->is_func - (int)x->is_func;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	const struct sym *const *x = a, *const *y = b;
+	int c = strcmp((*x)->name, (*y)->name);
+	return c ? c : by_addr(*x, *y);
+}
+
+/* Load the symbols of .symtab (or .dynsym) into a sorted array.  Names point
+ * into libelf's data, valid until elf_end(). */
+static int load_symbols(struct reader *r)
+{
+	GElf_Shdr sh;
+	Elf_Data *d;
+
+	if (!r->symtab || !gelf_getshdr(r->symtab, &sh) || !(d = elf_getdata(r->symtab, NULL)) || !sh.sh_entsize)
+		return 0;
+	size_t n = sh.sh_size / sh.sh_entsize;
+	r->syms = calloc(n ? n : 1, sizeof(*r->syms));
+	if (!r->syms)
+		return rd_err(r, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym s;
+		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || !s.st_name)
+			continue;
+		unsigned type = GELF_ST_TYPE(s.st_info);
+		if (type != STT_FUNC && type != STT_OBJECT && type != STT_NOTYPE && type != STT_GNU_IFUNC &&
+		    type != STT_TLS)
+			continue;
+		const char *name = elf_strptr(r->elf, sh.sh_link, s.st_name);
+		if (!name || !*name)
+			continue;
+		r->syms[r->nsyms++] = (struct sym){ s.st_value, s.st_size, name,
+						    type == STT_FUNC || type == STT_GNU_IFUNC };
+	}
+	qsort(r->syms, r->nsyms, sizeof(*r->syms), by_addr);
+	r->byname = malloc((r->nsyms ? r->nsyms : 1) * sizeof(*r->byname));
+	if (!r->byname)
+		return rd_err(r, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < r->nsyms; i++)
+		r->byname[i] = &r->syms[i];
+	qsort(r->byname, r->nsyms, sizeof(*r->byname), by_name);
+	return 0;
+}
+
+/* djp_sym_lookup_fn: name -> link-time address; TLS symbols are not
+ * addresses and are not resolved. */
+static int lookup_symbol(void *ctx, const char *name, size_t len, uint64_t *addr)
+{
+	struct reader *r = ctx;
+	size_t lo = 0, hi = r->nsyms;
+
+	/* The first name >= the key, by strncmp order on the key's bytes. */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const char *s = r->byname[mid]->name;
+		int c = strncmp(s, name, len);
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < r->nsyms && strncmp(r->byname[lo]->name, name, len) == 0; lo++)
+		if (r->byname[lo]->name[len] == 0) {
+			*addr = r->byname[lo]->addr;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+static const char *function_at(struct reader *r, uint64_t addr)
+{
+	size_t lo = 0, hi = r->nsyms;
+	/* The last symbol at or below addr, then back over the ones that do not
+	 * cover it (a zero-size label between a function's start and addr). */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (lo-- > 0) {
+		const struct sym *s = &r->syms[lo];
+		if (s->is_func && addr >= s->addr && addr < s->addr + s->size)
+			return s->name;
+	}
+	return NULL;
+}
+
+static Elf_Scn *section_at(struct reader *r, uint64_t addr, uint64_t len, GElf_Shdr *out)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(r->elf, scn))) {
+		if (!gelf_getshdr(scn, out) || !(out->sh_flags & SHF_ALLOC))
+			continue;
+		if (addr >= out->sh_addr && len <= out->sh_size && addr - out->sh_addr <= out->sh_size - len)
+			return scn;
+	}
+	return NULL;
+}
+
+static int check_sites(struct reader *r, struct djp_marker_list *l)
+{
+	for (size_t i = 0; i < l->count; i++) {
+		struct djp_marker_info *m = &l->v[i];
+		GElf_Shdr sh;
+		Elf_Scn *scn = section_at(r, m->site, m->site_len, &sh);
+		if (!scn || !(sh.sh_flags & SHF_EXECINSTR) || sh.sh_type != SHT_PROGBITS)
+			return rd_err(r, -EINVAL, "marker %s: site 0x%" PRIx64 " is not in an executable section",
+				      m->name, m->site);
+		if (m->from_sdt)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		uint64_t off = m->site - sh.sh_addr;
+		if (!d || !d->d_buf || d->d_size < off + sizeof(nop6) ||
+		    memcmp((const char *)d->d_buf + off, nop6, sizeof(nop6)))
+			return rd_err(r, -EINVAL, "marker %s: no 6-byte NOP at site 0x%" PRIx64, m->name, m->site);
+	}
+	return 0;
+}
+
+/* The compile unit that holds addr.  dwarf_addrdie() needs .debug_aranges,
+ * which clang does not emit by default; then ask each unit's ranges. */
+static bool cu_at(Dwarf *dw, uint64_t addr, Dwarf_Die *cu)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+
+	if (dwarf_addrdie(dw, addr, cu))
+		return true;
+	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		if (dwarf_offdie(dw, off + hsize, cu) && dwarf_haspc(cu, addr) > 0)
+			return true;
+		off = next;
+	}
+	return false;
+}
+
+/* Function names and source positions; a file without them is not an error. */
+static int add_debug_info(struct reader *r, struct djp_marker_list *l, unsigned flags)
+{
+	Dwarf *dw;
+
+	if (flags & DJP_READ_NO_DWARF)
+		return 0;
+	dw = dwarf_begin_elf(r->elf, DWARF_C_READ, NULL);
+	for (size_t i = 0; i < l->count; i++) {
+		struct djp_marker_info *m = &l->v[i];
+		const char *fn = function_at(r, m->site), *file = NULL;
+		Dwarf_Die cu, *scopes = NULL;
+		int line = 0;
+
+		if (dw && cu_at(dw, m->site, &cu)) {
+			Dwarf_Line *ln = dwarf_getsrc_die(&cu, m->site);
+			if (ln && dwarf_lineno(ln, &line) == 0)
+				file = dwarf_linesrc(ln, NULL, NULL);
+			if (!fn) {
+				int n = dwarf_getscopes(&cu, m->site, &scopes);
+				for (int k = 0; k < n && !fn; k++)
+					if (dwarf_tag(&scopes[k]) == DW_TAG_subprogram)
+						fn = dwarf_diename(&scopes[k]);
+				free(scopes);
+			}
+		}
+		if (fn && !(m->function = djp_marker_list_strdup(l, fn, strlen(fn))))
+			goto nomem;
+		if (file) {
+			if (!(m->file = djp_marker_list_strdup(l, file, strlen(file))))
+				goto nomem;
+			m->line = line > 0 ? (unsigned)line : 0;
+		}
+	}
+	if (dw)
+		dwarf_end(dw);
+	return 0;
+nomem:
+	if (dw)
+		dwarf_end(dw);
+	return rd_err(r, -ENOMEM, "out of memory");
+}
+
+static Elf_Data *section_data(struct reader *r, Elf_Scn *scn, const char *name)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d)
+		rd_err(r, -EINVAL, "cannot read section %s: %s", name, elf_errmsg(-1));
+	return d;
+}
+
+/* Open, check the header and find the sections; returns 0 or -errno. */
+static int open_elf(struct reader *r, int fd)
+{
+	struct stat st;
+	GElf_Ehdr eh;
+	size_t shnum;
+
+	if (fstat(fd, &st))
+		return rd_err(r, -errno, "%s", strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return rd_err(r, -EISDIR, "is a directory");
+	if (!S_ISREG(st.st_mode))
+		return rd_err(r, -EINVAL, "not a regular file");
+	r->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!r->elf || elf_kind(r->elf) != ELF_K_ELF)
+		return rd_err(r, -ENOEXEC, "not an ELF file");
+	if (gelf_getclass(r->elf) != ELFCLASS64)
+		return rd_err(r, -ENOEXEC, "not a 64-bit ELF file (32-bit objects are not supported)");
+	if (!gelf_getehdr(r->elf, &eh))
+		return rd_err(r, -ENOEXEC, "truncated ELF file (incomplete ELF header)");
+	if (eh.e_machine != EM_X86_64)
+		return rd_err(r, -ENOEXEC, "not an x86-64 ELF file (machine %u)", eh.e_machine);
+	if (eh.e_shoff > (uint64_t)st.st_size ||
+	    (uint64_t)eh.e_shnum * eh.e_shentsize > (uint64_t)st.st_size - eh.e_shoff)
+		return rd_err(r, -ENOEXEC, "truncated ELF file (section headers past the end of the file)");
+	if (eh.e_phoff > (uint64_t)st.st_size ||
+	    (uint64_t)eh.e_phnum * eh.e_phentsize > (uint64_t)st.st_size - eh.e_phoff)
+		return rd_err(r, -ENOEXEC, "truncated ELF file (program headers past the end of the file)");
+	if (elf_getshdrnum(r->elf, &shnum) || elf_getshdrstrndx(r->elf, &r->shstrndx))
+		return rd_err(r, -ENOEXEC, "corrupt ELF file: %s", elf_errmsg(-1));
+
+	Elf_Scn *scn = NULL, *dynsym = NULL;
+	while ((scn = elf_nextscn(r->elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			return rd_err(r, -ENOEXEC, "corrupt ELF file: %s", elf_errmsg(-1));
+		if (sh.sh_type != SHT_NOBITS && (sh.sh_offset > (uint64_t)st.st_size ||
+						 sh.sh_size > (uint64_t)st.st_size - sh.sh_offset))
+			return rd_err(r, -ENOEXEC, "truncated ELF file (section %zu past the end of the file)",
+				      elf_ndxscn(scn));
+		const char *name = elf_strptr(r->elf, r->shstrndx, sh.sh_name);
+		if (!name)
+			continue;
+		if (!strcmp(name, ".markers"))
+			r->markers = scn;
+		else if (!strcmp(name, ".note.stapsdt") && sh.sh_type == SHT_NOTE)
+			r->notes = scn;
+		else if (!strcmp(name, ".stapsdt.base"))
+			r->sdt_base = scn;
+		else if (sh.sh_type == SHT_SYMTAB)
+			r->symtab = scn;
+		else if (sh.sh_type == SHT_DYNSYM)
+			dynsym = scn;
+	}
+	if (!r->symtab)
+		r->symtab = dynsym;
+	return 0;
+}
+
+static int keep_segments(struct reader *r, struct djp_marker_list *l)
+{
+	size_t phnum;
+	if (elf_getphdrnum(r->elf, &phnum))
+		return 0;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(r->elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    djp_marker_list_add_segment(l, ph.p_vaddr, ph.p_offset, ph.p_filesz))
+			return rd_err(r, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static int read_markers(struct reader *r, unsigned flags, struct djp_marker_list **out)
+{
+	struct djp_marker_list *l = NULL;
+	GElf_Ehdr eh;
+	GElf_Shdr sh;
+	Elf_Data *d;
+	int ret;
+
+	if ((ret = load_symbols(r)))
+		return ret;
+	if (r->markers) {
+		if (!gelf_getshdr(r->markers, &sh) || !(d = section_data(r, r->markers, ".markers")))
+			return -EINVAL;
+		ret = djp_markers_parse_section_sym(d->d_buf, d->d_size, sh.sh_addr, r->path, lookup_symbol, r, &l,
+						    r->err, r->errsz);
+	} else if (r->notes && !(flags & DJP_READ_NO_SDT)) {
+		if (!(d = section_data(r, r->notes, ".note.stapsdt")))
+			return -EINVAL;
+		ret = djp_markers_parse_sdt_notes_sym(d->d_buf, d->d_size, r->path, lookup_symbol, r, &l, r->err,
+						      r->errsz);
+		/* A prelinked file moved its text after the notes were written:
+		 * .stapsdt.base tells by how much. */
+		if (!ret && r->sdt_base && gelf_getshdr(r->sdt_base, &sh))
+			for (size_t i = 0; i < l->count; i++)
+				if (l->v[i].sdt_base)
+					l->v[i].site += sh.sh_addr - l->v[i].sdt_base;
+	} else {
+		ret = djp_markers_parse_section(NULL, 0, 0, r->path, &l, r->err, r->errsz);
+	}
+	if (ret)
+		return ret;
+	if (!gelf_getehdr(r->elf, &eh)) {
+		djp_marker_list_free(l);
+		return rd_err(r, -ENOEXEC, "corrupt ELF file: %s", elf_errmsg(-1));
+	}
+	l->is_dyn = eh.e_type == ET_DYN;
+	if ((ret = check_sites(r, l)) || (ret = keep_segments(r, l)) || (ret = add_debug_info(r, l, flags))) {
+		djp_marker_list_free(l);
+		return ret;
+	}
+	*out = l;
+	return 0;
+}
+
+int djp_markers_read_file(const char *path, unsigned flags, struct djp_marker_list **out, char *err, size_t errsz)
+{
+	struct reader r = { .path = path, .err = err, .errsz = errsz };
+	int fd, ret;
+
+	*out = NULL;
+	if (err && errsz)
+		err[0] = 0;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return rd_err(&r, -ENOSYS, "libelf is too old");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rd_err(&r, -errno, "%s", strerror(errno));
+	ret = open_elf(&r, fd);
+	if (!ret)
+		ret = read_markers(&r, flags, out);
+	free(r.syms);
+	free(r.byname);
+	if (r.elf)
+		elf_end(r.elf);
+	close(fd);
+	return ret;
+}

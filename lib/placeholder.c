@@ -1,1 +1,0 @@
-int djp__placeholder;

@@ -1,0 +1,21 @@
+/*
+ * The djp subcommands.  main.c dispatches on the first argument; each
+ * command gets argv from its own name on and returns the exit status:
+ * 0 success, 1 failure (one "djp: ..." line on stderr), 2 usage error.
+ */
+#ifndef DJP_TOOLS_COMMANDS_H
+#define DJP_TOOLS_COMMANDS_H
+
+#include <stdio.h>
+
+struct djp_command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	void (*usage)(FILE *out);
+	const char *summary;
+};
+
+int djp_cmd_list(int argc, char **argv);
+void djp_usage_list(FILE *out);
+
+#endif

@@ -1,0 +1,457 @@
+/*
+ * `djp list`: the markers of ELF files and of running processes.
+ *
+ * A FILE is read with the marker reader (lib/markers_elf.c) and listed at
+ * link-time addresses.  A PID is listed object by object: every distinct
+ * file-backed executable mapping in /proc/PID/maps is read from its file,
+ * and the load bias computed from that mapping (start address, file offset)
+ * and the file's PT_LOAD segments turns each link-time address into the
+ * address the process runs it at.
+ *
+ * The listing is all or nothing.  Everything goes into a memory buffer first
+ * and is written only once every argument has been read, so a bad argument
+ * gives exactly one line on stderr, exit status 1, and nothing on stdout that
+ * a script could mistake for a complete answer.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "lib/markers.h"
+
+#define ERRSZ 512
+
+void djp_usage_list(FILE *out)
+{
+	fprintf(out,
+		"usage: djp list [--json] FILE|PID...\n"
+		"\n"
+		"List the markers of ELF files (link-time addresses) and of running\n"
+		"processes (every mapped executable object, at run-time addresses).\n"
+		"An argument of digits only is a PID; write ./123 for a file named 123.\n"
+		"Objects without .markers are listed from their SDT notes (.note.stapsdt).\n"
+		"\n"
+		"One line per marker, columns separated by spaces, '-' when unknown:\n"
+		"  NAME ADDRESS LEN FUNCTION FILE:LINE OBJECT \"FORMAT\" ARGS...\n"
+		"  NAME      marker name; PROVIDER:NAME for an SDT probe\n"
+		"  ADDRESS   address of the site (hex), LEN its length in bytes (6, or 1 for SDT)\n"
+		"  FUNCTION  enclosing function; FILE:LINE source position (needs DWARF)\n"
+		"  OBJECT    the ELF file the marker is in\n"
+		"  FORMAT    the printf-like format, C-quoted; ARGS the argument locations,\n"
+		"            SDT syntax: [-]SIZE@LOCATION, '-' meaning signed\n"
+		"A file without markers prints \"FILE: no markers\" instead.\n"
+		"\n"
+		"--json: one JSON object per marker per line with the fields name, format,\n"
+		"args (array of {size, signed, kind, and reg | base, index, scale, disp |\n"
+		"value | symbol, address}), address, length, function, file, line, object\n"
+		"and, for SDT probes, provider.\n"
+		"\n"
+		"Exit status 0, or 1 with one line \"djp: WHAT: problem\" on stderr and\n"
+		"nothing on stdout, or 2 for a usage error.\n");
+}
+
+struct row {
+	const struct djp_marker_info *m;
+	const char *object;
+	uint64_t bias;
+	size_t seq; /* objects keep the order they were read in */
+};
+
+struct listing {
+	bool json;
+	struct row *rows;
+	size_t nrows, cap;
+	struct djp_marker_list **lists; /* kept alive until printed */
+	size_t nlists;
+	char **notes; /* "FILE: no markers" lines, in argument order */
+	size_t nnotes;
+	char **owned; /* object names read from /proc/PID/maps */
+	size_t nowned;
+	char err[ERRSZ];
+};
+
+static int add_list(struct listing *ls, struct djp_marker_list *l, const char *object, uint64_t bias)
+{
+	struct djp_marker_list **v = realloc(ls->lists, (ls->nlists + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	ls->lists = v;
+	ls->lists[ls->nlists++] = l;
+	for (size_t i = 0; i < l->count; i++) {
+		if (ls->nrows == ls->cap) {
+			size_t cap = ls->cap ? 2 * ls->cap : 64;
+			struct row *r = realloc(ls->rows, cap * sizeof(*r));
+			if (!r)
+				return -ENOMEM;
+			ls->rows = r;
+			ls->cap = cap;
+		}
+		ls->rows[ls->nrows++] = (struct row){ &l->v[i], object, bias, ls->nlists };
+	}
+	return 0;
+}
+
+/* Append a copy of s to a string vector; returns the copy or NULL. */
+static char *keep_string(char ***v, size_t *n, const char *s)
+{
+	char **nv = realloc(*v, (*n + 1) * sizeof(**v));
+	if (!nv)
+		return NULL;
+	*v = nv;
+	if (!(nv[*n] = strdup(s)))
+		return NULL;
+	return nv[(*n)++];
+}
+
+static int add_note(struct listing *ls, const char *what)
+{
+	char line[4200];
+	snprintf(line, sizeof(line), "%s: no markers", what);
+	return keep_string(&ls->notes, &ls->nnotes, line) ? 0 : -ENOMEM;
+}
+
+static int list_file(struct listing *ls, const char *path)
+{
+	struct djp_marker_list *l;
+	int ret = djp_markers_read_file(path, 0, &l, ls->err, sizeof(ls->err));
+	if (ret)
+		return ret;
+	if (l->count == 0) {
+		djp_marker_list_free(l);
+		return add_note(ls, path);
+	}
+	return add_list(ls, l, path, 0);
+}
+
+/* Every distinct file-backed executable mapping of the process. */
+static int list_pid(struct listing *ls, const char *pid)
+{
+	char path[64], line[4096 + 256];
+	size_t before = ls->nrows, nseen = 0;
+	char **seen = NULL;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		int e = errno;
+		snprintf(ls->err, sizeof(ls->err), "%s: %s", pid,
+			 e == ENOENT ? "no such process" : strerror(e));
+		return -(e == ENOENT ? ESRCH : e);
+	}
+	while (!ret && fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, offset;
+		char perms[8];
+		int pos = 0;
+
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &offset, &pos) < 4 || !pos)
+			continue;
+		const char *file = line + pos;
+		size_t len = strlen(file);
+		if (perms[2] != 'x' || file[0] != '/' ||
+		    (len > 10 && !strcmp(file + len - 10, " (deleted)")))
+			continue;
+		bool dup = false;
+		for (size_t i = 0; i < nseen && !dup; i++)
+			dup = !strcmp(seen[i], file);
+		if (dup)
+			continue;
+		if (!keep_string(&seen, &nseen, file)) {
+			snprintf(ls->err, sizeof(ls->err), "%s: out of memory", pid);
+			ret = -ENOMEM;
+			break;
+		}
+
+		struct djp_marker_list *l;
+		uint64_t bias;
+		ret = djp_markers_read_file(file, 0, &l, ls->err, sizeof(ls->err));
+		if (ret)
+			break;
+		if (djp_marker_list_bias(l, start, offset, &bias)) {
+			snprintf(ls->err, sizeof(ls->err), "%s: mapping at 0x%llx (offset 0x%llx) of process %s is in no "
+							   "loadable segment", file, start, offset, pid);
+			djp_marker_list_free(l);
+			ret = -EINVAL;
+			break;
+		}
+		char *object = l->count ? keep_string(&ls->owned, &ls->nowned, file) : NULL;
+		if (l->count && (!object || add_list(ls, l, object, bias))) {
+			snprintf(ls->err, sizeof(ls->err), "%s: out of memory", pid);
+			ret = -ENOMEM;
+		} else if (!l->count) {
+			djp_marker_list_free(l);
+		}
+	}
+	fclose(f);
+	for (size_t i = 0; i < nseen; i++)
+		free(seen[i]);
+	free(seen);
+	if (!ret && ls->nrows == before) {
+		char what[64];
+		snprintf(what, sizeof(what), "process %s", pid);
+		ret = add_note(ls, what);
+	}
+	return ret;
+}
+
+static bool is_pid(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static void put_c_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", out);
+		else if (c == '\t')
+			fputs("\\t", out);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(out, "\\%03o", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+static void put_json_string(FILE *out, const char *s)
+{
+	if (!s) {
+		fputs("null", out);
+		return;
+	}
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+/* The symbol of an argument, up to where the operand's syntax takes over. */
+static void put_json_symbol(FILE *out, const char *sym)
+{
+	size_t n = strcspn(sym, "+-( ");
+	char *s = strndup(sym, n);
+	put_json_string(out, s ? s : "");
+	free(s);
+}
+
+static void put_json_arg(FILE *out, const struct djp_argloc *a, uint64_t bias)
+{
+	fprintf(out, "{\"size\":%u,\"signed\":%s,\"kind\":\"%s\"", a->size, a->is_signed ? "true" : "false",
+		djp_loc_kind_name(a->kind));
+	switch (a->kind) {
+	case DJP_LOC_REG:
+		fprintf(out, ",\"reg\":\"%s\"", djp_reg_name(a->reg));
+		if (a->reg_shift)
+			fprintf(out, ",\"shift\":%u", a->reg_shift);
+		break;
+	case DJP_LOC_MEM:
+		fputs(",\"base\":", out);
+		put_json_string(out, djp_reg_name(a->reg));
+		fputs(",\"index\":", out);
+		put_json_string(out, djp_reg_name(a->index));
+		fprintf(out, ",\"scale\":%u,\"disp\":%" PRId64, a->scale ? a->scale : 1, a->disp);
+		break;
+	case DJP_LOC_IMM:
+		fprintf(out, ",\"value\":%" PRId64, a->disp);
+		break;
+	case DJP_LOC_ABS:
+		if (a->sym) {
+			fputs(",\"symbol\":", out);
+			put_json_symbol(out, a->sym);
+		}
+		fprintf(out, ",\"address\":\"0x%" PRIx64 "\"", (uint64_t)a->disp + bias);
+		break;
+	default:
+		if (a->sym) {
+			fputs(",\"symbol\":", out);
+			put_json_symbol(out, a->sym);
+		}
+		break;
+	}
+	fputc('}', out);
+}
+
+static void put_json_row(FILE *out, const struct row *r)
+{
+	const struct djp_marker_info *m = r->m;
+
+	fputs("{\"name\":", out);
+	put_json_string(out, m->name);
+	if (m->from_sdt) {
+		fputs(",\"provider\":", out);
+		put_json_string(out, m->provider);
+	}
+	fputs(",\"format\":", out);
+	put_json_string(out, m->format);
+	fputs(",\"args\":[", out);
+	for (unsigned i = 0; i < m->nargs; i++) {
+		if (i)
+			fputc(',', out);
+		put_json_arg(out, &m->arg[i], r->bias);
+	}
+	fprintf(out, "],\"address\":\"0x%" PRIx64 "\",\"length\":%u,\"function\":", m->site + r->bias, m->site_len);
+	put_json_string(out, m->function);
+	fputs(",\"file\":", out);
+	put_json_string(out, m->file);
+	if (m->line)
+		fprintf(out, ",\"line\":%u", m->line);
+	else
+		fputs(",\"line\":null", out);
+	fputs(",\"object\":", out);
+	put_json_string(out, r->object);
+	fputs("}\n", out);
+}
+
+enum { COL_NAME, COL_ADDR, COL_LEN, COL_FUNC, COL_POS, COL_OBJ, NCOLS };
+
+static void text_columns(const struct row *r, char cols[NCOLS][512])
+{
+	const struct djp_marker_info *m = r->m;
+	if (m->from_sdt)
+		snprintf(cols[COL_NAME], 512, "%s:%s", m->provider, m->name);
+	else
+		snprintf(cols[COL_NAME], 512, "%s", m->name);
+	snprintf(cols[COL_ADDR], 512, "0x%" PRIx64, m->site + r->bias);
+	snprintf(cols[COL_LEN], 512, "%u", m->site_len);
+	snprintf(cols[COL_FUNC], 512, "%s", m->function ? m->function : "-");
+	if (m->file)
+		snprintf(cols[COL_POS], 512, "%s:%u", m->file, m->line);
+	else
+		snprintf(cols[COL_POS], 512, "-");
+	snprintf(cols[COL_OBJ], 512, "%s", r->object);
+}
+
+static int by_object_then_address(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	uint64_t p = x->m->site + x->bias, q = y->m->site + y->bias;
+	return p < q ? -1 : p > q;
+}
+
+static void print_listing(struct listing *ls, FILE *out)
+{
+	static char cols[NCOLS][512];
+	size_t width[NCOLS] = { 0 };
+
+	qsort(ls->rows, ls->nrows, sizeof(*ls->rows), by_object_then_address);
+	for (size_t i = 0; i < ls->nrows && !ls->json; i++) {
+		text_columns(&ls->rows[i], cols);
+		for (int c = 0; c < NCOLS; c++)
+			if (strlen(cols[c]) > width[c])
+				width[c] = strlen(cols[c]);
+	}
+	for (size_t i = 0; i < ls->nrows; i++) {
+		const struct djp_marker_info *m = ls->rows[i].m;
+		if (ls->json) {
+			put_json_row(out, &ls->rows[i]);
+			continue;
+		}
+		text_columns(&ls->rows[i], cols);
+		for (int c = 0; c < NCOLS; c++)
+			fprintf(out, c == COL_LEN ? "%*s  " : "%-*s  ", (int)width[c], cols[c]);
+		put_c_string(out, m->format);
+		fprintf(out, "%s%s\n", *m->args ? "  " : "", m->args);
+	}
+}
+
+int djp_cmd_list(int argc, char **argv)
+{
+	struct listing ls = { 0 };
+	int first = 1, status = 0;
+
+	for (; first < argc && argv[first][0] == '-'; first++) {
+		if (!strcmp(argv[first], "--json"))
+			ls.json = true;
+		else if (!strcmp(argv[first], "-h") || !strcmp(argv[first], "--help")) {
+			djp_usage_list(stdout);
+			return 0;
+		} else if (!strcmp(argv[first], "--")) {
+			first++;
+			break;
+		} else {
+			fprintf(stderr, "djp: list: unknown option '%s'; usage: djp list [--json] FILE|PID...\n",
+				argv[first]);
+			return 2;
+		}
+	}
+	if (first == argc) {
+		fprintf(stderr, "djp: list: usage: djp list [--json] FILE|PID...\n");
+		return 2;
+	}
+
+	for (int i = first; i < argc && !status; i++) {
+		int ret = is_pid(argv[i]) ? list_pid(&ls, argv[i]) : list_file(&ls, argv[i]);
+		if (ret) {
+			if (!ls.err[0])
+				snprintf(ls.err, sizeof(ls.err), "%s: %s", argv[i], strerror(-ret));
+			status = 1;
+		}
+	}
+
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = status ? NULL : open_memstream(&buf, &len);
+	if (!status && !mem) {
+		snprintf(ls.err, sizeof(ls.err), "list: out of memory");
+		status = 1;
+	}
+	if (!status) {
+		print_listing(&ls, mem);
+		for (size_t i = 0; i < ls.nnotes && !ls.json; i++)
+			fprintf(mem, "%s\n", ls.notes[i]);
+		if (fclose(mem)) {
+			snprintf(ls.err, sizeof(ls.err), "list: out of memory");
+			status = 1;
+		}
+	}
+	if (status) {
+		fprintf(stderr, "djp: %s\n", ls.err);
+	} else {
+		for (size_t i = 0; i < ls.nnotes && ls.json; i++)
+			fprintf(stderr, "djp: %s\n", ls.notes[i]);
+		if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
+			fprintf(stderr, "djp: stdout: %s\n", strerror(errno));
+			status = 1;
+		}
+	}
+
+	free(buf);
+	for (size_t i = 0; i < ls.nlists; i++)
+		djp_marker_list_free(ls.lists[i]);
+	for (size_t i = 0; i < ls.nnotes; i++)
+		free(ls.notes[i]);
+	free(ls.notes);
+	for (size_t i = 0; i < ls.nowned; i++)
+		free(ls.owned[i]);
+	free(ls.owned);
+	free(ls.lists);
+	free(ls.rows);
+	return status;
+}

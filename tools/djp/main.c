@@ -1,0 +1,61 @@
+/*
+ * djp: the command-line tool.  The first argument names a subcommand, looked
+ * up in one table; `djp help` and `djp --help` print every command's usage.
+ * A subcommand adds one line to the table and one file beside this one.
+ * SystemTap-style invocations (`djp -e SCRIPT -c CMD`, `djp script.stp`)
+ * will be recognised here too: an argument that names no command goes to
+ * `fallback` when one is set, instead of being a usage error.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+static const struct djp_command commands[] = {
+	{ "list", djp_cmd_list, djp_usage_list, "list the markers of files and running processes" },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+/* The script mode's entry, once there is one. */
+static int (*const fallback)(int argc, char **argv) = NULL;
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: djp COMMAND [ARGS...]\n\ncommands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		fputc('\n', out);
+		commands[i].usage(out);
+	}
+}
+
+/* One line on stderr: `why` (may be "") and the command summary. */
+static void short_usage(const char *why)
+{
+	fprintf(stderr, "djp: %susage: djp {", why);
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(stderr, "%s%s", i ? "|" : "", commands[i].name);
+	fprintf(stderr, "} ARGS... (djp --help for more)\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		short_usage("");
+		return 2;
+	}
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	if (fallback)
+		return fallback(argc, argv);
+	char why[256];
+	snprintf(why, sizeof(why), "unknown command '%.200s'; ", argv[1]);
+	short_usage(why);
+	return 2;
+}
