@@ -1,0 +1,11 @@
+# libFuzzer target for the probe-script parser and checker.
+FUZZ_SCRIPT := $(O)/fuzz/fuzz_script
+FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c \
+	$(filter-out tools/djp/script/cli.c,$(sort $(wildcard tools/djp/script/*.c)))
+
+$(FUZZ_SCRIPT): $(FUZZ_SCRIPT_SRCS)
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude -I. -o $@ $(FUZZ_SCRIPT_SRCS)
+
+FUZZ_TARGETS += $(FUZZ_SCRIPT)

@@ -1,0 +1,174 @@
+/*
+ * Probe point resolution: which markers each probe is attached to.
+ *
+ * A `process.mark("GLOB")` point matches, by fnmatch(3), the markers the
+ * source offers for the target; `process("PATH").mark("GLOB")` only those of
+ * the object at PATH (same path, same file after realpath, or, for a bare
+ * name, the same basename).  Each (probe, marker) pair becomes a binding, and
+ * the per-marker list of bindings is what the interpreter walks on a hit, so
+ * dispatch is one array index.  A point that matches nothing is an error, as
+ * in stap, unless it ends with '?'.  After type checking, each binding gets
+ * the argument index of every context variable its probe reads ($len is the
+ * first argument of one marker and the third of another).
+ */
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+static bool same_object(const char *path, const char *object)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	const char *base;
+
+	if (!strcmp(path, object))
+		return true;
+	if (!strchr(path, '/')) {
+		base = strrchr(object, '/');
+		return !strcmp(base ? base + 1 : object, path);
+	}
+	return realpath(path, a) && realpath(object, b) && !strcmp(a, b);
+}
+
+bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
+{
+	if (pp->kind != PP_MARK)
+		return false;
+	if (pp->path && !same_object(pp->path, d->object ? d->object : ""))
+		return false;
+	return fnmatch(pp->glob, d->name, 0) == 0;
+}
+
+static void add_binding(struct script *sc, struct probe *p, const struct djp_ev_desc *d)
+{
+	struct binding *b;
+
+	for (int i = 0; i < p->nbinds; i++)
+		if (p->binds[i]->desc == d)
+			return;
+	b = pool_alloc(sc, sizeof(*b));
+	b->probe = p;
+	b->desc = d;
+	b->name_hash = str_hash(d->name);
+	{
+		size_t n = strlen(d->name) + (d->object ? strlen(d->object) : 1) + 24;
+		char *pp = pool_alloc(sc, n);
+		snprintf(pp, n, "process(\"%s\").mark(\"%s\")", d->object ? d->object : "?", d->name);
+		b->pp = pp;
+	}
+	if ((p->nbinds & (p->nbinds - 1)) == 0) {
+		struct binding **n = pool_alloc(sc, sizeof(*n) * (size_t)(p->nbinds ? p->nbinds * 2 : 1));
+		if (p->nbinds)
+			memcpy(n, p->binds, sizeof(*n) * (size_t)p->nbinds);
+		p->binds = n;
+	}
+	p->binds[p->nbinds++] = b;
+}
+
+int resolve_probes(struct script *sc, const struct djp_source *src)
+{
+	int errors = sc->nerrors;
+
+	sc->src = src;
+	for (struct probe *p = sc->probes; p; p = p->next) {
+		for (struct probe_point *pp = p->points; pp; pp = pp->next) {
+			int n = 0;
+			switch (pp->kind) {
+			case PP_BEGIN:
+			case PP_END: {
+				struct probe ***v = pp->kind == PP_BEGIN ? &sc->begins : &sc->ends;
+				int *cnt = pp->kind == PP_BEGIN ? &sc->nbegins : &sc->nends;
+				struct probe **nv = realloc(*v, sizeof(**v) * (size_t)(*cnt + 1));
+				if (!nv)
+					abort();
+				*v = nv;
+				nv[(*cnt)++] = p;
+				p->has_nonmark = true;
+				break;
+			}
+			case PP_TIMER: {
+				struct timer *nt = realloc(sc->timers, sizeof(*nt) * (size_t)(sc->ntimers + 1));
+				if (!nt)
+					abort();
+				sc->timers = nt;
+				nt[sc->ntimers++] = (struct timer){ .probe = p, .period_ns = pp->period_ns };
+				p->has_nonmark = true;
+				break;
+			}
+			case PP_MARK:
+				for (unsigned i = 0; src && i < src->ndescs; i++) {
+					if (pp_matches(pp, &src->descs[i])) {
+						add_binding(sc, p, &src->descs[i]);
+						n++;
+					}
+				}
+				if (!n && !pp->optional)
+					diag(sc, pp->line, pp->col, "semantic error",
+					     "while resolving probe point %s: no match", pp->text);
+				break;
+			}
+		}
+	}
+	if (src) {
+		sc->by_desc = calloc(src->ndescs + 1, sizeof(*sc->by_desc));
+		sc->nby_desc = calloc(src->ndescs + 1, sizeof(*sc->nby_desc));
+		sc->nby = src->ndescs;
+		if (!sc->by_desc || !sc->nby_desc)
+			abort();
+		for (struct probe *p = sc->probes; p; p = p->next) {
+			for (int i = 0; i < p->nbinds; i++) {
+				uint32_t id = p->binds[i]->desc->id;
+				if (id >= src->ndescs)
+					continue;
+				sc->by_desc[id] = realloc(sc->by_desc[id], sizeof(struct binding *) * (size_t)(sc->nby_desc[id] + 1));
+				if (!sc->by_desc[id])
+					abort();
+				sc->by_desc[id][sc->nby_desc[id]++] = p->binds[i];
+			}
+		}
+	}
+	return sc->nerrors - errors;
+}
+
+/* Argument index of context variable `name` ("arg3" or a field name). */
+int ctx_field(const struct djp_ev_desc *d, const char *name)
+{
+	int i = djp_format_field_index(&d->fmt, name, strlen(name));
+	if (i >= 0 && (unsigned)i < d->nargs)
+		return i;
+	if (!strncmp(name, "arg", 3) && name[3] >= '1' && name[3] <= '9') {
+		char *end;
+		long n = strtol(name + 3, &end, 10);
+		if (!*end && n >= 1 && (unsigned long)n <= d->nargs)
+			return (int)n - 1;
+	}
+	return -1;
+}
+
+void bind_fields(struct script *sc)
+{
+	for (struct probe *p = sc->probes; p; p = p->next)
+		for (int i = 0; i < p->nbinds; i++)
+			for (int r = 0; r < p->nrefs; r++)
+				p->binds[i]->field[r] = (int8_t)ctx_field(p->binds[i]->desc, p->refs[r]);
+}
+
+void script_release(struct script *sc)
+{
+	free(sc->begins);
+	free(sc->ends);
+	free(sc->timers);
+	if (sc->by_desc)
+		for (unsigned i = 0; i < sc->nby; i++)
+			free(sc->by_desc[i]);
+	free(sc->by_desc);
+	free(sc->nby_desc);
+	pool_free_all(sc);
+	sc->begins = sc->ends = NULL;
+	sc->timers = NULL;
+	sc->by_desc = NULL;
+	sc->nby_desc = NULL;
+}

@@ -1,0 +1,311 @@
+/*
+ * The command line of probe scripts, after stap's:
+ *
+ *   djp [-c CMD | -x PID] [-o FILE] SCRIPT_FILE
+ *   djp [-c CMD | -x PID] [-o FILE] -e 'SCRIPT'
+ *   djp [-c CMD | -x PID] -l 'PROBEPOINT' | -L 'PROBEPOINT'
+ *
+ * The order of work is the order stap's passes have, and it matters: parse
+ * (pass 1), then open the event source to learn the markers, resolve probe
+ * points and check the program (pass 2); only a program that passed both is
+ * armed and run (pass 5).  Any error before that exits with status 1 and
+ * nothing armed.  Hidden, for tests and benchmarks only: --replay FILE takes
+ * events from a replay file instead of a live process, and --bench-events N
+ * feeds N synthetic events and prints the event rate.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+#include "script.h"
+
+static djp_source_open_fn live_open;
+
+void djp_script_set_live_source(djp_source_open_fn open)
+{
+	live_open = open;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	run_interrupted = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: djp [-c CMD | -x PID] [-o FILE] SCRIPT_FILE\n"
+		   "       djp [-c CMD | -x PID] [-o FILE] -e 'SCRIPT'\n"
+		   "       djp [-c CMD | -x PID] -l 'PROBEPOINT' | -L 'PROBEPOINT'\n");
+}
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	if (!f)
+		return NULL;
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			cap = cap ? cap * 2 : 8192;
+			char *n = realloc(buf, cap);
+			if (!n) {
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = n;
+		}
+		size_t got = fread(buf + len, 1, 4096, f);
+		len += got;
+		if (got < 4096)
+			break;
+	}
+	fclose(f);
+	buf[len] = 0;
+	if (strlen(buf) != len) {
+		free(buf);
+		errno = EINVAL;
+		return NULL;
+	}
+	return buf;
+}
+
+static int open_source(const char *replay, const char *cmd, int32_t pid, struct script *sc, bool need_markers,
+		       struct djp_source **src)
+{
+	char err[512] = "";
+	const char *paths[64];
+	unsigned npaths = 0;
+	int rc;
+
+	if (replay) {
+		rc = djp_replay_open(replay, src, err, sizeof(err));
+	} else if (!need_markers && !cmd && !pid) {
+		rc = djp_null_open(src);
+		snprintf(err, sizeof(err), "%s", strerror(-rc));
+	} else if (live_open) {
+		struct djp_source_opts o = { .cmd = cmd, .pid = pid };
+		for (struct probe *p = sc->probes; p; p = p->next)
+			for (struct probe_point *pp = p->points; pp; pp = pp->next)
+				if (pp->kind == PP_MARK && pp->path && npaths < 64)
+					paths[npaths++] = pp->path;
+		o.paths = paths;
+		o.npaths = npaths;
+		rc = live_open(&o, src, err, sizeof(err));
+	} else {
+		rc = -ENOSYS;
+		snprintf(err, sizeof(err), "live tracing is not available in this build");
+	}
+	if (rc < 0)
+		fprintf(stderr, "djp: %s\n", err);
+	return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* -l / -L: the markers a probe point matches, sorted, one a line. */
+static int list_points(struct script *sc, struct djp_source *src, bool fields, FILE *out)
+{
+	char **lines = calloc(src->ndescs + 1, sizeof(*lines));
+	unsigned n = 0;
+
+	if (!lines)
+		abort();
+	for (unsigned i = 0; i < src->ndescs; i++) {
+		const struct djp_ev_desc *d = &src->descs[i];
+		bool match = false;
+		for (struct probe_point *pp = sc->probes->points; pp; pp = pp->next)
+			match |= pp_matches(pp, d);
+		if (!match)
+			continue;
+		struct strbuf b = { 0 };
+		char tmp[160];
+		snprintf(tmp, sizeof(tmp), "process(\"%s\").mark(\"", d->object ? d->object : "?");
+		sb_put(&b, tmp, strlen(tmp));
+		sb_put(&b, d->name, strlen(d->name));
+		sb_put(&b, "\")", 2);
+		for (unsigned a = 0; fields && a < d->nargs; a++) {
+			const struct djp_fmt_field *f = a < d->fmt.nfields ? &d->fmt.field[a] : NULL;
+			if (f && f->name[0])
+				snprintf(tmp, sizeof(tmp), " $%s:%s", f->name, f->conv == 's' ? "string" : "long");
+			else
+				snprintf(tmp, sizeof(tmp), " $arg%u:%s", a + 1, f && f->conv == 's' ? "string" : "long");
+			sb_put(&b, tmp, strlen(tmp));
+		}
+		lines[n++] = b.p;
+	}
+	qsort(lines, n, sizeof(*lines), cmp_str);
+	for (unsigned i = 0; i < n; i++) {
+		if (!i || strcmp(lines[i], lines[i - 1]))
+			fprintf(out, "%s\n", lines[i]);
+	}
+	for (unsigned i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+	return n ? 0 : 1;
+}
+
+static bool has_marks(struct script *sc)
+{
+	for (struct probe *p = sc->probes; p; p = p->next)
+		for (struct probe_point *pp = p->points; pp; pp = pp->next)
+			if (pp->kind == PP_MARK)
+				return true;
+	return false;
+}
+
+int djp_script_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "replay", required_argument, NULL, 'R' },
+		{ "bench-events", required_argument, NULL, 'B' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *script_text = NULL, *script_file = NULL, *cmd = NULL, *outpath = NULL, *list = NULL,
+		   *replay = NULL;
+	bool list_fields = false;
+	int32_t pid = 0;
+	uint64_t bench = 0;
+	char *owned_text = NULL, *listing = NULL;
+	struct script sc;
+	struct djp_source *src = NULL, *base = NULL;
+	FILE *out = stdout;
+	int opt, status = 1;
+
+	memset(&sc, 0, sizeof(sc));
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+e:c:x:o:l:L:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'e': script_text = optarg; break;
+		case 'c': cmd = optarg; break;
+		case 'x': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || v <= 0 || v > INT32_MAX) {
+				fprintf(stderr, "djp: bad pid '%s'\n", optarg);
+				return 1;
+			}
+			pid = (int32_t)v;
+			break;
+		}
+		case 'o': outpath = optarg; break;
+		case 'l':
+		case 'L':
+			list = optarg;
+			list_fields = opt == 'L';
+			break;
+		case 'R': replay = optarg; break;
+		case 'B': bench = strtoull(optarg, NULL, 10); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 1;
+		}
+	}
+	if (cmd && pid) {
+		fprintf(stderr, "djp: -c and -x are mutually exclusive\n");
+		return 1;
+	}
+	if (list) {
+		size_t n = strlen(list) + 16;
+		listing = malloc(n);
+		if (!listing)
+			abort();
+		snprintf(listing, n, "probe %s {}", list);
+		script_text = listing;
+	} else if (!script_text) {
+		if (optind >= argc) {
+			usage(stderr);
+			return 1;
+		}
+		script_file = argv[optind++];
+		owned_text = read_file(script_file);
+		if (!owned_text) {
+			fprintf(stderr, "djp: %s: %s\n", script_file, strerror(errno));
+			return 1;
+		}
+		script_text = owned_text;
+	}
+	sc.file.name = script_file ? script_file : "<input>";
+	sc.file.text = script_text;
+
+	/* pass 1: parse */
+	if (parse_script(&sc))
+		goto out;
+	/* pass 2: markers, probe points, names and types */
+	if ((!bench || replay) && open_source(replay, cmd, pid, &sc, has_marks(&sc) || list, &src) < 0)
+		goto out;
+	if (list) {
+		status = list_points(&sc, src, list_fields, stdout);
+		goto out;
+	}
+	if (bench) {
+		struct djp_source *synth;
+		if (djp_synth_open(src, bench, &synth) < 0)
+			goto out;
+		base = src; /* its descriptors stay in use */
+		src = synth;
+	}
+	if (resolve_probes(&sc, src) || check_script(&sc))
+		goto out;
+	bind_fields(&sc);
+	if (outpath && !(out = fopen(outpath, "w"))) {
+		fprintf(stderr, "djp: %s: %s\n", outpath, strerror(errno));
+		out = stdout;
+		goto out;
+	}
+	static char outbuf[1 << 16];
+	setvbuf(out, outbuf, _IOFBF, sizeof(outbuf));
+
+	/* pass 5: run */
+	{
+		struct sigaction sa = { .sa_handler = on_signal };
+		struct run_opts ro = { .out = out, .bench = bench != 0 };
+		struct timespec t0, t1;
+		uint64_t nev = 0;
+		int errors;
+
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		errors = run_script(&sc, src, &ro, &nev);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		status = errors ? 1 : 0;
+		if (bench) {
+			double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+			fprintf(out, "script count | %.1f | M events/s\n", s > 0 ? (double)nev / s / 1e6 : 0.0);
+			fflush(out);
+		}
+	}
+out:
+	if (out != stdout)
+		fclose(out);
+	else
+		fflush(stdout);
+	if (src)
+		src->ops->close(src);
+	if (base)
+		base->ops->close(base);
+	script_release(&sc);
+	free(owned_text);
+	free(listing);
+	return status;
+}
+
+#ifdef DJP_SCRIPT_STANDALONE
+/* The test and benchmark driver (build/selftests/djp-script), until the
+ * djp tool dispatches to djp_script_main itself. */
+int main(int argc, char **argv)
+{
+	return djp_script_main(argc, argv);
+}
+#endif

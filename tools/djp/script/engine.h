@@ -1,0 +1,368 @@
+/*
+ * Internals of the probe-script engine, shared by its passes:
+ *
+ *   lexer.c   text -> tokens            parser.c  tokens -> AST
+ *   check.c   names, types, probe points resolved against the markers
+ *   interp.c  runs the resolved AST on events   map.c  associative arrays
+ *   stats.c   aggregates                 hist.c    histogram printing
+ *   print.c   printf formatting          diag.c    error messages
+ *
+ * The AST is also the executable form: check.c resolves every name to a
+ * slot (a local's frame index, a global, a function, a context field index)
+ * and every expression to a static type, so the interpreter never looks a
+ * name up or tests a type at run time.
+ */
+#ifndef DJP_SCRIPT_ENGINE_H
+#define DJP_SCRIPT_ENGINE_H
+
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "source.h"
+
+#define MAXSTRINGLEN 512   /* as stap: strings hold at most 511 bytes */
+#define MAXMAPENTRIES 2048 /* default size limit of an array */
+#define MAXNESTING 10	   /* user function call depth */
+#define MAXKEYS 5	   /* indexes of an associative array */
+#define MAXACTION 1000000  /* statements per probe hit, as stap's MAXACTION */
+#define HIST_LOG_BUCKETS 128
+#define HIST_LOG_BUCKET0 64
+#define HIST_MAX_LINEAR 128
+
+enum ty { TY_UNK, TY_LONG, TY_STR, TY_STAT };
+
+/* ---- lexer -------------------------------------------------------------- */
+
+enum tok_kind {
+	T_EOF,
+	T_IDENT,   /* name, keyword */
+	T_NUM,
+	T_STR,
+	T_DOLLAR,  /* $name, text without '$' */
+	T_DOLLAR2, /* $$name */
+	T_AT,	   /* @name */
+	T_OP,	   /* operator or punctuation, text in `op` */
+};
+
+struct tok {
+	enum tok_kind kind;
+	int line, col;
+	const char *text; /* identifier / string (unescaped) / op text */
+	size_t len;
+	int64_t num;
+};
+
+struct src_file {
+	const char *name; /* "<input>" for -e */
+	const char *text;
+};
+
+struct lexer {
+	const struct src_file *file;
+	const char *p;
+	int line, col;
+	struct script *sc; /* for string storage */
+};
+
+void lex_init(struct lexer *lx, const struct src_file *f, struct script *sc);
+/* Next token; a lexical error is reported and returns false. */
+bool lex_next(struct lexer *lx, struct tok *t);
+
+/* ---- AST ---------------------------------------------------------------- */
+
+enum node_kind {
+	/* expressions */
+	N_NUM,	   /* num */
+	N_STR,	   /* str */
+	N_VAR,	   /* sym: a local or a scalar global */
+	N_INDEX,   /* sym[args]: an array element */
+	N_CTX,	   /* $name/$argN: slot = context reference of the probe */
+	N_CTXNAME, /* $$name */
+	N_CTXPARMS,/* $$parms */
+	N_CALL,	   /* fn(args) */
+	N_BUILTIN, /* op = enum builtin, args */
+	N_BINOP,   /* op: + - * / % << >> & | ^ */
+	N_CONCAT,  /* a . b */
+	N_CMP,	   /* op: < > <= >= == != ; on longs or strings */
+	N_LOGAND,
+	N_LOGOR,
+	N_NOT,
+	N_NEG,
+	N_BITNOT,
+	N_TERNARY, /* a ? b : c */
+	N_ASSIGN,  /* a op= b; op 0 for '=', '.' for '.=' */
+	N_INCDEC,  /* op '+'/'-', post flag */
+	N_IN,	   /* [args] in sym */
+	N_AGG,	   /* op = enum agg, a = stat lvalue (N_VAR/N_INDEX) */
+	N_HIST,	   /* @hist_log(a) / @hist_linear(a, lo, hi, step) */
+	N_STATADD, /* a <<< b */
+	N_PRINT,   /* op = enum print_kind, args (args[0] the format for *printf) */
+	/* statements */
+	S_BLOCK,   /* args = statements */
+	S_EXPR,	   /* a */
+	S_IF,	   /* a cond, b then, c else */
+	S_WHILE,   /* a cond, b body */
+	S_FOR,	   /* a init, b cond, c step, d body */
+	S_FOREACH,
+	S_BREAK,
+	S_CONTINUE,
+	S_NEXT,
+	S_RETURN,  /* a or NULL */
+	S_DELETE,  /* a: N_VAR or N_INDEX */
+	S_NOP,
+};
+
+enum builtin {
+	B_PID, B_TID, B_EXECNAME, B_TOD_NS, B_TOD_US, B_TOD_MS, B_TOD_S, B_EXIT, B_STRLEN, B_SUBSTR,
+	B_ISINSTR, B_STRTOL, B_STRINGAT, B_ERROR, B_TARGET, B_PP,
+};
+enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG };
+enum print_kind { P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN };
+
+struct sym;
+struct func;
+
+struct node {
+	uint8_t kind;
+	uint8_t ty;   /* enum ty of an expression */
+	uint8_t post; /* N_INCDEC: postfix */
+	int op;
+	int line, col;
+	struct node *a, *b, *c, *d;
+	struct node **args;
+	int nargs;
+	int64_t num;
+	const char *str; /* N_STR value, N_CTX name, N_VAR name before resolution */
+	int slot;	 /* N_CTX: context ref index; N_BUILTIN etc. */
+	struct sym *sym; /* N_VAR, N_INDEX, N_IN, S_FOREACH array */
+	struct func *fn; /* N_CALL */
+	/* S_FOREACH */
+	struct sym *fe_keys[MAXKEYS]; /* key variables */
+	struct sym *fe_val;	      /* value variable or NULL */
+	int fe_nkeys;
+	int fe_sort_col;  /* 0: value, 1..: key k, -1 none */
+	int fe_sort_dir;  /* +1 ascending, -1 descending */
+	struct node *fe_limit;
+	struct print_fmt *pf; /* N_PRINT with a constant format */
+};
+
+struct hist_cfg {
+	int kind; /* 0 none, 1 log, 2 linear */
+	int64_t start, stop, interval;
+	int buckets;
+};
+
+struct sym {
+	const char *name;
+	int line, col;
+	bool global;
+	uint8_t ty;		/* element type for arrays; TY_STAT for statistics */
+	int nkeys;		/* -1 unknown, 0 scalar, 1..5 array */
+	uint8_t kty[MAXKEYS];
+	int slot;		/* frame index (locals) or global index */
+	bool read, written;
+	int64_t maxentries;
+	struct node *init;	/* global initialiser (literal) or NULL */
+	struct hist_cfg hist;
+	struct sym *next;	/* in its scope's list */
+	/* run time, globals only */
+	union cell *cell;
+	struct map *map;
+	struct stat *stat;
+	char *strbuf;		/* scalar string global */
+};
+
+struct func {
+	const char *name;
+	int line, col;
+	uint8_t ret;
+	int nparams;
+	struct sym *params[16];
+	struct sym *locals; /* params first, then other locals */
+	int nslots;
+	struct node *body;
+	bool checking;
+	struct func *next;
+};
+
+struct probe_point {
+	char *text;	   /* as written, e.g. process("/bin/x").mark("a*") */
+	int line, col;
+	int kind;	   /* PP_BEGIN, PP_END, PP_TIMER, PP_MARK */
+	bool optional;
+	const char *path;  /* process("PATH"), or NULL */
+	const char *glob;  /* mark("GLOB") */
+	int64_t period_ns; /* timers */
+	struct probe_point *next;
+};
+
+enum { PP_BEGIN, PP_END, PP_TIMER, PP_MARK };
+
+struct probe {
+	struct probe_point *points;
+	struct node *cond;
+	struct node *body;
+	struct sym *locals;
+	int nslots;
+	int line, col;
+	/* context references of the body: $name / $argN, each resolved per
+	 * matched marker into a field index (struct binding) */
+	int nrefs;
+	const char *refs[32];
+	uint8_t ref_ty[32];
+	struct binding **binds; /* the markers this probe is attached to */
+	int nbinds;
+	bool has_nonmark;	/* begin, end or timer among its points */
+	struct probe *next;
+	int index;
+	bool synthetic; /* generated display of unread globals */
+};
+
+/* A probe attached to one marker: where each context reference lives. */
+struct binding {
+	struct probe *probe;
+	const struct djp_ev_desc *desc;
+	uint64_t name_hash; /* hash of desc->name, for c[$$name] */
+	const char *pp;	    /* process("OBJECT").mark("NAME"), for pp() and errors */
+	int8_t field[32];   /* ref index -> argument index */
+};
+
+struct timer {
+	struct probe *probe;
+	int64_t period_ns;
+	uint64_t due;
+};
+
+struct script {
+	struct src_file file;
+	struct sym *globals;
+	int nglobals;
+	struct func *funcs;
+	struct probe *probes;
+	int nprobes;
+	int nerrors;
+	FILE *err;
+	/* resolution against a source */
+	const struct djp_source *src;
+	struct binding ***by_desc; /* per desc id: its bindings */
+	int *nby_desc;
+	unsigned nby;		  /* entries of by_desc */
+	struct probe **begins, **ends;
+	int nbegins, nends;
+	struct timer *timers;
+	int ntimers;
+	/* string storage for the program text (never freed until the end) */
+	struct strpool *pool;
+};
+
+/* diag.c: "file:line:col: KIND: message", the source line and a caret */
+void diag(struct script *sc, int line, int col, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+char *pool_strndup(struct script *sc, const char *s, size_t n);
+void *pool_alloc(struct script *sc, size_t n);
+void pool_free_all(struct script *sc);
+
+/* parser.c: parse sc->file; returns 0 or the number of errors */
+int parse_script(struct script *sc);
+/* check.c: resolve names and types; then probe points against src. */
+int check_script(struct script *sc);
+int resolve_probes(struct script *sc, const struct djp_source *src);
+/* after check_script: each binding's field index per context reference */
+void bind_fields(struct script *sc);
+/* free everything the passes allocated (the pool included) */
+void script_release(struct script *sc);
+int ctx_field(const struct djp_ev_desc *d, const char *name);
+bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d);
+void add_global_display(struct script *sc);
+const char *ty_name(int ty);
+
+/* ---- run time ----------------------------------------------------------- */
+
+union cell {
+	int64_t n;
+	const char *s;
+};
+
+/* stats.c */
+struct stat {
+	int64_t count, sum, min, max;
+	int64_t hist[]; /* buckets, when the global has a histogram */
+};
+struct stat *stat_new(const struct hist_cfg *h);
+void stat_add(struct stat *st, const struct hist_cfg *h, int64_t v);
+int64_t hist_log_bucket(int64_t v);
+
+/* hist.c */
+void hist_print(FILE *out, const struct hist_cfg *h, const struct stat *st);
+
+/* map.c: an associative array (keys of MAXKEYS cells, order of insertion). */
+struct map_ent {
+	uint64_t hash;
+	union cell key[MAXKEYS];
+	union cell val;	 /* long or owned string; stat pointer below */
+	struct stat *st;
+	uint32_t strcap; /* capacity of val.s when a string */
+	bool live;
+};
+struct map {
+	int nkeys;
+	uint8_t kty[MAXKEYS];
+	uint8_t vty;
+	const struct hist_cfg *hist;
+	struct map_ent *ent; /* insertion order; dead entries until compaction */
+	uint32_t nent, cap, nlive, maxentries;
+	uint32_t *index;     /* open addressing: entry index + 1, 0 empty */
+	int iterating;	     /* foreach loops walking it: no compaction */
+	uint32_t mask;
+};
+uint64_t key_hash(const struct map *m, const union cell *key);
+uint64_t str_hash(const char *s);
+uint64_t num_hash(uint64_t x);
+struct map *map_new(int nkeys, const uint8_t *kty, uint8_t vty, const struct hist_cfg *h, uint32_t maxentries);
+struct map_ent *map_find(struct map *m, const union cell *key, uint64_t hash);
+/* find or insert; NULL when full (MAXMAPENTRIES) */
+struct map_ent *map_get(struct map *m, const union cell *key, uint64_t hash);
+void map_delete(struct map *m, struct map_ent *e);
+void map_clear(struct map *m);
+void map_set_str(struct map_ent *e, const char *s);
+void map_free(struct map *m);
+
+/* print.c: stap's printf on already evaluated arguments */
+struct print_spec {
+	char conv; /* d i u x X o c s p %, or 0 for literal text */
+	uint8_t flags;
+	int width, prec;
+	const char *lit;
+	size_t litlen;
+};
+struct print_fmt {
+	int nspecs, nargs;
+	struct print_spec *spec;
+};
+/* parse a printf format at check time; NULL + *why on error */
+struct print_fmt *print_fmt_parse(struct script *sc, const char *fmt, const char **why);
+struct strbuf {
+	char *p;
+	size_t len, cap;
+};
+void sb_put(struct strbuf *b, const char *s, size_t n);
+void sb_putc(struct strbuf *b, char c);
+void print_format(struct strbuf *b, const struct print_fmt *pf, const union cell *args);
+void print_number(struct strbuf *b, uint64_t num, int base, int width, int prec, unsigned flags);
+void print_escaped(struct strbuf *b, const char *s);
+
+/* interp.c */
+struct run;
+struct run_opts {
+	FILE *out;
+	bool bench;
+};
+/* Run begin probes, events and timers until exit() or the end of the
+ * source, then end probes and the display of unread globals.  Returns the
+ * number of run-time errors. */
+int run_script(struct script *sc, struct djp_source *src, const struct run_opts *opts, uint64_t *nevents);
+extern volatile int run_interrupted; /* set by SIGINT/SIGTERM: end the run */
+
+#endif

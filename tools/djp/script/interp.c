@@ -1,0 +1,1084 @@
+/*
+ * The interpreter: runs the checked AST against events.
+ *
+ * check.c has already resolved every name to a slot and every expression to
+ * a type, so evaluation is two small recursive functions, one for numbers
+ * (eval_n) and one for strings (eval_s), that switch on the node kind and
+ * never test a type or look a name up.  A hit on a marker indexes the
+ * marker's list of bindings; each binding carries the argument index of
+ * every context variable its probe reads and the precomputed hash of the
+ * marker's name, so `c[$$name]++` is: fetch a pointer, find the entry by
+ * cached hash, add one.
+ *
+ * Memory: locals live in a frame on a preallocated stack; strings made while
+ * a probe runs (concatenation, sprintf, copies of globals) come from an arena
+ * that is reset when the probe returns, so nothing in the common path calls
+ * malloc.  Only storing a string into a global copies it to storage the
+ * global owns.
+ *
+ * Control: break/continue/return travel up as statement results; `next`
+ * and run-time errors (division by zero, a full array, MAXACTION) leave the
+ * probe by longjmp to its dispatcher, which releases foreach snapshots and
+ * the arena.  An error is printed with the probe point, stops the run like
+ * exit() does, and the end probes still run, as in stap.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+volatile int run_interrupted;
+
+enum { X_NORMAL, X_BREAK, X_CONTINUE, X_RETURN };
+#define STACK_CELLS 8192
+#define MAX_ITERS 64
+
+struct chunk {
+	struct chunk *next;
+	size_t used, cap;
+	char data[];
+};
+
+struct iter {
+	struct map *map;
+	uint32_t *idx;
+};
+
+struct run {
+	struct script *sc;
+	struct djp_source *src;
+	FILE *out;
+	union cell stack[STACK_CELLS];
+	int sp;
+	union cell *fp;
+	const struct djp_ev *ev;
+	const struct binding *bind;
+	struct probe *probe;
+	const char *pp;
+	jmp_buf *jb;
+	struct chunk *arena;
+	bool exiting, dirty;
+	int errors, depth;
+	uint64_t actions;
+	union cell ret;
+	struct strbuf pb;
+	struct iter iters[MAX_ITERS];
+	int niters;
+};
+
+/* ---- arena -------------------------------------------------------------- */
+
+static char *arena_alloc(struct run *r, size_t n)
+{
+	struct chunk *c = r->arena;
+	if (!c || c->used + n > c->cap) {
+		size_t cap = n > 65536 ? n : 65536;
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			abort();
+		c->used = 0;
+		c->cap = cap;
+		c->next = r->arena;
+		r->arena = c;
+	}
+	c->used += n;
+	return c->data + c->used - n;
+}
+
+static void arena_reset(struct run *r)
+{
+	struct chunk *c = r->arena;
+	if (!c)
+		return;
+	while (c->next) {
+		struct chunk *n = c->next;
+		c->next = n->next;
+		free(n);
+	}
+	c->used = 0;
+}
+
+static const char *arena_strn(struct run *r, const char *s, size_t n)
+{
+	char *d;
+	if (n > MAXSTRINGLEN - 1)
+		n = MAXSTRINGLEN - 1;
+	d = arena_alloc(r, n + 1);
+	memcpy(d, s, n);
+	d[n] = 0;
+	return d;
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+static const char *near(const struct node *n, char *buf, size_t sz)
+{
+	static const char *const agg[] = { "@count", "@sum", "@min", "@max", "@avg" };
+	switch (n->kind) {
+	case N_BINOP:
+		snprintf(buf, sz, "operator '%c%s'", n->op & 0xff, (n->op >> 8) ? (n->op >> 8) == '<' ? "<" : ">" : "");
+		break;
+	case N_ASSIGN:
+	case N_INCDEC:
+	case N_STATADD:
+		return near(n->a, buf, sz);
+	case N_VAR:
+	case N_INDEX:
+		snprintf(buf, sz, "identifier '%s'", n->sym ? n->sym->name : n->str);
+		break;
+	case N_AGG:
+		snprintf(buf, sz, "operator '%s'", agg[n->op]);
+		break;
+	case N_CALL:
+	case N_BUILTIN:
+		snprintf(buf, sz, "identifier '%s'", n->str);
+		break;
+	default:
+		snprintf(buf, sz, "statement");
+	}
+	return buf;
+}
+
+__attribute__((noreturn, format(printf, 3, 4))) static void rt_error(struct run *r, const struct node *at, const char *fmt, ...)
+{
+	char msg[600], what[128];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fflush(r->out);
+	fprintf(stderr, "ERROR: %s near %s at %s:%d:%d in probe %s\n", msg, near(at, what, sizeof(what)), r->sc->file.name,
+		at->line, at->col, r->pp ? r->pp : "?");
+	longjmp(*r->jb, 1);
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+static int64_t eval_n(struct run *r, struct node *n);
+static const char *eval_s(struct run *r, struct node *n);
+static int exec(struct run *r, struct node *n);
+
+static void eval_any(struct run *r, struct node *n, union cell *c)
+{
+	if (n->ty == TY_STR)
+		c->s = eval_s(r, n);
+	else
+		c->n = eval_n(r, n);
+}
+
+static uint64_t eval_keys(struct run *r, struct node *n, const struct map *m, union cell *key)
+{
+	uint64_t h = 0;
+	for (int i = 0; i < n->nargs; i++) {
+		struct node *k = n->args[i];
+		uint64_t hi;
+		if (m->kty[i] == TY_STR) {
+			if (k->kind == N_CTXNAME) {
+				key[i].s = r->bind->desc->name;
+				hi = r->bind->name_hash;
+			} else {
+				key[i].s = eval_s(r, k);
+				hi = str_hash(key[i].s);
+			}
+		} else {
+			key[i].n = eval_n(r, k);
+			hi = num_hash((uint64_t)key[i].n);
+		}
+		h = h * 31 + hi;
+	}
+	return h;
+}
+
+static struct map_ent *element(struct run *r, struct node *n, bool create)
+{
+	union cell key[MAXKEYS];
+	struct map *m = n->sym->map;
+	uint64_t h = eval_keys(r, n, m, key);
+	struct map_ent *e = create ? map_get(m, key, h) : map_find(m, key, h);
+	if (!e && create)
+		rt_error(r, n, "Array overflow, check MAXMAPENTRIES");
+	return e;
+}
+
+/* where an lvalue lives */
+struct lval {
+	union cell *c;	    /* long or local string */
+	struct sym *g;	    /* global scalar string: g->strbuf */
+	struct map_ent *e;  /* array element */
+	uint8_t ty;
+};
+
+static void lvalue(struct run *r, struct node *n, struct lval *lv)
+{
+	struct sym *s = n->sym;
+	lv->g = NULL;
+	lv->e = NULL;
+	lv->ty = s->ty;
+	if (n->kind == N_INDEX) {
+		lv->e = element(r, n, true);
+		lv->c = &lv->e->val;
+	} else if (!s->global) {
+		lv->c = &r->fp[s->slot];
+	} else {
+		lv->c = s->cell;
+		if (s->ty == TY_STR)
+			lv->g = s;
+	}
+}
+
+static void store_s(struct run *r, struct lval *lv, const char *v)
+{
+	if (lv->e) {
+		map_set_str(lv->e, v);
+	} else if (lv->g) {
+		size_t n = strnlen(v, MAXSTRINGLEN - 1);
+		memmove(lv->g->strbuf, v, n);
+		lv->g->strbuf[n] = 0;
+	} else {
+		lv->c->s = v;
+	}
+}
+
+static const char *load_s(struct run *r, struct lval *lv)
+{
+	if (lv->g)
+		return arena_strn(r, lv->g->strbuf, strlen(lv->g->strbuf));
+	if (lv->e)
+		return arena_strn(r, lv->e->val.s, strlen(lv->e->val.s));
+	return lv->c->s;
+}
+
+static struct stat *stat_of(struct run *r, struct node *n, bool create, struct sym **symp)
+{
+	*symp = n->sym;
+	if (n->kind == N_VAR)
+		return n->sym->stat;
+	struct map_ent *e = element(r, n, create);
+	return e ? e->st : NULL;
+}
+
+static int64_t arith(struct run *r, struct node *at, int op, int64_t a, int64_t b)
+{
+	switch (op) {
+	case '+': return (int64_t)((uint64_t)a + (uint64_t)b);
+	case '-': return (int64_t)((uint64_t)a - (uint64_t)b);
+	case '*': return (int64_t)((uint64_t)a * (uint64_t)b);
+	case '/':
+		if (!b)
+			rt_error(r, at, "division by 0");
+		return b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b;
+	case '%':
+		if (!b)
+			rt_error(r, at, "division by 0");
+		return b == -1 ? 0 : a % b;
+	case '&': return a & b;
+	case '|': return a | b;
+	case '^': return a ^ b;
+	case '<' | '<' << 8: return (int64_t)((uint64_t)a << (b & 63));
+	case '>' | '>' << 8: return a >> (b & 63);
+	}
+	return 0;
+}
+
+static const char *concat(struct run *r, const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *d;
+	if (la > MAXSTRINGLEN - 1)
+		la = MAXSTRINGLEN - 1;
+	if (la + lb > MAXSTRINGLEN - 1)
+		lb = MAXSTRINGLEN - 1 - la;
+	d = arena_alloc(r, la + lb + 1);
+	memcpy(d, a, la);
+	memcpy(d + la, b, lb);
+	d[la + lb] = 0;
+	return d;
+}
+
+static void call_fn(struct run *r, struct node *n)
+{
+	struct func *f = n->fn;
+	union cell args[16];
+	union cell *saved_fp = r->fp;
+	int saved_sp = r->sp;
+
+	for (int i = 0; i < n->nargs; i++)
+		eval_any(r, n->args[i], &args[i]);
+	if (r->depth >= MAXNESTING)
+		rt_error(r, n, "MAXNESTING exceeded");
+	if (r->sp + f->nslots > STACK_CELLS)
+		rt_error(r, n, "out of stack space for locals");
+	r->fp = r->stack + r->sp;
+	r->sp += f->nslots;
+	for (struct sym *s = f->locals; s; s = s->next) {
+		if (s->ty == TY_STR)
+			r->fp[s->slot].s = "";
+		else
+			r->fp[s->slot].n = 0;
+	}
+	for (int i = 0; i < n->nargs; i++)
+		r->fp[i] = args[i];
+	r->depth++;
+	r->ret.n = 0;
+	if (f->ret == TY_STR)
+		r->ret.s = "";
+	exec(r, f->body);
+	r->depth--;
+	r->fp = saved_fp;
+	r->sp = saved_sp;
+}
+
+static uint64_t now_ns(struct run *r)
+{
+	if (r->ev)
+		return r->ev->ts_ns;
+	return r->src && r->src->ops->now_ns ? r->src->ops->now_ns(r->src) : 0;
+}
+
+static int64_t builtin_n(struct run *r, struct node *n)
+{
+	switch (n->op) {
+	case B_PID: return r->ev ? r->ev->pid : r->src ? r->src->target_pid : 0;
+	case B_TID: return r->ev ? r->ev->tid : r->src ? r->src->target_pid : 0;
+	case B_TOD_NS: return (int64_t)now_ns(r);
+	case B_TOD_US: return (int64_t)(now_ns(r) / 1000);
+	case B_TOD_MS: return (int64_t)(now_ns(r) / 1000000);
+	case B_TOD_S: return (int64_t)(now_ns(r) / 1000000000);
+	case B_EXIT: r->exiting = true; return 0;
+	case B_STRLEN: return (int64_t)strlen(eval_s(r, n->args[0]));
+	case B_ISINSTR: {
+		const char *a = eval_s(r, n->args[0]);
+		return strstr(a, eval_s(r, n->args[1])) != NULL;
+	}
+	case B_STRTOL: {
+		const char *s = eval_s(r, n->args[0]);
+		int64_t base = eval_n(r, n->args[1]);
+		if (base < 2 || base > 36)
+			rt_error(r, n, "strtol: base %lld out of range", (long long)base);
+		return strtoll(s, NULL, (int)base);
+	}
+	case B_STRINGAT: {
+		const char *s = eval_s(r, n->args[0]);
+		int64_t i = eval_n(r, n->args[1]);
+		if (i < 0 || (size_t)i >= strlen(s))
+			rt_error(r, n, "Position %lld out of range", (long long)i);
+		return (unsigned char)s[i];
+	}
+	case B_ERROR: rt_error(r, n, "%s", eval_s(r, n->args[0]));
+	case B_TARGET: return r->src ? r->src->target_pid : 0;
+	}
+	return 0;
+}
+
+static const char *builtin_s(struct run *r, struct node *n)
+{
+	switch (n->op) {
+	case B_EXECNAME:
+		if (r->ev) {
+			const char *o, *b;
+			if (r->ev->comm)
+				return r->ev->comm;
+			o = r->ev->desc->object ? r->ev->desc->object : "";
+			b = strrchr(o, '/');
+			return b ? b + 1 : o;
+		}
+		return "djp";
+	case B_SUBSTR: {
+		const char *s = eval_s(r, n->args[0]);
+		int64_t start = eval_n(r, n->args[1]), len = eval_n(r, n->args[2]);
+		size_t sl = strlen(s);
+		if (start < 0 || len < 0 || (size_t)start >= sl)
+			return "";
+		if ((uint64_t)len > sl - (size_t)start)
+			len = (int64_t)(sl - (size_t)start);
+		return arena_strn(r, s + start, (size_t)len);
+	}
+	case B_PP: return r->pp ? r->pp : "";
+	}
+	return "";
+}
+
+static void print_to(struct run *r, struct node *n, struct strbuf *b)
+{
+	union cell args[32];
+	b->len = 0;
+	if (b->p)
+		b->p[0] = 0;
+	if (n->op == P_PRINTF || n->op == P_SPRINTF) {
+		for (int i = 1; i < n->nargs; i++)
+			eval_any(r, n->args[i], &args[i - 1]);
+		print_format(b, n->pf, args);
+		return;
+	}
+	for (int i = 0; i < n->nargs; i++) {
+		struct node *a = n->args[i];
+		if (a->ty == TY_STR) {
+			const char *s = eval_s(r, a);
+			sb_put(b, s, strlen(s));
+		} else {
+			print_number(b, (uint64_t)eval_n(r, a), 10, -1, -1, 32 /* signed */);
+		}
+	}
+	if (n->op == P_PRINTLN || n->op == P_SPRINTLN)
+		sb_putc(b, '\n');
+}
+
+static int64_t agg_value(struct run *r, struct node *n)
+{
+	struct sym *s;
+	struct stat *st = stat_of(r, n->a, false, &s);
+	if (n->op == A_COUNT)
+		return st ? st->count : 0;
+	if (!st || !st->count) {
+		if (n->op == A_SUM)
+			return 0;
+		rt_error(r, n, "empty aggregate");
+	}
+	switch (n->op) {
+	case A_SUM: return st->sum;
+	case A_MIN: return st->min;
+	case A_MAX: return st->max;
+	default: return st->sum / st->count;
+	}
+}
+
+static int64_t eval_n(struct run *r, struct node *n)
+{
+	struct lval lv;
+	int64_t a, b;
+
+	switch (n->kind) {
+	case N_NUM:
+		return n->num;
+	case N_VAR:
+		return n->sym->global ? n->sym->cell->n : r->fp[n->sym->slot].n;
+	case N_INDEX: {
+		struct map_ent *e = element(r, n, false);
+		return e ? e->val.n : 0;
+	}
+	case N_CTX:
+		return r->ev->args[r->bind->field[n->slot]];
+	case N_CALL:
+		call_fn(r, n);
+		return r->ret.n;
+	case N_BUILTIN:
+		return builtin_n(r, n);
+	case N_BINOP:
+		a = eval_n(r, n->a);
+		b = eval_n(r, n->b);
+		return arith(r, n, n->op, a, b);
+	case N_CMP: {
+		int c;
+		if (n->a->ty == TY_STR) {
+			const char *x = eval_s(r, n->a);
+			c = strcmp(x, eval_s(r, n->b));
+		} else {
+			a = eval_n(r, n->a);
+			b = eval_n(r, n->b);
+			c = a < b ? -1 : a > b;
+		}
+		switch (n->op) {
+		case '<': return c < 0;
+		case '>': return c > 0;
+		case '<' | '=' << 8: return c <= 0;
+		case '>' | '=' << 8: return c >= 0;
+		case '=' | '=' << 8: return c == 0;
+		default: return c != 0;
+		}
+	}
+	case N_LOGAND:
+		return eval_n(r, n->a) && eval_n(r, n->b);
+	case N_LOGOR:
+		return eval_n(r, n->a) || eval_n(r, n->b);
+	case N_NOT:
+		return !eval_n(r, n->a);
+	case N_NEG:
+		return (int64_t)(0 - (uint64_t)eval_n(r, n->a));
+	case N_BITNOT:
+		return ~eval_n(r, n->a);
+	case N_TERNARY:
+		return eval_n(r, n->a) ? eval_n(r, n->b) : eval_n(r, n->c);
+	case N_ASSIGN:
+		if (n->ty == TY_STR) {
+			eval_s(r, n);
+			return 0;
+		}
+		b = eval_n(r, n->b);
+		lvalue(r, n->a, &lv);
+		if (n->op)
+			b = arith(r, n, n->op & 0xff ? n->op : n->op, lv.c->n, b);
+		lv.c->n = b;
+		return b;
+	case N_INCDEC:
+		lvalue(r, n->a, &lv);
+		a = lv.c->n;
+		lv.c->n = (int64_t)((uint64_t)a + (n->op == '+' ? 1u : (uint64_t)-1));
+		return n->post ? a : lv.c->n;
+	case N_IN: {
+		union cell key[MAXKEYS];
+		struct map *m = n->sym->map;
+		uint64_t h = eval_keys(r, n, m, key);
+		return map_find(m, key, h) != NULL;
+	}
+	case N_AGG:
+		return agg_value(r, n);
+	case N_STATADD: {
+		struct sym *s;
+		int64_t v = eval_n(r, n->b);
+		struct stat *st = stat_of(r, n->a, true, &s);
+		stat_add(st, &s->hist, v);
+		return v;
+	}
+	case N_PRINT:
+		if (n->nargs == 1 && n->args[0]->kind == N_HIST) {
+			struct sym *s;
+			struct stat *st = stat_of(r, n->args[0]->args[0], false, &s);
+			if (!st)
+				rt_error(r, n, "aggregate element not found");
+			hist_print(r->out, &s->hist, st);
+			r->dirty = true;
+			return 0;
+		}
+		if (n->ty == TY_STR) {
+			eval_s(r, n);
+			return 0;
+		}
+		print_to(r, n, &r->pb);
+		if (r->pb.len)
+			fwrite(r->pb.p, 1, r->pb.len, r->out);
+		r->dirty = true;
+		return 0;
+	default:
+		eval_s(r, n);
+		return 0;
+	}
+}
+
+static const char *eval_s(struct run *r, struct node *n)
+{
+	struct lval lv;
+	const char *v;
+
+	switch (n->kind) {
+	case N_STR:
+		return n->str;
+	case N_VAR:
+		if (n->sym->global)
+			return arena_strn(r, n->sym->strbuf, strlen(n->sym->strbuf));
+		return r->fp[n->sym->slot].s;
+	case N_INDEX: {
+		struct map_ent *e = element(r, n, false);
+		return e ? arena_strn(r, e->val.s, strlen(e->val.s)) : "";
+	}
+	case N_CTX: {
+		const char *s = r->ev->strs[r->bind->field[n->slot]];
+		return s ? s : "";
+	}
+	case N_CTXNAME:
+		return r->bind->desc->name;
+	case N_CTXPARMS: {
+		char *buf = arena_alloc(r, MAXSTRINGLEN);
+		djp_format_render(buf, MAXSTRINGLEN, &r->bind->desc->fmt, r->ev->nargs, r->ev->args, r->ev->strs);
+		return buf;
+	}
+	case N_CALL:
+		call_fn(r, n);
+		return r->ret.s;
+	case N_BUILTIN:
+		return builtin_s(r, n);
+	case N_CONCAT: {
+		const char *a = eval_s(r, n->a);
+		return concat(r, a, eval_s(r, n->b));
+	}
+	case N_TERNARY:
+		return eval_n(r, n->a) ? eval_s(r, n->b) : eval_s(r, n->c);
+	case N_ASSIGN:
+		v = eval_s(r, n->b);
+		lvalue(r, n->a, &lv);
+		if (n->op == '.')
+			v = concat(r, load_s(r, &lv), v);
+		store_s(r, &lv, v);
+		return v;
+	case N_PRINT: {
+		struct strbuf *b = &r->pb;
+		print_to(r, n, b);
+		return arena_strn(r, b->p ? b->p : "", b->len);
+	}
+	default:
+		eval_n(r, n);
+		return "";
+	}
+}
+
+/* ---- statements --------------------------------------------------------- */
+
+struct sort_ctx {
+	struct map *m;
+	int col, dir;
+};
+
+static int cmp_cell(uint8_t ty, const union cell *a, const union cell *b)
+{
+	if (ty == TY_STR)
+		return strcmp(a->s, b->s);
+	return a->n < b->n ? -1 : a->n > b->n;
+}
+
+static int sort_cmp(const void *x, const void *y, void *arg)
+{
+	const struct sort_ctx *sc = arg;
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+	const struct map_ent *a = &sc->m->ent[i], *b = &sc->m->ent[j];
+	int c;
+
+	if (sc->col == 0) {
+		if (sc->m->vty == TY_STAT)
+			c = a->st->count < b->st->count ? -1 : a->st->count > b->st->count;
+		else
+			c = cmp_cell(sc->m->vty, &a->val, &b->val);
+	} else {
+		c = cmp_cell(sc->m->kty[sc->col - 1], &a->key[sc->col - 1], &b->key[sc->col - 1]);
+	}
+	c *= sc->dir;
+	return c ? c : (i < j ? -1 : i > j); /* stable: insertion order */
+}
+
+static uint32_t *snapshot(struct map *m, int col, int dir, uint32_t *count)
+{
+	uint32_t *idx = malloc(sizeof(*idx) * (m->nlive + 1)), n = 0;
+	if (!idx)
+		abort();
+	for (uint32_t e = 0; e < m->nent; e++)
+		if (m->ent[e].live)
+			idx[n++] = e;
+	if (dir) {
+		struct sort_ctx sc = { m, col, dir };
+		qsort_r(idx, n, sizeof(*idx), sort_cmp, &sc);
+	}
+	*count = n;
+	return idx;
+}
+
+static int foreach_stmt(struct run *r, struct node *n)
+{
+	struct map *m = n->sym->map;
+	uint32_t count, *idx;
+	int64_t limit = -1;
+	int x = X_NORMAL;
+
+	if (n->fe_limit)
+		limit = eval_n(r, n->fe_limit);
+	if (r->niters == MAX_ITERS)
+		rt_error(r, n, "foreach nested too deeply");
+	idx = snapshot(m, n->fe_sort_col, n->fe_sort_dir, &count);
+	r->iters[r->niters++] = (struct iter){ m, idx };
+	m->iterating++;
+	for (uint32_t k = 0; k < count && (limit < 0 || (int64_t)k < limit); k++) {
+		struct map_ent *e = &m->ent[idx[k]];
+		if (!e->live)
+			continue;
+		for (int i = 0; i < n->fe_nkeys; i++) {
+			union cell *c = &r->fp[n->fe_keys[i]->slot];
+			if (m->kty[i] == TY_STR)
+				c->s = arena_strn(r, e->key[i].s, strlen(e->key[i].s));
+			else
+				c->n = e->key[i].n;
+		}
+		if (n->fe_val) {
+			union cell *c = &r->fp[n->fe_val->slot];
+			if (m->vty == TY_STR)
+				c->s = arena_strn(r, e->val.s, strlen(e->val.s));
+			else
+				c->n = e->val.n;
+		}
+		x = exec(r, n->a);
+		if (x == X_BREAK || x == X_RETURN)
+			break;
+		x = X_NORMAL;
+	}
+	m->iterating--;
+	r->niters--;
+	free(idx);
+	return x == X_RETURN ? X_RETURN : X_NORMAL;
+}
+
+static void delete_stmt(struct run *r, struct node *n)
+{
+	struct node *v = n->a;
+	struct sym *s = v->sym;
+
+	if (v->kind == N_INDEX) {
+		struct map_ent *e = element(r, v, false);
+		if (e)
+			map_delete(s->map, e);
+		return;
+	}
+	if (!s->global) {
+		if (s->ty == TY_STR)
+			r->fp[s->slot].s = "";
+		else
+			r->fp[s->slot].n = 0;
+	} else if (s->nkeys > 0) {
+		map_clear(s->map);
+	} else if (s->ty == TY_STAT) {
+		free(s->stat);
+		s->stat = stat_new(&s->hist);
+	} else if (s->ty == TY_STR) {
+		s->strbuf[0] = 0;
+	} else {
+		s->cell->n = 0;
+	}
+}
+
+static int exec(struct run *r, struct node *n)
+{
+	int x;
+
+	if (!n)
+		return X_NORMAL;
+	if (++r->actions > MAXACTION)
+		rt_error(r, n, "MAXACTION exceeded");
+	switch (n->kind) {
+	case S_BLOCK:
+		for (int i = 0; i < n->nargs; i++)
+			if ((x = exec(r, n->args[i])) != X_NORMAL)
+				return x;
+		return X_NORMAL;
+	case S_EXPR:
+		if (n->a->ty == TY_STR)
+			eval_s(r, n->a);
+		else
+			eval_n(r, n->a);
+		return X_NORMAL;
+	case S_IF:
+		return eval_n(r, n->a) ? exec(r, n->b) : exec(r, n->c);
+	case S_WHILE:
+		while (eval_n(r, n->a)) {
+			x = exec(r, n->b);
+			if (x == X_BREAK)
+				break;
+			if (x == X_RETURN)
+				return x;
+			if (++r->actions > MAXACTION)
+				rt_error(r, n, "MAXACTION exceeded");
+		}
+		return X_NORMAL;
+	case S_FOR:
+		if (n->a)
+			eval_any(r, n->a, &(union cell){ 0 });
+		while (!n->b || eval_n(r, n->b)) {
+			x = exec(r, n->d);
+			if (x == X_BREAK)
+				break;
+			if (x == X_RETURN)
+				return x;
+			if (n->c)
+				eval_any(r, n->c, &(union cell){ 0 });
+			if (++r->actions > MAXACTION)
+				rt_error(r, n, "MAXACTION exceeded");
+		}
+		return X_NORMAL;
+	case S_FOREACH:
+		return foreach_stmt(r, n);
+	case S_BREAK:
+		return X_BREAK;
+	case S_CONTINUE:
+		return X_CONTINUE;
+	case S_NEXT:
+		longjmp(*r->jb, 2);
+	case S_RETURN:
+		if (n->a)
+			eval_any(r, n->a, &r->ret);
+		return X_RETURN;
+	case S_DELETE:
+		delete_stmt(r, n);
+		return X_NORMAL;
+	default:
+		return X_NORMAL;
+	}
+}
+
+/* ---- probes ------------------------------------------------------------- */
+
+static void run_probe(struct run *r, struct probe *p, const struct binding *b, const struct djp_ev *ev, const char *pp)
+{
+	jmp_buf jb, *saved = r->jb;
+	int code;
+
+	r->ev = ev;
+	r->bind = b;
+	r->probe = p;
+	r->pp = pp;
+	r->jb = &jb;
+	r->fp = r->stack;
+	r->sp = p->nslots;
+	r->depth = 0;
+	r->actions = 0;
+	r->niters = 0;
+	code = setjmp(jb);
+	if (code == 0) {
+		for (struct sym *s = p->locals; s; s = s->next) {
+			if (s->ty == TY_STR)
+				r->fp[s->slot].s = "";
+			else
+				r->fp[s->slot].n = 0;
+		}
+		if (!p->cond || eval_n(r, p->cond))
+			exec(r, p->body);
+	} else {
+		while (r->niters > 0) {
+			struct iter *it = &r->iters[--r->niters];
+			it->map->iterating--;
+			free(it->idx);
+		}
+		if (code == 1) {
+			r->errors++;
+			r->exiting = true;
+		}
+	}
+	r->jb = saved;
+	r->ev = NULL;
+	arena_reset(r);
+}
+
+static void init_globals(struct script *sc)
+{
+	for (struct sym *g = sc->globals; g; g = g->next) {
+		g->cell = calloc(1, sizeof(*g->cell));
+		if (!g->cell)
+			abort();
+		if (g->nkeys > 0) {
+			uint32_t max = g->maxentries > 0 ? (uint32_t)g->maxentries : MAXMAPENTRIES;
+			g->map = map_new(g->nkeys, g->kty, g->ty, &g->hist, max);
+		} else if (g->ty == TY_STAT) {
+			g->stat = stat_new(&g->hist);
+		} else if (g->ty == TY_STR) {
+			g->strbuf = calloc(1, MAXSTRINGLEN);
+			if (!g->strbuf)
+				abort();
+			if (g->init)
+				snprintf(g->strbuf, MAXSTRINGLEN, "%s", g->init->str);
+		} else if (g->init) {
+			g->cell->n = g->init->num;
+		}
+	}
+}
+
+static void free_globals(struct script *sc)
+{
+	for (struct sym *g = sc->globals; g; g = g->next) {
+		free(g->cell);
+		map_free(g->map);
+		free(g->stat);
+		free(g->strbuf);
+		g->cell = NULL;
+		g->map = NULL;
+		g->stat = NULL;
+		g->strbuf = NULL;
+	}
+}
+
+/* stap's display of a global the script wrote but never read */
+static void display_global(struct run *r, struct sym *g)
+{
+	struct strbuf b = { 0 };
+	FILE *out = r->out;
+
+	if (g->nkeys <= 0) {
+		if (g->ty == TY_STAT) {
+			struct stat *st = g->stat;
+			if (!st->count)
+				fprintf(out, "%s @count=0x0\n", g->name);
+			else
+				fprintf(out, "%s @count=%lld @min=%lld @max=%lld @sum=%lld @avg=%lld\n", g->name,
+					(long long)st->count, (long long)st->min, (long long)st->max, (long long)st->sum,
+					(long long)(st->sum / st->count));
+		} else if (g->ty == TY_STR) {
+			print_escaped(&b, g->strbuf);
+			fprintf(out, "%s=\"%s\"\n", g->name, b.p ? b.p : "");
+		} else {
+			/* stap's %#x: "0x0" for zero, unlike C's */
+			print_number(&b, (uint64_t)g->cell->n, 16, -1, -1, 8);
+			fprintf(out, "%s=%s\n", g->name, b.p);
+		}
+		free(b.p);
+		return;
+	}
+	uint32_t count, *idx = snapshot(g->map, 0, -1, &count);
+	for (uint32_t k = 0; k < count; k++) {
+		struct map_ent *e = &g->map->ent[idx[k]];
+		b.len = 0;
+		sb_put(&b, g->name, strlen(g->name));
+		sb_putc(&b, '[');
+		for (int i = 0; i < g->nkeys; i++) {
+			if (i)
+				sb_putc(&b, ',');
+			if (g->kty[i] == TY_STR) {
+				sb_putc(&b, '"');
+				print_escaped(&b, e->key[i].s);
+				sb_putc(&b, '"');
+			} else {
+				print_number(&b, (uint64_t)e->key[i].n, 10, -1, -1, 32);
+			}
+		}
+		sb_putc(&b, ']');
+		if (g->ty == TY_STAT) {
+			char tmp[200];
+			struct stat *st = e->st;
+			snprintf(tmp, sizeof(tmp), " @count=%lld @min=%lld @max=%lld @sum=%lld @avg=%lld",
+				 (long long)st->count, (long long)st->min, (long long)st->max, (long long)st->sum,
+				 (long long)(st->count ? st->sum / st->count : 0));
+			sb_put(&b, tmp, strlen(tmp));
+		} else if (g->ty == TY_STR) {
+			sb_put(&b, "=\"", 2);
+			print_escaped(&b, e->val.s);
+			sb_putc(&b, '"');
+		} else {
+			sb_putc(&b, '=');
+			print_number(&b, (uint64_t)e->val.n, 16, -1, -1, 8 /* # */);
+		}
+		sb_putc(&b, '\n');
+		fwrite(b.p, 1, b.len, out);
+	}
+	free(idx);
+	free(b.p);
+}
+
+static void display_unread(struct run *r)
+{
+	for (struct sym *g = r->sc->globals; g; g = g->next) {
+		if (!g->written || g->read)
+			continue;
+		display_global(r, g);
+	}
+}
+
+static void dispatch(struct run *r, const struct djp_ev *ev)
+{
+	uint32_t id = ev->desc->id;
+	struct binding **v;
+	int n;
+
+	if (id >= r->sc->src->ndescs)
+		return;
+	v = r->sc->by_desc[id];
+	n = r->sc->nby_desc[id];
+	for (int i = 0; i < n && !r->exiting; i++)
+		run_probe(r, v[i]->probe, v[i], ev, v[i]->pp);
+}
+
+static const char *point_text(struct probe *p, int kind)
+{
+	for (struct probe_point *pp = p->points; pp; pp = pp->next)
+		if (pp->kind == kind)
+			return pp->text;
+	return p->points->text;
+}
+
+int run_script(struct script *sc, struct djp_source *src, const struct run_opts *opts, uint64_t *nevents)
+{
+	struct run *r = calloc(1, sizeof(*r));
+	uint64_t events = 0;
+	int errors;
+
+	if (!r)
+		abort();
+	r->sc = sc;
+	r->src = src;
+	r->out = opts->out;
+	init_globals(sc);
+
+	/* step 1: arm the markers some probe is bound to */
+	if (src && src->ops->arm) {
+		uint32_t *ids = malloc(sizeof(*ids) * (src->ndescs + 1));
+		unsigned n = 0;
+		if (!ids)
+			abort();
+		for (unsigned i = 0; i < src->ndescs; i++)
+			if (sc->nby_desc[i])
+				ids[n++] = i;
+		int rc = src->ops->arm(src, ids, n);
+		free(ids);
+		if (rc < 0) {
+			fprintf(stderr, "ERROR: cannot arm the probes: %s\n", strerror(-rc));
+			r->errors++;
+			goto out;
+		}
+	}
+	/* step 2: begin probes, then let the target run */
+	for (int i = 0; i < sc->nbegins && !r->exiting; i++)
+		run_probe(r, sc->begins[i], NULL, NULL, point_text(sc->begins[i], PP_BEGIN));
+	if (src && src->ops->start && !r->exiting) {
+		int rc = src->ops->start(src);
+		if (rc < 0) {
+			fprintf(stderr, "ERROR: cannot start the target: %s\n", strerror(-rc));
+			r->errors++;
+			r->exiting = true;
+		}
+	}
+	/* step 3: events and timers until exit(), an error or the end */
+	if (src) {
+		uint64_t t0 = src->ops->now_ns(src), flush_at = UINT64_MAX;
+		struct djp_ev ev;
+		for (int i = 0; i < sc->ntimers; i++)
+			sc->timers[i].due = t0 + (uint64_t)sc->timers[i].period_ns;
+		while (!r->exiting && !run_interrupted) {
+			uint64_t deadline = flush_at;
+			int rc;
+			for (int i = 0; i < sc->ntimers; i++)
+				if (sc->timers[i].due < deadline)
+					deadline = sc->timers[i].due;
+			rc = src->ops->next(src, &ev, deadline);
+			if (rc == DJP_SRC_EVENT) {
+				events++;
+				dispatch(r, &ev);
+				if (r->dirty && flush_at == UINT64_MAX && !opts->bench)
+					flush_at = ev.ts_ns + 100000000ull;
+				continue;
+			}
+			if (rc == DJP_SRC_END)
+				break;
+			if (rc < DJP_SRC_END) {
+				fprintf(stderr, "ERROR: event source: %s\n", strerror(-rc));
+				r->errors++;
+				break;
+			}
+			uint64_t now = src->ops->now_ns(src);
+			for (int i = 0; i < sc->ntimers && !r->exiting; i++) {
+				struct timer *t = &sc->timers[i];
+				if (t->due > now)
+					continue;
+				run_probe(r, t->probe, NULL, NULL, point_text(t->probe, PP_TIMER));
+				t->due += (uint64_t)t->period_ns;
+				if (t->due <= now)
+					t->due = now + (uint64_t)t->period_ns;
+			}
+			if (now >= flush_at || r->dirty) {
+				fflush(r->out);
+				r->dirty = false;
+				flush_at = UINT64_MAX;
+			}
+		}
+	}
+	/* step 4: end probes (even after an error), then unread globals */
+	r->exiting = false;
+	for (int i = 0; i < sc->nends && !r->exiting; i++)
+		run_probe(r, sc->ends[i], NULL, NULL, point_text(sc->ends[i], PP_END));
+	display_unread(r);
+out:
+	fflush(r->out);
+	if (r->errors) {
+		fprintf(stderr, "WARNING: Number of errors: %d, skipped probes: 0\n", r->errors);
+	}
+	errors = r->errors;
+	free_globals(sc);
+	arena_reset(r);
+	free(r->arena);
+	free(r->pb.p);
+	free(r);
+	if (nevents)
+		*nevents = events;
+	return errors;
+}

@@ -1,0 +1,880 @@
+/*
+ * The parser: a recursive-descent reader of SystemTap's grammar (the subset
+ * in docs/SCRIPTS.md) that builds the AST of engine.h.
+ *
+ * The whole text is lexed first into an array of tokens, so any rule can
+ * look ahead as far as it needs (foreach's header is the only one that looks
+ * past one token).  Expression rules follow stap's precedence ladder, from
+ * assignment (right associative, with `<<<`) through ?:, || && | ^ & `in`,
+ * comparisons, shifts, `.` concatenation, + -, * / %, unary and ++/--.
+ * Names stay unresolved here: an identifier becomes N_VAR or N_CALL with its
+ * text, and check.c binds it.  The first error stops the parse: it is
+ * reported with its position and the parser unwinds by longjmp, which keeps
+ * every rule free of error plumbing.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+struct parser {
+	struct script *sc;
+	struct tok *toks;
+	size_t ntoks, pos;
+	jmp_buf fail;
+	int loop_depth;
+};
+
+static struct tok *peek(struct parser *ps, size_t ahead)
+{
+	size_t i = ps->pos + ahead;
+	return &ps->toks[i < ps->ntoks ? i : ps->ntoks - 1];
+}
+
+static struct tok *take(struct parser *ps)
+{
+	struct tok *t = peek(ps, 0);
+	if (ps->pos < ps->ntoks - 1)
+		ps->pos++;
+	return t;
+}
+
+static const char *tok_desc(const struct tok *t, char *buf, size_t sz)
+{
+	switch (t->kind) {
+	case T_EOF: return "end of input";
+	case T_NUM: snprintf(buf, sz, "number '%.*s'", (int)t->len, t->text); break;
+	case T_STR: snprintf(buf, sz, "string \"%.40s\"", t->text); break;
+	case T_IDENT: snprintf(buf, sz, "identifier '%s'", t->text); break;
+	case T_DOLLAR: snprintf(buf, sz, "'$%s'", t->text); break;
+	case T_DOLLAR2: snprintf(buf, sz, "'$$%s'", t->text); break;
+	case T_AT: snprintf(buf, sz, "'@%s'", t->text); break;
+	case T_OP: snprintf(buf, sz, "'%s'", t->text); break;
+	}
+	return buf;
+}
+
+__attribute__((noreturn, format(printf, 3, 4))) static void fail_at(struct parser *ps, struct tok *t, const char *fmt, ...)
+{
+	char msg[256], what[96];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	diag(ps->sc, t->line, t->col, "parse error", "%s, found %s", msg, tok_desc(t, what, sizeof(what)));
+	longjmp(ps->fail, 1);
+}
+
+static bool is_op(struct tok *t, const char *op)
+{
+	return t->kind == T_OP && !strcmp(t->text, op);
+}
+
+static bool is_kw(struct tok *t, const char *kw)
+{
+	return t->kind == T_IDENT && !strcmp(t->text, kw);
+}
+
+static bool accept(struct parser *ps, const char *op)
+{
+	if (is_op(peek(ps, 0), op)) {
+		take(ps);
+		return true;
+	}
+	return false;
+}
+
+static struct tok *expect(struct parser *ps, const char *op)
+{
+	if (!is_op(peek(ps, 0), op))
+		fail_at(ps, peek(ps, 0), "expected '%s'", op);
+	return take(ps);
+}
+
+static struct tok *expect_ident(struct parser *ps, const char *what)
+{
+	if (peek(ps, 0)->kind != T_IDENT)
+		fail_at(ps, peek(ps, 0), "expected %s", what);
+	return take(ps);
+}
+
+static struct node *mk(struct parser *ps, int kind, struct tok *at)
+{
+	struct node *n = pool_alloc(ps->sc, sizeof(*n));
+	n->kind = (uint8_t)kind;
+	n->line = at->line;
+	n->col = at->col;
+	n->slot = -1;
+	return n;
+}
+
+/* A growable list of nodes, copied into the pool when done. */
+struct nlist {
+	struct node *v[64];
+	struct node **heap;
+	int n, cap;
+};
+
+static void nl_add(struct nlist *l, struct node *x)
+{
+	if (l->n < 64) {
+		l->v[l->n++] = x;
+		return;
+	}
+	if (!l->heap) {
+		l->cap = 256;
+		l->heap = malloc(sizeof(*l->heap) * (size_t)l->cap);
+		memcpy(l->heap, l->v, sizeof(l->v));
+	} else if (l->n == l->cap) {
+		l->cap *= 2;
+		l->heap = realloc(l->heap, sizeof(*l->heap) * (size_t)l->cap);
+	}
+	if (!l->heap)
+		abort();
+	l->heap[l->n++] = x;
+}
+
+static void nl_done(struct parser *ps, struct nlist *l, struct node *into)
+{
+	into->nargs = l->n;
+	into->args = pool_alloc(ps->sc, sizeof(struct node *) * (size_t)(l->n + 1));
+	memcpy(into->args, l->heap ? l->heap : l->v, sizeof(struct node *) * (size_t)l->n);
+	free(l->heap);
+}
+
+static struct node *expr(struct parser *ps);
+static struct node *statement(struct parser *ps);
+
+static void call_args(struct parser *ps, struct node *n)
+{
+	struct nlist l = { .n = 0 };
+	expect(ps, "(");
+	if (!is_op(peek(ps, 0), ")")) {
+		do {
+			if (l.n >= 32)
+				fail_at(ps, peek(ps, 0), "too many arguments");
+			nl_add(&l, expr(ps));
+		} while (accept(ps, ","));
+	}
+	expect(ps, ")");
+	nl_done(ps, &l, n);
+}
+
+static void key_list(struct parser *ps, struct node *n, const char *close)
+{
+	struct nlist l = { .n = 0 };
+	do {
+		if (l.n >= MAXKEYS)
+			fail_at(ps, peek(ps, 0), "more than %d array indexes", MAXKEYS);
+		nl_add(&l, expr(ps));
+	} while (accept(ps, ","));
+	expect(ps, close);
+	nl_done(ps, &l, n);
+}
+
+static const struct {
+	const char *name;
+	int kind;
+} print_fns[] = {
+	{ "printf", P_PRINTF }, { "sprintf", P_SPRINTF }, { "print", P_PRINT },
+	{ "println", P_PRINTLN }, { "sprint", P_SPRINT }, { "sprintln", P_SPRINTLN },
+};
+
+static struct node *primary(struct parser *ps)
+{
+	struct tok *t = take(ps);
+	struct node *n;
+
+	switch (t->kind) {
+	case T_NUM:
+		n = mk(ps, N_NUM, t);
+		n->num = t->num;
+		return n;
+	case T_STR: {
+		n = mk(ps, N_STR, t);
+		n->str = t->text;
+		/* adjacent literals join, as in C */
+		while (peek(ps, 0)->kind == T_STR) {
+			struct tok *u = take(ps);
+			size_t a = strlen(n->str);
+			char *s = pool_alloc(ps->sc, a + u->len + 1);
+			memcpy(s, n->str, a);
+			memcpy(s + a, u->text, u->len + 1);
+			n->str = s;
+		}
+		return n;
+	}
+	case T_DOLLAR:
+		n = mk(ps, N_CTX, t);
+		n->str = t->text;
+		return n;
+	case T_DOLLAR2:
+		if (!strcmp(t->text, "name"))
+			return mk(ps, N_CTXNAME, t);
+		if (!strcmp(t->text, "parms"))
+			return mk(ps, N_CTXPARMS, t);
+		ps->pos--;
+		fail_at(ps, t, "unsupported context variable (only $$name and $$parms)");
+	case T_AT: {
+		static const char *const aggs[] = { "count", "sum", "min", "max", "avg" };
+		for (int i = 0; i < 5; i++) {
+			if (!strcmp(t->text, aggs[i])) {
+				n = mk(ps, N_AGG, t);
+				n->op = i;
+				expect(ps, "(");
+				n->a = expr(ps);
+				expect(ps, ")");
+				return n;
+			}
+		}
+		if (!strcmp(t->text, "hist_log") || !strcmp(t->text, "hist_linear")) {
+			n = mk(ps, N_HIST, t);
+			n->op = t->text[5] == 'l' && t->text[6] == 'o' ? 1 : 2;
+			call_args(ps, n);
+			return n;
+		}
+		ps->pos--;
+		fail_at(ps, t, "unknown operator (expected @count @sum @min @max @avg @hist_log @hist_linear)");
+	}
+	case T_IDENT:
+		if (is_op(peek(ps, 0), "(")) {
+			for (size_t i = 0; i < sizeof(print_fns) / sizeof(print_fns[0]); i++) {
+				if (!strcmp(t->text, print_fns[i].name)) {
+					n = mk(ps, N_PRINT, t);
+					n->op = print_fns[i].kind;
+					call_args(ps, n);
+					return n;
+				}
+			}
+			n = mk(ps, N_CALL, t);
+			n->str = t->text;
+			call_args(ps, n);
+			return n;
+		}
+		if (is_op(peek(ps, 0), "[")) {
+			take(ps);
+			n = mk(ps, N_INDEX, t);
+			n->str = t->text;
+			key_list(ps, n, "]");
+			return n;
+		}
+		n = mk(ps, N_VAR, t);
+		n->str = t->text;
+		return n;
+	case T_OP:
+		if (is_op(t, "(")) {
+			n = expr(ps);
+			expect(ps, ")");
+			return n;
+		}
+		if (is_op(t, "[")) {
+			struct tok *arr;
+			n = mk(ps, N_IN, t);
+			key_list(ps, n, "]");
+			if (!is_kw(peek(ps, 0), "in"))
+				fail_at(ps, peek(ps, 0), "expected 'in'");
+			take(ps);
+			arr = expect_ident(ps, "an array name");
+			n->str = arr->text;
+			return n;
+		}
+		break;
+	default:
+		break;
+	}
+	ps->pos--;
+	fail_at(ps, t, "expected an expression");
+}
+
+static struct node *postfix(struct parser *ps)
+{
+	struct node *n = primary(ps);
+	struct tok *t = peek(ps, 0);
+	if (is_op(t, "++") || is_op(t, "--")) {
+		struct node *u = mk(ps, N_INCDEC, t);
+		take(ps);
+		u->op = t->text[0];
+		u->post = 1;
+		u->a = n;
+		return u;
+	}
+	return n;
+}
+
+static struct node *unary(struct parser *ps)
+{
+	struct tok *t = peek(ps, 0);
+	struct node *n;
+
+	if (is_op(t, "++") || is_op(t, "--")) {
+		take(ps);
+		n = mk(ps, N_INCDEC, t);
+		n->op = t->text[0];
+		n->a = unary(ps);
+		return n;
+	}
+	if (is_op(t, "-") || is_op(t, "!") || is_op(t, "~") || is_op(t, "+")) {
+		take(ps);
+		if (is_op(t, "+"))
+			return unary(ps);
+		n = mk(ps, is_op(t, "-") ? N_NEG : is_op(t, "!") ? N_NOT : N_BITNOT, t);
+		n->a = unary(ps);
+		if (n->kind == N_NEG && n->a->kind == N_NUM) {
+			n->a->num = (int64_t)(0 - (uint64_t)n->a->num);
+			n->a->line = n->line;
+			n->a->col = n->col;
+			return n->a;
+		}
+		return n;
+	}
+	return postfix(ps);
+}
+
+/* One left-associative binary level: ops is a NULL-terminated list. */
+static struct node *binary(struct parser *ps, struct node *(*sub)(struct parser *), const char *const *ops, int kind)
+{
+	struct node *l = sub(ps);
+	for (;;) {
+		struct tok *t = peek(ps, 0);
+		const char *const *o;
+		struct node *n;
+		for (o = ops; *o && !is_op(t, *o); o++)
+			;
+		if (!*o)
+			return l;
+		take(ps);
+		n = mk(ps, kind, t);
+		n->op = t->text[0] | (t->text[1] << 8);
+		n->a = l;
+		n->b = sub(ps);
+		l = n;
+	}
+}
+
+#define LEVEL(fn, sub, kind, ...)                                                            \
+	static struct node *fn(struct parser *ps)                                            \
+	{                                                                                    \
+		static const char *const ops[] = { __VA_ARGS__, NULL };                      \
+		return binary(ps, sub, ops, kind);                                           \
+	}
+
+LEVEL(multiplicative, unary, N_BINOP, "*", "/", "%")
+LEVEL(additive, multiplicative, N_BINOP, "+", "-")
+LEVEL(concatenation, additive, N_CONCAT, ".")
+LEVEL(shift, concatenation, N_BINOP, "<<", ">>")
+LEVEL(comparison, shift, N_CMP, "<", ">", "<=", ">=", "==", "!=")
+
+static struct node *array_in(struct parser *ps)
+{
+	struct node *l = comparison(ps);
+	while (is_kw(peek(ps, 0), "in")) {
+		struct tok *t = take(ps), *arr = expect_ident(ps, "an array name");
+		struct node *n = mk(ps, N_IN, t);
+		n->nargs = 1;
+		n->args = pool_alloc(ps->sc, sizeof(struct node *));
+		n->args[0] = l;
+		n->str = arr->text;
+		l = n;
+	}
+	return l;
+}
+
+LEVEL(bit_and, array_in, N_BINOP, "&")
+LEVEL(bit_xor, bit_and, N_BINOP, "^")
+LEVEL(bit_or, bit_xor, N_BINOP, "|")
+LEVEL(logical_and, bit_or, N_LOGAND, "&&")
+LEVEL(logical_or, logical_and, N_LOGOR, "||")
+
+static struct node *ternary(struct parser *ps)
+{
+	struct node *c = logical_or(ps);
+	struct tok *t = peek(ps, 0);
+	if (is_op(t, "?")) {
+		struct node *n = mk(ps, N_TERNARY, t);
+		take(ps);
+		n->a = c;
+		n->b = expr(ps);
+		expect(ps, ":");
+		n->c = ternary(ps);
+		return n;
+	}
+	return c;
+}
+
+static struct node *expr(struct parser *ps)
+{
+	static const char *const assign_ops[] = { "=", "+=", "-=", "*=", "/=", "%=", ".=",
+						  "<<=", ">>=", "&=", "|=", "^=", "<<<" };
+	struct node *l = ternary(ps);
+	struct tok *t = peek(ps, 0);
+
+	for (size_t i = 0; i < sizeof(assign_ops) / sizeof(assign_ops[0]); i++) {
+		struct node *n;
+		if (!is_op(t, assign_ops[i]))
+			continue;
+		if (l->kind != N_VAR && l->kind != N_INDEX)
+			fail_at(ps, t, "left side of '%s' is not a variable or array element", t->text);
+		take(ps);
+		if (i == 12) {
+			n = mk(ps, N_STATADD, t);
+		} else {
+			n = mk(ps, N_ASSIGN, t);
+			n->op = i == 0 ? 0 : (t->text[0] | (t->text[1] == '=' ? 0 : t->text[1] << 8));
+		}
+		n->a = l;
+		n->b = expr(ps);
+		return n;
+	}
+	return l;
+}
+
+static struct node *block(struct parser *ps)
+{
+	struct tok *t = expect(ps, "{");
+	struct node *n = mk(ps, S_BLOCK, t);
+	struct nlist l = { .n = 0 };
+	while (!is_op(peek(ps, 0), "}")) {
+		if (peek(ps, 0)->kind == T_EOF)
+			fail_at(ps, peek(ps, 0), "expected '}'");
+		nl_add(&l, statement(ps));
+	}
+	take(ps);
+	nl_done(ps, &l, n);
+	return n;
+}
+
+static int sort_mark(struct parser *ps)
+{
+	if (accept(ps, "+"))
+		return 1;
+	if (accept(ps, "-"))
+		return -1;
+	return 0;
+}
+
+static void set_sort(struct parser *ps, struct node *n, struct tok *at, int col, int dir)
+{
+	if (!dir)
+		return;
+	if (n->fe_sort_dir)
+		fail_at(ps, at, "multiple sort directives");
+	n->fe_sort_col = col;
+	n->fe_sort_dir = dir;
+}
+
+static struct node *var_decl(struct parser *ps, struct tok *t)
+{
+	struct node *v = mk(ps, N_VAR, t);
+	v->str = t->text;
+	return v;
+}
+
+static struct node *foreach_stmt(struct parser *ps, struct tok *kw)
+{
+	struct node *n = mk(ps, S_FOREACH, kw);
+	struct tok *t;
+	struct node *keys[MAXKEYS];
+	int d;
+
+	n->fe_sort_col = -1;
+	expect(ps, "(");
+	t = peek(ps, 0);
+	if (t->kind == T_IDENT && (is_op(peek(ps, 1), "=") ||
+				   ((is_op(peek(ps, 1), "+") || is_op(peek(ps, 1), "-")) && is_op(peek(ps, 2), "=")))) {
+		take(ps);
+		n->d = var_decl(ps, t); /* value variable, resolved in check.c */
+		set_sort(ps, n, peek(ps, 0), 0, sort_mark(ps));
+		expect(ps, "=");
+	}
+	if (accept(ps, "[")) {
+		do {
+			struct tok *k = expect_ident(ps, "a key variable");
+			if (n->fe_nkeys == MAXKEYS)
+				fail_at(ps, k, "more than %d keys", MAXKEYS);
+			keys[n->fe_nkeys++] = var_decl(ps, k);
+			set_sort(ps, n, peek(ps, 0), n->fe_nkeys, sort_mark(ps));
+		} while (accept(ps, ","));
+		expect(ps, "]");
+	} else {
+		struct tok *k = expect_ident(ps, "a key variable or '['");
+		keys[n->fe_nkeys++] = var_decl(ps, k);
+		set_sort(ps, n, peek(ps, 0), 1, sort_mark(ps));
+	}
+	if (!is_kw(peek(ps, 0), "in"))
+		fail_at(ps, peek(ps, 0), "expected 'in'");
+	take(ps);
+	t = expect_ident(ps, "an array name");
+	n->str = t->text;
+	d = sort_mark(ps);
+	set_sort(ps, n, t, 0, d);
+	if (is_kw(peek(ps, 0), "limit")) {
+		take(ps);
+		n->fe_limit = expr(ps);
+	}
+	expect(ps, ")");
+	n->nargs = n->fe_nkeys;
+	n->args = pool_alloc(ps->sc, sizeof(struct node *) * MAXKEYS);
+	memcpy(n->args, keys, sizeof(struct node *) * (size_t)n->fe_nkeys);
+	ps->loop_depth++;
+	n->a = statement(ps);
+	ps->loop_depth--;
+	return n;
+}
+
+static struct node *statement(struct parser *ps)
+{
+	struct tok *t = peek(ps, 0);
+	struct node *n;
+
+	if (is_op(t, "{"))
+		return block(ps);
+	if (is_op(t, ";")) {
+		take(ps);
+		return mk(ps, S_NOP, t);
+	}
+	if (t->kind == T_IDENT) {
+		if (!strcmp(t->text, "if")) {
+			take(ps);
+			n = mk(ps, S_IF, t);
+			expect(ps, "(");
+			n->a = expr(ps);
+			expect(ps, ")");
+			n->b = statement(ps);
+			if (is_kw(peek(ps, 0), "else")) {
+				take(ps);
+				n->c = statement(ps);
+			}
+			return n;
+		}
+		if (!strcmp(t->text, "while")) {
+			take(ps);
+			n = mk(ps, S_WHILE, t);
+			expect(ps, "(");
+			n->a = expr(ps);
+			expect(ps, ")");
+			ps->loop_depth++;
+			n->b = statement(ps);
+			ps->loop_depth--;
+			return n;
+		}
+		if (!strcmp(t->text, "for")) {
+			take(ps);
+			n = mk(ps, S_FOR, t);
+			expect(ps, "(");
+			if (!is_op(peek(ps, 0), ";"))
+				n->a = expr(ps);
+			expect(ps, ";");
+			if (!is_op(peek(ps, 0), ";"))
+				n->b = expr(ps);
+			expect(ps, ";");
+			if (!is_op(peek(ps, 0), ")"))
+				n->c = expr(ps);
+			expect(ps, ")");
+			ps->loop_depth++;
+			n->d = statement(ps);
+			ps->loop_depth--;
+			return n;
+		}
+		if (!strcmp(t->text, "foreach")) {
+			take(ps);
+			return foreach_stmt(ps, t);
+		}
+		if (!strcmp(t->text, "break") || !strcmp(t->text, "continue")) {
+			take(ps);
+			if (!ps->loop_depth)
+				fail_at(ps, t, "'%s' outside a loop", t->text);
+			n = mk(ps, t->text[0] == 'b' ? S_BREAK : S_CONTINUE, t);
+			accept(ps, ";");
+			return n;
+		}
+		if (!strcmp(t->text, "next")) {
+			take(ps);
+			n = mk(ps, S_NEXT, t);
+			accept(ps, ";");
+			return n;
+		}
+		if (!strcmp(t->text, "return")) {
+			take(ps);
+			n = mk(ps, S_RETURN, t);
+			if (!is_op(peek(ps, 0), ";") && !is_op(peek(ps, 0), "}"))
+				n->a = expr(ps);
+			accept(ps, ";");
+			return n;
+		}
+		if (!strcmp(t->text, "delete")) {
+			take(ps);
+			n = mk(ps, S_DELETE, t);
+			n->a = primary(ps);
+			if (n->a->kind != N_VAR && n->a->kind != N_INDEX)
+				fail_at(ps, t, "delete needs a variable, an array or an array element");
+			accept(ps, ";");
+			return n;
+		}
+		if (!strcmp(t->text, "global") || !strcmp(t->text, "probe") || !strcmp(t->text, "function"))
+			fail_at(ps, t, "expected a statement");
+	}
+	n = mk(ps, S_EXPR, t);
+	n->a = expr(ps);
+	accept(ps, ";");
+	return n;
+}
+
+/* ---- top level ---------------------------------------------------------- */
+
+static struct node *literal(struct parser *ps)
+{
+	struct tok *t = peek(ps, 0);
+	struct node *n = unary(ps);
+	if (n->kind != N_NUM && n->kind != N_STR)
+		fail_at(ps, t, "expected a literal number or string");
+	return n;
+}
+
+static void global_decl(struct parser *ps)
+{
+	do {
+		struct tok *t = expect_ident(ps, "a global name");
+		struct sym *s = pool_alloc(ps->sc, sizeof(*s));
+		s->name = t->text;
+		s->line = t->line;
+		s->col = t->col;
+		s->global = true;
+		s->nkeys = -1;
+		s->maxentries = 0;
+		if (accept(ps, "[")) {
+			struct tok *sz = peek(ps, 0);
+			if (sz->kind != T_NUM || sz->num <= 0)
+				fail_at(ps, sz, "expected an array size");
+			take(ps);
+			s->maxentries = sz->num;
+			expect(ps, "]");
+		}
+		if (accept(ps, "="))
+			s->init = literal(ps);
+		for (struct sym *o = ps->sc->globals; o; o = o->next)
+			if (!strcmp(o->name, s->name))
+				fail_at(ps, t, "duplicate global '%s'", s->name);
+		s->slot = ps->sc->nglobals++;
+		/* keep declaration order */
+		struct sym **pp = &ps->sc->globals;
+		while (*pp)
+			pp = &(*pp)->next;
+		*pp = s;
+	} while (accept(ps, ","));
+	accept(ps, ";");
+}
+
+static void append_text(char *buf, size_t sz, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void append_text(char *buf, size_t sz, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (*len < sz)
+		*len += (size_t)vsnprintf(buf + *len, sz - *len, fmt, ap);
+	va_end(ap);
+}
+
+/* One probe point: component(arg).component(arg)...[?] */
+static struct probe_point *probe_point(struct parser *ps)
+{
+	struct probe_point *pp = pool_alloc(ps->sc, sizeof(*pp));
+	struct tok *first = peek(ps, 0);
+	const char *comp[4];
+	struct tok *arg[4];
+	int ncomp = 0;
+	char text[512];
+	size_t len = 0;
+
+	pp->line = first->line;
+	pp->col = first->col;
+	do {
+		struct tok *c = expect_ident(ps, "a probe point");
+		if (ncomp == 4)
+			fail_at(ps, c, "probe point has too many components");
+		comp[ncomp] = c->text;
+		arg[ncomp] = NULL;
+		append_text(text, sizeof(text), &len, "%s%s", ncomp ? "." : "", c->text);
+		if (accept(ps, "(")) {
+			struct tok *a = take(ps);
+			if (a->kind != T_STR && a->kind != T_NUM) {
+				ps->pos--;
+				fail_at(ps, a, "expected a string or number literal");
+			}
+			arg[ncomp] = a;
+			if (a->kind == T_STR)
+				append_text(text, sizeof(text), &len, "(\"%s\")", a->text);
+			else
+				append_text(text, sizeof(text), &len, "(%lld)", (long long)a->num);
+			expect(ps, ")");
+		}
+		ncomp++;
+	} while (accept(ps, "."));
+	if (accept(ps, "?") || accept(ps, "!"))
+		pp->optional = true;
+	pp->text = pool_strndup(ps->sc, text, len < sizeof(text) ? len : sizeof(text) - 1);
+
+	if (ncomp == 1 && !arg[0] && !strcmp(comp[0], "begin"))
+		pp->kind = PP_BEGIN;
+	else if (ncomp == 1 && !arg[0] && !strcmp(comp[0], "end"))
+		pp->kind = PP_END;
+	else if (ncomp == 2 && !strcmp(comp[0], "timer") && !arg[0] && arg[1] && arg[1]->kind == T_NUM) {
+		static const struct {
+			const char *n;
+			int64_t mul;
+		} units[] = { { "s", 1000000000 }, { "sec", 1000000000 }, { "ms", 1000000 }, { "msec", 1000000 },
+			      { "us", 1000 },	     { "usec", 1000 },	     { "ns", 1 },	{ "nsec", 1 } };
+		pp->kind = PP_TIMER;
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (!strcmp(comp[1], units[i].n))
+				pp->period_ns = arg[1]->num * units[i].mul;
+		if (pp->period_ns <= 0 || (arg[1]->num > 0 && pp->period_ns / arg[1]->num == 0))
+			goto bad;
+	} else if (ncomp == 2 && !strcmp(comp[0], "process") && !strcmp(comp[1], "mark") && arg[1] &&
+		   arg[1]->kind == T_STR && (!arg[0] || arg[0]->kind == T_STR)) {
+		pp->kind = PP_MARK;
+		pp->path = arg[0] ? arg[0]->text : NULL;
+		pp->glob = arg[1]->text;
+	} else {
+		goto bad;
+	}
+	return pp;
+bad:
+	diag(ps->sc, pp->line, pp->col, "semantic error",
+	     "while resolving probe point %s: unknown probe point (expected begin, end, timer.ms(N), timer.s(N), "
+	     "process(\"PATH\").mark(\"GLOB\") or process.mark(\"GLOB\"))",
+	     pp->text);
+	longjmp(ps->fail, 1);
+}
+
+static void probe_decl(struct parser *ps, struct tok *kw)
+{
+	struct probe *p = pool_alloc(ps->sc, sizeof(*p));
+	struct probe_point **tail = &p->points;
+
+	p->line = kw->line;
+	p->col = kw->col;
+	do {
+		*tail = probe_point(ps);
+		tail = &(*tail)->next;
+	} while (accept(ps, ","));
+	if (is_kw(peek(ps, 0), "if")) {
+		take(ps);
+		expect(ps, "(");
+		p->cond = expr(ps);
+		expect(ps, ")");
+	}
+	p->body = block(ps);
+	p->index = ps->sc->nprobes++;
+	struct probe **pp = &ps->sc->probes;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = p;
+}
+
+static uint8_t type_name(struct parser *ps)
+{
+	struct tok *t = expect_ident(ps, "a type (long or string)");
+	if (!strcmp(t->text, "long"))
+		return TY_LONG;
+	if (!strcmp(t->text, "string"))
+		return TY_STR;
+	ps->pos--;
+	fail_at(ps, t, "expected a type (long or string)");
+}
+
+static void function_decl(struct parser *ps)
+{
+	struct tok *t = expect_ident(ps, "a function name");
+	struct func *f = pool_alloc(ps->sc, sizeof(*f));
+
+	f->name = t->text;
+	f->line = t->line;
+	f->col = t->col;
+	for (struct func *o = ps->sc->funcs; o; o = o->next)
+		if (!strcmp(o->name, f->name))
+			fail_at(ps, t, "duplicate function '%s'", f->name);
+	if (accept(ps, ":"))
+		f->ret = type_name(ps);
+	expect(ps, "(");
+	if (!is_op(peek(ps, 0), ")")) {
+		do {
+			struct tok *p = expect_ident(ps, "a parameter name");
+			struct sym *s = pool_alloc(ps->sc, sizeof(*s));
+			if (f->nparams == 16)
+				fail_at(ps, p, "too many parameters");
+			s->name = p->text;
+			s->line = p->line;
+			s->col = p->col;
+			s->slot = f->nparams;
+			s->written = true;
+			if (accept(ps, ":"))
+				s->ty = type_name(ps);
+			for (int i = 0; i < f->nparams; i++)
+				if (!strcmp(f->params[i]->name, s->name))
+					fail_at(ps, p, "duplicate parameter '%s'", s->name);
+			f->params[f->nparams++] = s;
+		} while (accept(ps, ","));
+	}
+	expect(ps, ")");
+	if (accept(ps, ":"))
+		f->ret = type_name(ps);
+	f->body = block(ps);
+	f->next = ps->sc->funcs;
+	ps->sc->funcs = f;
+}
+
+int parse_script(struct script *sc)
+{
+	struct parser ps = { .sc = sc };
+	struct lexer lx;
+	size_t cap = 256;
+
+	ps.toks = malloc(sizeof(*ps.toks) * cap);
+	if (!ps.toks)
+		return 1;
+	lex_init(&lx, &sc->file, sc);
+	for (;;) {
+		if (ps.ntoks == cap) {
+			struct tok *n = realloc(ps.toks, sizeof(*ps.toks) * (cap *= 2));
+			if (!n) {
+				free(ps.toks);
+				return 1;
+			}
+			ps.toks = n;
+		}
+		if (!lex_next(&lx, &ps.toks[ps.ntoks])) {
+			free(ps.toks);
+			return 1;
+		}
+		if (ps.toks[ps.ntoks++].kind == T_EOF)
+			break;
+	}
+	if (setjmp(ps.fail)) {
+		free(ps.toks);
+		return 1;
+	}
+	while (peek(&ps, 0)->kind != T_EOF) {
+		struct tok *t = take(&ps);
+		if (is_kw(t, "global"))
+			global_decl(&ps);
+		else if (is_kw(t, "probe"))
+			probe_decl(&ps, t);
+		else if (is_kw(t, "function"))
+			function_decl(&ps);
+		else if (is_op(t, ";"))
+			continue;
+		else {
+			ps.pos--;
+			fail_at(&ps, t, "expected 'global', 'probe' or 'function'");
+		}
+	}
+	free(ps.toks);
+	if (!sc->probes) {
+		diag(sc, 0, 0, "semantic error", "no probes found");
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,281 @@
+/*
+ * printf for scripts, with SystemTap's semantics.
+ *
+ * The format of printf/sprintf must be a literal, so it is parsed once, at
+ * check time, into literal runs and conversions; the interpreter only walks
+ * that list.  Numbers are 64-bit whatever the length modifier (which is
+ * accepted and ignored, as stap does); %p is %#x (stap since 1.3); %c prints
+ * the low byte; the '#' flag on %s and %c escapes unprintable characters.
+ * The number layout (sign, 0x prefix, zero or space padding, precision)
+ * follows the runtime's number() routine so that widths line up as in stap.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+enum { F_LEFT = 1, F_PLUS = 2, F_SPACE = 4, F_SPECIAL = 8, F_ZERO = 16, F_SIGN = 32, F_LARGE = 64 };
+
+void sb_put(struct strbuf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p)
+			abort();
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = 0;
+}
+
+void sb_putc(struct strbuf *b, char c)
+{
+	sb_put(b, &c, 1);
+}
+
+static void pad(struct strbuf *b, char c, int n)
+{
+	while (n-- > 0)
+		sb_putc(b, c);
+}
+
+void print_number(struct strbuf *b, uint64_t num, int base, int size, int precision, unsigned type)
+{
+	static const char small[] = "0123456789abcdefx", large[] = "0123456789ABCDEFX";
+	const char *digits = (type & F_LARGE) ? large : small;
+	char tmp[66], sign = 0, c;
+	int i = 0;
+
+	if (type & F_LEFT)
+		type &= ~(unsigned)F_ZERO;
+	c = (type & F_ZERO) ? '0' : ' ';
+	if (type & F_SIGN) {
+		if ((int64_t)num < 0) {
+			sign = '-';
+			num = (uint64_t)0 - num;
+			size--;
+		} else if (type & F_PLUS) {
+			sign = '+';
+			size--;
+		} else if (type & F_SPACE) {
+			sign = ' ';
+			size--;
+		}
+	}
+	if (type & F_SPECIAL)
+		size -= base == 16 ? 2 : base == 8 ? 1 : 0;
+	if (num == 0)
+		tmp[i++] = '0';
+	while (num) {
+		tmp[i++] = digits[num % (unsigned)base];
+		num /= (unsigned)base;
+	}
+	if (i > precision)
+		precision = i;
+	size -= precision;
+	if (!(type & (F_ZERO | F_LEFT)))
+		pad(b, ' ', size), size = 0;
+	if (sign)
+		sb_putc(b, sign);
+	if (type & F_SPECIAL) {
+		if (base == 8)
+			sb_putc(b, '0');
+		else if (base == 16)
+			sb_putc(b, '0'), sb_putc(b, digits[16]);
+	}
+	if (!(type & F_LEFT))
+		pad(b, c, size), size = 0;
+	pad(b, '0', precision - i);
+	while (i-- > 0)
+		sb_putc(b, tmp[i]);
+	pad(b, ' ', size);
+}
+
+static size_t char_escaped(char c, char *out)
+{
+	static const char esc_from[] = "\a\b\f\n\r\t\v'\\", esc_to[] = "abfnrtv'\\";
+	const char *e;
+	if (isprint((unsigned char)c) && isascii((unsigned char)c) && c != '\'' && c != '\\' && c != '"') {
+		out[0] = c;
+		return 1;
+	}
+	if (c == '"') {
+		out[0] = '\\';
+		out[1] = '"';
+		return 2;
+	}
+	if (c && (e = strchr(esc_from, c))) {
+		out[0] = '\\';
+		out[1] = esc_to[e - esc_from];
+		return 2;
+	}
+	out[0] = '\\';
+	out[1] = (char)('0' + (((unsigned char)c >> 6) & 3));
+	out[2] = (char)('0' + (((unsigned char)c >> 3) & 7));
+	out[3] = (char)('0' + ((unsigned char)c & 7));
+	return 4;
+}
+
+void print_escaped(struct strbuf *b, const char *s)
+{
+	char tmp[4];
+	for (; *s; s++)
+		sb_put(b, tmp, char_escaped(*s, tmp));
+}
+
+struct print_fmt *print_fmt_parse(struct script *sc, const char *fmt, const char **why)
+{
+	struct print_spec specs[256];
+	int n = 0, nargs = 0;
+	const char *p = fmt;
+
+	while (*p) {
+		struct print_spec s = { .width = -1, .prec = -1 };
+		if (n == 256) {
+			*why = "format too long";
+			return NULL;
+		}
+		if (*p != '%' || p[1] == '%') {
+			const char *start = p;
+			if (*p == '%') {
+				p += 2;
+				s.lit = "%";
+				s.litlen = 1;
+			} else {
+				while (*p && *p != '%')
+					p++;
+				s.lit = start;
+				s.litlen = (size_t)(p - start);
+			}
+			specs[n++] = s;
+			continue;
+		}
+		p++;
+		for (;; p++) {
+			if (*p == '-')
+				s.flags |= F_LEFT;
+			else if (*p == '+')
+				s.flags |= F_PLUS;
+			else if (*p == ' ')
+				s.flags |= F_SPACE;
+			else if (*p == '#')
+				s.flags |= F_SPECIAL;
+			else if (*p == '0')
+				s.flags |= F_ZERO;
+			else
+				break;
+		}
+		if (isdigit((unsigned char)*p)) {
+			s.width = 0;
+			while (isdigit((unsigned char)*p))
+				s.width = s.width < 100000 ? s.width * 10 + (*p++ - '0') : (p++, s.width);
+		}
+		if (*p == '.') {
+			p++;
+			s.prec = 0;
+			while (isdigit((unsigned char)*p))
+				s.prec = s.prec < 100000 ? s.prec * 10 + (*p++ - '0') : (p++, s.prec);
+		}
+		if (s.width > MAXSTRINGLEN || s.prec > MAXSTRINGLEN) {
+			*why = "field width or precision too large";
+			return NULL;
+		}
+		while (*p == 'h' || *p == 'l' || *p == 'L' || *p == 'z' || *p == 'j' || *p == 't')
+			p++;
+		if (!*p || !strchr("diuxXocsp", *p)) {
+			*why = *p ? "unsupported conversion (use %d %i %u %x %X %o %c %s %p %%)" : "incomplete conversion at end";
+			return NULL;
+		}
+		s.conv = *p++;
+		specs[n++] = s;
+		nargs++;
+	}
+	struct print_fmt *pf = pool_alloc(sc, sizeof(*pf));
+	pf->spec = pool_alloc(sc, sizeof(*pf->spec) * (size_t)(n + 1));
+	memcpy(pf->spec, specs, sizeof(*specs) * (size_t)n);
+	pf->nspecs = n;
+	pf->nargs = nargs;
+	return pf;
+}
+
+void print_format(struct strbuf *b, const struct print_fmt *pf, const union cell *args)
+{
+	int a = 0;
+
+	for (int i = 0; i < pf->nspecs; i++) {
+		const struct print_spec *s = &pf->spec[i];
+		unsigned flags = s->flags;
+		int base = 10;
+
+		if (!s->conv) {
+			sb_put(b, s->lit, s->litlen);
+			continue;
+		}
+		switch (s->conv) {
+		case 's': {
+			const char *str = args[a++].s;
+			size_t len = strlen(str);
+			if (s->prec >= 0 && (size_t)s->prec < len)
+				len = (size_t)s->prec;
+			if (flags & F_SPECIAL) {
+				struct strbuf t = { 0 };
+				char *cp = strndup(str, len);
+				if (!cp)
+					abort();
+				print_escaped(&t, cp);
+				free(cp);
+				if (!(flags & F_LEFT))
+					pad(b, ' ', s->width - (int)t.len);
+				if (t.len)
+					sb_put(b, t.p, t.len);
+				if (flags & F_LEFT)
+					pad(b, ' ', s->width - (int)t.len);
+				free(t.p);
+				break;
+			}
+			if (!(flags & F_LEFT))
+				pad(b, ' ', s->width - (int)len);
+			sb_put(b, str, len);
+			if (flags & F_LEFT)
+				pad(b, ' ', s->width - (int)len);
+			break;
+		}
+		case 'c': {
+			char tmp[4], c = (char)args[a++].n;
+			size_t n = (flags & F_SPECIAL) ? char_escaped(c, tmp) : (tmp[0] = c, 1);
+			if (!(flags & F_LEFT))
+				pad(b, ' ', s->width - (int)n);
+			sb_put(b, tmp, n);
+			if (flags & F_LEFT)
+				pad(b, ' ', s->width - (int)n);
+			break;
+		}
+		case 'X':
+			flags |= F_LARGE;
+			/* fall through */
+		case 'x':
+			base = 16;
+			print_number(b, (uint64_t)args[a++].n, base, s->width, s->prec, flags);
+			break;
+		case 'p':
+			print_number(b, (uint64_t)args[a++].n, 16, s->width, s->prec, flags | F_SPECIAL);
+			break;
+		case 'o':
+			print_number(b, (uint64_t)args[a++].n, 8, s->width, s->prec, flags);
+			break;
+		case 'd':
+		case 'i':
+			flags |= F_SIGN;
+			/* fall through */
+		default: /* u */
+			print_number(b, (uint64_t)args[a++].n, 10, s->width, s->prec, flags);
+			break;
+		}
+	}
+}

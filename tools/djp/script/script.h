@@ -1,0 +1,17 @@
+/*
+ * The probe-script front end: `djp FILE` / `djp -e SCRIPT` with SystemTap's
+ * options (-c CMD, -x PID, -o FILE, -l PP, -L PP).  See docs/SCRIPTS.md.
+ */
+#ifndef DJP_SCRIPT_H
+#define DJP_SCRIPT_H
+
+#include "source.h"
+
+/* Run the command line (argv[0] is the program name); returns the exit
+ * status, as stap: 0, or 1 on any error. */
+int djp_script_main(int argc, char **argv);
+
+/* Register the opener of the live event source (the tracing pipeline). */
+void djp_script_set_live_source(djp_source_open_fn open);
+
+#endif

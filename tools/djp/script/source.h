@@ -1,0 +1,97 @@
+/*
+ * The event source a probe script consumes.
+ *
+ * A source knows the markers of the traced process (descriptors, fixed when
+ * it is opened, with dense ids 0..ndescs-1) and delivers their hits as
+ * events, in time order.  The script engine resolves probe points against the
+ * descriptors, then calls arm() with the ids it needs (nothing is armed
+ * before the script has compiled), start() to let a -c command run, and
+ * next() in a loop until it returns DJP_SRC_END or the script exits.  Timers
+ * are the engine's: it passes the deadline of the next one to next(), and
+ * the source returns DJP_SRC_TIMEOUT when its clock reaches it.
+ *
+ * Two implementations: the replay source (replay.c; a text file, for tests
+ * and benchmarks) and the live source of the tracing pipeline, registered
+ * with djp_script_set_live_source() by the tool.
+ */
+#ifndef DJP_SCRIPT_SOURCE_H
+#define DJP_SCRIPT_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/format.h"
+
+#define DJP_EV_MAX_ARGS 12
+
+struct djp_ev_desc {
+	uint32_t id;	    /* index in djp_source.descs */
+	const char *name;   /* marker name */
+	const char *format; /* printf-like format, "" when none */
+	const char *object; /* path of the ELF object that holds the marker */
+	unsigned nargs;
+	struct djp_fmt fmt; /* `format` parsed (fmt.nfields may be < nargs) */
+};
+
+struct djp_ev {
+	const struct djp_ev_desc *desc;
+	uint64_t ts_ns;	  /* on the source's clock (CLOCK_REALTIME for live) */
+	int32_t pid, tid;
+	const char *comm; /* execname of pid, or NULL (then: object basename) */
+	unsigned nargs;
+	int64_t args[DJP_EV_MAX_ARGS];
+	const char *strs[DJP_EV_MAX_ARGS]; /* for %s arguments, else NULL */
+};
+
+enum {
+	DJP_SRC_EVENT = 1,   /* *ev filled, valid until the next call */
+	DJP_SRC_TIMEOUT = 0, /* deadline reached (or interrupted): no event */
+	DJP_SRC_END = -1,    /* the target exited or the input ended */
+};
+
+struct djp_source;
+
+struct djp_source_ops {
+	/* Enable the markers whose ids are listed; 0 or -errno. */
+	int (*arm)(struct djp_source *src, const uint32_t *ids, unsigned n);
+	/* Let the target run (-c: exec the command); 0 or -errno.  May be NULL. */
+	int (*start)(struct djp_source *src);
+	/* Next event before deadline_ns (UINT64_MAX: none): DJP_SRC_* or -errno
+	 * (< -1).  May return DJP_SRC_TIMEOUT early, e.g. on EINTR. */
+	int (*next)(struct djp_source *src, struct djp_ev *ev, uint64_t deadline_ns);
+	/* The source's clock, in ns (for timers and gettimeofday_*()). */
+	uint64_t (*now_ns)(struct djp_source *src);
+	/* Disarm everything and free the source. */
+	void (*close)(struct djp_source *src);
+};
+
+struct djp_source {
+	const struct djp_source_ops *ops;
+	const struct djp_ev_desc *descs;
+	unsigned ndescs;
+	int32_t target_pid; /* the -c or -x process, or 0 */
+};
+
+struct djp_source_opts {
+	const char *cmd;	  /* -c CMD, or NULL */
+	int32_t pid;		  /* -x PID, or 0 */
+	const char *const *paths; /* objects named by process("PATH") points */
+	unsigned npaths;
+};
+
+/* Opens a source; 0 or -errno with a one-line message in err. */
+typedef int (*djp_source_open_fn)(const struct djp_source_opts *opts, struct djp_source **out, char *err,
+				  size_t errsz);
+
+/* The replay source (test-only input, see docs/SCRIPTS.md). */
+int djp_replay_open(const char *path, struct djp_source **out, char *err, size_t errsz);
+
+/* A synthetic in-memory source for --bench-events: n events cycling over the
+ * descriptors of `base` (or eight made-up markers when base is NULL). */
+int djp_synth_open(const struct djp_source *base, uint64_t n, struct djp_source **out);
+
+/* A source with no markers and no events whose clock is the wall clock: for
+ * scripts made only of begin, end and timer probes. */
+int djp_null_open(struct djp_source **out);
+
+#endif
