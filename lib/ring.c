@@ -1,0 +1,763 @@
+/*
+ * Per-thread ring buffers in one shared-memory region.
+ *
+ * The model is LTTng-UST's ring buffer, cut down to what a probe recorder
+ * needs.  The traced process creates one region in a memfd: a header (magic,
+ * version, geometry, clock parameters, mode) and N slots, each a slot header
+ * plus one ring.  The djp tool receives the memfd over its socket and maps
+ * it.  A thread claims a slot the first time it records (a CAS of the slot's
+ * owner word from FREE to tid|ACTIVE), keeps the slot in an initial-exec TLS
+ * variable, and from then on is the only writer of that ring: one producer,
+ * one consumer, no locks and no atomic read-modify-write on the fast path.
+ * Every slot header puts the claim word, the producer's counters and the
+ * consumer's read position on separate 128-byte line pairs (the adjacent-line
+ * prefetcher pulls lines in pairs), so no two writers share a line.
+ *
+ * Positions.  head (producer) and tail (consumer) count bytes since the slot
+ * was claimed and never wrap; data lives at pos & (size - 1).  The producer
+ * writes an event, then publishes head with a release store; the consumer
+ * loads head with acquire and may read everything below it.  In discard mode
+ * the producer first checks that the event fits below tail + size, against a
+ * cached copy of tail that it refreshes only when the cached one says "full",
+ * so the consumer's line is not pulled on every event.  No room: the event is
+ * dropped and lost_full counted; the producer never waits.
+ *
+ * Sub-buffers, one template for both modes.  The ring is cut into nsubbufs
+ * sub-buffers and an event never straddles two (the rest of a sub-buffer is
+ * skipped, with a pad header when 16 bytes or more are left).  Entering
+ * sub-buffer k, the producer stores seq = k + 1 in the sub-buffer's record
+ * (and the number of events recorded so far), then a release fence, then
+ * writes its data: the write side of a seqlock whose sequence is the
+ * sub-buffer number.  Discard and overwrite mode run the same code; the only
+ * difference is that overwrite mode skips the room check, so the producer
+ * laps the consumer and reuses the oldest sub-buffer.
+ *
+ * Overwrite snapshots.  The consumer of a flight recorder reads while the
+ * producer keeps writing, so it copies and then validates: load head (h),
+ * copy the sub-buffers that can hold events between its tail and h (at most
+ * the nsubbufs newest, the last one only up to h) into private memory, issue
+ * an acquire fence, then re-read each copied sub-buffer's seq.  If sub-buffer
+ * k no longer says k + 1, the producer has entered k + nsubbufs, which reuses
+ * the same bytes, while we copied: the copy of k, and of everything older,
+ * may be torn and is thrown away; the newer ones are intact, since the
+ * producer fills sub-buffers strictly in order and announces each before
+ * writing into it.  Bytes below h were committed before we loaded h, so the
+ * newest, partial sub-buffer is read up to h and no further.  The events are
+ * then parsed from the private copy, so an event is delivered whole or not
+ * at all.  The sub-buffer records also carry the event count at entry, which
+ * makes the loss exact: events up to h = count(newest) + events parsed in it;
+ * whatever of those was neither delivered now nor before was overwritten.
+ * If the producer lapped the whole ring during the copy (nothing validates),
+ * we retry a few times and otherwise leave the slot for the next drain.
+ *
+ * Recursion.  A signal handler that interrupts a thread in the middle of a
+ * record and records itself must not touch the half-written event or the
+ * unpublished head.  A per-thread nesting flag makes the inner record a
+ * counted loss (lost_nested, an atomic add, since it may itself interrupt
+ * an outer loss count).  LTTng nests properly with per-level reservations; a
+ * probe that fires inside a signal handler that interrupted a probe is rare
+ * enough here that dropping it, visibly, is the better trade for a fast
+ * path without atomic reservations.
+ *
+ * Strings.  A %s argument is copied into the event, bounded, NUL-terminated,
+ * through process_vm_readv() on our own thread: the kernel reports a bad
+ * pointer as EFAULT instead of a SIGSEGV, partial reads stop at the first
+ * unreadable page (the remote range is split at the page boundary so that the
+ * readable part still arrives), and it needs no signal handler of ours that
+ * the application could replace.  It costs one system call per string
+ * (bench/ring_record.c measures it); a %p is a plain word, never read.
+ *
+ * Threads coming and going.  A pthread key destructor marks the exiting
+ * thread's slots RETIRED (in every live region) and clears its TLS, so a
+ * record after that claims afresh.  The consumer recycles a retired slot
+ * once it has read it to the end: it reports the final counts, zeroes the
+ * positions and counters and frees the owner word with a release CAS.  After
+ * fork() the child forgets the parent thread's slot (a pthread_atfork
+ * handler), so two processes never write one ring.
+ *
+ * The consumer trusts nothing in the region.  The header is copied and
+ * validated once (magic, version, every size and the relations between
+ * them, the file's size and its seals) and never re-read.  Positions are
+ * clamped, every event is copied out before it is validated (size, 8-byte
+ * alignment, within its sub-buffer, within the committed range, header and
+ * argument words within the size), and every loop advances by at least eight
+ * bytes over at most one ring, so garbage, or a producer that died with an
+ * event half-written, costs at most a skipped ring, never a crash or a hang.
+ * One consumer per region at a time.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "ring.h"
+
+__thread struct djp_ring_tls djp_ring_tls __attribute__((tls_model("initial-exec")));
+
+#define DEFAULT_NSLOTS 256
+#define DEFAULT_RING_SIZE (1u << 20)
+#define DEFAULT_NSUBBUFS 16
+#define SNAPSHOT_TRIES 4
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct djp_region *live_regions;
+static uint64_t next_region_id = 1;
+static pthread_key_t ring_key;
+static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
+static int ring_key_ok;
+
+static inline int is_pow2(uint64_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+static inline uint32_t log2u(uint64_t x)
+{
+	return (uint32_t)__builtin_ctzll(x);
+}
+
+static uint32_t my_tid(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+
+static struct djp_slot_hdr *region_slot(const struct djp_region *r, unsigned i)
+{
+	return (struct djp_slot_hdr *)(r->base + DJP_REGION_HDR_SIZE + (uint64_t)i * r->slot_stride);
+}
+
+/* ---- producer: threads ------------------------------------------------- */
+
+static void thread_exit(void *unused)
+{
+	djp_ring_thread_retire();
+}
+
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&live_lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&live_lock);
+}
+
+static void atfork_child(void)
+{
+	djp_ring_tls.region_id = 0;
+	djp_ring_tls.slot = NULL;
+	djp_ring_tls.nesting = 0;
+	pthread_mutex_unlock(&live_lock);
+}
+
+static void ring_init_once(void)
+{
+	ring_key_ok = pthread_key_create(&ring_key, thread_exit) == 0;
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+void djp_ring_thread_retire(void)
+{
+	uint32_t tid = my_tid();
+	uint64_t mine = (uint64_t)tid << 32 | DJP_SLOT_ACTIVE;
+
+	pthread_mutex_lock(&live_lock);
+	for (struct djp_region *r = live_regions; r; r = r->next) {
+		for (unsigned i = 0; i < r->nslots; i++) {
+			uint64_t expect = mine;
+			__atomic_compare_exchange_n(&region_slot(r, i)->owner, &expect,
+						    (uint64_t)tid << 32 | DJP_SLOT_RETIRED, false, __ATOMIC_RELEASE,
+						    __ATOMIC_RELAXED);
+		}
+	}
+	pthread_mutex_unlock(&live_lock);
+	djp_ring_tls.region_id = 0;
+	djp_ring_tls.slot = NULL;
+}
+
+/*
+ * The first record of a thread in a region: find the slot this thread
+ * already owns there (it may have recorded into another region since), or
+ * claim a free one, starting at a place that depends on the tid so that
+ * threads starting together do not all fight over slot 0.  Async-signal-safe:
+ * gettid, loads, CAS, and pthread_setspecific on a key made at region
+ * creation (glibc keeps the first 32 keys in the thread descriptor).
+ */
+int djp__ring_attach(struct djp_region *r)
+{
+	struct djp_ring_tls *t = &djp_ring_tls;
+	uint32_t tid = my_tid();
+	uint64_t mine = (uint64_t)tid << 32 | DJP_SLOT_ACTIVE;
+	struct djp_slot_hdr *slot = NULL;
+
+	for (unsigned i = 0; i < r->nslots && !slot; i++)
+		if (__atomic_load_n(&region_slot(r, i)->owner, __ATOMIC_ACQUIRE) == mine)
+			slot = region_slot(r, i);
+	for (unsigned n = 0, i = tid % r->nslots; n < r->nslots && !slot; n++, i = (i + 1) % r->nslots) {
+		uint64_t expect = 0;
+		struct djp_slot_hdr *s = region_slot(r, i);
+		if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == 0 &&
+		    __atomic_compare_exchange_n(&s->owner, &expect, mine, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			slot = s;
+	}
+	if (!slot) {
+		__atomic_fetch_add(&r->hdr->lost_noslot, 1, __ATOMIC_RELAXED);
+		return -ENOSPC;
+	}
+	t->slot = slot;
+	t->data = (uint8_t *)slot + r->slot_hdr_size;
+	t->ring_size = r->ring_size;
+	t->sb_mask = r->subbuf_size - 1;
+	t->sb_shift = log2u(r->subbuf_size);
+	t->nsb_mask = r->nsubbufs - 1;
+	t->mode = r->mode;
+	t->str_bound = r->str_bound;
+	t->tid = tid;
+	if (ring_key_ok)
+		pthread_setspecific(ring_key, (void *)1);
+	t->region_id = r->id;
+	return 0;
+}
+
+int djp__ring_nested(struct djp_region *r)
+{
+	struct djp_ring_tls *t = &djp_ring_tls;
+
+	if (t->region_id == r->id && t->slot)
+		__atomic_fetch_add(&t->slot->lost_nested, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&r->hdr->lost_noslot, 1, __ATOMIC_RELAXED);
+	return -EAGAIN;
+}
+
+/* ---- producer: strings -------------------------------------------------- */
+
+static uint32_t put_text(char *dst, const char *text)
+{
+	uint32_t n = 0;
+	for (; text[n]; n++)
+		dst[n] = text[n];
+	dst[n] = 0;
+	return n;
+}
+
+/* Copy at most bound - 1 bytes of src and a NUL; returns the descriptor's
+ * length and flag bits. */
+static uint64_t copy_string(char *dst, const char *src, uint32_t bound, uint32_t tid)
+{
+	uintptr_t p = (uintptr_t)src;
+	uint32_t want = bound - 1, first, n;
+	struct iovec local = { dst, want }, remote[2];
+	int saved_errno = errno;
+	long got;
+
+	if (!src)
+		return put_text(dst, "(null)") | DJP_STR_NULL;
+	if (p < 4096 || p + want < p)
+		return put_text(dst, "<bad>") | DJP_STR_FAULT;
+	first = 4096 - (uint32_t)(p & 4095);
+	if (first > want)
+		first = want;
+	remote[0] = (struct iovec){ (void *)src, first };
+	remote[1] = (struct iovec){ (void *)(p + first), want - first };
+	got = syscall(SYS_process_vm_readv, (long)tid, &local, 1L, remote, want > first ? 2L : 1L, 0L);
+	errno = saved_errno;
+	n = got > 0 ? (uint32_t)got : 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (!dst[i])
+			return i;
+	if (n == want) {
+		dst[n] = 0;
+		return n | DJP_STR_TRUNCATED;
+	}
+	if (!n)
+		return put_text(dst, "<bad>") | DJP_STR_FAULT;
+	dst[n] = 0;
+	return n | DJP_STR_FAULT;
+}
+
+uint32_t djp__ring_put_strings(uint64_t *ev, uint32_t size, const uint64_t *args, unsigned nargs, uint32_t str_mask,
+			       uint32_t bound)
+{
+	for (unsigned i = 0; i < nargs; i++) {
+		uint64_t d;
+		if (!(str_mask & (1u << i)))
+			continue;
+		d = copy_string((char *)ev + size, (const char *)(uintptr_t)args[i], bound, djp_ring_tls.tid);
+		ev[2 + i] = size | (d & 0xffff) << 16 | (d & ~0xffffffffull);
+		size += ((uint32_t)(d & 0xffff) + 1 + 7) & ~7u;
+	}
+	return size;
+}
+
+/* ---- producer: regions ------------------------------------------------- */
+
+struct djp_region *djp_region_create(const struct djp_ring_opts *opts)
+{
+	struct djp_ring_opts o = { sizeof(o), DEFAULT_NSLOTS, DEFAULT_RING_SIZE, DEFAULT_NSUBBUFS, DJP_RING_DISCARD,
+				   DJP_RING_STR_BOUND };
+	struct djp_region *r;
+	struct djp_region_hdr *h;
+	uint64_t slot_hdr, stride, total;
+	int fd, err;
+
+	if (opts) {
+		if (opts->sz < offsetof(struct djp_ring_opts, str_bound) + sizeof(unsigned)) {
+			errno = EINVAL;
+			return NULL;
+		}
+		o.nslots = opts->nslots ? opts->nslots : o.nslots;
+		o.ring_size = opts->ring_size ? opts->ring_size : o.ring_size;
+		o.nsubbufs = opts->nsubbufs ? opts->nsubbufs : o.nsubbufs;
+		o.mode = opts->mode;
+		o.str_bound = opts->str_bound ? opts->str_bound : o.str_bound;
+	}
+	if (o.nslots > DJP_RING_MAX_SLOTS || !is_pow2(o.ring_size) || o.ring_size < DJP_RING_MIN_SIZE ||
+	    o.ring_size > DJP_RING_MAX_SIZE || !is_pow2(o.nsubbufs) || o.ring_size / o.nsubbufs < DJP_SUBBUF_MIN_SIZE ||
+	    (o.mode != DJP_RING_DISCARD && o.mode != DJP_RING_OVERWRITE) ||
+	    (o.mode == DJP_RING_OVERWRITE && o.nsubbufs < 2) || o.str_bound < 8 || o.str_bound > DJP_RING_STR_BOUND_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	djp_clock_init();
+	pthread_once(&ring_once, ring_init_once);
+
+	slot_hdr = djp_slot_hdr_size(o.nsubbufs);
+	stride = slot_hdr + o.ring_size;
+	total = DJP_REGION_HDR_SIZE + (uint64_t)o.nslots * stride;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	fd = memfd_create("djp-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		goto fail;
+	if (ftruncate(fd, (off_t)total) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto fail_fd;
+	r->base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (r->base == MAP_FAILED)
+		goto fail_fd;
+	r->hdr = h = (struct djp_region_hdr *)r->base;
+	r->size = total;
+	r->fd = fd;
+	r->nslots = o.nslots;
+	r->nsubbufs = o.nsubbufs;
+	r->mode = o.mode;
+	r->str_bound = o.str_bound;
+	r->ring_size = o.ring_size;
+	r->subbuf_size = o.ring_size / o.nsubbufs;
+	r->slot_stride = stride;
+	r->slot_hdr_size = slot_hdr;
+
+	h->version = DJP_RING_VERSION;
+	h->hdr_size = sizeof(*h);
+	h->slot_hdr_size = (uint32_t)slot_hdr;
+	h->nslots = o.nslots;
+	h->ring_size = o.ring_size;
+	h->subbuf_size = r->subbuf_size;
+	h->nsubbufs = o.nsubbufs;
+	h->mode = o.mode;
+	h->slot_stride = stride;
+	h->slots_offset = DJP_REGION_HDR_SIZE;
+	h->total_size = total;
+	h->str_bound = o.str_bound;
+	h->producer_pid = (uint32_t)getpid();
+	h->clock = *djp_clock_params();
+	__atomic_store_n(&h->magic, DJP_RING_MAGIC, __ATOMIC_RELEASE);
+
+	pthread_mutex_lock(&live_lock);
+	r->id = next_region_id++;
+	r->next = live_regions;
+	live_regions = r;
+	pthread_mutex_unlock(&live_lock);
+	return r;
+
+fail_fd:
+	err = errno;
+	close(fd);
+	errno = err;
+fail:
+	err = errno;
+	free(r);
+	errno = err;
+	return NULL;
+}
+
+void djp_region_destroy(struct djp_region *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&live_lock);
+	for (struct djp_region **p = &live_regions; *p; p = &(*p)->next) {
+		if (*p == r) {
+			*p = r->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&live_lock);
+	if (djp_ring_tls.region_id == r->id)
+		djp_ring_tls.region_id = 0;
+	munmap(r->base, r->size);
+	close(r->fd);
+	free(r);
+}
+
+int djp_region_fd(const struct djp_region *r)
+{
+	return r->fd;
+}
+
+/* ---- consumer ---------------------------------------------------------- */
+
+struct consumer_slot {
+	uint64_t tail;	      /* private copy: the shared one is only written */
+	uint64_t delivered;
+	uint64_t overwritten;
+	uint64_t accounted;   /* overwrite: events before tail, delivered or lost */
+	uint64_t corrupt;
+	bool resumed;	      /* opened with tail != 0: accounted is unknown */
+};
+
+struct djp_consumer {
+	uint8_t *base;
+	size_t size;
+	struct djp_region_hdr h; /* validated copy; the shared one is never re-read */
+	uint32_t sb_shift;
+	struct consumer_slot *slots;
+	uint8_t *snap;		 /* overwrite mode: private copy of one ring */
+	uint64_t evbuf[DJP_EV_MAX_SIZE / 8 + 1];
+};
+
+static int header_ok(const struct djp_region_hdr *h, uint64_t file_size)
+{
+	if (h->magic != DJP_RING_MAGIC || h->version != DJP_RING_VERSION || h->hdr_size != sizeof(*h))
+		return 0;
+	if (h->mode != DJP_RING_DISCARD && h->mode != DJP_RING_OVERWRITE)
+		return 0;
+	if (!is_pow2(h->ring_size) || h->ring_size < DJP_RING_MIN_SIZE || h->ring_size > DJP_RING_MAX_SIZE)
+		return 0;
+	if (!is_pow2(h->nsubbufs) || h->subbuf_size != h->ring_size / h->nsubbufs ||
+	    h->subbuf_size < DJP_SUBBUF_MIN_SIZE)
+		return 0;
+	if (h->slot_hdr_size != djp_slot_hdr_size(h->nsubbufs) || h->slot_stride != h->slot_hdr_size + h->ring_size)
+		return 0;
+	if (!h->nslots || h->nslots > DJP_RING_MAX_SLOTS || h->slots_offset != DJP_REGION_HDR_SIZE)
+		return 0;
+	if (h->total_size != h->slots_offset + (uint64_t)h->nslots * h->slot_stride || h->total_size > file_size)
+		return 0;
+	if (h->clock.kind == DJP_CLOCK_MONOTONIC)
+		return h->clock.mult == 1 && h->clock.shift == 0;
+	return h->clock.kind == DJP_CLOCK_TSC && h->clock.shift < 64 && h->clock.mult;
+}
+
+struct djp_consumer *djp_consumer_open(int fd)
+{
+	struct djp_consumer *c;
+	struct djp_region_hdr h;
+	struct stat st;
+	int seals;
+	void *base;
+
+	if (fstat(fd, &st) < 0)
+		return NULL;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		errno = EPERM;
+		return NULL;
+	}
+	if (st.st_size < (off_t)DJP_REGION_HDR_SIZE || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    !header_ok(&h, (uint64_t)st.st_size)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->h = h;
+	c->sb_shift = log2u(h.subbuf_size);
+	c->slots = calloc(h.nslots, sizeof(*c->slots));
+	if (h.mode == DJP_RING_OVERWRITE)
+		c->snap = malloc(h.ring_size);
+	base = mmap(NULL, h.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (!c->slots || (h.mode == DJP_RING_OVERWRITE && !c->snap) || base == MAP_FAILED) {
+		int err = base == MAP_FAILED ? errno : ENOMEM;
+		if (base != MAP_FAILED)
+			munmap(base, h.total_size);
+		free(c->slots);
+		free(c->snap);
+		free(c);
+		errno = err;
+		return NULL;
+	}
+	c->base = base;
+	c->size = h.total_size;
+	for (unsigned i = 0; i < h.nslots; i++) {
+		struct djp_slot_hdr *s = (struct djp_slot_hdr *)(c->base + h.slots_offset + (uint64_t)i * h.slot_stride);
+		c->slots[i].tail = __atomic_load_n(&s->tail, __ATOMIC_RELAXED);
+		c->slots[i].resumed = c->slots[i].tail != 0;
+	}
+	return c;
+}
+
+void djp_consumer_close(struct djp_consumer *c)
+{
+	if (!c)
+		return;
+	munmap(c->base, c->size);
+	free(c->slots);
+	free(c->snap);
+	free(c);
+}
+
+unsigned djp_consumer_nslots(const struct djp_consumer *c)
+{
+	return c->h.nslots;
+}
+
+unsigned djp_consumer_mode(const struct djp_consumer *c)
+{
+	return c->h.mode;
+}
+
+const struct djp_clock_params *djp_consumer_clock(const struct djp_consumer *c)
+{
+	return &c->h.clock;
+}
+
+uint64_t djp_consumer_lost_noslot(const struct djp_consumer *c)
+{
+	return __atomic_load_n(&((struct djp_region_hdr *)c->base)->lost_noslot, __ATOMIC_RELAXED);
+}
+
+static struct djp_slot_hdr *cslot(const struct djp_consumer *c, unsigned i)
+{
+	return (struct djp_slot_hdr *)(c->base + c->h.slots_offset + (uint64_t)i * c->h.slot_stride);
+}
+
+static uint8_t *cdata(const struct djp_consumer *c, unsigned i)
+{
+	return (uint8_t *)cslot(c, i) + c->h.slot_hdr_size;
+}
+
+int djp_consumer_slot_stats(const struct djp_consumer *c, unsigned i, struct djp_slot_stats *st)
+{
+	struct djp_slot_hdr *s;
+	const struct consumer_slot *cs;
+	uint64_t owner;
+
+	if (i >= c->h.nslots)
+		return -EINVAL;
+	s = cslot(c, i);
+	cs = &c->slots[i];
+	owner = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+	*st = (struct djp_slot_stats){
+		.slot = i,
+		.tid = (uint32_t)(owner >> 32),
+		.state = (uint32_t)owner,
+		.generation = __atomic_load_n(&s->generation, __ATOMIC_RELAXED),
+		.produced = __atomic_load_n(&s->nevents, __ATOMIC_RELAXED),
+		.delivered = cs->delivered,
+		.lost_full = __atomic_load_n(&s->lost_full, __ATOMIC_RELAXED),
+		.lost_nested = __atomic_load_n(&s->lost_nested, __ATOMIC_RELAXED),
+		.overwritten = cs->overwritten,
+		.corrupt = cs->corrupt,
+	};
+	return 0;
+}
+
+struct parse {
+	const struct djp_drain_ops *ops;
+	void *arg;
+	unsigned slot;
+	uint32_t tid;
+	uint64_t deliver_from; /* events before this position were delivered */
+	bool may_stop;	       /* honour a stop request from the callback */
+	bool stopped;
+	uint64_t events;       /* events parsed (delivered or not) */
+	uint64_t delivered;
+};
+
+/*
+ * Parse the committed events in [from, to) of a ring image (the shared ring
+ * in discard mode, the private snapshot in overwrite mode), copying each
+ * one out before looking at it.  Returns where parsing ended: `to`, or the
+ * end of the event after which the callback asked to stop.  Anything that
+ * does not parse ends the range (counted as corrupt bytes).
+ */
+static uint64_t parse_range(struct djp_consumer *c, const uint8_t *ring, uint64_t from, uint64_t to, struct parse *p)
+{
+	uint64_t R = c->h.ring_size, B = c->h.subbuf_size, pos = from;
+	struct djp_event *ev = (struct djp_event *)c->evbuf;
+	struct consumer_slot *cs = &c->slots[p->slot];
+
+	while (pos < to && !p->stopped) {
+		uint64_t off = pos & (B - 1), size;
+		if (B - off < DJP_EV_HDR_SIZE) {
+			pos += B - off;
+			continue;
+		}
+		memcpy(ev, ring + (pos & (R - 1)), DJP_EV_HDR_SIZE);
+		if (ev->flags & DJP_EVF_PAD) {
+			pos += B - off;
+			continue;
+		}
+		size = ev->size;
+		if (size < DJP_EV_HDR_SIZE || (size & 7) || size > B - off || size > to - pos ||
+		    DJP_EV_HDR_SIZE + 8u * ev->nargs > size) {
+			cs->corrupt += to - pos;
+			return to;
+		}
+		memcpy((uint8_t *)ev + DJP_EV_HDR_SIZE, ring + ((pos + DJP_EV_HDR_SIZE) & (R - 1)),
+		       size - DJP_EV_HDR_SIZE);
+		p->events++;
+		if (pos >= p->deliver_from) {
+			p->delivered++;
+			if (p->ops->event(p->arg, ev, p->tid, p->slot) && p->may_stop)
+				p->stopped = true;
+		}
+		pos += size;
+	}
+	return pos < to ? pos : to;
+}
+
+static void recycle(struct djp_consumer *c, unsigned i, uint64_t owner, const struct djp_drain_ops *ops, void *arg)
+{
+	struct djp_slot_hdr *s = cslot(c, i);
+	struct djp_slot_stats st;
+	uint64_t expect = owner;
+
+	djp_consumer_slot_stats(c, i, &st);
+	if (ops->slot_done)
+		ops->slot_done(arg, &st);
+	s->head = 0;
+	s->nevents = 0;
+	s->lost_full = 0;
+	s->lost_nested = 0;
+	s->tail_cache = 0;
+	s->tail = 0;
+	memset(s->sb, 0, c->h.nsubbufs * sizeof(s->sb[0]));
+	s->generation++;
+	memset(&c->slots[i], 0, sizeof(c->slots[i]));
+	__atomic_compare_exchange_n(&s->owner, &expect, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/* Discard mode: read [tail, head) in place. */
+static uint64_t drain_in_place(struct djp_consumer *c, unsigned i, struct parse *p)
+{
+	struct djp_slot_hdr *s = cslot(c, i);
+	struct consumer_slot *cs = &c->slots[i];
+	uint64_t head = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
+
+	if (head < cs->tail || head - cs->tail > c->h.ring_size) {
+		/* Not something a producer writes: skip it all. */
+		cs->corrupt += head > cs->tail ? head - cs->tail : 0;
+		cs->tail = head;
+	} else {
+		p->deliver_from = cs->tail;
+		p->may_stop = true;
+		cs->tail = parse_range(c, cdata(c, i), cs->tail, head, p);
+		cs->delivered += p->delivered;
+	}
+	__atomic_store_n(&s->tail, cs->tail, __ATOMIC_RELEASE);
+	return head;
+}
+
+/* Overwrite mode: copy, validate, then parse the private copy.  Returns the
+ * head read, or tail unchanged when no copy validated. */
+static uint64_t drain_snapshot(struct djp_consumer *c, unsigned i, struct parse *p)
+{
+	struct djp_slot_hdr *s = cslot(c, i);
+	struct consumer_slot *cs = &c->slots[i];
+	const uint64_t R = c->h.ring_size, B = c->h.subbuf_size, S = c->h.nsubbufs;
+	const uint8_t *data = cdata(c, i);
+
+	for (int attempt = 0; attempt < SNAPSHOT_TRIES; attempt++) {
+		uint64_t h = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE), tail = cs->tail;
+		uint64_t cur, first, k0, valid, count_cur, total, in_cur = 0;
+
+		if (h == tail)
+			return h;
+		if (h < tail) {
+			cs->tail = h; /* garbage */
+			return h;
+		}
+		cur = (h - 1) >> c->sb_shift;
+		first = cur >= S - 1 ? cur - (S - 1) : 0;
+		k0 = tail >> c->sb_shift;
+		if (k0 < first)
+			k0 = first;
+		/* 1. copy sub-buffers k0..cur, the last one up to h */
+		for (uint64_t k = k0; k <= cur; k++) {
+			uint64_t start = k << c->sb_shift, end = start + B < h ? start + B : h;
+			memcpy(c->snap + (start & (R - 1)), data + (start & (R - 1)), end - start);
+		}
+		count_cur = __atomic_load_n(&s->sb[cur & (S - 1)].count, __ATOMIC_RELAXED);
+		/* 2. validate: a sub-buffer whose seq moved on was (maybe)
+		 * overwritten while we copied, and so was all that is older */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		valid = k0;
+		for (uint64_t k = cur + 1; k-- > k0;) {
+			if (__atomic_load_n(&s->sb[k & (S - 1)].seq, __ATOMIC_RELAXED) != k + 1) {
+				valid = k + 1;
+				break;
+			}
+		}
+		if (valid > cur)
+			continue;
+		/* 3. parse the intact part from the copy */
+		p->deliver_from = tail;
+		p->may_stop = false;
+		for (uint64_t k = valid; k <= cur; k++) {
+			uint64_t start = k << c->sb_shift, end = start + B < h ? start + B : h, before = p->events;
+			parse_range(c, c->snap, start, end, p);
+			in_cur = p->events - before;
+		}
+		/* 4. account: events up to h, minus what was read before and now */
+		total = count_cur + in_cur;
+		if (cs->resumed) {
+			cs->accounted = total >= p->delivered ? total - p->delivered : 0;
+			cs->resumed = false;
+		}
+		if (total >= cs->accounted + p->delivered)
+			cs->overwritten += total - cs->accounted - p->delivered;
+		cs->accounted = total;
+		cs->delivered += p->delivered;
+		cs->tail = h;
+		__atomic_store_n(&s->tail, h, __ATOMIC_RELEASE);
+		return h;
+	}
+	return cs->tail; /* lapped during every copy: next time */
+}
+
+long djp_consumer_drain(struct djp_consumer *c, const struct djp_drain_ops *ops, void *arg)
+{
+	long total = 0;
+
+	if (!ops || !ops->event)
+		return -EINVAL;
+	for (unsigned i = 0; i < c->h.nslots; i++) {
+		struct djp_slot_hdr *s = cslot(c, i);
+		uint64_t owner = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE), head;
+		uint32_t state = (uint32_t)owner;
+		struct parse p = { .ops = ops, .arg = arg, .slot = i, .tid = (uint32_t)(owner >> 32) };
+
+		if (state != DJP_SLOT_ACTIVE && state != DJP_SLOT_RETIRED)
+			continue;
+		if (c->h.mode == DJP_RING_OVERWRITE)
+			head = drain_snapshot(c, i, &p);
+		else
+			head = drain_in_place(c, i, &p);
+		total += (long)p.delivered;
+		if (state == DJP_SLOT_RETIRED && c->slots[i].tail == head && !p.stopped)
+			recycle(c, i, owner, ops, arg);
+		if (p.stopped)
+			break;
+	}
+	return total;
+}

@@ -1,0 +1,397 @@
+/*
+ * Per-thread ring buffers in one shared-memory region (lib/ring.c has the
+ * essay).  The producer side (the traced process) creates a region and
+ * records events with djp_ring_record(), whose fast path is inline here; the
+ * consumer side (the djp tool, another process) maps the region from its fd
+ * and drains it.
+ *
+ * Region layout (all little-endian, all offsets in bytes):
+ *
+ *   [0, 4096)            struct djp_region_hdr
+ *   [4096 + i*stride)    slot i: struct djp_slot_hdr, padded to slot_hdr_size,
+ *                        then ring_size bytes of ring data
+ *
+ * A ring is cut into nsubbufs sub-buffers; an event never straddles two.
+ * Positions (head, tail) count bytes since the slot was claimed and never
+ * wrap; the byte at position p lives at data[p & (ring_size - 1)].
+ *
+ * Event layout (8-aligned, at most 65528 bytes, never crossing a sub-buffer):
+ *
+ *   u64 timestamp    raw clock value (djp_clock_to_ns() with the header's
+ *                    clock parameters gives CLOCK_MONOTONIC ns)
+ *   u32 marker_id
+ *   u16 size         total bytes including this header, a multiple of 8
+ *   u8  nargs        argument words that follow
+ *   u8  flags        DJP_EVF_*
+ *   u64 args[nargs]
+ *   inline strings   for %s arguments, each NUL-terminated, 8-aligned
+ *
+ * A %s argument's word is not the pointer but a string descriptor:
+ *   bits  0..15  offset of the first byte from the start of the event
+ *   bits 16..31  length in bytes, not counting the NUL
+ *   bit  32      DJP_STR_TRUNCATED: the source was longer than the bound
+ *   bit  33      DJP_STR_FAULT: the source was not (fully) readable; the text
+ *                is the readable prefix, or "<bad>" when nothing was
+ *   bit  34      DJP_STR_NULL: the pointer was NULL; the text is "(null)"
+ * A %p argument is recorded as a plain word and never dereferenced.
+ *
+ * Padding: when an event does not fit in what is left of a sub-buffer, the
+ * producer writes a header with DJP_EVF_PAD there (if at least 16 bytes are
+ * left) and starts the event at the next sub-buffer; a reader skips to the
+ * next sub-buffer on a pad, or when fewer than 16 bytes are left.
+ *
+ * The thread id is recorded once per slot (the owner word), not per event.
+ */
+#ifndef DJP_LIB_RING_H
+#define DJP_LIB_RING_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+
+#define DJP_RING_MAGIC 0x31474e4952504a44ull /* "DJPRING1" */
+#define DJP_RING_VERSION 1u
+
+enum djp_ring_mode {
+	DJP_RING_DISCARD = 0,	/* full ring: drop the new event, count it */
+	DJP_RING_OVERWRITE = 1, /* full ring: overwrite the oldest sub-buffer */
+};
+
+#define DJP_RING_MAX_ARGS 16
+#define DJP_RING_STR_BOUND 64	   /* default bound for %s, NUL included */
+#define DJP_RING_STR_BOUND_MAX 1024
+#define DJP_EV_HDR_SIZE 16u
+#define DJP_EV_MAX_SIZE 65528u
+#define DJP_REGION_HDR_SIZE 4096u
+#define DJP_RING_MIN_SIZE 4096u
+#define DJP_RING_MAX_SIZE (1ull << 30)
+#define DJP_SUBBUF_MIN_SIZE 1024u
+#define DJP_RING_MAX_SLOTS 65536u
+
+/* Event flags. */
+#define DJP_EVF_PAD 0x01     /* padding: skip to the next sub-buffer */
+#define DJP_EVF_STRINGS 0x02 /* some argument words are string descriptors */
+#define DJP_MARKER_PAD 0xffffffffu
+
+/* String descriptor fields (see above). */
+#define DJP_STR_OFFSET(w) ((uint32_t)((w) & 0xffff))
+#define DJP_STR_LEN(w) ((uint32_t)(((w) >> 16) & 0xffff))
+#define DJP_STR_TRUNCATED (1ull << 32)
+#define DJP_STR_FAULT (1ull << 33)
+#define DJP_STR_NULL (1ull << 34)
+
+struct djp_event {
+	uint64_t timestamp;
+	uint32_t marker_id;
+	uint16_t size;
+	uint8_t nargs;
+	uint8_t flags;
+	uint64_t args[];
+};
+_Static_assert(sizeof(struct djp_event) == DJP_EV_HDR_SIZE, "event header is 16 bytes");
+
+/* Slot owner word: (tid << 32) | state. */
+enum djp_slot_state {
+	DJP_SLOT_FREE = 0,
+	DJP_SLOT_ACTIVE = 1,  /* owned by a live thread */
+	DJP_SLOT_RETIRED = 2, /* its thread exited; recycled once drained */
+};
+
+/* Shared header.  Written once by the creator, except lost_noslot. */
+struct djp_region_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t hdr_size;	/* sizeof(struct djp_region_hdr) */
+	uint32_t slot_hdr_size; /* bytes from a slot's start to its ring data */
+	uint32_t nslots;
+	uint64_t ring_size;	/* bytes of data per slot, a power of two */
+	uint64_t subbuf_size;	/* ring_size / nsubbufs */
+	uint32_t nsubbufs;	/* a power of two */
+	uint32_t mode;		/* enum djp_ring_mode */
+	uint64_t slot_stride;	/* slot_hdr_size + ring_size */
+	uint64_t slots_offset;	/* DJP_REGION_HDR_SIZE */
+	uint64_t total_size;	/* slots_offset + nslots * slot_stride */
+	uint32_t str_bound;	/* default %s bound */
+	uint32_t producer_pid;
+	struct djp_clock_params clock;
+	/* Events lost because no slot was free (or on recursion before a
+	 * thread had one).  Producers add to it atomically, rarely. */
+	_Alignas(128) uint64_t lost_noslot;
+};
+
+/* Per sub-buffer record, written by the producer as it enters one. */
+struct djp_subbuf_rec {
+	uint64_t seq;	/* k + 1 while sub-buffer k occupies this place */
+	uint64_t count; /* events recorded in the slot before sub-buffer k */
+};
+
+/* Slot header: three groups on cache-line pairs of their own, so the
+ * producer, the consumer and slot claims never share a line. */
+struct djp_slot_hdr {
+	/* ownership: claim and retire (producer), recycle (consumer) */
+	_Alignas(128) uint64_t owner; /* (tid << 32) | enum djp_slot_state */
+	uint64_t generation;	      /* bumped at each recycle */
+	/* written by the producer only */
+	_Alignas(128) uint64_t head;  /* end of the last committed event */
+	uint64_t nevents;	      /* events recorded */
+	uint64_t lost_full;	      /* discard mode: no room (or too large) */
+	uint64_t lost_nested;	      /* recursion: a record inside a record */
+	uint64_t tail_cache;	      /* the producer's copy of tail */
+	/* written by the consumer only */
+	_Alignas(128) uint64_t tail;  /* everything before it has been read */
+	_Alignas(128) struct djp_subbuf_rec sb[]; /* nsubbufs records */
+};
+
+/* Producer-side handle (process-local). */
+struct djp_region {
+	uint64_t id; /* unique in the process, never reused */
+	uint8_t *base;
+	struct djp_region_hdr *hdr;
+	size_t size;
+	int fd;
+	uint32_t nslots, nsubbufs, mode, str_bound;
+	uint64_t ring_size, subbuf_size, slot_stride, slot_hdr_size;
+	struct djp_region *next; /* live-region list (ring.c) */
+};
+
+struct djp_ring_opts {
+	size_t sz;	    /* sizeof(struct djp_ring_opts) */
+	unsigned nslots;    /* threads that can record at once; default 256 */
+	size_t ring_size;   /* bytes per thread, a power of two; default 1 MiB */
+	unsigned nsubbufs;  /* a power of two; default 16 */
+	unsigned mode;	    /* DJP_RING_DISCARD (default) or DJP_RING_OVERWRITE */
+	unsigned str_bound; /* default %s bound, NUL included; default 64 */
+};
+
+/* Slot geometry, shared by both sides. */
+static inline uint64_t djp_slot_hdr_size(uint32_t nsubbufs)
+{
+	uint64_t n = offsetof(struct djp_slot_hdr, sb) + (uint64_t)nsubbufs * sizeof(struct djp_subbuf_rec);
+	return (n + 4095) & ~4095ull;
+}
+
+/* ---- producer ---------------------------------------------------------- */
+
+/* Create a region in a new memfd (sealed against shrinking and growing).
+ * NULL with errno set: EINVAL for bad options, or what memfd/mmap said. */
+struct djp_region *djp_region_create(const struct djp_ring_opts *opts);
+/* Unmap and close.  No thread may be recording into it any more. */
+void djp_region_destroy(struct djp_region *r);
+/* The memfd, to pass to a consumer (SCM_RIGHTS). */
+int djp_region_fd(const struct djp_region *r);
+
+/* Retire the calling thread's slots in every region now (thread exit does
+ * this by itself, through a pthread key destructor). */
+void djp_ring_thread_retire(void);
+
+/* Per-thread producer state: the slot of the region last recorded into. */
+struct djp_ring_tls {
+	uint64_t region_id;
+	struct djp_slot_hdr *slot;
+	uint8_t *data;
+	uint64_t ring_size;
+	uint64_t sb_mask;    /* subbuf_size - 1 */
+	uint32_t sb_shift;   /* log2(subbuf_size) */
+	uint32_t nsb_mask;   /* nsubbufs - 1 */
+	uint32_t mode;
+	uint32_t str_bound;
+	uint32_t tid;
+	volatile uint32_t nesting;
+};
+extern __thread struct djp_ring_tls djp_ring_tls __attribute__((tls_model("initial-exec")));
+
+/* Slow paths of djp_ring_record (ring.c). */
+int djp__ring_attach(struct djp_region *r);
+int djp__ring_nested(struct djp_region *r);
+uint32_t djp__ring_put_strings(uint64_t *ev, uint32_t size, const uint64_t *args, unsigned nargs,
+			       uint32_t str_mask, uint32_t bound);
+
+/*
+ * Record one event into the calling thread's ring of region r.
+ *
+ * args[0..nargs-1] are the argument words (nargs <= DJP_RING_MAX_ARGS).  Bit i
+ * of str_mask marks args[i] as a pointer to a NUL-terminated string, copied
+ * inline (fault-safe) up to str_bound bytes including the NUL (0: the
+ * region's default; at most DJP_RING_STR_BOUND_MAX).
+ *
+ * Returns 0; -ENOBUFS when the event was dropped because the ring is full or
+ * the event larger than a sub-buffer (counted in lost_full), -EAGAIN on
+ * recursion (counted in lost_nested), -ENOSPC when no slot was free (counted
+ * in the header's lost_noslot), -EINVAL for too many arguments (lost_full).
+ *
+ * Lock-free, allocation-free and async-signal-safe; no system call except the
+ * first event of a thread in a region (slot claim) and one per %s argument.
+ * General registers only: no vector or x87 state is touched, except by the
+ * %s copy (a system call).
+ */
+static inline __attribute__((always_inline)) int djp_ring_record(struct djp_region *r, uint32_t marker_id, const uint64_t *args, unsigned nargs,
+				  uint32_t str_mask, unsigned str_bound)
+{
+	struct djp_ring_tls *t = &djp_ring_tls;
+	struct djp_slot_hdr *s;
+	uint64_t ts, pos, at, off, max, sb_size, *e;
+	uint32_t size, flags = 0;
+	int ret = 0;
+
+	if (__builtin_expect(t->nesting != 0, 0))
+		return djp__ring_nested(r);
+	t->nesting = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+
+	if (__builtin_expect(t->region_id != r->id, 0) && (ret = djp__ring_attach(r)) < 0)
+		goto out;
+	s = t->slot;
+	ts = djp_clock_raw();
+	if (__builtin_expect(nargs > DJP_RING_MAX_ARGS, 0)) {
+		ret = -EINVAL;
+		goto lost;
+	}
+	max = DJP_EV_HDR_SIZE + 8 * nargs;
+	if (__builtin_expect(str_mask != 0, 0)) {
+		str_mask &= (1u << nargs) - 1;
+		if (!str_bound)
+			str_bound = t->str_bound;
+		if (str_bound > DJP_RING_STR_BOUND_MAX)
+			str_bound = DJP_RING_STR_BOUND_MAX;
+		if (str_bound < 8)
+			str_bound = 8;
+		str_bound = (str_bound + 7) & ~7u;
+		max += (uint64_t)__builtin_popcount(str_mask) * str_bound;
+	}
+
+	/* Reserve: the event goes at `at`, in the current sub-buffer or at
+	 * the start of the next one. */
+	pos = s->head;
+	sb_size = t->sb_mask + 1;
+	off = pos & t->sb_mask;
+	at = pos;
+	if (__builtin_expect(off + max > sb_size, 0)) {
+		if (max > sb_size) {
+			ret = -ENOBUFS;
+			goto lost;
+		}
+		at = pos - off + sb_size;
+	}
+	if (t->mode == DJP_RING_DISCARD && __builtin_expect(at + max - s->tail_cache > t->ring_size, 0)) {
+		s->tail_cache = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+		if (at + max - s->tail_cache > t->ring_size) {
+			ret = -ENOBUFS;
+			goto lost;
+		}
+	}
+	if (__builtin_expect(at != pos, 0) && sb_size - off >= DJP_EV_HDR_SIZE) {
+		e = (uint64_t *)(t->data + (pos & (t->ring_size - 1)));
+		e[0] = ts;
+		e[1] = DJP_MARKER_PAD | (uint64_t)DJP_EVF_PAD << 56;
+	}
+	if ((at & t->sb_mask) == 0) {
+		/* Entering sub-buffer k: announce it before writing into it
+		 * (the seqlock write side; see the snapshot in ring.c). */
+		uint64_t k = at >> t->sb_shift;
+		struct djp_subbuf_rec *rec = &s->sb[k & t->nsb_mask];
+		__atomic_store_n(&rec->seq, k + 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		__atomic_store_n(&rec->count, s->nevents, __ATOMIC_RELAXED);
+	}
+
+	/* Write and commit. */
+	e = (uint64_t *)(t->data + (at & (t->ring_size - 1)));
+	e[0] = ts;
+	for (unsigned i = 0; i < nargs; i++) {
+		e[2 + i] = args[i];
+		__asm__("" ::: "memory"); /* keep it a general-register loop */
+	}
+	size = DJP_EV_HDR_SIZE + 8 * nargs;
+	if (__builtin_expect(str_mask != 0, 0)) {
+		size = djp__ring_put_strings(e, size, args, nargs, str_mask, str_bound);
+		flags |= DJP_EVF_STRINGS;
+	}
+	e[1] = marker_id | (uint64_t)size << 32 | (uint64_t)nargs << 48 | (uint64_t)flags << 56;
+	__atomic_store_n(&s->nevents, s->nevents + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->head, at + size, __ATOMIC_RELEASE);
+	goto out;
+lost:
+	__atomic_store_n(&s->lost_full, s->lost_full + 1, __ATOMIC_RELAXED);
+out:
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->nesting = 0;
+	return ret;
+}
+
+/* ---- consumer ---------------------------------------------------------- */
+
+struct djp_consumer;
+
+/* Final and running counts of one slot. */
+struct djp_slot_stats {
+	unsigned slot;
+	uint32_t tid;
+	uint32_t state;	      /* enum djp_slot_state */
+	uint64_t generation;
+	uint64_t produced;    /* events the producer recorded (its count) */
+	uint64_t delivered;   /* events this consumer delivered */
+	uint64_t lost_full;   /* dropped by the producer: ring full */
+	uint64_t lost_nested; /* dropped by the producer: recursion */
+	uint64_t overwritten; /* overwrite mode: gone before they were read */
+	uint64_t corrupt;     /* bytes skipped because they did not parse */
+};
+
+struct djp_drain_ops {
+	/* One event: ev is a private copy, valid during the call.  Return
+	 * nonzero to stop the drain after this event. */
+	int (*event)(void *arg, const struct djp_event *ev, uint32_t tid, unsigned slot);
+	/* A retired slot has been drained and is about to be recycled: its
+	 * final counts.  May be NULL. */
+	void (*slot_done)(void *arg, const struct djp_slot_stats *st);
+};
+
+/* Map a region from its fd (which stays the caller's).  Validates the header
+ * and refuses with EINVAL anything inconsistent, and with EPERM a memfd that
+ * is not sealed against shrinking.  NULL with errno set. */
+struct djp_consumer *djp_consumer_open(int fd);
+void djp_consumer_close(struct djp_consumer *c);
+
+unsigned djp_consumer_nslots(const struct djp_consumer *c);
+unsigned djp_consumer_mode(const struct djp_consumer *c);
+const struct djp_clock_params *djp_consumer_clock(const struct djp_consumer *c);
+/* Events lost because no slot was free (the header's counter). */
+uint64_t djp_consumer_lost_noslot(const struct djp_consumer *c);
+
+/*
+ * Deliver every event not delivered yet, slot by slot, in order within a
+ * slot.  Discard mode reads the committed events in place (copying each);
+ * overwrite mode takes a consistent snapshot of each ring first.  Retired
+ * slots that are fully read are reported (slot_done) and recycled.
+ * Returns the number of events delivered, or -errno.  One consumer at a time.
+ */
+long djp_consumer_drain(struct djp_consumer *c, const struct djp_drain_ops *ops, void *arg);
+
+/* Counts of one slot (shared counters are read as they are). */
+int djp_consumer_slot_stats(const struct djp_consumer *c, unsigned slot, struct djp_slot_stats *st);
+
+/* Argument i of a validated event as a string: NULL unless it is a well
+ * formed string descriptor inside the event.  *flags gets its DJP_STR_* bits. */
+static inline const char *djp_event_str(const struct djp_event *ev, unsigned i, uint32_t *len, uint64_t *flags)
+{
+	uint64_t w;
+	uint32_t o, l;
+
+	if (!(ev->flags & DJP_EVF_STRINGS) || i >= ev->nargs)
+		return NULL;
+	w = ev->args[i];
+	o = DJP_STR_OFFSET(w);
+	l = DJP_STR_LEN(w);
+	if (o < DJP_EV_HDR_SIZE + 8u * ev->nargs || (o & 7) || (uint64_t)o + l + 1 > ev->size ||
+	    ((const char *)ev)[o + l] != 0)
+		return NULL;
+	if (len)
+		*len = l;
+	if (flags)
+		*flags = w & (DJP_STR_TRUNCATED | DJP_STR_FAULT | DJP_STR_NULL);
+	return (const char *)ev + o;
+}
+
+#endif

@@ -1,0 +1,304 @@
+/* Ring buffers, single thread: every field round-trips; slots are claimed,
+ * retired and recycled; recursion is a counted loss. */
+#include <pthread.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+
+#include "test_ring_util.h"
+
+TEST(ring_roundtrip_every_field)
+{
+	struct djp_region *r = small_region(4, 65536, 4, DJP_RING_DISCARD);
+	uint64_t a3[3] = { 1, UINT64_MAX, 0x123456789abcdef0ull }, a16[16];
+	uint64_t before, after;
+	struct collected got = { 0 };
+	struct djp_slot_stats st;
+	struct djp_consumer *c;
+
+	for (int i = 0; i < 16; i++)
+		a16[i] = (uint64_t)i * 0x0101010101010101ull;
+	before = djp_clock_raw();
+	CHECK_EQ(djp_ring_record(r, 42, a3, 3, 0, 0), 0);
+	CHECK_EQ(djp_ring_record(r, 7, NULL, 0, 0, 0), 0);
+	CHECK_EQ(djp_ring_record(r, 0xfffffffe, a16, 16, 0, 0), 0);
+	CHECK_EQ(djp_ring_record(r, 9, a16, 17, 0, 0), -EINVAL);
+	after = djp_clock_raw();
+
+	c = djp_consumer_open(djp_region_fd(r));
+	CHECK(c);
+	CHECK_EQ(djp_consumer_nslots(c), 4);
+	CHECK_EQ(djp_consumer_mode(c), DJP_RING_DISCARD);
+	CHECK_EQ(djp_consumer_drain(c, &collect_ops, &got), 3);
+	CHECK_EQ(got.n, 3);
+	CHECK_EQ(got.ev[0]->marker_id, 42);
+	CHECK_EQ(got.ev[0]->size, 16 + 3 * 8);
+	CHECK_EQ(got.ev[0]->nargs, 3);
+	CHECK_EQ(got.ev[0]->flags, 0);
+	for (int i = 0; i < 3; i++)
+		CHECK(got.ev[0]->args[i] == a3[i]);
+	CHECK_EQ(got.ev[1]->marker_id, 7);
+	CHECK_EQ(got.ev[1]->size, 16);
+	CHECK_EQ(got.ev[1]->nargs, 0);
+	CHECK(got.ev[2]->marker_id == 0xfffffffe);
+	CHECK_EQ(got.ev[2]->size, 16 + 16 * 8);
+	CHECK_EQ(got.ev[2]->nargs, 16);
+	for (int i = 0; i < 16; i++)
+		CHECK(got.ev[2]->args[i] == a16[i]);
+	for (size_t i = 0; i < got.n; i++) {
+		CHECK(got.ev[i]->timestamp >= before && got.ev[i]->timestamp <= after);
+		CHECK(i == 0 || got.ev[i]->timestamp >= got.ev[i - 1]->timestamp);
+		CHECK_EQ(got.tid[i], test_gettid());
+		CHECK_EQ(got.slot[i], got.slot[0]);
+	}
+	/* the timestamp converts to CLOCK_MONOTONIC ns of about now */
+	{
+		uint64_t ns = djp_clock_to_ns(djp_consumer_clock(c), got.ev[0]->timestamp);
+		uint64_t now = djp_clock_monotonic_ns();
+		CHECK(ns <= now && now - ns < 1000000000ull);
+	}
+	CHECK_EQ(djp_consumer_slot_stats(c, got.slot[0], &st), 0);
+	CHECK_EQ(st.tid, test_gettid());
+	CHECK_EQ(st.state, DJP_SLOT_ACTIVE);
+	CHECK_EQ(st.produced, 3);
+	CHECK_EQ(st.delivered, 3);
+	CHECK_EQ(st.lost_full, 1); /* the 17-argument one */
+	CHECK_EQ(st.lost_nested, 0);
+	CHECK_EQ(st.corrupt, 0);
+	CHECK_EQ(djp_consumer_drain(c, &collect_ops, &got), 0);
+	CHECK_EQ(djp_consumer_slot_stats(c, 4, &st), -EINVAL);
+	collected_free(&got);
+	djp_consumer_close(c);
+	djp_region_destroy(r);
+}
+
+TEST(ring_bad_options_refused)
+{
+	struct djp_ring_opts o = { .sz = sizeof(o), .ring_size = 3000 };
+	CHECK(!djp_region_create(&o) && errno == EINVAL);
+	o = (struct djp_ring_opts){ .sz = sizeof(o), .ring_size = 4096, .nsubbufs = 8 }; /* 512-byte sub-buffers */
+	CHECK(!djp_region_create(&o) && errno == EINVAL);
+	o = (struct djp_ring_opts){ .sz = sizeof(o), .ring_size = 4096, .nsubbufs = 1, .mode = DJP_RING_OVERWRITE };
+	CHECK(!djp_region_create(&o) && errno == EINVAL);
+	o = (struct djp_ring_opts){ .sz = sizeof(o), .mode = 5 };
+	CHECK(!djp_region_create(&o) && errno == EINVAL);
+	o = (struct djp_ring_opts){ .sz = 4 };
+	CHECK(!djp_region_create(&o) && errno == EINVAL);
+}
+
+TEST(ring_default_geometry)
+{
+	struct djp_region *r = djp_region_create(NULL);
+	CHECK(r);
+	CHECK_EQ(r->nslots, 256);
+	CHECK_EQ(r->ring_size, 1 << 20);
+	CHECK_EQ(r->mode, DJP_RING_DISCARD);
+	CHECK_EQ(r->str_bound, DJP_RING_STR_BOUND);
+	djp_region_destroy(r);
+}
+
+static void *record_five_and_exit(void *arg)
+{
+	struct djp_region *r = arg;
+	for (uint64_t i = 0; i < 5; i++)
+		if (djp_ring_record(r, 1, &i, 1, 0, 0))
+			return (void *)1;
+	return (void *)(uintptr_t)test_gettid();
+}
+
+struct done_log {
+	int n;
+	struct djp_slot_stats st[8];
+};
+
+static void log_done(void *arg, const struct djp_slot_stats *st)
+{
+	struct done_log *d = arg;
+	if (d->n < 8)
+		d->st[d->n++] = *st;
+}
+
+static int count_event(void *arg, const struct djp_event *ev, uint32_t tid, unsigned slot)
+{
+	return 0;
+}
+
+TEST(ring_thread_exit_retires_and_consumer_recycles)
+{
+	struct djp_region *r = small_region(2, 8192, 2, DJP_RING_DISCARD);
+	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
+	struct djp_drain_ops ops = { .event = count_event, .slot_done = log_done };
+	struct done_log d = { 0 };
+	struct djp_slot_stats st;
+	pthread_t th;
+	void *ret;
+
+	CHECK(c);
+	for (int round = 0; round < 5; round++) {
+		CHECK_EQ(pthread_create(&th, NULL, record_five_and_exit, r), 0);
+		CHECK_EQ(pthread_join(th, &ret), 0);
+		CHECK((uintptr_t)ret > 1);
+		CHECK_EQ(djp_consumer_drain(c, &ops, &d), 5);
+		CHECK_EQ(d.n, round + 1);
+		CHECK_EQ(d.st[round].tid, (uint32_t)(uintptr_t)ret);
+		CHECK_EQ(d.st[round].state, DJP_SLOT_RETIRED);
+		CHECK_EQ(d.st[round].produced, 5);
+		CHECK_EQ(d.st[round].delivered, 5);
+		CHECK_EQ(djp_consumer_slot_stats(c, d.st[round].slot, &st), 0);
+		CHECK_EQ(st.state, DJP_SLOT_FREE);
+		CHECK_EQ(st.produced, 0);
+	}
+	djp_consumer_close(c);
+	djp_region_destroy(r);
+}
+
+static void *record_one(void *arg)
+{
+	uint64_t x = 1;
+	return (void *)(intptr_t)djp_ring_record(arg, 1, &x, 1, 0, 0);
+}
+
+TEST(ring_no_free_slot_is_counted)
+{
+	struct djp_region *r = small_region(1, 8192, 2, DJP_RING_DISCARD);
+	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
+	pthread_t th;
+	void *ret;
+	uint64_t x = 1;
+
+	CHECK(c);
+	CHECK_EQ(djp_ring_record(r, 1, &x, 1, 0, 0), 0);
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(pthread_create(&th, NULL, record_one, r), 0);
+		CHECK_EQ(pthread_join(th, &ret), 0);
+		CHECK_EQ((intptr_t)ret, -ENOSPC);
+	}
+	CHECK_EQ(djp_consumer_lost_noslot(c), 3);
+	djp_consumer_close(c);
+	djp_region_destroy(r);
+}
+
+TEST(ring_alternating_regions_keep_their_slots)
+{
+	struct djp_region *a = small_region(4, 8192, 2, DJP_RING_DISCARD);
+	struct djp_region *b = small_region(4, 8192, 2, DJP_RING_OVERWRITE);
+	struct djp_consumer *ca = djp_consumer_open(djp_region_fd(a)), *cb = djp_consumer_open(djp_region_fd(b));
+	struct collected ga = { 0 }, gb = { 0 };
+
+	CHECK(ca && cb);
+	for (uint64_t i = 0; i < 20; i++) {
+		CHECK_EQ(djp_ring_record(a, 1, &i, 1, 0, 0), 0);
+		CHECK_EQ(djp_ring_record(b, 2, &i, 1, 0, 0), 0);
+	}
+	CHECK_EQ(djp_consumer_drain(ca, &collect_ops, &ga), 20);
+	CHECK_EQ(djp_consumer_drain(cb, &collect_ops, &gb), 20);
+	for (size_t i = 0; i < 20; i++) {
+		CHECK_EQ(ga.ev[i]->args[0], i);
+		CHECK_EQ(gb.ev[i]->args[0], i);
+		CHECK_EQ(ga.slot[i], ga.slot[0]); /* one slot each, not one per switch */
+		CHECK_EQ(gb.slot[i], gb.slot[0]);
+	}
+	collected_free(&ga);
+	collected_free(&gb);
+	djp_consumer_close(ca);
+	djp_consumer_close(cb);
+	djp_region_destroy(a);
+	djp_region_destroy(b);
+}
+
+TEST(ring_fork_child_takes_its_own_slot)
+{
+	struct djp_region *r = small_region(4, 8192, 2, DJP_RING_DISCARD);
+	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
+	struct collected got = { 0 };
+	uint64_t x = 1;
+	int st;
+	pid_t pid;
+
+	CHECK(c);
+	CHECK_EQ(djp_ring_record(r, 1, &x, 1, 0, 0), 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		x = 2;
+		_exit(djp_ring_record(r, 2, &x, 1, 0, 0) ? 1 : 0);
+	}
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_EQ(djp_consumer_drain(c, &collect_ops, &got), 2);
+	CHECK(got.slot[0] != got.slot[1]);
+	CHECK(got.tid[0] != got.tid[1]);
+	collected_free(&got);
+	djp_consumer_close(c);
+	djp_region_destroy(r);
+}
+
+/* ---- recursion ---- */
+
+static struct djp_region *sig_region;
+static volatile uint64_t sig_attempts, sig_ok, sig_nested;
+
+static void record_from_signal(int sig)
+{
+	uint64_t a[2] = { 2, sig_attempts };
+	int rc = djp_ring_record(sig_region, 2, a, 2, 0, 0);
+	sig_attempts++;
+	sig_ok += rc == 0;
+	sig_nested += rc == -EAGAIN;
+}
+
+TEST(ring_nested_record_is_counted_not_corrupting)
+{
+	struct djp_region *r = small_region(2, 1 << 20, 4, DJP_RING_OVERWRITE);
+	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
+	struct itimerval it = { { 0, 50 }, { 0, 50 } };
+	struct sigaction sa = { .sa_handler = record_from_signal };
+	struct djp_slot_stats st;
+	uint64_t main_ok = 0, main_attempts = 0, delivered = 0, t0;
+	long n;
+
+	CHECK(c);
+	/* Deterministic: a record while one is in progress is refused. */
+	CHECK_EQ(djp_ring_record(r, 1, &main_ok, 1, 0, 0), 0);
+	djp_ring_tls.nesting = 1;
+	CHECK_EQ(djp_ring_record(r, 1, &main_ok, 1, 0, 0), -EAGAIN);
+	djp_ring_tls.nesting = 0;
+	CHECK_EQ(djp_consumer_drain(c, &collect_ops, &(struct collected){ 0 }), 1);
+	CHECK_EQ(djp_consumer_slot_stats(c, 1u - (djp_ring_tls.slot == (void *)(r->base + DJP_REGION_HDR_SIZE)), &st), 0);
+	CHECK_EQ(st.tid, test_gettid());
+	CHECK_EQ(st.lost_nested, 1);
+
+	/* Statistical: a timer signal records while the thread records. */
+	sig_region = r;
+	sigemptyset(&sa.sa_mask);
+	CHECK_EQ(sigaction(SIGALRM, &sa, NULL), 0);
+	CHECK_EQ(setitimer(ITIMER_REAL, &it, NULL), 0);
+	t0 = djp_clock_monotonic_ns();
+	while (djp_clock_monotonic_ns() - t0 < 300000000ull) {
+		for (int i = 0; i < 1000; i++) {
+			uint64_t a[2] = { 1, main_attempts++ };
+			main_ok += djp_ring_record(r, 1, a, 2, 0, 0) == 0;
+		}
+		n = djp_consumer_drain(c, &(struct djp_drain_ops){ .event = count_event }, NULL);
+		CHECK(n >= 0);
+		delivered += (uint64_t)n;
+	}
+	it = (struct itimerval){ 0 };
+	setitimer(ITIMER_REAL, &it, NULL);
+	signal(SIGALRM, SIG_IGN);
+	CHECK(sig_attempts > 0);
+	CHECK_EQ(main_ok, main_attempts);
+	CHECK_EQ(sig_ok + sig_nested, sig_attempts);
+	delivered += (uint64_t)djp_consumer_drain(c, &(struct djp_drain_ops){ .event = count_event }, NULL);
+	for (unsigned i = 0; i < 2; i++) {
+		CHECK_EQ(djp_consumer_slot_stats(c, i, &st), 0);
+		if (st.tid != test_gettid())
+			continue;
+		CHECK_EQ(st.lost_nested, 1 + sig_nested);
+		CHECK_EQ(st.produced, 1 + main_ok + sig_ok);
+		CHECK_EQ(st.delivered + st.overwritten, st.produced);
+		CHECK_EQ(st.corrupt, 0);
+	}
+	djp_consumer_close(c);
+	djp_region_destroy(r);
+}

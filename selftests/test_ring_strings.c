@@ -1,0 +1,138 @@
+/* Ring buffers: %s arguments are copied bounded, NUL-terminated and
+ * fault-safe. */
+#include <sys/mman.h>
+
+#include "test_ring_util.h"
+
+static const char *str_arg(const struct djp_event *ev, unsigned i, uint32_t *len, uint64_t *flags)
+{
+	const char *s = djp_event_str(ev, i, len, flags);
+	if (!s)
+		djp_test_fail(__FILE__, __LINE__, "argument %u is not a valid string descriptor", i);
+	return s;
+}
+
+TEST(ring_strings_bounded_and_terminated)
+{
+	struct djp_region *r = small_region(2, 65536, 4, DJP_RING_DISCARD);
+	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
+	struct collected got = { 0 };
+	char longstr[201];
+	uint64_t args[5], flags;
+	uint32_t len;
+	const char *s;
+
+	CHECK(c);
+	memset(longstr, 'x', 200);
+	longstr[200] = 0;
+	longstr[0] = 'A';
+	args[0] = 5;
+	args[1] = (uintptr_t) "hello";
+	args[2] = (uintptr_t)longstr;
+	args[3] = 0;
+	args[4] = (uintptr_t) "";
+	CHECK_EQ(djp_ring_record(r, 1, args, 5, 0x1e, 0), 0);	/* default bound: 64 */
+	CHECK_EQ(djp_ring_record(r, 2, args, 5, 0x04, 16), 0);	/* longstr only, bound 16 */
+	CHECK_EQ(djp_ring_record(r, 3, args, 2, 0xfe, 5000), 0); /* mask beyond nargs; bound clamped */
+	CHECK_EQ(djp_consumer_drain(c, &collect_ops, &got), 3);
+
+	CHECK_EQ(got.ev[0]->flags, DJP_EVF_STRINGS);
+	CHECK_EQ(got.ev[0]->args[0], 5);
+	s = str_arg(got.ev[0], 1, &len, &flags);
+	CHECK_STR(s, "hello");
+	CHECK_EQ(len, 5);
+	CHECK_EQ(flags, 0);
+	s = str_arg(got.ev[0], 2, &len, &flags);
+	CHECK_EQ(len, 63);
+	CHECK_EQ(flags, DJP_STR_TRUNCATED);
+	CHECK(!strncmp(s, longstr, 63) && s[63] == 0);
+	s = str_arg(got.ev[0], 3, &len, &flags);
+	CHECK_STR(s, "(null)");
+	CHECK_EQ(flags, DJP_STR_NULL);
+	s = str_arg(got.ev[0], 4, &len, &flags);
+	CHECK_STR(s, "");
+	CHECK_EQ(flags, 0);
+	/* header + 5 words + "hello\0" (8) + 64 + "(null)\0" (8) + "\0" (8) */
+	CHECK_EQ(got.ev[0]->size, 16 + 40 + 8 + 64 + 8 + 8);
+	CHECK(!djp_event_str(got.ev[0], 0, NULL, NULL)); /* 5 is no descriptor */
+
+	CHECK_EQ(got.ev[1]->args[1], args[1]); /* not a string this time: the word as is */
+	s = str_arg(got.ev[1], 2, &len, &flags);
+	CHECK_EQ(len, 15);
+	CHECK_EQ(flags, DJP_STR_TRUNCATED);
+	CHECK_EQ(got.ev[1]->size, 16 + 40 + 16);
+
+	CHECK_EQ(got.ev[2]->nargs, 2);
+	CHECK_EQ(got.ev[2]->args[0], 5);
+	CHECK_STR(str_arg(got.ev[2], 1, NULL, NULL), "hello");
+	for (size_t i = 0; i < got.n; i++)
+		CHECK_EQ(got.ev[i]->size % 8, 0);
+	collected_free(&got);
+	djp_consumer_close(c);
+	djp_region_destroy(r);
+}
+
+TEST(ring_strings_bad_pointer_does_not_crash)
+{
+	struct djp_region *r = small_region(2, 65536, 4, DJP_RING_DISCARD);
+	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
+	struct collected got = { 0 };
+	long pg = sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t args[6], flags;
+	uint32_t len;
+
+	CHECK(c && m != MAP_FAILED);
+	CHECK_EQ(mprotect(m + pg, pg, PROT_NONE), 0);
+	CHECK_EQ(munmap(m + 2 * pg, pg), 0);
+	memcpy(m + pg - 3, "abc", 3);	    /* runs into a PROT_NONE page */
+	memcpy(m + pg - 64, "xy", 3);	    /* ends before it */
+	args[0] = (uintptr_t)(m + pg - 3);
+	args[1] = (uintptr_t)(m + pg);	    /* PROT_NONE */
+	args[2] = (uintptr_t)(m + 2 * pg);  /* unmapped */
+	args[3] = 1;			    /* nonsense */
+	args[4] = (uintptr_t)(m + pg - 64);
+	args[5] = UINT64_MAX - 8;	    /* wraps */
+	CHECK_EQ(djp_ring_record(r, 1, args, 6, 0x3f, 0), 0);
+	CHECK_EQ(djp_consumer_drain(c, &collect_ops, &got), 1);
+
+	CHECK_STR(str_arg(got.ev[0], 0, &len, &flags), "abc");
+	CHECK_EQ(flags, DJP_STR_FAULT);
+	for (unsigned i = 1; i <= 3; i++) {
+		CHECK_STR(str_arg(got.ev[0], i, &len, &flags), "<bad>");
+		CHECK_EQ(flags, DJP_STR_FAULT);
+	}
+	CHECK_STR(str_arg(got.ev[0], 4, &len, &flags), "xy");
+	CHECK_EQ(flags, 0);
+	CHECK_STR(str_arg(got.ev[0], 5, &len, &flags), "<bad>");
+	CHECK_EQ(flags, DJP_STR_FAULT);
+	collected_free(&got);
+	djp_consumer_close(c);
+	djp_region_destroy(r);
+}
+
+TEST(ring_string_descriptor_validation)
+{
+	uint64_t buf[8] = { 0 };
+	struct djp_event *ev = (struct djp_event *)buf;
+
+	ev->size = 40;
+	ev->nargs = 1;
+	ev->flags = DJP_EVF_STRINGS;
+	memcpy(&buf[3], "hi\0", 3);
+	ev->args[0] = 24 | 2u << 16;
+	CHECK_STR(djp_event_str(ev, 0, NULL, NULL), "hi");
+	ev->args[0] = 16 | 2u << 16; /* points at the argument words */
+	CHECK(!djp_event_str(ev, 0, NULL, NULL));
+	ev->args[0] = 24 | 20u << 16; /* runs past the event */
+	CHECK(!djp_event_str(ev, 0, NULL, NULL));
+	ev->args[0] = 24 | 1u << 16; /* no NUL where the length says */
+	CHECK(!djp_event_str(ev, 0, NULL, NULL));
+	ev->args[0] = 25 | 1u << 16; /* misaligned */
+	CHECK(!djp_event_str(ev, 0, NULL, NULL));
+	ev->args[0] = 24 | 2u << 16;
+	ev->flags = 0;
+	CHECK(!djp_event_str(ev, 0, NULL, NULL));
+	ev->flags = DJP_EVF_STRINGS;
+	CHECK(!djp_event_str(ev, 1, NULL, NULL));
+}
