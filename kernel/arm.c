@@ -37,6 +37,20 @@ void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t
 		x86_encode_jmp(out, s->addr, s->tramp[flavour]);
 }
 
+/* The registers a site's argument locations read. */
+static uint32_t regs_used(const struct djp_site *s)
+{
+	uint32_t m = 0;
+	for (unsigned i = 0; i < s->m->nargs; i++) {
+		const struct djp_argloc *a = &s->m->arg[i];
+		if ((a->kind == DJP_LOC_REG || a->kind == DJP_LOC_MEM) && a->reg != DJP_REG_NONE)
+			m |= 1u << a->reg;
+		if (a->kind == DJP_LOC_MEM && a->index != DJP_REG_NONE)
+			m |= 1u << a->index;
+	}
+	return m;
+}
+
 static void desired_state(const struct djp_site *s, const struct djp_handler_list *l, int *state, int *flavour)
 {
 	int force_int3 = 0, full = 0;
@@ -129,7 +143,8 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 			req_idx[nreqs] = i, reqs[nreqs++] = (struct djp_tramp_req){ .site = sites[i]->addr,
 								.len = sites[i]->len,
 								.flavour = flavour[i],
-								.ds = sites[i] };
+								.ds = sites[i],
+								.regs_used = regs_used(sites[i]) };
 	}
 	if (nreqs) {
 		arch_tramp_create(reqs, nreqs);

@@ -29,11 +29,33 @@ bool djp_in_handler(void)
 }
 
 /*
- * The first RCU read in a thread registers it with liburcu-bp, which calls
- * into libc (mmap, memset) and may use vector registers.  Inside a lean
+ * The RCU read side, with liburcu-bp's own protocol (urcu/static/urcu-bp.h)
+ * but the thread's reader record cached in an initial-exec TLS word of
+ * ours: liburcu-bp's TLS lives in another object, and reaching it costs a
+ * GOT load and an add every time, four times a hit.  The cache is cleared
+ * by a thread_local destructor, which glibc runs before any pthread key
+ * destructor, so it is gone before liburcu-bp recycles the record at thread
+ * exit; a hit after that (in a later destructor) takes the slow path, the
+ * library's own read lock, which re-registers the thread.
+ */
+static __thread struct urcu_bp_reader *reader __attribute__((tls_model("initial-exec")));
+static __thread int reader_exiting __attribute__((tls_model("initial-exec")));
+extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj, void *dso);
+extern void *__dso_handle;
+
+static void reader_forget(void *unused)
+{
+	(void)unused;
+	reader = NULL;
+	reader_exiting = 1;
+}
+
+/*
+ * The first hit in a thread registers it with liburcu-bp, which calls into
+ * libc (mmap, memset) and may use vector registers.  Inside a lean
  * trampoline nothing saved them, so this slow path saves the extended state
- * itself around the registration.  This file is compiled with
- * -mgeneral-regs-only, so the compiler adds no vector code of its own.
+ * itself around the calls.  This file is compiled with -mgeneral-regs-only,
+ * so the compiler adds no vector code of its own.
  */
 static __attribute__((noinline)) void register_thread(void)
 {
@@ -46,22 +68,59 @@ static __attribute__((noinline)) void register_thread(void)
 			area[i] = 0; /* the XSAVE header */
 		arch_vector_save(area);
 	}
-	urcu_bp_register();
+	if (!URCU_TLS(urcu_bp_reader))
+		urcu_bp_register();
+	if (!reader_exiting && !__cxa_thread_atexit_impl(reader_forget, NULL, &__dso_handle))
+		reader = URCU_TLS(urcu_bp_reader);
 	if (area)
 		arch_vector_restore(area);
+}
+
+static inline struct urcu_bp_reader *read_lock(void)
+{
+	struct urcu_bp_reader *r = reader;
+	unsigned long tmp;
+	if (__builtin_expect(!r, 0)) {
+		register_thread();
+		if (!(r = reader)) {
+			urcu_bp_read_lock(); /* a thread on its way out */
+			return NULL;
+		}
+	}
+	cmm_barrier();
+	tmp = r->ctr;
+	if (__builtin_expect(!(tmp & URCU_BP_GP_CTR_NEST_MASK), 1)) {
+		_CMM_STORE_SHARED(r->ctr, _CMM_LOAD_SHARED(urcu_bp_gp.ctr));
+		urcu_bp_smp_mb_slave();
+	} else {
+		_CMM_STORE_SHARED(r->ctr, tmp + URCU_BP_GP_COUNT);
+	}
+	return r;
+}
+
+static inline void read_unlock(struct urcu_bp_reader *r)
+{
+	unsigned long tmp;
+	if (__builtin_expect(!r, 0)) {
+		urcu_bp_read_unlock();
+		return;
+	}
+	tmp = r->ctr;
+	urcu_bp_smp_mb_slave();
+	_CMM_STORE_SHARED(r->ctr, tmp - URCU_BP_GP_COUNT);
+	cmm_barrier();
 }
 
 static inline void run(struct djp_site *s, const struct djp_regs *regs, unsigned need)
 {
 	struct djp_handler_list *l;
+	struct urcu_bp_reader *r;
 	if (__builtin_expect(in_handler, 0)) {
 		atomic_fetch_add_explicit(&s->misses, 1, memory_order_relaxed);
 		return;
 	}
 	in_handler = 1;
-	if (__builtin_expect(!URCU_TLS(urcu_bp_reader), 0))
-		register_thread();
-	urcu_bp_read_lock();
+	r = read_lock();
 	l = rcu_dereference(*(struct djp_handler_list **)&s->handlers);
 	if (l) {
 		struct djp_hit hit = { s, regs };
@@ -69,7 +128,7 @@ static inline void run(struct djp_site *s, const struct djp_regs *regs, unsigned
 			if ((l->h[i].flags & need) == need)
 				l->h[i].fn(&hit, l->h[i].data);
 	}
-	urcu_bp_read_unlock();
+	read_unlock(r);
 	in_handler = 0;
 }
 

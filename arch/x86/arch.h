@@ -79,6 +79,7 @@ struct djp_tramp_req {
 	unsigned len;	       /* in: site length */
 	int flavour;	       /* in: DJP_LEAN or DJP_FULL */
 	struct djp_site *ds;   /* in: what the data slot carries */
+	uint32_t regs_used;    /* in: registers the arguments read (1 << enum djp_reg) */
 	uintptr_t entry, slot; /* out: entry address (0 on failure), its slot */
 	int err;	       /* out: -ERANGE when no memory is in reach, -errno */
 };

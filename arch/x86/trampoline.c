@@ -18,11 +18,12 @@
  *                               that was interrupted (a leaf may keep
  *                               live data below %rsp)
  *   sub  $136,%rsp              struct djp_regs on the stack
- *   mov  %reg,off(%rsp)  x16    every general register
- *   lea  264(%rsp),%rax         the original %rsp, for %rsp-relative
- *   mov  %rax,56(%rsp)          argument locations
- *   lea  site(%rip),%rax        regs.rip = the site
- *   mov  %rax,128(%rsp)
+ *   mov  %reg,off(%rsp)         the nine caller-saved registers, %rbx,
+ *                               and the callee-saved ones that the
+ *                               site's arguments live in (the others are
+ *                               never read: the view is per site)
+ *   lea  264(%rsp),%rax         the original %rsp, if an argument is
+ *   mov  %rax,56(%rsp)          %rsp-relative
  *   mov  %rsp,%rdi              arg 1: the register view
  *   mov  slot(%rip),%rsi        arg 2: the site (data page)
  *   mov  %rsp,%rbx ; and $-16,%rsp
@@ -36,11 +37,17 @@
  * The flags need no saving: an asm statement clobbers them on x86, so the
  * compiler holds nothing in them across a marker.
  *
- * The full flavour, for any C handler, also saves the whole extended state
- * (x87, SSE, AVX, AVX-512 as XCR0 enables them) with XSAVEC (or XSAVE) into a
- * 64-byte aligned area below the register view, and restores it with XRSTOR
- * after the call: libc's memcpy and printf use vector registers, and the
- * interrupted code may have live values in every one of them.
+ * The full flavour, for any C handler, also saves the vector state: libc's
+ * memcpy and printf use vector registers, and the interrupted code may have
+ * live values in every one of them.  XSAVE/XRSTOR would do it all, but on
+ * the machines this runs on a pair costs well over 100 ns, so the usual
+ * path moves the registers out and back (vector_save.S: xmm, ymm or zmm
+ * and opmask registers as XCR0 enables them, and MXCSR) into a 64-byte
+ * aligned area below the register view.  The x87 register stack is empty at
+ * every point where the compiler could call a function, and so in nearly
+ * all code around a marker; `fnstsw` tells (TOP != 0) when it is not, and
+ * then the trampoline takes the XSAVEC (or XSAVE) path for the whole
+ * extended state instead.
  */
 #include <cpuid.h>
 #include <errno.h>
@@ -56,7 +63,7 @@
 
 #define TRAMP_CODE_SIZE 512
 #define DATA_PAGE 4096
-#define DATA_HDR 2 /* lean and full dispatcher pointers */
+#define DATA_HDR 4 /* lean and full dispatchers, vector save and restore */
 #define SLOTS_PER_CHUNK (DATA_PAGE / 8 - DATA_HDR)
 #define CHUNK_SIZE (DATA_PAGE + SLOTS_PER_CHUNK * TRAMP_CODE_SIZE)
 #define CHUNK_MAP ((CHUNK_SIZE + 4095) & ~(size_t)4095)
@@ -73,6 +80,11 @@ static struct chunk *chunks;
 static djp_dispatch_fn dispatch_lean, dispatch_full;
 static size_t xsave_size;
 static int use_xsavec;
+/* The explicit vector save (vector_save.S) chosen by XCR0, and its area. */
+void djp_vsave_sse(void), djp_vrestore_sse(void), djp_vsave_avx(void), djp_vrestore_avx(void);
+void djp_vsave_avx512(void), djp_vrestore_avx512(void);
+static void (*vsave)(void), (*vrestore)(void);
+static uint32_t vsave_size;
 static pthread_mutex_t tramp_lock = PTHREAD_MUTEX_INITIALIZER;
 
 size_t arch_xsave_size(void)
@@ -109,6 +121,17 @@ int arch_tramp_init(djp_dispatch_fn lean, djp_dispatch_fn full)
 		xsave_size = b;
 	}
 	xsave_size = (xsave_size + 63) & ~(size_t)63;
+	{
+		uint32_t xcr0_lo, xcr0_hi;
+		__asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+		__cpuid_count(7, 0, a, b, c, d);
+		if ((xcr0_lo & 0xe6) == 0xe6 && (b & bit_AVX512F) && (b & bit_AVX512BW))
+			vsave = djp_vsave_avx512, vrestore = djp_vrestore_avx512, vsave_size = 2176;
+		else if ((xcr0_lo & 0x6) == 0x6)
+			vsave = djp_vsave_avx, vrestore = djp_vrestore_avx, vsave_size = 576;
+		else
+			vsave = djp_vsave_sse, vrestore = djp_vrestore_sse, vsave_size = 320;
+	}
 	return 0;
 }
 
@@ -166,25 +189,58 @@ static void mov_all_ones(struct emit *e)
 	b4(e, 0xffffffff); /* mov $-1,%edx */
 }
 
+/* Registers every trampoline saves: what a C call clobbers, and %rbx. */
+#define SAVED_ALWAYS                                                                                 \
+	((1u << DJP_REG_RAX) | (1u << DJP_REG_RCX) | (1u << DJP_REG_RDX) | (1u << DJP_REG_RSI) |          \
+	 (1u << DJP_REG_RDI) | (1u << DJP_REG_R8) | (1u << DJP_REG_R9) | (1u << DJP_REG_R10) |            \
+	 (1u << DJP_REG_R11) | (1u << DJP_REG_RBX))
+
 static size_t gen(uint8_t *buf, uintptr_t at, uintptr_t site, unsigned len, int flavour, uintptr_t slot,
-		  uintptr_t fnptr)
+		  uintptr_t fnptr, uint32_t regs_used)
 {
 	struct emit e = { buf, 0, at };
 	const int frame = REGS_FRAME + RED_ZONE;
+	uint32_t save = SAVED_ALWAYS | regs_used;
 
 	lea_rsp(&e, -RED_ZONE, 0);
 	b1(&e, 0x48), b1(&e, 0x81), b1(&e, 0xec), b4(&e, REGS_FRAME); /* sub $136,%rsp */
 	for (int r = 0; r < 16; r++)
-		if (r != DJP_REG_RSP)
+		if (r != DJP_REG_RSP && (save & (1u << r)))
 			mov_rsp(&e, r, 8 * r, 1);
-	lea_rsp(&e, frame, 1);
-	mov_rsp(&e, DJP_REG_RAX, 8 * DJP_REG_RSP, 1);
-	b1(&e, 0x48), b1(&e, 0x8d), b1(&e, 0x05), rel32(&e, site); /* lea site(%rip),%rax */
-	mov_rsp(&e, DJP_REG_RAX, 8 * DJP_REG_RIP, 1);
+	if (regs_used & (1u << DJP_REG_RSP)) {
+		lea_rsp(&e, frame, 1);
+		mov_rsp(&e, DJP_REG_RAX, 8 * DJP_REG_RSP, 1);
+	}
+	if (regs_used & (1u << DJP_REG_RIP)) {
+		b1(&e, 0x48), b1(&e, 0x8d), b1(&e, 0x05), rel32(&e, site); /* lea site(%rip),%rax */
+		mov_rsp(&e, DJP_REG_RAX, 8 * DJP_REG_RIP, 1);
+	}
 	b1(&e, 0x48), b1(&e, 0x89), b1(&e, 0xe3); /* mov %rsp,%rbx */
 	if (flavour == DJP_LEAN) {
 		b1(&e, 0x48), b1(&e, 0x83), b1(&e, 0xe4), b1(&e, 0xf0); /* and $-16,%rsp */
+		b1(&e, 0x48), b1(&e, 0x89), b1(&e, 0xdf);		  /* mov %rbx,%rdi */
+		b1(&e, 0x48), b1(&e, 0x8b), b1(&e, 0x35), rel32(&e, slot); /* mov slot(%rip),%rsi */
+		b1(&e, 0xff), b1(&e, 0x15), rel32(&e, fnptr);		  /* call *fn(%rip) */
 	} else {
+		size_t jnz_at, jmp_at;
+		/* x87 stack not empty (TOP != 0): only XSAVE saves it. */
+		b1(&e, 0xdf), b1(&e, 0xe0);			 /* fnstsw %ax */
+		b1(&e, 0x66), b1(&e, 0xa9), b1(&e, 0x00), b1(&e, 0x38); /* test $0x3800,%ax */
+		b1(&e, 0x0f), b1(&e, 0x85), jnz_at = e.n, b4(&e, 0);	 /* jnz .Lxsave */
+		b1(&e, 0x48), b1(&e, 0x83), b1(&e, 0xe4), b1(&e, 0xc0); /* and $-64,%rsp */
+		b1(&e, 0x48), b1(&e, 0x81), b1(&e, 0xec), b4(&e, vsave_size);
+		b1(&e, 0x48), b1(&e, 0x89), b1(&e, 0xe7);		   /* mov %rsp,%rdi */
+		b1(&e, 0xff), b1(&e, 0x15), rel32(&e, fnptr - 8 + 16);	   /* call *vsave(%rip) */
+		b1(&e, 0x48), b1(&e, 0x89), b1(&e, 0xdf);		   /* mov %rbx,%rdi */
+		b1(&e, 0x48), b1(&e, 0x8b), b1(&e, 0x35), rel32(&e, slot); /* mov slot(%rip),%rsi */
+		b1(&e, 0xff), b1(&e, 0x15), rel32(&e, fnptr);		   /* call *full(%rip) */
+		b1(&e, 0x48), b1(&e, 0x89), b1(&e, 0xe7);		   /* mov %rsp,%rdi */
+		b1(&e, 0xff), b1(&e, 0x15), rel32(&e, fnptr - 8 + 24);	   /* call *vrestore(%rip) */
+		b1(&e, 0xe9), jmp_at = e.n, b4(&e, 0);			   /* jmp .Ldone */
+		{ /* .Lxsave: */
+			int32_t d = (int32_t)(e.n - (jnz_at + 4));
+			memcpy(e.buf + jnz_at, &d, 4);
+		}
 		b1(&e, 0x48), b1(&e, 0x83), b1(&e, 0xe4), b1(&e, 0xc0); /* and $-64,%rsp */
 		b1(&e, 0x48), b1(&e, 0x81), b1(&e, 0xec), b4(&e, (uint32_t)xsave_size);
 		/* XRSTOR faults unless header bytes 8..63 are zero: clear all 64. */
@@ -196,13 +252,15 @@ static size_t gen(uint8_t *buf, uintptr_t at, uintptr_t site, unsigned len, int 
 			b1(&e, 0x48), b1(&e, 0x0f), b1(&e, 0xc7), b1(&e, 0x24), b1(&e, 0x24);
 		else /* xsave64 (%rsp) */
 			b1(&e, 0x48), b1(&e, 0x0f), b1(&e, 0xae), b1(&e, 0x24), b1(&e, 0x24);
-	}
-	b1(&e, 0x48), b1(&e, 0x89), b1(&e, 0xdf);		  /* mov %rbx,%rdi */
-	b1(&e, 0x48), b1(&e, 0x8b), b1(&e, 0x35), rel32(&e, slot); /* mov slot(%rip),%rsi */
-	b1(&e, 0xff), b1(&e, 0x15), rel32(&e, fnptr);		  /* call *fn(%rip) */
-	if (flavour == DJP_FULL) {
+		b1(&e, 0x48), b1(&e, 0x89), b1(&e, 0xdf);		  /* mov %rbx,%rdi */
+		b1(&e, 0x48), b1(&e, 0x8b), b1(&e, 0x35), rel32(&e, slot); /* mov slot(%rip),%rsi */
+		b1(&e, 0xff), b1(&e, 0x15), rel32(&e, fnptr);		  /* call *full(%rip) */
 		mov_all_ones(&e);
 		b1(&e, 0x48), b1(&e, 0x0f), b1(&e, 0xae), b1(&e, 0x2c), b1(&e, 0x24); /* xrstor64 (%rsp) */
+		{ /* .Ldone: */
+			int32_t d = (int32_t)(e.n - (jmp_at + 4));
+			memcpy(e.buf + jmp_at, &d, 4);
+		}
 	}
 	b1(&e, 0x48), b1(&e, 0x89), b1(&e, 0xdc); /* mov %rbx,%rsp */
 	{
@@ -289,6 +347,8 @@ static struct chunk *chunk_new(uintptr_t site, unsigned len, int *err)
 	c->base = (uintptr_t)p;
 	((uintptr_t *)p)[0] = (uintptr_t)dispatch_lean;
 	((uintptr_t *)p)[1] = (uintptr_t)dispatch_full;
+	((uintptr_t *)p)[2] = (uintptr_t)vsave;
+	((uintptr_t *)p)[3] = (uintptr_t)vrestore;
 	if (!chunk_in_range(c, site, len)) {
 		munmap(p, CHUNK_MAP);
 		free(c);
@@ -338,7 +398,7 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 		r[i].entry = c->base + DATA_PAGE + (uintptr_t)c->used * TRAMP_CODE_SIZE;
 		r[i].slot = c->base + 8 * (DATA_HDR + c->used);
 		sizes[i] = gen(code + i * TRAMP_CODE_SIZE, r[i].entry, r[i].site, r[i].len, r[i].flavour, r[i].slot,
-			       c->base + (r[i].flavour == DJP_FULL ? 8 : 0));
+			       c->base + (r[i].flavour == DJP_FULL ? 8 : 0), r[i].regs_used);
 		if (sizes[i] > TRAMP_CODE_SIZE)
 			abort(); /* the generator outgrew its slot: a bug, not a condition */
 		c->used++;

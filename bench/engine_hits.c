@@ -1,0 +1,223 @@
+/*
+ * What an armed marker costs, next to what it is measured against, in one
+ * process, each loop interleaved run by run and the median of 7 taken.
+ *
+ *  - lean: a marker armed with an empty DJP_GPR_ONLY handler, against a
+ *    hand-written reference patch of the same site (jmp out, save the 9
+ *    caller-saved registers, call an empty function, restore, jmp back);
+ *    the ratio of their costs over the plain NOP (target 1.3);
+ *  - full: the same with a handler that may use vector registers (XSAVE
+ *    trampoline), ns over the NOP (target 12);
+ *  - int3: a marker armed as an int3 probe against a bare int3 with an
+ *    empty SIGTRAP handler (target 1.1);
+ *  - after: the marker after its last disarm against itself before it was
+ *    ever armed (target 1.0, within noise);
+ *  - arming and disarming 10,000 sites while two threads run them (ms,
+ *    target 10 each way), first with new trampolines, then reusing them.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "djprobe/djprobe.h"
+#include "djprobe/marker.h"
+
+#define ALIGNED __attribute__((noinline, aligned(64)))
+#define RUNS 7
+
+ALIGNED void hit_marker(int a, long b)
+{
+	MARK(bench_hit, "a=%d b=%ld", a, b);
+}
+
+ALIGNED void hit_nop(int a, long b)
+{
+	(void)a;
+	(void)b;
+	__asm__ __volatile__(".byte 0x66,0x0f,0x1f,0x44,0x00,0x00");
+}
+
+ALIGNED void empty_function(void)
+{
+	__asm__ __volatile__("");
+}
+
+/* The reference patch: what a hand-written jump patch costs at least. */
+ALIGNED void hit_reference(int a, long b)
+{
+	(void)a;
+	(void)b;
+	__asm__ __volatile__("jmp 1f\n"
+			     "2:\n"
+			     ".pushsection .text.bench_ref,\"ax\",@progbits\n"
+			     "1: push %%rax\npush %%rcx\npush %%rdx\npush %%rsi\npush %%rdi\n"
+			     "push %%r8\npush %%r9\npush %%r10\npush %%r11\n"
+			     "call empty_function\n"
+			     "pop %%r11\npop %%r10\npop %%r9\npop %%r8\n"
+			     "pop %%rdi\npop %%rsi\npop %%rdx\npop %%rcx\npop %%rax\n"
+			     "jmp 2b\n"
+			     ".popsection\n" ::
+				     : "memory");
+}
+
+ALIGNED void hit_bare_int3(int a, long b)
+{
+	(void)a;
+	(void)b;
+	__asm__ __volatile__("int3\n.byte 0x0f,0x1f,0x44,0x00,0x00");
+}
+
+typedef void (*fn_t)(int, long);
+
+ALIGNED void loop(fn_t fn, long n)
+{
+	for (long i = 0; i < n; i++)
+		fn((int)i, i);
+}
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Median ns per call of each fn, the loops interleaved run by run. */
+static void measure(fn_t *fns, int nfns, long n, double *med)
+{
+	double t[8][RUNS];
+	for (int r = 0; r < RUNS; r++)
+		for (int f = 0; f < nfns; f++) {
+			double t0 = now_ns();
+			loop(fns[f], n);
+			t[f][r] = (now_ns() - t0) / n;
+		}
+	for (int f = 0; f < nfns; f++) {
+		qsort(t[f], RUNS, sizeof(double), cmp_double);
+		med[f] = t[f][RUNS / 2];
+	}
+}
+
+static void empty_handler(const struct djp_hit *hit, void *data)
+{
+	(void)hit;
+	(void)data;
+}
+
+static void empty_trap(int sig)
+{
+	(void)sig;
+}
+
+static void row(const char *name, double value, const char *unit, double target, int lower_is_ok)
+{
+	int ok = lower_is_ok ? value <= target : value >= target;
+	printf("%s | %.3f %s | %s %.3g | %s\n", name, value, unit, lower_is_ok ? "<=" : ">=", target,
+	       ok ? "ok" : "over");
+}
+
+/* ---- 10,000 sites ---- */
+#define MANY10(x) x x x x x x x x x x
+ALIGNED void many_sites(int a)
+{
+	MANY10(MANY10(MANY10(MANY10(MARK(bench_many, "a=%d", a);))))
+}
+
+static atomic_int stop_many;
+static void *run_many(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&stop_many, memory_order_relaxed))
+		many_sites(1);
+	return NULL;
+}
+
+static double time_ms(int (*op)(int), int arg, int *ret)
+{
+	double t0 = now_ns();
+	*ret = op(arg);
+	return (now_ns() - t0) / 1e6;
+}
+
+static int connect_many(int unused)
+{
+	(void)unused;
+	return djp_connect("bench_many", empty_handler, NULL, DJP_GPR_ONLY);
+}
+
+int main(void)
+{
+	const long n = 2000000, n3 = 20000;
+	double before[2], m[3], t3[2], after[2];
+	struct sigaction sa;
+	int id, r;
+
+	/* The marker before it was ever armed, and the bare int3 (no engine yet,
+	 * so the SIGTRAP handler installed here is the only one). */
+	measure((fn_t[]){ hit_marker, hit_nop }, 2, n, before);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = empty_trap;
+	sigaction(SIGTRAP, &sa, NULL);
+	measure((fn_t[]){ hit_bare_int3 }, 1, n3, &t3[0]);
+	signal(SIGTRAP, SIG_DFL);
+
+	/* lean */
+	id = djp_connect("bench_hit", empty_handler, NULL, DJP_GPR_ONLY);
+	if (id < 0)
+		return fprintf(stderr, "connect: %d\n", id), 1;
+	measure((fn_t[]){ hit_marker, hit_reference, hit_nop }, 3, n, m);
+	djp_disconnect(id);
+	printf("lean: marker armed, empty handler, ns over NOP | %.3f ns | - | -\n", m[0] - m[2]);
+	printf("lean: hand-written reference patch, ns over NOP | %.3f ns | - | -\n", m[1] - m[2]);
+	row("lean: armed marker / reference patch (cost over NOP)", (m[0] - m[2]) / (m[1] - m[2]), "x", 1.3, 1);
+
+	/* full */
+	id = djp_connect("bench_hit", empty_handler, NULL, 0);
+	measure((fn_t[]){ hit_marker, hit_nop }, 2, n, m);
+	djp_disconnect(id);
+	row("full: marker armed, vector-saving trampoline, ns over NOP", m[0] - m[1], "ns", 12, 1);
+
+	/* int3 */
+	id = djp_connect("bench_hit", empty_handler, NULL, DJP_FORCE_INT3);
+	measure((fn_t[]){ hit_marker }, 1, n3, &t3[1]);
+	djp_disconnect(id);
+	printf("int3: bare int3 + SIGTRAP round trip | %.1f ns | - | -\n", t3[0]);
+	printf("int3: marker armed as int3 probe | %.1f ns | - | -\n", t3[1]);
+	row("int3: int3 probe / bare int3 round trip", t3[1] / t3[0], "x", 1.1, 1);
+
+	/* after */
+	measure((fn_t[]){ hit_marker, hit_nop }, 2, n, after);
+	row("after disarm: marker / same marker before ever armed", after[0] / before[0], "x", 1.03, 1);
+
+	/* 10,000 sites, two threads running them */
+	{
+		pthread_t th[2];
+		double arm1, disarm1, arm2, disarm2;
+		for (int i = 0; i < 2; i++)
+			pthread_create(&th[i], NULL, run_many, NULL);
+		arm1 = time_ms(connect_many, 0, &id);
+		if (id < 0)
+			return fprintf(stderr, "connect many: %d\n", id), 1;
+		disarm1 = time_ms(djp_disconnect, id, &r);
+		arm2 = time_ms(connect_many, 0, &id);
+		disarm2 = time_ms(djp_disconnect, id, &r);
+		atomic_store(&stop_many, 1);
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		printf("10,000 sites: first arm, making trampolines | %.2f ms | - | -\n", arm1);
+		printf("10,000 sites: first disarm | %.2f ms | - | -\n", disarm1);
+		row("10,000 sites: arm, 2 threads running them", arm2, "ms", 10, 1);
+		row("10,000 sites: disarm, 2 threads running them", disarm2, "ms", 10, 1);
+	}
+	return 0;
+}

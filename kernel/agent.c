@@ -1,0 +1,248 @@
+/*
+ * The agent: the tool's hands inside the traced process.
+ *
+ * libdjprobe.so is both the in-process library and the agent.  Whether it is
+ * preloaded (`djp trace -c` sets LD_PRELOAD) or linked, its constructor
+ * starts one thread, the agent thread, which listens on a Unix stream socket
+ * in the abstract namespace named "\0djprobe-agent-PID".  Abstract, because
+ * it needs no file to create or clean up after a crash, and disappears with
+ * the process; the name is found from the pid alone, which is all `djp trace
+ * -x PID` knows.  (Abstract names are per network namespace: tool and target
+ * must share one.)
+ *
+ * An abstract socket has no permissions, so every peer is checked with
+ * SO_PEERCRED when it is accepted: the same uid as the process (real or
+ * effective), or root.  Anyone else gets one ERROR frame and the socket is
+ * closed; nothing they send is read.
+ *
+ * All socket I/O happens on the agent thread, never in the application's
+ * threads, so a slow or hostile tool can stall nothing but the agent.  The
+ * thread polls the listening socket and every session socket, reads with
+ * MSG_DONTWAIT, and sends with a one-second SO_SNDTIMEO: a tool that stops
+ * reading loses its session rather than holding the agent.  The thread
+ * blocks the asynchronous signals (SIGINT, SIGTERM, SIGCHLD, ...) so that the
+ * application's handlers keep running where the application expects them;
+ * the engine's own signals (SIGTRAP and the freeze signal) stay open, as the
+ * engine requires of every thread.
+ *
+ * A session ends when its socket reports end of file or an error (the tool
+ * exited, was killed, even by SIGKILL: the kernel closes its end), on a
+ * malformed frame, or on BYE.  Ending disconnects every probe the session
+ * connected, which restores every byte of text once no other session wants
+ * the site, and then frees its ring region.  Poll wakes at once on the
+ * hang-up, so this happens within milliseconds; should a disconnect fail
+ * (a thread blocking SIGTRAP, say), the session is kept and retried every
+ * 100 ms until it succeeds.
+ *
+ * fork: the child has no agent thread (threads do not survive fork), and
+ * the engine disarms every site in it; the child closes its copies of the
+ * agent's sockets so that a tool still sees end of file when the parent
+ * exits.  exec: every descriptor is close-on-exec.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "kernel/agent.h"
+
+static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+static int start_err;
+static int listen_fd = -1;
+static int initial_fd = -1; /* the -c session, dialled by the constructor */
+static struct djp_agent_session *sessions;
+
+bool djp_agent_peer_allowed(uid_t uid)
+{
+	return uid == 0 || uid == getuid() || uid == geteuid();
+}
+
+static int listen_socket(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd, n;
+	socklen_t len;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, DJP_AGENT_SOCK_PREFIX "%d", (int)getpid());
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+	if (bind(fd, (struct sockaddr *)&a, len) < 0 || listen(fd, 8) < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static void session_setup_fd(int fd)
+{
+	struct timeval tv = { 1, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static struct djp_agent_session *session_slot(void)
+{
+	for (int i = 0; i < DJP_AGENT_MAX_SESSIONS; i++)
+		if (!sessions[i].used)
+			return &sessions[i];
+	return NULL;
+}
+
+static void accept_one(void)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct djp_agent_session *s;
+	char msg[128];
+	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	session_setup_fd(fd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !djp_agent_peer_allowed(cred.uid)) {
+		snprintf(msg, sizeof(msg), "permission denied: uid %u may not trace process %d", (unsigned)cred.uid,
+			 (int)getpid());
+		djp_proto_send_error(fd, -EACCES, msg);
+		close(fd);
+		return;
+	}
+	if (!(s = session_slot())) {
+		djp_proto_send_error(fd, -EBUSY, "too many tools attached to this process");
+		close(fd);
+		return;
+	}
+	djp_agent_session_open(s, fd, cred.pid, cred.uid, false);
+}
+
+static void end_session(struct djp_agent_session *s)
+{
+	bool launch = s->launch;
+	s->ending = true;
+	if (djp_agent_session_end(s) == 0 && launch)
+		djp_agent_launch_release();
+}
+
+static void *agent_main(void *arg)
+{
+	struct pollfd pf[1 + DJP_AGENT_MAX_SESSIONS];
+	int map[1 + DJP_AGENT_MAX_SESSIONS];
+	sigset_t set;
+
+	(void)arg;
+	/* The engine's interposed pthread_sigmask keeps its own signals open. */
+	sigfillset(&set);
+	sigdelset(&set, SIGSEGV);
+	sigdelset(&set, SIGBUS);
+	sigdelset(&set, SIGILL);
+	sigdelset(&set, SIGFPE);
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		sigdelset(&set, sig);
+	pthread_sigmask(SIG_SETMASK, &set, NULL);
+
+	for (;;) {
+		int n = 0, timeout = -1;
+		if (listen_fd >= 0) {
+			pf[n] = (struct pollfd){ listen_fd, POLLIN, 0 };
+			map[n++] = -1;
+		}
+		for (int i = 0; i < DJP_AGENT_MAX_SESSIONS; i++) {
+			if (!sessions[i].used)
+				continue;
+			if (sessions[i].ending) {
+				timeout = 100;
+				continue;
+			}
+			pf[n] = (struct pollfd){ sessions[i].fd, POLLIN, 0 };
+			map[n++] = i;
+		}
+		if (poll(pf, (nfds_t)n, timeout) < 0 && errno != EINTR)
+			usleep(100000);
+		for (int k = 0; k < n; k++) {
+			if (!pf[k].revents)
+				continue;
+			if (map[k] < 0)
+				accept_one();
+			else if (djp_agent_session_input(&sessions[map[k]]) < 0)
+				end_session(&sessions[map[k]]);
+		}
+		for (int i = 0; i < DJP_AGENT_MAX_SESSIONS; i++)
+			if (sessions[i].used && sessions[i].ending)
+				end_session(&sessions[i]);
+	}
+	return NULL;
+}
+
+/* The child of a fork: no agent thread here; let go of the sockets. */
+static void atfork_child(void)
+{
+	if (listen_fd >= 0)
+		close(listen_fd);
+	listen_fd = -1;
+	for (int i = 0; sessions && i < DJP_AGENT_MAX_SESSIONS; i++)
+		if (sessions[i].used && sessions[i].fd >= 0) {
+			close(sessions[i].fd);
+			sessions[i].fd = -1;
+		}
+}
+
+static void start(void)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+	sigset_t all, old;
+	int err;
+
+	sessions = calloc(DJP_AGENT_MAX_SESSIONS, sizeof(*sessions));
+	if (!sessions) {
+		start_err = -ENOMEM;
+		return;
+	}
+	listen_fd = listen_socket();
+	if (initial_fd >= 0) {
+		session_setup_fd(initial_fd);
+		djp_agent_session_open(&sessions[0], initial_fd, 0, getuid(), true);
+	}
+	if (listen_fd < 0 && initial_fd < 0) {
+		start_err = listen_fd;
+		return;
+	}
+	pthread_atfork(NULL, NULL, atfork_child);
+	/* Start the thread with every signal blocked; it opens what it must. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&th, &attr, agent_main, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		start_err = -err;
+		return;
+	}
+	pthread_setname_np(th, "djp-agent");
+}
+
+DJP_API int djp_agent_start(void)
+{
+	pthread_once(&start_once, start);
+	return start_err;
+}
+
+__attribute__((constructor)) static void agent_constructor(void)
+{
+	const char *env = getenv(DJP_AGENT_ENV);
+
+	if (env && !strcmp(env, "0"))
+		return;
+	initial_fd = djp_agent_launch_dial();
+	if (djp_agent_start() == 0 && initial_fd >= 0)
+		djp_agent_launch_wait();
+}

@@ -1,0 +1,71 @@
+/*
+ * The agent: the part of libdjprobe.so that lets the djp tool trace this
+ * process (kernel/agent.c has the essay).  Internal; never installed.
+ */
+#ifndef DJP_KERNEL_AGENT_H
+#define DJP_KERNEL_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "djprobe/djprobe.h"
+#include "kernel/recorder.h"
+#include "lib/proto.h"
+
+#define DJP_AGENT_MAX_SESSIONS 8
+#define DJP_AGENT_MAX_PROBES 64
+#define DJP_AGENT_PATTERN_MAX 256
+/* The socket's abstract name is "\0" DJP_AGENT_SOCK_PREFIX "PID". */
+#define DJP_AGENT_SOCK_PREFIX "djprobe-agent-"
+/* Environment: DJP_AGENT=0 disables the agent; DJP_AGENT_TOOL names the
+ * abstract socket of a `djp trace -c` waiting for its command; and
+ * DJP_AGENT_TIMEOUT bounds, in seconds, how long the command's constructor
+ * waits for the first configuration (default 5). */
+#define DJP_AGENT_ENV "DJP_AGENT"
+#define DJP_AGENT_TOOL_ENV "DJP_AGENT_TOOL"
+#define DJP_AGENT_TIMEOUT_ENV "DJP_AGENT_TIMEOUT"
+#define DJP_AGENT_DEFAULT_TIMEOUT 5
+
+struct djp_agent_session {
+	int fd;
+	pid_t peer_pid;
+	uid_t peer_uid;
+	bool used;
+	bool hello;	/* HELLO done */
+	bool launch;	/* the -c session: its START releases the constructor */
+	bool ending;	/* being torn down; retried until every probe is gone */
+	struct djp_recorder *rec;
+	int probe[DJP_AGENT_MAX_PROBES]; /* engine probe ids, -1 when free */
+	unsigned nprobes;
+	size_t inlen;
+	uint8_t in[DJP_PROTO_HDR_SIZE + DJP_PROTO_MAX_PAYLOAD];
+};
+
+/* Start the agent thread once (the constructor calls it; a program linked
+ * statically with libdjprobe.a calls it, or links with -u djp_agent_start). */
+DJP_API int djp_agent_start(void);
+
+/* agent_session.c: one tool's session. */
+void djp_agent_session_open(struct djp_agent_session *s, int fd, pid_t pid, uid_t uid, bool launch);
+/* Read what the socket has and answer every complete request.  0: keep the
+ * session; < 0: end it (end of file, an error, a malformed frame, BYE). */
+int djp_agent_session_input(struct djp_agent_session *s);
+/* Disarm everything the session armed, free its ring and close it.  0 when
+ * done; -EAGAIN when a probe could not be disconnected yet (retry). */
+int djp_agent_session_end(struct djp_agent_session *s);
+
+/* agent_launch.c: `djp trace -c`, the command's side. */
+/* The socket to the waiting tool, connected, or -1 (not launched by a tool,
+ * or this process has no markers of its own). */
+int djp_agent_launch_dial(void);
+/* Block the constructor until released or timed out. */
+void djp_agent_launch_wait(void);
+/* START arrived, or the launch session ended. */
+void djp_agent_launch_release(void);
+
+/* agent.c: may a peer with this uid talk to us? */
+bool djp_agent_peer_allowed(uid_t uid);
+
+#endif

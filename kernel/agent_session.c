@@ -1,0 +1,471 @@
+/*
+ * One tool's session with the agent: requests in, replies out, and the
+ * guarantee that whatever the session armed is disarmed when it ends.
+ *
+ * Input is read without blocking into a buffer big enough for the largest
+ * legal frame; each complete frame is checked (lib/proto.c: length, type,
+ * flags) and handled, and its payload must parse exactly.  Anything else
+ * ends the session.  Replies are sent synchronously from the agent thread;
+ * the socket's one-second send timeout bounds how long a tool that does not
+ * read can hold it.
+ *
+ * A session owns at most one ring region (RING) and a list of engine probe
+ * ids, one per CONNECT, each the recorder connected to one pattern with the
+ * session's region as its data.  The marker table (LIST) is gathered under
+ * the engine lock into memory first and sent after the lock is dropped, so a
+ * slow socket never holds up a dlopen or a connect in the application.
+ *
+ * Ending: every probe is disconnected (djp_disconnect returns only after a
+ * grace period: the recorder is running nowhere and will not run again for
+ * it), and only then is the region unmapped.  A disconnect that fails is
+ * kept and retried by the agent thread; the region stays until it succeeds.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "kernel/agent.h"
+#include "kernel/engine.h"
+
+void djp_agent_session_open(struct djp_agent_session *s, int fd, pid_t pid, uid_t uid, bool launch)
+{
+	s->fd = fd;
+	s->peer_pid = pid;
+	s->peer_uid = uid;
+	s->used = true;
+	s->hello = false;
+	s->launch = launch;
+	s->ending = false;
+	s->rec = NULL;
+	s->nprobes = 0;
+	s->inlen = 0;
+}
+
+static int reply_ok(struct djp_agent_session *s, uint32_t v)
+{
+	struct djp_pbuf b;
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, v);
+	return djp_proto_send(s->fd, DJP_MSG_OK, &b, -1);
+}
+
+static int reply_error(struct djp_agent_session *s, int err, const char *fmt, const char *arg)
+{
+	char msg[512];
+	snprintf(msg, sizeof(msg), fmt, arg);
+	return djp_proto_send_error(s->fd, err, msg);
+}
+
+/* ---- HELLO -------------------------------------------------------------- */
+
+static int do_hello(struct djp_agent_session *s, struct djp_preader *r)
+{
+	uint32_t magic = djp_get_u32(r), version = djp_get_u32(r);
+	char exe[1024];
+	ssize_t n;
+	struct djp_pbuf b;
+
+	if (!djp_preader_done(r) || magic != DJP_PROTO_MAGIC)
+		return -EPROTO;
+	if (version != DJP_PROTO_VERSION) {
+		char v[16];
+		snprintf(v, sizeof(v), "%u", DJP_PROTO_VERSION);
+		reply_error(s, -EPROTONOSUPPORT, "agent speaks protocol version %s only", v);
+		return -EPROTONOSUPPORT;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	s->hello = true;
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, DJP_PROTO_MAGIC);
+	djp_put_u32(&b, DJP_PROTO_VERSION);
+	djp_put_u32(&b, (uint32_t)getpid());
+	djp_put_str(&b, exe);
+	return djp_proto_send(s->fd, DJP_MSG_HELLO_REPLY, &b, -1);
+}
+
+/* ---- LIST ---------------------------------------------------------------- */
+
+struct entry {
+	uint32_t id;
+	uint8_t nargs;
+	uint64_t addr;
+	char *name, *format, *object;
+};
+
+struct gather {
+	uint32_t first;
+	struct entry *v;
+	size_t n, cap;
+	int err;
+};
+
+static int gather_site(void *ctx, uint32_t id, const char *object, uintptr_t addr, const struct djp_marker_info *m)
+{
+	struct gather *g = ctx;
+	struct entry *e;
+
+	if (id < g->first)
+		return 0;
+	if (g->n == g->cap) {
+		void *v = realloc(g->v, (g->cap = g->cap ? 2 * g->cap : 64) * sizeof(*g->v));
+		if (!v)
+			return g->err = -ENOMEM;
+		g->v = v;
+	}
+	e = &g->v[g->n];
+	e->id = id;
+	e->nargs = m->nargs;
+	e->addr = addr;
+	e->name = strdup(m->name ? m->name : "");
+	e->format = strdup(m->format ? m->format : "");
+	e->object = strdup(object ? object : "");
+	if (!e->name || !e->format || !e->object) {
+		free(e->name);
+		free(e->format);
+		free(e->object);
+		return g->err = -ENOMEM;
+	}
+	g->n++;
+	return 0;
+}
+
+static size_t entry_size(const struct entry *e)
+{
+	size_t n = 4 + 8 + 1 + 6, k;
+	k = strlen(e->name);
+	n += k < DJP_PROTO_STR_MAX ? k : DJP_PROTO_STR_MAX;
+	k = strlen(e->format);
+	n += k < DJP_PROTO_STR_MAX ? k : DJP_PROTO_STR_MAX;
+	k = strlen(e->object);
+	n += k < DJP_PROTO_STR_MAX ? k : DJP_PROTO_STR_MAX;
+	return n;
+}
+
+static int send_markers(struct djp_agent_session *s, struct djp_pbuf *b, uint32_t count)
+{
+	/* The count goes first: patch it into the frame's first field. */
+	for (int i = 0; i < 4; i++)
+		b->data[DJP_PROTO_HDR_SIZE + i] = (uint8_t)(count >> (8 * i));
+	return djp_proto_send(s->fd, DJP_MSG_MARKERS, b, -1);
+}
+
+static int do_list(struct djp_agent_session *s, struct djp_preader *r)
+{
+	struct gather g = { .first = djp_get_u32(r) };
+	struct djp_pbuf *b;
+	uint32_t count = 0;
+	int err;
+
+	if (!djp_preader_done(r))
+		return -EPROTO;
+	err = djp__sites_foreach(gather_site, &g);
+	if (!err)
+		err = g.err;
+	b = malloc(sizeof(*b));
+	if (!b)
+		err = -ENOMEM;
+	if (err) {
+		reply_error(s, err, "cannot list markers: %s", strerror(-err));
+		goto out;
+	}
+	djp_pbuf_init(b);
+	djp_put_u32(b, 0);
+	for (size_t i = 0; i < g.n && !err; i++) {
+		const struct entry *e = &g.v[i];
+		if (djp_pbuf_room(b) < entry_size(e)) {
+			err = send_markers(s, b, count);
+			djp_pbuf_init(b);
+			djp_put_u32(b, 0);
+			count = 0;
+		}
+		djp_put_u32(b, e->id);
+		djp_put_u64(b, e->addr);
+		djp_put_u8(b, e->nargs);
+		djp_put_str(b, e->name);
+		djp_put_str(b, e->format);
+		djp_put_str(b, e->object);
+		count++;
+	}
+	if (!err && count)
+		err = send_markers(s, b, count);
+	if (!err)
+		err = reply_ok(s, (uint32_t)g.n);
+out:
+	for (size_t i = 0; i < g.n; i++) {
+		free(g.v[i].name);
+		free(g.v[i].format);
+		free(g.v[i].object);
+	}
+	free(g.v);
+	free(b);
+	return err;
+}
+
+/* ---- RING ----------------------------------------------------------------- */
+
+static int do_ring(struct djp_agent_session *s, struct djp_preader *r)
+{
+	struct djp_ring_opts o = { .sz = sizeof(o) };
+	struct djp_pbuf b;
+
+	o.mode = djp_get_u32(r);
+	o.nslots = djp_get_u32(r);
+	o.ring_size = djp_get_u64(r);
+	o.nsubbufs = djp_get_u32(r);
+	o.str_bound = djp_get_u32(r);
+	if (!djp_preader_done(r))
+		return -EPROTO;
+	if (s->rec)
+		return reply_error(s, -EBUSY, "%s", "this session has a ring already");
+	s->rec = djp_recorder_create(&o);
+	if (!s->rec)
+		return reply_error(s, -errno, "cannot create the ring buffers: %s", strerror(errno));
+	s->rec->str_bound = o.str_bound;
+	djp_pbuf_init(&b);
+	djp_put_u64(&b, s->rec->region->size);
+	return djp_proto_send(s->fd, DJP_MSG_RING_FD, &b, djp_region_fd(s->rec->region));
+}
+
+/* ---- CONNECT, DISCONNECT ---------------------------------------------------- */
+
+static const char *connect_problem(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return "matches no marker";
+	case -EBUSY:
+		return "a matching site holds bytes that are not djprobe's (a debugger or uprobe?)";
+	case -EDEADLK:
+		return "a thread of the process blocks SIGTRAP";
+	default:
+		return strerror(-err);
+	}
+}
+
+static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
+{
+	char pattern[DJP_AGENT_PATTERN_MAX + 1], msg[DJP_AGENT_PATTERN_MAX + 128];
+	unsigned nsites = 0;
+	struct djp_pbuf b;
+	int id;
+
+	djp_get_str(r, pattern, sizeof(pattern));
+	if (!djp_preader_done(r))
+		return -EPROTO;
+	if (!pattern[0])
+		return reply_error(s, -EINVAL, "%s", "empty pattern");
+	if (!s->rec)
+		return reply_error(s, -EINVAL, "%s", "CONNECT before RING");
+	if (s->nprobes == DJP_AGENT_MAX_PROBES)
+		return reply_error(s, -E2BIG, "%s", "too many patterns in one session");
+	id = djp_recorder_connect(s->rec, pattern, &nsites);
+	if (id < 0) {
+		snprintf(msg, sizeof(msg), "pattern '%s': %s", pattern, connect_problem(id));
+		return djp_proto_send_error(s->fd, id, msg);
+	}
+	s->probe[s->nprobes] = id;
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, s->nprobes++);
+	djp_put_u32(&b, nsites);
+	return djp_proto_send(s->fd, DJP_MSG_CONNECTED, &b, -1);
+}
+
+/* Disconnect probe i of the session; 0 when it is gone. */
+static int drop_probe(struct djp_agent_session *s, unsigned i)
+{
+	int err;
+	if (s->probe[i] < 0)
+		return 0;
+	err = djp_disconnect(s->probe[i]);
+	if (err && err != -ENOENT)
+		return err;
+	s->probe[i] = -1;
+	return 0;
+}
+
+static int drop_all(struct djp_agent_session *s, uint32_t *count)
+{
+	int err = 0;
+	for (unsigned i = 0; i < s->nprobes; i++) {
+		int had = s->probe[i] >= 0, e = drop_probe(s, i);
+		if (e)
+			err = e;
+		else if (count)
+			*count += had;
+	}
+	return err;
+}
+
+static int do_disconnect(struct djp_agent_session *s, struct djp_preader *r)
+{
+	uint32_t which = djp_get_u32(r), count = 0;
+	int err;
+
+	if (!djp_preader_done(r))
+		return -EPROTO;
+	if (which == DJP_PROBE_ALL) {
+		err = drop_all(s, &count);
+	} else if (which < s->nprobes) {
+		count = s->probe[which] >= 0;
+		err = drop_probe(s, which);
+	} else {
+		return reply_error(s, -ENOENT, "%s", "no such probe");
+	}
+	if (err)
+		return reply_error(s, err, "cannot disconnect: %s", strerror(-err));
+	return reply_ok(s, count);
+}
+
+/* ---- STATS ----------------------------------------------------------------- */
+
+static int sum_misses(void *ctx, uint32_t id, const char *object, uintptr_t addr, const struct djp_marker_info *m)
+{
+	struct djp_site *site = djp_site_by_id(id); /* the engine lock is held */
+	if (site)
+		*(uint64_t *)ctx += atomic_load_explicit(&site->misses, memory_order_relaxed);
+	return 0;
+}
+
+static int do_stats(struct djp_agent_session *s, struct djp_preader *r)
+{
+	struct djp_pbuf *b;
+	struct djp_region *reg = s->rec ? s->rec->region : NULL;
+	uint64_t misses = 0;
+	uint32_t n = 0, m = 0;
+	size_t at;
+	int err;
+
+	if (!djp_preader_done(r))
+		return -EPROTO;
+	if (!(b = malloc(sizeof(*b))))
+		return reply_error(s, -ENOMEM, "%s", "out of memory");
+	djp__sites_foreach(sum_misses, &misses);
+	djp_pbuf_init(b);
+	djp_put_u64(b, misses);
+	djp_put_u64(b, reg ? __atomic_load_n(&reg->hdr->lost_noslot, __ATOMIC_RELAXED) : 0);
+	at = b->len;
+	djp_put_u32(b, 0);
+	for (uint32_t i = 0; reg && i < reg->nslots && djp_pbuf_room(b) > 2048; i++) {
+		struct djp_slot_hdr *sl = (struct djp_slot_hdr *)(reg->base + DJP_REGION_HDR_SIZE + i * reg->slot_stride);
+		uint64_t owner = __atomic_load_n(&sl->owner, __ATOMIC_ACQUIRE);
+		if (!owner)
+			continue;
+		djp_put_u32(b, (uint32_t)(owner >> 32));
+		djp_put_u64(b, __atomic_load_n(&sl->nevents, __ATOMIC_RELAXED));
+		djp_put_u64(b, __atomic_load_n(&sl->lost_full, __ATOMIC_RELAXED));
+		djp_put_u64(b, __atomic_load_n(&sl->lost_nested, __ATOMIC_RELAXED));
+		n++;
+	}
+	for (int i = 0; i < 4; i++)
+		b->data[DJP_PROTO_HDR_SIZE + at + i] = (uint8_t)(n >> (8 * i));
+	at = b->len;
+	djp_put_u32(b, 0);
+	for (uint32_t id = 0; s->rec && s->rec->lost_by_id && id < DJP_RECORDER_MAX_IDS && djp_pbuf_room(b) > 16; id++) {
+		uint32_t lost = __atomic_load_n(&s->rec->lost_by_id[id], __ATOMIC_RELAXED);
+		if (!lost)
+			continue;
+		djp_put_u32(b, id);
+		djp_put_u64(b, lost);
+		m++;
+	}
+	for (int i = 0; i < 4; i++)
+		b->data[DJP_PROTO_HDR_SIZE + at + i] = (uint8_t)(m >> (8 * i));
+	err = djp_proto_send(s->fd, DJP_MSG_STATS_REPLY, b, -1);
+	free(b);
+	return err;
+}
+
+/* ---- the session ------------------------------------------------------------ */
+
+/* Handle one frame; 0 to go on, < 0 to end the session. */
+static int handle(struct djp_agent_session *s, unsigned type, const uint8_t *payload, size_t len)
+{
+	struct djp_preader r;
+	int err;
+
+	djp_preader_init(&r, payload, len);
+	if (!s->hello && type != DJP_MSG_HELLO) {
+		djp_proto_send_error(s->fd, -EPROTO, "HELLO first");
+		return -EPROTO;
+	}
+	switch (type) {
+	case DJP_MSG_HELLO:
+		return s->hello ? -EPROTO : do_hello(s, &r);
+	case DJP_MSG_LIST:
+		return do_list(s, &r);
+	case DJP_MSG_RING:
+		return do_ring(s, &r);
+	case DJP_MSG_CONNECT:
+		return do_connect(s, &r);
+	case DJP_MSG_DISCONNECT:
+		return do_disconnect(s, &r);
+	case DJP_MSG_STATS:
+		return do_stats(s, &r);
+	case DJP_MSG_START:
+		if (!djp_preader_done(&r))
+			return -EPROTO;
+		if (s->launch)
+			djp_agent_launch_release();
+		return reply_ok(s, 0);
+	case DJP_MSG_BYE:
+		if (!djp_preader_done(&r))
+			return -EPROTO;
+		err = drop_all(s, NULL);
+		if (err)
+			reply_error(s, err, "cannot disconnect: %s", strerror(-err));
+		else
+			reply_ok(s, 0);
+		return -ECONNRESET;
+	default: /* a reply type, sent to the agent */
+		return -EPROTO;
+	}
+}
+
+int djp_agent_session_input(struct djp_agent_session *s)
+{
+	ssize_t n = recv(s->fd, s->in + s->inlen, sizeof(s->in) - s->inlen, MSG_DONTWAIT);
+
+	if (n == 0)
+		return -ECONNRESET;
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	s->inlen += (size_t)n;
+	for (;;) {
+		unsigned type;
+		long len;
+		int err;
+		if (s->inlen < DJP_PROTO_HDR_SIZE)
+			return 0;
+		len = djp_proto_check_hdr(s->in, &type);
+		if (len < 0)
+			return (int)len;
+		if (s->inlen < DJP_PROTO_HDR_SIZE + (size_t)len)
+			return 0;
+		err = handle(s, type, s->in + DJP_PROTO_HDR_SIZE, (size_t)len);
+		if (err < 0)
+			return err;
+		s->inlen -= DJP_PROTO_HDR_SIZE + (size_t)len;
+		memmove(s->in, s->in + DJP_PROTO_HDR_SIZE + len, s->inlen);
+	}
+}
+
+int djp_agent_session_end(struct djp_agent_session *s)
+{
+	if (s->fd >= 0) {
+		close(s->fd);
+		s->fd = -1;
+	}
+	if (drop_all(s, NULL))
+		return -EAGAIN;
+	djp_recorder_destroy(s->rec);
+	s->rec = NULL;
+	s->nprobes = 0;
+	s->used = false;
+	s->ending = false;
+	return 0;
+}

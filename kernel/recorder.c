@@ -1,0 +1,220 @@
+/*
+ * The recorder: what a probe does when nobody wants anything but the event.
+ *
+ * The agent connects this one handler to every pattern a tool asks for.  On
+ * a hit it writes {timestamp, marker id, arguments} into the calling
+ * thread's ring (lib/ring.h: the ring records the thread id once per slot,
+ * not per event) and returns.  No formatting, no lookup by name, no lock:
+ * the tool, in another process, turns ids into names with the marker table
+ * the agent sends it, and arguments into text with the marker's format.
+ *
+ * It is connected with DJP_GPR_ONLY, so the engine serves it from the lean
+ * trampoline, which saves the general registers only.  That is a promise
+ * this file keeps by construction: it is compiled with -mgeneral-regs-only
+ * (tools/djp/trace.mk), so the compiler refuses to emit a vector or x87
+ * instruction here, and everything the hit path calls is either inline in
+ * a header compiled into this file (djp_ring_record, djp_clock_raw) or a
+ * system call.  No libc string function is called: the argument fetch
+ * below is written out instead of using djp_hit_arg or memcpy, and the
+ * only helpers it reaches in other files are the ring's slow paths (the
+ * first event of a thread, a nested record, the %s copy through
+ * process_vm_readv), which lib/ring.c keeps to general registers too.
+ *
+ * %s arguments: which arguments are strings is decided by the marker's
+ * format (conversion 's'); the ring copies them inline, bounded (64 bytes
+ * with the NUL unless the tool asks otherwise) and fault-safe.  The string
+ * mask is computed from the format once per marker id and cached in a
+ * table indexed by id; filling an entry is idempotent, so racing threads
+ * at worst compute it twice.  A %p, or any other conversion, is a word: the
+ * recorder never dereferences an argument.
+ *
+ * Lost events (a full ring in discard mode) are counted by the ring per
+ * thread; the recorder also counts them per marker id, in a table of its
+ * own, so the summary can say which markers lost events.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+
+#include "kernel/engine.h"
+#include "kernel/recorder.h"
+
+/* Cached string masks by marker id: bit 31 says "computed". */
+#define MASK_KNOWN 0x80000000u
+static uint32_t str_masks[DJP_RECORDER_MAX_IDS];
+
+uint32_t djp_recorder_str_mask(const char *f, unsigned nargs)
+{
+	uint32_t mask = 0;
+	unsigned k = 0;
+
+	if (!f)
+		return 0;
+	while (*f && k < nargs && k < 31) {
+		if (*f++ != '%')
+			continue;
+		if (*f == '%') {
+			f++;
+			continue;
+		}
+		while (*f == '-' || *f == '+' || *f == ' ' || *f == '#' || *f == '0')
+			f++;
+		while ((*f >= '0' && *f <= '9') || *f == '.' || *f == '*')
+			f++;
+		while (*f == 'h' || *f == 'l' || *f == 'L' || *f == 'q' || *f == 'j' || *f == 'z' || *f == 't')
+			f++;
+		if (!*f)
+			break;
+		if (*f == 's')
+			mask |= 1u << k;
+		k++;
+		f++;
+	}
+	return mask;
+}
+
+static inline uint32_t str_mask_of(uint32_t id, const struct djp_marker_info *m)
+{
+	uint32_t v;
+
+	if (__builtin_expect(id < DJP_RECORDER_MAX_IDS, 1)) {
+		v = __atomic_load_n(&str_masks[id], __ATOMIC_RELAXED);
+		if (__builtin_expect(v & MASK_KNOWN, 1))
+			return v & ~MASK_KNOWN;
+	}
+	v = m->from_sdt ? 0 : djp_recorder_str_mask(m->format, m->nargs);
+	if (id < DJP_RECORDER_MAX_IDS)
+		__atomic_store_n(&str_masks[id], v | MASK_KNOWN, __ATOMIC_RELAXED);
+	return v;
+}
+
+/* A load of `size` bytes, without a memcpy call. */
+static inline uint64_t load_sized(uintptr_t addr, unsigned size)
+{
+	switch (size) {
+	case 1:
+		return *(const volatile uint8_t *)addr;
+	case 2:
+		return *(const volatile uint16_t *)addr;
+	case 4:
+		return *(const volatile uint32_t *)addr;
+	default:
+		return *(const volatile uint64_t *)addr;
+	}
+}
+
+/* djp_hit_arg, written out for general registers only. */
+static inline uint64_t arg_value(const struct djp_hit *hit, const struct djp_argloc *a)
+{
+	const struct djp_regs *r = hit->regs;
+	uint64_t v;
+	uintptr_t addr;
+
+	switch (a->kind) {
+	case DJP_LOC_REG:
+		v = r->r[a->reg] >> a->reg_shift;
+		break;
+	case DJP_LOC_IMM:
+		return (uint64_t)a->disp;
+	case DJP_LOC_MEM:
+		addr = (uintptr_t)a->disp;
+		if (a->reg != DJP_REG_NONE)
+			addr += r->r[a->reg];
+		if (a->index != DJP_REG_NONE)
+			addr += r->r[a->index] * a->scale;
+		v = load_sized(addr, a->size);
+		break;
+	case DJP_LOC_ABS:
+		v = load_sized(hit->site->obj->bias + (uintptr_t)a->disp, a->size);
+		break;
+	default:
+		return 0;
+	}
+	switch (a->size) {
+	case 1:
+		return a->is_signed ? (uint64_t)(int64_t)(int8_t)v : (uint8_t)v;
+	case 2:
+		return a->is_signed ? (uint64_t)(int64_t)(int16_t)v : (uint16_t)v;
+	case 4:
+		return a->is_signed ? (uint64_t)(int64_t)(int32_t)v : (uint32_t)v;
+	default:
+		return v;
+	}
+}
+
+void djp_recorder_hit(const struct djp_hit *hit, void *data)
+{
+	struct djp_recorder *rec = data;
+	const struct djp_site *s = hit->site;
+	const struct djp_marker_info *m = s->m;
+	uint64_t args[DJP_MARKER_MAX_ARGS];
+	unsigned n = m->nargs;
+	uint32_t id = s->id, mask;
+	int err;
+
+	if (n > DJP_MARKER_MAX_ARGS)
+		n = DJP_MARKER_MAX_ARGS;
+	for (unsigned i = 0; i < n; i++)
+		args[i] = arg_value(hit, &m->arg[i]);
+	mask = n ? str_mask_of(id, m) : 0;
+	err = djp_ring_record(rec->region, id, args, n, mask, rec->str_bound);
+	if (__builtin_expect(err == -ENOBUFS, 0)) {
+		if (rec->lost_by_id && id < DJP_RECORDER_MAX_IDS)
+			__atomic_fetch_add(&rec->lost_by_id[id], 1, __ATOMIC_RELAXED);
+		else
+			__atomic_fetch_add(&rec->lost_other, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* ---- set-up (not on the hit path) ---------------------------------------- */
+
+struct djp_recorder *djp_recorder_create(const struct djp_ring_opts *opts)
+{
+	struct djp_recorder *rec = calloc(1, sizeof(*rec));
+	int err;
+
+	if (!rec)
+		return NULL;
+	rec->region = djp_region_create(opts);
+	if (!rec->region) {
+		err = errno;
+		free(rec);
+		errno = err;
+		return NULL;
+	}
+	rec->lost_by_id = calloc(DJP_RECORDER_MAX_IDS, sizeof(*rec->lost_by_id));
+	return rec;
+}
+
+void djp_recorder_destroy(struct djp_recorder *rec)
+{
+	if (!rec)
+		return;
+	djp_region_destroy(rec->region);
+	free(rec->lost_by_id);
+	free(rec);
+}
+
+struct count_ctx {
+	const char *pattern;
+	unsigned n;
+};
+
+static int count_site(void *ctx, uint32_t id, const char *object, uintptr_t addr, const struct djp_marker_info *m)
+{
+	struct count_ctx *c = ctx;
+	c->n += fnmatch(c->pattern, m->name, 0) == 0;
+	return 0;
+}
+
+int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned *nsites)
+{
+	struct count_ctx c = { pattern, 0 };
+	int id = djp_connect(pattern, djp_recorder_hit, rec, DJP_GPR_ONLY);
+
+	if (id >= 0 && nsites) {
+		djp__sites_foreach(count_site, &c);
+		*nsites = c.n;
+	}
+	return id;
+}

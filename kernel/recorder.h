@@ -1,0 +1,41 @@
+/*
+ * The recorder: the built-in lean probe handler that writes each hit into
+ * the calling thread's ring (kernel/recorder.c has the essay).  Used by the
+ * agent for every pattern a tool connects, and by the benchmark, which
+ * connects it in-process through the same two calls.
+ */
+#ifndef DJP_KERNEL_RECORDER_H
+#define DJP_KERNEL_RECORDER_H
+
+#include <stdint.h>
+
+#include "djprobe/djprobe.h"
+#include "lib/ring.h"
+
+/* Marker ids below this have their own lost-event counter. */
+#define DJP_RECORDER_MAX_IDS 65536u
+
+struct djp_recorder {
+	struct djp_region *region;
+	unsigned str_bound;	  /* %s bound, NUL included (0: the region's) */
+	uint32_t *lost_by_id;	  /* DJP_RECORDER_MAX_IDS counters, or NULL */
+	uint64_t lost_other;	  /* lost events of ids beyond the table */
+};
+
+/* A recorder with a new ring region; NULL with errno set. */
+struct djp_recorder *djp_recorder_create(const struct djp_ring_opts *opts);
+/* Only once every probe connected with it is disconnected. */
+void djp_recorder_destroy(struct djp_recorder *rec);
+
+/* Connect the recorder to every marker matching `pattern` (DJP_GPR_ONLY):
+ * what djp_connect returns.  *nsites, if not NULL, gets the number of sites
+ * the pattern matched. */
+int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned *nsites);
+
+/* The handler itself (data is the struct djp_recorder). */
+void djp_recorder_hit(const struct djp_hit *hit, void *data);
+
+/* Bit i set when argument i of a marker with this format is a %s. */
+uint32_t djp_recorder_str_mask(const char *format, unsigned nargs);
+
+#endif
