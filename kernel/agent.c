@@ -34,12 +34,23 @@
  * (a thread blocking SIGTRAP, say), the session is kept and retried every
  * 100 ms until it succeeds.
  *
+ * Libraries loaded later.  The engine's dlopen interposer arms the markers
+ * of a new library for the probes already connected; but a program whose
+ * dlopen reference is versioned (dlopen@GLIBC_2.34) may call libc directly.
+ * So while any session has probes, the agent thread also looks, every
+ * 100 ms, at the loader's count of objects loaded (dlpi_adds); when it has
+ * moved, it calls dlopen(NULL) itself, through the interposer, which
+ * arms whatever the new objects have.  The tool learns the new marker ids
+ * when their first events arrive.
+ *
  * fork: the child has no agent thread (threads do not survive fork), and
  * the engine disarms every site in it; the child closes its copies of the
  * agent's sockets so that a tool still sees end of file when the parent
  * exits.  exec: every descriptor is close-on-exec.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -98,7 +109,7 @@ static struct djp_agent_session *session_slot(void)
 
 static void accept_one(void)
 {
-	struct ucred cred;
+	struct ucred cred = { 0, (uid_t)-1, (gid_t)-1 };
 	socklen_t len = sizeof(cred);
 	struct djp_agent_session *s;
 	char msg[128];
@@ -124,10 +135,38 @@ static void accept_one(void)
 
 static void end_session(struct djp_agent_session *s)
 {
-	bool launch = s->launch;
-	s->ending = true;
-	if (djp_agent_session_end(s) == 0 && launch)
+	if (s->launch)
 		djp_agent_launch_release();
+	s->ending = true;
+	djp_agent_session_end(s);
+}
+
+static int first_adds(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	*(unsigned long long *)arg = info->dlpi_adds;
+	return 1;
+}
+
+/* Objects loaded since the last look, behind the interposer's back? */
+static void check_new_objects(void)
+{
+	static unsigned long long seen;
+	unsigned long long adds = 0;
+
+	dl_iterate_phdr(first_adds, &adds);
+	if (adds != seen) {
+		seen = adds;
+		dlopen(NULL, RTLD_NOW); /* the interposer re-arms; the handle needs no close */
+	}
+}
+
+static bool any_probes(void)
+{
+	for (int i = 0; i < DJP_AGENT_MAX_SESSIONS; i++)
+		if (sessions[i].used && sessions[i].nprobes)
+			return true;
+	return false;
 }
 
 static void *agent_main(void *arg)
@@ -137,8 +176,11 @@ static void *agent_main(void *arg)
 	sigset_t set;
 
 	(void)arg;
-	/* The engine's interposed pthread_sigmask keeps its own signals open. */
+	/* Asynchronous signals are the application's; the engine's own
+	 * (SIGTRAP, the real-time freeze signal) and the synchronous ones
+	 * stay open. */
 	sigfillset(&set);
+	sigdelset(&set, SIGTRAP);
 	sigdelset(&set, SIGSEGV);
 	sigdelset(&set, SIGBUS);
 	sigdelset(&set, SIGILL);
@@ -162,6 +204,10 @@ static void *agent_main(void *arg)
 			}
 			pf[n] = (struct pollfd){ sessions[i].fd, POLLIN, 0 };
 			map[n++] = i;
+		}
+		if (any_probes()) {
+			check_new_objects();
+			timeout = 100;
 		}
 		if (poll(pf, (nfds_t)n, timeout) < 0 && errno != EINTR)
 			usleep(100000);
@@ -215,8 +261,12 @@ static void start(void)
 		return;
 	}
 	pthread_atfork(NULL, NULL, atfork_child);
-	/* Start the thread with every signal blocked; it opens what it must. */
+	/* Start the thread with every signal blocked but the engine's; it
+	 * opens what else it must. */
 	sigfillset(&all);
+	sigdelset(&all, SIGTRAP);
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		sigdelset(&all, sig);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -233,6 +283,8 @@ static void start(void)
 DJP_API int djp_agent_start(void)
 {
 	pthread_once(&start_once, start);
+	if (start_err)
+		errno = -start_err;
 	return start_err;
 }
 

@@ -17,6 +17,10 @@
 #define DJP_AGENT_MAX_SESSIONS 8
 #define DJP_AGENT_MAX_PROBES 64
 #define DJP_AGENT_PATTERN_MAX 256
+/* Bounds on the ring region a tool may ask for. */
+#define DJP_AGENT_MAX_SLOTS 4096u
+#define DJP_AGENT_MAX_RING (256ull << 20)
+#define DJP_AGENT_MAX_REGION (64ull << 30)
 /* The socket's abstract name is "\0" DJP_AGENT_SOCK_PREFIX "PID". */
 #define DJP_AGENT_SOCK_PREFIX "djprobe-agent-"
 /* Environment: DJP_AGENT=0 disables the agent; DJP_AGENT_TOOL names the

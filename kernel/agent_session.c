@@ -222,6 +222,11 @@ static int do_ring(struct djp_agent_session *s, struct djp_preader *r)
 		return -EPROTO;
 	if (s->rec)
 		return reply_error(s, -EBUSY, "%s", "this session has a ring already");
+	/* The ring's own checks allow regions far larger than a tracer
+	 * should map into somebody's process. */
+	if (o.nslots > DJP_AGENT_MAX_SLOTS || o.ring_size > DJP_AGENT_MAX_RING ||
+	    (uint64_t)(o.nslots ? o.nslots : 256) * (o.ring_size ? o.ring_size : 1u << 20) > DJP_AGENT_MAX_REGION)
+		return reply_error(s, -E2BIG, "%s", "ring buffers too large");
 	s->rec = djp_recorder_create(&o);
 	if (!s->rec)
 		return reply_error(s, -errno, "cannot create the ring buffers: %s", strerror(errno));

@@ -17,5 +17,7 @@ struct djp_command {
 
 int djp_cmd_list(int argc, char **argv);
 void djp_usage_list(FILE *out);
+int djp_cmd_trace(int argc, char **argv);
+void djp_usage_trace(FILE *out);
 
 #endif

@@ -10,14 +10,16 @@
 #include <string.h>
 
 #include "commands.h"
+#include "script/script.h"
 
 static const struct djp_command commands[] = {
 	{ "list", djp_cmd_list, djp_usage_list, "list the markers of files and running processes" },
+	{ "trace", djp_cmd_trace, djp_usage_trace, "record markers of a command (-c) or a process (-x)" },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-/* The script mode's entry, once there is one. */
-static int (*const fallback)(int argc, char **argv) = NULL;
+/* Anything else is SystemTap's command line: djp FILE, djp -e SCRIPT, -l... */
+static int (*const fallback)(int argc, char **argv) = djp_script_main;
 
 static void usage(FILE *out)
 {

@@ -1,0 +1,285 @@
+/*
+ * `djp trace` costs, side by side in one run: rows "label | value | target |
+ * status".  The recorder is connected in-process through the calls the
+ * agent makes for a tool (djp_recorder_create, djp_recorder_connect), and a
+ * consumer on the same region stands in for the tool.
+ *
+ *   recorded event, 2 integer arguments: ns per hit over the NOP
+ *   2 threads on 2 cores: each one's rate / the single-thread rate
+ *   drain rate of the consumer (what the tool reads per second)
+ *   1 M events/s sustained for DJP_BENCH_SECONDS (default 10): lost events
+ *
+ * Every value is the median of RUNS runs, armed and unarmed interleaved.
+ * The LTTng-UST comparison is bench/lttng (bench/lttng.mk), which prints
+ * its rows after these when it could be built.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "djprobe/djprobe.h"
+#include "djprobe/marker.h"
+#include "kernel/recorder.h"
+#include "lib/ring.h"
+
+#define ALIGNED __attribute__((noinline, aligned(64)))
+#define RUNS 7
+#define BATCH 16384 /* events per timed batch: fits a 1 MiB ring (32 B each) */
+#define BATCHES 16
+
+ALIGNED void hit_marker(int a, long b)
+{
+	MARK(bench_trace_hit, "a=%d b=%ld", a, b);
+}
+
+ALIGNED void hit_nop(int a, long b)
+{
+	(void)a;
+	(void)b;
+	__asm__ __volatile__(".byte 0x66,0x0f,0x1f,0x44,0x00,0x00");
+}
+
+typedef void (*fn_t)(int, long);
+
+ALIGNED void loop(fn_t fn, long n)
+{
+	for (long i = 0; i < n; i++)
+		fn((int)i, i);
+}
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return v[n / 2];
+}
+
+static void row(const char *name, double value, const char *unit, double target, int lower_is_ok)
+{
+	if (target < 0) {
+		printf("%s | %.3f %s | - | -\n", name, value, unit);
+	} else {
+		int ok = lower_is_ok ? value <= target : value >= target;
+		printf("%s | %.3f %s | %s %.3g | %s\n", name, value, unit, lower_is_ok ? "<=" : ">=", target,
+		       ok ? "ok" : "over");
+	}
+	fflush(stdout);
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	CPU_ZERO(&set);
+	CPU_SET(cpu % (n > 0 ? n : 1), &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/* ---- the consumer ---------------------------------------------------------- */
+
+static struct djp_recorder *rec;
+static struct djp_consumer *cons;
+static uint64_t consumed;
+
+static int count_event(void *arg, const struct djp_event *ev, uint32_t tid, unsigned slot)
+{
+	(void)arg;
+	(void)tid;
+	(void)slot;
+	consumed += ev->nargs;
+	return 0;
+}
+
+static const struct djp_drain_ops count_ops = { count_event, NULL };
+
+static long drain(void)
+{
+	long n = djp_consumer_drain(cons, &count_ops, NULL);
+	return n > 0 ? n : 0;
+}
+
+static uint64_t lost_total(void)
+{
+	uint64_t lost = djp_consumer_lost_noslot(cons);
+	for (unsigned i = 0; i < djp_consumer_nslots(cons); i++) {
+		struct djp_slot_stats st;
+		if (!djp_consumer_slot_stats(cons, i, &st))
+			lost += st.lost_full + st.lost_nested + st.overwritten;
+	}
+	return lost;
+}
+
+/* ---- per-hit cost ------------------------------------------------------------ */
+
+/* ns per call of fn over BATCHES batches of BATCH, draining between them
+ * (outside the timed part) so the ring never fills. */
+static double batch_ns(fn_t fn)
+{
+	double total = 0;
+	for (int b = 0; b < BATCHES; b++) {
+		double t0 = now_ns();
+		loop(fn, BATCH);
+		total += now_ns() - t0;
+		drain();
+	}
+	return total / (BATCHES * (double)BATCH);
+}
+
+/* ---- 2 threads --------------------------------------------------------------- */
+
+static pthread_barrier_t barrier;
+static double thread_ns[2];
+
+static void *two_threads_body(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	double total = 0;
+	pin(me);
+	for (int b = 0; b < BATCHES; b++) {
+		double t0;
+		pthread_barrier_wait(&barrier);
+		t0 = now_ns();
+		loop(hit_marker, BATCH);
+		total += now_ns() - t0;
+		pthread_barrier_wait(&barrier);
+		if (me == 0)
+			drain(); /* one consumer; the other thread waits */
+	}
+	thread_ns[me] = total / (BATCHES * (double)BATCH);
+	return NULL;
+}
+
+static double two_threads_ratio(double single_ns)
+{
+	pthread_t th[2];
+	pthread_barrier_init(&barrier, NULL, 2);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, two_threads_body, (void *)(intptr_t)i);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&barrier);
+	/* rate = 1/ns: each thread's rate over the single-thread rate */
+	return single_ns / (thread_ns[0] > thread_ns[1] ? thread_ns[0] : thread_ns[1]);
+}
+
+/* ---- drain rate --------------------------------------------------------------- */
+
+static double drain_rate(void)
+{
+	long n = 0;
+	double t0;
+	drain();
+	loop(hit_marker, 30000); /* nearly a full 1 MiB ring */
+	t0 = now_ns();
+	n = drain();
+	return n / ((now_ns() - t0) / 1e9);
+}
+
+/* ---- sustained rate ------------------------------------------------------------ */
+
+static atomic_int sustain_stop;
+
+static void *tool_thread(void *arg)
+{
+	(void)arg;
+	pin(1);
+	while (!atomic_load(&sustain_stop)) {
+		long n = drain();
+		if (n < 1024)
+			usleep(5000); /* the tool's period */
+	}
+	drain();
+	return NULL;
+}
+
+/* Record `rate` events/s for `secs` seconds in bursts every millisecond;
+ * returns the events lost.  *achieved gets the rate reached. */
+static uint64_t sustained(double rate, double secs, double *achieved)
+{
+	pthread_t th;
+	uint64_t lost0 = lost_total(), sent = 0;
+	double t0 = now_ns(), per_ms = rate / 1000, end = t0 + secs * 1e9;
+	pin(0);
+	atomic_store(&sustain_stop, 0);
+	pthread_create(&th, NULL, tool_thread, NULL);
+	for (double tick = t0; tick < end; tick += 1e6) {
+		while (now_ns() < tick)
+			;
+		loop(hit_marker, (long)per_ms);
+		sent += (uint64_t)per_ms;
+	}
+	*achieved = sent / ((now_ns() - t0) / 1e9);
+	atomic_store(&sustain_stop, 1);
+	pthread_join(th, NULL);
+	return lost_total() - lost0;
+}
+
+int main(void)
+{
+	double nop[RUNS], armed[RUNS], ratio[RUNS], dr[RUNS], m_nop, m_armed, achieved;
+	const char *env = getenv("DJP_BENCH_SECONDS");
+	double secs = env ? atof(env) : 10;
+	unsigned nsites = 0;
+	int id;
+
+	rec = djp_recorder_create(NULL);
+	if (!rec) {
+		perror("djp_recorder_create");
+		return 1;
+	}
+	cons = djp_consumer_open(djp_region_fd(rec->region));
+	if (!cons) {
+		perror("djp_consumer_open");
+		return 1;
+	}
+	id = djp_recorder_connect(rec, "bench_trace_hit", &nsites);
+	if (id < 0 || nsites != 1) {
+		fprintf(stderr, "trace_record: connect: %d (%u sites)\n", id, nsites);
+		return 1;
+	}
+	loop(hit_marker, BATCH); /* warm up: slot claim, page faults */
+	drain();
+
+	for (int r = 0; r < RUNS; r++) {
+		nop[r] = batch_ns(hit_nop);
+		armed[r] = batch_ns(hit_marker);
+		ratio[r] = two_threads_ratio(armed[r]);
+		dr[r] = drain_rate();
+	}
+	m_nop = median(nop, RUNS);
+	m_armed = median(armed, RUNS);
+	row("NOP (marker site, nobody listening)", m_nop, "ns", -1, 1);
+	row("recorded event, 2 int args, ns per hit over the NOP", m_armed - m_nop, "ns", 15, 1);
+	row("2 threads on 2 cores: per-thread rate / 1-thread rate", median(ratio, RUNS), "x", 0.9, 0);
+	row("drain rate (consumer, events counted)", median(dr, RUNS) / 1e6, "M events/s", 10, 0);
+	row("lost events during the runs above (rings drained between batches)", (double)lost_total(), "events",
+	    0, 1);
+	{
+		uint64_t lost = sustained(1e6, secs, &achieved);
+		char label[128];
+		snprintf(label, sizeof(label), "1 M events/s for %g s, default buffers: lost events", secs);
+		row(label, (double)lost, "events", 0, 1);
+		row("  ... rate achieved", achieved / 1e6, "M events/s", -1, 0);
+	}
+	djp_disconnect(id);
+	djp_consumer_close(cons);
+	djp_recorder_destroy(rec);
+	return 0;
+}

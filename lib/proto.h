@@ -1,0 +1,142 @@
+/*
+ * The agent protocol: how the djp tool and the agent inside a traced process
+ * talk over a Unix stream socket (lib/proto.c has the essay).
+ *
+ * Every message is one frame: an 8-byte header, then `len` payload bytes.
+ *
+ *   u32 len      payload bytes, at most DJP_PROTO_MAX_PAYLOAD
+ *   u16 type     enum djp_msg_type
+ *   u16 flags    0 (reserved; a receiver refuses anything else)
+ *
+ * Payloads are sequences of little-endian fields: u8, u16, u32, u64, and
+ * strings (u16 length, then the bytes: no NUL, at most DJP_PROTO_STR_MAX).
+ * Every request gets exactly one final reply (OK, ERROR or the typed reply
+ * named below), possibly preceded by MARKERS frames.
+ *
+ *   HELLO      tool:  u32 magic, u32 version
+ *              agent: HELLO u32 magic, u32 version, u32 pid, str program
+ *   LIST       tool:  u32 first_id (markers with id >= first_id)
+ *              agent: MARKERS* (u32 n, n x {u32 id, u64 addr, u8 nargs,
+ *                     str name, str format, str object}), then OK u32 total
+ *   RING       tool:  u32 mode, u32 nslots, u64 ring_size, u32 nsubbufs,
+ *                     u32 str_bound (0: defaults)
+ *              agent: RING_FD u64 region size, the memfd in SCM_RIGHTS
+ *   CONNECT    tool:  str pattern
+ *              agent: CONNECTED u32 probe, u32 sites matched; or ERROR
+ *                     (-ENOENT when the pattern matches no marker)
+ *   DISCONNECT tool:  u32 probe (DJP_PROBE_ALL: every probe of the session)
+ *              agent: OK u32 probes disconnected
+ *   STATS      agent: STATS_REPLY u64 misses, u64 lost_noslot,
+ *                     u32 n, n x {u32 tid, u64 events, u64 lost_full,
+ *                     u64 lost_nested}, u32 m, m x {u32 id, u64 lost}
+ *   START      tool:  the first configuration is complete: a command that
+ *                     waits in the agent's constructor may run its main.
+ *              agent: OK u32 0
+ *   BYE        tool:  disconnect everything; agent: OK u32 0, then closes
+ *
+ * A malformed frame (bad length, type or flags, a field past the end, bytes
+ * left over) ends the session: the agent disarms every probe it armed for it
+ * and closes the socket.
+ */
+#ifndef DJP_LIB_PROTO_H
+#define DJP_LIB_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DJP_PROTO_MAGIC 0x4a504a44u /* "DJPJ" */
+#define DJP_PROTO_VERSION 1u
+#define DJP_PROTO_HDR_SIZE 8u
+#define DJP_PROTO_MAX_PAYLOAD (60u * 1024)
+#define DJP_PROTO_STR_MAX 4096u
+#define DJP_PROBE_ALL 0xffffffffu
+
+enum djp_msg_type {
+	/* requests (tool to agent) */
+	DJP_MSG_HELLO = 1,
+	DJP_MSG_LIST = 2,
+	DJP_MSG_RING = 3,
+	DJP_MSG_CONNECT = 4,
+	DJP_MSG_DISCONNECT = 5,
+	DJP_MSG_STATS = 6,
+	DJP_MSG_START = 7,
+	DJP_MSG_BYE = 8,
+	/* replies (agent to tool) */
+	DJP_MSG_OK = 64,
+	DJP_MSG_ERROR = 65,	/* i32 -errno, str message */
+	DJP_MSG_MARKERS = 66,
+	DJP_MSG_CONNECTED = 67,
+	DJP_MSG_STATS_REPLY = 68,
+	DJP_MSG_RING_FD = 69,
+	/* the agent's own hello, answering HELLO */
+	DJP_MSG_HELLO_REPLY = 70,
+};
+
+/* Name of a message type for diagnostics ("HELLO"), or "?". */
+const char *djp_msg_name(unsigned type);
+bool djp_msg_type_valid(unsigned type);
+
+/* ---- building a payload ------------------------------------------------ */
+
+struct djp_pbuf {
+	uint8_t data[DJP_PROTO_HDR_SIZE + DJP_PROTO_MAX_PAYLOAD];
+	size_t len; /* payload bytes so far (after the header space) */
+	bool overflow;
+};
+
+void djp_pbuf_init(struct djp_pbuf *b);
+void djp_put_u8(struct djp_pbuf *b, uint8_t v);
+void djp_put_u16(struct djp_pbuf *b, uint16_t v);
+void djp_put_u32(struct djp_pbuf *b, uint32_t v);
+void djp_put_u64(struct djp_pbuf *b, uint64_t v);
+/* At most DJP_PROTO_STR_MAX bytes of s (NULL is ""); longer is cut. */
+void djp_put_str(struct djp_pbuf *b, const char *s);
+/* Room left for more fields. */
+size_t djp_pbuf_room(const struct djp_pbuf *b);
+
+/* ---- reading a payload -------------------------------------------------- */
+
+struct djp_preader {
+	const uint8_t *p;
+	size_t left;
+	bool bad; /* a read went past the end or a string was malformed */
+};
+
+void djp_preader_init(struct djp_preader *r, const void *payload, size_t len);
+uint8_t djp_get_u8(struct djp_preader *r);
+uint16_t djp_get_u16(struct djp_preader *r);
+uint32_t djp_get_u32(struct djp_preader *r);
+uint64_t djp_get_u64(struct djp_preader *r);
+/* Copy a string into out (size outsz, NUL-terminated).  A string with a NUL
+ * inside, longer than DJP_PROTO_STR_MAX or than outsz - 1 marks the reader
+ * bad.  Returns out. */
+char *djp_get_str(struct djp_preader *r, char *out, size_t outsz);
+/* True when everything was read and nothing was bad. */
+bool djp_preader_done(const struct djp_preader *r);
+
+/* ---- frames ------------------------------------------------------------- */
+
+/* Validate a received header; returns the payload length or -EPROTO. */
+long djp_proto_check_hdr(const uint8_t hdr[DJP_PROTO_HDR_SIZE], unsigned *type);
+
+/*
+ * Send one frame of type `type` with the payload of b (NULL: empty), and
+ * pass_fd (>= 0) in SCM_RIGHTS.  Blocking on a blocking socket (use
+ * SO_SNDTIMEO to bound it); MSG_NOSIGNAL.  Returns 0 or -errno.
+ */
+int djp_proto_send(int fd, unsigned type, struct djp_pbuf *b, int pass_fd);
+
+/* Send an ERROR frame: -errno and a message. */
+int djp_proto_send_error(int fd, int err, const char *msg);
+
+/*
+ * Receive one frame, waiting at most timeout_ms for each part (-1: no
+ * limit).  The payload goes into buf (at least DJP_PROTO_MAX_PAYLOAD bytes);
+ * a file descriptor that came with it into *fd_out (or -1; closed when
+ * fd_out is NULL).  Returns the payload length, -ETIMEDOUT, -ECONNRESET on
+ * end of file, -EPROTO on a malformed header, or another -errno.
+ */
+long djp_proto_recv(int fd, unsigned *type, void *buf, int timeout_ms, int *fd_out);
+
+#endif

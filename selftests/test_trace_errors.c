@@ -1,0 +1,140 @@
+/* `djp trace` on bad input: each is one line on stderr naming the thing and
+ * the problem, a non-zero exit, and nothing left armed. */
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "test_trace_util.h"
+
+static struct tproc *run_djp(char *const argv[], int uid, int *status)
+{
+	struct tproc *p = tt_spawn(argv, false, uid);
+	*status = tt_finish(p, 20000);
+	return p;
+}
+
+static void expect_one_line(struct tproc *p, int status, const char *what, const char *problem)
+{
+	CHECK(WIFEXITED(status));
+	CHECK(WEXITSTATUS(status) != 0);
+	if (tt_lines(p->ebuf) != 1 || !strstr(p->ebuf, what) || !strstr(p->ebuf, problem))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	CHECK_EQ(p->olen, 0);
+}
+
+TEST(trace_error_no_such_process)
+{
+	pid_t gone = fork();
+	struct tproc *p;
+	char pid[16];
+	int st;
+
+	CHECK(gone >= 0);
+	if (!gone)
+		_exit(0);
+	waitpid(gone, NULL, 0);
+	snprintf(pid, sizeof(pid), "%d", (int)gone);
+	p = run_djp((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "tt_*", NULL }, -1, &st);
+	expect_one_line(p, st, pid, "no such process");
+	free(p);
+}
+
+TEST(trace_error_no_agent)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), NULL }, false, -1);
+	struct tproc *p;
+	char pid[16];
+	int st, n;
+
+	CHECK(tt_wait_out(t, "ready", 10000));
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	p = run_djp((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "tt_*", NULL }, -1, &st);
+	expect_one_line(p, st, pid, "no djprobe agent");
+	CHECK_EQ(tt_sites_changed(t->pid, tt_target(false), &n), 0);
+	tt_kill(t);
+	free(p);
+	free(t);
+}
+
+TEST(trace_error_other_user)
+{
+	struct tproc *t, *p;
+	char pid[16];
+	int st;
+
+	if (geteuid() != 0)
+		SKIP("needs root to run processes as two other users");
+	t = tt_spawn((char *const[]){ (char *)tt_target(false), NULL }, true, 65534);
+	if (!tt_wait_out(t, "ready", 10000)) {
+		tt_kill(t);
+		SKIP("the target cannot run as nobody here");
+	}
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	p = run_djp((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "tt_*", NULL }, 65533, &st);
+	expect_one_line(p, st, pid, "another user");
+	tt_kill(t);
+	free(p);
+	free(t);
+}
+
+TEST(trace_error_pattern_matches_nothing_attach)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--tick-us", "1000", NULL }, true, -1);
+	struct tproc *p;
+	char pid[16];
+	int st, n;
+
+	CHECK(tt_wait_out(t, "ready", 10000));
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	/* The first pattern matches and is armed, the second does not: the
+	 * whole trace fails and the first is disarmed again. */
+	p = run_djp((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "tt_tick", "no_such_*", NULL }, -1, &st);
+	expect_one_line(p, st, "'no_such_*'", "matches no marker");
+	CHECK(tt_wait_restored(t->pid, tt_target(false), 1000));
+	CHECK_EQ(tt_sites_changed(t->pid, tt_target(false), &n), 0);
+	tt_kill(t);
+	free(p);
+	free(t);
+}
+
+TEST(trace_error_pattern_matches_nothing_launch)
+{
+	char cmd[4096];
+	struct tproc *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s --no-stdin", tt_target(false));
+	p = run_djp((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "no_such_*", NULL }, -1, &st);
+	/* The command may print its "ready" before it dies: stdout is its. */
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	CHECK_EQ(tt_lines(p->ebuf), 1);
+	CHECK(strstr(p->ebuf, "'no_such_*' matches no marker"));
+	free(p);
+}
+
+TEST(trace_error_cannot_execute)
+{
+	struct tproc *p;
+	int st;
+
+	p = run_djp((char *const[]){ (char *)tt_djp(), "trace", "-c", "/nonexistent/djp-test-cmd", "tt_*", NULL }, -1,
+		    &st);
+	expect_one_line(p, st, "/nonexistent/djp-test-cmd", "cannot execute: No such file or directory");
+	free(p);
+}
+
+TEST(trace_error_usage)
+{
+	struct tproc *p;
+	int st;
+
+	p = run_djp((char *const[]){ (char *)tt_djp(), "trace", "tt_*", NULL }, -1, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+	CHECK_EQ(tt_lines(p->ebuf), 1);
+	free(p);
+	p = run_djp((char *const[]){ (char *)tt_djp(), "trace", "-x", "12x", "tt_*", NULL }, -1, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+	CHECK_EQ(tt_lines(p->ebuf), 1);
+	free(p);
+}

@@ -1,0 +1,294 @@
+/* Helpers for the `djp trace` and agent tests (test_trace_util.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "lib/markers.h"
+#include "test_trace_util.h"
+
+static const char *copy_path(const char *rel)
+{
+	char *p = strdup(djp_test_path(rel));
+	CHECK(p);
+	return p;
+}
+
+const char *tt_djp(void)
+{
+	static const char *p;
+	return p ? p : (p = copy_path("../djp"));
+}
+
+const char *tt_lib(void)
+{
+	static const char *p;
+	return p ? p : (p = copy_path("../libdjprobe.so"));
+}
+
+const char *tt_target(bool o0)
+{
+	static const char *p[2];
+	return p[o0] ? p[o0] : (p[o0] = copy_path(o0 ? "trace_progs/trace_target-O0" : "trace_progs/trace_target"));
+}
+
+const char *tt_plugin(void)
+{
+	static const char *p;
+	return p ? p : (p = copy_path("trace_progs/libtrace_plugin.so"));
+}
+
+struct tproc *tt_spawn(char *const argv[], bool preload, int uid)
+{
+	struct tproc *p = calloc(1, sizeof(*p));
+	int in[2], out[2], err[2];
+
+	CHECK(p);
+	CHECK(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0);
+	p->pid = fork();
+	CHECK(p->pid >= 0);
+	if (p->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		if (preload)
+			setenv("LD_PRELOAD", tt_lib(), 1);
+		else
+			unsetenv("LD_PRELOAD");
+		if (uid >= 0 && (setgid((gid_t)uid) || setuid((uid_t)uid)))
+			_exit(126);
+		signal(SIGPIPE, SIG_DFL);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	p->in = in[1];
+	p->out = out[0];
+	p->err = err[0];
+	fcntl(p->out, F_SETFL, O_NONBLOCK);
+	fcntl(p->err, F_SETFL, O_NONBLOCK);
+	return p;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Read what is there from both pipes, waiting up to ms; false at EOF of both. */
+static bool pump(struct tproc *p, int ms)
+{
+	struct pollfd pf[2] = { { p->out, POLLIN, 0 }, { p->err, POLLIN, 0 } };
+	int n = 0;
+	if (p->out < 0 && p->err < 0)
+		return false;
+	poll(pf, 2, ms);
+	for (int i = 0; i < 2; i++) {
+		int *fd = i ? &p->err : &p->out;
+		char *buf = i ? p->ebuf : p->obuf;
+		size_t *len = i ? &p->elen : &p->olen, cap = i ? sizeof(p->ebuf) : sizeof(p->obuf);
+		ssize_t got;
+		if (*fd < 0)
+			continue;
+		while ((got = read(*fd, buf + *len, cap - 1 - *len)) > 0) {
+			*len += (size_t)got;
+			n++;
+		}
+		buf[*len] = 0;
+		if (got == 0 || *len >= cap - 1) {
+			close(*fd);
+			*fd = -1;
+		}
+	}
+	return true;
+}
+
+static bool wait_in(struct tproc *p, const char *buf, const char *needle, int timeout_ms)
+{
+	long long end = now_ms() + timeout_ms;
+	while (!strstr(buf, needle)) {
+		if (now_ms() >= end || !pump(p, 20))
+			return strstr(buf, needle) != NULL;
+	}
+	return true;
+}
+
+bool tt_wait_out(struct tproc *p, const char *needle, int timeout_ms)
+{
+	return wait_in(p, p->obuf, needle, timeout_ms);
+}
+
+bool tt_wait_err(struct tproc *p, const char *needle, int timeout_ms)
+{
+	return wait_in(p, p->ebuf, needle, timeout_ms);
+}
+
+int tt_finish(struct tproc *p, int timeout_ms)
+{
+	long long end = now_ms() + timeout_ms;
+	int status;
+	if (p->in >= 0) {
+		close(p->in);
+		p->in = -1;
+	}
+	for (;;) {
+		pid_t r;
+		pump(p, 10);
+		r = waitpid(p->pid, &status, WNOHANG);
+		if (r == p->pid) {
+			while (pump(p, 10) && now_ms() < end)
+				;
+			return status;
+		}
+		if (now_ms() >= end) {
+			kill(p->pid, SIGKILL);
+			waitpid(p->pid, &status, 0);
+			return -1;
+		}
+	}
+}
+
+void tt_kill(struct tproc *p)
+{
+	kill(p->pid, SIGKILL);
+	tt_finish(p, 2000);
+}
+
+void tt_send(struct tproc *p, const char *line)
+{
+	size_t n = strlen(line);
+	CHECK(write(p->in, line, n) == (ssize_t)n);
+}
+
+int tt_count(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *s = hay; (s = strstr(s, needle)); s += strlen(needle))
+		n++;
+	return n;
+}
+
+int tt_lines(const char *s)
+{
+	int n = 0;
+	for (const char *l = s; *l;) {
+		const char *e = strchr(l, '\n');
+		if ((e ? e : l + strlen(l)) > l)
+			n++;
+		if (!e)
+			break;
+		l = e + 1;
+	}
+	return n;
+}
+
+struct mapping {
+	uint64_t start, end, off;
+};
+
+/* The mappings of `binary` (by inode path) in pid. */
+static int maps_of(pid_t pid, const char *binary, struct mapping *v, int max)
+{
+	char path[64], line[PATH_MAX + 256], real[PATH_MAX];
+	FILE *f;
+	int n = 0;
+
+	if (!realpath(binary, real))
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (n < max && fgets(line, sizeof(line), f)) {
+		unsigned long long s, e, off;
+		char *name = strchr(line, '/');
+		if (!name || sscanf(line, "%llx-%llx %*s %llx", &s, &e, &off) != 3)
+			continue;
+		name[strcspn(name, "\n")] = 0;
+		if (strcmp(name, real))
+			continue;
+		v[n++] = (struct mapping){ s, e, off };
+	}
+	fclose(f);
+	return n;
+}
+
+int tt_sites_changed(pid_t pid, const char *binary, int *nsites)
+{
+	struct djp_marker_list *list;
+	struct mapping maps[32];
+	char err[256], mem[64];
+	uint64_t bias = 0;
+	int nmaps, changed = 0, memfd, filefd;
+
+	*nsites = 0;
+	if (djp_markers_read_file(binary, DJP_READ_NO_DWARF | DJP_READ_NO_SDT, &list, err, sizeof(err)))
+		return -1;
+	nmaps = maps_of(pid, binary, maps, 32);
+	if (nmaps <= 0 || djp_marker_list_bias(list, maps[0].start, maps[0].off, &bias)) {
+		djp_marker_list_free(list);
+		return -1;
+	}
+	snprintf(mem, sizeof(mem), "/proc/%d/mem", (int)pid);
+	memfd = open(mem, O_RDONLY | O_CLOEXEC);
+	filefd = open(binary, O_RDONLY | O_CLOEXEC);
+	for (size_t i = 0; memfd >= 0 && filefd >= 0 && i < list->count; i++) {
+		uint64_t a = list->v[i].site + bias;
+		uint8_t live[16], file[16];
+		unsigned len = list->v[i].site_len;
+		int k;
+		for (k = 0; k < nmaps && !(a >= maps[k].start && a + len <= maps[k].end); k++)
+			;
+		if (k == nmaps || len > sizeof(live) ||
+		    pread(memfd, live, len, (off_t)a) != (ssize_t)len ||
+		    pread(filefd, file, len, (off_t)(a - maps[k].start + maps[k].off)) != (ssize_t)len) {
+			changed = -1;
+			break;
+		}
+		(*nsites)++;
+		changed += memcmp(live, file, len) != 0;
+	}
+	if (memfd < 0 || filefd < 0)
+		changed = -1;
+	if (memfd >= 0)
+		close(memfd);
+	if (filefd >= 0)
+		close(filefd);
+	djp_marker_list_free(list);
+	return changed;
+}
+
+bool tt_wait_restored(pid_t pid, const char *binary, int timeout_ms)
+{
+	long long end = now_ms() + timeout_ms;
+	int n;
+	for (;;) {
+		if (tt_sites_changed(pid, binary, &n) == 0 && n > 0)
+			return true;
+		if (now_ms() >= end)
+			return false;
+		usleep(5000);
+	}
+}
+
+bool tt_summary_row(const char *summary, const char *name, unsigned long long *events, unsigned long long *lost)
+{
+	char pat[128];
+	const char *s;
+	snprintf(pat, sizeof(pat), "  %s ", name);
+	if (!(s = strstr(summary, pat)))
+		return false;
+	return sscanf(s + strlen(pat), "%llu %llu", events, lost) == 2;
+}

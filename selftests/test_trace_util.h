@@ -1,0 +1,51 @@
+/*
+ * Helpers for the `djp trace` and agent tests: start processes with pipes,
+ * read their output with timeouts, and compare a live process's marker
+ * sites with its file (test_trace_util.c).
+ */
+#ifndef DJP_SELFTEST_TRACE_UTIL_H
+#define DJP_SELFTEST_TRACE_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct tproc {
+	pid_t pid;
+	int in, out, err; /* our ends of its stdin, stdout, stderr (-1: none) */
+	char obuf[1 << 20], ebuf[1 << 16];
+	size_t olen, elen;
+};
+
+/* Paths built next to the selftest binary (copied: djp_test_path reuses
+ * its buffer). */
+const char *tt_djp(void);
+const char *tt_lib(void);
+const char *tt_target(bool o0);
+const char *tt_plugin(void);
+
+/* Start argv; preload: with libdjprobe.so in LD_PRELOAD; uid >= 0: as that
+ * user.  stdin/stdout/stderr are pipes.  Exits the test on failure. */
+struct tproc *tt_spawn(char *const argv[], bool preload, int uid);
+/* Read stdout (or stderr) until `needle` shows up; false on timeout/EOF. */
+bool tt_wait_out(struct tproc *p, const char *needle, int timeout_ms);
+bool tt_wait_err(struct tproc *p, const char *needle, int timeout_ms);
+/* Read both to end of file and reap; returns the wait status, or -1 when
+ * it did not exit within timeout_ms (it is then killed). */
+int tt_finish(struct tproc *p, int timeout_ms);
+void tt_kill(struct tproc *p);
+void tt_send(struct tproc *p, const char *line);
+int tt_count(const char *hay, const char *needle);
+/* Lines of s (stderr) that are not empty. */
+int tt_lines(const char *s);
+
+/* Marker sites of `binary` in process pid: how many differ from the file's
+ * bytes (-1 on error); *nsites gets how many there are. */
+int tt_sites_changed(pid_t pid, const char *binary, int *nsites);
+/* Wait up to timeout_ms for every site to match the file again. */
+bool tt_wait_restored(pid_t pid, const char *binary, int timeout_ms);
+
+/* Parse "  NAME   EVENTS   LOST" from a summary; false when absent. */
+bool tt_summary_row(const char *summary, const char *name, unsigned long long *events, unsigned long long *lost);
+
+#endif

@@ -1,0 +1,22 @@
+# Targets of the `djp trace` and agent tests.  They get the agent the way a
+# traced command does, by LD_PRELOAD of libdjprobe.so, so they must not link
+# any of libdjprobe.a (which would put a second engine in the process: the
+# library's dlopen interposer alone pulls it in).  Built at -O2 and -O0.
+TRACE_PROGS_DIR := $(O)/selftests/trace_progs
+TRACE_TARGETS := $(TRACE_PROGS_DIR)/trace_target $(TRACE_PROGS_DIR)/trace_target-O0
+TRACE_PLUGIN := $(TRACE_PROGS_DIR)/libtrace_plugin.so
+
+$(TRACE_PROGS_DIR)/trace_target: selftests/trace_progs/trace_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread -ldl
+$(TRACE_PROGS_DIR)/trace_target-O0: selftests/trace_progs/trace_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O0 $(CFLAGS) -o $@ $< -lpthread -ldl
+# A shared object with a marker of its own, for the dlopen test.
+$(TRACE_PLUGIN): selftests/trace_progs/trace_plugin.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
+CHECK_DEPS += $(TRACE_TARGETS) $(TRACE_PLUGIN)

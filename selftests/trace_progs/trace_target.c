@@ -1,0 +1,115 @@
+/*
+ * The target of the `djp trace` tests.  Its markers are header-only and it
+ * is linked without libdjprobe (selftests/trace.mk), so it gets the agent
+ * only by LD_PRELOAD, as a traced command would.
+ *
+ *   trace_target [--ticks N] [--tick-us US] [--exit CODE] [--no-stdin]
+ *
+ * Marker tt_main fires once at the start of main (the -c "armed before main"
+ * test looks for it).  A ticker thread fires tt_tick every --tick-us
+ * microseconds (default 2000), --ticks times (default: forever), with an int,
+ * a string and a pointer.  The main thread prints "ready PID" and then reads
+ * commands from stdin, one per line, answering each on stdout:
+ *
+ *   burst N         fire tt_burst N times as fast as it can: "burst N NS"
+ *   dlopen PATH N   load PATH and call its plugin_fire(N): "dlopen ok"
+ *   fire N          call plugin_fire(N) again: "fired N"
+ *   kinds N         fire tt_kinds with arguments of every size and sign
+ *   crash           die of SIGSEGV
+ *   exit CODE       exit(CODE)
+ *
+ * At end of stdin (or at once with --no-stdin) it waits for the ticker and
+ * exits with --exit CODE (default 0).
+ */
+#include <djprobe/marker.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static long ticks = -1, tick_us = 2000;
+
+static void *ticker(void *arg)
+{
+	static const char *const names[] = { "alpha", "beta", "gamma" };
+	(void)arg;
+	for (long i = 0; ticks < 0 || i < ticks; i++) {
+		const char *name = names[i % 3];
+		MARK(tt_tick, "i=%d name=%s p=%p", (int)i, name, (void *)name);
+		usleep((useconds_t)tick_us);
+	}
+	return NULL;
+}
+
+__attribute__((noinline)) static void burst(long n)
+{
+	for (long i = 0; i < n; i++) {
+		MARK(tt_burst, "a=%d b=%ld", (int)i, i * 2);
+		__asm__ volatile("" ::: "memory");
+	}
+}
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	int code = 0, use_stdin = 1;
+	char line[4096];
+	pthread_t th;
+	void (*fire)(long) = NULL;
+
+	MARK(tt_main, "argc=%d", argc);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--ticks") && i + 1 < argc)
+			ticks = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--tick-us") && i + 1 < argc)
+			tick_us = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--exit") && i + 1 < argc)
+			code = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--no-stdin"))
+			use_stdin = 0;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	pthread_create(&th, NULL, ticker, NULL);
+	printf("ready %d\n", (int)getpid());
+	while (use_stdin && fgets(line, sizeof(line), stdin)) {
+		char path[4096];
+		long n;
+		if (sscanf(line, "burst %ld", &n) == 1) {
+			long long t0 = now_ns();
+			burst(n);
+			printf("burst %ld %lld\n", n, now_ns() - t0);
+		} else if (sscanf(line, "dlopen %4095s %ld", path, &n) == 2) {
+			void *h = dlopen(path, RTLD_NOW);
+			fire = h ? (void (*)(long))dlsym(h, "plugin_fire") : NULL;
+			if (fire)
+				fire(n);
+			printf("dlopen %s\n", fire ? "ok" : dlerror());
+		} else if (sscanf(line, "fire %ld", &n) == 1 && fire) {
+			fire(n);
+			printf("fired %ld\n", n);
+		} else if (sscanf(line, "kinds %ld", &n) == 1) {
+			volatile signed char c = (signed char)-n;
+			volatile short sh = (short)(-300 * n);
+			volatile unsigned u = 4000000000u;
+			volatile long l = -1234567890123L * n;
+			MARK(tt_kinds, "c=%d s=%d u=%u l=%ld x=%x", c, sh, u, l, 0xbeefu);
+			printf("kinds done\n");
+		} else if (!strncmp(line, "crash", 5)) {
+			raise(SIGSEGV);
+		} else if (sscanf(line, "exit %d", &code) == 1) {
+			exit(code);
+		}
+	}
+	pthread_join(th, NULL);
+	return code;
+}

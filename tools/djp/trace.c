@@ -1,0 +1,344 @@
+/*
+ * `djp trace`: record markers in a process and print each event.
+ *
+ *   djp trace [-c CMD | -x PID] [--json] [-o FILE] [--snapshot]
+ *             [--duration SECONDS] [--buffer-size BYTES] PATTERN...
+ *
+ * The target records, the tool prints.  The tool gets a session with the
+ * agent inside the target (trace_target.c), asks it for a ring region (a
+ * memfd, passed over the socket and mapped here), for its marker table, and
+ * to connect the recorder to each PATTERN; a pattern that matches nothing
+ * is an error and nothing stays armed.  With -c, START then lets the command
+ * run its main.  From there on the target's threads write events into their
+ * rings with no system call and no wait, and the tool drains the rings
+ * every few milliseconds (at once again when a drain was busy), printing as
+ * it goes.  In --snapshot mode the rings overwrite their oldest events
+ * instead of dropping new ones, and the tool reads them only on SIGUSR1 and
+ * at the end: a flight recorder.
+ *
+ * The end comes from SIGINT or SIGTERM, --duration, the command's exit (-c),
+ * the process's death (-x), or the session's end.  In an orderly end the
+ * tool asks for the agent's counts, says BYE (the agent disarms every probe
+ * before it answers), drains what was recorded up to then, and prints the
+ * summary on stderr.  If the target is already gone the ring is still
+ * mapped here, so what it recorded is drained all the same.  With -c the
+ * tool exits with the command's status (128 + signal when it was killed),
+ * ending the command with SIGTERM if the trace ended first.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "trace.h"
+
+#define DRAIN_PERIOD_MS 5
+#define BUSY_DRAIN 1024 /* a drain that brought this many: drain again at once */
+
+volatile sig_atomic_t djp_trace_stop_signal;
+static volatile sig_atomic_t snapshot_asked;
+
+static void on_stop(int sig)
+{
+	djp_trace_stop_signal = sig;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	snapshot_asked = 1;
+}
+
+void djp_usage_trace(FILE *out)
+{
+	fprintf(out,
+		"usage: djp trace [-c CMD | -x PID] [--json] [-o FILE] [--snapshot]\n"
+		"                 [--duration SECONDS] [--buffer-size BYTES] PATTERN...\n"
+		"\n"
+		"Record every hit of the markers matching the PATTERNs (globs over marker\n"
+		"names) and print one line per event:\n"
+		"  TIMESTAMP TID NAME field=value ...\n"
+		"TIMESTAMP is CLOCK_MONOTONIC in seconds.nanoseconds; the fields are named\n"
+		"and converted as the marker's format says (argN= where it names none).\n"
+		"\n"
+		"  -c CMD         run CMD with the agent preloaded, armed before its main;\n"
+		"                 exit with its exit status\n"
+		"  -x PID         attach to a running process that has the agent\n"
+		"  --json         one JSON object per event per line\n"
+		"  -o FILE        write events to FILE instead of stdout\n"
+		"  --snapshot     flight recorder: rings overwrite the oldest events; the\n"
+		"                 last events are written on SIGUSR1 and at the end\n"
+		"  --duration S   stop after S seconds\n"
+		"  --buffer-size B  ring bytes per thread, a power of two (default 1 MiB)\n"
+		"\n"
+		"Ends on ^C (SIGINT, SIGTERM), at --duration, or when the target exits, and\n"
+		"then prints a summary on stderr: events and lost events per marker and per\n"
+		"thread.  A full ring drops new events (counted as lost); the target never\n"
+		"waits.\n");
+}
+
+static int usage_error(const char *why)
+{
+	fprintf(stderr, "djp trace: %s (djp trace --help for usage)\n", why);
+	return 2;
+}
+
+static int parse_args(struct trace *t, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },	    { "snapshot", no_argument, NULL, 's' },
+		{ "duration", required_argument, NULL, 'd' }, { "buffer-size", required_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },	    { NULL, 0, NULL, 0 },
+	};
+	char *end;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+c:x:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			t->cmd = optarg;
+			break;
+		case 'x': {
+			long v = strtol(optarg, &end, 10);
+			if (!*optarg || *end || v <= 0 || v > 0x7fffffff)
+				return usage_error("-x needs a process id");
+			t->attach_pid = (pid_t)v;
+			break;
+		}
+		case 'o':
+			t->outfile = optarg;
+			break;
+		case 'j':
+			t->json = true;
+			break;
+		case 's':
+			t->snapshot = true;
+			break;
+		case 'd':
+			t->duration = strtod(optarg, &end);
+			if (!*optarg || *end || !(t->duration > 0) || !isfinite(t->duration))
+				return usage_error("--duration needs a positive number of seconds");
+			break;
+		case 'b': {
+			unsigned long long v = strtoull(optarg, &end, 0);
+			if (!*optarg || *end || v < DJP_RING_MIN_SIZE || v > (1ull << 28) || (v & (v - 1)))
+				return usage_error("--buffer-size needs a power of two from 4096 to 256 MiB");
+			t->buffer_size = (size_t)v;
+			break;
+		}
+		case 'h':
+			djp_usage_trace(stdout);
+			return 0;
+		default:
+			return usage_error(optopt == 'c' || optopt == 'x' || optopt == 'o' ? "option needs an argument"
+											    : "unknown option");
+		}
+	}
+	if (!t->cmd == !t->attach_pid)
+		return usage_error("give exactly one of -c CMD and -x PID");
+	if (optind >= argc)
+		return usage_error("no PATTERN");
+	t->patterns = argv + optind;
+	t->npatterns = argc - optind;
+	return -1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void where(struct trace *t, char *buf, size_t sz)
+{
+	if (t->cmd)
+		snprintf(buf, sz, "%s", t->cmd);
+	else
+		snprintf(buf, sz, "process %d", (int)t->pid);
+}
+
+/* Ring, marker table, patterns, START.  0, or 1 after one line on stderr. */
+static int configure(struct trace *t)
+{
+	char what[256];
+	unsigned nsites;
+
+	where(t, what, sizeof(what));
+	if (trace_hello(t) || trace_ring(t) || trace_list(t)) {
+		fprintf(stderr, "djp: %s: %s\n", what, t->errmsg);
+		return 1;
+	}
+	for (int i = 0; i < t->npatterns; i++) {
+		if (trace_connect(t, t->patterns[i], &nsites) == 0)
+			continue;
+		if (t->errcode == -ENOENT)
+			fprintf(stderr, "djp: %s: pattern '%s' matches no marker\n", what, t->patterns[i]);
+		else
+			fprintf(stderr, "djp: %s: %s\n", what, t->errmsg);
+		return 1;
+	}
+	if (t->cmd && trace_start(t)) {
+		fprintf(stderr, "djp: %s: %s\n", what, t->errmsg);
+		return 1;
+	}
+	return 0;
+}
+
+/* The session's socket is readable only when the agent has gone. */
+static bool session_ended(struct trace *t, int timeout_ms)
+{
+	struct pollfd p = { t->fd, POLLIN, 0 };
+	if (!t->alive) {
+		usleep((useconds_t)timeout_ms * 1000);
+		return true;
+	}
+	if (poll(&p, 1, timeout_ms) > 0 && p.revents) {
+		t->alive = false;
+		return true;
+	}
+	return false;
+}
+
+static const char *run(struct trace *t, char *why, size_t whysz)
+{
+	double start = now_s();
+
+	for (;;) {
+		long n = 0;
+		if (!t->snapshot)
+			n = trace_drain(t);
+		else if (snapshot_asked) {
+			snapshot_asked = 0;
+			trace_drain(t);
+		}
+		if (djp_trace_stop_signal) {
+			snprintf(why, whysz, "stopped by %s", strsignal(djp_trace_stop_signal));
+			return why;
+		}
+		if (ferror(t->out))
+			return "stopped: cannot write the events (output closed?)";
+		if (t->duration > 0 && now_s() - start >= t->duration) {
+			snprintf(why, whysz, "stopped after %g s", t->duration);
+			return why;
+		}
+		if (t->cmd && trace_reap(t, 0))
+			return "the command exited";
+		if (!t->cmd && kill(t->pid, 0) < 0 && errno == ESRCH)
+			return "the process exited";
+		/* The agent gone: the process exited, exec'd or crashed.  A
+		 * -c trace lasts as long as the command (a shell may go on
+		 * after the traced process); -x ends here. */
+		if (session_ended(t, n >= BUSY_DRAIN ? 0 : DRAIN_PERIOD_MS) && !t->cmd)
+			return "the agent closed the session";
+	}
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_stop;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+static int exit_status(struct trace *t, int fallback)
+{
+	if (!t->cmd || t->child <= 0)
+		return fallback;
+	if (!t->child_done)
+		return fallback;
+	if (WIFEXITED(t->child_status))
+		return WEXITSTATUS(t->child_status);
+	if (WIFSIGNALED(t->child_status))
+		return 128 + WTERMSIG(t->child_status);
+	return fallback;
+}
+
+int djp_cmd_trace(int argc, char **argv)
+{
+	struct trace t = { .fd = -1, .ring_fd = -1 };
+	char why[128];
+	const char *reason;
+	int rc;
+
+	if ((rc = parse_args(&t, argc, argv)) >= 0)
+		return rc;
+	t.out = stdout;
+	if (t.outfile && !(t.out = fopen(t.outfile, "w"))) {
+		fprintf(stderr, "djp: %s: %s\n", t.outfile, strerror(errno));
+		return 1;
+	}
+	setvbuf(t.out, NULL, _IOFBF, 1 << 16);
+	if (!(t.buf = malloc(DJP_PROTO_MAX_PAYLOAD))) {
+		fprintf(stderr, "djp: out of memory\n");
+		return 1;
+	}
+	install_signals();
+	if (t.cmd ? trace_launch(&t) : trace_attach(&t)) {
+		rc = 1;
+		goto out;
+	}
+	if (configure(&t)) {
+		/* Nothing stays armed: a command that never ran its main is
+		 * killed; an attached process is told BYE (or sees the session
+		 * end), which disarms. */
+		if (t.cmd) {
+			if (t.pid > 0 && t.pid != t.child)
+				kill(t.pid, SIGKILL); /* started by a shell */
+			kill(t.child, SIGKILL);
+			trace_reap(&t, -1);
+		} else if (t.alive) {
+			trace_bye(&t);
+		}
+		rc = 1;
+		goto out;
+	}
+
+	reason = run(&t, why, sizeof(why));
+	if (t.alive) {
+		trace_stats(&t); /* lost events per marker, misses */
+		trace_bye(&t);	 /* disarmed when it answers */
+	}
+	trace_drain(&t); /* everything recorded until the probes were disarmed */
+	trace_summary(&t, reason);
+	rc = 0;
+	if (t.cmd) {
+		/* The command goes on after a stop by signal or --duration:
+		 * end it, as the trace of a command ends with it. */
+		if (!t.child_done)
+			trace_stop_child(&t);
+		rc = exit_status(&t, 1);
+	}
+out:
+	if (t.fd >= 0)
+		close(t.fd);
+	if (t.cons)
+		djp_consumer_close(t.cons);
+	if (t.ring_fd >= 0)
+		close(t.ring_fd);
+	if (t.out && t.out != stdout)
+		fclose(t.out);
+	else if (t.out)
+		fflush(t.out);
+	trace_output_free(&t);
+	free(t.buf);
+	return rc;
+}

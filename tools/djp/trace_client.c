@@ -1,0 +1,249 @@
+/*
+ * `djp trace`: the requests the tool makes of the agent (lib/proto.h).
+ *
+ * Each request is one frame out and, after any MARKERS frames, one final
+ * reply in, waited for at most TRACE_REPLY_TIMEOUT_MS per frame: an agent
+ * that stops answering ends the trace instead of hanging the tool.  A reply
+ * is parsed as strictly as the agent parses requests; an ERROR reply's
+ * -errno is returned and its text kept in t->errmsg for the caller's one
+ * line on stderr.  Any failure other than an ERROR reply means the session
+ * is gone (t->alive is cleared), so nothing more is asked of it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "trace.h"
+
+/* Wait for one frame; an ERROR frame becomes its -errno. */
+static long recv_reply(struct trace *t, unsigned *type, int *fd_out)
+{
+	long n = djp_proto_recv(t->fd, type, t->buf, TRACE_REPLY_TIMEOUT_MS, fd_out);
+	struct djp_preader r;
+
+	if (n < 0) {
+		t->alive = false;
+		t->errcode = (int)n;
+		snprintf(t->errmsg, sizeof(t->errmsg), "%s",
+			 n == -ECONNRESET ? "the agent closed the connection"
+			 : n == -ETIMEDOUT ? "the agent did not answer"
+			 : n == -EPROTO	   ? "the agent sent a malformed frame"
+					   : strerror((int)-n));
+		return n;
+	}
+	if (*type != DJP_MSG_ERROR)
+		return n;
+	djp_preader_init(&r, t->buf, (size_t)n);
+	t->errcode = (int)djp_get_u32(&r);
+	djp_get_str(&r, t->errmsg, sizeof(t->errmsg));
+	if (!djp_preader_done(&r) || t->errcode >= 0) {
+		t->alive = false;
+		t->errcode = -EPROTO;
+		snprintf(t->errmsg, sizeof(t->errmsg), "the agent sent a malformed ERROR frame");
+	}
+	return t->errcode;
+}
+
+static long request(struct trace *t, unsigned type, struct djp_pbuf *b, unsigned want, int *fd_out)
+{
+	unsigned got;
+	long n;
+	int err;
+
+	if (!t->alive)
+		return -ECONNRESET;
+	err = djp_proto_send(t->fd, type, b, -1);
+	if (err) {
+		t->alive = false;
+		t->errcode = err;
+		snprintf(t->errmsg, sizeof(t->errmsg), "cannot send %s: %s", djp_msg_name(type), strerror(-err));
+		return err;
+	}
+	n = recv_reply(t, &got, fd_out);
+	if (n >= 0 && got != want) {
+		t->alive = false;
+		t->errcode = -EPROTO;
+		snprintf(t->errmsg, sizeof(t->errmsg), "the agent answered %s with %s", djp_msg_name(type),
+			 djp_msg_name(got));
+		return -EPROTO;
+	}
+	return n;
+}
+
+static int bad_reply(struct trace *t, const char *what)
+{
+	t->alive = false;
+	t->errcode = -EPROTO;
+	snprintf(t->errmsg, sizeof(t->errmsg), "malformed %s reply from the agent", what);
+	return -EPROTO;
+}
+
+int trace_hello(struct trace *t)
+{
+	static struct djp_pbuf b;
+	struct djp_preader r;
+	long n;
+
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, DJP_PROTO_MAGIC);
+	djp_put_u32(&b, DJP_PROTO_VERSION);
+	n = request(t, DJP_MSG_HELLO, &b, DJP_MSG_HELLO_REPLY, NULL);
+	if (n < 0)
+		return (int)n;
+	djp_preader_init(&r, t->buf, (size_t)n);
+	if (djp_get_u32(&r) != DJP_PROTO_MAGIC || djp_get_u32(&r) != DJP_PROTO_VERSION)
+		return bad_reply(t, "HELLO");
+	t->pid = (pid_t)djp_get_u32(&r);
+	djp_get_str(&r, t->program, sizeof(t->program));
+	return djp_preader_done(&r) ? 0 : bad_reply(t, "HELLO");
+}
+
+int trace_ring(struct trace *t)
+{
+	static struct djp_pbuf b;
+	int fd = -1;
+	long n;
+
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, t->snapshot ? DJP_RING_OVERWRITE : DJP_RING_DISCARD);
+	djp_put_u32(&b, 0);
+	djp_put_u64(&b, t->buffer_size);
+	djp_put_u32(&b, 0);
+	djp_put_u32(&b, 0);
+	n = request(t, DJP_MSG_RING, &b, DJP_MSG_RING_FD, &fd);
+	if (n < 0)
+		return (int)n;
+	if (n != 8 || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return bad_reply(t, "RING");
+	}
+	t->cons = djp_consumer_open(fd);
+	if (!t->cons) {
+		int err = -errno;
+		close(fd);
+		t->errcode = err;
+		snprintf(t->errmsg, sizeof(t->errmsg), "cannot map the ring buffers: %s", strerror(-err));
+		return err;
+	}
+	t->ring_fd = fd;
+	return 0;
+}
+
+/* LIST from t->next_id: MARKERS frames, then OK. */
+int trace_list(struct trace *t)
+{
+	static struct djp_pbuf b;
+	static char name[DJP_PROTO_STR_MAX + 1], format[DJP_PROTO_STR_MAX + 1], object[DJP_PROTO_STR_MAX + 1];
+	unsigned type;
+	long n;
+	int err;
+
+	if (!t->alive)
+		return -ECONNRESET;
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, t->next_id);
+	err = djp_proto_send(t->fd, DJP_MSG_LIST, &b, -1);
+	if (err) {
+		t->alive = false;
+		return err;
+	}
+	while ((n = recv_reply(t, &type, NULL)) >= 0) {
+		struct djp_preader r;
+		uint32_t count;
+		if (type == DJP_MSG_OK)
+			return n == 4 ? 0 : bad_reply(t, "LIST");
+		if (type != DJP_MSG_MARKERS)
+			return bad_reply(t, "LIST");
+		djp_preader_init(&r, t->buf, (size_t)n);
+		count = djp_get_u32(&r);
+		for (uint32_t i = 0; i < count && !r.bad; i++) {
+			uint32_t id = djp_get_u32(&r);
+			uint64_t addr = djp_get_u64(&r);
+			uint8_t nargs = djp_get_u8(&r);
+			djp_get_str(&r, name, sizeof(name));
+			djp_get_str(&r, format, sizeof(format));
+			djp_get_str(&r, object, sizeof(object));
+			if (!r.bad && (err = trace_marker_add(t, id, addr, nargs, name, format, object)))
+				return err;
+		}
+		if (!djp_preader_done(&r))
+			return bad_reply(t, "LIST");
+	}
+	return (int)n;
+}
+
+int trace_connect(struct trace *t, const char *pattern, unsigned *nsites)
+{
+	static struct djp_pbuf b;
+	struct djp_preader r;
+	long n;
+
+	djp_pbuf_init(&b);
+	djp_put_str(&b, pattern);
+	n = request(t, DJP_MSG_CONNECT, &b, DJP_MSG_CONNECTED, NULL);
+	if (n < 0)
+		return (int)n;
+	djp_preader_init(&r, t->buf, (size_t)n);
+	djp_get_u32(&r);
+	*nsites = djp_get_u32(&r);
+	return djp_preader_done(&r) ? 0 : bad_reply(t, "CONNECT");
+}
+
+static int simple(struct trace *t, unsigned type)
+{
+	static struct djp_pbuf b;
+	long n;
+	djp_pbuf_init(&b);
+	n = request(t, type, &b, DJP_MSG_OK, NULL);
+	return n < 0 ? (int)n : n == 4 ? 0 : bad_reply(t, djp_msg_name(type));
+}
+
+int trace_start(struct trace *t)
+{
+	return simple(t, DJP_MSG_START);
+}
+
+int trace_bye(struct trace *t)
+{
+	int err = simple(t, DJP_MSG_BYE);
+	t->alive = false;
+	return err;
+}
+
+int trace_stats(struct trace *t)
+{
+	static struct djp_pbuf b;
+	struct djp_preader r;
+	uint32_t n;
+	long len;
+
+	djp_pbuf_init(&b);
+	len = request(t, DJP_MSG_STATS, &b, DJP_MSG_STATS_REPLY, NULL);
+	if (len < 0)
+		return (int)len;
+	djp_preader_init(&r, t->buf, (size_t)len);
+	t->misses = djp_get_u64(&r);
+	djp_get_u64(&r); /* lost_noslot: the ring header says it too */
+	n = djp_get_u32(&r);
+	for (uint32_t i = 0; i < n && !r.bad; i++) {
+		djp_get_u32(&r); /* per-thread counts: the ring has them */
+		djp_get_u64(&r);
+		djp_get_u64(&r);
+		djp_get_u64(&r);
+	}
+	n = djp_get_u32(&r);
+	for (uint32_t i = 0; i < n && !r.bad; i++) {
+		uint32_t id = djp_get_u32(&r);
+		uint64_t lost = djp_get_u64(&r);
+		if (id < t->nmarkers)
+			t->markers[id].lost = lost;
+		else
+			t->lost_unattributed += lost;
+	}
+	if (!djp_preader_done(&r))
+		return bad_reply(t, "STATS");
+	t->stats_ok = true;
+	return 0;
+}

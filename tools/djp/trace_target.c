@@ -1,0 +1,326 @@
+/*
+ * `djp trace`: getting a session with the agent of the traced process.
+ *
+ * -x PID: the agent of a running process listens on the abstract socket
+ * "\0djprobe-agent-PID" (kernel/agent.c).  Before connecting, the process is
+ * checked with kill(PID, 0), which tells "no such process" from "another
+ * user's"; a refused connection means no agent.  After connecting, the peer's
+ * credentials must name that very process (an abstract name can be taken by
+ * anyone) and our own uid or root.
+ *
+ * -c CMD: the tool listens on an abstract socket with a random name, starts
+ * the command with libdjprobe.so in LD_PRELOAD and the socket's name in
+ * DJP_AGENT_TOOL, and waits for the command's agent to dial in; that agent's
+ * constructor then waits until the tool sends START, so the probes are armed
+ * before main (kernel/agent_launch.c).  Like SystemTap's -c, a command that
+ * is a plain word list (wordexp without command substitution accepts it) is
+ * run with execvp, so the traced process is the command itself; anything
+ * else (pipes, redirections, ';') goes through /bin/sh -c, and the first
+ * process in it that has markers dials in.  An exec that fails is reported
+ * through a close-on-exec pipe, with the errno of the exec itself.
+ *
+ * Every wait is bounded: the dial-in by the agent's own timeout plus a
+ * margin, and by the command's exit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <wordexp.h>
+
+#include "kernel/agent.h"
+#include "trace.h"
+
+#define DIAL_TIMEOUT_MS ((DJP_AGENT_DEFAULT_TIMEOUT + 5) * 1000)
+
+static bool peer_ok(uid_t uid)
+{
+	return uid == 0 || uid == getuid() || uid == geteuid();
+}
+
+/* libdjprobe.so next to the djp binary (the build tree), or in ../lib
+ * (an installed tree); DJP_PRELOAD overrides both. */
+const char *trace_preload_path(void)
+{
+	static char path[PATH_MAX + 32];
+	static const char *const rel[] = { "libdjprobe.so", "../lib/libdjprobe.so.0", "../lib/libdjprobe.so" };
+	char exe[PATH_MAX];
+	const char *env = getenv("DJP_PRELOAD");
+	ssize_t n;
+	char *slash;
+
+	if (env && *env)
+		return env;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return NULL;
+	*slash = 0;
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", exe, rel[i]);
+		if (access(path, R_OK) == 0)
+			return path;
+	}
+	return NULL;
+}
+
+static int abstract_addr(struct sockaddr_un *a, const char *name)
+{
+	size_t n = strlen(name);
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	memcpy(a->sun_path + 1, name, n);
+	return (int)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+/* ---- -x PID ----------------------------------------------------------------- */
+
+int trace_attach(struct trace *t)
+{
+	struct sockaddr_un a;
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	char name[64];
+	int fd, len;
+	pid_t pid = t->attach_pid;
+
+	if (kill(pid, 0) < 0) {
+		if (errno == ESRCH)
+			fprintf(stderr, "djp: process %d: no such process\n", (int)pid);
+		else if (errno == EPERM)
+			fprintf(stderr, "djp: process %d: belongs to another user (permission denied)\n", (int)pid);
+		else
+			fprintf(stderr, "djp: process %d: %s\n", (int)pid, strerror(errno));
+		return -1;
+	}
+	snprintf(name, sizeof(name), DJP_AGENT_SOCK_PREFIX "%d", (int)pid);
+	len = abstract_addr(&a, name);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, (socklen_t)len) < 0) {
+		int err = errno;
+		if (fd >= 0)
+			close(fd);
+		if (err == ECONNREFUSED || err == ENOENT)
+			fprintf(stderr,
+				"djp: process %d: no djprobe agent in it (start it with LD_PRELOAD=libdjprobe.so, or link it with libdjprobe)\n",
+				(int)pid);
+		else
+			fprintf(stderr, "djp: process %d: cannot reach its agent: %s\n", (int)pid, strerror(err));
+		return -1;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.pid != pid) {
+		fprintf(stderr, "djp: process %d: its agent socket is held by process %d\n", (int)pid, (int)cred.pid);
+		close(fd);
+		return -1;
+	}
+	if (!peer_ok(cred.uid)) {
+		fprintf(stderr, "djp: process %d: belongs to another user (uid %u)\n", (int)pid, (unsigned)cred.uid);
+		close(fd);
+		return -1;
+	}
+	t->fd = fd;
+	t->pid = pid;
+	t->alive = true;
+	return 0;
+}
+
+/* ---- -c CMD ----------------------------------------------------------------- */
+
+static int tool_socket(char *name, size_t namesz)
+{
+	struct sockaddr_un a;
+	uint64_t rnd = 0;
+	int fd, len;
+
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		rnd = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
+	snprintf(name, namesz, "djprobe-tool-%d-%016llx", (int)getpid(), (unsigned long long)rnd);
+	len = abstract_addr(&a, name);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&a, (socklen_t)len) < 0 || listen(fd, 4) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void child_exec(struct trace *t, const char *preload, const char *sockname, int errfd)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *pre;
+	wordexp_t we;
+	int err;
+
+	if (old && *old) {
+		pre = malloc(strlen(preload) + strlen(old) + 2);
+		if (pre)
+			sprintf(pre, "%s:%s", preload, old);
+	} else {
+		pre = strdup(preload);
+	}
+	if (!pre || setenv("LD_PRELOAD", pre, 1) || setenv(DJP_AGENT_TOOL_ENV, sockname, 1))
+		goto fail;
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGUSR1, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	if (wordexp(t->cmd, &we, WRDE_NOCMD) == 0) {
+		if (we.we_wordc == 0) {
+			errno = ENOENT;
+			goto fail;
+		}
+		execvp(we.we_wordv[0], we.we_wordv);
+	} else {
+		execl("/bin/sh", "sh", "-c", t->cmd, (char *)NULL);
+	}
+fail:
+	err = errno;
+	if (write(errfd, &err, sizeof(err)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+static void set_status_message(struct trace *t)
+{
+	if (WIFEXITED(t->child_status))
+		fprintf(stderr, "djp: %s: exited with status %d before its agent connected (no djprobe markers in it?)\n",
+			t->cmd, WEXITSTATUS(t->child_status));
+	else
+		fprintf(stderr, "djp: %s: killed by signal %d before its agent connected\n", t->cmd,
+			WTERMSIG(t->child_status));
+}
+
+int trace_launch(struct trace *t)
+{
+	const char *preload = trace_preload_path();
+	char sockname[96];
+	int lfd, pfd[2], err = 0, fd = -1, waited = 0;
+	ssize_t n;
+
+	if (!preload) {
+		fprintf(stderr, "djp: cannot find libdjprobe.so next to djp or in ../lib (set DJP_PRELOAD)\n");
+		return -1;
+	}
+	lfd = tool_socket(sockname, sizeof(sockname));
+	if (lfd < 0) {
+		fprintf(stderr, "djp: cannot listen for the command's agent: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		fprintf(stderr, "djp: pipe: %s\n", strerror(errno));
+		close(lfd);
+		return -1;
+	}
+	fflush(NULL);
+	t->child = fork();
+	if (t->child < 0) {
+		fprintf(stderr, "djp: fork: %s\n", strerror(errno));
+		close(lfd);
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (t->child == 0) {
+		close(pfd[0]);
+		child_exec(t, preload, sockname, pfd[1]);
+	}
+	close(pfd[1]);
+	do
+		n = read(pfd[0], &err, sizeof(err));
+	while (n < 0 && errno == EINTR);
+	close(pfd[0]);
+	if (n == sizeof(err)) {
+		fprintf(stderr, "djp: %s: cannot execute: %s\n", t->cmd, strerror(err));
+		trace_reap(t, -1);
+		close(lfd);
+		return -1;
+	}
+
+	/* Wait for the dial-in, watching the command. */
+	while (fd < 0) {
+		struct pollfd p = { lfd, POLLIN, 0 };
+		if (poll(&p, 1, 100) > 0) {
+			struct ucred cred;
+			socklen_t clen = sizeof(cred);
+			fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0 && (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || !peer_ok(cred.uid))) {
+				close(fd);
+				fd = -1;
+				continue;
+			}
+			if (fd >= 0)
+				t->pid = cred.pid;
+			continue;
+		}
+		if (trace_reap(t, 0)) {
+			set_status_message(t);
+			close(lfd);
+			return -1;
+		}
+		waited += 100;
+		if (djp_trace_stop_signal) {
+			close(lfd);
+			trace_stop_child(t);
+			fprintf(stderr, "djp: %s: interrupted before its agent connected\n", t->cmd);
+			return -1;
+		}
+		if (waited >= DIAL_TIMEOUT_MS) {
+			fprintf(stderr, "djp: %s: its agent did not connect within %d s (no djprobe markers in it?)\n",
+				t->cmd, DIAL_TIMEOUT_MS / 1000);
+			close(lfd);
+			trace_stop_child(t);
+			return -1;
+		}
+	}
+	close(lfd);
+	t->fd = fd;
+	t->alive = true;
+	return 0;
+}
+
+bool trace_reap(struct trace *t, int timeout_ms)
+{
+	int waited = 0;
+
+	if (t->child <= 0 || t->child_done)
+		return t->child_done;
+	for (;;) {
+		pid_t r = waitpid(t->child, &t->child_status, WNOHANG);
+		if (r == t->child || (r < 0 && errno == ECHILD)) {
+			t->child_done = true;
+			return true;
+		}
+		if (timeout_ms >= 0 && waited >= timeout_ms)
+			return false;
+		usleep(10000);
+		waited += 10;
+	}
+}
+
+void trace_stop_child(struct trace *t)
+{
+	if (t->child <= 0 || t->child_done)
+		return;
+	if (t->pid > 0 && t->pid != t->child)
+		kill(t->pid, SIGTERM); /* the traced process, started by a shell */
+	kill(t->child, SIGTERM);
+	if (!trace_reap(t, 2000)) {
+		kill(t->child, SIGKILL);
+		trace_reap(t, -1);
+	}
+}
