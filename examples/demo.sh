@@ -5,6 +5,8 @@
 #    marker armed before its main, and print events until it exits.
 # 2. `djp trace -x`: attach to a server that is already running, for one
 #    second, as JSON; then leave it running untouched (and stop it).
+# 3. `djp SCRIPT -c`: a SystemTap-style script that prints a latency
+#    histogram per request kind and a top-N table (examples/latency.stp).
 set -eu
 O=${1:-build}
 DJP="$O/djp"
@@ -34,4 +36,7 @@ cat "$TMP/summary"
 kill "$PID"
 wait "$PID" 2>/dev/null || true
 PID=
+echo
+echo "== djp examples/latency.stp -c '$SERVER --requests 500 --threads 4'  (a probe script)"
+"$DJP" -c "$SERVER --requests 500 --threads 4" examples/latency.stp
 echo "== demo done"

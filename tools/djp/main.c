@@ -43,6 +43,7 @@ static void short_usage(const char *why)
 
 int main(int argc, char **argv)
 {
+	djp_script_set_live_source(djp_script_live_open);
 	if (argc < 2) {
 		short_usage("");
 		return 2;

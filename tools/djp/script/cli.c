@@ -103,7 +103,7 @@ static int open_source(const char *replay, const char *cmd, int32_t pid, struct 
 		rc = -ENOSYS;
 		snprintf(err, sizeof(err), "live tracing is not available in this build");
 	}
-	if (rc < 0)
+	if (rc < 0 && err[0])
 		fprintf(stderr, "djp: %s\n", err);
 	return rc;
 }

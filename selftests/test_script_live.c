@@ -1,0 +1,94 @@
+/*
+ * Probe scripts against live processes: `djp -c CMD` and `djp -x PID` run a
+ * script on the events the agent records, with the example request server
+ * as the target; and the errors that come before anything is armed.
+ */
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "test_trace_util.h"
+
+static const char *server(void)
+{
+	static char p[4096];
+	snprintf(p, sizeof(p), "%s", djp_test_path("../examples/reqserver"));
+	return p;
+}
+
+TEST_TIMEOUT(script_live_c_counts_every_request, 60)
+{
+	char cmd[4300];
+	snprintf(cmd, sizeof(cmd), "%s --requests 200 --threads 4", server());
+	char *argv[] = { (char *)tt_djp(), "-c", cmd, "-e",
+			 "global n; probe process.mark(\"req_*\") { n[$$name]++ }\n"
+			 "probe end { printf(\"total=%d start=%d\\n\", n[\"req_done\"] + n[\"req_error\"], n[\"req_start\"]) }",
+			 NULL };
+	struct tproc *p = tt_spawn(argv, false, -1);
+	int st = tt_finish(p, 30000);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+	if (!strstr(p->obuf, "total=200 start=200\n"))
+		djp_test_fail(__FILE__, __LINE__, "output: %s / %s", p->obuf, p->ebuf);
+}
+
+TEST_TIMEOUT(script_live_histogram_per_kind, 60)
+{
+	char cmd[4300];
+	snprintf(cmd, sizeof(cmd), "%s --requests 100 --threads 2", server());
+	char *argv[] = { (char *)tt_djp(), "-c", cmd, "-e",
+			 "global lat; probe process.mark(\"req_done\") { lat[$kind] <<< $latency_ns }\n"
+			 "probe end { foreach (k in lat) { println(k); print(@hist_log(lat[k])) } }",
+			 NULL };
+	struct tproc *p = tt_spawn(argv, false, -1);
+	int st = tt_finish(p, 30000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(tt_count(p->obuf, "value |") >= 2);
+	CHECK(strstr(p->obuf, "get\n") || strstr(p->obuf, "put\n"));
+}
+
+TEST_TIMEOUT(script_live_x_attaches_and_leaves_text_restored, 60)
+{
+	char *sv[] = { (char *)server(), "--requests", "0", "--threads", "2", "--rate", "2000", NULL };
+	struct tproc *srv = tt_spawn(sv, true, -1);
+	char pid[16];
+	usleep(300000);
+	snprintf(pid, sizeof(pid), "%d", (int)srv->pid);
+	char *argv[] = { (char *)tt_djp(), "-x", pid, "-e",
+			 "global n; probe process.mark(\"req_done\") { n++ } probe timer.ms(500) { exit() }\n"
+			 "probe end { printf(\"done=%d\\n\", n > 0) }",
+			 NULL };
+	struct tproc *p = tt_spawn(argv, false, -1);
+	int st = tt_finish(p, 30000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(p->obuf, "done=1\n"));
+	CHECK(kill(srv->pid, 0) == 0); /* still running */
+	CHECK(tt_wait_restored(srv->pid, server(), 2000));
+	tt_kill(srv);
+}
+
+TEST_TIMEOUT(script_live_errors_before_arming, 30)
+{
+	char cmd[4300];
+	struct tproc *p;
+	int st;
+	/* no process given */
+	char *a1[] = { (char *)tt_djp(), "-e", "probe process.mark(\"req_done\") { }", NULL };
+	p = tt_spawn(a1, false, -1);
+	st = tt_finish(p, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	CHECK_EQ(tt_lines(p->ebuf), 1);
+	/* a field that the marker does not have: names the ones it has */
+	snprintf(cmd, sizeof(cmd), "%s --requests 10", server());
+	char *a2[] = { (char *)tt_djp(), "-c", cmd, "-e", "probe process.mark(\"req_done\") { println($nosuch) }", NULL };
+	p = tt_spawn(a2, false, -1);
+	st = tt_finish(p, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	CHECK(strstr(p->ebuf, "latency_ns"));
+	/* a command that cannot be executed */
+	char *a3[] = { (char *)tt_djp(), "-c", "/nonexistent/cmd", "-e", "probe process.mark(\"x\") { }", NULL };
+	p = tt_spawn(a3, false, -1);
+	st = tt_finish(p, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	CHECK_EQ(tt_lines(p->ebuf), 1);
+}
