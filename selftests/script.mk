@@ -2,7 +2,8 @@
 # standalone driver, build/selftests/djp-script, that the golden tests
 # (selftests/test_script_golden.c) and the script benchmark run.
 SCRIPT_SRCS := $(sort $(wildcard tools/djp/script/*.c))
-SCRIPT_OBJS := $(filter-out $(O)/tools/djp/script/cli.o,$(SCRIPT_SRCS:%.c=$(O)/%.o))
+# (the live source, live.c, needs the tracing client: it is only in djp)
+SCRIPT_OBJS := $(filter-out $(O)/tools/djp/script/cli.o $(O)/tools/djp/script/live.o,$(SCRIPT_SRCS:%.c=$(O)/%.o))
 DJP_SCRIPT := $(O)/selftests/djp-script
 
 $(O)/tools/djp/script/cli-standalone.o: tools/djp/script/cli.c | $(DEPS_STAMP)
