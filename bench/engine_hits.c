@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "djprobe/djprobe.h"
 #include "djprobe/marker.h"
@@ -119,6 +122,20 @@ static void empty_trap(int sig)
 	(void)sig;
 }
 
+/* The kernel's view of a sigaction, to swap SIGTRAP handlers behind the
+ * engine's back (its handler and ours alternate run by run). */
+struct ksigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+static void swap_trap(const struct ksigaction *in, struct ksigaction *out)
+{
+	syscall(SYS_rt_sigaction, SIGTRAP, in, out, 8);
+}
+
 static void row(const char *name, double value, const char *unit, double target, int lower_is_ok)
 {
 	int ok = lower_is_ok ? value <= target : value >= target;
@@ -159,17 +176,11 @@ int main(void)
 {
 	const long n = 2000000, n3 = 20000;
 	double before[2], m[3], t3[2], after[2];
-	struct sigaction sa;
 	int id, r;
 
-	/* The marker before it was ever armed, and the bare int3 (no engine yet,
-	 * so the SIGTRAP handler installed here is the only one). */
+	/* The marker before it was ever armed (after a warm-up run). */
 	measure((fn_t[]){ hit_marker, hit_nop }, 2, n, before);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = empty_trap;
-	sigaction(SIGTRAP, &sa, NULL);
-	measure((fn_t[]){ hit_bare_int3 }, 1, n3, &t3[0]);
-	signal(SIGTRAP, SIG_DFL);
+	measure((fn_t[]){ hit_marker, hit_nop }, 2, n, before);
 
 	/* lean */
 	id = djp_connect("bench_hit", empty_handler, NULL, DJP_GPR_ONLY);
@@ -187,9 +198,26 @@ int main(void)
 	djp_disconnect(id);
 	row("full: marker armed, vector-saving trampoline, ns over NOP", m[0] - m[1], "ns", 12, 1);
 
-	/* int3 */
+	/* int3: the engine's SIGTRAP handler and a bare one alternate. */
 	id = djp_connect("bench_hit", empty_handler, NULL, DJP_FORCE_INT3);
-	measure((fn_t[]){ hit_marker }, 1, n3, &t3[1]);
+	{
+		struct ksigaction engine, bare;
+		double tb[RUNS], tp[RUNS];
+		swap_trap(NULL, &engine);
+		bare = engine;
+		bare.handler = (void *)empty_trap;
+		bare.flags &= ~(unsigned long)(SA_SIGINFO | SA_ONSTACK | SA_NODEFER);
+		for (int r = 0; r < RUNS; r++) {
+			swap_trap(&bare, NULL);
+			measure((fn_t[]){ hit_bare_int3 }, 1, n3, &tb[r]);
+			swap_trap(&engine, NULL);
+			measure((fn_t[]){ hit_marker }, 1, n3, &tp[r]);
+		}
+		qsort(tb, RUNS, sizeof(double), cmp_double);
+		qsort(tp, RUNS, sizeof(double), cmp_double);
+		t3[0] = tb[RUNS / 2];
+		t3[1] = tp[RUNS / 2];
+	}
 	djp_disconnect(id);
 	printf("int3: bare int3 + SIGTRAP round trip | %.1f ns | - | -\n", t3[0]);
 	printf("int3: marker armed as int3 probe | %.1f ns | - | -\n", t3[1]);
@@ -197,7 +225,9 @@ int main(void)
 
 	/* after */
 	measure((fn_t[]){ hit_marker, hit_nop }, 2, n, after);
-	row("after disarm: marker / same marker before ever armed", after[0] / before[0], "x", 1.03, 1);
+	/* Each against the NOP measured with it, so that drift cancels. */
+	row("after disarm: marker / same marker before ever armed", (after[0] / after[1]) / (before[0] / before[1]), "x",
+	    1.03, 1);
 
 	/* 10,000 sites, two threads running them */
 	{

@@ -1,0 +1,100 @@
+/*
+ * Probe scripts: what the tool sustains, and what a hit costs the target,
+ * next to bpftrace counting the same marker through its USDT note.
+ *
+ *  - the script engine alone, `c[$$name]++` over synthetic events
+ *    (djp --bench-events): events per second (target 5 M/s);
+ *  - the target's cost per hit of `global c; probe process.mark("*")
+ *    { c[$$name]++ }` run by `djp -c`, over the target's own NOP loop
+ *    (target: at most what recording costs, 15 ns);
+ *  - the same count done by bpftrace (`usdt:...:djp:bench_hot`), per hit,
+ *    and the ratio of the two (target: bpftrace at least 20x djp).
+ *
+ * Each per-call figure is the target's own measurement of its loop; the
+ * median of 5 runs of each, interleaved.
+ */
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RUNS 5
+
+static char dir[PATH_MAX];
+
+/* Run a shell command; return the value after `key` in its output, or -1. */
+static double run_value(const char *cmd, const char *key)
+{
+	char line[512];
+	double v = -1;
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p)) {
+		char *k = strstr(line, key);
+		if (k)
+			v = atof(k + strlen(key));
+	}
+	if (pclose(p) != 0)
+		return -1;
+	return v;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp);
+	return v[n / 2];
+}
+
+int main(void)
+{
+	char exe[PATH_MAX], cmd[3 * PATH_MAX + 512];
+	double plain[RUNS], djp[RUNS], bpf[RUNS], rate;
+	int have_bpf = system("command -v bpftrace >/dev/null 2>&1") == 0;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	const char *count = "global c; probe process.mark(\"*\") { c[$$name]++ }";
+	const long calls = 2000000, bpf_calls = 100000;
+
+	if (n <= 0)
+		return 1;
+	exe[n] = 0;
+	snprintf(dir, sizeof(dir), "%s/..", dirname(exe));
+
+	snprintf(cmd, sizeof(cmd), "%s/djp --bench-events 20000000 -e '%s' 2>&1", dir, count);
+	rate = run_value(cmd, "script count | ");
+	printf("script: c[$$name]++ in the tool | %.1f M events/s | >= 5 | %s\n", rate, rate >= 5 ? "ok" : "over");
+
+	for (int r = 0; r < RUNS; r++) {
+		snprintf(cmd, sizeof(cmd), "%s/bench-targets/hot %ld", dir, calls);
+		plain[r] = run_value(cmd, "ns/call ");
+		snprintf(cmd, sizeof(cmd), "%s/djp -c '%s/bench-targets/hot %ld' -e '%s' 2>/dev/null", dir, dir, calls,
+			 count);
+		djp[r] = run_value(cmd, "ns/call ");
+		bpf[r] = -1;
+		if (have_bpf) {
+			snprintf(cmd, sizeof(cmd),
+				 "bpftrace -c '%s/bench-targets/hot %ld' -e 'usdt:%s/bench-targets/hot:djp:bench_hot "
+				 "{ @c[probe] = count(); }' 2>/dev/null",
+				 dir, bpf_calls, dir);
+			bpf[r] = run_value(cmd, "ns/call ");
+		}
+	}
+	double p = median(plain, RUNS), d = median(djp, RUNS) - p, b = median(bpf, RUNS) - p;
+	printf("script: target loop with the marker idle | %.2f ns/call | - | -\n", p);
+	printf("script: djp count, cost per hit in the target | %.2f ns | <= 15 | %s\n", d, d <= 15 ? "ok" : "over");
+	if (!have_bpf || median(bpf, RUNS) < 0) {
+		printf("script: bpftrace count (USDT) | skipped: bpftrace not installed or not permitted | - | -\n");
+		return 0;
+	}
+	printf("script: bpftrace count (USDT uprobe), cost per hit | %.1f ns | - | -\n", b);
+	printf("script: bpftrace / djp, cost per hit | %.1f x | >= 20 | %s\n", b / d, b / d >= 20 ? "ok" : "over");
+	return 0;
+}

@@ -1,0 +1,12 @@
+# Target programs that benchmarks run under the tool (not benchmarks
+# themselves, so outside build/bench/).  script_compare needs bpftrace:
+# `make bench` installs it as root and reports a skipped row otherwise.
+BENCH_TARGETS := $(O)/bench-targets/hot
+$(O)/bench-targets/%: bench/targets/%.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $<
+bench-deps:
+	$(Q)tools/check-deps.sh bpftrace >/dev/null 2>&1 || echo "bench: bpftrace is not installed (as root, make bench installs it); its rows are skipped" >&2
+BENCH_RUN += $(BENCH_TARGETS) bench-deps
+.PHONY: bench-deps
