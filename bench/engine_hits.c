@@ -28,8 +28,8 @@
 
 #include "djprobe/djprobe.h"
 #include "djprobe/marker.h"
+#include "bench/bench.h"
 
-#define ALIGNED __attribute__((noinline, aligned(64)))
 #define RUNS 7
 
 ALIGNED void hit_marker(int a, long b)
@@ -74,26 +74,9 @@ ALIGNED void hit_bare_int3(int a, long b)
 	__asm__ __volatile__("int3\n.byte 0x0f,0x1f,0x44,0x00,0x00");
 }
 
-typedef void (*fn_t)(int, long);
 
-ALIGNED void loop(fn_t fn, long n)
-{
-	for (long i = 0; i < n; i++)
-		fn((int)i, i);
-}
 
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 /* Median ns per call of each fn, the loops interleaved run by run. */
 static void measure(fn_t *fns, int nfns, long n, double *med)
@@ -106,8 +89,7 @@ static void measure(fn_t *fns, int nfns, long n, double *med)
 			t[f][r] = (now_ns() - t0) / n;
 		}
 	for (int f = 0; f < nfns; f++) {
-		qsort(t[f], RUNS, sizeof(double), cmp_double);
-		med[f] = t[f][RUNS / 2];
+		med[f] = median_of(t[f], RUNS);
 	}
 }
 
@@ -213,10 +195,8 @@ int main(void)
 			swap_trap(&engine, NULL);
 			measure((fn_t[]){ hit_marker }, 1, n3, &tp[r]);
 		}
-		qsort(tb, RUNS, sizeof(double), cmp_double);
-		qsort(tp, RUNS, sizeof(double), cmp_double);
-		t3[0] = tb[RUNS / 2];
-		t3[1] = tp[RUNS / 2];
+		t3[0] = median_of(tb, RUNS);
+		t3[1] = median_of(tp, RUNS);
 	}
 	djp_disconnect(id);
 	printf("int3: bare int3 + SIGTRAP round trip | %.1f ns | - | -\n", t3[0]);

@@ -26,7 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ALIGNED __attribute__((noinline, aligned(64)))
+#include "bench/bench.h"
+
 
 ALIGNED void with_marker(int a, long b)
 {
@@ -47,26 +48,9 @@ ALIGNED void with_nothing(int a, long b)
 	__asm__ __volatile__("");
 }
 
-typedef void (*fn_t)(int, long);
 
-ALIGNED void loop(fn_t fn, long n)
-{
-	for (long i = 0; i < n; i++)
-		fn((int)i, i);
-}
 
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 /* Total instructions of `self --count N which` under callgrind; -1 if it
  * cannot be measured. */

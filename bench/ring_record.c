@@ -14,15 +14,10 @@
 #include <unistd.h>
 
 #include "lib/ring.h"
+#include "bench/bench.h"
 
 #define RUNS 7
 #define N_EVENTS 2000000
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 static double median(double *v, int n)
 {

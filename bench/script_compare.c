@@ -20,6 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
+
 #define RUNS 5
 
 static char dir[PATH_MAX];
@@ -40,18 +42,6 @@ static double run_value(const char *cmd, const char *key)
 	if (pclose(p) != 0)
 		return -1;
 	return v;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp);
-	return v[n / 2];
 }
 
 int main(void)
@@ -87,10 +77,10 @@ int main(void)
 			bpf[r] = run_value(cmd, "ns/call ");
 		}
 	}
-	double p = median(plain, RUNS), d = median(djp, RUNS) - p, b = median(bpf, RUNS) - p;
+	double p = median_of(plain, RUNS), d = median_of(djp, RUNS) - p, b = median_of(bpf, RUNS) - p;
 	printf("script: target loop with the marker idle | %.2f ns/call | - | -\n", p);
 	printf("script: djp count, cost per hit in the target | %.2f ns | <= 15 | %s\n", d, d <= 15 ? "ok" : "over");
-	if (!have_bpf || median(bpf, RUNS) < 0) {
+	if (!have_bpf || median_of(bpf, RUNS) < 0) {
 		printf("script: bpftrace count (USDT) | skipped: bpftrace not installed or not permitted | - | -\n");
 		return 0;
 	}

@@ -26,8 +26,8 @@
 #include "djprobe/marker.h"
 #include "kernel/recorder.h"
 #include "lib/ring.h"
+#include "bench/bench.h"
 
-#define ALIGNED __attribute__((noinline, aligned(64)))
 #define RUNS 7
 #define BATCH 16384 /* events per timed batch: fits a 1 MiB ring (32 B each) */
 #define BATCHES 16
@@ -44,32 +44,10 @@ ALIGNED void hit_nop(int a, long b)
 	__asm__ __volatile__(".byte 0x66,0x0f,0x1f,0x44,0x00,0x00");
 }
 
-typedef void (*fn_t)(int, long);
 
-ALIGNED void loop(fn_t fn, long n)
-{
-	for (long i = 0; i < n; i++)
-		fn((int)i, i);
-}
 
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return v[n / 2];
-}
 
 static void row(const char *name, double value, const char *unit, double target, int lower_is_ok)
 {
@@ -263,12 +241,12 @@ int main(void)
 		ratio[r] = two_threads_ratio(armed[r]);
 		dr[r] = drain_rate();
 	}
-	m_nop = median(nop, RUNS);
-	m_armed = median(armed, RUNS);
+	m_nop = median_of(nop, RUNS);
+	m_armed = median_of(armed, RUNS);
 	row("NOP (marker site, nobody listening)", m_nop, "ns", -1, 1);
 	row("recorded event, 2 int args, ns per hit over the NOP", m_armed - m_nop, "ns", 15, 1);
-	row("2 threads on 2 cores: per-thread rate / 1-thread rate", median(ratio, RUNS), "x", 0.9, 0);
-	row("drain rate (consumer, events counted)", median(dr, RUNS) / 1e6, "M events/s", 10, 0);
+	row("2 threads on 2 cores: per-thread rate / 1-thread rate", median_of(ratio, RUNS), "x", 0.9, 0);
+	row("drain rate (consumer, events counted)", median_of(dr, RUNS) / 1e6, "M events/s", 10, 0);
 	row("lost events during the runs above (rings drained between batches)", (double)lost_total(), "events",
 	    0, 1);
 	{

@@ -20,6 +20,7 @@
 #include <urcu-bp.h>
 
 #include "kernel/engine.h"
+#include "kernel/hit_args.h"
 
 static __thread int in_handler __attribute__((tls_model("initial-exec")));
 
@@ -162,61 +163,11 @@ DJP_API uintptr_t djp_hit_site(const struct djp_hit *hit)
 	return hit->site->addr;
 }
 
-/* A load of 1, 2, 4 or 8 bytes, unaligned, with no call to memcpy. */
-static inline uint64_t load(uintptr_t addr, unsigned size)
-{
-	switch (size) {
-	case 1:
-		return *(const uint8_t *)addr;
-	case 2:
-		return *(const __attribute__((aligned(1))) uint16_t *)addr;
-	case 4:
-		return *(const __attribute__((aligned(1))) uint32_t *)addr;
-	default:
-		return *(const __attribute__((aligned(1))) uint64_t *)addr;
-	}
-}
-
 DJP_API int64_t djp_hit_arg(const struct djp_hit *hit, unsigned i)
 {
-	const struct djp_argloc *a;
-	const struct djp_regs *r = hit->regs;
-	uint64_t v = 0;
-	uintptr_t addr;
-
 	if (i >= hit->site->m->nargs)
 		return 0;
-	a = &hit->site->m->arg[i];
-	switch (a->kind) {
-	case DJP_LOC_REG:
-		v = r->r[a->reg] >> a->reg_shift;
-		break;
-	case DJP_LOC_IMM:
-		return a->disp;
-	case DJP_LOC_MEM:
-		addr = (uintptr_t)a->disp;
-		if (a->reg != DJP_REG_NONE)
-			addr += r->r[a->reg];
-		if (a->index != DJP_REG_NONE)
-			addr += r->r[a->index] * a->scale;
-		v = load(addr, a->size);
-		break;
-	case DJP_LOC_ABS:
-		v = load(hit->site->obj->bias + (uintptr_t)a->disp, a->size);
-		break;
-	default:
-		return 0;
-	}
-	switch (a->size) {
-	case 1:
-		return a->is_signed ? (int64_t)(int8_t)v : (int64_t)(uint8_t)v;
-	case 2:
-		return a->is_signed ? (int64_t)(int16_t)v : (int64_t)(uint16_t)v;
-	case 4:
-		return a->is_signed ? (int64_t)(int32_t)v : (int64_t)(uint32_t)v;
-	default:
-		return (int64_t)v;
-	}
+	return (int64_t)djp_arg_fetch(hit, &hit->site->m->arg[i]);
 }
 
 /* For the recorder and the agent (kernel/engine.h). */

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 
 #include "kernel/engine.h"
+#include "kernel/hit_args.h"
 #include "kernel/recorder.h"
 
 /* Cached string masks by marker id: bit 31 says "computed". */
@@ -88,58 +89,6 @@ static inline uint32_t str_mask_of(uint32_t id, const struct djp_marker_info *m)
 	return v;
 }
 
-/* A load of `size` bytes, without a memcpy call. */
-static inline uint64_t load_sized(uintptr_t addr, unsigned size)
-{
-	switch (size) {
-	case 1:
-		return *(const volatile uint8_t *)addr;
-	case 2:
-		return *(const volatile uint16_t *)addr;
-	case 4:
-		return *(const volatile uint32_t *)addr;
-	default:
-		return *(const volatile uint64_t *)addr;
-	}
-}
-
-/* Sign- or zero-extend the low `size` bytes of v, without a branch on the
- * size (1, 2, 4 or 8). */
-static inline uint64_t extend(uint64_t v, const struct djp_argloc *a)
-{
-	unsigned sh = 64 - 8 * (a->size & 15);
-	sh &= 63;
-	if (a->is_signed)
-		return (uint64_t)((int64_t)(v << sh) >> sh);
-	return (v << sh) >> sh;
-}
-
-/* djp_hit_arg, written out for general registers only; registers first,
- * since that is where optimised code keeps most arguments. */
-static inline uint64_t arg_value(const struct djp_hit *hit, const struct djp_argloc *a)
-{
-	const struct djp_regs *r = hit->regs;
-	uintptr_t addr;
-
-	if (__builtin_expect(a->kind == DJP_LOC_REG, 1))
-		return extend(r->r[a->reg] >> a->reg_shift, a);
-	switch (a->kind) {
-	case DJP_LOC_IMM:
-		return (uint64_t)a->disp;
-	case DJP_LOC_MEM:
-		addr = (uintptr_t)a->disp;
-		if (a->reg != DJP_REG_NONE)
-			addr += r->r[a->reg];
-		if (a->index != DJP_REG_NONE)
-			addr += r->r[a->index] * a->scale;
-		return extend(load_sized(addr, a->size), a);
-	case DJP_LOC_ABS:
-		return extend(load_sized(hit->site->obj->bias + (uintptr_t)a->disp, a->size), a);
-	default:
-		return 0;
-	}
-}
-
 void djp_recorder_hit(const struct djp_hit *hit, void *data)
 {
 	struct djp_recorder *rec = data;
@@ -153,7 +102,7 @@ void djp_recorder_hit(const struct djp_hit *hit, void *data)
 	if (n > DJP_MARKER_MAX_ARGS)
 		n = DJP_MARKER_MAX_ARGS;
 	for (unsigned i = 0; i < n; i++)
-		args[i] = arg_value(hit, &m->arg[i]);
+		args[i] = djp_arg_fetch(hit, &m->arg[i]);
 	mask = n ? str_mask_of(id, m) : 0;
 	err = djp_ring_record(rec->region, id, args, n, mask, rec->str_bound);
 	if (__builtin_expect(err == -ENOBUFS, 0)) {

@@ -29,10 +29,10 @@
 #include "bench/lttng/tp.h"
 #include "djprobe/djprobe.h"
 #include "djprobe/marker.h"
+#include "bench/bench.h"
 #include "kernel/recorder.h"
 #include "lib/ring.h"
 
-#define ALIGNED __attribute__((noinline, aligned(64)))
 #define RUNS 7
 #define BATCH 16384
 #define BATCHES 8
@@ -54,31 +54,13 @@ ALIGNED void hit_lttng(int a, long b)
 	lttng_ust_tracepoint(djp_bench, hit, a, b);
 }
 
-typedef void (*fn_t)(int, long);
 
-ALIGNED void loop(fn_t fn, long n)
-{
-	for (long i = 0; i < n; i++)
-		fn((int)i, i);
-}
 
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 static double median(double *v)
 {
-	qsort(v, RUNS, sizeof(*v), cmp_double);
-	return v[RUNS / 2];
+	return median_of(v, RUNS);
 }
 
 static struct djp_consumer *cons;

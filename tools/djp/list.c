@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "json.h"
 #include "lib/markers.h"
 
 #define ERRSZ 512
@@ -231,31 +232,12 @@ static void put_c_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void put_json_string(FILE *out, const char *s)
-{
-	if (!s) {
-		fputs("null", out);
-		return;
-	}
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
 /* The symbol of an argument, up to where the operand's syntax takes over. */
 static void put_json_symbol(FILE *out, const char *sym)
 {
 	size_t n = strcspn(sym, "+-( ");
 	char *s = strndup(sym, n);
-	put_json_string(out, s ? s : "");
+	djp_json_string(out, s ? s : "");
 	free(s);
 }
 
@@ -271,9 +253,9 @@ static void put_json_arg(FILE *out, const struct djp_argloc *a, uint64_t bias)
 		break;
 	case DJP_LOC_MEM:
 		fputs(",\"base\":", out);
-		put_json_string(out, djp_reg_name(a->reg));
+		djp_json_string(out, djp_reg_name(a->reg));
 		fputs(",\"index\":", out);
-		put_json_string(out, djp_reg_name(a->index));
+		djp_json_string(out, djp_reg_name(a->index));
 		fprintf(out, ",\"scale\":%u,\"disp\":%" PRId64, a->scale ? a->scale : 1, a->disp);
 		break;
 	case DJP_LOC_IMM:
@@ -301,13 +283,13 @@ static void put_json_row(FILE *out, const struct row *r)
 	const struct djp_marker_info *m = r->m;
 
 	fputs("{\"name\":", out);
-	put_json_string(out, m->name);
+	djp_json_string(out, m->name);
 	if (m->from_sdt) {
 		fputs(",\"provider\":", out);
-		put_json_string(out, m->provider);
+		djp_json_string(out, m->provider);
 	}
 	fputs(",\"format\":", out);
-	put_json_string(out, m->format);
+	djp_json_string(out, m->format);
 	fputs(",\"args\":[", out);
 	for (unsigned i = 0; i < m->nargs; i++) {
 		if (i)
@@ -315,15 +297,15 @@ static void put_json_row(FILE *out, const struct row *r)
 		put_json_arg(out, &m->arg[i], r->bias);
 	}
 	fprintf(out, "],\"address\":\"0x%" PRIx64 "\",\"length\":%u,\"function\":", m->site + r->bias, m->site_len);
-	put_json_string(out, m->function);
+	djp_json_string(out, m->function);
 	fputs(",\"file\":", out);
-	put_json_string(out, m->file);
+	djp_json_string(out, m->file);
 	if (m->line)
 		fprintf(out, ",\"line\":%u", m->line);
 	else
 		fputs(",\"line\":null", out);
 	fputs(",\"object\":", out);
-	put_json_string(out, r->object);
+	djp_json_string(out, r->object);
 	fputs("}\n", out);
 }
 

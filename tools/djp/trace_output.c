@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "trace.h"
 
 int trace_marker_add(struct trace *t, uint32_t id, uint64_t addr, uint8_t nargs, const char *name,
@@ -95,21 +96,6 @@ static struct trace_thread *thread_of(struct trace *t, uint32_t tid)
 
 /* ---- one event ------------------------------------------------------------- */
 
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
 static void print_event(struct trace *t, const struct djp_event *ev, uint32_t tid)
 {
 	const struct djp_clock_params *cp = djp_consumer_clock(t->cons);
@@ -136,7 +122,7 @@ static void print_event(struct trace *t, const struct djp_event *ev, uint32_t ti
 		return;
 	}
 	fprintf(t->out, "{\"ts_ns\":%" PRIu64 ",\"tid\":%u,\"name\":", ns, tid);
-	json_string(t->out, m ? m->name : name);
+	djp_json_string(t->out, m ? m->name : name);
 	fputs(",\"args\":{", t->out);
 	for (unsigned i = 0; i < n; i++) {
 		struct djp_fmt one = { .nfields = 1 };
@@ -156,12 +142,12 @@ static void print_event(struct trace *t, const struct djp_event *ev, uint32_t ti
 		else
 			snprintf(key, sizeof(key), "arg%u", i + 1);
 		fputs(i ? "," : "", t->out);
-		json_string(t->out, key);
+		djp_json_string(t->out, key);
 		fputc(':', t->out);
 		if (f && (f->conv == 'd' || f->conv == 'i' || f->conv == 'u') && !(f->flags & DJP_FMT_ZERO) && f->width < 0)
 			fputs(val, t->out);
 		else
-			json_string(t->out, val);
+			djp_json_string(t->out, val);
 	}
 	fputs("}}\n", t->out);
 }

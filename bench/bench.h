@@ -1,0 +1,42 @@
+/*
+ * What every benchmark here shares: the loop that calls the function under
+ * test (64-byte aligned and never inlined, so code placement does not decide
+ * a result), a monotonic clock in ns, and medians.
+ */
+#ifndef DJP_BENCH_H
+#define DJP_BENCH_H
+
+#include <stdlib.h>
+#include <time.h>
+
+#define ALIGNED __attribute__((noinline, aligned(64)))
+
+typedef void (*fn_t)(int, long);
+
+static ALIGNED __attribute__((unused)) void loop(fn_t fn, long n)
+{
+	for (long i = 0; i < n; i++)
+		fn((int)i, i);
+}
+
+static inline double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static inline int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Sorts v. */
+static inline double median_of(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return v[n / 2];
+}
+
+#endif

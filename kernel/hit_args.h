@@ -1,0 +1,64 @@
+/*
+ * Fetching a marker argument from the register view of a hit, as its
+ * location in the record says (lib/argloc.h): shared by djp_hit_arg and the
+ * recorder.  Inline and free of library calls, so that it can run inside a
+ * lean trampoline (general registers only).
+ */
+#ifndef DJP_KERNEL_HIT_ARGS_H
+#define DJP_KERNEL_HIT_ARGS_H
+
+#include "kernel/engine.h"
+
+/* A load of `size` bytes, without a memcpy call. */
+static inline uint64_t load_sized(uintptr_t addr, unsigned size)
+{
+	switch (size) {
+	case 1:
+		return *(const volatile uint8_t *)addr;
+	case 2:
+		return *(const volatile uint16_t *)addr;
+	case 4:
+		return *(const volatile uint32_t *)addr;
+	default:
+		return *(const volatile uint64_t *)addr;
+	}
+}
+
+/* Sign- or zero-extend the low `size` bytes of v, without a branch on the
+ * size (1, 2, 4 or 8). */
+static inline uint64_t extend(uint64_t v, const struct djp_argloc *a)
+{
+	unsigned sh = 64 - 8 * (a->size & 15);
+	sh &= 63;
+	if (a->is_signed)
+		return (uint64_t)((int64_t)(v << sh) >> sh);
+	return (v << sh) >> sh;
+}
+
+/* djp_hit_arg, written out for general registers only; registers first,
+ * since that is where optimised code keeps most arguments. */
+static inline uint64_t djp_arg_fetch(const struct djp_hit *hit, const struct djp_argloc *a)
+{
+	const struct djp_regs *r = hit->regs;
+	uintptr_t addr;
+
+	if (__builtin_expect(a->kind == DJP_LOC_REG, 1))
+		return extend(r->r[a->reg] >> a->reg_shift, a);
+	switch (a->kind) {
+	case DJP_LOC_IMM:
+		return (uint64_t)a->disp;
+	case DJP_LOC_MEM:
+		addr = (uintptr_t)a->disp;
+		if (a->reg != DJP_REG_NONE)
+			addr += r->r[a->reg];
+		if (a->index != DJP_REG_NONE)
+			addr += r->r[a->index] * a->scale;
+		return extend(load_sized(addr, a->size), a);
+	case DJP_LOC_ABS:
+		return extend(load_sized(hit->site->obj->bias + (uintptr_t)a->disp, a->size), a);
+	default:
+		return 0;
+	}
+}
+
+#endif
