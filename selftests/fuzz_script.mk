@@ -1,7 +1,7 @@
 # libFuzzer target for the probe-script parser and checker.
 FUZZ_SCRIPT := $(O)/fuzz/fuzz_script
 FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c \
-	$(filter-out tools/djp/script/cli.c,$(sort $(wildcard tools/djp/script/*.c)))
+	$(filter-out tools/djp/script/cli.c tools/djp/script/live.c,$(sort $(wildcard tools/djp/script/*.c)))
 
 $(FUZZ_SCRIPT): $(FUZZ_SCRIPT_SRCS)
 	$(call msg,FUZZ,$@)
