@@ -1,9 +1,9 @@
 /*
  * Fault injection for the engine's system calls.
  *
- * Every mmap, munmap, mprotect, pwrite (to /proc/self/mem), membarrier,
- * tgkill and allocation that the engine makes on the way to changing text
- * goes through these wrappers.  Normally each is one predictable branch and
+ * Every mmap, mprotect, pwrite (to /proc/self/mem), membarrier and tgkill
+ * that the engine makes on the way to changing text goes through these
+ * wrappers.  Normally each is one predictable branch and
  * the real call.  A test sets `fail_at` = calls + n; the call whose running
  * count reaches it fails once with the given errno, exactly as the kernel
  * would have failed it, and the injector disarms itself.  The engine's
@@ -52,10 +52,6 @@ void *djp_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	return injected() ? MAP_FAILED : mmap(addr, len, prot, flags, fd, off);
 }
 
-int djp_sys_munmap(void *addr, size_t len)
-{
-	return injected() ? -1 : munmap(addr, len);
-}
 
 int djp_sys_mprotect(void *addr, size_t len, int prot)
 {
@@ -77,12 +73,4 @@ int djp_sys_tgkill(pid_t tgid, pid_t tid, int sig)
 	return injected() ? -1 : (int)syscall(SYS_tgkill, tgid, tid, sig);
 }
 
-void *djp_sys_malloc(size_t size)
-{
-	return injected() ? NULL : malloc(size);
-}
 
-void *djp_sys_calloc(size_t n, size_t size)
-{
-	return injected() ? NULL : calloc(n, size);
-}

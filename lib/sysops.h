@@ -1,8 +1,9 @@
 /*
  * The system calls the engine makes while it changes text, routed through
- * one table so that a test can make the Nth call fail (SQLite's way of
+ * these wrappers so that a test can make the Nth call fail (SQLite's way of
  * testing failure paths).  djp_sysops_fail_nth(n, err) arms the injector:
- * the nth call from then on, of any of these, fails with -err; 0 disarms.
+ * the nth call from then on, of any of these, fails with errno err; n = 0
+ * disarms.
  * djp_sysops_calls() counts the calls made so far, so a test can walk n
  * over every call of an operation.
  */
@@ -13,13 +14,10 @@
 #include <sys/types.h>
 
 void *djp_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
-int djp_sys_munmap(void *addr, size_t len);
 int djp_sys_mprotect(void *addr, size_t len, int prot);
 ssize_t djp_sys_pwrite(int fd, const void *buf, size_t len, off_t off);
 int djp_sys_membarrier(int cmd, unsigned flags);
 int djp_sys_tgkill(pid_t tgid, pid_t tid, int sig);
-void *djp_sys_malloc(size_t size);
-void *djp_sys_calloc(size_t n, size_t size);
 
 /* Test hooks (exported so that selftests linked to the .so can reach them). */
 void djp_sysops_fail_nth(unsigned long n, int err);
