@@ -22,7 +22,28 @@
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
 
-static __thread int in_handler __attribute__((tls_model("initial-exec")));
+/* Per-thread state, in one initial-exec block so that a hit computes its
+ * address once: the recursion guard, and the cached RCU reader (below). */
+struct thread_state {
+	int in_handler;
+	int reader_exiting;
+	struct urcu_bp_reader *reader;
+};
+static __thread struct thread_state ts __attribute__((tls_model("initial-exec")));
+#define in_handler (ts.in_handler)
+#define reader (ts.reader)
+#define reader_exiting (ts.reader_exiting)
+
+/* liburcu-bp's flag, copied once: read through the GOT twice a hit otherwise. */
+static int has_membarrier;
+
+static inline void mb_slave(void)
+{
+	if (__builtin_expect(has_membarrier, 1))
+		cmm_barrier();
+	else
+		cmm_smp_mb();
+}
 
 bool djp_in_handler(void)
 {
@@ -39,8 +60,6 @@ bool djp_in_handler(void)
  * exit; a hit after that (in a later destructor) takes the slow path, the
  * library's own read lock, which re-registers the thread.
  */
-static __thread struct urcu_bp_reader *reader __attribute__((tls_model("initial-exec")));
-static __thread int reader_exiting __attribute__((tls_model("initial-exec")));
 extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj, void *dso);
 extern void *__dso_handle;
 
@@ -71,6 +90,7 @@ static __attribute__((noinline)) void register_thread(void)
 	}
 	if (!URCU_TLS(urcu_bp_reader))
 		urcu_bp_register();
+	has_membarrier = urcu_bp_has_sys_membarrier;
 	if (!reader_exiting && !__cxa_thread_atexit_impl(reader_forget, NULL, &__dso_handle))
 		reader = URCU_TLS(urcu_bp_reader);
 	if (area)
@@ -92,7 +112,7 @@ static inline struct urcu_bp_reader *read_lock(void)
 	tmp = r->ctr;
 	if (__builtin_expect(!(tmp & URCU_BP_GP_CTR_NEST_MASK), 1)) {
 		_CMM_STORE_SHARED(r->ctr, _CMM_LOAD_SHARED(urcu_bp_gp.ctr));
-		urcu_bp_smp_mb_slave();
+		mb_slave();
 	} else {
 		_CMM_STORE_SHARED(r->ctr, tmp + URCU_BP_GP_COUNT);
 	}
@@ -107,7 +127,7 @@ static inline void read_unlock(struct urcu_bp_reader *r)
 		return;
 	}
 	tmp = r->ctr;
-	urcu_bp_smp_mb_slave();
+	mb_slave();
 	_CMM_STORE_SHARED(r->ctr, tmp - URCU_BP_GP_COUNT);
 	cmm_barrier();
 }
