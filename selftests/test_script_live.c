@@ -92,3 +92,19 @@ TEST_TIMEOUT(script_live_errors_before_arming, 30)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
 	CHECK_EQ(tt_lines(p->ebuf), 1);
 }
+
+TEST_TIMEOUT(script_list_probe_points_of_a_file, 30)
+{
+	char pp[4300];
+	snprintf(pp, sizeof(pp), "process(\"%s\").mark(\"req_*\")", server());
+	char *a1[] = { (char *)tt_djp(), "-l", pp, NULL };
+	struct tproc *p = tt_spawn(a1, false, -1);
+	int st = tt_finish(p, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_EQ(tt_count(p->obuf, ".mark(\"req_"), 3);
+	char *a2[] = { (char *)tt_djp(), "-L", pp, NULL };
+	p = tt_spawn(a2, false, -1);
+	st = tt_finish(p, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(p->obuf, "mark(\"req_done\") $id:long $kind:string $latency_ns:long"));
+}

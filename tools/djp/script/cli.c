@@ -78,7 +78,7 @@ static char *read_file(const char *path)
 }
 
 static int open_source(const char *replay, const char *cmd, int32_t pid, struct script *sc, bool need_markers,
-		       struct djp_source **src)
+		       bool list_only, struct djp_source **src)
 {
 	char err[512] = "";
 	const char *paths[64];
@@ -91,7 +91,7 @@ static int open_source(const char *replay, const char *cmd, int32_t pid, struct 
 		rc = djp_null_open(src);
 		snprintf(err, sizeof(err), "%s", strerror(-rc));
 	} else if (live_open) {
-		struct djp_source_opts o = { .cmd = cmd, .pid = pid };
+		struct djp_source_opts o = { .cmd = cmd, .pid = pid, .list_only = list_only };
 		for (struct probe *p = sc->probes; p; p = p->next)
 			for (struct probe_point *pp = p->points; pp; pp = pp->next)
 				if (pp->kind == PP_MARK && pp->path && npaths < 64)
@@ -242,7 +242,7 @@ int djp_script_main(int argc, char **argv)
 	if (parse_script(&sc))
 		goto out;
 	/* pass 2: markers, probe points, names and types */
-	if ((!bench || replay) && open_source(replay, cmd, pid, &sc, has_marks(&sc) || list, &src) < 0)
+	if ((!bench || replay) && open_source(replay, cmd, pid, &sc, has_marks(&sc) || list, list != NULL, &src) < 0)
 		goto out;
 	if (list) {
 		status = list_points(&sc, src, list_fields, stdout);

@@ -18,6 +18,10 @@
  * close: STATS and BYE (the agent disarms before it answers), then end a
  *        command that is still running, as `djp trace -c` does.
  *
+ * Listing (-l, -L) with only process("PATH") points and no process: the
+ * markers are read from the files themselves, as stap lists the probe
+ * points of a binary without running it; that source has no events.
+ *
  * Timestamps are CLOCK_MONOTONIC in the rings; the script engine's clock is
  * CLOCK_REALTIME (gettimeofday_ns()), so events are shifted by the offset
  * between the two taken at open.
@@ -34,6 +38,7 @@
 #include "engine.h"
 #include "script.h"
 #include "source.h"
+#include "lib/markers.h"
 #include "tools/djp/trace.h"
 
 #define LIVE_POLL_MS 5
@@ -245,6 +250,91 @@ static void live_close(struct djp_source *src)
 
 static const struct djp_source_ops live_ops = { live_arm, live_start, live_next, live_now, live_close };
 
+/* ---- the files of process("PATH") points, for listing ---- */
+
+struct files {
+	struct djp_source src;
+	struct djp_ev_desc *descs;
+	struct djp_marker_list **lists;
+	char **objects;
+	unsigned nlists;
+};
+
+static int files_arm(struct djp_source *src, const uint32_t *ids, unsigned n)
+{
+	(void)src, (void)ids, (void)n;
+	return 0;
+}
+
+static int files_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadline)
+{
+	(void)src, (void)ev, (void)deadline;
+	return DJP_SRC_END;
+}
+
+static void files_close(struct djp_source *src)
+{
+	struct files *f = (struct files *)src;
+	for (unsigned i = 0; i < f->nlists; i++) {
+		djp_marker_list_free(f->lists[i]);
+		free(f->objects[i]);
+	}
+	free(f->lists);
+	free(f->objects);
+	free(f->descs);
+	free(f);
+}
+
+static const struct djp_source_ops files_ops = { files_arm, NULL, files_next, live_now, files_close };
+
+static int files_open(const struct djp_source_opts *o, struct djp_source **out, char *err, size_t errsz)
+{
+	struct files *f = calloc(1, sizeof(*f));
+	size_t total = 0, k = 0;
+	if (!f || !(f->lists = calloc(o->npaths, sizeof(*f->lists))) ||
+	    !(f->objects = calloc(o->npaths, sizeof(*f->objects)))) {
+		if (f)
+			files_close(&f->src);
+		snprintf(err, errsz, "out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < o->npaths; i++, f->nlists++) {
+		int rc = djp_markers_read_file(o->paths[i], DJP_READ_NO_DWARF, &f->lists[i], err, errsz);
+		if (rc < 0) {
+			files_close(&f->src);
+			return rc;
+		}
+		f->objects[i] = realpath(o->paths[i], NULL);
+		if (!f->objects[i])
+			f->objects[i] = strdup(o->paths[i]);
+		total += f->lists[i]->count;
+	}
+	f->descs = calloc(total ? total : 1, sizeof(*f->descs));
+	if (!f->descs) {
+		files_close(&f->src);
+		snprintf(err, errsz, "out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < f->nlists; i++)
+		for (size_t j = 0; j < f->lists[i]->count; j++, k++) {
+			const struct djp_marker_info *m = &f->lists[i]->v[j];
+			const char *why;
+			struct djp_ev_desc *d = &f->descs[k];
+			d->id = (uint32_t)k;
+			d->name = m->name;
+			d->format = m->format;
+			d->object = f->objects[i];
+			d->nargs = m->nargs;
+			if (djp_format_parse(m->format, &d->fmt, &why) < 0)
+				memset(&d->fmt, 0, sizeof(d->fmt));
+		}
+	f->src.ops = &files_ops;
+	f->src.descs = f->descs;
+	f->src.ndescs = (unsigned)total;
+	*out = &f->src;
+	return 0;
+}
+
 int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **out, char *err, size_t errsz)
 {
 	struct live *l;
@@ -253,6 +343,8 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	char path[64];
 	FILE *f;
 
+	if (!o->cmd && o->pid <= 0 && o->list_only && o->npaths)
+		return files_open(o, out, err, errsz);
 	if (!o->cmd && o->pid <= 0) {
 		/* Without an agent there is no process to read: say what to give. */
 		snprintf(err, errsz, "a process(...).mark probe needs the process: give -c CMD or -x PID");

@@ -17,6 +17,7 @@
 #ifndef DJP_SCRIPT_SOURCE_H
 #define DJP_SCRIPT_SOURCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,6 +78,7 @@ struct djp_source_opts {
 	int32_t pid;		  /* -x PID, or 0 */
 	const char *const *paths; /* objects named by process("PATH") points */
 	unsigned npaths;
+	bool list_only;		  /* -l/-L: the markers are wanted, not events */
 };
 
 /* Opens a source; 0 or -errno with a one-line message in err. */
