@@ -1,7 +1,8 @@
 /*
  * What every benchmark here shares: the loop that calls the function under
- * test (64-byte aligned and never inlined, so code placement does not decide
- * a result), a monotonic clock in ns, and medians.
+ * test and the plain-NOP baseline (64-byte aligned and never inlined, so
+ * code placement does not decide a result), a monotonic clock in ns, and
+ * medians.
  */
 #ifndef DJP_BENCH_H
 #define DJP_BENCH_H
@@ -17,6 +18,14 @@ static ALIGNED __attribute__((unused)) void loop(fn_t fn, long n)
 {
 	for (long i = 0; i < n; i++)
 		fn((int)i, i);
+}
+
+/* The baseline: the marker's 6-byte NOP with nothing around it. */
+static ALIGNED __attribute__((unused)) void hit_nop(int a, long b)
+{
+	(void)a;
+	(void)b;
+	__asm__ __volatile__(".byte 0x66,0x0f,0x1f,0x44,0x00,0x00");
 }
 
 static inline double now_ns(void)

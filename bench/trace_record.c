@@ -37,12 +37,6 @@ ALIGNED void hit_marker(int a, long b)
 	MARK(bench_trace_hit, "a=%d b=%ld", a, b);
 }
 
-ALIGNED void hit_nop(int a, long b)
-{
-	(void)a;
-	(void)b;
-	__asm__ __volatile__(".byte 0x66,0x0f,0x1f,0x44,0x00,0x00");
-}
 
 
 

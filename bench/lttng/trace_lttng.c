@@ -37,12 +37,6 @@
 #define BATCH 16384
 #define BATCHES 8
 
-ALIGNED void hit_nop(int a, long b)
-{
-	(void)a;
-	(void)b;
-	__asm__ __volatile__(".byte 0x66,0x0f,0x1f,0x44,0x00,0x00");
-}
 
 ALIGNED void hit_marker(int a, long b)
 {
