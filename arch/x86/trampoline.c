@@ -5,8 +5,8 @@
  * pool mapped within a rel32 (+-2 GiB) of the site, so that the site's
  * `jmp rel32` reaches it and its `jmp rel32` back reaches site+6.  A pool
  * chunk is one RW data page followed by RX code: the data page holds the two
- * dispatcher pointers and one slot per trampoline (the kernel's struct
- * djp_site), reached RIP-relative, so the code never changes once written and
+ * dispatcher pointers, the vector save and restore routines, and one slot
+ * per trampoline (the kernel's struct djp_site), reached RIP-relative, so the code never changes once written and
  * is reused whenever its site is armed again.  Code is written through the
  * text writer (text.c) before any site jumps to it; chunks are never
  * unmapped, because a preempted thread may sit inside a trampoline at any
