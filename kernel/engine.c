@@ -93,15 +93,6 @@ int djp_engine_init_locked(void)
 	return 0;
 }
 
-int djp_engine_init(void)
-{
-	int err;
-	pthread_mutex_lock(&djp_engine_lock);
-	err = djp_engine_init_locked();
-	pthread_mutex_unlock(&djp_engine_lock);
-	return err;
-}
-
 static struct djp_handler_list *list_with(const struct djp_handler_list *l, const struct djp_probe *add,
 					  int remove_id)
 {

@@ -81,7 +81,6 @@ struct djp_hit {
 extern pthread_mutex_t djp_engine_lock;
 extern struct djp_object *djp_objects;
 extern struct djp_probe *djp_probes;
-int djp_engine_init(void);
 int djp_engine_init_locked(void);
 bool djp_engine_ready(void);
 
@@ -113,7 +112,6 @@ const struct djp_marker_info *djp__hit_marker(const struct djp_hit *hit);
 /* sync.c, freeze.c */
 int djp_sync_init(void);
 int djp_sync_cores(void);
-const char *djp_sync_mode_name(void);
 int djp_freeze_init(void);
 int djp_freeze_signal(void);
 int djp_freeze_sync(void);

@@ -38,32 +38,32 @@ static void *next_symbol(const char *name)
 	return dlsym(RTLD_NEXT, name);
 }
 
-DJP_API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+/* The mask call `name` of the next object, with SIGTRAP and the freeze
+ * signal taken out of what SIG_BLOCK and SIG_SETMASK would block. */
+static int mask_call(int (**real)(int, const sigset_t *, sigset_t *), const char *name, int how,
+		     const sigset_t *set, sigset_t *old)
 {
-	static int (*real)(int, const sigset_t *, sigset_t *);
 	sigset_t copy;
-	if (!real)
-		real = (int (*)(int, const sigset_t *, sigset_t *))next_symbol("sigprocmask");
+	if (!*real)
+		*real = (int (*)(int, const sigset_t *, sigset_t *))next_symbol(name);
 	if (set && how != SIG_UNBLOCK) {
 		copy = *set;
 		clean(&copy);
 		set = &copy;
 	}
-	return real(how, set, old);
+	return (*real)(how, set, old);
+}
+
+DJP_API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	static int (*real)(int, const sigset_t *, sigset_t *);
+	return mask_call(&real, "sigprocmask", how, set, old);
 }
 
 DJP_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	static int (*real)(int, const sigset_t *, sigset_t *);
-	sigset_t copy;
-	if (!real)
-		real = (int (*)(int, const sigset_t *, sigset_t *))next_symbol("pthread_sigmask");
-	if (set && how != SIG_UNBLOCK) {
-		copy = *set;
-		clean(&copy);
-		set = &copy;
-	}
-	return real(how, set, old);
+	return mask_call(&real, "pthread_sigmask", how, set, old);
 }
 
 DJP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)

@@ -35,11 +35,6 @@ int djp_sync_init(void)
 	return 0;
 }
 
-const char *djp_sync_mode_name(void)
-{
-	return use_membarrier ? "membarrier" : "freeze";
-}
-
 int djp_sync_cores(void)
 {
 	int r;

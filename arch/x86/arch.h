@@ -26,7 +26,6 @@ struct djp_text_session {
 	size_t nranges;
 };
 int arch_text_init(void);
-const char *arch_text_mode_name(void);
 int arch_text_open(struct djp_text_session *s, const uintptr_t *addrs, const uint8_t *lens, size_t n);
 int arch_text_write(struct djp_text_session *s, uintptr_t addr, const uint8_t *buf, size_t len);
 int arch_text_close(struct djp_text_session *s);
@@ -86,8 +85,6 @@ struct djp_tramp_req {
 /* Make the trampolines of a batch of sites (one text session for all).
  * Each request succeeds or fails on its own; returns the first write error. */
 int arch_tramp_create(struct djp_tramp_req *r, size_t n);
-/* Is `addr` inside any trampoline? (for the freeze's PC checks and tests) */
-int arch_tramp_contains(uintptr_t addr);
 /* Bytes of the XSAVE area the full flavour uses (0 until init or without
  * XSAVE), and saving/restoring the extended state into such an area
  * (64-byte aligned, header zeroed by the caller). */

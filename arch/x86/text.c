@@ -84,11 +84,6 @@ int arch_text_init(void)
 	return -EPERM;
 }
 
-const char *arch_text_mode_name(void)
-{
-	return text_mode == TEXT_MPROTECT ? "mprotect" : text_mode == TEXT_PROCMEM ? "procmem" : "none";
-}
-
 /* The protections of every mapping, read once per session from
  * /proc/self/maps (sorted by address, as the kernel prints them). */
 int djp_maps_read(struct djp_maps *ms)

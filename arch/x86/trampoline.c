@@ -435,10 +435,3 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 	return err;
 }
 
-int arch_tramp_contains(uintptr_t addr)
-{
-	for (struct chunk *c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c; c = c->next)
-		if (addr >= c->base + DATA_PAGE && addr < c->base + CHUNK_MAP)
-			return 1;
-	return 0;
-}
