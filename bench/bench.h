@@ -41,6 +41,20 @@ static inline int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* ns per call of fn over `batches` timed batches of `batch` calls, with
+ * `between(fn)` run untimed after each (to drain a ring, say). */
+static inline __attribute__((unused)) double timed_batches(fn_t fn, int batches, long batch, void (*between)(fn_t))
+{
+	double total = 0;
+	for (int b = 0; b < batches; b++) {
+		double t0 = now_ns();
+		loop(fn, batch);
+		total += now_ns() - t0;
+		between(fn);
+	}
+	return total / (batches * (double)batch);
+}
+
 /* Sorts v. */
 static inline double median_of(double *v, int n)
 {

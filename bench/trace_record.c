@@ -102,16 +102,15 @@ static uint64_t lost_total(void)
 
 /* ns per call of fn over BATCHES batches of BATCH, draining between them
  * (outside the timed part) so the ring never fills. */
+static void drain_between(fn_t fn)
+{
+	(void)fn;
+	drain();
+}
+
 static double batch_ns(fn_t fn)
 {
-	double total = 0;
-	for (int b = 0; b < BATCHES; b++) {
-		double t0 = now_ns();
-		loop(fn, BATCH);
-		total += now_ns() - t0;
-		drain();
-	}
-	return total / (BATCHES * (double)BATCH);
+	return timed_batches(fn, BATCHES, BATCH, drain_between);
 }
 
 /* ---- 2 threads --------------------------------------------------------------- */

@@ -70,18 +70,16 @@ static int count_event(void *arg, const struct djp_event *ev, uint32_t tid, unsi
 
 static const struct djp_drain_ops ops = { count_event, NULL };
 
+static void drain_between(fn_t fn)
+{
+	djp_consumer_drain(cons, &ops, NULL);
+	if (fn == hit_lttng)
+		usleep(20000); /* let LTTng's consumer daemon catch up */
+}
+
 static double batch_ns(fn_t fn)
 {
-	double total = 0;
-	for (int b = 0; b < BATCHES; b++) {
-		double t0 = now_ns();
-		loop(fn, BATCH);
-		total += now_ns() - t0;
-		djp_consumer_drain(cons, &ops, NULL);
-		if (fn == hit_lttng)
-			usleep(20000); /* let LTTng's consumer daemon catch up */
-	}
-	return total / (BATCHES * (double)BATCH);
+	return timed_batches(fn, BATCHES, BATCH, drain_between);
 }
 
 static int measure(void)
