@@ -134,9 +134,12 @@ bench: all $(BENCHES) $(BENCH_RUN)
 
 fuzz: $(FUZZ_TARGETS)
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES_FUZZ)
-	$(Q)set -e; for f in $(FUZZ_TARGETS); do echo "fuzz: $$f for $(FUZZ_SECONDS) s"; \
-		mkdir -p $(O)/fuzz/corpus-$$(basename $$f); \
-		$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(O)/fuzz/corpus-$$(basename $$f) 2>&1 | tail -n 3; done
+	$(Q)set -e; for f in $(FUZZ_TARGETS); do n=$$(basename $$f); echo "fuzz: $$n for $(FUZZ_SECONDS) s"; \
+		mkdir -p $(O)/fuzz/corpus-$$n $(O)/fuzz/crash-$$n; \
+		if ! $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(O)/fuzz/crash-$$n/ \
+			$(O)/fuzz/corpus-$$n selftests/fuzz/regress/$$n >$(O)/fuzz/$$n.log 2>&1; then \
+			tail -n 30 $(O)/fuzz/$$n.log; echo "fuzz: $$n failed; the input is in $(O)/fuzz/crash-$$n/"; exit 1; fi; \
+		tail -n 3 $(O)/fuzz/$$n.log; done
 
 djprobe.pc: djprobe.pc.in
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' $< > $(O)/djprobe.pc

@@ -81,6 +81,10 @@ static int set_err(char *err, size_t errsz, int ret, const char *what, const cha
 		vsnprintf(err + n, errsz - (size_t)n, fmt, ap);
 		va_end(ap);
 	}
+	/* Names and strings come from the file: keep the message one line. */
+	for (char *c = err; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	return ret;
 }
 
