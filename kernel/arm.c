@@ -23,9 +23,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <urcu-bp.h>
 
 #include "kernel/engine.h"
+#include "kernel/rcu.h"
 #include "lib/sysops.h"
 
 void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t *out)
@@ -143,7 +143,9 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 			req_idx[nreqs] = i, reqs[nreqs++] = (struct djp_tramp_req){ .site = sites[i]->addr,
 								.len = sites[i]->len,
 								.flavour = flavour[i],
+								.sp_align = sites[i]->m->sp_align,
 								.ds = sites[i],
+								.list = &sites[i]->handlers,
 								.regs_used = regs_used(sites[i]) };
 	}
 	if (nreqs) {
@@ -203,7 +205,7 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 		for (size_t i = 0; i < n; i++)
 			atomic_store(&sites[i]->handlers, old_lists[i]);
 		arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
-		synchronize_rcu();
+		djp_rcu_synchronize();
 		for (size_t i = 0; i < n; i++)
 			free((void *)new_lists[i]);
 		goto out;
@@ -217,7 +219,7 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 	}
 	if (npokes)
 		arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
-	synchronize_rcu();
+	djp_rcu_synchronize();
 	for (size_t i = 0; i < n; i++)
 		free(old_lists[i]);
 out:

@@ -47,18 +47,14 @@ static void reattach_all(void)
 			continue;
 		}
 		lists = calloc(n, sizeof(*lists));
-		for (size_t i = 0; lists && i < n; i++) {
-			const struct djp_handler_list *cur = atomic_load(&v[i]->handlers);
-			unsigned m = cur ? cur->n : 0;
-			struct djp_handler_list *nl = malloc(sizeof(*nl) + (m + 1) * sizeof(nl->h[0]));
-			if (nl) {
-				if (m)
-					memcpy(nl->h, cur->h, m * sizeof(nl->h[0]));
-				nl->h[m] = (struct djp_handler){ p->fn, p->data, p->flags, p->id };
-				nl->n = m + 1;
+		for (size_t i = 0; lists && i < n; i++)
+			if (!(lists[i] = djp_list_make(atomic_load(&v[i]->handlers), p, -1))) {
+				/* ENOMEM: a NULL list would disarm the site's others */
+				while (i--)
+					free((void *)lists[i]);
+				free(lists);
+				lists = NULL;
 			}
-			lists[i] = nl;
-		}
 		if (lists && djp_sites_apply(v, n, lists) == 0)
 			for (size_t i = 0; i < n; i++)
 				v[i]->nprobes++;

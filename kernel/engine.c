@@ -20,9 +20,9 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
-#include <urcu-bp.h>
 
 #include "kernel/engine.h"
+#include "kernel/rcu.h"
 
 pthread_mutex_t djp_engine_lock = PTHREAD_MUTEX_INITIALIZER;
 struct djp_object *djp_objects;
@@ -39,19 +39,19 @@ bool djp_engine_ready(void)
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&djp_engine_lock);
-	urcu_bp_before_fork();
+	djp_rcu_fork_prepare();
 }
 
 static void fork_parent(void)
 {
-	urcu_bp_after_fork_parent();
+	djp_rcu_fork_parent();
 	pthread_mutex_unlock(&djp_engine_lock);
 }
 
 /* The child: put back every byte, forget every probe. */
 static void fork_child(void)
 {
-	urcu_bp_after_fork_child();
+	djp_rcu_fork_child();
 	for (struct djp_object *o = djp_objects; o; o = o->next)
 		for (size_t i = 0; i < o->nsites; i++) {
 			struct djp_site *s = &o->sites[i];
@@ -87,14 +87,23 @@ int djp_engine_init_locked(void)
 		atomic_store(&ready, 2);
 		return err;
 	}
-	arch_tramp_init(djp_dispatch_lean, djp_dispatch_full); /* no XSAVE: lean and int3 only */
+	{
+		struct djp_rcu_fast rf;
+		djp_rcu_fast_path(&rf);
+		/* Without XSAVE only lean trampolines and int3 probes are made. */
+		arch_tramp_init(&(struct djp_tramp_ops){ .lean_slow = djp_dispatch_lean,
+							 .full = djp_dispatch_full,
+							 .reader_tls = rf.reader_tls,
+							 .gp_ctr = rf.gp_ctr,
+							 .enter_add = rf.enter_add,
+							 .need_mb = rf.need_mb });
+	}
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	atomic_store_explicit(&ready, 1, memory_order_release);
 	return 0;
 }
 
-static struct djp_handler_list *list_with(const struct djp_handler_list *l, const struct djp_probe *add,
-					  int remove_id)
+struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const struct djp_probe *add, int remove_id)
 {
 	unsigned n = l ? l->n : 0, k = 0;
 	struct djp_handler_list *nl = malloc(sizeof(*nl) + (n + 1) * sizeof(nl->h[0]));
@@ -110,6 +119,7 @@ static struct djp_handler_list *list_with(const struct djp_handler_list *l, cons
 		free(nl);
 		return NULL;
 	}
+	djp_list_seal(nl);
 	return nl;
 }
 
@@ -128,7 +138,7 @@ static int change_probe(struct djp_site **sites, size_t n, const struct djp_prob
 		return -ENOMEM;
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct djp_handler_list *cur = atomic_load(&sites[i]->handlers);
-		lists[i] = list_with(cur, add, remove_id);
+		lists[i] = djp_list_make(cur, add, remove_id);
 		if (!lists[i] && (add || (cur && cur->n > 1)))
 			err = -ENOMEM;
 	}

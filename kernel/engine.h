@@ -28,8 +28,12 @@ struct djp_handler {
 	int probe_id;
 };
 
-/* Immutable once published; replaced whole and freed after a grace period. */
+/* Immutable once published; replaced whole and freed after a grace period
+ * (kernel/rcu.c); made only by djp_list_make.  `lean` comes first: a lean
+ * trampoline calls it directly (the only handler, or djp_run_lean_list for
+ * more). */
 struct djp_handler_list {
+	struct djp_fast_call lean;
 	unsigned n;
 	struct djp_handler h[];
 };
@@ -72,12 +76,10 @@ struct djp_probe {
 	struct djp_probe *next;
 };
 
-struct djp_hit {
-	struct djp_site *site;
-	const struct djp_regs *regs;
-};
-
 /* engine.c */
+/* A new list: `l`'s handlers without probe `remove_id`, plus `add` (either
+ * may be NULL / -1), sealed; NULL when it would be empty or on ENOMEM. */
+struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const struct djp_probe *add, int remove_id);
 extern pthread_mutex_t djp_engine_lock;
 extern struct djp_object *djp_objects;
 extern struct djp_probe *djp_probes;
@@ -99,11 +101,19 @@ struct djp_site *djp_site_by_id(uint32_t id);
 int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_list **new_lists);
 void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t *out);
 
+/* The site a hit is at. */
+static inline struct djp_site *djp__hit_site(const struct djp_hit *hit)
+{
+	return (struct djp_site *)arch_hit_site(hit);
+}
+
 /* dispatch.c */
-void djp_dispatch_lean(struct djp_regs *regs, struct djp_site *site);
-void djp_dispatch_full(struct djp_regs *regs, struct djp_site *site);
-void djp_trap_probe(struct djp_site *site, struct djp_regs *regs);
+void djp_dispatch_lean(struct djp_hit *hit);
+void djp_dispatch_full(struct djp_hit *hit);
+void djp_trap_probe(struct djp_hit *hit);
 bool djp_in_handler(void);
+/* Fill in l->lean from the handlers of a new list (djp_list_make does). */
+void djp_list_seal(struct djp_handler_list *l);
 /* The process-wide id of the site hit (what the recorder stores), and its
  * marker record (name, format, argument locations). */
 uint32_t djp__hit_id(const struct djp_hit *hit);

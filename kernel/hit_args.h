@@ -37,9 +37,9 @@ static inline uint64_t extend(uint64_t v, const struct djp_argloc *a)
 
 /* djp_hit_arg, written out for general registers only; registers first,
  * since that is where optimised code keeps most arguments. */
-static inline uint64_t djp_arg_fetch(const struct djp_hit *hit, const struct djp_argloc *a)
+static inline uint64_t djp_arg_fetch(const struct djp_hit *hit, const struct djp_site *s, const struct djp_argloc *a)
 {
-	const struct djp_regs *r = hit->regs;
+	const struct djp_regs *r = &hit->regs;
 	uintptr_t addr;
 
 	if (__builtin_expect(a->kind == DJP_LOC_REG, 1))
@@ -55,7 +55,7 @@ static inline uint64_t djp_arg_fetch(const struct djp_hit *hit, const struct djp
 			addr += r->r[a->index] * a->scale;
 		return extend(load_sized(addr, a->size), a);
 	case DJP_LOC_ABS:
-		return extend(load_sized(hit->site->obj->bias + (uintptr_t)a->disp, a->size), a);
+		return extend(load_sized(s->obj->bias + (uintptr_t)a->disp, a->size), a);
 	default:
 		return 0;
 	}

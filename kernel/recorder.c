@@ -92,7 +92,7 @@ static inline uint32_t str_mask_of(uint32_t id, const struct djp_marker_info *m)
 void djp_recorder_hit(const struct djp_hit *hit, void *data)
 {
 	struct djp_recorder *rec = data;
-	const struct djp_site *s = hit->site;
+	const struct djp_site *s = djp__hit_site(hit);
 	const struct djp_marker_info *m = s->m;
 	uint64_t args[DJP_MARKER_MAX_ARGS];
 	unsigned n = m->nargs;
@@ -102,7 +102,7 @@ void djp_recorder_hit(const struct djp_hit *hit, void *data)
 	if (n > DJP_MARKER_MAX_ARGS)
 		n = DJP_MARKER_MAX_ARGS;
 	for (unsigned i = 0; i < n; i++)
-		args[i] = djp_arg_fetch(hit, &m->arg[i]);
+		args[i] = djp_arg_fetch(hit, s, &m->arg[i]);
 	mask = n ? str_mask_of(id, m) : 0;
 	err = djp_ring_record(rec->region, id, args, n, mask, rec->str_bound);
 	if (__builtin_expect(err == -ENOBUFS, 0)) {

@@ -32,9 +32,13 @@
 #include "argloc.h"
 
 static const char *const reg64[DJP_REG_COUNT] = {
-	"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8",
-	"r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip",
+	"rax", "rcx", "rdx", "rsi", "rdi", "r8",  "r9",	 "r10", "r11",
+	"rbx", "rbp", "r12", "r13", "r14", "r15", "rsp", "rip",
 };
+
+/* %r8 .. %r15 by their number less 8. */
+static const int8_t numbered[8] = { DJP_REG_R8,	 DJP_REG_R9,  DJP_REG_R10, DJP_REG_R11,
+				    DJP_REG_R12, DJP_REG_R13, DJP_REG_R14, DJP_REG_R15 };
 
 /* Legacy names of the first eight registers, by width. */
 static const struct {
@@ -85,9 +89,9 @@ int djp_reg_from_name(const char *name, size_t len, uint8_t *shift, uint8_t *wid
 			n = n * 10 + (unsigned)(name[i++] - '0');
 		if (n >= 8 && n <= 15 && i >= len - 1) {
 			if (i == len)
-				reg = DJP_REG_R8 + (int)(n - 8);
+				reg = numbered[n - 8];
 			else if (name[i] == 'd' || name[i] == 'w' || name[i] == 'b') {
-				reg = DJP_REG_R8 + (int)(n - 8);
+				reg = numbered[n - 8];
 				w = name[i] == 'd' ? 4 : name[i] == 'w' ? 2 : 1;
 			}
 		}
@@ -345,8 +349,9 @@ static const char *reg_name_sized(int reg, unsigned width, unsigned shift)
 		width = 1; /* %ah and friends exist only at one byte */
 	if (width == 8)
 		return reg64[reg];
-	if (reg >= DJP_REG_R8)
-		return r8[reg - DJP_REG_R8][width == 4 ? 0 : width == 2 ? 1 : 2];
+	for (int n = 0; n < 8; n++)
+		if (numbered[n] == reg)
+			return r8[n][width == 4 ? 0 : width == 2 ? 1 : 2];
 	for (size_t i = 0; i < sizeof(legacy) / sizeof(legacy[0]); i++)
 		if (legacy[i].reg == reg && legacy[i].width == width && legacy[i].shift == shift)
 			return legacy[i].name;

@@ -30,6 +30,9 @@ struct djp_marker_info {
 	const char *file;     /* source file from DWARF, or NULL */
 	unsigned line;	      /* 0 when unknown */
 	uint64_t sdt_base;    /* SDT: the note's _.stapsdt.base (prelink check) */
+	/* %rsp modulo 16 at the site, from the call-frame information, or -1
+	 * where that does not say (lib/markers_elf.c) */
+	int8_t sp_align;
 };
 
 struct djp_marker_list {

@@ -25,6 +25,14 @@
  * simply has none, which is not an error.  DJP_READ_NO_DWARF skips both
  * lookups for callers that only need addresses (the engine).
  *
+ * The stack alignment at each site comes from the call-frame information
+ * (.eh_frame, through libdw's CFI reader): where the rule for the canonical
+ * frame address is %rsp plus a constant k, %rsp there is -k modulo 16,
+ * since the CFA is the caller's %rsp before its call, 16-byte aligned by
+ * the ABI.  The engine's lean trampoline uses it to align the stack for the
+ * handler without spending a register on it.  A frame-pointer rule (-O0
+ * code), or no CFI at all, says nothing: the trampoline aligns at run time.
+ *
  * Errors are one line, "PATH: problem", and -errno; nothing is returned with
  * an error.  The PT_LOAD segments are kept with the list so that a caller
  * with a /proc/PID/maps line can compute the load bias.
@@ -271,6 +279,25 @@ nomem:
 	return rd_err(r, -ENOMEM, "out of memory");
 }
 
+/* %rsp mod 16 at each site where the CFI says (see the top of the file). */
+static void add_stack_alignment(struct reader *r, struct djp_marker_list *l)
+{
+	Dwarf_CFI *cfi = dwarf_getcfi_elf(r->elf);
+	if (!cfi)
+		return;
+	for (size_t i = 0; i < l->count; i++) {
+		Dwarf_Frame *frame = NULL;
+		Dwarf_Op *ops;
+		size_t nops;
+		/* libdw gives a register rule as DW_OP_bregx reg, offset */
+		if (dwarf_cfi_addrframe(cfi, l->v[i].site, &frame) == 0 && dwarf_frame_cfa(frame, &ops, &nops) == 0 &&
+		    nops == 1 && ops[0].atom == DW_OP_bregx && ops[0].number == 7) /* DWARF register 7: %rsp */
+			l->v[i].sp_align = (int8_t)((uint64_t)-(int64_t)ops[0].number2 & 15);
+		free(frame);
+	}
+	dwarf_cfi_end(cfi);
+}
+
 static Elf_Data *section_data(struct reader *r, Elf_Scn *scn, const char *name)
 {
 	Elf_Data *d = elf_getdata(scn, NULL);
@@ -392,6 +419,7 @@ static int read_markers(struct reader *r, unsigned flags, struct djp_marker_list
 		djp_marker_list_free(l);
 		return ret;
 	}
+	add_stack_alignment(r, l);
 	*out = l;
 	return 0;
 }

@@ -173,6 +173,7 @@ static struct djp_marker_info *list_push(struct djp_marker_list *l)
 	}
 	struct djp_marker_info *m = &l->v[l->count++];
 	memset(m, 0, sizeof(*m));
+	m->sp_align = -1;
 	return m;
 }
 

@@ -58,7 +58,7 @@ struct djp_trap_table {
 	size_t n;
 	struct djp_trap_entry e[]; /* sorted by addr */
 };
-typedef void (*djp_trap_probe_fn)(struct djp_site *site, struct djp_regs *regs);
+typedef void (*djp_trap_probe_fn)(struct djp_hit *hit);
 int arch_trap_init(djp_trap_probe_fn fn);
 /* Install `t` (sorted, may be NULL), wait until no trap handler can still
  * read the previous table, and free it. */
@@ -71,17 +71,64 @@ void arch_serialize(void);
 
 /* ---- trampolines (trampoline.c) ---- */
 enum djp_flavour { DJP_LEAN, DJP_FULL };
-typedef void (*djp_dispatch_fn)(struct djp_regs *regs, struct djp_site *site);
-int arch_tramp_init(djp_dispatch_fn lean, djp_dispatch_fn full);
-struct djp_tramp_req {
-	uintptr_t site;	       /* in: the site address */
-	unsigned len;	       /* in: site length */
-	int flavour;	       /* in: DJP_LEAN or DJP_FULL */
-	struct djp_site *ds;   /* in: what the data slot carries */
-	uint32_t regs_used;    /* in: registers the arguments read (1 << enum djp_reg) */
-	uintptr_t entry, slot; /* out: entry address (0 on failure), its slot */
-	int err;	       /* out: -ERANGE when no memory is in reach, -errno */
+typedef void (*djp_dispatch_fn)(struct djp_hit *hit);
+/* What a lean trampoline calls directly: the first two words of the
+ * kernel's handler list (its only handler, or a function that runs them
+ * all), called as fn(hit, data). */
+struct djp_fast_call {
+	void (*fn)(const struct djp_hit *hit, void *data);
+	void *data;
 };
+/*
+ * The read-side protocol a lean trampoline inlines (kernel/rcu.h): at
+ * %fs:reader_tls a pointer to the thread's reader word (NULL: slow path);
+ * the fast path requires the word's low 32 bits to be zero, enters by
+ * storing *gp_ctr + enter_add there and leaves by storing zero, with an
+ * mfence after entering and before leaving when need_mb says so.
+ */
+struct djp_tramp_ops {
+	djp_dispatch_fn lean_slow; /* lean: when the fast path does not apply */
+	djp_dispatch_fn full;	   /* full: every hit */
+	intptr_t reader_tls;
+	const unsigned long *gp_ctr;
+	unsigned long enter_add;
+	int need_mb;
+};
+int arch_tramp_init(const struct djp_tramp_ops *ops);
+struct djp_tramp_req {
+	uintptr_t site;	     /* in: the site address */
+	unsigned len;	     /* in: site length */
+	int flavour;	     /* in: DJP_LEAN or DJP_FULL */
+	int sp_align;	     /* in: %rsp mod 16 at the site, or -1: unknown */
+	struct djp_site *ds; /* in: the site a hit's key names */
+	/* in: the word where the site's list is published (RCU): a pointer
+	 * to a struct djp_fast_call, or NULL for no handlers */
+	const void *list;
+	uint32_t regs_used; /* in: registers the arguments read (1 << enum djp_reg) */
+	uintptr_t entry;    /* out: entry address (0 on failure) */
+	int err;	    /* out: -ERANGE when no memory is in reach, -errno */
+};
+/*
+ * Trampolines live in chunks of DJP_TRAMP_CHUNK bytes, aligned to their
+ * size: a data page, then DJP_TRAMP_SLOTS code slots of DJP_TRAMP_SLOT
+ * bytes.  The data page ends with the site of each slot, so any address
+ * inside a trampoline names its site.
+ */
+#define DJP_TRAMP_CHUNK (1UL << 16)
+#define DJP_TRAMP_DATA 4096UL
+#define DJP_TRAMP_SLOT 512UL
+#define DJP_TRAMP_SLOTS ((DJP_TRAMP_CHUNK - DJP_TRAMP_DATA) / DJP_TRAMP_SLOT)
+#define DJP_TRAMP_SITES_AT (DJP_TRAMP_DATA - 8 * DJP_TRAMP_SLOTS) /* offset of the table */
+
+/* The site a hit is at, from its key (regs.h). */
+static inline struct djp_site *arch_hit_site(const struct djp_hit *hit)
+{
+	uintptr_t k = ((const uintptr_t *)hit)[-1], base;
+	if (k & DJP_HIT_KEY_SITE)
+		return (struct djp_site *)(k - DJP_HIT_KEY_SITE);
+	base = k & ~(DJP_TRAMP_CHUNK - 1);
+	return ((struct djp_site *const *)(base + DJP_TRAMP_SITES_AT))[(k - base - DJP_TRAMP_DATA) / DJP_TRAMP_SLOT];
+}
 /* Make the trampolines of a batch of sites (one text session for all).
  * Each request succeeds or fails on its own; returns the first write error. */
 int arch_tramp_create(struct djp_tramp_req *r, size_t n);

@@ -65,8 +65,8 @@ static const struct djp_trap_entry *lookup(const struct djp_trap_table *t, uintp
 }
 
 /* ucontext general registers into struct djp_regs order. */
-static const int greg_of[16] = { REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI, REG_RBP, REG_RSP,
-				 REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15 };
+static const int greg_of[16] = { REG_RAX, REG_RCX, REG_RDX, REG_RSI, REG_RDI, REG_R8,  REG_R9,  REG_R10,
+				 REG_R11, REG_RBX, REG_RBP, REG_R12, REG_R13, REG_R14, REG_R15, REG_RSP };
 
 static void chain(int sig, siginfo_t *info, void *uc)
 {
@@ -116,11 +116,15 @@ static void trap_handler(int sig, siginfo_t *info, void *ucv)
 			g[REG_RIP] = (greg_t)(addr + e->len);
 			break;
 		case DJP_TRAP_PROBE: {
-			struct djp_regs regs;
+			struct {
+				uintptr_t key; /* the word below the hit names its site */
+				struct djp_hit hit;
+			} h;
 			for (int i = 0; i < 16; i++)
-				regs.r[i] = (uint64_t)g[greg_of[i]];
-			regs.r[DJP_REG_RIP] = addr;
-			probe_fn(e->site, &regs);
+				h.hit.regs.r[i] = (uint64_t)g[greg_of[i]];
+			h.hit.regs.r[DJP_REG_RIP] = addr;
+			h.key = (uintptr_t)e->site | DJP_HIT_KEY_SITE;
+			probe_fn(&h.hit);
 			g[REG_RIP] = (greg_t)(addr + e->len);
 			break;
 		}
