@@ -115,10 +115,19 @@ static double batch_ns(fn_t fn)
 
 /* ---- 2 threads --------------------------------------------------------------- */
 
+/*
+ * Each producer's rate with two threads recording at once, against one
+ * thread recording alone, under the same conditions: a consumer drains the
+ * rings between batches from CPU 0, as the tool does from some core.  (A
+ * producer whose ring lines another core has read pays to take them back
+ * when it writes there again: the one-thread run pins its producer to CPU 1
+ * and drains from CPU 0, so that it pays that too, as thread 1 of the pair
+ * does.)
+ */
 static pthread_barrier_t barrier;
 static double thread_ns[2];
 
-static void *two_threads_body(void *arg)
+static void *producer(void *arg)
 {
 	int me = (int)(intptr_t)arg;
 	double total = 0;
@@ -137,17 +146,55 @@ static void *two_threads_body(void *arg)
 	return NULL;
 }
 
-static double two_threads_ratio(double single_ns)
+static void *producer_alone(void *arg)
+{
+	double total = 0;
+	(void)arg;
+	pin(1);
+	for (int b = 0; b < BATCHES; b++) {
+		double t0;
+		pthread_barrier_wait(&barrier);
+		t0 = now_ns();
+		loop(hit_marker, BATCH);
+		total += now_ns() - t0;
+		pthread_barrier_wait(&barrier);
+	}
+	thread_ns[1] = total / (BATCHES * (double)BATCH);
+	return NULL;
+}
+
+/* ns per hit of each producer: thread i on CPU i (one producer: CPU 1,
+ * with the calling thread, on CPU 0, draining). */
+static void producers(int n)
 {
 	pthread_t th[2];
 	pthread_barrier_init(&barrier, NULL, 2);
-	for (int i = 0; i < 2; i++)
-		pthread_create(&th[i], NULL, two_threads_body, (void *)(intptr_t)i);
-	for (int i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
+	if (n == 2) {
+		for (int i = 0; i < 2; i++)
+			pthread_create(&th[i], NULL, producer, (void *)(intptr_t)i);
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+	} else {
+		pin(0);
+		pthread_create(&th[1], NULL, producer_alone, NULL);
+		for (int b = 0; b < BATCHES; b++) {
+			pthread_barrier_wait(&barrier);
+			pthread_barrier_wait(&barrier);
+			drain();
+		}
+		pthread_join(th[1], NULL);
+	}
 	pthread_barrier_destroy(&barrier);
+}
+
+static double two_threads_ratio(void)
+{
+	double one;
+	producers(1);
+	one = thread_ns[1];
+	producers(2);
 	/* rate = 1/ns: each thread's rate over the single-thread rate */
-	return single_ns / (thread_ns[0] > thread_ns[1] ? thread_ns[0] : thread_ns[1]);
+	return one / (thread_ns[0] > thread_ns[1] ? thread_ns[0] : thread_ns[1]);
 }
 
 /* ---- drain rate --------------------------------------------------------------- */
@@ -231,7 +278,7 @@ int main(void)
 	for (int r = 0; r < RUNS; r++) {
 		nop[r] = batch_ns(hit_nop);
 		armed[r] = batch_ns(hit_marker);
-		ratio[r] = two_threads_ratio(armed[r]);
+		ratio[r] = two_threads_ratio();
 		dr[r] = drain_rate();
 	}
 	m_nop = median_of(nop, RUNS);

@@ -146,7 +146,10 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 								.sp_align = sites[i]->m->sp_align,
 								.ds = sites[i],
 								.list = &sites[i]->handlers,
-								.regs_used = regs_used(sites[i]) };
+								.regs_used = regs_used(sites[i]),
+								.args = sites[i]->m->arg,
+								.nargs = sites[i]->m->nargs,
+								.bias = sites[i]->obj->bias };
 	}
 	if (nreqs) {
 		arch_tramp_create(reqs, nreqs);

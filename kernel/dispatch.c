@@ -27,6 +27,7 @@
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
 #include "kernel/rcu.h"
+#include "kernel/recorder.h"
 
 bool djp_in_handler(void)
 {
@@ -46,12 +47,18 @@ static void djp_run_lean_list(const struct djp_hit *hit, void *list)
 	run_list(hit, list, DJP_GPR_ONLY);
 }
 
-void djp_list_seal(struct djp_handler_list *l)
+void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s)
 {
-	if (l->n == 1 && (l->h[0].flags & DJP_GPR_ONLY))
+	if (l->n == 1 && (l->h[0].flags & DJP_GPR_ONLY)) {
+		djp_recorder_fast_fn fast;
 		l->lean = (struct djp_fast_call){ l->h[0].fn, l->h[0].data };
-	else
+		/* The lean trampoline calls it with more arguments than the
+		 * handler type says: only the trampoline calls it. */
+		if (l->h[0].fn == djp_recorder_hit && (fast = djp_recorder_plan(l->h[0].data, s, &l->plan)))
+			l->lean = (struct djp_fast_call){ (djp_handler_fn)(void (*)(void))fast, &l->plan };
+	} else {
 		l->lean = (struct djp_fast_call){ djp_run_lean_list, l };
+	}
 }
 
 static inline void run(struct djp_hit *hit, unsigned need, bool in_lean)

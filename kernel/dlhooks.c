@@ -48,7 +48,7 @@ static void reattach_all(void)
 		}
 		lists = calloc(n, sizeof(*lists));
 		for (size_t i = 0; lists && i < n; i++)
-			if (!(lists[i] = djp_list_make(atomic_load(&v[i]->handlers), p, -1))) {
+			if (!(lists[i] = djp_list_make(atomic_load(&v[i]->handlers), p, -1, v[i]))) {
 				/* ENOMEM: a NULL list would disarm the site's others */
 				while (i--)
 					free((void *)lists[i]);

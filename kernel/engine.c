@@ -103,7 +103,8 @@ int djp_engine_init_locked(void)
 	return 0;
 }
 
-struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const struct djp_probe *add, int remove_id)
+struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const struct djp_probe *add, int remove_id,
+				       const struct djp_site *s)
 {
 	unsigned n = l ? l->n : 0, k = 0;
 	struct djp_handler_list *nl = malloc(sizeof(*nl) + (n + 1) * sizeof(nl->h[0]));
@@ -119,7 +120,7 @@ struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const s
 		free(nl);
 		return NULL;
 	}
-	djp_list_seal(nl);
+	djp_list_seal(nl, s);
 	return nl;
 }
 
@@ -138,7 +139,7 @@ static int change_probe(struct djp_site **sites, size_t n, const struct djp_prob
 		return -ENOMEM;
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct djp_handler_list *cur = atomic_load(&sites[i]->handlers);
-		lists[i] = djp_list_make(cur, add, remove_id);
+		lists[i] = djp_list_make(cur, add, remove_id, sites[i]);
 		if (!lists[i] && (add || (cur && cur->n > 1)))
 			err = -ENOMEM;
 	}

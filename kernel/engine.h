@@ -28,12 +28,25 @@ struct djp_handler {
 	int probe_id;
 };
 
+/*
+ * Per-site constants for a handler's specialised fast entry (the
+ * recorder's, kernel/recorder.c): filled in by djp_list_seal, and passed to
+ * the entry as its data, so that a hit needs no lookup to find them.
+ */
+struct djp_fast_plan {
+	void *data;	/* the handler's own data */
+	uint32_t id;	/* the site's process-wide id */
+	uint32_t nargs; /* arguments, which the trampoline prefetched */
+	uintptr_t aux[2]; /* the handler's, derived from its data */
+};
+
 /* Immutable once published; replaced whole and freed after a grace period
  * (kernel/rcu.c); made only by djp_list_make.  `lean` comes first: a lean
- * trampoline calls it directly (the only handler, or djp_run_lean_list for
- * more). */
+ * trampoline calls it directly (the only handler, its specialised entry,
+ * or djp_run_lean_list for more). */
 struct djp_handler_list {
 	struct djp_fast_call lean;
+	struct djp_fast_plan plan;
 	unsigned n;
 	struct djp_handler h[];
 };
@@ -77,9 +90,11 @@ struct djp_probe {
 };
 
 /* engine.c */
-/* A new list: `l`'s handlers without probe `remove_id`, plus `add` (either
- * may be NULL / -1), sealed; NULL when it would be empty or on ENOMEM. */
-struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const struct djp_probe *add, int remove_id);
+/* A new list for site `s`: `l`'s handlers without probe `remove_id`, plus
+ * `add` (either may be NULL / -1), sealed; NULL when it would be empty or
+ * on ENOMEM. */
+struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const struct djp_probe *add, int remove_id,
+				       const struct djp_site *s);
 extern pthread_mutex_t djp_engine_lock;
 extern struct djp_object *djp_objects;
 extern struct djp_probe *djp_probes;
@@ -112,8 +127,9 @@ void djp_dispatch_lean(struct djp_hit *hit);
 void djp_dispatch_full(struct djp_hit *hit);
 void djp_trap_probe(struct djp_hit *hit);
 bool djp_in_handler(void);
-/* Fill in l->lean from the handlers of a new list (djp_list_make does). */
-void djp_list_seal(struct djp_handler_list *l);
+/* Fill in l->lean (and l->plan) from the handlers of a new list for site
+ * `s` (djp_list_make does). */
+void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s);
 /* The process-wide id of the site hit (what the recorder stores), and its
  * marker record (name, format, argument locations). */
 uint32_t djp__hit_id(const struct djp_hit *hit);

@@ -89,6 +89,14 @@ static inline uint32_t str_mask_of(uint32_t id, const struct djp_marker_info *m)
 	return v;
 }
 
+static __attribute__((noinline, cold)) void count_lost(struct djp_recorder *rec, uint32_t id)
+{
+	if (rec->lost_by_id && id < DJP_RECORDER_MAX_IDS)
+		__atomic_fetch_add(&rec->lost_by_id[id], 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&rec->lost_other, 1, __ATOMIC_RELAXED);
+}
+
 void djp_recorder_hit(const struct djp_hit *hit, void *data)
 {
 	struct djp_recorder *rec = data;
@@ -105,12 +113,55 @@ void djp_recorder_hit(const struct djp_hit *hit, void *data)
 		args[i] = djp_arg_fetch(hit, s, &m->arg[i]);
 	mask = n ? str_mask_of(id, m) : 0;
 	err = djp_ring_record(rec->region, id, args, n, mask, rec->str_bound);
-	if (__builtin_expect(err == -ENOBUFS, 0)) {
-		if (rec->lost_by_id && id < DJP_RECORDER_MAX_IDS)
-			__atomic_fetch_add(&rec->lost_by_id[id], 1, __ATOMIC_RELAXED);
-		else
-			__atomic_fetch_add(&rec->lost_other, 1, __ATOMIC_RELAXED);
+	if (__builtin_expect(err == -ENOBUFS, 0))
+		count_lost(rec, id);
+}
+
+/*
+ * The fast entries, for a site whose lean trampoline prefetched its
+ * arguments (arch_tramp_prefetches) and that has no %s: djp_list_seal
+ * installs one with this site's plan as its data.  No lookup, no argument
+ * decoding: the trampoline passed the values, extended as djp_hit_arg
+ * would give them, in the registers of arguments three to six.
+ */
+static __attribute__((noinline)) void record_words(const struct djp_fast_plan *p, uint64_t a0, uint64_t a1,
+						   uint64_t a2, uint64_t a3)
+{
+	struct djp_recorder *rec = p->data;
+	if (djp_ring_record(rec->region, p->id, (const uint64_t[4]){ a0, a1, a2, a3 }, p->nargs, 0, 0) == -ENOBUFS)
+		count_lost(rec, p->id);
+}
+
+/* One entry per argument count, so that the count is a constant and the
+ * compiler keeps every value in a call-clobbered register: the entry saves
+ * nothing, and calls nothing unless the ring needs its general path. */
+#define FAST_ENTRY(N)                                                                                        \
+	static void recorder_fast##N(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, uint64_t a2, \
+				     uint64_t a3)                                                                \
+	{                                                                                                    \
+		const struct djp_fast_plan *p = plan;                                                        \
+		(void)hit;                                                                                   \
+		if (!djp_ring_try_words(p->aux[1], p->id, N, a0, a1, a2, a3))                                 \
+			record_words(p, a0, a1, a2, a3);                                                     \
 	}
+FAST_ENTRY(0)
+FAST_ENTRY(1)
+FAST_ENTRY(2)
+FAST_ENTRY(3)
+FAST_ENTRY(4)
+
+djp_recorder_fast_fn djp_recorder_plan(void *data, const struct djp_site *s, struct djp_fast_plan *plan)
+{
+	static const djp_recorder_fast_fn entry[DJP_TRAMP_PREFETCH + 1] = { recorder_fast0, recorder_fast1,
+									   recorder_fast2, recorder_fast3,
+									   recorder_fast4 };
+	const struct djp_marker_info *m = s->m;
+	_Static_assert(DJP_TRAMP_PREFETCH == 4, "one entry per argument count");
+	if (!arch_tramp_prefetches(m->arg, m->nargs) || (!m->from_sdt && djp_recorder_str_mask(m->format, m->nargs)))
+		return NULL;
+	/* aux: the region's id, which the thread's ring cache must match */
+	*plan = (struct djp_fast_plan){ data, s->id, m->nargs, { 0, ((struct djp_recorder *)data)->region->id } };
+	return entry[m->nargs];
 }
 
 /* ---- set-up (not on the hit path) ---------------------------------------- */

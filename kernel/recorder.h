@@ -7,6 +7,7 @@
 #ifndef DJP_KERNEL_RECORDER_H
 #define DJP_KERNEL_RECORDER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "djprobe/djprobe.h"
@@ -34,6 +35,16 @@ int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned
 
 /* The handler itself (data is the struct djp_recorder). */
 void djp_recorder_hit(const struct djp_hit *hit, void *data);
+
+/* Its fast entries, called only by a lean trampoline that prefetched the
+ * site's arguments, with the plan as data: djp_recorder_plan fills in the
+ * plan and returns the entry, or NULL when the site's arguments do not
+ * allow one. */
+struct djp_site;
+struct djp_fast_plan;
+typedef void (*djp_recorder_fast_fn)(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, uint64_t a2,
+				     uint64_t a3);
+djp_recorder_fast_fn djp_recorder_plan(void *data, const struct djp_site *s, struct djp_fast_plan *plan);
 
 /* Bit i set when argument i of a marker with this format is a %s. */
 uint32_t djp_recorder_str_mask(const char *format, unsigned nargs);

@@ -31,7 +31,8 @@ struct djp_clock_params {
 };
 
 /* Set once by djp_clock_init(); zero means "use clock_gettime". */
-extern int djp_clock_use_tsc;
+/* Hidden: the hit path reads it PC-relative, not through the GOT. */
+extern int djp_clock_use_tsc __attribute__((visibility("hidden")));
 
 /*
  * Choose the clock and, for the TSC, calibrate it against CLOCK_MONOTONIC

@@ -153,6 +153,7 @@ static void atfork_child(void)
 {
 	djp_ring_tls.region_id = 0;
 	djp_ring_tls.slot = NULL;
+	djp_ring_tls.fast_end = 0;
 	djp_ring_tls.nesting = 0;
 	pthread_mutex_unlock(&live_lock);
 }
@@ -180,6 +181,7 @@ void djp_ring_thread_retire(void)
 	pthread_mutex_unlock(&live_lock);
 	djp_ring_tls.region_id = 0;
 	djp_ring_tls.slot = NULL;
+	djp_ring_tls.fast_end = 0;
 }
 
 /*
@@ -220,6 +222,7 @@ int djp__ring_attach(struct djp_region *r)
 	t->mode = r->mode;
 	t->str_bound = r->str_bound;
 	t->tid = tid;
+	t->fast_end = 0;
 	if (ring_key_ok)
 		pthread_setspecific(ring_key, (void *)1);
 	t->region_id = r->id;

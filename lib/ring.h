@@ -200,6 +200,12 @@ struct djp_ring_tls {
 	uint32_t str_bound;
 	uint32_t tid;
 	volatile uint32_t nesting;
+	/* Up to where the next events may go without a check of anything
+	 * else: the end of the current sub-buffer, or of the free room in a
+	 * discard-mode ring, whichever comes first; 0 (nothing) until the
+	 * first event, and where the TSC is not the clock.  Kept by
+	 * djp_ring_record, used by djp_ring_try_words. */
+	uint64_t fast_end;
 };
 extern __thread struct djp_ring_tls djp_ring_tls __attribute__((tls_model("initial-exec")));
 
@@ -312,6 +318,12 @@ static inline __attribute__((always_inline)) int djp_ring_record(struct djp_regi
 	e[1] = marker_id | (uint64_t)size << 32 | (uint64_t)nargs << 48 | (uint64_t)flags << 56;
 	__atomic_store_n(&s->nevents, s->nevents + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->head, at + size, __ATOMIC_RELEASE);
+	{
+		uint64_t end = (at | t->sb_mask) + 1; /* of this sub-buffer */
+		if (t->mode == DJP_RING_DISCARD && s->tail_cache + t->ring_size < end)
+			end = s->tail_cache + t->ring_size;
+		t->fast_end = djp_clock_use_tsc ? end : 0;
+	}
 	goto out;
 lost:
 	__atomic_store_n(&s->lost_full, s->lost_full + 1, __ATOMIC_RELAXED);
@@ -319,6 +331,51 @@ out:
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	t->nesting = 0;
 	return ret;
+}
+
+/*
+ * The recorder's fast path into region `region_id` (struct djp_region's
+ * id): up to four argument words, no %s, for a caller
+ * that is never re-entered on its thread (the engine's recursion guard sees
+ * to that, so the nesting word is left alone).  It does the common case, an
+ * event that ends before the thread's fast_end (so: in the current
+ * sub-buffer, with room in the ring, the TSC for a clock), and returns
+ * false for everything else (the first event, a sub-buffer boundary, a full
+ * ring), which the caller hands to djp_ring_record.  Nothing here calls
+ * anything, so the caller stays a leaf that saves no register.
+ */
+static inline __attribute__((always_inline)) bool djp_ring_try_words(uint64_t region_id, uint32_t marker_id,
+								    unsigned nargs, uint64_t a0, uint64_t a1,
+								    uint64_t a2, uint64_t a3)
+{
+	struct djp_ring_tls *t = &djp_ring_tls;
+	struct djp_slot_hdr *s = t->slot;
+	uint32_t size = DJP_EV_HDR_SIZE + 8 * nargs, lo, hi;
+	uint64_t pos, *e;
+
+	if (__builtin_expect(t->region_id != region_id, 0))
+		return false;
+	pos = s->head;
+	if (__builtin_expect(pos + size > t->fast_end, 0))
+		return false;
+	e = (uint64_t *)(t->data + (pos & (t->ring_size - 1)));
+	if (nargs > 0)
+		e[2] = a0;
+	if (nargs > 1)
+		e[3] = a1;
+	if (nargs > 2)
+		e[4] = a2;
+	if (nargs > 3)
+		e[5] = a3;
+	/* The clock last, once the arguments are out of %rdx and %rcx: the
+	 * "memory" clobber keeps the stores before it, and so no register
+	 * needs saving around it. */
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi)::"memory");
+	e[0] = (uint64_t)hi << 32 | lo;
+	e[1] = marker_id | (uint64_t)size << 32 | (uint64_t)nargs << 48;
+	__atomic_store_n(&s->nevents, s->nevents + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->head, pos + size, __ATOMIC_RELEASE);
+	return true;
 }
 
 /* ---- consumer ---------------------------------------------------------- */

@@ -1,6 +1,8 @@
-/* Argument decoding at -O2 and -O0, in jump and int3 mode: runs
- * progs/engine_args{,-O0}, which check every value themselves, and checks
- * that the two builds together met every location kind. */
+/* Argument decoding at -O2 and -O0, in jump and int3 mode and through the
+ * recorder (whose fast entry takes the values the lean trampoline
+ * prefetched): runs progs/engine_args{,-O0}, which check every value
+ * themselves, and checks that the two builds together met every location
+ * kind. */
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -41,4 +43,9 @@ TEST(args_every_size_and_location_jump)
 TEST(args_every_size_and_location_int3)
 {
 	run_all("int3");
+}
+
+TEST(args_every_size_and_location_recorded)
+{
+	run_all("recorder");
 }

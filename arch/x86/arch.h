@@ -105,6 +105,11 @@ struct djp_tramp_req {
 	 * to a struct djp_fast_call, or NULL for no handlers */
 	const void *list;
 	uint32_t regs_used; /* in: registers the arguments read (1 << enum djp_reg) */
+	/* in: the site's arguments and its object's load bias, for the
+	 * prefetch (arch_tramp_prefetches) */
+	const struct djp_argloc *args;
+	unsigned nargs;
+	uintptr_t bias;
 	uintptr_t entry;    /* out: entry address (0 on failure) */
 	int err;	    /* out: -ERANGE when no memory is in reach, -errno */
 };
@@ -129,6 +134,16 @@ static inline struct djp_site *arch_hit_site(const struct djp_hit *hit)
 	base = k & ~(DJP_TRAMP_CHUNK - 1);
 	return ((struct djp_site *const *)(base + DJP_TRAMP_SITES_AT))[(k - base - DJP_TRAMP_DATA) / DJP_TRAMP_SLOT];
 }
+/*
+ * A lean trampoline loads its site's arguments, sign- or zero-extended as
+ * djp_hit_arg would give them, into the third to sixth argument registers
+ * of its call to the fast handler, when there are at most
+ * DJP_TRAMP_PREFETCH and each is a location it can load (true here): a
+ * handler that knows, as the recorder's fast entry does, takes them as its
+ * arguments; any other ignores them.
+ */
+#define DJP_TRAMP_PREFETCH 4
+int arch_tramp_prefetches(const struct djp_argloc *args, unsigned nargs);
 /* Make the trampolines of a batch of sites (one text session for all).
  * Each request succeeds or fails on its own; returns the first write error. */
 int arch_tramp_create(struct djp_tramp_req *r, size_t n);

@@ -247,10 +247,12 @@ static void movabs_rax(struct emit *e, uint64_t v)
 	EMIT(e, "\x48\xb8"), b8(e, v);
 }
 
-/* mov %fs:reader,%rcx: the thread's RCU reader pointer. */
+/* mov %fs:reader,%rsi: the thread's RCU reader pointer (in %rsi, which
+ * carries the handler's data only later, so that the prefetched arguments
+ * can stay in %rdx, %rcx, %r8 and %r9). */
 static void load_reader(struct emit *e)
 {
-	EMIT(e, "\x64\x48\x8b\x0c\x25"), b4(e, (uint32_t)(int32_t)ops.reader_tls);
+	EMIT(e, "\x64\x48\x8b\x34\x25"), b4(e, (uint32_t)(int32_t)ops.reader_tls);
 }
 
 /* Registers every trampoline saves: what a C call clobbers. */
@@ -288,6 +290,198 @@ static void save_view(struct emit *e, const struct frame *f, uint32_t save, cons
 	if (r->regs_used & (1u << DJP_REG_RIP)) {
 		EMIT(e, "\x48\x8d\x05"), rel32(e, r->site); /* lea site(%rip),%rax */
 		mov_rsp(e, DJP_REG_RAX, f->view + 8 * DJP_REG_RIP, 1);
+	}
+}
+
+/* ---- the argument prefetch ---- */
+
+/* An instruction's register or memory operand, by hardware numbers. */
+struct operand {
+	int is_mem;
+	int reg;	 /* !is_mem */
+	int base, index; /* is_mem: -1 for none */
+	int scale;	 /* 1, 2, 4, 8 */
+	int32_t disp;
+};
+
+/* REX, opcode, ModRM (+ SIB, displacement) for `op regf, operand`. */
+static void emit_rm(struct emit *e, int w, const char *op, size_t oplen, int regf, const struct operand *o)
+{
+	uint8_t rex = (uint8_t)(0x40 | (w ? 8 : 0) | ((regf & 8) ? 4 : 0));
+	if (!o->is_mem) {
+		/* always a REX: the byte registers are then %sil, %dil, ... */
+		b1(e, (uint8_t)(rex | ((o->reg & 8) ? 1 : 0)));
+		bytes(e, op, oplen);
+		b1(e, (uint8_t)(0xc0 | (regf & 7) << 3 | (o->reg & 7)));
+		return;
+	}
+	int ss = o->scale == 8 ? 3 : o->scale == 4 ? 2 : o->scale == 2 ? 1 : 0;
+	int idx = o->index >= 0 ? (o->index & 7) : 4; /* 100: no index */
+	rex |= (uint8_t)((o->index >= 0 && (o->index & 8)) ? 2 : 0);
+	rex |= (uint8_t)((o->base >= 0 && (o->base & 8)) ? 1 : 0);
+	b1(e, rex);
+	bytes(e, op, oplen);
+	if (o->base < 0) { /* disp32 with no base: SIB base=101, mod=00 */
+		b1(e, (uint8_t)(0x04 | (regf & 7) << 3));
+		b1(e, (uint8_t)(ss << 6 | idx << 3 | 5));
+		b4(e, (uint32_t)o->disp);
+		return;
+	}
+	int mod = (o->disp == 0 && (o->base & 7) != 5) ? 0 : (o->disp >= -128 && o->disp <= 127) ? 1 : 2;
+	if (o->index >= 0 || (o->base & 7) == 4) {
+		b1(e, (uint8_t)(mod << 6 | (regf & 7) << 3 | 4));
+		b1(e, (uint8_t)(ss << 6 | idx << 3 | (o->base & 7)));
+	} else {
+		b1(e, (uint8_t)(mod << 6 | (regf & 7) << 3 | (o->base & 7)));
+	}
+	if (mod == 1)
+		b1(e, (uint8_t)(int8_t)o->disp);
+	else if (mod == 2)
+		b4(e, (uint32_t)o->disp);
+}
+
+/* dst = the low `size` bytes of the operand, sign- or zero-extended. */
+static void load_extended(struct emit *e, int dst, unsigned size, int is_signed, const struct operand *o)
+{
+	switch (size) {
+	case 1:
+		emit_rm(e, is_signed, is_signed ? "\x0f\xbe" : "\x0f\xb6", 2, dst, o); /* movsbq / movzbl */
+		break;
+	case 2:
+		emit_rm(e, is_signed, is_signed ? "\x0f\xbf" : "\x0f\xb7", 2, dst, o); /* movswq / movzwl */
+		break;
+	case 4:
+		emit_rm(e, is_signed, is_signed ? "\x63" : "\x8b", 1, dst, o); /* movslq / movl */
+		break;
+	default:
+		emit_rm(e, 1, "\x8b", 1, dst, o); /* movq */
+		break;
+	}
+}
+
+/* The handler's third to sixth argument registers: %rdx %rcx %r8 %r9. */
+static const uint8_t prefetch_reg[DJP_TRAMP_PREFETCH] = { 2, 1, 8, 9 };
+
+static int prefetchable(const struct djp_argloc *a)
+{
+	if (a->size != 1 && a->size != 2 && a->size != 4 && a->size != 8)
+		return 0;
+	switch (a->kind) {
+	case DJP_LOC_REG:
+		return a->reg >= 0 && a->reg < DJP_REG_RIP && !a->reg_shift && (a->reg != DJP_REG_RSP || a->size == 8);
+	case DJP_LOC_MEM:
+		return a->reg < DJP_REG_RIP && (a->index == DJP_REG_NONE || (a->index >= 0 && a->index < DJP_REG_RSP)) &&
+		       a->disp >= INT32_MIN / 2 && a->disp <= INT32_MAX / 2;
+	case DJP_LOC_IMM:
+	case DJP_LOC_ABS:
+	case DJP_LOC_NONE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int arch_tramp_prefetches(const struct djp_argloc *args, unsigned nargs)
+{
+	if (nargs > DJP_TRAMP_PREFETCH)
+		return 0;
+	for (unsigned i = 0; i < nargs; i++)
+		if (!prefetchable(&args[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * Where the value of register `reg` (enum djp_reg) is now, for a read: in
+ * the register itself, unless an earlier prefetch overwrote it (`dirty`,
+ * hardware numbers), then in its slot of the view.  %rsp is the site's,
+ * which `f` says how to get.
+ */
+static struct operand reg_source(int reg, uint32_t dirty, const struct frame *f)
+{
+	struct operand o = { 0, hw[reg], -1, -1, 1, 0 };
+	if (dirty & (1u << hw[reg]))
+		o = (struct operand){ 1, 0, 4, -1, 1, f->view + 8 * reg };
+	return o;
+}
+
+/* A base register for an address: the register, or `scratch` loaded with
+ * its value; %rsp becomes the site's %rsp by adjusting *disp. */
+static int base_reg(struct emit *e, int reg, uint32_t dirty, const struct frame *f, int scratch, int32_t *disp)
+{
+	struct operand o;
+	if (reg == DJP_REG_RSP) {
+		if (f->saved_rsp < 0) {
+			*disp += f->to_site_rsp;
+			return 4;
+		}
+		o = (struct operand){ 1, 0, 4, -1, 1, f->saved_rsp };
+		emit_rm(e, 1, "\x8b", 1, scratch, &o);
+		*disp += f->to_site_rsp;
+		return scratch;
+	}
+	if (!(dirty & (1u << hw[reg])))
+		return hw[reg];
+	o = reg_source(reg, dirty, f);
+	emit_rm(e, 1, "\x8b", 1, scratch, &o);
+	return scratch;
+}
+
+/* Load each argument into its prefetch register (scratch: %r10, %r11,
+ * which the trampoline saved). */
+static void emit_prefetch(struct emit *e, const struct djp_tramp_req *r, const struct frame *f)
+{
+	uint32_t dirty = 0;
+	for (unsigned i = 0; i < r->nargs; i++) {
+		const struct djp_argloc *a = &r->args[i];
+		int d = prefetch_reg[i];
+		struct operand o;
+		int32_t disp = (int32_t)a->disp;
+		switch (a->kind) {
+		case DJP_LOC_REG:
+			if (a->reg == DJP_REG_RSP) {
+				if (f->saved_rsp < 0) {
+					o = (struct operand){ 1, 0, 4, -1, 1, f->to_site_rsp };
+				} else {
+					o = (struct operand){ 1, 0, 4, -1, 1, f->saved_rsp };
+					emit_rm(e, 1, "\x8b", 1, d, &o);
+					o = (struct operand){ 1, 0, d, -1, 1, f->to_site_rsp };
+				}
+				emit_rm(e, 1, "\x8d", 1, d, &o); /* lea */
+				break;
+			}
+			o = reg_source(a->reg, dirty, f);
+			load_extended(e, d, a->size, a->is_signed, &o);
+			break;
+		case DJP_LOC_MEM: {
+			int base = a->reg == DJP_REG_NONE ? -1 : base_reg(e, a->reg, dirty, f, 10, &disp);
+			int index = a->index == DJP_REG_NONE ? -1 : base_reg(e, a->index, dirty, f, 11, &(int32_t){ 0 });
+			o = (struct operand){ 1, 0, base, index, a->scale ? a->scale : 1, disp };
+			load_extended(e, d, a->size, a->is_signed, &o);
+			break;
+		}
+		case DJP_LOC_IMM:
+			if (a->disp >= INT32_MIN && a->disp <= INT32_MAX) {
+				o = (struct operand){ 0, d, -1, -1, 1, 0 };
+				emit_rm(e, 1, "\xc7", 1, 0, &o); /* mov $imm32,%d */
+				b4(e, (uint32_t)(int32_t)a->disp);
+			} else {
+				b1(e, (uint8_t)(0x48 | ((d & 8) ? 1 : 0))), b1(e, (uint8_t)(0xb8 | (d & 7)));
+				b8(e, (uint64_t)a->disp); /* movabs $imm64,%d */
+			}
+			break;
+		case DJP_LOC_ABS:
+			b1(e, (uint8_t)(0x48 | ((d & 8) ? 1 : 0))), b1(e, (uint8_t)(0xb8 | (d & 7)));
+			b8(e, (uint64_t)(r->bias + (uintptr_t)a->disp)); /* movabs $addr,%d */
+			o = (struct operand){ 1, 0, d, -1, 1, 0 };
+			load_extended(e, d, a->size, a->is_signed, &o);
+			break;
+		default: /* unknown: reads as 0 */
+			o = (struct operand){ 0, d, -1, -1, 1, 0 };
+			emit_rm(e, 0, "\x31", 1, d, &o); /* xor %d,%d */
+			break;
+		}
+		dirty |= 1u << d;
 	}
 }
 
@@ -335,10 +529,15 @@ static void push_pop(struct emit *e, int reg, int pop)
 	b1(e, (uint8_t)((pop ? 0x58 : 0x50) | (r & 7)));
 }
 
-/* A short branch back to `to` (already emitted, within reach). */
-static void jcc8_back(struct emit *e, uint8_t cc, size_t to)
+/* A branch back to `to` (already emitted): short where it reaches. */
+static void jcc_back(struct emit *e, uint8_t cc8, size_t to)
 {
-	b1(e, cc), b1(e, (uint8_t)(int8_t)((intptr_t)to - (intptr_t)(e->n + 1)));
+	if (e->n + 2 - to <= 128) {
+		b1(e, cc8), b1(e, (uint8_t)(int8_t)((intptr_t)to - (intptr_t)(e->n + 1)));
+	} else {
+		b1(e, 0x0f), b1(e, (uint8_t)(cc8 + 0x10)); /* 7x rel8 -> 0f 8x rel32 */
+		b4(e, (uint32_t)(int32_t)((intptr_t)to - (intptr_t)(e->n + 4)));
+	}
 }
 #define JNE8 0x75
 #define JZ8 0x74
@@ -394,13 +593,15 @@ static size_t gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr_t 
 	for (int i = DJP_REG_R11; i >= DJP_REG_RAX; i--)
 		push_pop(e, i, 0);
 	save_view(e, &f, r->regs_used & ~(CALLER_SAVED | 1u << DJP_REG_RSP | 1u << DJP_REG_RIP), r);
+	if (arch_tramp_prefetches(r->args, r->nargs))
+		emit_prefetch(e, r, &f);
 
 	load_reader(e);
-	EMIT(e, "\x83\x39\x00"); /* cmpl $0,(%rcx) */
-	jcc8_back(e, JNE8, slow);
+	EMIT(e, "\x83\x3e\x00"); /* cmpl $0,(%rsi) */
+	jcc_back(e, JNE8, slow);
 	EMIT(e, "\x48\xa1"), b8(e, (uintptr_t)ops.gp_ctr);  /* movabs gp_ctr,%rax */
 	EMIT(e, "\x48\x05"), b4(e, (uint32_t)ops.enter_add); /* add $n,%rax */
-	EMIT(e, "\x48\x89\x01");			     /* mov %rax,(%rcx) */
+	EMIT(e, "\x48\x89\x06");			     /* mov %rax,(%rsi) */
 	if (ops.need_mb)
 		EMIT(e, "\x0f\xae\xf0"); /* mfence */
 	EMIT(e, "\x48\xa1"), b8(e, (uintptr_t)r->list); /* movabs handlers,%rax */
@@ -418,7 +619,7 @@ static size_t gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr_t 
 	if (ops.need_mb)
 		EMIT(e, "\x0f\xae\xf0");
 	load_reader(e);
-	EMIT(e, "\x48\xc7\x01\x00\x00\x00\x00"); /* movq $0,(%rcx) */
+	EMIT(e, "\x48\xc7\x06\x00\x00\x00\x00"); /* movq $0,(%rsi) */
 	back = e->n;
 	for (int i = DJP_REG_RAX; i <= DJP_REG_R11; i++)
 		push_pop(e, i, 1);
@@ -611,6 +812,7 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 	size_t *sizes, nreq = 0;
 	struct djp_text_session s;
 	int err = 0;
+	uint8_t scratch[2 * DJP_TRAMP_SLOT];
 
 	if (!n)
 		return 0;
@@ -637,15 +839,21 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 		if (!(c = chunk_for(r[i].site, r[i].len, &r[i].err)))
 			continue;
 		r[i].entry = c->base + DJP_TRAMP_DATA + (uintptr_t)c->used * DJP_TRAMP_SLOT;
-		e = (struct emit){ code + i * DJP_TRAMP_SLOT, 0, r[i].entry };
+		/* Generated into twice a slot, more than any trampoline takes;
+		 * one that would not fit its slot fails alone (int3 serves). */
+		e = (struct emit){ scratch, 0, r[i].entry };
 		slot_start[i] = r[i].entry;
 		if (r[i].flavour == DJP_LEAN) {
 			sizes[i] = gen_lean(&e, &r[i], &r[i].entry);
 		} else {
 			sizes[i] = gen_full(&e, &r[i]);
 		}
-		if (sizes[i] > DJP_TRAMP_SLOT)
-			abort(); /* the generator outgrew its slot: a bug, not a condition */
+		if (sizes[i] > DJP_TRAMP_SLOT) {
+			r[i].entry = 0;
+			r[i].err = -E2BIG;
+			continue;
+		}
+		memcpy(code + i * DJP_TRAMP_SLOT, scratch, sizes[i]);
 		/* The slot names its site before any code can run there. */
 		((struct djp_site **)(c->base + DJP_TRAMP_SITES_AT))[c->used] = r[i].ds;
 		c->used++;

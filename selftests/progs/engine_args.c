@@ -6,6 +6,13 @@
  * kinds it met, one per line ("reg", "mem-rsp", "mem-rbp", "imm", "abs"),
  * so the selftest can check that both builds together cover all of them;
  * exits 1 on any wrong value.
+ *
+ * Modes: "jump" and "int3" check djp_hit_arg from a handler; "recorder"
+ * connects the recorder and checks the values it wrote into the ring.  The
+ * markers of at most four arguments are recorded through the recorder's
+ * fast entry, whose values the lean trampoline loads itself (the argument
+ * prefetch): this mode checks that every one of them qualifies, so that
+ * the prefetch of every size, sign and location kind is what is tested.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +21,8 @@
 
 #include "djprobe/djprobe.h"
 #include "djprobe/marker.h"
+#include "kernel/engine.h"
+#include "kernel/recorder.h"
 #include "lib/markers.h"
 
 static int64_t got[12];
@@ -49,6 +58,17 @@ __attribute__((noinline)) void args_sizes(int8_t a, uint8_t b, int16_t c, uint16
 					  int64_t g, uint64_t h, void *p)
 {
 	MARK(args_sizes, "a=%hhd b=%hhu c=%hd d=%hu e=%d f=%u g=%ld h=%lu p=%p", a, b, c, d, e, f, g, h, p);
+}
+
+/* The same sizes four at a time, for the recorder's fast entry. */
+__attribute__((noinline)) void args_small(int8_t a, uint8_t b, int16_t c, uint16_t d)
+{
+	MARK(args_small, "a=%hhd b=%hhu c=%hd d=%hu", a, b, c, d);
+}
+
+__attribute__((noinline)) void args_wide(int32_t e, uint32_t f, int64_t g, void *p)
+{
+	MARK(args_wide, "e=%d f=%u g=%ld p=%p", e, f, g, p);
 }
 
 __attribute__((noinline)) void args_imm(void)
@@ -112,31 +132,126 @@ static void kinds(void)
 	djp_marker_list_free(l);
 }
 
-int main(int argc, char **argv)
+/* What the program's calls must give, in the order it makes them. */
+struct call {
+	const char *what;
+	unsigned n;
+	int64_t v[9];
+};
+#define MAX_CALLS 32
+static struct call calls[MAX_CALLS];
+static unsigned ncalls;
+static int recording; /* recorder mode: the values are checked in the ring */
+
+static void expect_call(const char *what, unsigned n, const int64_t *v)
 {
-	unsigned flags = argc > 1 && !strcmp(argv[1], "int3") ? DJP_FORCE_INT3 : 0;
-	int id = djp_connect("args_*", record, NULL, flags);
-	if (id < 0) {
-		fprintf(stderr, "connect: %d\n", id);
-		return 1;
+	if (ncalls < MAX_CALLS) {
+		calls[ncalls] = (struct call){ what, n, { 0 } };
+		memcpy(calls[ncalls++].v, v, n * sizeof(*v));
 	}
+	if (!recording)
+		expect(what, n, v);
+}
+
+static void run_calls(void)
+{
 	for (int round = 0; round < 3; round++) {
 		int8_t a = (int8_t)(-100 + round);
 		args_sizes(a, 200, -30000, 65000, -2000000000, 4000000000u, -9000000000000000000LL,
 			   18000000000000000000ULL, (void *)0xdeadbeef);
-		expect("sizes",
-		       9, (int64_t[]){ a, 200, -30000, 65000, -2000000000, 4000000000LL, -9000000000000000000LL,
-				      (int64_t)18000000000000000000ULL, 0xdeadbeef });
+		expect_call("sizes", 9,
+			    (int64_t[]){ a, 200, -30000, 65000, -2000000000, 4000000000LL, -9000000000000000000LL,
+					 (int64_t)18000000000000000000ULL, 0xdeadbeef });
+		args_small(a, (uint8_t)(250 - round), (int16_t)(-32000 + round), (uint16_t)(65500 + round));
+		expect_call("small", 4, (int64_t[]){ a, 250 - round, -32000 + round, 65500 + round });
+		args_wide(-2000000000 + round, 4000000000u + round, -9000000000000000000LL + round, (void *)0xfeedface);
+		expect_call("wide", 4,
+			    (int64_t[]){ -2000000000 + round, 4000000000LL + round, -9000000000000000000LL + round,
+					 0xfeedface });
 		args_imm();
-		expect("imm", 4, (int64_t[]){ -5, -1234567890123LL, 42, -3 });
+		expect_call("imm", 4, (int64_t[]){ -5, -1234567890123LL, 42, -3 });
 		args_mem_rsp(7 + round);
-		expect("mem_rsp", 4, (int64_t[]){ 3 * (7 + round), -(7 + round), -(7 + round), 60007 + round });
+		expect_call("mem_rsp", 4, (int64_t[]){ 3 * (7 + round), -(7 + round), -(7 + round), 60007 + round });
 		args_mem_rbp(11 + round, 3);
-		expect("mem_rbp", 2, (int64_t[]){ 5 * (11 + round), (long)(11 + round) << 40 });
+		expect_call("mem_rbp", 2, (int64_t[]){ 5 * (11 + round), (long)(11 + round) << 40 });
 		args_global = -77 - round;
 		args_global_marker();
-		expect("global", 1, (int64_t[]){ -77 - round });
+		expect_call("global", 1, (int64_t[]){ -77 - round });
 	}
+}
+
+/* ---- recorder mode ---- */
+
+static unsigned nevents;
+
+static int check_event(void *arg, const struct djp_event *ev, uint32_t tid, unsigned slot)
+{
+	const struct call *c = &calls[nevents < ncalls ? nevents : ncalls - 1];
+	(void)arg, (void)tid, (void)slot;
+	if (nevents++ >= ncalls || ev->nargs != c->n) {
+		fprintf(stderr, "event %u: %u args, expected %u (%s)\n", nevents - 1, ev->nargs, c->n, c->what);
+		failures++;
+		return 0;
+	}
+	for (unsigned i = 0; i < c->n; i++)
+		if ((int64_t)ev->args[i] != c->v[i]) {
+			fprintf(stderr, "%s (recorded): arg %u = %lld, expected %lld\n", c->what, i,
+				(long long)ev->args[i], (long long)c->v[i]);
+			failures++;
+		}
+	return 0;
+}
+
+/* Every marker of at most four arguments must take the fast entry. */
+static int check_fast(void *ctx, uint32_t id, const char *object, uintptr_t addr, const struct djp_marker_info *m)
+{
+	(void)ctx, (void)id, (void)object, (void)addr;
+	if (!strncmp(m->name, "args_", 5) && m->nargs <= DJP_TRAMP_PREFETCH && !arch_tramp_prefetches(m->arg, m->nargs)) {
+		fprintf(stderr, "%s: not prefetched (%s)\n", m->name, m->args);
+		failures++;
+	}
+	return 0;
+}
+
+static int record_mode(void)
+{
+	struct djp_recorder *rec = djp_recorder_create(NULL);
+	struct djp_consumer *cons = rec ? djp_consumer_open(djp_region_fd(rec->region)) : NULL;
+	static const struct djp_drain_ops ops = { check_event, NULL };
+	int id;
+	if (!cons || (id = djp_recorder_connect(rec, "args_*", NULL)) < 0) {
+		fprintf(stderr, "recorder: cannot connect\n");
+		return 1;
+	}
+	djp__sites_foreach(check_fast, NULL);
+	recording = 1;
+	run_calls();
+	djp_disconnect(id);
+	if (djp_consumer_drain(cons, &ops, NULL) < 0 || nevents != ncalls) {
+		fprintf(stderr, "recorder: %u events, expected %u\n", nevents, ncalls);
+		failures++;
+	}
+	djp_consumer_close(cons);
+	djp_recorder_destroy(rec);
+	return failures;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned flags = argc > 1 && !strcmp(argv[1], "int3") ? DJP_FORCE_INT3 : 0;
+	int id;
+	if (argc > 1 && !strcmp(argv[1], "recorder")) {
+		if (record_mode())
+			return 1;
+		kinds();
+		return 0;
+	}
+	id = djp_connect("args_*", record, NULL, flags);
+	if (id < 0) {
+		fprintf(stderr, "connect: %d\n", id);
+		return 1;
+	}
+	run_calls();
 	djp_disconnect(id);
 	kinds();
 	return failures ? 1 : 0;
