@@ -47,6 +47,11 @@ static void djp_run_lean_list(const struct djp_hit *hit, void *list)
 	run_list(hit, list, DJP_GPR_ONLY);
 }
 
+static void djp_run_full_list(const struct djp_hit *hit, void *list)
+{
+	run_list(hit, list, 0);
+}
+
 void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s)
 {
 	if (l->n == 1 && (l->h[0].flags & DJP_GPR_ONLY)) {
@@ -59,6 +64,10 @@ void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s)
 	} else {
 		l->lean = (struct djp_fast_call){ djp_run_lean_list, l };
 	}
+	if (l->n == 1)
+		l->full = (struct djp_fast_call){ l->h[0].fn, l->h[0].data };
+	else
+		l->full = (struct djp_fast_call){ djp_run_full_list, l };
 }
 
 static inline void run(struct djp_hit *hit, unsigned need, bool in_lean)

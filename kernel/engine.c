@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <fnmatch.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,7 +93,8 @@ int djp_engine_init_locked(void)
 		djp_rcu_fast_path(&rf);
 		/* Without XSAVE only lean trampolines and int3 probes are made. */
 		arch_tramp_init(&(struct djp_tramp_ops){ .lean_slow = djp_dispatch_lean,
-							 .full = djp_dispatch_full,
+							 .full_slow = djp_dispatch_full,
+							 .full_call = offsetof(struct djp_handler_list, full),
 							 .reader_tls = rf.reader_tls,
 							 .gp_ctr = rf.gp_ctr,
 							 .enter_add = rf.enter_add,

@@ -43,9 +43,10 @@ struct djp_fast_plan {
 /* Immutable once published; replaced whole and freed after a grace period
  * (kernel/rcu.c); made only by djp_list_make.  `lean` comes first: a lean
  * trampoline calls it directly (the only handler, its specialised entry,
- * or djp_run_lean_list for more). */
+ * or djp_run_lean_list for more), a full one `full`. */
 struct djp_handler_list {
 	struct djp_fast_call lean;
+	struct djp_fast_call full; /* the full trampoline's: any one handler */
 	struct djp_fast_plan plan;
 	unsigned n;
 	struct djp_handler h[];

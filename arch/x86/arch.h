@@ -72,9 +72,8 @@ void arch_serialize(void);
 /* ---- trampolines (trampoline.c) ---- */
 enum djp_flavour { DJP_LEAN, DJP_FULL };
 typedef void (*djp_dispatch_fn)(struct djp_hit *hit);
-/* What a lean trampoline calls directly: the first two words of the
- * kernel's handler list (its only handler, or a function that runs them
- * all), called as fn(hit, data). */
+/* What a trampoline calls directly, read from the kernel's handler list:
+ * its only handler, or a function that runs them all, as fn(hit, data). */
 struct djp_fast_call {
 	void (*fn)(const struct djp_hit *hit, void *data);
 	void *data;
@@ -88,7 +87,10 @@ struct djp_fast_call {
  */
 struct djp_tramp_ops {
 	djp_dispatch_fn lean_slow; /* lean: when the fast path does not apply */
-	djp_dispatch_fn full;	   /* full: every hit */
+	djp_dispatch_fn full_slow; /* full: the same */
+	/* where the list keeps the full flavour's fast call (the lean one is
+	 * at its start) */
+	unsigned full_call;
 	intptr_t reader_tls;
 	const unsigned long *gp_ctr;
 	unsigned long enter_add;

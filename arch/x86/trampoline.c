@@ -85,13 +85,17 @@
  * slot sites from DJP_TRAMP_SITES_AT. */
 #define HDR_LEAN 0
 #define HDR_FULL 8
-#define HDR_VSAVE 16
-#define HDR_VRESTORE 24
+#define HDR_X87_SAVE 16
+#define HDR_X87_RESTORE 24
 #define RED_ZONE 128
+/* Slots a full trampoline takes: its vector moves are inline (AVX-512:
+ * about 1.1 KiB of code). */
+#define FULL_SLOTS 3
+#define MAX_SIZE (FULL_SLOTS * DJP_TRAMP_SLOT)
 #define REGION (1UL << 20) /* where a jump's target had best be (see the top) */
 #define VIEW DJP_REGS_SIZE /* struct djp_regs: 17 words */
 
-_Static_assert(DJP_TRAMP_SITES_AT >= HDR_VRESTORE + 8, "the data page holds header and slot table");
+_Static_assert(DJP_TRAMP_SITES_AT >= HDR_X87_RESTORE + 8, "the data page holds header and slot table");
 _Static_assert(DJP_TRAMP_DATA + DJP_TRAMP_SLOTS * DJP_TRAMP_SLOT == DJP_TRAMP_CHUNK, "slots fill the chunk");
 
 struct chunk {
@@ -104,11 +108,21 @@ static struct chunk *chunks;
 static struct djp_tramp_ops ops;
 static size_t xsave_size;
 static int use_xsavec;
-/* The explicit vector save (vector_save.S) chosen by XCR0, and its area. */
-void djp_vsave_sse(void), djp_vrestore_sse(void), djp_vsave_avx(void), djp_vrestore_avx(void);
-void djp_vsave_avx512(void), djp_vrestore_avx512(void);
-static void (*vsave)(void), (*vrestore)(void);
-static uint32_t vsave_size;
+/*
+ * The vector save the full flavour emits inline, by what XCR0 enables, and
+ * the layout of its area (vector_save.S has the table, and the x87 slow
+ * paths the code calls).
+ */
+enum vclass { V_SSE, V_AVX, V_AVX512 };
+static const struct vlayout {
+	uint32_t size, mxcsr, fsw, image;
+} vlayouts[] = {
+	[V_SSE] = { 896, 256, 260, 320 },
+	[V_AVX] = { 1152, 512, 516, 576 },
+	[V_AVX512] = { 2752, 2112, 2116, 2176 },
+};
+static enum vclass vclass;
+void djp_x87_save(void), djp_x87_restore(void);
 static pthread_mutex_t tramp_lock = PTHREAD_MUTEX_INITIALIZER;
 
 size_t arch_xsave_size(void)
@@ -149,11 +163,11 @@ int arch_tramp_init(const struct djp_tramp_ops *o)
 		__asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
 		__cpuid_count(7, 0, a, b, c, d);
 		if ((xcr0_lo & 0xe6) == 0xe6 && (b & bit_AVX512F) && (b & bit_AVX512BW))
-			vsave = djp_vsave_avx512, vrestore = djp_vrestore_avx512, vsave_size = 2176;
+			vclass = V_AVX512;
 		else if ((xcr0_lo & 0x6) == 0x6)
-			vsave = djp_vsave_avx, vrestore = djp_vrestore_avx, vsave_size = 576;
+			vclass = V_AVX;
 		else
-			vsave = djp_vsave_sse, vrestore = djp_vrestore_sse, vsave_size = 320;
+			vclass = V_SSE;
 	}
 	return 0;
 }
@@ -161,36 +175,53 @@ int arch_tramp_init(const struct djp_tramp_ops *o)
 /* ---- a tiny emitter ---- */
 struct emit {
 	uint8_t *buf;
-	size_t n;
-	uintptr_t at; /* runtime address of buf[0] */
+	size_t n, cap; /* bytes emitted; room in buf (more is dropped) */
+	uintptr_t at;  /* runtime address of buf[0] */
+	int overflow;  /* something was dropped (or is wrong): not usable */
 };
 
+static int room(struct emit *e, size_t k)
+{
+	if (e->n + k <= e->cap)
+		return 1;
+	e->overflow = 1;
+	return 0;
+}
 static void b1(struct emit *e, uint8_t v)
 {
-	e->buf[e->n++] = v;
+	if (room(e, 1))
+		e->buf[e->n++] = v;
 }
 static void bytes(struct emit *e, const char *s, size_t n)
 {
-	memcpy(e->buf + e->n, s, n);
-	e->n += n;
+	if (room(e, n))
+		memcpy(e->buf + e->n, s, n), e->n += n;
 }
 #define EMIT(e, lit) bytes(e, lit, sizeof(lit) - 1)
 static void b4(struct emit *e, uint32_t v)
 {
-	memcpy(e->buf + e->n, &v, 4);
-	e->n += 4;
+	if (room(e, 4))
+		memcpy(e->buf + e->n, &v, 4), e->n += 4;
 }
 static void b8(struct emit *e, uint64_t v)
 {
-	memcpy(e->buf + e->n, &v, 8);
-	e->n += 8;
+	if (room(e, 8))
+		memcpy(e->buf + e->n, &v, 8), e->n += 8;
 }
 static void rel32(struct emit *e, uintptr_t target)
 {
 	/* a rel32 that ends the instruction: relative to the next byte */
 	b4(e, (uint32_t)(int32_t)(target - (e->at + e->n + 4)));
 }
-/* A forward rel32 branch (0f 8x / e9), resolved by `land`. */
+/* After a call whose return address is a hit's key: that it is even (its
+ * tag bit clear), or the code is not to be used. */
+static void key_check(struct emit *e)
+{
+	if ((e->at + e->n) & DJP_HIT_KEY_SITE)
+		e->overflow = 1;
+}
+
+/* A forward rel32 branch (0f 8x / e9), its displacement filled in later. */
 static size_t jcc32(struct emit *e, uint8_t cc)
 {
 	if (cc == 0xe9)
@@ -200,13 +231,6 @@ static size_t jcc32(struct emit *e, uint8_t cc)
 	b4(e, 0);
 	return e->n - 4;
 }
-static void land(struct emit *e, size_t at)
-{
-	int32_t d = (int32_t)(e->n - (at + 4));
-	memcpy(e->buf + at, &d, 4);
-}
-#define JZ 0x84
-#define JNZ 0x85
 #define JMP 0xe9
 
 /* Hardware register numbers, indexed by enum djp_reg. */
@@ -240,11 +264,6 @@ static void lea_rsp(struct emit *e, int reg, int32_t disp)
 		b1(e, (uint8_t)(int8_t)disp);
 	else
 		b4(e, (uint32_t)disp);
-}
-
-static void movabs_rax(struct emit *e, uint64_t v)
-{
-	EMIT(e, "\x48\xb8"), b8(e, v);
 }
 
 /* mov %fs:reader,%rsi: the thread's RCU reader pointer (in %rsi, which
@@ -485,41 +504,6 @@ static void emit_prefetch(struct emit *e, const struct djp_tramp_req *r, const s
 	}
 }
 
-/* Restore what a call may have clobbered, drop the frame, jump back. */
-static void emit_return(struct emit *e, const struct frame *f, uint32_t restore, const struct djp_tramp_req *r)
-{
-	for (int i = 0; i < 16; i++)
-		if (restore & (1u << i))
-			mov_rsp(e, i, f->view + 8 * i, 0);
-	if (f->saved_rsp < 0) {
-		lea_rsp(e, DJP_REG_RSP, f->size);
-	} else {
-		mov_rsp(e, DJP_REG_RSP, f->saved_rsp, 0);
-		lea_rsp(e, DJP_REG_RSP, RED_ZONE);
-	}
-	b1(e, 0xe9), rel32(e, r->site + r->len); /* jmp site+len */
-}
-
-/*
- * Step over the red zone and align the stack to `align`, keeping the old
- * %rsp in the frame; %rax holds its original value again afterwards.
- *   lea -128(%rsp),%rsp ; push %rax ; lea 8(%rsp),%rax ; and $-align,%rsp
- *   lea -size(%rsp),%rsp ; mov %rax,saved(%rsp) ; mov -8(%rax),%rax
- */
-static void frame_dynamic(struct emit *e, struct frame *f, int32_t size, int32_t saved, int32_t align)
-{
-	lea_rsp(e, DJP_REG_RSP, -RED_ZONE);
-	b1(e, 0x50);
-	lea_rsp(e, DJP_REG_RAX, 8);
-	EMIT(e, "\x48\x83\xe4"), b1(e, (uint8_t)(int8_t)-align);
-	lea_rsp(e, DJP_REG_RSP, -size);
-	mov_rsp(e, DJP_REG_RAX, saved, 1);
-	EMIT(e, "\x48\x8b\x40\xf8");
-	f->size = size;
-	f->saved_rsp = saved;
-	f->to_site_rsp = RED_ZONE;
-}
-
 /* push %reg / pop %reg */
 static void push_pop(struct emit *e, int reg, int pop)
 {
@@ -543,6 +527,48 @@ static void jcc_back(struct emit *e, uint8_t cc8, size_t to)
 #define JZ8 0x74
 
 /*
+ * The RCU fast path and the call of the fast handler found `off` bytes
+ * into the site's published list, with the hit at hit(%rsp); a thread the
+ * fast path does not serve goes to the stub at `slow`.
+ */
+static void emit_fast_call(struct emit *e, const struct djp_tramp_req *r, size_t slow, int32_t hit, int32_t off)
+{
+	size_t to_leave;
+	load_reader(e);
+	EMIT(e, "\x83\x3e\x00"); /* cmpl $0,(%rsi) */
+	jcc_back(e, JNE8, slow);
+	EMIT(e, "\x48\xa1"), b8(e, (uintptr_t)ops.gp_ctr);  /* movabs gp_ctr,%rax */
+	EMIT(e, "\x48\x05"), b4(e, (uint32_t)ops.enter_add); /* add $n,%rax */
+	EMIT(e, "\x48\x89\x06");			     /* mov %rax,(%rsi) */
+	if (ops.need_mb)
+		EMIT(e, "\x0f\xae\xf0"); /* mfence */
+	EMIT(e, "\x48\xa1"), b8(e, (uintptr_t)r->list); /* movabs handlers,%rax */
+	EMIT(e, "\x48\x85\xc0");			/* test %rax,%rax */
+	b1(e, JZ8), b1(e, 0), to_leave = e->n - 1;
+	if (hit) {
+		lea_rsp(e, DJP_REG_RDI, hit);
+	} else if ((e->at + e->n + 3 + 4 + (off ? 3 : 2)) & 1) {
+		/* mov %rsp,%rdi or lea (%rsp),%rdi: whichever leaves the
+		 * call's return address (the lean hit's key) even */
+		EMIT(e, "\x48\x8d\x3c\x24");
+	} else {
+		EMIT(e, "\x48\x89\xe7");
+	}
+	EMIT(e, "\x48\x8b\x70"), b1(e, (uint8_t)(off + 8)); /* mov off+8(%rax),%rsi */
+	if (off)
+		EMIT(e, "\xff\x50"), b1(e, (uint8_t)off); /* call *off(%rax) */
+	else
+		EMIT(e, "\xff\x10"); /* call *(%rax) */
+	if (!hit)
+		key_check(e);
+	e->buf[to_leave] = (uint8_t)(e->n - (to_leave + 1));
+	if (ops.need_mb)
+		EMIT(e, "\x0f\xae\xf0");
+	load_reader(e);
+	EMIT(e, "\x48\xc7\x06\x00\x00\x00\x00"); /* movq $0,(%rsi) */
+}
+
+/*
  * The lean flavour.  The slow stub comes first, so that the fast path's
  * branches to it are short; the view is built by nine pushes (the caller-
  * saved registers lead struct djp_regs) below the room for the rest.
@@ -551,7 +577,7 @@ static size_t gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr_t 
 {
 	struct frame f = { 0, -1, 0, 0 };
 	const int32_t upper = VIEW - 8 * (DJP_REG_R11 + 1); /* the view above the pushes */
-	size_t slow, to_back, to_leave, back;
+	size_t slow, to_back, back;
 	uintptr_t hdr = (e->at & ~(DJP_TRAMP_CHUNK - 1));
 
 	/* slow: the C dispatcher decides (%rsp is the hit) */
@@ -561,6 +587,7 @@ static size_t gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr_t 
 	else
 		EMIT(e, "\x48\x89\xe7"); /* mov %rsp,%rdi */
 	EMIT(e, "\xff\x15"), rel32(e, hdr + HDR_LEAN); /* call *lean_slow(%rip) */
+	key_check(e);
 	to_back = jcc32(e, JMP);
 
 	/* The entry on a 64-byte boundary: the front end fetches the hot
@@ -596,30 +623,7 @@ static size_t gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr_t 
 	if (arch_tramp_prefetches(r->args, r->nargs))
 		emit_prefetch(e, r, &f);
 
-	load_reader(e);
-	EMIT(e, "\x83\x3e\x00"); /* cmpl $0,(%rsi) */
-	jcc_back(e, JNE8, slow);
-	EMIT(e, "\x48\xa1"), b8(e, (uintptr_t)ops.gp_ctr);  /* movabs gp_ctr,%rax */
-	EMIT(e, "\x48\x05"), b4(e, (uint32_t)ops.enter_add); /* add $n,%rax */
-	EMIT(e, "\x48\x89\x06");			     /* mov %rax,(%rsi) */
-	if (ops.need_mb)
-		EMIT(e, "\x0f\xae\xf0"); /* mfence */
-	EMIT(e, "\x48\xa1"), b8(e, (uintptr_t)r->list); /* movabs handlers,%rax */
-	EMIT(e, "\x48\x85\xc0");			/* test %rax,%rax */
-	b1(e, JZ8), b1(e, 0), to_leave = e->n - 1;
-	/* mov %rsp,%rdi or lea (%rsp),%rdi: whichever leaves the call's
-	 * return address even */
-	if ((e->at + e->n + 3 + 4 + 2) & 1)
-		EMIT(e, "\x48\x8d\x3c\x24");
-	else
-		EMIT(e, "\x48\x89\xe7");
-	EMIT(e, "\x48\x8b\x70\x08"); /* mov 8(%rax),%rsi */
-	EMIT(e, "\xff\x10");	     /* call *(%rax) */
-	e->buf[to_leave] = (uint8_t)(e->n - (to_leave + 1));
-	if (ops.need_mb)
-		EMIT(e, "\x0f\xae\xf0");
-	load_reader(e);
-	EMIT(e, "\x48\xc7\x06\x00\x00\x00\x00"); /* movq $0,(%rsi) */
+	emit_fast_call(e, r, slow, 0, 0);
 	back = e->n;
 	for (int i = DJP_REG_RAX; i <= DJP_REG_R11; i++)
 		push_pop(e, i, 1);
@@ -635,64 +639,164 @@ static size_t gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr_t 
 	return e->n;
 }
 
-/*
- * The full flavour's frame, from %rsp up: 8 bytes of padding, the key,
- * the view, the saved %rsp; %rbx keeps its base across the calls while the
- * vector area sits below it.
- */
-#define FULL_KEY 8
-#define FULL_VIEW 16
-#define FULL_SAVED (FULL_VIEW + VIEW)
-#define FULL_SIZE (FULL_SAVED + 8)
-_Static_assert(FULL_SIZE % 16 == 0, "the full frame keeps 16-byte alignment");
+/* ---- the vector save, inline ---- */
 
-static void full_area(struct emit *e, size_t size)
+/* ModRM (mod 01/10, r/m = SIB) + SIB (base %rsp) + displacement. */
+static void rsp_operand(struct emit *e, int regf, int32_t disp, int scale8)
 {
-	EMIT(e, "\x48\x83\xe4\xc0");		  /* and $-64,%rsp */
-	EMIT(e, "\x48\x81\xec"), b4(e, (uint32_t)size); /* sub $size,%rsp */
+	int32_t d8 = scale8 ? disp / scale8 : disp;
+	int short_disp = (!scale8 || disp % scale8 == 0) && d8 >= -128 && d8 <= 127;
+	b1(e, (uint8_t)((short_disp ? 0x44 : 0x84) | (regf & 7) << 3));
+	b1(e, 0x24);
+	if (short_disp)
+		b1(e, (uint8_t)(int8_t)d8);
+	else
+		b4(e, (uint32_t)disp);
 }
 
-static size_t gen_full(struct emit *e, const struct djp_tramp_req *r)
+/* Move vector register n to (store) or from disp(%rsp), at the class's
+ * width: movaps, vmovdqa (VEX), vmovdqa64 (EVEX, disp8 scaled by 64). */
+static void vmove(struct emit *e, int n, int32_t disp, int store)
 {
-	struct frame f;
-	size_t to_xsave, to_done;
-	uintptr_t hdr = (e->at & ~(DJP_TRAMP_CHUNK - 1));
-	uint32_t save = CALLER_SAVED | (1u << DJP_REG_RBX);
+	switch (vclass) {
+	case V_SSE:
+		if (n >= 8)
+			b1(e, 0x44); /* REX.R */
+		b1(e, 0x0f), b1(e, store ? 0x29 : 0x28);
+		rsp_operand(e, n, disp, 0);
+		break;
+	case V_AVX:
+		b1(e, 0xc5), b1(e, (uint8_t)(n >= 8 ? 0x7d : 0xfd)); /* VEX.256.66.0F, ~R */
+		b1(e, store ? 0x7f : 0x6f);
+		rsp_operand(e, n, disp, 0);
+		break;
+	case V_AVX512:
+		/* EVEX.512.66.0F.W1: P0 = ~R ~X ~B ~R' 0 0 0 1 */
+		b1(e, 0x62);
+		b1(e, (uint8_t)((n & 8 ? 0 : 0x80) | 0x60 | (n & 16 ? 0 : 0x10) | 0x01));
+		b1(e, 0xfd), b1(e, 0x48);
+		b1(e, store ? 0x7f : 0x6f);
+		rsp_operand(e, n, disp, 64);
+		break;
+	}
+}
 
-	frame_dynamic(e, &f, FULL_SIZE, FULL_SAVED, 16);
-	f.view = FULL_VIEW;
-	save_view(e, &f, save | (r->regs_used & ~(1u << DJP_REG_RSP | 1u << DJP_REG_RIP)), r);
-	movabs_rax(e, (uintptr_t)r->ds | DJP_HIT_KEY_SITE);
-	mov_rsp(e, DJP_REG_RAX, FULL_KEY, 1);
-	EMIT(e, "\x48\x89\xe3"); /* mov %rsp,%rbx */
-	/* x87 stack not empty (TOP != 0): only XSAVE saves it. */
-	EMIT(e, "\xdf\xe0");	     /* fnstsw %ax */
-	EMIT(e, "\x66\xa9\x00\x38"); /* test $0x3800,%ax */
-	to_xsave = jcc32(e, JNZ);
-	full_area(e, vsave_size);
-	EMIT(e, "\x48\x89\xe7"), EMIT(e, "\xff\x15"), rel32(e, hdr + HDR_VSAVE); /* mov %rsp,%rdi; call *vsave */
-	EMIT(e, "\x48\x8d\x7b"), b1(e, FULL_VIEW);				  /* lea 16(%rbx),%rdi */
-	EMIT(e, "\xff\x15"), rel32(e, hdr + HDR_FULL);				  /* call *full */
-	EMIT(e, "\x48\x89\xe7"), EMIT(e, "\xff\x15"), rel32(e, hdr + HDR_VRESTORE);
-	to_done = jcc32(e, JMP);
-	land(e, to_xsave);
-	full_area(e, xsave_size);
-	/* XRSTOR faults unless header bytes 8..63 are zero: clear all 64. */
-	EMIT(e, "\x31\xc0"); /* xor %eax,%eax */
-	for (int i = 0; i < 8; i++)
-		mov_rsp(e, DJP_REG_RAX, 512 + 8 * i, 1);
-	EMIT(e, "\xb8\xff\xff\xff\xff\xba\xff\xff\xff\xff"); /* mov $-1,%eax; mov $-1,%edx */
-	if (use_xsavec)
-		EMIT(e, "\x48\x0f\xc7\x24\x24"); /* xsavec64 (%rsp) */
+/* kmovq %k<n> to or from disp(%rsp) (VEX.L0.0F.W1 91 / 90). */
+static void kmove(struct emit *e, int n, int32_t disp, int store)
+{
+	EMIT(e, "\xc4\xe1\xf8"), b1(e, store ? 0x91 : 0x90);
+	rsp_operand(e, n, disp, 0);
+}
+
+/* Save every vector register, the opmask registers, MXCSR and the x87
+ * status word into the area at area(%rsp); then, when the x87 stack is in
+ * use (TOP != 0) or an exception is pending, go to the stub at x87 (which
+ * comes back to just after). */
+static void emit_vsave(struct emit *e, int32_t area, size_t x87, size_t *resume)
+{
+	const struct vlayout *l = &vlayouts[vclass];
+	int nregs = vclass == V_AVX512 ? 32 : 16, width = vclass == V_SSE ? 16 : vclass == V_AVX ? 32 : 64;
+	EMIT(e, "\x0f\xae"), rsp_operand(e, 3, area + (int32_t)l->mxcsr, 0); /* stmxcsr */
+	EMIT(e, "\xdf\xe0");						      /* fnstsw %ax */
+	EMIT(e, "\x66\x89"), rsp_operand(e, 0, area + (int32_t)l->fsw, 0);    /* mov %ax,fsw */
+	for (int n = 0; n < nregs; n++)
+		vmove(e, n, area + width * n, 1);
+	if (vclass == V_AVX512)
+		for (int n = 0; n < 8; n++)
+			kmove(e, n, area + 2048 + 8 * n, 1);
+	EMIT(e, "\xa9\x80\x38\x00\x00"); /* test $0x3880,%eax */
+	jcc_back(e, JNE8, x87);
+	*resume = e->n;
+}
+
+/* The way back: the x87 state first (a stub, when it was saved or the
+ * handler changed the status word), MXCSR when the handler changed it,
+ * then the registers. */
+static void emit_vrestore(struct emit *e, int32_t area, size_t x87, size_t *resume)
+{
+	const struct vlayout *l = &vlayouts[vclass];
+	int nregs = vclass == V_AVX512 ? 32 : 16, width = vclass == V_SSE ? 16 : vclass == V_AVX ? 32 : 64;
+	size_t je;
+	for (int n = 0; n < nregs; n++)
+		vmove(e, n, area + width * n, 0);
+	if (vclass == V_AVX512)
+		for (int n = 0; n < 8; n++)
+			kmove(e, n, area + 2048 + 8 * n, 0);
+	EMIT(e, "\x0f\xae\x5c\x24\xfc");				  /* stmxcsr -4(%rsp) */
+	EMIT(e, "\x8b\x44\x24\xfc");					  /* mov -4(%rsp),%eax */
+	EMIT(e, "\x3b"), rsp_operand(e, 0, area + (int32_t)l->mxcsr, 0); /* cmp mxcsr,%eax */
+	b1(e, 0x74), b1(e, 0), je = e->n - 1;
+	EMIT(e, "\x0f\xae"), rsp_operand(e, 2, area + (int32_t)l->mxcsr, 0); /* ldmxcsr */
+	e->buf[je] = (uint8_t)(e->n - (je + 1));
+	EMIT(e, "\x0f\xb7"), rsp_operand(e, 2, area + (int32_t)l->fsw, 0); /* movzwl fsw,%edx */
+	EMIT(e, "\xf7\xc2\x80\x38\x00\x00");			   /* test $0x3880,%edx */
+	jcc_back(e, JNE8, x87);
+	EMIT(e, "\xdf\xe0");	 /* fnstsw %ax */
+	EMIT(e, "\x66\x39\xd0"); /* cmp %dx,%ax */
+	jcc_back(e, JNE8, x87);
+	*resume = e->n;
+}
+
+/*
+ * The full flavour: the same view as the lean one (the return address of
+ * the call to the handler names the site), built below a 64-byte aligned
+ * vector area: from %rsp up (64-byte aligned), the view, the old %rsp,
+ * padding, the area.  The
+ * stubs that call the C dispatcher and the x87 slow paths come first.
+ */
+static size_t gen_full(struct emit *e, const struct djp_tramp_req *r, uintptr_t *entry)
+{
+	/* the area 64 bytes-aligned from %rsp too, for EVEX's scaled disp8 */
+	const int32_t upper = VIEW - 8 * (DJP_REG_R11 + 1), area = (VIEW + 8 + 63) & ~63;
+	const struct vlayout *l = &vlayouts[vclass];
+	struct frame f = { 0, VIEW, 0, RED_ZONE };
+	uintptr_t hdr = (e->at & ~(DJP_TRAMP_CHUNK - 1));
+	size_t slow, to_back, x87s, to_x87s, x87r, to_x87r, resume_s, resume_r, back;
+
+	/* slow: the C dispatcher does the read side itself */
+	slow = e->n;
+	if ((e->at + e->n + 3 + 6) & 1)
+		EMIT(e, "\x48\x8d\x3c\x24"); /* lea (%rsp),%rdi: even return address */
 	else
-		EMIT(e, "\x48\x0f\xae\x24\x24"); /* xsave64 (%rsp) */
-	EMIT(e, "\x48\x8d\x7b"), b1(e, FULL_VIEW);
-	EMIT(e, "\xff\x15"), rel32(e, hdr + HDR_FULL);
-	EMIT(e, "\xb8\xff\xff\xff\xff\xba\xff\xff\xff\xff");
-	EMIT(e, "\x48\x0f\xae\x2c\x24"); /* xrstor64 (%rsp) */
-	land(e, to_done);
-	EMIT(e, "\x48\x89\xdc"); /* mov %rbx,%rsp */
-	emit_return(e, &f, save, r);
+		EMIT(e, "\x48\x89\xe7"); /* mov %rsp,%rdi */
+	EMIT(e, "\xff\x15"), rel32(e, hdr + HDR_FULL); /* call *full_slow(%rip) */
+	key_check(e);
+	to_back = jcc32(e, JMP);
+	/* the x87 state: save it whole and reset the unit, or put it back */
+	x87s = e->n;
+	lea_rsp(e, DJP_REG_RDI, area + (int32_t)l->image);
+	EMIT(e, "\xff\x15"), rel32(e, hdr + HDR_X87_SAVE);
+	to_x87s = jcc32(e, JMP);
+	x87r = e->n;
+	lea_rsp(e, DJP_REG_RDI, area + (int32_t)l->image); /* %edx: the status word at the save */
+	EMIT(e, "\xff\x15"), rel32(e, hdr + HDR_X87_RESTORE);
+	to_x87r = jcc32(e, JMP);
+	while (e->n < 64)
+		b1(e, 0xcc);
+	*entry = e->at + e->n;
+
+	lea_rsp(e, DJP_REG_RSP, -RED_ZONE);
+	b1(e, 0x50);			 /* push %rax */
+	lea_rsp(e, DJP_REG_RAX, 8);	 /* the old %rsp */
+	EMIT(e, "\x48\x83\xe4\xc0");	 /* and $-64,%rsp */
+	lea_rsp(e, DJP_REG_RSP, -(int32_t)(l->size + area - 8 * (DJP_REG_R11 + 1)));
+	mov_rsp(e, DJP_REG_RAX, upper, 1);
+	EMIT(e, "\x48\x8b\x40\xf8"); /* mov -8(%rax),%rax */
+	for (int i = DJP_REG_R11; i >= DJP_REG_RAX; i--)
+		push_pop(e, i, 0);
+	save_view(e, &f, r->regs_used & ~(CALLER_SAVED | 1u << DJP_REG_RSP | 1u << DJP_REG_RIP), r);
+	emit_vsave(e, area, x87s, &resume_s);
+	emit_fast_call(e, r, slow, 0, (int32_t)ops.full_call);
+	back = e->n;
+	emit_vrestore(e, area, x87r, &resume_r);
+	for (int i = DJP_REG_RAX; i <= DJP_REG_R11; i++)
+		push_pop(e, i, 1);
+	mov_rsp(e, DJP_REG_RSP, upper, 0);
+	lea_rsp(e, DJP_REG_RSP, RED_ZONE);
+	b1(e, 0xe9), rel32(e, r->site + r->len); /* jmp site+len */
+	memcpy(e->buf + to_back, &(int32_t){ (int32_t)(back - (to_back + 4)) }, 4);
+	memcpy(e->buf + to_x87s, &(int32_t){ (int32_t)(resume_s - (to_x87s + 4)) }, 4);
+	memcpy(e->buf + to_x87r, &(int32_t){ (int32_t)(resume_r - (to_x87r + 4)) }, 4);
 	return e->n;
 }
 
@@ -770,9 +874,9 @@ static struct chunk *chunk_new(uintptr_t site, unsigned len, int region_only, in
 	}
 	c->base = (uintptr_t)p;
 	*(uintptr_t *)((uint8_t *)p + HDR_LEAN) = (uintptr_t)ops.lean_slow;
-	*(uintptr_t *)((uint8_t *)p + HDR_FULL) = (uintptr_t)ops.full;
-	*(uintptr_t *)((uint8_t *)p + HDR_VSAVE) = (uintptr_t)vsave;
-	*(uintptr_t *)((uint8_t *)p + HDR_VRESTORE) = (uintptr_t)vrestore;
+	*(uintptr_t *)((uint8_t *)p + HDR_FULL) = (uintptr_t)ops.full_slow;
+	*(uintptr_t *)((uint8_t *)p + HDR_X87_SAVE) = (uintptr_t)djp_x87_save;
+	*(uintptr_t *)((uint8_t *)p + HDR_X87_RESTORE) = (uintptr_t)djp_x87_restore;
 	if (!chunk_in_range(c, site, len)) {
 		munmap(p, size);
 		free(c);
@@ -784,13 +888,13 @@ static struct chunk *chunk_new(uintptr_t site, unsigned len, int region_only, in
 	return c;
 }
 
-/* A chunk with a free slot for the site: one in its 1 MiB region, a new
- * one there, one in reach, or a new one in reach, in that order. */
-static struct chunk *chunk_for(uintptr_t site, unsigned len, int *err)
+/* A chunk with `slots` free slots for the site: one in its 1 MiB region,
+ * a new one there, one in reach, or a new one in reach, in that order. */
+static struct chunk *chunk_for(uintptr_t site, unsigned len, unsigned slots, int *err)
 {
 	struct chunk *c, *any = NULL;
 	for (c = chunks; c; c = c->next)
-		if (c->used < DJP_TRAMP_SLOTS && chunk_in_range(c, site, len)) {
+		if (c->used + slots <= DJP_TRAMP_SLOTS && chunk_in_range(c, site, len)) {
 			if ((c->base & ~(REGION - 1)) == (site & ~(REGION - 1)))
 				return c;
 			any = any ? any : c;
@@ -812,11 +916,11 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 	size_t *sizes, nreq = 0;
 	struct djp_text_session s;
 	int err = 0;
-	uint8_t scratch[2 * DJP_TRAMP_SLOT];
+	unsigned slots;
 
 	if (!n)
 		return 0;
-	ends = malloc(n * 2 * sizeof(*ends) + n * 2 + n * DJP_TRAMP_SLOT + n * sizeof(*sizes) + 8);
+	ends = malloc(n * 2 * sizeof(*ends) + n * 2 + n * MAX_SIZE + n * sizeof(*sizes) + 8);
 	slot_start = malloc(n * sizeof(*slot_start));
 	if (!ends || !slot_start) {
 		free(ends);
@@ -825,7 +929,7 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 	}
 	lens = (uint8_t *)(ends + 2 * n);
 	code = lens + 2 * n;
-	sizes = (size_t *)(void *)(((uintptr_t)(code + n * DJP_TRAMP_SLOT) + 7) & ~(uintptr_t)7);
+	sizes = (size_t *)(void *)(((uintptr_t)(code + n * MAX_SIZE) + 7) & ~(uintptr_t)7);
 	pthread_mutex_lock(&tramp_lock);
 	for (size_t i = 0; i < n; i++) {
 		struct chunk *c;
@@ -836,27 +940,28 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 			r[i].err = -ENOTSUP;
 			continue;
 		}
-		if (!(c = chunk_for(r[i].site, r[i].len, &r[i].err)))
+		slots = r[i].flavour == DJP_LEAN ? 1 : FULL_SLOTS;
+		if (!(c = chunk_for(r[i].site, r[i].len, slots, &r[i].err)))
 			continue;
 		r[i].entry = c->base + DJP_TRAMP_DATA + (uintptr_t)c->used * DJP_TRAMP_SLOT;
-		/* Generated into twice a slot, more than any trampoline takes;
-		 * one that would not fit its slot fails alone (int3 serves). */
-		e = (struct emit){ scratch, 0, r[i].entry };
+		/* A trampoline that would not fit its slots fails alone (the
+		 * site is then an int3 probe); none does. */
+		e = (struct emit){ code + i * MAX_SIZE, 0, slots * DJP_TRAMP_SLOT, r[i].entry, 0 };
 		slot_start[i] = r[i].entry;
 		if (r[i].flavour == DJP_LEAN) {
 			sizes[i] = gen_lean(&e, &r[i], &r[i].entry);
 		} else {
-			sizes[i] = gen_full(&e, &r[i]);
+			sizes[i] = gen_full(&e, &r[i], &r[i].entry);
 		}
-		if (sizes[i] > DJP_TRAMP_SLOT) {
+		if (e.overflow) {
 			r[i].entry = 0;
 			r[i].err = -E2BIG;
 			continue;
 		}
-		memcpy(code + i * DJP_TRAMP_SLOT, scratch, sizes[i]);
-		/* The slot names its site before any code can run there. */
-		((struct djp_site **)(c->base + DJP_TRAMP_SITES_AT))[c->used] = r[i].ds;
-		c->used++;
+		/* The slots name their site before any code can run there. */
+		for (unsigned k = 0; k < slots; k++)
+			((struct djp_site **)(c->base + DJP_TRAMP_SITES_AT))[c->used + k] = r[i].ds;
+		c->used += slots;
 		ends[2 * nreq] = slot_start[i];
 		ends[2 * nreq + 1] = slot_start[i] + sizes[i] - 1;
 		lens[2 * nreq] = lens[2 * nreq + 1] = 1;
@@ -865,7 +970,7 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 	if (nreq && !(err = arch_text_open(&s, ends, lens, 2 * nreq))) {
 		for (size_t i = 0; i < n && !err; i++)
 			if (r[i].entry)
-				err = arch_text_write(&s, slot_start[i], code + i * DJP_TRAMP_SLOT, sizes[i]);
+				err = arch_text_write(&s, slot_start[i], code + i * MAX_SIZE, sizes[i]);
 		int cerr = arch_text_close(&s);
 		err = err ? err : cerr;
 	}

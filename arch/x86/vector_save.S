@@ -62,35 +62,26 @@
  * ~30 ns, XINUSE ~2.5 ns); and the fast path keeps neither the x87
  * instruction and data pointers nor the contents of empty registers.
  *
- * The contract.  %rdi holds the area: 64-byte aligned, of the size given
- * for the class below, owned by the routines from the save to the
- * restore.  The routines clobber %rax, %rdx and the flags, use 32 bytes
- * of red zone, and leave every other general register alone; the slow
- * x87 path needs XSAVE enabled by the system (CR4.OSXSAVE).  The caller
- * picks one pair at init by what XCR0 enables (the AVX-512 pair also
- * needs AVX512BW, for 64-bit opmask moves).
+ * Where the code is.  The moves are emitted inline by the full trampoline
+ * (trampoline.c, emit_vsave and emit_vrestore): a call and return on each
+ * side cost another nanosecond a hit.  It follows this layout, in an area
+ * 64-byte aligned on the trampoline's stack:
  *
  *   class     registers          area   layout
  *   SSE       xmm0-15             896   0 xmm, 256 MXCSR, 260 FSW, 320 x87 image
  *   AVX       ymm0-15            1152   0 ymm, 512 MXCSR, 516 FSW, 576 x87 image
  *   AVX-512   zmm0-31, k0-7      2752   0 zmm, 2048 k, 2112 MXCSR, 2116 FSW,
  *                                       2176 x87 image
+ *
+ * MXCSR is put back only when the handler changed it (LDMXCSR is not
+ * free).  What is here are the two x87 slow paths the trampoline calls,
+ * with %rdi at the x87 image: djp_x87_save, when the saved status word
+ * says TOP != 0 or ES, and djp_x87_restore, with that status word in %edx,
+ * when it did or when the handler changed the status word.  Both clobber
+ * %rax, %rdx and the flags and use 32 bytes of red zone; the slow path
+ * needs XSAVE enabled by the system (CR4.OSXSAVE).
  */
 	.text
-
-#define R16(m) m(0) m(1) m(2) m(3) m(4) m(5) m(6) m(7) m(8) m(9) m(10) m(11) m(12) m(13) m(14) m(15)
-#define R32(m) R16(m) m(16) m(17) m(18) m(19) m(20) m(21) m(22) m(23) \
-	m(24) m(25) m(26) m(27) m(28) m(29) m(30) m(31)
-#define R8(m) m(0) m(1) m(2) m(3) m(4) m(5) m(6) m(7)
-
-#define SX(n) movaps %xmm##n, n*16(%rdi);
-#define LX(n) movaps n*16(%rdi), %xmm##n;
-#define SY(n) vmovdqa %ymm##n, n*32(%rdi);
-#define LY(n) vmovdqa n*32(%rdi), %ymm##n;
-#define SZ(n) vmovdqa64 %zmm##n, n*64(%rdi);
-#define LZ(n) vmovdqa64 n*64(%rdi), %zmm##n;
-#define SK(n) kmovq %k##n, 2048+n*8(%rdi);
-#define LK(n) kmovq 2048+n*8(%rdi), %k##n;
 
 #define FUNC(name)                 \
 	.globl name;               \
@@ -101,94 +92,46 @@ name:
 #define END(name) .size name, .-name
 
 /*
- * The end of every save: keep the x87 status word; if TOP != 0 or an
- * unmasked exception is pending (ES), keep the x87 state, with XSAVE of
- * that one component into the 576 bytes at `image` (legacy region and
- * header; XRSTOR wants the header's reserved bytes zero, XSAVE does not
- * write them), and give the handler a clean x87 unit.
+ * XSAVE of the x87 component alone into the 576 bytes at %rdi (legacy
+ * region and header: XRSTOR wants the header's reserved bytes zero, and
+ * XSAVE does not write them), then a clean x87 unit for the handler.
  */
-#define X87_SAVE(fsw, image)                                     \
-	fnstsw %ax;                                              \
-	mov %ax, fsw(%rdi);                                      \
-	test $0x3880, %eax;                                      \
-	jnz 1f;                                                  \
-	ret;                                                     \
-1:	xor %eax, %eax;                                          \
-	mov %rax, image+512(%rdi);                               \
-	mov %rax, image+520(%rdi);                               \
-	mov %rax, image+528(%rdi);                               \
-	mov %rax, image+536(%rdi);                               \
-	mov %rax, image+544(%rdi);                               \
-	mov %rax, image+552(%rdi);                               \
-	mov %rax, image+560(%rdi);                               \
-	mov %rax, image+568(%rdi);                               \
-	mov $1, %eax;                                            \
-	xor %edx, %edx;                                          \
-	xsave64 image(%rdi);                                     \
-	fninit;                                                  \
+FUNC(djp_x87_save)
+	xor %eax, %eax
+	mov %rax, 512(%rdi)
+	mov %rax, 520(%rdi)
+	mov %rax, 528(%rdi)
+	mov %rax, 536(%rdi)
+	mov %rax, 544(%rdi)
+	mov %rax, 552(%rdi)
+	mov %rax, 560(%rdi)
+	mov %rax, 568(%rdi)
+	mov $1, %eax
+	xor %edx, %edx
+	xsave64 (%rdi)
+	fninit
 	ret
+END(djp_x87_save)
 
 /*
- * The end of every restore: the x87 state if it was saved; else the
- * status word, if it is not what it was (the stack was empty, the handler
- * left it empty, as the ABI wants, but may have set flags), through an
- * environment in the red zone whose stack is empty and whose control word
- * is the current one.
+ * The x87 state saved whole (%edx, the status word at the save, says TOP
+ * != 0 or ES): XRSTOR it.  Otherwise the stack was empty and the handler
+ * left it empty, as the ABI wants, but changed the status word's flags:
+ * put the old one back through an environment in the red zone whose
+ * stack is empty and whose control word is the current one.
  */
-#define X87_RESTORE(fsw, image)                                  \
-	movzwl fsw(%rdi), %edx;                                  \
-	test $0x3880, %edx;                                      \
-	jnz 2f;                                                  \
-	fnstsw %ax;                                              \
-	cmp %dx, %ax;                                            \
-	jne 3f;                                                  \
-	ret;                                                     \
-2:	mov $1, %eax;                                            \
-	xor %edx, %edx;                                          \
-	xrstor64 image(%rdi);                                    \
-	ret;                                                     \
-3:	fnstenv -32(%rsp);                                       \
-	mov %dx, -28(%rsp);                                      \
-	movw $0xffff, -24(%rsp);                                 \
-	fldenv -32(%rsp);                                        \
+FUNC(djp_x87_restore)
+	test $0x3880, %edx
+	jz 1f
+	mov $1, %eax
+	xor %edx, %edx
+	xrstor64 (%rdi)
 	ret
-
-FUNC(djp_vsave_sse)
-	R16(SX)
-	stmxcsr 256(%rdi)
-	X87_SAVE(260, 320)
-END(djp_vsave_sse)
-
-FUNC(djp_vrestore_sse)
-	R16(LX)
-	ldmxcsr 256(%rdi)
-	X87_RESTORE(260, 320)
-END(djp_vrestore_sse)
-
-FUNC(djp_vsave_avx)
-	R16(SY)
-	stmxcsr 512(%rdi)
-	X87_SAVE(516, 576)
-END(djp_vsave_avx)
-
-FUNC(djp_vrestore_avx)
-	R16(LY)
-	ldmxcsr 512(%rdi)
-	X87_RESTORE(516, 576)
-END(djp_vrestore_avx)
-
-FUNC(djp_vsave_avx512)
-	R32(SZ)
-	R8(SK)
-	stmxcsr 2112(%rdi)
-	X87_SAVE(2116, 2176)
-END(djp_vsave_avx512)
-
-FUNC(djp_vrestore_avx512)
-	R32(LZ)
-	R8(LK)
-	ldmxcsr 2112(%rdi)
-	X87_RESTORE(2116, 2176)
-END(djp_vrestore_avx512)
+1:	fnstenv -32(%rsp)
+	mov %dx, -28(%rsp)
+	movw $0xffff, -24(%rsp)
+	fldenv -32(%rsp)
+	ret
+END(djp_x87_restore)
 
 	.section .note.GNU-stack,"",@progbits
