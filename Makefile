@@ -20,7 +20,7 @@ CLANG ?= clang
 FUZZ_SECONDS ?= 60
 DURATION ?= 10
 
-DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev
+DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev libzydis-dev
 DEB_PACKAGES_FUZZ := clang libclang-rt-14-dev
 DEB_PACKAGES_BENCH := valgrind
 
@@ -36,7 +36,7 @@ WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 BASE_CFLAGS := -std=gnu11 -g -O2 $(WARN) -D_GNU_SOURCE -Iinclude -I.
 LIB_CFLAGS := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -DDJP_BUILDING_LIB
 CFLAGS ?=
-LDLIBS_LIB := -lelf -ldw -lurcu-bp -lpthread -ldl
+LDLIBS_LIB := -lelf -ldw -lurcu-bp -lZydis -lpthread -ldl
 
 LIB_SRCS := $(sort $(wildcard lib/*.c kernel/*.c arch/x86/*.c))
 LIB_ASM := $(sort $(wildcard arch/x86/*.S))

@@ -8,5 +8,11 @@ $(O)/bench-targets/%: bench/targets/%.c include/djprobe/marker.h | $(DEPS_STAMP)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $<
 bench-deps:
 	$(Q)tools/check-deps.sh bpftrace >/dev/null 2>&1 || echo "bench: bpftrace is not installed (as root, make bench installs it); its rows are skipped" >&2
-BENCH_RUN += $(BENCH_TARGETS) bench-deps
+# The object with AVX-512 code that engine_hits loads for its worst-case row.
+BENCH_DSOS := $(O)/bench-targets/libbench_avx512.so
+$(O)/bench-targets/libbench_avx512.so: bench/targets/avx512_site.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
+BENCH_RUN += $(BENCH_TARGETS) $(BENCH_DSOS) bench-deps
 .PHONY: bench-deps

@@ -27,6 +27,7 @@
 #include "kernel/engine.h"
 #include "kernel/rcu.h"
 #include "lib/sysops.h"
+#include "lib/vector_use.h"
 
 void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t *out)
 {
@@ -51,6 +52,17 @@ static uint32_t regs_used(const struct djp_site *s)
 	return m;
 }
 
+/* What the object's code keeps in vector registers, decoded once; a file
+ * that cannot be read is assumed to use everything. */
+static int vector_use(struct djp_object *o)
+{
+	if (o->vec_use < 0) {
+		int u = djp_vector_use_of_file(o->path);
+		o->vec_use = u < 0 ? DJP_VEC_AVX512 : u;
+	}
+	return o->vec_use;
+}
+
 static void desired_state(const struct djp_site *s, const struct djp_handler_list *l, int *state, int *flavour)
 {
 	int force_int3 = 0, full = 0;
@@ -63,7 +75,7 @@ static void desired_state(const struct djp_site *s, const struct djp_handler_lis
 		force_int3 |= !!(l->h[i].flags & DJP_FORCE_INT3);
 		full |= !(l->h[i].flags & DJP_GPR_ONLY);
 	}
-	*flavour = full ? DJP_FULL : DJP_LEAN;
+	*flavour = full ? DJP_FULL : l->wants_prefetch ? DJP_LEAN_PREFETCH : DJP_LEAN;
 	if (force_int3 || s->no_jump || s->len < X86_JMP_REL32_LEN || (full && !arch_xsave_size()))
 		*state = SITE_INT3;
 	else
@@ -139,6 +151,8 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 	/* Steps 1 and 2. */
 	for (size_t i = 0; i < n; i++) {
 		desired_state(sites[i], new_lists[i], &state[i], &flavour[i]);
+		if (state[i] == SITE_JUMP && flavour[i] == DJP_FULL && vector_use(sites[i]->obj) == DJP_VEC_OTHER)
+			state[i] = SITE_INT3; /* state no trampoline saves */
 		if (state[i] == SITE_JUMP && !sites[i]->tramp[flavour[i]] && !sites[i]->no_jump)
 			req_idx[nreqs] = i, reqs[nreqs++] = (struct djp_tramp_req){ .site = sites[i]->addr,
 								.len = sites[i]->len,
@@ -149,7 +163,8 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 								.regs_used = regs_used(sites[i]),
 								.args = sites[i]->m->arg,
 								.nargs = sites[i]->m->nargs,
-								.bias = sites[i]->obj->bias };
+								.bias = sites[i]->obj->bias,
+								.vec_use = sites[i]->obj->vec_use };
 	}
 	if (nreqs) {
 		arch_tramp_create(reqs, nreqs);

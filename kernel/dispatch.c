@@ -54,20 +54,25 @@ static void djp_run_full_list(const struct djp_hit *hit, void *list)
 
 void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s)
 {
-	if (l->n == 1 && (l->h[0].flags & DJP_GPR_ONLY)) {
-		djp_recorder_fast_fn fast;
+	if (l->n == 1 && (l->h[0].flags & DJP_GPR_ONLY))
 		l->lean = (struct djp_fast_call){ l->h[0].fn, l->h[0].data };
-		/* The lean trampoline calls it with more arguments than the
-		 * handler type says: only the trampoline calls it. */
-		if (l->h[0].fn == djp_recorder_hit && (fast = djp_recorder_plan(l->h[0].data, s, &l->plan)))
-			l->lean = (struct djp_fast_call){ (djp_handler_fn)(void (*)(void))fast, &l->plan };
-	} else {
+	else
 		l->lean = (struct djp_fast_call){ djp_run_lean_list, l };
-	}
 	if (l->n == 1)
 		l->full = (struct djp_fast_call){ l->h[0].fn, l->h[0].data };
 	else
 		l->full = (struct djp_fast_call){ djp_run_full_list, l };
+	l->prefetch = l->lean;
+	l->wants_prefetch = false;
+	if (l->n == 1 && (l->h[0].flags & DJP_GPR_ONLY) && l->h[0].fn == djp_recorder_hit) {
+		/* called with more arguments than the handler type says: only
+		 * a prefetching trampoline calls it */
+		djp_recorder_fast_fn fast = djp_recorder_plan(l->h[0].data, s, &l->plan);
+		if (fast) {
+			l->prefetch = (struct djp_fast_call){ (djp_handler_fn)(void (*)(void))fast, &l->plan };
+			l->wants_prefetch = true;
+		}
+	}
 }
 
 static inline void run(struct djp_hit *hit, unsigned need, bool in_lean)

@@ -95,6 +95,7 @@ int djp_engine_init_locked(void)
 		arch_tramp_init(&(struct djp_tramp_ops){ .lean_slow = djp_dispatch_lean,
 							 .full_slow = djp_dispatch_full,
 							 .full_call = offsetof(struct djp_handler_list, full),
+							 .prefetch_call = offsetof(struct djp_handler_list, prefetch),
 							 .reader_tls = rf.reader_tls,
 							 .gp_ctr = rf.gp_ctr,
 							 .enter_add = rf.enter_add,

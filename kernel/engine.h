@@ -42,12 +42,17 @@ struct djp_fast_plan {
 
 /* Immutable once published; replaced whole and freed after a grace period
  * (kernel/rcu.c); made only by djp_list_make.  `lean` comes first: a lean
- * trampoline calls it directly (the only handler, its specialised entry,
- * or djp_run_lean_list for more), a full one `full`. */
+ * trampoline calls it directly (the only handler, or djp_run_lean_list
+ * for more), a full one `full`, and a lean one that prefetched the site's
+ * arguments `prefetch` (the only handler's specialised entry, if it has
+ * one: each trampoline reads the one that matches what it passes, so that
+ * none calls an entry with arguments it did not load). */
 struct djp_handler_list {
 	struct djp_fast_call lean;
-	struct djp_fast_call full; /* the full trampoline's: any one handler */
+	struct djp_fast_call full;     /* the full trampoline's: any one handler */
+	struct djp_fast_call prefetch; /* a lean one's that prefetched the arguments */
 	struct djp_fast_plan plan;
+	bool wants_prefetch;	       /* `prefetch` is a specialised entry */
 	unsigned n;
 	struct djp_handler h[];
 };
@@ -58,9 +63,9 @@ struct djp_site {
 	uintptr_t addr;
 	uint8_t len;
 	uint8_t state;	 /* enum djp_site_state */
-	uint8_t flavour; /* DJP_LEAN or DJP_FULL when SITE_JUMP */
+	uint8_t flavour; /* enum djp_flavour when SITE_JUMP */
 	uint8_t orig[DJP_SITE_MAX_LEN]; /* shadow of the original bytes */
-	uintptr_t tramp[2];		 /* trampoline per flavour, 0 until made */
+	uintptr_t tramp[DJP_FLAVOURS];	 /* trampoline per flavour, 0 until made */
 	bool no_jump;			 /* no trampoline in reach: int3 only */
 	bool in_batch;			 /* scratch for arm.c, under the lock */
 	uint32_t id;			 /* process-wide marker id */
@@ -79,6 +84,9 @@ struct djp_object {
 	struct djp_site *sites;
 	struct djp_object *next;
 	bool seen; /* by the current refresh */
+	/* enum djp_vec_use of its code, -1 until a full trampoline needs it
+	 * (lib/vector_use.c); under the lock */
+	int vec_use;
 };
 
 struct djp_probe {

@@ -73,6 +73,7 @@ static struct djp_object *object_load(const char *name, uintptr_t bias)
 		snprintf(path, sizeof(path), "%s", name);
 	o->path = strdup(path);
 	o->bias = bias;
+	o->vec_use = -1;
 	if (!o->path || djp_markers_read_file(name, DJP_READ_NO_DWARF, &o->markers, err, sizeof(err))) {
 		/* Not readable as ELF: an object with no markers. */
 		o->markers = NULL;

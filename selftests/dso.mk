@@ -5,3 +5,11 @@ $(O)/selftests/libdjp_dltest.so: selftests/dso/dltest.c include/djprobe/marker.h
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -o $@ $<
 CHECK_DEPS += $(DSOS)
+# Objects whose code uses only legacy SSE, and AVX-512, for the full
+# trampoline's vector-width tests.
+VEC_DSOS := $(O)/selftests/libdjp_vec_sse.so $(O)/selftests/libdjp_vec_avx512.so
+$(O)/selftests/libdjp_vec_%.so: selftests/dso/vec_%.c selftests/vec_site.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -o $@ $<
+CHECK_DEPS += $(VEC_DSOS)

@@ -15,12 +15,9 @@
 
 #include "djprobe/djprobe.h"
 #include "harness.h"
+#include "vec_site.h"
 
-/* The marker record of a hand-written site (layout: docs/ABI.md). */
-#define RECORD(name)                                                                                \
-	".pushsection .markers,\"a\",@progbits\n.balign 8\n"                                        \
-	"991: .2byte 1\n.2byte 992f-991b\n.byte 6, 0\n.2byte 0\n.8byte 990b-.\n"                   \
-	".asciz \"" name "\"\n.asciz \"\"\n.asciz \"\"\n.balign 8, 0\n992:\n.popsection\n"
+#define RECORD DJP_TEST_RECORD
 
 #define GPR_PATTERN(i) "0x5a5a0000000000" #i
 

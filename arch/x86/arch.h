@@ -70,7 +70,9 @@ int arch_trap_app_sigaction(const void *act, void *oldact);
 void arch_serialize(void);
 
 /* ---- trampolines (trampoline.c) ---- */
-enum djp_flavour { DJP_LEAN, DJP_FULL };
+/* DJP_LEAN_PREFETCH: the lean flavour that also loads the site's
+ * arguments for a handler that takes them (arch_tramp_prefetches). */
+enum djp_flavour { DJP_LEAN, DJP_FULL, DJP_LEAN_PREFETCH, DJP_FLAVOURS };
 typedef void (*djp_dispatch_fn)(struct djp_hit *hit);
 /* What a trampoline calls directly, read from the kernel's handler list:
  * its only handler, or a function that runs them all, as fn(hit, data). */
@@ -88,9 +90,10 @@ struct djp_fast_call {
 struct djp_tramp_ops {
 	djp_dispatch_fn lean_slow; /* lean: when the fast path does not apply */
 	djp_dispatch_fn full_slow; /* full: the same */
-	/* where the list keeps the full flavour's fast call (the lean one is
-	 * at its start) */
-	unsigned full_call;
+	/* where the list keeps the full flavour's fast call, and the one for
+	 * a lean trampoline that prefetched the arguments (the plain lean
+	 * one is at its start) */
+	unsigned full_call, prefetch_call;
 	intptr_t reader_tls;
 	const unsigned long *gp_ctr;
 	unsigned long enter_add;
@@ -100,7 +103,7 @@ int arch_tramp_init(const struct djp_tramp_ops *ops);
 struct djp_tramp_req {
 	uintptr_t site;	     /* in: the site address */
 	unsigned len;	     /* in: site length */
-	int flavour;	     /* in: DJP_LEAN or DJP_FULL */
+	int flavour;	     /* in: enum djp_flavour */
 	int sp_align;	     /* in: %rsp mod 16 at the site, or -1: unknown */
 	struct djp_site *ds; /* in: the site a hit's key names */
 	/* in: the word where the site's list is published (RCU): a pointer
@@ -112,6 +115,9 @@ struct djp_tramp_req {
 	const struct djp_argloc *args;
 	unsigned nargs;
 	uintptr_t bias;
+	/* in, full flavour: what the site's object keeps in vector registers
+	 * (enum djp_vec_use): what its trampoline saves */
+	int vec_use;
 	uintptr_t entry;    /* out: entry address (0 on failure) */
 	int err;	    /* out: -ERANGE when no memory is in reach, -errno */
 };
@@ -137,12 +143,12 @@ static inline struct djp_site *arch_hit_site(const struct djp_hit *hit)
 	return ((struct djp_site *const *)(base + DJP_TRAMP_SITES_AT))[(k - base - DJP_TRAMP_DATA) / DJP_TRAMP_SLOT];
 }
 /*
- * A lean trampoline loads its site's arguments, sign- or zero-extended as
- * djp_hit_arg would give them, into the third to sixth argument registers
- * of its call to the fast handler, when there are at most
- * DJP_TRAMP_PREFETCH and each is a location it can load (true here): a
- * handler that knows, as the recorder's fast entry does, takes them as its
- * arguments; any other ignores them.
+ * A DJP_LEAN_PREFETCH trampoline loads its site's arguments, sign- or
+ * zero-extended as djp_hit_arg would give them, into the third to sixth
+ * argument registers of its call to the fast handler; it can when there
+ * are at most DJP_TRAMP_PREFETCH and each is a location it can load (true
+ * here).  A handler that knows, as the recorder's fast entry does, takes
+ * them as its arguments.
  */
 #define DJP_TRAMP_PREFETCH 4
 int arch_tramp_prefetches(const struct djp_argloc *args, unsigned nargs);

@@ -80,6 +80,7 @@
 #include "arch/x86/arch.h"
 #include "arch/x86/common.h"
 #include "lib/sysops.h"
+#include "lib/vector_use.h"
 
 /* The data page: dispatchers and vector routines at these offsets, the
  * slot sites from DJP_TRAMP_SITES_AT. */
@@ -109,11 +110,12 @@ static struct djp_tramp_ops ops;
 static size_t xsave_size;
 static int use_xsavec;
 /*
- * The vector save the full flavour emits inline, by what XCR0 enables, and
- * the layout of its area (vector_save.S has the table, and the x87 slow
- * paths the code calls).
+ * The vector save the full flavour emits inline: as wide as XCR0 enables
+ * and the site's object uses (lib/vector_use.h), and the layout of its
+ * area (vector_save.S has the table, and the x87 slow paths the code
+ * calls).
  */
-enum vclass { V_SSE, V_AVX, V_AVX512 };
+enum vclass { V_SSE = DJP_VEC_SSE, V_AVX = DJP_VEC_AVX, V_AVX512 = DJP_VEC_AVX512 };
 static const struct vlayout {
 	uint32_t size, mxcsr, fsw, image;
 } vlayouts[] = {
@@ -121,7 +123,7 @@ static const struct vlayout {
 	[V_AVX] = { 1152, 512, 516, 576 },
 	[V_AVX512] = { 2752, 2112, 2116, 2176 },
 };
-static enum vclass vclass;
+static enum vclass vclass; /* the machine's */
 void djp_x87_save(void), djp_x87_restore(void);
 static pthread_mutex_t tramp_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -573,7 +575,7 @@ static void emit_fast_call(struct emit *e, const struct djp_tramp_req *r, size_t
  * branches to it are short; the view is built by nine pushes (the caller-
  * saved registers lead struct djp_regs) below the room for the rest.
  */
-static size_t gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr_t *entry)
+static size_t gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr_t *entry, int prefetch)
 {
 	struct frame f = { 0, -1, 0, 0 };
 	const int32_t upper = VIEW - 8 * (DJP_REG_R11 + 1); /* the view above the pushes */
@@ -620,10 +622,12 @@ static size_t gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr_t 
 	for (int i = DJP_REG_R11; i >= DJP_REG_RAX; i--)
 		push_pop(e, i, 0);
 	save_view(e, &f, r->regs_used & ~(CALLER_SAVED | 1u << DJP_REG_RSP | 1u << DJP_REG_RIP), r);
-	if (arch_tramp_prefetches(r->args, r->nargs))
+	if (prefetch && !arch_tramp_prefetches(r->args, r->nargs))
+		e->overflow = 1; /* cannot: this flavour is not to be made */
+	else if (prefetch)
 		emit_prefetch(e, r, &f);
 
-	emit_fast_call(e, r, slow, 0, 0);
+	emit_fast_call(e, r, slow, 0, prefetch ? (int32_t)ops.prefetch_call : 0);
 	back = e->n;
 	for (int i = DJP_REG_RAX; i <= DJP_REG_R11; i++)
 		push_pop(e, i, 1);
@@ -655,14 +659,22 @@ static void rsp_operand(struct emit *e, int regf, int32_t disp, int scale8)
 }
 
 /* Move vector register n to (store) or from disp(%rsp), at the class's
- * width: movaps, vmovdqa (VEX), vmovdqa64 (EVEX, disp8 scaled by 64). */
-static void vmove(struct emit *e, int n, int32_t disp, int store)
+ * width: movaps, vmovdqa (VEX), vmovdqa64 (EVEX, disp8 scaled by 64).  On
+ * a machine with AVX an xmm is loaded with VEX, which clears its upper
+ * bits: what the handler left there is dead for the site's code, and
+ * clean upper halves spare its SSE code the dirty-upper penalty. */
+static void vmove(struct emit *e, enum vclass vc, int n, int32_t disp, int store)
 {
-	switch (vclass) {
+	switch (vc) {
 	case V_SSE:
-		if (n >= 8)
-			b1(e, 0x44); /* REX.R */
-		b1(e, 0x0f), b1(e, store ? 0x29 : 0x28);
+		if (!store && vclass >= V_AVX) {
+			b1(e, 0xc5), b1(e, (uint8_t)(n >= 8 ? 0x79 : 0xf9)); /* VEX.128.66.0F, ~R */
+			b1(e, 0x6f);					       /* vmovdqa */
+		} else {
+			if (n >= 8)
+				b1(e, 0x44); /* REX.R */
+			b1(e, 0x0f), b1(e, store ? 0x29 : 0x28);
+		}
 		rsp_operand(e, n, disp, 0);
 		break;
 	case V_AVX:
@@ -692,16 +704,16 @@ static void kmove(struct emit *e, int n, int32_t disp, int store)
  * status word into the area at area(%rsp); then, when the x87 stack is in
  * use (TOP != 0) or an exception is pending, go to the stub at x87 (which
  * comes back to just after). */
-static void emit_vsave(struct emit *e, int32_t area, size_t x87, size_t *resume)
+static void emit_vsave(struct emit *e, enum vclass vc, int32_t area, size_t x87, size_t *resume)
 {
-	const struct vlayout *l = &vlayouts[vclass];
-	int nregs = vclass == V_AVX512 ? 32 : 16, width = vclass == V_SSE ? 16 : vclass == V_AVX ? 32 : 64;
+	const struct vlayout *l = &vlayouts[vc];
+	int nregs = vc == V_AVX512 ? 32 : 16, width = vc == V_SSE ? 16 : vc == V_AVX ? 32 : 64;
 	EMIT(e, "\x0f\xae"), rsp_operand(e, 3, area + (int32_t)l->mxcsr, 0); /* stmxcsr */
 	EMIT(e, "\xdf\xe0");						      /* fnstsw %ax */
 	EMIT(e, "\x66\x89"), rsp_operand(e, 0, area + (int32_t)l->fsw, 0);    /* mov %ax,fsw */
 	for (int n = 0; n < nregs; n++)
-		vmove(e, n, area + width * n, 1);
-	if (vclass == V_AVX512)
+		vmove(e, vc, n, area + width * n, 1);
+	if (vc == V_AVX512)
 		for (int n = 0; n < 8; n++)
 			kmove(e, n, area + 2048 + 8 * n, 1);
 	EMIT(e, "\xa9\x80\x38\x00\x00"); /* test $0x3880,%eax */
@@ -712,14 +724,14 @@ static void emit_vsave(struct emit *e, int32_t area, size_t x87, size_t *resume)
 /* The way back: the x87 state first (a stub, when it was saved or the
  * handler changed the status word), MXCSR when the handler changed it,
  * then the registers. */
-static void emit_vrestore(struct emit *e, int32_t area, size_t x87, size_t *resume)
+static void emit_vrestore(struct emit *e, enum vclass vc, int32_t area, size_t x87, size_t *resume)
 {
-	const struct vlayout *l = &vlayouts[vclass];
-	int nregs = vclass == V_AVX512 ? 32 : 16, width = vclass == V_SSE ? 16 : vclass == V_AVX ? 32 : 64;
+	const struct vlayout *l = &vlayouts[vc];
+	int nregs = vc == V_AVX512 ? 32 : 16, width = vc == V_SSE ? 16 : vc == V_AVX ? 32 : 64;
 	size_t je;
 	for (int n = 0; n < nregs; n++)
-		vmove(e, n, area + width * n, 0);
-	if (vclass == V_AVX512)
+		vmove(e, vc, n, area + width * n, 0);
+	if (vc == V_AVX512)
 		for (int n = 0; n < 8; n++)
 			kmove(e, n, area + 2048 + 8 * n, 0);
 	EMIT(e, "\x0f\xae\x5c\x24\xfc");				  /* stmxcsr -4(%rsp) */
@@ -748,7 +760,8 @@ static size_t gen_full(struct emit *e, const struct djp_tramp_req *r, uintptr_t 
 {
 	/* the area 64 bytes-aligned from %rsp too, for EVEX's scaled disp8 */
 	const int32_t upper = VIEW - 8 * (DJP_REG_R11 + 1), area = (VIEW + 8 + 63) & ~63;
-	const struct vlayout *l = &vlayouts[vclass];
+	const enum vclass vc = r->vec_use >= 0 && r->vec_use < (int)vclass ? (enum vclass)r->vec_use : vclass;
+	const struct vlayout *l = &vlayouts[vc];
 	struct frame f = { 0, VIEW, 0, RED_ZONE };
 	uintptr_t hdr = (e->at & ~(DJP_TRAMP_CHUNK - 1));
 	size_t slow, to_back, x87s, to_x87s, x87r, to_x87r, resume_s, resume_r, back;
@@ -785,10 +798,10 @@ static size_t gen_full(struct emit *e, const struct djp_tramp_req *r, uintptr_t 
 	for (int i = DJP_REG_R11; i >= DJP_REG_RAX; i--)
 		push_pop(e, i, 0);
 	save_view(e, &f, r->regs_used & ~(CALLER_SAVED | 1u << DJP_REG_RSP | 1u << DJP_REG_RIP), r);
-	emit_vsave(e, area, x87s, &resume_s);
+	emit_vsave(e, vc, area, x87s, &resume_s);
 	emit_fast_call(e, r, slow, 0, (int32_t)ops.full_call);
 	back = e->n;
-	emit_vrestore(e, area, x87r, &resume_r);
+	emit_vrestore(e, vc, area, x87r, &resume_r);
 	for (int i = DJP_REG_RAX; i <= DJP_REG_R11; i++)
 		push_pop(e, i, 1);
 	mov_rsp(e, DJP_REG_RSP, upper, 0);
@@ -940,7 +953,7 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 			r[i].err = -ENOTSUP;
 			continue;
 		}
-		slots = r[i].flavour == DJP_LEAN ? 1 : FULL_SLOTS;
+		slots = r[i].flavour == DJP_FULL ? FULL_SLOTS : 1;
 		if (!(c = chunk_for(r[i].site, r[i].len, slots, &r[i].err)))
 			continue;
 		r[i].entry = c->base + DJP_TRAMP_DATA + (uintptr_t)c->used * DJP_TRAMP_SLOT;
@@ -948,8 +961,8 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 		 * site is then an int3 probe); none does. */
 		e = (struct emit){ code + i * MAX_SIZE, 0, slots * DJP_TRAMP_SLOT, r[i].entry, 0 };
 		slot_start[i] = r[i].entry;
-		if (r[i].flavour == DJP_LEAN) {
-			sizes[i] = gen_lean(&e, &r[i], &r[i].entry);
+		if (r[i].flavour != DJP_FULL) {
+			sizes[i] = gen_lean(&e, &r[i], &r[i].entry, r[i].flavour == DJP_LEAN_PREFETCH);
 		} else {
 			sizes[i] = gen_full(&e, &r[i], &r[i].entry);
 		}
