@@ -237,7 +237,14 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 	}
 	if (npokes)
 		arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
-	djp_rcu_synchronize();
+	/* A grace period only where a list is retired: then a handler may be
+	 * running from it (and disconnect promises it runs nowhere on
+	 * return).  Arming sites that had none retires nothing. */
+	for (size_t i = 0; i < n; i++)
+		if (old_lists[i]) {
+			djp_rcu_synchronize();
+			break;
+		}
 	for (size_t i = 0; i < n; i++)
 		free(old_lists[i]);
 out:

@@ -43,7 +43,9 @@
  * itself around the calls.  This file is compiled with -mgeneral-regs-only
  * (kernel/kernel.mk), so the compiler adds no vector code of its own.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "kernel/engine.h"
 #include "kernel/rcu.h"
@@ -63,19 +65,74 @@ static __thread struct {
 extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj, void *dso);
 extern void *__dso_handle;
 
+static void know(struct urcu_bp_reader *r, struct urcu_bp_reader *was);
+
 static void reader_forget(void *unused)
 {
 	(void)unused;
+	know(NULL, djp_rcu_reader);
 	djp_rcu_reader = &djp_rcu_unregistered;
 	tail.exiting = true;
+}
+
+/* The readers of threads that hit a marker, for djp_rcu_synchronize's
+ * wait (below); a slot is NULL when free.  Their records live in
+ * liburcu-bp's arena, which is never unmapped, so a stale one is still
+ * memory to read. */
+#define KNOWN 512
+static struct urcu_bp_reader *_Atomic known[KNOWN];
+
+static void know(struct urcu_bp_reader *r, struct urcu_bp_reader *was)
+{
+	for (unsigned i = 0; i < KNOWN; i++) {
+		struct urcu_bp_reader *expect = was;
+		if (atomic_compare_exchange_strong(&known[i], &expect, r))
+			return;
+	}
 }
 
 static __attribute__((noinline)) void register_thread(void)
 {
 	if (!URCU_TLS(urcu_bp_reader))
 		urcu_bp_register();
-	if (!tail.exiting && !__cxa_thread_atexit_impl(reader_forget, NULL, &__dso_handle))
+	if (!tail.exiting && !__cxa_thread_atexit_impl(reader_forget, NULL, &__dso_handle)) {
 		djp_rcu_reader = URCU_TLS(urcu_bp_reader);
+		know(djp_rcu_reader, NULL);
+	}
+}
+
+/*
+ * Before the grace period, wait (a little, sleeping) until no other known
+ * thread is inside one of our sections.  liburcu-bp's writer polls a
+ * reader that stays in a section a hundred times and then sleeps 10 ms
+ * between polls; a thread preempted inside a handler's section (three
+ * runnable threads on two cores, the writer one of them) costs every
+ * grace period that meets it those 10 ms.  Sleeping 20 us at a time here
+ * lets it run and leave; then the grace period finds the threads outside,
+ * or in sections that end at once.  Correctness is liburcu's: this only
+ * chooses when to start it.  A hot thread is seen outside within a few
+ * polls; the wait gives up after 5 ms.
+ */
+static void let_readers_leave(void)
+{
+	const struct timespec nap = { 0, 20 * 1000 };
+	struct urcu_bp_reader *self = URCU_TLS(urcu_bp_reader);
+	for (int tries = 0; tries < 250; tries++) {
+		int inside = 0;
+		for (unsigned i = 0; i < KNOWN && !inside; i++) {
+			struct urcu_bp_reader *r = atomic_load(&known[i]);
+			inside = r && r != self && (CMM_LOAD_SHARED(r->ctr) & URCU_BP_GP_CTR_NEST_MASK) >= DJP_RCU_OURS;
+		}
+		if (!inside)
+			return;
+		nanosleep(&nap, NULL);
+	}
+}
+
+void djp_rcu_synchronize(void)
+{
+	let_readers_leave();
+	urcu_bp_synchronize_rcu();
 }
 
 struct urcu_bp_reader *djp_rcu_register(bool in_lean)
@@ -143,7 +200,11 @@ void djp_rcu_fork_parent(void)
 	urcu_bp_after_fork_parent();
 }
 
+/* The child has one thread: forget the others' readers. */
 void djp_rcu_fork_child(void)
 {
 	urcu_bp_after_fork_child();
+	for (unsigned i = 0; i < KNOWN; i++)
+		if (atomic_load(&known[i]) != URCU_TLS(urcu_bp_reader))
+			atomic_store(&known[i], NULL);
 }

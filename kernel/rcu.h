@@ -84,10 +84,7 @@ static inline bool djp_rcu_inside(void)
 }
 
 /* Wait until every section that began before the call has ended. */
-static inline void djp_rcu_synchronize(void)
-{
-	urcu_bp_synchronize_rcu();
-}
+void djp_rcu_synchronize(void);
 
 /*
  * What a lean trampoline needs to inline the fast path: the %fs offset of
