@@ -9,7 +9,9 @@
  *   drain rate of the consumer (what the tool reads per second)
  *   1 M events/s sustained for DJP_BENCH_SECONDS (default 10): lost events
  *
- * Every value is the median of RUNS runs, armed and unarmed interleaved.
+ * Every value is the median of RUNS runs, armed and unarmed interleaved;
+ * between timed batches the ring is drained from the other core, as the
+ * tool drains it.
  * The LTTng-UST comparison is bench/lttng (bench/lttng.mk), which prints
  * its rows after these when it could be built.
  */
@@ -27,6 +29,7 @@
 #include "kernel/recorder.h"
 #include "lib/ring.h"
 #include "bench/bench.h"
+#include "bench/drain_remote.h"
 
 #define RUNS 7
 #define BATCH 16384 /* events per timed batch: fits a 1 MiB ring (32 B each) */
@@ -53,15 +56,6 @@ static void row(const char *name, double value, const char *unit, double target,
 		       ok ? "ok" : "over");
 	}
 	fflush(stdout);
-}
-
-static void pin(int cpu)
-{
-	cpu_set_t set;
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	CPU_ZERO(&set);
-	CPU_SET(cpu % (n > 0 ? n : 1), &set);
-	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
 /* ---- the consumer ---------------------------------------------------------- */
@@ -100,12 +94,18 @@ static uint64_t lost_total(void)
 
 /* ---- per-hit cost ------------------------------------------------------------ */
 
-/* ns per call of fn over BATCHES batches of BATCH, draining between them
- * (outside the timed part) so the ring never fills. */
+/* ns per call of fn over BATCHES batches of BATCH, the ring drained
+ * between them (outside the timed part) from the other core, as the tool
+ * drains it (bench/drain_remote.h). */
+static void drain_quietly(void)
+{
+	drain();
+}
+
 static void drain_between(fn_t fn)
 {
 	(void)fn;
-	drain();
+	drain_remote_now();
 }
 
 static double batch_ns(fn_t fn)
@@ -131,7 +131,7 @@ static void *producer(void *arg)
 {
 	int me = (int)(intptr_t)arg;
 	double total = 0;
-	pin(me);
+	bench_pin(me);
 	for (int b = 0; b < BATCHES; b++) {
 		double t0;
 		pthread_barrier_wait(&barrier);
@@ -150,7 +150,7 @@ static void *producer_alone(void *arg)
 {
 	double total = 0;
 	(void)arg;
-	pin(1);
+	bench_pin(1);
 	for (int b = 0; b < BATCHES; b++) {
 		double t0;
 		pthread_barrier_wait(&barrier);
@@ -175,7 +175,7 @@ static void producers(int n)
 		for (int i = 0; i < 2; i++)
 			pthread_join(th[i], NULL);
 	} else {
-		pin(0);
+		bench_pin(0);
 		pthread_create(&th[1], NULL, producer_alone, NULL);
 		for (int b = 0; b < BATCHES; b++) {
 			pthread_barrier_wait(&barrier);
@@ -217,7 +217,7 @@ static atomic_int sustain_stop;
 static void *tool_thread(void *arg)
 {
 	(void)arg;
-	pin(1);
+	bench_pin(1);
 	while (!atomic_load(&sustain_stop)) {
 		long n = drain();
 		if (n < 1024)
@@ -234,7 +234,7 @@ static uint64_t sustained(double rate, double secs, double *achieved)
 	pthread_t th;
 	uint64_t lost0 = lost_total(), sent = 0;
 	double t0 = now_ns(), per_ms = rate / 1000, end = t0 + secs * 1e9;
-	pin(0);
+	bench_pin(0);
 	atomic_store(&sustain_stop, 0);
 	pthread_create(&th, NULL, tool_thread, NULL);
 	for (double tick = t0; tick < end; tick += 1e6) {
@@ -272,7 +272,8 @@ int main(void)
 		fprintf(stderr, "trace_record: connect: %d (%u sites)\n", id, nsites);
 		return 1;
 	}
-	loop(hit_marker, BATCH); /* warm up: slot claim, page faults */
+	drain_remote_start(drain_quietly); /* this thread on CPU 0, the drains on CPU 1 */
+	loop(hit_marker, BATCH);	    /* warm up: slot claim, page faults */
 	drain();
 
 	for (int r = 0; r < RUNS; r++) {

@@ -9,7 +9,8 @@
  * its constructor, so the session must exist before the program starts),
  * and tears everything down.  The measuring child interleaves, run by run:
  * the NOP, the djprobe marker recorded by the recorder (connected as the
- * agent connects it, drained between batches by an in-process consumer),
+ * agent connects it, drained between batches by a consumer on the other
+ * core),
  * and the LTTng-UST tracepoint (drained by LTTng's consumer daemon; the
  * batches are spaced out so that its buffers do not fill).
  *
@@ -30,6 +31,7 @@
 #include "djprobe/djprobe.h"
 #include "djprobe/marker.h"
 #include "bench/bench.h"
+#include "bench/drain_remote.h"
 #include "kernel/recorder.h"
 #include "lib/ring.h"
 
@@ -70,9 +72,16 @@ static int count_event(void *arg, const struct djp_event *ev, uint32_t tid, unsi
 
 static const struct djp_drain_ops ops = { count_event, NULL };
 
-static void drain_between(fn_t fn)
+static void drain_djprobe(void)
 {
 	djp_consumer_drain(cons, &ops, NULL);
+}
+
+/* djprobe's ring drained from the other core, as LTTng's consumer daemon
+ * drains LTTng's (bench/drain_remote.h). */
+static void drain_between(fn_t fn)
+{
+	drain_remote_now();
 	if (fn == hit_lttng)
 		usleep(20000); /* let LTTng's consumer daemon catch up */
 }
@@ -98,6 +107,7 @@ static int measure(void)
 		fprintf(stderr, "trace_lttng: connect: %d\n", id);
 		return 1;
 	}
+	drain_remote_start(drain_djprobe);
 	loop(hit_marker, BATCH);
 	loop(hit_lttng, BATCH);
 	djp_consumer_drain(cons, &ops, NULL);
