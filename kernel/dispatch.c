@@ -1,15 +1,17 @@
 /*
  * Running the handlers of a hit.
  *
- * A lean trampoline runs the common case itself (arch/x86/trampoline.c):
- * it enters the read side of kernel/rcu.h inline and calls the first two
- * words of the site's handler list, which djp_list_seal sets to the only
- * handler when there is one, or to djp_run_lean_list.  It calls
- * djp_dispatch_lean only when the fast path does not apply: a thread not
- * registered yet or on its way out, one inside the application's own
- * rcu_read_lock, or one already inside a handler of ours.  The full
- * trampoline calls djp_dispatch_full and the SIGTRAP handler djp_trap_probe,
- * for every hit.
+ * The trampolines run the common case themselves (arch/x86/tramp_lean.c,
+ * tramp_full.c): they enter the read side of kernel/rcu.h inline and call
+ * a pair of words from the site's handler list, which djp_list_seal fills
+ * in: for the lean trampoline the only handler or djp_run_lean_list, for
+ * the full one the only handler or djp_run_full_list, and for a lean
+ * trampoline that prefetches the arguments the recorder's fast entry where
+ * the site's only handler is the recorder (kernel/recorder.c).  They call
+ * djp_dispatch_lean or djp_dispatch_full only when the fast path does not
+ * apply: a thread not registered yet or on its way out, one inside the
+ * application's own rcu_read_lock, or one already inside a handler of
+ * ours.  The SIGTRAP handler calls djp_trap_probe for every hit.
  *
  * A thread already inside a handler (a handler that calls instrumented
  * code, or a signal that lands during one) gets a counted miss instead of

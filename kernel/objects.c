@@ -14,7 +14,7 @@
  * Objects that are gone from the list (unloaded without our dlclose hook
  * seeing it) are dropped; the dlclose hook (dlhooks.c) disarms an object's
  * sites before the loader unmaps it.  Sites live as long as their object;
- * the trampolines they used are never unmapped (trampoline.c).
+ * the trampolines they used are never unmapped (tramp_pool.c).
  */
 #include <errno.h>
 #include <link.h>

@@ -2,7 +2,7 @@
  * The read side of the engine's grace periods: liburcu-bp, entered through
  * a reader pointer cached in a TLS word of ours (kernel/rcu.c has the
  * essay).  The lean trampolines inline the same fast path (arch/x86/
- * trampoline.c), given the numbers djp_rcu_fast_path() returns.
+ * tramp_lean.c), given the numbers djp_rcu_fast_path() returns.
  */
 #ifndef DJP_KERNEL_RCU_H
 #define DJP_KERNEL_RCU_H

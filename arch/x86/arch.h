@@ -69,7 +69,7 @@ int arch_trap_app_sigaction(const void *act, void *oldact);
 /* Serialise this core (cpuid). */
 void arch_serialize(void);
 
-/* ---- trampolines (trampoline.c) ---- */
+/* ---- trampolines (tramp_pool.c, tramp_lean.c, tramp_full.c, tramp_args.c) ---- */
 /* DJP_LEAN_PREFETCH: the lean flavour that also loads the site's
  * arguments for a handler that takes them (arch_tramp_prefetches). */
 enum djp_flavour { DJP_LEAN, DJP_FULL, DJP_LEAN_PREFETCH, DJP_FLAVOURS };

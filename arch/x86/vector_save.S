@@ -4,14 +4,13 @@
  *
  * What is kept.  The handler is any C function, and it calls libc, whose
  * string functions use SSE, AVX2 and AVX-512 (EVEX code in ymm16-31 and
- * the opmask registers); the code it interrupts may have live values in
- * every one of those registers.  So the routines keep everything the SysV
- * ABI lets a C function clobber: the vector registers as wide as XCR0
- * enables them (xmm0-15; ymm0-15; or zmm0-31 and k0-7), MXCSR (its
- * status flags are caller-saved and the handler's arithmetic sets them),
- * and the x87 state: all of it when the x87 stack is not empty, the
- * status word when it is (the control word is callee-saved, so the
- * handler gives it back).
+ * the opmask registers).  So the full trampoline keeps every vector
+ * register the interrupted code can hold a value in: those its object's
+ * code uses, as wide as it uses them (lib/vector_use.c: xmm0-15; ymm0-15;
+ * or zmm0-31 and k0-7), MXCSR (its status flags are caller-saved and the
+ * handler's arithmetic sets them), and the x87 state: all of it when the
+ * x87 stack is not empty, the status word when it is (the control word is
+ * callee-saved, so the handler gives it back).
  *
  * Why plain moves and not XSAVE.  Per save+restore pair, measured on a
  * Sapphire Rapids class core in a loop (the range is over the state at
@@ -28,20 +27,20 @@
  * tight mask too (and XSAVEOPT would be wrong here anyway: it skips
  * components it believes unchanged since the last XRSTOR from the same
  * address, which on a stack need not hold what it did).  The moves are
- * bound by the stores, one 64-byte store per cycle: in a mock of the
- * trampoline a hit costs ~5 ns over a nop without any vector saving and
- * ~14 ns with it.  Storing less is then the only way to go faster.
- * XGETBV with ECX=1 (XINUSE) tells which components are in their init
- * state and need no storing, but costs 2.5-3.4 ns by itself; in the usual
- * state (zmm16-31 and k in use since the first EVEX string function, the
- * upper halves of zmm0-15 clean) skipping those halves gains back about
- * as much, and when they are dirty the hit is 1-1.5 ns slower.  Even an
- * oracle that knew the state for free would gain under 1 ns a hit.  So
- * every register is moved, every time.  One consequence: the restore
- * writes zmm0-15 (ymm0-15) at full width and leaves their upper halves
- * marked in use even if they were clean before the hit; that costs
- * nothing measurable on this core, even to legacy SSE code, though on
- * older cores it can slow SSE code down until the next VZEROUPPER.
+ * bound by the stores, one 64-byte store per cycle: a hit through the
+ * full trampoline costs about 5.5 ns over a nop with xmm0-15 saved and
+ * 11.5-12 ns with zmm0-31 and k0-7 (bench/engine_hits shows both).
+ * Storing less is then the only way to go faster, and the object's code
+ * says what may be stored less.  XGETBV with ECX=1 (XINUSE) tells which
+ * components are in their init state, but costs 2.5-3.4 ns by itself; in
+ * the usual state (zmm16-31 and k in use since the first EVEX string
+ * function, the upper halves of zmm0-15 clean) skipping what it says
+ * gains back about as much, and when they are dirty the hit is 1-1.5 ns
+ * slower.  So within a class every register is moved, every time.  The
+ * restore writes the registers at the class's full width and so leaves
+ * upper halves marked in use even if they were clean before the hit; that
+ * costs nothing measurable on this core, and where the class is xmm only
+ * the restore uses VEX moves, which clean the upper halves.
  *
  * The x87 state.  Compiled code has an empty x87 stack wherever it could
  * call a function, and so at nearly every marker.  FNSTSW is nearly free
@@ -63,7 +62,7 @@
  * instruction and data pointers nor the contents of empty registers.
  *
  * Where the code is.  The moves are emitted inline by the full trampoline
- * (trampoline.c, emit_vsave and emit_vrestore): a call and return on each
+ * (tramp_full.c, emit_vsave and emit_vrestore): a call and return on each
  * side cost another nanosecond a hit.  It follows this layout, in an area
  * 64-byte aligned on the trampoline's stack:
  *
