@@ -127,11 +127,18 @@ static double batch_ns(fn_t fn)
 static pthread_barrier_t barrier;
 static double thread_ns[2];
 
+/* A producer: on CPU `cpu`, BATCHES batches between barriers; with
+ * `drains`, it drains between them itself (one consumer, the other
+ * producer waiting). */
+struct producer_arg {
+	int cpu, drains;
+};
+
 static void *producer(void *arg)
 {
-	int me = (int)(intptr_t)arg;
+	const struct producer_arg *a = arg;
 	double total = 0;
-	bench_pin(me);
+	bench_pin(a->cpu);
 	for (int b = 0; b < BATCHES; b++) {
 		double t0;
 		pthread_barrier_wait(&barrier);
@@ -139,27 +146,10 @@ static void *producer(void *arg)
 		loop(hit_marker, BATCH);
 		total += now_ns() - t0;
 		pthread_barrier_wait(&barrier);
-		if (me == 0)
-			drain(); /* one consumer; the other thread waits */
+		if (a->drains)
+			drain();
 	}
-	thread_ns[me] = total / (BATCHES * (double)BATCH);
-	return NULL;
-}
-
-static void *producer_alone(void *arg)
-{
-	double total = 0;
-	(void)arg;
-	bench_pin(1);
-	for (int b = 0; b < BATCHES; b++) {
-		double t0;
-		pthread_barrier_wait(&barrier);
-		t0 = now_ns();
-		loop(hit_marker, BATCH);
-		total += now_ns() - t0;
-		pthread_barrier_wait(&barrier);
-	}
-	thread_ns[1] = total / (BATCHES * (double)BATCH);
+	thread_ns[a->cpu] = total / (BATCHES * (double)BATCH);
 	return NULL;
 }
 
@@ -167,16 +157,17 @@ static void *producer_alone(void *arg)
  * with the calling thread, on CPU 0, draining). */
 static void producers(int n)
 {
+	static const struct producer_arg pair[2] = { { 0, 1 }, { 1, 0 } }, alone = { 1, 0 };
 	pthread_t th[2];
 	pthread_barrier_init(&barrier, NULL, 2);
 	if (n == 2) {
 		for (int i = 0; i < 2; i++)
-			pthread_create(&th[i], NULL, producer, (void *)(intptr_t)i);
+			pthread_create(&th[i], NULL, producer, (void *)&pair[i]);
 		for (int i = 0; i < 2; i++)
 			pthread_join(th[i], NULL);
 	} else {
 		bench_pin(0);
-		pthread_create(&th[1], NULL, producer_alone, NULL);
+		pthread_create(&th[1], NULL, producer, (void *)&alone);
 		for (int b = 0; b < BATCHES; b++) {
 			pthread_barrier_wait(&barrier);
 			pthread_barrier_wait(&barrier);

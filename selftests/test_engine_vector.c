@@ -63,6 +63,21 @@ static int have(int leaf7_ebx_bit)
 	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << leaf7_ebx_bit));
 }
 
+/* Register n of `nregs` (`width` bytes each, from out) must hold the
+ * 64-bit pattern times (n + first) in every word. */
+static void check_words(const uint8_t *out, int nregs, int width, uint64_t pattern, int first, const char *what,
+			long hit)
+{
+	for (int v = 0; v < nregs; v++)
+		for (int q = 0; q < width / 8; q++) {
+			uint64_t got;
+			memcpy(&got, out + v * width + q * 8, 8);
+			if (got != pattern * (uint64_t)(v + first))
+				djp_test_fail(__FILE__, __LINE__, "hit %ld: %s%d word %d is %#lx", hit, what, v, q,
+					      (unsigned long)got);
+		}
+}
+
 static void *open_dso(const char *name)
 {
 	void *h = dlopen(djp_test_path(name), RTLD_NOW);
@@ -84,14 +99,7 @@ TEST_TIMEOUT(regs_preserved_sse_object, 120)
 	CHECK(id >= 0);
 	for (long i = 0; i < 200000; i++) {
 		run(out);
-		for (int v = 0; v < 16; v++)
-			for (int q = 0; q < 2; q++) {
-				uint64_t got;
-				memcpy(&got, out + v * 16 + q * 8, 8);
-				if (got != 0x2121212121212121ull * (uint64_t)(v + 1))
-					djp_test_fail(__FILE__, __LINE__, "hit %ld: xmm%d word %d is %#lx", i, v, q,
-						      (unsigned long)got);
-			}
+		check_words(out, 16, 16, 0x2121212121212121ull, 1, "xmm", i);
 	}
 	CHECK_EQ(atomic_load(&hits), 200000);
 	CHECK_EQ(djp_disconnect(id), 0);
@@ -111,20 +119,8 @@ TEST_TIMEOUT(regs_preserved_avx512_object, 120)
 	CHECK(id >= 0);
 	for (long i = 0; i < 200000; i++) {
 		run(out);
-		for (int v = 0; v < 32; v++)
-			for (int q = 0; q < 8; q++) {
-				uint64_t got;
-				memcpy(&got, out + v * 64 + q * 8, 8);
-				if (got != 0x0303030303030303ull * (uint64_t)(v + 1))
-					djp_test_fail(__FILE__, __LINE__, "hit %ld: zmm%d word %d is %#lx", i, v, q,
-						      (unsigned long)got);
-			}
-		for (int k = 0; k < 8; k++) {
-			uint64_t got;
-			memcpy(&got, out + 2048 + k * 8, 8);
-			if (got != 0x0101010101010101ull * (uint64_t)(k + 0x41))
-				djp_test_fail(__FILE__, __LINE__, "hit %ld: k%d is %#lx", i, k, (unsigned long)got);
-		}
+		check_words(out, 32, 64, 0x0303030303030303ull, 1, "zmm", i);
+		check_words(out + 2048, 8, 8, 0x0101010101010101ull, 0x41, "k", i);
 	}
 	CHECK_EQ(djp_disconnect(id), 0);
 }

@@ -180,6 +180,24 @@ struct frame {
 	int32_t view, saved_rsp, size, to_site_rsp;
 };
 
+/*
+ * The stub that calls the C dispatcher at data-page offset `hdr_off` with
+ * the hit at %rsp, then jumps back; emitted first in a slot.  Returns
+ * where it starts; *to_back is the jump's displacement, to fill in.
+ */
+static inline size_t emit_slow_stub(struct emit *e, int hdr_off, size_t *to_back)
+{
+	size_t at = e->n;
+	if ((e->at + e->n + 3 + 6) & 1)
+		EMIT(e, "\x48\x8d\x3c\x24"); /* lea (%rsp),%rdi: even return address */
+	else
+		EMIT(e, "\x48\x89\xe7"); /* mov %rsp,%rdi */
+	EMIT(e, "\xff\x15"), rel32(e, (e->at & ~(DJP_TRAMP_CHUNK - 1)) + (uintptr_t)hdr_off); /* call *off(%rip) */
+	key_check(e);
+	*to_back = jcc32(e, JMP);
+	return at;
+}
+
 /* tramp_lean.c */
 void djp_tramp_save_view(struct emit *e, const struct frame *f, uint32_t save, const struct djp_tramp_req *r);
 void djp_tramp_fast_call(struct emit *e, const struct djp_tramp_req *r, size_t slow, int32_t hit, int32_t off);

@@ -167,14 +167,7 @@ size_t djp_tramp_gen_full(struct emit *e, const struct djp_tramp_req *r, uintptr
 	size_t slow, to_back, x87s, to_x87s, x87r, to_x87r, resume_s, resume_r, back;
 
 	/* slow: the C dispatcher does the read side itself */
-	slow = e->n;
-	if ((e->at + e->n + 3 + 6) & 1)
-		EMIT(e, "\x48\x8d\x3c\x24"); /* lea (%rsp),%rdi: even return address */
-	else
-		EMIT(e, "\x48\x89\xe7"); /* mov %rsp,%rdi */
-	EMIT(e, "\xff\x15"), rel32(e, hdr + HDR_FULL); /* call *full_slow(%rip) */
-	key_check(e);
-	to_back = jcc32(e, JMP);
+	slow = emit_slow_stub(e, HDR_FULL, &to_back);
 	/* the x87 state: save it whole and reset the unit, or put it back */
 	x87s = e->n;
 	lea_rsp(e, DJP_REG_RDI, area + (int32_t)l->image);

@@ -134,17 +134,9 @@ size_t djp_tramp_gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr
 	struct frame f = { 0, -1, 0, 0 };
 	const int32_t upper = VIEW - 8 * (DJP_REG_R11 + 1); /* the view above the pushes */
 	size_t slow, to_back, back;
-	uintptr_t hdr = (e->at & ~(DJP_TRAMP_CHUNK - 1));
 
 	/* slow: the C dispatcher decides (%rsp is the hit) */
-	slow = e->n;
-	if ((e->at + e->n + 3 + 6) & 1)
-		EMIT(e, "\x48\x8d\x3c\x24"); /* lea (%rsp),%rdi: even return address */
-	else
-		EMIT(e, "\x48\x89\xe7"); /* mov %rsp,%rdi */
-	EMIT(e, "\xff\x15"), rel32(e, hdr + HDR_LEAN); /* call *lean_slow(%rip) */
-	key_check(e);
-	to_back = jcc32(e, JMP);
+	slow = emit_slow_stub(e, HDR_LEAN, &to_back);
 
 	/* The entry on a 64-byte boundary: the front end fetches the hot
 	 * path in the fewest windows (measured: up to 0.3 ns a hit). */
