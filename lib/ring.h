@@ -250,7 +250,6 @@ static inline __attribute__((always_inline)) int djp_ring_record(struct djp_regi
 	if (__builtin_expect(t->region_id != r->id, 0) && (ret = djp__ring_attach(r)) < 0)
 		goto out;
 	s = t->slot;
-	ts = djp_clock_raw();
 	if (__builtin_expect(nargs > DJP_RING_MAX_ARGS, 0)) {
 		ret = -EINVAL;
 		goto lost;
@@ -288,6 +287,9 @@ static inline __attribute__((always_inline)) int djp_ring_record(struct djp_regi
 			goto lost;
 		}
 	}
+	/* The clock once the event is known to fit: a lost one does not pay
+	 * for it. */
+	ts = djp_clock_raw();
 	if (__builtin_expect(at != pos, 0) && sb_size - off >= DJP_EV_HDR_SIZE) {
 		e = (uint64_t *)(t->data + (pos & (t->ring_size - 1)));
 		e[0] = ts;
