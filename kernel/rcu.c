@@ -11,8 +11,8 @@
  * period's phase.  Where the kernel has membarrier, the read side needs no
  * fence: the writer's membarrier orders every reader.
  *
- * Two things are ours, both so that a lean trampoline can do the common
- * case in a few inline instructions instead of a call:
+ * Two things on the read side are ours, both so that a trampoline can do
+ * the common case in a few inline instructions instead of a call:
  *
  *  - The reader pointer is cached in an initial-exec TLS word of ours
  *    (djp_rcu_reader).  liburcu-bp's own TLS lives in another object and
@@ -36,6 +36,10 @@
  *    counter plus 2^20 - 1; and on the way out store zero.  Anything else
  *    (no reader yet, a non-zero count) calls the C dispatcher, which does
  *    the general case below.
+ *
+ * And on the write side, djp_rcu_synchronize first lets a thread that was
+ * preempted inside one of our sections run and leave it (see
+ * let_readers_leave), then runs liburcu-bp's grace period.
  *
  * The first hit of a thread registers it with liburcu-bp, which calls into
  * libc (mmap, memset) and may use vector registers.  Inside a lean
