@@ -153,8 +153,8 @@ size_t djp_tramp_gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr
 		f.to_site_rsp = f.size + 8 * (DJP_REG_R11 + 1);
 		lea_rsp(e, DJP_REG_RSP, -f.size);
 	} else {
-		/* Step over the red zone, align, keep the old %rsp above the
-		 * view (as frame_dynamic does, the pushes still to come). */
+		/* Step over the red zone, align, keep the old %rsp just above
+		 * the view (at VIEW from it, once the pushes are done). */
 		lea_rsp(e, DJP_REG_RSP, -RED_ZONE);
 		b1(e, 0x50);
 		lea_rsp(e, DJP_REG_RAX, 8);
