@@ -16,9 +16,10 @@ $(DJP_SCRIPT): $(SCRIPT_OBJS) $(O)/tools/djp/script/cli-standalone.o $(LIB_A)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -o $@ $(SCRIPT_OBJS) $(O)/tools/djp/script/cli-standalone.o $(LIB_A) $(LDLIBS_LIB) -lm
 
+# The same figure as bench/script_compare's first row, alone (that row is
+# what `make bench` shows, in its table).
 script-bench: $(DJP_SCRIPT)
 	$(Q)$(DJP_SCRIPT) --bench-events 20000000 -e 'global c; probe process.mark("*") { c[$$$$name]++ }' | tail -n 1
 
 CHECK_DEPS += $(DJP_SCRIPT)
-BENCH_RUN += script-bench
 .PHONY: script-bench
