@@ -164,7 +164,9 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 								.args = sites[i]->m->arg,
 								.nargs = sites[i]->m->nargs,
 								.bias = sites[i]->obj->bias,
-								.vec_use = sites[i]->obj->vec_use };
+								.vec_use = flavour[i] == DJP_FULL
+										   ? vector_use(sites[i]->obj)
+										   : -1 };
 	}
 	if (nreqs) {
 		arch_tramp_create(reqs, nreqs);

@@ -37,7 +37,7 @@ struct djp_fast_plan {
 	void *data;	/* the handler's own data */
 	uint32_t id;	/* the site's process-wide id */
 	uint32_t nargs; /* arguments, which the trampoline prefetched */
-	uintptr_t aux[2]; /* the handler's, derived from its data */
+	uintptr_t aux;	/* the handler's, derived from its data */
 };
 
 /* Immutable once published; replaced whole and freed after a grace period
@@ -136,8 +136,8 @@ void djp_dispatch_lean(struct djp_hit *hit);
 void djp_dispatch_full(struct djp_hit *hit);
 void djp_trap_probe(struct djp_hit *hit);
 bool djp_in_handler(void);
-/* Fill in l->lean (and l->plan) from the handlers of a new list for site
- * `s` (djp_list_make does). */
+/* Fill in l->lean, l->full and l->prefetch (and l->plan, l->wants_prefetch)
+ * from the handlers of a new list for site `s` (djp_list_make does). */
 void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s);
 /* The process-wide id of the site hit (what the recorder stores), and its
  * marker record (name, format, argument locations). */

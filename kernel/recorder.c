@@ -152,7 +152,7 @@ static __attribute__((noinline)) void record_words(const struct djp_fast_plan *p
 	{                                                                                                    \
 		const struct djp_fast_plan *p = plan;                                                        \
 		(void)hit;                                                                                   \
-		if (!djp_ring_try_words(p->aux[1], p->id, N, a0, a1, a2, a3))                                 \
+		if (!djp_ring_try_words(p->aux, p->id, N, a0, a1, a2, a3))                                    \
 			record_words(p, a0, a1, a2, a3);                                                     \
 	}
 FAST_ENTRY(0)
@@ -171,7 +171,7 @@ djp_recorder_fast_fn djp_recorder_plan(void *data, const struct djp_site *s, str
 	if (!arch_tramp_prefetches(m->arg, m->nargs) || (!m->from_sdt && djp_recorder_str_mask(m->format, m->nargs)))
 		return NULL;
 	/* aux: the region's id, which the thread's ring cache must match */
-	*plan = (struct djp_fast_plan){ data, s->id, m->nargs, { 0, ((struct djp_recorder *)data)->region->id } };
+	*plan = (struct djp_fast_plan){ data, s->id, m->nargs, ((struct djp_recorder *)data)->region->id };
 	return entry[m->nargs];
 }
 

@@ -76,22 +76,15 @@ static int tsc_is_invariant(void)
 	return cpuinfo_has_flags();
 }
 
-static uint64_t rdtsc(void)
-{
-	uint32_t lo, hi;
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return (uint64_t)hi << 32 | lo;
-}
-
 /* A (tsc, ns) pair: the tightest of a few tries. */
 static void read_pair(uint64_t *tsc, uint64_t *ns)
 {
 	uint64_t best = UINT64_MAX;
 
 	for (int i = 0; i < 16; i++) {
-		uint64_t t0 = rdtsc();
+		uint64_t t0 = djp_clock_tsc();
 		uint64_t n = djp_clock_monotonic_ns();
-		uint64_t t1 = rdtsc();
+		uint64_t t1 = djp_clock_tsc();
 		if (t1 - t0 < best) {
 			best = t1 - t0;
 			*tsc = t0 + (t1 - t0) / 2;

@@ -53,14 +53,20 @@ static inline uint64_t djp_clock_monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The TSC itself, for a caller that knows it is the clock (or calibrates
+ * it).  Not serialising: see clock.c. */
+static inline uint64_t djp_clock_tsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+
 /* The fast path: one rdtsc, or a vDSO clock_gettime. */
 static inline uint64_t djp_clock_raw(void)
 {
-	if (__builtin_expect(djp_clock_use_tsc, 1)) {
-		uint32_t lo, hi;
-		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-		return (uint64_t)hi << 32 | lo;
-	}
+	if (__builtin_expect(djp_clock_use_tsc, 1))
+		return djp_clock_tsc();
 	return djp_clock_monotonic_ns();
 }
 

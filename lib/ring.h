@@ -352,7 +352,7 @@ static inline __attribute__((always_inline)) bool djp_ring_try_words(uint64_t re
 {
 	struct djp_ring_tls *t = &djp_ring_tls;
 	struct djp_slot_hdr *s = t->slot;
-	uint32_t size = DJP_EV_HDR_SIZE + 8 * nargs, lo, hi;
+	uint32_t size = DJP_EV_HDR_SIZE + 8 * nargs;
 	uint64_t pos, *e;
 
 	if (__builtin_expect(t->region_id != region_id, 0))
@@ -370,10 +370,10 @@ static inline __attribute__((always_inline)) bool djp_ring_try_words(uint64_t re
 	if (nargs > 3)
 		e[5] = a3;
 	/* The clock last, once the arguments are out of %rdx and %rcx: the
-	 * "memory" clobber keeps the stores before it, and so no register
-	 * needs saving around it. */
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi)::"memory");
-	e[0] = (uint64_t)hi << 32 | lo;
+	 * compiler barrier keeps the stores before the rdtsc, and so no
+	 * register needs saving around it. */
+	__asm__ volatile("" ::: "memory");
+	e[0] = djp_clock_tsc();
 	e[1] = marker_id | (uint64_t)size << 32 | (uint64_t)nargs << 48;
 	__atomic_store_n(&s->nevents, s->nevents + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->head, pos + size, __ATOMIC_RELEASE);
