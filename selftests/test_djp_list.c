@@ -6,6 +6,7 @@
 #include <gelf.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -79,19 +80,23 @@ static int count_lines(const char *s)
 }
 
 static char dir[] = "/tmp/djp-list-XXXXXX";
+/* Not the template's last letter: mkdtemp's random suffix may end in 'X'. */
+static bool dir_made;
 
 static const char *tmp(const char *name)
 {
 	static char path[PATH_MAX];
-	if (!strchr(dir, '/') || dir[strlen(dir) - 1] == 'X')
+	if (!dir_made) {
 		CHECK(mkdtemp(dir) != NULL);
+		dir_made = true;
+	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	return path;
 }
 
 static void cleanup(void)
 {
-	if (dir[strlen(dir) - 1] != 'X')
+	if (dir_made)
 		run("rm -rf %s%s", dir, "");
 }
 
