@@ -23,7 +23,7 @@ static void fill_and_count(unsigned nargs, unsigned expect_fit)
 		ok += rc == 0;
 		dropped += rc == -ENOBUFS;
 	}
-	CHECK(djp_clock_monotonic_ns() - t0 < 100000000ull); /* never waits */
+	CHECK(djp_clock_monotonic_ns() - t0 < 1000000000ull); /* never waits (no one drains) */
 	CHECK_EQ(ok, expect_fit);
 	CHECK_EQ(dropped, 1000 - expect_fit);
 	CHECK_EQ(djp_consumer_drain(c, &collect_ops, &got), expect_fit);

@@ -52,7 +52,7 @@ TEST_TIMEOUT(script_live_x_attaches_and_leaves_text_restored, 60)
 	char *sv[] = { (char *)server(), "--requests", "0", "--threads", "2", "--rate", "2000", NULL };
 	struct tproc *srv = tt_spawn(sv, true, -1);
 	char pid[16];
-	usleep(300000);
+	CHECK(tt_wait_agent(srv->pid, 10000));
 	snprintf(pid, sizeof(pid), "%d", (int)srv->pid);
 	char *argv[] = { (char *)tt_djp(), "-x", pid, "-e",
 			 "global n; probe process.mark(\"req_done\") { n++ } probe timer.ms(500) { exit() }\n"

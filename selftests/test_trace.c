@@ -139,7 +139,7 @@ TEST(trace_attach_dlopen_and_sigint)
 	snprintf(line, sizeof(line), "dlopen %s 0\n", tt_plugin());
 	tt_send(t, line);
 	CHECK(tt_wait_out(t, "dlopen ok", 10000));
-	usleep(500000);
+	CHECK(tt_wait_armed(t->pid, tt_plugin(), 10000));
 	tt_send(t, "fire 3\n");
 	CHECK(tt_wait_out(t, "fired 3", 10000));
 	CHECK(tt_wait_out(p, " tp_plugin n=2\n", 10000));
@@ -204,7 +204,7 @@ TEST(trace_snapshot_mode)
 	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--snapshot", "--buffer-size", "16384", "-x", pid,
 				      "tt_*", NULL },
 		     false, -1);
-	usleep(300000);
+	CHECK(tt_wait_armed(t->pid, tt_target(false), 10000));
 	tt_send(t, "burst 100000\n");
 	CHECK(tt_wait_out(t, "burst 100000 ", 10000));
 	CHECK(!tt_wait_out(p, "tt_", 200));

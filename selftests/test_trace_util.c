@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "kernel/agent.h"
 #include "lib/markers.h"
 #include "test_trace_util.h"
 
@@ -281,6 +282,45 @@ bool tt_wait_restored(pid_t pid, const char *binary, int timeout_ms)
 			return false;
 		usleep(5000);
 	}
+}
+
+bool tt_wait_armed(pid_t pid, const char *binary, int timeout_ms)
+{
+	long long end = now_ms() + timeout_ms;
+	int n;
+	for (;;) {
+		if (tt_sites_changed(pid, binary, &n) > 0)
+			return true;
+		if (now_ms() >= end)
+			return false;
+		usleep(5000);
+	}
+}
+
+/* /proc/net/unix lists abstract names with a leading '@'. */
+static bool agent_listening(pid_t pid)
+{
+	char want[64], line[512];
+	bool found = false;
+	FILE *f = fopen("/proc/net/unix", "r");
+	if (!f)
+		return false;
+	snprintf(want, sizeof(want), " @" DJP_AGENT_SOCK_PREFIX "%d\n", (int)pid);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, want) != NULL;
+	fclose(f);
+	return found;
+}
+
+bool tt_wait_agent(pid_t pid, int timeout_ms)
+{
+	long long end = now_ms() + timeout_ms;
+	while (!agent_listening(pid)) {
+		if (now_ms() >= end)
+			return false;
+		usleep(5000);
+	}
+	return true;
 }
 
 bool tt_summary_row(const char *summary, const char *name, unsigned long long *events, unsigned long long *lost)

@@ -44,6 +44,12 @@ int tt_lines(const char *s);
 int tt_sites_changed(pid_t pid, const char *binary, int *nsites);
 /* Wait up to timeout_ms for every site to match the file again. */
 bool tt_wait_restored(pid_t pid, const char *binary, int timeout_ms);
+/* Wait up to timeout_ms for some site of `binary` to be armed.  Tests wait
+ * for the state they need, never for a time that a loaded machine may
+ * overrun. */
+bool tt_wait_armed(pid_t pid, const char *binary, int timeout_ms);
+/* Wait up to timeout_ms for pid's agent to listen on its socket. */
+bool tt_wait_agent(pid_t pid, int timeout_ms);
 
 /* Parse "  NAME   EVENTS   LOST" from a summary; false when absent. */
 bool tt_summary_row(const char *summary, const char *name, unsigned long long *events, unsigned long long *lost);
