@@ -19,11 +19,21 @@
  *    is reached through the GOT and __tls_get_addr; ours is one %fs load.
  *    Until the thread registers it points to a reader whose count is
  *    never zero, so the fast path's one test sends it to the slow path.
- *    The cache is cleared by a thread_local destructor, which glibc runs
- *    before any pthread key destructor, so it is gone before liburcu-bp
- *    recycles the record at thread exit.  A hit after that (in another
- *    library's key destructor) enters through liburcu-bp's own
- *    rcu_read_lock, which registers the thread again.
+ *    The cache must be cleared at thread exit before liburcu-bp recycles
+ *    the record, and setting that up must allocate nothing: a thread's
+ *    first hit may come in a signal handler that interrupted malloc
+ *    (glibc's thread_local destructor list callocs, and hung a test that
+ *    does this; selftests/test_engine_thread_life.c).  So the cache is
+ *    cleared by a pthread key destructor of ours, and the key value is
+ *    set without allocating because the key is made by our constructor,
+ *    early enough to be one of the first 32.  Key destructors run in key
+ *    order, and liburcu-bp's key, made by its constructor before ours, is
+ *    older: at registration the thread's liburcu-bp key value moves into
+ *    our key, so that liburcu-bp's destructor finds nothing in glibc's
+ *    first round; ours clears the cache and puts the value back, and
+ *    glibc's next round runs liburcu-bp's.  A hit after ours (in another
+ *    key destructor) enters through liburcu-bp's own rcu_read_lock, which
+ *    registers the thread again if liburcu-bp has let it go.
  *
  *  - Our sections count DJP_RCU_OURS (2^20) levels of nesting, not one.
  *    To the writer that is just a reader inside a section; to us a count
@@ -47,6 +57,7 @@
  * itself around the calls.  This file is compiled with -mgeneral-regs-only
  * (kernel/kernel.mk), so the compiler adds no vector code of its own.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -59,24 +70,41 @@ struct urcu_bp_reader djp_rcu_unregistered = { .ctr = URCU_BP_GP_COUNT };
 __thread struct urcu_bp_reader *djp_rcu_reader
 	__attribute__((tls_model("initial-exec"))) = &djp_rcu_unregistered;
 
-/* Past the thread_local destructor: no cache, and our own recursion guard
- * for the sections entered through liburcu-bp's rcu_read_lock. */
+/* Past our key destructor: no cache, and our own recursion guard for the
+ * sections entered through liburcu-bp's rcu_read_lock. */
 static __thread struct {
 	bool exiting;
 	bool inside;
 } tail __attribute__((tls_model("initial-exec")));
 
-extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj, void *dso);
-extern void *__dso_handle;
+/* Ours clears the cache at thread exit; liburcu-bp's (found at the first
+ * registration: the key whose value is the thread's reader) unregisters. */
+static pthread_key_t exit_key;
+static int exit_key_ok, urcu_key = -1;
+#define SAFE_KEYS 32 /* glibc keeps the first 32 values in the thread itself */
 
 static void know(struct urcu_bp_reader *r, struct urcu_bp_reader *was);
 
-static void reader_forget(void *unused)
+static void reader_forget(void *reader)
 {
-	(void)unused;
 	know(NULL, djp_rcu_reader);
 	djp_rcu_reader = &djp_rcu_unregistered;
 	tail.exiting = true;
+	if (urcu_key >= 0)
+		pthread_setspecific((pthread_key_t)urcu_key, reader);
+}
+
+__attribute__((constructor)) static void make_exit_key(void)
+{
+	pthread_key_t k;
+	if (pthread_key_create(&k, reader_forget) == 0) {
+		if (k < SAFE_KEYS) {
+			exit_key = k;
+			exit_key_ok = 1;
+		} else {
+			pthread_key_delete(k);
+		}
+	}
 }
 
 /* The readers of threads that hit a marker, for djp_rcu_synchronize's
@@ -95,14 +123,35 @@ static void know(struct urcu_bp_reader *r, struct urcu_bp_reader *was)
 	}
 }
 
+/* liburcu-bp's key: among the first 32, the one whose value is r.  Found
+ * once; a key index of liburcu-bp's never changes. */
+static int find_urcu_key(struct urcu_bp_reader *r)
+{
+	int k = __atomic_load_n(&urcu_key, __ATOMIC_RELAXED);
+	for (int i = 0; k < 0 && i < SAFE_KEYS; i++)
+		if (pthread_getspecific((pthread_key_t)i) == r)
+			__atomic_store_n(&urcu_key, k = i, __ATOMIC_RELAXED);
+	return k;
+}
+
+/* Allocates nothing (see the essay): liburcu-bp's registration mmaps and
+ * takes its mutex with every signal blocked; pthread_setspecific on keys
+ * below 32 writes into the thread's own descriptor.  Without a usable key
+ * of ours the thread keeps entering through the C slow path, uncached. */
 static __attribute__((noinline)) void register_thread(void)
 {
+	struct urcu_bp_reader *r;
+	int k;
+
 	if (!URCU_TLS(urcu_bp_reader))
 		urcu_bp_register();
-	if (!tail.exiting && !__cxa_thread_atexit_impl(reader_forget, NULL, &__dso_handle)) {
-		djp_rcu_reader = URCU_TLS(urcu_bp_reader);
-		know(djp_rcu_reader, NULL);
-	}
+	r = URCU_TLS(urcu_bp_reader);
+	if (tail.exiting || !exit_key_ok || !r || (k = find_urcu_key(r)) < 0)
+		return;
+	if (pthread_setspecific(exit_key, r) || pthread_setspecific((pthread_key_t)k, NULL))
+		return;
+	djp_rcu_reader = r;
+	know(r, NULL);
 }
 
 /*

@@ -164,6 +164,16 @@ static void ring_init_once(void)
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+/* The key is made before main, not at the first region: a thread's first
+ * record may be in a signal handler, where pthread_setspecific must not
+ * allocate, and glibc allocates for keys past the first 32.  Keys made by
+ * constructors this early are among the first 32 in any program that does
+ * not make 32 of its own before. */
+__attribute__((constructor)) static void ring_init_early(void)
+{
+	pthread_once(&ring_once, ring_init_once);
+}
+
 void djp_ring_thread_retire(void)
 {
 	uint32_t tid = my_tid();

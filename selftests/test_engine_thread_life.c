@@ -1,0 +1,206 @@
+/*
+ * The two ends of a thread's life as the engine sees it.
+ *
+ * A thread's first hit may come in a signal handler that interrupted malloc
+ * in that very thread.  What the first hit sets up for the thread (its RCU
+ * reader) must then neither allocate nor wait for a lock that malloc may
+ * hold, or the program hangs in its own signal handler.
+ *
+ * Each worker thread allocates and frees blocks too big for glibc's
+ * per-thread cache, so that it holds its arena's lock much of the time,
+ * while the test thread signals it; the handler runs the marker, and that
+ * is the worker's first hit.  One hit registering through glibc's
+ * thread_local destructor list (which callocs) hung this test within the
+ * first few threads.
+ *
+ * A thread's last hits may come in pthread key destructors, before or after
+ * liburcu-bp has unregistered the thread: such a hit must not use the
+ * released record (liburcu-bp registers the thread again, and its
+ * destructor, run again by glibc's next round, lets it go), and
+ * djp_disconnect must wait for its handler as for any other.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "djprobe/djprobe.h"
+#include "djprobe/marker.h"
+#include "harness.h"
+#include "kernel/rcu.h"
+
+#define WORKERS 300
+
+static atomic_long hits;
+static atomic_int handled, stop;
+
+__attribute__((noinline)) static void signal_site(int i)
+{
+	MARK(signal_site, "i=%d", i);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void count(const struct djp_hit *hit, void *data)
+{
+	(void)hit;
+	(void)data;
+	atomic_fetch_add(&hits, 1);
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	signal_site(1);
+	atomic_store(&handled, 1);
+}
+
+static void *worker(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	while (!atomic_load(&stop)) {
+		void *p = malloc(2048 + (rand_r(&seed) & 8191));
+		__asm__ volatile("" : : "r"(p) : "memory");
+		free(p);
+	}
+	return NULL;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static void first_hit_in_signal_handler(unsigned flags)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	int id = djp_connect("signal_site", count, NULL, flags);
+
+	CHECK(id >= 0);
+	sigemptyset(&sa.sa_mask);
+	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	for (int i = 0; i < WORKERS; i++) {
+		pthread_t th;
+		long long deadline;
+		atomic_store(&handled, 0);
+		atomic_store(&stop, 0);
+		CHECK_EQ(pthread_create(&th, NULL, worker, (void *)(uintptr_t)(i + 1)), 0);
+		/* let it get into its allocation loop */
+		for (volatile int spin = 0; spin < 20000; spin++)
+			;
+		CHECK_EQ(pthread_kill(th, SIGUSR1), 0);
+		deadline = now_ms() + 5000;
+		while (!atomic_load(&handled)) {
+			if (now_ms() > deadline)
+				djp_test_fail(__FILE__, __LINE__, "worker %d hangs in its first hit, in a signal handler", i);
+			sched_yield();
+		}
+		atomic_store(&stop, 1);
+		CHECK_EQ(pthread_join(th, NULL), 0);
+	}
+	CHECK_EQ(atomic_load(&hits), WORKERS);
+	CHECK_EQ(djp_disconnect(id), 0);
+}
+
+/* From the late destructor (argument 2): stays 100 ms in the handler. */
+static atomic_int slow_inside;
+static void slow_count(const struct djp_hit *hit, void *data)
+{
+	const struct timespec nap = { 0, 100 * 1000 * 1000 };
+	(void)data;
+	if (djp_hit_arg(hit, 0) != 2)
+		return;
+	atomic_store(&slow_inside, 1);
+	nanosleep(&nap, NULL);
+	atomic_store(&slow_inside, 0);
+}
+
+static pthread_key_t late_key;
+static atomic_int late_unregistered, late_still_registered;
+#define SECOND_PASS 0x100
+
+/* The test's key is younger than liburcu-bp's and the engine's, so glibc
+ * runs this after both destructors.  It sets its key again, so that it
+ * runs once more in glibc's next round, after liburcu-bp's destructor has
+ * run in that round too (the engine's hands it the reader back in the
+ * first), and hits the marker both times. */
+static void late_destructor(void *v)
+{
+	uintptr_t tag = (uintptr_t)v;
+	if (!(tag & SECOND_PASS)) {
+		if (urcu_bp_reader)
+			atomic_fetch_add(&late_still_registered, 1);
+		pthread_setspecific(late_key, (void *)(tag | SECOND_PASS));
+		signal_site(1);
+		return;
+	}
+	if (!urcu_bp_reader)
+		atomic_fetch_add(&late_unregistered, 1);
+	signal_site((int)(tag & ~(uintptr_t)SECOND_PASS));
+}
+
+static void *exiting_worker(void *arg)
+{
+	signal_site(0);
+	pthread_setspecific(late_key, arg);
+	return NULL;
+}
+
+static void hit_after_unregistration(unsigned flags)
+{
+	enum { THREADS = 64, ROUNDS = 4 };
+	int id = djp_connect("signal_site", count, NULL, flags);
+	CHECK(id >= 0);
+	CHECK_EQ(pthread_key_create(&late_key, late_destructor), 0);
+	for (int round = 0; round < ROUNDS; round++) {
+		pthread_t th[THREADS];
+		for (int i = 0; i < THREADS; i++)
+			CHECK_EQ(pthread_create(&th[i], NULL, exiting_worker, (void *)1), 0);
+		/* meanwhile, grace periods: another probe comes and goes */
+		int other = djp_connect("signal_site", count, NULL, flags);
+		CHECK(other >= 0);
+		for (int i = 0; i < THREADS; i++)
+			CHECK_EQ(pthread_join(th[i], NULL), 0);
+		CHECK_EQ(djp_disconnect(other), 0);
+	}
+	CHECK_EQ(djp_disconnect(id), 0);
+	/* each thread hit three times; the other probe saw a part of them */
+	CHECK(atomic_load(&hits) >= 3 * THREADS * ROUNDS);
+	/* djp_disconnect waits for a handler run from there, as for any */
+	id = djp_connect("signal_site", slow_count, NULL, flags);
+	CHECK(id >= 0);
+	pthread_t th;
+	CHECK_EQ(pthread_create(&th, NULL, exiting_worker, (void *)2), 0);
+	while (!atomic_load(&slow_inside))
+		sched_yield();
+	CHECK_EQ(djp_disconnect(id), 0);
+	CHECK_EQ(atomic_load(&slow_inside), 0);
+	CHECK_EQ(pthread_join(th, NULL), 0);
+	/* the case this is about did happen */
+	CHECK_EQ(atomic_load(&late_unregistered), THREADS * ROUNDS + 1);
+	/* and the engine's key destructor ran before liburcu-bp's: nothing
+	 * else in the first round saw a cached but released reader */
+	CHECK_EQ(atomic_load(&late_still_registered), THREADS * ROUNDS + 1);
+}
+
+TEST(hit_after_thread_unregistered_jump)
+{
+	hit_after_unregistration(DJP_GPR_ONLY);
+}
+
+TEST(hit_after_thread_unregistered_int3)
+{
+	hit_after_unregistration(DJP_FORCE_INT3);
+}
+
+TEST(first_hit_in_signal_handler_jump)
+{
+	first_hit_in_signal_handler(DJP_GPR_ONLY);
+}
+
+TEST(first_hit_in_signal_handler_int3)
+{
+	first_hit_in_signal_handler(DJP_FORCE_INT3);
+}
