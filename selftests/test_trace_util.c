@@ -271,12 +271,14 @@ int tt_sites_changed(pid_t pid, const char *binary, int *nsites)
 	return changed;
 }
 
-bool tt_wait_restored(pid_t pid, const char *binary, int timeout_ms)
+/* Poll until the sites are all restored (armed false) or some is armed. */
+static bool wait_sites(pid_t pid, const char *binary, int timeout_ms, bool armed)
 {
 	long long end = now_ms() + timeout_ms;
-	int n;
+	int n, changed;
 	for (;;) {
-		if (tt_sites_changed(pid, binary, &n) == 0 && n > 0)
+		changed = tt_sites_changed(pid, binary, &n);
+		if (armed ? changed > 0 : changed == 0 && n > 0)
 			return true;
 		if (now_ms() >= end)
 			return false;
@@ -284,17 +286,14 @@ bool tt_wait_restored(pid_t pid, const char *binary, int timeout_ms)
 	}
 }
 
+bool tt_wait_restored(pid_t pid, const char *binary, int timeout_ms)
+{
+	return wait_sites(pid, binary, timeout_ms, false);
+}
+
 bool tt_wait_armed(pid_t pid, const char *binary, int timeout_ms)
 {
-	long long end = now_ms() + timeout_ms;
-	int n;
-	for (;;) {
-		if (tt_sites_changed(pid, binary, &n) > 0)
-			return true;
-		if (now_ms() >= end)
-			return false;
-		usleep(5000);
-	}
+	return wait_sites(pid, binary, timeout_ms, true);
 }
 
 /* /proc/net/unix lists abstract names with a leading '@'. */
