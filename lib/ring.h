@@ -93,6 +93,13 @@ struct djp_event {
 };
 _Static_assert(sizeof(struct djp_event) == DJP_EV_HDR_SIZE, "event header is 16 bytes");
 
+/* The header's second word, laid out as struct djp_event says (little
+ * endian): the producers write it with one store. */
+static inline uint64_t djp_ev_word(uint32_t marker_id, uint32_t size, unsigned nargs, unsigned flags)
+{
+	return marker_id | (uint64_t)size << 32 | (uint64_t)nargs << 48 | (uint64_t)flags << 56;
+}
+
 /* Slot owner word: (tid << 32) | state. */
 enum djp_slot_state {
 	DJP_SLOT_FREE = 0,
@@ -293,7 +300,7 @@ static inline __attribute__((always_inline)) int djp_ring_record(struct djp_regi
 	if (__builtin_expect(at != pos, 0) && sb_size - off >= DJP_EV_HDR_SIZE) {
 		e = (uint64_t *)(t->data + (pos & (t->ring_size - 1)));
 		e[0] = ts;
-		e[1] = DJP_MARKER_PAD | (uint64_t)DJP_EVF_PAD << 56;
+		e[1] = djp_ev_word(DJP_MARKER_PAD, 0, 0, DJP_EVF_PAD);
 	}
 	if ((at & t->sb_mask) == 0) {
 		/* Entering sub-buffer k: announce it before writing into it
@@ -317,7 +324,7 @@ static inline __attribute__((always_inline)) int djp_ring_record(struct djp_regi
 		size = djp__ring_put_strings(e, size, args, nargs, str_mask, str_bound);
 		flags |= DJP_EVF_STRINGS;
 	}
-	e[1] = marker_id | (uint64_t)size << 32 | (uint64_t)nargs << 48 | (uint64_t)flags << 56;
+	e[1] = djp_ev_word(marker_id, size, nargs, flags);
 	__atomic_store_n(&s->nevents, s->nevents + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->head, at + size, __ATOMIC_RELEASE);
 	{
@@ -374,7 +381,7 @@ static inline __attribute__((always_inline)) bool djp_ring_try_words(uint64_t re
 	 * register needs saving around it. */
 	__asm__ volatile("" ::: "memory");
 	e[0] = djp_clock_tsc();
-	e[1] = marker_id | (uint64_t)size << 32 | (uint64_t)nargs << 48;
+	e[1] = djp_ev_word(marker_id, size, nargs, 0);
 	__atomic_store_n(&s->nevents, s->nevents + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->head, pos + size, __ATOMIC_RELEASE);
 	return true;
