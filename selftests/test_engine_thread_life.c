@@ -9,9 +9,9 @@
  * Each worker thread allocates and frees blocks too big for glibc's
  * per-thread cache, so that it holds its arena's lock much of the time,
  * while the test thread signals it; the handler runs the marker, and that
- * is the worker's first hit.  One hit registering through glibc's
- * thread_local destructor list (which callocs) hung this test within the
- * first few threads.
+ * is the worker's first hit.  When a first hit registered a destructor
+ * through glibc's thread_local list (which callocs), the jump variant
+ * hung in every run, somewhere among its 300 workers.
  *
  * A thread's last hits may come in pthread key destructors, before or after
  * liburcu-bp has unregistered the thread: such a hit must not use the
@@ -29,6 +29,7 @@
 #include "djprobe/marker.h"
 #include "harness.h"
 #include "kernel/rcu.h"
+#include "lib/clock.h"
 
 #define WORKERS 300
 
@@ -66,13 +67,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 static void first_hit_in_signal_handler(unsigned flags)
 {
 	struct sigaction sa = { .sa_handler = on_usr1 };
@@ -83,7 +77,7 @@ static void first_hit_in_signal_handler(unsigned flags)
 	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
 	for (int i = 0; i < WORKERS; i++) {
 		pthread_t th;
-		long long deadline;
+		uint64_t deadline;
 		atomic_store(&handled, 0);
 		atomic_store(&stop, 0);
 		CHECK_EQ(pthread_create(&th, NULL, worker, (void *)(uintptr_t)(i + 1)), 0);
@@ -91,9 +85,9 @@ static void first_hit_in_signal_handler(unsigned flags)
 		for (volatile int spin = 0; spin < 20000; spin++)
 			;
 		CHECK_EQ(pthread_kill(th, SIGUSR1), 0);
-		deadline = now_ms() + 5000;
+		deadline = djp_clock_monotonic_ns() + 5000000000ull;
 		while (!atomic_load(&handled)) {
-			if (now_ms() > deadline)
+			if (djp_clock_monotonic_ns() > deadline)
 				djp_test_fail(__FILE__, __LINE__, "worker %d hangs in its first hit, in a signal handler", i);
 			sched_yield();
 		}
