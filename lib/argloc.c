@@ -165,6 +165,24 @@ static int parse_num(const char **p, const char *end, int64_t *out)
 	return 0;
 }
 
+/*
+ * An immediate as the argument's type sees it.  A compiler prints a constant
+ * operand as the signed value of its machine mode whatever the C type, so an
+ * `unsigned` 3000000000 arrives as "4@$-1294967296" and a uint8_t 200 as
+ * "1@$-56"; other notes may carry "1@$255" or even "1@$-1" for the same
+ * byte.  The size prefix says what is meant: keep the low `size` bytes and
+ * extend them as the prefix's sign says, as for registers and memory.
+ */
+static int64_t imm_extend(int64_t v, unsigned size, bool is_signed)
+{
+	unsigned sh = 64 - 8 * size;
+	if (sh == 0 || sh >= 64)
+		return v;
+	if (is_signed)
+		return (int64_t)((uint64_t)v << sh) >> sh;
+	return (int64_t)(((uint64_t)v << sh) >> sh);
+}
+
 static bool is_sym_char(char c, bool first)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '.' || c == '$' ||
@@ -309,6 +327,8 @@ int djp_argloc_parse(const char *s, size_t len, struct djp_argloc *loc, djp_sym_
 		size = -size;
 	}
 	loc->size = size ? (uint8_t)size : width;
+	if (loc->kind == DJP_LOC_IMM)
+		loc->disp = imm_extend(loc->disp, loc->size, loc->is_signed);
 	return 0;
 }
 

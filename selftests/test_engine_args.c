@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include "harness.h"
+#include "lib/argloc.h"
 
 static void run(const char *prog, const char *mode, char *kinds, size_t kindsz)
 {
@@ -48,4 +49,39 @@ TEST(args_every_size_and_location_int3)
 TEST(args_every_size_and_location_recorded)
 {
 	run_all("recorder");
+}
+
+/* An immediate is what its size prefix says: the low bytes, zero-extended
+ * for an unsigned size, sign-extended for a signed one, however the number
+ * was printed. */
+TEST(args_immediate_follows_size_and_sign)
+{
+	static const struct {
+		const char *in;
+		int64_t want;
+	} c[] = {
+		{ "1@$-56", 200 },
+		{ "1@$200", 200 },
+		{ "1@$-1", 255 },
+		{ "-1@$-56", -56 },
+		{ "-1@$200", -56 },
+		{ "2@$-5536", 60000 },
+		{ "-2@$-30000", -30000 },
+		{ "4@$-1294967296", 3000000000LL },
+		{ "4@$-1", 4294967295LL },
+		{ "-4@$-1294967296", -1294967296LL },
+		{ "-4@$3000000000", -1294967296LL },
+		{ "8@$-446744073709551616", (int64_t)18000000000000000000ULL },
+		{ "-8@$-1", -1 },
+		{ "$-1", -1 },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct djp_argloc l;
+		const char *why = NULL;
+		CHECK_EQ(djp_argloc_parse(c[i].in, strlen(c[i].in), &l, NULL, NULL, &why), 0);
+		CHECK_EQ(l.kind, DJP_LOC_IMM);
+		if (l.disp != c[i].want)
+			djp_test_fail(__FILE__, __LINE__, "%s: %lld, expected %lld", c[i].in, (long long)l.disp,
+				      (long long)c[i].want);
+	}
 }

@@ -76,6 +76,20 @@ __attribute__((noinline)) void args_imm(void)
 	MARK(args_imm, "x=%d y=%ld z=%u c=%hhd", -5, (long)-1234567890123, 42u, (int8_t)-3);
 }
 
+/* Constants with the top bit of their size set: the compiler prints them as
+ * negative numbers ("4@$-1294967296"), which the size prefix corrects. */
+__attribute__((noinline)) void args_imm_unsigned(void)
+{
+	MARK(args_imm_u, "a=%hhu b=%hu c=%u d=%lu", (uint8_t)200, (uint16_t)60000, 3000000000u,
+	     (uint64_t)18000000000000000000ULL);
+}
+
+__attribute__((noinline)) void args_imm_negative(void)
+{
+	MARK(args_imm_s, "a=%hhd b=%hd c=%d d=%ld", (int8_t)-100, (int16_t)-30000, -2000000000,
+	     (int64_t)-9000000000000000000LL);
+}
+
 __attribute__((noinline)) void args_mem_rsp(int x)
 {
 	volatile int v = x * 3;
@@ -170,6 +184,12 @@ static void run_calls(void)
 					 0xfeedface });
 		args_imm();
 		expect_call("imm", 4, (int64_t[]){ -5, -1234567890123LL, 42, -3 });
+		args_imm_unsigned();
+		expect_call("imm_unsigned", 4,
+			    (int64_t[]){ 200, 60000, 3000000000LL, (int64_t)18000000000000000000ULL });
+		args_imm_negative();
+		expect_call("imm_negative", 4,
+			    (int64_t[]){ -100, -30000, -2000000000, -9000000000000000000LL });
 		args_mem_rsp(7 + round);
 		expect_call("mem_rsp", 4, (int64_t[]){ 3 * (7 + round), -(7 + round), -(7 + round), 60007 + round });
 		args_mem_rbp(11 + round, 3);
