@@ -27,8 +27,9 @@ static const struct {
 	{ "abi_ints", "\"a=%hhd b=%hu c=%d d=%llu\"", "-1 2 -4 8" },
 	{ "abi_pointer", "\"s=%s p=%p\"", "8 8" },
 	{ "abi_global", "\"total=%ld x=%ld imm=%d\"", "-8 -8 -4" },
+	{ "abi_array", "\"buf=%s lit=%s cbuf=%s ints=%p\"", "8 8 8 8" },
 };
-#define NEXPECTED 5
+#define NEXPECTED 6
 
 /* The builds abi.mk makes: all of them must be there. */
 static const char *const compilers[] = { "gcc", "clang" };
@@ -204,6 +205,14 @@ static const struct {
 	{ "fewer conversions than arguments", "int a = 1, b = 2; MARK(m_fewer, \"%d\", a, b);" },
 };
 
+/* The compilers a snippet is tried with, as C and as C++. */
+static const struct {
+	const char *cc;
+	bool cxx;
+} compilers_[] = {
+	{ DJP_ABI_CC, false }, { DJP_ABI_CXX, true }, { DJP_ABI_CLANG, false }, { "clang++", true },
+};
+
 static int compile(const char *compiler, bool cxx, const char *body)
 {
 	char src[] = "/tmp/djp-abi-XXXXXX", cmd[PATH_MAX + 512];
@@ -221,12 +230,6 @@ static int compile(const char *compiler, bool cxx, const char *body)
 
 TEST_TIMEOUT(abi_misuse_does_not_compile, 120)
 {
-	const struct {
-		const char *cc;
-		bool cxx;
-	} compilers_[] = {
-		{ DJP_ABI_CC, false }, { DJP_ABI_CXX, true }, { DJP_ABI_CLANG, false }, { "clang++", true },
-	};
 	for (size_t c = 0; c < 4; c++) {
 		/* the control: a correct MARK compiles with the same command */
 		CHECK_EQ(compile(compilers_[c].cc, compilers_[c].cxx, "int a = 1; MARK(m_ok, \"%d\", a);"), 0);
@@ -237,4 +240,16 @@ TEST_TIMEOUT(abi_misuse_does_not_compile, 120)
 					      compilers_[c].cxx ? " (C++)" : "", misuse[i].what);
 		}
 	}
+}
+
+/* Arrays and string literals are taken as a function call takes them, as
+ * pointers, by every compiler (the matrix checks the recorded sizes). */
+TEST_TIMEOUT(abi_array_and_literal_arguments_compile, 120)
+{
+	static const char *const body = "char buf[8] = \"x\"; const char cbuf[] = \"y\"; int ints[2] = { 1, 2 };"
+					" MARK(m_arr, \"%s %s %s %p\", buf, \"literal\", cbuf, ints);";
+	for (size_t c = 0; c < 4; c++)
+		if (compile(compilers_[c].cc, compilers_[c].cxx, body))
+			djp_test_fail(__FILE__, __LINE__, "%s%s: array and literal arguments do not compile",
+				      compilers_[c].cc, compilers_[c].cxx ? " (C++)" : "");
 }

@@ -25,7 +25,7 @@
  * and it is retained under --gc-sections (the `R` flag).
  *
  * Compile-time checks: each argument must be of integer, enum, bool or pointer
- * type; the format is checked as a printf format against the arguments, with
+ * type (an array or a string literal is a pointer, as in a call); the format is checked as a printf format against the arguments, with
  * -Wformat raised to an error, so a conversion count that differs from the
  * argument count does not compile.
  *
@@ -55,30 +55,43 @@
 
 /* ---- argument type checks and size/signedness --------------------------- */
 
+/*
+ * An argument is typed as a function call would take it: an array, a string
+ * literal say, is a pointer to its first element, which is also what the asm
+ * operand receives.  The operand itself is the argument unchanged, so that a
+ * value already in memory is described where it lies rather than loaded.
+ */
 #ifdef __cplusplus
 #include <type_traits>
 template <typename T> struct _djp_arg_traits {
-	typedef typename std::remove_cv<typename std::remove_reference<T>::type>::type type;
+	typedef typename std::decay<T>::type type;
 	static const bool ok = std::is_integral<type>::value || std::is_enum<type>::value ||
 			       std::is_pointer<type>::value;
 	static const bool is_signed = std::is_signed<type>::value ||
 				      (std::is_enum<type>::value && (type)-1 < (type)1);
+	static const int size = (int)sizeof(type);
 };
 #define _DJP_CHECK(i, x)                                                                      \
 	static_assert(_djp_arg_traits<decltype(x)>::ok,                                       \
 		      "MARK argument " #i " (" #x ") must have integer or pointer type");
 #define _DJP_SIGNED(x) (_djp_arg_traits<decltype(x)>::is_signed)
+#define _DJP_SIZE(x) (_djp_arg_traits<decltype(x)>::size)
 #else
+/* The comma operator converts its result as a call argument is converted
+ * (an array to a pointer), without the integer promotions. */
+#define _DJP_DECAY(x) ((void)0, (x))
 /* __builtin_classify_type: 1 integer, 2 char, 3 enum, 4 bool, 5 pointer. */
-#define _DJP_TYPE_OK(x) (__builtin_classify_type(x) >= 1 && __builtin_classify_type(x) <= 5)
+#define _DJP_CLASS(x) __builtin_classify_type(_DJP_DECAY(x))
+#define _DJP_TYPE_OK(x) (_DJP_CLASS(x) >= 1 && _DJP_CLASS(x) <= 5)
 #define _DJP_CHECK(i, x)                                                                      \
 	_Static_assert(_DJP_TYPE_OK(x), "MARK argument " #i " (" #x ") must have integer or pointer type");
-#define _DJP_SIGNED(x) ((__typeof__(x))-1 < (__typeof__(x))1)
+#define _DJP_SIGNED(x) ((__typeof__(_DJP_DECAY(x)))-1 < (__typeof__(_DJP_DECAY(x)))1)
+#define _DJP_SIZE(x) ((int)sizeof(__typeof__(_DJP_DECAY(x))))
 #endif
 
 /* The "n" operand holds size for unsigned, -size... negated by %n on output:
  * so a signed 4-byte argument prints as "-4@...", as in <sys/sdt.h>. */
-#define _DJP_SZ(x) (_DJP_SIGNED(x) ? (int)sizeof(x) : -(int)sizeof(x))
+#define _DJP_SZ(x) (_DJP_SIGNED(x) ? _DJP_SIZE(x) : -_DJP_SIZE(x))
 #define _DJP_OP(i, x) [_djp_s##i] "n"(_DJP_SZ(x)), [_djp_a##i] "nor"(x)
 #define _DJP_TP(i) "%n[_djp_s" #i "]@%[_djp_a" #i "]"
 

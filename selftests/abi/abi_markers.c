@@ -41,6 +41,16 @@ ABI_EXPORT void abi_global(long x)
 	MARK(abi_global, "total=%ld x=%ld imm=%d", abi_total, x, 42);
 }
 
+/* Arrays and string literals go as pointers, as in a function call. */
+ABI_EXPORT int abi_array(int x)
+{
+	char buf[16] = "buffer";
+	const char cbuf[] = "const";
+	int ints[3] = { x, x + 1, x + 2 };
+	MARK(abi_array, "buf=%s lit=%s cbuf=%s ints=%p", buf, "literal", cbuf, ints);
+	return buf[0] + cbuf[0] + ints[2];
+}
+
 #ifndef ABI_SHARED
 int main(int argc, char **argv)
 {
@@ -48,6 +58,7 @@ int main(int argc, char **argv)
 	abi_format_only();
 	abi_pointer(argv[0], &argc);
 	abi_global(argc);
+	abi_array(argc);
 	return abi_ints(-1, 2, argc, 4) == 0;
 }
 #endif

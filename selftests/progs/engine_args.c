@@ -90,6 +90,17 @@ __attribute__((noinline)) void args_imm_negative(void)
 	     (int64_t)-9000000000000000000LL);
 }
 
+/* An array and a string literal go as pointers to their first element. */
+#define ARGS_LITERAL "literal"
+__attribute__((noinline)) const char *args_array(uintptr_t *where)
+{
+	char buf[16];
+	snprintf(buf, sizeof(buf), "buf");
+	MARK(args_array, "buf=%s lit=%s", buf, ARGS_LITERAL);
+	*where = (uintptr_t)buf; /* compared with the hit's value only */
+	return ARGS_LITERAL;
+}
+
 __attribute__((noinline)) void args_mem_rsp(int x)
 {
 	volatile int v = x * 3;
@@ -151,8 +162,9 @@ struct call {
 	const char *what;
 	unsigned n;
 	int64_t v[9];
+	const char *str[9]; /* a %s: the text the recorder copies, not v */
 };
-#define MAX_CALLS 32
+#define MAX_CALLS 48
 static struct call calls[MAX_CALLS];
 static unsigned ncalls;
 static int recording; /* recorder mode: the values are checked in the ring */
@@ -160,7 +172,7 @@ static int recording; /* recorder mode: the values are checked in the ring */
 static void expect_call(const char *what, unsigned n, const int64_t *v)
 {
 	if (ncalls < MAX_CALLS) {
-		calls[ncalls] = (struct call){ what, n, { 0 } };
+		calls[ncalls] = (struct call){ .what = what, .n = n };
 		memcpy(calls[ncalls++].v, v, n * sizeof(*v));
 	}
 	if (!recording)
@@ -190,6 +202,11 @@ static void run_calls(void)
 		args_imm_negative();
 		expect_call("imm_negative", 4,
 			    (int64_t[]){ -100, -30000, -2000000000, -9000000000000000000LL });
+		uintptr_t buf;
+		const char *lit = args_array(&buf);
+		expect_call("array", 2, (int64_t[]){ (int64_t)buf, (int64_t)(uintptr_t)lit });
+		calls[ncalls - 1].str[0] = "buf";
+		calls[ncalls - 1].str[1] = ARGS_LITERAL;
 		args_mem_rsp(7 + round);
 		expect_call("mem_rsp", 4, (int64_t[]){ 3 * (7 + round), -(7 + round), -(7 + round), 60007 + round });
 		args_mem_rbp(11 + round, 3);
@@ -213,12 +230,19 @@ static int check_event(void *arg, const struct djp_event *ev, uint32_t tid, unsi
 		failures++;
 		return 0;
 	}
-	for (unsigned i = 0; i < c->n; i++)
-		if ((int64_t)ev->args[i] != c->v[i]) {
+	for (unsigned i = 0; i < c->n; i++) {
+		uint32_t len;
+		const char *str = c->str[i] ? djp_event_str(ev, i, &len, NULL) : NULL;
+		if (c->str[i] && (!str || strcmp(str, c->str[i]))) {
+			fprintf(stderr, "%s (recorded): arg %u = \"%s\", expected \"%s\"\n", c->what, i,
+				str ? str : "(none)", c->str[i]);
+			failures++;
+		} else if (!c->str[i] && (int64_t)ev->args[i] != c->v[i]) {
 			fprintf(stderr, "%s (recorded): arg %u = %lld, expected %lld\n", c->what, i,
 				(long long)ev->args[i], (long long)c->v[i]);
 			failures++;
 		}
+	}
 	return 0;
 }
 
