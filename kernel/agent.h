@@ -47,10 +47,6 @@ struct djp_agent_session {
 	uint8_t in[DJP_PROTO_HDR_SIZE + DJP_PROTO_MAX_PAYLOAD];
 };
 
-/* Start the agent thread once (the constructor calls it; a program linked
- * statically with libdjprobe.a calls it, or links with -u djp_agent_start). */
-DJP_API int djp_agent_start(void);
-
 /* agent_session.c: one tool's session. */
 void djp_agent_session_open(struct djp_agent_session *s, int fd, pid_t pid, uid_t uid, bool launch);
 /* Read what the socket has and answer every complete request.  0: keep the

@@ -36,13 +36,13 @@ static int injected(void)
 	return 1;
 }
 
-DJP_API void djp_sysops_fail_nth(unsigned long n, int err)
+void djp_sysops_fail_nth(unsigned long n, int err)
 {
 	fail_err = err;
 	atomic_store(&fail_at, n ? atomic_load(&calls) + n : 0);
 }
 
-DJP_API unsigned long djp_sysops_calls(void)
+unsigned long djp_sysops_calls(void)
 {
 	return atomic_load(&calls);
 }

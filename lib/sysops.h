@@ -19,7 +19,8 @@ ssize_t djp_sys_pwrite(int fd, const void *buf, size_t len, off_t off);
 int djp_sys_membarrier(int cmd, unsigned flags);
 int djp_sys_tgkill(pid_t tgid, pid_t tid, int sig);
 
-/* Test hooks (exported so that selftests linked to the .so can reach them). */
+/* Test hooks: hidden, and kept out of libdjprobe.so's exports
+ * (djprobe.map); the selftests link libdjprobe.a. */
 void djp_sysops_fail_nth(unsigned long n, int err);
 unsigned long djp_sysops_calls(void);
 

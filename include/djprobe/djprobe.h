@@ -59,6 +59,12 @@ DJP_API unsigned djp_hit_nargs(const struct djp_hit *hit);
 DJP_API int64_t djp_hit_arg(const struct djp_hit *hit, unsigned i);
 DJP_API uintptr_t djp_hit_site(const struct djp_hit *hit);
 
+/* Start the agent, the thread through which the djp tool traces this
+ * process (docs/TRACE.md); once: later calls return the first result.
+ * libdjprobe.so's constructor calls it; a program linked statically with
+ * libdjprobe.a calls it, or links with -Wl,-u,djp_agent_start. */
+DJP_API int djp_agent_start(void);
+
 #ifdef __cplusplus
 }
 #endif
