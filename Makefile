@@ -41,7 +41,17 @@ LDLIBS_LIB := -lelf -ldw -lurcu-bp -lZydis -lpthread -ldl
 LIB_SRCS := $(sort $(wildcard lib/*.c kernel/*.c arch/x86/*.c))
 LIB_ASM := $(sort $(wildcard arch/x86/*.S))
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o) $(LIB_ASM:%.S=$(O)/%.o)
+# The library's version, here only: the shared library's file name and
+# SONAME, and djprobe.pc.  MAJOR changes when the ABI breaks.
+VERSION := 0.1.0
+MAJOR := $(firstword $(subst ., ,$(VERSION)))
 LIB_A := $(O)/libdjprobe.a
+# The usual chain, in the build tree as installed: libdjprobe.so (to link
+# with -ldjprobe, or to preload) -> libdjprobe.so.MAJOR (the SONAME, what a
+# linked program loads) -> libdjprobe.so.VERSION (the file).
+LIB_SONAME := libdjprobe.so.$(MAJOR)
+LIB_SO_FILE := $(O)/libdjprobe.so.$(VERSION)
+LIB_SO_MAJOR := $(O)/$(LIB_SONAME)
 LIB_SO := $(O)/libdjprobe.so
 
 DJP_SRCS := $(sort $(wildcard tools/djp/*.c tools/djp/*/*.c))
@@ -62,7 +72,7 @@ BENCHES := $(BENCH_SRCS:bench/%.c=$(O)/bench/%)
 
 DEPS_STAMP := $(O)/.deps-ok
 
-all: $(LIB_A) $(LIB_SO) $(DJP)
+all: $(LIB_A) $(LIB_SO_FILE) $(LIB_SO) $(DJP)
 
 $(DEPS_STAMP): tools/check-deps.sh
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES)
@@ -82,9 +92,16 @@ $(LIB_A): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(LIB_SO): $(LIB_OBJS) djprobe.map
+# The links are made with the file, and again if one is missing.
+lib_so_links = ln -sfn $(notdir $(LIB_SO_FILE)) $(LIB_SO_MAJOR) && ln -sfn $(LIB_SONAME) $(LIB_SO)
+
+$(LIB_SO_FILE): $(LIB_OBJS) djprobe.map
 	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -Wl,--version-script=djprobe.map -Wl,-soname,libdjprobe.so.0 -o $@ $(LIB_OBJS) $(LDLIBS_LIB)
+	$(Q)$(CC) -shared -Wl,--version-script=djprobe.map -Wl,-soname,$(LIB_SONAME) -o $@ $(LIB_OBJS) $(LDLIBS_LIB)
+	$(Q)$(lib_so_links)
+
+$(LIB_SO): $(LIB_SO_FILE)
+	$(Q)$(lib_so_links)
 
 $(DJP): $(DJP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)
@@ -142,14 +159,16 @@ fuzz: $(FUZZ_TARGETS)
 		tail -n 3 $(O)/fuzz/$$n.log; done
 
 djprobe.pc: djprobe.pc.in
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' $< > $(O)/djprobe.pc
+	$(Q)mkdir -p $(O)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $(O)/djprobe.pc
 
 install: all djprobe.pc
 	$(Q)install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/djprobe $(DESTDIR)$(PREFIX)/bin
 	$(Q)install -m 644 include/djprobe/*.h $(DESTDIR)$(PREFIX)/include/djprobe/
 	$(Q)install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
-	$(Q)install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libdjprobe.so.0
-	$(Q)ln -sf libdjprobe.so.0 $(DESTDIR)$(PREFIX)/lib/libdjprobe.so
+	$(Q)install -m 755 $(LIB_SO_FILE) $(DESTDIR)$(PREFIX)/lib/
+	$(Q)ln -sfn $(notdir $(LIB_SO_FILE)) $(DESTDIR)$(PREFIX)/lib/$(LIB_SONAME)
+	$(Q)ln -sfn $(LIB_SONAME) $(DESTDIR)$(PREFIX)/lib/libdjprobe.so
 	$(Q)install -m 644 $(O)/djprobe.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	$(Q)install -m 755 $(DJP) $(DESTDIR)$(PREFIX)/bin/
 

@@ -1,3 +1,14 @@
-# The source tree as test_shared_lib.c sees it: it reads djprobe.map,
-# docs/ABI.md and the installed headers.
+# A program linked against the build tree's shared library as a user would
+# link it (-L build -ldjprobe, no rpath), for test_shared_lib.c, which runs
+# it with LD_LIBRARY_PATH; and that test's view of the source tree, where it
+# reads djprobe.map, docs/ABI.md and the installed headers.
+LINKED_PROG := $(O)/selftests/link/linked
+
+$(LINKED_PROG): selftests/link/linked.c $(LIB_SO) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -std=gnu11 -g -O2 $(WARN) -Iinclude $(CFLAGS) -o $@ $< -L$(O) -ldjprobe
+
 $(O)/selftests/test_shared_lib.o: CFLAGS += -DDJP_SRC_DIR='"$(CURDIR)"'
+
+CHECK_DEPS += $(LINKED_PROG)

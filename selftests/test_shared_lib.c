@@ -1,11 +1,13 @@
-/* libdjprobe.so as a user gets it: the library exports exactly the symbols
- * djprobe.map names and docs/ABI.md lists, each djp_ one declared in an
- * installed header. */
+/* libdjprobe.so as a user gets it: a program linked against the build tree
+ * starts (the libdjprobe.so -> .so.0 -> .so.0.MINOR.PATCH chain), and the
+ * library exports exactly the symbols djprobe.map names and docs/ABI.md
+ * lists, each djp_ one declared in an installed header. */
 #include <fcntl.h>
 #include <gelf.h>
 #include <glob.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <sys/wait.h>
 
 #include "harness.h"
 
@@ -156,4 +158,31 @@ TEST(shared_lib_exports_exactly_the_documented_symbols)
 	CHECK(!has(&lib, "djp_sysops_calls"));
 	free(headers);
 	free(doc);
+}
+
+TEST(shared_lib_linked_program_starts_from_the_build_tree)
+{
+	char build[PATH_MAX], cmd[3 * PATH_MAX], out[PATH_MAX] = "", real[PATH_MAX], want[PATH_MAX + 32];
+	int st;
+
+	CHECK(realpath(djp_test_path(".."), build));
+	snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH='%s' '%s' 2>&1", build, djp_test_path("link/linked"));
+	FILE *p = popen(cmd, "r");
+	CHECK(p);
+	if (!fgets(out, sizeof(out), p))
+		out[0] = 0;
+	st = pclose(p);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		djp_test_fail(__FILE__, __LINE__, "link/linked: status %#x: %s", st, out);
+	out[strcspn(out, "\n")] = 0;
+	/* loaded by its SONAME, which is a link to the versioned file */
+	const char *base = strrchr(out, '/');
+	CHECK(base);
+	CHECK_STR(base, "/libdjprobe.so.0");
+	CHECK(realpath(out, real));
+	snprintf(want, sizeof(want), "%s/libdjprobe.so.0.", build);
+	if (strncmp(real, want, strlen(want)))
+		djp_test_fail(__FILE__, __LINE__, "%s is %s, not %s*", out, real, want);
+	CHECK(realpath(djp_test_path("../libdjprobe.so"), want));
+	CHECK_STR(real, want);
 }
