@@ -7,6 +7,7 @@
 
 #include "harness.h"
 #include "lib/argloc.h"
+#include "test_trace_util.h"
 
 static void run(const char *prog, const char *mode, char *kinds, size_t kindsz)
 {
@@ -84,4 +85,20 @@ TEST(args_immediate_follows_size_and_sign)
 			djp_test_fail(__FILE__, __LINE__, "%s: %lld, expected %lld", c[i].in, (long long)l.disp,
 				      (long long)c[i].want);
 	}
+}
+
+/* The same through `djp trace`: link/linked records unsigned constants of
+ * each size with the top bit set, and prints %d for the small ones. */
+TEST(args_unsigned_immediates_in_trace_output)
+{
+	char linked[4096];
+	snprintf(linked, sizeof(linked), "%s", djp_test_path("link/linked"));
+	struct tproc *p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", linked, "linked_*", NULL }, false,
+				   -1);
+	int st = tt_finish(p, 20000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		djp_test_fail(__FILE__, __LINE__, "djp trace: status %#x: %s", st, p->ebuf);
+	CHECK(strstr(p->obuf, " linked_imm a=200 b=60000 c=3000000000 d=18000000000000000000 e=-5\n"));
+	CHECK(strstr(p->obuf, " linked_work x=3000000000\n"));
+	free(p);
 }

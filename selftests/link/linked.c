@@ -4,6 +4,10 @@
  * through the installed headers only.  It probes a marker of its own, starts
  * the agent through the public declaration, and prints the file the dynamic
  * loader took the library from.  Exits 1 on any wrong result.
+ *
+ * linked_imm has unsigned constants with the top bit of their size set,
+ * which the compiler records as negative numbers ("1@$-56"), for a
+ * `djp trace` of this program; %d is what a small unsigned type promotes to.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -32,6 +36,8 @@ int main(void)
 	Dl_info info;
 	int id;
 
+	MARK(linked_imm, "a=%d b=%d c=%u d=%lu e=%d", (uint8_t)200, (uint16_t)60000, 3000000000u,
+	     (uint64_t)18000000000000000000ULL, -5);
 	if (djp_agent_start()) {
 		perror("linked: djp_agent_start");
 		return 1;
