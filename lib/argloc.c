@@ -392,7 +392,10 @@ int djp_argloc_format(const struct djp_argloc *loc, char *buf, size_t sz)
 			break;
 		return snprintf(buf, sz, "%s%u@%%%s", sign, loc->size, reg_name_sized(loc->reg, loc->size, loc->reg_shift));
 	case DJP_LOC_IMM:
-		return snprintf(buf, sz, "%s%u@$%" PRId64, sign, loc->size, loc->disp);
+		/* As the argument's type reads it: 4@$3000000000, -4@$-5. */
+		if (!loc->is_signed)
+			return snprintf(buf, sz, "%u@$%" PRIu64, loc->size, (uint64_t)loc->disp);
+		return snprintf(buf, sz, "-%u@$%" PRId64, loc->size, loc->disp);
 	case DJP_LOC_MEM: {
 		int n = snprintf(buf, sz, "%s%u@%" PRId64 "(", sign, loc->size, loc->disp);
 		if (n < 0)
