@@ -75,6 +75,20 @@
  * fork() the child forgets the parent thread's slot (a pthread_atfork
  * handler), so two processes never write one ring.
  *
+ * Trust, producer side.  The consumer maps the region read-write, so every
+ * shared word may hold anything at any time.  The producer reads geometry
+ * only from its private copies (struct djp_region, the TLS), keeps the
+ * position it writes at in its TLS (the shared head is written, read back
+ * only when a thread returns to a slot it already owns), and computes every
+ * write address so that it stays inside its own ring whatever a position
+ * says: the reservation puts an event inside one sub-buffer for any start
+ * position, and the fast path's bound (fast_end) is derived from the
+ * thread's own position by that reservation.  The consumer's tail and the
+ * cached copy of it only decide whether an event fits; a lying consumer
+ * loses its own events, nothing else.  An owner word set to FREE by a
+ * consumer lets two threads share one ring: their events interleave and may
+ * be torn, still inside that ring.
+ *
  * The consumer trusts nothing in the region.  The header is copied and
  * validated once (magic, version, every size and the relations between
  * them, the file's size and its seals) and never re-read.  Positions are
@@ -208,10 +222,16 @@ int djp__ring_attach(struct djp_region *r)
 	uint32_t tid = my_tid();
 	uint64_t mine = (uint64_t)tid << 32 | DJP_SLOT_ACTIVE;
 	struct djp_slot_hdr *slot = NULL;
+	uint64_t head = 0;
 
 	for (unsigned i = 0; i < r->nslots && !slot; i++)
 		if (__atomic_load_n(&region_slot(r, i)->owner, __ATOMIC_ACQUIRE) == mine)
 			slot = region_slot(r, i);
+	/* Back in a slot of ours after recording elsewhere: its head is the
+	 * one place the position was kept.  Any value is safe here (see
+	 * "Trust" above); a fresh claim starts at 0, as recycling leaves it. */
+	if (slot)
+		head = __atomic_load_n(&slot->head, __ATOMIC_RELAXED);
 	for (unsigned n = 0, i = tid % r->nslots; n < r->nslots && !slot; n++, i = (i + 1) % r->nslots) {
 		uint64_t expect = 0;
 		struct djp_slot_hdr *s = region_slot(r, i);
@@ -232,6 +252,7 @@ int djp__ring_attach(struct djp_region *r)
 	t->mode = r->mode;
 	t->str_bound = r->str_bound;
 	t->tid = tid;
+	t->head = head;
 	t->fast_end = 0;
 	if (ring_key_ok)
 		pthread_setspecific(ring_key, (void *)1);

@@ -194,9 +194,21 @@ int djp_region_fd(const struct djp_region *r);
  * this by itself, through a pthread key destructor). */
 void djp_ring_thread_retire(void);
 
-/* Per-thread producer state: the slot of the region last recorded into. */
+/* Per-thread producer state: the slot of the region last recorded into.
+ * What the fast path reads (region_id, head, slot, data, ring_size,
+ * fast_end) sits together at its start. */
 struct djp_ring_tls {
 	uint64_t region_id;
+	/* The slot's head as this thread last committed it.  The shared head
+	 * is only written: the consumer maps the region read-write, so a
+	 * position read back from it could be anything (see ring.c). */
+	uint64_t head;
+	/* Up to where the next events may go without a check of anything
+	 * else: the end of the current sub-buffer, or of the free room in a
+	 * discard-mode ring, whichever comes first; 0 (nothing) until the
+	 * first event, and where the TSC is not the clock.  Kept by
+	 * djp_ring_record, used by djp_ring_try_words. */
+	uint64_t fast_end;
 	struct djp_slot_hdr *slot;
 	uint8_t *data;
 	uint64_t ring_size;
@@ -207,12 +219,6 @@ struct djp_ring_tls {
 	uint32_t str_bound;
 	uint32_t tid;
 	volatile uint32_t nesting;
-	/* Up to where the next events may go without a check of anything
-	 * else: the end of the current sub-buffer, or of the free room in a
-	 * discard-mode ring, whichever comes first; 0 (nothing) until the
-	 * first event, and where the TSC is not the clock.  Kept by
-	 * djp_ring_record, used by djp_ring_try_words. */
-	uint64_t fast_end;
 };
 extern __thread struct djp_ring_tls djp_ring_tls __attribute__((tls_model("initial-exec")));
 
@@ -275,8 +281,9 @@ static inline __attribute__((always_inline)) int djp_ring_record(struct djp_regi
 	}
 
 	/* Reserve: the event goes at `at`, in the current sub-buffer or at
-	 * the start of the next one. */
-	pos = s->head;
+	 * the start of the next one.  Whatever pos is, at + max ends inside
+	 * one sub-buffer. */
+	pos = t->head;
 	sb_size = t->sb_mask + 1;
 	off = pos & t->sb_mask;
 	at = pos;
@@ -326,6 +333,7 @@ static inline __attribute__((always_inline)) int djp_ring_record(struct djp_regi
 	}
 	e[1] = djp_ev_word(marker_id, size, nargs, flags);
 	__atomic_store_n(&s->nevents, s->nevents + 1, __ATOMIC_RELAXED);
+	t->head = at + size;
 	__atomic_store_n(&s->head, at + size, __ATOMIC_RELEASE);
 	{
 		uint64_t end = (at | t->sb_mask) + 1; /* of this sub-buffer */
@@ -364,7 +372,10 @@ static inline __attribute__((always_inline)) bool djp_ring_try_words(uint64_t re
 
 	if (__builtin_expect(t->region_id != region_id, 0))
 		return false;
-	pos = s->head;
+	/* pos and fast_end are this thread's own: the slow path set fast_end
+	 * to the end of the sub-buffer pos is in, so the event cannot leave
+	 * it. */
+	pos = t->head;
 	if (__builtin_expect(pos + size > t->fast_end, 0))
 		return false;
 	e = (uint64_t *)(t->data + (pos & (t->ring_size - 1)));
@@ -383,6 +394,7 @@ static inline __attribute__((always_inline)) bool djp_ring_try_words(uint64_t re
 	e[0] = djp_clock_tsc();
 	e[1] = djp_ev_word(marker_id, size, nargs, 0);
 	__atomic_store_n(&s->nevents, s->nevents + 1, __ATOMIC_RELAXED);
+	t->head = pos + size;
 	__atomic_store_n(&s->head, pos + size, __ATOMIC_RELEASE);
 	return true;
 }
