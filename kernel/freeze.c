@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "kernel/engine.h"
+#include "lib/real_signal.h"
 #include "lib/sysops.h"
 
 #define MAX_THREADS 4096
@@ -93,7 +94,7 @@ int djp_freeze_init(void)
 	 * the signal as blocked to the next batch's SigBlk check. */
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	return sigaction(freeze_sig, &sa, NULL) ? -errno : 0;
+	return djp_real_sigaction(freeze_sig, &sa, NULL) ? -errno : 0;
 }
 
 static int64_t now_ns(void)

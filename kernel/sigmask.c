@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "kernel/engine.h"
+#include "lib/real_signal.h"
 
 static void clean(sigset_t *set)
 {
@@ -68,10 +69,7 @@ DJP_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 
 DJP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	static int (*real)(int, const struct sigaction *, struct sigaction *);
 	struct sigaction copy;
-	if (!real)
-		real = (int (*)(int, const struct sigaction *, struct sigaction *))next_symbol("sigaction");
 	if (act) {
 		copy = *act;
 		clean(&copy.sa_mask);
@@ -79,7 +77,7 @@ DJP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *ol
 	}
 	if (sig == SIGTRAP && djp_engine_ready())
 		return arch_trap_app_sigaction(act, old);
-	return real(sig, act, old);
+	return djp_real_sigaction(sig, act, old);
 }
 
 DJP_API sighandler_t signal(int sig, sighandler_t handler)

@@ -41,6 +41,7 @@
 #include <sched.h>
 
 #include "arch/x86/arch.h"
+#include "lib/real_signal.h"
 
 static _Atomic(struct djp_trap_table *) trap_table;
 static atomic_long trap_inflight[2];
@@ -72,8 +73,13 @@ static void chain(int sig, siginfo_t *info, void *uc)
 {
 	struct sigaction a = app_action;
 	if (!app_action_set || a.sa_handler == SIG_DFL) {
-		/* Die as the process would have died without us. */
-		signal(sig, SIG_DFL);
+		/* Die as the process would have died without us: the real
+		 * sigaction, since our interposer would keep this handler. */
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigemptyset(&dfl.sa_mask);
+		djp_real_sigaction(sig, &dfl, NULL);
 		raise(sig);
 		return;
 	}
@@ -148,7 +154,7 @@ int arch_trap_init(djp_trap_probe_fn fn)
 	sa.sa_sigaction = trap_handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGTRAP, &sa, &old))
+	if (djp_real_sigaction(SIGTRAP, &sa, &old))
 		return -errno;
 	if (!app_action_set) {
 		app_action = old;
