@@ -303,6 +303,10 @@ static Elf_Data *section_data(struct reader *r, Elf_Scn *scn, const char *name)
 	Elf_Data *d = elf_getdata(scn, NULL);
 	if (!d)
 		rd_err(r, -EINVAL, "cannot read section %s: %s", name, elf_errmsg(-1));
+	else if (!d->d_buf && d->d_size) {
+		rd_err(r, -ENOEXEC, "bad section %s: no bytes in the file", name);
+		d = NULL;
+	}
 	return d;
 }
 
@@ -349,8 +353,14 @@ static int open_elf(struct reader *r, int fd)
 		const char *name = elf_strptr(r->elf, r->shstrndx, sh.sh_name);
 		if (!name)
 			continue;
-		if (!strcmp(name, ".markers"))
+		if (!strcmp(name, ".markers")) {
+			/* libelf gives a SHT_NOBITS section no buffer but its
+			 * header's size: nothing to read records from. */
+			if (sh.sh_type != SHT_PROGBITS)
+				return rd_err(r, -ENOEXEC, "bad .markers section: type %u (%s), not SHT_PROGBITS",
+					      sh.sh_type, sh.sh_type == SHT_NOBITS ? "SHT_NOBITS, no bytes in the file" : "unknown");
 			r->markers = scn;
+		}
 		else if (!strcmp(name, ".note.stapsdt") && sh.sh_type == SHT_NOTE)
 			r->notes = scn;
 		else if (!strcmp(name, ".stapsdt.base"))

@@ -2,6 +2,8 @@
  * at -O2 and -O0: every marker with its format, argument types, function
  * and source line; its SDT notes read alone; the load-bias computation. */
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
 #include <limits.h>
 #include <sys/wait.h>
 
@@ -235,4 +237,47 @@ TEST(reader_computes_load_bias_from_segments)
 	CHECK_EQ(bias, 0x555555554000ull);
 	CHECK_EQ(djp_marker_list_bias(l, 0x1000, 1ull << 40, &bias), -ENOENT);
 	djp_marker_list_free(l);
+}
+
+/* A .markers section of type SHT_NOBITS has no bytes in the file: libelf
+ * hands out no buffer but the header's size, which the parser used to read
+ * as records.  It is a bad file, refused with one line. */
+TEST(reader_refuses_nobits_markers_section)
+{
+	char path[PATH_MAX], err[512] = "", *dir = tmpdir();
+	struct djp_marker_list *l = NULL;
+	int fd, ret, found = 0;
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	Elf *e;
+
+	snprintf(path, sizeof(path), "%s/nobits", dir);
+	sh("cp %s %s", djp_test_path("progs/markers_example"), path);
+	CHECK(elf_version(EV_CURRENT) != EV_NONE);
+	fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	e = elf_begin(fd, ELF_C_RDWR, NULL);
+	CHECK(e && elf_getshdrstrndx(e, &shstrndx) == 0);
+	elf_flagelf(e, ELF_C_SET, ELF_F_LAYOUT);
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr shdr;
+		CHECK(gelf_getshdr(scn, &shdr));
+		const char *name = elf_strptr(e, shstrndx, shdr.sh_name);
+		if (name && !strcmp(name, ".markers")) {
+			shdr.sh_type = SHT_NOBITS;
+			CHECK(gelf_update_shdr(scn, &shdr));
+			found = 1;
+		}
+	}
+	CHECK(found);
+	CHECK(elf_update(e, ELF_C_WRITE) >= 0);
+	elf_end(e);
+	close(fd);
+
+	ret = djp_markers_read_file(path, 0, &l, err, sizeof(err));
+	CHECK(ret < 0);
+	CHECK(l == NULL);
+	CHECK(strstr(err, ".markers") != NULL && strstr(err, "SHT_NOBITS") != NULL);
+	CHECK(strchr(err, '\n') == NULL);
+	sh("rm -rf %s%s", dir, "");
 }
