@@ -11,9 +11,10 @@
  * must share one.)
  *
  * An abstract socket has no permissions, so every peer is checked with
- * SO_PEERCRED when it is accepted: the same uid as the process (real or
- * effective), or root.  Anyone else gets one ERROR frame and the socket is
- * closed; nothing they send is read.
+ * SO_PEERCRED when it is accepted, by ptrace's rule (lib/ptrace_perm.c):
+ * the peer's uid and gid equal all of the process's, and the process is
+ * dumpable; or the peer has CAP_SYS_PTRACE.  Anyone else gets one ERROR
+ * frame and the socket is closed; nothing they send is read.
  *
  * All socket I/O happens on the agent thread, never in the application's
  * threads, so a slow or hostile tool can stall nothing but the agent.  The
@@ -69,9 +70,24 @@ static int listen_fd = -1;
 static int initial_fd = -1; /* the -c session, dialled by the constructor */
 static struct djp_agent_session *sessions;
 
-bool djp_agent_peer_allowed(uid_t uid)
+bool djp_agent_peer_allowed(const struct ucred *cred, const char **why)
 {
-	return uid == 0 || uid == getuid() || uid == geteuid();
+	struct djp_creds self, peer, proc;
+
+	if (djp_creds_self(&self)) {
+		*why = "cannot read the process's own credentials";
+		return false;
+	}
+	/* The ids SO_PEERCRED took at connect time; capabilities from /proc,
+	 * believed only while that process still has the same uid. */
+	memset(&peer, 0, sizeof(peer));
+	for (int i = 0; i < 4; i++) {
+		peer.uid[i] = cred->uid;
+		peer.gid[i] = cred->gid;
+	}
+	if (djp_creds_of(cred->pid, &proc) == 0 && proc.uid[1] == cred->uid && proc.uid[3] == cred->uid)
+		peer.cap_ptrace = proc.cap_ptrace;
+	return djp_may_trace(&peer, &self, why);
 }
 
 static int listen_socket(void)
@@ -112,15 +128,16 @@ static void accept_one(void)
 	struct ucred cred = { 0, (uid_t)-1, (gid_t)-1 };
 	socklen_t len = sizeof(cred);
 	struct djp_agent_session *s;
-	char msg[128];
+	const char *why = "no credentials";
+	char msg[256];
 	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 
 	if (fd < 0)
 		return;
 	session_setup_fd(fd);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !djp_agent_peer_allowed(cred.uid)) {
-		snprintf(msg, sizeof(msg), "permission denied: uid %u may not trace process %d", (unsigned)cred.uid,
-			 (int)getpid());
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !djp_agent_peer_allowed(&cred, &why)) {
+		snprintf(msg, sizeof(msg), "permission denied: uid %u may not trace process %d: %s", (unsigned)cred.uid,
+			 (int)getpid(), why);
 		djp_proto_send_error(fd, -EACCES, msg);
 		close(fd);
 		return;

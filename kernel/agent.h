@@ -8,11 +8,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "djprobe/djprobe.h"
 #include "kernel/recorder.h"
 #include "lib/proto.h"
+#include "lib/ptrace_perm.h"
 
 #define DJP_AGENT_MAX_SESSIONS 8
 #define DJP_AGENT_MAX_PROBES 64
@@ -65,7 +67,8 @@ void djp_agent_launch_wait(void);
 /* START arrived, or the launch session ended. */
 void djp_agent_launch_release(void);
 
-/* agent.c: may a peer with this uid talk to us? */
-bool djp_agent_peer_allowed(uid_t uid);
+/* agent.c: may the peer SO_PEERCRED describes trace us (ptrace's rule)?
+ * On false, *why says why not. */
+bool djp_agent_peer_allowed(const struct ucred *cred, const char **why);
 
 #endif

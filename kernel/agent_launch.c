@@ -67,6 +67,7 @@ int djp_agent_launch_dial(void)
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
+	const char *why;
 	size_t n;
 	int fd;
 
@@ -80,7 +81,7 @@ int djp_agent_launch_dial(void)
 	if (fd < 0)
 		return -1;
 	if (connect(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0 ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !djp_agent_peer_allowed(cred.uid)) {
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !djp_agent_peer_allowed(&cred, &why)) {
 		close(fd);
 		return -1;
 	}

@@ -1,6 +1,7 @@
 /* Helpers for the `djp trace` and agent tests (test_trace_util.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
@@ -65,7 +66,7 @@ struct tproc *tt_spawn(char *const argv[], bool preload, int uid)
 			setenv("LD_PRELOAD", tt_lib(), 1);
 		else
 			unsetenv("LD_PRELOAD");
-		if (uid >= 0 && (setgid((gid_t)uid) || setuid((uid_t)uid)))
+		if (uid >= 0 && (setgroups(0, NULL) || setgid((gid_t)uid) || setuid((uid_t)uid)))
 			_exit(126);
 		signal(SIGPIPE, SIG_DFL);
 		execv(argv[0], argv);

@@ -6,7 +6,9 @@
  * checked with kill(PID, 0), which tells "no such process" from "another
  * user's"; a refused connection means no agent.  After connecting, the peer's
  * credentials must name that very process (an abstract name can be taken by
- * anyone) and our own uid or root.
+ * anyone), and that process must be one we could ptrace (lib/ptrace_perm.c):
+ * an agent in a setuid program or in another user's process is refused,
+ * root's included.
  *
  * -c CMD: the tool listens on an abstract socket with a random name, starts
  * the command with libdjprobe.so in LD_PRELOAD and the socket's name in
@@ -39,13 +41,21 @@
 #include <wordexp.h>
 
 #include "kernel/agent.h"
+#include "lib/ptrace_perm.h"
 #include "trace.h"
 
 #define DIAL_TIMEOUT_MS ((DJP_AGENT_DEFAULT_TIMEOUT + 5) * 1000)
 
-static bool peer_ok(uid_t uid)
+/* Could we ptrace process pid?  We never talk to an agent we could not
+ * trace ourselves, root's included (lib/ptrace_perm.c). */
+static bool may_trace(pid_t pid, const char **why)
 {
-	return uid == 0 || uid == getuid() || uid == geteuid();
+	struct djp_creds me, target;
+
+	*why = "its credentials cannot be read";
+	if (djp_creds_self(&me) || djp_creds_of(pid, &target))
+		return false;
+	return djp_may_trace(&me, &target, why);
 }
 
 /* libdjprobe.so next to the djp binary (the build tree), or in ../lib
@@ -94,6 +104,7 @@ int trace_attach(struct trace *t)
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
 	char name[64];
+	const char *why;
 	int fd, len;
 	pid_t pid = t->attach_pid;
 
@@ -126,8 +137,8 @@ int trace_attach(struct trace *t)
 		close(fd);
 		return -1;
 	}
-	if (!peer_ok(cred.uid)) {
-		fprintf(stderr, "djp: process %d: belongs to another user (uid %u)\n", (int)pid, (unsigned)cred.uid);
+	if (!may_trace(pid, &why)) {
+		fprintf(stderr, "djp: process %d: not allowed to trace it: %s\n", (int)pid, why);
 		close(fd);
 		return -1;
 	}
@@ -257,8 +268,10 @@ int trace_launch(struct trace *t)
 		if (poll(&p, 1, 100) > 0) {
 			struct ucred cred;
 			socklen_t clen = sizeof(cred);
+			const char *why;
 			fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-			if (fd >= 0 && (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || !peer_ok(cred.uid))) {
+			if (fd >= 0 && (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
+					!may_trace(cred.pid, &why))) {
 				close(fd);
 				fd = -1;
 				continue;
