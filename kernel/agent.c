@@ -4,11 +4,13 @@
  * libdjprobe.so is both the in-process library and the agent.  Whether it is
  * preloaded (`djp trace -c` sets LD_PRELOAD) or linked, its constructor
  * starts one thread, the agent thread, which listens on a Unix stream socket
- * in the abstract namespace named "\0djprobe-agent-PID".  Abstract, because
- * it needs no file to create or clean up after a crash, and disappears with
- * the process; the name is found from the pid alone, which is all `djp trace
- * -x PID` knows.  (Abstract names are per network namespace: tool and target
- * must share one.)
+ * in the abstract namespace named "\0djprobe-agent-PID-TOKEN".  Abstract,
+ * because it needs no file to create or clean up after a crash, and
+ * disappears with the process.  TOKEN is random, so that no one can take
+ * the name before the process starts; `djp trace -x PID` finds it through
+ * the process's own descriptors, which only a ptrace-capable peer can read
+ * (lib/agent_addr.c).  (Abstract names are per network namespace: tool and
+ * target must share one.)
  *
  * An abstract socket has no permissions, so every peer is checked with
  * SO_PEERCRED when it is accepted, by ptrace's rule (lib/ptrace_perm.c):
@@ -92,17 +94,22 @@ bool djp_agent_peer_allowed(const struct ucred *cred, const char **why)
 
 static int listen_socket(void)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd, n;
+	struct sockaddr_un a;
 	socklen_t len;
+	int fd, err = -EADDRINUSE;
 
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, DJP_AGENT_SOCK_PREFIX "%d", (int)getpid());
-	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-	if (bind(fd, (struct sockaddr *)&a, len) < 0 || listen(fd, 8) < 0) {
-		int err = -errno;
+	/* A random name (lib/agent_addr.c); taken by someone: draw again. */
+	for (int i = 0; i < 16 && err == -EADDRINUSE; i++) {
+		if ((err = djp_agent_addr_make(&a, &len)) < 0)
+			break;
+		err = bind(fd, (struct sockaddr *)&a, len) < 0 ? -errno : 0;
+	}
+	if (!err && listen(fd, 8) < 0)
+		err = -errno;
+	if (err) {
 		close(fd);
 		return err;
 	}

@@ -13,6 +13,7 @@
 
 #include "djprobe/djprobe.h"
 #include "kernel/recorder.h"
+#include "lib/agent_addr.h"
 #include "lib/proto.h"
 #include "lib/ptrace_perm.h"
 
@@ -23,8 +24,6 @@
 #define DJP_AGENT_MAX_SLOTS 4096u
 #define DJP_AGENT_MAX_RING (256ull << 20)
 #define DJP_AGENT_MAX_REGION (64ull << 30)
-/* The socket's abstract name is "\0" DJP_AGENT_SOCK_PREFIX "PID". */
-#define DJP_AGENT_SOCK_PREFIX "djprobe-agent-"
 /* Environment: DJP_AGENT=0 disables the agent; DJP_AGENT_TOOL names the
  * abstract socket of a `djp trace -c` waiting for its command; and
  * DJP_AGENT_TIMEOUT bounds, in seconds, how long the command's constructor

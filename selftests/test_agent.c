@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "harness.h"
+#include "lib/agent_addr.h"
 #include "lib/proto.h"
 #include "test_trace_util.h"
 
@@ -22,10 +23,13 @@ static struct tproc *start_target(void)
 
 static int agent_connect(pid_t pid)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "djprobe-agent-%d", (int)pid);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)))
+	struct sockaddr_un a;
+	socklen_t len;
+	int fd;
+	if (djp_agent_addr_find(pid, &a, &len))
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, len))
 		return -1;
 	return fd;
 }
@@ -79,12 +83,18 @@ TEST(agent_refuses_other_uid)
 		static uint8_t buf[DJP_PROTO_MAX_PAYLOAD];
 		struct djp_pbuf *b = malloc(sizeof(*b));
 		unsigned type;
+		struct sockaddr_un a;
+		socklen_t len;
 		long n;
 		int fd;
+		/* The name, found as root (nobody cannot read the target's
+		 * descriptors, which is what keeps it from finding it). */
+		if (djp_agent_addr_find(t->pid, &a, &len))
+			_exit(9);
 		if (setgid(65534) || setuid(65534))
 			_exit(10);
-		fd = agent_connect(t->pid);
-		if (fd < 0)
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&a, len))
 			_exit(11);
 		djp_pbuf_init(b);
 		djp_put_u32(b, DJP_PROTO_MAGIC);

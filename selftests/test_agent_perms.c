@@ -36,15 +36,18 @@ static int agent_closes_on(pid_t pid, int uid)
 
 	CHECK(c >= 0);
 	if (c == 0) {
-		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		struct sockaddr_un a;
+		socklen_t len;
 		char buf[512];
-		int n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, DJP_AGENT_SOCK_PREFIX "%d", (int)pid);
 		int fd;
 
+		/* The name, found as root; then connect as uid. */
+		if (djp_agent_addr_find(pid, &a, &len))
+			_exit(3);
 		if (uid >= 0 && (setgroups(0, NULL) || setgid((gid_t)uid) || setuid((uid_t)uid)))
 			_exit(3);
 		fd = socket(AF_UNIX, SOCK_STREAM, 0);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)))
+		if (fd < 0 || connect(fd, (struct sockaddr *)&a, len))
 			_exit(3);
 		for (;;) {
 			struct pollfd p = { fd, POLLIN, 0 };
@@ -145,4 +148,69 @@ TEST_TIMEOUT(agent_accepts_its_own_user, 60)
 	free(p);
 	tt_kill(t);
 	free(t);
+}
+
+/* Another user binds the names the agent of a process about to start could
+ * use, before it starts: the pid-only name of old, and pid-prefixed names
+ * with tokens.  Its owner still reaches it, and the squatter's sockets are
+ * never taken for its agent. */
+TEST_TIMEOUT(agent_name_cannot_be_squatted, 60)
+{
+	int squat[2], st;
+	pid_t target, squatter;
+	struct tproc *p;
+	char spid[16];
+	char go;
+
+	if (geteuid() != 0)
+		SKIP("needs root to run a process as another user");
+	target = fork();
+	CHECK(target >= 0);
+	if (target == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		raise(SIGSTOP);
+		setenv("LD_PRELOAD", tt_lib(), 1);
+		execl(tt_target(false), tt_target(false), "--tick-us", "1000", "--no-stdin", "--ticks", "20000", (char *)NULL);
+		_exit(127);
+	}
+	CHECK(waitpid(target, &st, WUNTRACED) == target && WIFSTOPPED(st));
+	CHECK(pipe(squat) == 0);
+	squatter = fork();
+	CHECK(squatter >= 0);
+	if (squatter == 0) {
+		static const char *const tails[] = { "", "-", "-0", "-00000000000000000000000000000000" };
+		if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+			_exit(3);
+		for (unsigned i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+			struct sockaddr_un a = { .sun_family = AF_UNIX };
+			int n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, DJP_AGENT_SOCK_PREFIX "%d%s", (int)target,
+					 tails[i]);
+			int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+			if (fd < 0 || bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
+			    listen(fd, 8))
+				_exit(4);
+		}
+		if (write(squat[1], "s", 1) != 1)
+			_exit(5);
+		pause();
+		_exit(0);
+	}
+	close(squat[1]);
+	CHECK_EQ(read(squat[0], &go, 1), 1);
+	close(squat[0]);
+	kill(target, SIGCONT);
+	CHECK(tt_wait_agent(target, 10000));
+	snprintf(spid, sizeof(spid), "%d", (int)target);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--duration", "0.5", "-x", spid, "tt_tick", NULL }, false,
+		     -1);
+	st = tt_finish(p, 20000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || tt_count(p->obuf, "tt_tick") == 0)
+		djp_test_fail(__FILE__, __LINE__, "djp as the owner: status %d, stderr: %s", st, p->ebuf);
+	free(p);
+	kill(squatter, SIGKILL);
+	kill(target, SIGKILL);
+	waitpid(squatter, &st, 0);
+	waitpid(target, &st, 0);
 }

@@ -17,6 +17,7 @@
 #include "kernel/agent.h"
 #include "lib/markers.h"
 #include "test_trace_util.h"
+#include "lib/agent_addr.h"
 
 static const char *copy_path(const char *rel)
 {
@@ -297,19 +298,12 @@ bool tt_wait_armed(pid_t pid, const char *binary, int timeout_ms)
 	return wait_sites(pid, binary, timeout_ms, true);
 }
 
-/* /proc/net/unix lists abstract names with a leading '@'. */
+/* Listening, as the tool finds it (lib/agent_addr.c). */
 static bool agent_listening(pid_t pid)
 {
-	char want[64], line[512];
-	bool found = false;
-	FILE *f = fopen("/proc/net/unix", "r");
-	if (!f)
-		return false;
-	snprintf(want, sizeof(want), " @" DJP_AGENT_SOCK_PREFIX "%d\n", (int)pid);
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, want) != NULL;
-	fclose(f);
-	return found;
+	struct sockaddr_un a;
+	socklen_t len;
+	return djp_agent_addr_find(pid, &a, &len) == 0;
 }
 
 bool tt_wait_agent(pid_t pid, int timeout_ms)

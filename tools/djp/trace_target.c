@@ -1,8 +1,9 @@
 /*
  * `djp trace`: getting a session with the agent of the traced process.
  *
- * -x PID: the agent of a running process listens on the abstract socket
- * "\0djprobe-agent-PID" (kernel/agent.c).  Before connecting, the process is
+ * -x PID: the agent of a running process listens on an abstract socket
+ * "\0djprobe-agent-PID-TOKEN" (kernel/agent.c), found through the process's
+ * own descriptors (lib/agent_addr.c).  Before connecting, the process is
  * checked with kill(PID, 0), which tells "no such process" from "another
  * user's"; a refused connection means no agent.  After connecting, the peer's
  * credentials must name that very process (an abstract name can be taken by
@@ -41,6 +42,7 @@
 #include <wordexp.h>
 
 #include "kernel/agent.h"
+#include "lib/agent_addr.h"
 #include "lib/ptrace_perm.h"
 #include "trace.h"
 
@@ -103,9 +105,9 @@ int trace_attach(struct trace *t)
 	struct sockaddr_un a;
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
-	char name[64];
+	socklen_t alen = 0;
 	const char *why;
-	int fd, len;
+	int fd, err;
 	pid_t pid = t->attach_pid;
 
 	if (kill(pid, 0) < 0) {
@@ -117,19 +119,27 @@ int trace_attach(struct trace *t)
 			fprintf(stderr, "djp: process %d: %s\n", (int)pid, strerror(errno));
 		return -1;
 	}
-	snprintf(name, sizeof(name), DJP_AGENT_SOCK_PREFIX "%d", (int)pid);
-	len = abstract_addr(&a, name);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, (socklen_t)len) < 0) {
-		int err = errno;
+	if (!may_trace(pid, &why)) {
+		fprintf(stderr, "djp: process %d: not allowed to trace it: %s\n", (int)pid, why);
+		return -1;
+	}
+	err = djp_agent_addr_find(pid, &a, &alen);
+	if (err == -EACCES) {
+		fprintf(stderr, "djp: process %d: not allowed to trace it: its descriptors cannot be read\n", (int)pid);
+		return -1;
+	}
+	fd = err ? -1 : socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, alen) < 0) {
+		if (!err)
+			err = -errno;
 		if (fd >= 0)
 			close(fd);
-		if (err == ECONNREFUSED || err == ENOENT)
+		if (err == -ECONNREFUSED || err == -ENOENT)
 			fprintf(stderr,
 				"djp: process %d: no djprobe agent in it (start it with LD_PRELOAD=libdjprobe.so, or link it with libdjprobe)\n",
 				(int)pid);
 		else
-			fprintf(stderr, "djp: process %d: cannot reach its agent: %s\n", (int)pid, strerror(err));
+			fprintf(stderr, "djp: process %d: cannot reach its agent: %s\n", (int)pid, strerror(-err));
 		return -1;
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.pid != pid) {
