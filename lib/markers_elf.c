@@ -444,7 +444,9 @@ int djp_markers_read_file(const char *path, unsigned flags, struct djp_marker_li
 		err[0] = 0;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return rd_err(&r, -ENOSYS, "libelf is too old");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Non-blocking: a FIFO would block the open until a writer came;
+	 * open_elf refuses anything but a regular file right after. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return rd_err(&r, -errno, "%s", strerror(errno));
 	ret = open_elf(&r, fd);

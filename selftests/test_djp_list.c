@@ -380,3 +380,38 @@ TEST(list_pid_gives_runtime_addresses)
 	close(in[1]); /* the example exits */
 	waitpid(child, NULL, 0);
 }
+
+/* A pid is a number: leading zeros name the same process. */
+TEST(list_pid_with_leading_zeros)
+{
+	char plain[32], zeros[40];
+	static char first[sizeof(((struct run *)0)->out)];
+
+	snprintf(plain, sizeof(plain), "%d", (int)getpid());
+	snprintf(zeros, sizeof(zeros), "000%d", (int)getpid());
+	struct run *r = run("%s list %s", djp(), plain);
+	CHECK_EQ(r->status, 0);
+	CHECK(count_lines(r->out) > 0);
+	memcpy(first, r->out, sizeof(first));
+	r = run("%s list %s", djp(), zeros);
+	fprintf(stderr, "# djp list %s -> %d: %s", zeros, r->status, r->err);
+	CHECK_EQ(r->status, 0);
+	CHECK_STR(r->out, first);
+	check_fails("99999999999999999999", "99999999999999999999", "not a process id");
+}
+
+/* A FIFO is refused at once, not waited on for a writer. */
+TEST(list_refuses_fifo_without_blocking)
+{
+	const char *fifo = tmp("fifo");
+	CHECK(mkfifo(fifo, 0600) == 0);
+	struct run *r = run("timeout 20 %s list %s", djp(), fifo);
+	fprintf(stderr, "# djp list FIFO -> %d: %s", r->status, r->err);
+	CHECK_EQ(r->status, 1);
+	CHECK(strstr(r->err, "not a regular file"));
+	r = run("timeout 20 %s -l 'process(\"%s\").mark(\"*\")'", djp(), fifo);
+	fprintf(stderr, "# djp -l process(FIFO) -> %d: %s", r->status, r->err);
+	CHECK(r->status != 124 && r->status != 0);
+	CHECK_EQ(count_lines(r->err), 1);
+	cleanup();
+}

@@ -389,7 +389,23 @@ int djp_cmd_list(int argc, char **argv)
 	}
 
 	for (int i = first; i < argc && !status; i++) {
-		int ret = is_pid(argv[i]) ? list_pid(&ls, argv[i]) : list_file(&ls, argv[i]);
+		char pid[24];
+		int ret;
+		if (is_pid(argv[i])) {
+			/* A number, leading zeros and all: /proc names it
+			 * without them. */
+			errno = 0;
+			unsigned long long v = strtoull(argv[i], NULL, 10);
+			if (errno || v == 0 || v > 0x7fffffff) {
+				snprintf(ls.err, sizeof(ls.err), "%s: not a process id (out of range)", argv[i]);
+				status = 1;
+				break;
+			}
+			snprintf(pid, sizeof(pid), "%llu", v);
+			ret = list_pid(&ls, pid);
+		} else {
+			ret = list_file(&ls, argv[i]);
+		}
 		if (ret) {
 			if (!ls.err[0])
 				snprintf(ls.err, sizeof(ls.err), "%s: %s", argv[i], strerror(-ret));
