@@ -138,3 +138,32 @@ TEST(trace_error_usage)
 	CHECK_EQ(tt_lines(p->ebuf), 1);
 	free(p);
 }
+
+/* Events or script output that cannot be written (a full disk: /dev/full)
+ * make the run fail with status 1 and one line naming the output. */
+TEST_TIMEOUT(trace_write_failure_exits_1, 60)
+{
+	static const char *const runs[] = {
+		"%s trace -o /dev/full --duration 0.3 -c '%s --ticks 30' tt_tick",
+		"%s trace --duration 0.3 -c '%s --ticks 30' tt_tick >/dev/full",
+		"%s trace --json --duration 0.3 -c '%s --ticks 30' tt_tick >/dev/full",
+		"%s -e 'probe process.mark(\"tt_tick\") { printf(\"%%d\\n\", $arg1) }' -c '%s --ticks 30' >/dev/full",
+		"%s -o /dev/full -e 'probe process.mark(\"tt_tick\") { printf(\"%%d\\n\", $arg1) }' -c '%s --ticks 30'",
+	};
+	char cmd[4200], err[] = "/tmp/djp-wfail-XXXXXX", text[4096];
+
+	for (unsigned i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		int fd = mkstemp(err), st, n;
+		CHECK(fd >= 0);
+		snprintf(text, sizeof(text), runs[i], tt_djp(), tt_target(false));
+		snprintf(cmd, sizeof(cmd), "%s 2>%s", text, err);
+		st = system(cmd);
+		n = (int)read(fd, text, sizeof(text) - 1);
+		text[n > 0 ? n : 0] = 0;
+		close(fd);
+		unlink(err);
+		strcpy(err, "/tmp/djp-wfail-XXXXXX");
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 || !strstr(text, "cannot write"))
+			djp_test_fail(__FILE__, __LINE__, "run %u: status %d, stderr: %s", i, st, text);
+	}
+}

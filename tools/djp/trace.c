@@ -272,6 +272,24 @@ static int exit_status(struct trace *t, int fallback)
 	return fallback;
 }
 
+/* Flush and close the output; true (after one line on stderr) when any
+ * write to it failed, now or earlier. */
+static bool write_failed(struct trace *t)
+{
+	bool bad = fflush(t->out) != 0;
+	int err = bad ? errno : 0;
+
+	bad |= ferror(t->out) != 0;
+	if (t->out != stdout && fclose(t->out) && !bad) {
+		bad = true;
+		err = errno;
+	}
+	if (bad)
+		fprintf(stderr, "djp: %s: cannot write the trace: %s\n", t->outfile ? t->outfile : "standard output",
+			err ? strerror(err) : "a write failed");
+	return bad;
+}
+
 int djp_cmd_trace(int argc, char **argv)
 {
 	struct trace t = { .fd = -1, .ring_fd = -1 };
@@ -334,10 +352,8 @@ out:
 		djp_consumer_close(t.cons);
 	if (t.ring_fd >= 0)
 		close(t.ring_fd);
-	if (t.out && t.out != stdout)
-		fclose(t.out);
-	else if (t.out)
-		fflush(t.out);
+	if (t.out && write_failed(&t))
+		rc = 1; /* events that did not reach the output: as djp list */
 	trace_output_free(&t);
 	free(t.buf);
 	return rc;

@@ -287,10 +287,22 @@ int djp_script_main(int argc, char **argv)
 		}
 	}
 out:
-	if (out != stdout)
-		fclose(out);
-	else
-		fflush(stdout);
+	{
+		/* What the script printed must have reached its output: a
+		 * failed write (a full disk, -o /dev/full) is an error. */
+		bool bad = fflush(out) != 0;
+		int err = bad ? errno : 0;
+		bad |= ferror(out) != 0;
+		if (out != stdout && fclose(out) && !bad) {
+			bad = true;
+			err = errno;
+		}
+		if (bad) {
+			fprintf(stderr, "djp: %s: cannot write the script's output: %s\n",
+				out != stdout && outpath ? outpath : "standard output", err ? strerror(err) : "a write failed");
+			status = 1;
+		}
+	}
 	if (src)
 		src->ops->close(src);
 	if (base)
