@@ -415,3 +415,32 @@ TEST(list_refuses_fifo_without_blocking)
 	CHECK_EQ(count_lines(r->err), 1);
 	cleanup();
 }
+
+/* Names and formats come from files anyone can write: control bytes in them
+ * are C-escaped, one line per marker still, nothing raw for a terminal. */
+TEST(list_escapes_control_characters)
+{
+	const char *path = tmp("evil");
+	off_t off;
+	size_t size;
+	char sec[65536], *name, *fmt;
+
+	copy_example(path);
+	markers_section(path, &off, &size);
+	CHECK(size < sizeof(sec));
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0 && pread(fd, sec, size, off) == (ssize_t)size);
+	close(fd);
+	name = memmem(sec, size, "ex_types", 9);
+	fmt = memmem(sec, size, "flag=%d", 7);
+	CHECK(name && fmt);
+	patch(path, off + (name - sec) + 2, "\n", 1);  /* "ex\ntypes" */
+	patch(path, off + (fmt - sec) + 4, "\x1b", 1); /* "flag\x1b%d" */
+	struct run *r = run("%s list %s", djp(), path);
+	CHECK_EQ(r->status, 0);
+	CHECK_EQ(count_lines(r->out), 9);
+	CHECK(strchr(r->out, '\x1b') == NULL);
+	CHECK(strstr(r->out, "ex\\ntypes "));
+	CHECK(strstr(r->out, "\"flag\\x1b%d "));
+	cleanup();
+}

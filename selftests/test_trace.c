@@ -268,3 +268,34 @@ TEST(trace_argument_kinds_O0)
 {
 	kinds(true);
 }
+
+/* Text output is one line per event: a %s holding a newline and terminal
+ * escape sequences comes out C-escaped, never raw; JSON has its own
+ * escapes. */
+TEST(trace_text_escapes_strings)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--tick-us", "20000", NULL }, true, -1);
+	struct tproc *p;
+	char pid[16];
+	int st;
+
+	CHECK(tt_wait_out(t, "ready", 10000));
+	CHECK(tt_wait_agent(t->pid, 10000));
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "tt_evil", NULL }, false, -1);
+	CHECK(tt_wait_armed(t->pid, tt_target(false), 10000));
+	tt_send(t, "evil 3\n");
+	CHECK(tt_wait_out(t, "evil done", 10000));
+	CHECK(tt_wait_out(p, "\\\\z\n", 10000));
+	kill(p->pid, SIGINT); /* the tool drains everything before it exits */
+	st = tt_finish(p, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_EQ(tt_count(p->obuf, " tt_evil "), 3);
+	CHECK_EQ(tt_count(p->obuf, "\n"), 3);
+	CHECK_EQ(tt_count(p->obuf, "tt_forged"), 3);
+	CHECK(strchr(p->obuf, '\x1b') == NULL && strchr(p->obuf, '\x07') == NULL);
+	CHECK_EQ(tt_count(p->obuf, "s=a\\n1.0 1 tt_forged x=1\\x1b]0;pwned\\x07\\x1b[2J\\\\z\n"), 3);
+	tt_kill(t);
+	free(p);
+	free(t);
+}

@@ -15,6 +15,7 @@
  *   dlopen PATH N   load PATH and call its plugin_fire(N): "dlopen ok"
  *   fire N          call plugin_fire(N) again: "fired N"
  *   kinds N         fire tt_kinds with arguments of every size and sign
+ *   evil N          fire tt_evil N times with a string full of control bytes
  *   crash           die of SIGSEGV
  *   exit CODE       exit(CODE)
  *
@@ -104,6 +105,13 @@ int main(int argc, char **argv)
 			volatile long l = -1234567890123L * n;
 			MARK(tt_kinds, "c=%d s=%d u=%u l=%ld x=%x", c, sh, u, l, 0xbeefu);
 			printf("kinds done\n");
+		} else if (sscanf(line, "evil %ld", &n) == 1) {
+			/* A string that would forge a line and retitle a
+			 * terminal if printed raw. */
+			static const char evil[] = "a\n1.0 1 tt_forged x=1\x1b]0;pwned\x07\x1b[2J\\z";
+			for (long i = 0; i < n; i++)
+				MARK(tt_evil, "s=%s", evil);
+			printf("evil done\n");
 		} else if (!strncmp(line, "crash", 5)) {
 			raise(SIGSEGV);
 		} else if (sscanf(line, "exit %d", &code) == 1) {

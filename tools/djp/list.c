@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "escape.h"
 #include "json.h"
 #include "lib/markers.h"
 
@@ -215,21 +216,8 @@ static bool is_pid(const char *s)
 
 static void put_c_string(FILE *out, const char *s)
 {
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", out);
-		else if (c == '\t')
-			fputs("\\t", out);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(out, "\\%03o", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
+	char buf[4 * 1024];
+	fprintf(out, "\"%s\"", djp_escape_c(buf, sizeof(buf), s, true));
 }
 
 /* The symbol of an argument, up to where the operand's syntax takes over. */
@@ -311,21 +299,26 @@ static void put_json_row(FILE *out, const struct row *r)
 
 enum { COL_NAME, COL_ADDR, COL_LEN, COL_FUNC, COL_POS, COL_OBJ, NCOLS };
 
+/* Every column C-escaped: names, functions and paths come from files
+ * anyone can write, and the listing is one line per marker. */
 static void text_columns(const struct row *r, char cols[NCOLS][512])
 {
 	const struct djp_marker_info *m = r->m;
+	char raw[1024];
 	if (m->from_sdt)
-		snprintf(cols[COL_NAME], 512, "%s:%s", m->provider, m->name);
+		snprintf(raw, sizeof(raw), "%s:%s", m->provider, m->name);
 	else
-		snprintf(cols[COL_NAME], 512, "%s", m->name);
+		snprintf(raw, sizeof(raw), "%s", m->name);
+	djp_escape_c(cols[COL_NAME], 512, raw, false);
 	snprintf(cols[COL_ADDR], 512, "0x%" PRIx64, m->site + r->bias);
 	snprintf(cols[COL_LEN], 512, "%u", m->site_len);
-	snprintf(cols[COL_FUNC], 512, "%s", m->function ? m->function : "-");
+	djp_escape_c(cols[COL_FUNC], 512, m->function ? m->function : "-", false);
 	if (m->file)
-		snprintf(cols[COL_POS], 512, "%s:%u", m->file, m->line);
+		snprintf(raw, sizeof(raw), "%s:%u", m->file, m->line);
 	else
-		snprintf(cols[COL_POS], 512, "-");
-	snprintf(cols[COL_OBJ], 512, "%s", r->object);
+		snprintf(raw, sizeof(raw), "-");
+	djp_escape_c(cols[COL_POS], 512, raw, false);
+	djp_escape_c(cols[COL_OBJ], 512, r->object, false);
 }
 
 static int by_object_then_address(const void *a, const void *b)

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "escape.h"
 #include "trace.h"
 
 int trace_marker_add(struct trace *t, uint32_t id, uint64_t addr, uint8_t nargs, const char *name,
@@ -104,7 +105,7 @@ static void print_event(struct trace *t, const struct djp_event *ev, uint32_t ti
 	const struct djp_fmt *fmt = m ? m->fmt : NULL;
 	const char *strs[DJP_RING_MAX_ARGS];
 	int64_t args[DJP_RING_MAX_ARGS];
-	char name[32], text[4096];
+	char name[32], text[4096], safe[4 * sizeof(text)], safe_name[512];
 	unsigned n = ev->nargs < DJP_RING_MAX_ARGS ? ev->nargs : DJP_RING_MAX_ARGS;
 
 	if (ev->marker_id < t->nmarkers)
@@ -116,9 +117,12 @@ static void print_event(struct trace *t, const struct djp_event *ev, uint32_t ti
 		strs[i] = djp_event_str(ev, i, NULL, NULL);
 	}
 	if (!t->json) {
+		/* One line per event, whatever the strings hold. */
 		djp_format_render(text, sizeof(text), fmt, n, args, strs);
+		djp_escape_c(safe, sizeof(safe), text, false);
+		djp_escape_c(safe_name, sizeof(safe_name), m ? m->name : name, false);
 		fprintf(t->out, "%" PRIu64 ".%09" PRIu64 " %u %s%s%s\n", ns / 1000000000u, ns % 1000000000u, tid,
-			m ? m->name : name, text[0] ? " " : "", text);
+			safe_name, safe[0] ? " " : "", safe);
 		return;
 	}
 	fprintf(t->out, "{\"ts_ns\":%" PRIu64 ",\"tid\":%u,\"name\":", ns, tid);
