@@ -1,6 +1,6 @@
 # libFuzzer target for the probe-script parser and checker.
 FUZZ_SCRIPT := $(O)/fuzz/fuzz_script
-FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c \
+FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c lib/escape.c \
 	$(filter-out tools/djp/script/cli.c tools/djp/script/live.c,$(sort $(wildcard tools/djp/script/*.c)))
 
 $(FUZZ_SCRIPT): $(FUZZ_SCRIPT_SRCS)

@@ -167,3 +167,39 @@ TEST_TIMEOUT(trace_write_failure_exits_1, 60)
 			djp_test_fail(__FILE__, __LINE__, "run %u: status %d, stderr: %s", i, st, text);
 	}
 }
+
+/* One clear line for bad input: a directory or a file with a NUL byte as
+ * the script, and a trace pattern longer than the agent takes. */
+TEST(djp_bad_input_one_line)
+{
+	char dir[] = "/tmp/djp-badin-XXXXXX", nul[64], pattern[400], cmd[1024], err[] = "/tmp/djp-badin-err-XXXXXX";
+	const char *args[3][2] = { { dir, "is a directory" }, { nul, "NUL byte" }, { pattern, "too long" } };
+	FILE *f;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(nul, sizeof(nul), "%s/nul.stp", dir);
+	CHECK((f = fopen(nul, "w")) != NULL);
+	CHECK(fwrite("probe begin {}\0x", 1, 16, f) == 16);
+	fclose(f);
+	memset(pattern, 'a', 300);
+	pattern[300] = 0;
+	for (int i = 0; i < 3; i++) {
+		int fd = mkstemp(err), st, n;
+		char text[2048];
+		CHECK(fd >= 0);
+		if (i < 2)
+			snprintf(cmd, sizeof(cmd), "%s %s 2>%s", tt_djp(), args[i][0], err);
+		else
+			snprintf(cmd, sizeof(cmd), "%s trace -x 1 %s 2>%s", tt_djp(), args[i][0], err);
+		st = system(cmd);
+		n = (int)read(fd, text, sizeof(text) - 1);
+		text[n > 0 ? n : 0] = 0;
+		close(fd);
+		unlink(err);
+		strcpy(err, "/tmp/djp-badin-err-XXXXXX");
+		if (!WIFEXITED(st) || WEXITSTATUS(st) == 0 || tt_lines(text) != 1 || !strstr(text, args[i][1]))
+			djp_test_fail(__FILE__, __LINE__, "case %d: status %d, stderr: %s", i, st, text);
+	}
+	unlink(nul);
+	rmdir(dir);
+}

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "escape.h"
+#include "lib/escape.h"
 #include "json.h"
 #include "lib/markers.h"
 

@@ -38,6 +38,8 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "lib/escape.h"
+#include "kernel/agent.h"
 #include "trace.h"
 
 #define DRAIN_PERIOD_MS 5
@@ -150,6 +152,19 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		return usage_error("no PATTERN");
 	t->patterns = argv + optind;
 	t->npatterns = argc - optind;
+	for (int i = 0; i < t->npatterns; i++) {
+		/* The agent takes patterns of up to DJP_AGENT_PATTERN_MAX
+		 * bytes; say so here rather than lose the session. */
+		size_t n = strlen(t->patterns[i]);
+		if (n > DJP_AGENT_PATTERN_MAX || !n) {
+			char head[48], safe[200];
+			snprintf(head, sizeof(head), "%.40s", t->patterns[i]);
+			fprintf(stderr, "djp trace: pattern '%s%s': %s (%zu characters; at most %d)\n",
+				djp_escape_c(safe, sizeof(safe), head, false), n > 40 ? "..." : "",
+				n ? "too long" : "empty", n, DJP_AGENT_PATTERN_MAX);
+			return 2;
+		}
+	}
 	return -1;
 }
 

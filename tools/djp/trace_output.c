@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "json.h"
-#include "escape.h"
+#include "lib/escape.h"
 #include "trace.h"
 
 int trace_marker_add(struct trace *t, uint32_t id, uint64_t addr, uint8_t nargs, const char *name,

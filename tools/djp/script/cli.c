@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "engine.h"
@@ -43,19 +44,31 @@ static void usage(FILE *f)
 		   "       djp [-c CMD | -x PID] -l 'PROBEPOINT' | -L 'PROBEPOINT'\n");
 }
 
+/* The script's text, or NULL after one line on stderr. */
 static char *read_file(const char *path)
 {
 	FILE *f = fopen(path, "r");
-	char *buf = NULL;
+	char *buf = NULL, *nul;
 	size_t len = 0, cap = 0;
+	struct stat st;
 
-	if (!f)
+	if (!f || fstat(fileno(f), &st)) {
+		fprintf(stderr, "djp: %s: %s\n", path, strerror(errno));
+		if (f)
+			fclose(f);
 		return NULL;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "djp: %s: is a directory, not a script file\n", path);
+		fclose(f);
+		return NULL;
+	}
 	for (;;) {
 		if (len + 4096 + 1 > cap) {
 			cap = cap ? cap * 2 : 8192;
 			char *n = realloc(buf, cap);
 			if (!n) {
+				fprintf(stderr, "djp: %s: out of memory\n", path);
 				free(buf);
 				fclose(f);
 				return NULL;
@@ -67,11 +80,17 @@ static char *read_file(const char *path)
 		if (got < 4096)
 			break;
 	}
+	if (ferror(f)) {
+		fprintf(stderr, "djp: %s: %s\n", path, strerror(errno));
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
 	fclose(f);
 	buf[len] = 0;
-	if (strlen(buf) != len) {
+	if ((nul = memchr(buf, 0, len))) {
+		fprintf(stderr, "djp: %s: a NUL byte at offset %zu: a script is text\n", path, (size_t)(nul - buf));
 		free(buf);
-		errno = EINVAL;
 		return NULL;
 	}
 	return buf;
@@ -229,10 +248,8 @@ int djp_script_main(int argc, char **argv)
 		}
 		script_file = argv[optind++];
 		owned_text = read_file(script_file);
-		if (!owned_text) {
-			fprintf(stderr, "djp: %s: %s\n", script_file, strerror(errno));
+		if (!owned_text)
 			return 1;
-		}
 		script_text = owned_text;
 	}
 	sc.file.name = script_file ? script_file : "<input>";

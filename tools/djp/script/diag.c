@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/escape.h"
 #include "engine.h"
 
 struct strpool {
@@ -80,8 +81,23 @@ void diag(struct script *sc, int line, int col, const char *kind, const char *fm
 	e = strchr(p, '\n');
 	if (!e)
 		e = p + strlen(p);
-	fprintf(f, "    %.*s\n    ", (int)(e - p), p);
-	for (int i = 1; i < col && p + i - 1 < e; i++)
-		fputc(p[i - 1] == '\t' ? '\t' : ' ', f);
+	/* The line with its control bytes as C escapes (a garbage file's
+	 * must not reach the terminal; a backslash stays itself, as the
+	 * script has it), the caret under the escaped column. */
+	fputs("    ", f);
+	for (const char *q = p; q < e; q++) {
+		char one[2] = { *q, 0 }, esc[16];
+		fputs(*q == '\t' || *q == '\\' ? one : djp_escape_c(esc, sizeof(esc), one, false), f);
+	}
+	fputs("\n    ", f);
+	for (int i = 1; i < col && p + i - 1 < e; i++) {
+		char one[2] = { p[i - 1], 0 }, esc[16];
+		if (p[i - 1] == '\t' || p[i - 1] == '\\') {
+			fputc(p[i - 1] == '\t' ? '\t' : ' ', f);
+			continue;
+		}
+		for (size_t k = strlen(djp_escape_c(esc, sizeof(esc), one, false)); k; k--)
+			fputc(' ', f);
+	}
 	fputs("^\n", f);
 }

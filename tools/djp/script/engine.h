@@ -170,7 +170,7 @@ struct sym {
 	/* run time, globals only */
 	union cell *cell;
 	struct map *map;
-	struct stat *stat;
+	struct script_stat *stat;
 	char *strbuf;		/* scalar string global */
 };
 
@@ -286,23 +286,23 @@ union cell {
 };
 
 /* stats.c */
-struct stat {
+struct script_stat {
 	int64_t count, sum, min, max;
 	int64_t hist[]; /* buckets, when the global has a histogram */
 };
-struct stat *stat_new(const struct hist_cfg *h);
-void stat_add(struct stat *st, const struct hist_cfg *h, int64_t v);
+struct script_stat *stat_new(const struct hist_cfg *h);
+void stat_add(struct script_stat *st, const struct hist_cfg *h, int64_t v);
 int64_t hist_log_bucket(int64_t v);
 
 /* hist.c */
-void hist_print(FILE *out, const struct hist_cfg *h, const struct stat *st);
+void hist_print(FILE *out, const struct hist_cfg *h, const struct script_stat *st);
 
 /* map.c: an associative array (keys of MAXKEYS cells, order of insertion). */
 struct map_ent {
 	uint64_t hash;
 	union cell key[MAXKEYS];
 	union cell val;	 /* long or owned string; stat pointer below */
-	struct stat *st;
+	struct script_stat *st;
 	uint32_t strcap; /* capacity of val.s when a string */
 	bool live;
 };

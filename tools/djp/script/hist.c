@@ -56,7 +56,7 @@ static int imax(int a, int b)
 	return a > b ? a : b;
 }
 
-void hist_print(FILE *out, const struct hist_cfg *h, const struct stat *st)
+void hist_print(FILE *out, const struct hist_cfg *h, const struct script_stat *st)
 {
 	int low = -1, high = 0, over = 0, under = 0, val_space, cnt_space, eliding = 0;
 	int64_t valmax = 0, scale;

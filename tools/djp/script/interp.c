@@ -250,7 +250,7 @@ static const char *load_s(struct run *r, struct lval *lv)
 	return lv->c->s;
 }
 
-static struct stat *stat_of(struct run *r, struct node *n, bool create, struct sym **symp)
+static struct script_stat *stat_of(struct run *r, struct node *n, bool create, struct sym **symp)
 {
 	*symp = n->sym;
 	if (n->kind == N_VAR)
@@ -428,7 +428,7 @@ static void print_to(struct run *r, struct node *n, struct strbuf *b)
 static int64_t agg_value(struct run *r, struct node *n)
 {
 	struct sym *s;
-	struct stat *st = stat_of(r, n->a, false, &s);
+	struct script_stat *st = stat_of(r, n->a, false, &s);
 	if (n->op == A_COUNT)
 		return st ? st->count : 0;
 	if (!st || !st->count) {
@@ -527,14 +527,14 @@ static int64_t eval_n(struct run *r, struct node *n)
 	case N_STATADD: {
 		struct sym *s;
 		int64_t v = eval_n(r, n->b);
-		struct stat *st = stat_of(r, n->a, true, &s);
+		struct script_stat *st = stat_of(r, n->a, true, &s);
 		stat_add(st, &s->hist, v);
 		return v;
 	}
 	case N_PRINT:
 		if (n->nargs == 1 && n->args[0]->kind == N_HIST) {
 			struct sym *s;
-			struct stat *st = stat_of(r, n->args[0]->args[0], false, &s);
+			struct script_stat *st = stat_of(r, n->args[0]->args[0], false, &s);
 			if (!st)
 				rt_error(r, n, "aggregate element not found");
 			hist_print(r->out, &s->hist, st);
@@ -888,7 +888,7 @@ static void display_global(struct run *r, struct sym *g)
 
 	if (g->nkeys <= 0) {
 		if (g->ty == TY_STAT) {
-			struct stat *st = g->stat;
+			struct script_stat *st = g->stat;
 			if (!st->count)
 				fprintf(out, "%s @count=0x0\n", g->name);
 			else
@@ -926,7 +926,7 @@ static void display_global(struct run *r, struct sym *g)
 		sb_putc(&b, ']');
 		if (g->ty == TY_STAT) {
 			char tmp[200];
-			struct stat *st = e->st;
+			struct script_stat *st = e->st;
 			snprintf(tmp, sizeof(tmp), " @count=%lld @min=%lld @max=%lld @sum=%lld @avg=%lld",
 				 (long long)st->count, (long long)st->min, (long long)st->max, (long long)st->sum,
 				 (long long)(st->count ? st->sum / st->count : 0));

@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "lib/escape.h"
 #include "engine.h"
 
 static const char *const ops[] = {
@@ -224,6 +225,10 @@ bool lex_next(struct lexer *lx, struct tok *t)
 			return true;
 		}
 	}
-	diag(lx->sc, t->line, t->col, "parse error", "unexpected character '%c'", isprint((unsigned char)*p) ? *p : '?');
+	{
+		char one[2] = { *p, 0 }, esc[16];
+		diag(lx->sc, t->line, t->col, "parse error", "unexpected character '%s'",
+		     djp_escape_c(esc, sizeof(esc), one, false));
+	}
 	return false;
 }

@@ -14,10 +14,10 @@
 
 #include "engine.h"
 
-struct stat *stat_new(const struct hist_cfg *h)
+struct script_stat *stat_new(const struct hist_cfg *h)
 {
 	size_t nb = h && h->kind ? (size_t)h->buckets : 0;
-	struct stat *st = calloc(1, sizeof(*st) + nb * sizeof(int64_t));
+	struct script_stat *st = calloc(1, sizeof(*st) + nb * sizeof(int64_t));
 	if (!st)
 		abort();
 	return st;
@@ -42,7 +42,7 @@ int64_t hist_log_bucket(int64_t v)
 	return HIST_LOG_BUCKET0 - bits < 0 ? 0 : HIST_LOG_BUCKET0 - bits;
 }
 
-void stat_add(struct stat *st, const struct hist_cfg *h, int64_t v)
+void stat_add(struct script_stat *st, const struct hist_cfg *h, int64_t v)
 {
 	if (st->count++ == 0) {
 		st->sum = st->min = st->max = v;

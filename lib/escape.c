@@ -11,7 +11,7 @@
  */
 #include <stdio.h>
 
-#include "escape.h"
+#include "lib/escape.h"
 
 char *djp_escape_c(char *dst, size_t dsz, const char *src, bool quote)
 {

@@ -2,8 +2,8 @@
  * C escapes for text output: one event, one line, and nothing a terminal
  * would act on.
  */
-#ifndef DJP_TOOL_ESCAPE_H
-#define DJP_TOOL_ESCAPE_H
+#ifndef DJP_LIB_ESCAPE_H
+#define DJP_LIB_ESCAPE_H
 
 #include <stdbool.h>
 #include <stddef.h>
