@@ -552,11 +552,20 @@ static void hist_cfg(struct checker *ck, struct node *h)
 			ERR(ck, h, "@hist_linear: the interval must be positive and stop above start");
 			return;
 		}
-		c.buckets = (int)((c.stop - c.start) / c.interval) + 3;
-		if ((c.stop - c.start) / c.interval > HIST_MAX_LINEAR - 2) {
+		/* The span in unsigned arithmetic: stop - start may not fit
+		 * in int64.  The printed rows go up to stop + interval, which
+		 * must fit. */
+		uint64_t span = (uint64_t)c.stop - (uint64_t)c.start, nb = span / (uint64_t)c.interval;
+		int64_t top;
+		if (nb > HIST_MAX_LINEAR - 2) {
 			ERR(ck, h, "@hist_linear: number of buckets must be between 1 and %d", HIST_MAX_LINEAR - 2);
 			return;
 		}
+		if (__builtin_add_overflow(c.stop, c.interval, &top)) {
+			ERR(ck, h, "@hist_linear: stop + interval is beyond the 64-bit range");
+			return;
+		}
+		c.buckets = (int)nb + 3;
 	}
 	if (s->hist.kind && memcmp(&s->hist, &c, sizeof(c)))
 		ERR(ck, h, "inconsistent histogram parameters for '%s'", s->name);

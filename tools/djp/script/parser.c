@@ -11,6 +11,14 @@
  * text, and check.c binds it.  The first error stops the parse: it is
  * reported with its position and the parser unwinds by longjmp, which keeps
  * every rule free of error plumbing.
+ *
+ * Nesting.  Every later pass (check, run, print) walks the tree by
+ * recursion, so the parser bounds the tree's depth: each nested expression,
+ * unary operator, statement and block, and each link of a chain of binary
+ * operators (a + a + ... builds a tree as deep as the chain is long) counts
+ * one level, and a script deeper than MAX_NESTING is a parse error at the
+ * token that went too deep.  The parser's own recursion is bounded by the
+ * same count.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,7 +33,12 @@ struct parser {
 	size_t ntoks, pos;
 	jmp_buf fail;
 	int loop_depth;
+	int depth; /* nesting levels open (see "Nesting" above) */
 };
+
+/* Deep enough for any script a person writes; shallow enough that every
+ * recursive pass fits in a default 8 MiB stack many times over. */
+#define MAX_NESTING 1000
 
 static struct tok *peek(struct parser *ps, size_t ahead)
 {
@@ -65,6 +78,17 @@ __attribute__((noreturn, format(printf, 3, 4))) static void fail_at(struct parse
 	va_end(ap);
 	diag(ps->sc, t->line, t->col, "parse error", "%s, found %s", msg, tok_desc(t, what, sizeof(what)));
 	longjmp(ps->fail, 1);
+}
+
+static void enter(struct parser *ps)
+{
+	if (++ps->depth > MAX_NESTING)
+		fail_at(ps, peek(ps, 0), "nesting too deep (more than %d levels)", MAX_NESTING);
+}
+
+static void leave(struct parser *ps, int levels)
+{
+	ps->depth -= levels;
 }
 
 static bool is_op(struct tok *t, const char *op)
@@ -312,15 +336,22 @@ static struct node *unary(struct parser *ps)
 		take(ps);
 		n = mk(ps, N_INCDEC, t);
 		n->op = t->text[0];
+		enter(ps);
 		n->a = unary(ps);
+		leave(ps, 1);
 		return n;
 	}
 	if (is_op(t, "-") || is_op(t, "!") || is_op(t, "~") || is_op(t, "+")) {
 		take(ps);
-		if (is_op(t, "+"))
-			return unary(ps);
+		enter(ps);
+		if (is_op(t, "+")) {
+			n = unary(ps);
+			leave(ps, 1);
+			return n;
+		}
 		n = mk(ps, is_op(t, "-") ? N_NEG : is_op(t, "!") ? N_NOT : N_BITNOT, t);
 		n->a = unary(ps);
+		leave(ps, 1);
 		if (n->kind == N_NEG && n->a->kind == N_NUM) {
 			n->a->num = (int64_t)(0 - (uint64_t)n->a->num);
 			n->a->line = n->line;
@@ -336,15 +367,20 @@ static struct node *unary(struct parser *ps)
 static struct node *binary(struct parser *ps, struct node *(*sub)(struct parser *), const char *const *ops, int kind)
 {
 	struct node *l = sub(ps);
+	int links = 0;
 	for (;;) {
 		struct tok *t = peek(ps, 0);
 		const char *const *o;
 		struct node *n;
 		for (o = ops; *o && !is_op(t, *o); o++)
 			;
-		if (!*o)
+		if (!*o) {
+			leave(ps, links);
 			return l;
+		}
 		take(ps);
+		enter(ps); /* the tree is one level deeper for each link */
+		links++;
 		n = mk(ps, kind, t);
 		n->op = t->text[0] | (t->text[1] << 8);
 		n->a = l;
@@ -369,8 +405,11 @@ LEVEL(comparison, shift, N_CMP, "<", ">", "<=", ">=", "==", "!=")
 static struct node *array_in(struct parser *ps)
 {
 	struct node *l = comparison(ps);
+	int links = 0;
 	while (is_kw(peek(ps, 0), "in")) {
 		struct tok *t = take(ps), *arr = expect_ident(ps, "an array name");
+		enter(ps);
+		links++;
 		struct node *n = mk(ps, N_IN, t);
 		n->nargs = 1;
 		n->args = pool_alloc(ps->sc, sizeof(struct node *));
@@ -378,6 +417,7 @@ static struct node *array_in(struct parser *ps)
 		n->str = arr->text;
 		l = n;
 	}
+	leave(ps, links);
 	return l;
 }
 
@@ -397,13 +437,27 @@ static struct node *ternary(struct parser *ps)
 		n->a = c;
 		n->b = expr(ps);
 		expect(ps, ":");
+		enter(ps);
 		n->c = ternary(ps);
+		leave(ps, 1);
 		return n;
 	}
 	return c;
 }
 
+static struct node *assignment(struct parser *ps);
+
 static struct node *expr(struct parser *ps)
+{
+	struct node *n;
+
+	enter(ps);
+	n = assignment(ps);
+	leave(ps, 1);
+	return n;
+}
+
+static struct node *assignment(struct parser *ps)
 {
 	static const char *const assign_ops[] = { "=", "+=", "-=", "*=", "/=", "%=", ".=",
 						  "<<=", ">>=", "&=", "|=", "^=", "<<<" };
@@ -523,7 +577,19 @@ static struct node *foreach_stmt(struct parser *ps, struct tok *kw)
 	return n;
 }
 
+static struct node *statement_at(struct parser *ps);
+
 static struct node *statement(struct parser *ps)
+{
+	struct node *n;
+
+	enter(ps);
+	n = statement_at(ps);
+	leave(ps, 1);
+	return n;
+}
+
+static struct node *statement_at(struct parser *ps)
 {
 	struct tok *t = peek(ps, 0);
 	struct node *n;

@@ -58,13 +58,16 @@ void stat_add(struct script_stat *st, const struct hist_cfg *h, int64_t v)
 	if (h->kind == 1) {
 		st->hist[hist_log_bucket(v)]++;
 	} else {
-		int64_t b;
-		if (v < h->start)
-			b = 0;
-		else
-			b = (int64_t)((uint64_t)(v - h->start) / (uint64_t)h->interval) + 1;
-		if (b >= h->buckets - 1)
-			b = h->buckets - 1;
-		st->hist[b]++;
+		/* Unsigned: v - start may not fit in int64, and a quotient
+		 * past the last bucket must not wrap to a negative index. */
+		uint64_t q, last = (uint64_t)h->buckets - 1;
+		if (v < h->start) {
+			q = 0;
+		} else {
+			q = ((uint64_t)v - (uint64_t)h->start) / (uint64_t)h->interval + 1;
+			if (q > last)
+				q = last;
+		}
+		st->hist[q]++;
 	}
 }
