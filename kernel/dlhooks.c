@@ -71,10 +71,10 @@ DJP_API void *dlopen(const char *file, int mode)
 		real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
 	h = real(file, mode);
 	if (h && djp_engine_ready() && !djp_in_handler()) {
-		pthread_mutex_lock(&djp_engine_lock);
+		djp_engine_lock_take();
 		if (djp_probes)
 			reattach_all();
-		pthread_mutex_unlock(&djp_engine_lock);
+		djp_engine_lock_release();
 	}
 	return h;
 }
@@ -88,7 +88,7 @@ DJP_API int dlclose(void *handle)
 		real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
 	if (!djp_engine_ready() || djp_in_handler() || dlinfo(handle, RTLD_DI_LINKMAP, &lm) || !lm)
 		return real(handle);
-	pthread_mutex_lock(&djp_engine_lock);
+	djp_engine_lock_take();
 	for (struct djp_object *o = djp_objects; o; o = o->next) {
 		size_t n = 0;
 		struct djp_site **v;
@@ -106,10 +106,10 @@ DJP_API int dlclose(void *handle)
 		free(v);
 		free(lists);
 	}
-	pthread_mutex_unlock(&djp_engine_lock);
+	djp_engine_lock_release();
 	r = real(handle);
-	pthread_mutex_lock(&djp_engine_lock);
+	djp_engine_lock_take();
 	reattach_all();
-	pthread_mutex_unlock(&djp_engine_lock);
+	djp_engine_lock_release();
 	return r;
 }

@@ -17,6 +17,7 @@
  * starts with every site restored to its original bytes and no probes.
  */
 #include <errno.h>
+#include <signal.h>
 #include <fnmatch.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -26,6 +27,33 @@
 #include "kernel/rcu.h"
 
 pthread_mutex_t djp_engine_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Set while this thread holds (or is taking) the engine lock: a signal
+ * handler that interrupted it and calls connect or disconnect gets -EDEADLK
+ * instead of waiting on a lock its own thread holds.  Set before the lock
+ * is taken and cleared after it is released, so no moment of holding it is
+ * unmarked (at worst a handler in those instants is refused needlessly). */
+static __thread volatile sig_atomic_t engine_lock_mine;
+
+void djp_engine_lock_take(void)
+{
+	engine_lock_mine = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&djp_engine_lock);
+}
+
+void djp_engine_lock_release(void)
+{
+	pthread_mutex_unlock(&djp_engine_lock);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	engine_lock_mine = 0;
+}
+
+/* The public entries refuse, rather than deadlock, from a handler or from a
+ * signal handler that interrupted this thread inside the engine. */
+static bool engine_busy_here(void)
+{
+	return djp_in_handler() || engine_lock_mine;
+}
 struct djp_object *djp_objects;
 struct djp_probe *djp_probes;
 static int next_probe_id;
@@ -201,9 +229,9 @@ DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsi
 
 	if (!pattern || !fn || (flags & ~(DJP_GPR_ONLY | DJP_FORCE_INT3)))
 		return fail(-EINVAL);
-	if (djp_in_handler())
+	if (engine_busy_here())
 		return fail(-EDEADLK);
-	pthread_mutex_lock(&djp_engine_lock);
+	djp_engine_lock_take();
 	if ((err = djp_engine_init_locked()) || (err = djp_objects_refresh()) ||
 	    (err = sites_matching(pattern, -1, &sites, &n)))
 		goto out;
@@ -229,8 +257,8 @@ DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsi
 	djp_probes = p;
 	err = p->id;
 out:
-	pthread_mutex_unlock(&djp_engine_lock);
-	free(sites);
+	free(sites); /* under the lock: see engine_lock_mine */
+	djp_engine_lock_release();
 	return err < 0 ? fail(err) : err;
 }
 
@@ -241,9 +269,9 @@ DJP_API int djp_disconnect(int id)
 	size_t n = 0;
 	int err;
 
-	if (djp_in_handler())
+	if (engine_busy_here())
 		return fail(-EDEADLK);
-	pthread_mutex_lock(&djp_engine_lock);
+	djp_engine_lock_take();
 	for (pp = &djp_probes; *pp; pp = &(*pp)->next)
 		if ((*pp)->id == id) {
 			p = *pp;
@@ -259,7 +287,7 @@ DJP_API int djp_disconnect(int id)
 	free(p->pattern);
 	free(p);
 out:
-	pthread_mutex_unlock(&djp_engine_lock);
 	free(sites);
+	djp_engine_lock_release();
 	return err < 0 ? fail(err) : 0;
 }

@@ -105,6 +105,10 @@ struct djp_probe {
 struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const struct djp_probe *add, int remove_id,
 				       const struct djp_site *s);
 extern pthread_mutex_t djp_engine_lock;
+/* Take and release djp_engine_lock, marking this thread as its holder
+ * (connect and disconnect from a signal handler then return -EDEADLK). */
+void djp_engine_lock_take(void);
+void djp_engine_lock_release(void);
 extern struct djp_object *djp_objects;
 extern struct djp_probe *djp_probes;
 int djp_engine_init_locked(void);

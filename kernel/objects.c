@@ -183,13 +183,13 @@ struct djp_site *djp_site_by_id(uint32_t id)
 int djp__sites_foreach(djp_site_visit_fn fn, void *ctx)
 {
 	int err;
-	pthread_mutex_lock(&djp_engine_lock);
+	djp_engine_lock_take();
 	err = djp_engine_init_locked();
 	if (!err)
 		err = djp_objects_refresh();
 	for (struct djp_object *o = djp_objects; !err && o; o = o->next)
 		for (size_t i = 0; !err && i < o->nsites; i++)
 			err = fn(ctx, o->sites[i].id, o->path, o->sites[i].addr, o->sites[i].m);
-	pthread_mutex_unlock(&djp_engine_lock);
+	djp_engine_lock_release();
 	return err;
 }

@@ -7,7 +7,10 @@
  * and the process died of SIGSEGV.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 
 #include "djprobe/djprobe.h"
@@ -96,4 +99,70 @@ TEST(foreign_sigtrap_reaches_the_application_handler)
 			CHECK_EQ(WEXITSTATUS(status), 2);
 		}
 	}
+}
+
+/* A signal handler that interrupted djp_connect or djp_disconnect and calls
+ * them itself gets -EDEADLK, never a deadlock on the engine lock its own
+ * thread holds (documented in <djprobe/djprobe.h>). */
+static volatile sig_atomic_t in_engine, refused, served, other;
+static pthread_t engine_thread;
+static atomic_bool pester_stop;
+
+static void reentering_handler(int sig)
+{
+	int saved = errno, id;
+	(void)sig;
+	if (!in_engine)
+		return;
+	id = djp_connect("eng_signals_*", nothing, NULL, DJP_GPR_ONLY);
+	if (id == -EDEADLK) {
+		refused++;
+	} else if (id >= 0) {
+		served++;
+		if (djp_disconnect(id))
+			other++;
+	} else {
+		other++;
+	}
+	errno = saved;
+}
+
+static void *pester(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&pester_stop)) {
+		pthread_kill(engine_thread, SIGUSR1);
+		usleep(200);
+	}
+	return NULL;
+}
+
+TEST_TIMEOUT(connect_from_signal_handler_inside_engine_is_edeadlk, 120)
+{
+	struct sigaction sa = { .sa_handler = reentering_handler };
+	pthread_t t;
+	int i;
+
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	engine_thread = pthread_self();
+	CHECK(pthread_create(&t, NULL, pester, NULL) == 0);
+	/* Until a handler has certainly landed inside the engine a good
+	 * number of times; a deadlock shows as the test's timeout. */
+	for (i = 0; i < 20000 && refused < 20; i++) {
+		int id;
+		in_engine = 1;
+		id = djp_connect("eng_signals_*", nothing, NULL, DJP_GPR_ONLY);
+		in_engine = 0;
+		CHECK(id >= 0);
+		sig_site(i);
+		in_engine = 1;
+		CHECK_EQ(djp_disconnect(id), 0);
+		in_engine = 0;
+	}
+	atomic_store(&pester_stop, true);
+	pthread_join(t, NULL);
+	fprintf(stderr, "# %d rounds: %d refused, %d served in a handler\n", i, (int)refused, (int)served);
+	CHECK(refused >= 20);
+	CHECK_EQ(other, 0);
 }

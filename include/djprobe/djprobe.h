@@ -46,7 +46,11 @@ typedef void (*djp_handler_fn)(const struct djp_hit *hit, void *data);
 
 /* Returns a probe id >= 0, or -ENOENT when no marker matches, -EBUSY when a
  * matching site holds bytes that are not ours (a debugger's breakpoint, a
- * uprobe), -EDEADLK when a thread blocks SIGTRAP, or another -errno. */
+ * uprobe), -EDEADLK when a thread blocks SIGTRAP or when called from a
+ * handler or from a signal handler that interrupted this thread inside
+ * djp_connect/djp_disconnect, or another -errno.  Neither call is
+ * async-signal-safe: from a signal handler they work only when the thread
+ * was not inside the engine, and refuse (never deadlock) when it was. */
 DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsigned flags);
 
 /* On return the handler is running nowhere and will never run again. */
