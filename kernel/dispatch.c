@@ -81,7 +81,7 @@ static inline void run(struct djp_hit *hit, unsigned need, bool in_lean)
 {
 	struct djp_site *s = djp__hit_site(hit);
 	const struct djp_handler_list *l;
-	int how = djp_rcu_enter(in_lean);
+	int how = djp_rcu_enter(in_lean, (uintptr_t)hit);
 	if (__builtin_expect(!how, 0)) {
 		atomic_fetch_add_explicit(&s->misses, 1, memory_order_relaxed);
 		return;

@@ -52,7 +52,10 @@ void djp_engine_lock_release(void)
  * signal handler that interrupted this thread inside the engine. */
 static bool engine_busy_here(void)
 {
-	return djp_in_handler() || engine_lock_mine;
+	if (engine_lock_mine)
+		return true;
+	/* inside a handler, unless it was left by a jump (kernel/rcu.c) */
+	return djp_in_handler() && !djp_rcu_recover(0);
 }
 struct djp_object *djp_objects;
 struct djp_probe *djp_probes;
@@ -125,6 +128,7 @@ int djp_engine_init_locked(void)
 							 .full_call = offsetof(struct djp_handler_list, full),
 							 .prefetch_call = offsetof(struct djp_handler_list, prefetch),
 							 .reader_tls = rf.reader_tls,
+							 .entry_sp_tls = rf.entry_sp_tls,
 							 .gp_ctr = rf.gp_ctr,
 							 .enter_add = rf.enter_add,
 							 .need_mb = rf.need_mb });

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "kernel/engine.h"
+#include "kernel/rcu.h"
 #include "lib/real_signal.h"
 #include "lib/sysops.h"
 
@@ -57,6 +58,9 @@ static void freeze_handler(int sig, siginfo_t *info, void *ucv)
 	int saved_errno = errno, gen = atomic_load(&generation);
 	(void)sig;
 	(void)info;
+	/* also the grace period's question: "did you leave a section of
+	 * ours by a jump?" (kernel/rcu.c) */
+	djp_rcu_recover_interrupted(uc);
 	if (!atomic_load(&active)) {
 		errno = saved_errno;
 		return;

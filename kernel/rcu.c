@@ -51,16 +51,52 @@
  * preempted inside one of our sections run and leave it (see
  * let_readers_leave), then runs liburcu-bp's grace period.
  *
+ * A section left by a jump.  A handler that siglongjmp's out, or a signal
+ * handler that interrupted one and jumps back to the application (timeouts
+ * and fault recovery do), never runs the store that ends the section: the
+ * thread's count stays "ours", its hits would be misses for good and every
+ * grace period would wait for it forever.  So each section notes where its
+ * frame is before it begins (djp_rcu_entry_sp: the trampoline's %rsp, or
+ * the hit on the C paths) and the word just below holds a hit key from
+ * that moment on (the trampoline stores the return address its call will
+ * push; the C paths' hit already has its key).  While the section lives,
+ * the handlers run below that frame and the key is intact, so the frame
+ * is gone, and the section was left by a jump, when
+ *
+ *  - the thread now runs above the frame on the same stack (for a new hit:
+ *    at or above it, since a live section's nested hits are below), or
+ *  - the frame was on the alternate signal stack and the thread is now
+ *    off it, or
+ *  - the word below the frame is no key: neither inside the trampoline
+ *    pool nor a site pointer with the tag bit (an unmapped one counts).
+ *
+ * The thread checks this itself at a hit that finds its count "ours" and
+ * in djp_connect/djp_disconnect, and ends the section; a grace period that
+ * finds a known thread inside a section of ours for several milliseconds
+ * asks it to check with the freeze signal, whose handler judges the
+ * interrupted context.  Every test errs towards "alive": a live section is
+ * never ended.  What stays undecided (the thread went deeper than the
+ * frame and the key's word happens to be intact) waits for the thread's
+ * next hit as before.  A thread that interrupted one of our sections with
+ * a signal whose handler runs on the alternate stack is judged by the key
+ * alone.
+ *
  * The first hit of a thread registers it with liburcu-bp, which calls into
  * libc (mmap, memset) and may use vector registers.  Inside a lean
  * trampoline nothing saved them, so that path saves the extended state
  * itself around the calls.  This file is compiled with -mgeneral-regs-only
  * (kernel/kernel.mk), so the compiler adds no vector code of its own.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include "kernel/engine.h"
 #include "kernel/rcu.h"
@@ -69,6 +105,7 @@
 struct urcu_bp_reader djp_rcu_unregistered = { .ctr = URCU_BP_GP_COUNT };
 __thread struct urcu_bp_reader *djp_rcu_reader
 	__attribute__((tls_model("initial-exec"))) = &djp_rcu_unregistered;
+__thread uintptr_t djp_rcu_entry_sp __attribute__((tls_model("initial-exec")));
 
 /* Past our key destructor: no cache, and our own recursion guard for the
  * sections entered through liburcu-bp's rcu_read_lock. */
@@ -113,13 +150,16 @@ __attribute__((constructor)) static void make_exit_key(void)
  * memory to read. */
 #define KNOWN 512
 static struct urcu_bp_reader *_Atomic known[KNOWN];
+static _Atomic pid_t known_tid[KNOWN]; /* whom to ask about a stuck section */
 
 static void know(struct urcu_bp_reader *r, struct urcu_bp_reader *was)
 {
 	for (unsigned i = 0; i < KNOWN; i++) {
 		struct urcu_bp_reader *expect = was;
-		if (atomic_compare_exchange_strong(&known[i], &expect, r))
+		if (atomic_compare_exchange_strong(&known[i], &expect, r)) {
+			atomic_store(&known_tid[i], r ? (pid_t)syscall(SYS_gettid) : 0);
 			return;
+		}
 	}
 }
 
@@ -166,20 +206,108 @@ static __attribute__((noinline)) void register_thread(void)
  * chooses when to start it.  A hot thread is seen outside within a few
  * polls; the wait gives up after 5 ms.
  */
+static bool reader_inside(const struct urcu_bp_reader *r)
+{
+	return (CMM_LOAD_SHARED(r->ctr) & URCU_BP_GP_CTR_NEST_MASK) >= DJP_RCU_OURS;
+}
+
+/* Ask each thread still inside to check whether it left its section by a
+ * jump (djp_rcu_recover_interrupted, from the freeze signal's handler). */
+static void ask_inside_readers(const struct urcu_bp_reader *self)
+{
+	int sig = djp_freeze_signal();
+	for (unsigned i = 0; sig && i < KNOWN; i++) {
+		struct urcu_bp_reader *r = atomic_load(&known[i]);
+		pid_t tid = atomic_load(&known_tid[i]);
+		if (r && r != self && tid > 0 && reader_inside(r))
+			syscall(SYS_tgkill, getpid(), tid, sig);
+	}
+}
+
 static void let_readers_leave(void)
 {
 	const struct timespec nap = { 0, 20 * 1000 };
 	struct urcu_bp_reader *self = URCU_TLS(urcu_bp_reader);
-	for (int tries = 0; tries < 250; tries++) {
+	for (int tries = 0; tries < 500; tries++) {
 		int inside = 0;
 		for (unsigned i = 0; i < KNOWN && !inside; i++) {
 			struct urcu_bp_reader *r = atomic_load(&known[i]);
-			inside = r && r != self && (CMM_LOAD_SHARED(r->ctr) & URCU_BP_GP_CTR_NEST_MASK) >= DJP_RCU_OURS;
+			inside = r && r != self && reader_inside(r);
 		}
 		if (!inside)
 			return;
+		if (tries == 250)
+			ask_inside_readers(self);
 		nanosleep(&nap, NULL);
 	}
+}
+
+/* The word at `a`, or false if it is not mapped.  process_vm_readv on
+ * ourselves: a read that cannot fault, from any context. */
+static bool peek(uintptr_t a, uintptr_t *out)
+{
+	struct iovec local = { out, sizeof(*out) }, remote = { (void *)a, sizeof(*out) };
+	return syscall(SYS_process_vm_readv, getpid(), &local, 1UL, &remote, 1UL, 0UL) == (long)sizeof(*out);
+}
+
+/* The essay's three tests; `cur` is where the thread runs now, `ss` its
+ * alternate signal stack, `at_hit` when `cur` is a new hit's frame.  Being
+ * on the alternate stack is judged by address: the ss_flags a signal frame
+ * carries are the ones sigaltstack set, not SS_ONSTACK. */
+static bool frame_gone(uintptr_t frame, uintptr_t cur, bool at_hit, const stack_t *ss)
+{
+	size_t size = ss->ss_flags & SS_DISABLE ? 0 : ss->ss_size;
+	bool cur_alt = cur - (uintptr_t)ss->ss_sp < size;
+	bool frame_alt = frame - (uintptr_t)ss->ss_sp < size;
+	uintptr_t key;
+
+	if (frame_alt && !cur_alt)
+		return true;
+	if (frame_alt == cur_alt && (cur > frame || (at_hit && cur == frame)))
+		return true;
+	if (!peek(frame - 8, &key))
+		return errno == EFAULT;
+	return !(key & DJP_HIT_KEY_SITE) && !arch_tramp_owns(key);
+}
+
+static void end_section(struct urcu_bp_reader *r)
+{
+	djp_rcu_mb_slave();
+	CMM_STORE_SHARED(r->ctr, CMM_LOAD_SHARED(r->ctr) - DJP_RCU_OURS);
+	cmm_barrier();
+}
+
+bool djp_rcu_recover(uintptr_t frame)
+{
+	struct urcu_bp_reader *r = djp_rcu_reader;
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	stack_t ss;
+	int saved_errno = errno;
+	bool gone;
+
+	if (r == &djp_rcu_unregistered || !reader_inside(r) || syscall(SYS_sigaltstack, NULL, &ss))
+		return false;
+	gone = frame_gone(djp_rcu_entry_sp, frame ? frame : here, frame != 0, &ss);
+	if (gone)
+		end_section(r);
+	errno = saved_errno;
+	return gone;
+}
+
+void djp_rcu_recover_interrupted(const void *ucontext)
+{
+	const ucontext_t *uc = ucontext;
+	struct urcu_bp_reader *r = djp_rcu_reader;
+	int saved_errno = errno;
+
+	if (r == &djp_rcu_unregistered || !reader_inside(r))
+		return;
+	/* Interrupted inside a trampoline: its hit will judge. */
+	if (arch_tramp_owns((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]))
+		return;
+	if (frame_gone(djp_rcu_entry_sp, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP], false, &uc->uc_stack))
+		end_section(r);
+	errno = saved_errno;
 }
 
 void djp_rcu_synchronize(void)
@@ -238,6 +366,7 @@ void djp_rcu_fast_path(struct djp_rcu_fast *out)
 	_Static_assert(URCU_BP_GP_CTR_NEST_MASK == 0xffffffffUL, "the trampoline tests the low 32 bits");
 	__asm__("mov %%fs:0,%0" : "=r"(tp));
 	out->reader_tls = (intptr_t)((uintptr_t)&djp_rcu_reader - tp);
+	out->entry_sp_tls = (intptr_t)((uintptr_t)&djp_rcu_entry_sp - tp);
 	out->gp_ctr = &urcu_bp_gp.ctr;
 	out->enter_add = DJP_RCU_OURS - URCU_BP_GP_COUNT;
 	out->need_mb = !urcu_bp_has_sys_membarrier;

@@ -22,6 +22,12 @@
 extern __thread struct urcu_bp_reader *djp_rcu_reader __attribute__((tls_model("initial-exec")));
 extern struct urcu_bp_reader djp_rcu_unregistered;
 
+/* Where the thread's current section of ours has its frame: the stack
+ * pointer of the trampoline (or the hit, on the C paths), below which the
+ * handlers run, and whose word below holds a hit key (regs.h).  Written
+ * before the section begins; meaningful while the count says "ours". */
+extern __thread uintptr_t djp_rcu_entry_sp __attribute__((tls_model("initial-exec")));
+
 /* How a section was entered, for djp_rcu_exit; 0: not entered, because the
  * thread is already inside one of our handlers (the caller counts a miss). */
 #define DJP_RCU_ENTERED 1
@@ -37,13 +43,21 @@ static inline void djp_rcu_mb_slave(void)
 
 /* Slow paths (rcu.c): register the thread, or enter on its way out. */
 struct urcu_bp_reader *djp_rcu_register(bool in_lean);
+/* The thread is inside a section of ours, at a hit whose frame is at
+ * `frame`, or in connect/disconnect (frame 0): end that section if it was
+ * left by a jump (a handler, or a signal handler that interrupted one,
+ * that siglongjmp'd out); true if it was. */
+bool djp_rcu_recover(uintptr_t frame);
+/* The same, from a signal handler that interrupted the thread. */
+void djp_rcu_recover_interrupted(const void *ucontext);
 int djp_rcu_enter_exiting(void);
 void djp_rcu_exit_exiting(void);
 bool djp_rcu_exiting_inside(void);
 
-/* Enter a read-side section for running handlers.  `in_lean` says the
- * caller is a lean trampoline, which saved no vector registers. */
-static inline int djp_rcu_enter(bool in_lean)
+/* Enter a read-side section for running handlers of the hit at `frame`
+ * (whose word below is its key).  `in_lean` says the caller is a lean
+ * trampoline, which saved no vector registers. */
+static inline int djp_rcu_enter(bool in_lean, uintptr_t frame)
 {
 	struct urcu_bp_reader *r = djp_rcu_reader;
 	unsigned long tmp;
@@ -52,8 +66,13 @@ static inline int djp_rcu_enter(bool in_lean)
 		return djp_rcu_enter_exiting();
 	cmm_barrier();
 	tmp = CMM_LOAD_SHARED(r->ctr);
-	if (__builtin_expect((tmp & URCU_BP_GP_CTR_NEST_MASK) >= DJP_RCU_OURS, 0))
-		return 0;
+	if (__builtin_expect((tmp & URCU_BP_GP_CTR_NEST_MASK) >= DJP_RCU_OURS, 0)) {
+		if (!djp_rcu_recover(frame))
+			return 0;
+		tmp = CMM_LOAD_SHARED(r->ctr);
+	}
+	djp_rcu_entry_sp = frame;
+	cmm_barrier(); /* a signal handler that sees the count sees the frame */
 	if (__builtin_expect(!(tmp & URCU_BP_GP_CTR_NEST_MASK), 1))
 		CMM_STORE_SHARED(r->ctr, CMM_LOAD_SHARED(urcu_bp_gp.ctr) + DJP_RCU_OURS - URCU_BP_GP_COUNT);
 	else /* inside the application's own rcu_read_lock: nest */
@@ -87,13 +106,15 @@ static inline bool djp_rcu_inside(void)
 void djp_rcu_synchronize(void);
 
 /*
- * What a lean trampoline needs to inline the fast path: the %fs offset of
- * djp_rcu_reader (the same for every thread: static TLS), the address of
+ * What a lean trampoline needs to inline the fast path: the %fs offsets of
+ * djp_rcu_reader and djp_rcu_entry_sp (the same for every thread: static
+ * TLS), the address of
  * the grace-period counter and what to add to it, and whether the reader
  * must issue full barriers itself (no membarrier system call).
  */
 struct djp_rcu_fast {
 	intptr_t reader_tls;
+	intptr_t entry_sp_tls;
 	const unsigned long *gp_ctr;
 	unsigned long enter_add;
 	bool need_mb;

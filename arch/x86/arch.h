@@ -7,6 +7,7 @@
 #ifndef DJP_ARCH_H
 #define DJP_ARCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,7 +86,11 @@ struct djp_fast_call {
  * %fs:reader_tls a pointer to the thread's reader word (NULL: slow path);
  * the fast path requires the word's low 32 bits to be zero, enters by
  * storing *gp_ctr + enter_add there and leaves by storing zero, with an
- * mfence after entering and before leaving when need_mb says so.
+ * mfence after entering and before leaving when need_mb says so.  Before
+ * it enters it stores %rsp at %fs:entry_sp_tls and, below %rsp, the
+ * return address its call of the handler is about to push: a section's
+ * frame is then recognisable from the moment the section begins (kernel/
+ * rcu.c: a section left by a jump).
  */
 struct djp_tramp_ops {
 	djp_dispatch_fn lean_slow; /* lean: when the fast path does not apply */
@@ -95,6 +100,7 @@ struct djp_tramp_ops {
 	 * one is at its start) */
 	unsigned full_call, prefetch_call;
 	intptr_t reader_tls;
+	intptr_t entry_sp_tls;
 	const unsigned long *gp_ctr;
 	unsigned long enter_add;
 	int need_mb;
@@ -155,6 +161,8 @@ int arch_tramp_prefetches(const struct djp_argloc *args, unsigned nargs);
 /* Make the trampolines of a batch of sites (one text session for all).
  * Each request succeeds or fails on its own; returns the first write error. */
 int arch_tramp_create(struct djp_tramp_req *r, size_t n);
+/* True when `addr` is inside the trampoline pool; async-signal-safe. */
+bool arch_tramp_owns(uintptr_t addr);
 /* Bytes of the XSAVE area the full flavour uses (0 until init or without
  * XSAVE), and saving/restoring the extended state into such an area
  * (64-byte aligned, header zeroed by the caller). */

@@ -19,7 +19,11 @@
  *   [load the arguments]        DJP_LEAN_PREFETCH only (tramp_args.c)
  *   mov  %fs:reader,%rsi        the RCU fast path (kernel/rcu.h): a
  *   cmpl $0,(%rsi) ; jne slow   registered thread outside every read-side
- *   movabs gp_ctr,%rax          section enters by storing the grace-period
+ *   mov  %rsp,%fs:entry_sp      section notes where the section's frame
+ *   lea  ret(%rip),%rax         is and the return address the call will
+ *   mov  %rax,-8(%rsp)          push (so that a section left by a jump is
+ *                               told from a live one: kernel/rcu.c), then
+ *   movabs gp_ctr,%rax          enters by storing the grace-period
  *   add  $ours,%rax             counter plus our nesting count in its
  *   mov  %rax,(%rsi)            reader word
  *   movabs handlers,%rax        the site's list, NULL when it has none
@@ -89,10 +93,15 @@ void djp_tramp_save_view(struct emit *e, const struct frame *f, uint32_t save, c
  */
 void djp_tramp_fast_call(struct emit *e, const struct djp_tramp_req *r, size_t slow, int32_t hit, int32_t off)
 {
-	size_t to_leave;
+	size_t to_leave, ret_rel;
 	load_reader(e);
 	EMIT(e, "\x83\x3e\x00"); /* cmpl $0,(%rsi) */
 	jcc_back(e, JNE8, slow);
+	/* The section's frame, before the section begins: %rsp and, where
+	 * the call will put it, its return address (filled in below). */
+	EMIT(e, "\x64\x48\x89\x24\x25"), b4(e, (uint32_t)(int32_t)djp_tramp_ops.entry_sp_tls); /* mov %rsp,%fs:entry_sp */
+	EMIT(e, "\x48\x8d\x05"), ret_rel = e->n, b4(e, 0);				/* lea ret(%rip),%rax */
+	EMIT(e, "\x48\x89\x44\x24\xf8");						/* mov %rax,-8(%rsp) */
 	EMIT(e, "\x48\xa1"), b8(e, (uintptr_t)djp_tramp_ops.gp_ctr);  /* movabs gp_ctr,%rax */
 	EMIT(e, "\x48\x05"), b4(e, (uint32_t)djp_tramp_ops.enter_add); /* add $n,%rax */
 	EMIT(e, "\x48\x89\x06");			     /* mov %rax,(%rsi) */
@@ -115,6 +124,7 @@ void djp_tramp_fast_call(struct emit *e, const struct djp_tramp_req *r, size_t s
 		EMIT(e, "\xff\x50"), b1(e, (uint8_t)off); /* call *off(%rax) */
 	else
 		EMIT(e, "\xff\x10"); /* call *(%rax) */
+	memcpy(e->buf + ret_rel, &(int32_t){ (int32_t)(e->n - (ret_rel + 4)) }, 4);
 	if (!hit)
 		key_check(e);
 	e->buf[to_leave] = (uint8_t)(e->n - (to_leave + 1));

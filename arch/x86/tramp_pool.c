@@ -179,8 +179,18 @@ static struct chunk *chunk_new(uintptr_t site, unsigned len, int region_only, in
 		return NULL;
 	}
 	c->next = chunks;
-	chunks = c;
+	__atomic_store_n(&chunks, c, __ATOMIC_RELEASE); /* arch_tramp_owns reads it lock-free */
 	return c;
+}
+
+/* Chunks are only ever added, at the head: a walk from a signal handler
+ * sees a consistent list. */
+bool arch_tramp_owns(uintptr_t addr)
+{
+	for (const struct chunk *c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c; c = c->next)
+		if (addr - c->base < DJP_TRAMP_CHUNK)
+			return true;
+	return false;
 }
 
 /* A chunk with `slots` free slots for the site: one in its 1 MiB region,

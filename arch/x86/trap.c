@@ -29,7 +29,12 @@
  * and retries in the new phase, so no handler can hold a table that the
  * publisher has stopped waiting for; and handlers arriving all the time,
  * as they do with eight threads on int3 probes, cannot starve the publisher,
- * because they count in the new phase.
+ * because they count in the new phase.  The count covers the lookup only:
+ * an int3 probe's handlers run after the handler has left it, because a
+ * handler may leave by a jump (a siglongjmp out of it, or out of a signal
+ * handler that interrupted it) and a count left behind would make the
+ * publisher wait forever; what the handlers read is protected by the
+ * engine's RCU (kernel/rcu.c).
  */
 #include <errno.h>
 #include <signal.h>
@@ -113,29 +118,28 @@ static void trap_handler(int sig, siginfo_t *info, void *ucv)
 		atomic_fetch_sub(&trap_inflight[phase], 1);
 	}
 	e = lookup(atomic_load_explicit(&trap_table, memory_order_acquire), addr);
-	if (e) {
-		switch (e->kind) {
-		case DJP_TRAP_JUMP:
-			g[REG_RIP] = (greg_t)e->target;
-			break;
-		case DJP_TRAP_SKIP:
-			g[REG_RIP] = (greg_t)(addr + e->len);
-			break;
-		case DJP_TRAP_PROBE: {
-			struct {
-				uintptr_t key; /* the word below the hit names its site */
-				struct djp_hit hit;
-			} h;
-			for (int i = 0; i < 16; i++)
-				h.hit.regs.r[i] = (uint64_t)g[greg_of[i]];
-			h.hit.regs.r[DJP_REG_RIP] = addr;
-			h.key = (uintptr_t)e->site | DJP_HIT_KEY_SITE;
-			probe_fn(&h.hit);
-			g[REG_RIP] = (greg_t)(addr + e->len);
-			break;
-		}
-		}
+	if (e && e->kind == DJP_TRAP_PROBE) {
+		/* Out of the table's phase before the handlers run: a handler
+		 * may leave by a jump, and must not leave the count behind
+		 * (the publisher would wait for it forever).  The handler list
+		 * has its own protection (kernel/rcu.c). */
+		struct {
+			uintptr_t key; /* the word below the hit names its site */
+			struct djp_hit hit;
+		} h;
+		uintptr_t resume = addr + e->len;
+		h.key = (uintptr_t)e->site | DJP_HIT_KEY_SITE;
+		atomic_fetch_sub(&trap_inflight[phase], 1);
+		for (int i = 0; i < 16; i++)
+			h.hit.regs.r[i] = (uint64_t)g[greg_of[i]];
+		h.hit.regs.r[DJP_REG_RIP] = addr;
+		g[REG_RIP] = (greg_t)resume;
+		probe_fn(&h.hit);
+		errno = saved_errno;
+		return;
 	}
+	if (e)
+		g[REG_RIP] = (greg_t)(e->kind == DJP_TRAP_JUMP ? e->target : addr + e->len);
 	atomic_fetch_sub(&trap_inflight[phase], 1);
 	if (!e) {
 		if (*(volatile uint8_t *)addr != X86_INT3)
