@@ -260,3 +260,32 @@ out:
 	free(req_idx);
 	return err;
 }
+
+/*
+ * An object unmapped while armed (unloaded by a dlclose that did not pass
+ * through ours: glibc's own, for NSS modules): its text is gone, so
+ * nothing is written; its sites forget their state, the trap table drops
+ * its int3 probes, and its lists are freed after a grace period.
+ */
+void djp_sites_forget(struct djp_object *o)
+{
+	struct djp_handler_list **old = calloc(o->nsites ? o->nsites : 1, sizeof(*old));
+	struct djp_trap_table *t;
+	bool retired = false;
+	for (size_t i = 0; i < o->nsites; i++) {
+		struct djp_site *s = &o->sites[i];
+		struct djp_handler_list *l = atomic_exchange(&s->handlers, NULL);
+		s->state = SITE_IDLE;
+		s->nprobes = 0;
+		retired |= l != NULL;
+		if (old)
+			old[i] = l; /* else leaked: better than freed too early */
+	}
+	if ((t = trap_table_build(NULL, 0, NULL, 0)))
+		arch_trap_publish(t);
+	if (retired)
+		djp_rcu_synchronize(); /* no hit still reads the lists */
+	for (size_t i = 0; old && i < o->nsites; i++)
+		free(old[i]);
+	free(old);
+}

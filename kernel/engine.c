@@ -190,15 +190,23 @@ static int change_probe(struct djp_site **sites, size_t n, const struct djp_prob
 	return err;
 }
 
-/* Every site whose marker matches `pattern` (or carries probe `id`). */
-static int sites_matching(const char *pattern, int id, struct djp_site ***out, size_t *nout)
+/* Every site whose marker matches `pattern` (or carries probe `id`), but
+ * for those of objects a dlclose may be unmapping (dlhooks.c): `*closing`
+ * counts the matches left out, which that dlclose gives the probe if the
+ * object stays. */
+static int sites_matching(const char *pattern, int id, struct djp_site ***out, size_t *nout, size_t *closing)
 {
 	size_t n = 0, cap = 0;
 	struct djp_site **v = NULL;
+	*closing = 0;
 	for (struct djp_object *o = djp_objects; o; o = o->next)
 		for (size_t i = 0; i < o->nsites; i++) {
 			struct djp_site *s = &o->sites[i];
 			int match;
+			if (pattern && o->closing) {
+				*closing += fnmatch(pattern, s->m->name, 0) == 0;
+				continue;
+			}
 			if (pattern) {
 				match = fnmatch(pattern, s->m->name, 0) == 0;
 			} else {
@@ -228,7 +236,7 @@ DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsi
 {
 	struct djp_site **sites = NULL;
 	struct djp_probe *p;
-	size_t n = 0;
+	size_t n = 0, closing = 0;
 	int err;
 
 	if (!pattern || !fn || (flags & ~(DJP_GPR_ONLY | DJP_FORCE_INT3)))
@@ -237,9 +245,9 @@ DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsi
 		return fail(-EDEADLK);
 	djp_engine_lock_take();
 	if ((err = djp_engine_init_locked()) || (err = djp_objects_refresh()) ||
-	    (err = sites_matching(pattern, -1, &sites, &n)))
+	    (err = sites_matching(pattern, -1, &sites, &n, &closing)))
 		goto out;
-	if (!n) {
+	if (!n && !closing) {
 		err = -ENOENT;
 		goto out;
 	}
@@ -270,7 +278,7 @@ DJP_API int djp_disconnect(int id)
 {
 	struct djp_probe **pp, *p = NULL;
 	struct djp_site **sites = NULL;
-	size_t n = 0;
+	size_t n = 0, closing;
 	int err;
 
 	if (engine_busy_here())
@@ -285,7 +293,7 @@ DJP_API int djp_disconnect(int id)
 		err = -ENOENT;
 		goto out;
 	}
-	if ((err = sites_matching(NULL, id, &sites, &n)) || (err = change_probe(sites, n, NULL, id)))
+	if ((err = sites_matching(NULL, id, &sites, &n, &closing)) || (err = change_probe(sites, n, NULL, id)))
 		goto out;
 	*pp = p->next;
 	free(p->pattern);

@@ -84,6 +84,11 @@ struct djp_object {
 	struct djp_site *sites;
 	struct djp_object *next;
 	bool seen; /* by the current refresh */
+	/* loaded before the library's constructor ran: never unloaded */
+	bool permanent;
+	/* dlcloses in flight that may unload it (dlhooks.c): while non-zero
+	 * its sites are out of every batch, and the object is not freed */
+	unsigned closing;
 	/* enum djp_vec_use of its code, -1 until a full trampoline needs it
 	 * (lib/vector_use.c); under the lock */
 	int vec_use;
@@ -127,6 +132,9 @@ struct djp_site *djp_site_by_id(uint32_t id);
 
 /* arm.c: bring every site of `sites` to the state its probes ask for. */
 int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_list **new_lists);
+/* The object is unmapped while armed: forget its sites' state without a
+ * text write (arm.c). */
+void djp_sites_forget(struct djp_object *o);
 void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t *out);
 
 /* The site a hit is at. */

@@ -11,10 +11,15 @@
  * not hold the bytes the file says (another patcher was first) keeps those
  * sites out of reach (state unknown = never armed).
  *
- * Objects that are gone from the list (unloaded without our dlclose hook
- * seeing it) are dropped; the dlclose hook (dlhooks.c) disarms an object's
- * sites before the loader unmaps it.  Sites live as long as their object;
- * the trampolines they used are never unmapped (tramp_pool.c).
+ * Objects that are gone from the list are dropped; the dlclose hook
+ * (dlhooks.c) disarms the sites of every object that may go before the
+ * loader unmaps anything, and keeps them out of every batch until it is
+ * done (`closing`).  One unloaded without the hook seeing it (glibc's own
+ * dlclose of an NSS module) is forgotten without a text write: its text is
+ * gone.  Objects loaded before the library's constructor ran (the program
+ * and what it needs) are `permanent`: no dlclose unloads them.  Sites live
+ * as long as their object; the trampolines they used are never unmapped
+ * (tramp_pool.c).
  */
 #include <errno.h>
 #include <link.h>
@@ -36,6 +41,23 @@ struct scan {
 };
 
 static uint32_t next_site_id = 1;
+
+/* The objects mapped when the library's constructor ran. */
+static struct scan startup;
+static int collect(struct dl_phdr_info *info, size_t size, void *arg);
+
+__attribute__((constructor)) static void note_startup_objects(void)
+{
+	dl_iterate_phdr(collect, &startup);
+}
+
+static bool at_startup(const char *name, uintptr_t bias)
+{
+	for (size_t i = 0; i < startup.n; i++)
+		if (startup.v[i].bias == bias && !strcmp(startup.v[i].name, name))
+			return true;
+	return false;
+}
 
 static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -74,6 +96,7 @@ static struct djp_object *object_load(const char *name, uintptr_t bias)
 	o->path = strdup(path);
 	o->bias = bias;
 	o->vec_use = -1;
+	o->permanent = at_startup(name, bias);
 	if (!o->path || djp_markers_read_file(name, DJP_READ_NO_DWARF, &o->markers, err, sizeof(err))) {
 		/* Not readable as ELF: an object with no markers. */
 		o->markers = NULL;
@@ -152,18 +175,21 @@ int djp_objects_refresh(void)
 		}
 		o->seen = true;
 	}
-	/* Objects unloaded behind our back: nothing of theirs is mapped now. */
+	/* Objects that are gone: nothing of theirs is mapped now.  One a
+	 * dlclose is still closing stays until that dlclose is done with it. */
 	for (pp = &djp_objects; *pp;) {
 		struct djp_object *o = *pp;
 		int armed = 0;
+		if (o->seen || o->closing) {
+			pp = &o->next;
+			continue;
+		}
 		for (size_t i = 0; i < o->nsites; i++)
 			armed |= o->sites[i].state != SITE_IDLE;
-		if (!o->seen && !armed) {
-			*pp = o->next;
-			object_free(o);
-		} else {
-			pp = &o->next;
-		}
+		if (armed)
+			djp_sites_forget(o);
+		*pp = o->next;
+		object_free(o);
 	}
 	for (size_t i = 0; i < sc.n; i++)
 		free(sc.v[i].name);

@@ -4,6 +4,16 @@ $(O)/selftests/libdjp_dltest.so: selftests/dso/dltest.c include/djprobe/marker.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -o $@ $<
+# libdjp_dltop.so needs libdjp_dldep.so: a dlclose of the one unloads both.
+DSOS += $(O)/selftests/libdjp_dldep.so $(O)/selftests/libdjp_dltop.so
+$(O)/selftests/libdjp_dldep.so: selftests/dso/dldep.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -o $@ $<
+$(O)/selftests/libdjp_dltop.so: selftests/dso/dltop.c $(O)/selftests/libdjp_dldep.so include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -o $@ $< -L$(@D) -ldjp_dldep -Wl,-rpath,'$$ORIGIN'
 CHECK_DEPS += $(DSOS)
 # Objects whose code uses only legacy SSE, and AVX-512, for the full
 # trampoline's vector-width tests.

@@ -1,0 +1,118 @@
+/*
+ * dlclose against everything else.  Before an object being closed was kept
+ * out of every batch, a connect that ran between dlclose's disarm and the
+ * loader's unmap armed the object again, and the next batch wrote into
+ * unmapped text (SIGSEGV in half the runs of this loop).  And a library
+ * unloaded as the dependency of the one dlclose names was never disarmed
+ * at all.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "djprobe/djprobe.h"
+#include "harness.h"
+
+static atomic_long hits;
+static atomic_int stop;
+static atomic_int failures;
+
+static void count(const struct djp_hit *hit, void *data)
+{
+	(void)hit;
+	(void)data;
+	atomic_fetch_add(&hits, 1);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Load, run, unload, as fast as it goes; `arg` names the library. */
+static void *load_loop(void *arg)
+{
+	const char *lib = arg;
+	while (!atomic_load(&stop)) {
+		void *h = dlopen(djp_test_path(lib), RTLD_NOW);
+		int (*run)(int);
+		if (!h) {
+			atomic_fetch_add(&failures, 1);
+			break;
+		}
+		run = (int (*)(int))(uintptr_t)dlsym(h, strstr(lib, "dltop") ? "dltop_run" : "dltest_run");
+		if (run)
+			run(1);
+		if (dlclose(h))
+			atomic_fetch_add(&failures, 1);
+	}
+	return NULL;
+}
+
+/* Connect and disconnect, as fast as it goes. */
+static void *probe_loop(void *arg)
+{
+	const char *pattern = arg;
+	while (!atomic_load(&stop)) {
+		int id = djp_connect(pattern, count, NULL, 0);
+		if (id == -ENOENT)
+			continue; /* nothing loaded that matches, at that instant */
+		if (id < 0 || djp_disconnect(id)) {
+			atomic_fetch_add(&failures, 1);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static void race(const char *lib, const char *pattern, double seconds)
+{
+	pthread_t t[4];
+	atomic_store(&stop, 0);
+	atomic_store(&failures, 0);
+	/* more threads than cores: two loaders, two probers */
+	CHECK_EQ(pthread_create(&t[0], NULL, load_loop, (void *)lib), 0);
+	CHECK_EQ(pthread_create(&t[1], NULL, load_loop, (void *)lib), 0);
+	CHECK_EQ(pthread_create(&t[2], NULL, probe_loop, (void *)pattern), 0);
+	CHECK_EQ(pthread_create(&t[3], NULL, probe_loop, (void *)"*_hit"), 0);
+	for (double end = now() + seconds; now() < end;)
+		usleep(10000);
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(pthread_join(t[i], NULL), 0);
+	CHECK_EQ(atomic_load(&failures), 0);
+}
+
+TEST_TIMEOUT(dlclose_racing_connect_never_arms_a_closing_object, 120)
+{
+	race("libdjp_dltest.so", "dltest_*", 4.0);
+}
+
+TEST_TIMEOUT(dlclose_disarms_the_dependencies_it_unloads, 120)
+{
+	int (*run)(int);
+	void *h = dlopen(djp_test_path("libdjp_dltop.so"), RTLD_NOW);
+	CHECK(h != NULL);
+	run = (int (*)(int))(uintptr_t)dlsym(h, "dltop_run");
+	CHECK(run != NULL);
+	int id = djp_connect("dl*_hit", count, NULL, 0);
+	CHECK(id >= 0);
+	atomic_store(&hits, 0);
+	run(1);
+	CHECK_EQ(atomic_load(&hits), 2);
+	CHECK_EQ(dlclose(h), 0); /* unloads libdjp_dldep.so too */
+	/* something else may now be mapped where the dependency was; the next
+	 * batches must not write there */
+	int id2 = djp_connect("dl*_hit", count, NULL, 0);
+	CHECK(id2 >= 0 || id2 == -ENOENT);
+	if (id2 >= 0)
+		CHECK_EQ(djp_disconnect(id2), 0);
+	CHECK_EQ(djp_disconnect(id), 0);
+	race("libdjp_dltop.so", "dldep_*", 3.0);
+}
