@@ -57,7 +57,7 @@ static uint32_t regs_used(const struct djp_site *s)
 static int vector_use(struct djp_object *o)
 {
 	if (o->vec_use < 0) {
-		int u = djp_vector_use_of_file(o->path);
+		int u = djp_vector_use_of_file(o->file ? o->file : o->path);
 		o->vec_use = u < 0 ? DJP_VEC_AVX512 : u;
 	}
 	return o->vec_use;

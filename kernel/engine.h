@@ -77,7 +77,8 @@ struct djp_site {
 };
 
 struct djp_object {
-	char *path;
+	char *path; /* its name, as the loader knows it */
+	char *file; /* what to read it from: the file mapped (objects.c) */
 	uintptr_t bias;
 	struct djp_marker_list *markers;
 	size_t nsites;

@@ -29,10 +29,12 @@
 #include <unistd.h>
 
 #include "kernel/engine.h"
+#include "lib/mapped_file.h"
 
 struct seen_obj {
 	char *name;
 	uintptr_t bias;
+	uintptr_t text; /* an address of its executable segment */
 };
 
 struct scan {
@@ -64,9 +66,13 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 	struct scan *sc = arg;
 	const char *name = info->dlpi_name;
 	int has_exec = 0;
+	uintptr_t text = 0;
 	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		has_exec |= info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X);
+	for (int i = 0; i < info->dlpi_phnum && !has_exec; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X)) {
+			has_exec = 1;
+			text = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+		}
 	if (!has_exec || !name || strstr(name, "linux-vdso") || strstr(name, "linux-gate"))
 		return 0;
 	if (sc->n == sc->cap) {
@@ -77,12 +83,27 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	sc->v[sc->n].name = strdup(name[0] ? name : "/proc/self/exe");
 	sc->v[sc->n].bias = info->dlpi_addr;
+	sc->v[sc->n].text = text;
 	if (sc->v[sc->n].name)
 		sc->n++;
 	return 0;
 }
 
-static struct djp_object *object_load(const char *name, uintptr_t bias)
+/* The file to read for the object whose code is mapped at `text`: the
+ * main program through /proc/self/exe; a library by its path only while
+ * that is still the file mapped (lib/mapped_file.c).  NULL: out of reach. */
+static char *object_file(const char *name, uintptr_t text)
+{
+	struct djp_mapping m;
+	char file[4096];
+	if (!strcmp(name, "/proc/self/exe"))
+		return strdup(name);
+	if (djp_mapping_at(0, text, &m) || djp_mapping_file(0, &m, file, sizeof(file)))
+		return NULL;
+	return strdup(file);
+}
+
+static struct djp_object *object_load(const char *name, uintptr_t bias, uintptr_t text)
 {
 	char path[4096], err[512];
 	struct djp_object *o = calloc(1, sizeof(*o));
@@ -94,11 +115,14 @@ static struct djp_object *object_load(const char *name, uintptr_t bias)
 	else
 		snprintf(path, sizeof(path), "%s", name);
 	o->path = strdup(path);
+	o->file = object_file(name, text);
 	o->bias = bias;
 	o->vec_use = -1;
 	o->permanent = at_startup(name, bias);
-	if (!o->path || djp_markers_read_file(name, DJP_READ_NO_DWARF, &o->markers, err, sizeof(err))) {
-		/* Not readable as ELF: an object with no markers. */
+	if (!o->path || !o->file ||
+	    djp_markers_read_file(o->file, DJP_READ_NO_DWARF, &o->markers, err, sizeof(err))) {
+		/* Not readable as ELF, or replaced on disk and the mapped file
+		 * out of reach: an object with no markers. */
 		o->markers = NULL;
 		return o;
 	}
@@ -106,6 +130,7 @@ static struct djp_object *object_load(const char *name, uintptr_t bias)
 	if (!o->sites) {
 		djp_marker_list_free(o->markers);
 		free(o->path);
+		free(o->file);
 		free(o);
 		return NULL;
 	}
@@ -141,6 +166,7 @@ static void object_free(struct djp_object *o)
 		djp_marker_list_free(o->markers);
 	free(o->sites);
 	free(o->path);
+	free(o->file);
 	free(o);
 }
 
@@ -166,7 +192,7 @@ int djp_objects_refresh(void)
 			if (o->bias == sc.v[i].bias && !strcmp(o->path, want))
 				break;
 		if (!o) {
-			if (!(o = object_load(sc.v[i].name, sc.v[i].bias))) {
+			if (!(o = object_load(sc.v[i].name, sc.v[i].bias, sc.v[i].text))) {
 				err = -ENOMEM;
 				continue;
 			}

@@ -4,6 +4,13 @@ $(O)/selftests/libdjp_dltest.so: selftests/dso/dltest.c include/djprobe/marker.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -o $@ $<
+# The same library in another version, for the tests of a file replaced
+# on disk while mapped.
+DSOS += $(O)/selftests/libdjp_dltest_renamed.so
+$(O)/selftests/libdjp_dltest_renamed.so: selftests/dso/dltest_renamed.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -o $@ $<
 # libdjp_dltop.so needs libdjp_dldep.so: a dlclose of the one unloads both.
 DSOS += $(O)/selftests/libdjp_dldep.so $(O)/selftests/libdjp_dltop.so
 $(O)/selftests/libdjp_dldep.so: selftests/dso/dldep.c include/djprobe/marker.h | $(DEPS_STAMP)

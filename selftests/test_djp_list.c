@@ -2,6 +2,7 @@
  * A bad input must give one "djp: PATH: problem" line on stderr, exit
  * status 1 and nothing at all on stdout.  The corrupt files are made here,
  * from a copy of the example program, patched where libelf says .markers is. */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <limits.h>
@@ -442,5 +443,81 @@ TEST(list_escapes_control_characters)
 	CHECK(strchr(r->out, '\x1b') == NULL);
 	CHECK(strstr(r->out, "ex\\ntypes "));
 	CHECK(strstr(r->out, "\"flag\\x1b%d "));
+	cleanup();
+}
+
+/* A library and a program replaced on disk while mapped, as a package
+ * upgrade does (copy, then rename over): `djp list PID` reads what the
+ * process maps, not what the path names now, and says "(deleted)" as the
+ * kernel does.  Before, such mappings were skipped. */
+static void replace(const char *from, const char *to)
+{
+	CHECK_EQ(run("cp %s %s.new", from, to)->status, 0);
+	CHECK_EQ(run("mv %s.new %s", to, to)->status, 0);
+}
+
+static void check_listed_deleted(pid_t child, const char *file, const char *marker)
+{
+	char pid[16], want[PATH_MAX + 32];
+	snprintf(pid, sizeof(pid), "%d", (int)child);
+	struct run *r = run("%s list %s", djp(), pid);
+	fprintf(stderr, "%s", r->err);
+	CHECK_EQ(r->status, 0);
+	snprintf(want, sizeof(want), "%s (deleted)", file);
+	CHECK(strstr(r->out, want));
+	CHECK(strstr(r->out, marker));
+	CHECK(!strstr(r->out, "dltest_renamed"));
+}
+
+TEST(list_pid_reads_files_replaced_on_disk)
+{
+	int in[2], out[2];
+	char ready[16] = "";
+	const char *prog = strdup(tmp("example"));
+	const char *lib = strdup(tmp("libplugin.so"));
+
+	/* a program */
+	copy_example(prog);
+	CHECK(pipe(in) == 0 && pipe(out) == 0);
+	pid_t child = fork();
+	CHECK(child >= 0);
+	if (child == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl(prog, prog, "wait", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	CHECK(read(out[0], ready, sizeof(ready) - 1) > 0);
+	CHECK(!strncmp(ready, "ready", 5));
+	replace(djp_test_path("libdjp_dltest_renamed.so"), prog);
+	check_listed_deleted(child, prog, "ex_sizes");
+	close(in[1]);
+	waitpid(child, NULL, 0);
+
+	/* a library */
+	replace(djp_test_path("libdjp_dltest.so"), lib);
+	CHECK(pipe(in) == 0 && pipe(out) == 0);
+	child = fork();
+	CHECK(child >= 0);
+	if (child == 0) {
+		char c;
+		close(in[1]);
+		close(out[0]);
+		if (!dlopen(lib, RTLD_NOW) || write(out[1], "ready", 5) != 5)
+			_exit(126);
+		(void)!read(in[0], &c, 1);
+		_exit(0);
+	}
+	close(in[0]);
+	close(out[1]);
+	CHECK(read(out[0], ready, sizeof(ready) - 1) > 0);
+	replace(djp_test_path("libdjp_dltest_renamed.so"), lib);
+	check_listed_deleted(child, lib, "dltest_hit");
+	close(in[1]);
+	waitpid(child, NULL, 0);
 	cleanup();
 }

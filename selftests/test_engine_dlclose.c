@@ -11,7 +11,10 @@
 #include <pthread.h>
 #include <string.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "djprobe/djprobe.h"
@@ -115,4 +118,68 @@ TEST_TIMEOUT(dlclose_disarms_the_dependencies_it_unloads, 120)
 		CHECK_EQ(djp_disconnect(id2), 0);
 	CHECK_EQ(djp_disconnect(id), 0);
 	race("libdjp_dltop.so", "dldep_*", 3.0);
+}
+
+/* Copy `from` to `to` through a temporary and a rename, as a package
+ * upgrade does: the old file stays mapped, the path names the new one. */
+static void replace_file(const char *from, const char *to)
+{
+	char tmp[4096], cmd[9000];
+	snprintf(tmp, sizeof(tmp), "%s.new", to);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", from, tmp);
+	CHECK_EQ(system(cmd), 0);
+	CHECK_EQ(rename(tmp, to), 0);
+}
+
+/* The engine reads the file mapped, not the one its path names now; where
+ * it cannot reach the mapped file (map_files needs CAP_SYS_ADMIN), it
+ * leaves the object alone.  Before, it read the new version's markers and
+ * used their addresses in the old mapping. */
+static void replaced_flow(void)
+{
+	char dir[] = "/tmp/djp-replaced-XXXXXX", lib[4200];
+	int (*run)(int);
+	void *h;
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(lib, sizeof(lib), "%s/libplugin.so", dir);
+	replace_file(djp_test_path("libdjp_dltest.so"), lib);
+	CHECK((h = dlopen(lib, RTLD_NOW)) != NULL);
+	run = (int (*)(int))(uintptr_t)dlsym(h, "dltest_run");
+	CHECK(run != NULL);
+	replace_file(djp_test_path("libdjp_dltest_renamed.so"), lib);
+
+	/* the new version's marker is nowhere in this process */
+	CHECK_EQ(djp_connect("dltest_renamed", count, NULL, 0), -ENOENT);
+	int id = djp_connect("dltest_hit", count, NULL, 0);
+	if (geteuid() == 0) {
+		CHECK(id >= 0);
+		atomic_store(&hits, 0);
+		CHECK_EQ(run(41), 42);
+		CHECK_EQ(atomic_load(&hits), 1);
+		CHECK_EQ(djp_disconnect(id), 0);
+	} else {
+		CHECK_EQ(id, -ENOENT); /* out of reach: not probed */
+		CHECK_EQ(run(41), 42);
+	}
+	CHECK_EQ(dlclose(h), 0);
+	unlink(lib);
+	rmdir(dir);
+}
+
+TEST(library_replaced_on_disk_is_read_from_the_mapping)
+{
+	replaced_flow();
+	if (geteuid() == 0) { /* and as a user without CAP_SYS_ADMIN */
+		int st;
+		pid_t pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			if (setgid(65534) || setuid(65534))
+				_exit(3);
+			replaced_flow();
+			_exit(0);
+		}
+		CHECK_EQ(waitpid(pid, &st, 0), pid);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
 }

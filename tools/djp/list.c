@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "lib/escape.h"
 #include "json.h"
+#include "lib/mapped_file.h"
 #include "lib/markers.h"
 
 #define ERRSZ 512
@@ -147,18 +148,19 @@ static int list_pid(struct listing *ls, const char *pid)
 		return -(e == ENOENT ? ESRCH : e);
 	}
 	while (!ret && fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, offset;
-		char perms[8];
-		int pos = 0;
+		static struct djp_mapping m;
+		char file[4096 + 16], open_as[4096];
+		unsigned long long start, offset;
 
-		line[strcspn(line, "\n")] = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &offset, &pos) < 4 || !pos)
+		if (!djp_mapping_parse(line, &m) || !m.exec || m.path[0] != '/')
 			continue;
-		const char *file = line + pos;
-		size_t len = strlen(file);
-		if (perms[2] != 'x' || file[0] != '/' ||
-		    (len > 10 && !strcmp(file + len - 10, " (deleted)")))
-			continue;
+		start = m.lo;
+		offset = m.offset;
+		/* A file replaced or removed since it was mapped is read through
+		 * the mapping (lib/mapped_file.c) and named as the kernel does. */
+		snprintf(file, sizeof(file), "%s%s", m.path, m.deleted ? " (deleted)" : "");
+		if (djp_mapping_file((pid_t)atoi(pid), &m, open_as, sizeof(open_as)))
+			continue; /* the mapped file is out of reach */
 		bool dup = false;
 		for (size_t i = 0; i < nseen && !dup; i++)
 			dup = !strcmp(seen[i], file);
@@ -172,11 +174,19 @@ static int list_pid(struct listing *ls, const char *pid)
 
 		struct djp_marker_list *l;
 		uint64_t bias;
-		ret = djp_markers_read_file(file, 0, &l, ls->err, sizeof(ls->err));
-		if (ret)
+		ret = djp_markers_read_file(open_as, 0, &l, ls->err, sizeof(ls->err));
+		if (ret) {
+			/* the error names the file as the process maps it */
+			if (strcmp(open_as, file)) {
+				char why[ERRSZ];
+				const char *colon = strstr(ls->err, ": ");
+				snprintf(why, sizeof(why), "%s", colon ? colon + 2 : ls->err);
+				snprintf(ls->err, sizeof(ls->err), "%.300s: %.200s", file, why);
+			}
 			break;
+		}
 		if (djp_marker_list_bias(l, start, offset, &bias)) {
-			snprintf(ls->err, sizeof(ls->err), "%s: mapping at 0x%llx (offset 0x%llx) of process %s is in no "
+			snprintf(ls->err, sizeof(ls->err), "%.300s: mapping at 0x%llx (offset 0x%llx) of process %s is in no "
 							   "loadable segment", file, start, offset, pid);
 			djp_marker_list_free(l);
 			ret = -EINVAL;
