@@ -276,7 +276,6 @@ void djp_sites_forget(struct djp_object *o)
 		struct djp_site *s = &o->sites[i];
 		struct djp_handler_list *l = atomic_exchange(&s->handlers, NULL);
 		s->state = SITE_IDLE;
-		s->nprobes = 0;
 		retired |= l != NULL;
 		if (old)
 			old[i] = l; /* else leaked: better than freed too early */

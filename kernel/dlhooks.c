@@ -17,57 +17,39 @@
  * counts: dlcloses may overlap, and a destructor may call dlclose.
  */
 #include <dlfcn.h>
-#include <fnmatch.h>
+#include <errno.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernel/engine.h"
 
+/* Errors of the batches dlopen and dlclose run for the application, which
+ * cannot be returned to it: counted, the last one kept (djp__engine_
+ * background_error). */
+static atomic_uint background_errors;
+static atomic_int background_last;
+
+static void background(int err)
+{
+	if (!err)
+		return;
+	atomic_fetch_add(&background_errors, 1);
+	atomic_store(&background_last, err);
+}
+
+unsigned djp__engine_background_error(int *last)
+{
+	if (last)
+		*last = atomic_load(&background_last);
+	return atomic_load(&background_errors);
+}
+
 /* Give every probe the sites it matches but does not carry.  Lock held. */
 static void reattach_all(void)
 {
-	djp_objects_refresh();
-	for (struct djp_probe *p = djp_probes; p; p = p->next) {
-		size_t n = 0, cap = 0;
-		struct djp_site **v = NULL;
-		const struct djp_handler_list **lists;
-		for (struct djp_object *o = djp_objects; o; o = o->next)
-			for (size_t i = 0; !o->closing && i < o->nsites; i++) {
-				struct djp_site *s = &o->sites[i];
-				const struct djp_handler_list *l = atomic_load(&s->handlers);
-				int has = 0;
-				for (unsigned k = 0; l && k < l->n; k++)
-					has |= l->h[k].probe_id == p->id;
-				if (has || fnmatch(p->pattern, s->m->name, 0))
-					continue;
-				if (n == cap) {
-					void *nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
-					if (!nv)
-						break;
-					v = nv;
-				}
-				v[n++] = s;
-			}
-		if (!n) {
-			free(v);
-			continue;
-		}
-		lists = calloc(n, sizeof(*lists));
-		for (size_t i = 0; lists && i < n; i++)
-			if (!(lists[i] = djp_list_make(atomic_load(&v[i]->handlers), p, -1, v[i]))) {
-				/* ENOMEM: a NULL list would disarm the site's others */
-				while (i--)
-					free((void *)lists[i]);
-				free(lists);
-				lists = NULL;
-			}
-		if (lists && djp_sites_apply(v, n, lists) == 0)
-			for (size_t i = 0; i < n; i++)
-				v[i]->nprobes++;
-		free(lists);
-		free(v);
-	}
+	background(djp_objects_refresh());
+	background(djp_probes_attach_all());
 }
 
 DJP_API void *dlopen(const char *file, int mode)
@@ -97,8 +79,7 @@ DJP_API int dlclose(void *handle)
 	static int (*real)(void *);
 	struct link_map *lm = NULL;
 	struct djp_object **closing = NULL;
-	struct djp_site **v = NULL;
-	size_t nclosing = 0, n = 0, cap = 0;
+	size_t nclosing = 0;
 	int r;
 	if (!real)
 		real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
@@ -108,33 +89,18 @@ DJP_API int dlclose(void *handle)
 	djp_objects_refresh();
 	for (struct djp_object *o = djp_objects; o; o = o->next)
 		nclosing += may_go(o, lm);
-	closing = calloc(nclosing ? nclosing : 1, sizeof(*closing));
+	if (!(closing = calloc(nclosing ? nclosing : 1, sizeof(*closing)))) {
+		/* unloading armed objects unmarked would be worse than failing */
+		djp_engine_lock_release();
+		return -1;
+	}
 	nclosing = 0;
-	for (struct djp_object *o = djp_objects; closing && o; o = o->next) {
-		if (!may_go(o, lm))
-			continue;
-		o->closing++;
-		closing[nclosing++] = o;
-		for (size_t i = 0; i < o->nsites; i++) {
-			if (!atomic_load(&o->sites[i].handlers))
-				continue;
-			if (n == cap) {
-				void *nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
-				if (!nv)
-					break;
-				v = nv;
-			}
-			v[n++] = &o->sites[i];
+	for (struct djp_object *o = djp_objects; o; o = o->next)
+		if (may_go(o, lm)) {
+			o->closing++;
+			closing[nclosing++] = o;
 		}
-	}
-	if (n) {
-		const struct djp_handler_list **lists = calloc(n, sizeof(*lists));
-		if (lists && djp_sites_apply(v, n, lists) == 0)
-			for (size_t i = 0; i < n; i++)
-				v[i]->nprobes = 0;
-		free(lists);
-	}
-	free(v);
+	background(djp_objects_detach(closing, nclosing));
 	djp_engine_lock_release();
 	r = real(handle);
 	djp_engine_lock_take();

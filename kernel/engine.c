@@ -18,7 +18,6 @@
  */
 #include <errno.h>
 #include <signal.h>
-#include <fnmatch.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +98,6 @@ static void fork_child(void)
 			if (s->m->semaphore)
 				__atomic_fetch_sub((uint16_t *)(o->bias + s->m->semaphore), 1, __ATOMIC_RELAXED);
 			s->state = SITE_IDLE;
-			s->nprobes = 0;
 			atomic_store(&s->handlers, NULL); /* the parent's copy frees them */
 		}
 	djp_probes = NULL; /* likewise */
@@ -165,78 +163,10 @@ static int fail(int err)
 	return err;
 }
 
-/* Give each site of `sites` its list with `add` added or `remove_id` gone. */
-static int change_probe(struct djp_site **sites, size_t n, const struct djp_probe *add, int remove_id)
-{
-	const struct djp_handler_list **lists = calloc(n ? n : 1, sizeof(*lists));
-	int err = 0;
-	if (!lists)
-		return -ENOMEM;
-	for (size_t i = 0; i < n && !err; i++) {
-		const struct djp_handler_list *cur = atomic_load(&sites[i]->handlers);
-		lists[i] = djp_list_make(cur, add, remove_id, sites[i]);
-		if (!lists[i] && (add || (cur && cur->n > 1)))
-			err = -ENOMEM;
-	}
-	if (!err)
-		err = djp_sites_apply(sites, n, lists); /* owns lists[] from here */
-	else
-		for (size_t i = 0; i < n; i++)
-			free((void *)lists[i]);
-	free(lists);
-	if (!err)
-		for (size_t i = 0; i < n; i++)
-			sites[i]->nprobes += add ? 1 : -1;
-	return err;
-}
-
-/* Every site whose marker matches `pattern` (or carries probe `id`), but
- * for those of objects a dlclose may be unmapping (dlhooks.c): `*closing`
- * counts the matches left out, which that dlclose gives the probe if the
- * object stays. */
-static int sites_matching(const char *pattern, int id, struct djp_site ***out, size_t *nout, size_t *closing)
-{
-	size_t n = 0, cap = 0;
-	struct djp_site **v = NULL;
-	*closing = 0;
-	for (struct djp_object *o = djp_objects; o; o = o->next)
-		for (size_t i = 0; i < o->nsites; i++) {
-			struct djp_site *s = &o->sites[i];
-			int match;
-			if (pattern && o->closing) {
-				*closing += fnmatch(pattern, s->m->name, 0) == 0;
-				continue;
-			}
-			if (pattern) {
-				match = fnmatch(pattern, s->m->name, 0) == 0;
-			} else {
-				const struct djp_handler_list *l = atomic_load(&s->handlers);
-				match = 0;
-				for (unsigned k = 0; l && k < l->n; k++)
-					match |= l->h[k].probe_id == id;
-			}
-			if (!match)
-				continue;
-			if (n == cap) {
-				void *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
-				if (!nv) {
-					free(v);
-					return -ENOMEM;
-				}
-				v = nv;
-			}
-			v[n++] = s;
-		}
-	*out = v;
-	*nout = n;
-	return 0;
-}
-
 DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsigned flags)
 {
-	struct djp_site **sites = NULL;
-	struct djp_probe *p;
-	size_t n = 0, closing = 0;
+	struct djp_probe *p = NULL;
+	size_t matched = 0;
 	int err;
 
 	if (!pattern || !fn || (flags & ~(DJP_GPR_ONLY | DJP_FORCE_INT3)))
@@ -244,32 +174,27 @@ DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsi
 	if (engine_busy_here())
 		return fail(-EDEADLK);
 	djp_engine_lock_take();
-	if ((err = djp_engine_init_locked()) || (err = djp_objects_refresh()) ||
-	    (err = sites_matching(pattern, -1, &sites, &n, &closing)))
+	if ((err = djp_engine_init_locked()) || (err = djp_objects_refresh()))
 		goto out;
-	if (!n && !closing) {
-		err = -ENOENT;
-		goto out;
-	}
 	if (!(p = calloc(1, sizeof(*p))) || !(p->pattern = strdup(pattern))) {
-		free(p);
 		err = -ENOMEM;
 		goto out;
 	}
-	p->id = next_probe_id++;
+	p->id = next_probe_id;
 	p->fn = fn;
 	p->data = data;
 	p->flags = flags;
-	if ((err = change_probe(sites, n, p, -1))) {
-		free(p->pattern);
-		free(p);
+	if ((err = djp_probe_attach(p, &matched)) || (err = matched ? 0 : -ENOENT))
 		goto out;
-	}
+	next_probe_id++;
 	p->next = djp_probes;
 	djp_probes = p;
-	err = p->id;
+	p = NULL;
+	err = djp_probes->id;
 out:
-	free(sites); /* under the lock: see engine_lock_mine */
+	if (p) /* under the lock: see engine_lock_mine */
+		free(p->pattern);
+	free(p);
 	djp_engine_lock_release();
 	return err < 0 ? fail(err) : err;
 }
@@ -277,8 +202,6 @@ out:
 DJP_API int djp_disconnect(int id)
 {
 	struct djp_probe **pp, *p = NULL;
-	struct djp_site **sites = NULL;
-	size_t n = 0, closing;
 	int err;
 
 	if (engine_busy_here())
@@ -293,13 +216,12 @@ DJP_API int djp_disconnect(int id)
 		err = -ENOENT;
 		goto out;
 	}
-	if ((err = sites_matching(NULL, id, &sites, &n, &closing)) || (err = change_probe(sites, n, NULL, id)))
+	if ((err = djp_probe_detach(id)))
 		goto out;
 	*pp = p->next;
 	free(p->pattern);
 	free(p);
 out:
-	free(sites);
 	djp_engine_lock_release();
 	return err < 0 ? fail(err) : 0;
 }

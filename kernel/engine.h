@@ -73,7 +73,6 @@ struct djp_site {
 	struct djp_object *obj;
 	struct djp_handler_list *_Atomic handlers;
 	atomic_ulong misses; /* hits inside a handler, not reported */
-	unsigned nprobes;
 };
 
 struct djp_object {
@@ -133,6 +132,16 @@ struct djp_site *djp_site_by_id(uint32_t id);
 
 /* arm.c: bring every site of `sites` to the state its probes ask for. */
 int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_list **new_lists);
+/* The one attach and detach path (attach.c; lock held).  Attach gives the
+ * probe every matching site it does not carry, outside closing objects;
+ * `*matched` (if not NULL) counts the matches, closing ones included. */
+int djp_probe_attach(const struct djp_probe *p, size_t *matched);
+int djp_probes_attach_all(void);
+int djp_probe_detach(int id);
+int djp_objects_detach(struct djp_object *const *objs, size_t nobjs);
+/* How many batches run for dlopen or dlclose failed (they cannot report to
+ * the application), and the last one's -errno (dlhooks.c). */
+unsigned djp__engine_background_error(int *last);
 /* The object is unmapped while armed: forget its sites' state without a
  * text write (arm.c). */
 void djp_sites_forget(struct djp_object *o);

@@ -1,0 +1,144 @@
+/*
+ * Probes and sites: the one attach path and the one detach path.
+ *
+ * A probe is a pattern and a handler; the sites it holds are the sites
+ * whose marker matches the pattern, in every object loaded.  That set
+ * changes four ways, and each goes through one function here:
+ *
+ *   connect     djp_probe_attach: the new probe's sites
+ *   dlopen      djp_probes_attach_all: each probe's sites in new objects
+ *   disconnect  djp_probe_detach: every site that carries the probe
+ *   dlclose     djp_objects_detach: every site of the objects going
+ *
+ * Attaching gives a probe exactly the matching sites that do not carry it
+ * yet, so it serves connect and dlopen alike and is idempotent.  Each is
+ * one batch (kernel/arm.c): all of its sites change, or none does.
+ * Objects a dlclose may be unmapping (`closing`, kernel/dlhooks.c) are out
+ * of every attach; the matches left out are counted, so that a connect
+ * that matches only there still succeeds (that dlclose attaches it when it
+ * is done, if the object stays).  A site's handler list is the only record
+ * of the probes it carries.  Called with the engine lock held.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+
+#include "kernel/engine.h"
+
+struct site_vec {
+	struct djp_site **v;
+	size_t n, cap;
+};
+
+static int push(struct site_vec *sv, struct djp_site *s)
+{
+	if (sv->n == sv->cap) {
+		void *nv = realloc(sv->v, (sv->cap = sv->cap ? 2 * sv->cap : 16) * sizeof(*sv->v));
+		if (!nv)
+			return -ENOMEM;
+		sv->v = nv;
+	}
+	sv->v[sv->n++] = s;
+	return 0;
+}
+
+static bool carries(const struct djp_site *s, int id)
+{
+	const struct djp_handler_list *l = atomic_load(&s->handlers);
+	for (unsigned k = 0; l && k < l->n; k++)
+		if (l->h[k].probe_id == id)
+			return true;
+	return false;
+}
+
+/* Give each site its list with `add` added or `remove_id` gone. */
+static int change_probe(struct site_vec *sv, const struct djp_probe *add, int remove_id)
+{
+	const struct djp_handler_list **lists;
+	int err = 0;
+	if (!sv->n)
+		return 0;
+	if (!(lists = calloc(sv->n, sizeof(*lists))))
+		return -ENOMEM;
+	for (size_t i = 0; i < sv->n && !err; i++) {
+		const struct djp_handler_list *cur = atomic_load(&sv->v[i]->handlers);
+		lists[i] = djp_list_make(cur, add, remove_id, sv->v[i]);
+		/* NULL is the empty list, or out of memory */
+		if (!lists[i] && (add || (cur && cur->n > 1)))
+			err = -ENOMEM;
+	}
+	if (!err)
+		err = djp_sites_apply(sv->v, sv->n, lists); /* owns the lists from here */
+	else
+		for (size_t i = 0; i < sv->n; i++)
+			free((void *)lists[i]);
+	free(lists);
+	return err;
+}
+
+int djp_probe_attach(const struct djp_probe *p, size_t *matched)
+{
+	struct site_vec sv = { 0 };
+	size_t closing = 0;
+	int err = 0;
+	for (struct djp_object *o = djp_objects; o && !err; o = o->next)
+		for (size_t i = 0; i < o->nsites && !err; i++) {
+			struct djp_site *s = &o->sites[i];
+			if (fnmatch(p->pattern, s->m->name, 0))
+				continue;
+			if (o->closing)
+				closing++;
+			else if (!carries(s, p->id))
+				err = push(&sv, s);
+		}
+	if (!err)
+		err = change_probe(&sv, p, -1);
+	if (matched)
+		*matched = sv.n + closing;
+	free(sv.v);
+	return err;
+}
+
+int djp_probes_attach_all(void)
+{
+	int first = 0;
+	for (struct djp_probe *p = djp_probes; p; p = p->next) {
+		int err = djp_probe_attach(p, NULL);
+		first = first ? first : err;
+	}
+	return first;
+}
+
+int djp_probe_detach(int id)
+{
+	struct site_vec sv = { 0 };
+	int err = 0;
+	for (struct djp_object *o = djp_objects; o && !err; o = o->next)
+		for (size_t i = 0; i < o->nsites && !err; i++)
+			if (carries(&o->sites[i], id))
+				err = push(&sv, &o->sites[i]);
+	if (!err)
+		err = change_probe(&sv, NULL, id);
+	free(sv.v);
+	return err;
+}
+
+int djp_objects_detach(struct djp_object *const *objs, size_t nobjs)
+{
+	struct site_vec sv = { 0 };
+	const struct djp_handler_list **empty;
+	int err = 0;
+	for (size_t k = 0; k < nobjs && !err; k++)
+		for (size_t i = 0; i < objs[k]->nsites && !err; i++)
+			if (atomic_load(&objs[k]->sites[i].handlers))
+				err = push(&sv, &objs[k]->sites[i]);
+	if (!err && sv.n) {
+		if (!(empty = calloc(sv.n, sizeof(*empty))))
+			err = -ENOMEM;
+		else
+			err = djp_sites_apply(sv.v, sv.n, empty);
+		free(empty);
+	}
+	free(sv.v);
+	return err;
+}
