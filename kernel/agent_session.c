@@ -15,6 +15,10 @@
  * the engine lock into memory first and sent after the lock is dropped, so a
  * slow socket never holds up a dlopen or a connect in the application.
  *
+ * Markers of objects loaded later reach the tool through the marker log
+ * (MARKER_LOG, lib/marker_log.c), which the engine has the agent write
+ * before it arms any of their sites.
+ *
  * Ending: every probe is disconnected (djp_disconnect returns only after a
  * grace period: the recorder is running nowhere and will not run again for
  * it), and only then is the region unmapped.  A disconnect that fails is
@@ -30,6 +34,7 @@
 
 #include "kernel/agent.h"
 #include "kernel/engine.h"
+#include "lib/marker_log.h"
 
 void djp_agent_session_open(struct djp_agent_session *s, int fd, pid_t pid, uid_t uid, bool launch)
 {
@@ -236,6 +241,38 @@ static int do_ring(struct djp_agent_session *s, struct djp_preader *r)
 	return djp_proto_send(s->fd, DJP_MSG_RING_FD, &b, djp_region_fd(s->rec->region));
 }
 
+/* ---- MARKER_LOG ------------------------------------------------------------ */
+
+/* One log for the process, made at the first request (the agent thread is
+ * the only one that asks) and kept until exit: every session is handed the
+ * same memfd, and a tool keeps it after the process is gone. */
+static struct djp_mlog marker_log = { .fd = -1 };
+
+static int log_site(void *ctx, uint32_t id, const char *object, uintptr_t addr, const struct djp_marker_info *m)
+{
+	djp_mlog_append(ctx, id, addr, m->nargs, m->name, m->format, object);
+	return 0;
+}
+
+static int do_marker_log(struct djp_agent_session *s, struct djp_preader *r)
+{
+	struct djp_pbuf b;
+	int err;
+
+	if (!djp_preader_done(r))
+		return -EPROTO;
+	if (marker_log.fd < 0) {
+		struct djp_mlog log;
+		if ((err = djp_mlog_create(&log)))
+			return reply_error(s, err, "cannot create the marker log: %s", strerror(-err));
+		marker_log = log;
+		djp__sites_watch(log_site, &marker_log);
+	}
+	djp_pbuf_init(&b);
+	djp_put_u64(&b, marker_log.hdr->size);
+	return djp_proto_send(s->fd, DJP_MSG_MARKER_LOG_FD, &b, marker_log.fd);
+}
+
 /* ---- CONNECT, DISCONNECT ---------------------------------------------------- */
 
 static const char *connect_problem(int err)
@@ -257,10 +294,12 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 	char pattern[DJP_AGENT_PATTERN_MAX + 1], msg[DJP_AGENT_PATTERN_MAX + 128];
 	unsigned nsites = 0;
 	struct djp_pbuf b;
+	uint32_t flags;
 	int id;
 
 	djp_get_str(r, pattern, sizeof(pattern));
-	if (!djp_preader_done(r))
+	flags = djp_get_u32(r);
+	if (!djp_preader_done(r) || (flags & ~DJP_CONNECT_PENDING))
 		return -EPROTO;
 	if (!pattern[0])
 		return reply_error(s, -EINVAL, "%s", "empty pattern");
@@ -268,7 +307,7 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 		return reply_error(s, -EINVAL, "%s", "CONNECT before RING");
 	if (s->nprobes == DJP_AGENT_MAX_PROBES)
 		return reply_error(s, -E2BIG, "%s", "too many patterns in one session");
-	id = djp_recorder_connect(s->rec, pattern, &nsites);
+	id = djp_recorder_connect(s->rec, pattern, flags & DJP_CONNECT_PENDING, &nsites);
 	if (id < 0) {
 		snprintf(msg, sizeof(msg), "pattern '%s': %s", pattern, connect_problem(id));
 		return djp_proto_send_error(s->fd, id, msg);
@@ -405,6 +444,8 @@ static int handle(struct djp_agent_session *s, unsigned type, const uint8_t *pay
 		return do_list(s, &r);
 	case DJP_MSG_RING:
 		return do_ring(s, &r);
+	case DJP_MSG_MARKER_LOG:
+		return do_marker_log(s, &r);
 	case DJP_MSG_CONNECT:
 		return do_connect(s, &r);
 	case DJP_MSG_DISCONNECT:

@@ -6,8 +6,9 @@
  * a pair of words from the site's handler list, which djp_list_seal fills
  * in: for the lean trampoline the only handler or djp_run_lean_list, for
  * the full one the only handler or djp_run_full_list, and for a lean
- * trampoline that prefetches the arguments the recorder's fast entry where
- * the site's only handler is the recorder (kernel/recorder.c).  They call
+ * trampoline that prefetches the arguments the only handler's fast entry,
+ * where it registered one (djp__connect's plan: the recorder does, for
+ * kernel/recorder.c).  They call
  * djp_dispatch_lean or djp_dispatch_full only when the fast path does not
  * apply: a thread not registered yet or on its way out, one inside the
  * application's own rcu_read_lock, or one already inside a handler of
@@ -29,7 +30,6 @@
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
 #include "kernel/rcu.h"
-#include "kernel/recorder.h"
 
 bool djp_in_handler(void)
 {
@@ -66,10 +66,10 @@ void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s)
 		l->full = (struct djp_fast_call){ djp_run_full_list, l };
 	l->prefetch = l->lean;
 	l->wants_prefetch = false;
-	if (l->n == 1 && (l->h[0].flags & DJP_GPR_ONLY) && l->h[0].fn == djp_recorder_hit) {
+	if (l->n == 1 && (l->h[0].flags & DJP_GPR_ONLY) && l->h[0].plan) {
 		/* called with more arguments than the handler type says: only
 		 * a prefetching trampoline calls it */
-		djp_recorder_fast_fn fast = djp_recorder_plan(l->h[0].data, s, &l->plan);
+		djp_fast_entry_fn fast = l->h[0].plan(l->h[0].data, s, &l->plan);
 		if (fast) {
 			l->prefetch = (struct djp_fast_call){ (djp_handler_fn)(void (*)(void))fast, &l->plan };
 			l->wants_prefetch = true;

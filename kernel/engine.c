@@ -147,7 +147,7 @@ struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const s
 		if (l->h[i].probe_id != remove_id)
 			nl->h[k++] = l->h[i];
 	if (add)
-		nl->h[k++] = (struct djp_handler){ add->fn, add->data, add->flags, add->id };
+		nl->h[k++] = (struct djp_handler){ add->fn, add->data, add->flags, add->id, add->plan };
 	nl->n = k;
 	if (!k) {
 		free(nl);
@@ -164,6 +164,12 @@ static int fail(int err)
 }
 
 DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsigned flags)
+{
+	return djp__connect(pattern, fn, data, flags, NULL);
+}
+
+int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned flags,
+		 const struct djp_connect_opts *opts)
 {
 	struct djp_probe *p = NULL;
 	size_t matched = 0;
@@ -184,7 +190,8 @@ DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsi
 	p->fn = fn;
 	p->data = data;
 	p->flags = flags;
-	if ((err = djp_probe_attach(p, &matched)) || (err = matched ? 0 : -ENOENT))
+	p->plan = opts ? opts->plan : NULL;
+	if ((err = djp_probe_attach(p, &matched)) || (err = matched || (opts && opts->pending) ? 0 : -ENOENT))
 		goto out;
 	next_probe_id++;
 	p->next = djp_probes;

@@ -21,16 +21,9 @@ enum djp_site_state {
 	SITE_JUMP, /* e9 rel32 to tramp[flavour], then the original tail */
 };
 
-struct djp_handler {
-	djp_handler_fn fn;
-	void *data;
-	unsigned flags;
-	int probe_id;
-};
-
 /*
- * Per-site constants for a handler's specialised fast entry (the
- * recorder's, kernel/recorder.c): filled in by djp_list_seal, and passed to
+ * Per-site constants for a handler's specialised fast entry: filled in by
+ * the handler's plan function when a site's list is sealed, and passed to
  * the entry as its data, so that a hit needs no lookup to find them.
  */
 struct djp_fast_plan {
@@ -38,6 +31,29 @@ struct djp_fast_plan {
 	uint32_t id;	/* the site's process-wide id */
 	uint32_t nargs; /* arguments, which the trampoline prefetched */
 	uintptr_t aux;	/* the handler's, derived from its data */
+};
+
+struct djp_site;
+
+/*
+ * The fast entry, a capability any lean handler may register with
+ * djp__connect: called by a lean trampoline that loaded the site's first
+ * four arguments itself (DJP_LEAN_PREFETCH), with the site's plan as data.
+ * The plan function is asked once per site, when the site's list is sealed
+ * with this handler alone on it; it fills in the plan and returns the entry,
+ * or NULL when the site's arguments do not allow one (the handler is then
+ * called as usual).
+ */
+typedef void (*djp_fast_entry_fn)(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, uint64_t a2,
+				  uint64_t a3);
+typedef djp_fast_entry_fn (*djp_fast_plan_fn)(void *data, const struct djp_site *s, struct djp_fast_plan *plan);
+
+struct djp_handler {
+	djp_handler_fn fn;
+	void *data;
+	unsigned flags;
+	int probe_id;
+	djp_fast_plan_fn plan; /* or NULL */
 };
 
 /* Immutable once published; replaced whole and freed after a grace period
@@ -97,6 +113,7 @@ struct djp_object {
 struct djp_probe {
 	int id;
 	char *pattern;
+	djp_fast_plan_fn plan;
 	djp_handler_fn fn;
 	void *data;
 	unsigned flags;
@@ -104,6 +121,14 @@ struct djp_probe {
 };
 
 /* engine.c */
+/* djp_connect with what in-library clients may ask for besides. */
+struct djp_connect_opts {
+	djp_fast_plan_fn plan; /* a fast entry (above), or NULL */
+	bool pending;	       /* keep the probe when nothing matches yet: the
+				  markers of objects loaded later get it */
+};
+int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned flags,
+		 const struct djp_connect_opts *opts);
 /* A new list for site `s`: `l`'s handlers without probe `remove_id`, plus
  * `add` (either may be NULL / -1), sealed; NULL when it would be empty or
  * on ENOMEM. */
@@ -128,6 +153,10 @@ int djp_objects_refresh(void);
 typedef int (*djp_site_visit_fn)(void *ctx, uint32_t id, const char *object, uintptr_t addr,
 				 const struct djp_marker_info *m);
 int djp__sites_foreach(djp_site_visit_fn fn, void *ctx);
+/* For the agent: from now on, fn is called for every site of each object
+ * the engine reads, under the engine lock and before any of those sites can
+ * be armed (the marker log is written there).  One watcher; NULL removes it. */
+void djp__sites_watch(djp_site_visit_fn fn, void *ctx);
 struct djp_site *djp_site_by_id(uint32_t id);
 
 /* arm.c: bring every site of `sites` to the state its probes ask for. */

@@ -170,6 +170,17 @@ static void object_free(struct djp_object *o)
 	free(o);
 }
 
+static djp_site_visit_fn watch_fn;
+static void *watch_ctx;
+
+void djp__sites_watch(djp_site_visit_fn fn, void *ctx)
+{
+	djp_engine_lock_take();
+	watch_fn = fn;
+	watch_ctx = ctx;
+	djp_engine_lock_release();
+}
+
 int djp_objects_refresh(void)
 {
 	struct scan sc = { 0 };
@@ -198,6 +209,8 @@ int djp_objects_refresh(void)
 			}
 			o->next = djp_objects;
 			djp_objects = o;
+			for (size_t k = 0; watch_fn && k < o->nsites; k++)
+				watch_fn(watch_ctx, o->sites[k].id, o->path, o->sites[k].addr, o->sites[k].m);
 		}
 		o->seen = true;
 	}

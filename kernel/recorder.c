@@ -161,9 +161,11 @@ FAST_ENTRY(2)
 FAST_ENTRY(3)
 FAST_ENTRY(4)
 
-djp_recorder_fast_fn djp_recorder_plan(void *data, const struct djp_site *s, struct djp_fast_plan *plan)
+/* The fast entry's plan (kernel/engine.h): the recorder asks for one at
+ * connect, so the engine never has to know it. */
+static djp_fast_entry_fn recorder_plan(void *data, const struct djp_site *s, struct djp_fast_plan *plan)
 {
-	static const djp_recorder_fast_fn entry[DJP_TRAMP_PREFETCH + 1] = { recorder_fast0, recorder_fast1,
+	static const djp_fast_entry_fn entry[DJP_TRAMP_PREFETCH + 1] = { recorder_fast0, recorder_fast1,
 									   recorder_fast2, recorder_fast3,
 									   recorder_fast4 };
 	const struct djp_marker_info *m = s->m;
@@ -216,10 +218,11 @@ static int count_site(void *ctx, uint32_t id, const char *object, uintptr_t addr
 	return 0;
 }
 
-int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned *nsites)
+int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, bool pending, unsigned *nsites)
 {
 	struct count_ctx c = { pattern, 0 };
-	int id = djp_connect(pattern, djp_recorder_hit, rec, DJP_GPR_ONLY);
+	struct djp_connect_opts o = { .plan = recorder_plan, .pending = pending };
+	int id = djp__connect(pattern, djp_recorder_hit, rec, DJP_GPR_ONLY, &o);
 
 	if (id >= 0 && nsites) {
 		djp__sites_foreach(count_site, &c);

@@ -28,23 +28,14 @@ struct djp_recorder *djp_recorder_create(const struct djp_ring_opts *opts);
 /* Only once every probe connected with it is disconnected. */
 void djp_recorder_destroy(struct djp_recorder *rec);
 
-/* Connect the recorder to every marker matching `pattern` (DJP_GPR_ONLY):
- * what djp_connect returns.  *nsites, if not NULL, gets the number of sites
- * the pattern matched. */
-int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned *nsites);
+/* Connect the recorder to every marker matching `pattern` (DJP_GPR_ONLY),
+ * with its fast entry: what djp_connect returns.  *nsites, if not NULL,
+ * gets the number of sites the pattern matched.  `pending`: a pattern that
+ * matches nothing now is kept for objects loaded later. */
+int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, bool pending, unsigned *nsites);
 
 /* The handler itself (data is the struct djp_recorder). */
 void djp_recorder_hit(const struct djp_hit *hit, void *data);
-
-/* Its fast entries, called only by a lean trampoline that prefetched the
- * site's arguments, with the plan as data: djp_recorder_plan fills in the
- * plan and returns the entry, or NULL when the site's arguments do not
- * allow one. */
-struct djp_site;
-struct djp_fast_plan;
-typedef void (*djp_recorder_fast_fn)(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, uint64_t a2,
-				     uint64_t a3);
-djp_recorder_fast_fn djp_recorder_plan(void *data, const struct djp_site *s, struct djp_fast_plan *plan);
 
 /* Bit i set when argument i of a marker with this format is a %s. */
 uint32_t djp_recorder_str_mask(const char *format, unsigned nargs);

@@ -38,7 +38,8 @@ static const char *const msg_names[] = {
 	[DJP_MSG_OK] = "OK",		 [DJP_MSG_ERROR] = "ERROR",
 	[DJP_MSG_MARKERS] = "MARKERS",	 [DJP_MSG_CONNECTED] = "CONNECTED",
 	[DJP_MSG_STATS_REPLY] = "STATS_REPLY", [DJP_MSG_RING_FD] = "RING_FD",
-	[DJP_MSG_HELLO_REPLY] = "HELLO_REPLY",
+	[DJP_MSG_HELLO_REPLY] = "HELLO_REPLY", [DJP_MSG_MARKER_LOG] = "MARKER_LOG",
+	[DJP_MSG_MARKER_LOG_FD] = "MARKER_LOG_FD",
 };
 
 bool djp_msg_type_valid(unsigned type)
@@ -321,7 +322,7 @@ long djp_proto_recv(int fd, unsigned *type, void *buf, int timeout_ms, int *fd_o
 		return err;
 	}
 	if (got_fd >= 0) {
-		if (fd_out && *type == DJP_MSG_RING_FD)
+		if (fd_out && (*type == DJP_MSG_RING_FD || *type == DJP_MSG_MARKER_LOG_FD))
 			*fd_out = got_fd;
 		else
 			close(got_fd);

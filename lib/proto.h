@@ -21,9 +21,10 @@
  *   RING       tool:  u32 mode, u32 nslots, u64 ring_size, u32 nsubbufs,
  *                     u32 str_bound (0: defaults)
  *              agent: RING_FD u64 region size, the memfd in SCM_RIGHTS
- *   CONNECT    tool:  str pattern
+ *   CONNECT    tool:  str pattern, u32 flags (DJP_CONNECT_*)
  *              agent: CONNECTED u32 probe, u32 sites matched; or ERROR
- *                     (-ENOENT when the pattern matches no marker)
+ *                     (-ENOENT when the pattern matches no marker and
+ *                     DJP_CONNECT_PENDING is not given)
  *   DISCONNECT tool:  u32 probe (DJP_PROBE_ALL: every probe of the session)
  *              agent: OK u32 probes disconnected
  *   STATS      agent: STATS_REPLY u64 misses, u64 lost_noslot,
@@ -33,6 +34,9 @@
  *                     waits in the agent's constructor may run its main.
  *              agent: OK u32 0
  *   BYE        tool:  disconnect everything; agent: OK u32 0, then closes
+ *   MARKER_LOG agent: MARKER_LOG_FD u64 size, the marker log's memfd in
+ *                     SCM_RIGHTS (lib/marker_log.h): markers of objects
+ *                     loaded from then on, written before they are armed
  *
  * A malformed frame (bad length, type or flags, a field past the end, bytes
  * left over) ends the session: the agent disarms every probe it armed for it
@@ -46,11 +50,13 @@
 #include <stdint.h>
 
 #define DJP_PROTO_MAGIC 0x4a504a44u /* "DJPJ" */
-#define DJP_PROTO_VERSION 1u
+#define DJP_PROTO_VERSION 2u
 #define DJP_PROTO_HDR_SIZE 8u
 #define DJP_PROTO_MAX_PAYLOAD (60u * 1024)
 #define DJP_PROTO_STR_MAX 4096u
 #define DJP_PROBE_ALL 0xffffffffu
+/* CONNECT: keep a pattern that matches nothing now, for objects loaded later */
+#define DJP_CONNECT_PENDING 1u
 
 enum djp_msg_type {
 	/* requests (tool to agent) */
@@ -62,6 +68,7 @@ enum djp_msg_type {
 	DJP_MSG_STATS = 6,
 	DJP_MSG_START = 7,
 	DJP_MSG_BYE = 8,
+	DJP_MSG_MARKER_LOG = 9,
 	/* replies (agent to tool) */
 	DJP_MSG_OK = 64,
 	DJP_MSG_ERROR = 65,	/* i32 -errno, str message */
@@ -71,6 +78,7 @@ enum djp_msg_type {
 	DJP_MSG_RING_FD = 69,
 	/* the agent's own hello, answering HELLO */
 	DJP_MSG_HELLO_REPLY = 70,
+	DJP_MSG_MARKER_LOG_FD = 71,
 };
 
 /* Name of a message type for diagnostics ("HELLO"), or "?". */

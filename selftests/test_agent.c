@@ -153,6 +153,7 @@ TEST(agent_malformed_frame_disarms)
 	close(rfd);
 	djp_pbuf_init(&b);
 	djp_put_str(&b, "tt_*");
+	djp_put_u32(&b, 0);
 	CHECK(request(fd, DJP_MSG_CONNECT, &b, buf, &type, NULL) > 0);
 	CHECK_EQ(type, DJP_MSG_CONNECTED);
 	CHECK(tt_sites_changed(t->pid, tt_target(false), &n) > 0);
@@ -202,6 +203,7 @@ TEST_TIMEOUT(agent_survives_random_requests, 60)
 				type = DJP_MSG_CONNECT;
 			if (type == DJP_MSG_CONNECT && (seed & 1)) {
 				djp_put_str(&b, (seed & 2) ? "tt_*" : "*");
+				djp_put_u32(&b, (seed >> 3) & 1);
 			} else {
 				for (unsigned i = 0; i < len; i++) {
 					seed = seed * 1103515245u + 12345u;

@@ -195,7 +195,7 @@ static int configure(struct trace *t)
 		return 1;
 	}
 	for (int i = 0; i < t->npatterns; i++) {
-		if (trace_connect(t, t->patterns[i], &nsites) == 0)
+		if (trace_connect(t, t->patterns[i], 0, &nsites) == 0)
 			continue;
 		if (t->errcode == -ENOENT)
 			fprintf(stderr, "djp: %s: pattern '%s' matches no marker\n", what, t->patterns[i]);
@@ -365,6 +365,7 @@ out:
 		close(t.fd);
 	if (t.cons)
 		djp_consumer_close(t.cons);
+	djp_mlog_close(&t.mlog);
 	if (t.ring_fd >= 0)
 		close(t.ring_fd);
 	if (t.out && write_failed(&t))

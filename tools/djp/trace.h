@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "lib/format.h"
+#include "lib/marker_log.h"
 #include "lib/proto.h"
 #include "lib/ring.h"
 
@@ -65,6 +66,8 @@ struct trace {
 	struct trace_marker *markers; /* indexed by marker id */
 	uint32_t nmarkers;	      /* ids below this have a slot */
 	uint32_t next_id;	      /* LIST from here for new ids */
+	struct djp_mlog_reader mlog;  /* markers of objects loaded later */
+	bool mlog_bad_said;
 	bool listed_this_drain;
 	struct trace_thread *threads;
 	size_t nthreads, cap_threads;
@@ -92,9 +95,14 @@ const char *trace_preload_path(void);
 /* trace_client.c: each returns 0 or -errno; an ERROR reply's text is in
  * t->errmsg. */
 int trace_hello(struct trace *t);
+/* The rings (RING), then the marker log (MARKER_LOG). */
 int trace_ring(struct trace *t);
 int trace_list(struct trace *t);
-int trace_connect(struct trace *t, const char *pattern, unsigned *nsites);
+/* Add what the marker log holds that the table does not: works after the
+ * process is gone.  0 or -EPROTO (said once on stderr). */
+int trace_marker_log_read(struct trace *t);
+/* flags: DJP_CONNECT_* (lib/proto.h) */
+int trace_connect(struct trace *t, const char *pattern, unsigned flags, unsigned *nsites);
 int trace_start(struct trace *t);
 int trace_stats(struct trace *t);
 int trace_bye(struct trace *t);

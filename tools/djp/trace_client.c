@@ -99,6 +99,31 @@ int trace_hello(struct trace *t)
 	return djp_preader_done(&r) ? 0 : bad_reply(t, "HELLO");
 }
 
+/* The marker log's memfd, mapped read-only for as long as the tool runs. */
+static int marker_log(struct trace *t)
+{
+	static struct djp_pbuf b;
+	int fd = -1, err;
+	long n;
+
+	djp_pbuf_init(&b);
+	n = request(t, DJP_MSG_MARKER_LOG, &b, DJP_MSG_MARKER_LOG_FD, &fd);
+	if (n < 0)
+		return (int)n;
+	if (n != 8 || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return bad_reply(t, "MARKER_LOG");
+	}
+	err = djp_mlog_open(fd, &t->mlog);
+	close(fd);
+	if (err) {
+		t->errcode = err;
+		snprintf(t->errmsg, sizeof(t->errmsg), "cannot map the marker log: %s", strerror(-err));
+	}
+	return err;
+}
+
 int trace_ring(struct trace *t)
 {
 	static struct djp_pbuf b;
@@ -128,7 +153,23 @@ int trace_ring(struct trace *t)
 		return err;
 	}
 	t->ring_fd = fd;
-	return 0;
+	return marker_log(t);
+}
+
+int trace_marker_log_read(struct trace *t)
+{
+	static struct djp_mlog_entry e;
+	int n, err;
+
+	while ((n = djp_mlog_next(&t->mlog, &e)) > 0)
+		if ((err = trace_marker_add(t, e.id, e.addr, e.nargs, e.name, e.format, e.object)))
+			return err;
+	if (n < 0 && !t->mlog_bad_said) {
+		t->mlog_bad_said = true;
+		fprintf(stderr, "djp: process %d: its marker log is malformed; markers loaded later are asked for\n",
+			(int)t->pid);
+	}
+	return n < 0 ? n : 0;
 }
 
 /* LIST from t->next_id: MARKERS frames, then OK. */
@@ -174,7 +215,7 @@ int trace_list(struct trace *t)
 	return (int)n;
 }
 
-int trace_connect(struct trace *t, const char *pattern, unsigned *nsites)
+int trace_connect(struct trace *t, const char *pattern, unsigned flags, unsigned *nsites)
 {
 	static struct djp_pbuf b;
 	struct djp_preader r;
@@ -182,6 +223,7 @@ int trace_connect(struct trace *t, const char *pattern, unsigned *nsites)
 
 	djp_pbuf_init(&b);
 	djp_put_str(&b, pattern);
+	djp_put_u32(&b, flags);
 	n = request(t, DJP_MSG_CONNECT, &b, DJP_MSG_CONNECTED, NULL);
 	if (n < 0)
 		return (int)n;

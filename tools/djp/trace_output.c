@@ -5,7 +5,9 @@
  * marker table (LIST) in an array indexed by id, with each marker's format
  * parsed once (lib/format.h) into named fields.  Ids are handed out by the
  * engine in increasing order as objects are loaded, so an id the table does
- * not know belongs to an object loaded since (dlopen): the tool asks the
+ * not know belongs to an object loaded since (dlopen): the tool reads it
+ * from the marker log (lib/marker_log.c), which the agent wrote before it
+ * armed the object and which outlives the process; failing that it asks the
  * agent for the ids above the highest it knows, once per drain, and prints
  * "marker#ID" for an id that is still unknown.
  *
@@ -71,6 +73,8 @@ int trace_marker_add(struct trace *t, uint32_t id, uint64_t addr, uint8_t nargs,
 
 static struct trace_marker *marker_of(struct trace *t, uint32_t id)
 {
+	if (id >= t->nmarkers || !t->markers[id].known)
+		trace_marker_log_read(t);
 	if ((id >= t->nmarkers || !t->markers[id].known) && !t->listed_this_drain && t->alive) {
 		t->listed_this_drain = true;
 		trace_list(t);

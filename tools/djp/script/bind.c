@@ -133,6 +133,72 @@ int resolve_probes(struct script *sc, const struct djp_source *src)
 	return sc->nerrors - errors;
 }
 
+/* Does a marker met after the check fit probe p: every context variable
+ * the probe reads exists in it, with the type the check gave it?  When it
+ * does not, *why names the variable. */
+static bool fits(const struct probe *p, const struct djp_ev_desc *d, const char **why)
+{
+	for (int r = 0; r < p->nrefs; r++) {
+		int f = ctx_field(d, p->refs[r]);
+		uint8_t t;
+		*why = p->refs[r];
+		if (f < 0)
+			return false;
+		t = (uint8_t)((unsigned)f < d->fmt.nfields && d->fmt.field[f].conv == 's' ? TY_STR : TY_LONG);
+		if (t != p->ref_ty[r])
+			return false;
+	}
+	return true;
+}
+
+int bind_late(struct script *sc, const struct djp_ev_desc *d)
+{
+	uint32_t id = d->id;
+
+	if (id >= sc->nby) {
+		unsigned n = sc->nby ? sc->nby : 16;
+		while (n <= id)
+			n *= 2;
+		sc->by_desc = realloc(sc->by_desc, sizeof(*sc->by_desc) * (n + 1));
+		sc->nby_desc = realloc(sc->nby_desc, sizeof(*sc->nby_desc) * (n + 1));
+		if (!sc->by_desc || !sc->nby_desc)
+			abort();
+		for (unsigned i = sc->nby; i <= n; i++) {
+			sc->by_desc[i] = NULL;
+			sc->nby_desc[i] = -1; /* not bound yet */
+		}
+		sc->nby = n;
+	}
+	if (sc->nby_desc[id] >= 0)
+		return 0;
+	sc->nby_desc[id] = 0;
+	for (struct probe *p = sc->probes; p; p = p->next) {
+		const char *why;
+		struct binding *b;
+		bool match = false;
+		for (struct probe_point *pp = p->points; pp && !match; pp = pp->next)
+			match = pp_matches(pp, d);
+		if (!match)
+			continue;
+		if (!fits(p, d, &why)) {
+			fprintf(stderr,
+				"WARNING: marker \"%s\" (%s), loaded after the script started, has no context variable "
+				"'$%s' of the type probe %s uses: not bound\n",
+				d->name, d->object ? d->object : "?", why, p->points->text);
+			continue;
+		}
+		add_binding(sc, p, d);
+		b = p->binds[p->nbinds - 1];
+		for (int r = 0; r < p->nrefs; r++)
+			b->field[r] = (int8_t)ctx_field(d, p->refs[r]);
+		sc->by_desc[id] = realloc(sc->by_desc[id], sizeof(struct binding *) * (size_t)(sc->nby_desc[id] + 1));
+		if (!sc->by_desc[id])
+			abort();
+		sc->by_desc[id][sc->nby_desc[id]++] = b;
+	}
+	return 0;
+}
+
 /* Argument index of context variable `name` ("arg3" or a field name). */
 int ctx_field(const struct djp_ev_desc *d, const char *name)
 {

@@ -271,6 +271,11 @@ int check_script(struct script *sc);
 int resolve_probes(struct script *sc, const struct djp_source *src);
 /* after check_script: each binding's field index per context reference */
 void bind_fields(struct script *sc);
+/* Bind a descriptor the source made after resolve_probes (a marker loaded
+ * later) to the probes whose points match it and whose context variables it
+ * has with the checked types; a probe it does not fit is skipped with a
+ * warning.  Once per descriptor; 0. */
+int bind_late(struct script *sc, const struct djp_ev_desc *d);
 /* free everything the passes allocated (the pool included) */
 void script_release(struct script *sc);
 int ctx_field(const struct djp_ev_desc *d, const char *name);

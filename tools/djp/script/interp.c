@@ -961,7 +961,7 @@ static void dispatch(struct run *r, const struct djp_ev *ev)
 	struct binding **v;
 	int n;
 
-	if (id >= r->sc->src->ndescs)
+	if ((id >= r->sc->nby || r->sc->nby_desc[id] < 0) && bind_late(r->sc, ev->desc) < 0)
 		return;
 	v = r->sc->by_desc[id];
 	n = r->sc->nby_desc[id];
@@ -996,10 +996,24 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 		unsigned n = 0;
 		if (!ids)
 			abort();
+		const char **globs = NULL;
+		unsigned nglobs = 0;
 		for (unsigned i = 0; i < src->ndescs; i++)
 			if (sc->nby_desc[i])
 				ids[n++] = i;
-		int rc = src->ops->arm(src, ids, n);
+		for (struct probe *p = sc->probes; p; p = p->next)
+			for (struct probe_point *pp = p->points; pp; pp = pp->next) {
+				bool dup = pp->kind != PP_MARK;
+				for (unsigned k = 0; k < nglobs && !dup; k++)
+					dup = !strcmp(globs[k], pp->glob);
+				if (dup)
+					continue;
+				if (!(globs = realloc(globs, sizeof(*globs) * (nglobs + 1))))
+					abort();
+				globs[nglobs++] = pp->glob;
+			}
+		int rc = src->ops->arm(src, ids, n, globs, nglobs);
+		free(globs);
 		free(ids);
 		if (rc < 0) {
 			fprintf(stderr, "ERROR: cannot arm the probes: %s\n", strerror(-rc));

@@ -4,11 +4,15 @@
  *
  * open:  launch the command with the agent preloaded, or attach to the
  *        process's agent; HELLO, RING (the rings' memfd), LIST (the marker
- *        table).  Each site the agent lists becomes one descriptor; the
- *        descriptors are fixed from here on, as the script engine wants them
- *        (markers of libraries loaded later are not seen by a script).
- * arm:   CONNECT the recorder once per distinct marker name among the ids
- *        the script needs; events of sites it did not ask for are dropped.
+ *        table).  Each site the agent lists becomes one descriptor, with
+ *        ids 0..N-1.  Markers of objects loaded later (dlopen) get
+ *        descriptors of their own when their first event is drained: the
+ *        marker log (or LIST while the agent lives) names them, and the
+ *        script engine binds them to its probes then (bind_late).
+ * arm:   CONNECT the recorder once per distinct glob of the script's mark
+ *        points, so that the engine in the target arms the matching
+ *        markers of objects loaded later as well; events of descriptors
+ *        the script did not bind are dropped.
  * start: START, which lets a -c command run its main.
  * next:  hand out the events of the last drain in time order; when they are
  *        used up, drain the rings again, and when nothing came, wait a few
@@ -52,10 +56,12 @@ struct live_ev {
 struct live {
 	struct djp_source src;
 	struct trace t;
-	struct djp_ev_desc *descs;
-	uint32_t *desc_of_id; /* agent marker id -> descriptor index + 1, 0 = none */
+	struct djp_ev_desc *descs;	 /* those known at open */
+	struct djp_ev_desc **desc_of_id; /* agent marker id -> descriptor, or NULL */
 	uint32_t nids;
-	bool *armed;	      /* per descriptor */
+	bool *armed;			 /* per descriptor known at open */
+	struct djp_ev_desc **late;	 /* descriptors of markers loaded later */
+	size_t nlate, caplate;
 	int64_t mono_to_real; /* realtime - monotonic, ns */
 	char comm[64];
 	uint8_t *arena;
@@ -72,12 +78,66 @@ static uint64_t clock_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* A descriptor for a marker id first seen in an event: one of an object
+ * loaded after open.  NULL when nobody can name it. */
+static const struct djp_ev_desc *learn(struct live *l, uint32_t id)
+{
+	struct trace *t = &l->t;
+	struct djp_ev_desc *d;
+	const struct trace_marker *m;
+	const char *why;
+
+	trace_marker_log_read(t);
+	if ((id >= t->nmarkers || !t->markers[id].known) && t->alive && !t->listed_this_drain) {
+		t->listed_this_drain = true;
+		trace_list(t);
+	}
+	if (id >= t->nmarkers || !t->markers[id].known)
+		return NULL;
+	m = &t->markers[id];
+	if (id >= l->nids) {
+		uint32_t n = l->nids ? l->nids : 64;
+		void *v;
+		while (n <= id)
+			n *= 2;
+		if (!(v = realloc(l->desc_of_id, n * sizeof(*l->desc_of_id))))
+			return NULL;
+		l->desc_of_id = v;
+		memset(l->desc_of_id + l->nids, 0, (n - l->nids) * sizeof(*l->desc_of_id));
+		l->nids = n;
+	}
+	if (l->nlate == l->caplate) {
+		size_t n = l->caplate ? 2 * l->caplate : 16;
+		void *v = realloc(l->late, n * sizeof(*l->late));
+		if (!v)
+			return NULL;
+		l->late = v;
+		l->caplate = n;
+	}
+	if (!(d = calloc(1, sizeof(*d))))
+		return NULL;
+	/* ids go on after those of open, in the order they are met */
+	d->id = l->src.ndescs + (uint32_t)l->nlate;
+	d->name = m->name;
+	d->format = m->format;
+	d->object = m->object;
+	d->nargs = m->nargs;
+	if (djp_format_parse(m->format, &d->fmt, &why) < 0)
+		memset(&d->fmt, 0, sizeof(d->fmt));
+	l->late[l->nlate++] = d;
+	l->desc_of_id[id] = d;
+	return d;
+}
+
 static int collect(void *arg, const struct djp_event *ev, uint32_t tid, unsigned slot)
 {
 	struct live *l = arg;
 	size_t need = (ev->size + 7u) & ~7u;
+	const struct djp_ev_desc *d = ev->marker_id < l->nids && l->desc_of_id[ev->marker_id]
+					      ? l->desc_of_id[ev->marker_id]
+					      : learn(l, ev->marker_id);
 	(void)slot;
-	if (ev->marker_id >= l->nids || !l->desc_of_id[ev->marker_id] || !l->armed[l->desc_of_id[ev->marker_id] - 1])
+	if (!d || (d->id < l->src.ndescs && !l->armed[d->id]))
 		return 0;
 	if (l->arena_len + need > l->arena_cap) {
 		size_t n = l->arena_cap ? l->arena_cap : 1 << 20;
@@ -120,6 +180,7 @@ static long drain(struct live *l)
 	static const struct djp_drain_ops ops = { collect, slot_done };
 	long n;
 	l->nq = l->next = l->arena_len = 0;
+	l->t.listed_this_drain = false;
 	n = djp_consumer_drain(l->t.cons, &ops, l);
 	if (l->nq > 1)
 		qsort(l->q, l->nq, sizeof(*l->q), by_time);
@@ -148,7 +209,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 		if (l->next < l->nq) {
 			const struct live_ev *q = &l->q[l->next++];
 			const struct djp_event *e = (const struct djp_event *)(l->arena + q->off);
-			const struct djp_ev_desc *d = &l->descs[l->desc_of_id[e->marker_id] - 1];
+			const struct djp_ev_desc *d = l->desc_of_id[e->marker_id];
 			unsigned n = e->nargs < DJP_EV_MAX_ARGS ? e->nargs : DJP_EV_MAX_ARGS;
 			ev->desc = d;
 			ev->ts_ns = djp_clock_to_ns(djp_consumer_clock(l->t.cons), e->timestamp) + (uint64_t)l->mono_to_real;
@@ -183,25 +244,22 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 	}
 }
 
-static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n)
+static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, const char *const *globs,
+		    unsigned nglobs)
 {
 	struct live *l = (struct live *)src;
 	for (unsigned i = 0; i < n; i++) {
-		const char *name;
-		bool done = false;
-		unsigned nsites;
 		if (ids[i] >= l->src.ndescs)
 			return -EINVAL;
-		name = l->descs[ids[i]].name;
-		for (unsigned k = 0; k < l->src.ndescs; k++)
-			done |= l->armed[k] && !strcmp(l->descs[k].name, name);
 		l->armed[ids[i]] = true;
-		if (done)
+	}
+	for (unsigned i = 0; i < nglobs; i++) {
+		unsigned nsites;
+		/* pending: an optional point ('?') may match nothing yet */
+		if (!trace_connect(&l->t, globs[i], DJP_CONNECT_PENDING, &nsites))
 			continue;
-		if (trace_connect(&l->t, name, &nsites)) {
-			fprintf(stderr, "djp: %s: %s\n", name, l->t.errmsg);
-			return l->t.errcode ? l->t.errcode : -EIO;
-		}
+		fprintf(stderr, "djp: %s: %s\n", globs[i], l->t.errmsg);
+		return l->t.errcode ? l->t.errcode : -EIO;
 	}
 	return 0;
 }
@@ -236,11 +294,15 @@ static void live_close(struct djp_source *src)
 		close(t->fd);
 	if (t->cons)
 		djp_consumer_close(t->cons);
+	djp_mlog_close(&t->mlog);
 	if (t->ring_fd >= 0)
 		close(t->ring_fd);
 	trace_output_free(t);
 	free(t->buf);
 	free(l->descs);
+	for (size_t i = 0; i < l->nlate; i++)
+		free(l->late[i]);
+	free(l->late);
 	free(l->desc_of_id);
 	free(l->armed);
 	free(l->arena);
@@ -260,9 +322,10 @@ struct files {
 	unsigned nlists;
 };
 
-static int files_arm(struct djp_source *src, const uint32_t *ids, unsigned n)
+static int files_arm(struct djp_source *src, const uint32_t *ids, unsigned n, const char *const *globs,
+		     unsigned nglobs)
 {
-	(void)src, (void)ids, (void)n;
+	(void)src, (void)ids, (void)n, (void)globs, (void)nglobs;
 	return 0;
 }
 
@@ -399,7 +462,8 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 		d->nargs = m->nargs;
 		if (djp_format_parse(m->format, &d->fmt, &why) < 0)
 			memset(&d->fmt, 0, sizeof(d->fmt));
-		l->desc_of_id[id] = ++nd;
+		l->desc_of_id[id] = d;
+		nd++;
 	}
 	l->src.ops = &live_ops;
 	l->src.descs = l->descs;

@@ -1,9 +1,12 @@
 /*
  * The event source a probe script consumes.
  *
- * A source knows the markers of the traced process (descriptors, fixed when
+ * A source knows the markers of the traced process (descriptors, known when
  * it is opened, with dense ids 0..ndescs-1) and delivers their hits as
- * events, in time order.  The script engine resolves probe points against the
+ * events, in time order.  A live source may deliver events of markers
+ * loaded later, with descriptors of ids ndescs and up that it makes as it
+ * meets them (stable until close); the engine binds those when it first
+ * sees them.  The script engine resolves probe points against the
  * descriptors, then calls arm() with the ids it needs (nothing is armed
  * before the script has compiled), start() to let a -c command run, and
  * next() in a loop until it returns DJP_SRC_END or the script exits.  Timers
@@ -53,8 +56,10 @@ enum {
 struct djp_source;
 
 struct djp_source_ops {
-	/* Enable the markers whose ids are listed; 0 or -errno. */
-	int (*arm)(struct djp_source *src, const uint32_t *ids, unsigned n);
+	/* Enable the markers whose ids are listed, and those of objects loaded
+	 * later whose names match one of the globs (fnmatch); 0 or -errno. */
+	int (*arm)(struct djp_source *src, const uint32_t *ids, unsigned n, const char *const *globs,
+		   unsigned nglobs);
 	/* Let the target run (-c: exec the command); 0 or -errno.  May be NULL. */
 	int (*start)(struct djp_source *src);
 	/* Next event before deadline_ns (UINT64_MAX: none): DJP_SRC_* or -errno

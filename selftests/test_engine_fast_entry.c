@@ -1,0 +1,104 @@
+/*
+ * The fast entry is a capability of the engine, not of the recorder: any
+ * lean handler connected with a plan function (djp__connect) gets its entry
+ * called by a prefetching trampoline, with the site's arguments loaded and
+ * its plan as data; a second handler on the site takes the site back to the
+ * ordinary call, and the plan is asked again when the list changes.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+
+#include "djprobe/djprobe.h"
+#include "djprobe/marker.h"
+#include "harness.h"
+#include "kernel/engine.h"
+
+static atomic_long fast_hits, fast_sum, plain_hits, plans;
+static void *fast_data_seen;
+static int the_data;
+
+__attribute__((noinline)) static void fast_site(int i, long j)
+{
+	MARK(fast_entry_site, "i=%d j=%ld", i, j);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void entry(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
+{
+	const struct djp_fast_plan *p = plan;
+	(void)hit, (void)a2, (void)a3;
+	fast_data_seen = p->data;
+	atomic_fetch_add(&fast_hits, 1);
+	atomic_fetch_add(&fast_sum, (long)(int)a0 + (long)a1);
+}
+
+static djp_fast_entry_fn plan_fn(void *data, const struct djp_site *s, struct djp_fast_plan *plan)
+{
+	atomic_fetch_add(&plans, 1);
+	*plan = (struct djp_fast_plan){ data, s->id, s->m->nargs, 0 };
+	return entry;
+}
+
+static void plain(const struct djp_hit *hit, void *data)
+{
+	(void)data;
+	atomic_fetch_add(&plain_hits, 1);
+	(void)djp_hit_arg(hit, 0);
+}
+
+TEST(fast_entry_is_any_handlers_capability)
+{
+	struct djp_connect_opts o = { .plan = plan_fn };
+	long expect = 0;
+	int id, other;
+
+	id = djp__connect("fast_entry_site", plain, &the_data, DJP_GPR_ONLY, &o);
+	CHECK(id >= 0);
+	CHECK(atomic_load(&plans) >= 1);
+	/* a thread's first hit registers it on the slow path, which calls the
+	 * handler itself */
+	fast_site(0, 0);
+	atomic_store(&fast_hits, 0);
+	atomic_store(&fast_sum, 0);
+	atomic_store(&plain_hits, 0);
+	for (int i = 0; i < 100; i++) {
+		fast_site(i, 3 * i);
+		expect += 4 * i;
+	}
+	/* the entry ran, with the prefetched arguments and the plan's data */
+	CHECK_EQ(atomic_load(&fast_hits), 100);
+	CHECK_EQ(atomic_load(&fast_sum), expect);
+	CHECK(fast_data_seen == &the_data);
+	CHECK_EQ(atomic_load(&plain_hits), 0);
+
+	/* two handlers: the ordinary list call, both run */
+	other = djp_connect("fast_entry_site", plain, NULL, DJP_GPR_ONLY);
+	CHECK(other >= 0);
+	fast_site(1, 1);
+	CHECK_EQ(atomic_load(&fast_hits), 100);
+	CHECK_EQ(atomic_load(&plain_hits), 2);
+
+	/* alone again: the plan is asked again and the entry used */
+	long before = atomic_load(&plans);
+	CHECK_EQ(djp_disconnect(other), 0);
+	CHECK(atomic_load(&plans) > before);
+	fast_site(2, 2);
+	CHECK_EQ(atomic_load(&fast_hits), 101);
+	CHECK_EQ(atomic_load(&plain_hits), 2);
+	CHECK_EQ(djp_disconnect(id), 0);
+	fast_site(3, 3);
+	CHECK_EQ(atomic_load(&fast_hits), 101);
+}
+
+/* A pending connect keeps a pattern nothing matches yet; a plain one does
+ * not. */
+TEST(pending_connect_keeps_an_unmatched_pattern)
+{
+	struct djp_connect_opts o = { .pending = true };
+	int id;
+
+	CHECK_EQ(djp_connect("no_such_marker_anywhere", plain, NULL, 0), -ENOENT);
+	id = djp__connect("no_such_marker_anywhere", plain, NULL, 0, &o);
+	CHECK(id >= 0);
+	CHECK_EQ(djp_disconnect(id), 0);
+}

@@ -1,0 +1,124 @@
+/*
+ * Markers of a library the target loads after tracing began, read after the
+ * target is gone: the tool must still name and format them (text, JSON,
+ * the summary) and a script must see them.
+ *
+ * The race is made certain: the tool is stopped (SIGSTOP) from the moment
+ * the target has loaded the plugin and fired its marker until the target
+ * has exited, so the tool drains those events with nobody left to ask.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "test_trace_util.h"
+
+static bool exited(pid_t pid)
+{
+	char path[64], buf[256];
+	FILE *f;
+	char *p;
+	bool gone = true;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return true;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		gone = p[2] == 'Z' || p[2] == 'X';
+	fclose(f);
+	return gone;
+}
+
+/* Run djp with argv; the target loads the plugin, fires 3, and exits while
+ * the tool is stopped.  Returns the finished tool. */
+static struct tproc *late_plugin(char *const argv[])
+{
+	struct tproc *p = tt_spawn(argv, false, -1);
+	char line[4200];
+	const char *r;
+	pid_t target;
+	int st;
+
+	CHECK(tt_wait_out(p, "ready ", 10000));
+	r = strstr(p->obuf, "ready ");
+	target = (pid_t)atoi(r + 6);
+	CHECK(target > 0);
+	snprintf(line, sizeof(line), "dlopen %s 3\n", tt_plugin());
+	tt_send(p, line);
+	CHECK(tt_wait_out(p, "dlopen ok", 10000));
+	CHECK(kill(p->pid, SIGSTOP) == 0);
+	close(p->in); /* end of input: the target exits */
+	p->in = -1;
+	for (int i = 0; i < 1000 && !exited(target); i++)
+		usleep(10000);
+	CHECK(exited(target));
+	CHECK(kill(p->pid, SIGCONT) == 0);
+	st = tt_finish(p, 20000);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+	return p;
+}
+
+static char *target_cmd(void)
+{
+	static char cmd[4200];
+	snprintf(cmd, sizeof(cmd), "%s --ticks 1 --tick-us 1000", tt_target(false));
+	return cmd;
+}
+
+TEST_TIMEOUT(trace_names_markers_of_a_library_loaded_later_after_exit, 60)
+{
+	struct tproc *p = late_plugin((char *const[]){ (char *)tt_djp(), "trace", "-c", target_cmd(), "t?_*", NULL });
+	unsigned long long ev, lost;
+
+	CHECK_EQ(tt_count(p->obuf, " tp_plugin n="), 3);
+	CHECK(strstr(p->obuf, " tp_plugin n=2\n"));
+	CHECK(!strstr(p->obuf, "marker#"));
+	CHECK(tt_summary_row(p->ebuf, "tp_plugin", &ev, &lost));
+	CHECK_EQ(ev, 3);
+	free(p);
+}
+
+TEST_TIMEOUT(trace_json_names_markers_of_a_library_loaded_later_after_exit, 60)
+{
+	struct tproc *p =
+		late_plugin((char *const[]){ (char *)tt_djp(), "trace", "--json", "-c", target_cmd(), "t?_*", NULL });
+
+	CHECK_EQ(tt_count(p->obuf, "\"name\":\"tp_plugin\",\"args\":{\"n\":"), 3);
+	CHECK(strstr(p->obuf, "\"name\":\"tp_plugin\",\"args\":{\"n\":2}"));
+	CHECK(!strstr(p->obuf, "marker#"));
+	free(p);
+}
+
+TEST_TIMEOUT(script_sees_markers_of_a_library_loaded_later, 60)
+{
+	struct tproc *p = late_plugin((char *const[]){
+		(char *)tt_djp(), "-c", target_cmd(), "-e",
+		"global n; probe process.mark(\"t[tp]_[mpt]*\") { printf(\"ev %s %d\\n\", $$name, $arg1); n[$$name]++ }"
+		" probe end { printf(\"tp_plugin seen %d\\n\", n[\"tp_plugin\"]) }",
+		NULL });
+
+	CHECK(strstr(p->obuf, "ev tp_plugin 0\n"));
+	CHECK(strstr(p->obuf, "ev tp_plugin 2\n"));
+	CHECK(strstr(p->obuf, "tp_plugin seen 3\n"));
+	CHECK(strstr(p->obuf, "ev tt_main "));
+	free(p);
+}
+
+/* A probe point that names only the plugin's marker, which is not loaded
+ * when the script starts: '?' lets it start, and the marker is bound when
+ * the library comes. */
+TEST_TIMEOUT(script_optional_point_binds_a_library_loaded_later, 60)
+{
+	struct tproc *p = late_plugin((char *const[]){
+		(char *)tt_djp(), "-c", target_cmd(), "-e",
+		"probe process.mark(\"tt_main\"), process.mark(\"tp_plugin\")? { printf(\"ev %s %d\\n\", $$name, $arg1) }",
+		NULL });
+
+	CHECK(strstr(p->obuf, "ev tt_main 5\n"));
+	CHECK(strstr(p->obuf, "ev tp_plugin 2\n"));
+	free(p);
+}
