@@ -25,7 +25,7 @@
  * reading loses its session rather than holding the agent.  The thread
  * blocks the asynchronous signals (SIGINT, SIGTERM, SIGCHLD, ...) so that the
  * application's handlers keep running where the application expects them;
- * the engine's own signals (SIGTRAP and the freeze signal) stay open, as the
+ * the engine's own signals (SIGTRAP and its real-time signal) stay open, as the
  * engine requires of every thread.
  *
  * A session ends when its socket reports end of file or an error (the tool
@@ -201,7 +201,7 @@ static void *agent_main(void *arg)
 
 	(void)arg;
 	/* Asynchronous signals are the application's; the engine's own
-	 * (SIGTRAP, the real-time freeze signal) and the synchronous ones
+	 * (SIGTRAP, the engine's real-time signal) and the synchronous ones
 	 * stay open. */
 	sigfillset(&set);
 	sigdelset(&set, SIGTRAP);

@@ -111,7 +111,7 @@ int djp_engine_init_locked(void)
 	int err;
 	if (atomic_load(&ready))
 		return init_err;
-	if ((err = arch_text_init()) || (err = djp_freeze_init()) || (err = djp_sync_init()) ||
+	if ((err = arch_text_init()) || (err = djp_engine_signal_init()) || (err = djp_sync_init()) ||
 	    (err = arch_trap_init(djp_trap_probe))) {
 		init_err = err;
 		atomic_store(&ready, 2);

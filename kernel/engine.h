@@ -195,12 +195,11 @@ void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s);
 uint32_t djp__hit_id(const struct djp_hit *hit);
 const struct djp_marker_info *djp__hit_marker(const struct djp_hit *hit);
 
-/* sync.c, freeze.c */
+/* sync.c, engine_signal.c */
 int djp_sync_init(void);
 int djp_sync_cores(void);
-int djp_freeze_init(void);
-int djp_freeze_signal(void);
-int djp_freeze_sync(void);
+int djp_engine_signal_init(void);
+int djp_engine_signal(void);
 
 /* sigmask.c */
 int djp_check_sigblk(void);

@@ -73,7 +73,7 @@
  * The thread checks this itself at a hit that finds its count "ours" and
  * in djp_connect/djp_disconnect, and ends the section; a grace period that
  * finds a known thread inside a section of ours for several milliseconds
- * asks it to check with the freeze signal, whose handler judges the
+ * asks it to check with the engine's signal, whose handler judges the
  * interrupted context.  Every test errs towards "alive": a live section is
  * never ended.  What stays undecided (the thread went deeper than the
  * frame and the key's word happens to be intact) waits for the thread's
@@ -212,10 +212,10 @@ static bool reader_inside(const struct urcu_bp_reader *r)
 }
 
 /* Ask each thread still inside to check whether it left its section by a
- * jump (djp_rcu_recover_interrupted, from the freeze signal's handler). */
+ * jump (djp_rcu_recover_interrupted, from the engine signal's handler). */
 static void ask_inside_readers(const struct urcu_bp_reader *self)
 {
-	int sig = djp_freeze_signal();
+	int sig = djp_engine_signal();
 	for (unsigned i = 0; sig && i < KNOWN; i++) {
 		struct urcu_bp_reader *r = atomic_load(&known[i]);
 		pid_t tid = atomic_load(&known_tid[i]);

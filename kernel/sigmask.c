@@ -1,11 +1,11 @@
 /*
- * Keeping SIGTRAP and the freeze signal deliverable.
+ * Keeping SIGTRAP and the engine's signal deliverable.
  *
  * A thread that blocks SIGTRAP and executes an int3 is killed by the kernel
  * (force_sig resets the handler to the default).  Threads that block every
  * signal are common (sigwait loops, runtimes), so sigprocmask and
  * pthread_sigmask are interposed here: SIG_BLOCK and SIG_SETMASK never
- * block SIGTRAP or the freeze signal.  sigaction and signal are interposed
+ * block SIGTRAP or the engine's signal.  sigaction and signal are interposed
  * for SIGTRAP only: the application's handler becomes the one our SIGTRAP
  * handler chains to, and ours stays installed; and no handler's sa_mask may
  * block SIGTRAP while it runs.
@@ -30,8 +30,8 @@
 static void clean(sigset_t *set)
 {
 	sigdelset(set, SIGTRAP);
-	if (djp_freeze_signal())
-		sigdelset(set, djp_freeze_signal());
+	if (djp_engine_signal())
+		sigdelset(set, djp_engine_signal());
 }
 
 static void *next_symbol(const char *name)
@@ -99,8 +99,8 @@ static int sigblk_scan(void)
 	struct dirent *de;
 	unsigned long long bad = 1ull << (SIGTRAP - 1);
 	int err = 0;
-	if (djp_freeze_signal())
-		bad |= 1ull << (djp_freeze_signal() - 1);
+	if (djp_engine_signal())
+		bad |= 1ull << (djp_engine_signal() - 1);
 	if (!d)
 		return -errno;
 	while (!err && (de = readdir(d))) {
@@ -126,7 +126,7 @@ static int sigblk_scan(void)
 }
 
 /*
- * -EDEADLK when some thread keeps SIGTRAP or the freeze signal blocked.  A
+ * -EDEADLK when some thread keeps SIGTRAP or the engine's signal blocked.  A
  * thread that glibc is still creating runs with every signal blocked for a
  * moment, and so does one on its way out of a signal handler; only a block
  * that lasts (100 ms) is a refusal.

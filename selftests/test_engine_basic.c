@@ -70,9 +70,9 @@ TEST(engine_int3)
 	run_mode(DJP_FORCE_INT3);
 }
 
-TEST(engine_jump_freeze_sync)
+TEST(engine_jump_shootdown_sync)
 {
-	setenv("DJP_SYNC", "freeze", 1);
+	setenv("DJP_SYNC", "shootdown", 1);
 	run_mode(0);
 	run_mode(DJP_FORCE_INT3);
 }

@@ -144,8 +144,8 @@ TEST_TIMEOUT(faults_procmem_membarrier, 120)
 	inject_everywhere(DJP_GPR_ONLY);
 }
 
-TEST_TIMEOUT(faults_mprotect_freeze, 120)
+TEST_TIMEOUT(faults_mprotect_shootdown, 120)
 {
-	setenv("DJP_SYNC", "freeze", 1);
+	setenv("DJP_SYNC", "shootdown", 1);
 	inject_everywhere(0);
 }

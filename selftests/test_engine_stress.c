@@ -19,7 +19,7 @@ TEST_TIMEOUT(stress_membarrier, 60)
 	stress("DJP_SYNC=membarrier");
 }
 
-TEST_TIMEOUT(stress_freeze, 60)
+TEST_TIMEOUT(stress_shootdown, 60)
 {
-	stress("DJP_SYNC=freeze");
+	stress("DJP_SYNC=shootdown");
 }

@@ -20,7 +20,7 @@
  *           probe, whose first byte is 0xcc already);             sync
  *
  * Three syncs a batch however many sites.  `sync` is membarrier
- * SYNC_CORE, or a freeze/thaw of every thread (kernel/sync.c).
+ * SYNC_CORE, or a TLB shootdown where that is missing (kernel/sync.c).
  *
  * Failure: whatever step fails, the batch is rolled back with the same
  * protocol in reverse (0xcc everywhere, sync, old tails, sync, old first

@@ -13,7 +13,7 @@
  * may produce at most the number of probes that exist.  Handlers check
  * their arguments too.
  *
- * usage: engine_stress SECONDS   (DJP_SYNC=freeze for the freeze sync)
+ * usage: engine_stress SECONDS   (DJP_SYNC=shootdown for the TLB-shootdown sync)
  */
 #include <errno.h>
 #include <pthread.h>
