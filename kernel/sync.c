@@ -32,7 +32,10 @@
  * returns with IRET, which serialises.  A core that skips the IPI because
  * it is lazily holding our page tables flushes them (CR3 or INVLPG, both
  * serialising) before it runs our code again.  This is how runtimes without
- * membarrier flush other cores (CoreCLR's FlushProcessWriteBuffers).
+ * membarrier flush other cores (CoreCLR's FlushProcessWriteBuffers).  It
+ * rests on the kernel flushing remote TLBs by interrupt: a kernel that
+ * flushes them by broadcast instead (AMD's INVLPGB, arm64's TLBI) has
+ * membarrier, which is then used, unless a seccomp filter hides it.
  *
  * The patching thread itself needs only the branch that follows its stores
  * (arch_serialize makes that explicit).
