@@ -78,14 +78,25 @@ static uint64_t clock_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Descriptor `id` of the agent's marker m. */
+static void desc_from_marker(struct djp_ev_desc *d, uint32_t id, const struct trace_marker *m)
+{
+	const char *why;
+	d->id = id;
+	d->name = m->name;
+	d->format = m->format;
+	d->object = m->object;
+	d->nargs = m->nargs;
+	if (djp_format_parse(m->format, &d->fmt, &why) < 0)
+		memset(&d->fmt, 0, sizeof(d->fmt));
+}
+
 /* A descriptor for a marker id first seen in an event: one of an object
  * loaded after open.  NULL when nobody can name it. */
 static const struct djp_ev_desc *learn(struct live *l, uint32_t id)
 {
 	struct trace *t = &l->t;
 	struct djp_ev_desc *d;
-	const struct trace_marker *m;
-	const char *why;
 
 	trace_marker_log_read(t);
 	if ((id >= t->nmarkers || !t->markers[id].known) && t->alive && !t->listed_this_drain) {
@@ -94,7 +105,6 @@ static const struct djp_ev_desc *learn(struct live *l, uint32_t id)
 	}
 	if (id >= t->nmarkers || !t->markers[id].known)
 		return NULL;
-	m = &t->markers[id];
 	if (id >= l->nids) {
 		uint32_t n = l->nids ? l->nids : 64;
 		void *v;
@@ -117,13 +127,7 @@ static const struct djp_ev_desc *learn(struct live *l, uint32_t id)
 	if (!(d = calloc(1, sizeof(*d))))
 		return NULL;
 	/* ids go on after those of open, in the order they are met */
-	d->id = l->src.ndescs + (uint32_t)l->nlate;
-	d->name = m->name;
-	d->format = m->format;
-	d->object = m->object;
-	d->nargs = m->nargs;
-	if (djp_format_parse(m->format, &d->fmt, &why) < 0)
-		memset(&d->fmt, 0, sizeof(d->fmt));
+	desc_from_marker(d, l->src.ndescs + (uint32_t)l->nlate, &t->markers[id]);
 	l->late[l->nlate++] = d;
 	l->desc_of_id[id] = d;
 	return d;
@@ -450,19 +454,10 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 		goto fail;
 	}
 	for (uint32_t id = 0; id < t->nmarkers; id++) {
-		const struct trace_marker *m = &t->markers[id];
-		const char *why;
-		struct djp_ev_desc *d = &l->descs[nd];
-		if (!m->known)
+		if (!t->markers[id].known)
 			continue;
-		d->id = nd;
-		d->name = m->name;
-		d->format = m->format;
-		d->object = m->object;
-		d->nargs = m->nargs;
-		if (djp_format_parse(m->format, &d->fmt, &why) < 0)
-			memset(&d->fmt, 0, sizeof(d->fmt));
-		l->desc_of_id[id] = d;
+		desc_from_marker(&l->descs[nd], nd, &t->markers[id]);
+		l->desc_of_id[id] = &l->descs[nd];
 		nd++;
 	}
 	l->src.ops = &live_ops;
