@@ -204,7 +204,9 @@ static __attribute__((noinline)) void register_thread(void)
  * lets it run and leave; then the grace period finds the threads outside,
  * or in sections that end at once.  Correctness is liburcu's: this only
  * chooses when to start it.  A hot thread is seen outside within a few
- * polls; the wait gives up after 5 ms.
+ * polls.  Halfway (250 polls, some 5 ms), a thread still inside is asked
+ * whether it left its section by a jump (ask_inside_readers); the wait
+ * gives up after 500 polls.
  */
 static bool reader_inside(const struct urcu_bp_reader *r)
 {

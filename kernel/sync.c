@@ -61,20 +61,21 @@ int djp_sync_init(void)
 	const char *want = getenv("DJP_SYNC");
 	int q;
 
+	if (!want || (strcmp(want, "shootdown") && strcmp(want, "freeze"))) {
+		q = djp_sys_membarrier(MEMBARRIER_CMD_QUERY, 0);
+		if (q >= 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) &&
+		    !djp_sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0)) {
+			use_membarrier = 1;
+			return 0;
+		}
+	}
+	/* the fallback's page, only where it is used */
 	page_size = (size_t)sysconf(_SC_PAGESIZE);
 	shootdown_page = mmap(NULL, page_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (shootdown_page == MAP_FAILED) {
 		shootdown_page = NULL;
 		return -errno;
 	}
-	if (want && (!strcmp(want, "shootdown") || !strcmp(want, "freeze")))
-		return 0;
-	q = djp_sys_membarrier(MEMBARRIER_CMD_QUERY, 0);
-	if (q < 0 || !(q & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE))
-		return 0;
-	if (djp_sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0))
-		return 0;
-	use_membarrier = 1;
 	return 0;
 }
 

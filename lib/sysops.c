@@ -1,7 +1,7 @@
 /*
  * Fault injection for the engine's system calls.
  *
- * Every mmap, mprotect, pwrite (to /proc/self/mem), membarrier and tgkill
+ * Every mmap, mprotect, pwrite (to /proc/self/mem) and membarrier
  * that the engine makes on the way to changing text goes through these
  * wrappers.  Normally each is one predictable branch and
  * the real call.  A test sets `fail_at` = calls + n; the call whose running
@@ -66,11 +66,6 @@ ssize_t djp_sys_pwrite(int fd, const void *buf, size_t len, off_t off)
 int djp_sys_membarrier(int cmd, unsigned flags)
 {
 	return injected() ? -1 : (int)syscall(SYS_membarrier, cmd, flags, 0);
-}
-
-int djp_sys_tgkill(pid_t tgid, pid_t tid, int sig)
-{
-	return injected() ? -1 : (int)syscall(SYS_tgkill, tgid, tid, sig);
 }
 
 

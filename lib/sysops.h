@@ -17,7 +17,6 @@ void *djp_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t of
 int djp_sys_mprotect(void *addr, size_t len, int prot);
 ssize_t djp_sys_pwrite(int fd, const void *buf, size_t len, off_t off);
 int djp_sys_membarrier(int cmd, unsigned flags);
-int djp_sys_tgkill(pid_t tgid, pid_t tid, int sig);
 
 /* Test hooks: hidden, and kept out of libdjprobe.so's exports
  * (djprobe.map); the selftests link libdjprobe.a. */

@@ -327,12 +327,12 @@ TEST(list_usage_errors_exit_2)
 	CHECK(strstr(r->out, "NAME ADDRESS LEN FUNCTION FILE:LINE OBJECT \"FORMAT\" ARGS"));
 }
 
-/* A running process: every marker of the example at its run-time address,
- * which must hold the NOP in the process's memory. */
-TEST(list_pid_gives_runtime_addresses)
+/* Run an example program in its "wait" mode until it says ready; closing
+ * *hold (its standard input) makes it exit. */
+static pid_t start_waiting(const char *prog, int *hold)
 {
 	int in[2], out[2];
-	char ready[16] = "", pid[16];
+	char ready[16] = "";
 	CHECK(pipe(in) == 0 && pipe(out) == 0);
 	pid_t child = fork();
 	CHECK(child >= 0);
@@ -341,13 +341,25 @@ TEST(list_pid_gives_runtime_addresses)
 		dup2(out[1], 1);
 		close(in[1]);
 		close(out[0]);
-		execl(example(), example(), "wait", (char *)NULL);
+		execl(prog, prog, "wait", (char *)NULL);
 		_exit(127);
 	}
 	close(in[0]);
 	close(out[1]);
 	CHECK(read(out[0], ready, sizeof(ready) - 1) > 0);
 	CHECK(!strncmp(ready, "ready", 5));
+	close(out[0]);
+	*hold = in[1];
+	return child;
+}
+
+/* A running process: every marker of the example at its run-time address,
+ * which must hold the NOP in the process's memory. */
+TEST(list_pid_gives_runtime_addresses)
+{
+	int hold;
+	char pid[16];
+	pid_t child = start_waiting(example(), &hold);
 	snprintf(pid, sizeof(pid), "%d", (int)child);
 
 	struct run *r = run("%s list %s", djp(), pid);
@@ -378,7 +390,7 @@ TEST(list_pid_gives_runtime_addresses)
 	r = run("%s list --json %s", djp(), pid);
 	CHECK_EQ(r->status, 0);
 	CHECK(strstr(r->out, "\"object\":\""));
-	close(in[1]); /* the example exits */
+	close(hold); /* the example exits */
 	waitpid(child, NULL, 0);
 }
 
@@ -478,24 +490,11 @@ TEST(list_pid_reads_files_replaced_on_disk)
 
 	/* a program */
 	copy_example(prog);
-	CHECK(pipe(in) == 0 && pipe(out) == 0);
-	pid_t child = fork();
-	CHECK(child >= 0);
-	if (child == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		close(in[1]);
-		close(out[0]);
-		execl(prog, prog, "wait", (char *)NULL);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	CHECK(read(out[0], ready, sizeof(ready) - 1) > 0);
-	CHECK(!strncmp(ready, "ready", 5));
+	int hold;
+	pid_t child = start_waiting(prog, &hold);
 	replace(djp_test_path("libdjp_dltest_renamed.so"), prog);
 	check_listed_deleted(child, prog, "ex_sizes");
-	close(in[1]);
+	close(hold);
 	waitpid(child, NULL, 0);
 
 	/* a library */

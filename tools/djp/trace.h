@@ -110,6 +110,9 @@ int trace_bye(struct trace *t);
 /* trace_output.c */
 int trace_marker_add(struct trace *t, uint32_t id, uint64_t addr, uint8_t nargs, const char *name,
 		     const char *format, const char *object);
+/* Marker `id`, learnt from the marker log or, once per drain while the
+ * agent lives, from LIST if it is new; NULL when nobody can name it. */
+struct trace_marker *trace_marker_of(struct trace *t, uint32_t id);
 /* Drain the ring and print what came; returns the number of events. */
 long trace_drain(struct trace *t);
 /* Final counts from the ring, then the summary on stderr. */

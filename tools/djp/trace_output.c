@@ -71,7 +71,7 @@ int trace_marker_add(struct trace *t, uint32_t id, uint64_t addr, uint8_t nargs,
 	return 0;
 }
 
-static struct trace_marker *marker_of(struct trace *t, uint32_t id)
+struct trace_marker *trace_marker_of(struct trace *t, uint32_t id)
 {
 	if (id >= t->nmarkers || !t->markers[id].known)
 		trace_marker_log_read(t);
@@ -105,7 +105,7 @@ static void print_event(struct trace *t, const struct djp_event *ev, uint32_t ti
 {
 	const struct djp_clock_params *cp = djp_consumer_clock(t->cons);
 	uint64_t ns = djp_clock_to_ns(cp, ev->timestamp);
-	struct trace_marker *m = marker_of(t, ev->marker_id);
+	struct trace_marker *m = trace_marker_of(t, ev->marker_id);
 	const struct djp_fmt *fmt = m ? m->fmt : NULL;
 	const char *strs[DJP_RING_MAX_ARGS];
 	int64_t args[DJP_RING_MAX_ARGS];

@@ -140,18 +140,14 @@ static bool fits(const struct probe *p, const struct djp_ev_desc *d, const char 
 {
 	for (int r = 0; r < p->nrefs; r++) {
 		int f = ctx_field(d, p->refs[r]);
-		uint8_t t;
 		*why = p->refs[r];
-		if (f < 0)
-			return false;
-		t = (uint8_t)((unsigned)f < d->fmt.nfields && d->fmt.field[f].conv == 's' ? TY_STR : TY_LONG);
-		if (t != p->ref_ty[r])
+		if (f < 0 || ctx_type(d, f) != p->ref_ty[r])
 			return false;
 	}
 	return true;
 }
 
-int bind_late(struct script *sc, const struct djp_ev_desc *d)
+void bind_late(struct script *sc, const struct djp_ev_desc *d)
 {
 	uint32_t id = d->id;
 
@@ -170,7 +166,7 @@ int bind_late(struct script *sc, const struct djp_ev_desc *d)
 		sc->nby = n;
 	}
 	if (sc->nby_desc[id] >= 0)
-		return 0;
+		return;
 	sc->nby_desc[id] = 0;
 	for (struct probe *p = sc->probes; p; p = p->next) {
 		const char *why;
@@ -196,7 +192,12 @@ int bind_late(struct script *sc, const struct djp_ev_desc *d)
 			abort();
 		sc->by_desc[id][sc->nby_desc[id]++] = b;
 	}
-	return 0;
+}
+
+/* The type of argument f of marker d: a %s is a string, the rest numbers. */
+uint8_t ctx_type(const struct djp_ev_desc *d, int f)
+{
+	return (unsigned)f < d->fmt.nfields && d->fmt.field[f].conv == 's' ? TY_STR : TY_LONG;
 }
 
 /* Argument index of context variable `name` ("arg3" or a field name). */

@@ -272,7 +272,7 @@ static int ctx_ref(struct checker *ck, struct node *n)
 				n->slot = -2;
 				return TY_UNK;
 			}
-			t = (uint8_t)((unsigned)f < d->fmt.nfields && d->fmt.field[f].conv == 's' ? TY_STR : TY_LONG);
+			t = ctx_type(d, f);
 			if (ty != TY_UNK && t != ty) {
 				diag(ck->sc, n->line, n->col, "semantic error",
 				     "context variable '$%s' is a string in one marker and a number in another", n->str);

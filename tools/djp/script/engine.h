@@ -274,11 +274,13 @@ void bind_fields(struct script *sc);
 /* Bind a descriptor the source made after resolve_probes (a marker loaded
  * later) to the probes whose points match it and whose context variables it
  * has with the checked types; a probe it does not fit is skipped with a
- * warning.  Once per descriptor; 0. */
-int bind_late(struct script *sc, const struct djp_ev_desc *d);
+ * warning.  Once per descriptor. */
+void bind_late(struct script *sc, const struct djp_ev_desc *d);
 /* free everything the passes allocated (the pool included) */
 void script_release(struct script *sc);
 int ctx_field(const struct djp_ev_desc *d, const char *name);
+/* TY_STR or TY_LONG: argument f of d as a context variable */
+uint8_t ctx_type(const struct djp_ev_desc *d, int f);
 bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d);
 void add_global_display(struct script *sc);
 const char *ty_name(int ty);

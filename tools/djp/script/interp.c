@@ -961,8 +961,8 @@ static void dispatch(struct run *r, const struct djp_ev *ev)
 	struct binding **v;
 	int n;
 
-	if ((id >= r->sc->nby || r->sc->nby_desc[id] < 0) && bind_late(r->sc, ev->desc) < 0)
-		return;
+	if (id >= r->sc->nby || r->sc->nby_desc[id] < 0)
+		bind_late(r->sc, ev->desc);
 	v = r->sc->by_desc[id];
 	n = r->sc->nby_desc[id];
 	for (int i = 0; i < n && !r->exiting; i++)

@@ -95,15 +95,10 @@ static void desc_from_marker(struct djp_ev_desc *d, uint32_t id, const struct tr
  * loaded after open.  NULL when nobody can name it. */
 static const struct djp_ev_desc *learn(struct live *l, uint32_t id)
 {
-	struct trace *t = &l->t;
+	const struct trace_marker *m = trace_marker_of(&l->t, id);
 	struct djp_ev_desc *d;
 
-	trace_marker_log_read(t);
-	if ((id >= t->nmarkers || !t->markers[id].known) && t->alive && !t->listed_this_drain) {
-		t->listed_this_drain = true;
-		trace_list(t);
-	}
-	if (id >= t->nmarkers || !t->markers[id].known)
+	if (!m)
 		return NULL;
 	if (id >= l->nids) {
 		uint32_t n = l->nids ? l->nids : 64;
@@ -127,7 +122,7 @@ static const struct djp_ev_desc *learn(struct live *l, uint32_t id)
 	if (!(d = calloc(1, sizeof(*d))))
 		return NULL;
 	/* ids go on after those of open, in the order they are met */
-	desc_from_marker(d, l->src.ndescs + (uint32_t)l->nlate, &t->markers[id]);
+	desc_from_marker(d, l->src.ndescs + (uint32_t)l->nlate, m);
 	l->late[l->nlate++] = d;
 	l->desc_of_id[id] = d;
 	return d;
