@@ -27,6 +27,10 @@
  * This file and kernel/rcu.c are compiled with -mgeneral-regs-only: they
  * run inside lean trampolines.
  */
+/* Runs inside the lean trampoline, which saves no vector state: the compiler
+ * must not use a vector or x87 register in this file. */
+#pragma GCC target("general-regs-only")
+
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
 #include "kernel/rcu.h"

@@ -197,7 +197,7 @@ const struct djp_marker_info *djp__hit_marker(const struct djp_hit *hit);
 
 /* sync.c, engine_signal.c */
 int djp_sync_init(void);
-int djp_sync_cores(void);
+int djp_sync_cores(void); /* 0 or -errno */
 int djp_engine_signal_init(void);
 int djp_engine_signal(void);
 

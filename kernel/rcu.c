@@ -87,6 +87,10 @@
  * itself around the calls.  This file is compiled with -mgeneral-regs-only
  * (kernel/kernel.mk), so the compiler adds no vector code of its own.
  */
+/* The read side runs inside the lean trampoline, which saves no vector
+ * state: the compiler must not use a vector or x87 register in this file. */
+#pragma GCC target("general-regs-only")
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

@@ -92,14 +92,14 @@ static int shootdown(void)
 		r = djp_sys_mprotect(shootdown_page, page_size, PROT_NONE);
 	}
 	pthread_mutex_unlock(&shootdown_lock);
-	return r;
+	return r ? -errno : 0;
 }
 
 int djp_sync_cores(void)
 {
 	int r;
 	if (use_membarrier)
-		r = djp_sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0);
+		r = djp_sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0) ? -errno : 0;
 	else
 		r = shootdown();
 	arch_serialize();

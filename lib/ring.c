@@ -99,6 +99,10 @@
  * event half-written, costs at most a skipped ring, never a crash or a hang.
  * One consumer per region at a time.
  */
+/* The slow paths run from the lean trampoline (ring.h promises general
+ * registers only): the compiler must not use a vector or x87 register. */
+#pragma GCC target("general-regs-only")
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

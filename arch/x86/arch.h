@@ -39,8 +39,8 @@ struct djp_poke {
 	uint8_t old[DJP_SITE_MAX_LEN]; /* what must be there now */
 	uint8_t new[DJP_SITE_MAX_LEN]; /* what will be there (new[0] may be 0xcc) */
 };
-/* Apply a batch with the three-step protocol; `sync` serialises every core.
- * On failure every site holds its `old` bytes again and -errno is returned. */
+/* Apply a batch with the three-step protocol; `sync` serialises every core
+ * and returns 0 or -errno, as everything in the library does.  On failure every site holds its `old` bytes again and -errno is returned. */
 int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void));
 
 /* ---- traps (trap.c) ---- */

@@ -71,7 +71,7 @@ int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void))
 	struct djp_text_session s;
 	uintptr_t *addrs;
 	uint8_t *lens;
-	int err = 0, tails = 0;
+	int err = 0, tails = 0, closed;
 
 	if (n == 0)
 		return 0;
@@ -92,8 +92,8 @@ int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void))
 	for (size_t i = 0; i < n && !err; i++)
 		if (p[i].old[0] != X86_INT3)
 			err = arch_text_write(&s, p[i].addr, &int3, 1);
-	if (!err && sync())
-		err = -errno;
+	if (!err)
+		err = sync();
 
 	/* Step 2: the tails. */
 	for (size_t i = 0; i < n && !err; i++) {
@@ -103,19 +103,19 @@ int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void))
 		}
 	}
 	/* The kernel skips this sync when no tail changed; so do we. */
-	if (!err && tails && sync())
-		err = -errno;
+	if (!err && tails)
+		err = sync();
 
 	/* Step 3: the first bytes. */
 	for (size_t i = 0; i < n && !err; i++)
 		if (p[i].new[0] != X86_INT3)
 			err = arch_text_write(&s, p[i].addr, p[i].new, 1);
-	if (!err && sync())
-		err = -errno;
+	if (!err)
+		err = sync();
 
 	if (err)
 		rollback(&s, p, n, sync);
-	if (arch_text_close(&s) && !err)
-		err = -EPERM;
-	return err;
+	/* a page left writable is reported as the error mprotect gave */
+	closed = arch_text_close(&s);
+	return err ? err : closed;
 }
