@@ -1,4 +1,6 @@
-# libFuzzer target for the probe-script parser and checker.
+# libFuzzer target for the probe-script parser and checker: the script
+# engine without its command line (cli.c) and live source (live.c), which
+# need a process.
 FUZZ_SCRIPT := $(O)/fuzz/fuzz_script
 FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c lib/escape.c \
 	$(filter-out tools/djp/script/cli.c tools/djp/script/live.c,$(sort $(wildcard tools/djp/script/*.c)))

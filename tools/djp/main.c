@@ -2,9 +2,9 @@
  * djp: the command-line tool.  The first argument names a subcommand, looked
  * up in one table; `djp help` and `djp --help` print every command's usage.
  * A subcommand adds one line to the table and one file beside this one.
- * SystemTap-style invocations (`djp -e SCRIPT -c CMD`, `djp script.stp`)
- * will be recognised here too: an argument that names no command goes to
- * `fallback` when one is set, instead of being a usage error.
+ * Anything else is a SystemTap-style invocation (`djp -e SCRIPT -c CMD`,
+ * `djp script.stp`): an argument that names no command goes to the probe
+ * script front end (script/cli.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,9 +17,6 @@ static const struct djp_command commands[] = {
 	{ "trace", djp_cmd_trace, djp_usage_trace, "record markers of a command (-c) or a process (-x)" },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
-
-/* Anything else is SystemTap's command line: djp FILE, djp -e SCRIPT, -l... */
-static int (*const fallback)(int argc, char **argv) = djp_script_main;
 
 static void usage(FILE *out)
 {
@@ -43,7 +40,6 @@ static void short_usage(const char *why)
 
 int main(int argc, char **argv)
 {
-	djp_script_set_live_source(djp_script_live_open);
 	if (argc < 2) {
 		short_usage("");
 		return 2;
@@ -55,10 +51,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
-	if (fallback)
-		return fallback(argc, argv);
-	char why[256];
-	snprintf(why, sizeof(why), "unknown command '%.200s'; ", argv[1]);
-	short_usage(why);
-	return 2;
+	/* Anything else is SystemTap's command line: djp FILE, djp -e SCRIPT, -l... */
+	return djp_script_main(argc, argv);
 }

@@ -1,31 +1,31 @@
 /*
- * `djp trace`: the requests the tool makes of the agent (lib/proto.h).
+ * The requests the tool makes of the agent (lib/proto.h), for a session.
  *
  * Each request is one frame out and, after any MARKERS frames, one final
- * reply in, waited for at most TRACE_REPLY_TIMEOUT_MS per frame: an agent
+ * reply in, waited for at most SESSION_REPLY_TIMEOUT_MS per frame: an agent
  * that stops answering ends the trace instead of hanging the tool.  A reply
  * is parsed as strictly as the agent parses requests; an ERROR reply's
- * -errno is returned and its text kept in t->errmsg for the caller's one
+ * -errno is returned and its text kept in s->errmsg for the caller's one
  * line on stderr.  Any failure other than an ERROR reply means the session
- * is gone (t->alive is cleared), so nothing more is asked of it.
+ * is gone (s->alive is cleared), so nothing more is asked of it.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "trace.h"
+#include "session.h"
 
 /* Wait for one frame; an ERROR frame becomes its -errno. */
-static long recv_reply(struct trace *t, unsigned *type, int *fd_out)
+static long recv_reply(struct session *s, unsigned *type, int *fd_out)
 {
-	long n = djp_proto_recv(t->fd, type, t->buf, TRACE_REPLY_TIMEOUT_MS, fd_out);
+	long n = djp_proto_recv(s->fd, type, s->buf, SESSION_REPLY_TIMEOUT_MS, fd_out);
 	struct djp_preader r;
 
 	if (n < 0) {
-		t->alive = false;
-		t->errcode = (int)n;
-		snprintf(t->errmsg, sizeof(t->errmsg), "%s",
+		s->alive = false;
+		s->errcode = (int)n;
+		snprintf(s->errmsg, sizeof(s->errmsg), "%s",
 			 n == -ECONNRESET ? "the agent closed the connection"
 			 : n == -ETIMEDOUT ? "the agent did not answer"
 			 : n == -EPROTO	   ? "the agent sent a malformed frame"
@@ -34,52 +34,52 @@ static long recv_reply(struct trace *t, unsigned *type, int *fd_out)
 	}
 	if (*type != DJP_MSG_ERROR)
 		return n;
-	djp_preader_init(&r, t->buf, (size_t)n);
-	t->errcode = (int)djp_get_u32(&r);
-	djp_get_str(&r, t->errmsg, sizeof(t->errmsg));
-	if (!djp_preader_done(&r) || t->errcode >= 0) {
-		t->alive = false;
-		t->errcode = -EPROTO;
-		snprintf(t->errmsg, sizeof(t->errmsg), "the agent sent a malformed ERROR frame");
+	djp_preader_init(&r, s->buf, (size_t)n);
+	s->errcode = (int)djp_get_u32(&r);
+	djp_get_str(&r, s->errmsg, sizeof(s->errmsg));
+	if (!djp_preader_done(&r) || s->errcode >= 0) {
+		s->alive = false;
+		s->errcode = -EPROTO;
+		snprintf(s->errmsg, sizeof(s->errmsg), "the agent sent a malformed ERROR frame");
 	}
-	return t->errcode;
+	return s->errcode;
 }
 
-static long request(struct trace *t, unsigned type, struct djp_pbuf *b, unsigned want, int *fd_out)
+static long request(struct session *s, unsigned type, struct djp_pbuf *b, unsigned want, int *fd_out)
 {
 	unsigned got;
 	long n;
 	int err;
 
-	if (!t->alive)
+	if (!s->alive)
 		return -ECONNRESET;
-	err = djp_proto_send(t->fd, type, b, -1);
+	err = djp_proto_send(s->fd, type, b, -1);
 	if (err) {
-		t->alive = false;
-		t->errcode = err;
-		snprintf(t->errmsg, sizeof(t->errmsg), "cannot send %s: %s", djp_msg_name(type), strerror(-err));
+		s->alive = false;
+		s->errcode = err;
+		snprintf(s->errmsg, sizeof(s->errmsg), "cannot send %s: %s", djp_msg_name(type), strerror(-err));
 		return err;
 	}
-	n = recv_reply(t, &got, fd_out);
+	n = recv_reply(s, &got, fd_out);
 	if (n >= 0 && got != want) {
-		t->alive = false;
-		t->errcode = -EPROTO;
-		snprintf(t->errmsg, sizeof(t->errmsg), "the agent answered %s with %s", djp_msg_name(type),
+		s->alive = false;
+		s->errcode = -EPROTO;
+		snprintf(s->errmsg, sizeof(s->errmsg), "the agent answered %s with %s", djp_msg_name(type),
 			 djp_msg_name(got));
 		return -EPROTO;
 	}
 	return n;
 }
 
-static int bad_reply(struct trace *t, const char *what)
+static int bad_reply(struct session *s, const char *what)
 {
-	t->alive = false;
-	t->errcode = -EPROTO;
-	snprintf(t->errmsg, sizeof(t->errmsg), "malformed %s reply from the agent", what);
+	s->alive = false;
+	s->errcode = -EPROTO;
+	snprintf(s->errmsg, sizeof(s->errmsg), "malformed %s reply from the agent", what);
 	return -EPROTO;
 }
 
-int trace_hello(struct trace *t)
+int session_hello(struct session *s)
 {
 	static struct djp_pbuf b;
 	struct djp_preader r;
@@ -88,92 +88,92 @@ int trace_hello(struct trace *t)
 	djp_pbuf_init(&b);
 	djp_put_u32(&b, DJP_PROTO_MAGIC);
 	djp_put_u32(&b, DJP_PROTO_VERSION);
-	n = request(t, DJP_MSG_HELLO, &b, DJP_MSG_HELLO_REPLY, NULL);
+	n = request(s, DJP_MSG_HELLO, &b, DJP_MSG_HELLO_REPLY, NULL);
 	if (n < 0)
 		return (int)n;
-	djp_preader_init(&r, t->buf, (size_t)n);
+	djp_preader_init(&r, s->buf, (size_t)n);
 	if (djp_get_u32(&r) != DJP_PROTO_MAGIC || djp_get_u32(&r) != DJP_PROTO_VERSION)
-		return bad_reply(t, "HELLO");
-	t->pid = (pid_t)djp_get_u32(&r);
-	djp_get_str(&r, t->program, sizeof(t->program));
-	return djp_preader_done(&r) ? 0 : bad_reply(t, "HELLO");
+		return bad_reply(s, "HELLO");
+	s->pid = (pid_t)djp_get_u32(&r);
+	djp_get_str(&r, s->program, sizeof(s->program));
+	return djp_preader_done(&r) ? 0 : bad_reply(s, "HELLO");
 }
 
 /* The marker log's memfd, mapped read-only for as long as the tool runs. */
-static int marker_log(struct trace *t)
+static int marker_log(struct session *s)
 {
 	static struct djp_pbuf b;
 	int fd = -1, err;
 	long n;
 
 	djp_pbuf_init(&b);
-	n = request(t, DJP_MSG_MARKER_LOG, &b, DJP_MSG_MARKER_LOG_FD, &fd);
+	n = request(s, DJP_MSG_MARKER_LOG, &b, DJP_MSG_MARKER_LOG_FD, &fd);
 	if (n < 0)
 		return (int)n;
 	if (n != 8 || fd < 0) {
 		if (fd >= 0)
 			close(fd);
-		return bad_reply(t, "MARKER_LOG");
+		return bad_reply(s, "MARKER_LOG");
 	}
-	err = djp_mlog_open(fd, &t->mlog);
+	err = djp_mlog_open(fd, &s->mlog);
 	close(fd);
 	if (err) {
-		t->errcode = err;
-		snprintf(t->errmsg, sizeof(t->errmsg), "cannot map the marker log: %s", strerror(-err));
+		s->errcode = err;
+		snprintf(s->errmsg, sizeof(s->errmsg), "cannot map the marker log: %s", strerror(-err));
 	}
 	return err;
 }
 
-int trace_ring(struct trace *t)
+int session_ring(struct session *s)
 {
 	static struct djp_pbuf b;
 	int fd = -1;
 	long n;
 
 	djp_pbuf_init(&b);
-	djp_put_u32(&b, t->snapshot ? DJP_RING_OVERWRITE : DJP_RING_DISCARD);
+	djp_put_u32(&b, s->snapshot ? DJP_RING_OVERWRITE : DJP_RING_DISCARD);
 	djp_put_u32(&b, 0);
-	djp_put_u64(&b, t->buffer_size);
+	djp_put_u64(&b, s->buffer_size);
 	djp_put_u32(&b, 0);
 	djp_put_u32(&b, 0);
-	n = request(t, DJP_MSG_RING, &b, DJP_MSG_RING_FD, &fd);
+	n = request(s, DJP_MSG_RING, &b, DJP_MSG_RING_FD, &fd);
 	if (n < 0)
 		return (int)n;
 	if (n != 8 || fd < 0) {
 		if (fd >= 0)
 			close(fd);
-		return bad_reply(t, "RING");
+		return bad_reply(s, "RING");
 	}
-	t->cons = djp_consumer_open(fd);
-	if (!t->cons) {
+	s->cons = djp_consumer_open(fd);
+	if (!s->cons) {
 		int err = -errno;
 		close(fd);
-		t->errcode = err;
-		snprintf(t->errmsg, sizeof(t->errmsg), "cannot map the ring buffers: %s", strerror(-err));
+		s->errcode = err;
+		snprintf(s->errmsg, sizeof(s->errmsg), "cannot map the ring buffers: %s", strerror(-err));
 		return err;
 	}
-	t->ring_fd = fd;
-	return marker_log(t);
+	s->ring_fd = fd;
+	return marker_log(s);
 }
 
-int trace_marker_log_read(struct trace *t)
+int session_marker_log_read(struct session *s)
 {
 	static struct djp_mlog_entry e;
 	int n, err;
 
-	while ((n = djp_mlog_next(&t->mlog, &e)) > 0)
-		if ((err = trace_marker_add(t, e.id, e.addr, e.nargs, e.name, e.format, e.object)))
+	while ((n = djp_mlog_next(&s->mlog, &e)) > 0)
+		if ((err = session_marker_add(s, e.id, e.addr, e.nargs, e.name, e.format, e.object)))
 			return err;
-	if (n < 0 && !t->mlog_bad_said) {
-		t->mlog_bad_said = true;
+	if (n < 0 && !s->mlog_bad_said) {
+		s->mlog_bad_said = true;
 		fprintf(stderr, "djp: process %d: its marker log is malformed; markers loaded later are asked for\n",
-			(int)t->pid);
+			(int)s->pid);
 	}
 	return n < 0 ? n : 0;
 }
 
-/* LIST from t->next_id: MARKERS frames, then OK. */
-int trace_list(struct trace *t)
+/* LIST from s->next_id: MARKERS frames, then OK. */
+int session_list(struct session *s)
 {
 	static struct djp_pbuf b;
 	static char name[DJP_PROTO_STR_MAX + 1], format[DJP_PROTO_STR_MAX + 1], object[DJP_PROTO_STR_MAX + 1];
@@ -181,23 +181,23 @@ int trace_list(struct trace *t)
 	long n;
 	int err;
 
-	if (!t->alive)
+	if (!s->alive)
 		return -ECONNRESET;
 	djp_pbuf_init(&b);
-	djp_put_u32(&b, t->next_id);
-	err = djp_proto_send(t->fd, DJP_MSG_LIST, &b, -1);
+	djp_put_u32(&b, s->next_id);
+	err = djp_proto_send(s->fd, DJP_MSG_LIST, &b, -1);
 	if (err) {
-		t->alive = false;
+		s->alive = false;
 		return err;
 	}
-	while ((n = recv_reply(t, &type, NULL)) >= 0) {
+	while ((n = recv_reply(s, &type, NULL)) >= 0) {
 		struct djp_preader r;
 		uint32_t count;
 		if (type == DJP_MSG_OK)
-			return n == 4 ? 0 : bad_reply(t, "LIST");
+			return n == 4 ? 0 : bad_reply(s, "LIST");
 		if (type != DJP_MSG_MARKERS)
-			return bad_reply(t, "LIST");
-		djp_preader_init(&r, t->buf, (size_t)n);
+			return bad_reply(s, "LIST");
+		djp_preader_init(&r, s->buf, (size_t)n);
 		count = djp_get_u32(&r);
 		for (uint32_t i = 0; i < count && !r.bad; i++) {
 			uint32_t id = djp_get_u32(&r);
@@ -206,16 +206,16 @@ int trace_list(struct trace *t)
 			djp_get_str(&r, name, sizeof(name));
 			djp_get_str(&r, format, sizeof(format));
 			djp_get_str(&r, object, sizeof(object));
-			if (!r.bad && (err = trace_marker_add(t, id, addr, nargs, name, format, object)))
+			if (!r.bad && (err = session_marker_add(s, id, addr, nargs, name, format, object)))
 				return err;
 		}
 		if (!djp_preader_done(&r))
-			return bad_reply(t, "LIST");
+			return bad_reply(s, "LIST");
 	}
 	return (int)n;
 }
 
-int trace_connect(struct trace *t, const char *pattern, unsigned flags, unsigned *nsites)
+int session_connect(struct session *s, const char *pattern, unsigned flags, unsigned *nsites)
 {
 	static struct djp_pbuf b;
 	struct djp_preader r;
@@ -224,37 +224,37 @@ int trace_connect(struct trace *t, const char *pattern, unsigned flags, unsigned
 	djp_pbuf_init(&b);
 	djp_put_str(&b, pattern);
 	djp_put_u32(&b, flags);
-	n = request(t, DJP_MSG_CONNECT, &b, DJP_MSG_CONNECTED, NULL);
+	n = request(s, DJP_MSG_CONNECT, &b, DJP_MSG_CONNECTED, NULL);
 	if (n < 0)
 		return (int)n;
-	djp_preader_init(&r, t->buf, (size_t)n);
+	djp_preader_init(&r, s->buf, (size_t)n);
 	djp_get_u32(&r);
 	*nsites = djp_get_u32(&r);
-	return djp_preader_done(&r) ? 0 : bad_reply(t, "CONNECT");
+	return djp_preader_done(&r) ? 0 : bad_reply(s, "CONNECT");
 }
 
-static int simple(struct trace *t, unsigned type)
+static int simple(struct session *s, unsigned type)
 {
 	static struct djp_pbuf b;
 	long n;
 	djp_pbuf_init(&b);
-	n = request(t, type, &b, DJP_MSG_OK, NULL);
-	return n < 0 ? (int)n : n == 4 ? 0 : bad_reply(t, djp_msg_name(type));
+	n = request(s, type, &b, DJP_MSG_OK, NULL);
+	return n < 0 ? (int)n : n == 4 ? 0 : bad_reply(s, djp_msg_name(type));
 }
 
-int trace_start(struct trace *t)
+int session_start(struct session *s)
 {
-	return simple(t, DJP_MSG_START);
+	return simple(s, DJP_MSG_START);
 }
 
-int trace_bye(struct trace *t)
+int session_bye(struct session *s)
 {
-	int err = simple(t, DJP_MSG_BYE);
-	t->alive = false;
+	int err = simple(s, DJP_MSG_BYE);
+	s->alive = false;
 	return err;
 }
 
-int trace_stats(struct trace *t)
+int session_stats(struct session *s)
 {
 	static struct djp_pbuf b;
 	struct djp_preader r;
@@ -262,11 +262,11 @@ int trace_stats(struct trace *t)
 	long len;
 
 	djp_pbuf_init(&b);
-	len = request(t, DJP_MSG_STATS, &b, DJP_MSG_STATS_REPLY, NULL);
+	len = request(s, DJP_MSG_STATS, &b, DJP_MSG_STATS_REPLY, NULL);
 	if (len < 0)
 		return (int)len;
-	djp_preader_init(&r, t->buf, (size_t)len);
-	t->misses = djp_get_u64(&r);
+	djp_preader_init(&r, s->buf, (size_t)len);
+	s->misses = djp_get_u64(&r);
 	djp_get_u64(&r); /* lost_noslot: the ring header says it too */
 	n = djp_get_u32(&r);
 	for (uint32_t i = 0; i < n && !r.bad; i++) {
@@ -279,13 +279,21 @@ int trace_stats(struct trace *t)
 	for (uint32_t i = 0; i < n && !r.bad; i++) {
 		uint32_t id = djp_get_u32(&r);
 		uint64_t lost = djp_get_u64(&r);
-		if (id < t->nmarkers)
-			t->markers[id].lost = lost;
+		if (id < s->nmarkers)
+			s->markers[id].lost = lost;
 		else
-			t->lost_unattributed += lost;
+			s->lost_unattributed += lost;
 	}
 	if (!djp_preader_done(&r))
-		return bad_reply(t, "STATS");
-	t->stats_ok = true;
+		return bad_reply(s, "STATS");
+	s->stats_ok = true;
 	return 0;
+}
+
+void session_end(struct session *s)
+{
+	if (!s->alive)
+		return;
+	session_stats(s); /* lost events per marker, misses */
+	session_bye(s);	  /* disarmed when it answers */
 }

@@ -1,5 +1,5 @@
 /*
- * `djp trace`: getting a session with the agent of the traced process.
+ * Getting a session with the agent of the traced process (session.h).
  *
  * -x PID: the agent of a running process listens on an abstract socket
  * "\0djprobe-agent-PID-TOKEN" (kernel/agent.c), found through the process's
@@ -44,7 +44,7 @@
 #include "kernel/agent.h"
 #include "lib/agent_addr.h"
 #include "lib/ptrace_perm.h"
-#include "trace.h"
+#include "session.h"
 
 #define DIAL_TIMEOUT_MS ((DJP_AGENT_DEFAULT_TIMEOUT + 5) * 1000)
 
@@ -62,7 +62,7 @@ static bool may_trace(pid_t pid, const char **why)
 
 /* libdjprobe.so next to the djp binary (the build tree), or in ../lib
  * (an installed tree); DJP_PRELOAD overrides both. */
-const char *trace_preload_path(void)
+const char *session_preload_path(void)
 {
 	static char path[PATH_MAX + 32];
 	static const char *const rel[] = { "libdjprobe.so", "../lib/libdjprobe.so.0", "../lib/libdjprobe.so" };
@@ -100,7 +100,7 @@ static int abstract_addr(struct sockaddr_un *a, const char *name)
 
 /* ---- -x PID ----------------------------------------------------------------- */
 
-int trace_attach(struct trace *t)
+int session_attach(struct session *s)
 {
 	struct sockaddr_un a;
 	struct ucred cred;
@@ -108,7 +108,7 @@ int trace_attach(struct trace *t)
 	socklen_t alen = 0;
 	const char *why;
 	int fd, err;
-	pid_t pid = t->attach_pid;
+	pid_t pid = s->attach_pid;
 
 	if (kill(pid, 0) < 0) {
 		if (errno == ESRCH)
@@ -152,9 +152,9 @@ int trace_attach(struct trace *t)
 		close(fd);
 		return -1;
 	}
-	t->fd = fd;
-	t->pid = pid;
-	t->alive = true;
+	s->fd = fd;
+	s->pid = pid;
+	s->alive = true;
 	return 0;
 }
 
@@ -180,7 +180,7 @@ static int tool_socket(char *name, size_t namesz)
 	return fd;
 }
 
-static void child_exec(struct trace *t, const char *preload, const char *sockname, int errfd)
+static void child_exec(struct session *s, const char *preload, const char *sockname, int errfd)
 {
 	const char *old = getenv("LD_PRELOAD");
 	char *pre;
@@ -200,14 +200,14 @@ static void child_exec(struct trace *t, const char *preload, const char *socknam
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGUSR1, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
-	if (wordexp(t->cmd, &we, WRDE_NOCMD) == 0) {
+	if (wordexp(s->cmd, &we, WRDE_NOCMD) == 0) {
 		if (we.we_wordc == 0) {
 			errno = ENOENT;
 			goto fail;
 		}
 		execvp(we.we_wordv[0], we.we_wordv);
 	} else {
-		execl("/bin/sh", "sh", "-c", t->cmd, (char *)NULL);
+		execl("/bin/sh", "sh", "-c", s->cmd, (char *)NULL);
 	}
 fail:
 	err = errno;
@@ -216,19 +216,19 @@ fail:
 	_exit(127);
 }
 
-static void set_status_message(struct trace *t)
+static void set_status_message(struct session *s)
 {
-	if (WIFEXITED(t->child_status))
+	if (WIFEXITED(s->child_status))
 		fprintf(stderr, "djp: %s: exited with status %d before its agent connected (no djprobe markers in it?)\n",
-			t->cmd, WEXITSTATUS(t->child_status));
+			s->cmd, WEXITSTATUS(s->child_status));
 	else
-		fprintf(stderr, "djp: %s: killed by signal %d before its agent connected\n", t->cmd,
-			WTERMSIG(t->child_status));
+		fprintf(stderr, "djp: %s: killed by signal %d before its agent connected\n", s->cmd,
+			WTERMSIG(s->child_status));
 }
 
-int trace_launch(struct trace *t)
+int session_launch(struct session *s)
 {
-	const char *preload = trace_preload_path();
+	const char *preload = session_preload_path();
 	char sockname[96];
 	int lfd, pfd[2], err = 0, fd = -1, waited = 0;
 	ssize_t n;
@@ -248,17 +248,17 @@ int trace_launch(struct trace *t)
 		return -1;
 	}
 	fflush(NULL);
-	t->child = fork();
-	if (t->child < 0) {
+	s->child = fork();
+	if (s->child < 0) {
 		fprintf(stderr, "djp: fork: %s\n", strerror(errno));
 		close(lfd);
 		close(pfd[0]);
 		close(pfd[1]);
 		return -1;
 	}
-	if (t->child == 0) {
+	if (s->child == 0) {
 		close(pfd[0]);
-		child_exec(t, preload, sockname, pfd[1]);
+		child_exec(s, preload, sockname, pfd[1]);
 	}
 	close(pfd[1]);
 	do
@@ -266,8 +266,8 @@ int trace_launch(struct trace *t)
 	while (n < 0 && errno == EINTR);
 	close(pfd[0]);
 	if (n == sizeof(err)) {
-		fprintf(stderr, "djp: %s: cannot execute: %s\n", t->cmd, strerror(err));
-		trace_reap(t, -1);
+		fprintf(stderr, "djp: %s: cannot execute: %s\n", s->cmd, strerror(err));
+		session_reap(s, -1);
 		close(lfd);
 		return -1;
 	}
@@ -287,45 +287,45 @@ int trace_launch(struct trace *t)
 				continue;
 			}
 			if (fd >= 0)
-				t->pid = cred.pid;
+				s->pid = cred.pid;
 			continue;
 		}
-		if (trace_reap(t, 0)) {
-			set_status_message(t);
+		if (session_reap(s, 0)) {
+			set_status_message(s);
 			close(lfd);
 			return -1;
 		}
 		waited += 100;
-		if (djp_trace_stop_signal) {
+		if (session_stop_signal) {
 			close(lfd);
-			trace_stop_child(t);
-			fprintf(stderr, "djp: %s: interrupted before its agent connected\n", t->cmd);
+			session_stop_child(s);
+			fprintf(stderr, "djp: %s: interrupted before its agent connected\n", s->cmd);
 			return -1;
 		}
 		if (waited >= DIAL_TIMEOUT_MS) {
 			fprintf(stderr, "djp: %s: its agent did not connect within %d s (no djprobe markers in it?)\n",
-				t->cmd, DIAL_TIMEOUT_MS / 1000);
+				s->cmd, DIAL_TIMEOUT_MS / 1000);
 			close(lfd);
-			trace_stop_child(t);
+			session_stop_child(s);
 			return -1;
 		}
 	}
 	close(lfd);
-	t->fd = fd;
-	t->alive = true;
+	s->fd = fd;
+	s->alive = true;
 	return 0;
 }
 
-bool trace_reap(struct trace *t, int timeout_ms)
+bool session_reap(struct session *s, int timeout_ms)
 {
 	int waited = 0;
 
-	if (t->child <= 0 || t->child_done)
-		return t->child_done;
+	if (s->child <= 0 || s->child_done)
+		return s->child_done;
 	for (;;) {
-		pid_t r = waitpid(t->child, &t->child_status, WNOHANG);
-		if (r == t->child || (r < 0 && errno == ECHILD)) {
-			t->child_done = true;
+		pid_t r = waitpid(s->child, &s->child_status, WNOHANG);
+		if (r == s->child || (r < 0 && errno == ECHILD)) {
+			s->child_done = true;
 			return true;
 		}
 		if (timeout_ms >= 0 && waited >= timeout_ms)
@@ -335,15 +335,26 @@ bool trace_reap(struct trace *t, int timeout_ms)
 	}
 }
 
-void trace_stop_child(struct trace *t)
+void session_stop_child(struct session *s)
 {
-	if (t->child <= 0 || t->child_done)
+	if (s->child <= 0 || s->child_done)
 		return;
-	if (t->pid > 0 && t->pid != t->child)
-		kill(t->pid, SIGTERM); /* the traced process, started by a shell */
-	kill(t->child, SIGTERM);
-	if (!trace_reap(t, 2000)) {
-		kill(t->child, SIGKILL);
-		trace_reap(t, -1);
+	if (s->pid > 0 && s->pid != s->child)
+		kill(s->pid, SIGTERM); /* the traced process, started by a shell */
+	kill(s->child, SIGTERM);
+	if (!session_reap(s, 2000)) {
+		kill(s->child, SIGKILL);
+		session_reap(s, -1);
 	}
+}
+
+void session_kill_unstarted(struct session *s)
+{
+	if (!s->cmd || s->child <= 0)
+		return;
+	if (s->pid > 0 && s->pid != s->child)
+		kill(s->pid, SIGKILL); /* started by a shell */
+	kill(s->child, SIGKILL);
+	session_reap(s, -1);
+	s->alive = false;
 }

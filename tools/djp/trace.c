@@ -5,7 +5,7 @@
  *             [--duration SECONDS] [--buffer-size BYTES] PATTERN...
  *
  * The target records, the tool prints.  The tool gets a session with the
- * agent inside the target (trace_target.c), asks it for a ring region (a
+ * agent inside the target (session_target.c), asks it for a ring region (a
  * memfd, passed over the socket and mapped here), for its marker table, and
  * to connect the recorder to each PATTERN; a pattern that matches nothing
  * is an error and nothing stays armed.  With -c, START then lets the command
@@ -45,12 +45,11 @@
 #define DRAIN_PERIOD_MS 5
 #define BUSY_DRAIN 1024 /* a drain that brought this many: drain again at once */
 
-volatile sig_atomic_t djp_trace_stop_signal;
 static volatile sig_atomic_t snapshot_asked;
 
 static void on_stop(int sig)
 {
-	djp_trace_stop_signal = sig;
+	session_stop_signal = sig;
 }
 
 static void on_usr1(int sig)
@@ -108,13 +107,13 @@ static int parse_args(struct trace *t, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+c:x:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			t->cmd = optarg;
+			t->s.cmd = optarg;
 			break;
 		case 'x': {
 			long v = strtol(optarg, &end, 10);
 			if (!*optarg || *end || v <= 0 || v > 0x7fffffff)
 				return usage_error("-x needs a process id");
-			t->attach_pid = (pid_t)v;
+			t->s.attach_pid = (pid_t)v;
 			break;
 		}
 		case 'o':
@@ -124,7 +123,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			t->json = true;
 			break;
 		case 's':
-			t->snapshot = true;
+			t->s.snapshot = true;
 			break;
 		case 'd':
 			t->duration = strtod(optarg, &end);
@@ -135,7 +134,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			unsigned long long v = strtoull(optarg, &end, 0);
 			if (!*optarg || *end || v < DJP_RING_MIN_SIZE || v > (1ull << 28) || (v & (v - 1)))
 				return usage_error("--buffer-size needs a power of two from 4096 to 256 MiB");
-			t->buffer_size = (size_t)v;
+			t->s.buffer_size = (size_t)v;
 			break;
 		}
 		case 'h':
@@ -146,7 +145,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 											    : "unknown option");
 		}
 	}
-	if (!t->cmd == !t->attach_pid)
+	if (!t->s.cmd == !t->s.attach_pid)
 		return usage_error("give exactly one of -c CMD and -x PID");
 	if (optind >= argc)
 		return usage_error("no PATTERN");
@@ -175,70 +174,57 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void where(struct trace *t, char *buf, size_t sz)
+static void where(struct session *s, char *buf, size_t sz)
 {
-	if (t->cmd)
-		snprintf(buf, sz, "%s", t->cmd);
+	if (s->cmd)
+		snprintf(buf, sz, "%s", s->cmd);
 	else
-		snprintf(buf, sz, "process %d", (int)t->pid);
+		snprintf(buf, sz, "process %d", (int)s->pid);
 }
 
 /* Ring, marker table, patterns, START.  0, or 1 after one line on stderr. */
 static int configure(struct trace *t)
 {
+	struct session *s = &t->s;
 	char what[256];
 	unsigned nsites;
 
-	where(t, what, sizeof(what));
-	if (trace_hello(t) || trace_ring(t) || trace_list(t)) {
-		fprintf(stderr, "djp: %s: %s\n", what, t->errmsg);
+	where(s, what, sizeof(what));
+	if (session_hello(s) || session_ring(s) || session_list(s)) {
+		fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
 		return 1;
 	}
 	for (int i = 0; i < t->npatterns; i++) {
-		if (trace_connect(t, t->patterns[i], 0, &nsites) == 0)
+		if (session_connect(s, t->patterns[i], 0, &nsites) == 0)
 			continue;
-		if (t->errcode == -ENOENT)
+		if (s->errcode == -ENOENT)
 			fprintf(stderr, "djp: %s: pattern '%s' matches no marker\n", what, t->patterns[i]);
 		else
-			fprintf(stderr, "djp: %s: %s\n", what, t->errmsg);
+			fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
 		return 1;
 	}
-	if (t->cmd && trace_start(t)) {
-		fprintf(stderr, "djp: %s: %s\n", what, t->errmsg);
+	if (s->cmd && session_start(s)) {
+		fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
 		return 1;
 	}
 	return 0;
 }
 
-/* The session's socket is readable only when the agent has gone. */
-static bool session_ended(struct trace *t, int timeout_ms)
-{
-	struct pollfd p = { t->fd, POLLIN, 0 };
-	if (!t->alive) {
-		usleep((useconds_t)timeout_ms * 1000);
-		return true;
-	}
-	if (poll(&p, 1, timeout_ms) > 0 && p.revents) {
-		t->alive = false;
-		return true;
-	}
-	return false;
-}
-
 static const char *run(struct trace *t, char *why, size_t whysz)
 {
+	struct session *s = &t->s;
 	double start = now_s();
 
 	for (;;) {
 		long n = 0;
-		if (!t->snapshot)
+		if (!s->snapshot)
 			n = trace_drain(t);
 		else if (snapshot_asked) {
 			snapshot_asked = 0;
 			trace_drain(t);
 		}
-		if (djp_trace_stop_signal) {
-			snprintf(why, whysz, "stopped by %s", strsignal(djp_trace_stop_signal));
+		if (session_stop_signal) {
+			snprintf(why, whysz, "stopped by %s", strsignal(session_stop_signal));
 			return why;
 		}
 		if (ferror(t->out))
@@ -247,14 +233,14 @@ static const char *run(struct trace *t, char *why, size_t whysz)
 			snprintf(why, whysz, "stopped after %g s", t->duration);
 			return why;
 		}
-		if (t->cmd && trace_reap(t, 0))
+		if (s->cmd && session_reap(s, 0))
 			return "the command exited";
-		if (!t->cmd && kill(t->pid, 0) < 0 && errno == ESRCH)
+		if (!s->cmd && kill(s->pid, 0) < 0 && errno == ESRCH)
 			return "the process exited";
 		/* The agent gone: the process exited, exec'd or crashed.  A
 		 * -c trace lasts as long as the command (a shell may go on
 		 * after the traced process); -x ends here. */
-		if (session_ended(t, n >= BUSY_DRAIN ? 0 : DRAIN_PERIOD_MS) && !t->cmd)
+		if (session_agent_gone(s, n >= BUSY_DRAIN ? 0 : DRAIN_PERIOD_MS) && !s->cmd)
 			return "the agent closed the session";
 	}
 }
@@ -274,16 +260,14 @@ static void install_signals(void)
 	sigaction(SIGPIPE, &sa, NULL);
 }
 
-static int exit_status(struct trace *t, int fallback)
+static int exit_status(const struct session *s, int fallback)
 {
-	if (!t->cmd || t->child <= 0)
+	if (!s->cmd || s->child <= 0 || !s->child_done)
 		return fallback;
-	if (!t->child_done)
-		return fallback;
-	if (WIFEXITED(t->child_status))
-		return WEXITSTATUS(t->child_status);
-	if (WIFSIGNALED(t->child_status))
-		return 128 + WTERMSIG(t->child_status);
+	if (WIFEXITED(s->child_status))
+		return WEXITSTATUS(s->child_status);
+	if (WIFSIGNALED(s->child_status))
+		return 128 + WTERMSIG(s->child_status);
 	return fallback;
 }
 
@@ -307,25 +291,27 @@ static bool write_failed(struct trace *t)
 
 int djp_cmd_trace(int argc, char **argv)
 {
-	struct trace t = { .fd = -1, .ring_fd = -1 };
+	struct trace t = { 0 };
+	struct session *s = &t.s;
 	char why[128];
 	const char *reason;
 	int rc;
 
-	if ((rc = parse_args(&t, argc, argv)) >= 0)
-		return rc;
-	t.out = stdout;
-	if (t.outfile && !(t.out = fopen(t.outfile, "w"))) {
-		fprintf(stderr, "djp: %s: %s\n", t.outfile, strerror(errno));
-		return 1;
-	}
-	setvbuf(t.out, NULL, _IOFBF, 1 << 16);
-	if (!(t.buf = malloc(DJP_PROTO_MAX_PAYLOAD))) {
+	if (session_init(s)) {
 		fprintf(stderr, "djp: out of memory\n");
 		return 1;
 	}
+	if ((rc = parse_args(&t, argc, argv)) >= 0)
+		goto out;
+	t.out = stdout;
+	if (t.outfile && !(t.out = fopen(t.outfile, "w"))) {
+		fprintf(stderr, "djp: %s: %s\n", t.outfile, strerror(errno));
+		rc = 1;
+		goto out;
+	}
+	setvbuf(t.out, NULL, _IOFBF, 1 << 16);
 	install_signals();
-	if (t.cmd ? trace_launch(&t) : trace_attach(&t)) {
+	if (s->cmd ? session_launch(s) : session_attach(s)) {
 		rc = 1;
 		goto out;
 	}
@@ -333,44 +319,29 @@ int djp_cmd_trace(int argc, char **argv)
 		/* Nothing stays armed: a command that never ran its main is
 		 * killed; an attached process is told BYE (or sees the session
 		 * end), which disarms. */
-		if (t.cmd) {
-			if (t.pid > 0 && t.pid != t.child)
-				kill(t.pid, SIGKILL); /* started by a shell */
-			kill(t.child, SIGKILL);
-			trace_reap(&t, -1);
-		} else if (t.alive) {
-			trace_bye(&t);
-		}
+		if (s->cmd)
+			session_kill_unstarted(s);
+		else if (s->alive)
+			session_bye(s);
 		rc = 1;
 		goto out;
 	}
 
 	reason = run(&t, why, sizeof(why));
-	if (t.alive) {
-		trace_stats(&t); /* lost events per marker, misses */
-		trace_bye(&t);	 /* disarmed when it answers */
-	}
+	session_end(s);	 /* counts, then BYE: disarmed when it answers */
 	trace_drain(&t); /* everything recorded until the probes were disarmed */
 	trace_summary(&t, reason);
 	rc = 0;
-	if (t.cmd) {
+	if (s->cmd) {
 		/* The command goes on after a stop by signal or --duration:
 		 * end it, as the trace of a command ends with it. */
-		if (!t.child_done)
-			trace_stop_child(&t);
-		rc = exit_status(&t, 1);
+		if (!s->child_done)
+			session_stop_child(s);
+		rc = exit_status(s, 1);
 	}
 out:
-	if (t.fd >= 0)
-		close(t.fd);
-	if (t.cons)
-		djp_consumer_close(t.cons);
-	djp_mlog_close(&t.mlog);
-	if (t.ring_fd >= 0)
-		close(t.ring_fd);
 	if (t.out && write_failed(&t))
 		rc = 1; /* events that did not reach the output: as djp list */
-	trace_output_free(&t);
-	free(t.buf);
+	session_free(s);
 	return rc;
 }

@@ -23,18 +23,12 @@
 
 #include "engine.h"
 #include "script.h"
-
-static djp_source_open_fn live_open;
-
-void djp_script_set_live_source(djp_source_open_fn open)
-{
-	live_open = open;
-}
+#include "tools/djp/session.h"
 
 static void on_signal(int sig)
 {
-	(void)sig;
 	run_interrupted = 1;
+	session_stop_signal = sig; /* ends a wait for a -c command's agent */
 }
 
 static void usage(FILE *f)
@@ -109,7 +103,7 @@ static int open_source(const char *replay, const char *cmd, int32_t pid, struct 
 	} else if (!need_markers && !cmd && !pid) {
 		rc = djp_null_open(src);
 		snprintf(err, sizeof(err), "%s", strerror(-rc));
-	} else if (live_open) {
+	} else {
 		struct djp_source_opts o = { .cmd = cmd, .pid = pid, .list_only = list_only };
 		for (struct probe *p = sc->probes; p; p = p->next)
 			for (struct probe_point *pp = p->points; pp; pp = pp->next)
@@ -117,10 +111,7 @@ static int open_source(const char *replay, const char *cmd, int32_t pid, struct 
 					paths[npaths++] = pp->path;
 		o.paths = paths;
 		o.npaths = npaths;
-		rc = live_open(&o, src, err, sizeof(err));
-	} else {
-		rc = -ENOSYS;
-		snprintf(err, sizeof(err), "live tracing is not available in this build");
+		rc = djp_script_live_open(&o, src, err, sizeof(err));
 	}
 	if (rc < 0 && err[0])
 		fprintf(stderr, "djp: %s\n", err);
@@ -329,12 +320,3 @@ out:
 	free(listing);
 	return status;
 }
-
-#ifdef DJP_SCRIPT_STANDALONE
-/* The test and benchmark driver (build/selftests/djp-script), until the
- * djp tool dispatches to djp_script_main itself. */
-int main(int argc, char **argv)
-{
-	return djp_script_main(argc, argv);
-}
-#endif

@@ -2,10 +2,10 @@
  * Internals of the probe-script engine, shared by its passes:
  *
  *   lexer.c   text -> tokens            parser.c  tokens -> AST
- *   check.c   names, types, probe points resolved against the markers
- *   interp.c  runs the resolved AST on events   map.c  associative arrays
- *   stats.c   aggregates                 hist.c    histogram printing
- *   print.c   printf formatting          diag.c    error messages
+ *   check.c   names and types           bind.c    probe points -> markers
+ *   interp.c  runs the AST on events    map.c     associative arrays
+ *   stats.c   aggregates                hist.c    histogram printing
+ *   print.c   printf formatting         diag.c    error messages
  *
  * The AST is also the executable form: check.c resolves every name to a
  * slot (a local's frame index, a global, a function, a context field index)
@@ -266,8 +266,9 @@ void pool_free_all(struct script *sc);
 
 /* parser.c: parse sc->file; returns 0 or the number of errors */
 int parse_script(struct script *sc);
-/* check.c: resolve names and types; then probe points against src. */
+/* check.c: resolve names and types */
 int check_script(struct script *sc);
+/* bind.c: resolve probe points against src's markers */
 int resolve_probes(struct script *sc, const struct djp_source *src);
 /* after check_script: each binding's field index per context reference */
 void bind_fields(struct script *sc);

@@ -14,8 +14,9 @@
  *        markers of objects loaded later as well; events of descriptors
  *        the script did not bind are dropped.
  * start: START, which lets a -c command run its main.
- * next:  hand out the events of the last drain in time order; when they are
- *        used up, drain the rings again, and when nothing came, wait a few
+ * next:  hand out the events of the session's last drain, which are in time
+ *        order (session.c), leaving out those of markers the script did
+ *        not bind; when they are used up, drain the rings again, and when nothing came, wait a few
  *        milliseconds (never past the deadline of the engine's next timer).
  *        The end is the command's exit (-c), the process's death or the
  *        session's end (-x); what was recorded until then is still drained.
@@ -43,19 +44,13 @@
 #include "script.h"
 #include "source.h"
 #include "lib/markers.h"
-#include "tools/djp/trace.h"
+#include "tools/djp/session.h"
 
 #define LIVE_POLL_MS 5
 
-struct live_ev {
-	uint64_t ts;
-	size_t off;
-	uint32_t tid;
-};
-
 struct live {
 	struct djp_source src;
-	struct trace t;
+	struct session s;
 	struct djp_ev_desc *descs;	 /* those known at open */
 	struct djp_ev_desc **desc_of_id; /* agent marker id -> descriptor, or NULL */
 	uint32_t nids;
@@ -64,10 +59,7 @@ struct live {
 	size_t nlate, caplate;
 	int64_t mono_to_real; /* realtime - monotonic, ns */
 	char comm[64];
-	uint8_t *arena;
-	size_t arena_len, arena_cap;
-	struct live_ev *q;
-	size_t nq, capq, next;
+	size_t next; /* the next event of the session's last drain */
 	bool ended;
 };
 
@@ -79,7 +71,7 @@ static uint64_t clock_ns(clockid_t c)
 }
 
 /* Descriptor `id` of the agent's marker m. */
-static void desc_from_marker(struct djp_ev_desc *d, uint32_t id, const struct trace_marker *m)
+static void desc_from_marker(struct djp_ev_desc *d, uint32_t id, const struct session_marker *m)
 {
 	const char *why;
 	d->id = id;
@@ -95,7 +87,7 @@ static void desc_from_marker(struct djp_ev_desc *d, uint32_t id, const struct tr
  * loaded after open.  NULL when nobody can name it. */
 static const struct djp_ev_desc *learn(struct live *l, uint32_t id)
 {
-	const struct trace_marker *m = trace_marker_of(&l->t, id);
+	const struct session_marker *m = session_marker_of(&l->s, id);
 	struct djp_ev_desc *d;
 
 	if (!m)
@@ -128,92 +120,39 @@ static const struct djp_ev_desc *learn(struct live *l, uint32_t id)
 	return d;
 }
 
-static int collect(void *arg, const struct djp_event *ev, uint32_t tid, unsigned slot)
+/* The descriptor of an event, or NULL when the script does not want it. */
+static const struct djp_ev_desc *wanted(struct live *l, uint32_t id)
 {
-	struct live *l = arg;
-	size_t need = (ev->size + 7u) & ~7u;
-	const struct djp_ev_desc *d = ev->marker_id < l->nids && l->desc_of_id[ev->marker_id]
-					      ? l->desc_of_id[ev->marker_id]
-					      : learn(l, ev->marker_id);
-	(void)slot;
-	if (!d || (d->id < l->src.ndescs && !l->armed[d->id]))
-		return 0;
-	if (l->arena_len + need > l->arena_cap) {
-		size_t n = l->arena_cap ? l->arena_cap : 1 << 20;
-		void *v;
-		while (n < l->arena_len + need)
-			n *= 2;
-		if (!(v = realloc(l->arena, n)))
-			return 1;
-		l->arena = v;
-		l->arena_cap = n;
-	}
-	if (l->nq == l->capq) {
-		size_t n = l->capq ? 2 * l->capq : 4096;
-		void *v = realloc(l->q, n * sizeof(*l->q));
-		if (!v)
-			return 1;
-		l->q = v;
-		l->capq = n;
-	}
-	memcpy(l->arena + l->arena_len, ev, ev->size);
-	l->q[l->nq++] = (struct live_ev){ ev->timestamp, l->arena_len, tid };
-	l->arena_len += need;
-	return l->arena_len > (64u << 20); /* hand out big drains in parts */
+	const struct djp_ev_desc *d = id < l->nids && l->desc_of_id[id] ? l->desc_of_id[id] : learn(l, id);
+	return d && (d->id >= l->src.ndescs || l->armed[d->id]) ? d : NULL;
 }
 
-static void slot_done(void *arg, const struct djp_slot_stats *st)
-{
-	(void)arg;
-	(void)st;
-}
-
-static int by_time(const void *a, const void *b)
-{
-	const struct live_ev *x = a, *y = b;
-	return x->ts < y->ts ? -1 : x->ts > y->ts;
-}
-
-static long drain(struct live *l)
-{
-	static const struct djp_drain_ops ops = { collect, slot_done };
-	long n;
-	l->nq = l->next = l->arena_len = 0;
-	l->t.listed_this_drain = false;
-	n = djp_consumer_drain(l->t.cons, &ops, l);
-	if (l->nq > 1)
-		qsort(l->q, l->nq, sizeof(*l->q), by_time);
-	return n;
-}
-
+/* -c: the command's exit; -x: the process's death or the agent's end. */
 static bool target_gone(struct live *l)
 {
-	struct trace *t = &l->t;
-	if (t->cmd)
-		return trace_reap(t, 0);
-	if (kill(t->pid, 0) < 0 && errno == ESRCH)
+	struct session *s = &l->s;
+	if (s->cmd)
+		return session_reap(s, 0);
+	if (kill(s->pid, 0) < 0 && errno == ESRCH)
 		return true;
-	if (t->alive) {
-		struct pollfd p = { t->fd, POLLIN, 0 };
-		if (poll(&p, 1, 0) > 0 && p.revents)
-			t->alive = false;
-	}
-	return !t->alive;
+	return session_agent_gone(s, 0);
 }
 
 static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadline)
 {
 	struct live *l = (struct live *)src;
 	for (;;) {
-		if (l->next < l->nq) {
-			const struct live_ev *q = &l->q[l->next++];
-			const struct djp_event *e = (const struct djp_event *)(l->arena + q->off);
-			const struct djp_ev_desc *d = l->desc_of_id[e->marker_id];
+		while (l->next < l->s.nbatch) {
+			size_t i = l->next++;
+			const struct djp_event *e = session_event(&l->s, i);
+			const struct djp_ev_desc *d = wanted(l, e->marker_id);
 			unsigned n = e->nargs < DJP_EV_MAX_ARGS ? e->nargs : DJP_EV_MAX_ARGS;
+			if (!d)
+				continue;
 			ev->desc = d;
-			ev->ts_ns = djp_clock_to_ns(djp_consumer_clock(l->t.cons), e->timestamp) + (uint64_t)l->mono_to_real;
-			ev->pid = l->t.pid;
-			ev->tid = (int32_t)q->tid;
+			ev->ts_ns = djp_clock_to_ns(djp_consumer_clock(l->s.cons), e->timestamp) + (uint64_t)l->mono_to_real;
+			ev->pid = l->s.pid;
+			ev->tid = (int32_t)l->s.batch[i].tid;
 			ev->comm = l->comm[0] ? l->comm : NULL;
 			ev->nargs = n;
 			for (unsigned i = 0; i < n; i++) {
@@ -224,7 +163,8 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 		}
 		if (run_interrupted)
 			return DJP_SRC_TIMEOUT;
-		if (drain(l) > 0)
+		l->next = 0;
+		if (session_drain(&l->s) > 0 || l->s.nbatch)
 			continue;
 		if (l->ended)
 			return DJP_SRC_END;
@@ -255,10 +195,10 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	for (unsigned i = 0; i < nglobs; i++) {
 		unsigned nsites;
 		/* pending: an optional point ('?') may match nothing yet */
-		if (!trace_connect(&l->t, globs[i], DJP_CONNECT_PENDING, &nsites))
+		if (!session_connect(&l->s, globs[i], DJP_CONNECT_PENDING, &nsites))
 			continue;
-		fprintf(stderr, "djp: %s: %s\n", globs[i], l->t.errmsg);
-		return l->t.errcode ? l->t.errcode : -EIO;
+		fprintf(stderr, "djp: %s: %s\n", globs[i], l->s.errmsg);
+		return l->s.errcode ? l->s.errcode : -EIO;
 	}
 	return 0;
 }
@@ -266,9 +206,9 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 static int live_start(struct djp_source *src)
 {
 	struct live *l = (struct live *)src;
-	if (l->t.cmd && trace_start(&l->t)) {
-		fprintf(stderr, "djp: %s: %s\n", l->t.cmd, l->t.errmsg);
-		return l->t.errcode ? l->t.errcode : -EIO;
+	if (l->s.cmd && session_start(&l->s)) {
+		fprintf(stderr, "djp: %s: %s\n", l->s.cmd, l->s.errmsg);
+		return l->s.errcode ? l->s.errcode : -EIO;
 	}
 	return 0;
 }
@@ -282,30 +222,17 @@ static uint64_t live_now(struct djp_source *src)
 static void live_close(struct djp_source *src)
 {
 	struct live *l = (struct live *)src;
-	struct trace *t = &l->t;
-	if (t->alive) {
-		trace_stats(t);
-		trace_bye(t);
-	}
-	if (t->cmd && t->child > 0 && !t->child_done)
-		trace_stop_child(t);
-	if (t->fd >= 0)
-		close(t->fd);
-	if (t->cons)
-		djp_consumer_close(t->cons);
-	djp_mlog_close(&t->mlog);
-	if (t->ring_fd >= 0)
-		close(t->ring_fd);
-	trace_output_free(t);
-	free(t->buf);
+	struct session *s = &l->s;
+	session_end(s); /* counts, then BYE: disarmed when it answers */
+	if (s->cmd && s->child > 0 && !s->child_done)
+		session_stop_child(s);
+	session_free(s);
 	free(l->descs);
 	for (size_t i = 0; i < l->nlate; i++)
 		free(l->late[i]);
 	free(l->late);
 	free(l->desc_of_id);
 	free(l->armed);
-	free(l->arena);
-	free(l->q);
 	free(l);
 }
 
@@ -400,7 +327,7 @@ static int files_open(const struct djp_source_opts *o, struct djp_source **out, 
 int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **out, char *err, size_t errsz)
 {
 	struct live *l;
-	struct trace *t;
+	struct session *s;
 	unsigned nd = 0;
 	char path[64];
 	FILE *f;
@@ -413,34 +340,33 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 		return -EINVAL;
 	}
 	l = calloc(1, sizeof(*l));
-
-	if (!l || !(l->t.buf = malloc(DJP_PROTO_MAX_PAYLOAD))) {
+	if (!l || session_init(&l->s)) {
+		if (l)
+			session_free(&l->s);
 		free(l);
 		snprintf(err, errsz, "out of memory");
 		return -ENOMEM;
 	}
-	t = &l->t;
-	t->fd = t->ring_fd = -1;
-	t->cmd = o->cmd;
-	t->attach_pid = o->pid;
-	t->out = stderr;
-	if (o->cmd ? trace_launch(t) : trace_attach(t)) {
-		/* trace_launch/attach said why on stderr */
+	s = &l->s;
+	s->cmd = o->cmd;
+	s->attach_pid = o->pid;
+	if (o->cmd ? session_launch(s) : session_attach(s)) {
+		/* session_launch/attach said why on stderr */
 		snprintf(err, errsz, "%s: cannot start the trace", o->cmd ? o->cmd : "process");
 		goto fail_quiet;
 	}
-	if (trace_hello(t) || trace_ring(t) || trace_list(t)) {
-		snprintf(err, errsz, "%s: %s", o->cmd ? o->cmd : "process", t->errmsg);
+	if (session_hello(s) || session_ring(s) || session_list(s)) {
+		snprintf(err, errsz, "%s: %s", o->cmd ? o->cmd : "process", s->errmsg);
 		goto fail;
 	}
 	l->mono_to_real = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)t->pid);
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)s->pid);
 	if ((f = fopen(path, "r"))) {
 		if (fgets(l->comm, sizeof(l->comm), f))
 			l->comm[strcspn(l->comm, "\n")] = 0;
 		fclose(f);
 	}
-	l->nids = t->nmarkers;
+	l->nids = s->nmarkers;
 	l->desc_of_id = calloc(l->nids ? l->nids : 1, sizeof(*l->desc_of_id));
 	l->descs = calloc(l->nids ? l->nids : 1, sizeof(*l->descs));
 	l->armed = calloc(l->nids ? l->nids : 1, sizeof(*l->armed));
@@ -448,29 +374,23 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 		snprintf(err, errsz, "out of memory");
 		goto fail;
 	}
-	for (uint32_t id = 0; id < t->nmarkers; id++) {
-		if (!t->markers[id].known)
+	for (uint32_t id = 0; id < s->nmarkers; id++) {
+		if (!s->markers[id].known)
 			continue;
-		desc_from_marker(&l->descs[nd], nd, &t->markers[id]);
+		desc_from_marker(&l->descs[nd], nd, &s->markers[id]);
 		l->desc_of_id[id] = &l->descs[nd];
 		nd++;
 	}
 	l->src.ops = &live_ops;
 	l->src.descs = l->descs;
 	l->src.ndescs = nd;
-	l->src.target_pid = t->pid;
+	l->src.target_pid = s->pid;
 	*out = &l->src;
 	return 0;
 fail_quiet:
-	err[0] = 0; /* trace_launch and trace_attach said why */
+	err[0] = 0; /* session_launch and session_attach said why */
 fail:
-	if (t->cmd && t->child > 0) {
-		if (t->pid > 0 && t->pid != t->child)
-			kill(t->pid, SIGKILL); /* started by a shell */
-		kill(t->child, SIGKILL);
-		trace_reap(t, -1);
-		t->alive = false;
-	}
+	session_kill_unstarted(s);
 	live_close(&l->src);
 	return -EIO;
 }

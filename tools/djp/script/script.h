@@ -11,9 +11,6 @@
  * status, as stap: 0, or 1 on any error. */
 int djp_script_main(int argc, char **argv);
 
-/* Register the opener of the live event source (the tracing pipeline). */
-void djp_script_set_live_source(djp_source_open_fn open);
-
 /* The live source (live.c): a -c command or -x process through its agent. */
 int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **out, char *err, size_t errsz);
 

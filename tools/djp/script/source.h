@@ -13,9 +13,9 @@
  * are the engine's: it passes the deadline of the next one to next(), and
  * the source returns DJP_SRC_TIMEOUT when its clock reaches it.
  *
- * Two implementations: the replay source (replay.c; a text file, for tests
- * and benchmarks) and the live source of the tracing pipeline, registered
- * with djp_script_set_live_source() by the tool.
+ * Implementations: the replay source (replay.c; a text file, for tests
+ * and benchmarks) and the live source (live.c: a session with the agent of
+ * the traced process, as `djp trace` has, tools/djp/session.h).
  */
 #ifndef DJP_SCRIPT_SOURCE_H
 #define DJP_SCRIPT_SOURCE_H

@@ -1,0 +1,244 @@
+/*
+ * A session's marker table and its drain.
+ *
+ * An event carries a marker id, not a name.  The session keeps the agent's
+ * marker table (LIST) in an array indexed by id, with each marker's format
+ * parsed once (lib/format.h) into named fields.  Ids are handed out by the
+ * engine in increasing order as objects are loaded, so an id the table does
+ * not know belongs to an object loaded since (dlopen): it is read from the
+ * marker log (lib/marker_log.c), which the agent wrote before it armed the
+ * object and which outlives the process; failing that the agent is asked
+ * for the ids above the highest known, once per drain.  An id still unknown
+ * is left to the consumer (djp trace prints "marker#ID").
+ *
+ * A drain delivers one thread's events after another.  They are copied into
+ * an arena and sorted by timestamp, so that a consumer sees the events of
+ * one drain in time order across threads.  The arena is bounded: a drain
+ * that reaches the bound stops there (s->more) and the consumer, having
+ * used the batch, drains again.  Counts per thread and per marker are kept
+ * here, as the events pass, for whichever summary the consumer prints.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session.h"
+
+#define DRAIN_ARENA_BOUND (64u << 20)
+
+volatile sig_atomic_t session_stop_signal;
+
+int session_init(struct session *s)
+{
+	s->fd = s->ring_fd = -1;
+	s->buf = malloc(DJP_PROTO_MAX_PAYLOAD);
+	return s->buf ? 0 : -ENOMEM;
+}
+
+void session_free(struct session *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->cons)
+		djp_consumer_close(s->cons);
+	djp_mlog_close(&s->mlog);
+	if (s->ring_fd >= 0)
+		close(s->ring_fd);
+	s->fd = s->ring_fd = -1;
+	s->cons = NULL;
+	for (uint32_t i = 0; i < s->nmarkers; i++) {
+		free(s->markers[i].name);
+		free(s->markers[i].format);
+		free(s->markers[i].object);
+		free(s->markers[i].fmt);
+	}
+	free(s->markers);
+	free(s->threads);
+	free(s->arena);
+	free(s->batch);
+	free(s->buf);
+	s->markers = NULL;
+	s->threads = NULL;
+	s->arena = NULL;
+	s->batch = NULL;
+	s->buf = NULL;
+	s->nmarkers = 0;
+	s->nthreads = s->cap_threads = s->arena_cap = s->cap_batch = s->nbatch = s->arena_len = 0;
+}
+
+/* ---- the marker table ------------------------------------------------------ */
+
+int session_marker_add(struct session *s, uint32_t id, uint64_t addr, uint8_t nargs, const char *name,
+		       const char *format, const char *object)
+{
+	struct session_marker *m;
+	const char *why;
+
+	if (id >= (1u << 20))
+		return 0; /* not an id the engine would give; ignore it */
+	if (id >= s->nmarkers) {
+		uint32_t n = s->nmarkers ? s->nmarkers : 64;
+		void *v;
+		while (n <= id)
+			n *= 2;
+		v = realloc(s->markers, n * sizeof(*s->markers));
+		if (!v)
+			return -ENOMEM;
+		s->markers = v;
+		memset(s->markers + s->nmarkers, 0, (n - s->nmarkers) * sizeof(*s->markers));
+		s->nmarkers = n;
+	}
+	if (id >= s->next_id)
+		s->next_id = id + 1;
+	m = &s->markers[id];
+	if (m->known)
+		return 0;
+	m->name = strdup(name);
+	m->format = strdup(format);
+	m->object = strdup(object);
+	if (!m->name || !m->format || !m->object)
+		return -ENOMEM;
+	m->addr = addr;
+	m->nargs = nargs;
+	m->fmt = malloc(sizeof(*m->fmt));
+	if (m->fmt && djp_format_parse(format, m->fmt, &why) < 0) {
+		free(m->fmt);
+		m->fmt = NULL;
+	}
+	m->known = true;
+	return 0;
+}
+
+struct session_marker *session_marker_of(struct session *s, uint32_t id)
+{
+	if (id >= s->nmarkers || !s->markers[id].known)
+		session_marker_log_read(s);
+	if ((id >= s->nmarkers || !s->markers[id].known) && !s->listed_this_drain && s->alive) {
+		s->listed_this_drain = true;
+		session_list(s);
+	}
+	return id < s->nmarkers && s->markers[id].known ? &s->markers[id] : NULL;
+}
+
+/* ---- the drain ------------------------------------------------------------- */
+
+static struct session_thread *thread_of(struct session *s, uint32_t tid)
+{
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].tid == tid)
+			return &s->threads[i];
+	if (s->nthreads == s->cap_threads) {
+		size_t n = s->cap_threads ? 2 * s->cap_threads : 16;
+		void *v = realloc(s->threads, n * sizeof(*s->threads));
+		if (!v)
+			return NULL;
+		s->threads = v;
+		s->cap_threads = n;
+	}
+	s->threads[s->nthreads] = (struct session_thread){ .tid = tid };
+	return &s->threads[s->nthreads++];
+}
+
+static bool grow(void **p, size_t *cap, size_t need, size_t first, size_t elem)
+{
+	size_t n = *cap ? *cap : first;
+	void *v;
+	if (need <= *cap)
+		return true;
+	while (n < need)
+		n *= 2;
+	if (!(v = realloc(*p, n * elem)))
+		return false;
+	*p = v;
+	*cap = n;
+	return true;
+}
+
+static int collect(void *arg, const struct djp_event *ev, uint32_t tid, unsigned slot)
+{
+	struct session *s = arg;
+	size_t need = (ev->size + 7u) & ~7u;
+	struct session_thread *th;
+
+	(void)slot;
+	/* Out of memory: stop here; the event stays in the ring for later. */
+	if (!grow((void **)&s->arena, &s->arena_cap, s->arena_len + need, 1 << 20, 1) ||
+	    !grow((void **)&s->batch, &s->cap_batch, s->nbatch + 1, 4096, sizeof(*s->batch)))
+		return 1;
+	s->events++;
+	if ((th = thread_of(s, tid)))
+		th->events++;
+	session_marker_of(s, ev->marker_id); /* learn it while the agent lives */
+	if (ev->marker_id < s->nmarkers)
+		s->markers[ev->marker_id].events++; /* unknown ones too: marker#ID */
+	memcpy(s->arena + s->arena_len, ev, ev->size);
+	s->batch[s->nbatch++] = (struct session_event){ ev->timestamp, s->arena_len, tid };
+	s->arena_len += need;
+	return s->arena_len > DRAIN_ARENA_BOUND;
+}
+
+static void slot_done(void *arg, const struct djp_slot_stats *st)
+{
+	struct session *s = arg;
+	struct session_thread *th = thread_of(s, st->tid);
+	if (th)
+		th->lost += st->lost_full + st->lost_nested + st->overwritten;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct session_event *x = a, *y = b;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+long session_drain(struct session *s)
+{
+	static const struct djp_drain_ops ops = { collect, slot_done };
+	long n;
+
+	s->nbatch = 0;
+	s->arena_len = 0;
+	s->listed_this_drain = false;
+	n = djp_consumer_drain(s->cons, &ops, s);
+	s->more = s->arena_len > DRAIN_ARENA_BOUND;
+	if (s->nbatch > 1)
+		qsort(s->batch, s->nbatch, sizeof(*s->batch), by_time);
+	return n;
+}
+
+uint64_t session_count_lost(struct session *s)
+{
+	uint64_t lost = 0;
+	unsigned nslots = djp_consumer_nslots(s->cons);
+
+	/* Live slots: their counts so far (retired ones came by slot_done). */
+	for (unsigned i = 0; i < nslots; i++) {
+		struct djp_slot_stats st;
+		struct session_thread *th;
+		if (djp_consumer_slot_stats(s->cons, i, &st) || st.state == DJP_SLOT_FREE)
+			continue;
+		if ((th = thread_of(s, st.tid)))
+			th->lost += st.lost_full + st.lost_nested + st.overwritten;
+	}
+	for (size_t i = 0; i < s->nthreads; i++)
+		lost += s->threads[i].lost;
+	s->lost_noslot = djp_consumer_lost_noslot(s->cons);
+	return lost + s->lost_noslot;
+}
+
+bool session_agent_gone(struct session *s, int timeout_ms)
+{
+	struct pollfd p = { s->fd, POLLIN, 0 };
+	if (!s->alive) {
+		if (timeout_ms > 0)
+			usleep((useconds_t)timeout_ms * 1000);
+		return true;
+	}
+	if (poll(&p, 1, timeout_ms) > 0 && p.revents) {
+		s->alive = false;
+		return true;
+	}
+	return false;
+}

@@ -1,0 +1,157 @@
+/*
+ * A session with the agent of a traced process: what `djp trace` and the
+ * live source of probe scripts (script/live.c) share, so that there is one
+ * of each.
+ *
+ *   session_target.c  getting a session: launch a command (-c) or attach (-x)
+ *   session_client.c  requests to the agent (lib/proto.h)
+ *   session.c         the marker table, the drain, the end
+ *
+ * The session owns the agent's socket, the rings (mapped from the memfd
+ * the agent sends), the marker table (LIST, then the marker log for objects
+ * loaded later) and the counts a summary needs.  It knows nothing of output:
+ * session_drain() leaves one drain's events in time order, and each
+ * consumer reads them (session_event) and does its own thing with them,
+ * printing a line or running a probe.
+ */
+#ifndef DJP_TOOLS_SESSION_H
+#define DJP_TOOLS_SESSION_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lib/format.h"
+#include "lib/marker_log.h"
+#include "lib/proto.h"
+#include "lib/ring.h"
+
+#define SESSION_REPLY_TIMEOUT_MS 5000
+
+struct session_marker {
+	bool known;
+	uint8_t nargs;
+	uint64_t addr;
+	char *name, *format, *object;
+	struct djp_fmt *fmt; /* NULL when the format does not parse */
+	uint64_t events, lost;
+};
+
+struct session_thread {
+	uint32_t tid;
+	uint64_t events, lost;
+};
+
+/* One event of the last drain: where it is in the arena. */
+struct session_event {
+	uint64_t ts;
+	size_t off;
+	uint32_t tid;
+};
+
+struct session {
+	/* what to reach, set before session_launch/session_attach */
+	const char *cmd;
+	pid_t attach_pid;
+	bool snapshot;	    /* rings overwrite their oldest events */
+	size_t buffer_size; /* ring bytes per thread, 0: the agent's default */
+
+	/* the agent */
+	int fd;
+	bool alive; /* the agent is still there */
+	pid_t pid;  /* the traced process */
+	char program[1024];
+	pid_t child;	  /* -c: the command we started, until reaped */
+	int child_status; /* its wait status once reaped */
+	bool child_done;
+	char errmsg[600]; /* the agent's last ERROR text */
+	int errcode;
+	uint8_t *buf; /* one payload */
+
+	/* the rings and the markers */
+	struct djp_consumer *cons;
+	int ring_fd;
+	struct session_marker *markers; /* indexed by marker id */
+	uint32_t nmarkers;		/* ids below this have a slot */
+	uint32_t next_id;		/* LIST from here for new ids */
+	struct djp_mlog_reader mlog;	/* markers of objects loaded later */
+	bool mlog_bad_said;
+	bool listed_this_drain;
+
+	/* counts, for a summary */
+	struct session_thread *threads;
+	size_t nthreads, cap_threads;
+	uint64_t events, lost_noslot, misses, lost_unattributed;
+	bool stats_ok;
+
+	/* the last drain, in time order */
+	uint8_t *arena;
+	size_t arena_len, arena_cap;
+	struct session_event *batch;
+	size_t nbatch, cap_batch;
+	bool more; /* the drain stopped at its bound: drain again */
+};
+
+/* The signal that asked the tool to stop, or 0: set by its handler, it
+ * ends a wait for a launched command's agent. */
+extern volatile sig_atomic_t session_stop_signal;
+
+/* 0, or -ENOMEM; every descriptor closed.  The caller sets what to reach. */
+int session_init(struct session *s);
+/* Close everything and free; the session is left as after session_init's
+ * failure (safe to call twice). */
+void session_free(struct session *s);
+
+/* session_target.c */
+int session_launch(struct session *s);
+int session_attach(struct session *s);
+/* Reap the command if it has exited (wait: block up to timeout_ms, -1
+ * without limit).  True once it is reaped. */
+bool session_reap(struct session *s, int timeout_ms);
+/* End the command: SIGTERM, then SIGKILL after two seconds. */
+void session_stop_child(struct session *s);
+/* A command that never ran its main: kill it (and the shell around it). */
+void session_kill_unstarted(struct session *s);
+const char *session_preload_path(void);
+
+/* session_client.c: each returns 0 or -errno; an ERROR reply's text is in
+ * s->errmsg. */
+int session_hello(struct session *s);
+/* The rings (RING), then the marker log (MARKER_LOG). */
+int session_ring(struct session *s);
+int session_list(struct session *s);
+/* Add what the marker log holds that the table does not: works after the
+ * process is gone.  0 or -EPROTO (said once on stderr). */
+int session_marker_log_read(struct session *s);
+/* flags: DJP_CONNECT_* (lib/proto.h) */
+int session_connect(struct session *s, const char *pattern, unsigned flags, unsigned *nsites);
+int session_start(struct session *s);
+int session_stats(struct session *s);
+int session_bye(struct session *s);
+/* STATS and BYE while the agent is there (it disarms before it answers). */
+void session_end(struct session *s);
+
+/* session.c */
+int session_marker_add(struct session *s, uint32_t id, uint64_t addr, uint8_t nargs, const char *name,
+		       const char *format, const char *object);
+/* Marker `id`, learnt from the marker log or, once per drain while the
+ * agent lives, from LIST if it is new; NULL when nobody can name it. */
+struct session_marker *session_marker_of(struct session *s, uint32_t id);
+/* Drain the rings into the session's batch, in time order, counting events
+ * per thread and per marker; returns the number of events (0 when none,
+ * < 0 on error).  The batch stays valid until the next drain.  A drain
+ * stops at a bound (s->more): drain again to get the rest. */
+long session_drain(struct session *s);
+static inline const struct djp_event *session_event(const struct session *s, size_t i)
+{
+	return (const struct djp_event *)(s->arena + s->batch[i].off);
+}
+/* The per-thread lost counts of live slots, and the consumer's own;
+ * the total of events lost. */
+uint64_t session_count_lost(struct session *s);
+/* True once the agent has closed the session (the process exited, exec'd
+ * or crashed): its socket is then readable.  Waits up to timeout_ms. */
+bool session_agent_gone(struct session *s, int timeout_ms);
+
+#endif
