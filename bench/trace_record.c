@@ -26,7 +26,7 @@
 
 #include "djprobe/djprobe.h"
 #include "djprobe/marker.h"
-#include "kernel/recorder.h"
+#include "kernel/trace/recorder.h"
 #include "lib/ring.h"
 #include "bench/bench.h"
 #include "bench/drain_remote.h"

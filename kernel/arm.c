@@ -26,8 +26,8 @@
 
 #include "kernel/engine.h"
 #include "kernel/rcu.h"
+#include "arch/x86/vector_use.h"
 #include "lib/sysops.h"
-#include "lib/vector_use.h"
 
 void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t *out)
 {

@@ -8,7 +8,7 @@
  * the full one the only handler or djp_run_full_list, and for a lean
  * trampoline that prefetches the arguments the only handler's fast entry,
  * where it registered one (djp__connect's plan: the recorder does, for
- * kernel/recorder.c).  They call
+ * kernel/trace/recorder.c).  They call
  * djp_dispatch_lean or djp_dispatch_full only when the fast path does not
  * apply: a thread not registered yet or on its way out, one inside the
  * application's own rcu_read_lock, or one already inside a handler of

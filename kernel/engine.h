@@ -106,7 +106,7 @@ struct djp_object {
 	 * its sites are out of every batch, and the object is not freed */
 	unsigned closing;
 	/* enum djp_vec_use of its code, -1 until a full trampoline needs it
-	 * (lib/vector_use.c); under the lock */
+	 * (arch/x86/vector_use.c); under the lock */
 	int vec_use;
 };
 

@@ -11,32 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/*
- * General registers in the order of struct djp_regs (arch/x86/regs.h): the
- * nine a C call clobbers first, so that a trampoline saves them with nine
- * pushes, then the callee-saved ones, %rsp and %rip.
- */
-enum djp_reg {
-	DJP_REG_RAX,
-	DJP_REG_RCX,
-	DJP_REG_RDX,
-	DJP_REG_RSI,
-	DJP_REG_RDI,
-	DJP_REG_R8,
-	DJP_REG_R9,
-	DJP_REG_R10,
-	DJP_REG_R11,
-	DJP_REG_RBX,
-	DJP_REG_RBP,
-	DJP_REG_R12,
-	DJP_REG_R13,
-	DJP_REG_R14,
-	DJP_REG_R15,
-	DJP_REG_RSP,
-	DJP_REG_RIP,
-	DJP_REG_COUNT,
-	DJP_REG_NONE = -1,
-};
+/* Registers are x86's, numbered as the register view has them
+ * (enum djp_reg): an argument string is in the target's assembler syntax. */
+#include "arch/x86/regs.h"
 
 enum djp_loc_kind {
 	DJP_LOC_NONE,	/* unknown: an unresolvable symbol, say; reads as 0 */

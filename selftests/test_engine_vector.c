@@ -1,6 +1,6 @@
 /*
  * The full trampoline saves the vector state as wide as the site's object
- * uses it (lib/vector_use.c): what the reader says of known code, and that
+ * uses it (arch/x86/vector_use.c): what the reader says of known code, and that
  * the values survive a handler that overwrites every vector register, for
  * a site in an object of legacy SSE code (xmm0-15 saved) and in one with
  * AVX-512 code (zmm0-31 and k0-7 saved).  The objects are built next to
@@ -12,7 +12,7 @@
 
 #include "djprobe/djprobe.h"
 #include "harness.h"
-#include "lib/vector_use.h"
+#include "arch/x86/vector_use.h"
 
 /* Instruction bytes of each kind. */
 static const unsigned char sse[] = { 0x0f, 0x58, 0xc1 };		/* addps %xmm1,%xmm0 */

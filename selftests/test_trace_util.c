@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "kernel/agent.h"
+#include "kernel/trace/agent.h"
 #include "lib/markers.h"
 #include "test_trace_util.h"
 #include "lib/agent_addr.h"

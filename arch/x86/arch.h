@@ -13,6 +13,7 @@
 
 #include "arch/x86/insn.h"
 #include "arch/x86/regs.h"
+#include "lib/argloc.h"
 
 struct djp_site; /* kernel/'s; arch only carries the pointer */
 

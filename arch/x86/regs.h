@@ -1,6 +1,6 @@
 /*
  * The register view a probe handler sees: the general registers at the
- * instant the marker was hit, in the order of enum djp_reg (lib/argloc.h).
+ * instant the marker was hit, in the order of enum djp_reg below.
  * The trampolines store exactly this layout on the stack; the SIGTRAP
  * handler builds it from the ucontext.  `rsp` is the thread's stack pointer
  * at the site (before the trampoline stepped over the red zone), so that
@@ -11,7 +11,32 @@
 
 #include <stdint.h>
 
-#include "lib/argloc.h"
+/*
+ * General registers in the order of struct djp_regs: the nine a C call
+ * clobbers first, so that a trampoline saves them with nine pushes, then
+ * the callee-saved ones, %rsp and %rip.
+ */
+enum djp_reg {
+	DJP_REG_RAX,
+	DJP_REG_RCX,
+	DJP_REG_RDX,
+	DJP_REG_RSI,
+	DJP_REG_RDI,
+	DJP_REG_R8,
+	DJP_REG_R9,
+	DJP_REG_R10,
+	DJP_REG_R11,
+	DJP_REG_RBX,
+	DJP_REG_RBP,
+	DJP_REG_R12,
+	DJP_REG_R13,
+	DJP_REG_R14,
+	DJP_REG_R15,
+	DJP_REG_RSP,
+	DJP_REG_RIP,
+	DJP_REG_COUNT,
+	DJP_REG_NONE = -1,
+};
 
 struct djp_regs {
 	uint64_t r[DJP_REG_COUNT]; /* rax rcx rdx rsi rdi r8-r11 rbx rbp r12-r15 rsp rip */

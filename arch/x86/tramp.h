@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "arch/x86/arch.h"
-#include "lib/vector_use.h"
+#include "arch/x86/vector_use.h"
 
 /* The data page: the slow-path dispatchers and the x87 slow paths at
  * these offsets, the slot sites from DJP_TRAMP_SITES_AT. */

@@ -11,7 +11,7 @@
  * call-frame information knows %rsp only modulo 16.
  *
  * What is saved is what the site's object can hold in vector registers
- * (lib/vector_use.c), as wide as the machine has them: xmm0-15 for code of
+ * (arch/x86/vector_use.c), as wide as the machine has them: xmm0-15 for code of
  * legacy SSE only, ymm0-15 for VEX code, zmm0-31 and k0-7 for EVEX code.
  * The moves are emitted inline, not called (a call and a return on each
  * side cost another nanosecond a hit), in the layout of vector_save.S's
@@ -31,7 +31,7 @@
 
 /*
  * The vector save's classes, by what XCR0 enables and the site's object
- * uses (lib/vector_use.h), and the layout of each one's area (the table in
+ * uses (arch/x86/vector_use.h), and the layout of each one's area (the table in
  * vector_save.S, which has the x87 slow paths the code calls).
  */
 enum vclass { V_SSE = DJP_VEC_SSE, V_AVX = DJP_VEC_AVX, V_AVX512 = DJP_VEC_AVX512 };

@@ -6,7 +6,7 @@
  * string functions use SSE, AVX2 and AVX-512 (EVEX code in ymm16-31 and
  * the opmask registers).  So the full trampoline keeps every vector
  * register the interrupted code can hold a value in: those its object's
- * code uses, as wide as it uses them (lib/vector_use.c: xmm0-15; ymm0-15;
+ * code uses, as wide as it uses them (arch/x86/vector_use.c: xmm0-15; ymm0-15;
  * or zmm0-31 and k0-7), MXCSR (its status flags are caller-saved and the
  * handler's arithmetic sets them), and the x87 state: all of it when the
  * x87 stack is not empty, the status word when it is (the control word is

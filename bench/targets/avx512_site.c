@@ -1,7 +1,7 @@
 /*
  * A shared object for bench/engine_hits: a marker like its own, in an
  * object that also has AVX-512 code, so that a full-flavour handler at the
- * marker gets the widest save (zmm0-31 and k0-7; lib/vector_use.c): the
+ * marker gets the widest save (zmm0-31 and k0-7; arch/x86/vector_use.c): the
  * worst case of the full trampoline, next to the usual one.
  */
 #include "djprobe/marker.h"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/djp/script/engine.h"
+#include "tools/djp/script/lang.h"
 
 static struct djp_ev_desc descs[3];
 static struct djp_source src;

@@ -32,7 +32,7 @@
 
 #include <djprobe/marker.h>
 
-#include "kernel/recorder.h"
+#include "kernel/trace/recorder.h"
 
 #define NTHREADS 4
 

@@ -39,7 +39,7 @@
 
 #include "commands.h"
 #include "lib/escape.h"
-#include "kernel/agent.h"
+#include "kernel/trace/agent.h"
 #include "trace.h"
 
 #define DRAIN_PERIOD_MS 5

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "lang.h"
 
 static bool same_object(const char *path, const char *object)
 {

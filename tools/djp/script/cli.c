@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "engine.h"
+#include "lang.h"
 #include "script.h"
 #include "tools/djp/session.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "lib/escape.h"
-#include "engine.h"
+#include "lang.h"
 
 struct strpool {
 	struct strpool *next;

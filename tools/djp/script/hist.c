@@ -17,7 +17,7 @@
  */
 #include <string.h>
 
-#include "engine.h"
+#include "lang.h"
 
 #define HIST_WIDTH 50
 #define HIST_ELISION 2

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "lang.h"
 
 volatile int run_interrupted;
 

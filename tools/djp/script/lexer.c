@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "lib/escape.h"
-#include "engine.h"
+#include "lang.h"
 
 static const char *const ops[] = {
 	"<<<", "<<=", ">>=", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "++", "--", "+=", "-=", "*=",

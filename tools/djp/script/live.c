@@ -40,7 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "lang.h"
 #include "script.h"
 #include "source.h"
 #include "lib/markers.h"

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "lang.h"
 
 uint64_t str_hash(const char *s)
 {

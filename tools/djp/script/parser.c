@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "lang.h"
 
 struct parser {
 	struct script *sc;

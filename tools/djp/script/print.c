@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "lang.h"
 
 enum { F_LEFT = 1, F_PLUS = 2, F_SPACE = 4, F_SPECIAL = 8, F_ZERO = 16, F_SIGN = 32, F_LARGE = 64 };
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "lang.h"
 
 struct script_stat *stat_new(const struct hist_cfg *h)
 {

@@ -64,7 +64,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "kernel/agent.h"
+#include "kernel/trace/agent.h"
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static int start_err;

@@ -12,8 +12,8 @@
  * and every expression to a static type, so the interpreter never looks a
  * name up or tests a type at run time.
  */
-#ifndef DJP_SCRIPT_ENGINE_H
-#define DJP_SCRIPT_ENGINE_H
+#ifndef DJP_SCRIPT_LANG_H
+#define DJP_SCRIPT_LANG_H
 
 #include <setjmp.h>
 #include <stdbool.h>

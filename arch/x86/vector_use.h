@@ -1,10 +1,10 @@
 /*
  * Which vector registers the code of an ELF object can keep values in
- * (lib/vector_use.c has the reasoning): what the full trampoline must save
+ * (arch/x86/vector_use.c has the reasoning): what the full trampoline must save
  * around a handler at a site in that object.
  */
-#ifndef DJP_LIB_VECTOR_USE_H
-#define DJP_LIB_VECTOR_USE_H
+#ifndef DJP_ARCH_X86_VECTOR_USE_H
+#define DJP_ARCH_X86_VECTOR_USE_H
 
 /* Ordered: each class covers the ones before it. */
 enum djp_vec_use {

@@ -1,6 +1,6 @@
 /*
  * The recorder: the built-in lean probe handler that writes each hit into
- * the calling thread's ring (kernel/recorder.c has the essay).  Used by the
+ * the calling thread's ring (kernel/trace/recorder.c has the essay).  Used by the
  * agent for every pattern a tool connects, and by the benchmark, which
  * connects it in-process through the same two calls.
  */

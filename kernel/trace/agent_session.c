@@ -32,7 +32,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "kernel/agent.h"
+#include "kernel/trace/agent.h"
 #include "kernel/engine.h"
 #include "lib/marker_log.h"
 

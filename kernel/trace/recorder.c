@@ -52,7 +52,7 @@
 
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
-#include "kernel/recorder.h"
+#include "kernel/trace/recorder.h"
 
 /* Cached string masks by marker id: bit 31 says "computed". */
 #define MASK_KNOWN 0x80000000u

@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kernel/agent.h"
+#include "kernel/trace/agent.h"
 #include "lib/markers.h"
 
 static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
