@@ -46,17 +46,6 @@ static void field_name(const char *fmt, size_t pct, char *out)
 	out[end - start] = 0;
 }
 
-static int parse_num(const char **p)
-{
-	int v = 0;
-	while (isdigit((unsigned char)**p)) {
-		if (v < 10000)
-			v = v * 10 + (**p - '0');
-		(*p)++;
-	}
-	return v;
-}
-
 int djp_format_parse(const char *fmt, struct djp_fmt *out, const char **why)
 {
 	const char *p = fmt;
@@ -67,6 +56,7 @@ int djp_format_parse(const char *fmt, struct djp_fmt *out, const char **why)
 	memset(out, 0, sizeof(*out));
 	while (*p) {
 		struct djp_fmt_field f;
+		struct djp_fmt_spec spec;
 		size_t pct;
 
 		if (*p != '%') {
@@ -79,63 +69,21 @@ int djp_format_parse(const char *fmt, struct djp_fmt *out, const char **why)
 			p++;
 			continue;
 		}
+		djp_format_spec(&p, &spec);
+		if (spec.width == DJP_FMT_STAR || spec.prec == DJP_FMT_STAR) {
+			*why = spec.width == DJP_FMT_STAR ? "'*' width is not supported" : "'*' precision is not supported";
+			return -EINVAL;
+		}
+		if (!spec.conv || !strchr("diuxXocsp", spec.conv)) {
+			*why = spec.conv ? "unsupported conversion" : "incomplete conversion at end of format";
+			return -EINVAL;
+		}
 		memset(&f, 0, sizeof(f));
-		f.width = f.prec = -1;
-		for (;; p++) {
-			if (*p == '-')
-				f.flags |= DJP_FMT_LEFT;
-			else if (*p == '0')
-				f.flags |= DJP_FMT_ZERO;
-			else if (*p == '+')
-				f.flags |= DJP_FMT_PLUS;
-			else if (*p == ' ')
-				f.flags |= DJP_FMT_SPACE;
-			else if (*p == '#')
-				f.flags |= DJP_FMT_ALT;
-			else
-				break;
-		}
-		if (*p == '*') {
-			*why = "'*' width is not supported";
-			return -EINVAL;
-		}
-		if (isdigit((unsigned char)*p))
-			f.width = (int16_t)parse_num(&p);
-		if (*p == '.') {
-			p++;
-			if (*p == '*') {
-				*why = "'*' precision is not supported";
-				return -EINVAL;
-			}
-			f.prec = (int16_t)parse_num(&p);
-		}
-		switch (*p) {
-		case 'h':
-			f.length = p[1] == 'h' ? DJP_FMT_LEN_HH : DJP_FMT_LEN_H;
-			p += p[1] == 'h' ? 2 : 1;
-			break;
-		case 'l':
-			f.length = p[1] == 'l' ? DJP_FMT_LEN_LL : DJP_FMT_LEN_L;
-			p += p[1] == 'l' ? 2 : 1;
-			break;
-		case 'z':
-			f.length = DJP_FMT_LEN_Z;
-			p++;
-			break;
-		case 'j':
-			f.length = DJP_FMT_LEN_J;
-			p++;
-			break;
-		case 't':
-			f.length = DJP_FMT_LEN_T;
-			p++;
-			break;
-		}
-		if (!*p || !strchr("diuxXocsp", *p)) {
-			*why = *p ? "unsupported conversion" : "incomplete conversion at end of format";
-			return -EINVAL;
-		}
-		f.conv = *p++;
+		f.conv = spec.conv;
+		f.flags = spec.flags;
+		f.length = spec.length;
+		f.width = (int16_t)spec.width;
+		f.prec = (int16_t)spec.prec;
 		if (out->nfields == DJP_FMT_MAX_FIELDS) {
 			*why = "more than 12 conversions";
 			return -E2BIG;

@@ -33,6 +33,105 @@ enum djp_fmt_length {
 	DJP_FMT_LEN_T,
 };
 
+/*
+ * One conversion, as printf has it after the '%': flags, width, precision,
+ * length modifier and the conversion character.  The one parser of a
+ * conversion in the project: marker formats (djp_format_parse), scripts'
+ * printf (tools/djp/script/print.c) and the recorder's string mask
+ * (kernel/trace/recorder.c) all step through formats with it.
+ */
+#define DJP_FMT_STAR (-2) /* width or precision '*': taken from an argument */
+#define DJP_FMT_NUM_MAX 32767
+
+struct djp_fmt_spec {
+	char conv;	/* the conversion character, 0 at the end of the string */
+	uint8_t flags;	/* DJP_FMT_* */
+	uint8_t length; /* enum djp_fmt_length */
+	int width;	/* -1 when not given, DJP_FMT_STAR, else <= DJP_FMT_NUM_MAX */
+	int prec;	/* the same */
+};
+
+static inline int djp_format_num_(const char **p)
+{
+	int v = 0;
+	if (**p == '*') {
+		(*p)++;
+		return DJP_FMT_STAR;
+	}
+	for (; **p >= '0' && **p <= '9'; (*p)++)
+		if ((v = v * 10 + (**p - '0')) > DJP_FMT_NUM_MAX)
+			v = DJP_FMT_NUM_MAX;
+	return v;
+}
+
+/*
+ * Parse the conversion at *p (just after its '%') into *s and advance *p
+ * past it.  Which conversion characters are allowed is the caller's
+ * question: s->conv is whatever character came, 0 at the end of the string
+ * (*p is then left on the NUL).  Inline and free of library calls, so that
+ * the recorder compiles it for general registers only, as its hit path
+ * must be (kernel/trace/recorder.c).
+ */
+static inline void djp_format_spec(const char **p, struct djp_fmt_spec *s)
+{
+	const char *q = *p;
+
+	s->flags = 0;
+	s->length = DJP_FMT_LEN_NONE;
+	s->width = s->prec = -1;
+	for (;; q++) {
+		if (*q == '-')
+			s->flags |= DJP_FMT_LEFT;
+		else if (*q == '0')
+			s->flags |= DJP_FMT_ZERO;
+		else if (*q == '+')
+			s->flags |= DJP_FMT_PLUS;
+		else if (*q == ' ')
+			s->flags |= DJP_FMT_SPACE;
+		else if (*q == '#')
+			s->flags |= DJP_FMT_ALT;
+		else
+			break;
+	}
+	if (*q == '*' || (*q >= '0' && *q <= '9'))
+		s->width = djp_format_num_(&q);
+	if (*q == '.') {
+		q++;
+		s->prec = djp_format_num_(&q);
+	}
+	switch (*q) {
+	case 'h':
+		s->length = q[1] == 'h' ? DJP_FMT_LEN_HH : DJP_FMT_LEN_H;
+		q += q[1] == 'h' ? 2 : 1;
+		break;
+	case 'l':
+		s->length = q[1] == 'l' ? DJP_FMT_LEN_LL : DJP_FMT_LEN_L;
+		q += q[1] == 'l' ? 2 : 1;
+		break;
+	case 'L': /* glibc: long long for the integer conversions */
+	case 'q': /* BSD's long long */
+		s->length = DJP_FMT_LEN_LL;
+		q++;
+		break;
+	case 'z':
+		s->length = DJP_FMT_LEN_Z;
+		q++;
+		break;
+	case 'j':
+		s->length = DJP_FMT_LEN_J;
+		q++;
+		break;
+	case 't':
+		s->length = DJP_FMT_LEN_T;
+		q++;
+		break;
+	}
+	s->conv = *q;
+	if (*q)
+		q++;
+	*p = q;
+}
+
 struct djp_fmt_field {
 	char name[DJP_FMT_NAME_MAX]; /* "len" for "len=%d"; "" when none */
 	char conv;		     /* one of d i u x X o c s p */

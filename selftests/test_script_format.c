@@ -1,5 +1,7 @@
-/* lib/format.c: marker formats parsed into fields and rendered back. */
+/* lib/format.c: marker formats parsed into fields and rendered back; the
+ * recorder's reading of the same formats. */
 #include "harness.h"
+#include "kernel/trace/recorder.h"
 #include "lib/format.h"
 
 TEST(format_parses_named_fields)
@@ -60,4 +62,33 @@ TEST(format_renders_values)
 	CHECK_STR(buf, "len=5");
 	CHECK_EQ(djp_format_render(buf, 4, &f, 1, args, strs), 5);
 	CHECK_STR(buf, "len");
+}
+
+/* The recorder's string mask (which arguments the ring copies as strings)
+ * and the tool's fields (how it prints them) come from the one conversion
+ * parser: they must agree on every format, or the tool reads a word as a
+ * string.  A width of 32767 and more is clamped, not wrapped. */
+TEST(format_recorder_mask_agrees_with_fields)
+{
+	static const char *const fmts[] = {
+		"a=%s b=%d", "%-08.3lls x=%s", "%% %s %%s %hhs", "%#x %s %lu %s", "n=%99999s m=%s",
+		"%.3s%5s%-s", "%qd %s %Ld %s", "%zd %jd %td %s", "%c%s%p%s", "",
+	};
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		struct djp_fmt f;
+		uint32_t want = 0;
+		int n = djp_format_parse(fmts[i], &f, NULL);
+		CHECK(n >= 0);
+		for (int k = 0; k < n; k++)
+			if (f.field[k].conv == 's')
+				want |= 1u << k;
+		if (djp_recorder_str_mask(fmts[i], (unsigned)n) != want)
+			djp_test_fail(__FILE__, __LINE__, "format '%s': recorder mask %#x, fields say %#x", fmts[i],
+				      djp_recorder_str_mask(fmts[i], (unsigned)n), want);
+	}
+	{
+		struct djp_fmt f;
+		CHECK_EQ(djp_format_parse("n=%99999s", &f, NULL), 1);
+		CHECK_EQ(f.field[0].width, DJP_FMT_NUM_MAX);
+	}
 }

@@ -53,6 +53,7 @@
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
 #include "kernel/trace/recorder.h"
+#include "lib/format.h"
 
 /* Cached string masks by marker id: bit 31 says "computed". */
 #define MASK_KNOWN 0x80000000u
@@ -66,24 +67,19 @@ uint32_t djp_recorder_str_mask(const char *f, unsigned nargs)
 	if (!f)
 		return 0;
 	while (*f && k < nargs && k < 31) {
+		struct djp_fmt_spec s;
 		if (*f++ != '%')
 			continue;
 		if (*f == '%') {
 			f++;
 			continue;
 		}
-		while (*f == '-' || *f == '+' || *f == ' ' || *f == '#' || *f == '0')
-			f++;
-		while ((*f >= '0' && *f <= '9') || *f == '.' || *f == '*')
-			f++;
-		while (*f == 'h' || *f == 'l' || *f == 'L' || *f == 'q' || *f == 'j' || *f == 'z' || *f == 't')
-			f++;
-		if (!*f)
+		djp_format_spec(&f, &s); /* inline: compiled here, general registers only */
+		if (!s.conv)
 			break;
-		if (*f == 's')
+		if (s.conv == 's')
 			mask |= 1u << k;
 		k++;
-		f++;
 	}
 	return mask;
 }

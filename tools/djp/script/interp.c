@@ -418,7 +418,7 @@ static void print_to(struct run *r, struct node *n, struct strbuf *b)
 			const char *s = eval_s(r, a);
 			sb_put(b, s, strlen(s));
 		} else {
-			print_number(b, (uint64_t)eval_n(r, a), 10, -1, -1, 32 /* signed */);
+			print_number(b, (uint64_t)eval_n(r, a), 10, -1, -1, PRINT_SIGN);
 		}
 	}
 	if (n->op == P_PRINTLN || n->op == P_SPRINTLN)
@@ -900,7 +900,7 @@ static void display_global(struct run *r, struct sym *g)
 			fprintf(out, "%s=\"%s\"\n", g->name, b.p ? b.p : "");
 		} else {
 			/* stap's %#x: "0x0" for zero, unlike C's */
-			print_number(&b, (uint64_t)g->cell->n, 16, -1, -1, 8);
+			print_number(&b, (uint64_t)g->cell->n, 16, -1, -1, PRINT_ALT);
 			fprintf(out, "%s=%s\n", g->name, b.p);
 		}
 		free(b.p);
@@ -920,7 +920,7 @@ static void display_global(struct run *r, struct sym *g)
 				print_escaped(&b, e->key[i].s);
 				sb_putc(&b, '"');
 			} else {
-				print_number(&b, (uint64_t)e->key[i].n, 10, -1, -1, 32);
+				print_number(&b, (uint64_t)e->key[i].n, 10, -1, -1, PRINT_SIGN);
 			}
 		}
 		sb_putc(&b, ']');
@@ -937,7 +937,7 @@ static void display_global(struct run *r, struct sym *g)
 			sb_putc(&b, '"');
 		} else {
 			sb_putc(&b, '=');
-			print_number(&b, (uint64_t)e->val.n, 16, -1, -1, 8 /* # */);
+			print_number(&b, (uint64_t)e->val.n, 16, -1, -1, PRINT_ALT);
 		}
 		sb_putc(&b, '\n');
 		fwrite(b.p, 1, b.len, out);

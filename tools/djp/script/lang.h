@@ -338,6 +338,17 @@ void map_set_str(struct map_ent *e, const char *s);
 void map_free(struct map *m);
 
 /* print.c: stap's printf on already evaluated arguments */
+/* print_spec.flags and print_number's: lib/format.h's flags, two more for
+ * the number layout */
+enum {
+	PRINT_LEFT = DJP_FMT_LEFT,
+	PRINT_PLUS = DJP_FMT_PLUS,
+	PRINT_SPACE = DJP_FMT_SPACE,
+	PRINT_ALT = DJP_FMT_ALT,
+	PRINT_ZERO = DJP_FMT_ZERO,
+	PRINT_SIGN = 1u << 5,  /* a signed conversion */
+	PRINT_LARGE = 1u << 6, /* %X */
+};
 struct print_spec {
 	char conv; /* d i u x X o c s p %, or 0 for literal text */
 	uint8_t flags;

@@ -2,7 +2,8 @@
  * printf for scripts, with SystemTap's semantics.
  *
  * The format of printf/sprintf must be a literal, so it is parsed once, at
- * check time, into literal runs and conversions; the interpreter only walks
+ * check time, into literal runs and conversions (each conversion by
+ * lib/format.h's djp_format_spec, the parser marker formats use too); the interpreter only walks
  * that list.  Numbers are 64-bit whatever the length modifier (which is
  * accepted and ignored, as stap does); %p is %#x (stap since 1.3); %c prints
  * the low byte; the '#' flag on %s and %c escapes unprintable characters.
@@ -15,7 +16,6 @@
 
 #include "lang.h"
 
-enum { F_LEFT = 1, F_PLUS = 2, F_SPACE = 4, F_SPECIAL = 8, F_ZERO = 16, F_SIGN = 32, F_LARGE = 64 };
 
 void sb_put(struct strbuf *b, const char *s, size_t n)
 {
@@ -48,27 +48,27 @@ static void pad(struct strbuf *b, char c, int n)
 void print_number(struct strbuf *b, uint64_t num, int base, int size, int precision, unsigned type)
 {
 	static const char small[] = "0123456789abcdefx", large[] = "0123456789ABCDEFX";
-	const char *digits = (type & F_LARGE) ? large : small;
+	const char *digits = (type & PRINT_LARGE) ? large : small;
 	char tmp[66], sign = 0, c;
 	int i = 0;
 
-	if (type & F_LEFT)
-		type &= ~(unsigned)F_ZERO;
-	c = (type & F_ZERO) ? '0' : ' ';
-	if (type & F_SIGN) {
+	if (type & PRINT_LEFT)
+		type &= ~(unsigned)PRINT_ZERO;
+	c = (type & PRINT_ZERO) ? '0' : ' ';
+	if (type & PRINT_SIGN) {
 		if ((int64_t)num < 0) {
 			sign = '-';
 			num = (uint64_t)0 - num;
 			size--;
-		} else if (type & F_PLUS) {
+		} else if (type & PRINT_PLUS) {
 			sign = '+';
 			size--;
-		} else if (type & F_SPACE) {
+		} else if (type & PRINT_SPACE) {
 			sign = ' ';
 			size--;
 		}
 	}
-	if (type & F_SPECIAL)
+	if (type & PRINT_ALT)
 		size -= base == 16 ? 2 : base == 8 ? 1 : 0;
 	if (num == 0)
 		tmp[i++] = '0';
@@ -79,17 +79,17 @@ void print_number(struct strbuf *b, uint64_t num, int base, int size, int precis
 	if (i > precision)
 		precision = i;
 	size -= precision;
-	if (!(type & (F_ZERO | F_LEFT)))
+	if (!(type & (PRINT_ZERO | PRINT_LEFT)))
 		pad(b, ' ', size), size = 0;
 	if (sign)
 		sb_putc(b, sign);
-	if (type & F_SPECIAL) {
+	if (type & PRINT_ALT) {
 		if (base == 8)
 			sb_putc(b, '0');
 		else if (base == 16)
 			sb_putc(b, '0'), sb_putc(b, digits[16]);
 	}
-	if (!(type & F_LEFT))
+	if (!(type & PRINT_LEFT))
 		pad(b, c, size), size = 0;
 	pad(b, '0', precision - i);
 	while (i-- > 0)
@@ -137,6 +137,7 @@ struct print_fmt *print_fmt_parse(struct script *sc, const char *fmt, const char
 
 	while (*p) {
 		struct print_spec s = { .width = -1, .prec = -1 };
+		struct djp_fmt_spec spec;
 		if (n == 256) {
 			*why = "format too long";
 			return NULL;
@@ -157,42 +158,24 @@ struct print_fmt *print_fmt_parse(struct script *sc, const char *fmt, const char
 			continue;
 		}
 		p++;
-		for (;; p++) {
-			if (*p == '-')
-				s.flags |= F_LEFT;
-			else if (*p == '+')
-				s.flags |= F_PLUS;
-			else if (*p == ' ')
-				s.flags |= F_SPACE;
-			else if (*p == '#')
-				s.flags |= F_SPECIAL;
-			else if (*p == '0')
-				s.flags |= F_ZERO;
-			else
-				break;
+		djp_format_spec(&p, &spec);
+		if (spec.width == DJP_FMT_STAR || spec.prec == DJP_FMT_STAR) {
+			*why = "'*' width or precision is not supported";
+			return NULL;
 		}
-		if (isdigit((unsigned char)*p)) {
-			s.width = 0;
-			while (isdigit((unsigned char)*p))
-				s.width = s.width < 100000 ? s.width * 10 + (*p++ - '0') : (p++, s.width);
-		}
-		if (*p == '.') {
-			p++;
-			s.prec = 0;
-			while (isdigit((unsigned char)*p))
-				s.prec = s.prec < 100000 ? s.prec * 10 + (*p++ - '0') : (p++, s.prec);
-		}
-		if (s.width > MAXSTRINGLEN || s.prec > MAXSTRINGLEN) {
+		if (spec.width > MAXSTRINGLEN || spec.prec > MAXSTRINGLEN) {
 			*why = "field width or precision too large";
 			return NULL;
 		}
-		while (*p == 'h' || *p == 'l' || *p == 'L' || *p == 'z' || *p == 'j' || *p == 't')
-			p++;
-		if (!*p || !strchr("diuxXocsp", *p)) {
-			*why = *p ? "unsupported conversion (use %d %i %u %x %X %o %c %s %p %%)" : "incomplete conversion at end";
+		if (!spec.conv || !strchr("diuxXocsp", spec.conv)) {
+			*why = spec.conv ? "unsupported conversion (use %d %i %u %x %X %o %c %s %p %%)"
+					 : "incomplete conversion at end";
 			return NULL;
 		}
-		s.conv = *p++;
+		s.flags = spec.flags;
+		s.width = spec.width;
+		s.prec = spec.prec;
+		s.conv = spec.conv;
 		specs[n++] = s;
 		nargs++;
 	}
@@ -223,55 +206,55 @@ void print_format(struct strbuf *b, const struct print_fmt *pf, const union cell
 			size_t len = strlen(str);
 			if (s->prec >= 0 && (size_t)s->prec < len)
 				len = (size_t)s->prec;
-			if (flags & F_SPECIAL) {
+			if (flags & PRINT_ALT) {
 				struct strbuf t = { 0 };
 				char *cp = strndup(str, len);
 				if (!cp)
 					abort();
 				print_escaped(&t, cp);
 				free(cp);
-				if (!(flags & F_LEFT))
+				if (!(flags & PRINT_LEFT))
 					pad(b, ' ', s->width - (int)t.len);
 				if (t.len)
 					sb_put(b, t.p, t.len);
-				if (flags & F_LEFT)
+				if (flags & PRINT_LEFT)
 					pad(b, ' ', s->width - (int)t.len);
 				free(t.p);
 				break;
 			}
-			if (!(flags & F_LEFT))
+			if (!(flags & PRINT_LEFT))
 				pad(b, ' ', s->width - (int)len);
 			sb_put(b, str, len);
-			if (flags & F_LEFT)
+			if (flags & PRINT_LEFT)
 				pad(b, ' ', s->width - (int)len);
 			break;
 		}
 		case 'c': {
 			char tmp[4], c = (char)args[a++].n;
-			size_t n = (flags & F_SPECIAL) ? char_escaped(c, tmp) : (tmp[0] = c, 1);
-			if (!(flags & F_LEFT))
+			size_t n = (flags & PRINT_ALT) ? char_escaped(c, tmp) : (tmp[0] = c, 1);
+			if (!(flags & PRINT_LEFT))
 				pad(b, ' ', s->width - (int)n);
 			sb_put(b, tmp, n);
-			if (flags & F_LEFT)
+			if (flags & PRINT_LEFT)
 				pad(b, ' ', s->width - (int)n);
 			break;
 		}
 		case 'X':
-			flags |= F_LARGE;
+			flags |= PRINT_LARGE;
 			/* fall through */
 		case 'x':
 			base = 16;
 			print_number(b, (uint64_t)args[a++].n, base, s->width, s->prec, flags);
 			break;
 		case 'p':
-			print_number(b, (uint64_t)args[a++].n, 16, s->width, s->prec, flags | F_SPECIAL);
+			print_number(b, (uint64_t)args[a++].n, 16, s->width, s->prec, flags | PRINT_ALT);
 			break;
 		case 'o':
 			print_number(b, (uint64_t)args[a++].n, 8, s->width, s->prec, flags);
 			break;
 		case 'd':
 		case 'i':
-			flags |= F_SIGN;
+			flags |= PRINT_SIGN;
 			/* fall through */
 		default: /* u */
 			print_number(b, (uint64_t)args[a++].n, 10, s->width, s->prec, flags);
