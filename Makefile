@@ -36,7 +36,7 @@ WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 BASE_CFLAGS := -std=gnu11 -g -O2 $(WARN) -D_GNU_SOURCE -Iinclude -I.
 LIB_CFLAGS := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -DDJP_BUILDING_LIB
 CFLAGS ?=
-LDLIBS_LIB := -lelf -ldw -lurcu-bp -lZydis -lpthread -ldl
+LDLIBS_LIB := -lelf -ldw -lZydis -lpthread -ldl
 
 LIB_SRCS := $(sort $(wildcard lib/*.c kernel/*.c kernel/trace/*.c arch/x86/*.c))
 LIB_ASM := $(sort $(wildcard arch/x86/*.S))

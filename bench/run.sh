@@ -4,6 +4,8 @@
 # prefixed with the program's name and printed as one aligned table.  A
 # result over its target is reported, not failed: a loaded machine is not a
 # bug.  A program that crashes or exits non-zero makes the exit status 1.
+# The table's first line names the CPU: a figure holds for the CPU it was
+# measured on, and this machine class comes with AMD and Intel ones.
 # Usage: bench/run.sh BUILD [PROGRAM...]
 build=${1:-build}
 [ $# -gt 0 ] && shift
@@ -19,6 +21,8 @@ for p in $progs; do
 	out=$("$p") || { rc=$?; status=1; out="run | exit status $rc | - | error"; }
 	printf '%s\n' "$out" | grep '|' | sed "s/^/$name: /" >>"$rows"
 done
+field() { sed -n "s/^$1[[:space:]]*: *//p" /proc/cpuinfo | head -n 1; }
+echo "CPU: $(field 'model name') ($(field vendor_id) family $(field 'cpu family') model $(field model), $(getconf _NPROCESSORS_ONLN) online)"
 {
 	echo "benchmark | value | target | status"
 	cat "$rows"

@@ -10,9 +10,8 @@
  * where it registered one (djp__connect's plan: the recorder does, for
  * kernel/trace/recorder.c).  They call
  * djp_dispatch_lean or djp_dispatch_full only when the fast path does not
- * apply: a thread not registered yet or on its way out, one inside the
- * application's own rcu_read_lock, or one already inside a handler of
- * ours.  The SIGTRAP handler calls djp_trap_probe for every hit.
+ * apply: a thread not registered yet, or one already inside a handler of
+ * ours (or that left one by a jump: kernel/rcu.c).  The SIGTRAP handler calls djp_trap_probe for every hit.
  *
  * A thread already inside a handler (a handler that calls instrumented
  * code, or a signal that lands during one) gets a counted miss instead of
@@ -24,7 +23,7 @@
  * The site of a hit is not stored in it: the word below the register view
  * names it (arch_hit_site), which costs the lean trampoline no store.
  *
- * This file and kernel/rcu.c are compiled with -mgeneral-regs-only: they
+ * This file and kernel/rcu.c are compiled for general registers only: they
  * run inside lean trampolines.
  */
 /* Runs inside the lean trampoline, which saves no vector state: the compiler

@@ -2,54 +2,51 @@
  * Grace periods for the handler lists: how djp_disconnect knows that its
  * handler is running nowhere.
  *
- * The engine uses liburcu's "bulletproof" flavour, made for libraries
- * whose threads nobody registers: a thread registers itself on its first
- * read-side section, and the writer (urcu_bp_synchronize_rcu) waits for
- * every registered reader whose counter says it is inside a section that
- * began before the grace period.  A reader's whole state is one word, its
- * `ctr`: the low half counts nesting, the high half carries the grace
- * period's phase.  Where the kernel has membarrier, the read side needs no
- * fence: the writer's membarrier orders every reader.
+ * The algorithm is liburcu-bp's ("bulletproof": for a library whose
+ * threads nobody registers), owned here as LTTng-UST owns its copy, so
+ * that the trampolines can inline its read side against a layout that is
+ * ours and no update of liburcu or glibc can move.  liburcu serves with
+ * its public headers: barriers and shared accessors.
  *
- * Two things on the read side are ours, both so that a trampoline can do
- * the common case in a few inline instructions instead of a call:
+ * Readers.  A thread's whole read-side state is one word, its reader's
+ * `ctr`: the low half counts sections (0 or 1: a hit inside one of our
+ * handlers is a counted miss, the recursion guard), the high half holds
+ * the phase of the grace-period counter djp_rcu_gp_ctr when the section
+ * began.  To enter, a thread stores djp_rcu_gp_ctr (phase | 1) into its
+ * word; to leave, it stores 0.  Where the kernel has membarrier the reader
+ * needs no fence: the writer's membarrier orders every running thread.
+ * Otherwise both sides fence.  The trampoline's fast path is those stores:
+ * load the thread's reader from an initial-exec TLS word of ours (one %fs
+ * load), require a zero count, store the counter, call, store zero.
  *
- *  - The reader pointer is cached in an initial-exec TLS word of ours
- *    (djp_rcu_reader).  liburcu-bp's own TLS lives in another object and
- *    is reached through the GOT and __tls_get_addr; ours is one %fs load.
- *    Until the thread registers it points to a reader whose count is
- *    never zero, so the fast path's one test sends it to the slow path.
- *    The cache must be cleared at thread exit before liburcu-bp recycles
- *    the record, and setting that up must allocate nothing: a thread's
- *    first hit may come in a signal handler that interrupted malloc
- *    (glibc's thread_local destructor list callocs, and hung a test that
- *    does this; selftests/test_engine_thread_life.c).  So the cache is
- *    cleared by a pthread key destructor of ours, and the key value is
- *    set without allocating because the key is made by our constructor,
- *    early enough to be one of the first 32.  Key destructors run in key
- *    order, and liburcu-bp's key, made by its constructor before ours, is
- *    older: at registration the thread's liburcu-bp key value moves into
- *    our key, so that liburcu-bp's destructor finds nothing in glibc's
- *    first round; ours clears the cache and puts the value back, and
- *    glibc's next round runs liburcu-bp's.  A hit after ours (in another
- *    key destructor) enters through liburcu-bp's own rcu_read_lock, which
- *    registers the thread again if liburcu-bp has let it go.
+ * Registration.  Until its first hit a thread's TLS word points to a
+ * reader whose count is never zero, so the fast path's one test sends it
+ * to the C path, which claims a free slot (tid 0 -> its tid, by
+ * compare-and-swap) in an array of readers that only grows, in chunks
+ * that are never unmapped: a grace period may read a slot whose thread
+ * has gone.  A first hit may come in a signal handler that interrupted
+ * malloc in that very thread, so registration takes no lock and
+ * allocates nothing but a new chunk with mmap (selftests/
+ * test_engine_thread_life.c).  The slot goes back at thread exit, by a
+ * pthread key destructor of ours; the key is made by our constructor,
+ * early enough to be among the first 32, whose values glibc keeps in the
+ * thread itself, so that setting it allocates nothing either.  A hit in a
+ * later destructor registers the thread again and sets the key again, so
+ * glibc's next round gives that slot back too; and a grace period frees
+ * the slot of any thread that is gone without it (its tid no longer in
+ * this process: the last round of destructors, or the threads a fork
+ * left behind in the child).
  *
- *  - Our sections count DJP_RCU_OURS (2^20) levels of nesting, not one.
- *    To the writer that is just a reader inside a section; to us a count
- *    at or above 2^20 means "inside one of our handlers", which is the
- *    recursion guard: a hit there (a handler calling instrumented code, a
- *    signal landing during a handler) is a counted miss.  A count below
- *    2^20 is the application's own rcu_read_lock, which a marker may well
- *    sit inside; we nest into it.  So the trampoline's fast path is: load
- *    the cached reader, require a zero count, store the grace-period
- *    counter plus 2^20 - 1; and on the way out store zero.  Anything else
- *    (no reader yet, a non-zero count) calls the C dispatcher, which does
- *    the general case below.
- *
- * And on the write side, djp_rcu_synchronize first lets a thread that was
- * preempted inside one of our sections run and leave it (see
- * let_readers_leave), then runs liburcu-bp's grace period.
+ * The writer (djp_rcu_synchronize), one at a time: membarrier (or a
+ * fence), wait until no reader is inside a section of the old phase, flip
+ * the phase, wait again, membarrier.  The two waits are liburcu's answer
+ * to a reader that loaded the counter before the flip and stored it
+ * after: the second wait sees it.  A reader that is inside is waited for
+ * by short naps, not spinning, so that a thread preempted inside a
+ * handler (three runnable threads on two cores, the writer one of them)
+ * gets the core and leaves: liburcu-bp's writer sleeps 10 ms at a time
+ * after a hundred polls, which cost every grace period that met such a
+ * thread those 10 ms.
  *
  * A section left by a jump.  A handler that siglongjmp's out, or a signal
  * handler that interrupted one and jumps back to the application (timeouts
@@ -81,21 +78,23 @@
  * a signal whose handler runs on the alternate stack is judged by the key
  * alone.
  *
- * The first hit of a thread registers it with liburcu-bp, which calls into
- * libc (mmap, memset) and may use vector registers.  Inside a lean
- * trampoline nothing saved them, so that path saves the extended state
- * itself around the calls.  This file is compiled with -mgeneral-regs-only
- * (kernel/kernel.mk), so the compiler adds no vector code of its own.
+ * The first hit of a thread registers it, which calls into libc
+ * (pthread_setspecific, maybe mmap).  Inside a lean trampoline nothing
+ * saved the vector registers, so that path saves the extended state itself
+ * around the calls.  This file is compiled for general registers only (the
+ * pragma below), so the compiler adds no vector code of its own.
  */
 /* The read side runs inside the lean trampoline, which saves no vector
  * state: the compiler must not use a vector or x87 register in this file. */
 #pragma GCC target("general-regs-only")
 
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdlib.h>
+#include <stddef.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -105,40 +104,101 @@
 #include "kernel/engine.h"
 #include "kernel/rcu.h"
 
+unsigned long djp_rcu_gp_ctr = 1;
+bool djp_rcu_has_membarrier;
+
 /* Never registered, never written: its count reads 1, not 0. */
-struct urcu_bp_reader djp_rcu_unregistered = { .ctr = URCU_BP_GP_COUNT };
-__thread struct urcu_bp_reader *djp_rcu_reader
+struct djp_rcu_reader djp_rcu_unregistered = { .ctr = 1 };
+__thread struct djp_rcu_reader *djp_rcu_reader
 	__attribute__((tls_model("initial-exec"))) = &djp_rcu_unregistered;
 __thread uintptr_t djp_rcu_entry_sp __attribute__((tls_model("initial-exec")));
 
-/* Past our key destructor: no cache, and our own recursion guard for the
- * sections entered through liburcu-bp's rcu_read_lock. */
-static __thread struct {
-	bool exiting;
-	bool inside;
-} tail __attribute__((tls_model("initial-exec")));
+/* ---- the readers' slots ----------------------------------------------------- */
 
-/* Ours clears the cache at thread exit; liburcu-bp's (found at the first
- * registration: the key whose value is the thread's reader) unregisters. */
-static pthread_key_t exit_key;
-static int exit_key_ok, urcu_key = -1;
-#define SAFE_KEYS 32 /* glibc keeps the first 32 values in the thread itself */
+/* A chunk of slots; the first is static, the others are mmap'd as threads
+ * come, linked once full, and never unmapped. */
+struct chunk {
+	struct chunk *_Atomic next;
+	size_t n;
+	struct djp_rcu_reader r[];
+};
+#define FIRST_SLOTS 256
+#define MORE_SLOTS 1023 /* with the header: 64 KiB */
+static struct {
+	struct chunk c;
+	struct djp_rcu_reader r[FIRST_SLOTS];
+} first = { .c.n = FIRST_SLOTS };
 
-static void know(struct urcu_bp_reader *r, struct urcu_bp_reader *was);
+#define for_each_slot(ch, i) \
+	for (struct chunk *ch = &first.c; ch; ch = atomic_load_explicit(&ch->next, memory_order_acquire)) \
+		for (size_t i = 0; i < ch->n; i++)
 
-static void reader_forget(void *reader)
+static pid_t gettid_(void)
 {
-	know(NULL, djp_rcu_reader);
-	djp_rcu_reader = &djp_rcu_unregistered;
-	tail.exiting = true;
-	if (urcu_key >= 0)
-		pthread_setspecific((pthread_key_t)urcu_key, reader);
+	return (pid_t)syscall(SYS_gettid);
 }
 
-__attribute__((constructor)) static void make_exit_key(void)
+static struct djp_rcu_reader *claim(pid_t tid)
+{
+	for (;;) {
+		struct chunk *last = NULL, *c;
+		for_each_slot(ch, i) {
+			pid_t free_ = 0;
+			last = ch;
+			if (!__atomic_load_n(&ch->r[i].tid, __ATOMIC_RELAXED) &&
+			    __atomic_compare_exchange_n(&ch->r[i].tid, &free_, tid, false, __ATOMIC_ACQ_REL,
+							__ATOMIC_RELAXED)) {
+				CMM_STORE_SHARED(ch->r[i].ctr, 0);
+				return &ch->r[i];
+			}
+		}
+		/* All taken: add a chunk (another thread may add one first). */
+		c = mmap(NULL, sizeof(*c) + MORE_SLOTS * sizeof(c->r[0]), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (c == MAP_FAILED)
+			return NULL;
+		c->n = MORE_SLOTS;
+		struct chunk *expect = NULL;
+		if (!atomic_compare_exchange_strong(&last->next, &expect, c))
+			munmap(c, sizeof(*c) + MORE_SLOTS * sizeof(c->r[0]));
+	}
+}
+
+/* Give a slot back: the count first, so that its next owner starts out. */
+static void release(struct djp_rcu_reader *r)
+{
+	CMM_STORE_SHARED(r->ctr, 0);
+	__atomic_store_n(&r->tid, 0, __ATOMIC_RELEASE);
+}
+
+unsigned djp_rcu_readers_owned(void)
+{
+	unsigned n = 0;
+	for_each_slot(ch, i)
+		n += __atomic_load_n(&ch->r[i].tid, __ATOMIC_ACQUIRE) != 0;
+	return n;
+}
+
+/* Ours gives the slot back at thread exit. */
+static pthread_key_t exit_key;
+static int exit_key_ok;
+#define SAFE_KEYS 32 /* glibc keeps the first 32 values in the thread itself */
+
+static void reader_exit(void *reader)
+{
+	djp_rcu_reader = &djp_rcu_unregistered;
+	release(reader);
+}
+
+__attribute__((constructor)) static void rcu_init(void)
 {
 	pthread_key_t k;
-	if (pthread_key_create(&k, reader_forget) == 0) {
+	long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+	if (q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
+		djp_rcu_has_membarrier = true;
+	if (pthread_key_create(&k, reader_exit) == 0) {
 		if (k < SAFE_KEYS) {
 			exit_key = k;
 			exit_key_ok = 1;
@@ -148,104 +208,48 @@ __attribute__((constructor)) static void make_exit_key(void)
 	}
 }
 
-/* The readers of threads that hit a marker, for djp_rcu_synchronize's
- * wait (below); a slot is NULL when free.  Their records live in
- * liburcu-bp's arena, which is never unmapped, so a stale one is still
- * memory to read. */
-#define KNOWN 512
-static struct urcu_bp_reader *_Atomic known[KNOWN];
-static _Atomic pid_t known_tid[KNOWN]; /* whom to ask about a stuck section */
-
-static void know(struct urcu_bp_reader *r, struct urcu_bp_reader *was)
-{
-	for (unsigned i = 0; i < KNOWN; i++) {
-		struct urcu_bp_reader *expect = was;
-		if (atomic_compare_exchange_strong(&known[i], &expect, r)) {
-			atomic_store(&known_tid[i], r ? (pid_t)syscall(SYS_gettid) : 0);
-			return;
-		}
-	}
-}
-
-/* liburcu-bp's key: among the first 32, the one whose value is r.  Found
- * once; a key index of liburcu-bp's never changes. */
-static int find_urcu_key(struct urcu_bp_reader *r)
-{
-	int k = __atomic_load_n(&urcu_key, __ATOMIC_RELAXED);
-	for (int i = 0; k < 0 && i < SAFE_KEYS; i++)
-		if (pthread_getspecific((pthread_key_t)i) == r)
-			__atomic_store_n(&urcu_key, k = i, __ATOMIC_RELAXED);
-	return k;
-}
-
-/* Allocates nothing (see the essay): liburcu-bp's registration mmaps and
- * takes its mutex with every signal blocked; pthread_setspecific on keys
- * below 32 writes into the thread's own descriptor.  Without a usable key
- * of ours the thread keeps entering through the C slow path, uncached. */
+/* Allocates nothing but a chunk (see the essay).  Without a usable key the
+ * thread gets no slot: its hits are misses, as a slot it could not give
+ * back would outlive it. */
 static __attribute__((noinline)) void register_thread(void)
 {
-	struct urcu_bp_reader *r;
-	int k;
+	struct djp_rcu_reader *r;
 
-	if (!URCU_TLS(urcu_bp_reader))
-		urcu_bp_register();
-	r = URCU_TLS(urcu_bp_reader);
-	if (tail.exiting || !exit_key_ok || !r || (k = find_urcu_key(r)) < 0)
+	if (!exit_key_ok || !(r = claim(gettid_())))
 		return;
-	if (pthread_setspecific(exit_key, r) || pthread_setspecific((pthread_key_t)k, NULL))
+	if (pthread_setspecific(exit_key, r)) {
+		release(r);
 		return;
+	}
 	djp_rcu_reader = r;
-	know(r, NULL);
 }
 
-/*
- * Before the grace period, wait (a little, sleeping) until no other known
- * thread is inside one of our sections.  liburcu-bp's writer polls a
- * reader that stays in a section a hundred times and then sleeps 10 ms
- * between polls; a thread preempted inside a handler's section (three
- * runnable threads on two cores, the writer one of them) costs every
- * grace period that meets it those 10 ms.  Sleeping 20 us at a time here
- * lets it run and leave; then the grace period finds the threads outside,
- * or in sections that end at once.  Correctness is liburcu's: this only
- * chooses when to start it.  A hot thread is seen outside within a few
- * polls.  Halfway (250 polls, some 5 ms), a thread still inside is asked
- * whether it left its section by a jump (ask_inside_readers); the wait
- * gives up after 500 polls.
- */
-static bool reader_inside(const struct urcu_bp_reader *r)
+struct djp_rcu_reader *djp_rcu_register(bool in_lean)
 {
-	return (CMM_LOAD_SHARED(r->ctr) & URCU_BP_GP_CTR_NEST_MASK) >= DJP_RCU_OURS;
-}
-
-/* Ask each thread still inside to check whether it left its section by a
- * jump (djp_rcu_recover_interrupted, from the engine signal's handler). */
-static void ask_inside_readers(const struct urcu_bp_reader *self)
-{
-	int sig = djp_engine_signal();
-	for (unsigned i = 0; sig && i < KNOWN; i++) {
-		struct urcu_bp_reader *r = atomic_load(&known[i]);
-		pid_t tid = atomic_load(&known_tid[i]);
-		if (r && r != self && tid > 0 && reader_inside(r))
-			syscall(SYS_tgkill, getpid(), tid, sig);
-	}
-}
-
-static void let_readers_leave(void)
-{
-	const struct timespec nap = { 0, 20 * 1000 };
-	struct urcu_bp_reader *self = URCU_TLS(urcu_bp_reader);
-	for (int tries = 0; tries < 500; tries++) {
-		int inside = 0;
-		for (unsigned i = 0; i < KNOWN && !inside; i++) {
-			struct urcu_bp_reader *r = atomic_load(&known[i]);
-			inside = r && r != self && reader_inside(r);
+	if (in_lean) {
+		size_t sz = arch_xsave_size();
+		uint8_t *area = NULL;
+		if (sz) {
+			uint8_t *raw = __builtin_alloca(sz + 64);
+			area = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+			for (size_t i = 512; i < 576; i++)
+				area[i] = 0; /* the XSAVE header */
+			arch_vector_save(area);
 		}
-		if (!inside)
-			return;
-		if (tries == 250)
-			ask_inside_readers(self);
-		nanosleep(&nap, NULL);
+		register_thread();
+		if (area)
+			arch_vector_restore(area);
+	} else {
+		register_thread();
 	}
+	return djp_rcu_reader == &djp_rcu_unregistered ? NULL : djp_rcu_reader;
+}
+
+/* ---- sections left by a jump ------------------------------------------------ */
+
+static bool reader_inside(const struct djp_rcu_reader *r)
+{
+	return CMM_LOAD_SHARED(r->ctr) & DJP_RCU_NEST_MASK;
 }
 
 /* The word at `a`, or false if it is not mapped.  process_vm_readv on
@@ -276,16 +280,16 @@ static bool frame_gone(uintptr_t frame, uintptr_t cur, bool at_hit, const stack_
 	return !(key & DJP_HIT_KEY_SITE) && !arch_tramp_owns(key);
 }
 
-static void end_section(struct urcu_bp_reader *r)
+static void end_section(struct djp_rcu_reader *r)
 {
 	djp_rcu_mb_slave();
-	CMM_STORE_SHARED(r->ctr, CMM_LOAD_SHARED(r->ctr) - DJP_RCU_OURS);
+	CMM_STORE_SHARED(r->ctr, 0);
 	cmm_barrier();
 }
 
 bool djp_rcu_recover(uintptr_t frame)
 {
-	struct urcu_bp_reader *r = djp_rcu_reader;
+	struct djp_rcu_reader *r = djp_rcu_reader;
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
 	stack_t ss;
 	int saved_errno = errno;
@@ -303,7 +307,7 @@ bool djp_rcu_recover(uintptr_t frame)
 void djp_rcu_recover_interrupted(const void *ucontext)
 {
 	const ucontext_t *uc = ucontext;
-	struct urcu_bp_reader *r = djp_rcu_reader;
+	struct djp_rcu_reader *r = djp_rcu_reader;
 	int saved_errno = errno;
 
 	if (r == &djp_rcu_unregistered || !reader_inside(r))
@@ -316,83 +320,122 @@ void djp_rcu_recover_interrupted(const void *ucontext)
 	errno = saved_errno;
 }
 
+/* ---- the writer ------------------------------------------------------------- */
+
+static pthread_mutex_t gp_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void mb_master(void)
+{
+	if (!djp_rcu_has_membarrier || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+		cmm_smp_mb(); /* the readers fence (need_mb), or membarrier failed: then they do too */
+}
+
+/* Inside a section that began in the other phase than the counter's now. */
+static bool old_reader(const struct djp_rcu_reader *r)
+{
+	unsigned long v = CMM_LOAD_SHARED(r->ctr);
+	return (v & DJP_RCU_NEST_MASK) && ((v ^ CMM_LOAD_SHARED(djp_rcu_gp_ctr)) & DJP_RCU_PHASE);
+}
+
+static bool thread_gone(pid_t tid)
+{
+	return syscall(SYS_tgkill, getpid(), tid, 0) < 0 && errno == ESRCH;
+}
+
+/*
+ * Wait until no reader is inside a section of the old phase.  Short naps
+ * let a preempted reader run (the essay); every 250 naps (some 5 ms) a
+ * reader still inside is asked, by the engine's signal, whether it left its
+ * section by a jump (djp_rcu_recover_interrupted), and the slot of a thread
+ * that is gone is given back.
+ */
+static void wait_for_old_readers(void)
+{
+	const struct timespec nap = { 0, 20 * 1000 };
+	struct djp_rcu_reader *self = djp_rcu_reader;
+	int sig = djp_engine_signal();
+
+	for (unsigned tries = 0;; tries++) {
+		bool waiting = false;
+		for_each_slot(ch, i) {
+			struct djp_rcu_reader *r = &ch->r[i];
+			pid_t tid;
+			if (r == self || !old_reader(r))
+				continue;
+			tid = __atomic_load_n(&r->tid, __ATOMIC_ACQUIRE);
+			if (tries % 250 == 249 && tid > 0) {
+				if (thread_gone(tid)) {
+					release(r);
+					continue;
+				}
+				if (sig)
+					syscall(SYS_tgkill, getpid(), tid, sig);
+			}
+			waiting = true;
+		}
+		if (!waiting)
+			return;
+		if (tries < 100)
+			caa_cpu_relax();
+		else
+			nanosleep(&nap, NULL);
+	}
+}
+
 void djp_rcu_synchronize(void)
 {
-	let_readers_leave();
-	urcu_bp_synchronize_rcu();
-}
+	int saved_errno = errno;
 
-struct urcu_bp_reader *djp_rcu_register(bool in_lean)
-{
-	if (tail.exiting)
-		return NULL;
-	if (in_lean) {
-		size_t sz = arch_xsave_size();
-		uint8_t *area = NULL;
-		if (sz) {
-			uint8_t *raw = __builtin_alloca(sz + 64);
-			area = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-			for (size_t i = 512; i < 576; i++)
-				area[i] = 0; /* the XSAVE header */
-			arch_vector_save(area);
-		}
-		register_thread();
-		if (area)
-			arch_vector_restore(area);
-	} else {
-		register_thread();
+	pthread_mutex_lock(&gp_lock);
+	mb_master();
+	wait_for_old_readers();
+	cmm_smp_mb();
+	CMM_STORE_SHARED(djp_rcu_gp_ctr, djp_rcu_gp_ctr ^ DJP_RCU_PHASE);
+	cmm_smp_mb();
+	wait_for_old_readers();
+	mb_master();
+	/* the slots of threads gone without their destructor */
+	for_each_slot(ch, i) {
+		pid_t tid = __atomic_load_n(&ch->r[i].tid, __ATOMIC_ACQUIRE);
+		if (tid > 0 && &ch->r[i] != djp_rcu_reader && !reader_inside(&ch->r[i]) && thread_gone(tid))
+			__atomic_compare_exchange_n(&ch->r[i].tid, &tid, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 	}
-	return djp_rcu_reader == &djp_rcu_unregistered ? NULL : djp_rcu_reader;
-}
-
-int djp_rcu_enter_exiting(void)
-{
-	if (tail.inside)
-		return 0;
-	tail.inside = true;
-	urcu_bp_read_lock();
-	return DJP_RCU_ENTERED_EXITING;
-}
-
-void djp_rcu_exit_exiting(void)
-{
-	urcu_bp_read_unlock();
-	tail.inside = false;
-}
-
-bool djp_rcu_exiting_inside(void)
-{
-	return tail.inside;
+	pthread_mutex_unlock(&gp_lock);
+	errno = saved_errno;
 }
 
 void djp_rcu_fast_path(struct djp_rcu_fast *out)
 {
 	uintptr_t tp;
-	_Static_assert(offsetof(struct urcu_bp_reader, ctr) == 0, "the trampoline tests the word at the reader");
-	_Static_assert(URCU_BP_GP_CTR_NEST_MASK == 0xffffffffUL, "the trampoline tests the low 32 bits");
+	_Static_assert(offsetof(struct djp_rcu_reader, ctr) == 0, "the trampoline tests the word at the reader");
+	_Static_assert(DJP_RCU_NEST_MASK == 0xffffffffUL, "the trampoline tests the low 32 bits");
 	__asm__("mov %%fs:0,%0" : "=r"(tp));
 	out->reader_tls = (intptr_t)((uintptr_t)&djp_rcu_reader - tp);
 	out->entry_sp_tls = (intptr_t)((uintptr_t)&djp_rcu_entry_sp - tp);
-	out->gp_ctr = &urcu_bp_gp.ctr;
-	out->enter_add = DJP_RCU_OURS - URCU_BP_GP_COUNT;
-	out->need_mb = !urcu_bp_has_sys_membarrier;
+	out->gp_ctr = &djp_rcu_gp_ctr;
+	out->enter_add = 0;
+	out->need_mb = !djp_rcu_has_membarrier;
 }
 
+/* No grace period is under way across a fork. */
 void djp_rcu_fork_prepare(void)
 {
-	urcu_bp_before_fork();
+	pthread_mutex_lock(&gp_lock);
 }
 
 void djp_rcu_fork_parent(void)
 {
-	urcu_bp_after_fork_parent();
+	pthread_mutex_unlock(&gp_lock);
 }
 
-/* The child has one thread: forget the others' readers. */
+/* The child has one thread, with a new tid: keep its slot, free the rest. */
 void djp_rcu_fork_child(void)
 {
-	urcu_bp_after_fork_child();
-	for (unsigned i = 0; i < KNOWN; i++)
-		if (atomic_load(&known[i]) != URCU_TLS(urcu_bp_reader))
-			atomic_store(&known[i], NULL);
+	struct djp_rcu_reader *self = djp_rcu_reader;
+	pthread_mutex_init(&gp_lock, NULL);
+	for_each_slot(ch, i)
+		if (&ch->r[i] != self && ch->r[i].tid)
+			release(&ch->r[i]);
+	if (self != &djp_rcu_unregistered)
+		self->tid = gettid_();
 }

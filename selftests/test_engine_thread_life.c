@@ -13,11 +13,12 @@
  * through glibc's thread_local list (which callocs), the jump variant
  * hung in every run, somewhere among its 300 workers.
  *
- * A thread's last hits may come in pthread key destructors, before or after
- * liburcu-bp has unregistered the thread: such a hit must not use the
- * released record (liburcu-bp registers the thread again, and its
- * destructor, run again by glibc's next round, lets it go), and
- * djp_disconnect must wait for its handler as for any other.
+ * A thread's last hits may come in pthread key destructors, after the
+ * engine's has given the thread's reader slot back: such a hit must not
+ * use the released slot (the thread registers again, and the engine's
+ * destructor, run again by glibc's next round, gives that slot back too),
+ * djp_disconnect must wait for its handler as for any other, and no slot
+ * may stay with a thread that is gone.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -112,26 +113,26 @@ static void slow_count(const struct djp_hit *hit, void *data)
 }
 
 static pthread_key_t late_key;
-static atomic_int late_unregistered, late_still_registered;
+static atomic_int late_released_first, late_released_again;
 #define SECOND_PASS 0x100
 
-/* The test's key is younger than liburcu-bp's and the engine's, so glibc
- * runs this after both destructors.  It sets its key again, so that it
- * runs once more in glibc's next round, after liburcu-bp's destructor has
- * run in that round too (the engine's hands it the reader back in the
- * first), and hits the marker both times. */
+/* The test's key is younger than the engine's, so glibc runs this after
+ * the engine's destructor, which has given the reader back.  It sets its
+ * key again, so that it runs once more in glibc's next round, after the
+ * engine's has run again (for the slot the first pass's hit took), and
+ * hits the marker both times. */
 static void late_destructor(void *v)
 {
 	uintptr_t tag = (uintptr_t)v;
 	if (!(tag & SECOND_PASS)) {
-		if (urcu_bp_reader)
-			atomic_fetch_add(&late_still_registered, 1);
+		if (djp_rcu_reader == &djp_rcu_unregistered)
+			atomic_fetch_add(&late_released_first, 1);
 		pthread_setspecific(late_key, (void *)(tag | SECOND_PASS));
 		signal_site(1);
 		return;
 	}
-	if (!urcu_bp_reader)
-		atomic_fetch_add(&late_unregistered, 1);
+	if (djp_rcu_reader == &djp_rcu_unregistered)
+		atomic_fetch_add(&late_released_again, 1);
 	signal_site((int)(tag & ~(uintptr_t)SECOND_PASS));
 }
 
@@ -146,6 +147,7 @@ static void hit_after_unregistration(unsigned flags)
 {
 	enum { THREADS = 64, ROUNDS = 4 };
 	int id = djp_connect("signal_site", count, NULL, flags);
+	unsigned owned_before = djp_rcu_readers_owned();
 	CHECK(id >= 0);
 	CHECK_EQ(pthread_key_create(&late_key, late_destructor), 0);
 	for (int round = 0; round < ROUNDS; round++) {
@@ -172,11 +174,13 @@ static void hit_after_unregistration(unsigned flags)
 	CHECK_EQ(djp_disconnect(id), 0);
 	CHECK_EQ(atomic_load(&slow_inside), 0);
 	CHECK_EQ(pthread_join(th, NULL), 0);
-	/* the case this is about did happen */
-	CHECK_EQ(atomic_load(&late_unregistered), THREADS * ROUNDS + 1);
-	/* and the engine's key destructor ran before liburcu-bp's: nothing
-	 * else in the first round saw a cached but released reader */
-	CHECK_EQ(atomic_load(&late_still_registered), THREADS * ROUNDS + 1);
+	/* the case this is about did happen, in both rounds */
+	CHECK_EQ(atomic_load(&late_released_first), THREADS * ROUNDS + 1);
+	CHECK_EQ(atomic_load(&late_released_again), THREADS * ROUNDS + 1);
+	/* and every slot those threads took is free again (the last hit's
+	 * by the engine's third destructor round, or by a grace period) */
+	djp_rcu_synchronize();
+	CHECK(djp_rcu_readers_owned() <= owned_before + 1); /* + this thread's */
 }
 
 TEST(hit_after_thread_unregistered_jump)

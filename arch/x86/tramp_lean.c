@@ -24,8 +24,8 @@
  *   mov  %rax,-8(%rsp)          push (so that a section left by a jump is
  *                               told from a live one: kernel/rcu.c), then
  *   movabs gp_ctr,%rax          enters by storing the grace-period
- *   add  $ours,%rax             counter plus our nesting count in its
- *   mov  %rax,(%rsi)            reader word
+ *   mov  %rax,(%rsi)            counter (phase and a count of one) in
+ *                               its reader word
  *   movabs handlers,%rax        the site's list, NULL when it has none
  *   test %rax,%rax ; jz leave
  *   mov  %rsp,%rdi              fn(hit, data) from the list's fast-call
@@ -103,7 +103,8 @@ void djp_tramp_fast_call(struct emit *e, const struct djp_tramp_req *r, size_t s
 	EMIT(e, "\x48\x8d\x05"), ret_rel = e->n, b4(e, 0);				/* lea ret(%rip),%rax */
 	EMIT(e, "\x48\x89\x44\x24\xf8");						/* mov %rax,-8(%rsp) */
 	EMIT(e, "\x48\xa1"), b8(e, (uintptr_t)djp_tramp_ops.gp_ctr);  /* movabs gp_ctr,%rax */
-	EMIT(e, "\x48\x05"), b4(e, (uint32_t)djp_tramp_ops.enter_add); /* add $n,%rax */
+	if (djp_tramp_ops.enter_add)
+		EMIT(e, "\x48\x05"), b4(e, (uint32_t)djp_tramp_ops.enter_add); /* add $n,%rax */
 	EMIT(e, "\x48\x89\x06");			     /* mov %rax,(%rsi) */
 	if (djp_tramp_ops.need_mb)
 		EMIT(e, "\x0f\xae\xf0"); /* mfence */
