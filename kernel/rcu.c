@@ -209,18 +209,15 @@ __attribute__((constructor)) static void rcu_init(void)
 }
 
 /* Allocates nothing but a chunk (see the essay).  Without a usable key the
- * thread gets no slot: its hits are misses, as a slot it could not give
- * back would outlive it. */
+ * slot goes back only when a grace period finds its thread gone. */
 static __attribute__((noinline)) void register_thread(void)
 {
-	struct djp_rcu_reader *r;
+	struct djp_rcu_reader *r = claim(gettid_());
 
-	if (!exit_key_ok || !(r = claim(gettid_())))
+	if (!r)
 		return;
-	if (pthread_setspecific(exit_key, r)) {
-		release(r);
-		return;
-	}
+	if (exit_key_ok)
+		pthread_setspecific(exit_key, r);
 	djp_rcu_reader = r;
 }
 
