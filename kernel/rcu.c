@@ -32,10 +32,11 @@
  * early enough to be among the first 32, whose values glibc keeps in the
  * thread itself, so that setting it allocates nothing either.  A hit in a
  * later destructor registers the thread again and sets the key again, so
- * glibc's next round gives that slot back too; and a grace period frees
- * the slot of any thread that is gone without it (its tid no longer in
- * this process: the last round of destructors, or the threads a fork
- * left behind in the child).
+ * glibc's next round gives that slot back too.  A slot whose thread is
+ * gone without giving it back (a hit in glibc's last round, no key of
+ * ours, a thread ended by the exit system call) is taken back when the
+ * slots run out, before a new chunk is made; a fork's child frees the
+ * slots of the threads it did not keep.
  *
  * The writer (djp_rcu_synchronize), one at a time: membarrier (or a
  * fence), wait until no reader is inside a section of the old phase, flip
@@ -133,14 +134,38 @@ static struct {
 	for (struct chunk *ch = &first.c; ch; ch = atomic_load_explicit(&ch->next, memory_order_acquire)) \
 		for (size_t i = 0; i < ch->n; i++)
 
+static bool reader_inside(const struct djp_rcu_reader *r)
+{
+	return CMM_LOAD_SHARED(r->ctr) & DJP_RCU_NEST_MASK;
+}
+
 static pid_t gettid_(void)
 {
 	return (pid_t)syscall(SYS_gettid);
 }
 
+static bool thread_gone(pid_t tid)
+{
+	return syscall(SYS_tgkill, getpid(), tid, 0) < 0 && errno == ESRCH;
+}
+
+/* Take back the slots of threads gone without giving them back (no exit
+ * key, or a hit in glibc's last round of destructors); true if any. */
+static bool take_back_dead(void)
+{
+	bool any = false;
+	for_each_slot(ch, i) {
+		pid_t tid = __atomic_load_n(&ch->r[i].tid, __ATOMIC_ACQUIRE);
+		if (tid > 0 && !reader_inside(&ch->r[i]) && thread_gone(tid) &&
+		    __atomic_compare_exchange_n(&ch->r[i].tid, &tid, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			any = true;
+	}
+	return any;
+}
+
 static struct djp_rcu_reader *claim(pid_t tid)
 {
-	for (;;) {
+	for (bool took_back = false;;) {
 		struct chunk *last = NULL, *c;
 		for_each_slot(ch, i) {
 			pid_t free_ = 0;
@@ -152,7 +177,10 @@ static struct djp_rcu_reader *claim(pid_t tid)
 				return &ch->r[i];
 			}
 		}
-		/* All taken: add a chunk (another thread may add one first). */
+		/* All taken: those of dead threads first, then a new chunk
+		 * (another thread may add one first). */
+		if (!took_back && (took_back = true) && take_back_dead())
+			continue;
 		c = mmap(NULL, sizeof(*c) + MORE_SLOTS * sizeof(c->r[0]), PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (c == MAP_FAILED)
@@ -209,7 +237,7 @@ __attribute__((constructor)) static void rcu_init(void)
 }
 
 /* Allocates nothing but a chunk (see the essay).  Without a usable key the
- * slot goes back only when a grace period finds its thread gone. */
+ * slot goes back only when the slots run out and its thread is gone. */
 static __attribute__((noinline)) void register_thread(void)
 {
 	struct djp_rcu_reader *r = claim(gettid_());
@@ -243,11 +271,6 @@ struct djp_rcu_reader *djp_rcu_register(bool in_lean)
 }
 
 /* ---- sections left by a jump ------------------------------------------------ */
-
-static bool reader_inside(const struct djp_rcu_reader *r)
-{
-	return CMM_LOAD_SHARED(r->ctr) & DJP_RCU_NEST_MASK;
-}
 
 /* The word at `a`, or false if it is not mapped.  process_vm_readv on
  * ourselves: a read that cannot fault, from any context. */
@@ -334,11 +357,6 @@ static bool old_reader(const struct djp_rcu_reader *r)
 	return (v & DJP_RCU_NEST_MASK) && ((v ^ CMM_LOAD_SHARED(djp_rcu_gp_ctr)) & DJP_RCU_PHASE);
 }
 
-static bool thread_gone(pid_t tid)
-{
-	return syscall(SYS_tgkill, getpid(), tid, 0) < 0 && errno == ESRCH;
-}
-
 /*
  * Wait until no reader is inside a section of the old phase.  Short naps
  * let a preempted reader run (the essay); every 250 naps (some 5 ms) a
@@ -391,12 +409,6 @@ void djp_rcu_synchronize(void)
 	cmm_smp_mb();
 	wait_for_old_readers();
 	mb_master();
-	/* the slots of threads gone without their destructor */
-	for_each_slot(ch, i) {
-		pid_t tid = __atomic_load_n(&ch->r[i].tid, __ATOMIC_ACQUIRE);
-		if (tid > 0 && &ch->r[i] != djp_rcu_reader && !reader_inside(&ch->r[i]) && thread_gone(tid))
-			__atomic_compare_exchange_n(&ch->r[i].tid, &tid, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-	}
 	pthread_mutex_unlock(&gp_lock);
 	errno = saved_errno;
 }

@@ -24,7 +24,9 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "djprobe/djprobe.h"
 #include "djprobe/marker.h"
@@ -178,9 +180,39 @@ static void hit_after_unregistration(unsigned flags)
 	CHECK_EQ(atomic_load(&late_released_first), THREADS * ROUNDS + 1);
 	CHECK_EQ(atomic_load(&late_released_again), THREADS * ROUNDS + 1);
 	/* and every slot those threads took is free again (the last hit's
-	 * by the engine's third destructor round, or by a grace period) */
-	djp_rcu_synchronize();
+	 * by the engine's destructor in glibc's third round) */
 	CHECK(djp_rcu_readers_owned() <= owned_before + 1); /* + this thread's */
+}
+
+/* A thread that ends by the exit system call runs no destructor and gives
+ * no slot back: the slots of such threads are taken back when the slots
+ * run out, not left to grow without end. */
+static void *exit_without_destructors(void *arg)
+{
+	(void)arg;
+	signal_site(0);
+	syscall(SYS_exit, 0);
+	return NULL;
+}
+
+TEST(reader_slots_of_dead_threads_are_taken_back)
+{
+	enum { THREADS = 600 };
+	int id = djp_connect("signal_site", count, NULL, DJP_GPR_ONLY);
+	unsigned most = 0;
+	CHECK(id >= 0);
+	for (int i = 0; i < THREADS; i++) {
+		pthread_t th;
+		unsigned owned;
+		CHECK_EQ(pthread_create(&th, NULL, exit_without_destructors, NULL), 0);
+		CHECK_EQ(pthread_join(th, NULL), 0); /* the kernel clears the tid */
+		owned = djp_rcu_readers_owned();
+		most = owned > most ? owned : most;
+	}
+	CHECK_EQ(djp_disconnect(id), 0);
+	/* without taking back, one slot per thread: 600 and more */
+	if (most >= THREADS / 2)
+		djp_test_fail(__FILE__, __LINE__, "%u reader slots owned after %d dead threads", most, THREADS);
 }
 
 TEST(hit_after_thread_unregistered_jump)
