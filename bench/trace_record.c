@@ -40,12 +40,6 @@ ALIGNED void hit_marker(int a, long b)
 	MARK(bench_trace_hit, "a=%d b=%ld", a, b);
 }
 
-
-
-
-
-
-
 static void row(const char *name, double value, const char *unit, double target, int lower_is_ok)
 {
 	if (target < 0) {

@@ -32,7 +32,7 @@
 
 #define UNIX_ACCEPTCON 0x10000 /* __SO_ACCEPTCON in /proc/net/unix's Flags */
 
-static socklen_t set_name(struct sockaddr_un *a, const char *name)
+socklen_t djp_abstract_addr(struct sockaddr_un *a, const char *name)
 {
 	size_t n = strlen(name);
 
@@ -53,7 +53,7 @@ int djp_agent_addr_make(struct sockaddr_un *a, socklen_t *len)
 	n = snprintf(name, sizeof(name), DJP_AGENT_SOCK_PREFIX "%d-", (int)getpid());
 	for (size_t i = 0; i < sizeof(r); i++)
 		n += snprintf(name + n, sizeof(name) - (size_t)n, "%02x", r[i]);
-	*len = set_name(a, name);
+	*len = djp_abstract_addr(a, name);
 	return 0;
 }
 
@@ -123,7 +123,7 @@ int djp_agent_addr_find(pid_t pid, struct sockaddr_un *a, socklen_t *len)
 			continue;
 		for (size_t i = 0; i < nino; i++)
 			if (ino[i] == inode) {
-				*len = set_name(a, name + 1);
+				*len = djp_abstract_addr(a, name + 1);
 				found = 0;
 				break;
 			}

@@ -14,6 +14,9 @@
 #define DJP_AGENT_SOCK_PREFIX "djprobe-agent-"
 
 /* A fresh name for the calling process's agent; 0 or -errno. */
+/* The abstract socket address "\0name"; returns its length. */
+socklen_t djp_abstract_addr(struct sockaddr_un *a, const char *name);
+
 int djp_agent_addr_make(struct sockaddr_un *a, socklen_t *len);
 
 /* The name process pid's agent listens on: the abstract socket with pid's

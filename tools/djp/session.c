@@ -46,8 +46,6 @@ void session_free(struct session *s)
 	djp_mlog_close(&s->mlog);
 	if (s->ring_fd >= 0)
 		close(s->ring_fd);
-	s->fd = s->ring_fd = -1;
-	s->cons = NULL;
 	for (uint32_t i = 0; i < s->nmarkers; i++) {
 		free(s->markers[i].name);
 		free(s->markers[i].format);
@@ -59,13 +57,8 @@ void session_free(struct session *s)
 	free(s->arena);
 	free(s->batch);
 	free(s->buf);
-	s->markers = NULL;
-	s->threads = NULL;
-	s->arena = NULL;
-	s->batch = NULL;
-	s->buf = NULL;
-	s->nmarkers = 0;
-	s->nthreads = s->cap_threads = s->arena_cap = s->cap_batch = s->nbatch = s->arena_len = 0;
+	memset(s, 0, sizeof(*s));
+	s->fd = s->ring_fd = -1;
 }
 
 /* ---- the marker table ------------------------------------------------------ */

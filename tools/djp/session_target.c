@@ -89,15 +89,6 @@ const char *session_preload_path(void)
 	return NULL;
 }
 
-static int abstract_addr(struct sockaddr_un *a, const char *name)
-{
-	size_t n = strlen(name);
-	memset(a, 0, sizeof(*a));
-	a->sun_family = AF_UNIX;
-	memcpy(a->sun_path + 1, name, n);
-	return (int)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-}
-
 /* ---- -x PID ----------------------------------------------------------------- */
 
 int session_attach(struct session *s)
@@ -169,7 +160,7 @@ static int tool_socket(char *name, size_t namesz)
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		rnd = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
 	snprintf(name, namesz, "djprobe-tool-%d-%016llx", (int)getpid(), (unsigned long long)rnd);
-	len = abstract_addr(&a, name);
+	len = (int)djp_abstract_addr(&a, name);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -1;
