@@ -84,15 +84,14 @@ static inline void run(struct djp_hit *hit, unsigned need, bool in_lean)
 {
 	struct djp_site *s = djp__hit_site(hit);
 	const struct djp_handler_list *l;
-	int how = djp_rcu_enter(in_lean, (uintptr_t)hit);
-	if (__builtin_expect(!how, 0)) {
+	if (__builtin_expect(!djp_rcu_enter(in_lean, (uintptr_t)hit), 0)) {
 		atomic_fetch_add_explicit(&s->misses, 1, memory_order_relaxed);
 		return;
 	}
 	l = atomic_load_explicit(&s->handlers, memory_order_consume);
 	if (l)
 		run_list(hit, l, need);
-	djp_rcu_exit(how);
+	djp_rcu_exit();
 }
 
 /* Realigns the stack: a lean trampoline aligns it as the site's unwind

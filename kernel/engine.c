@@ -128,7 +128,6 @@ int djp_engine_init_locked(void)
 							 .reader_tls = rf.reader_tls,
 							 .entry_sp_tls = rf.entry_sp_tls,
 							 .gp_ctr = rf.gp_ctr,
-							 .enter_add = rf.enter_add,
 							 .need_mb = rf.need_mb });
 	}
 	pthread_atfork(fork_prepare, fork_parent, fork_child);

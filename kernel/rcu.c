@@ -300,26 +300,18 @@ static bool frame_gone(uintptr_t frame, uintptr_t cur, bool at_hit, const stack_
 	return !(key & DJP_HIT_KEY_SITE) && !arch_tramp_owns(key);
 }
 
-static void end_section(struct djp_rcu_reader *r)
-{
-	djp_rcu_mb_slave();
-	CMM_STORE_SHARED(r->ctr, 0);
-	cmm_barrier();
-}
-
 bool djp_rcu_recover(uintptr_t frame)
 {
-	struct djp_rcu_reader *r = djp_rcu_reader;
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
 	stack_t ss;
 	int saved_errno = errno;
 	bool gone;
 
-	if (r == &djp_rcu_unregistered || !reader_inside(r) || syscall(SYS_sigaltstack, NULL, &ss))
+	if (!djp_rcu_inside() || syscall(SYS_sigaltstack, NULL, &ss))
 		return false;
 	gone = frame_gone(djp_rcu_entry_sp, frame ? frame : here, frame != 0, &ss);
 	if (gone)
-		end_section(r);
+		djp_rcu_exit();
 	errno = saved_errno;
 	return gone;
 }
@@ -327,16 +319,15 @@ bool djp_rcu_recover(uintptr_t frame)
 void djp_rcu_recover_interrupted(const void *ucontext)
 {
 	const ucontext_t *uc = ucontext;
-	struct djp_rcu_reader *r = djp_rcu_reader;
 	int saved_errno = errno;
 
-	if (r == &djp_rcu_unregistered || !reader_inside(r))
+	if (!djp_rcu_inside())
 		return;
 	/* Interrupted inside a trampoline: its hit will judge. */
 	if (arch_tramp_owns((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]))
 		return;
 	if (frame_gone(djp_rcu_entry_sp, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP], false, &uc->uc_stack))
-		end_section(r);
+		djp_rcu_exit();
 	errno = saved_errno;
 }
 
@@ -346,8 +337,10 @@ static pthread_mutex_t gp_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void mb_master(void)
 {
+	/* Registered at start, the command does not fail (liburcu-bp dies if
+	 * it does); without it the readers fence (need_mb) and so do we. */
 	if (!djp_rcu_has_membarrier || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
-		cmm_smp_mb(); /* the readers fence (need_mb), or membarrier failed: then they do too */
+		cmm_smp_mb();
 }
 
 /* Inside a section that began in the other phase than the counter's now. */
@@ -422,7 +415,6 @@ void djp_rcu_fast_path(struct djp_rcu_fast *out)
 	out->reader_tls = (intptr_t)((uintptr_t)&djp_rcu_reader - tp);
 	out->entry_sp_tls = (intptr_t)((uintptr_t)&djp_rcu_entry_sp - tp);
 	out->gp_ctr = &djp_rcu_gp_ctr;
-	out->enter_add = 0;
 	out->need_mb = !djp_rcu_has_membarrier;
 }
 

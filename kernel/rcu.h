@@ -44,11 +44,6 @@ extern struct djp_rcu_reader djp_rcu_unregistered;
  * before the section begins; meaningful while the count is not zero. */
 extern __thread uintptr_t djp_rcu_entry_sp __attribute__((tls_model("initial-exec")));
 
-/* How a section was entered, for djp_rcu_exit; 0: not entered, because the
- * thread is already inside one of our handlers or has no reader (the
- * caller counts a miss). */
-#define DJP_RCU_ENTERED 1
-
 static inline void djp_rcu_mb_slave(void)
 {
 	if (__builtin_expect(djp_rcu_has_membarrier, 1))
@@ -70,26 +65,28 @@ void djp_rcu_recover_interrupted(const void *ucontext);
 
 /* Enter a read-side section for running handlers of the hit at `frame`
  * (whose word below is its key).  `in_lean` says the caller is a lean
- * trampoline, which saved no vector registers. */
-static inline int djp_rcu_enter(bool in_lean, uintptr_t frame)
+ * trampoline, which saved no vector registers.  False: not entered,
+ * because the thread is already inside one of our handlers or has no
+ * reader (the caller counts a miss). */
+static inline bool djp_rcu_enter(bool in_lean, uintptr_t frame)
 {
 	struct djp_rcu_reader *r = djp_rcu_reader;
 
 	if (__builtin_expect(r == &djp_rcu_unregistered, 0) && !(r = djp_rcu_register(in_lean)))
-		return 0;
+		return false;
 	cmm_barrier();
 	if (__builtin_expect(CMM_LOAD_SHARED(r->ctr) & DJP_RCU_NEST_MASK, 0) && !djp_rcu_recover(frame))
-		return 0;
+		return false;
 	djp_rcu_entry_sp = frame;
 	cmm_barrier(); /* a signal handler that sees the count sees the frame */
 	CMM_STORE_SHARED(r->ctr, CMM_LOAD_SHARED(djp_rcu_gp_ctr));
 	djp_rcu_mb_slave();
-	return DJP_RCU_ENTERED;
+	return true;
 }
 
-static inline void djp_rcu_exit(int how)
+/* Leave the thread's section (also one left by a jump: rcu.c). */
+static inline void djp_rcu_exit(void)
 {
-	(void)how;
 	djp_rcu_mb_slave();
 	CMM_STORE_SHARED(djp_rcu_reader->ctr, 0);
 	cmm_barrier();
@@ -110,15 +107,14 @@ unsigned djp_rcu_readers_owned(void);
 /*
  * What a lean trampoline needs to inline the fast path: the %fs offsets of
  * djp_rcu_reader and djp_rcu_entry_sp (the same for every thread: static
- * TLS), the address of the grace-period counter and what to add to it (0:
- * it holds the nest count already), and whether the reader must issue full
- * barriers itself (no membarrier system call).
+ * TLS), the address of the grace-period counter (which holds the nest
+ * count a reader stores), and whether the reader must issue full barriers
+ * itself (no membarrier system call).
  */
 struct djp_rcu_fast {
 	intptr_t reader_tls;
 	intptr_t entry_sp_tls;
 	const unsigned long *gp_ctr;
-	unsigned long enter_add;
 	bool need_mb;
 };
 void djp_rcu_fast_path(struct djp_rcu_fast *out);

@@ -84,9 +84,10 @@ struct djp_fast_call {
 };
 /*
  * The read-side protocol a lean trampoline inlines (kernel/rcu.h): at
- * %fs:reader_tls a pointer to the thread's reader word (NULL: slow path);
- * the fast path requires the word's low 32 bits to be zero, enters by
- * storing *gp_ctr + enter_add there and leaves by storing zero, with an
+ * %fs:reader_tls a pointer to the thread's reader word (one whose count is
+ * never zero until the thread registers); the fast path requires the
+ * word's low 32 bits to be zero, enters by storing *gp_ctr there (the
+ * grace period's phase and a count of one) and leaves by storing zero, with an
  * mfence after entering and before leaving when need_mb says so.  Before
  * it enters it stores %rsp at %fs:entry_sp_tls and, below %rsp, the
  * return address its call of the handler is about to push: a section's
@@ -103,7 +104,6 @@ struct djp_tramp_ops {
 	intptr_t reader_tls;
 	intptr_t entry_sp_tls;
 	const unsigned long *gp_ctr;
-	unsigned long enter_add;
 	int need_mb;
 };
 int arch_tramp_init(const struct djp_tramp_ops *ops);

@@ -103,8 +103,6 @@ void djp_tramp_fast_call(struct emit *e, const struct djp_tramp_req *r, size_t s
 	EMIT(e, "\x48\x8d\x05"), ret_rel = e->n, b4(e, 0);				/* lea ret(%rip),%rax */
 	EMIT(e, "\x48\x89\x44\x24\xf8");						/* mov %rax,-8(%rsp) */
 	EMIT(e, "\x48\xa1"), b8(e, (uintptr_t)djp_tramp_ops.gp_ctr);  /* movabs gp_ctr,%rax */
-	if (djp_tramp_ops.enter_add)
-		EMIT(e, "\x48\x05"), b4(e, (uint32_t)djp_tramp_ops.enter_add); /* add $n,%rax */
 	EMIT(e, "\x48\x89\x06");			     /* mov %rax,(%rsi) */
 	if (djp_tramp_ops.need_mb)
 		EMIT(e, "\x0f\xae\xf0"); /* mfence */

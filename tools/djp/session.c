@@ -117,23 +117,6 @@ struct session_marker *session_marker_of(struct session *s, uint32_t id)
 
 /* ---- the drain ------------------------------------------------------------- */
 
-static struct session_thread *thread_of(struct session *s, uint32_t tid)
-{
-	for (size_t i = 0; i < s->nthreads; i++)
-		if (s->threads[i].tid == tid)
-			return &s->threads[i];
-	if (s->nthreads == s->cap_threads) {
-		size_t n = s->cap_threads ? 2 * s->cap_threads : 16;
-		void *v = realloc(s->threads, n * sizeof(*s->threads));
-		if (!v)
-			return NULL;
-		s->threads = v;
-		s->cap_threads = n;
-	}
-	s->threads[s->nthreads] = (struct session_thread){ .tid = tid };
-	return &s->threads[s->nthreads++];
-}
-
 static bool grow(void **p, size_t *cap, size_t need, size_t first, size_t elem)
 {
 	size_t n = *cap ? *cap : first;
@@ -147,6 +130,17 @@ static bool grow(void **p, size_t *cap, size_t need, size_t first, size_t elem)
 	*p = v;
 	*cap = n;
 	return true;
+}
+
+static struct session_thread *thread_of(struct session *s, uint32_t tid)
+{
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].tid == tid)
+			return &s->threads[i];
+	if (!grow((void **)&s->threads, &s->cap_threads, s->nthreads + 1, 16, sizeof(*s->threads)))
+		return NULL;
+	s->threads[s->nthreads] = (struct session_thread){ .tid = tid };
+	return &s->threads[s->nthreads++];
 }
 
 static int collect(void *arg, const struct djp_event *ev, uint32_t tid, unsigned slot)

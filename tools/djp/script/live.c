@@ -70,16 +70,18 @@ static uint64_t clock_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Descriptor `id` of the agent's marker m. */
+/* Descriptor `id` of the agent's marker m, whose format the session has
+ * parsed already (m->fmt, NULL when it does not parse). */
 static void desc_from_marker(struct djp_ev_desc *d, uint32_t id, const struct session_marker *m)
 {
-	const char *why;
 	d->id = id;
 	d->name = m->name;
 	d->format = m->format;
 	d->object = m->object;
 	d->nargs = m->nargs;
-	if (djp_format_parse(m->format, &d->fmt, &why) < 0)
+	if (m->fmt)
+		d->fmt = *m->fmt;
+	else
 		memset(&d->fmt, 0, sizeof(d->fmt));
 }
 
