@@ -74,7 +74,7 @@ int djp_format_parse(const char *fmt, struct djp_fmt *out, const char **why)
 			*why = spec.width == DJP_FMT_STAR ? "'*' width is not supported" : "'*' precision is not supported";
 			return -EINVAL;
 		}
-		if (!spec.conv || !strchr("diuxXocsp", spec.conv)) {
+		if (!djp_format_conv_known(spec.conv)) {
 			*why = spec.conv ? "unsupported conversion" : "incomplete conversion at end of format";
 			return -EINVAL;
 		}

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define DJP_FMT_MAX_FIELDS 12
 #define DJP_FMT_NAME_MAX 32
@@ -145,6 +146,13 @@ struct djp_fmt {
 	unsigned nfields;
 	struct djp_fmt_field field[DJP_FMT_MAX_FIELDS];
 };
+
+/* The conversions a marker argument or a script value can take: integers,
+ * pointers, characters, strings (0, the end of a format, is none). */
+static inline int djp_format_conv_known(char c)
+{
+	return c && strchr("diuxXocsp", c);
+}
 
 /*
  * Parse `fmt` into *out.  Returns the number of fields (conversions; "%%"

@@ -3,8 +3,8 @@
  *
  * The format of printf/sprintf must be a literal, so it is parsed once, at
  * check time, into literal runs and conversions (each conversion by
- * lib/format.h's djp_format_spec, the parser marker formats use too); the interpreter only walks
- * that list.  Numbers are 64-bit whatever the length modifier (which is
+ * lib/format.h's djp_format_spec, the parser marker formats use too); the
+ * interpreter only walks that list.  Numbers are 64-bit whatever the length modifier (which is
  * accepted and ignored, as stap does); %p is %#x (stap since 1.3); %c prints
  * the low byte; the '#' flag on %s and %c escapes unprintable characters.
  * The number layout (sign, 0x prefix, zero or space padding, precision)
@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "lang.h"
-
 
 void sb_put(struct strbuf *b, const char *s, size_t n)
 {
@@ -167,7 +166,7 @@ struct print_fmt *print_fmt_parse(struct script *sc, const char *fmt, const char
 			*why = "field width or precision too large";
 			return NULL;
 		}
-		if (!spec.conv || !strchr("diuxXocsp", spec.conv)) {
+		if (!djp_format_conv_known(spec.conv)) {
 			*why = spec.conv ? "unsupported conversion (use %d %i %u %x %X %o %c %s %p %%)"
 					 : "incomplete conversion at end";
 			return NULL;
