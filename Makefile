@@ -133,6 +133,15 @@ $(O)/bench/%: bench/%.c $(LIB_A) | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_LIB) -lm
 
+# engine_hits uses the public API only and links the shared library, as a
+# program does: its own code is then the program's alone (with the archive
+# linked in, the engine's x87 and XSAVE code would be the program's too,
+# and the full trampoline would check the x87 stack at its sites).
+$(O)/bench/engine_hits: bench/engine_hits.c $(LIB_SO) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< -L$(O) -ldjprobe -Wl,-rpath,'$$ORIGIN/..' -lm
+
 # Fragments add their own targets and may append to these lists.
 CHECK_DEPS := all $(SELFTESTS) $(PROGS) $(EXAMPLES)
 BENCH_RUN :=

@@ -8,7 +8,8 @@
  *    the ratio of their costs over the plain NOP (target 1.3);
  *  - full: the same with a handler that may use vector registers (the
  *    trampoline that saves them), ns over the NOP (target 12); this
- *    program's code uses legacy SSE only, so xmm0-15 are what is saved
+ *    program's code uses legacy SSE only and no x87 (it links the shared
+ *    library, as programs do), so xmm0-15 and MXCSR are what is saved
  *    (arch/x86/vector_use.c), and a marker in an object with AVX-512 code
  *    (bench-targets/libbench_avx512.so) shows the widest save next to it;
  *  - int3: a marker armed as an int3 probe against a bare int3 with an

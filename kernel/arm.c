@@ -58,7 +58,7 @@ static int vector_use(struct djp_object *o)
 {
 	if (o->vec_use < 0) {
 		int u = djp_vector_use_of_file(o->file ? o->file : o->path);
-		o->vec_use = u < 0 ? DJP_VEC_AVX512 : u;
+		o->vec_use = u < 0 ? DJP_VEC_AVX512 | DJP_VEC_X87 : u;
 	}
 	return o->vec_use;
 }

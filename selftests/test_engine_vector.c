@@ -20,6 +20,11 @@ static const unsigned char vex[] = { 0xc5, 0xfc, 0x58, 0xc1 };		/* vaddps %ymm1,
 static const unsigned char evex[] = { 0x62, 0xf1, 0x7c, 0x48, 0x58, 0xc1 }; /* vaddps %zmm1,%zmm0,%zmm0 */
 static const unsigned char kmov[] = { 0xc5, 0xf8, 0x90, 0xc1 };		/* kmovw %k1,%k0 */
 static const unsigned char amx[] = { 0xc4, 0xe2, 0x78, 0x49, 0xc0 };	/* tilerelease */
+static const unsigned char fldpi[] = { 0xd9, 0xeb };
+static const unsigned char paddb[] = { 0x0f, 0xfc, 0xc1 };		/* paddb %mm1,%mm0 */
+static const unsigned char pshufw[] = { 0x0f, 0x70, 0xc1, 0x00 };	/* pshufw $0,%mm1,%mm0 (SSE) */
+static const unsigned char fxsave[] = { 0x48, 0x0f, 0xae, 0x00 };	/* fxsave64 (%rax) */
+static const unsigned char xrstor[] = { 0x0f, 0xae, 0x28 };		/* xrstor (%rax) */
 
 static int use_of(const unsigned char *a, size_t na, const unsigned char *b, size_t nb, size_t start)
 {
@@ -37,6 +42,12 @@ TEST(vector_use_of_code_and_objects)
 	CHECK_EQ(use_of(vex, sizeof(vex), evex, sizeof(evex), 0), DJP_VEC_AVX512);
 	CHECK_EQ(use_of(sse, sizeof(sse), kmov, sizeof(kmov), 0), DJP_VEC_AVX512);
 	CHECK_EQ(use_of(sse, sizeof(sse), amx, sizeof(amx), 0), DJP_VEC_OTHER);
+	/* x87 state: the x87 and MMX registers, and what saves them whole */
+	CHECK_EQ(use_of(sse, sizeof(sse), fldpi, sizeof(fldpi), 0), DJP_VEC_SSE | DJP_VEC_X87);
+	CHECK_EQ(use_of(sse, sizeof(sse), paddb, sizeof(paddb), 0), DJP_VEC_SSE | DJP_VEC_X87);
+	CHECK_EQ(use_of(sse, sizeof(sse), pshufw, sizeof(pshufw), 0), DJP_VEC_SSE | DJP_VEC_X87);
+	CHECK_EQ(use_of(vex, sizeof(vex), fxsave, sizeof(fxsave), 0), DJP_VEC_AVX | DJP_VEC_X87);
+	CHECK_EQ(use_of(evex, sizeof(evex), xrstor, sizeof(xrstor), 0), DJP_VEC_AVX512 | DJP_VEC_X87);
 	/* A stray byte before a function: decoding restarts at its start. */
 	CHECK_EQ(use_of(&junk, 1, evex, sizeof(evex), 1), DJP_VEC_AVX512);
 	CHECK_EQ(djp_vector_use_of_file(djp_test_path("libdjp_vec_sse.so")), DJP_VEC_SSE);
@@ -48,8 +59,10 @@ static atomic_long hits;
 
 static void clobber_ymm(const struct djp_hit *hit, void *data)
 {
+	unsigned every_flag = 0x1f80 | 0x3f; /* round to nearest, all exceptions raised */
 	(void)hit, (void)data;
 	atomic_fetch_add_explicit(&hits, 1, memory_order_relaxed);
+	__asm__ volatile("ldmxcsr %0" ::"m"(every_flag));
 	__asm__ volatile(".irp n,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15\n"
 			 "vpcmpeqd %%ymm\\n, %%ymm\\n, %%ymm\\n\n"
 			 ".endr\n" ::
@@ -90,7 +103,7 @@ TEST_TIMEOUT(regs_preserved_sse_object, 120)
 {
 	void *h = open_dso("libdjp_vec_sse.so");
 	void (*run)(uint8_t *) = (void (*)(uint8_t *))dlsym(h, "vec_sse_site_run");
-	uint8_t out[256];
+	uint8_t out[264];
 	int id;
 	if (!have(5)) /* AVX2, for the handler's ymm clobber */
 		SKIP("no AVX2");
@@ -98,8 +111,13 @@ TEST_TIMEOUT(regs_preserved_sse_object, 120)
 	id = djp_connect("vec_sse_site", clobber_ymm, NULL, 0);
 	CHECK(id >= 0);
 	for (long i = 0; i < 200000; i++) {
+		uint32_t before, after;
 		run(out);
 		check_words(out, 16, 16, 0x2121212121212121ull, 1, "xmm", i);
+		memcpy(&before, out + 256, 4), memcpy(&after, out + 260, 4);
+		if (after != before || (before & 0x6020) != 0x6020)
+			djp_test_fail(__FILE__, __LINE__, "hit %ld: MXCSR %#x before the site, %#x after", i, before,
+				      after);
 	}
 	CHECK_EQ(atomic_load(&hits), 200000);
 	CHECK_EQ(djp_disconnect(id), 0);

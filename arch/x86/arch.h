@@ -123,7 +123,8 @@ struct djp_tramp_req {
 	unsigned nargs;
 	uintptr_t bias;
 	/* in, full flavour: what the site's object keeps in vector registers
-	 * (enum djp_vec_use): what its trampoline saves */
+	 * (enum djp_vec_use, and DJP_VEC_X87 when its x87 stack can be in
+	 * use): what its trampoline saves */
 	int vec_use;
 	uintptr_t entry;    /* out: entry address (0 on failure) */
 	int err;	    /* out: -ERANGE when no memory is in reach, -errno */

@@ -15,15 +15,18 @@
  * legacy SSE only, ymm0-15 for VEX code, zmm0-31 and k0-7 for EVEX code.
  * The moves are emitted inline, not called (a call and a return on each
  * side cost another nanosecond a hit), in the layout of vector_save.S's
- * table.  MXCSR and the x87 status word are read before the vector
- * stores; MXCSR is put back only when the handler changed it.  When the
- * x87 stack is in use (TOP != 0) or an exception is pending, stubs call
- * vector_save.S's slow paths, which save and restore the x87 state whole.
+ * table.  MXCSR is read before the vector stores and put back after the
+ * loads (on Intel only when the handler changed it).  Where the site's
+ * object has x87 code, the x87 status word is read too, and when the x87
+ * stack is in use (TOP != 0) or an exception is pending, stubs call
+ * vector_save.S's slow paths, which save and restore the x87 state whole;
+ * elsewhere the stack is empty by the ABI and left alone.
  * The stubs, like the one for the C dispatcher, come before the entry.
  *
  * On this machine class the save and restore of zmm0-31 and k0-7 is about
  * 9 ns a hit, bound by the stores (one 64-byte store a cycle); XSAVE and
- * its variants cost 55-200 ns a pair (vector_save.S has the figures).
+ * its variants cost 55-200 ns a pair, and on AMD reading MXCSR or the x87
+ * status word 4 ns each (vector_save.S has the figures).
  */
 #include <cpuid.h>
 
@@ -43,11 +46,18 @@ static const struct vlayout {
 	[V_AVX512] = { 2752, 2112, 2116, 2176 },
 };
 static enum vclass vclass; /* the machine's */
+/* MXCSR is reloaded on every hit, not only when the handler changed it:
+ * on AMD Zen LDMXCSR costs 0.3 ns and the STMXCSR that would tell 4 ns,
+ * on Intel the other way round (vector_save.S). */
+static int mxcsr_reload;
 
 void djp_tramp_vector_init(void)
 {
 	unsigned a, b, c, d;
 	uint32_t xcr0_lo, xcr0_hi;
+	__cpuid(0, a, b, c, d);
+	mxcsr_reload = (b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163) || /* AuthenticAMD */
+		       (b == 0x6f677948 && d == 0x6e65476e && c == 0x656e6975);	   /* HygonGenuine */
 	__asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
 	__cpuid_count(7, 0, a, b, c, d);
 	if ((xcr0_lo & 0xe6) == 0xe6 && (b & bit_AVX512F) && (b & bit_AVX512BW))
@@ -100,52 +110,63 @@ static void kmove(struct emit *e, int n, int32_t disp, int store)
 	rsp_operand(e, n, disp, 0);
 }
 
-/* Save every vector register, the opmask registers, MXCSR and the x87
- * status word into the area at area(%rsp); then, when the x87 stack is in
- * use (TOP != 0) or an exception is pending, go to the stub at x87 (which
- * comes back to just after). */
-static void emit_vsave(struct emit *e, enum vclass vc, int32_t area, size_t x87, size_t *resume)
+/* Save every vector register, the opmask registers and MXCSR into the
+ * area at area(%rsp); where the x87 stack can be in use (the object has
+ * x87 code), the x87 status word too, and when the stack is in use (TOP
+ * != 0) or an exception is pending, go to the stub at x87 (which comes
+ * back to just after). */
+static void emit_vsave(struct emit *e, enum vclass vc, int x87, int32_t area, size_t x87stub, size_t *resume)
 {
 	const struct vlayout *l = &vlayouts[vc];
 	int nregs = vc == V_AVX512 ? 32 : 16, width = vc == V_SSE ? 16 : vc == V_AVX ? 32 : 64;
 	EMIT(e, "\x0f\xae"), rsp_operand(e, 3, area + (int32_t)l->mxcsr, 0); /* stmxcsr */
-	EMIT(e, "\xdf\xe0");						      /* fnstsw %ax */
-	EMIT(e, "\x66\x89"), rsp_operand(e, 0, area + (int32_t)l->fsw, 0);    /* mov %ax,fsw */
+	if (x87) {
+		EMIT(e, "\xdf\xe0");						   /* fnstsw %ax */
+		EMIT(e, "\x66\x89"), rsp_operand(e, 0, area + (int32_t)l->fsw, 0); /* mov %ax,fsw */
+	}
 	for (int n = 0; n < nregs; n++)
 		vmove(e, vc, n, area + width * n, 1);
 	if (vc == V_AVX512)
 		for (int n = 0; n < 8; n++)
 			kmove(e, n, area + 2048 + 8 * n, 1);
-	EMIT(e, "\xa9\x80\x38\x00\x00"); /* test $0x3880,%eax */
-	jcc_back(e, JNE8, x87);
+	if (x87) {
+		EMIT(e, "\xa9\x80\x38\x00\x00"); /* test $0x3880,%eax */
+		jcc_back(e, JNE8, x87stub);
+	}
 	*resume = e->n;
 }
 
-/* The way back: the x87 state first (a stub, when it was saved or the
- * handler changed the status word), MXCSR when the handler changed it,
- * then the registers. */
-static void emit_vrestore(struct emit *e, enum vclass vc, int32_t area, size_t x87, size_t *resume)
+/* The way back: the registers, MXCSR (reloaded, or where that costs more
+ * than reading it, reloaded when the handler changed it), then where the
+ * object has x87 code the x87 state (a stub, when it was saved or the
+ * handler changed the status word). */
+static void emit_vrestore(struct emit *e, enum vclass vc, int x87, int32_t area, size_t x87stub, size_t *resume)
 {
 	const struct vlayout *l = &vlayouts[vc];
 	int nregs = vc == V_AVX512 ? 32 : 16, width = vc == V_SSE ? 16 : vc == V_AVX ? 32 : 64;
-	size_t je;
+	size_t je = 0;
 	for (int n = 0; n < nregs; n++)
 		vmove(e, vc, n, area + width * n, 0);
 	if (vc == V_AVX512)
 		for (int n = 0; n < 8; n++)
 			kmove(e, n, area + 2048 + 8 * n, 0);
-	EMIT(e, "\x0f\xae\x5c\x24\xfc");				  /* stmxcsr -4(%rsp) */
-	EMIT(e, "\x8b\x44\x24\xfc");					  /* mov -4(%rsp),%eax */
-	EMIT(e, "\x3b"), rsp_operand(e, 0, area + (int32_t)l->mxcsr, 0); /* cmp mxcsr,%eax */
-	b1(e, 0x74), b1(e, 0), je = e->n - 1;
+	if (!mxcsr_reload) {
+		EMIT(e, "\x0f\xae\x5c\x24\xfc");				  /* stmxcsr -4(%rsp) */
+		EMIT(e, "\x8b\x44\x24\xfc");					  /* mov -4(%rsp),%eax */
+		EMIT(e, "\x3b"), rsp_operand(e, 0, area + (int32_t)l->mxcsr, 0); /* cmp mxcsr,%eax */
+		b1(e, 0x74), b1(e, 0), je = e->n - 1;
+	}
 	EMIT(e, "\x0f\xae"), rsp_operand(e, 2, area + (int32_t)l->mxcsr, 0); /* ldmxcsr */
-	e->buf[je] = (uint8_t)(e->n - (je + 1));
-	EMIT(e, "\x0f\xb7"), rsp_operand(e, 2, area + (int32_t)l->fsw, 0); /* movzwl fsw,%edx */
-	EMIT(e, "\xf7\xc2\x80\x38\x00\x00");			   /* test $0x3880,%edx */
-	jcc_back(e, JNE8, x87);
-	EMIT(e, "\xdf\xe0");	 /* fnstsw %ax */
-	EMIT(e, "\x66\x39\xd0"); /* cmp %dx,%ax */
-	jcc_back(e, JNE8, x87);
+	if (!mxcsr_reload)
+		e->buf[je] = (uint8_t)(e->n - (je + 1));
+	if (x87) {
+		EMIT(e, "\x0f\xb7"), rsp_operand(e, 2, area + (int32_t)l->fsw, 0); /* movzwl fsw,%edx */
+		EMIT(e, "\xf7\xc2\x80\x38\x00\x00");			   /* test $0x3880,%edx */
+		jcc_back(e, JNE8, x87stub);
+		EMIT(e, "\xdf\xe0");	 /* fnstsw %ax */
+		EMIT(e, "\x66\x39\xd0"); /* cmp %dx,%ax */
+		jcc_back(e, JNE8, x87stub);
+	}
 	*resume = e->n;
 }
 
@@ -160,7 +181,9 @@ size_t djp_tramp_gen_full(struct emit *e, const struct djp_tramp_req *r, uintptr
 {
 	/* the area 64 bytes-aligned from %rsp too, for EVEX's scaled disp8 */
 	const int32_t upper = VIEW - 8 * (DJP_REG_R11 + 1), area = (VIEW + 8 + 63) & ~63;
-	const enum vclass vc = r->vec_use >= 0 && r->vec_use < (int)vclass ? (enum vclass)r->vec_use : vclass;
+	const int use = r->vec_use < 0 ? (int)vclass | DJP_VEC_X87 : r->vec_use;
+	const enum vclass vc = (use & DJP_VEC_CLASS) < (int)vclass ? (enum vclass)(use & DJP_VEC_CLASS) : vclass;
+	const int x87 = !!(use & DJP_VEC_X87);
 	const struct vlayout *l = &vlayouts[vc];
 	struct frame f = { 0, VIEW, 0, RED_ZONE };
 	uintptr_t hdr = (e->at & ~(DJP_TRAMP_CHUNK - 1));
@@ -191,10 +214,10 @@ size_t djp_tramp_gen_full(struct emit *e, const struct djp_tramp_req *r, uintptr
 	for (int i = DJP_REG_R11; i >= DJP_REG_RAX; i--)
 		push_pop(e, i, 0);
 	djp_tramp_save_view(e, &f, r->regs_used & ~(CALLER_SAVED | 1u << DJP_REG_RSP | 1u << DJP_REG_RIP), r);
-	emit_vsave(e, vc, area, x87s, &resume_s);
+	emit_vsave(e, vc, x87, area, x87s, &resume_s);
 	djp_tramp_fast_call(e, r, slow, 0, (int32_t)djp_tramp_ops.full_call);
 	back = e->n;
-	emit_vrestore(e, vc, area, x87r, &resume_r);
+	emit_vrestore(e, vc, x87, area, x87r, &resume_r);
 	for (int i = DJP_REG_RAX; i <= DJP_REG_R11; i++)
 		push_pop(e, i, 1);
 	mov_rsp(e, DJP_REG_RSP, upper, 0);

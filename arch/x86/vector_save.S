@@ -42,9 +42,22 @@
  * costs nothing measurable on this core, and where the class is xmm only
  * the restore uses VEX moves, which clean the upper halves.
  *
+ * On AMD Zen (EPYC, family 26) the moves cost as little, but two other
+ * instructions do not: STMXCSR and FNSTSW block dispatch for about 4 ns
+ * each, and a hit that read both on the way in and again on the way out
+ * cost 22 ns over a nop; LDMXCSR there costs 0.3 ns.  So on AMD the way
+ * back reloads MXCSR without reading it, and the x87 status word is read
+ * only at sites whose object has x87 code (below): 7-9 ns a hit.
+ *
  * The x87 state.  Compiled code has an empty x87 stack wherever it could
- * call a function, and so at nearly every marker.  FNSTSW is nearly free
- * and gives TOP and ES (an unmasked exception pending).  TOP = 0 and no
+ * call a function, and so at nearly every marker; in an object without
+ * x87, MMX or FXSAVE/XSAVE code at every one (vector_use.c), and there
+ * the trampoline does not look at it: the handler finds the empty stack
+ * and default control word the ABI promises, and gives them back.  What
+ * it does not give back there is the exception flags of x87 arithmetic
+ * of its own (long double), as a function call may not (the ABI does not
+ * preserve the x87 status word across calls).  In an object with x87
+ * code FNSTSW gives TOP and ES (an unmasked exception pending).  TOP = 0 and no
  * ES is the fast path: the routines keep the status word and, on the way
  * back, put it back only if the handler changed it (x87 arithmetic in
  * the handler does: FNSTENV/FLDENV in the red zone, and the flag it then
@@ -72,8 +85,8 @@
  *   AVX-512   zmm0-31, k0-7      2752   0 zmm, 2048 k, 2112 MXCSR, 2116 FSW,
  *                                       2176 x87 image
  *
- * MXCSR is put back only when the handler changed it (LDMXCSR is not
- * free).  What is here are the two x87 slow paths the trampoline calls,
+ * MXCSR is put back on AMD always, elsewhere only when the handler
+ * changed it (LDMXCSR is not free on Intel).  What is here are the two x87 slow paths the trampoline calls,
  * with %rdi at the x87 image: djp_x87_save, when the saved status word
  * says TOP != 0 or ES, and djp_x87_restore, with that status word in %edx,
  * when it did or when the handler changed the status word.  Both clobber

@@ -23,8 +23,17 @@
  *     signal).
  *
  * On this machine class the full save of zmm0-31 and k0-7 is about 9 ns a
- * hit, bound by the stores; xmm0-15 are a quarter of that.  The x87 state
- * and MXCSR are the trampoline's business at every width.
+ * hit, bound by the stores; xmm0-15 are a quarter of that.  MXCSR is the
+ * trampoline's business at every width.
+ *
+ * The x87 stack, by the same argument.  The ABI wants it empty at every
+ * call and return (but for a long double returned in st0, which the
+ * caller's own code pops).  So code that has no x87 instruction, no MMX
+ * (which uses the same registers) and no FXSAVE/XSAVE family (which could
+ * restore any state) has an empty stack wherever it runs, and a site in
+ * such an object needs no check of it: that check (FNSTSW, twice a hit)
+ * costs 8-9 ns a hit on AMD Zen, more than everything else the full
+ * trampoline does (tramp_full.c).  Such code is marked DJP_VEC_X87.
  *
  * How.  Zydis decodes each executable section linearly; decoding restarts
  * at every function symbol, so that bytes that are not code (padding, a
@@ -68,11 +77,42 @@ static int classify(const ZydisDecodedInstruction *in)
 	}
 }
 
+/* Does the instruction read or write the x87 registers or its state? */
+static int touches_x87(const ZydisDecodedInstruction *in)
+{
+	switch (in->meta.isa_ext) {
+	case ZYDIS_ISA_EXT_X87:
+	case ZYDIS_ISA_EXT_MMX:
+	case ZYDIS_ISA_EXT_AMD3DNOW:
+	case ZYDIS_ISA_EXT_XSAVE:
+	case ZYDIS_ISA_EXT_XSAVEC:
+	case ZYDIS_ISA_EXT_XSAVEOPT:
+	case ZYDIS_ISA_EXT_XSAVES:
+		return 1;
+	default:
+		break;
+	}
+	switch (in->meta.isa_set) {
+	case ZYDIS_ISA_SET_X87:
+	case ZYDIS_ISA_SET_FCMOV:
+	case ZYDIS_ISA_SET_SSE3X87:
+	case ZYDIS_ISA_SET_PENTIUMMMX:
+	case ZYDIS_ISA_SET_SSE2MMX:
+	case ZYDIS_ISA_SET_SSSE3MMX:
+	case ZYDIS_ISA_SET_FXSAVE:
+	case ZYDIS_ISA_SET_FXSAVE64:
+		return 1;
+	default:
+		/* the SSE instructions with an MMX operand (pshufw, cvtpi2ps, ...) */
+		return in->meta.category == ZYDIS_CATEGORY_MMX || in->meta.category == ZYDIS_CATEGORY_X87_ALU;
+	}
+}
+
 int djp_vector_use_of_code(const unsigned char *code, size_t len, const size_t *starts, size_t nstarts)
 {
 	ZydisDecoder dec;
 	ZydisDecodedInstruction in;
-	int use = DJP_VEC_SSE;
+	int use = DJP_VEC_SSE, x87 = 0;
 	size_t at = 0, next = 0;
 
 	if (ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
@@ -87,6 +127,7 @@ int djp_vector_use_of_code(const unsigned char *code, size_t len, const size_t *
 			if (ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&dec, NULL, code + at, end - at, &in))) {
 				int c = classify(&in);
 				use = c > use ? c : use;
+				x87 |= touches_x87(&in);
 				at += in.length;
 			} else {
 				at++;
@@ -94,7 +135,7 @@ int djp_vector_use_of_code(const unsigned char *code, size_t len, const size_t *
 		}
 		at = end;
 	}
-	return use;
+	return use | (x87 ? DJP_VEC_X87 : 0);
 }
 
 static int cmp_size(const void *a, const void *b)
@@ -149,7 +190,7 @@ int djp_vector_use_of_file(const char *path)
 		close(fd);
 		return -ENOEXEC;
 	}
-	while ((scn = elf_nextscn(elf, scn)) && use >= 0 && use < DJP_VEC_OTHER) {
+	while ((scn = elf_nextscn(elf, scn)) && use >= 0 && (use & DJP_VEC_CLASS) < DJP_VEC_OTHER) {
 		GElf_Shdr sh;
 		Elf_Data *d;
 		size_t n, *starts;
@@ -163,7 +204,11 @@ int djp_vector_use_of_file(const char *path)
 		starts = function_starts(elf, elf_ndxscn(scn), sh.sh_addr, sh.sh_size, &n);
 		c = djp_vector_use_of_code(d->d_buf, d->d_size, starts, n);
 		free(starts);
-		use = c < 0 ? c : c > use ? c : use;
+		if (c < 0)
+			use = c;
+		else
+			use = ((c & DJP_VEC_CLASS) > (use & DJP_VEC_CLASS) ? c & DJP_VEC_CLASS : use & DJP_VEC_CLASS) |
+			      ((c | use) & DJP_VEC_X87);
 	}
 	elf_end(elf);
 	close(fd);

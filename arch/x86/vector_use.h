@@ -13,10 +13,17 @@ enum djp_vec_use {
 	DJP_VEC_AVX512 = 2, /* EVEX or opmask instructions: zmm0-31, k0-7 */
 	DJP_VEC_OTHER = 3,  /* state no move saves (AMX tiles): trap instead */
 };
+#define DJP_VEC_CLASS 0xf /* the class bits of a result */
+/* Or'ed into a result: the code has x87, MMX or 3DNow! instructions, or
+ * saves and restores the FPU state (FXSAVE, XSAVE): its x87 stack can be
+ * in use at a site.  Without it the stack is empty at every site (the
+ * ABI's rule at calls), and the full trampoline does not look at it. */
+#define DJP_VEC_X87 0x10
 
 /*
  * Decode every executable section of the file at `path` and return the
- * widest class its instructions use, or -errno when the file cannot be
+ * widest class its instructions use, with DJP_VEC_X87 when it has x87
+ * code, or -errno when the file cannot be
  * read (the caller then assumes the worst).
  */
 int djp_vector_use_of_file(const char *path);
