@@ -70,6 +70,9 @@ enum djp_ring_mode {
 #define DJP_RING_MAX_SIZE (1ull << 30)
 #define DJP_SUBBUF_MIN_SIZE 1024u
 #define DJP_RING_MAX_SLOTS 65536u
+/* How far ahead of its writes a producer asks for the ring's lines
+ * (djp_ring_prefetch). */
+#define DJP_RING_PREFETCH_AHEAD 512u
 
 /* Event flags. */
 #define DJP_EVF_PAD 0x01     /* padding: skip to the next sub-buffer */
@@ -222,6 +225,22 @@ struct djp_ring_tls {
 };
 extern __thread struct djp_ring_tls djp_ring_tls __attribute__((tls_model("initial-exec")));
 
+/*
+ * Ask for the line DJP_RING_PREFETCH_AHEAD bytes past position pos, to be
+ * written.  The consumer, on another core, has read the lines the producer
+ * is about to overwrite, so each one is shared there, and a store to it
+ * waits for the other core to give it up: one such wait every 64 bytes,
+ * two events of two arguments, cost 11-12 ns an event on AMD EPYC (21 ns
+ * against 9.5 with the prefetch, bench/trace_record, a consumer on the
+ * other core).  PREFETCHW takes the line for writing early, and is a NOP
+ * where it does nothing.  Two lines ahead were 15 ns, four 10.8, eight
+ * and more 9.3-9.7.
+ */
+static inline __attribute__((always_inline)) void djp_ring_prefetch(const struct djp_ring_tls *t, uint64_t pos)
+{
+	__asm__ volatile("prefetchw %0" ::"m"(t->data[(pos + DJP_RING_PREFETCH_AHEAD) & (t->ring_size - 1)]));
+}
+
 /* Slow paths of djp_ring_record (ring.c). */
 int djp__ring_attach(struct djp_region *r);
 int djp__ring_nested(struct djp_region *r);
@@ -321,6 +340,7 @@ static inline __attribute__((always_inline)) int djp_ring_record(struct djp_regi
 
 	/* Write and commit. */
 	e = (uint64_t *)(t->data + (at & (t->ring_size - 1)));
+	djp_ring_prefetch(t, at);
 	e[0] = ts;
 	for (unsigned i = 0; i < nargs; i++) {
 		e[2 + i] = args[i];
@@ -379,6 +399,7 @@ static inline __attribute__((always_inline)) bool djp_ring_try_words(uint64_t re
 	if (__builtin_expect(pos + size > t->fast_end, 0))
 		return false;
 	e = (uint64_t *)(t->data + (pos & (t->ring_size - 1)));
+	djp_ring_prefetch(t, pos);
 	if (nargs > 0)
 		e[2] = a0;
 	if (nargs > 1)
