@@ -29,7 +29,9 @@
  *              agent: OK u32 probes disconnected
  *   STATS      agent: STATS_REPLY u64 misses, u64 lost_noslot,
  *                     u32 n, n x {u32 tid, u64 events, u64 lost_full,
- *                     u64 lost_nested}, u32 m, m x {u32 id, u64 lost}
+ *                     u64 lost_nested}, u32 m, m x {u32 id, u64 lost},
+ *                     u32 arming errors since HELLO in objects that came
+ *                     or went (dlopen, dlclose), i32 the last (-errno)
  *   START      tool:  the first configuration is complete: a command that
  *                     waits in the agent's constructor may run its main.
  *              agent: OK u32 0
@@ -50,7 +52,7 @@
 #include <stdint.h>
 
 #define DJP_PROTO_MAGIC 0x4a504a44u /* "DJPJ" */
-#define DJP_PROTO_VERSION 2u
+#define DJP_PROTO_VERSION 3u
 #define DJP_PROTO_HDR_SIZE 8u
 #define DJP_PROTO_MAX_PAYLOAD (60u * 1024)
 #define DJP_PROTO_STR_MAX 4096u

@@ -41,6 +41,9 @@ struct djp_agent_session {
 	bool hello;	/* HELLO done */
 	bool launch;	/* the -c session: its START releases the constructor */
 	bool ending;	/* being torn down; retried until every probe is gone */
+	/* the engine's count of dlopen/dlclose arming errors at the open:
+	 * STATS reports those since */
+	unsigned arm_errors_at_open;
 	struct djp_recorder *rec;
 	int probe[DJP_AGENT_MAX_PROBES]; /* engine probe ids, -1 when free */
 	unsigned nprobes;

@@ -48,6 +48,7 @@ void djp_agent_session_open(struct djp_agent_session *s, int fd, pid_t pid, uid_
 	s->rec = NULL;
 	s->nprobes = 0;
 	s->inlen = 0;
+	s->arm_errors_at_open = djp__engine_background_error(NULL);
 }
 
 static int reply_ok(struct djp_agent_session *s, uint32_t v)
@@ -419,6 +420,12 @@ static int do_stats(struct djp_agent_session *s, struct djp_preader *r)
 	}
 	for (int i = 0; i < 4; i++)
 		b->data[DJP_PROTO_HDR_SIZE + at + i] = (uint8_t)(m >> (8 * i));
+	{
+		int last = 0;
+		unsigned errs = djp__engine_background_error(&last) - s->arm_errors_at_open;
+		djp_put_u32(b, errs);
+		djp_put_u32(b, errs ? (uint32_t)last : 0);
+	}
 	err = djp_proto_send(s->fd, DJP_MSG_STATS_REPLY, b, -1);
 	free(b);
 	return err;

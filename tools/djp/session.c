@@ -19,7 +19,9 @@
  * here, as the events pass, for whichever summary the consumer prints.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -213,6 +215,15 @@ uint64_t session_count_lost(struct session *s)
 		lost += s->threads[i].lost;
 	s->lost_noslot = djp_consumer_lost_noslot(s->cons);
 	return lost + s->lost_noslot;
+}
+
+void session_report_arm_errors(const struct session *s, const char *who)
+{
+	if (s->stats_ok && s->arm_errors)
+		fprintf(stderr,
+			"%s: %" PRIu32 " probe batch%s failed in objects loaded or unloaded during the session "
+			"(last: %s): some of their markers were not traced\n",
+			who, s->arm_errors, s->arm_errors == 1 ? "" : "es", strerror(-s->arm_error_last));
 }
 
 bool session_agent_gone(struct session *s, int timeout_ms)

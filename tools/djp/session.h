@@ -83,6 +83,10 @@ struct session {
 	struct session_thread *threads;
 	size_t nthreads, cap_threads;
 	uint64_t events, lost_noslot, misses, lost_unattributed;
+	/* probes the agent could not arm or disarm in objects that came or
+	 * went during the session (dlopen, dlclose), and the last error */
+	uint32_t arm_errors;
+	int arm_error_last;
 	bool stats_ok;
 
 	/* the last drain, in time order */
@@ -150,6 +154,10 @@ static inline const struct djp_event *session_event(const struct session *s, siz
 /* The per-thread lost counts of live slots, and the consumer's own;
  * the total of events lost. */
 uint64_t session_count_lost(struct session *s);
+/* One line on stderr, after `who: `, when the agent failed to arm or
+ * disarm probes in objects loaded or unloaded during the session (known
+ * from the last STATS). */
+void session_report_arm_errors(const struct session *s, const char *who);
 /* True once the agent has closed the session (the process exited, exec'd
  * or crashed): its socket is then readable.  Waits up to timeout_ms. */
 bool session_agent_gone(struct session *s, int timeout_ms);

@@ -284,6 +284,8 @@ int session_stats(struct session *s)
 		else
 			s->lost_unattributed += lost;
 	}
+	s->arm_errors = djp_get_u32(&r);
+	s->arm_error_last = (int)djp_get_u32(&r);
 	if (!djp_preader_done(&r))
 		return bad_reply(s, "STATS");
 	s->stats_ok = true;

@@ -114,6 +114,7 @@ void trace_summary(struct trace *t, const char *why)
 	fputc('\n', stderr);
 	if (s->lost_noslot)
 		fprintf(stderr, "djp trace: %" PRIu64 " lost because no ring slot was free\n", s->lost_noslot);
+	session_report_arm_errors(s, "djp trace");
 	fprintf(stderr, "  %-32s %12s %12s\n", "MARKER", "EVENTS", "LOST");
 	for (uint32_t id = 0; id < s->nmarkers; id++) {
 		const struct session_marker *m = &s->markers[id];

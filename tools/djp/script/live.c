@@ -226,6 +226,7 @@ static void live_close(struct djp_source *src)
 	struct live *l = (struct live *)src;
 	struct session *s = &l->s;
 	session_end(s); /* counts, then BYE: disarmed when it answers */
+	session_report_arm_errors(s, "djp");
 	if (s->cmd && s->child > 0 && !s->child_done)
 		session_stop_child(s);
 	session_free(s);
