@@ -108,3 +108,38 @@ TEST_TIMEOUT(script_list_probe_points_of_a_file, 30)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(strstr(p->obuf, "mark(\"req_done\") $id:long $kind:string $latency_ns:long"));
 }
+
+/* A burst faster than the script can count loses events: the script's
+ * count and the lost events the tool reports add up to the burst, and
+ * when events were lost a warning says how many. */
+TEST_TIMEOUT(script_live_reports_lost_events, 60)
+{
+	char cmd[4300];
+	const long burst = 1000000;
+	long counted = -1, lost = 0;
+	const char *w;
+	char line[64];
+	snprintf(cmd, sizeof(cmd), "%s --ticks 0", tt_target(false));
+	char *argv[] = { (char *)tt_djp(), "-c", cmd, "-e",
+			 "global n; probe process.mark(\"tt_burst\") { n++ }\n"
+			 "probe end { printf(\"counted=%d\\n\", n) }",
+			 NULL };
+	struct tproc *p = tt_spawn(argv, false, -1);
+	int st;
+	CHECK(tt_wait_out(p, "ready ", 10000));
+	snprintf(line, sizeof(line), "burst %ld\n", burst);
+	tt_send(p, line);
+	CHECK(tt_wait_out(p, "burst 1000000 ", 20000));
+	close(p->in); /* end of input: the target exits */
+	p->in = -1;
+	st = tt_finish(p, 30000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if ((w = strstr(p->obuf, "counted=")))
+		counted = atol(w + 8);
+	if ((w = strstr(p->ebuf, "djp: WARNING: ")))
+		lost = atol(w + 14);
+	if (counted < 0 || counted + lost != burst || (lost && !strstr(p->ebuf, " events lost (")))
+		djp_test_fail(__FILE__, __LINE__, "counted %ld, lost %ld of %ld: %s / %s", counted, lost, burst,
+			      p->obuf, p->ebuf);
+	printf("# counted %ld, lost %ld\n", counted, lost);
+}

@@ -32,6 +32,7 @@
  * between the two taken at open.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -227,6 +228,16 @@ static void live_close(struct djp_source *src)
 	struct session *s = &l->s;
 	session_end(s); /* counts, then BYE: disarmed when it answers */
 	session_report_arm_errors(s, "djp");
+	if (s->cons) {
+		/* as stap warns of skipped probes: a count the script printed is
+		 * short by these */
+		uint64_t lost = session_count_lost(s);
+		if (lost)
+			fprintf(stderr,
+				"djp: WARNING: %" PRIu64 " events lost (a ring was full: the script fell behind "
+				"the target, or no ring slot was free)\n",
+				lost);
+	}
 	if (s->cmd && s->child > 0 && !s->child_done)
 		session_stop_child(s);
 	session_free(s);
