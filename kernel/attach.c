@@ -20,10 +20,10 @@
  * of the probes it carries.  Called with the engine lock held.
  */
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdlib.h>
 
 #include "kernel/engine.h"
+#include "lib/marker_match.h"
 
 struct site_vec {
 	struct djp_site **v;
@@ -84,7 +84,7 @@ int djp_probe_attach(const struct djp_probe *p, size_t *matched)
 	for (struct djp_object *o = djp_objects; o && !err; o = o->next)
 		for (size_t i = 0; i < o->nsites && !err; i++) {
 			struct djp_site *s = &o->sites[i];
-			if (fnmatch(p->pattern, s->m->name, 0))
+			if (!djp_marker_match(p->pattern, s->m->provider, s->m->name))
 				continue;
 			if (o->closing)
 				closing++;

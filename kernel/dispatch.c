@@ -42,7 +42,7 @@ bool djp_in_handler(void)
 static inline void run_list(const struct djp_hit *hit, const struct djp_handler_list *l, unsigned need)
 {
 	for (unsigned i = 0; i < l->n; i++)
-		if ((l->h[i].flags & need) == need)
+		if ((l->h[i].flags & (need | DJP__SKIP)) == need)
 			l->h[i].fn(hit, l->h[i].data);
 }
 
@@ -57,22 +57,43 @@ static void djp_run_full_list(const struct djp_hit *hit, void *list)
 	run_list(hit, list, 0);
 }
 
+/* Mark the DJP__ONCE handlers that repeat an earlier one (same fn and
+ * data) DJP__SKIP; returns how many handlers run, *first the first. */
+static unsigned mark_repeats(struct djp_handler_list *l, const struct djp_handler **first)
+{
+	unsigned live = 0;
+	*first = NULL;
+	for (unsigned i = 0; i < l->n; i++) {
+		struct djp_handler *h = &l->h[i];
+		h->flags &= ~DJP__SKIP;
+		for (unsigned j = 0; j < i && (h->flags & DJP__ONCE); j++)
+			if ((l->h[j].flags & (DJP__ONCE | DJP__SKIP)) == DJP__ONCE && l->h[j].fn == h->fn &&
+			    l->h[j].data == h->data)
+				h->flags |= DJP__SKIP;
+		if (!(h->flags & DJP__SKIP) && !live++)
+			*first = h;
+	}
+	return live;
+}
+
 void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s)
 {
-	if (l->n == 1 && (l->h[0].flags & DJP_GPR_ONLY))
-		l->lean = (struct djp_fast_call){ l->h[0].fn, l->h[0].data };
+	const struct djp_handler *h;
+	unsigned live = mark_repeats(l, &h);
+	if (live == 1 && (h->flags & DJP_GPR_ONLY))
+		l->lean = (struct djp_fast_call){ h->fn, h->data };
 	else
 		l->lean = (struct djp_fast_call){ djp_run_lean_list, l };
-	if (l->n == 1)
-		l->full = (struct djp_fast_call){ l->h[0].fn, l->h[0].data };
+	if (live == 1)
+		l->full = (struct djp_fast_call){ h->fn, h->data };
 	else
 		l->full = (struct djp_fast_call){ djp_run_full_list, l };
 	l->prefetch = l->lean;
 	l->wants_prefetch = false;
-	if (l->n == 1 && (l->h[0].flags & DJP_GPR_ONLY) && l->h[0].plan) {
+	if (live == 1 && (h->flags & DJP_GPR_ONLY) && h->plan) {
 		/* called with more arguments than the handler type says: only
 		 * a prefetching trampoline calls it */
-		djp_fast_entry_fn fast = l->h[0].plan(l->h[0].data, s, &l->plan);
+		djp_fast_entry_fn fast = h->plan(h->data, s, &l->plan);
 		if (fast) {
 			l->prefetch = (struct djp_fast_call){ (djp_handler_fn)(void (*)(void))fast, &l->plan };
 			l->wants_prefetch = true;

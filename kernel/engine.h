@@ -48,6 +48,13 @@ typedef void (*djp_fast_entry_fn)(const struct djp_hit *hit, void *plan, uint64_
 				  uint64_t a3);
 typedef djp_fast_entry_fn (*djp_fast_plan_fn)(void *data, const struct djp_site *s, struct djp_fast_plan *plan);
 
+/* Internal handler flags, above the public DJP_* ones.  DJP__ONCE: of the
+ * handlers of a site with this flag and the same fn and data (probes of
+ * one client whose patterns overlap), one runs per hit; djp_list_seal
+ * marks the others DJP__SKIP. */
+#define DJP__ONCE (1u << 30)
+#define DJP__SKIP (1u << 31)
+
 struct djp_handler {
 	djp_handler_fn fn;
 	void *data;
@@ -126,6 +133,8 @@ struct djp_connect_opts {
 	djp_fast_plan_fn plan; /* a fast entry (above), or NULL */
 	bool pending;	       /* keep the probe when nothing matches yet: the
 				  markers of objects loaded later get it */
+	bool once;	       /* DJP__ONCE: one call per hit with the client's
+				  other probes of the same fn and data */
 };
 int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned flags,
 		 const struct djp_connect_opts *opts);

@@ -44,6 +44,12 @@ const char *tt_target(bool o0)
 	return p[o0] ? p[o0] : (p[o0] = copy_path(o0 ? "trace_progs/trace_target-O0" : "trace_progs/trace_target"));
 }
 
+const char *tt_cxx(void)
+{
+	static const char *p;
+	return p ? p : (p = copy_path("trace_progs/trace_cxx"));
+}
+
 const char *tt_plugin(void)
 {
 	static const char *p;

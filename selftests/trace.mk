@@ -19,4 +19,10 @@ $(TRACE_PLUGIN): selftests/trace_progs/trace_plugin.c | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
-CHECK_DEPS += $(TRACE_TARGETS) $(TRACE_PLUGIN)
+# A C++ target: libstdc++'s SDT probes, for the provider patterns.
+TRACE_CXX := $(TRACE_PROGS_DIR)/trace_cxx
+$(TRACE_CXX): selftests/trace_progs/trace_cxx.cc include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -O2 -g -Iinclude $(CXXFLAGS) -o $@ $<
+CHECK_DEPS += $(TRACE_TARGETS) $(TRACE_PLUGIN) $(TRACE_CXX)

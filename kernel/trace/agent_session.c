@@ -25,7 +25,6 @@
  * kept and retried by the agent thread; the region stays until it succeeds.
  */
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +34,7 @@
 #include "kernel/trace/agent.h"
 #include "kernel/engine.h"
 #include "lib/marker_log.h"
+#include "lib/marker_match.h"
 
 void djp_agent_session_open(struct djp_agent_session *s, int fd, pid_t pid, uid_t uid, bool launch)
 {
@@ -127,7 +127,10 @@ static int gather_site(void *ctx, uint32_t id, const char *object, uintptr_t add
 	e->id = id;
 	e->nargs = m->nargs;
 	e->addr = addr;
-	e->name = strdup(m->name ? m->name : "");
+	{
+		char full[512]; /* an SDT probe by its full name, provider:name */
+		e->name = strdup(djp_marker_full_name(full, sizeof(full), m->provider, m->name ? m->name : ""));
+	}
 	e->format = strdup(m->format ? m->format : "");
 	e->object = strdup(object ? object : "");
 	if (!e->name || !e->format || !e->object) {
@@ -251,7 +254,9 @@ static struct djp_mlog marker_log = { .fd = -1 };
 
 static int log_site(void *ctx, uint32_t id, const char *object, uintptr_t addr, const struct djp_marker_info *m)
 {
-	djp_mlog_append(ctx, id, addr, m->nargs, m->name, m->format, object);
+	char full[512];
+	djp_mlog_append(ctx, id, addr, m->nargs, djp_marker_full_name(full, sizeof(full), m->provider, m->name),
+			m->format, object);
 	return 0;
 }
 

@@ -47,13 +47,13 @@
 #pragma GCC target("general-regs-only")
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdlib.h>
 
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
 #include "kernel/trace/recorder.h"
 #include "lib/format.h"
+#include "lib/marker_match.h"
 
 /* Cached string masks by marker id: bit 31 says "computed". */
 #define MASK_KNOWN 0x80000000u
@@ -213,14 +213,16 @@ struct count_ctx {
 static int count_site(void *ctx, uint32_t id, const char *object, uintptr_t addr, const struct djp_marker_info *m)
 {
 	struct count_ctx *c = ctx;
-	c->n += fnmatch(c->pattern, m->name, 0) == 0;
+	c->n += djp_marker_match(c->pattern, m->provider, m->name);
 	return 0;
 }
 
 int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, bool pending, unsigned *nsites)
 {
 	struct count_ctx c = { pattern, 0 };
-	struct djp_connect_opts o = { .plan = recorder_plan, .pending = pending };
+	/* once: a site that two of the session's patterns match records one
+	 * event per hit, not two */
+	struct djp_connect_opts o = { .plan = recorder_plan, .pending = pending, .once = true };
 	int id = djp__connect(pattern, djp_recorder_hit, rec, DJP_GPR_ONLY, &o);
 
 	if (id >= 0 && nsites) {

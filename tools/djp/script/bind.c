@@ -2,7 +2,9 @@
  * Probe point resolution: which markers each probe is attached to.
  *
  * A `process.mark("GLOB")` point matches, by fnmatch(3), the markers the
- * source offers for the target; `process("PATH").mark("GLOB")` only those of
+ * source offers for the target, of any provider, and
+ * `process.provider("P").mark("GLOB")` (the pattern "P:GLOB") the SDT
+ * probes of provider P (lib/marker_match.h); `process("PATH").mark("GLOB")` only those of
  * the object at PATH (same path, same file after realpath, or, for a bare
  * name, the same basename).  Each (probe, marker) pair becomes a binding, and
  * the per-marker list of bindings is what the interpreter walks on a hit, so
@@ -11,13 +13,13 @@
  * the argument index of every context variable its probe reads ($len is the
  * first argument of one marker and the third of another).
  */
-#include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lang.h"
+#include "lib/marker_match.h"
 
 static bool same_object(const char *path, const char *object)
 {
@@ -39,7 +41,12 @@ bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
 		return false;
 	if (pp->path && !same_object(pp->path, d->object ? d->object : ""))
 		return false;
-	return fnmatch(pp->glob, d->name, 0) == 0;
+	if (d->provider_len) {
+		char provider[256];
+		snprintf(provider, sizeof(provider), "%.*s", (int)d->provider_len, d->provider);
+		return djp_marker_match(pp->glob, provider, d->name);
+	}
+	return djp_marker_match(pp->glob, NULL, d->name);
 }
 
 static void add_binding(struct script *sc, struct probe *p, const struct djp_ev_desc *d)
@@ -54,9 +61,13 @@ static void add_binding(struct script *sc, struct probe *p, const struct djp_ev_
 	b->desc = d;
 	b->name_hash = str_hash(d->name);
 	{
-		size_t n = strlen(d->name) + (d->object ? strlen(d->object) : 1) + 24;
+		size_t n = strlen(d->name) + (d->object ? strlen(d->object) : 1) + d->provider_len + 40;
 		char *pp = pool_alloc(sc, n);
-		snprintf(pp, n, "process(\"%s\").mark(\"%s\")", d->object ? d->object : "?", d->name);
+		if (d->provider_len) /* stap's pp() of an SDT probe */
+			snprintf(pp, n, "process(\"%s\").provider(\"%.*s\").mark(\"%s\")", d->object ? d->object : "?",
+				 (int)d->provider_len, d->provider, d->name);
+		else
+			snprintf(pp, n, "process(\"%s\").mark(\"%s\")", d->object ? d->object : "?", d->name);
 		b->pp = pp;
 	}
 	if ((p->nbinds & (p->nbinds - 1)) == 0) {

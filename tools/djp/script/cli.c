@@ -140,7 +140,11 @@ static int list_points(struct script *sc, struct djp_source *src, bool fields, F
 			continue;
 		struct strbuf b = { 0 };
 		char tmp[160];
-		snprintf(tmp, sizeof(tmp), "process(\"%s\").mark(\"", d->object ? d->object : "?");
+		if (d->provider_len)
+			snprintf(tmp, sizeof(tmp), "process(\"%s\").provider(\"%.*s\").mark(\"", d->object ? d->object : "?",
+				 (int)d->provider_len, d->provider);
+		else
+			snprintf(tmp, sizeof(tmp), "process(\"%s\").mark(\"", d->object ? d->object : "?");
 		sb_put(&b, tmp, strlen(tmp));
 		sb_put(&b, d->name, strlen(d->name));
 		sb_put(&b, "\")", 2);

@@ -75,8 +75,11 @@ static uint64_t clock_ns(clockid_t c)
  * parsed already (m->fmt, NULL when it does not parse). */
 static void desc_from_marker(struct djp_ev_desc *d, uint32_t id, const struct session_marker *m)
 {
+	const char *colon = strchr(m->name, ':'); /* an SDT probe: provider:name */
 	d->id = id;
-	d->name = m->name;
+	d->name = colon ? colon + 1 : m->name;
+	d->provider = colon ? m->name : NULL;
+	d->provider_len = colon ? (unsigned)(colon - m->name) : 0;
 	d->format = m->format;
 	d->object = m->object;
 	d->nargs = m->nargs;
@@ -325,6 +328,8 @@ static int files_open(const struct djp_source_opts *o, struct djp_source **out, 
 			struct djp_ev_desc *d = &f->descs[k];
 			d->id = (uint32_t)k;
 			d->name = m->name;
+			d->provider = m->provider;
+			d->provider_len = m->provider ? (unsigned)strlen(m->provider) : 0;
 			d->format = m->format;
 			d->object = f->objects[i];
 			d->nargs = m->nargs;

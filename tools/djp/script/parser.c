@@ -803,6 +803,15 @@ static struct probe_point *probe_point(struct parser *ps)
 		pp->kind = PP_MARK;
 		pp->path = arg[0] ? arg[0]->text : NULL;
 		pp->glob = arg[1]->text;
+	} else if (ncomp == 3 && !strcmp(comp[0], "process") && !strcmp(comp[1], "provider") &&
+		   !strcmp(comp[2], "mark") && arg[1] && arg[1]->kind == T_STR && arg[2] && arg[2]->kind == T_STR &&
+		   (!arg[0] || arg[0]->kind == T_STR)) {
+		/* SystemTap's spelling of an SDT probe: the pattern PROVIDER:NAME */
+		char glob[512];
+		snprintf(glob, sizeof(glob), "%s:%s", arg[1]->text, arg[2]->text);
+		pp->kind = PP_MARK;
+		pp->path = arg[0] ? arg[0]->text : NULL;
+		pp->glob = pool_strndup(ps->sc, glob, strlen(glob));
 	} else {
 		goto bad;
 	}
@@ -810,7 +819,7 @@ static struct probe_point *probe_point(struct parser *ps)
 bad:
 	diag(ps->sc, pp->line, pp->col, "semantic error",
 	     "while resolving probe point %s: unknown probe point (expected begin, end, timer.ms(N), timer.s(N), "
-	     "process(\"PATH\").mark(\"GLOB\") or process.mark(\"GLOB\"))",
+	     "process(\"PATH\").mark(\"GLOB\"), process.mark(\"GLOB\") or process.provider(\"P\").mark(\"GLOB\"))",
 	     pp->text);
 	longjmp(ps->fail, 1);
 }

@@ -198,6 +198,11 @@ int djp_replay_open(const char *path, struct djp_source **out, char *err, size_t
 			memset(d, 0, sizeof(*d));
 			d->id = r->ndescs;
 			d->name = w[1];
+			if (strchr(w[1], ':')) { /* an SDT probe: provider:name */
+				d->provider = w[1];
+				d->provider_len = (unsigned)(strchr(w[1], ':') - w[1]);
+				d->name = strchr(w[1], ':') + 1;
+			}
 			d->object = w[2];
 			d->format = w[3];
 			if (djp_format_parse(d->format, &d->fmt, &why) < 0)

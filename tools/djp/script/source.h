@@ -31,6 +31,10 @@
 struct djp_ev_desc {
 	uint32_t id;	    /* index in djp_source.descs */
 	const char *name;   /* marker name */
+	/* SDT: the provider, provider_len bytes (not NUL-terminated); none
+	 * when provider_len is 0 */
+	const char *provider;
+	unsigned provider_len;
 	const char *format; /* printf-like format, "" when none */
 	const char *object; /* path of the ELF object that holds the marker */
 	unsigned nargs;

@@ -1,0 +1,80 @@
+/*
+ * Marker patterns (marker_match.h).  The only work is finding where a
+ * pattern's provider part ends: the first ':' that is not inside a
+ * bracket expression, where "[[:alpha:]]" has colons of its own.
+ */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "marker_match.h"
+
+/* Offset of the ':' that ends the provider glob in pattern p, or -1. */
+static long provider_end(const char *p)
+{
+	for (const char *c = p; *c; c++) {
+		if (*c == '\\' && c[1]) {
+			c++;
+		} else if (*c == '[') {
+			/* a bracket expression: to its ']' (one right after the
+			 * '[' or '[!' is a member), skipping "[:class:]" */
+			const char *e = c + 1;
+			if (*e == '!' || *e == '^')
+				e++;
+			if (*e == ']')
+				e++;
+			while (*e && *e != ']') {
+				if (e[0] == '[' && e[1] == ':') {
+					const char *end = strstr(e + 2, ":]");
+					e = end ? end + 2 : e + 1;
+				} else {
+					e++;
+				}
+			}
+			if (*e)
+				c = e; /* no ']': the '[' is a plain character */
+		} else if (*c == ':') {
+			return c - p;
+		}
+	}
+	return -1;
+}
+
+bool djp_marker_match(const char *pattern, const char *provider, const char *name)
+{
+	long colon = provider_end(pattern);
+	char pglob[256];
+
+	if (colon < 0)
+		return fnmatch(pattern, name, 0) == 0;
+	if (!provider || !*provider || (size_t)colon >= sizeof(pglob))
+		return false;
+	memcpy(pglob, pattern, (size_t)colon);
+	pglob[colon] = 0;
+	return fnmatch(pglob, provider, 0) == 0 && fnmatch(pattern + colon + 1, name, 0) == 0;
+}
+
+bool djp_marker_match_full(const char *pattern, const char *full)
+{
+	const char *colon = strchr(full, ':');
+	char provider[256];
+	size_t n;
+
+	if (!colon)
+		return djp_marker_match(pattern, NULL, full);
+	n = (size_t)(colon - full);
+	if (n >= sizeof(provider))
+		return false;
+	memcpy(provider, full, n);
+	provider[n] = 0;
+	return djp_marker_match(pattern, provider, colon + 1);
+}
+
+char *djp_marker_full_name(char *buf, size_t sz, const char *provider, const char *name)
+{
+	if (provider && *provider)
+		snprintf(buf, sz, "%s:%s", provider, name);
+	else
+		snprintf(buf, sz, "%s", name);
+	return buf;
+}

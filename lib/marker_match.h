@@ -1,0 +1,25 @@
+/*
+ * Marker patterns, one rule for the engine, the agent and the tool: a
+ * pattern "GLOB" matches the name of a marker of any provider (or of none:
+ * a `.markers` record has none), and "PGLOB:NGLOB" an SDT probe whose
+ * provider matches PGLOB and whose name matches NGLOB (fnmatch(3) globs).
+ * Across the session protocol an SDT probe travels by its full name,
+ * "provider:name", as `djp list` shows it; providers and names are C
+ * identifiers, so the first ':' splits them.
+ */
+#ifndef DJP_LIB_MARKER_MATCH_H
+#define DJP_LIB_MARKER_MATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+bool djp_marker_match(const char *pattern, const char *provider, const char *name);
+
+/* The same against a full name ("provider:name" or "name"). */
+bool djp_marker_match_full(const char *pattern, const char *full);
+
+/* "provider:name" into buf (or the name alone when provider is NULL or
+ * empty), truncated to sz; returns buf. */
+char *djp_marker_full_name(char *buf, size_t sz, const char *provider, const char *name);
+
+#endif
