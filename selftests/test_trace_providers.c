@@ -5,6 +5,8 @@
  * bare `.mark("catch")`, counted exactly against the exceptions the target
  * threw (selftests/trace_progs/trace_cxx.cc).  And patterns that overlap:
  * a site two patterns of one session match records one event per hit.
+ * And `-c` of a program that has SDT probes only, directly and through a
+ * shell (where the program itself must dial in, not the shell).
  */
 #include <signal.h>
 #include <stdatomic.h>
@@ -62,7 +64,7 @@ TEST_TIMEOUT(trace_provider_pattern_counts_libstdcxx_exactly, 60)
 	unsigned long long ev, lost;
 	/* two patterns, both matching libstdcxx:throw: one event a hit */
 	struct tproc *p = throw_under(
-		(char *const[]){ (char *)tt_djp(), "trace", "-c", (char *)tt_cxx(), "libstdcxx:*", "throw", NULL }, 500);
+		(char *const[]){ (char *)tt_djp(), "trace", "-c", (char *)tt_cxx(false), "libstdcxx:*", "throw", NULL }, 500);
 	if (!tt_summary_row(p->ebuf, "libstdcxx:throw", &ev, &lost) || ev != 500 || lost)
 		djp_test_fail(__FILE__, __LINE__, "throw: %s", p->ebuf);
 	if (!tt_summary_row(p->ebuf, "libstdcxx:catch", &ev, &lost) || ev != 500 || lost)
@@ -74,7 +76,7 @@ TEST_TIMEOUT(trace_provider_pattern_counts_libstdcxx_exactly, 60)
 TEST_TIMEOUT(script_provider_points_count_libstdcxx_exactly, 60)
 {
 	struct tproc *p = throw_under(
-		(char *const[]){ (char *)tt_djp(), "-c", (char *)tt_cxx(), "-e",
+		(char *const[]){ (char *)tt_djp(), "-c", (char *)tt_cxx(false), "-e",
 				 "global t, c, where\n"
 				 "probe process(\"libstdc++.so.6\").provider(\"libstdcxx\").mark(\"throw\") { t++; where = pp() }\n"
 				 "probe process.mark(\"catch\"), process.provider(\"libstdcxx\").mark(\"cat*\") { c++ }\n"
@@ -89,7 +91,7 @@ TEST_TIMEOUT(script_provider_points_count_libstdcxx_exactly, 60)
 
 TEST_TIMEOUT(script_provider_point_matching_nothing_is_an_error, 30)
 {
-	struct tproc *p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", (char *)tt_cxx(), "-e",
+	struct tproc *p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", (char *)tt_cxx(false), "-e",
 						    "probe process.provider(\"nosuch\").mark(\"*\") { }", NULL },
 				   false, -1);
 	int st = tt_finish(p, 20000);
@@ -136,4 +138,33 @@ TEST(overlapping_probes_of_one_client_run_once)
 	CHECK_EQ(djp_disconnect(c), 0);
 	once_site();
 	CHECK_EQ(atomic_load(&calls), 4);
+}
+
+/* A program with no marker of its own, run by -c: traced all the same. */
+TEST_TIMEOUT(trace_c_of_a_program_with_sdt_probes_only, 60)
+{
+	unsigned long long ev, lost;
+	struct tproc *p = throw_under(
+		(char *const[]){ (char *)tt_djp(), "trace", "-c", (char *)tt_cxx(true), "libstdcxx:throw", NULL }, 200);
+	if (!tt_summary_row(p->ebuf, "libstdcxx:throw", &ev, &lost) || ev != 200 || lost)
+		djp_test_fail(__FILE__, __LINE__, "throw: %s", p->ebuf);
+	free(p);
+}
+
+/* Through a shell: the shell has no probes of its own and lets the
+ * command it starts dial in; here none has any, so nobody dials, and the
+ * command, which outlives the tool's dial-in wait (10 s), is left to
+ * finish, not killed. */
+TEST_TIMEOUT(trace_c_through_a_shell_never_kills_the_command, 60)
+{
+	char cmd[4200];
+	struct tproc *p;
+	int st;
+	snprintf(cmd, sizeof(cmd), "sleep 11; exit 3");
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "x*", NULL }, false, -1);
+	st = tt_finish(p, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	if (!strstr(p->ebuf, "exited with status 3 before its agent connected") || !strstr(p->ebuf, "waiting for it"))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	free(p);
 }

@@ -44,10 +44,11 @@ const char *tt_target(bool o0)
 	return p[o0] ? p[o0] : (p[o0] = copy_path(o0 ? "trace_progs/trace_target-O0" : "trace_progs/trace_target"));
 }
 
-const char *tt_cxx(void)
+const char *tt_cxx(bool sdt_only)
 {
-	static const char *p;
-	return p ? p : (p = copy_path("trace_progs/trace_cxx"));
+	static const char *p[2];
+	return p[sdt_only] ? p[sdt_only]
+			   : (p[sdt_only] = copy_path(sdt_only ? "trace_progs/trace_cxx_sdt" : "trace_progs/trace_cxx"));
 }
 
 const char *tt_plugin(void)

@@ -23,7 +23,9 @@ const char *tt_djp(void);
 const char *tt_lib(void);
 const char *tt_target(bool o0);
 const char *tt_plugin(void);
-const char *tt_cxx(void); /* trace_progs/trace_cxx.cc: libstdc++'s SDT probes */
+/* trace_progs/trace_cxx.cc: libstdc++'s SDT probes; sdt_only: no marker
+ * of its own */
+const char *tt_cxx(bool sdt_only);
 
 /* Start argv; preload: with libdjprobe.so in LD_PRELOAD; uid >= 0: as that
  * user.  stdin/stdout/stderr are pipes.  Exits the test on failure. */

@@ -25,4 +25,8 @@ $(TRACE_CXX): selftests/trace_progs/trace_cxx.cc include/djprobe/marker.h | $(DE
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) -O2 -g -Iinclude $(CXXFLAGS) -o $@ $<
-CHECK_DEPS += $(TRACE_TARGETS) $(TRACE_PLUGIN) $(TRACE_CXX)
+$(TRACE_CXX)_sdt: selftests/trace_progs/trace_cxx.cc include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -O2 -g -Iinclude -DTRACE_CXX_SDT_ONLY $(CXXFLAGS) -o $@ $<
+CHECK_DEPS += $(TRACE_TARGETS) $(TRACE_PLUGIN) $(TRACE_CXX) $(TRACE_CXX)_sdt

@@ -30,6 +30,9 @@
  * waits for the first configuration (default 5). */
 #define DJP_AGENT_ENV "DJP_AGENT"
 #define DJP_AGENT_TOOL_ENV "DJP_AGENT_TOOL"
+/* The pid of the process that is the command itself (run without a
+ * shell): it dials in whatever probes it has, none included. */
+#define DJP_AGENT_TOOL_PID_ENV "DJP_AGENT_TOOL_PID"
 #define DJP_AGENT_TIMEOUT_ENV "DJP_AGENT_TIMEOUT"
 #define DJP_AGENT_DEFAULT_TIMEOUT 5
 

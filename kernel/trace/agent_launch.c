@@ -15,13 +15,18 @@
  * default 5): a tool that dies or dawdles costs the command at most that,
  * and the end of the session releases it at once.
  *
- * Which process is the target?  The command may be run through /bin/sh, and
- * every process it starts inherits the environment, so the first process
- * with LD_PRELOAD may be a shell.  The agent dials only from a process that
- * has djprobe markers of its own (a `.markers` section in a loaded object;
- * SDT notes, which libc has, do not count), and removes DJP_AGENT_TOOL from
- * its environment when it does, so its own children do not dial again.  A
- * shell without markers leaves the variable for the command it starts.
+ * Which process is the target?  A command the tool runs itself (a plain
+ * word list, exec'd directly) is: the tool names its pid in
+ * DJP_AGENT_TOOL_PID, and it dials in whatever it holds, SDT probes only
+ * (PostgreSQL, python3) or nothing yet (its probes may come with dlopen).
+ * Otherwise the command runs through /bin/sh, and every process it starts
+ * inherits the environment, so the first process with LD_PRELOAD may be a
+ * shell: then the agent dials only from a process that has probes of its
+ * own, djprobe markers in a loaded object or SDT notes in the program
+ * itself (libc's SDT notes, which every shell loads, do not count).  The
+ * one that dials removes both variables from its environment, so that its
+ * own children do not dial again.  A shell without probes leaves them for
+ * the command it starts.
  */
 #include <errno.h>
 #include <link.h>
@@ -52,9 +57,12 @@ static int object_has_markers(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)arg;
 	if (!name || strstr(name, "linux-vdso"))
 		return 0;
-	if (!name[0])
+	bool program = !name[0];
+	if (program)
 		name = "/proc/self/exe";
-	if (djp_markers_read_file(name, DJP_READ_NO_DWARF | DJP_READ_NO_SDT, &list, err, sizeof(err)) == 0) {
+	/* SDT notes count in the program only: libc has some */
+	if (djp_markers_read_file(name, DJP_READ_NO_DWARF | (program ? 0 : DJP_READ_NO_SDT), &list, err,
+				  sizeof(err)) == 0) {
 		found = list->count > 0;
 		djp_marker_list_free(list);
 	}
@@ -71,12 +79,15 @@ int djp_agent_launch_dial(void)
 	size_t n;
 	int fd;
 
+	const char *cmd_pid = getenv(DJP_AGENT_TOOL_PID_ENV);
+
 	if (!tool || !*tool || (n = strlen(tool)) >= sizeof(a.sun_path) - 1)
 		return -1;
-	if (!dl_iterate_phdr(object_has_markers, NULL))
+	if ((!cmd_pid || atol(cmd_pid) != (long)getpid()) && !dl_iterate_phdr(object_has_markers, NULL))
 		return -1;
 	memcpy(a.sun_path + 1, tool, n);
 	unsetenv(DJP_AGENT_TOOL_ENV);
+	unsetenv(DJP_AGENT_TOOL_PID_ENV);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;

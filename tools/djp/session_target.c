@@ -196,6 +196,11 @@ static void child_exec(struct session *s, const char *preload, const char *sockn
 			errno = ENOENT;
 			goto fail;
 		}
+		char pid[16];
+		/* this process is the command: its agent dials whatever it has */
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		if (setenv(DJP_AGENT_TOOL_PID_ENV, pid, 1))
+			goto fail;
 		execvp(we.we_wordv[0], we.we_wordv);
 	} else {
 		execl("/bin/sh", "sh", "-c", s->cmd, (char *)NULL);
@@ -210,7 +215,7 @@ fail:
 static void set_status_message(struct session *s)
 {
 	if (WIFEXITED(s->child_status))
-		fprintf(stderr, "djp: %s: exited with status %d before its agent connected (no djprobe markers in it?)\n",
+		fprintf(stderr, "djp: %s: exited with status %d before its agent connected\n",
 			s->cmd, WEXITSTATUS(s->child_status));
 	else
 		fprintf(stderr, "djp: %s: killed by signal %d before its agent connected\n", s->cmd,
@@ -293,13 +298,13 @@ int session_launch(struct session *s)
 			fprintf(stderr, "djp: %s: interrupted before its agent connected\n", s->cmd);
 			return -1;
 		}
-		if (waited >= DIAL_TIMEOUT_MS) {
-			fprintf(stderr, "djp: %s: its agent did not connect within %d s (no djprobe markers in it?)\n",
+		if (waited == DIAL_TIMEOUT_MS)
+			/* a shell command none of whose processes has probes of its
+			 * own yet: it is left to run, never killed for that */
+			fprintf(stderr,
+				"djp: %s: no process of it has dialled in after %d s (none has djprobe markers or SDT "
+				"probes of its own?); waiting for it\n",
 				s->cmd, DIAL_TIMEOUT_MS / 1000);
-			close(lfd);
-			session_stop_child(s);
-			return -1;
-		}
 	}
 	close(lfd);
 	s->fd = fd;
