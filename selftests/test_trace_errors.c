@@ -40,17 +40,22 @@ TEST(trace_error_no_such_process)
 	free(p);
 }
 
-TEST(trace_error_no_agent)
+/* The library is there but its agent was turned off: nothing to inject
+ * (a second engine), one line, nothing changed. */
+TEST(trace_error_agent_disabled)
 {
-	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), NULL }, false, -1);
+	struct tproc *t;
 	struct tproc *p;
 	char pid[16];
 	int st, n;
 
+	setenv("DJP_AGENT", "0", 1);
+	t = tt_spawn((char *const[]){ (char *)tt_target(false), NULL }, true, -1);
+	unsetenv("DJP_AGENT");
 	CHECK(tt_wait_out(t, "ready", 10000));
 	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
 	p = run_djp((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "tt_*", NULL }, -1, &st);
-	expect_one_line(p, st, pid, "no djprobe agent");
+	expect_one_line(p, st, pid, "its agent is not running (DJP_AGENT=0?)");
 	CHECK_EQ(tt_sites_changed(t->pid, tt_target(false), &n), 0);
 	tt_kill(t);
 	free(p);

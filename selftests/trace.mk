@@ -19,6 +19,18 @@ $(TRACE_PLUGIN): selftests/trace_progs/trace_plugin.c | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
+# The injection tests' target with busy threads (no libdjprobe, as above),
+# and one linked statically: no loader to ask.
+BUSY_TARGET := $(TRACE_PROGS_DIR)/busy_target
+$(BUSY_TARGET): selftests/trace_progs/busy_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
+$(BUSY_TARGET)-static: selftests/trace_progs/busy_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -static -o $@ $< -lpthread
+CHECK_DEPS += $(BUSY_TARGET) $(BUSY_TARGET)-static
 # A C++ target: libstdc++'s SDT probes, for the provider patterns.
 TRACE_CXX := $(TRACE_PROGS_DIR)/trace_cxx
 $(TRACE_CXX): selftests/trace_progs/trace_cxx.cc include/djprobe/marker.h | $(DEPS_STAMP)

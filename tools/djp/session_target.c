@@ -44,6 +44,7 @@
 #include "kernel/trace/agent.h"
 #include "lib/agent_addr.h"
 #include "lib/ptrace_perm.h"
+#include "inject.h"
 #include "session.h"
 
 #define DIAL_TIMEOUT_MS ((DJP_AGENT_DEFAULT_TIMEOUT + 5) * 1000)
@@ -118,6 +119,21 @@ int session_attach(struct session *s)
 	if (err == -EACCES) {
 		fprintf(stderr, "djp: process %d: not allowed to trace it: its descriptors cannot be read\n", (int)pid);
 		return -1;
+	}
+	if (err == -ENOENT || err == -ECONNREFUSED) {
+		/* no agent: load one into it (inject.c), then find it */
+		const char *lib = session_preload_path();
+		char why_not[512], abs[PATH_MAX];
+		if (!lib || !realpath(lib, abs)) {
+			fprintf(stderr, "djp: cannot find libdjprobe.so next to djp or in ../lib (set DJP_PRELOAD)\n");
+			return -1;
+		}
+		if (djp_inject(pid, abs, why_not, sizeof(why_not))) {
+			fprintf(stderr, "djp: process %d: no djprobe agent in it, and %s\n", (int)pid, why_not);
+			return -1;
+		}
+		for (int i = 0; i < 200 && (err = djp_agent_addr_find(pid, &a, &alen)) == -ENOENT; i++)
+			nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 	}
 	fd = err ? -1 : socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, alen) < 0) {

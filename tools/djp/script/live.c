@@ -169,6 +169,11 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 		}
 		if (run_interrupted)
 			return DJP_SRC_TIMEOUT;
+		/* The batch is spent: a timer that is due (exit() in one, say)
+		 * comes before the next, or a target that never lets the rings
+		 * run dry would starve it. */
+		if (deadline != UINT64_MAX && clock_ns(CLOCK_REALTIME) >= deadline)
+			return DJP_SRC_TIMEOUT;
 		l->next = 0;
 		if (session_drain(&l->s) > 0 || l->s.nbatch)
 			continue;

@@ -1,0 +1,199 @@
+/*
+ * `djp trace -x` on programs started without libdjprobe: the tool loads the
+ * agent into them through ptrace (tools/djp/inject.c).  Each target must
+ * go on as if nothing happened: a thread blocked in read gets its read
+ * back, events are counted exactly, the text is the file's again after the
+ * trace, and the exit status is its own.  What cannot be injected (a
+ * static program, a zombie, a kernel thread, init) is refused with one
+ * line, and the target runs on.
+ */
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "test_trace_util.h"
+
+static const char *busy(bool is_static)
+{
+	static char p[2][4096];
+	snprintf(p[is_static], sizeof(p[is_static]), "%s",
+		 djp_test_path(is_static ? "trace_progs/busy_target-static" : "trace_progs/busy_target"));
+	return p[is_static];
+}
+
+static struct tproc *trace_x(pid_t pid, const char *pattern)
+{
+	char spid[16];
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	return tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, (char *)pattern, NULL }, false, -1);
+}
+
+TEST_TIMEOUT(inject_into_a_program_without_the_agent, 60)
+{
+	/* no LD_PRELOAD: the target never heard of djprobe */
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--tick-us", "2000", NULL }, false, -1);
+	struct tproc *p;
+	unsigned long long ev, lost;
+	int st;
+
+	CHECK(tt_wait_out(t, "ready", 10000));
+	p = trace_x(t->pid, "tt_*");
+	CHECK(tt_wait_out(p, " tt_tick i=", 10000));
+	/* its main thread was stopped in read(0): the read goes on */
+	tt_send(t, "burst 1000\n");
+	CHECK(tt_wait_out(t, "burst 1000 ", 10000));
+	kill(p->pid, SIGINT);
+	st = tt_finish(p, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!tt_summary_row(p->ebuf, "tt_burst", &ev, &lost) || ev != 1000 || lost)
+		djp_test_fail(__FILE__, __LINE__, "summary: %s", p->ebuf);
+	CHECK(tt_wait_restored(t->pid, tt_target(false), 2000));
+	tt_send(t, "burst 10\n");
+	CHECK(tt_wait_out(t, "burst 10 ", 10000));
+	tt_send(t, "exit 7\n");
+	st = tt_finish(t, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+	CHECK_EQ(tt_count(t->obuf, "ready"), 1);
+	free(p);
+	free(t);
+}
+
+/* Four threads that never make a system call (more than the cores), and
+ * the main one in read: the injector stops only a thread where calling
+ * the loader is safe, and the spinners keep spinning. */
+TEST_TIMEOUT(inject_with_busy_threads, 60)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)busy(false), "--threads", "4", NULL }, false, -1);
+	struct tproc *p;
+	char spid[16];
+	int st;
+
+	CHECK(tt_wait_out(t, "ready", 10000));
+	/* a script, not the event printer: four spinners outrun any printer */
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-x", spid, "-e",
+				      "global n; probe process.mark(\"bt_spin\") { n++ }\n"
+				      "probe timer.ms(500) { exit() }\n"
+				      "probe end { printf(\"seen=%d\\n\", n > 1000) }",
+				      NULL },
+		     false, -1);
+	st = tt_finish(p, 20000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) || !strstr(p->obuf, "seen=1"))
+		djp_test_fail(__FILE__, __LINE__, "djp: status %#x: %s / %s", st, p->obuf, p->ebuf);
+	CHECK(tt_wait_restored(t->pid, busy(false), 2000));
+	tt_send(t, "count\n");
+	CHECK(tt_wait_out(t, "count ", 10000));
+	close(t->in);
+	t->in = -1;
+	st = tt_finish(t, 10000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		djp_test_fail(__FILE__, __LINE__, "target status %#x: %s / %s", st, t->obuf, t->ebuf);
+	free(p);
+	free(t);
+}
+
+/* Expect `djp trace -x PID` to fail with `what` in its one line. */
+static void refused(pid_t pid, const char *what)
+{
+	struct tproc *p = trace_x(pid, "*");
+	int st = tt_finish(p, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	if (!strstr(p->ebuf, what) || tt_lines(p->ebuf) != 1)
+		djp_test_fail(__FILE__, __LINE__, "pid %d: stderr: %s", (int)pid, p->ebuf);
+	free(p);
+}
+
+TEST_TIMEOUT(inject_refuses_what_it_cannot_load_into, 60)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)busy(true), "--threads", "1", NULL }, false, -1);
+	pid_t z;
+	int st;
+
+	CHECK(tt_wait_out(t, "ready", 10000));
+	refused(t->pid, "no libc.so in it");
+	tt_send(t, "count\n"); /* it runs on */
+	CHECK(tt_wait_out(t, "count ", 10000));
+	close(t->in);
+	t->in = -1;
+	st = tt_finish(t, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	free(t);
+
+	z = fork();
+	if (z == 0)
+		_exit(0);
+	CHECK(z > 0);
+	for (int i = 0; i < 500; i++) { /* until it is a zombie */
+		char path[64], buf[256], *c;
+		FILE *f;
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)z);
+		f = fopen(path, "r");
+		if (f && fgets(buf, sizeof(buf), f) && (c = strrchr(buf, ')')) && c[2] == 'Z') {
+			fclose(f);
+			break;
+		}
+		if (f)
+			fclose(f);
+		usleep(2000);
+	}
+	refused(z, "has exited");
+	CHECK_EQ(waitpid(z, &st, 0), z);
+	refused(2, "kernel thread");
+	refused(1, "init");
+}
+
+/* The signal mask and ignored set of /proc/PID/status, joined; *caught
+ * gets the set with handlers. */
+static void sig_lines(pid_t pid, char *out, size_t sz, unsigned long long *caught)
+{
+	char path[64], line[256];
+	FILE *f;
+	size_t n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	out[0] = 0;
+	if (!(f = fopen(path, "r")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if ((!strncmp(line, "SigBlk", 6) || !strncmp(line, "SigIgn", 6)) && n + strlen(line) < sz)
+			n += (size_t)snprintf(out + n, sz - n, "%s", line);
+		if (!strncmp(line, "SigCgt:", 7))
+			*caught = strtoull(line + 7, NULL, 16);
+	}
+	fclose(f);
+}
+
+/* Every signal blocked in every thread: the agent is loaded, but arming
+ * would need SIGTRAP, so the tool says so; the mask and the ignored set
+ * are the program's own before and after (no fault was forced on it), and
+ * its handlers are all still there (the library adds its own, as when it
+ * is preloaded). */
+TEST_TIMEOUT(inject_leaves_a_process_that_blocks_every_signal_as_it_was, 60)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)busy(false), "--threads", "2", "--block-signals", NULL },
+				   false, -1);
+	struct tproc *p;
+	char before[1024], after[1024], spid[16];
+	unsigned long long caught0 = 0, caught1 = 0;
+	int st;
+
+	CHECK(tt_wait_out(t, "ready", 10000));
+	sig_lines(t->pid, before, sizeof(before), &caught0);
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, "bt_spin", NULL }, false, -1);
+	st = tt_finish(p, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	if (!strstr(p->ebuf, "blocks SIGTRAP"))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	sig_lines(t->pid, after, sizeof(after), &caught1);
+	CHECK_STR(after, before);
+	CHECK_EQ(caught1 & caught0, caught0);
+	CHECK(tt_wait_restored(t->pid, busy(false), 2000));
+	tt_send(t, "count\n");
+	CHECK(tt_wait_out(t, "count ", 10000));
+	close(t->in);
+	t->in = -1;
+	st = tt_finish(t, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	free(p);
+	free(t);
+}
