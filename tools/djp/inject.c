@@ -50,6 +50,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <sched.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -94,6 +95,13 @@ static int fail(struct target *t, const char *fmt, ...)
 	vsnprintf(t->err, t->errsz, fmt, ap);
 	va_end(ap);
 	return -1;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static const char *base_name(const char *path)
@@ -439,7 +447,8 @@ int djp_inject(pid_t pid, const char *lib, char *err, size_t errsz)
 	uintptr_t str, sp, stub;
 	uint64_t handle = 0;
 	pid_t tid;
-	int st, waited = 0;
+	int st;
+	double t0 = now_ms(), idle_since = 0;
 
 	if (lib[0] != '/')
 		return fail(&t, "%s: the library path must be absolute", lib);
@@ -480,7 +489,8 @@ int djp_inject(pid_t pid, const char *lib, char *err, size_t errsz)
 		if (r < 0 || (r == tid && !WIFSTOPPED(st)))
 			return fail(&t, "it exited while the agent was being loaded");
 		if (r == 0) {
-			if (++waited > CALL_TIMEOUT_MS) {
+			double now = now_ms();
+			if (now - t0 > CALL_TIMEOUT_MS) {
 				/* stuck in the loader (a lock that never comes free):
 				 * give the thread back as it was; what the loader holds
 				 * stays held */
@@ -488,9 +498,17 @@ int djp_inject(pid_t pid, const char *lib, char *err, size_t errsz)
 					give_back(&t, tid, &saved, xsp);
 				return fail(&t, "its loader did not return within %d s", CALL_TIMEOUT_MS / 1000);
 			}
-			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+			/* the loader's system calls stop it every few microseconds:
+			 * yield for a while, then nap */
+			if (!idle_since)
+				idle_since = now;
+			if (now - idle_since < 2)
+				sched_yield();
+			else
+				nanosleep(&(struct timespec){ 0, 200000 }, NULL);
 			continue;
 		}
+		idle_since = 0;
 		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
 			struct user_regs_struct now;
 			struct __ptrace_syscall_info info;
