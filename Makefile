@@ -21,6 +21,8 @@ FUZZ_SECONDS ?= 60
 DURATION ?= 10
 
 DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev libzydis-dev
+# what make check runs besides: python3, whose SDT probes an injection test counts
+DEB_PACKAGES += python3
 DEB_PACKAGES_FUZZ := clang libclang-rt-14-dev
 DEB_PACKAGES_BENCH := valgrind
 

@@ -197,3 +197,82 @@ TEST_TIMEOUT(inject_leaves_a_process_that_blocks_every_signal_as_it_was, 60)
 	free(p);
 	free(t);
 }
+
+/* Programs nobody here wrote, started without the agent: python3's
+ * gc__start (an SDT probe behind a semaphore, which arming must raise),
+ * and libstdc++'s throw in a C++ program that has no marker of its own.
+ * Counted exactly against what the program did. */
+static void python_gc_under_x(void)
+{
+	char py[4096];
+	struct tproc *t, *p;
+	unsigned long long ev, lost;
+	char spid[16];
+	int st;
+
+	if (!realpath("/usr/bin/python3", py))
+		SKIP("no /usr/bin/python3");
+	t = tt_spawn((char *const[]){ py, "-u", "-c",
+				      "import gc, sys, os\n"
+				      "gc.disable()\n"
+				      "print('ready', os.getpid())\n"
+				      "for line in sys.stdin:\n"
+				      "    n = int(line.split()[1])\n"
+				      "    for i in range(n): gc.collect()\n"
+				      "    print('collected', n)\n",
+				      NULL },
+		     false, -1);
+	CHECK(tt_wait_out(t, "ready", 10000));
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, "python:gc__start", NULL }, false, -1);
+	CHECK(tt_wait_armed(t->pid, py, 10000));
+	tt_send(t, "gc 100\n");
+	CHECK(tt_wait_out(t, "collected 100", 10000));
+	kill(p->pid, SIGINT);
+	st = tt_finish(p, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!tt_summary_row(p->ebuf, "python:gc__start", &ev, &lost) || ev != 100 || lost)
+		djp_test_fail(__FILE__, __LINE__, "summary: %s", p->ebuf);
+	CHECK(tt_wait_restored(t->pid, py, 2000));
+	close(t->in);
+	t->in = -1;
+	st = tt_finish(t, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	free(p);
+	free(t);
+}
+
+TEST_TIMEOUT(inject_python3_gc_start, 60)
+{
+	python_gc_under_x();
+}
+
+TEST_TIMEOUT(inject_cxx_program_libstdcxx_throw, 60)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_cxx(true), NULL }, false, -1);
+	struct tproc *p;
+	unsigned long long ev, lost;
+	char spid[16], cxxlib[4096];
+	int st;
+
+	CHECK(tt_wait_out(t, "ready", 10000));
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, "libstdcxx:throw", "libstdcxx:catch", NULL },
+		     false, -1);
+	CHECK(realpath("/usr/lib/x86_64-linux-gnu/libstdc++.so.6", cxxlib) != NULL);
+	CHECK(tt_wait_armed(t->pid, cxxlib, 10000));
+	tt_send(t, "throw 300\n");
+	CHECK(tt_wait_out(t, "thrown 300", 10000));
+	kill(p->pid, SIGINT);
+	st = tt_finish(p, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!tt_summary_row(p->ebuf, "libstdcxx:throw", &ev, &lost) || ev != 300 || lost ||
+	    !tt_summary_row(p->ebuf, "libstdcxx:catch", &ev, &lost) || ev != 300)
+		djp_test_fail(__FILE__, __LINE__, "summary: %s", p->ebuf);
+	close(t->in);
+	t->in = -1;
+	st = tt_finish(t, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	free(p);
+	free(t);
+}

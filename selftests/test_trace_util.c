@@ -244,7 +244,7 @@ int tt_sites_changed(pid_t pid, const char *binary, int *nsites)
 	int nmaps, changed = 0, memfd, filefd;
 
 	*nsites = 0;
-	if (djp_markers_read_file(binary, DJP_READ_NO_DWARF | DJP_READ_NO_SDT, &list, err, sizeof(err)))
+	if (djp_markers_read_file(binary, DJP_READ_NO_DWARF, &list, err, sizeof(err))) /* SDT sites too */
 		return -1;
 	nmaps = maps_of(pid, binary, maps, 32);
 	if (nmaps <= 0 || djp_marker_list_bias(list, maps[0].start, maps[0].off, &bias)) {

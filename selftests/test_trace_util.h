@@ -42,8 +42,9 @@ int tt_count(const char *hay, const char *needle);
 /* Lines of s (stderr) that are not empty. */
 int tt_lines(const char *s);
 
-/* Marker sites of `binary` in process pid: how many differ from the file's
- * bytes (-1 on error); *nsites gets how many there are. */
+/* Marker sites (SDT probes included) of `binary` in process pid: how many
+ * differ from the file's bytes (-1 on error); *nsites gets how many there
+ * are. */
 int tt_sites_changed(pid_t pid, const char *binary, int *nsites);
 /* Wait up to timeout_ms for every site to match the file again. */
 bool tt_wait_restored(pid_t pid, const char *binary, int timeout_ms);
