@@ -39,7 +39,7 @@ static const char *const msg_names[] = {
 	[DJP_MSG_MARKERS] = "MARKERS",	 [DJP_MSG_CONNECTED] = "CONNECTED",
 	[DJP_MSG_STATS_REPLY] = "STATS_REPLY", [DJP_MSG_RING_FD] = "RING_FD",
 	[DJP_MSG_HELLO_REPLY] = "HELLO_REPLY", [DJP_MSG_MARKER_LOG] = "MARKER_LOG",
-	[DJP_MSG_MARKER_LOG_FD] = "MARKER_LOG_FD",
+	[DJP_MSG_MARKER_LOG_FD] = "MARKER_LOG_FD", [DJP_MSG_FOLLOW] = "FOLLOW",
 };
 
 bool djp_msg_type_valid(unsigned type)

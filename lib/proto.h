@@ -39,6 +39,10 @@
  *   MARKER_LOG agent: MARKER_LOG_FD u64 size, the marker log's memfd in
  *                     SCM_RIGHTS (lib/marker_log.h): markers of objects
  *                     loaded from then on, written before they are armed
+ *   FOLLOW     tool:  str name, an abstract socket the tool listens on:
+ *                     the child of every fork from then on dials it
+ *                     before fork returns, and waits for its START
+ *              agent: OK u32 0
  *
  * A malformed frame (bad length, type or flags, a field past the end, bytes
  * left over) ends the session: the agent disarms every probe it armed for it
@@ -52,7 +56,7 @@
 #include <stdint.h>
 
 #define DJP_PROTO_MAGIC 0x4a504a44u /* "DJPJ" */
-#define DJP_PROTO_VERSION 3u
+#define DJP_PROTO_VERSION 4u
 #define DJP_PROTO_HDR_SIZE 8u
 #define DJP_PROTO_MAX_PAYLOAD (60u * 1024)
 #define DJP_PROTO_STR_MAX 4096u
@@ -71,6 +75,7 @@ enum djp_msg_type {
 	DJP_MSG_START = 7,
 	DJP_MSG_BYE = 8,
 	DJP_MSG_MARKER_LOG = 9,
+	DJP_MSG_FOLLOW = 10,
 	/* replies (agent to tool) */
 	DJP_MSG_OK = 64,
 	DJP_MSG_ERROR = 65,	/* i32 -errno, str message */

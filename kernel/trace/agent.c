@@ -50,6 +50,17 @@
  * the engine disarms every site in it; the child closes its copies of the
  * agent's sockets so that a tool still sees end of file when the parent
  * exits.  exec: every descriptor is close-on-exec.
+ *
+ * Following forks.  A session may ask (FOLLOW) that children be traced:
+ * then, in the child, before fork returns, a handler that runs after the
+ * engine's own (it is registered at the first FOLLOW, which comes after the
+ * engine's first connect, and fork's child handlers run in the order they
+ * were registered) dials the tool's socket, starts a new agent thread with
+ * that connection as its first session, and waits for the tool's START,
+ * as a -c command's constructor does (agent_launch.c): the tool arms the
+ * child's probes into a ring of its own, and the child's first instruction
+ * after fork runs traced.  A tool that is gone costs the child a refused
+ * connect; one that does not answer, the launch timeout.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -71,6 +82,11 @@ static int start_err;
 static int listen_fd = -1;
 static int initial_fd = -1; /* the -c session, dialled by the constructor */
 static struct djp_agent_session *sessions;
+/* FOLLOW: the tool's socket, and the session that asked (owner) */
+static char follow_name[108];
+static const struct djp_agent_session *follow_owner;
+static pthread_once_t follow_once = PTHREAD_ONCE_INIT;
+static void start_thread(void);
 
 bool djp_agent_peer_allowed(const struct ucred *cred, const char **why)
 {
@@ -159,6 +175,7 @@ static void accept_one(void)
 
 static void end_session(struct djp_agent_session *s)
 {
+	djp_agent_unfollow(s);
 	if (s->launch)
 		djp_agent_launch_release();
 	s->ending = true;
@@ -263,13 +280,57 @@ static void atfork_child(void)
 		}
 }
 
+/* The child of a fork whose parent follows forks: a new agent, dialled in
+ * to the tool, and the wait for its START (see the essay). */
+static void follow_child(void)
+{
+	int fd;
+	if (!follow_name[0] || !sessions)
+		return;
+	follow_name[sizeof(follow_name) - 1] = 0;
+	fd = djp_agent_dial_tool(follow_name);
+	follow_name[0] = 0; /* the new session asks again if it wants to */
+	follow_owner = NULL;
+	if (fd < 0)
+		return;
+	/* the parent's sessions are not ours: forgotten, their rings left
+	 * mapped (they are the parent's) */
+	memset(sessions, 0, DJP_AGENT_MAX_SESSIONS * sizeof(*sessions));
+	listen_fd = listen_socket();
+	initial_fd = fd;
+	session_setup_fd(fd);
+	djp_agent_session_open(&sessions[0], fd, 0, getuid(), true);
+	djp_agent_launch_rearm();
+	start_thread();
+	if (start_err == 0)
+		djp_agent_launch_wait();
+}
+
+static void register_follow(void)
+{
+	pthread_atfork(NULL, NULL, follow_child);
+}
+
+int djp_agent_follow(const struct djp_agent_session *s, const char *name)
+{
+	if (strlen(name) >= sizeof(follow_name))
+		return -ENAMETOOLONG;
+	pthread_once(&follow_once, register_follow);
+	snprintf(follow_name, sizeof(follow_name), "%s", name);
+	follow_owner = s;
+	return 0;
+}
+
+void djp_agent_unfollow(const struct djp_agent_session *s)
+{
+	if (follow_owner == s) {
+		follow_name[0] = 0;
+		follow_owner = NULL;
+	}
+}
+
 static void start(void)
 {
-	pthread_attr_t attr;
-	pthread_t th;
-	sigset_t all, old;
-	int err;
-
 	sessions = calloc(DJP_AGENT_MAX_SESSIONS, sizeof(*sessions));
 	if (!sessions) {
 		start_err = -ENOMEM;
@@ -285,6 +346,16 @@ static void start(void)
 		return;
 	}
 	pthread_atfork(NULL, NULL, atfork_child);
+	start_thread();
+}
+
+static void start_thread(void)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+	sigset_t all, old;
+	int err;
+
 	/* Start the thread with every signal blocked but the engine's; it
 	 * opens what else it must. */
 	sigfillset(&all);

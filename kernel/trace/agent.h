@@ -67,10 +67,20 @@ int djp_agent_session_end(struct djp_agent_session *s);
 /* The socket to the waiting tool, connected, or -1 (not launched by a tool,
  * or this process has no markers of its own). */
 int djp_agent_launch_dial(void);
+/* Connect to the tool listening on the abstract socket `name`, and check
+ * that it may trace us; the socket or -1. */
+int djp_agent_dial_tool(const char *name);
+/* A child of fork waits for its own START (djp_agent_launch_wait). */
+void djp_agent_launch_rearm(void);
 /* Block the constructor until released or timed out. */
 void djp_agent_launch_wait(void);
 /* START arrived, or the launch session ended. */
 void djp_agent_launch_release(void);
+
+/* agent.c: a session asked that the children of fork dial the tool's
+ * socket `name` (FOLLOW); "" from a session that ends stops it. */
+int djp_agent_follow(const struct djp_agent_session *s, const char *name);
+void djp_agent_unfollow(const struct djp_agent_session *s);
 
 /* agent.c: may the peer SO_PEERCRED describes trace us (ptrace's rule)?
  * On false, *why says why not. */

@@ -72,22 +72,31 @@ static int object_has_markers(struct dl_phdr_info *info, size_t size, void *arg)
 int djp_agent_launch_dial(void)
 {
 	const char *tool = getenv(DJP_AGENT_TOOL_ENV);
+	const char *cmd_pid = getenv(DJP_AGENT_TOOL_PID_ENV);
+	int fd;
+
+	if (!tool || !*tool)
+		return -1;
+	if ((!cmd_pid || atol(cmd_pid) != (long)getpid()) && !dl_iterate_phdr(object_has_markers, NULL))
+		return -1;
+	unsetenv(DJP_AGENT_TOOL_PID_ENV);
+	fd = djp_agent_dial_tool(tool);
+	unsetenv(DJP_AGENT_TOOL_ENV); /* after: tool points into the environment */
+	return fd;
+}
+
+int djp_agent_dial_tool(const char *tool)
+{
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	const char *why;
-	size_t n;
+	size_t n = strlen(tool);
 	int fd;
 
-	const char *cmd_pid = getenv(DJP_AGENT_TOOL_PID_ENV);
-
-	if (!tool || !*tool || (n = strlen(tool)) >= sizeof(a.sun_path) - 1)
-		return -1;
-	if ((!cmd_pid || atol(cmd_pid) != (long)getpid()) && !dl_iterate_phdr(object_has_markers, NULL))
+	if (!n || n >= sizeof(a.sun_path) - 1)
 		return -1;
 	memcpy(a.sun_path + 1, tool, n);
-	unsetenv(DJP_AGENT_TOOL_ENV);
-	unsetenv(DJP_AGENT_TOOL_PID_ENV);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
@@ -119,6 +128,11 @@ void djp_agent_launch_wait(void)
 		;
 	released = true;
 	pthread_mutex_unlock(&launch_lock);
+}
+
+void djp_agent_launch_rearm(void)
+{
+	released = false; /* a child of fork: the parent's START was not its own */
 }
 
 void djp_agent_launch_release(void)

@@ -436,6 +436,19 @@ static int do_stats(struct djp_agent_session *s, struct djp_preader *r)
 	return err;
 }
 
+/* ---- FOLLOW ---------------------------------------------------------------- */
+
+static int do_follow(struct djp_agent_session *s, struct djp_preader *r)
+{
+	char name[128];
+	int err;
+	if (!djp_get_str(r, name, sizeof(name)) || !djp_preader_done(r))
+		return -EPROTO;
+	if ((err = djp_agent_follow(s, name)))
+		return reply_error(s, err, "%s", "the tool's socket name is too long");
+	return reply_ok(s, 0);
+}
+
 /* ---- the session ------------------------------------------------------------ */
 
 /* Handle one frame; 0 to go on, < 0 to end the session. */
@@ -464,6 +477,8 @@ static int handle(struct djp_agent_session *s, unsigned type, const uint8_t *pay
 		return do_disconnect(s, &r);
 	case DJP_MSG_STATS:
 		return do_stats(s, &r);
+	case DJP_MSG_FOLLOW:
+		return do_follow(s, &r);
 	case DJP_MSG_START:
 		if (!djp_preader_done(&r))
 			return -EPROTO;

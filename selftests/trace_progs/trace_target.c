@@ -12,6 +12,8 @@
  * commands from stdin, one per line, answering each on stdout:
  *
  *   burst N         fire tt_burst N times as fast as it can: "burst N NS"
+ *   fork N K        fork N children, each firing tt_burst K times and
+ *                   exiting; wait for them all: "forked N"
  *   dlopen PATH N   load PATH and call its plugin_fire(N): "dlopen ok"
  *   fire N          call plugin_fire(N) again: "fired N"
  *   kinds N         fire tt_kinds with arguments of every size and sign
@@ -29,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,11 +87,26 @@ int main(int argc, char **argv)
 	printf("ready %d\n", (int)getpid());
 	while (use_stdin && fgets(line, sizeof(line), stdin)) {
 		char path[4096];
-		long n;
+		long n, k;
 		if (sscanf(line, "burst %ld", &n) == 1) {
 			long long t0 = now_ns();
 			burst(n);
 			printf("burst %ld %lld\n", n, now_ns() - t0);
+		} else if (sscanf(line, "fork %ld %ld", &n, &k) == 2) {
+			long ok = 0;
+			for (long i = 0; i < n; i++) {
+				pid_t c = fork();
+				if (c == 0) {
+					burst(k);
+					_exit(0);
+				}
+			}
+			for (long i = 0; i < n; i++) {
+				int st;
+				if (wait(&st) > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+					ok++;
+			}
+			printf("forked %ld\n", ok);
 		} else if (sscanf(line, "dlopen %4095s %ld", path, &n) == 2) {
 			void *h = dlopen(path, RTLD_NOW);
 			fire = h ? (void (*)(long))dlsym(h, "plugin_fire") : NULL;

@@ -118,7 +118,13 @@ void session_stop_child(struct session *s);
 /* A command that never ran its main: kill it (and the shell around it). */
 void session_kill_unstarted(struct session *s);
 const char *session_preload_path(void);
-
+/* A listening abstract socket of the tool's own, its name in `name`: the fd
+ * (non-blocking), or -1 with errno. */
+int session_listen(char *name, size_t namesz);
+/* Take one agent dialling in on lfd, if one is there and may be traced:
+ * a session for it (freshly initialised: its launch waits for START), or
+ * NULL. */
+struct session *session_accept(int lfd);
 /* session_client.c: each returns 0 or -errno; an ERROR reply's text is in
  * s->errmsg. */
 int session_hello(struct session *s);
@@ -131,6 +137,8 @@ int session_marker_log_read(struct session *s);
 /* flags: DJP_CONNECT_* (lib/proto.h) */
 int session_connect(struct session *s, const char *pattern, unsigned flags, unsigned *nsites);
 int session_start(struct session *s);
+/* FOLLOW: the children of fork dial the tool's socket `name`. */
+int session_follow(struct session *s, const char *name);
 int session_stats(struct session *s);
 int session_bye(struct session *s);
 /* STATS and BYE while the agent is there (it disarms before it answers). */

@@ -247,6 +247,16 @@ int session_start(struct session *s)
 	return simple(s, DJP_MSG_START);
 }
 
+int session_follow(struct session *s, const char *name)
+{
+	static struct djp_pbuf b;
+	long n;
+	djp_pbuf_init(&b);
+	djp_put_str(&b, name);
+	n = request(s, DJP_MSG_FOLLOW, &b, DJP_MSG_OK, NULL);
+	return n < 0 ? (int)n : n == 4 ? 0 : bad_reply(s, "FOLLOW");
+}
+
 int session_bye(struct session *s)
 {
 	int err = simple(s, DJP_MSG_BYE);

@@ -165,9 +165,38 @@ int session_attach(struct session *s)
 	return 0;
 }
 
+/* ---- children of fork ----------------------------------------------------- */
+
+struct session *session_accept(int lfd)
+{
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	struct session *s;
+	const char *why;
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || !may_trace(cred.pid, &why) ||
+	    !(s = calloc(1, sizeof(*s)))) {
+		close(fd);
+		return NULL;
+	}
+	if (session_init(s)) {
+		session_free(s);
+		free(s);
+		close(fd);
+		return NULL;
+	}
+	s->fd = fd;
+	s->pid = cred.pid;
+	s->alive = true;
+	return s;
+}
+
 /* ---- -c CMD ----------------------------------------------------------------- */
 
-static int tool_socket(char *name, size_t namesz)
+int session_listen(char *name, size_t namesz)
 {
 	struct sockaddr_un a;
 	uint64_t rnd = 0;
@@ -249,7 +278,7 @@ int session_launch(struct session *s)
 		fprintf(stderr, "djp: cannot find libdjprobe.so next to djp or in ../lib (set DJP_PRELOAD)\n");
 		return -1;
 	}
-	lfd = tool_socket(sockname, sizeof(sockname));
+	lfd = session_listen(sockname, sizeof(sockname));
 	if (lfd < 0) {
 		fprintf(stderr, "djp: cannot listen for the command's agent: %s\n", strerror(errno));
 		return -1;

@@ -182,10 +182,10 @@ static void where(struct session *s, char *buf, size_t sz)
 		snprintf(buf, sz, "process %d", (int)s->pid);
 }
 
-/* Ring, marker table, patterns, START.  0, or 1 after one line on stderr. */
-static int configure(struct trace *t)
+/* Ring, marker table, patterns, FOLLOW, START (when `start`: a launched
+ * command, a child of fork).  0, or 1 after one line on stderr. */
+static int configure(struct trace *t, struct session *s, bool start)
 {
-	struct session *s = &t->s;
 	char what[256];
 	unsigned nsites;
 
@@ -203,11 +203,47 @@ static int configure(struct trace *t)
 			fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
 		return 1;
 	}
-	if (s->cmd && session_start(s)) {
+	if (t->follow_fd >= 0 && session_follow(s, t->follow_name)) {
+		fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
+		return 1;
+	}
+	if (start && session_start(s)) {
 		fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
 		return 1;
 	}
 	return 0;
+}
+
+/* Children of fork dialling in: each gets the same ring options, patterns
+ * and FOLLOW, then START (its fork returns then). */
+static void accept_kids(struct trace *t)
+{
+	struct session *k;
+	while (t->follow_fd >= 0 && (k = session_accept(t->follow_fd))) {
+		struct session **v = realloc(t->kids, (t->nkids + 1) * sizeof(*v));
+		k->snapshot = t->s.snapshot;
+		k->buffer_size = t->s.buffer_size;
+		if (!v || configure(t, k, true)) {
+			if (k->alive)
+				session_bye(k); /* also releases its fork */
+			session_free(k);
+			free(k);
+			if (v)
+				t->kids = v;
+			continue;
+		}
+		t->kids = v;
+		t->kids[t->nkids++] = k;
+	}
+}
+
+/* A child whose agent is gone (it exited or exec'd): its rings stay
+ * mapped here, for the last drain. */
+static void reap_kids(struct trace *t)
+{
+	for (size_t i = 0; i < t->nkids; i++)
+		if (t->kids[i]->alive && session_agent_gone(t->kids[i], 0))
+			t->kids[i]->alive = false;
 }
 
 static const char *run(struct trace *t, char *why, size_t whysz)
@@ -223,6 +259,8 @@ static const char *run(struct trace *t, char *why, size_t whysz)
 			snapshot_asked = 0;
 			trace_drain(t);
 		}
+		accept_kids(t);
+		reap_kids(t);
 		if (session_stop_signal) {
 			snprintf(why, whysz, "stopped by %s", strsignal(session_stop_signal));
 			return why;
@@ -291,7 +329,7 @@ static bool write_failed(struct trace *t)
 
 int djp_cmd_trace(int argc, char **argv)
 {
-	struct trace t = { 0 };
+	struct trace t = { .follow_fd = -1 };
 	struct session *s = &t.s;
 	char why[128];
 	const char *reason;
@@ -315,7 +353,10 @@ int djp_cmd_trace(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	if (configure(&t)) {
+	/* children of fork dial this socket (FOLLOW); without it, only the
+	 * process itself is traced */
+	t.follow_fd = session_listen(t.follow_name, sizeof(t.follow_name));
+	if (configure(&t, s, s->cmd != NULL)) {
 		/* Nothing stays armed: a command that never ran its main is
 		 * killed; an attached process is told BYE (or sees the session
 		 * end), which disarms. */
@@ -328,7 +369,9 @@ int djp_cmd_trace(int argc, char **argv)
 	}
 
 	reason = run(&t, why, sizeof(why));
-	session_end(s);	 /* counts, then BYE: disarmed when it answers */
+	session_end(s); /* counts, then BYE: disarmed when it answers */
+	for (size_t i = 0; i < t.nkids; i++)
+		session_end(t.kids[i]);
 	trace_drain(&t); /* everything recorded until the probes were disarmed */
 	trace_summary(&t, reason);
 	rc = 0;
@@ -343,5 +386,12 @@ out:
 	if (t.out && write_failed(&t))
 		rc = 1; /* events that did not reach the output: as djp list */
 	session_free(s);
+	for (size_t i = 0; i < t.nkids; i++) {
+		session_free(t.kids[i]);
+		free(t.kids[i]);
+	}
+	free(t.kids);
+	if (t.follow_fd >= 0)
+		close(t.follow_fd);
 	return rc;
 }

@@ -26,11 +26,18 @@ struct trace {
 
 	FILE *out; /* where events go */
 	struct session s;
+	/* children of fork, each a session of its own (FOLLOW): the socket
+	 * they dial, and theirs */
+	int follow_fd;
+	char follow_name[96];
+	struct session **kids;
+	size_t nkids;
 };
 
 /* trace_output.c */
 /* Drain the rings and print what came; returns the number of events. */
-long trace_drain(struct trace *t);
+long trace_drain(struct trace *t); /* every process's */
+long trace_drain_session(struct trace *t, struct session *s);
 /* Final counts from the rings, then the summary on stderr. */
 void trace_summary(struct trace *t, const char *why);
 

@@ -23,11 +23,11 @@
 
 /* ---- one event ------------------------------------------------------------- */
 
-static void print_event(struct trace *t, const struct djp_event *ev, uint32_t tid)
+static void print_event(struct trace *t, struct session *s, const struct djp_event *ev, uint32_t tid)
 {
-	const struct djp_clock_params *cp = djp_consumer_clock(t->s.cons);
+	const struct djp_clock_params *cp = djp_consumer_clock(s->cons);
 	uint64_t ns = djp_clock_to_ns(cp, ev->timestamp);
-	const struct session_marker *m = session_marker_of(&t->s, ev->marker_id);
+	const struct session_marker *m = session_marker_of(s, ev->marker_id);
 	const struct djp_fmt *fmt = m ? m->fmt : NULL;
 	const char *strs[DJP_RING_MAX_ARGS];
 	int64_t args[DJP_RING_MAX_ARGS];
@@ -45,11 +45,11 @@ static void print_event(struct trace *t, const struct djp_event *ev, uint32_t ti
 		djp_format_render(text, sizeof(text), fmt, n, args, strs);
 		djp_escape_c(safe, sizeof(safe), text, false);
 		djp_escape_c(safe_name, sizeof(safe_name), m ? m->name : name, false);
-		fprintf(t->out, "%" PRIu64 ".%09" PRIu64 " %u %s%s%s\n", ns / 1000000000u, ns % 1000000000u, tid,
-			safe_name, safe[0] ? " " : "", safe);
+		fprintf(t->out, "%" PRIu64 ".%09" PRIu64 " %d %u %s%s%s\n", ns / 1000000000u, ns % 1000000000u,
+			(int)s->pid, tid, safe_name, safe[0] ? " " : "", safe);
 		return;
 	}
-	fprintf(t->out, "{\"ts_ns\":%" PRIu64 ",\"tid\":%u,\"name\":", ns, tid);
+	fprintf(t->out, "{\"ts_ns\":%" PRIu64 ",\"pid\":%d,\"tid\":%u,\"name\":", ns, (int)s->pid, tid);
 	djp_json_string(t->out, m ? m->name : name);
 	fputs(",\"args\":{", t->out);
 	for (unsigned i = 0; i < n; i++) {
@@ -82,9 +82,8 @@ static void print_event(struct trace *t, const struct djp_event *ev, uint32_t ti
 
 /* ---- a drain --------------------------------------------------------------- */
 
-long trace_drain(struct trace *t)
+long trace_drain_session(struct trace *t, struct session *s)
 {
-	struct session *s = &t->s;
 	long total = 0, n;
 
 	do {
@@ -93,20 +92,26 @@ long trace_drain(struct trace *t)
 			break;
 		total += n;
 		for (size_t i = 0; i < s->nbatch; i++)
-			print_event(t, session_event(s, i), s->batch[i].tid);
+			print_event(t, s, session_event(s, i), s->batch[i].tid);
 	} while (s->more);
 	fflush(t->out);
 	return total;
 }
 
+long trace_drain(struct trace *t)
+{
+	long total = trace_drain_session(t, &t->s);
+	for (size_t i = 0; i < t->nkids; i++)
+		total += trace_drain_session(t, t->kids[i]);
+	return total;
+}
+
 /* ---- the summary ------------------------------------------------------------ */
 
-void trace_summary(struct trace *t, const char *why)
+static void summary_of(struct session *s)
 {
-	struct session *s = &t->s;
 	uint64_t lost = session_count_lost(s);
 
-	fprintf(stderr, "djp trace: %s\n", why);
 	fprintf(stderr, "djp trace: process %d (%s): %" PRIu64 " events, %" PRIu64 " lost", (int)s->pid,
 		s->program[0] ? s->program : "?", s->events, lost);
 	if (s->stats_ok)
@@ -133,4 +138,12 @@ void trace_summary(struct trace *t, const char *why)
 			s->threads[i].lost);
 	if (!s->stats_ok && lost)
 		fprintf(stderr, "djp trace: lost events per marker unknown (the agent was gone before the end)\n");
+}
+
+void trace_summary(struct trace *t, const char *why)
+{
+	fprintf(stderr, "djp trace: %s\n", why);
+	summary_of(&t->s);
+	for (size_t i = 0; i < t->nkids; i++)
+		summary_of(t->kids[i]);
 }
