@@ -21,8 +21,9 @@ FUZZ_SECONDS ?= 60
 DURATION ?= 10
 
 DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev libzydis-dev
-# what make check runs besides: python3, whose SDT probes an injection test counts
-DEB_PACKAGES += python3
+# What make check runs besides, real programs with SDT probes: python3 (an
+# injection test), PostgreSQL 15 (pgbench under djp trace, every backend).
+DEB_PACKAGES_CHECK := python3 postgresql-15
 DEB_PACKAGES_FUZZ := clang libclang-rt-14-dev
 DEB_PACKAGES_BENCH := valgrind
 
@@ -151,6 +152,7 @@ FUZZ_TARGETS :=
 include $(sort $(wildcard */*.mk */*/*.mk))
 
 check: $(CHECK_DEPS)
+	$(Q)tools/check-deps.sh $(DEB_PACKAGES_CHECK)
 	$(Q)$(SELFTESTS)
 
 demo: all $(EXAMPLES)

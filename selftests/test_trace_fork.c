@@ -11,31 +11,6 @@
 #include "harness.h"
 #include "test_trace_util.h"
 
-/* Every "djp trace: process PID" block of the summary with a `name` row:
- * how many, and the sum of their event counts. */
-static int per_process(const char *summary, const char *name, unsigned long long *total, int *zero_blocks)
-{
-	const char *p = summary;
-	int n = 0;
-	*total = 0;
-	*zero_blocks = 0;
-	while ((p = strstr(p, "djp trace: process "))) {
-		const char *next = strstr(p + 1, "djp trace: process ");
-		char block[4096];
-		size_t len = next ? (size_t)(next - p) : strlen(p);
-		unsigned long long ev, lost;
-		snprintf(block, sizeof(block), "%.*s", (int)(len < sizeof(block) - 1 ? len : sizeof(block) - 1), p);
-		if (tt_summary_row(block, name, &ev, &lost)) {
-			*total += ev;
-			n++;
-		} else {
-			(*zero_blocks)++;
-		}
-		p += len;
-	}
-	return n;
-}
-
 /* Launch or attach (with the target started by the test, no agent), make
  * the target fork n children of k events each, and check the counts. */
 static void follow(bool attach, long n, long k)
@@ -71,7 +46,7 @@ static void follow(bool attach, long n, long k)
 		st = tt_finish(p, 20000);
 	}
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	blocks = per_process(p->ebuf, "tt_burst", &total, &others);
+	blocks = tt_summary_sum(p->ebuf, "tt_burst", &total, &others);
 	if (blocks != n || total != (unsigned long long)(n * k) || others != 1)
 		djp_test_fail(__FILE__, __LINE__, "%d processes with events (%d without), %llu events: %s", blocks, others,
 			      total, p->ebuf);

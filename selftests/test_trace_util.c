@@ -333,3 +333,28 @@ bool tt_summary_row(const char *summary, const char *name, unsigned long long *e
 		return false;
 	return sscanf(s + strlen(pat), "%llu %llu", events, lost) == 2;
 }
+
+/* Every "djp trace: process PID" block of the summary with a `name` row:
+ * how many, and the sum of their event counts. */
+int tt_summary_sum(const char *summary, const char *name, unsigned long long *total, int *zero_blocks)
+{
+	const char *p = summary;
+	int n = 0;
+	*total = 0;
+	*zero_blocks = 0;
+	while ((p = strstr(p, "djp trace: process "))) {
+		const char *next = strstr(p + 1, "djp trace: process ");
+		char block[4096];
+		size_t len = next ? (size_t)(next - p) : strlen(p);
+		unsigned long long ev, lost;
+		snprintf(block, sizeof(block), "%.*s", (int)(len < sizeof(block) - 1 ? len : sizeof(block) - 1), p);
+		if (tt_summary_row(block, name, &ev, &lost)) {
+			*total += ev;
+			n++;
+		} else {
+			(*zero_blocks)++;
+		}
+		p += len;
+	}
+	return n;
+}

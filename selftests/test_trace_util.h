@@ -57,5 +57,9 @@ bool tt_wait_agent(pid_t pid, int timeout_ms);
 
 /* Parse "  NAME   EVENTS   LOST" from a summary; false when absent. */
 bool tt_summary_row(const char *summary, const char *name, unsigned long long *events, unsigned long long *lost);
+/* Over every process block of the summary (children of fork): how many
+ * have a `name` row, their events summed in *total; *zero_blocks gets how
+ * many blocks have none. */
+int tt_summary_sum(const char *summary, const char *name, unsigned long long *total, int *zero_blocks);
 
 #endif

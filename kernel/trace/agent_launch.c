@@ -25,8 +25,10 @@
  * own, djprobe markers in a loaded object or SDT notes in the program
  * itself (libc's SDT notes, which every shell loads, do not count).  The
  * one that dials removes both variables from its environment, so that its
- * own children do not dial again.  A shell without probes leaves them for
- * the command it starts.
+ * own children do not dial again (fork is followed instead), except the
+ * command itself when it has no probes of its own: it may be a wrapper
+ * (runuser, env), and the program it execs dials in too.  A shell without
+ * probes leaves them for the command it starts.
  */
 #include <errno.h>
 #include <link.h>
@@ -75,13 +77,19 @@ int djp_agent_launch_dial(void)
 	const char *cmd_pid = getenv(DJP_AGENT_TOOL_PID_ENV);
 	int fd;
 
+	bool own;
+
 	if (!tool || !*tool)
 		return -1;
-	if ((!cmd_pid || atol(cmd_pid) != (long)getpid()) && !dl_iterate_phdr(object_has_markers, NULL))
+	own = dl_iterate_phdr(object_has_markers, NULL) != 0;
+	if ((!cmd_pid || atol(cmd_pid) != (long)getpid()) && !own)
 		return -1;
 	unsetenv(DJP_AGENT_TOOL_PID_ENV);
 	fd = djp_agent_dial_tool(tool);
-	unsetenv(DJP_AGENT_TOOL_ENV); /* after: tool points into the environment */
+	/* A command without probes of its own may be a wrapper (runuser,
+	 * env, nice): the program it execs dials in as well. */
+	if (own)
+		unsetenv(DJP_AGENT_TOOL_ENV); /* after: tool points into the environment */
 	return fd;
 }
 

@@ -34,7 +34,7 @@ volatile sig_atomic_t session_stop_signal;
 
 int session_init(struct session *s)
 {
-	s->fd = s->ring_fd = -1;
+	s->fd = s->ring_fd = s->launch_fd = -1;
 	s->buf = malloc(DJP_PROTO_MAX_PAYLOAD);
 	return s->buf ? 0 : -ENOMEM;
 }
@@ -48,6 +48,9 @@ void session_free(struct session *s)
 	djp_mlog_close(&s->mlog);
 	if (s->ring_fd >= 0)
 		close(s->ring_fd);
+	if (s->launch_fd >= 0)
+		close(s->launch_fd);
+	s->launch_fd = -1;
 	for (uint32_t i = 0; i < s->nmarkers; i++) {
 		free(s->markers[i].name);
 		free(s->markers[i].format);

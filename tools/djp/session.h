@@ -63,6 +63,7 @@ struct session {
 	pid_t pid;  /* the traced process */
 	char program[1024];
 	pid_t child;	  /* -c: the command we started, until reaped */
+	int launch_fd;	  /* -c: the socket the command's processes dial, or -1 */
 	int child_status; /* its wait status once reaped */
 	bool child_done;
 	char errmsg[600]; /* the agent's last ERROR text */

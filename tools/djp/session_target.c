@@ -351,7 +351,7 @@ int session_launch(struct session *s)
 				"probes of its own?); waiting for it\n",
 				s->cmd, DIAL_TIMEOUT_MS / 1000);
 	}
-	close(lfd);
+	s->launch_fd = lfd; /* more of the command's processes may dial in */
 	s->fd = fd;
 	s->alive = true;
 	return 0;

@@ -182,6 +182,21 @@ static void where(struct session *s, char *buf, size_t sz)
 		snprintf(buf, sz, "process %d", (int)s->pid);
 }
 
+/* No probes but libc's (a wrapper, a shell)? */
+static bool only_libc_probes(struct session *s)
+{
+	for (uint32_t id = 0; id < s->nmarkers; id++) {
+		const char *o = s->markers[id].object, *b;
+		if (!s->markers[id].known || !o)
+			continue;
+		b = strrchr(o, '/');
+		b = b ? b + 1 : o;
+		if (strncmp(b, "libc.so", 7) && strncmp(b, "libc-", 5))
+			return false;
+	}
+	return true;
+}
+
 /* Ring, marker table, patterns, FOLLOW, START (when `start`: a launched
  * command, a child of fork).  0, or 1 after one line on stderr. */
 static int configure(struct trace *t, struct session *s, bool start)
@@ -196,6 +211,11 @@ static int configure(struct trace *t, struct session *s, bool start)
 	}
 	for (int i = 0; i < t->npatterns; i++) {
 		if (session_connect(s, t->patterns[i], 0, &nsites) == 0)
+			continue;
+		/* a wrapper (runuser, env) or a child that has not exec'd yet:
+		 * kept for what it loads or execs */
+		if (s->errcode == -ENOENT && (start || s->cmd) && only_libc_probes(s) &&
+		    session_connect(s, t->patterns[i], DJP_CONNECT_PENDING, &nsites) == 0)
 			continue;
 		if (s->errcode == -ENOENT)
 			fprintf(stderr, "djp: %s: pattern '%s' matches no marker\n", what, t->patterns[i]);
@@ -219,7 +239,8 @@ static int configure(struct trace *t, struct session *s, bool start)
 static void accept_kids(struct trace *t)
 {
 	struct session *k;
-	while (t->follow_fd >= 0 && (k = session_accept(t->follow_fd))) {
+	while ((t->follow_fd >= 0 && (k = session_accept(t->follow_fd))) ||
+	       (t->s.launch_fd >= 0 && (k = session_accept(t->s.launch_fd)))) {
 		struct session **v = realloc(t->kids, (t->nkids + 1) * sizeof(*v));
 		k->snapshot = t->s.snapshot;
 		k->buffer_size = t->s.buffer_size;
