@@ -75,3 +75,35 @@ TEST_TIMEOUT(trace_follows_forks_of_an_injected_process, 120)
 {
 	follow(true, 5, 50);
 }
+
+/* A script follows forks too: pid() is the child's, counts exact per pid. */
+TEST_TIMEOUT(script_follows_forked_children, 120)
+{
+	char cmd[4200];
+	struct tproc *p;
+	int st, lines = 0;
+	const char *l;
+	snprintf(cmd, sizeof(cmd), "%s --ticks 0", tt_target(false));
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
+				      "global c; probe process.mark(\"tt_burst\") { c[pid()]++ }\n"
+				      "probe end { foreach (p in c) printf(\"pid %d: %d\\n\", p, c[p]) }",
+				      NULL },
+		     false, -1);
+	CHECK(tt_wait_out(p, "ready", 10000));
+	tt_send(p, "fork 10 100\n");
+	CHECK(tt_wait_out(p, "forked 10", 30000));
+	close(p->in);
+	p->in = -1;
+	st = tt_finish(p, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (l = p->obuf; (l = strstr(l, "pid ")); l++) {
+		int pid, n;
+		CHECK_EQ(sscanf(l, "pid %d: %d", &pid, &n), 2);
+		if (n != 100 || pid == atoi(strstr(p->obuf, "ready ") + 6))
+			djp_test_fail(__FILE__, __LINE__, "pid %d counted %d: %s", pid, n, p->obuf);
+		lines++;
+	}
+	if (lines != 10)
+		djp_test_fail(__FILE__, __LINE__, "%d processes: %s / %s", lines, p->obuf, p->ebuf);
+	free(p);
+}

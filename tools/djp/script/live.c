@@ -23,6 +23,11 @@
  * close: STATS and BYE (the agent disarms before it answers), then end a
  *        command that is still running, as `djp trace -c` does.
  *
+ * Children of fork (and the program a -c wrapper execs) dial the tool as
+ * they do for `djp trace` (FOLLOW, kernel/trace/agent.c): each gets a
+ * session with the script's globs, and next() hands out the sessions'
+ * batches in turn, each event with its process's pid.
+ *
  * Listing (-l, -L) with only process("PATH") points and no process: the
  * markers are read from the files themselves, as stap lists the probe
  * points of a binary without running it; that source has no events.
@@ -60,8 +65,19 @@ struct live {
 	size_t nlate, caplate;
 	int64_t mono_to_real; /* realtime - monotonic, ns */
 	char comm[64];
-	size_t next; /* the next event of the session's last drain */
+	size_t next; /* the next event of the current session's last drain */
 	bool ended;
+	/* Children of fork (FOLLOW) and the programs a -c wrapper execs: a
+	 * session each, drained in turn with the main one; `cur` is the one
+	 * whose batch is handed out (0: the main one, k + 1: kid k).  They are
+	 * forks of the main process, so a marker id means there what it means
+	 * in it (checked by name and object: ids may part after a fork). */
+	struct session **kids;
+	size_t nkids, cur;
+	int follow_fd;
+	char follow_name[96];
+	char **globs;
+	unsigned nglobs;
 };
 
 static uint64_t clock_ns(clockid_t c)
@@ -133,6 +149,48 @@ static const struct djp_ev_desc *wanted(struct live *l, uint32_t id)
 	return d && (d->id >= l->src.ndescs || l->armed[d->id]) ? d : NULL;
 }
 
+static struct session *session_at(struct live *l, size_t i)
+{
+	return i ? l->kids[i - 1] : &l->s;
+}
+
+/* The descriptor of kid k's event, when its marker is the main process's
+ * marker of that id. */
+static const struct djp_ev_desc *kid_wanted(struct live *l, struct session *k, uint32_t id)
+{
+	const struct session_marker *km = session_marker_of(k, id), *pm = session_marker_of(&l->s, id);
+	if (!km || !pm || !km->name || !pm->name || strcmp(km->name, pm->name) ||
+	    strcmp(km->object ? km->object : "", pm->object ? pm->object : ""))
+		return NULL;
+	return wanted(l, id);
+}
+
+/* Processes dialling in (children of fork, a wrapper's program): configure
+ * each as the main session was (ring, globs, FOLLOW), then START. */
+static void accept_kids(struct live *l)
+{
+	struct session *k;
+	while ((l->follow_fd >= 0 && (k = session_accept(l->follow_fd))) ||
+	       (l->s.launch_fd >= 0 && (k = session_accept(l->s.launch_fd)))) {
+		struct session **v = realloc(l->kids, (l->nkids + 1) * sizeof(*v));
+		unsigned nsites;
+		bool ok = v && !session_hello(k) && !session_ring(k) && !session_list(k);
+		for (unsigned i = 0; ok && i < l->nglobs; i++)
+			ok = !session_connect(k, l->globs[i], DJP_CONNECT_PENDING, &nsites);
+		ok = ok && (l->follow_fd < 0 || !session_follow(k, l->follow_name)) && !session_start(k);
+		if (v)
+			l->kids = v;
+		if (!ok) {
+			if (k->alive)
+				session_bye(k);
+			session_free(k);
+			free(k);
+			continue;
+		}
+		l->kids[l->nkids++] = k;
+	}
+}
+
 /* -c: the command's exit; -x: the process's death or the agent's end. */
 static bool target_gone(struct live *l)
 {
@@ -148,17 +206,19 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 {
 	struct live *l = (struct live *)src;
 	for (;;) {
-		while (l->next < l->s.nbatch) {
+		struct session *s = session_at(l, l->cur);
+		bool got = false;
+		while (l->next < s->nbatch) {
 			size_t i = l->next++;
-			const struct djp_event *e = session_event(&l->s, i);
-			const struct djp_ev_desc *d = wanted(l, e->marker_id);
+			const struct djp_event *e = session_event(s, i);
+			const struct djp_ev_desc *d = l->cur ? kid_wanted(l, s, e->marker_id) : wanted(l, e->marker_id);
 			unsigned n = e->nargs < DJP_EV_MAX_ARGS ? e->nargs : DJP_EV_MAX_ARGS;
 			if (!d)
 				continue;
 			ev->desc = d;
-			ev->ts_ns = djp_clock_to_ns(djp_consumer_clock(l->s.cons), e->timestamp) + (uint64_t)l->mono_to_real;
-			ev->pid = l->s.pid;
-			ev->tid = (int32_t)l->s.batch[i].tid;
+			ev->ts_ns = djp_clock_to_ns(djp_consumer_clock(s->cons), e->timestamp) + (uint64_t)l->mono_to_real;
+			ev->pid = s->pid;
+			ev->tid = (int32_t)s->batch[i].tid;
 			ev->comm = l->comm[0] ? l->comm : NULL;
 			ev->nargs = n;
 			for (unsigned i = 0; i < n; i++) {
@@ -175,7 +235,14 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 		if (deadline != UINT64_MAX && clock_ns(CLOCK_REALTIME) >= deadline)
 			return DJP_SRC_TIMEOUT;
 		l->next = 0;
-		if (session_drain(&l->s) > 0 || l->s.nbatch)
+		accept_kids(l);
+		/* the next session with events, in turn, so that none starves */
+		for (size_t tries = 0; tries <= l->nkids && !got; tries++) {
+			l->cur = (l->cur + 1) % (l->nkids + 1);
+			s = session_at(l, l->cur);
+			got = session_drain(s) > 0 || s->nbatch;
+		}
+		if (got)
 			continue;
 		if (l->ended)
 			return DJP_SRC_END;
@@ -211,6 +278,18 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 		fprintf(stderr, "djp: %s: %s\n", globs[i], l->s.errmsg);
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}
+	/* the same globs for the processes that dial in later */
+	if (!(l->globs = calloc(nglobs ? nglobs : 1, sizeof(*l->globs))))
+		return -ENOMEM;
+	for (unsigned i = 0; i < nglobs; i++)
+		if (!(l->globs[l->nglobs++] = strdup(globs[i])))
+			return -ENOMEM;
+	/* children of fork dial this socket; without it, the process only */
+	l->follow_fd = session_listen(l->follow_name, sizeof(l->follow_name));
+	if (l->follow_fd >= 0 && session_follow(&l->s, l->follow_name)) {
+		close(l->follow_fd);
+		l->follow_fd = -1;
+	}
 	return 0;
 }
 
@@ -234,12 +313,18 @@ static void live_close(struct djp_source *src)
 {
 	struct live *l = (struct live *)src;
 	struct session *s = &l->s;
+	uint64_t lost = 0;
 	session_end(s); /* counts, then BYE: disarmed when it answers */
 	session_report_arm_errors(s, "djp");
+	for (size_t i = 0; i < l->nkids; i++) {
+		session_end(l->kids[i]);
+		if (l->kids[i]->cons)
+			lost += session_count_lost(l->kids[i]);
+	}
 	if (s->cons) {
 		/* as stap warns of skipped probes: a count the script printed is
 		 * short by these */
-		uint64_t lost = session_count_lost(s);
+		lost += session_count_lost(s);
 		if (lost)
 			fprintf(stderr,
 				"djp: WARNING: %" PRIu64 " events lost (a ring was full: the script fell behind "
@@ -249,6 +334,16 @@ static void live_close(struct djp_source *src)
 	if (s->cmd && s->child > 0 && !s->child_done)
 		session_stop_child(s);
 	session_free(s);
+	for (size_t i = 0; i < l->nkids; i++) {
+		session_free(l->kids[i]);
+		free(l->kids[i]);
+	}
+	free(l->kids);
+	for (unsigned i = 0; i < l->nglobs; i++)
+		free(l->globs[i]);
+	free(l->globs);
+	if (l->follow_fd >= 0)
+		close(l->follow_fd);
 	free(l->descs);
 	for (size_t i = 0; i < l->nlate; i++)
 		free(l->late[i]);
@@ -364,6 +459,8 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 		return -EINVAL;
 	}
 	l = calloc(1, sizeof(*l));
+	if (l)
+		l->follow_fd = -1;
 	if (!l || session_init(&l->s)) {
 		if (l)
 			session_free(&l->s);
