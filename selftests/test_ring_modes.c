@@ -179,7 +179,9 @@ TEST(ring_overwrite_snapshot_consistent_while_producing)
 	p.stop = 1;
 	CHECK_EQ(pthread_join(th, NULL), 0);
 	k.prev = -1;
-	CHECK(djp_consumer_drain(c, &ops, &k) > 0);
+	/* what came after the last snapshot (nothing, when the producer did
+	 * not run between it and the stop: the count below says all came) */
+	CHECK(djp_consumer_drain(c, &ops, &k) >= 0);
 	CHECK_EQ(k.bad, 0);
 	CHECK_EQ(k.gaps_inside, 0);
 	CHECK_EQ(k.next, p.produced); /* the newest event is there */
