@@ -28,12 +28,39 @@ static struct tproc *trace_x(pid_t pid, const char *pattern)
 	return tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, (char *)pattern, NULL }, false, -1);
 }
 
+/* Stop the tool with ^C: it must end well and have counted `n` events of
+ * marker `name` and lost none. */
+static void stop_and_count(struct tproc *p, const char *name, unsigned long long n)
+{
+	unsigned long long ev, lost;
+	int st;
+	kill(p->pid, SIGINT);
+	st = tt_finish(p, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!tt_summary_row(p->ebuf, name, &ev, &lost) || ev != n || lost)
+		djp_test_fail(__FILE__, __LINE__, "%s: expected %llu: %s", name, n, p->ebuf);
+}
+
+/* The busy target after a trace: its text the file's, still answering,
+ * and it ends well (frees both). */
+static void busy_target_intact(struct tproc *t, struct tproc *p);
+
+/* End the target's input: it must exit 0. */
+static void end_input(struct tproc *t)
+{
+	int st;
+	close(t->in);
+	t->in = -1;
+	st = tt_finish(t, 10000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		djp_test_fail(__FILE__, __LINE__, "target status %#x: %s / %s", st, t->obuf, t->ebuf);
+}
+
 TEST_TIMEOUT(inject_into_a_program_without_the_agent, 60)
 {
 	/* no LD_PRELOAD: the target never heard of djprobe */
 	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--tick-us", "2000", NULL }, false, -1);
 	struct tproc *p;
-	unsigned long long ev, lost;
 	int st;
 
 	CHECK(tt_wait_out(t, "ready", 10000));
@@ -42,11 +69,7 @@ TEST_TIMEOUT(inject_into_a_program_without_the_agent, 60)
 	/* its main thread was stopped in read(0): the read goes on */
 	tt_send(t, "burst 1000\n");
 	CHECK(tt_wait_out(t, "burst 1000 ", 10000));
-	kill(p->pid, SIGINT);
-	st = tt_finish(p, 10000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	if (!tt_summary_row(p->ebuf, "tt_burst", &ev, &lost) || ev != 1000 || lost)
-		djp_test_fail(__FILE__, __LINE__, "summary: %s", p->ebuf);
+	stop_and_count(p, "tt_burst", 1000);
 	CHECK(tt_wait_restored(t->pid, tt_target(false), 2000));
 	tt_send(t, "burst 10\n");
 	CHECK(tt_wait_out(t, "burst 10 ", 10000));
@@ -80,14 +103,15 @@ TEST_TIMEOUT(inject_with_busy_threads, 60)
 	st = tt_finish(p, 20000);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) || !strstr(p->obuf, "seen=1"))
 		djp_test_fail(__FILE__, __LINE__, "djp: status %#x: %s / %s", st, p->obuf, p->ebuf);
+	busy_target_intact(t, p);
+}
+
+static void busy_target_intact(struct tproc *t, struct tproc *p)
+{
 	CHECK(tt_wait_restored(t->pid, busy(false), 2000));
 	tt_send(t, "count\n");
 	CHECK(tt_wait_out(t, "count ", 10000));
-	close(t->in);
-	t->in = -1;
-	st = tt_finish(t, 10000);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		djp_test_fail(__FILE__, __LINE__, "target status %#x: %s / %s", st, t->obuf, t->ebuf);
+	end_input(t);
 	free(p);
 	free(t);
 }
@@ -113,10 +137,7 @@ TEST_TIMEOUT(inject_refuses_what_it_cannot_load_into, 60)
 	refused(t->pid, "no libc.so in it");
 	tt_send(t, "count\n"); /* it runs on */
 	CHECK(tt_wait_out(t, "count ", 10000));
-	close(t->in);
-	t->in = -1;
-	st = tt_finish(t, 10000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	end_input(t);
 	free(t);
 
 	z = fork();
@@ -187,15 +208,7 @@ TEST_TIMEOUT(inject_leaves_a_process_that_blocks_every_signal_as_it_was, 60)
 	sig_lines(t->pid, after, sizeof(after), &caught1);
 	CHECK_STR(after, before);
 	CHECK_EQ(caught1 & caught0, caught0);
-	CHECK(tt_wait_restored(t->pid, busy(false), 2000));
-	tt_send(t, "count\n");
-	CHECK(tt_wait_out(t, "count ", 10000));
-	close(t->in);
-	t->in = -1;
-	st = tt_finish(t, 10000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	free(p);
-	free(t);
+	busy_target_intact(t, p);
 }
 
 /* Programs nobody here wrote, started without the agent: python3's
@@ -206,9 +219,7 @@ static void python_gc_under_x(void)
 {
 	char py[4096];
 	struct tproc *t, *p;
-	unsigned long long ev, lost;
 	char spid[16];
-	int st;
 
 	if (!realpath("/usr/bin/python3", py))
 		SKIP("no /usr/bin/python3");
@@ -228,16 +239,9 @@ static void python_gc_under_x(void)
 	CHECK(tt_wait_armed(t->pid, py, 10000));
 	tt_send(t, "gc 100\n");
 	CHECK(tt_wait_out(t, "collected 100", 10000));
-	kill(p->pid, SIGINT);
-	st = tt_finish(p, 10000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	if (!tt_summary_row(p->ebuf, "python:gc__start", &ev, &lost) || ev != 100 || lost)
-		djp_test_fail(__FILE__, __LINE__, "summary: %s", p->ebuf);
+	stop_and_count(p, "python:gc__start", 100);
 	CHECK(tt_wait_restored(t->pid, py, 2000));
-	close(t->in);
-	t->in = -1;
-	st = tt_finish(t, 10000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	end_input(t);
 	free(p);
 	free(t);
 }
@@ -253,7 +257,6 @@ TEST_TIMEOUT(inject_cxx_program_libstdcxx_throw, 60)
 	struct tproc *p;
 	unsigned long long ev, lost;
 	char spid[16], cxxlib[4096];
-	int st;
 
 	CHECK(tt_wait_out(t, "ready", 10000));
 	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
@@ -263,16 +266,9 @@ TEST_TIMEOUT(inject_cxx_program_libstdcxx_throw, 60)
 	CHECK(tt_wait_armed(t->pid, cxxlib, 10000));
 	tt_send(t, "throw 300\n");
 	CHECK(tt_wait_out(t, "thrown 300", 10000));
-	kill(p->pid, SIGINT);
-	st = tt_finish(p, 10000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	if (!tt_summary_row(p->ebuf, "libstdcxx:throw", &ev, &lost) || ev != 300 || lost ||
-	    !tt_summary_row(p->ebuf, "libstdcxx:catch", &ev, &lost) || ev != 300)
-		djp_test_fail(__FILE__, __LINE__, "summary: %s", p->ebuf);
-	close(t->in);
-	t->in = -1;
-	st = tt_finish(t, 10000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	stop_and_count(p, "libstdcxx:throw", 300);
+	CHECK(tt_summary_row(p->ebuf, "libstdcxx:catch", &ev, &lost) && ev == 300);
+	end_input(t);
 	free(p);
 	free(t);
 }
