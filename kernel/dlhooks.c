@@ -52,6 +52,16 @@ static void reattach_all(void)
 	background(djp_probes_attach_all());
 }
 
+void djp__engine_objects_changed(void)
+{
+	if (!djp_engine_ready() || djp_in_handler())
+		return;
+	djp_engine_lock_take();
+	if (djp_probes)
+		reattach_all();
+	djp_engine_lock_release();
+}
+
 DJP_API void *dlopen(const char *file, int mode)
 {
 	static void *(*real)(const char *, int);

@@ -180,6 +180,10 @@ int djp_objects_detach(struct djp_object *const *objs, size_t nobjs);
 /* How many batches run for dlopen or dlclose failed (they cannot report to
  * the application), and the last one's -errno (dlhooks.c). */
 unsigned djp__engine_background_error(int *last);
+/* Objects were loaded behind the dlopen interposer's back (a versioned
+ * dlopen, or an agent loaded after the program's calls were bound): give
+ * every probe the sites it matches there, as the interposer does. */
+void djp__engine_objects_changed(void);
 /* The object is unmapped while armed: forget its sites' state without a
  * text write (arm.c). */
 void djp_sites_forget(struct djp_object *o);

@@ -272,3 +272,27 @@ TEST_TIMEOUT(inject_cxx_program_libstdcxx_throw, 60)
 	free(p);
 	free(t);
 }
+
+/* A library the injected process loads later: the dlopen interposer is not
+ * called in it (its calls were bound before the agent came), and the agent
+ * arms the library's markers from its look at the loader's count. */
+TEST_TIMEOUT(inject_then_a_library_loaded_later_is_armed, 60)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--ticks", "0", NULL }, false, -1);
+	struct tproc *p;
+	char line[4200];
+
+	CHECK(tt_wait_out(t, "ready", 10000));
+	p = trace_x(t->pid, "t*"); /* tt_* now, tp_plugin once loaded */
+	CHECK(tt_wait_armed(t->pid, tt_target(false), 10000));
+	snprintf(line, sizeof(line), "dlopen %s 0\n", tt_plugin());
+	tt_send(t, line);
+	CHECK(tt_wait_out(t, "dlopen ok", 10000));
+	CHECK(tt_wait_armed(t->pid, tt_plugin(), 10000));
+	tt_send(t, "fire 5\n");
+	CHECK(tt_wait_out(t, "fired 5", 10000));
+	stop_and_count(p, "tp_plugin", 5);
+	end_input(t);
+	free(p);
+	free(t);
+}

@@ -39,11 +39,12 @@
  *
  * Libraries loaded later.  The engine's dlopen interposer arms the markers
  * of a new library for the probes already connected; but a program whose
- * dlopen reference is versioned (dlopen@GLIBC_2.34) may call libc directly.
- * So while any session has probes, the agent thread also looks, every
- * 100 ms, at the loader's count of objects loaded (dlpi_adds); when it has
- * moved, it calls dlopen(NULL) itself, through the interposer, which
- * arms whatever the new objects have.  The tool learns the new marker ids
+ * dlopen reference is versioned (dlopen@GLIBC_2.34) may call libc directly,
+ * and in a process the agent was injected into (tools/djp/inject.c) the
+ * interposer is never called at all.  So while any session has probes, the
+ * agent thread also looks, every 100 ms, at the loader's count of objects
+ * loaded (dlpi_adds); when it has moved, it asks the engine to do what the
+ * interposer does, which arms whatever the new objects have.  The tool learns the new marker ids
  * when their first events arrive.
  *
  * fork: the child has no agent thread (threads do not survive fork), and
@@ -62,7 +63,6 @@
  * after fork runs traced.  A tool that is gone costs the child a refused
  * connect; one that does not answer, the launch timeout.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <poll.h>
@@ -75,6 +75,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "kernel/engine.h"
 #include "kernel/trace/agent.h"
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
@@ -198,7 +199,7 @@ static void check_new_objects(void)
 	dl_iterate_phdr(first_adds, &adds);
 	if (adds != seen) {
 		seen = adds;
-		dlopen(NULL, RTLD_NOW); /* the interposer re-arms; the handle needs no close */
+		djp__engine_objects_changed(); /* what the dlopen interposer does */
 	}
 }
 
