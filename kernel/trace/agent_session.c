@@ -479,12 +479,17 @@ static int handle(struct djp_agent_session *s, unsigned type, const uint8_t *pay
 		return do_stats(s, &r);
 	case DJP_MSG_FOLLOW:
 		return do_follow(s, &r);
-	case DJP_MSG_START:
+	case DJP_MSG_START: {
+		int err;
 		if (!djp_preader_done(&r))
 			return -EPROTO;
+		/* the answer first: a process released may exit at once, and
+		 * the tool must not read its end before the OK */
+		err = reply_ok(s, 0);
 		if (s->launch)
 			djp_agent_launch_release();
-		return reply_ok(s, 0);
+		return err;
+	}
 	case DJP_MSG_BYE:
 		if (!djp_preader_done(&r))
 			return -EPROTO;
