@@ -40,34 +40,32 @@ static long provider_end(const char *p)
 	return -1;
 }
 
-bool djp_marker_match(const char *pattern, const char *provider, const char *name)
+bool djp_marker_match_n(const char *pattern, const char *provider, size_t provider_len, const char *name)
 {
 	long colon = provider_end(pattern);
-	char pglob[256];
+	char pglob[256], prov[256];
 
 	if (colon < 0)
 		return fnmatch(pattern, name, 0) == 0;
-	if (!provider || !*provider || (size_t)colon >= sizeof(pglob))
+	if (!provider || !provider_len || (size_t)colon >= sizeof(pglob) || provider_len >= sizeof(prov))
 		return false;
 	memcpy(pglob, pattern, (size_t)colon);
 	pglob[colon] = 0;
-	return fnmatch(pglob, provider, 0) == 0 && fnmatch(pattern + colon + 1, name, 0) == 0;
+	memcpy(prov, provider, provider_len);
+	prov[provider_len] = 0;
+	return fnmatch(pglob, prov, 0) == 0 && fnmatch(pattern + colon + 1, name, 0) == 0;
 }
 
-bool djp_marker_match_full(const char *pattern, const char *full)
+bool djp_marker_match(const char *pattern, const char *provider, const char *name)
+{
+	return djp_marker_match_n(pattern, provider, provider ? strlen(provider) : 0, name);
+}
+
+const char *djp_marker_split(const char *full, size_t *provider_len)
 {
 	const char *colon = strchr(full, ':');
-	char provider[256];
-	size_t n;
-
-	if (!colon)
-		return djp_marker_match(pattern, NULL, full);
-	n = (size_t)(colon - full);
-	if (n >= sizeof(provider))
-		return false;
-	memcpy(provider, full, n);
-	provider[n] = 0;
-	return djp_marker_match(pattern, provider, colon + 1);
+	*provider_len = colon ? (size_t)(colon - full) : 0;
+	return colon ? colon + 1 : full;
 }
 
 char *djp_marker_full_name(char *buf, size_t sz, const char *provider, const char *name)

@@ -14,9 +14,13 @@
 #include <stddef.h>
 
 bool djp_marker_match(const char *pattern, const char *provider, const char *name);
+/* The same with the provider as provider_len bytes at `provider`, not
+ * NUL-terminated (0: none), as a full name holds it. */
+bool djp_marker_match_n(const char *pattern, const char *provider, size_t provider_len, const char *name);
 
-/* The same against a full name ("provider:name" or "name"). */
-bool djp_marker_match_full(const char *pattern, const char *full);
+/* A full name ("provider:name" or "name") split: its name part, and in
+ * *provider_len how many bytes at its start are the provider (0: none). */
+const char *djp_marker_split(const char *full, size_t *provider_len);
 
 /* "provider:name" into buf (or the name alone when provider is NULL or
  * empty), truncated to sz; returns buf. */

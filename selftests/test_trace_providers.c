@@ -31,10 +31,22 @@ TEST(marker_patterns_with_providers)
 	CHECK(!djp_marker_match("libstdcxx:catch", "libstdcxx", "throw"));
 	CHECK(djp_marker_match("[[:alpha:]]*:throw", "libstdcxx", "throw")); /* colons of a class */
 	CHECK(djp_marker_match("t[:]x", NULL, "t:x"));			  /* a bracketed ':' */
-	CHECK(djp_marker_match_full("libstdcxx:*", "libstdcxx:throw"));
-	CHECK(djp_marker_match_full("throw", "libstdcxx:throw"));
-	CHECK(djp_marker_match_full("tt_*", "tt_tick"));
-	CHECK(!djp_marker_match_full("x:tt_*", "tt_tick"));
+	/* full names, as the agent sends them */
+	{
+		static const char sdt[] = "libstdcxx:throw", plain[] = "tt_tick";
+		size_t plen;
+		const char *n = djp_marker_split(sdt, &plen);
+		CHECK_STR(n, "throw");
+		CHECK_EQ(plen, 9);
+		CHECK(djp_marker_match_n("libstdcxx:*", sdt, plen, n));
+		CHECK(djp_marker_match_n("throw", sdt, plen, n));
+		CHECK(!djp_marker_match_n("libstdcxx:*", sdt, 0, n));
+		n = djp_marker_split(plain, &plen);
+		CHECK_STR(n, "tt_tick");
+		CHECK_EQ(plen, 0);
+		CHECK(djp_marker_match_n("tt_*", plain, plen, n));
+		CHECK(!djp_marker_match_n("x:tt_*", plain, plen, n));
+	}
 	CHECK_STR(djp_marker_full_name(buf, sizeof(buf), "libstdcxx", "throw"), "libstdcxx:throw");
 	CHECK_STR(djp_marker_full_name(buf, sizeof(buf), NULL, "tt_tick"), "tt_tick");
 }

@@ -41,12 +41,7 @@ bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
 		return false;
 	if (pp->path && !same_object(pp->path, d->object ? d->object : ""))
 		return false;
-	if (d->provider_len) {
-		char provider[256];
-		snprintf(provider, sizeof(provider), "%.*s", (int)d->provider_len, d->provider);
-		return djp_marker_match(pp->glob, provider, d->name);
-	}
-	return djp_marker_match(pp->glob, NULL, d->name);
+	return djp_marker_match_n(pp->glob, d->provider, d->provider_len, d->name);
 }
 
 static void add_binding(struct script *sc, struct probe *p, const struct djp_ev_desc *d)

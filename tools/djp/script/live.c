@@ -49,6 +49,7 @@
 #include "lang.h"
 #include "script.h"
 #include "source.h"
+#include "lib/marker_match.h"
 #include "lib/markers.h"
 #include "tools/djp/session.h"
 
@@ -91,11 +92,11 @@ static uint64_t clock_ns(clockid_t c)
  * parsed already (m->fmt, NULL when it does not parse). */
 static void desc_from_marker(struct djp_ev_desc *d, uint32_t id, const struct session_marker *m)
 {
-	const char *colon = strchr(m->name, ':'); /* an SDT probe: provider:name */
+	size_t plen;
 	d->id = id;
-	d->name = colon ? colon + 1 : m->name;
-	d->provider = colon ? m->name : NULL;
-	d->provider_len = colon ? (unsigned)(colon - m->name) : 0;
+	d->name = djp_marker_split(m->name, &plen); /* an SDT probe: provider:name */
+	d->provider = m->name;
+	d->provider_len = (unsigned)plen;
 	d->format = m->format;
 	d->object = m->object;
 	d->nargs = m->nargs;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "source.h"
+#include "lib/marker_match.h"
 
 struct replay {
 	struct djp_source src;
@@ -197,11 +198,11 @@ int djp_replay_open(const char *path, struct djp_source **out, char *err, size_t
 			d = &r->descs[r->ndescs];
 			memset(d, 0, sizeof(*d));
 			d->id = r->ndescs;
-			d->name = w[1];
-			if (strchr(w[1], ':')) { /* an SDT probe: provider:name */
+			{
+				size_t plen;
+				d->name = djp_marker_split(w[1], &plen); /* an SDT probe: provider:name */
 				d->provider = w[1];
-				d->provider_len = (unsigned)(strchr(w[1], ':') - w[1]);
-				d->name = strchr(w[1], ':') + 1;
+				d->provider_len = (unsigned)plen;
 			}
 			d->object = w[2];
 			d->format = w[3];
