@@ -69,12 +69,8 @@ DJP_API void *dlopen(const char *file, int mode)
 	if (!real)
 		real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
 	h = real(file, mode);
-	if (h && djp_engine_ready() && !djp_in_handler()) {
-		djp_engine_lock_take();
-		if (djp_probes)
-			reattach_all();
-		djp_engine_lock_release();
-	}
+	if (h)
+		djp__engine_objects_changed();
 	return h;
 }
 

@@ -479,8 +479,7 @@ static int handle(struct djp_agent_session *s, unsigned type, const uint8_t *pay
 		return do_stats(s, &r);
 	case DJP_MSG_FOLLOW:
 		return do_follow(s, &r);
-	case DJP_MSG_START: {
-		int err;
+	case DJP_MSG_START:
 		if (!djp_preader_done(&r))
 			return -EPROTO;
 		/* the answer first: a process released may exit at once, and
@@ -489,7 +488,6 @@ static int handle(struct djp_agent_session *s, unsigned type, const uint8_t *pay
 		if (s->launch)
 			djp_agent_launch_release();
 		return err;
-	}
 	case DJP_MSG_BYE:
 		if (!djp_preader_done(&r))
 			return -EPROTO;

@@ -177,13 +177,11 @@ static int find_loader(struct target *t, const char *lib)
 			fclose(f);
 			return fail(t, "%s is loaded in it but its agent is not running (DJP_AGENT=0?)", b);
 		}
-		if ((!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5)) && !have_libc && m.offset == 0) {
+		if (djp_path_is_libc(b) && !have_libc && m.offset == 0) {
 			libc = m;
 			have_libc = true;
 		}
-		if (m.exec && (!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5) || !strncmp(b, "ld-linux", 8) ||
-			       !strncmp(b, "ld-", 3)) &&
-		    t->nranges < MAX_RANGES) {
+		if (m.exec && (djp_path_is_libc(b) || !strncmp(b, "ld-", 3)) && t->nranges < MAX_RANGES) {
 			t->lo[t->nranges] = m.lo;
 			t->hi[t->nranges++] = m.hi;
 		}
@@ -265,21 +263,25 @@ static int wait_stop(pid_t tid, int *status)
 	}
 }
 
-/* Stop thread tid (seized); true when it stopped for the interrupt. */
-static bool interrupt(struct target *t, pid_t tid)
+/* Stop thread tid in the kernel's signal path: the PTRACE_EVENT_STOP of
+ * PTRACE_INTERRUPT, where registers can go back and the interrupted system
+ * call's restart is still to be decided.  `held`: it is in another stop
+ * now, and is resumed (PTRACE_CONT) to reach it.  Signals on their way to
+ * the thread are taken, for later.  0, or -1 when it is gone. */
+static int stop_in_signal_path(struct target *t, pid_t tid, bool held)
 {
 	int st;
-	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
-		return false;
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0 || (held && ptrace(PTRACE_CONT, tid, 0, 0) < 0))
+		return -1;
 	for (;;) {
 		if (wait_stop(tid, &st))
-			return false;
+			return -1;
 		if (st >> 16 == PTRACE_EVENT_STOP)
-			return true;
-		/* a signal on its way to the thread: keep it for later */
-		take_signal(t, WSTOPSIG(st));
+			return 0;
+		if (WSTOPSIG(st) != (SIGTRAP | 0x80))
+			take_signal(t, WSTOPSIG(st));
 		if (ptrace(PTRACE_CONT, tid, 0, 0) < 0)
-			return false;
+			return -1;
 	}
 }
 
@@ -341,7 +343,7 @@ static pid_t pick_thread(struct target *t, struct user_regs_struct *regs)
 				}
 				continue; /* gone */
 			}
-			if (interrupt(t, tid) && ptrace(PTRACE_GETREGS, tid, 0, regs) == 0 &&
+			if (!stop_in_signal_path(t, tid, false) && ptrace(PTRACE_GETREGS, tid, 0, regs) == 0 &&
 			    ((long)regs->orig_rax >= 0 ? waiting_call((long)regs->orig_rax) : !in_libc(t, regs->rip))) {
 				closedir(d);
 				return tid;
@@ -390,25 +392,6 @@ static void give_back(struct target *t, pid_t tid, const struct user_regs_struct
 	if (xs)
 		ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, xs);
 	let_go(t, tid);
-}
-
-/* Stop the held thread in the signal path (its next PTRACE_EVENT_STOP),
- * resuming it with `how` from where it is; 0 or -1 when it is gone. */
-static int stop_in_signal_path(struct target *t, pid_t tid, int how)
-{
-	int st;
-	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0 || ptrace(how, tid, 0, 0) < 0)
-		return -1;
-	for (;;) {
-		if (wait_stop(tid, &st))
-			return -1;
-		if (st >> 16 == PTRACE_EVENT_STOP)
-			return 0;
-		if (WSTOPSIG(st) != (SIGTRAP | 0x80))
-			take_signal(t, WSTOPSIG(st));
-		if (ptrace(PTRACE_CONT, tid, 0, 0) < 0)
-			return -1;
-	}
 }
 
 /* What makes a process one not to stop: init, a kernel thread, a zombie. */
@@ -494,7 +477,7 @@ int djp_inject(pid_t pid, const char *lib, char *err, size_t errsz)
 				/* stuck in the loader (a lock that never comes free):
 				 * give the thread back as it was; what the loader holds
 				 * stays held */
-				if (!stop_in_signal_path(&t, tid, PTRACE_CONT))
+				if (!stop_in_signal_path(&t, tid, true))
 					give_back(&t, tid, &saved, xsp);
 				return fail(&t, "its loader did not return within %d s", CALL_TIMEOUT_MS / 1000);
 			}
@@ -520,7 +503,7 @@ int djp_inject(pid_t pid, const char *lib, char *err, size_t errsz)
 				handle = now.orig_rax;
 				now.orig_rax = (unsigned long)-1;
 				if (ptrace(PTRACE_SETREGS, tid, 0, &now) < 0 ||
-				    stop_in_signal_path(&t, tid, PTRACE_CONT) < 0)
+				    stop_in_signal_path(&t, tid, true) < 0)
 					return fail(&t, "it exited while the agent was being loaded");
 				break;
 			}
@@ -528,7 +511,7 @@ int djp_inject(pid_t pid, const char *lib, char *err, size_t errsz)
 			int sig = WSTOPSIG(st);
 			if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) {
 				/* a fault inside the loader: give it back as it was */
-				if (!stop_in_signal_path(&t, tid, PTRACE_CONT))
+				if (!stop_in_signal_path(&t, tid, true))
 					give_back(&t, tid, &saved, xsp);
 				return fail(&t, "its loader faulted (signal %d) loading %s", sig, lib);
 			}

@@ -233,13 +233,19 @@ int session_connect(struct session *s, const char *pattern, unsigned flags, unsi
 	return djp_preader_done(&r) ? 0 : bad_reply(s, "CONNECT");
 }
 
+/* A request answered by OK u32: 0 or -errno. */
+static int request_ok(struct session *s, unsigned type, struct djp_pbuf *b)
+{
+	long n = request(s, type, b, DJP_MSG_OK, NULL);
+	return n < 0 ? (int)n : n == 4 ? 0 : bad_reply(s, djp_msg_name(type));
+}
+
+/* ... with no payload */
 static int simple(struct session *s, unsigned type)
 {
 	static struct djp_pbuf b;
-	long n;
 	djp_pbuf_init(&b);
-	n = request(s, type, &b, DJP_MSG_OK, NULL);
-	return n < 0 ? (int)n : n == 4 ? 0 : bad_reply(s, djp_msg_name(type));
+	return request_ok(s, type, &b);
 }
 
 int session_start(struct session *s)
@@ -250,11 +256,9 @@ int session_start(struct session *s)
 int session_follow(struct session *s, const char *name)
 {
 	static struct djp_pbuf b;
-	long n;
 	djp_pbuf_init(&b);
 	djp_put_str(&b, name);
-	n = request(s, DJP_MSG_FOLLOW, &b, DJP_MSG_OK, NULL);
-	return n < 0 ? (int)n : n == 4 ? 0 : bad_reply(s, "FOLLOW");
+	return request_ok(s, DJP_MSG_FOLLOW, &b);
 }
 
 int session_bye(struct session *s)
