@@ -92,3 +92,10 @@ int djp_mapping_file(pid_t pid, const struct djp_mapping *m, char *out, size_t o
 		return 0;
 	return -ESTALE;
 }
+
+bool djp_path_is_libc(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	b = b ? b + 1 : path;
+	return !strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5);
+}

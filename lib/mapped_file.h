@@ -20,6 +20,9 @@ struct djp_mapping {
 	char path[4096]; /* "" for an anonymous mapping */
 };
 
+/* Is the file at `path` glibc's libc (libc.so.6, libc-2.NN.so)? */
+bool djp_path_is_libc(const char *path);
+
 /* Parse one maps line; false if it is not one. */
 bool djp_mapping_parse(const char *line, struct djp_mapping *m);
 /* The mapping of process `pid` (0: this one) that holds `addr`: 0, or

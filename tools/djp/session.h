@@ -98,6 +98,15 @@ struct session {
 	bool more; /* the drain stopped at its bound: drain again */
 };
 
+/* The other processes of a trace (session_kids.c): children of fork and a
+ * -c wrapper's program, a session each. */
+struct session_kids {
+	int follow_fd; /* the socket they dial (FOLLOW), or -1: none followed */
+	char follow_name[96];
+	struct session **v;
+	size_t n;
+};
+
 /* The signal that asked the tool to stop, or 0: set by its handler, it
  * ends a wait for a launched command's agent. */
 extern volatile sig_atomic_t session_stop_signal;
@@ -144,6 +153,25 @@ int session_stats(struct session *s);
 int session_bye(struct session *s);
 /* STATS and BYE while the agent is there (it disarms before it answers). */
 void session_end(struct session *s);
+
+/* session_kids.c */
+/* Listen, and ask main's agent (after its patterns, before START) to have
+ * its children of fork dial in.  0, also when the tool cannot listen
+ * (nothing is followed then); -errno when FOLLOW failed (nor then).  k
+ * starts zeroed with follow_fd -1. */
+int session_kids_listen(struct session_kids *k, struct session *main);
+/* A process dialling in: a session with main's ring options, to be
+ * configured (then session_kids_follow, START) and kept or discarded; NULL
+ * when none is there. */
+struct session *session_kids_accept(struct session_kids *k, const struct session *main);
+/* FOLLOW for session c too, when k follows: 0 or -errno. */
+int session_kids_follow(struct session_kids *k, struct session *c);
+/* Keep c among k's (discarded when there is no memory). */
+void session_kids_keep(struct session_kids *k, struct session *c);
+/* BYE (which releases a waiting fork) when its agent is there; free it. */
+void session_discard(struct session *c);
+/* Discard them all; close the socket. */
+void session_kids_free(struct session_kids *k);
 
 /* session.c */
 int session_marker_add(struct session *s, uint32_t id, uint64_t addr, uint8_t nargs, const char *name,

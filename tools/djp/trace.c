@@ -39,6 +39,7 @@
 
 #include "commands.h"
 #include "lib/escape.h"
+#include "lib/mapped_file.h"
 #include "kernel/trace/agent.h"
 #include "trace.h"
 
@@ -185,15 +186,9 @@ static void where(struct session *s, char *buf, size_t sz)
 /* No probes but libc's (a wrapper, a shell)? */
 static bool only_libc_probes(struct session *s)
 {
-	for (uint32_t id = 0; id < s->nmarkers; id++) {
-		const char *o = s->markers[id].object, *b;
-		if (!s->markers[id].known || !o)
-			continue;
-		b = strrchr(o, '/');
-		b = b ? b + 1 : o;
-		if (strncmp(b, "libc.so", 7) && strncmp(b, "libc-", 5))
+	for (uint32_t id = 0; id < s->nmarkers; id++)
+		if (s->markers[id].known && s->markers[id].object && !djp_path_is_libc(s->markers[id].object))
 			return false;
-	}
 	return true;
 }
 
@@ -223,7 +218,7 @@ static int configure(struct trace *t, struct session *s, bool start)
 			fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
 		return 1;
 	}
-	if (t->follow_fd >= 0 && session_follow(s, t->follow_name)) {
+	if (s == &t->s ? session_kids_listen(&t->kids, s) : session_kids_follow(&t->kids, s)) {
 		fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
 		return 1;
 	}
@@ -234,27 +229,16 @@ static int configure(struct trace *t, struct session *s, bool start)
 	return 0;
 }
 
-/* Children of fork dialling in: each gets the same ring options, patterns
- * and FOLLOW, then START (its fork returns then). */
+/* Children of fork dialling in: each gets the same patterns and FOLLOW,
+ * then START (its fork returns then). */
 static void accept_kids(struct trace *t)
 {
 	struct session *k;
-	while ((t->follow_fd >= 0 && (k = session_accept(t->follow_fd))) ||
-	       (t->s.launch_fd >= 0 && (k = session_accept(t->s.launch_fd)))) {
-		struct session **v = realloc(t->kids, (t->nkids + 1) * sizeof(*v));
-		k->snapshot = t->s.snapshot;
-		k->buffer_size = t->s.buffer_size;
-		if (!v || configure(t, k, true)) {
-			if (k->alive)
-				session_bye(k); /* also releases its fork */
-			session_free(k);
-			free(k);
-			if (v)
-				t->kids = v;
-			continue;
-		}
-		t->kids = v;
-		t->kids[t->nkids++] = k;
+	while ((k = session_kids_accept(&t->kids, &t->s))) {
+		if (configure(t, k, true))
+			session_discard(k);
+		else
+			session_kids_keep(&t->kids, k);
 	}
 }
 
@@ -262,9 +246,9 @@ static void accept_kids(struct trace *t)
  * mapped here, for the last drain. */
 static void reap_kids(struct trace *t)
 {
-	for (size_t i = 0; i < t->nkids; i++)
-		if (t->kids[i]->alive && session_agent_gone(t->kids[i], 0))
-			t->kids[i]->alive = false;
+	for (size_t i = 0; i < t->kids.n; i++)
+		if (t->kids.v[i]->alive && session_agent_gone(t->kids.v[i], 0))
+			t->kids.v[i]->alive = false;
 }
 
 static const char *run(struct trace *t, char *why, size_t whysz)
@@ -350,7 +334,7 @@ static bool write_failed(struct trace *t)
 
 int djp_cmd_trace(int argc, char **argv)
 {
-	struct trace t = { .follow_fd = -1 };
+	struct trace t = { .kids.follow_fd = -1 };
 	struct session *s = &t.s;
 	char why[128];
 	const char *reason;
@@ -374,9 +358,6 @@ int djp_cmd_trace(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	/* children of fork dial this socket (FOLLOW); without it, only the
-	 * process itself is traced */
-	t.follow_fd = session_listen(t.follow_name, sizeof(t.follow_name));
 	if (configure(&t, s, s->cmd != NULL)) {
 		/* Nothing stays armed: a command that never ran its main is
 		 * killed; an attached process is told BYE (or sees the session
@@ -391,8 +372,8 @@ int djp_cmd_trace(int argc, char **argv)
 
 	reason = run(&t, why, sizeof(why));
 	session_end(s); /* counts, then BYE: disarmed when it answers */
-	for (size_t i = 0; i < t.nkids; i++)
-		session_end(t.kids[i]);
+	for (size_t i = 0; i < t.kids.n; i++)
+		session_end(t.kids.v[i]);
 	trace_drain(&t); /* everything recorded until the probes were disarmed */
 	trace_summary(&t, reason);
 	rc = 0;
@@ -407,12 +388,6 @@ out:
 	if (t.out && write_failed(&t))
 		rc = 1; /* events that did not reach the output: as djp list */
 	session_free(s);
-	for (size_t i = 0; i < t.nkids; i++) {
-		session_free(t.kids[i]);
-		free(t.kids[i]);
-	}
-	free(t.kids);
-	if (t.follow_fd >= 0)
-		close(t.follow_fd);
+	session_kids_free(&t.kids);
 	return rc;
 }

@@ -26,12 +26,9 @@ struct trace {
 
 	FILE *out; /* where events go */
 	struct session s;
-	/* children of fork, each a session of its own (FOLLOW): the socket
-	 * they dial, and theirs */
-	int follow_fd;
-	char follow_name[96];
-	struct session **kids;
-	size_t nkids;
+	/* children of fork and a -c wrapper's program, each a session of
+	 * its own */
+	struct session_kids kids;
 };
 
 /* trace_output.c */

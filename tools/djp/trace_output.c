@@ -101,8 +101,8 @@ long trace_drain_session(struct trace *t, struct session *s)
 long trace_drain(struct trace *t)
 {
 	long total = trace_drain_session(t, &t->s);
-	for (size_t i = 0; i < t->nkids; i++)
-		total += trace_drain_session(t, t->kids[i]);
+	for (size_t i = 0; i < t->kids.n; i++)
+		total += trace_drain_session(t, t->kids.v[i]);
 	return total;
 }
 
@@ -144,6 +144,6 @@ void trace_summary(struct trace *t, const char *why)
 {
 	fprintf(stderr, "djp trace: %s\n", why);
 	summary_of(&t->s);
-	for (size_t i = 0; i < t->nkids; i++)
-		summary_of(t->kids[i]);
+	for (size_t i = 0; i < t->kids.n; i++)
+		summary_of(t->kids.v[i]);
 }

@@ -73,10 +73,8 @@ struct live {
 	 * whose batch is handed out (0: the main one, k + 1: kid k).  They are
 	 * forks of the main process, so a marker id means there what it means
 	 * in it (checked by name and object: ids may part after a fork). */
-	struct session **kids;
-	size_t nkids, cur;
-	int follow_fd;
-	char follow_name[96];
+	struct session_kids kids;
+	size_t cur;
 	char **globs;
 	unsigned nglobs;
 };
@@ -152,7 +150,7 @@ static const struct djp_ev_desc *wanted(struct live *l, uint32_t id)
 
 static struct session *session_at(struct live *l, size_t i)
 {
-	return i ? l->kids[i - 1] : &l->s;
+	return i ? l->kids.v[i - 1] : &l->s;
 }
 
 /* The descriptor of kid k's event, when its marker is the main process's
@@ -171,24 +169,15 @@ static const struct djp_ev_desc *kid_wanted(struct live *l, struct session *k, u
 static void accept_kids(struct live *l)
 {
 	struct session *k;
-	while ((l->follow_fd >= 0 && (k = session_accept(l->follow_fd))) ||
-	       (l->s.launch_fd >= 0 && (k = session_accept(l->s.launch_fd)))) {
-		struct session **v = realloc(l->kids, (l->nkids + 1) * sizeof(*v));
+	while ((k = session_kids_accept(&l->kids, &l->s))) {
 		unsigned nsites;
-		bool ok = v && !session_hello(k) && !session_ring(k) && !session_list(k);
+		bool ok = !session_hello(k) && !session_ring(k) && !session_list(k);
 		for (unsigned i = 0; ok && i < l->nglobs; i++)
 			ok = !session_connect(k, l->globs[i], DJP_CONNECT_PENDING, &nsites);
-		ok = ok && (l->follow_fd < 0 || !session_follow(k, l->follow_name)) && !session_start(k);
-		if (v)
-			l->kids = v;
-		if (!ok) {
-			if (k->alive)
-				session_bye(k);
-			session_free(k);
-			free(k);
-			continue;
-		}
-		l->kids[l->nkids++] = k;
+		if (ok && !session_kids_follow(&l->kids, k) && !session_start(k))
+			session_kids_keep(&l->kids, k);
+		else
+			session_discard(k);
 	}
 }
 
@@ -238,8 +227,8 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 		l->next = 0;
 		accept_kids(l);
 		/* the next session with events, in turn, so that none starves */
-		for (size_t tries = 0; tries <= l->nkids && !got; tries++) {
-			l->cur = (l->cur + 1) % (l->nkids + 1);
+		for (size_t tries = 0; tries <= l->kids.n && !got; tries++) {
+			l->cur = (l->cur + 1) % (l->kids.n + 1);
 			s = session_at(l, l->cur);
 			got = session_drain(s) > 0 || s->nbatch;
 		}
@@ -285,12 +274,8 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	for (unsigned i = 0; i < nglobs; i++)
 		if (!(l->globs[l->nglobs++] = strdup(globs[i])))
 			return -ENOMEM;
-	/* children of fork dial this socket; without it, the process only */
-	l->follow_fd = session_listen(l->follow_name, sizeof(l->follow_name));
-	if (l->follow_fd >= 0 && session_follow(&l->s, l->follow_name)) {
-		close(l->follow_fd);
-		l->follow_fd = -1;
-	}
+	/* children of fork dial in; if that cannot be had, the process only */
+	session_kids_listen(&l->kids, &l->s);
 	return 0;
 }
 
@@ -317,10 +302,10 @@ static void live_close(struct djp_source *src)
 	uint64_t lost = 0;
 	session_end(s); /* counts, then BYE: disarmed when it answers */
 	session_report_arm_errors(s, "djp");
-	for (size_t i = 0; i < l->nkids; i++) {
-		session_end(l->kids[i]);
-		if (l->kids[i]->cons)
-			lost += session_count_lost(l->kids[i]);
+	for (size_t i = 0; i < l->kids.n; i++) {
+		session_end(l->kids.v[i]);
+		if (l->kids.v[i]->cons)
+			lost += session_count_lost(l->kids.v[i]);
 	}
 	if (s->cons) {
 		/* as stap warns of skipped probes: a count the script printed is
@@ -335,16 +320,10 @@ static void live_close(struct djp_source *src)
 	if (s->cmd && s->child > 0 && !s->child_done)
 		session_stop_child(s);
 	session_free(s);
-	for (size_t i = 0; i < l->nkids; i++) {
-		session_free(l->kids[i]);
-		free(l->kids[i]);
-	}
-	free(l->kids);
+	session_kids_free(&l->kids);
 	for (unsigned i = 0; i < l->nglobs; i++)
 		free(l->globs[i]);
 	free(l->globs);
-	if (l->follow_fd >= 0)
-		close(l->follow_fd);
 	free(l->descs);
 	for (size_t i = 0; i < l->nlate; i++)
 		free(l->late[i]);
@@ -461,7 +440,7 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	}
 	l = calloc(1, sizeof(*l));
 	if (l)
-		l->follow_fd = -1;
+		l->kids.follow_fd = -1;
 	if (!l || session_init(&l->s)) {
 		if (l)
 			session_free(&l->s);
