@@ -44,8 +44,8 @@
  * interposer is never called at all.  So while any session has probes, the
  * agent thread also looks, every 100 ms, at the loader's count of objects
  * loaded (dlpi_adds); when it has moved, it asks the engine to do what the
- * interposer does, which arms whatever the new objects have.  The tool learns the new marker ids
- * when their first events arrive.
+ * interposer does, which arms whatever the new objects have.  The tool
+ * learns the new marker ids when their first events arrive.
  *
  * fork: the child has no agent thread (threads do not survive fork), and
  * the engine disarms every site in it; the child closes its copies of the
@@ -281,6 +281,18 @@ static void atfork_child(void)
 		}
 }
 
+/* The agent's own socket, and the tool's connection `first` (-1: none),
+ * dialled by a -c command or a child of fork, as the first session. */
+static void open_sessions(int first)
+{
+	listen_fd = listen_socket();
+	initial_fd = first;
+	if (first >= 0) {
+		session_setup_fd(first);
+		djp_agent_session_open(&sessions[0], first, 0, getuid(), true);
+	}
+}
+
 /* The child of a fork whose parent follows forks: a new agent, dialled in
  * to the tool, and the wait for its START (see the essay). */
 static void follow_child(void)
@@ -288,7 +300,6 @@ static void follow_child(void)
 	int fd;
 	if (!follow_name[0] || !sessions)
 		return;
-	follow_name[sizeof(follow_name) - 1] = 0;
 	fd = djp_agent_dial_tool(follow_name);
 	follow_name[0] = 0; /* the new session asks again if it wants to */
 	follow_owner = NULL;
@@ -297,10 +308,7 @@ static void follow_child(void)
 	/* the parent's sessions are not ours: forgotten, their rings left
 	 * mapped (they are the parent's) */
 	memset(sessions, 0, DJP_AGENT_MAX_SESSIONS * sizeof(*sessions));
-	listen_fd = listen_socket();
-	initial_fd = fd;
-	session_setup_fd(fd);
-	djp_agent_session_open(&sessions[0], fd, 0, getuid(), true);
+	open_sessions(fd);
 	djp_agent_launch_rearm();
 	start_thread();
 	if (start_err == 0)
@@ -337,11 +345,7 @@ static void start(void)
 		start_err = -ENOMEM;
 		return;
 	}
-	listen_fd = listen_socket();
-	if (initial_fd >= 0) {
-		session_setup_fd(initial_fd);
-		djp_agent_session_open(&sessions[0], initial_fd, 0, getuid(), true);
-	}
+	open_sessions(initial_fd);
 	if (listen_fd < 0 && initial_fd < 0) {
 		start_err = listen_fd;
 		return;

@@ -75,9 +75,8 @@ int djp_agent_launch_dial(void)
 {
 	const char *tool = getenv(DJP_AGENT_TOOL_ENV);
 	const char *cmd_pid = getenv(DJP_AGENT_TOOL_PID_ENV);
-	int fd;
-
 	bool own;
+	int fd;
 
 	if (!tool || !*tool)
 		return -1;

@@ -167,29 +167,43 @@ int session_attach(struct session *s)
 
 /* ---- children of fork ----------------------------------------------------- */
 
-struct session *session_accept(int lfd)
+/* An agent dialling in on lfd from a process we may trace: its socket, its
+ * pid in *pid; -1 when none is there, or refused (closed). */
+static int accept_traceable(int lfd, pid_t *pid)
 {
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
-	struct session *s;
 	const char *why;
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 
 	if (fd < 0)
-		return NULL;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || !may_trace(cred.pid, &why) ||
-	    !(s = calloc(1, sizeof(*s)))) {
+		return -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || !may_trace(cred.pid, &why)) {
 		close(fd);
-		return NULL;
+		return -1;
 	}
-	if (session_init(s)) {
-		session_free(s);
-		free(s);
+	*pid = cred.pid;
+	return fd;
+}
+
+struct session *session_accept(int lfd)
+{
+	struct session *s;
+	pid_t pid;
+	int fd = accept_traceable(lfd, &pid);
+
+	if (fd < 0)
+		return NULL;
+	if (!(s = calloc(1, sizeof(*s))) || session_init(s)) {
+		if (s) {
+			session_free(s);
+			free(s);
+		}
 		close(fd);
 		return NULL;
 	}
 	s->fd = fd;
-	s->pid = cred.pid;
+	s->pid = pid;
 	s->alive = true;
 	return s;
 }
@@ -317,18 +331,7 @@ int session_launch(struct session *s)
 	while (fd < 0) {
 		struct pollfd p = { lfd, POLLIN, 0 };
 		if (poll(&p, 1, 100) > 0) {
-			struct ucred cred;
-			socklen_t clen = sizeof(cred);
-			const char *why;
-			fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-			if (fd >= 0 && (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
-					!may_trace(cred.pid, &why))) {
-				close(fd);
-				fd = -1;
-				continue;
-			}
-			if (fd >= 0)
-				s->pid = cred.pid;
+			fd = accept_traceable(lfd, &s->pid);
 			continue;
 		}
 		if (session_reap(s, 0)) {
