@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "lib/ring.h"
+
+uint64_t djp_arch_copy_str(char *dst, const char *src, uint64_t max); /* arch/x86/copy_str.S */
 #include "bench/bench.h"
 
 #define RUNS 7
@@ -265,7 +267,7 @@ static double sustained_lost(int seconds)
 
 int main(void)
 {
-	double v[9][RUNS], single;
+	double v[10][RUNS], single;
 	const char *env = getenv("DJP_BENCH_SECONDS");
 	int seconds = env ? atoi(env) : 10;
 	struct djp_region *ow = region(4, 1 << 20, DJP_RING_OVERWRITE);
@@ -278,6 +280,12 @@ int main(void)
 		v[2][run] = discard_record_ns();
 		v[3][run] = record_str_ns(ow, N_EVENTS / 20, 0);
 		v[4][run] = record_str_ns(ow, N_EVENTS / 20, 2);
+		/* the copy a preloaded agent gives the ring (kernel/safe_copy.c):
+		 * its fault handler costs nothing until a copy faults, so the
+		 * copy alone is measured here, on a good string */
+		djp_ring_set_fast_copy(djp_arch_copy_str);
+		v[9][run] = record_str_ns(ow, N_EVENTS / 20, 2);
+		djp_ring_set_fast_copy(NULL);
 		v[5][run] = drain_meps();
 		v[7][run] = record_in_work_ns(ow, N_EVENTS / 10);
 	}
@@ -288,6 +296,12 @@ int main(void)
 	row("ring: record 2 int args, 1 thread, discard", median(v[2], RUNS), "ns");
 	row("ring: record 2 int args amid other work, added", median(v[7], RUNS), "ns");
 	row("ring: %s arg copy (process_vm_readv), extra", median(v[4], RUNS) - median(v[3], RUNS), "ns");
+	{
+		double fast = median(v[9], RUNS) - median(v[3], RUNS);
+		/* issue 13's "a few ns" for a string read in the target */
+		printf("ring: %%s arg copy in the target (fault-handled), extra, 23 bytes | %.2f ns | <= 10 ns | %s\n", fast,
+		       fast <= 10 ? "ok" : "over");
+	}
 	for (int run = 0; run < RUNS; run++) {
 		v[6][run] = two_thread_ratio();
 		v[8][run] = two_thread_machine_ratio();

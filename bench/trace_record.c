@@ -276,7 +276,7 @@ int main(void)
 		perror("djp_consumer_open");
 		return 1;
 	}
-	id = djp_recorder_connect(rec, "bench_trace_hit", false, &nsites);
+	id = djp_recorder_connect(rec, "bench_trace_hit", false, NULL, &nsites);
 	if (id < 0 || nsites != 1) {
 		fprintf(stderr, "trace_record: connect: %d (%u sites)\n", id, nsites);
 		return 1;

@@ -214,7 +214,14 @@ int djp_sync_cores(void); /* 0 or -errno */
 int djp_engine_signal_init(void);
 int djp_engine_signal(void);
 
+/* safe_copy.c: give the ring a fault-safe string copy without a system
+ * call, when the engine can keep a fault handler installed; 0, or -errno
+ * when the ring keeps process_vm_readv (also safe).  Idempotent. */
+int djp_safe_copy_enable(void);
+
 /* sigmask.c */
 int djp_check_sigblk(void);
+/* The same for the signals of `bad` (bit sig - 1). */
+int djp_check_blocked(unsigned long long bad);
 
 #endif

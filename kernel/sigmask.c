@@ -14,6 +14,13 @@
  * mask inherited before we were loaded), so before every batch the engine
  * reads SigBlk from /proc/self/task/TID/status and refuses to arm with
  * -EDEADLK, naming nothing it cannot prove: never a crash.
+ *
+ * SIGSEGV and SIGBUS join them once the safe string copy is on
+ * (kernel/safe_copy.c): a fault in a thread that blocks the signal kills
+ * the process whatever the handler, so they are kept unblocked and their
+ * handler kept installed in the same way.  Blocking a fault signal has no
+ * use but against kill(); the application's own faults are delivered as
+ * before.
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -32,6 +39,10 @@ static void clean(sigset_t *set)
 	sigdelset(set, SIGTRAP);
 	if (djp_engine_signal())
 		sigdelset(set, djp_engine_signal());
+	if (djp_signal_kept(SIGSEGV)) {
+		sigdelset(set, SIGSEGV);
+		sigdelset(set, SIGBUS);
+	}
 }
 
 static void *next_symbol(const char *name)
@@ -75,8 +86,8 @@ DJP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *ol
 		clean(&copy.sa_mask);
 		act = &copy;
 	}
-	if (sig == SIGTRAP && djp_engine_ready())
-		return arch_trap_app_sigaction(act, old);
+	if (djp_signal_kept(sig))
+		return djp_kept_app_sigaction(sig, act, old);
 	return djp_real_sigaction(sig, act, old);
 }
 
@@ -92,15 +103,13 @@ DJP_API sighandler_t signal(int sig, sighandler_t handler)
 	return old.sa_handler;
 }
 
-/* One pass over the threads: -EDEADLK when one blocks either signal. */
-static int sigblk_scan(void)
+/* One pass over the threads: -EDEADLK when one blocks a signal of `bad`
+ * (bit sig - 1). */
+static int sigblk_scan(unsigned long long bad)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *de;
-	unsigned long long bad = 1ull << (SIGTRAP - 1);
 	int err = 0;
-	if (djp_engine_signal())
-		bad |= 1ull << (djp_engine_signal() - 1);
 	if (!d)
 		return -errno;
 	while (!err && (de = readdir(d))) {
@@ -133,9 +142,17 @@ static int sigblk_scan(void)
  */
 int djp_check_sigblk(void)
 {
+	unsigned long long bad = 1ull << (SIGTRAP - 1);
+	if (djp_engine_signal())
+		bad |= 1ull << (djp_engine_signal() - 1);
+	return djp_check_blocked(bad);
+}
+
+int djp_check_blocked(unsigned long long bad)
+{
 	int err = 0;
 	for (int i = 0; i < 50; i++) {
-		if ((err = sigblk_scan()) != -EDEADLK)
+		if ((err = sigblk_scan(bad)) != -EDEADLK)
 			return err;
 		usleep(2000);
 	}

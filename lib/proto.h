@@ -21,7 +21,11 @@
  *   RING       tool:  u32 mode, u32 nslots, u64 ring_size, u32 nsubbufs,
  *                     u32 str_bound (0: defaults)
  *              agent: RING_FD u64 region size, the memfd in SCM_RIGHTS
- *   CONNECT    tool:  str pattern, u32 flags (DJP_CONNECT_*)
+ *   CONNECT    tool:  str pattern, u32 flags (DJP_CONNECT_*), u32 string
+ *                     arguments (bit i: argument i of the pattern's markers
+ *                     is a pointer to a string, to copy into the event),
+ *                     u32 their bound in bytes, NUL included (0: the
+ *                     ring's)
  *              agent: CONNECTED u32 probe, u32 sites matched; or ERROR
  *                     (-ENOENT when the pattern matches no marker and
  *                     DJP_CONNECT_PENDING is not given)
@@ -56,7 +60,7 @@
 #include <stdint.h>
 
 #define DJP_PROTO_MAGIC 0x4a504a44u /* "DJPJ" */
-#define DJP_PROTO_VERSION 4u
+#define DJP_PROTO_VERSION 5u
 #define DJP_PROTO_HDR_SIZE 8u
 #define DJP_PROTO_MAX_PAYLOAD (60u * 1024)
 #define DJP_PROTO_STR_MAX 4096u

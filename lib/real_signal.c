@@ -7,9 +7,21 @@
  * so a call from a signal handler (the trap handler chaining a trap that is
  * not ours) does not run dlsym, which is not async-signal-safe; the lazy
  * look-up covers a call from another constructor that runs before ours.
+ *
+ * Kept signals.  For the signals the library must keep handling (SIGTRAP,
+ * and SIGSEGV/SIGBUS for the safe copy) our handler stays installed and the
+ * application's sigaction is recorded instead (kernel/sigmask.c calls
+ * djp_kept_app_sigaction).  What is not ours goes to the recorded action:
+ * ignored, called (with the siginfo and context we got), or, for the
+ * default action, the default restored and the signal made to happen again:
+ * a fault by returning to the faulting instruction, which faults again and
+ * kills with the same siginfo and core dump as without us; anything else by
+ * raise().  The record is a plain struct copied whole: a sigaction racing
+ * a signal is as racy as it is without us.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <string.h>
 
 #include "lib/real_signal.h"
 
@@ -42,4 +54,73 @@ int djp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *o
 		return -1;
 	}
 	return fn(sig, act, old);
+}
+
+static struct {
+	struct sigaction app; /* what the application asked for */
+	bool app_set, kept;
+} kept[NSIG];
+
+int djp_keep_signal(int sig, djp_sig_handler_fn fn)
+{
+	struct sigaction sa, old;
+
+	if (sig <= 0 || sig >= NSIG)
+		return -EINVAL;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fn;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (djp_real_sigaction(sig, &sa, &old))
+		return -errno;
+	if (!kept[sig].app_set) {
+		kept[sig].app = old;
+		kept[sig].app_set = true;
+	}
+	__atomic_store_n(&kept[sig].kept, true, __ATOMIC_RELEASE);
+	return 0;
+}
+
+bool djp_signal_kept(int sig)
+{
+	return sig > 0 && sig < NSIG && __atomic_load_n(&kept[sig].kept, __ATOMIC_ACQUIRE);
+}
+
+int djp_kept_app_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (old)
+		*old = kept[sig].app;
+	if (act) {
+		kept[sig].app = *act;
+		kept[sig].app_set = true;
+	}
+	return 0;
+}
+
+static bool is_fault(int sig, const siginfo_t *info)
+{
+	return (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) && info && info->si_code > 0;
+}
+
+void djp_kept_forward(int sig, siginfo_t *info, void *uc)
+{
+	struct sigaction a = kept[sig].app;
+
+	if (!kept[sig].app_set || a.sa_handler == SIG_DFL) {
+		/* the real sigaction: our interposer would keep our handler */
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigemptyset(&dfl.sa_mask);
+		djp_real_sigaction(sig, &dfl, NULL);
+		if (!is_fault(sig, info))
+			raise(sig);
+		return;
+	}
+	if (a.sa_handler == SIG_IGN)
+		return;
+	if (a.sa_flags & SA_SIGINFO)
+		a.sa_sigaction(sig, info, uc);
+	else
+		a.sa_handler(sig);
 }

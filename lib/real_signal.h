@@ -9,9 +9,32 @@
 #define DJP_LIB_REAL_SIGNAL_H
 
 #include <signal.h>
+#include <stdbool.h>
 
 /* sigaction(2) of the object after ours (libc), resolved before main and
  * async-signal-safe from then on; -1 with errno set on failure. */
 int djp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/*
+ * Signals the library keeps its own handler on: SIGTRAP (int3 probes,
+ * arch/x86/trap.c), and SIGSEGV and SIGBUS once the safe string copy is on
+ * (kernel/safe_copy.c).  The handler stays installed; the application's
+ * sigaction for such a signal (interposed, kernel/sigmask.c) is recorded as
+ * the action ours forwards to what is not ours.
+ */
+typedef void (*djp_sig_handler_fn)(int, siginfo_t *, void *);
+
+/* Install fn for sig (SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART);
+ * what was installed becomes the application's action, unless the
+ * application already told us one.  0 or -errno. */
+int djp_keep_signal(int sig, djp_sig_handler_fn fn);
+/* True once djp_keep_signal(sig) succeeded. */
+bool djp_signal_kept(int sig);
+/* The application's sigaction(sig, act, old) for a kept signal: recorded,
+ * ours stays.  Returns 0. */
+int djp_kept_app_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* Hand a signal that is not ours to the application's action; with none
+ * (SIG_DFL), die as the process would have died without us. */
+void djp_kept_forward(int sig, siginfo_t *info, void *uc);
 
 #endif

@@ -24,15 +24,19 @@
  *   u8  nargs        argument words that follow
  *   u8  flags        DJP_EVF_*
  *   u64 args[nargs]
- *   inline strings   for %s arguments, each NUL-terminated, 8-aligned
+ *   inline strings   for %s arguments: the pointer (u64), then the text,
+ *                    NUL-terminated, 8-aligned
  *
  * A %s argument's word is not the pointer but a string descriptor:
- *   bits  0..15  offset of the first byte from the start of the event
+ *   bits  0..15  offset from the start of the event of the string: of its
+ *                pointer word when DJP_STR_ADDR is set, else of its text
  *   bits 16..31  length in bytes, not counting the NUL
  *   bit  32      DJP_STR_TRUNCATED: the source was longer than the bound
  *   bit  33      DJP_STR_FAULT: the source was not (fully) readable; the text
  *                is the readable prefix, or "<bad>" when nothing was
  *   bit  34      DJP_STR_NULL: the pointer was NULL; the text is "(null)"
+ *   bit  35      DJP_STR_ADDR: the pointer precedes the text (producers
+ *                always set it; the bit says so to readers of older data)
  * A %p argument is recorded as a plain word and never dereferenced.
  *
  * Padding: when an event does not fit in what is left of a sub-buffer, the
@@ -85,6 +89,7 @@ enum djp_ring_mode {
 #define DJP_STR_TRUNCATED (1ull << 32)
 #define DJP_STR_FAULT (1ull << 33)
 #define DJP_STR_NULL (1ull << 34)
+#define DJP_STR_ADDR (1ull << 35)
 
 struct djp_event {
 	uint64_t timestamp;
@@ -244,6 +249,11 @@ static inline __attribute__((always_inline)) void djp_ring_prefetch(const struct
 /* Slow paths of djp_ring_record (ring.c). */
 int djp__ring_attach(struct djp_region *r);
 int djp__ring_nested(struct djp_region *r);
+/* The string copy djp_ring_record uses: NULL (the default) for
+ * process_vm_readv, or a faster fault-safe one (kernel/safe_copy.c) with
+ * djp_arch_copy_str's contract (arch/x86/copy_str.S). */
+typedef uint64_t (*djp_ring_copy_fn)(char *dst, const char *src, uint64_t max);
+void djp_ring_set_fast_copy(djp_ring_copy_fn fn);
 uint32_t djp__ring_put_strings(uint64_t *ev, uint32_t size, const uint64_t *args, unsigned nargs,
 			       uint32_t str_mask, uint32_t bound);
 
@@ -296,7 +306,7 @@ static inline __attribute__((always_inline)) int djp_ring_record(struct djp_regi
 		if (str_bound < 8)
 			str_bound = 8;
 		str_bound = (str_bound + 7) & ~7u;
-		max += (uint64_t)__builtin_popcount(str_mask) * str_bound;
+		max += (uint64_t)__builtin_popcount(str_mask) * (8 + str_bound);
 	}
 
 	/* Reserve: the event goes at `at`, in the current sub-buffer or at
@@ -483,7 +493,10 @@ static inline const char *djp_event_str(const struct djp_event *ev, unsigned i, 
 	w = ev->args[i];
 	o = DJP_STR_OFFSET(w);
 	l = DJP_STR_LEN(w);
-	if (o < DJP_EV_HDR_SIZE + 8u * ev->nargs || (o & 7) || (uint64_t)o + l + 1 > ev->size ||
+	if (o < DJP_EV_HDR_SIZE + 8u * ev->nargs || (o & 7))
+		return NULL;
+	o += w & DJP_STR_ADDR ? 8 : 0;
+	if ((uint64_t)o + l + 1 > ev->size ||
 	    ((const char *)ev)[o + l] != 0)
 		return NULL;
 	if (len)
@@ -491,6 +504,17 @@ static inline const char *djp_event_str(const struct djp_event *ev, unsigned i, 
 	if (flags)
 		*flags = w & (DJP_STR_TRUNCATED | DJP_STR_FAULT | DJP_STR_NULL);
 	return (const char *)ev + o;
+}
+
+/* The pointer a string argument of a validated event was copied from (0
+ * when argument i is no string, or the data predates DJP_STR_ADDR). */
+static inline uint64_t djp_event_str_addr(const struct djp_event *ev, unsigned i)
+{
+	uint64_t a;
+	if (!djp_event_str(ev, i, NULL, NULL) || !(ev->args[i] & DJP_STR_ADDR))
+		return 0;
+	__builtin_memcpy(&a, (const char *)ev + DJP_STR_OFFSET(ev->args[i]), 8);
+	return a;
 }
 
 #endif

@@ -153,7 +153,9 @@ TEST(agent_malformed_frame_disarms)
 	close(rfd);
 	djp_pbuf_init(&b);
 	djp_put_str(&b, "tt_*");
-	djp_put_u32(&b, 0);
+	djp_put_u32(&b, 0); /* flags */
+	djp_put_u32(&b, 0); /* string arguments */
+	djp_put_u32(&b, 0); /* their bound */
 	CHECK(request(fd, DJP_MSG_CONNECT, &b, buf, &type, NULL) > 0);
 	CHECK_EQ(type, DJP_MSG_CONNECTED);
 	CHECK(tt_sites_changed(t->pid, tt_target(false), &n) > 0);

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include "test_ring_util.h"
+#include "kernel/engine.h"
 
 static const char *str_arg(const struct djp_event *ev, unsigned i, uint32_t *len, uint64_t *flags)
 {
@@ -52,15 +53,20 @@ TEST(ring_strings_bounded_and_terminated)
 	s = str_arg(got.ev[0], 4, &len, &flags);
 	CHECK_STR(s, "");
 	CHECK_EQ(flags, 0);
-	/* header + 5 words + "hello\0" (8) + 64 + "(null)\0" (8) + "\0" (8) */
-	CHECK_EQ(got.ev[0]->size, 16 + 40 + 8 + 64 + 8 + 8);
+	/* header + 5 words + each string's pointer (8) and text: "hello\0" (8)
+	 * + 64 + "(null)\0" (8) + "\0" (8) */
+	CHECK_EQ(got.ev[0]->size, 16 + 40 + 4 * 8 + 8 + 64 + 8 + 8);
+	CHECK_EQ(djp_event_str_addr(got.ev[0], 1), args[1]); /* the pointer is kept */
+	CHECK_EQ(djp_event_str_addr(got.ev[0], 2), args[2]);
+	CHECK_EQ(djp_event_str_addr(got.ev[0], 3), 0);
+	CHECK_EQ(djp_event_str_addr(got.ev[0], 0), 0); /* no string */
 	CHECK(!djp_event_str(got.ev[0], 0, NULL, NULL)); /* 5 is no descriptor */
 
 	CHECK_EQ(got.ev[1]->args[1], args[1]); /* not a string this time: the word as is */
 	s = str_arg(got.ev[1], 2, &len, &flags);
 	CHECK_EQ(len, 15);
 	CHECK_EQ(flags, DJP_STR_TRUNCATED);
-	CHECK_EQ(got.ev[1]->size, 16 + 40 + 16);
+	CHECK_EQ(got.ev[1]->size, 16 + 40 + 8 + 16);
 
 	CHECK_EQ(got.ev[2]->nargs, 2);
 	CHECK_EQ(got.ev[2]->args[0], 5);
@@ -72,19 +78,21 @@ TEST(ring_strings_bounded_and_terminated)
 	djp_region_destroy(r);
 }
 
-TEST(ring_strings_bad_pointer_does_not_crash)
+/* Pointers that fault in every way, through whichever copy the ring has. */
+static void bad_pointers(void)
 {
 	struct djp_region *r = small_region(2, 65536, 4, DJP_RING_DISCARD);
 	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
 	struct collected got = { 0 };
 	long pg = sysconf(_SC_PAGESIZE);
 	char *m = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint64_t args[6], flags;
+	uint64_t args[7], flags;
 	uint32_t len;
 
 	CHECK(c && m != MAP_FAILED);
 	CHECK_EQ(mprotect(m + pg, pg, PROT_NONE), 0);
 	CHECK_EQ(munmap(m + 2 * pg, pg), 0);
+	memset(m + pg - 20, 'z', 20);	    /* aligned words up to the page end */
 	memcpy(m + pg - 3, "abc", 3);	    /* runs into a PROT_NONE page */
 	memcpy(m + pg - 64, "xy", 3);	    /* ends before it */
 	args[0] = (uintptr_t)(m + pg - 3);
@@ -93,7 +101,8 @@ TEST(ring_strings_bad_pointer_does_not_crash)
 	args[3] = 1;			    /* nonsense */
 	args[4] = (uintptr_t)(m + pg - 64);
 	args[5] = UINT64_MAX - 8;	    /* wraps */
-	CHECK_EQ(djp_ring_record(r, 1, args, 6, 0x3f, 0), 0);
+	args[6] = (uintptr_t)(m + pg - 20);
+	CHECK_EQ(djp_ring_record(r, 1, args, 7, 0x7f, 0), 0);
 	CHECK_EQ(djp_consumer_drain(c, &collect_ops, &got), 1);
 
 	CHECK_STR(str_arg(got.ev[0], 0, &len, &flags), "abc");
@@ -106,9 +115,26 @@ TEST(ring_strings_bad_pointer_does_not_crash)
 	CHECK_EQ(flags, 0);
 	CHECK_STR(str_arg(got.ev[0], 5, &len, &flags), "<bad>");
 	CHECK_EQ(flags, DJP_STR_FAULT);
+	CHECK_STR(str_arg(got.ev[0], 6, &len, &flags), "zzzzzzzzzzzzzzzzzabc");
+	CHECK_EQ(flags, DJP_STR_FAULT);
+	CHECK_EQ(djp_event_str_addr(got.ev[0], 1), args[1]);
 	collected_free(&got);
 	djp_consumer_close(c);
 	djp_region_destroy(r);
+	munmap(m, 2 * pg);
+}
+
+TEST(ring_strings_bad_pointer_does_not_crash)
+{
+	bad_pointers(); /* process_vm_readv */
+}
+
+/* The same through the in-process copy and its fault handler
+ * (kernel/safe_copy.c): without the fixup, the first bad pointer kills. */
+TEST(ring_strings_fast_copy_bad_pointer_does_not_crash)
+{
+	CHECK_EQ(djp_safe_copy_enable(), 0);
+	bad_pointers();
 }
 
 TEST(ring_string_descriptor_validation)

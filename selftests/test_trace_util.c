@@ -51,6 +51,12 @@ const char *tt_cxx(bool sdt_only)
 			   : (p[sdt_only] = copy_path(sdt_only ? "trace_progs/trace_cxx_sdt" : "trace_progs/trace_cxx"));
 }
 
+const char *tt_sdt_target(void)
+{
+	static const char *p;
+	return p ? p : (p = copy_path("trace_progs/sdt_target"));
+}
+
 const char *tt_plugin(void)
 {
 	static const char *p;

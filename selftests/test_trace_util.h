@@ -26,6 +26,8 @@ const char *tt_plugin(void);
 /* trace_progs/trace_cxx.cc: libstdc++'s SDT probes; sdt_only: no marker
  * of its own */
 const char *tt_cxx(bool sdt_only);
+/* trace_progs/sdt_target.c: one plain SDT probe with string arguments */
+const char *tt_sdt_target(void);
 
 /* Start argv; preload: with libdjprobe.so in LD_PRELOAD; uid >= 0: as that
  * user.  stdin/stdout/stderr are pipes.  Exits the test on failure. */

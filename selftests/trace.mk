@@ -42,3 +42,10 @@ $(TRACE_CXX)_sdt: selftests/trace_progs/trace_cxx.cc include/djprobe/marker.h | 
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) -O2 -g -Iinclude -DTRACE_CXX_SDT_ONLY $(CXXFLAGS) -o $@ $<
 CHECK_DEPS += $(TRACE_TARGETS) $(TRACE_PLUGIN) $(TRACE_CXX) $(TRACE_CXX)_sdt
+# A program with a plain SDT probe and nothing of djprobe (user_string()).
+SDT_TARGET := $(TRACE_PROGS_DIR)/sdt_target
+$(SDT_TARGET): selftests/trace_progs/sdt_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(SDT_TARGET)

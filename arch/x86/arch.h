@@ -65,9 +65,6 @@ int arch_trap_init(djp_trap_probe_fn fn);
 /* Install `t` (sorted, may be NULL), wait until no trap handler can still
  * read the previous table, and free it. */
 void arch_trap_publish(struct djp_trap_table *t);
-/* sigaction() for SIGTRAP as the application sees it: ours stays installed,
- * theirs becomes the one we chain to. */
-int arch_trap_app_sigaction(const void *act, void *oldact);
 /* Serialise this core (cpuid). */
 void arch_serialize(void);
 

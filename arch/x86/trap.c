@@ -3,7 +3,7 @@
  *
  * One handler, installed once with SA_SIGINFO | SA_ONSTACK | SA_NODEFER, and
  * kept installed: an application's later sigaction(SIGTRAP) is recorded as
- * the handler we chain to (kernel/sigmask.c interposes it).  On a trap, the
+ * the handler we chain to (lib/real_signal.c, kernel/sigmask.c).  On a trap, the
  * int3 that fired is at RIP-1.  The handler pins the current trap table (an
  * immutable array sorted by address, published by pointer swap), binary-
  * searches it for RIP-1, and:
@@ -52,8 +52,6 @@ static _Atomic(struct djp_trap_table *) trap_table;
 static atomic_long trap_inflight[2];
 static atomic_int trap_phase;
 static djp_trap_probe_fn probe_fn;
-static struct sigaction app_action; /* what the application asked for */
-static int app_action_set;
 
 static const struct djp_trap_entry *lookup(const struct djp_trap_table *t, uintptr_t addr)
 {
@@ -74,28 +72,6 @@ static const struct djp_trap_entry *lookup(const struct djp_trap_table *t, uintp
 static const int greg_of[16] = { REG_RAX, REG_RCX, REG_RDX, REG_RSI, REG_RDI, REG_R8,  REG_R9,  REG_R10,
 				 REG_R11, REG_RBX, REG_RBP, REG_R12, REG_R13, REG_R14, REG_R15, REG_RSP };
 
-static void chain(int sig, siginfo_t *info, void *uc)
-{
-	struct sigaction a = app_action;
-	if (!app_action_set || a.sa_handler == SIG_DFL) {
-		/* Die as the process would have died without us: the real
-		 * sigaction, since our interposer would keep this handler. */
-		struct sigaction dfl;
-		memset(&dfl, 0, sizeof(dfl));
-		dfl.sa_handler = SIG_DFL;
-		sigemptyset(&dfl.sa_mask);
-		djp_real_sigaction(sig, &dfl, NULL);
-		raise(sig);
-		return;
-	}
-	if (a.sa_handler == SIG_IGN)
-		return;
-	if (a.sa_flags & SA_SIGINFO)
-		a.sa_sigaction(sig, info, uc);
-	else
-		a.sa_handler(sig);
-}
-
 static void trap_handler(int sig, siginfo_t *info, void *ucv)
 {
 	ucontext_t *uc = ucv;
@@ -105,7 +81,7 @@ static void trap_handler(int sig, siginfo_t *info, void *ucv)
 	int saved_errno = errno;
 
 	if (info->si_code != SI_KERNEL) {
-		chain(sig, info, ucv);
+		djp_kept_forward(sig, info, ucv);
 		errno = saved_errno;
 		return;
 	}
@@ -145,39 +121,15 @@ static void trap_handler(int sig, siginfo_t *info, void *ucv)
 		if (*(volatile uint8_t *)addr != X86_INT3)
 			g[REG_RIP] = (greg_t)addr; /* stale: re-execute what is there now */
 		else
-			chain(sig, info, ucv);
+			djp_kept_forward(sig, info, ucv);
 	}
 	errno = saved_errno;
 }
 
 int arch_trap_init(djp_trap_probe_fn fn)
 {
-	struct sigaction sa, old;
 	probe_fn = fn;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = trap_handler;
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	if (djp_real_sigaction(SIGTRAP, &sa, &old))
-		return -errno;
-	if (!app_action_set) {
-		app_action = old;
-		app_action_set = 1;
-	}
-	return 0;
-}
-
-int arch_trap_app_sigaction(const void *actv, void *oldactv)
-{
-	const struct sigaction *act = actv;
-	struct sigaction *oldact = oldactv;
-	if (oldact)
-		*oldact = app_action;
-	if (act) {
-		app_action = *act;
-		app_action_set = 1;
-	}
-	return 0;
+	return djp_keep_signal(SIGTRAP, trap_handler);
 }
 
 void arch_trap_publish(struct djp_trap_table *t)

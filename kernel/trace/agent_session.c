@@ -35,6 +35,7 @@
 #include "kernel/engine.h"
 #include "lib/marker_log.h"
 #include "lib/marker_match.h"
+#include "lib/ring.h"
 
 void djp_agent_session_open(struct djp_agent_session *s, int fd, pid_t pid, uid_t uid, bool launch)
 {
@@ -299,21 +300,26 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 {
 	char pattern[DJP_AGENT_PATTERN_MAX + 1], msg[DJP_AGENT_PATTERN_MAX + 128];
 	unsigned nsites = 0;
+	struct djp_recorder_strings strings;
 	struct djp_pbuf b;
 	uint32_t flags;
 	int id;
 
 	djp_get_str(r, pattern, sizeof(pattern));
 	flags = djp_get_u32(r);
+	strings.args = djp_get_u32(r);
+	strings.bound = djp_get_u32(r);
 	if (!djp_preader_done(r) || (flags & ~DJP_CONNECT_PENDING))
 		return -EPROTO;
+	if (strings.bound > DJP_RING_STR_BOUND_MAX)
+		return reply_error(s, -EINVAL, "%s", "string bound over the ring's largest");
 	if (!pattern[0])
 		return reply_error(s, -EINVAL, "%s", "empty pattern");
 	if (!s->rec)
 		return reply_error(s, -EINVAL, "%s", "CONNECT before RING");
 	if (s->nprobes == DJP_AGENT_MAX_PROBES)
 		return reply_error(s, -E2BIG, "%s", "too many patterns in one session");
-	id = djp_recorder_connect(s->rec, pattern, flags & DJP_CONNECT_PENDING, &nsites);
+	id = djp_recorder_connect(s->rec, pattern, flags & DJP_CONNECT_PENDING, &strings, &nsites);
 	if (id < 0) {
 		snprintf(msg, sizeof(msg), "pattern '%s': %s", pattern, connect_problem(id));
 		return djp_proto_send_error(s->fd, id, msg);

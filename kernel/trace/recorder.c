@@ -21,12 +21,16 @@
  * process_vm_readv), which lib/ring.c keeps to general registers too.
  *
  * %s arguments: which arguments are strings is decided by the marker's
- * format (conversion 's'); the ring copies them inline, bounded (64 bytes
- * with the NUL unless the tool asks otherwise) and fault-safe.  The string
- * mask is computed from the format once per marker id and cached in a
- * table indexed by id; filling an entry is idempotent, so racing threads
- * at worst compute it twice.  A %p, or any other conversion, is a word: the
- * recorder never dereferences an argument.
+ * format (conversion 's'), and, for SDT probes, whose arguments have no
+ * format, by the tool: a pattern may come with the arguments its markers
+ * should have copied as strings (a script's user_string($arg2)).  The ring
+ * copies them inline, bounded and fault-safe (lib/ring.c, kernel/
+ * safe_copy.c).  The answer per marker id is computed once and cached in
+ * the recorder's table indexed by id, tagged with the generation of the
+ * pattern list it was computed from: a pattern added later bumps the
+ * generation, and a stale entry is recomputed at its next hit.  Racing
+ * threads at worst compute an entry twice.  A %p, or any other conversion,
+ * is a word: the recorder never dereferences an argument.
  *
  * Lost events (a full ring in discard mode) are counted by the ring per
  * thread; the recorder also counts them per marker id, in a table of its
@@ -48,16 +52,13 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
 #include "kernel/trace/recorder.h"
 #include "lib/format.h"
 #include "lib/marker_match.h"
-
-/* Cached string masks by marker id: bit 31 says "computed". */
-#define MASK_KNOWN 0x80000000u
-static uint32_t str_masks[DJP_RECORDER_MAX_IDS];
 
 uint32_t djp_recorder_str_mask(const char *f, unsigned nargs)
 {
@@ -84,19 +85,47 @@ uint32_t djp_recorder_str_mask(const char *f, unsigned nargs)
 	return mask;
 }
 
-static inline uint32_t str_mask_of(uint32_t id, const struct djp_marker_info *m)
+/* The string arguments of marker id (m) and their bound, computed from its
+ * format and the recorder's string patterns. */
+static __attribute__((noinline)) uint64_t strings_compute(struct djp_recorder *rec, uint32_t id,
+							  const struct djp_marker_info *m)
 {
-	uint32_t v;
+	unsigned gen = __atomic_load_n(&rec->str_gen, __ATOMIC_ACQUIRE);
+	unsigned n = __atomic_load_n(&rec->nstr_pat, __ATOMIC_ACQUIRE);
+	uint32_t mask = m->from_sdt ? 0 : djp_recorder_str_mask(m->format, m->nargs);
+	unsigned bound = mask ? rec->str_bound : 0;
+	uint64_t v;
 
-	if (__builtin_expect(id < DJP_RECORDER_MAX_IDS, 1)) {
-		v = __atomic_load_n(&str_masks[id], __ATOMIC_RELAXED);
-		if (__builtin_expect(v & MASK_KNOWN, 1))
-			return v & ~MASK_KNOWN;
+	for (unsigned i = 0; i < n; i++) {
+		const struct djp_recorder_strings *w = &rec->str_pat[i].want;
+		if (!djp_marker_match(rec->str_pat[i].pattern, m->provider, m->name))
+			continue;
+		mask |= w->args;
+		if (w->bound > bound)
+			bound = w->bound; /* the largest asked for (0: the region's) */
 	}
-	v = m->from_sdt ? 0 : djp_recorder_str_mask(m->format, m->nargs);
-	if (id < DJP_RECORDER_MAX_IDS)
-		__atomic_store_n(&str_masks[id], v | MASK_KNOWN, __ATOMIC_RELAXED);
+	if (m->nargs < 32)
+		mask &= (1u << m->nargs) - 1;
+	v = (uint64_t)(gen & 0xffff) << 48 | (uint64_t)(bound & 0xffff) << 32 | mask;
+	if (rec->str_cache && id < DJP_RECORDER_MAX_IDS)
+		__atomic_store_n(&rec->str_cache[id], v, __ATOMIC_RELAXED);
 	return v;
+}
+
+static inline uint32_t strings_of(struct djp_recorder *rec, uint32_t id, const struct djp_marker_info *m,
+				  unsigned *bound)
+{
+	uint64_t v;
+
+	if (__builtin_expect(rec->str_cache && id < DJP_RECORDER_MAX_IDS, 1)) {
+		v = __atomic_load_n(&rec->str_cache[id], __ATOMIC_RELAXED);
+		if (__builtin_expect(v && (v >> 48) == (__atomic_load_n(&rec->str_gen, __ATOMIC_RELAXED) & 0xffff), 1))
+			goto known;
+	}
+	v = strings_compute(rec, id, m);
+known:
+	*bound = (unsigned)(v >> 32) & 0xffff;
+	return (uint32_t)v;
 }
 
 static __attribute__((noinline, cold)) void count_lost(struct djp_recorder *rec, uint32_t id)
@@ -115,14 +144,15 @@ void djp_recorder_hit(const struct djp_hit *hit, void *data)
 	uint64_t args[DJP_MARKER_MAX_ARGS];
 	unsigned n = m->nargs;
 	uint32_t id = s->id, mask;
+	unsigned bound = 0;
 	int err;
 
 	if (n > DJP_MARKER_MAX_ARGS)
 		n = DJP_MARKER_MAX_ARGS;
 	for (unsigned i = 0; i < n; i++)
 		args[i] = djp_arg_fetch(hit, s, &m->arg[i]);
-	mask = n ? str_mask_of(id, m) : 0;
-	err = djp_ring_record(rec->region, id, args, n, mask, rec->str_bound);
+	mask = n ? strings_of(rec, id, m, &bound) : 0;
+	err = djp_ring_record(rec->region, id, args, n, mask, bound);
 	if (__builtin_expect(err == -ENOBUFS, 0))
 		count_lost(rec, id);
 }
@@ -168,8 +198,9 @@ static djp_fast_entry_fn recorder_plan(void *data, const struct djp_site *s, str
 									   recorder_fast2, recorder_fast3,
 									   recorder_fast4 };
 	const struct djp_marker_info *m = s->m;
+	unsigned bound;
 	_Static_assert(DJP_TRAMP_PREFETCH == 4, "one entry per argument count");
-	if (!arch_tramp_prefetches(m->arg, m->nargs) || (!m->from_sdt && djp_recorder_str_mask(m->format, m->nargs)))
+	if (!arch_tramp_prefetches(m->arg, m->nargs) || (m->nargs && strings_of(data, s->id, m, &bound)))
 		return NULL;
 	/* aux: the region's id, which the thread's ring cache must match */
 	*plan = (struct djp_fast_plan){ data, s->id, m->nargs, ((struct djp_recorder *)data)->region->id };
@@ -193,6 +224,8 @@ struct djp_recorder *djp_recorder_create(const struct djp_ring_opts *opts)
 		return NULL;
 	}
 	rec->lost_by_id = calloc(DJP_RECORDER_MAX_IDS, sizeof(*rec->lost_by_id));
+	rec->str_cache = calloc(DJP_RECORDER_MAX_IDS, sizeof(*rec->str_cache));
+	rec->str_gen = 1;
 	return rec;
 }
 
@@ -202,30 +235,62 @@ void djp_recorder_destroy(struct djp_recorder *rec)
 		return;
 	djp_region_destroy(rec->region);
 	free(rec->lost_by_id);
+	free(rec->str_cache);
+	for (unsigned i = 0; i < rec->nstr_pat; i++)
+		free(rec->str_pat[i].pattern);
 	free(rec);
 }
 
 struct count_ctx {
 	const char *pattern;
 	unsigned n;
+	bool strings; /* a matching marker has a %s in its format */
 };
 
 static int count_site(void *ctx, uint32_t id, const char *object, uintptr_t addr, const struct djp_marker_info *m)
 {
 	struct count_ctx *c = ctx;
-	c->n += djp_marker_match(c->pattern, m->provider, m->name);
+	if (djp_marker_match(c->pattern, m->provider, m->name)) {
+		c->n++;
+		c->strings |= !m->from_sdt && djp_recorder_str_mask(m->format, m->nargs);
+	}
 	return 0;
 }
 
-int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, bool pending, unsigned *nsites)
+/* A pattern's string arguments, known to every hit from the next
+ * generation on (see the essay). */
+static int add_strings(struct djp_recorder *rec, const char *pattern, const struct djp_recorder_strings *w)
 {
-	struct count_ctx c = { pattern, 0 };
+	unsigned n = rec->nstr_pat;
+	if (n == DJP_RECORDER_MAX_STR_PATTERNS)
+		return -E2BIG;
+	if (!(rec->str_pat[n].pattern = strdup(pattern)))
+		return -ENOMEM;
+	rec->str_pat[n].want = *w;
+	__atomic_store_n(&rec->nstr_pat, n + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&rec->str_gen, rec->str_gen + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, bool pending,
+			 const struct djp_recorder_strings *strings, unsigned *nsites)
+{
+	struct count_ctx c = { pattern, 0, false };
 	/* once: a site that two of the session's patterns match records one
 	 * event per hit, not two */
 	struct djp_connect_opts o = { .plan = recorder_plan, .pending = pending, .once = true };
-	int id = djp__connect(pattern, djp_recorder_hit, rec, DJP_GPR_ONLY, &o);
+	int id, err;
 
+	if (strings && strings->args && (err = add_strings(rec, pattern, strings)))
+		return err;
+	djp__sites_foreach(count_site, &c);
+	/* strings to copy: the fast copy if the engine can have it (else the
+	 * ring's system call, still fault-safe) */
+	if ((strings && strings->args) || c.strings)
+		(void)djp_safe_copy_enable();
+	id = djp__connect(pattern, djp_recorder_hit, rec, DJP_GPR_ONLY, &o);
 	if (id >= 0 && nsites) {
+		c.n = 0;
 		djp__sites_foreach(count_site, &c);
 		*nsites = c.n;
 	}

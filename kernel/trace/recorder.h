@@ -16,11 +16,30 @@
 /* Marker ids below this have their own lost-event counter. */
 #define DJP_RECORDER_MAX_IDS 65536u
 
+/* Patterns whose markers' arguments a tool wants as strings (most). */
+#define DJP_RECORDER_MAX_STR_PATTERNS 64
+
+/* Arguments of a pattern's markers to copy as strings: what a script's
+ * user_string($argN) needs of an SDT probe, whose arguments have no format. */
+struct djp_recorder_strings {
+	uint32_t args;	/* bit i: argument i is a pointer to a string */
+	unsigned bound; /* bytes kept, NUL included (0: the recorder's) */
+};
+
 struct djp_recorder {
 	struct djp_region *region;
 	unsigned str_bound;	  /* %s bound, NUL included (0: the region's) */
 	uint32_t *lost_by_id;	  /* DJP_RECORDER_MAX_IDS counters, or NULL */
 	uint64_t lost_other;	  /* lost events of ids beyond the table */
+	/* string arguments by pattern, and by marker id as computed from
+	 * them and the marker's format (recorder.c) */
+	struct {
+		char *pattern;
+		struct djp_recorder_strings want;
+	} str_pat[DJP_RECORDER_MAX_STR_PATTERNS];
+	unsigned nstr_pat;
+	unsigned str_gen;
+	uint64_t *str_cache; /* DJP_RECORDER_MAX_IDS entries, or NULL */
 };
 
 /* A recorder with a new ring region; NULL with errno set. */
@@ -31,8 +50,11 @@ void djp_recorder_destroy(struct djp_recorder *rec);
 /* Connect the recorder to every marker matching `pattern` (DJP_GPR_ONLY),
  * with its fast entry: what djp_connect returns.  *nsites, if not NULL,
  * gets the number of sites the pattern matched.  `pending`: a pattern that
- * matches nothing now is kept for objects loaded later. */
-int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, bool pending, unsigned *nsites);
+ * matches nothing now is kept for objects loaded later.  `strings`, if not
+ * NULL, names arguments of its markers to copy as strings besides the %s
+ * of their formats. */
+int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, bool pending,
+			 const struct djp_recorder_strings *strings, unsigned *nsites);
 
 /* The handler itself (data is the struct djp_recorder). */
 void djp_recorder_hit(const struct djp_hit *hit, void *data);

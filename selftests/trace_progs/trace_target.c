@@ -18,6 +18,10 @@
  *   fire N          call plugin_fire(N) again: "fired N"
  *   kinds N         fire tt_kinds with arguments of every size and sign
  *   evil N          fire tt_evil N times with a string full of control bytes
+ *   strings N       fire tt_strs N times with pointers (%p, never read by
+ *                   the marker's format) to: a string, NULL, a nonsense
+ *                   address, an unmapped page, a PROT_NONE page, a string
+ *                   running into it: "strings done"
  *   crash           die of SIGSEGV
  *   exit CODE       exit(CODE)
  *
@@ -31,11 +35,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 static long ticks = -1, tick_us = 2000;
+
 
 static void *ticker(void *arg)
 {
@@ -130,6 +136,21 @@ int main(int argc, char **argv)
 			for (long i = 0; i < n; i++)
 				MARK(tt_evil, "s=%s", evil);
 			printf("evil done\n");
+		} else if (sscanf(line, "strings %ld", &n) == 1) {
+			long pg = sysconf(_SC_PAGESIZE);
+			char *m = mmap(NULL, 3 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			static const char good[] = "SELECT 1; -- \"quoted\"\n";
+			if (m == MAP_FAILED)
+				return 1;
+			mprotect(m + pg, (size_t)pg, PROT_NONE);
+			munmap(m + 2 * pg, (size_t)pg);
+			memcpy(m + pg - 5, "tail!", 5); /* no NUL before the PROT_NONE page */
+			for (long i = 0; i < n; i++)
+				MARK(tt_strs, "good=%p null=%p bad=%p unmapped=%p none=%p cut=%p", (void *)good, (void *)0,
+				     (void *)1, (void *)(m + 2 * pg), (void *)(m + pg), (void *)(m + pg - 5));
+
+			munmap(m, 2 * (size_t)pg);
+			printf("strings done\n");
 		} else if (!strncmp(line, "crash", 5)) {
 			raise(SIGSEGV);
 		} else if (sscanf(line, "exit %d", &code) == 1) {

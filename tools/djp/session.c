@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/marker_match.h"
 #include "session.h"
 
 #define DRAIN_ARENA_BOUND (64u << 20)
@@ -93,6 +94,14 @@ int session_marker_add(struct session *s, uint32_t id, uint64_t addr, uint8_t na
 	m = &s->markers[id];
 	if (m->known)
 		return 0;
+	for (int i = 0; i < s->nfmt; i++) {
+		size_t plen;
+		const char *bare = djp_marker_split(name, &plen);
+		if (s->fmt_formats[i] && djp_marker_match_n(s->fmt_patterns[i], name, plen, bare)) {
+			format = s->fmt_formats[i]; /* the user's, for this marker */
+			break;
+		}
+	}
 	m->name = strdup(name);
 	m->format = strdup(format);
 	m->object = strdup(object);

@@ -56,6 +56,10 @@ struct session {
 	pid_t attach_pid;
 	bool snapshot;	    /* rings overwrite their oldest events */
 	size_t buffer_size; /* ring bytes per thread, 0: the agent's default */
+	/* formats that replace the markers' own (djp trace's PATTERN=FORMAT):
+	 * a marker the i-th pattern matches prints with the i-th format */
+	char *const *fmt_patterns, *const *fmt_formats;
+	int nfmt;
 
 	/* the agent */
 	int fd;
@@ -144,8 +148,11 @@ int session_list(struct session *s);
 /* Add what the marker log holds that the table does not: works after the
  * process is gone.  0 or -EPROTO (said once on stderr). */
 int session_marker_log_read(struct session *s);
-/* flags: DJP_CONNECT_* (lib/proto.h) */
-int session_connect(struct session *s, const char *pattern, unsigned flags, unsigned *nsites);
+/* flags: DJP_CONNECT_* (lib/proto.h); str_args: arguments of the
+ * pattern's markers to copy as strings (bit i: argument i), bounded to
+ * str_bound bytes with the NUL (0: the ring's bound). */
+int session_connect(struct session *s, const char *pattern, unsigned flags, uint32_t str_args, unsigned str_bound,
+		    unsigned *nsites);
 int session_start(struct session *s);
 /* FOLLOW: the children of fork dial the tool's socket `name`. */
 int session_follow(struct session *s, const char *name);

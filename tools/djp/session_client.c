@@ -215,7 +215,8 @@ int session_list(struct session *s)
 	return (int)n;
 }
 
-int session_connect(struct session *s, const char *pattern, unsigned flags, unsigned *nsites)
+int session_connect(struct session *s, const char *pattern, unsigned flags, uint32_t str_args, unsigned str_bound,
+		    unsigned *nsites)
 {
 	static struct djp_pbuf b;
 	struct djp_preader r;
@@ -224,6 +225,8 @@ int session_connect(struct session *s, const char *pattern, unsigned flags, unsi
 	djp_pbuf_init(&b);
 	djp_put_str(&b, pattern);
 	djp_put_u32(&b, flags);
+	djp_put_u32(&b, str_args);
+	djp_put_u32(&b, str_bound);
 	n = request(s, DJP_MSG_CONNECT, &b, DJP_MSG_CONNECTED, NULL);
 	if (n < 0)
 		return (int)n;

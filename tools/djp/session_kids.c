@@ -35,6 +35,9 @@ struct session *session_kids_accept(struct session_kids *k, const struct session
 	    (main->launch_fd >= 0 && (c = session_accept(main->launch_fd)))) {
 		c->snapshot = main->snapshot;
 		c->buffer_size = main->buffer_size;
+		c->fmt_patterns = main->fmt_patterns;
+		c->fmt_formats = main->fmt_formats;
+		c->nfmt = main->nfmt;
 	}
 	return c;
 }

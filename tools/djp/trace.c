@@ -2,7 +2,7 @@
  * `djp trace`: record markers in a process and print each event.
  *
  *   djp trace [-c CMD | -x PID] [--json] [-o FILE] [--snapshot]
- *             [--duration SECONDS] [--buffer-size BYTES] PATTERN...
+ *             [--duration SECONDS] [--buffer-size BYTES] PATTERN[=FORMAT]...
  *
  * The target records, the tool prints.  The tool gets a session with the
  * agent inside the target (session_target.c), asks it for a ring region (a
@@ -63,17 +63,19 @@ void djp_usage_trace(FILE *out)
 {
 	fprintf(out,
 		"usage: djp trace [-c CMD | -x PID] [--json] [-o FILE] [--snapshot]\n"
-		"                 [--duration SECONDS] [--buffer-size BYTES] PATTERN...\n"
+		"                 [--duration SECONDS] [--buffer-size BYTES] PATTERN[=FORMAT]...\n"
 		"\n"
 		"Record every hit of the markers matching the PATTERNs (globs over marker\n"
-		"names) and print one line per event:\n"
-		"  TIMESTAMP TID NAME field=value ...\n"
+		"names; PROVIDER:NAME for SDT probes) and print one line per event:\n"
+		"  TIMESTAMP PID TID NAME field=value ...\n"
 		"TIMESTAMP is CLOCK_MONOTONIC in seconds.nanoseconds; the fields are named\n"
-		"and converted as the marker's format says (argN= where it names none).\n"
+		"and converted as the marker's format says (argN= where it names none), or\n"
+		"as FORMAT says (its %s arguments copied as strings when the probe fires).\n"
 		"\n"
 		"  -c CMD         run CMD with the agent preloaded, armed before its main;\n"
 		"                 exit with its exit status\n"
-		"  -x PID         attach to a running process that has the agent\n"
+		"  -x PID         attach to a running process (the agent is loaded into it\n"
+		"                 when it has none)\n"
 		"  --json         one JSON object per event per line\n"
 		"  -o FILE        write events to FILE instead of stdout\n"
 		"  --snapshot     flight recorder: rings overwrite the oldest events; the\n"
@@ -152,6 +154,33 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		return usage_error("no PATTERN");
 	t->patterns = argv + optind;
 	t->npatterns = argc - optind;
+	t->formats = calloc((size_t)t->npatterns, sizeof(*t->formats));
+	t->str_args = calloc((size_t)t->npatterns, sizeof(*t->str_args));
+	if (!t->formats || !t->str_args) {
+		perror("djp trace");
+		return 1;
+	}
+	for (int i = 0; i < t->npatterns; i++) {
+		/* PATTERN=FORMAT: print with FORMAT, copy its %s */
+		char *eq = strchr(t->patterns[i], '=');
+		if (eq) {
+			struct djp_fmt f;
+			const char *why;
+			*eq = 0;
+			t->formats[i] = eq + 1;
+			if (djp_format_parse(t->formats[i], &f, &why) < 0) {
+				fprintf(stderr, "djp trace: pattern '%s': format '%s': %s\n", t->patterns[i],
+					t->formats[i], why);
+				return 2;
+			}
+			for (unsigned k = 0; k < f.nfields && k < 32; k++)
+				if (f.field[k].conv == 's')
+					t->str_args[i] |= 1u << k;
+		}
+	}
+	t->s.fmt_patterns = t->patterns;
+	t->s.fmt_formats = t->formats;
+	t->s.nfmt = t->npatterns;
 	for (int i = 0; i < t->npatterns; i++) {
 		/* The agent takes patterns of up to DJP_AGENT_PATTERN_MAX
 		 * bytes; say so here rather than lose the session. */
@@ -205,12 +234,12 @@ static int configure(struct trace *t, struct session *s, bool start)
 		return 1;
 	}
 	for (int i = 0; i < t->npatterns; i++) {
-		if (session_connect(s, t->patterns[i], 0, &nsites) == 0)
+		if (session_connect(s, t->patterns[i], 0, t->str_args[i], 0, &nsites) == 0)
 			continue;
 		/* a wrapper (runuser, env) or a child that has not exec'd yet:
 		 * kept for what it loads or execs */
 		if (s->errcode == -ENOENT && (start || s->cmd) && only_libc_probes(s) &&
-		    session_connect(s, t->patterns[i], DJP_CONNECT_PENDING, &nsites) == 0)
+		    session_connect(s, t->patterns[i], DJP_CONNECT_PENDING, t->str_args[i], 0, &nsites) == 0)
 			continue;
 		if (s->errcode == -ENOENT)
 			fprintf(stderr, "djp: %s: pattern '%s' matches no marker\n", what, t->patterns[i]);
@@ -389,5 +418,7 @@ out:
 		rc = 1; /* events that did not reach the output: as djp list */
 	session_free(s);
 	session_kids_free(&t.kids);
+	free(t.formats);
+	free(t.str_args);
 	return rc;
 }

@@ -12,6 +12,7 @@
 #define DJP_TOOLS_TRACE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "session.h"
@@ -23,6 +24,8 @@ struct trace {
 	double duration;
 	char **patterns;
 	int npatterns;
+	char **formats;	   /* PATTERN=FORMAT: the format, else NULL */
+	uint32_t *str_args; /* the %s arguments of formats[i] */
 
 	FILE *out; /* where events go */
 	struct session s;

@@ -76,6 +76,13 @@ static const struct {
 	{ "error", B_ERROR, 1, TY_LONG, { TY_STR } },
 	{ "target", B_TARGET, 0, TY_LONG, { 0 } },
 	{ "pp", B_PP, 0, TY_STR, { 0 } },
+	/* strings of the target; with an error message, returned on a fault */
+	{ "user_string", B_USTR, 1, TY_STR, { TY_LONG } },
+	{ "user_string", B_USTR, 2, TY_STR, { TY_LONG, TY_STR } },
+	{ "user_string_n", B_USTR_N, 2, TY_STR, { TY_LONG, TY_LONG } },
+	{ "user_string_n", B_USTR_N, 3, TY_STR, { TY_LONG, TY_LONG, TY_STR } },
+	{ "user_string_quoted", B_USTR_QUOTED, 1, TY_STR, { TY_LONG } },
+	{ "user_string_n_quoted", B_USTR_N_QUOTED, 2, TY_STR, { TY_LONG, TY_LONG } },
 };
 
 static void set_ty(struct checker *ck, uint8_t *slot, int ty)
@@ -290,6 +297,25 @@ static int ctx_ref(struct checker *ck, struct node *n)
 	return p->ref_ty[r];
 }
 
+/* user_string($argN): the probe asks for argument N to be copied as a
+ * string when the marker is hit (in the target, where the memory is), as
+ * many bytes as the call can use. */
+static void user_string_ref(struct checker *ck, struct node *n)
+{
+	struct node *a = n->nargs ? n->args[0] : NULL;
+	unsigned bound = MAXSTRINGLEN;
+
+	if (n->op != B_USTR && n->op != B_USTR_N && n->op != B_USTR_QUOTED && n->op != B_USTR_N_QUOTED)
+		return;
+	if (!ck->probe || !a || a->kind != N_CTX || a->slot < 0 || a->slot >= ck->probe->nrefs)
+		return;
+	if ((n->op == B_USTR_N || n->op == B_USTR_N_QUOTED) && n->args[1]->kind == N_NUM && n->args[1]->num >= 0 &&
+	    n->args[1]->num < MAXSTRINGLEN)
+		bound = (unsigned)n->args[1]->num + 1;
+	if (ck->probe->ref_strbound[a->slot] < bound)
+		ck->probe->ref_strbound[a->slot] = (uint16_t)bound;
+}
+
 static int call(struct checker *ck, struct node *n)
 {
 	struct func *f = n->fn;
@@ -297,19 +323,24 @@ static int call(struct checker *ck, struct node *n)
 		for (f = ck->sc->funcs; f && strcmp(f->name, n->str); f = f->next)
 			;
 		if (!f) {
+			int named = -1; /* a builtin of that name, of another arity */
 			for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
 				if (strcmp(builtins[i].name, n->str))
 					continue;
 				if (n->nargs != builtins[i].nargs) {
-					diag(ck->sc, n->line, n->col, "semantic error", "%s() takes %d argument%s, %d given",
-					     n->str, builtins[i].nargs, builtins[i].nargs == 1 ? "" : "s", n->nargs);
-					ck->errors++;
-					n->kind = N_NUM;
-					return TY_UNK;
+					named = (int)i;
+					continue;
 				}
 				n->kind = N_BUILTIN;
 				n->op = builtins[i].id;
 				break;
+			}
+			if (n->kind != N_BUILTIN && named >= 0) {
+				diag(ck->sc, n->line, n->col, "semantic error", "%s() takes %d argument%s, %d given",
+				     n->str, builtins[named].nargs, builtins[named].nargs == 1 ? "" : "s", n->nargs);
+				ck->errors++;
+				n->kind = N_NUM;
+				return TY_UNK;
 			}
 			if (n->kind != N_BUILTIN) {
 				diag(ck->sc, n->line, n->col, "semantic error", "unresolved function call to '%s'", n->str);
@@ -323,10 +354,11 @@ static int call(struct checker *ck, struct node *n)
 	}
 	if (n->kind == N_BUILTIN) {
 		for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
-			if (builtins[i].id != n->op)
+			if (builtins[i].id != n->op || builtins[i].nargs != n->nargs)
 				continue;
 			for (int a = 0; a < n->nargs; a++)
 				expect_ty(ck, n->args[a], builtins[i].arg[a]);
+			user_string_ref(ck, n);
 			return builtins[i].ret;
 		}
 		return TY_UNK;

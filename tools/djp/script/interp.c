@@ -372,6 +372,106 @@ static int64_t builtin_n(struct run *r, struct node *n)
 	return 0;
 }
 
+/* ---- strings of the target ----------------------------------------------- */
+
+/* stap's quoting of a string read from the target: in double quotes, C
+ * escapes for the usual controls and quotes, octal for other bytes that are
+ * not printable ASCII, and "..." after the closing quote when cut short. */
+static const char *quote_target(struct run *r, const char *s, size_t max, bool cut)
+{
+	char *out = arena_alloc(r, MAXSTRINGLEN), *o = out;
+	char *end = out + MAXSTRINGLEN - 5; /* room for '"', "...", NUL */
+	static const char esc[] = "abtnvfr"; /* \a .. \r, bytes 7 to 13 */
+	size_t i;
+
+	*o++ = '"';
+	for (i = 0; s[i] && i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (o + 4 > end) {
+			cut = true;
+			break;
+		}
+		if (c >= 7 && c <= 13) {
+			*o++ = '\\';
+			*o++ = esc[c - 7];
+		} else if (c == '"' || c == '\\' || c == '\'') {
+			*o++ = '\\';
+			*o++ = (char)c;
+		} else if (c < 32 || c > 126) {
+			o += sprintf(o, "\\%03o", c);
+		} else {
+			*o++ = (char)c;
+		}
+	}
+	*o++ = '"';
+	if (cut || (s[i] && i == max))
+		o = stpcpy(o, "...");
+	*o = 0;
+	return out;
+}
+
+/*
+ * The string at the address argument a evaluates to, at most max bytes:
+ * the copy the target made at the hit when a is a context variable whose
+ * string the probe asked for (user_string($arg2): check.c), else read now
+ * through the source.  NULL on a fault, with *addr the address.
+ */
+static const char *target_string(struct run *r, struct node *a, size_t max, uint64_t *addr, bool *cut)
+{
+	char *buf;
+	*cut = false;
+	if (a->kind == N_CTX && r->ev && r->bind) {
+		int f = r->bind->field[a->slot];
+		*addr = (uint64_t)r->ev->args[f];
+		if (r->ev->strs[f]) {
+			const char *t = r->ev->strs[f];
+			if (!*addr || r->ev->str_fault[f])
+				return NULL;
+			if (strlen(t) > max)
+				return *cut = true, arena_strn(r, t, max);
+			return t;
+		}
+	} else {
+		*addr = (uint64_t)eval_n(r, a);
+	}
+	if (!r->src || !r->src->ops->read_str || !r->ev || !*addr)
+		return NULL;
+	if (max > MAXSTRINGLEN - 1)
+		max = MAXSTRINGLEN - 1;
+	buf = arena_alloc(r, max + 1);
+	if (r->src->ops->read_str(r->src, r->ev->pid, *addr, buf, max + 1) < 0)
+		return NULL;
+	*cut = strlen(buf) == max;
+	return buf;
+}
+
+static const char *user_string(struct run *r, struct node *n)
+{
+	bool quoted = n->op == B_USTR_QUOTED || n->op == B_USTR_N_QUOTED;
+	bool has_n = n->op == B_USTR_N || n->op == B_USTR_N_QUOTED;
+	int64_t want = has_n ? eval_n(r, n->args[1]) : MAXSTRINGLEN - 1;
+	size_t max = want < 0 ? 0 : want > MAXSTRINGLEN - 1 ? MAXSTRINGLEN - 1 : (size_t)want;
+	uint64_t addr = 0;
+	bool cut;
+	const char *t = target_string(r, n->args[0], max, &addr, &cut);
+	int err_arg = has_n ? 2 : 1;
+
+	if (quoted) {
+		if (!addr)
+			return "NULL";
+		if (t)
+			return quote_target(r, t, max, cut);
+		char *hex = arena_alloc(r, 24);
+		snprintf(hex, 24, "0x%llx", (unsigned long long)addr);
+		return hex;
+	}
+	if (t)
+		return t;
+	if (n->nargs > err_arg)
+		return eval_s(r, n->args[err_arg]);
+	rt_error(r, n, "user string copy fault -14 at 0x%llx", (unsigned long long)addr);
+}
+
 static const char *builtin_s(struct run *r, struct node *n)
 {
 	switch (n->op) {
@@ -396,6 +496,10 @@ static const char *builtin_s(struct run *r, struct node *n)
 		return arena_strn(r, s + start, (size_t)len);
 	}
 	case B_PP: return r->pp ? r->pp : "";
+	case B_USTR:
+	case B_USTR_N:
+	case B_USTR_QUOTED:
+	case B_USTR_N_QUOTED: return user_string(r, n);
 	}
 	return "";
 }
@@ -977,6 +1081,31 @@ static const char *point_text(struct probe *p, int kind)
 	return p->points->text;
 }
 
+/* The arguments a probe reads with user_string() (check.c), for its glob:
+ * $argN is argument N - 1 of any marker; a named field, its index in the
+ * markers the probe is bound to now. */
+static void probe_strings(const struct probe *p, struct djp_arm_glob *g)
+{
+	for (int k = 0; k < p->nrefs; k++) {
+		const char *ref = p->refs[k];
+		char *end;
+		if (!p->ref_strbound[k])
+			continue;
+		if (p->ref_strbound[k] > g->str_bound)
+			g->str_bound = p->ref_strbound[k];
+		if (!strncmp(ref, "arg", 3)) {
+			long a = strtol(ref + 3, &end, 10);
+			if (!*end && a >= 1 && a <= 32) {
+				g->str_args |= 1u << (a - 1);
+				continue;
+			}
+		}
+		for (int b = 0; b < p->nbinds; b++)
+			if (p->binds[b]->field[k] >= 0 && p->binds[b]->field[k] < 32)
+				g->str_args |= 1u << p->binds[b]->field[k];
+	}
+}
+
 int run_script(struct script *sc, struct djp_source *src, const struct run_opts *opts, uint64_t *nevents)
 {
 	struct run *r = calloc(1, sizeof(*r));
@@ -996,21 +1125,24 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 		unsigned n = 0;
 		if (!ids)
 			abort();
-		const char **globs = NULL;
+		struct djp_arm_glob *globs = NULL;
 		unsigned nglobs = 0;
 		for (unsigned i = 0; i < src->ndescs; i++)
 			if (sc->nby_desc[i])
 				ids[n++] = i;
 		for (struct probe *p = sc->probes; p; p = p->next)
 			for (struct probe_point *pp = p->points; pp; pp = pp->next) {
-				bool dup = pp->kind != PP_MARK;
-				for (unsigned k = 0; k < nglobs && !dup; k++)
-					dup = !strcmp(globs[k], pp->glob);
-				if (dup)
+				unsigned k = 0;
+				if (pp->kind != PP_MARK)
 					continue;
-				if (!(globs = realloc(globs, sizeof(*globs) * (nglobs + 1))))
-					abort();
-				globs[nglobs++] = pp->glob;
+				while (k < nglobs && strcmp(globs[k].glob, pp->glob))
+					k++;
+				if (k == nglobs) {
+					if (!(globs = realloc(globs, sizeof(*globs) * (nglobs + 1))))
+						abort();
+					globs[nglobs++] = (struct djp_arm_glob){ pp->glob, 0, 0 };
+				}
+				probe_strings(p, &globs[k]);
 			}
 		int rc = src->ops->arm(src, ids, n, globs, nglobs);
 		free(globs);

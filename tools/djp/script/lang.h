@@ -117,6 +117,7 @@ enum node_kind {
 enum builtin {
 	B_PID, B_TID, B_EXECNAME, B_TOD_NS, B_TOD_US, B_TOD_MS, B_TOD_S, B_EXIT, B_STRLEN, B_SUBSTR,
 	B_ISINSTR, B_STRTOL, B_STRINGAT, B_ERROR, B_TARGET, B_PP,
+	B_USTR, B_USTR_N, B_USTR_QUOTED, B_USTR_N_QUOTED, /* user_string*() */
 };
 enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG };
 enum print_kind { P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN };
@@ -212,6 +213,9 @@ struct probe {
 	int nrefs;
 	const char *refs[32];
 	uint8_t ref_ty[32];
+	/* a reference read as a string (user_string($arg2)): the bytes it
+	 * wants copied at the hit, NUL included; 0 when none */
+	uint16_t ref_strbound[32];
 	struct binding **binds; /* the markers this probe is attached to */
 	int nbinds;
 	bool has_nonmark;	/* begin, end or timer among its points */

@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,7 +76,7 @@ struct live {
 	 * in it (checked by name and object: ids may part after a fork). */
 	struct session_kids kids;
 	size_t cur;
-	char **globs;
+	struct djp_arm_glob *globs; /* their glob strings our own */
 	unsigned nglobs;
 };
 
@@ -173,7 +174,8 @@ static void accept_kids(struct live *l)
 		unsigned nsites;
 		bool ok = !session_hello(k) && !session_ring(k) && !session_list(k);
 		for (unsigned i = 0; ok && i < l->nglobs; i++)
-			ok = !session_connect(k, l->globs[i], DJP_CONNECT_PENDING, &nsites);
+			ok = !session_connect(k, l->globs[i].glob, DJP_CONNECT_PENDING, l->globs[i].str_args,
+					      l->globs[i].str_bound, &nsites);
 		if (ok && !session_kids_follow(&l->kids, k) && !session_start(k))
 			session_kids_keep(&l->kids, k);
 		else
@@ -212,8 +214,11 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			ev->comm = l->comm[0] ? l->comm : NULL;
 			ev->nargs = n;
 			for (unsigned i = 0; i < n; i++) {
-				ev->args[i] = (int64_t)e->args[i];
-				ev->strs[i] = djp_event_str(e, i, NULL, NULL);
+				uint64_t flags = 0;
+				ev->strs[i] = djp_event_str(e, i, NULL, &flags);
+				ev->str_fault[i] = flags & DJP_STR_FAULT;
+				/* a string argument is still its pointer to the script */
+				ev->args[i] = (int64_t)(ev->strs[i] ? djp_event_str_addr(e, i) : e->args[i]);
 			}
 			return DJP_SRC_EVENT;
 		}
@@ -251,7 +256,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 	}
 }
 
-static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, const char *const *globs,
+static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, const struct djp_arm_glob *globs,
 		    unsigned nglobs)
 {
 	struct live *l = (struct live *)src;
@@ -263,17 +268,20 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	for (unsigned i = 0; i < nglobs; i++) {
 		unsigned nsites;
 		/* pending: an optional point ('?') may match nothing yet */
-		if (!session_connect(&l->s, globs[i], DJP_CONNECT_PENDING, &nsites))
+		if (!session_connect(&l->s, globs[i].glob, DJP_CONNECT_PENDING, globs[i].str_args, globs[i].str_bound,
+				     &nsites))
 			continue;
-		fprintf(stderr, "djp: %s: %s\n", globs[i], l->s.errmsg);
+		fprintf(stderr, "djp: %s: %s\n", globs[i].glob, l->s.errmsg);
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}
 	/* the same globs for the processes that dial in later */
 	if (!(l->globs = calloc(nglobs ? nglobs : 1, sizeof(*l->globs))))
 		return -ENOMEM;
-	for (unsigned i = 0; i < nglobs; i++)
-		if (!(l->globs[l->nglobs++] = strdup(globs[i])))
+	for (unsigned i = 0; i < nglobs; i++) {
+		l->globs[l->nglobs] = globs[i];
+		if (!(l->globs[l->nglobs++].glob = strdup(globs[i].glob)))
 			return -ENOMEM;
+	}
 	/* children of fork dial in; if that cannot be had, the process only */
 	session_kids_listen(&l->kids, &l->s);
 	return 0;
@@ -322,7 +330,7 @@ static void live_close(struct djp_source *src)
 	session_free(s);
 	session_kids_free(&l->kids);
 	for (unsigned i = 0; i < l->nglobs; i++)
-		free(l->globs[i]);
+		free((char *)l->globs[i].glob);
 	free(l->globs);
 	free(l->descs);
 	for (size_t i = 0; i < l->nlate; i++)
@@ -333,7 +341,38 @@ static void live_close(struct djp_source *src)
 	free(l);
 }
 
-static const struct djp_source_ops live_ops = { live_arm, live_start, live_next, live_now, live_close };
+/* A string the script's user_string() reads from an address that was no
+ * argument copied at the hit: read now, from outside, page by page so that
+ * a readable prefix still arrives. */
+static int live_read_str(struct djp_source *src, int32_t pid, uint64_t addr, char *buf, size_t sz)
+{
+	size_t got = 0;
+	(void)src;
+	if (!addr)
+		return -EFAULT;
+	while (got + 1 < sz) {
+		size_t page = 4096 - ((addr + got) & 4095), want = sz - 1 - got;
+		struct iovec local = { buf + got, want < page ? want : page };
+		struct iovec remote = { (void *)(uintptr_t)(addr + got), local.iov_len };
+		ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+		if (n <= 0)
+			break;
+		if (memchr(buf + got, 0, (size_t)n))
+			return 0;
+		got += (size_t)n;
+	}
+	buf[got] = 0;
+	return got + 1 == sz ? 0 : -EFAULT;
+}
+
+static const struct djp_source_ops live_ops = {
+	.arm = live_arm,
+	.read_str = live_read_str,
+	.start = live_start,
+	.next = live_next,
+	.now_ns = live_now,
+	.close = live_close,
+};
 
 /* ---- the files of process("PATH") points, for listing ---- */
 
@@ -345,7 +384,7 @@ struct files {
 	unsigned nlists;
 };
 
-static int files_arm(struct djp_source *src, const uint32_t *ids, unsigned n, const char *const *globs,
+static int files_arm(struct djp_source *src, const uint32_t *ids, unsigned n, const struct djp_arm_glob *globs,
 		     unsigned nglobs)
 {
 	(void)src, (void)ids, (void)n, (void)globs, (void)nglobs;
@@ -371,7 +410,12 @@ static void files_close(struct djp_source *src)
 	free(f);
 }
 
-static const struct djp_source_ops files_ops = { files_arm, NULL, files_next, live_now, files_close };
+static const struct djp_source_ops files_ops = {
+	.arm = files_arm,
+	.next = files_next,
+	.now_ns = live_now,
+	.close = files_close,
+};
 
 static int files_open(const struct djp_source_opts *o, struct djp_source **out, char *err, size_t errsz)
 {

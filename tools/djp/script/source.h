@@ -49,6 +49,8 @@ struct djp_ev {
 	unsigned nargs;
 	int64_t args[DJP_EV_MAX_ARGS];
 	const char *strs[DJP_EV_MAX_ARGS]; /* for %s arguments, else NULL */
+	/* strs[i] is the readable prefix of a string whose copy faulted */
+	bool str_fault[DJP_EV_MAX_ARGS];
 };
 
 enum {
@@ -59,11 +61,25 @@ enum {
 
 struct djp_source;
 
+/* A probe point's marker glob, with the arguments of its markers the
+ * script reads as strings (user_string($argN)): a live source has them
+ * copied in the target when the marker is hit. */
+struct djp_arm_glob {
+	const char *glob;
+	uint32_t str_args; /* bit i: argument i */
+	unsigned str_bound; /* bytes, NUL included */
+};
+
 struct djp_source_ops {
 	/* Enable the markers whose ids are listed, and those of objects loaded
 	 * later whose names match one of the globs (fnmatch); 0 or -errno. */
-	int (*arm)(struct djp_source *src, const uint32_t *ids, unsigned n, const char *const *globs,
+	int (*arm)(struct djp_source *src, const uint32_t *ids, unsigned n, const struct djp_arm_glob *globs,
 		   unsigned nglobs);
+	/* Read a NUL-terminated string of process pid at addr into buf (at
+	 * most sz - 1 bytes and a NUL), now: for a user_string() whose
+	 * address was not an argument copied at the hit.  0, or -errno
+	 * (-EFAULT: unreadable).  May be NULL (-ENOTSUP). */
+	int (*read_str)(struct djp_source *src, int32_t pid, uint64_t addr, char *buf, size_t sz);
 	/* Let the target run (-c: exec the command); 0 or -errno.  May be NULL. */
 	int (*start)(struct djp_source *src);
 	/* Next event before deadline_ns (UINT64_MAX: none): DJP_SRC_* or -errno

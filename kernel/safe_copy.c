@@ -1,0 +1,124 @@
+/*
+ * Reading strings at addresses the program hands to a probe, in the
+ * program, without ever killing it for a bad address.
+ *
+ * A recorder that copies a %s argument or a string a script asked for
+ * (user_string) reads memory it knows nothing about: the pointer may be
+ * NULL, freed, unmapped by another thread a moment ago, or past the end of
+ * a file mapping.  Two ways are fault-safe:
+ *
+ *  - process_vm_readv() on our own thread: the kernel turns a fault into
+ *    EFAULT.  Always correct, and about 0.3-0.5 us a string: a system call
+ *    with the page walk of get_user_pages.  The ring uses it by default
+ *    (lib/ring.c).
+ *  - a plain copy whose every load is an instruction of one routine
+ *    (arch/x86/copy_str.S), with a SIGSEGV/SIGBUS handler that, when the
+ *    faulting instruction is one of those, resumes at the routine's fixup
+ *    and makes it return "faulted": the kernel's exception tables, in user
+ *    space.  A few nanoseconds a string.
+ *
+ * The second is only safe while three things hold, and this file turns it
+ * on only when it can see that they do:
+ *  1. our handler stays installed: the library's sigaction interposer must
+ *     be what the program calls (it is when the library is preloaded or
+ *     linked; a library injected with dlopen interposes nothing), so that a
+ *     sigaction(SIGSEGV) of the program is recorded as the action we chain
+ *     to instead of replacing ours (lib/real_signal.c);
+ *  2. no thread blocks SIGSEGV or SIGBUS: the kernel kills a thread that
+ *     faults with the signal blocked, whatever the handler.  The mask
+ *     interposers keep both unblocked from the moment the handler is in
+ *     (kernel/sigmask.c); the threads' masks from before are read once
+ *     from /proc (SigBlk);
+ *  3. no handler installed before that blocks them while it runs (its
+ *     sa_mask): a probe hit inside such a handler would fault blocked.
+ *
+ * If any does not hold, the ring keeps process_vm_readv: slower, never
+ * wrong.  Turning it on happens once, the first time a session asks for a
+ * string (djp_safe_copy_enable), not at load: a program traced without
+ * strings keeps its SIGSEGV disposition untouched.
+ *
+ * The handler itself: a fault whose %rip is inside the copy routine and
+ * that the kernel raised (si_code > 0; a kill() is never ours) is ours;
+ * anything else goes to the program's handler, or, with none, kills the
+ * process exactly as it would have died without us (the default action is
+ * restored and the faulting instruction runs again).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+#include "kernel/engine.h"
+#include "lib/real_signal.h"
+#include "lib/ring.h"
+
+extern uint64_t djp_arch_copy_str(char *dst, const char *src, uint64_t max);
+extern const char djp__copy_str_begin[], djp__copy_str_end[], djp__copy_str_fixup[];
+
+static void fault_handler(int sig, siginfo_t *info, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+
+	if (info && info->si_code > 0 && rip >= (uintptr_t)djp__copy_str_begin && rip < (uintptr_t)djp__copy_str_end) {
+		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)djp__copy_str_fixup;
+		return;
+	}
+	djp_kept_forward(sig, info, ucv);
+}
+
+/* 1: is the program's sigaction ours?  In a preloaded or linked library
+ * the symbol resolves to the interposer; in an injected one, to libc. */
+static bool interposed(void)
+{
+	Dl_info ours, theirs;
+	void *fn = dlsym(RTLD_DEFAULT, "sigaction");
+	if (!fn || !dladdr((void *)fault_handler, &ours) || !dladdr(fn, &theirs))
+		return false;
+	return ours.dli_fbase == theirs.dli_fbase;
+}
+
+/* 3: a handler whose sa_mask holds SIGSEGV or SIGBUS. */
+static bool handler_blocks_faults(void)
+{
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction a;
+		if (sig == SIGKILL || sig == SIGSTOP || djp_real_sigaction(sig, NULL, &a))
+			continue;
+		if (a.sa_handler == SIG_DFL || a.sa_handler == SIG_IGN)
+			continue;
+		if (sigismember(&a.sa_mask, SIGSEGV) == 1 || sigismember(&a.sa_mask, SIGBUS) == 1)
+			return true;
+	}
+	return false;
+}
+
+static pthread_mutex_t enable_lock = PTHREAD_MUTEX_INITIALIZER;
+static int enabled; /* 0 not tried, 1 on, -errno refused */
+
+int djp_safe_copy_enable(void)
+{
+	int ret;
+
+	pthread_mutex_lock(&enable_lock);
+	if (!enabled) {
+		unsigned long long faults = 1ull << (SIGSEGV - 1) | 1ull << (SIGBUS - 1);
+		if (!interposed())
+			ret = -ENOTSUP;
+		else if ((ret = djp_keep_signal(SIGSEGV, fault_handler)) == 0 &&
+			 (ret = djp_keep_signal(SIGBUS, fault_handler)) == 0) {
+			/* from here on the interposers keep both unblocked:
+			 * what is left to see is the state from before */
+			if ((ret = djp_check_blocked(faults)) == 0 && handler_blocks_faults())
+				ret = -EDEADLK;
+		}
+		enabled = ret ? ret : 1;
+		if (!ret)
+			djp_ring_set_fast_copy(djp_arch_copy_str);
+	}
+	ret = enabled < 0 ? enabled : 0;
+	pthread_mutex_unlock(&enable_lock);
+	return ret;
+}

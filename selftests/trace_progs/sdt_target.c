@@ -1,0 +1,62 @@
+/*
+ * A program with one SDT probe as <sys/sdt.h> writes it, and nothing of
+ * djprobe: a 1-byte nop and a note, no .markers record, no format, as the
+ * probes of PostgreSQL, python and libstdc++ are.  For user_string() of SDT
+ * arguments.
+ *
+ *   sdt_target
+ *
+ * Prints "ready PID", then reads commands from stdin:
+ *
+ *   strings N   fire sdt_target:strs N times with a string, a nonsense
+ *               address and the string's length: "strings done"
+ *
+ * and exits 0 at end of stdin.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* What STAP_PROBE3 expands to, written out (no <sys/sdt.h> needed). */
+#define SDT_PROBE3(provider, name, a, b, c)                                                 \
+	__asm__ __volatile__("990: nop\n"                                                   \
+			     ".pushsection .note.stapsdt,\"?\",@note\n"                     \
+			     ".balign 4\n"                                                  \
+			     ".4byte 992f-991f, 994f-993f, 3\n"                             \
+			     "991: .asciz \"stapsdt\"\n"                                    \
+			     "992: .balign 4\n"                                             \
+			     "993: .8byte 990b\n"                                           \
+			     ".8byte _.stapsdt.base\n"                                      \
+			     ".8byte 0\n"                                                   \
+			     ".asciz \"" #provider "\"\n"                                   \
+			     ".asciz \"" #name "\"\n"                                       \
+			     ".asciz \"8@%0 8@%1 -4@%2\"\n"                                 \
+			     "994: .balign 4\n"                                             \
+			     ".popsection\n"                                                \
+			     ".ifndef _.stapsdt.base\n"                                     \
+			     ".pushsection .stapsdt.base,\"aG\",@progbits,.stapsdt.base,comdat\n" \
+			     ".weak _.stapsdt.base\n"                                       \
+			     ".hidden _.stapsdt.base\n"                                     \
+			     "_.stapsdt.base: .space 1\n"                                   \
+			     ".size _.stapsdt.base, 1\n"                                    \
+			     ".popsection\n"                                                \
+			     ".endif\n" ::"r"(a),                                           \
+			     "r"(b), "r"(c))
+
+int main(void)
+{
+	static const char query[] = "SELECT abalance FROM pgbench_accounts WHERE aid = 42;";
+	char line[256];
+	long n;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("ready %d\n", (int)getpid());
+	while (fgets(line, sizeof(line), stdin)) {
+		if (sscanf(line, "strings %ld", &n) == 1) {
+			for (long i = 0; i < n; i++)
+				SDT_PROBE3(sdt_target, strs, query, (const char *)1, (int)strlen(query));
+			printf("strings done\n");
+		}
+	}
+	return 0;
+}
