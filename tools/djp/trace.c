@@ -70,7 +70,7 @@ void djp_usage_trace(FILE *out)
 		"  TIMESTAMP PID TID NAME field=value ...\n"
 		"TIMESTAMP is CLOCK_MONOTONIC in seconds.nanoseconds; the fields are named\n"
 		"and converted as the marker's format says (argN= where it names none), or\n"
-		"as FORMAT says (its %s arguments copied as strings when the probe fires).\n"
+		"as FORMAT says (its %%s arguments copied as strings when the probe fires).\n"
 		"\n"
 		"  -c CMD         run CMD with the agent preloaded, armed before its main;\n"
 		"                 exit with its exit status\n"
