@@ -22,8 +22,16 @@
  * holds the site); when there is none, from DWARF (the innermost subprogram
  * scope).  The source position comes from DWARF's line table through
  * dwarf_addrdie() and dwarf_getsrc_die(); a file without debug information
- * simply has none, which is not an error.  DJP_READ_NO_DWARF skips both
- * lookups for callers that only need addresses (the engine).
+ * simply has none, which is not an error.  A distribution's stripped file
+ * has its symbols and DWARF in a separate debug file (a -dbgsym package),
+ * found as gdb finds it: by build-id under /usr/lib/debug/.build-id, or by
+ * its .gnu_debuglink name next to the file, in its .debug/ directory or
+ * under /usr/lib/debug; it must carry the file's build-id.  A site that is
+ * still in no named function (a static function of a stripped program:
+ * most of PostgreSQL's probes) is given the start of its function from the
+ * call-frame information, as "0xADDR", so that it can be found in a
+ * disassembly.  DJP_READ_NO_DWARF skips all of these lookups for callers
+ * that only need addresses (the engine).
  *
  * The stack alignment at each site comes from the call-frame information
  * (.eh_frame, through libdw's CFI reader): where the rule for the canonical
@@ -62,6 +70,7 @@ struct sym {
 
 struct reader {
 	const char *path;
+	int fd; /* a separate debug file's own descriptor, else unused */
 	Elf *elf;
 	size_t shstrndx;
 	Elf_Scn *markers, *notes, *sdt_base, *symtab;
@@ -236,10 +245,137 @@ static bool cu_at(Dwarf *dw, uint64_t addr, Dwarf_Die *cu)
 	return false;
 }
 
+/* The build-id of an ELF file: its bytes in *id, their number; 0: none. */
+static size_t build_id(Elf *elf, const void **id)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			continue;
+		while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0)
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((const char *)d->d_buf + name_off, "GNU", 4) && nh.n_descsz) {
+				*id = (const char *)d->d_buf + desc_off;
+				return nh.n_descsz;
+			}
+	}
+	return 0;
+}
+
+/* The .gnu_debuglink name, or NULL. */
+static const char *debuglink(struct reader *r)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(r->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		const char *name;
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(r->elf, r->shstrndx, sh.sh_name)) ||
+		    strcmp(name, ".gnu_debuglink") || !(d = elf_getdata(scn, NULL)) || !d->d_buf || !d->d_size ||
+		    !memchr(d->d_buf, 0, d->d_size))
+			continue;
+		return d->d_buf;
+	}
+	return NULL;
+}
+
+/* Open `path` into d when it is an ELF file with the build-id (id, n). */
+static bool open_debug_candidate(struct reader *d, const char *path, const void *id, size_t n)
+{
+	const void *id2;
+	d->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (d->fd < 0)
+		return false;
+	d->elf = elf_begin(d->fd, ELF_C_READ_MMAP, NULL);
+	if (d->elf && elf_kind(d->elf) == ELF_K_ELF && gelf_getclass(d->elf) == ELFCLASS64 &&
+	    !elf_getshdrstrndx(d->elf, &d->shstrndx) && build_id(d->elf, &id2) == n && !memcmp(id, id2, n)) {
+		Elf_Scn *scn = NULL;
+		while ((scn = elf_nextscn(d->elf, scn))) {
+			GElf_Shdr sh;
+			if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+				d->symtab = scn;
+		}
+		d->path = path;
+		if (!load_symbols(d))
+			return true;
+	}
+	if (d->elf)
+		elf_end(d->elf);
+	close(d->fd);
+	free(d->syms);
+	free(d->byname);
+	memset(d, 0, sizeof(*d));
+	d->fd = -1;
+	return false;
+}
+
+/* The separate debug file of r, into d (see the top of the file). */
+static bool open_debug_file(struct reader *r, struct reader *d)
+{
+	char path[4096], dir[4096];
+	const unsigned char *id;
+	const char *link = debuglink(r), *slash;
+	size_t n = build_id(r->elf, (const void **)&id), k;
+
+	if (!n)
+		return false; /* nothing to check a candidate against */
+	k = (size_t)snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", id[0]);
+	for (size_t i = 1; i < n && k + 3 < sizeof(path); i++)
+		k += (size_t)snprintf(path + k, sizeof(path) - k, "%02x", id[i]);
+	snprintf(path + k, sizeof(path) - k, ".debug");
+	if (open_debug_candidate(d, path, id, n))
+		return true;
+	if (!link || !(slash = strrchr(r->path, '/')))
+		return false;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - r->path), r->path);
+	const char *const forms[] = { "%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s" };
+	for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+		snprintf(path, sizeof(path), forms[f], dir, link);
+		if (strcmp(path, r->path) && open_debug_candidate(d, path, id, n))
+			return true;
+	}
+	return false;
+}
+
+static void drop_debug(Dwarf *dw, Dwarf *dw2, struct reader *dbg)
+{
+	if (dw)
+		dwarf_end(dw);
+	if (dw2)
+		dwarf_end(dw2);
+	if (dbg->elf)
+		elf_end(dbg->elf);
+	if (dbg->fd >= 0)
+		close(dbg->fd);
+	free(dbg->syms);
+	free(dbg->byname);
+}
+
+/* The start of the function around addr from the call-frame information,
+ * or 0. */
+static uint64_t function_start(Dwarf_CFI *cfi, uint64_t addr)
+{
+	Dwarf_Frame *frame = NULL;
+	Dwarf_Addr start, end;
+	uint64_t ret = 0;
+	if (cfi && dwarf_cfi_addrframe(cfi, addr, &frame) == 0 && dwarf_frame_info(frame, &start, &end, NULL) >= 0)
+		ret = start;
+	free(frame);
+	return ret;
+}
+
 /* Function names and source positions; a file without them is not an error. */
 static int add_debug_info(struct reader *r, struct djp_marker_list *l, unsigned flags)
 {
-	Dwarf *dw;
+	struct reader dbg = { .fd = -1 };
+	bool have_dbg = false, looked = false;
+	Dwarf *dw, *dw2 = NULL;
+	Dwarf_CFI *cfi = NULL;
+	char start[32];
 
 	if (flags & DJP_READ_NO_DWARF)
 		return 0;
@@ -248,9 +384,19 @@ static int add_debug_info(struct reader *r, struct djp_marker_list *l, unsigned 
 		struct djp_marker_info *m = &l->v[i];
 		const char *fn = function_at(r, m->site), *file = NULL;
 		Dwarf_Die cu, *scopes = NULL;
+		Dwarf *cu_dw = dw;
 		int line = 0;
 
-		if (dw && cu_at(dw, m->site, &cu)) {
+		if (!looked && (!fn || !dw)) {
+			looked = true;
+			if ((have_dbg = open_debug_file(r, &dbg)))
+				dw2 = dwarf_begin_elf(dbg.elf, DWARF_C_READ, NULL);
+		}
+		if (!fn && have_dbg)
+			fn = function_at(&dbg, m->site);
+		if (!(dw && cu_at(dw, m->site, &cu)))
+			cu_dw = dw2 && cu_at(dw2, m->site, &cu) ? dw2 : NULL;
+		if (cu_dw) {
 			Dwarf_Line *ln = dwarf_getsrc_die(&cu, m->site);
 			if (ln && dwarf_lineno(ln, &line) == 0)
 				file = dwarf_linesrc(ln, NULL, NULL);
@@ -262,6 +408,15 @@ static int add_debug_info(struct reader *r, struct djp_marker_list *l, unsigned 
 				free(scopes);
 			}
 		}
+		if (!fn) {
+			uint64_t at;
+			if (!cfi)
+				cfi = dwarf_getcfi_elf(r->elf);
+			if ((at = function_start(cfi, m->site))) {
+				snprintf(start, sizeof(start), "0x%" PRIx64, at);
+				fn = start;
+			}
+		}
 		if (fn && !(m->function = djp_marker_list_strdup(l, fn, strlen(fn))))
 			goto nomem;
 		if (file) {
@@ -270,12 +425,10 @@ static int add_debug_info(struct reader *r, struct djp_marker_list *l, unsigned 
 			m->line = line > 0 ? (unsigned)line : 0;
 		}
 	}
-	if (dw)
-		dwarf_end(dw);
+	drop_debug(dw, dw2, &dbg);
 	return 0;
 nomem:
-	if (dw)
-		dwarf_end(dw);
+	drop_debug(dw, dw2, &dbg);
 	return rd_err(r, -ENOMEM, "out of memory");
 }
 

@@ -176,7 +176,7 @@ TEST(list_prints_one_line_per_marker)
 	CHECK(line == r->out || (line && line[-1] == '\n'));
 	char name[64], addr[32], fn[64], pos[PATH_MAX], obj[PATH_MAX];
 	unsigned len;
-	CHECK_EQ(sscanf(line, "%63s %31s %u %63s %4095s %4095s", name, addr, &len, fn, pos, obj), 6);
+	CHECK_EQ(sscanf(line, "%63s %31s %u %*s %63s %4095s %4095s", name, addr, &len, fn, pos, obj), 6);
 	CHECK_STR(name, "ex_sizes");
 	CHECK(!strncmp(addr, "0x", 2));
 	CHECK_EQ(len, 6);
@@ -243,7 +243,69 @@ TEST(list_stripped_binary_has_no_positions)
 	CHECK_EQ(count_lines(r->out), 9);
 	CHECK(!strstr(r->out, ".c:"));
 	CHECK(strstr(r->out, "ex_sizes "));
+	/* no symbol: each site's function is named by its start, from the
+	 * call-frame information, at or below the site */
+	for (const char *line = r->out; *line; line = strchr(line, '\n') + 1) {
+		unsigned long long site, start;
+		CHECK_EQ(sscanf(line, "%*s %llx %*u %*s %llx", &site, &start), 2);
+		CHECK(start && start <= site);
+	}
 	cleanup();
+}
+
+/* A stripped file with its symbols and DWARF in a separate debug file, as
+ * a distribution ships it: found by .gnu_debuglink, checked by build-id. */
+TEST(list_finds_the_separate_debug_file)
+{
+	char dbg[PATH_MAX], stripped[PATH_MAX], other[PATH_MAX], cmd[8 * PATH_MAX];
+	struct run *r;
+	int with_pos = 0;
+	snprintf(dbg, sizeof(dbg), "%s", tmp("example.debug"));
+	snprintf(stripped, sizeof(stripped), "%s", tmp("stripped-linked"));
+	snprintf(other, sizeof(other), "%s", tmp("other"));
+	snprintf(cmd, sizeof(cmd), "objcopy --only-keep-debug %s %s && strip -o %s %s && objcopy --add-gnu-debuglink=%s %s",
+		 example(), dbg, stripped, example(), dbg, stripped);
+	CHECK_EQ(run("%s%s", cmd, "")->status, 0);
+	r = run("%s list %s", djp(), stripped);
+	CHECK_EQ(r->status, 0);
+	CHECK_EQ(count_lines(r->out), 9);
+	for (const char *p = r->out; (p = strstr(p, "markers_example.c:")); p++)
+		with_pos++;
+	CHECK_EQ(with_pos, 9);
+	CHECK(strstr(r->out, " ex_immediates ") != NULL);
+	/* a debug file of another build is not taken */
+	snprintf(cmd, sizeof(cmd), "printf 'int main(void) { return 0; }' | cc -g -x c -o %s - && cp %s %s", other, other,
+		 dbg);
+	CHECK_EQ(run("%s%s", cmd, "")->status, 0);
+	r = run("%s list %s", djp(), stripped);
+	CHECK_EQ(r->status, 0);
+	CHECK(!strstr(r->out, ".c:"));
+	cleanup();
+}
+
+/* SDT semaphores, against readelf's reading of the same notes. */
+TEST(list_shows_sdt_semaphores)
+{
+	const char *py = "/usr/bin/python3.11";
+	char want[64];
+	struct run *r;
+	unsigned long long sem = 0;
+	const char *at;
+	if (access(py, R_OK))
+		SKIP("no /usr/bin/python3.11");
+	r = run("readelf -n %s | grep -A1 'Name: gc__start$' | sed -n 's/.*Semaphore: //p'%s", py, "");
+	CHECK(sscanf(r->out, "%llx", &sem) == 1 && sem);
+	r = run("%s list %s", djp(), py);
+	CHECK_EQ(r->status, 0);
+	CHECK((at = strstr(r->out, "python:gc__start ")) != NULL);
+	snprintf(want, sizeof(want), "  0x%llx  ", sem);
+	CHECK(strstr(at, want) && strstr(at, want) < strchr(at, '\n'));
+	r = run("%s list --json %s", djp(), py);
+	snprintf(want, sizeof(want), "\"semaphore\":\"0x%llx\"", sem);
+	CHECK(strstr(r->out, want) != NULL);
+	/* a probe without one */
+	r = run("%s list %s", djp(), example());
+	CHECK(!strstr(r->out, "  0x0  "));
 }
 
 TEST(list_refuses_bad_files)
@@ -324,7 +386,7 @@ TEST(list_usage_errors_exit_2)
 	CHECK_EQ(r->status, 2);
 	r = run("%s list --help%s", djp(), "");
 	CHECK_EQ(r->status, 0);
-	CHECK(strstr(r->out, "NAME ADDRESS LEN FUNCTION FILE:LINE OBJECT \"FORMAT\" ARGS"));
+	CHECK(strstr(r->out, "NAME ADDRESS LEN SEMAPHORE FUNCTION FILE:LINE OBJECT \"FORMAT\" ARGS"));
 }
 
 /* Run an example program in its "wait" mode until it says ready; closing
@@ -375,7 +437,7 @@ TEST(list_pid_gives_runtime_addresses)
 		char name[128], obj[PATH_MAX];
 		unsigned long long addr;
 		unsigned len;
-		CHECK_EQ(sscanf(line, "%127s %llx %u %*s %*s %4095s", name, &addr, &len, obj), 4);
+		CHECK_EQ(sscanf(line, "%127s %llx %u %*s %*s %*s %4095s", name, &addr, &len, obj), 4);
 		if (strcmp(obj, example()))
 			continue;
 		unsigned char b[6];

@@ -40,9 +40,11 @@ void djp_usage_list(FILE *out)
 		"Objects without .markers are listed from their SDT notes (.note.stapsdt).\n"
 		"\n"
 		"One line per marker, columns separated by spaces, '-' when unknown:\n"
-		"  NAME ADDRESS LEN FUNCTION FILE:LINE OBJECT \"FORMAT\" ARGS...\n"
+		"  NAME ADDRESS LEN SEMAPHORE FUNCTION FILE:LINE OBJECT \"FORMAT\" ARGS...\n"
 		"  NAME      marker name; PROVIDER:NAME for an SDT probe\n"
 		"  ADDRESS   address of the site (hex), LEN its length in bytes (6, or 1 for SDT)\n"
+		"  SEMAPHORE address of the SDT probe's semaphore (the program tests it\n"
+		"            before it prepares the probe's arguments; arming raises it)\n"
 		"  FUNCTION  enclosing function; FILE:LINE source position (needs DWARF)\n"
 		"  OBJECT    the ELF file the marker is in\n"
 		"  FORMAT    the printf-like format, C-quoted; ARGS the argument locations,\n"
@@ -52,7 +54,7 @@ void djp_usage_list(FILE *out)
 		"--json: one JSON object per marker per line with the fields name, format,\n"
 		"args (array of {size, signed, kind, and reg | base, index, scale, disp |\n"
 		"value | symbol, address}), address, length, function, file, line, object\n"
-		"and, for SDT probes, provider.\n"
+		"and, for SDT probes, provider and semaphore (null when none).\n"
 		"\n"
 		"Exit status 0, or 1 with one line \"djp: WHAT: problem\" on stderr and\n"
 		"nothing on stdout, or 2 for a usage error.\n");
@@ -276,6 +278,12 @@ static void put_json_arg(FILE *out, const struct djp_argloc *a, uint64_t bias)
 	fputc('}', out);
 }
 
+/* Where the semaphore is: its link-time address moved as the site was. */
+static uint64_t semaphore_address(const struct row *r)
+{
+	return r->m->semaphore + r->bias;
+}
+
 static void put_json_row(FILE *out, const struct row *r)
 {
 	const struct djp_marker_info *m = r->m;
@@ -285,6 +293,10 @@ static void put_json_row(FILE *out, const struct row *r)
 	if (m->from_sdt) {
 		fputs(",\"provider\":", out);
 		djp_json_string(out, m->provider);
+		if (m->semaphore)
+			fprintf(out, ",\"semaphore\":\"0x%" PRIx64 "\"", semaphore_address(r));
+		else
+			fputs(",\"semaphore\":null", out);
 	}
 	fputs(",\"format\":", out);
 	djp_json_string(out, m->format);
@@ -307,7 +319,7 @@ static void put_json_row(FILE *out, const struct row *r)
 	fputs("}\n", out);
 }
 
-enum { COL_NAME, COL_ADDR, COL_LEN, COL_FUNC, COL_POS, COL_OBJ, NCOLS };
+enum { COL_NAME, COL_ADDR, COL_LEN, COL_SEM, COL_FUNC, COL_POS, COL_OBJ, NCOLS };
 
 /* Every column C-escaped: names, functions and paths come from files
  * anyone can write, and the listing is one line per marker. */
@@ -322,6 +334,10 @@ static void text_columns(const struct row *r, char cols[NCOLS][512])
 	djp_escape_c(cols[COL_NAME], 512, raw, false);
 	snprintf(cols[COL_ADDR], 512, "0x%" PRIx64, m->site + r->bias);
 	snprintf(cols[COL_LEN], 512, "%u", m->site_len);
+	if (m->semaphore)
+		snprintf(cols[COL_SEM], 512, "0x%" PRIx64, semaphore_address(r));
+	else
+		snprintf(cols[COL_SEM], 512, "-");
 	djp_escape_c(cols[COL_FUNC], 512, m->function ? m->function : "-", false);
 	if (m->file)
 		snprintf(raw, sizeof(raw), "%s:%u", m->file, m->line);
