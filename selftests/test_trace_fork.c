@@ -107,3 +107,73 @@ TEST_TIMEOUT(script_follows_forked_children, 120)
 		djp_test_fail(__FILE__, __LINE__, "%d processes: %s / %s", lines, p->obuf, p->ebuf);
 	free(p);
 }
+
+/* -x of a process that execs: the preload does not travel, so the tool
+ * injects the agent into the new program and arms the same patterns; the
+ * events before and after are all there, under the one pid.  As djp trace
+ * and as a script. */
+static void exec_under_x(bool script)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--ticks", "0", NULL }, false, -1);
+	struct tproc *p;
+	char spid[16];
+	int st;
+
+	CHECK(tt_wait_out(t, "ready", 10000));
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	if (script)
+		p = tt_spawn((char *const[]){ (char *)tt_djp(), "-x", spid, "-e",
+					      "global c; probe process.mark(\"tt_burst\") { c[pid(), $a < 100]++ }\n"
+					      "probe end { foreach ([p, small] in c) printf(\"%d %d: %d\\n\", p, small, "
+					      "c[p, small]) }",
+					      NULL },
+			     false, -1);
+	else
+		p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, "tt_burst", NULL }, false, -1);
+	CHECK(tt_wait_armed(t->pid, tt_target(false), 10000));
+	tt_send(t, "burst 30\n");
+	CHECK(tt_wait_out(t, "burst 30 ", 10000));
+	tt_send(t, "exec\n");
+	t->olen = 0; /* the new program says ready again */
+	t->obuf[0] = 0;
+	CHECK(tt_wait_out(t, "ready", 10000));
+	CHECK(tt_wait_armed(t->pid, tt_target(false), 10000));
+	tt_send(t, "burst 200\n");
+	CHECK(tt_wait_out(t, "burst 200 ", 10000));
+	close(t->in); /* it exits; the trace ends with it */
+	t->in = -1;
+	st = tt_finish(t, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = tt_finish(p, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (script) {
+		char want[64];
+		/* 30 before (a < 100 all), 200 after: 100 small and 100 not */
+		snprintf(want, sizeof(want), "%s 1: 130\n", spid);
+		CHECK(strstr(p->obuf, want) != NULL);
+		snprintf(want, sizeof(want), "%s 0: 100\n", spid);
+		CHECK(strstr(p->obuf, want) != NULL);
+	} else {
+		unsigned long long total;
+		int others;
+		char needle[32];
+		/* two blocks: before the exec and after, both of this pid */
+		CHECK_EQ(tt_summary_sum(p->ebuf, "tt_burst", &total, &others), 2);
+		CHECK_EQ(total, 230);
+		snprintf(needle, sizeof(needle), " %d %d tt_burst", (int)t->pid, (int)t->pid);
+		CHECK_EQ(tt_count(p->obuf, needle), 230);
+		CHECK(strstr(p->ebuf, "the process exited") != NULL);
+	}
+	free(p);
+	free(t);
+}
+
+TEST_TIMEOUT(trace_x_follows_exec, 60)
+{
+	exec_under_x(false);
+}
+
+TEST_TIMEOUT(script_x_follows_exec, 60)
+{
+	exec_under_x(true);
+}

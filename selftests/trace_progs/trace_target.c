@@ -22,6 +22,7 @@
  *                   the marker's format) to: a string, NULL, a nonsense
  *                   address, an unmapped page, a PROT_NONE page, a string
  *                   running into it: "strings done"
+ *   exec            exec itself again (--ticks 0), keeping its pid and stdin
  *   crash           die of SIGSEGV
  *   exit CODE       exit(CODE)
  *
@@ -151,6 +152,10 @@ int main(int argc, char **argv)
 
 			munmap(m, 2 * (size_t)pg);
 			printf("strings done\n");
+		} else if (!strncmp(line, "exec", 4)) {
+			fflush(stdout);
+			execl("/proc/self/exe", argv[0], "--ticks", "0", (char *)NULL);
+			printf("exec failed\n");
 		} else if (!strncmp(line, "crash", 5)) {
 			raise(SIGSEGV);
 		} else if (sscanf(line, "exit %d", &code) == 1) {

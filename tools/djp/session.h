@@ -64,6 +64,8 @@ struct session {
 	/* the agent */
 	int fd;
 	bool alive; /* the agent is still there */
+	uint64_t exec_id; /* the program the agent is in (session_exec_id) */
+	bool exec_followed; /* its exec was looked for once it went */
 	pid_t pid;  /* the traced process */
 	char program[1024];
 	pid_t child;	  /* -c: the command we started, until reaped */
@@ -127,6 +129,8 @@ int session_attach(struct session *s);
 /* Reap the command if it has exited (wait: block up to timeout_ms, -1
  * without limit).  True once it is reaped. */
 bool session_reap(struct session *s, int timeout_ms);
+/* pid is gone, or a zombie nobody reaps: it has exited. */
+bool session_process_exited(pid_t pid);
 /* End the command: SIGTERM, then SIGKILL after two seconds. */
 void session_stop_child(struct session *s);
 /* A command that never ran its main: kill it (and the shell around it). */
@@ -173,6 +177,15 @@ int session_kids_listen(struct session_kids *k, struct session *main);
 struct session *session_kids_accept(struct session_kids *k, const struct session *main);
 /* FOLLOW for session c too, when k follows: 0 or -errno. */
 int session_kids_follow(struct session_kids *k, struct session *c);
+/* Which program pid runs: AT_RANDOM from its auxv, an address on the stack
+ * its last exec made, new at every exec (ASLR); 0 when unreadable. */
+uint64_t session_exec_id(pid_t pid);
+/* A process of an -x trace whose agent went away while the process lives
+ * on under a new program (exec; the agent's sockets were close-on-exec):
+ * attached again, the agent injected, not yet configured.  NULL when it
+ * did not exec (it is exiting), or after one line on stderr when it cannot
+ * be attached.  Asked once per session. */
+struct session *session_kids_exec(const struct session *main, struct session *gone);
 /* Keep c among k's (discarded when there is no memory). */
 void session_kids_keep(struct session_kids *k, struct session *c);
 /* BYE (which releases a waiting fork) when its agent is there; free it. */

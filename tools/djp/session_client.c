@@ -95,6 +95,7 @@ int session_hello(struct session *s)
 	if (djp_get_u32(&r) != DJP_PROTO_MAGIC || djp_get_u32(&r) != DJP_PROTO_VERSION)
 		return bad_reply(s, "HELLO");
 	s->pid = (pid_t)djp_get_u32(&r);
+	s->exec_id = session_exec_id(s->pid);
 	djp_get_str(&r, s->program, sizeof(s->program));
 	return djp_preader_done(&r) ? 0 : bad_reply(s, "HELLO");
 }

@@ -11,10 +11,25 @@
  * (it knows the patterns) and keeps it, or gives it up, which BYE's it and
  * so releases its fork.  `djp trace` and the script's live source both
  * drain them beside the main session.
+ *
+ * exec: a -c trace's preload travels in the environment, so the new program
+ * dials in as a wrapper's does.  An -x trace's does not: when the agent of
+ * one of its processes goes away and the process is still there running
+ * another program (its AT_RANDOM moved), the tool attaches to it again,
+ * injecting the agent as it did the first time, and the caller configures
+ * the new session like a child of fork.  The events between the exec and
+ * the injection (tens of ms) are not seen.
  */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "lib/mapped_file.h"
 #include "session.h"
 
 int session_kids_listen(struct session_kids *k, struct session *main)
@@ -28,17 +43,22 @@ int session_kids_listen(struct session_kids *k, struct session *main)
 	return err;
 }
 
+/* What a process of the trace takes from the main session's options. */
+static void inherit(struct session *c, const struct session *main)
+{
+	c->snapshot = main->snapshot;
+	c->buffer_size = main->buffer_size;
+	c->fmt_patterns = main->fmt_patterns;
+	c->fmt_formats = main->fmt_formats;
+	c->nfmt = main->nfmt;
+}
+
 struct session *session_kids_accept(struct session_kids *k, const struct session *main)
 {
 	struct session *c = NULL;
 	if ((k->follow_fd >= 0 && (c = session_accept(k->follow_fd))) ||
-	    (main->launch_fd >= 0 && (c = session_accept(main->launch_fd)))) {
-		c->snapshot = main->snapshot;
-		c->buffer_size = main->buffer_size;
-		c->fmt_patterns = main->fmt_patterns;
-		c->fmt_formats = main->fmt_formats;
-		c->nfmt = main->nfmt;
-	}
+	    (main->launch_fd >= 0 && (c = session_accept(main->launch_fd))))
+		inherit(c, main);
 	return c;
 }
 
@@ -76,4 +96,75 @@ void session_kids_free(struct session_kids *k)
 	k->v = NULL;
 	k->n = 0;
 	k->follow_fd = -1;
+}
+
+uint64_t session_exec_id(pid_t pid)
+{
+	char path[64];
+	Elf64_auxv_t a[64];
+	ssize_t n;
+	int fd;
+	uint64_t id = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, a, sizeof(a));
+	close(fd);
+	for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof(a[0]) && a[i].a_type != AT_NULL; i++)
+		if (a[i].a_type == AT_RANDOM)
+			id = a[i].a_un.a_val;
+	return id;
+}
+
+/* Whether pid's loader has mapped libc yet (a new program's first
+ * milliseconds are the loader's): polled up to two seconds. */
+static bool libc_mapped(pid_t pid)
+{
+	char path[64], line[4200];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	for (int i = 0; i < 1000; i++) {
+		FILE *f = fopen(path, "re");
+		bool found = false;
+		struct djp_mapping m;
+		if (!f)
+			return false;
+		while (!found && fgets(line, sizeof(line), f))
+			found = djp_mapping_parse(line, &m) && m.exec && djp_path_is_libc(m.path);
+		fclose(f);
+		if (found)
+			return true;
+		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+	}
+	return false;
+}
+
+struct session *session_kids_exec(const struct session *main, struct session *gone)
+{
+	struct session *c;
+	uint64_t now;
+
+	if (gone->exec_followed || main->cmd || gone->alive || gone->pid <= 0)
+		return NULL;
+	gone->exec_followed = true;
+	/* exiting, or a zombie: no auxv, or the same program */
+	now = session_exec_id(gone->pid);
+	if (!now || now == gone->exec_id || kill(gone->pid, 0))
+		return NULL;
+	if (!(c = calloc(1, sizeof(*c))) || session_init(c)) {
+		free(c);
+		return NULL;
+	}
+	c->attach_pid = gone->pid;
+	inherit(c, main);
+	/* the injector takes no thread that is in the loader; a static
+	 * program never maps libc, and attaching says so */
+	(void)libc_mapped(gone->pid);
+	if (session_attach(c)) {
+		/* said why on stderr */
+		session_free(c);
+		free(c);
+		return NULL;
+	}
+	return c;
 }

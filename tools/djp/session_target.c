@@ -402,3 +402,18 @@ void session_kill_unstarted(struct session *s)
 	session_reap(s, -1);
 	s->alive = false;
 }
+
+bool session_process_exited(pid_t pid)
+{
+	char path[64], buf[512], *c;
+	char state = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return true;
+	if (fgets(buf, sizeof(buf), f) && (c = strrchr(buf, ')')))
+		sscanf(c + 1, " %c", &state);
+	fclose(f);
+	return state == 'Z' || state == 'X';
+}

@@ -271,13 +271,28 @@ static void accept_kids(struct trace *t)
 	}
 }
 
+/* A process of an -x trace that exec'd: the agent injected again and the
+ * same patterns armed (session_kids.c). */
+static void follow_exec(struct trace *t, struct session *gone)
+{
+	struct session *c = session_kids_exec(&t->s, gone);
+	if (!c)
+		return;
+	if (configure(t, c, false))
+		session_discard(c);
+	else
+		session_kids_keep(&t->kids, c);
+}
+
 /* A child whose agent is gone (it exited or exec'd): its rings stay
  * mapped here, for the last drain. */
 static void reap_kids(struct trace *t)
 {
 	for (size_t i = 0; i < t->kids.n; i++)
-		if (t->kids.v[i]->alive && session_agent_gone(t->kids.v[i], 0))
+		if (t->kids.v[i]->alive && session_agent_gone(t->kids.v[i], 0)) {
 			t->kids.v[i]->alive = false;
+			follow_exec(t, t->kids.v[i]);
+		}
 }
 
 static const char *run(struct trace *t, char *why, size_t whysz)
@@ -307,13 +322,21 @@ static const char *run(struct trace *t, char *why, size_t whysz)
 		}
 		if (s->cmd && session_reap(s, 0))
 			return "the command exited";
-		if (!s->cmd && kill(s->pid, 0) < 0 && errno == ESRCH)
+		if (!s->cmd && session_process_exited(s->pid))
 			return "the process exited";
 		/* The agent gone: the process exited, exec'd or crashed.  A
 		 * -c trace lasts as long as the command (a shell may go on
 		 * after the traced process); -x ends here. */
-		if (session_agent_gone(s, n >= BUSY_DRAIN ? 0 : DRAIN_PERIOD_MS) && !s->cmd)
-			return "the agent closed the session";
+		if (session_agent_gone(s, n >= BUSY_DRAIN ? 0 : DRAIN_PERIOD_MS) && !s->cmd) {
+			size_t kids = t->kids.n;
+			if (!s->exec_followed) {
+				follow_exec(t, s);
+				/* exec'd and traced again: on until it exits */
+				t->main_exec_traced = t->kids.n > kids;
+			}
+			if (!t->main_exec_traced)
+				return "the agent closed the session";
+		}
 	}
 }
 

@@ -32,6 +32,7 @@ struct trace {
 	/* children of fork and a -c wrapper's program, each a session of
 	 * its own */
 	struct session_kids kids;
+	bool main_exec_traced; /* -x: the process exec'd and is traced again */
 };
 
 /* trace_output.c */

@@ -78,6 +78,7 @@ struct live {
 	size_t cur;
 	struct djp_arm_glob *globs; /* their glob strings our own */
 	unsigned nglobs;
+	bool main_exec_traced; /* -x: the process exec'd and is traced again */
 };
 
 static uint64_t clock_ns(clockid_t c)
@@ -105,6 +106,26 @@ static void desc_from_marker(struct djp_ev_desc *d, uint32_t id, const struct se
 		memset(&d->fmt, 0, sizeof(d->fmt));
 }
 
+/* A descriptor for a marker met after open; NULL when out of memory. */
+static struct djp_ev_desc *late_desc(struct live *l, const struct session_marker *m)
+{
+	struct djp_ev_desc *d;
+	if (l->nlate == l->caplate) {
+		size_t n = l->caplate ? 2 * l->caplate : 16;
+		void *v = realloc(l->late, n * sizeof(*l->late));
+		if (!v)
+			return NULL;
+		l->late = v;
+		l->caplate = n;
+	}
+	if (!(d = calloc(1, sizeof(*d))))
+		return NULL;
+	/* ids go on after those of open, in the order they are met */
+	desc_from_marker(d, l->src.ndescs + (uint32_t)l->nlate, m);
+	l->late[l->nlate++] = d;
+	return d;
+}
+
 /* A descriptor for a marker id first seen in an event: one of an object
  * loaded after open.  NULL when nobody can name it. */
 static const struct djp_ev_desc *learn(struct live *l, uint32_t id)
@@ -125,20 +146,8 @@ static const struct djp_ev_desc *learn(struct live *l, uint32_t id)
 		memset(l->desc_of_id + l->nids, 0, (n - l->nids) * sizeof(*l->desc_of_id));
 		l->nids = n;
 	}
-	if (l->nlate == l->caplate) {
-		size_t n = l->caplate ? 2 * l->caplate : 16;
-		void *v = realloc(l->late, n * sizeof(*l->late));
-		if (!v)
-			return NULL;
-		l->late = v;
-		l->caplate = n;
-	}
-	if (!(d = calloc(1, sizeof(*d))))
-		return NULL;
-	/* ids go on after those of open, in the order they are met */
-	desc_from_marker(d, l->src.ndescs + (uint32_t)l->nlate, m);
-	l->late[l->nlate++] = d;
-	l->desc_of_id[id] = d;
+	if ((d = late_desc(l, m)))
+		l->desc_of_id[id] = d;
 	return d;
 }
 
@@ -154,44 +163,78 @@ static struct session *session_at(struct live *l, size_t i)
 	return i ? l->kids.v[i - 1] : &l->s;
 }
 
-/* The descriptor of kid k's event, when its marker is the main process's
- * marker of that id. */
+static bool same_marker(const struct djp_ev_desc *d, const struct session_marker *m)
+{
+	return !strcmp(d->provider, m->name) && !strcmp(d->object ? d->object : "", m->object ? m->object : "");
+}
+
+/* The descriptor of kid k's event.  A child of fork numbers its markers as
+ * the main process does; one that exec'd (or whose ids parted) is matched
+ * by name and object, and a marker the main process never had gets a
+ * descriptor of its own, bound as a late one. */
 static const struct djp_ev_desc *kid_wanted(struct live *l, struct session *k, uint32_t id)
 {
 	const struct session_marker *km = session_marker_of(k, id), *pm = session_marker_of(&l->s, id);
-	if (!km || !pm || !km->name || !pm->name || strcmp(km->name, pm->name) ||
-	    strcmp(km->object ? km->object : "", pm->object ? pm->object : ""))
+	if (!km || !km->name)
 		return NULL;
-	return wanted(l, id);
+	if (pm && pm->name && !strcmp(km->name, pm->name) &&
+	    !strcmp(km->object ? km->object : "", pm->object ? pm->object : ""))
+		return wanted(l, id);
+	for (unsigned i = 0; i < l->src.ndescs; i++)
+		if (same_marker(&l->descs[i], km))
+			return l->armed[i] ? &l->descs[i] : NULL;
+	for (size_t i = 0; i < l->nlate; i++)
+		if (same_marker(l->late[i], km))
+			return l->late[i];
+	return late_desc(l, km);
 }
 
-/* Processes dialling in (children of fork, a wrapper's program): configure
- * each as the main session was (ring, globs, FOLLOW), then START. */
+/* Configure another process of the trace as the main session was (ring,
+ * globs, FOLLOW), START it when it waits for that, and keep it. */
+static void keep_kid(struct live *l, struct session *k, bool start)
+{
+	unsigned nsites;
+	bool ok = !session_hello(k) && !session_ring(k) && !session_list(k);
+	for (unsigned i = 0; ok && i < l->nglobs; i++)
+		ok = !session_connect(k, l->globs[i].glob, DJP_CONNECT_PENDING, l->globs[i].str_args,
+				      l->globs[i].str_bound, &nsites);
+	if (ok && !session_kids_follow(&l->kids, k) && (!start || !session_start(k)))
+		session_kids_keep(&l->kids, k);
+	else
+		session_discard(k);
+}
+
+/* Processes dialling in (children of fork, a wrapper's program); and, in
+ * an -x trace, the processes that exec'd (the agent injected again). */
 static void accept_kids(struct live *l)
 {
 	struct session *k;
-	while ((k = session_kids_accept(&l->kids, &l->s))) {
-		unsigned nsites;
-		bool ok = !session_hello(k) && !session_ring(k) && !session_list(k);
-		for (unsigned i = 0; ok && i < l->nglobs; i++)
-			ok = !session_connect(k, l->globs[i].glob, DJP_CONNECT_PENDING, l->globs[i].str_args,
-					      l->globs[i].str_bound, &nsites);
-		if (ok && !session_kids_follow(&l->kids, k) && !session_start(k))
-			session_kids_keep(&l->kids, k);
-		else
-			session_discard(k);
-	}
+	while ((k = session_kids_accept(&l->kids, &l->s)))
+		keep_kid(l, k, true);
+	for (size_t i = 0; i < l->kids.n; i++)
+		if (l->kids.v[i]->alive && session_agent_gone(l->kids.v[i], 0) &&
+		    (k = session_kids_exec(&l->s, l->kids.v[i])))
+			keep_kid(l, k, false);
 }
 
-/* -c: the command's exit; -x: the process's death or the agent's end. */
+/* -c: the command's exit; -x: the process's death, or the agent's end
+ * unless the process exec'd and is traced again. */
 static bool target_gone(struct live *l)
 {
 	struct session *s = &l->s;
+	struct session *k;
 	if (s->cmd)
 		return session_reap(s, 0);
-	if (kill(s->pid, 0) < 0 && errno == ESRCH)
+	if (session_process_exited(s->pid))
 		return true;
-	return session_agent_gone(s, 0);
+	if (!session_agent_gone(s, 0))
+		return false;
+	if (!s->exec_followed && (k = session_kids_exec(s, s))) {
+		size_t n = l->kids.n;
+		keep_kid(l, k, false);
+		l->main_exec_traced = l->kids.n > n;
+	}
+	return !l->main_exec_traced;
 }
 
 static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadline)
