@@ -56,6 +56,7 @@ void djp__engine_objects_changed(void)
 {
 	if (!djp_engine_ready() || djp_in_handler())
 		return;
+	djp_got_interpose(); /* the new objects' calls too */
 	djp_engine_lock_take();
 	if (djp_probes)
 		reattach_all();
@@ -117,3 +118,8 @@ DJP_API int dlclose(void *handle)
 	djp_engine_lock_release();
 	return r;
 }
+
+/* The interposers by names that resolve to them from inside the library
+ * too (kernel/got_patch.c points GOT slots at them). */
+extern __typeof(dlopen) djp__dlopen __attribute__((alias("dlopen"), copy(dlopen), visibility("hidden")));
+extern __typeof(dlclose) djp__dlclose __attribute__((alias("dlclose"), copy(dlclose), visibility("hidden")));

@@ -111,6 +111,9 @@ int djp_engine_init_locked(void)
 	int err;
 	if (atomic_load(&ready))
 		return init_err;
+	/* an injected library: the program's calls reach our interposers
+	 * only once their GOT slots say so (kernel/got_patch.c) */
+	djp_got_interpose();
 	if ((err = arch_text_init()) || (err = djp_engine_signal_init()) || (err = djp_sync_init()) ||
 	    (err = arch_trap_init(djp_trap_probe))) {
 		init_err = err;

@@ -7,6 +7,8 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <dlfcn.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -218,6 +220,19 @@ int djp_engine_signal(void);
  * call, when the engine can keep a fault handler installed; 0, or -errno
  * when the ring keeps process_vm_readv (also safe).  Idempotent. */
 int djp_safe_copy_enable(void);
+
+/* got_patch.c: in an injected library, point the program's GOT slots for
+ * the interposed functions at ours (every loaded object; again for objects
+ * loaded later).  djp_interposing: the program's calls reach them. */
+int djp_got_interpose(void);
+bool djp_interposing(void);
+/* The interposers themselves (sigmask.c, dlhooks.c), by hidden names. */
+extern __typeof(sigprocmask) djp__sigprocmask;
+extern __typeof(pthread_sigmask) djp__pthread_sigmask;
+extern __typeof(sigaction) djp__sigaction;
+extern __typeof(signal) djp__signal;
+extern __typeof(dlopen) djp__dlopen;
+extern __typeof(dlclose) djp__dlclose;
 
 /* sigmask.c */
 int djp_check_sigblk(void);

@@ -20,10 +20,11 @@
  * The second is only safe while three things hold, and this file turns it
  * on only when it can see that they do:
  *  1. our handler stays installed: the library's sigaction interposer must
- *     be what the program calls (it is when the library is preloaded or
- *     linked; a library injected with dlopen interposes nothing), so that a
- *     sigaction(SIGSEGV) of the program is recorded as the action we chain
- *     to instead of replacing ours (lib/real_signal.c);
+ *     be what the program calls (the loader binds it so when the library is
+ *     preloaded or linked; an injected library rewrites the program's GOT,
+ *     kernel/got_patch.c), so that a sigaction(SIGSEGV) of the program is
+ *     recorded as the action we chain to instead of replacing ours
+ *     (lib/real_signal.c);
  *  2. no thread blocks SIGSEGV or SIGBUS: the kernel kills a thread that
  *     faults with the signal blocked, whatever the handler.  The mask
  *     interposers keep both unblocked from the moment the handler is in
@@ -69,17 +70,6 @@ static void fault_handler(int sig, siginfo_t *info, void *ucv)
 	djp_kept_forward(sig, info, ucv);
 }
 
-/* 1: is the program's sigaction ours?  In a preloaded or linked library
- * the symbol resolves to the interposer; in an injected one, to libc. */
-static bool interposed(void)
-{
-	Dl_info ours, theirs;
-	void *fn = dlsym(RTLD_DEFAULT, "sigaction");
-	if (!fn || !dladdr((void *)fault_handler, &ours) || !dladdr(fn, &theirs))
-		return false;
-	return ours.dli_fbase == theirs.dli_fbase;
-}
-
 /* 3: a handler whose sa_mask holds SIGSEGV or SIGBUS. */
 static bool handler_blocks_faults(void)
 {
@@ -105,7 +95,7 @@ int djp_safe_copy_enable(void)
 	pthread_mutex_lock(&enable_lock);
 	if (!enabled) {
 		unsigned long long faults = 1ull << (SIGSEGV - 1) | 1ull << (SIGBUS - 1);
-		if (!interposed())
+		if (!djp_interposing())
 			ret = -ENOTSUP;
 		else if ((ret = djp_keep_signal(SIGSEGV, fault_handler)) == 0 &&
 			 (ret = djp_keep_signal(SIGBUS, fault_handler)) == 0) {

@@ -91,6 +91,13 @@ DJP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *ol
 	return djp_real_sigaction(sig, act, old);
 }
 
+/* The interposers by names that resolve to them from inside the library
+ * too: the exported names resolve to libc's when the library was injected
+ * (kernel/got_patch.c points the program's GOT slots at these). */
+extern __typeof(sigprocmask) djp__sigprocmask __attribute__((alias("sigprocmask"), copy(sigprocmask), visibility("hidden")));
+extern __typeof(pthread_sigmask) djp__pthread_sigmask __attribute__((alias("pthread_sigmask"), copy(pthread_sigmask), visibility("hidden")));
+extern __typeof(sigaction) djp__sigaction __attribute__((alias("sigaction"), copy(sigaction), visibility("hidden")));
+
 DJP_API sighandler_t signal(int sig, sighandler_t handler)
 {
 	struct sigaction sa, old;
@@ -98,7 +105,7 @@ DJP_API sighandler_t signal(int sig, sighandler_t handler)
 	sa.sa_handler = handler;
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(sig, &sa, &old))
+	if (djp__sigaction(sig, &sa, &old)) /* ours, also when injected */
 		return SIG_ERR;
 	return old.sa_handler;
 }
@@ -158,3 +165,5 @@ int djp_check_blocked(unsigned long long bad)
 	}
 	return err;
 }
+
+extern __typeof(signal) djp__signal __attribute__((alias("signal"), copy(signal), visibility("hidden")));

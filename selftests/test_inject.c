@@ -296,3 +296,44 @@ TEST_TIMEOUT(inject_then_a_library_loaded_later_is_armed, 60)
 	free(p);
 	free(t);
 }
+
+/* An injected agent interposes too (kernel/got_patch.c): the program's
+ * own sigprocmask, bound to libc before the agent came, now keeps SIGTRAP
+ * unblocked, so the children it forks with every other signal blocked (as
+ * PostgreSQL's postmaster does) can still be armed. */
+TEST_TIMEOUT(inject_interposes_the_programs_signal_mask, 60)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--ticks", "0", NULL }, false, -1);
+	struct tproc *p;
+	unsigned long long blk = 0, total;
+	char spid[16], path[64], line[256];
+	int st, others;
+	FILE *f;
+
+	CHECK(tt_wait_out(t, "ready", 10000));
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, "tt_burst", NULL }, false, -1);
+	CHECK(tt_wait_armed(t->pid, tt_target(false), 10000));
+	tt_send(t, "block\n");
+	CHECK(tt_wait_out(t, "blocked", 10000));
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)t->pid, (int)t->pid);
+	CHECK((f = fopen(path, "r")) != NULL);
+	while (fgets(line, sizeof(line), f))
+		sscanf(line, "SigBlk: %llx", &blk);
+	fclose(f);
+	CHECK(blk & (1ull << (SIGINT - 1)));	/* blocked as asked */
+	CHECK(!(blk & (1ull << (SIGTRAP - 1)))); /* but never SIGTRAP */
+	tt_send(t, "fork 3 10\n");
+	CHECK(tt_wait_out(t, "forked 3", 30000));
+	kill(p->pid, SIGINT);
+	st = tt_finish(p, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (tt_summary_sum(p->ebuf, "tt_burst", &total, &others) != 3 || total != 30)
+		djp_test_fail(__FILE__, __LINE__, "%s", p->ebuf);
+	close(t->in);
+	t->in = -1;
+	st = tt_finish(t, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	free(p);
+	free(t);
+}

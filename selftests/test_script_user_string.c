@@ -19,8 +19,10 @@
 #define QUERY "SELECT abalance FROM pgbench_accounts WHERE aid = 42;"
 
 /* Run djp ARGS with sdt_target as its -c command (argv has a slot for
- * it), fire the probe n times, end its input: the finished tool. */
-static struct tproc *sdt_under(char **argv, long n, int want_status)
+ * it), fire the probe n times, wait for `last` in the output (a computed
+ * address is read while the target still lives), end its input: the
+ * finished tool. */
+static struct tproc *sdt_under(char **argv, long n, int want_status, const char *last)
 {
 	struct tproc *p;
 	char line[64];
@@ -33,6 +35,8 @@ static struct tproc *sdt_under(char **argv, long n, int want_status)
 	snprintf(line, sizeof(line), "strings %ld\n", n);
 	tt_send(p, line);
 	CHECK(tt_wait_out(p, "strings done", 10000));
+	if (last)
+		CHECK(tt_wait_out(p, last, 10000));
 	close(p->in);
 	p->in = -1;
 	st = tt_finish(p, 20000);
@@ -45,14 +49,16 @@ TEST_TIMEOUT(script_user_string_of_sdt_arguments, 60)
 {
 	struct tproc *p = sdt_under(
 		(char *[]){ (char *)tt_djp(), "-c", "SDT_TARGET", "-e",
+			    "global n\n"
 			    "probe process.mark(\"strs\") {\n"
 			    "  printf(\"[%s][%s][%s][%s][%d]\\n\", user_string($arg1), user_string_n($arg1, 6),\n"
 			    "         user_string_n_quoted($arg1, 6), user_string($arg2, \"fault!\"), $arg3)\n"
 			    "  printf(\"<%s><%s><%s>\\n\", user_string_quoted($arg2), user_string_quoted(0),\n"
 			    "         user_string_quoted($arg1 + 7))\n"
+			    "  if (++n == 3) println(\"three\")\n"
 			    "}",
 			    NULL },
-		3, 0);
+		3, 0, "three");
 	CHECK_EQ(tt_count(p->obuf, "[" QUERY "][SELECT][\"SELECT\"...][fault!][53]\n"), 3);
 	/* the computed address is read from outside, the fault is the address */
 	CHECK_EQ(tt_count(p->obuf, "<0x1><NULL><\"abalance FROM pgbench_accounts WHERE aid = 42;\">\n"), 3);
@@ -65,7 +71,7 @@ TEST_TIMEOUT(script_user_string_fault_is_an_error_not_a_crash, 60)
 {
 	struct tproc *p = sdt_under((char *[]){ (char *)tt_djp(), "-c", "SDT_TARGET", "-e",
 						"probe process.mark(\"strs\") { println(user_string($arg2)) }", NULL },
-				    2, 1);
+				    2, 1, NULL);
 	if (!strstr(p->ebuf, "ERROR: user string copy fault -14 at 0x1 near identifier 'user_string'"))
 		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
 	free(p);
@@ -111,7 +117,7 @@ TEST_TIMEOUT(trace_pattern_with_a_format_prints_sdt_strings, 60)
 {
 	struct tproc *p = sdt_under((char *[]){ (char *)tt_djp(), "trace", "-c", "SDT_TARGET",
 						"sdt_target:strs=query=%s bad=%s len=%d", NULL },
-				    5, 0);
+				    5, 0, NULL);
 	CHECK_EQ(tt_count(p->obuf, " sdt_target:strs query=" QUERY " bad=<bad> len=53\n"), 5);
 	free(p);
 }

@@ -23,6 +23,8 @@
  *                   address, an unmapped page, a PROT_NONE page, a string
  *                   running into it: "strings done"
  *   exec            exec itself again (--ticks 0), keeping its pid and stdin
+ *   block           block every signal in the main thread (sigprocmask, as
+ *                   a server does around its fork): "blocked"
  *   crash           die of SIGSEGV
  *   exit CODE       exit(CODE)
  *
@@ -152,6 +154,11 @@ int main(int argc, char **argv)
 
 			munmap(m, 2 * (size_t)pg);
 			printf("strings done\n");
+		} else if (!strncmp(line, "block", 5)) {
+			sigset_t all;
+			sigfillset(&all);
+			sigprocmask(SIG_BLOCK, &all, NULL);
+			printf("blocked\n");
 		} else if (!strncmp(line, "exec", 4)) {
 			fflush(stdout);
 			execl("/proc/self/exe", argv[0], "--ticks", "0", (char *)NULL);

@@ -41,9 +41,10 @@
  * again after it is let go.
  *
  * What it cannot give back: the program's libc now has one more library
- * and a thread (the agent), as with LD_PRELOAD, but the library's symbols
- * do not interpose on the program's calls (they were bound before it came):
- * dlopen and dlclose the program makes later do not reach the engine.
+ * and a thread (the agent), as with LD_PRELOAD.  The library's symbols do
+ * not interpose on the program's calls by themselves (they were bound
+ * before it came); the engine rewrites the GOT slots of the few it needs
+ * when it starts (kernel/got_patch.c).
  */
 #include <dirent.h>
 #include <elf.h>
