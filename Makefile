@@ -23,7 +23,7 @@ DURATION ?= 10
 DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev libzydis-dev
 # What make check runs besides, real programs with SDT probes: python3 (an
 # injection test), PostgreSQL 15 (pgbench under djp trace, every backend).
-DEB_PACKAGES_CHECK := python3 postgresql-15
+DEB_PACKAGES_CHECK := python3 postgresql-15 bpftrace
 DEB_PACKAGES_FUZZ := clang libclang-rt-14-dev
 DEB_PACKAGES_BENCH := valgrind
 

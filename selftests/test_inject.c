@@ -337,3 +337,48 @@ TEST_TIMEOUT(inject_interposes_the_programs_signal_mask, 60)
 	free(p);
 	free(t);
 }
+
+/* No signal reaches the target because of the injection, the arming or
+ * the trace: the kernel's own record of every signal generated for it
+ * (the signal:signal_generate tracepoint, through bpftrace), as a strace of
+ * it would show (strace cannot watch it: a process has one tracer, and the
+ * injector is it for a moment). */
+TEST_TIMEOUT(inject_sends_the_target_no_signal, 90)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--ticks", "0", NULL }, false, -1);
+	struct tproc *b, *p;
+	char prog[256];
+
+	CHECK(tt_wait_out(t, "ready", 10000));
+	if (access("/usr/bin/bpftrace", X_OK))
+		SKIP("no bpftrace to watch the signals");
+	/* the tracepoints live in tracefs, which a minimal system may not
+	 * have mounted */
+	if (access("/sys/kernel/tracing/events/signal", F_OK) && geteuid() == 0)
+		(void)!system("mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null");
+	snprintf(prog, sizeof(prog),
+		 "tracepoint:signal:signal_generate /args->pid == %d/ { printf(\"signal %%d\\n\", args->sig); }\n"
+		 "END { printf(\"watched\\n\"); }",
+		 (int)t->pid);
+	b = tt_spawn((char *const[]){ "/usr/bin/bpftrace", "-e", prog, NULL }, false, -1);
+	if (!tt_wait_out(b, "Attaching", 30000)) {
+		tt_kill(b);
+		SKIP("bpftrace does not run here");
+	}
+	usleep(300000);
+	p = trace_x(t->pid, "tt_burst");
+	CHECK(tt_wait_armed(t->pid, tt_target(false), 10000));
+	tt_send(t, "burst 100\n");
+	CHECK(tt_wait_out(t, "burst 100 ", 10000));
+	stop_and_count(p, "tt_burst", 100);
+	CHECK(tt_wait_restored(t->pid, tt_target(false), 2000));
+	kill(b->pid, SIGINT);
+	tt_finish(b, 20000);
+	CHECK(strstr(b->obuf, "watched") != NULL); /* it did watch */
+	if (strstr(b->obuf, "signal "))
+		djp_test_fail(__FILE__, __LINE__, "signals sent to the target: %s", b->obuf);
+	end_input(t);
+	free(b);
+	free(p);
+	free(t);
+}
