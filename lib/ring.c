@@ -196,6 +196,22 @@ __attribute__((constructor)) static void ring_init_early(void)
 	pthread_once(&ring_once, ring_init_once);
 }
 
+/* The region's high-water mark of slots (lib/ring.h), bounded by nslots:
+ * a hostile producer cannot make a reader look past the end. */
+static unsigned slots_used(const struct djp_region_hdr *h, unsigned nslots)
+{
+	unsigned used = __atomic_load_n(&h->slots_used, __ATOMIC_ACQUIRE);
+	return used < nslots ? used : nslots;
+}
+
+static void raise_slots_used(struct djp_region_hdr *h, unsigned to)
+{
+	unsigned cur = __atomic_load_n(&h->slots_used, __ATOMIC_RELAXED);
+	while (cur < to && !__atomic_compare_exchange_n(&h->slots_used, &cur, to, false, __ATOMIC_RELEASE,
+							__ATOMIC_RELAXED))
+		;
+}
+
 void djp_ring_thread_retire(void)
 {
 	uint32_t tid = my_tid();
@@ -203,7 +219,7 @@ void djp_ring_thread_retire(void)
 
 	pthread_mutex_lock(&live_lock);
 	for (struct djp_region *r = live_regions; r; r = r->next) {
-		for (unsigned i = 0; i < r->nslots; i++) {
+		for (unsigned i = 0, used = slots_used(r->hdr, r->nslots); i < used; i++) {
 			uint64_t expect = mine;
 			__atomic_compare_exchange_n(&region_slot(r, i)->owner, &expect,
 						    (uint64_t)tid << 32 | DJP_SLOT_RETIRED, false, __ATOMIC_RELEASE,
@@ -219,8 +235,12 @@ void djp_ring_thread_retire(void)
 /*
  * The first record of a thread in a region: find the slot this thread
  * already owns there (it may have recorded into another region since), or
- * claim a free one, starting at a place that depends on the tid so that
- * threads starting together do not all fight over slot 0.  Async-signal-safe:
+ * claim the lowest free one and raise the region's high-water mark, so that
+ * the consumer, each drain, and a thread's lookups scan the slots in use
+ * and not all of them (every slot header is a page of its own: 256 of
+ * them per drain for each of a hundred processes was most of a tool's
+ * time).  Threads starting together contend for the first free slots; a
+ * claim is once per thread and region.  Async-signal-safe:
  * gettid, loads, CAS, and pthread_setspecific on a key made at region
  * creation (glibc keeps the first 32 keys in the thread descriptor).
  */
@@ -232,7 +252,9 @@ int djp__ring_attach(struct djp_region *r)
 	struct djp_slot_hdr *slot = NULL;
 	uint64_t head = 0;
 
-	for (unsigned i = 0; i < r->nslots && !slot; i++)
+	unsigned used = slots_used(r->hdr, r->nslots);
+
+	for (unsigned i = 0; i < used && !slot; i++)
 		if (__atomic_load_n(&region_slot(r, i)->owner, __ATOMIC_ACQUIRE) == mine)
 			slot = region_slot(r, i);
 	/* Back in a slot of ours after recording elsewhere: its head is the
@@ -240,12 +262,14 @@ int djp__ring_attach(struct djp_region *r)
 	 * "Trust" above); a fresh claim starts at 0, as recycling leaves it. */
 	if (slot)
 		head = __atomic_load_n(&slot->head, __ATOMIC_RELAXED);
-	for (unsigned n = 0, i = tid % r->nslots; n < r->nslots && !slot; n++, i = (i + 1) % r->nslots) {
+	for (unsigned i = 0; i < r->nslots && !slot; i++) {
 		uint64_t expect = 0;
 		struct djp_slot_hdr *s = region_slot(r, i);
 		if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == 0 &&
-		    __atomic_compare_exchange_n(&s->owner, &expect, mine, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		    __atomic_compare_exchange_n(&s->owner, &expect, mine, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
 			slot = s;
+			raise_slots_used(r->hdr, i + 1);
+		}
 	}
 	if (!slot) {
 		__atomic_fetch_add(&r->hdr->lost_noslot, 1, __ATOMIC_RELAXED);
@@ -563,7 +587,7 @@ struct djp_consumer *djp_consumer_open(int fd)
 	}
 	c->base = base;
 	c->size = h.total_size;
-	for (unsigned i = 0; i < h.nslots; i++) {
+	for (unsigned i = 0, used = slots_used((const struct djp_region_hdr *)c->base, h.nslots); i < used; i++) {
 		struct djp_slot_hdr *s = (struct djp_slot_hdr *)(c->base + h.slots_offset + (uint64_t)i * h.slot_stride);
 		c->slots[i].tail = __atomic_load_n(&s->tail, __ATOMIC_RELAXED);
 		c->slots[i].resumed = c->slots[i].tail != 0;
@@ -579,6 +603,11 @@ void djp_consumer_close(struct djp_consumer *c)
 	free(c->slots);
 	free(c->snap);
 	free(c);
+}
+
+unsigned djp_consumer_slots_used(const struct djp_consumer *c)
+{
+	return slots_used((const struct djp_region_hdr *)c->base, c->h.nslots);
 }
 
 unsigned djp_consumer_nslots(const struct djp_consumer *c)
@@ -805,9 +834,12 @@ long djp_consumer_drain(struct djp_consumer *c, const struct djp_drain_ops *ops,
 {
 	long total = 0;
 
+	unsigned used;
+
 	if (!ops || !ops->event)
 		return -EINVAL;
-	for (unsigned i = 0; i < c->h.nslots; i++) {
+	used = slots_used((const struct djp_region_hdr *)c->base, c->h.nslots);
+	for (unsigned i = 0; i < used; i++) {
 		struct djp_slot_hdr *s = cslot(c, i);
 		uint64_t owner = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE), head;
 		uint32_t state = (uint32_t)owner;

@@ -57,7 +57,7 @@
 #include "clock.h"
 
 #define DJP_RING_MAGIC 0x31474e4952504a44ull /* "DJPRING1" */
-#define DJP_RING_VERSION 1u
+#define DJP_RING_VERSION 2u
 
 enum djp_ring_mode {
 	DJP_RING_DISCARD = 0,	/* full ring: drop the new event, count it */
@@ -135,6 +135,10 @@ struct djp_region_hdr {
 	/* Events lost because no slot was free (or on recursion before a
 	 * thread had one).  Producers add to it atomically, rarely. */
 	_Alignas(128) uint64_t lost_noslot;
+	/* 1 + the highest slot index ever claimed: producers claim the lowest
+	 * free slot and raise it (atomic max); readers look no further, so a
+	 * process with a few threads costs a few slots to scan, not nslots. */
+	uint32_t slots_used;
 };
 
 /* Per sub-buffer record, written by the producer as it enters one. */
@@ -464,6 +468,8 @@ struct djp_consumer *djp_consumer_open(int fd);
 void djp_consumer_close(struct djp_consumer *c);
 
 unsigned djp_consumer_nslots(const struct djp_consumer *c);
+/* The slots ever claimed are below this (the region's high-water mark). */
+unsigned djp_consumer_slots_used(const struct djp_consumer *c);
 unsigned djp_consumer_mode(const struct djp_consumer *c);
 const struct djp_clock_params *djp_consumer_clock(const struct djp_consumer *c);
 /* Events lost because no slot was free (the header's counter). */

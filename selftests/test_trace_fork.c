@@ -177,3 +177,45 @@ TEST_TIMEOUT(script_x_follows_exec, 60)
 {
 	exec_under_x(true);
 }
+
+/* A hundred processes at once, as a pre-fork server starts its workers:
+ * one tool drains them all, every event of every one, none lost; and five
+ * that are killed (SIGKILL, no exit of their own) right after their last
+ * event keep every event up to their death, each reported as a process
+ * that ended during the trace.  (The rate a tool sustains this way is a
+ * benchmark: bench/trace_many.) */
+TEST_TIMEOUT(trace_a_hundred_processes_and_the_killed, 120)
+{
+	char cmd[4200];
+	struct tproc *p;
+	unsigned long long total, ev, lost;
+	int st, others, blocks;
+	const char *b;
+
+	snprintf(cmd, sizeof(cmd), "%s --ticks 0", tt_target(false));
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "-o", "/dev/null", "tt_burst", NULL }, false,
+		     -1);
+	CHECK(tt_wait_out(p, "ready", 10000));
+	tt_send(p, "fork 100 2000 2000\n"); /* a second, 200,000 events a second in all */
+	CHECK(tt_wait_out(p, "forked 100", 60000));
+	tt_send(p, "fork 5 300 0 die\n");
+	CHECK(tt_wait_out(p, "forked 5", 30000));
+	close(p->in);
+	p->in = -1;
+	st = tt_finish(p, 30000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	blocks = tt_summary_sum(p->ebuf, "tt_burst", &total, &others);
+	if (blocks != 105 || total != 100 * 2000 + 5 * 300)
+		djp_test_fail(__FILE__, __LINE__, "%d processes, %llu events: %.2000s", blocks, total, p->ebuf);
+	/* none lost anywhere, each process's count exact */
+	for (b = p->ebuf; (b = strstr(b, "djp trace: process ")); b++) {
+		const char *line_end = strchr(b, '\n');
+		if (!strstr(b, ": 0 events,") || strstr(b, ": 0 events,") > line_end) {
+			CHECK(tt_summary_row(b, "tt_burst", &ev, &lost));
+			CHECK(ev == 2000 || ev == 300);
+			CHECK_EQ(lost, 0);
+			CHECK(strstr(b, "; ended during the trace") && strstr(b, "; ended during the trace") < line_end);
+		}
+	}
+	free(p);
+}

@@ -12,8 +12,12 @@
  * commands from stdin, one per line, answering each on stdout:
  *
  *   burst N         fire tt_burst N times as fast as it can: "burst N NS"
- *   fork N K        fork N children, each firing tt_burst K times and
- *                   exiting; wait for them all: "forked N"
+ *   fork N K [RATE [die]]
+ *                   fork N children, each firing tt_burst K times (RATE a
+ *                   second each, paced, when given) and exiting, or with
+ *                   "die" killing itself (SIGKILL) right after its last;
+ *                   wait for them all: "forked M", M the children that
+ *                   ended as they were told to
  *   dlopen PATH N   load PATH and call its plugin_fire(N): "dlopen ok"
  *   fire N          call plugin_fire(N) again: "fired N"
  *   kinds N         fire tt_kinds with arguments of every size and sign
@@ -73,6 +77,29 @@ static long long now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* n events at `rate` a second (0: as fast as it can), in slices of a
+ * millisecond's worth: the load a steady workload puts on the tool. */
+static void paced_burst(long n, long rate)
+{
+	long long t0 = now_ns();
+	long done = 0;
+	if (rate <= 0) {
+		burst(n);
+		return;
+	}
+	while (done < n) {
+		long due = (long)((now_ns() - t0) * rate / 1000000000LL) + 1, step = due - done;
+		if (step > n - done)
+			step = n - done;
+		if (step > 0) {
+			burst(step);
+			done += step;
+		} else {
+			usleep(1000);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int code = 0, use_stdin = 1;
@@ -102,17 +129,22 @@ int main(int argc, char **argv)
 			burst(n);
 			printf("burst %ld %lld\n", n, now_ns() - t0);
 		} else if (sscanf(line, "fork %ld %ld", &n, &k) == 2) {
-			long ok = 0;
+			long ok = 0, rate = 0;
+			char die[8] = "";
+			sscanf(line, "fork %*d %*d %ld %7s", &rate, die);
 			for (long i = 0; i < n; i++) {
 				pid_t c = fork();
 				if (c == 0) {
-					burst(k);
+					paced_burst(k, rate);
+					if (!strcmp(die, "die"))
+						raise(SIGKILL);
 					_exit(0);
 				}
 			}
 			for (long i = 0; i < n; i++) {
 				int st;
-				if (wait(&st) > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+				if (wait(&st) > 0 && (strcmp(die, "die") ? WIFEXITED(st) && WEXITSTATUS(st) == 0
+									: WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL))
 					ok++;
 			}
 			printf("forked %ld\n", ok);

@@ -212,7 +212,7 @@ long session_drain(struct session *s)
 uint64_t session_count_lost(struct session *s)
 {
 	uint64_t lost = 0;
-	unsigned nslots = djp_consumer_nslots(s->cons);
+	unsigned nslots = djp_consumer_slots_used(s->cons);
 
 	/* Live slots: their counts so far (retired ones came by slot_done). */
 	for (unsigned i = 0; i < nslots; i++) {

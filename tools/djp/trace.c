@@ -45,6 +45,7 @@
 
 #define DRAIN_PERIOD_MS 5
 #define BUSY_DRAIN 1024 /* a drain that brought this many: drain again at once */
+#define ACCEPT_BUDGET_S 0.003 /* configuring processes that dial in, per round */
 
 static volatile sig_atomic_t snapshot_asked;
 
@@ -259,11 +260,17 @@ static int configure(struct trace *t, struct session *s, bool start)
 }
 
 /* Children of fork dialling in: each gets the same patterns and FOLLOW,
- * then START (its fork returns then). */
+ * then START (its fork returns then).  A few milliseconds' worth at a
+ * time: a configuration is several round trips with an agent that may be
+ * waiting for a core among a hundred busy siblings (30 ms each was seen),
+ * and the rings of the processes already traced must be drained
+ * meanwhile, or a pre-fork server that starts a hundred workers at once
+ * loses their first events.  The others wait in fork, losing nothing. */
 static void accept_kids(struct trace *t)
 {
 	struct session *k;
-	while ((k = session_kids_accept(&t->kids, &t->s))) {
+	double until = now_s() + ACCEPT_BUDGET_S;
+	while (now_s() < until && (k = session_kids_accept(&t->kids, &t->s))) {
 		if (configure(t, k, true))
 			session_discard(k);
 		else
@@ -276,16 +283,19 @@ static void accept_kids(struct trace *t)
 static void follow_exec(struct trace *t, struct session *gone)
 {
 	struct session *c = session_kids_exec(&t->s, gone);
+	gone->end_note = "ended during the trace";
 	if (!c)
 		return;
+	gone->end_note = "exec'd; traced on in the block of its new program";
 	if (configure(t, c, false))
 		session_discard(c);
 	else
 		session_kids_keep(&t->kids, c);
 }
 
-/* A child whose agent is gone (it exited or exec'd): its rings stay
- * mapped here, for the last drain. */
+/* A child whose agent is gone (it exited, was killed or exec'd): its rings
+ * stay mapped here, for the last drain, and hold its events up to its
+ * end. */
 static void reap_kids(struct trace *t)
 {
 	for (size_t i = 0; i < t->kids.n; i++)

@@ -116,6 +116,8 @@ static void summary_of(struct session *s)
 		s->program[0] ? s->program : "?", s->events, lost);
 	if (s->stats_ok)
 		fprintf(stderr, ", %" PRIu64 " missed (hit inside a handler)", s->misses);
+	if (s->end_note)
+		fprintf(stderr, "; %s", s->end_note);
 	fputc('\n', stderr);
 	if (s->lost_noslot)
 		fprintf(stderr, "djp trace: %" PRIu64 " lost because no ring slot was free\n", s->lost_noslot);

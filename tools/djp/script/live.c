@@ -56,6 +56,10 @@
 
 #define LIVE_POLL_MS 5
 
+/* Configuring processes that dial in, per round (tools/djp/trace.c says
+ * why it is bounded). */
+#define ACCEPT_BUDGET_NS 3000000u
+
 struct live {
 	struct djp_source src;
 	struct session s;
@@ -209,7 +213,9 @@ static void keep_kid(struct live *l, struct session *k, bool start)
 static void accept_kids(struct live *l)
 {
 	struct session *k;
-	while ((k = session_kids_accept(&l->kids, &l->s)))
+	/* a few ms' worth a round, the rings drained between (as djp trace) */
+	uint64_t until = clock_ns(CLOCK_MONOTONIC) + ACCEPT_BUDGET_NS;
+	while (clock_ns(CLOCK_MONOTONIC) < until && (k = session_kids_accept(&l->kids, &l->s)))
 		keep_kid(l, k, true);
 	for (size_t i = 0; i < l->kids.n; i++)
 		if (l->kids.v[i]->alive && session_agent_gone(l->kids.v[i], 0) &&
