@@ -44,6 +44,7 @@
 #include "trace.h"
 
 #define DRAIN_PERIOD_MS 5
+#define DRAIN_IDLE_MS 20
 #define BUSY_DRAIN 1024 /* a drain that brought this many: drain again at once */
 #define ACCEPT_BUDGET_S 0.003 /* configuring processes that dial in, per round */
 
@@ -296,19 +297,65 @@ static void follow_exec(struct trace *t, struct session *gone)
 /* A child whose agent is gone (it exited, was killed or exec'd): its rings
  * stay mapped here, for the last drain, and hold its events up to its
  * end. */
-static void reap_kids(struct trace *t)
+static void kid_gone(struct trace *t, struct session *k)
 {
-	for (size_t i = 0; i < t->kids.n; i++)
-		if (t->kids.v[i]->alive && session_agent_gone(t->kids.v[i], 0)) {
-			t->kids.v[i]->alive = false;
-			follow_exec(t, t->kids.v[i]);
+	k->alive = false;
+	follow_exec(t, k);
+}
+
+/*
+ * Sleep until something needs the tool or timeout_ms pass: one poll over
+ * the main agent's socket, every child's, and the sockets processes dial
+ * (a child of fork waits in fork for its START, so a dial-in wakes the
+ * tool at once).  A child whose socket woke it has hung up: its agent is
+ * gone.  One system call a round, whatever the number of processes.
+ */
+static void wait_for_work(struct trace *t, int timeout_ms)
+{
+	struct session *s = &t->s;
+	size_t n = 0, need = t->kids.n + 3;
+	struct pollfd *p;
+
+	if (need > t->npfd) {
+		void *v = realloc(t->pfd, need * 2 * sizeof(*t->pfd));
+		if (!v) {
+			poll(NULL, 0, timeout_ms);
+			return;
 		}
+		t->pfd = v;
+		t->npfd = need * 2;
+	}
+	p = t->pfd;
+	if (s->alive)
+		p[n++] = (struct pollfd){ s->fd, POLLIN, 0 };
+	if (t->kids.follow_fd >= 0)
+		p[n++] = (struct pollfd){ t->kids.follow_fd, POLLIN, 0 };
+	if (s->launch_fd >= 0)
+		p[n++] = (struct pollfd){ s->launch_fd, POLLIN, 0 };
+	for (size_t i = 0; i < t->kids.n; i++)
+		if (t->kids.v[i]->alive)
+			p[n++] = (struct pollfd){ t->kids.v[i]->fd, POLLIN, 0 };
+	if (poll(p, n, timeout_ms) <= 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (p[i].revents && (p[i].fd == t->kids.follow_fd || p[i].fd == s->launch_fd))
+			t->dialled = true;
+	for (size_t i = 0, j = 0; i < t->kids.n; i++) {
+		struct session *k = t->kids.v[i];
+		if (!k->alive)
+			continue;
+		while (j < n && p[j].fd != k->fd)
+			j++;
+		if (j < n && p[j].revents)
+			kid_gone(t, k);
+	}
 }
 
 static const char *run(struct trace *t, char *why, size_t whysz)
 {
 	struct session *s = &t->s;
 	double start = now_s();
+	int idle_ms = DRAIN_PERIOD_MS;
 
 	for (;;) {
 		long n = 0;
@@ -318,8 +365,10 @@ static const char *run(struct trace *t, char *why, size_t whysz)
 			snapshot_asked = 0;
 			trace_drain(t);
 		}
-		accept_kids(t);
-		reap_kids(t);
+		if (t->dialled) {
+			t->dialled = false;
+			accept_kids(t);
+		}
 		if (session_stop_signal) {
 			snprintf(why, whysz, "stopped by %s", strsignal(session_stop_signal));
 			return why;
@@ -332,12 +381,27 @@ static const char *run(struct trace *t, char *why, size_t whysz)
 		}
 		if (s->cmd && session_reap(s, 0))
 			return "the command exited";
-		if (!s->cmd && session_process_exited(s->pid))
+		/* while its agent answers, the process lives (its death
+		 * hangs the socket up, which wakes wait_for_work) */
+		if (!s->cmd && !s->alive && session_process_exited(s->pid))
 			return "the process exited";
 		/* The agent gone: the process exited, exec'd or crashed.  A
 		 * -c trace lasts as long as the command (a shell may go on
 		 * after the traced process); -x ends here. */
-		if (session_agent_gone(s, n >= BUSY_DRAIN ? 0 : DRAIN_PERIOD_MS) && !s->cmd) {
+		/* Drain again at once when busy, every 5 ms while events come,
+		 * and back off to 20 ms while none do: a quiet process costs
+		 * the machine less, and 20 ms of events fit a ring at any
+		 * rate short of a million a second per thread. */
+		if (n >= BUSY_DRAIN)
+			idle_ms = 0;
+		else if (n > 0)
+			idle_ms = DRAIN_PERIOD_MS;
+		else if ((idle_ms = idle_ms * 2 + 1) > DRAIN_IDLE_MS)
+			idle_ms = DRAIN_IDLE_MS;
+		wait_for_work(t, idle_ms);
+		if (session_agent_gone(s, 0) && !s->cmd) {
+			if (session_process_exited(s->pid))
+				return "the process exited";
 			size_t kids = t->kids.n;
 			if (!s->exec_followed) {
 				follow_exec(t, s);
@@ -396,7 +460,7 @@ static bool write_failed(struct trace *t)
 
 int djp_cmd_trace(int argc, char **argv)
 {
-	struct trace t = { .kids.follow_fd = -1 };
+	struct trace t = { .kids.follow_fd = -1, .dialled = true };
 	struct session *s = &t.s;
 	char why[128];
 	const char *reason;
@@ -452,6 +516,7 @@ out:
 	session_free(s);
 	session_kids_free(&t.kids);
 	free(t.formats);
+	free(t.pfd);
 	free(t.str_args);
 	return rc;
 }

@@ -12,6 +12,7 @@
 #define DJP_TOOLS_TRACE_H
 
 #include <stdbool.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -33,6 +34,9 @@ struct trace {
 	 * its own */
 	struct session_kids kids;
 	bool main_exec_traced; /* -x: the process exec'd and is traced again */
+	bool dialled;		/* a process is dialling in: accept it */
+	struct pollfd *pfd;	/* the round's poll set (trace.c) */
+	size_t npfd;
 };
 
 /* trace_output.c */

@@ -94,7 +94,6 @@ long trace_drain_session(struct trace *t, struct session *s)
 		for (size_t i = 0; i < s->nbatch; i++)
 			print_event(t, s, session_event(s, i), s->batch[i].tid);
 	} while (s->more);
-	fflush(t->out);
 	return total;
 }
 
@@ -103,6 +102,8 @@ long trace_drain(struct trace *t)
 	long total = trace_drain_session(t, &t->s);
 	for (size_t i = 0; i < t->kids.n; i++)
 		total += trace_drain_session(t, t->kids.v[i]);
+	if (total)
+		fflush(t->out); /* once a round, not once a process */
 	return total;
 }
 
