@@ -25,7 +25,7 @@ DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev libzydi
 # injection test), PostgreSQL 15 (pgbench under djp trace, every backend).
 DEB_PACKAGES_CHECK := python3 postgresql-15 bpftrace
 DEB_PACKAGES_FUZZ := clang libclang-rt-14-dev
-DEB_PACKAGES_BENCH := valgrind
+DEB_PACKAGES_BENCH := valgrind postgresql-15
 
 ifeq ($(V),1)
 Q :=

@@ -1,0 +1,111 @@
+/*
+ * Who may load the agent into a process: whoever ptrace lets attach to it
+ * (tools/djp/inject.c seizes the thread with ptrace, and the kernel
+ * decides).  The same user and root may; another user may not, and is told
+ * so in one line, the process left as it was.  With Yama, ptrace_scope 1
+ * (only a parent, or CAP_SYS_PTRACE) and 2 (only CAP_SYS_PTRACE) refuse
+ * the same user, naming the setting, and let root in; 3 refuses everyone.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "test_trace_util.h"
+
+#define NOBODY 65534
+#define SCOPE "/proc/sys/kernel/yama/ptrace_scope"
+
+/* djp trace -x PID tt_tick as uid for half a second. */
+static struct tproc *attach_as(pid_t pid, int uid, int *status)
+{
+	char spid[16];
+	struct tproc *p;
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--duration", "0.5", "-x", spid, "tt_tick", NULL },
+		     false, uid);
+	*status = tt_finish(p, 20000);
+	return p;
+}
+
+static void expect_traced(pid_t pid, int uid, const char *who)
+{
+	int st;
+	struct tproc *p = attach_as(pid, uid, &st);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) || !tt_count(p->obuf, " tt_tick "))
+		djp_test_fail(__FILE__, __LINE__, "%s: status %#x: %s", who, st, p->ebuf);
+	free(p);
+}
+
+static void expect_refused(pid_t pid, int uid, const char *what, const char *who)
+{
+	int st;
+	struct tproc *p = attach_as(pid, uid, &st);
+	if (!WIFEXITED(st) || !WEXITSTATUS(st) || tt_lines(p->ebuf) != 1 || !strstr(p->ebuf, what))
+		djp_test_fail(__FILE__, __LINE__, "%s: status %#x: %s", who, st, p->ebuf);
+	free(p);
+}
+
+/* A trace_target without the agent, as uid. */
+static struct tproc *target_as(int uid)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--tick-us", "1000", NULL }, false, uid);
+	CHECK(tt_wait_out(t, "ready", 10000));
+	return t;
+}
+
+static void target_end(struct tproc *t)
+{
+	CHECK(tt_wait_restored(t->pid, tt_target(false), 2000));
+	tt_kill(t);
+	free(t);
+}
+
+TEST_TIMEOUT(inject_permission_matrix, 120)
+{
+	struct tproc *t;
+
+	if (geteuid() != 0)
+		SKIP("needs root to run processes as another user");
+	/* the same user, then root, into a process of nobody's */
+	t = target_as(NOBODY);
+	expect_traced(t->pid, NOBODY, "the same user");
+	target_end(t);
+	t = target_as(NOBODY);
+	expect_traced(t->pid, -1, "root");
+	target_end(t);
+	/* another user: refused, nothing of the target touched */
+	t = target_as(-1);
+	expect_refused(t->pid, NOBODY, "belongs to another user", "another user");
+	CHECK_EQ(tt_sites_changed(t->pid, tt_target(false), &(int){ 0 }), 0);
+	CHECK(!tt_wait_agent(t->pid, 200)); /* no agent was loaded */
+	tt_kill(t);
+	free(t);
+}
+
+TEST_TIMEOUT(inject_follows_yama_ptrace_scope, 120)
+{
+	char was[16] = "";
+	FILE *f = fopen(SCOPE, "r");
+	struct tproc *t;
+
+	if (!f)
+		SKIP("no Yama in this kernel (" SCOPE ")");
+	if (!fgets(was, sizeof(was), f))
+		was[0] = 0;
+	fclose(f);
+	if (geteuid() != 0)
+		SKIP("needs root to set ptrace_scope");
+	for (int scope = 1; scope <= 2; scope++) {
+		char want[64];
+		f = fopen(SCOPE, "w");
+		CHECK(f && fprintf(f, "%d\n", scope) > 0 && fclose(f) == 0);
+		t = target_as(NOBODY);
+		snprintf(want, sizeof(want), "kernel.yama.ptrace_scope = %d", scope);
+		expect_refused(t->pid, NOBODY, want, "the same user, not a parent");
+		expect_traced(t->pid, -1, "root (CAP_SYS_PTRACE)");
+		target_end(t);
+	}
+	f = fopen(SCOPE, "w");
+	CHECK(f && fputs(was, f) >= 0 && fclose(f) == 0);
+}
