@@ -215,3 +215,46 @@ TEST_TIMEOUT(postgres_attach_to_a_running_postmaster, 300)
 	free(srv);
 	cluster_remove(&c);
 }
+
+/* The same as a script, through the same wrapper: `djp -c 'runuser ...
+ * postgres ...' -e 'probe process("…/postgres").mark("transaction__start")
+ * { c[pid()]++ }'`.  runuser has no probes; the script binds to the file
+ * its point names, and every backend's count comes to the script under
+ * the backend's pid. */
+TEST_TIMEOUT(postgres_script_through_runuser, 300)
+{
+	struct cluster c;
+	struct tproc *p;
+	long txns, total = 0;
+	int procs = 0, st;
+	const char *l;
+
+	cluster_init(&c);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", c.server, "-e",
+				      "global c\n"
+				      "probe process(\"" PGBIN "/postgres\").provider(\"postgresql\")"
+				      ".mark(\"transaction__start\") { c[pid()]++ }\n"
+				      "probe end { foreach (p in c) printf(\"pid %d %d\\n\", p, c[p]) }",
+				      NULL },
+		     false, -1);
+	pgbench_init(&c);
+	txns = pgbench_run(&c);
+	CHECK_EQ(txns, 2000);
+	usleep(500000);
+	kill(p->pid, SIGINT); /* end probes, then the server is stopped */
+	st = tt_finish(p, 60000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (l = p->obuf; (l = strstr(l, "pid ")); l++) {
+		int pid;
+		long n;
+		CHECK_EQ(sscanf(l, "pid %d %ld", &pid, &n), 2);
+		total += n;
+		procs++;
+	}
+	if (total < txns || procs < 4)
+		djp_test_fail(__FILE__, __LINE__, "%ld transactions in %d processes: %s / %.2000s", total, procs, p->obuf,
+			      p->ebuf);
+	printf("# script: %ld transaction__start in %d processes\n", total, procs);
+	free(p);
+	cluster_remove(&c);
+}

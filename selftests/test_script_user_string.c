@@ -184,3 +184,22 @@ TEST_TIMEOUT(inject_python3_function_names, 60)
 	free(p);
 	free(t);
 }
+
+/* A script whose -c command is a wrapper without probes (env, runuser, a
+ * shell): the program it execs dials in later, so its markers are read
+ * from the file that the process("PATH") point names, and the script binds
+ * to them before the program exists. */
+TEST_TIMEOUT(script_through_a_wrapper_binds_the_named_program, 60)
+{
+	char cmd[4200], script[4400];
+	struct tproc *p;
+	snprintf(cmd, sizeof(cmd), "env DJP_TEST_WRAPPED=1 %s", tt_sdt_target());
+	snprintf(script, sizeof(script),
+		 "global n; probe process(\"%s\").mark(\"strs\") { n++; printf(\"%%s\\n\", user_string($arg1)) }\n"
+		 "probe end { printf(\"n=%%d\\n\", n) }",
+		 tt_sdt_target());
+	p = sdt_under((char *[]){ (char *)tt_djp(), "-c", cmd, "-e", script, NULL }, 4, 0, NULL);
+	CHECK_EQ(tt_count(p->obuf, QUERY "\n"), 4);
+	CHECK(strstr(p->obuf, "n=4\n") != NULL);
+	free(p);
+}

@@ -83,6 +83,13 @@ struct live {
 	struct djp_arm_glob *globs; /* their glob strings our own */
 	unsigned nglobs;
 	bool main_exec_traced; /* -x: the process exec'd and is traced again */
+	/* markers of the files that process("PATH") points name and the
+	 * process did not have at open (a -c wrapper's program, a child's
+	 * exec): read from the files, so that the script binds to them */
+	struct djp_marker_list *flist[64];
+	char *fobject[64];
+	char **fnames; /* "provider:name" of each, owned */
+	unsigned nflist, nfnames;
 };
 
 static uint64_t clock_ns(clockid_t c)
@@ -382,6 +389,13 @@ static void live_close(struct djp_source *src)
 		free((char *)l->globs[i].glob);
 	free(l->globs);
 	free(l->descs);
+	for (unsigned i = 0; i < l->nflist; i++) {
+		djp_marker_list_free(l->flist[i]);
+		free(l->fobject[i]);
+	}
+	for (unsigned i = 0; i < l->nfnames; i++)
+		free(l->fnames[i]);
+	free(l->fnames);
 	for (size_t i = 0; i < l->nlate; i++)
 		free(l->late[i]);
 	free(l->late);
@@ -516,11 +530,68 @@ static int files_open(const struct djp_source_opts *o, struct djp_source **out, 
 	return 0;
 }
 
+/* The files of o->paths whose markers the process does not have now: read
+ * them (a path that is no file, a soname say, is left to the agent).
+ * Returns how many markers they hold. */
+static size_t read_named_files(struct live *l, const struct djp_source_opts *o)
+{
+	size_t total = 0;
+	for (unsigned i = 0; i < o->npaths && l->nflist < sizeof(l->flist) / sizeof(l->flist[0]); i++) {
+		char err[256], *rp = realpath(o->paths[i], NULL);
+		bool have = false;
+		if (!rp)
+			continue;
+		for (uint32_t id = 0; id < l->s.nmarkers && !have; id++)
+			have = l->s.markers[id].known && l->s.markers[id].object && !strcmp(l->s.markers[id].object, rp);
+		for (unsigned k = 0; k < l->nflist && !have; k++)
+			have = !strcmp(l->fobject[k], rp);
+		if (have || djp_markers_read_file(rp, DJP_READ_NO_DWARF, &l->flist[l->nflist], err, sizeof(err))) {
+			free(rp);
+			continue;
+		}
+		l->fobject[l->nflist] = rp;
+		total += l->flist[l->nflist++]->count;
+	}
+	return total;
+}
+
+/* Descriptors nd.. for the markers read_named_files read, named as the
+ * agent names them (an SDT probe "provider:name"), so that a process that
+ * has them later finds them (kid_wanted).  Returns the next id. */
+static unsigned add_file_descs(struct live *l, unsigned nd, size_t total)
+{
+	if (!(l->fnames = calloc(total ? total : 1, sizeof(*l->fnames))))
+		return nd;
+	for (unsigned i = 0; i < l->nflist; i++)
+		for (size_t j = 0; j < l->flist[i]->count; j++) {
+			const struct djp_marker_info *m = &l->flist[i]->v[j];
+			struct djp_ev_desc *d = &l->descs[nd];
+			char full[512];
+			const char *why;
+			size_t plen;
+			djp_marker_full_name(full, sizeof(full), m->provider, m->name);
+			if (!(l->fnames[l->nfnames] = strdup(full)))
+				return nd;
+			d->id = nd;
+			d->provider = l->fnames[l->nfnames++];
+			d->name = djp_marker_split(d->provider, &plen);
+			d->provider_len = (unsigned)plen;
+			d->format = m->format;
+			d->object = l->fobject[i];
+			d->nargs = m->nargs;
+			if (djp_format_parse(m->format, &d->fmt, &why) < 0)
+				memset(&d->fmt, 0, sizeof(d->fmt));
+			nd++;
+		}
+	return nd;
+}
+
 int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **out, char *err, size_t errsz)
 {
 	struct live *l;
 	struct session *s;
 	unsigned nd = 0;
+	size_t nfile;
 	char path[64];
 	FILE *f;
 
@@ -560,10 +631,11 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 			l->comm[strcspn(l->comm, "\n")] = 0;
 		fclose(f);
 	}
+	nfile = read_named_files(l, o);
 	l->nids = s->nmarkers;
 	l->desc_of_id = calloc(l->nids ? l->nids : 1, sizeof(*l->desc_of_id));
-	l->descs = calloc(l->nids ? l->nids : 1, sizeof(*l->descs));
-	l->armed = calloc(l->nids ? l->nids : 1, sizeof(*l->armed));
+	l->descs = calloc(l->nids + nfile + 1, sizeof(*l->descs));
+	l->armed = calloc(l->nids + nfile + 1, sizeof(*l->armed));
 	if (!l->desc_of_id || !l->descs || !l->armed) {
 		snprintf(err, errsz, "out of memory");
 		goto fail;
@@ -575,6 +647,7 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 		l->desc_of_id[id] = &l->descs[nd];
 		nd++;
 	}
+	nd = add_file_descs(l, nd, nfile);
 	l->src.ops = &live_ops;
 	l->src.descs = l->descs;
 	l->src.ndescs = nd;
