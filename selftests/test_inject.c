@@ -382,3 +382,30 @@ TEST_TIMEOUT(inject_sends_the_target_no_signal, 90)
 	free(p);
 	free(t);
 }
+
+/* A signal that kills the tool (SIGQUIT: the tool has no handler for it)
+ * at any moment of an injection, here every 3 ms of the first 60: the
+ * target lives on and answers.  Before the tool held such signals off
+ * while the thread was in dlopen, the thread was left to return from it
+ * into a bare `syscall` with no tracer to catch it. */
+TEST_TIMEOUT(inject_interrupted_at_any_moment_leaves_the_target_alive, 180)
+{
+	for (int delay_us = 0; delay_us <= 60000; delay_us += 3000) {
+		struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--ticks", "0", NULL }, false, -1);
+		struct tproc *p;
+		int st;
+		CHECK(tt_wait_out(t, "ready", 10000));
+		p = trace_x(t->pid, "tt_burst");
+		usleep((useconds_t)delay_us);
+		kill(p->pid, SIGQUIT);
+		st = tt_finish(p, 20000);
+		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGQUIT);
+		tt_send(t, "burst 5\n");
+		if (!tt_wait_out(t, "burst 5 ", 10000))
+			djp_test_fail(__FILE__, __LINE__, "target dead or stuck after SIGQUIT at %d us: %s", delay_us,
+				      p->ebuf);
+		end_input(t);
+		free(p);
+		free(t);
+	}
+}

@@ -421,7 +421,7 @@ static int not_injectable(struct target *t)
 	return 0;
 }
 
-int djp_inject(pid_t pid, const char *lib, char *err, size_t errsz)
+static int inject(pid_t pid, const char *lib, char *err, size_t errsz)
 {
 	static uint8_t xstate[65536] __attribute__((aligned(64)));
 	struct target t = { .pid = pid, .err = err, .errsz = errsz };
@@ -525,4 +525,26 @@ int djp_inject(pid_t pid, const char *lib, char *err, size_t errsz)
 	if (!handle)
 		return fail(&t, "its loader could not load %s", lib);
 	return 0;
+}
+
+/*
+ * The injection with the tool's own termination signals held off: between
+ * the moment the thread is sent into dlopen and the moment its registers
+ * are back, the tool must not die, or the thread would return from dlopen
+ * into the `syscall` instruction with nobody to catch it.  ^C, SIGTERM and
+ * the like wait the tens of milliseconds it takes; SIGKILL cannot.
+ */
+int djp_inject(pid_t pid, const char *lib, char *err, size_t errsz)
+{
+	static const int held[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2 };
+	sigset_t set, old;
+	int ret;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+		sigaddset(&set, held[i]);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	ret = inject(pid, lib, err, errsz);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return ret;
 }
