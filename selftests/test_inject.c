@@ -81,18 +81,18 @@ TEST_TIMEOUT(inject_into_a_program_without_the_agent, 60)
 	free(t);
 }
 
-/* Four threads that never make a system call (more than the cores), and
+/* Eight threads that never make a system call (more than the cores), and
  * the main one in read: the injector stops only a thread where calling
  * the loader is safe, and the spinners keep spinning. */
 TEST_TIMEOUT(inject_with_busy_threads, 60)
 {
-	struct tproc *t = tt_spawn((char *const[]){ (char *)busy(false), "--threads", "4", NULL }, false, -1);
+	struct tproc *t = tt_spawn((char *const[]){ (char *)busy(false), "--threads", "8", NULL }, false, -1);
 	struct tproc *p;
 	char spid[16];
 	int st;
 
 	CHECK(tt_wait_out(t, "ready", 10000));
-	/* a script, not the event printer: four spinners outrun any printer */
+	/* a script, not the event printer: eight spinners outrun any printer */
 	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
 	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-x", spid, "-e",
 				      "global n; probe process.mark(\"bt_spin\") { n++ }\n"
@@ -405,6 +405,30 @@ TEST_TIMEOUT(inject_interrupted_at_any_moment_leaves_the_target_alive, 180)
 			djp_test_fail(__FILE__, __LINE__, "target dead or stuck after SIGQUIT at %d us: %s", delay_us,
 				      p->ebuf);
 		end_input(t);
+		free(p);
+		free(t);
+	}
+}
+
+/* A process that exits while the tool is injecting into it, at every
+ * moment of the first 50 ms: the tool never hangs or crashes; it either
+ * traced it to its end, or says in one line why it could not. */
+TEST_TIMEOUT(inject_into_a_process_that_exits_meanwhile, 180)
+{
+	for (int delay_us = 0; delay_us <= 50000; delay_us += 5000) {
+		struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--no-stdin", "--ticks", "40",
+							    "--tick-us", "1000", NULL },
+					   false, -1);
+		struct tproc *p;
+		int st;
+		CHECK(tt_wait_out(t, "ready", 10000));
+		usleep((useconds_t)delay_us);
+		p = trace_x(t->pid, "tt_tick");
+		st = tt_finish(p, 20000);
+		if (!WIFEXITED(st) || (WEXITSTATUS(st) && tt_lines(p->ebuf) != 1))
+			djp_test_fail(__FILE__, __LINE__, "%d us: status %#x: %s", delay_us, st, p->ebuf);
+		st = tt_finish(t, 10000);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 		free(p);
 		free(t);
 	}
