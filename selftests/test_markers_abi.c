@@ -119,7 +119,7 @@ static void check_build(const char *name)
 		unsigned long long addr;
 		unsigned len;
 		int n = 0;
-		CHECK_EQ(sscanf(line, "%63s %llx %u %*s %*s %4095s %n", mname, &addr, &len, obj, &n), 4);
+		CHECK_EQ(sscanf(line, "%63s %llx %u %*s %*s %*s %4095s %n", mname, &addr, &len, obj, &n), 4);
 		CHECK_STR(obj, path);
 		CHECK_EQ(len, 6);
 		/* "FORMAT" then the arguments */

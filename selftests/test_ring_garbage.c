@@ -144,8 +144,11 @@ static uint64_t garbage_round(unsigned mode, int structured)
 		for (unsigned k = 0; k < r->nsubbufs; k++)
 			s->sb[k].seq = rnd() % 4 ? s->head / r->subbuf_size + 1 - k : rnd();
 	}
-	/* let the next drains see a change of the garbage too */
+	/* let the next drains see a change of the garbage too, the header's
+	 * high-water mark of slots included (any value: the reader bounds
+	 * it by nslots) */
 	for (int round = 0; round < 4; round++) {
+		r->hdr->slots_used = round & 1 ? (uint32_t)rnd() : r->nslots;
 		CHECK(djp_consumer_drain(c, &ops, &n) >= 0);
 		for (unsigned i = 0; i < r->nslots; i++) {
 			struct djp_slot_hdr *s = (struct djp_slot_hdr *)(r->base + DJP_REGION_HDR_SIZE +
