@@ -219,3 +219,29 @@ TEST_TIMEOUT(trace_a_hundred_processes_and_the_killed, 120)
 	}
 	free(p);
 }
+
+/* fork then exec, under -c: the preload travels in the environment, the
+ * exec'd program dials in before its main, and its events (fired at the
+ * very start of main) are all there, each under its own pid. */
+TEST_TIMEOUT(trace_follows_fork_and_exec, 60)
+{
+	char cmd[4200];
+	struct tproc *p;
+	unsigned long long total;
+	int st, others;
+
+	snprintf(cmd, sizeof(cmd), "%s --ticks 0", tt_target(false));
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "tt_burst", NULL }, false, -1);
+	CHECK(tt_wait_out(p, "ready", 10000));
+	tt_send(p, "spawn 6 40\n");
+	CHECK(tt_wait_out(p, "spawned 6", 30000));
+	close(p->in);
+	p->in = -1;
+	st = tt_finish(p, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* six exec'd programs with 40 each; the parent and the six children
+	 * before their exec recorded none */
+	if (tt_summary_sum(p->ebuf, "tt_burst", &total, &others) != 6 || total != 240)
+		djp_test_fail(__FILE__, __LINE__, "%llu events: %s", total, p->ebuf);
+	free(p);
+}

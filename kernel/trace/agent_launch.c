@@ -24,11 +24,11 @@
  * shell: then the agent dials only from a process that has probes of its
  * own, djprobe markers in a loaded object or SDT notes in the program
  * itself (libc's SDT notes, which every shell loads, do not count).  The
- * one that dials removes both variables from its environment, so that its
- * own children do not dial again (fork is followed instead), except the
- * command itself when it has no probes of its own: it may be a wrapper
- * (runuser, env), and the program it execs dials in too.  A shell without
- * probes leaves them for the command it starts.
+ * one that dials removes DJP_AGENT_TOOL_PID, and keeps DJP_AGENT_TOOL: any
+ * program a process of the trace execs later (a wrapper's program, a
+ * worker a child of fork execs) dials in when it has probes, so that a
+ * fork-and-exec is traced too.  A child of fork runs no constructor; it
+ * is followed through fork instead (FOLLOW, agent.c).
  */
 #include <errno.h>
 #include <link.h>
@@ -76,7 +76,6 @@ int djp_agent_launch_dial(void)
 	const char *tool = getenv(DJP_AGENT_TOOL_ENV);
 	const char *cmd_pid = getenv(DJP_AGENT_TOOL_PID_ENV);
 	bool own;
-	int fd;
 
 	if (!tool || !*tool)
 		return -1;
@@ -84,12 +83,11 @@ int djp_agent_launch_dial(void)
 	if ((!cmd_pid || atol(cmd_pid) != (long)getpid()) && !own)
 		return -1;
 	unsetenv(DJP_AGENT_TOOL_PID_ENV);
-	fd = djp_agent_dial_tool(tool);
-	/* A command without probes of its own may be a wrapper (runuser,
-	 * env, nice): the program it execs dials in as well. */
-	if (own)
-		unsetenv(DJP_AGENT_TOOL_ENV); /* after: tool points into the environment */
-	return fd;
+	/* DJP_AGENT_TOOL stays: a program that a process of the trace execs
+	 * (a wrapper's, or a child's after fork) dials in too, if it has
+	 * probes of its own.  A child of fork runs no constructor: it is
+	 * followed (FOLLOW), never dials twice. */
+	return djp_agent_dial_tool(tool);
 }
 
 int djp_agent_dial_tool(const char *tool)

@@ -3,7 +3,7 @@
  * is linked without libdjprobe (selftests/trace.mk), so it gets the agent
  * only by LD_PRELOAD, as a traced command would.
  *
- *   trace_target [--ticks N] [--tick-us US] [--exit CODE] [--no-stdin]
+ *   trace_target [--ticks N] [--tick-us US] [--exit CODE] [--no-stdin] [--burst K]
  *
  * Marker tt_main fires once at the start of main (the -c "armed before main"
  * test looks for it).  A ticker thread fires tt_tick every --tick-us
@@ -27,6 +27,10 @@
  *                   address, an unmapped page, a PROT_NONE page, a string
  *                   running into it: "strings done"
  *   exec            exec itself again (--ticks 0), keeping its pid and stdin
+ *   spawn N K       fork N children that each exec this program with
+ *                   --no-stdin --ticks 0 --burst K (fire tt_burst K times
+ *                   at the start of main, then exit); wait: "spawned M",
+ *                   M the children that exited 0
  *   block           block every signal in the main thread (sigprocmask, as
  *                   a server does around its fork): "blocked"
  *   crash           die of SIGSEGV
@@ -117,6 +121,8 @@ int main(int argc, char **argv)
 			code = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--no-stdin"))
 			use_stdin = 0;
+		else if (!strcmp(argv[i], "--burst") && i + 1 < argc)
+			burst(atol(argv[++i]));
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	pthread_create(&th, NULL, ticker, NULL);
@@ -191,6 +197,22 @@ int main(int argc, char **argv)
 			sigfillset(&all);
 			sigprocmask(SIG_BLOCK, &all, NULL);
 			printf("blocked\n");
+		} else if (sscanf(line, "spawn %ld %ld", &n, &k) == 2) {
+			long ok = 0;
+			char kk[32];
+			snprintf(kk, sizeof(kk), "%ld", k);
+			for (long i = 0; i < n; i++)
+				if (fork() == 0) {
+					execl("/proc/self/exe", argv[0], "--no-stdin", "--ticks", "0", "--burst", kk,
+					      (char *)NULL);
+					_exit(127);
+				}
+			for (long i = 0; i < n; i++) {
+				int st;
+				if (wait(&st) > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+					ok++;
+			}
+			printf("spawned %ld\n", ok);
 		} else if (!strncmp(line, "exec", 4)) {
 			fflush(stdout);
 			execl("/proc/self/exe", argv[0], "--ticks", "0", (char *)NULL);
