@@ -321,6 +321,16 @@ void djp_ring_set_fast_copy(djp_ring_copy_fn fn)
 	__atomic_store_n(&fast_copy, fn, __ATOMIC_RELEASE);
 }
 
+/* n bytes copied and no NUL among them: cut at the bound, or cut short by
+ * a fault ("<bad>" when nothing was readable). */
+static uint64_t unterminated(char *dst, uint32_t n, bool fault)
+{
+	if (fault && !n)
+		return put_text(dst, "<bad>") | DJP_STR_FAULT;
+	dst[n] = 0;
+	return n | (fault ? DJP_STR_FAULT : DJP_STR_TRUNCATED);
+}
+
 /* Copy at most bound - 1 bytes of src and a NUL; returns the descriptor's
  * length and flag bits. */
 static uint64_t copy_string(char *dst, const char *src, uint32_t bound, uint32_t tid)
@@ -341,14 +351,7 @@ static uint64_t copy_string(char *dst, const char *src, uint32_t bound, uint32_t
 		n = (uint32_t)r;
 		if (!(r >> 63) && n < want)
 			return n; /* the NUL is copied */
-		if (!(r >> 63)) {
-			dst[n] = 0;
-			return n | DJP_STR_TRUNCATED;
-		}
-		if (!n)
-			return put_text(dst, "<bad>") | DJP_STR_FAULT;
-		dst[n] = 0;
-		return n | DJP_STR_FAULT;
+		return unterminated(dst, n, r >> 63);
 	}
 	first = 4096 - (uint32_t)(p & 4095);
 	if (first > want)
@@ -362,14 +365,7 @@ static uint64_t copy_string(char *dst, const char *src, uint32_t bound, uint32_t
 	for (uint32_t i = 0; i < n; i++)
 		if (!dst[i])
 			return i;
-	if (n == want) {
-		dst[n] = 0;
-		return n | DJP_STR_TRUNCATED;
-	}
-	if (!n)
-		return put_text(dst, "<bad>") | DJP_STR_FAULT;
-	dst[n] = 0;
-	return n | DJP_STR_FAULT;
+	return unterminated(dst, n, n < want); /* short: the rest was unreadable */
 }
 
 uint32_t djp__ring_put_strings(uint64_t *ev, uint32_t size, const uint64_t *args, unsigned nargs, uint32_t str_mask,

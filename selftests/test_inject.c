@@ -45,16 +45,6 @@ static void stop_and_count(struct tproc *p, const char *name, unsigned long long
  * and it ends well (frees both). */
 static void busy_target_intact(struct tproc *t, struct tproc *p);
 
-/* End the target's input: it must exit 0. */
-static void end_input(struct tproc *t)
-{
-	int st;
-	close(t->in);
-	t->in = -1;
-	st = tt_finish(t, 10000);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		djp_test_fail(__FILE__, __LINE__, "target status %#x: %s / %s", st, t->obuf, t->ebuf);
-}
 
 TEST_TIMEOUT(inject_into_a_program_without_the_agent, 60)
 {
@@ -111,9 +101,8 @@ static void busy_target_intact(struct tproc *t, struct tproc *p)
 	CHECK(tt_wait_restored(t->pid, busy(false), 2000));
 	tt_send(t, "count\n");
 	CHECK(tt_wait_out(t, "count ", 10000));
-	end_input(t);
+	tt_end(t);
 	free(p);
-	free(t);
 }
 
 /* Expect `djp trace -x PID` to fail with `what` in its one line. */
@@ -137,8 +126,7 @@ TEST_TIMEOUT(inject_refuses_what_it_cannot_load_into, 60)
 	refused(t->pid, "no libc.so in it");
 	tt_send(t, "count\n"); /* it runs on */
 	CHECK(tt_wait_out(t, "count ", 10000));
-	end_input(t);
-	free(t);
+	tt_end(t);
 
 	z = fork();
 	if (z == 0)
@@ -241,9 +229,8 @@ static void python_gc_under_x(void)
 	CHECK(tt_wait_out(t, "collected 100", 10000));
 	stop_and_count(p, "python:gc__start", 100);
 	CHECK(tt_wait_restored(t->pid, py, 2000));
-	end_input(t);
+	tt_end(t);
 	free(p);
-	free(t);
 }
 
 TEST_TIMEOUT(inject_python3_gc_start, 60)
@@ -268,9 +255,8 @@ TEST_TIMEOUT(inject_cxx_program_libstdcxx_throw, 60)
 	CHECK(tt_wait_out(t, "thrown 300", 10000));
 	stop_and_count(p, "libstdcxx:throw", 300);
 	CHECK(tt_summary_row(p->ebuf, "libstdcxx:catch", &ev, &lost) && ev == 300);
-	end_input(t);
+	tt_end(t);
 	free(p);
-	free(t);
 }
 
 /* A library the injected process loads later: the dlopen interposer is not
@@ -292,9 +278,8 @@ TEST_TIMEOUT(inject_then_a_library_loaded_later_is_armed, 60)
 	tt_send(t, "fire 5\n");
 	CHECK(tt_wait_out(t, "fired 5", 10000));
 	stop_and_count(p, "tp_plugin", 5);
-	end_input(t);
+	tt_end(t);
 	free(p);
-	free(t);
 }
 
 /* An injected agent interposes too (kernel/got_patch.c): the program's
@@ -330,12 +315,8 @@ TEST_TIMEOUT(inject_interposes_the_programs_signal_mask, 60)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	if (tt_summary_sum(p->ebuf, "tt_burst", &total, &others) != 3 || total != 30)
 		djp_test_fail(__FILE__, __LINE__, "%s", p->ebuf);
-	close(t->in);
-	t->in = -1;
-	st = tt_finish(t, 10000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	free(p);
-	free(t);
+	tt_end(t);
 }
 
 /* No signal reaches the target because of the injection, the arming or
@@ -377,10 +358,9 @@ TEST_TIMEOUT(inject_sends_the_target_no_signal, 90)
 	CHECK(strstr(b->obuf, "watched") != NULL); /* it did watch */
 	if (strstr(b->obuf, "signal "))
 		djp_test_fail(__FILE__, __LINE__, "signals sent to the target: %s", b->obuf);
-	end_input(t);
+	tt_end(t);
 	free(b);
 	free(p);
-	free(t);
 }
 
 /* A signal that kills the tool (SIGQUIT: the tool has no handler for it)
@@ -404,9 +384,8 @@ TEST_TIMEOUT(inject_interrupted_at_any_moment_leaves_the_target_alive, 180)
 		if (!tt_wait_out(t, "burst 5 ", 10000))
 			djp_test_fail(__FILE__, __LINE__, "target dead or stuck after SIGQUIT at %d us: %s", delay_us,
 				      p->ebuf);
-		end_input(t);
+		tt_end(t);
 		free(p);
-		free(t);
 	}
 }
 

@@ -177,12 +177,8 @@ TEST_TIMEOUT(inject_python3_function_names, 60)
 		djp_test_fail(__FILE__, __LINE__, "djp: status %#x: %s", st, p->ebuf);
 	CHECK_EQ(tt_count(p->obuf, "djp_probe_me <string>:2\n"), 25);
 	CHECK(tt_wait_restored(t->pid, py, 2000));
-	close(t->in);
-	t->in = -1;
-	st = tt_finish(t, 10000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	free(p);
-	free(t);
+	tt_end(t);
 }
 
 /* A script whose -c command is a wrapper without probes (env, runuser, a

@@ -177,6 +177,17 @@ int tt_finish(struct tproc *p, int timeout_ms)
 	}
 }
 
+void tt_end(struct tproc *p)
+{
+	int st;
+	close(p->in);
+	p->in = -1;
+	st = tt_finish(p, 10000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		djp_test_fail(__FILE__, __LINE__, "target status %#x: %s / %s", st, p->obuf, p->ebuf);
+	free(p);
+}
+
 void tt_kill(struct tproc *p)
 {
 	kill(p->pid, SIGKILL);

@@ -39,6 +39,8 @@ bool tt_wait_err(struct tproc *p, const char *needle, int timeout_ms);
  * it did not exit within timeout_ms (it is then killed). */
 int tt_finish(struct tproc *p, int timeout_ms);
 void tt_kill(struct tproc *p);
+/* End the input of p (a target reading commands): it must exit 0; p freed. */
+void tt_end(struct tproc *p);
 void tt_send(struct tproc *p, const char *line);
 int tt_count(const char *hay, const char *needle);
 /* Lines of s (stderr) that are not empty. */
