@@ -64,7 +64,7 @@ static const char *scripts_dir(void)
 static int run_case(const char *dir, const char *name, const char *driver, bool rebase)
 {
 	char path[2 * PATH_MAX], replay[PATH_MAX], outp[PATH_MAX], errp[PATH_MAX], stp[PATH_MAX];
-	char *argv[16], *args = NULL, *exp_out, *exp_err, *exp_st, *got_out, *got_err;
+	char *argv[32], *args = NULL, *sargs = NULL, *exp_out, *exp_err, *exp_st, *got_out, *got_err;
 	int argc = 0, status, st_code, bad = 0;
 	pid_t pid;
 
@@ -84,6 +84,12 @@ static int run_case(const char *dir, const char *name, const char *driver, bool 
 			argv[argc++] = tok;
 	}
 	argv[argc++] = stp;
+	/* NAME.sargs: the script's own arguments, after the script file */
+	snprintf(path, sizeof(path), "%s/%s.sargs", dir, name);
+	if ((sargs = slurp(path))) {
+		for (char *tok = strtok(sargs, " \n"); tok && argc < 30; tok = strtok(NULL, " \n"))
+			argv[argc++] = tok;
+	}
 	argv[argc] = NULL;
 
 	pid = fork();
@@ -142,6 +148,7 @@ static int run_case(const char *dir, const char *name, const char *driver, bool 
 		}
 	}
 	free(args);
+	free(sargs);
 	free(exp_out);
 	free(exp_err);
 	free(exp_st);

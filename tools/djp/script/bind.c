@@ -183,7 +183,8 @@ void bind_late(struct script *sc, const struct djp_ev_desc *d)
 		if (!match)
 			continue;
 		if (!fits(p, d, &why)) {
-			fprintf(stderr,
+			if (!script_no_warnings)
+				fprintf(stderr,
 				"WARNING: marker \"%s\" (%s), loaded after the script started, has no context variable "
 				"'$%s' of the type probe %s uses: not bound\n",
 				d->name, d->object ? d->object : "?", why, p->points->text);
@@ -231,6 +232,8 @@ void bind_fields(struct script *sc)
 
 void script_release(struct script *sc)
 {
+	free(sc->toks);
+	sc->toks = NULL;
 	free(sc->begins);
 	free(sc->ends);
 	free(sc->timers);

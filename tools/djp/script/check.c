@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "lang.h"
+#include "lib/ring.h"
 
 struct checker {
 	struct script *sc;
@@ -303,14 +304,15 @@ static int ctx_ref(struct checker *ck, struct node *n)
 static void user_string_ref(struct checker *ck, struct node *n)
 {
 	struct node *a = n->nargs ? n->args[0] : NULL;
-	unsigned bound = MAXSTRINGLEN;
+	/* the agent copies at most DJP_RING_STR_BOUND_MAX bytes a string */
+	unsigned bound = MAXSTRINGLEN < DJP_RING_STR_BOUND_MAX ? (unsigned)MAXSTRINGLEN : DJP_RING_STR_BOUND_MAX;
 
 	if (n->op != B_USTR && n->op != B_USTR_N && n->op != B_USTR_QUOTED && n->op != B_USTR_N_QUOTED)
 		return;
 	if (!ck->probe || !a || a->kind != N_CTX || a->slot < 0 || a->slot >= ck->probe->nrefs)
 		return;
 	if ((n->op == B_USTR_N || n->op == B_USTR_N_QUOTED) && n->args[1]->kind == N_NUM && n->args[1]->num >= 0 &&
-	    n->args[1]->num < MAXSTRINGLEN)
+	    n->args[1]->num < (int64_t)bound)
 		bound = (unsigned)n->args[1]->num + 1;
 	if (ck->probe->ref_strbound[a->slot] < bound)
 		ck->probe->ref_strbound[a->slot] = (uint16_t)bound;
@@ -820,4 +822,47 @@ int check_script(struct script *sc)
 		check_unresolved(&ck, sc->globals, "global");
 	}
 	return ck.errors;
+}
+
+void dump_functions(FILE *out)
+{
+	for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
+		fprintf(out, "%s:%s (", builtins[i].name, builtins[i].ret == TY_STR ? "string" : "long");
+		for (int a = 0; a < builtins[i].nargs; a++)
+			fprintf(out, "%sarg%d:%s", a ? ", " : "", a + 1, builtins[i].arg[a] == TY_STR ? "string" : "long");
+		fputs(")\n", out);
+	}
+}
+
+static const char *decl_type(int ty)
+{
+	return ty == TY_STR ? "string" : ty == TY_STAT ? "stat" : ty == TY_LONG ? "long" : "unknown";
+}
+
+void print_elaborated(const struct script *sc, FILE *out)
+{
+	fputs("# global variables\n", out);
+	for (const struct sym *g = sc->globals; g; g = g->next) {
+		fprintf(out, "%s:%s", g->name, decl_type(g->ty));
+		for (int k = 0; k < g->nkeys; k++)
+			fprintf(out, "%s%s", k ? ", " : " [", decl_type(g->kty[k]));
+		fputs(g->nkeys > 0 ? "]\n" : "\n", out);
+	}
+	fputs("# functions\n", out);
+	for (const struct func *f = sc->funcs; f; f = f->next) {
+		fprintf(out, "%s:%s (", f->name, decl_type(f->ret));
+		for (int a = 0; a < f->nparams; a++)
+			fprintf(out, "%s%s:%s", a ? ", " : "", f->params[a]->name, decl_type(f->params[a]->ty));
+		fputs(")\n", out);
+	}
+	fputs("# probes\n", out);
+	for (const struct probe *p = sc->probes; p; p = p->next) {
+		if (p->synthetic)
+			continue;
+		for (const struct probe_point *pp = p->points; pp; pp = pp->next)
+			if (pp->kind != PP_MARK)
+				fprintf(out, "%s\n", pp->text);
+		for (int b = 0; b < p->nbinds; b++)
+			fprintf(out, "%s /* <- %s */\n", p->binds[b]->pp, p->points->text);
+	}
 }

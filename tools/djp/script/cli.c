@@ -33,9 +33,60 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: djp [-c CMD | -x PID] [-o FILE] SCRIPT_FILE\n"
-		   "       djp [-c CMD | -x PID] [-o FILE] -e 'SCRIPT'\n"
-		   "       djp [-c CMD | -x PID] -l 'PROBEPOINT' | -L 'PROBEPOINT'\n");
+	fprintf(f, "usage: djp [OPTIONS] SCRIPT_FILE [ARGUMENTS]\n"
+		   "       djp [OPTIONS] -e 'SCRIPT' [ARGUMENTS]\n"
+		   "       djp [-c CMD | -x PID] -l 'PROBEPOINT' | -L 'PROBEPOINT'\n"
+		   "       djp --dump-functions\n"
+		   "OPTIONS, anywhere on the line as stap takes them: -c CMD, -x PID, -o FILE,\n"
+		   "-v, -p 1|2 (parse, elaborate: print and stop), -D NAME=VALUE (MAXSTRINGLEN,\n"
+		   "MAXMAPENTRIES, MAXNESTING, MAXACTION), -w (no warnings), -s N and -b (accepted,\n"
+		   "no effect); -g is refused.  ARGUMENTS are the script's $1.. and @1..\n");
+}
+
+bool script_no_warnings;
+
+/* -D NAME=VALUE: one of stap's limits (lang.h).  0, or 1 after one line. */
+static int set_limit(const char *def)
+{
+	static const struct {
+		const char *name;
+		int64_t *v, max;
+	} limits[] = {
+		{ "MAXSTRINGLEN", &script_limits.maxstringlen, 65536 },
+		{ "MAXMAPENTRIES", &script_limits.maxmapentries, 100000000 },
+		{ "MAXNESTING", &script_limits.maxnesting, 1000 },
+		{ "MAXACTION", &script_limits.maxaction, INT64_MAX / 2 },
+	};
+	const char *eq = strchr(def, '=');
+	char *end;
+	long long v;
+
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		size_t n = strlen(limits[i].name);
+		if (strncmp(def, limits[i].name, n) || (def[n] != '=' && def[n]))
+			continue;
+		v = eq ? strtoll(eq + 1, &end, 0) : 0;
+		if (!eq || end == eq + 1 || *end || v < 1 || v > limits[i].max) {
+			fprintf(stderr, "djp: -D %s: the value must be a number from 1 to %lld\n", def,
+				(long long)limits[i].max);
+			return 1;
+		}
+		*limits[i].v = v;
+		return 0;
+	}
+	if (!script_no_warnings)
+		fprintf(stderr, "djp: WARNING: -D %.*s: not a limit of this runtime (MAXSTRINGLEN, MAXMAPENTRIES, "
+				"MAXNESTING, MAXACTION); ignored\n",
+			(int)(eq ? eq - def : (long)strlen(def)), def);
+	return 0;
+}
+
+static int count_bound(const struct script *sc)
+{
+	int n = 0;
+	for (const struct probe *p = sc->probes; p; p = p->next)
+		n += p->nbinds;
+	return n;
 }
 
 /* The script's text, or NULL after one line on stderr. */
@@ -183,6 +234,7 @@ int djp_script_main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "replay", required_argument, NULL, 'R' },
 		{ "bench-events", required_argument, NULL, 'B' },
+		{ "dump-functions", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -190,6 +242,7 @@ int djp_script_main(int argc, char **argv)
 		   *replay = NULL;
 	bool list_fields = false;
 	int32_t pid = 0;
+	int verbose = 0, last_pass = 5;
 	uint64_t bench = 0;
 	char *owned_text = NULL, *listing = NULL;
 	struct script sc;
@@ -199,8 +252,38 @@ int djp_script_main(int argc, char **argv)
 
 	memset(&sc, 0, sizeof(sc));
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, "+e:c:x:o:l:L:h", longopts, NULL)) != -1) {
+	/* As stap parses its command line: options anywhere (GNU getopt
+	 * permutes), the first other word the script file unless -e gave the
+	 * script, the rest the script's arguments ($1.., @1..); `--` ends
+	 * the options. */
+	while ((opt = getopt_long(argc, argv, "e:c:x:o:l:L:hvp:gD:ws:bI:", longopts, NULL)) != -1) {
 		switch (opt) {
+		case 'v': verbose++; break;
+		case 'p':
+			if (strlen(optarg) != 1 || optarg[0] < '1' || optarg[0] > '5') {
+				fprintf(stderr, "djp: -p %s: a pass is 1 to 5\n", optarg);
+				return 1;
+			}
+			last_pass = optarg[0] - '0';
+			break;
+		case 'g':
+			fprintf(stderr, "djp: -g (guru mode, embedded C) is not supported: a script runs in the tool, not in "
+					"the traced process or the kernel\n");
+			return 1;
+		case 'D':
+			if (set_limit(optarg))
+				return 1;
+			break;
+		case 'w': script_no_warnings = true; break;
+		case 's': /* stap's buffer size, MB: the rings have their own */
+		case 'b': /* stap's bulk mode: every thread has a ring already */
+			break;
+		case 'I':
+			fprintf(stderr, "djp: -I %s: tapset directories are not supported: the tapset functions are "
+					"built in (djp --dump-functions lists them)\n",
+				optarg);
+			return 1;
+		case 'F': dump_functions(stdout); return 0;
 		case 'e': script_text = optarg; break;
 		case 'c': cmd = optarg; break;
 		case 'x': {
@@ -249,10 +332,19 @@ int djp_script_main(int argc, char **argv)
 	}
 	sc.file.name = script_file ? script_file : "<input>";
 	sc.file.text = script_text;
+	sc.args = (const char *const *)argv + optind;
+	sc.nargs = argc - optind;
 
 	/* pass 1: parse */
 	if (parse_script(&sc))
 		goto out;
+	if (verbose)
+		fprintf(stderr, "Pass 1: parsed user script %s\n", sc.file.name);
+	if (last_pass == 1) {
+		print_script_tokens(&sc, stdout);
+		status = 0;
+		goto out;
+	}
 	/* pass 2: markers, probe points, names and types */
 	if ((!bench || replay) && open_source(replay, cmd, pid, &sc, has_marks(&sc) || list, list != NULL, &src) < 0)
 		goto out;
@@ -270,6 +362,18 @@ int djp_script_main(int argc, char **argv)
 	if (resolve_probes(&sc, src) || check_script(&sc))
 		goto out;
 	bind_fields(&sc);
+	if (verbose)
+		fprintf(stderr, "Pass 2: analyzed script: %d probe(s), %d global(s), %d marker(s) bound\n", sc.nprobes,
+			sc.nglobals, count_bound(&sc));
+	if (last_pass <= 4) {
+		/* stap's -p2 prints the elaborated script; -p3 and -p4 would
+		 * build a module: here there is nothing between check and run */
+		print_elaborated(&sc, stdout);
+		status = 0;
+		goto out;
+	}
+	if (verbose)
+		fprintf(stderr, "Pass 5: starting run.\n");
 	if (outpath && !(out = fopen(outpath, "w"))) {
 		fprintf(stderr, "djp: %s: %s\n", outpath, strerror(errno));
 		out = stdout;

@@ -46,6 +46,10 @@ struct iter {
 	uint32_t *idx;
 };
 
+/* stap's defaults (lang.h); cli.c's -D changes them before anything runs. */
+struct script_limits script_limits = { .maxstringlen = 512, .maxmapentries = 2048, .maxnesting = 10,
+				       .maxaction = 1000000 };
+
 struct run {
 	struct script *sc;
 	struct djp_source *src;
@@ -449,8 +453,8 @@ static const char *user_string(struct run *r, struct node *n)
 {
 	bool quoted = n->op == B_USTR_QUOTED || n->op == B_USTR_N_QUOTED;
 	bool has_n = n->op == B_USTR_N || n->op == B_USTR_N_QUOTED;
-	int64_t want = has_n ? eval_n(r, n->args[1]) : MAXSTRINGLEN - 1;
-	size_t max = want < 0 ? 0 : want > MAXSTRINGLEN - 1 ? MAXSTRINGLEN - 1 : (size_t)want;
+	int64_t want = has_n ? eval_n(r, n->args[1]) : (int64_t)MAXSTRINGLEN - 1;
+	size_t max = want < 0 ? 0 : (size_t)want > MAXSTRINGLEN - 1 ? MAXSTRINGLEN - 1 : (size_t)want;
 	uint64_t addr = 0;
 	bool cut;
 	const char *t = target_string(r, n->args[0], max, &addr, &cut);
@@ -1215,9 +1219,8 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 	display_unread(r);
 out:
 	fflush(r->out);
-	if (r->errors) {
+	if (r->errors && !script_no_warnings)
 		fprintf(stderr, "WARNING: Number of errors: %d, skipped probes: 0\n", r->errors);
-	}
 	errors = r->errors;
 	free_globals(sc);
 	arena_reset(r);

@@ -22,11 +22,19 @@
 
 #include "source.h"
 
-#define MAXSTRINGLEN 512   /* as stap: strings hold at most 511 bytes */
-#define MAXMAPENTRIES 2048 /* default size limit of an array */
-#define MAXNESTING 10	   /* user function call depth */
+/* stap's limits, with stap's defaults; -D NAME=VALUE sets them (cli.c). */
+struct script_limits {
+	int64_t maxstringlen;  /* strings hold at most this - 1 bytes (512) */
+	int64_t maxmapentries; /* default size limit of an array (2048) */
+	int64_t maxnesting;    /* user function call depth (10) */
+	int64_t maxaction;     /* statements per probe hit (1000000) */
+};
+extern struct script_limits script_limits;
+#define MAXSTRINGLEN ((size_t)script_limits.maxstringlen)
+#define MAXMAPENTRIES ((uint32_t)script_limits.maxmapentries)
+#define MAXNESTING ((int)script_limits.maxnesting)
+#define MAXACTION ((uint64_t)script_limits.maxaction)
 #define MAXKEYS 5	   /* indexes of an associative array */
-#define MAXACTION 1000000  /* statements per probe hit, as stap's MAXACTION */
 #define HIST_LOG_BUCKETS 128
 #define HIST_LOG_BUCKET0 64
 #define HIST_MAX_LINEAR 128
@@ -241,6 +249,8 @@ struct timer {
 
 struct script {
 	struct src_file file;
+	const char *const *args; /* the script's arguments: $1.. and @1.. */
+	int nargs;
 	struct sym *globals;
 	int nglobals;
 	struct func *funcs;
@@ -257,6 +267,9 @@ struct script {
 	int nbegins, nends;
 	struct timer *timers;
 	int ntimers;
+	/* the tokens the parser read, kept for -p1 */
+	struct tok *toks;
+	size_t ntoks;
 	/* string storage for the program text (never freed until the end) */
 	struct strpool *pool;
 };
@@ -268,6 +281,9 @@ char *pool_strndup(struct script *sc, const char *s, size_t n);
 void *pool_alloc(struct script *sc, size_t n);
 void pool_free_all(struct script *sc);
 
+/* preproc.c: script arguments, %( %? %: %) conditionals and @define
+ * macros, over the lexed tokens (ending in T_EOF); 0 or the errors */
+int preprocess(struct script *sc, struct tok **toks, size_t *ntoks);
 /* parser.c: parse sc->file; returns 0 or the number of errors */
 int parse_script(struct script *sc);
 /* check.c: resolve names and types */
@@ -387,5 +403,12 @@ struct run_opts {
  * number of run-time errors. */
 int run_script(struct script *sc, struct djp_source *src, const struct run_opts *opts, uint64_t *nevents);
 extern volatile int run_interrupted; /* set by SIGINT/SIGTERM: end the run */
+extern bool script_no_warnings;	     /* -w */
+/* --dump-functions: the built-in functions, as stap lists its tapset's */
+void dump_functions(FILE *out);
+/* -p1: the script as the parser read it (after preproc.c) */
+void print_script_tokens(const struct script *sc, FILE *out);
+/* -p2: the globals, functions and the probe points each probe resolved to */
+void print_elaborated(const struct script *sc, FILE *out);
 
 #endif

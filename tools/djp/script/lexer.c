@@ -16,6 +16,7 @@
 #include "lang.h"
 
 static const char *const ops[] = {
+	"%(",  "%?",  "%:",  "%)", /* the preprocessor's (preproc.c) */
 	"<<<", "<<=", ">>=", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "++", "--", "+=", "-=", "*=",
 	"/=",  "%=",  ".=",  "&=", "|=", "^=", "+",  "-",  "*",  "/",  "%",  "<",  ">",  "=",  "!",  "~",
 	"&",   "|",   "^",   "?",  ":",  ";",  ",",  ".",  "(",  ")",  "[",  "]",  "{",  "}",
@@ -204,9 +205,11 @@ bool lex_next(struct lexer *lx, struct tok *t)
 			t->kind = T_AT;
 			skip = 1;
 		}
-		while (isalnum((unsigned char)p[skip + n]) || p[skip + n] == '_')
+		if (skip == 1 && p[1] == '#') /* $# and @#: how many script arguments */
+			n = 1;
+		while (p[skip] != '#' && (isalnum((unsigned char)p[skip + n]) || p[skip + n] == '_'))
 			n++;
-		if (n == 0 || (skip && isdigit((unsigned char)p[skip]) && t->kind != T_DOLLAR)) {
+		if (n == 0 || (t->kind == T_DOLLAR2 && isdigit((unsigned char)p[skip]))) {
 			diag(lx->sc, t->line, t->col, "parse error", "expected a name after '%.*s'", (int)skip, p);
 			return false;
 		}

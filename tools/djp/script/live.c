@@ -375,7 +375,7 @@ static void live_close(struct djp_source *src)
 		/* as stap warns of skipped probes: a count the script printed is
 		 * short by these */
 		lost += session_count_lost(s);
-		if (lost)
+		if (lost && !script_no_warnings)
 			fprintf(stderr,
 				"djp: WARNING: %" PRIu64 " events lost (a ring was full: the script fell behind "
 				"the target, or no ring slot was free)\n",

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "lang.h"
+#include "lib/escape.h"
 
 struct parser {
 	struct script *sc;
@@ -927,6 +928,10 @@ int parse_script(struct script *sc)
 		if (ps.toks[ps.ntoks++].kind == T_EOF)
 			break;
 	}
+	if (preprocess(sc, &ps.toks, &ps.ntoks)) {
+		free(ps.toks);
+		return 1;
+	}
 	if (setjmp(ps.fail)) {
 		free(ps.toks);
 		return 1;
@@ -946,10 +951,51 @@ int parse_script(struct script *sc)
 			fail_at(&ps, t, "expected 'global', 'probe' or 'function'");
 		}
 	}
-	free(ps.toks);
+	sc->toks = ps.toks; /* for -p1; freed by script_release */
+	sc->ntoks = ps.ntoks;
 	if (!sc->probes) {
 		diag(sc, 0, 0, "semantic error", "no probes found");
 		return 1;
 	}
 	return 0;
+}
+
+void print_script_tokens(const struct script *sc, FILE *out)
+{
+	int indent = 0;
+	bool line_start = true;
+	for (size_t i = 0; i < sc->ntoks && sc->toks[i].kind != T_EOF; i++) {
+		const struct tok *t = &sc->toks[i];
+		bool close = t->kind == T_OP && !strcmp(t->text, "}");
+		if (close && indent)
+			indent--;
+		if (!line_start && !indent && t->kind == T_IDENT &&
+		    (!strcmp(t->text, "global") || !strcmp(t->text, "probe") || !strcmp(t->text, "function"))) {
+			fputc('\n', out); /* a declaration starts a line */
+			line_start = true;
+		}
+		if (line_start)
+			fprintf(out, "%*s", indent * 4, "");
+		else
+			fputc(' ', out);
+		switch (t->kind) {
+		case T_STR: {
+			char buf[1024];
+			fprintf(out, "\"%s\"", djp_escape_c(buf, sizeof(buf), t->text, true));
+			break;
+		}
+		case T_NUM: fprintf(out, "%lld", (long long)t->num); break;
+		case T_DOLLAR: fprintf(out, "$%s", t->text); break;
+		case T_DOLLAR2: fprintf(out, "$$%s", t->text); break;
+		case T_AT: fprintf(out, "@%s", t->text); break;
+		default: fputs(t->text, out); break;
+		}
+		line_start = t->kind == T_OP && (!strcmp(t->text, "{") || !strcmp(t->text, "}") || !strcmp(t->text, ";"));
+		if (t->kind == T_OP && !strcmp(t->text, "{"))
+			indent++;
+		if (line_start)
+			fputc('\n', out);
+	}
+	if (!line_start)
+		fputc('\n', out);
 }

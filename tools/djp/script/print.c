@@ -162,7 +162,7 @@ struct print_fmt *print_fmt_parse(struct script *sc, const char *fmt, const char
 			*why = "'*' width or precision is not supported";
 			return NULL;
 		}
-		if (spec.width > MAXSTRINGLEN || spec.prec > MAXSTRINGLEN) {
+		if (spec.width > (int)MAXSTRINGLEN || spec.prec > (int)MAXSTRINGLEN) {
 			*why = "field width or precision too large";
 			return NULL;
 		}
