@@ -52,3 +52,30 @@ TEST(script_dump_functions)
 	CHECK(strstr(p->obuf, "strlen:long (arg1:string)\n") != NULL);
 	free(p);
 }
+
+/* The process-context tapset functions, on a -c command: its parent is the
+ * tool (ppid() == stp_pid(), pexecname() "djp"), its ids are ours, its
+ * command line the one given. */
+TEST_TIMEOUT(script_process_context_functions, 60)
+{
+	char cmd[4200], want[128];
+	struct tproc *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s --ticks 1 --tick-us 1000 --no-stdin", tt_target(false));
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
+				      "probe process.mark(\"tt_tick\") {\n"
+				      "  printf(\"%d %s %d %d %d %s|%s|%s\\n\", ppid() == stp_pid(), pexecname(), uid(), euid(),\n"
+				      "         gid(), cmdline_arg(1), cmdline_arg(2), cmdline_str())\n"
+				      "}",
+				      NULL },
+		     false, -1);
+	st = tt_finish(p, 20000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		djp_test_fail(__FILE__, __LINE__, "status %#x: %s", st, p->ebuf);
+	snprintf(want, sizeof(want), "1 djp %d %d %d --ticks|1|%s --ticks 1 --tick-us 1000 --no-stdin\n", (int)getuid(),
+		 (int)geteuid(), (int)getgid(), tt_target(false));
+	if (!strstr(p->obuf, want))
+		djp_test_fail(__FILE__, __LINE__, "got %s, wanted %s", p->obuf, want);
+	free(p);
+}

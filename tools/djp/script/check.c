@@ -84,6 +84,41 @@ static const struct {
 	{ "user_string_n", B_USTR_N, 3, TY_STR, { TY_LONG, TY_LONG, TY_STR } },
 	{ "user_string_quoted", B_USTR_QUOTED, 1, TY_STR, { TY_LONG } },
 	{ "user_string_n_quoted", B_USTR_N_QUOTED, 2, TY_STR, { TY_LONG, TY_LONG } },
+	/* the process of the event (or the target, outside one) */
+	{ "ppid", B_PPID, 0, TY_LONG, { 0 } },
+	{ "uid", B_UID, 0, TY_LONG, { 0 } },
+	{ "euid", B_EUID, 0, TY_LONG, { 0 } },
+	{ "gid", B_GID, 0, TY_LONG, { 0 } },
+	{ "egid", B_EGID, 0, TY_LONG, { 0 } },
+	{ "pexecname", B_PEXECNAME, 0, TY_STR, { 0 } },
+	{ "cmdline_str", B_CMDLINE_STR, 0, TY_STR, { 0 } },
+	{ "cmdline_arg", B_CMDLINE_ARG, 1, TY_STR, { TY_LONG } },
+	{ "stp_pid", B_STP_PID, 0, TY_LONG, { 0 } },
+	{ "is_return", B_IS_RETURN, 0, TY_LONG, { 0 } },
+	{ "pn", B_PN, 0, TY_STR, { 0 } },
+	{ "thread_indent", B_THREAD_INDENT, 1, TY_STR, { TY_LONG } },
+	/* time */
+	{ "local_clock_ns", B_LOCAL_CLOCK_NS, 0, TY_LONG, { 0 } },
+	{ "cpu_clock_ns", B_CPU_CLOCK_NS, 1, TY_LONG, { TY_LONG } },
+	{ "ctime", B_CTIME, 1, TY_STR, { TY_LONG } },
+	{ "ctime", B_CTIME, 0, TY_STR, { 0 } },
+	{ "tz_ctime", B_TZ_CTIME, 1, TY_STR, { TY_LONG } },
+	{ "get_cycles", B_GET_CYCLES, 0, TY_LONG, { 0 } },
+	{ "jiffies", B_JIFFIES, 0, TY_LONG, { 0 } },
+	{ "HZ", B_HZ, 0, TY_LONG, { 0 } },
+	/* strings */
+	{ "strpos", B_STRPOS, 2, TY_LONG, { TY_STR, TY_STR } },
+	{ "str_replace", B_STR_REPLACE, 3, TY_STR, { TY_STR, TY_STR, TY_STR } },
+	{ "tokenize", B_TOKENIZE, 2, TY_STR, { TY_STR, TY_STR } },
+	{ "text_str", B_TEXT_STR, 1, TY_STR, { TY_STR } },
+	{ "text_strn", B_TEXT_STRN, 3, TY_STR, { TY_STR, TY_LONG, TY_LONG } },
+	{ "string_quoted", B_STRING_QUOTED, 1, TY_STR, { TY_STR } },
+	{ "isdigit", B_ISDIGIT, 1, TY_LONG, { TY_STR } },
+	{ "errno_str", B_ERRNO_STR, 1, TY_STR, { TY_LONG } },
+	/* output and control */
+	{ "log", B_LOG, 1, TY_LONG, { TY_STR } },
+	{ "warn", B_WARN, 1, TY_LONG, { TY_STR } },
+	{ "abort", B_ABORT, 0, TY_LONG, { 0 } },
 };
 
 static void set_ty(struct checker *ck, uint8_t *slot, int ty)
@@ -428,6 +463,11 @@ static int print(struct checker *ck, struct node *n)
 			ERR(ck, n, "print needs at least one argument");
 			return TY_UNK;
 		}
+		if ((n->op == P_PRINTD || n->op == P_PRINTDLN || n->op == P_SPRINTD) &&
+		    (n->nargs < 2 || expr(ck, n->args[0], TY_STR) != TY_STR)) {
+			ERR(ck, n, "printd needs a delimiter string and at least one value");
+			return TY_UNK;
+		}
 		for (int a = 0; a < n->nargs; a++) {
 			int t = expr(ck, n->args[a], TY_UNK);
 			if (t == TY_STAT)
@@ -437,7 +477,7 @@ static int print(struct checker *ck, struct node *n)
 		}
 	}
 	(void)first;
-	return n->op == P_SPRINTF || n->op == P_SPRINT || n->op == P_SPRINTLN ? TY_STR : TY_LONG;
+	return n->op == P_SPRINTF || n->op == P_SPRINT || n->op == P_SPRINTLN || n->op == P_SPRINTD ? TY_STR : TY_LONG;
 }
 
 static int expr(struct checker *ck, struct node *n, int want)

@@ -22,12 +22,15 @@
  * the arena.  An error is printed with the probe point, stops the run like
  * exit() does, and the end probes still run, as in stap.
  */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lang.h"
+#include "tapset.h"
 
 volatile int run_interrupted;
 
@@ -70,6 +73,10 @@ struct run {
 	struct strbuf pb;
 	struct iter iters[MAX_ITERS];
 	int niters;
+	struct tapset_tokens tokens; /* tokenize()'s string */
+	struct indent { int32_t tid; int64_t depth, t0; } indent[64]; /* thread_indent() */
+	int nindent;
+	bool aborting; /* abort(): no end probes */
 };
 
 /* ---- arena -------------------------------------------------------------- */
@@ -341,6 +348,51 @@ static uint64_t now_ns(struct run *r)
 	return r->src && r->src->ops->now_ns ? r->src->ops->now_ns(r->src) : 0;
 }
 
+/* execname(): the event's process's command name. */
+static const char *builtin_s_execname(struct run *r)
+{
+	if (r->ev) {
+		const char *o, *b;
+		if (r->ev->comm)
+			return r->ev->comm;
+		o = r->ev->desc->object ? r->ev->desc->object : "";
+		b = strrchr(o, '/');
+		return b ? b + 1 : o;
+	}
+	return "djp";
+}
+
+/* The process the probe speaks of: the event's, or the target's. */
+static int32_t ctx_pid(struct run *r)
+{
+	return r->ev ? r->ev->pid : r->src ? r->src->target_pid : 0;
+}
+
+/* stap's thread_indent(delta): microseconds since the thread's first call,
+ * "execname(tid):", and an indentation that grows before and shrinks after
+ * (tapset/indent.stp). */
+static const char *thread_indent(struct run *r, int64_t delta)
+{
+	int32_t tid = r->ev ? r->ev->tid : ctx_pid(r);
+	int64_t us = (int64_t)(now_ns(r) / 1000), x;
+	struct indent *in = NULL;
+	char *buf = arena_alloc(r, MAXSTRINGLEN);
+	for (int i = 0; i < r->nindent && !in; i++)
+		if (r->indent[i].tid == tid)
+			in = &r->indent[i];
+	if (!in) {
+		in = &r->indent[r->nindent < 64 ? r->nindent++ : (tid & 63)];
+		*in = (struct indent){ tid, 0, us };
+	}
+	if (!in->depth)
+		in->t0 = us;
+	x = in->depth + (delta > 0 ? delta : 0);
+	in->depth += delta;
+	snprintf(buf, MAXSTRINGLEN, "%6lld %s(%d):%*s", (long long)(us - in->t0), builtin_s_execname(r), (int)tid,
+		 (int)(x > 0 ? x - 1 : 0), "");
+	return buf;
+}
+
 static int64_t builtin_n(struct run *r, struct node *n)
 {
 	switch (n->op) {
@@ -372,47 +424,39 @@ static int64_t builtin_n(struct run *r, struct node *n)
 	}
 	case B_ERROR: rt_error(r, n, "%s", eval_s(r, n->args[0]));
 	case B_TARGET: return r->src ? r->src->target_pid : 0;
+	case B_PPID: return tapset_proc_field(ctx_pid(r), TF_PPID);
+	case B_UID: return tapset_proc_field(ctx_pid(r), TF_UID);
+	case B_EUID: return tapset_proc_field(ctx_pid(r), TF_EUID);
+	case B_GID: return tapset_proc_field(ctx_pid(r), TF_GID);
+	case B_EGID: return tapset_proc_field(ctx_pid(r), TF_EGID);
+	case B_STP_PID: return getpid();
+	case B_IS_RETURN: return 0; /* markers are no return probes */
+	case B_LOCAL_CLOCK_NS:
+	case B_CPU_CLOCK_NS: return (int64_t)now_ns(r);
+	case B_GET_CYCLES: return (int64_t)__builtin_ia32_rdtsc();
+	case B_JIFFIES: return (int64_t)(now_ns(r) / (1000000000u / (uint64_t)sysconf(_SC_CLK_TCK)));
+	case B_HZ: return sysconf(_SC_CLK_TCK);
+	case B_STRPOS: return tapset_strpos(eval_s(r, n->args[0]), eval_s(r, n->args[1]));
+	case B_ISDIGIT: return isdigit((unsigned char)eval_s(r, n->args[0])[0]) != 0;
+	case B_LOG: {
+		const char *m = eval_s(r, n->args[0]);
+		fprintf(r->out, "%s\n", m);
+		r->dirty = true;
+		return 0;
+	}
+	case B_WARN:
+		fflush(r->out);
+		if (!script_no_warnings)
+			fprintf(stderr, "WARNING: %s\n", eval_s(r, n->args[0]));
+		return 0;
+	case B_ABORT: /* out of the probe at once, and no end probes */
+		r->exiting = r->aborting = true;
+		longjmp(*r->jb, 3);
 	}
 	return 0;
 }
 
 /* ---- strings of the target ----------------------------------------------- */
-
-/* stap's quoting of a string read from the target: in double quotes, C
- * escapes for the usual controls and quotes, octal for other bytes that are
- * not printable ASCII, and "..." after the closing quote when cut short. */
-static const char *quote_target(struct run *r, const char *s, size_t max, bool cut)
-{
-	char *out = arena_alloc(r, MAXSTRINGLEN), *o = out;
-	char *end = out + MAXSTRINGLEN - 5; /* room for '"', "...", NUL */
-	static const char esc[] = "abtnvfr"; /* \a .. \r, bytes 7 to 13 */
-	size_t i;
-
-	*o++ = '"';
-	for (i = 0; s[i] && i < max; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (o + 4 > end) {
-			cut = true;
-			break;
-		}
-		if (c >= 7 && c <= 13) {
-			*o++ = '\\';
-			*o++ = esc[c - 7];
-		} else if (c == '"' || c == '\\' || c == '\'') {
-			*o++ = '\\';
-			*o++ = (char)c;
-		} else if (c < 32 || c > 126) {
-			o += sprintf(o, "\\%03o", c);
-		} else {
-			*o++ = (char)c;
-		}
-	}
-	*o++ = '"';
-	if (cut || (s[i] && i == max))
-		o = stpcpy(o, "...");
-	*o = 0;
-	return out;
-}
 
 /*
  * The string at the address argument a evaluates to, at most max bytes:
@@ -463,8 +507,11 @@ static const char *user_string(struct run *r, struct node *n)
 	if (quoted) {
 		if (!addr)
 			return "NULL";
-		if (t)
-			return quote_target(r, t, max, cut);
+		if (t) {
+			char *q = arena_alloc(r, MAXSTRINGLEN);
+			tapset_text_str(t, max, true, cut, q, MAXSTRINGLEN);
+			return q;
+		}
 		char *hex = arena_alloc(r, 24);
 		snprintf(hex, 24, "0x%llx", (unsigned long long)addr);
 		return hex;
@@ -479,16 +526,7 @@ static const char *user_string(struct run *r, struct node *n)
 static const char *builtin_s(struct run *r, struct node *n)
 {
 	switch (n->op) {
-	case B_EXECNAME:
-		if (r->ev) {
-			const char *o, *b;
-			if (r->ev->comm)
-				return r->ev->comm;
-			o = r->ev->desc->object ? r->ev->desc->object : "";
-			b = strrchr(o, '/');
-			return b ? b + 1 : o;
-		}
-		return "djp";
+	case B_EXECNAME: return builtin_s_execname(r);
 	case B_SUBSTR: {
 		const char *s = eval_s(r, n->args[0]);
 		int64_t start = eval_n(r, n->args[1]), len = eval_n(r, n->args[2]);
@@ -504,6 +542,45 @@ static const char *builtin_s(struct run *r, struct node *n)
 	case B_USTR_N:
 	case B_USTR_QUOTED:
 	case B_USTR_N_QUOTED: return user_string(r, n);
+	case B_PEXECNAME: return arena_strn(r, tapset_comm((int32_t)tapset_proc_field(ctx_pid(r), TF_PPID)), 63);
+	case B_CMDLINE_STR:
+	case B_CMDLINE_ARG: {
+		char *buf = arena_alloc(r, MAXSTRINGLEN);
+		tapset_cmdline(ctx_pid(r), n->op == B_CMDLINE_ARG ? (long)eval_n(r, n->args[0]) : -1, buf, MAXSTRINGLEN);
+		return buf;
+	}
+	case B_PN: return r->probe && r->probe->points ? r->probe->points->text : "";
+	case B_THREAD_INDENT: return thread_indent(r, eval_n(r, n->args[0]));
+	case B_CTIME:
+	case B_TZ_CTIME: {
+		char *buf = arena_alloc(r, 64);
+		int64_t secs = n->nargs ? eval_n(r, n->args[0]) : (int64_t)(now_ns(r) / 1000000000u);
+		tapset_ctime(secs, n->op == B_TZ_CTIME, buf, 64);
+		return buf;
+	}
+	case B_STR_REPLACE: {
+		char *buf = arena_alloc(r, MAXSTRINGLEN);
+		const char *a = eval_s(r, n->args[0]), *b = eval_s(r, n->args[1]);
+		tapset_str_replace(a, b, eval_s(r, n->args[2]), buf, MAXSTRINGLEN);
+		return buf;
+	}
+	case B_TOKENIZE: {
+		char *buf = arena_alloc(r, MAXSTRINGLEN);
+		const char *in = eval_s(r, n->args[0]);
+		tapset_tokenize(&r->tokens, in, eval_s(r, n->args[1]), buf, MAXSTRINGLEN);
+		return buf;
+	}
+	case B_TEXT_STR:
+	case B_STRING_QUOTED:
+	case B_TEXT_STRN: {
+		char *buf = arena_alloc(r, MAXSTRINGLEN);
+		const char *in = eval_s(r, n->args[0]);
+		int64_t len = n->op == B_TEXT_STRN ? eval_n(r, n->args[1]) : 0;
+		bool quoted = n->op == B_STRING_QUOTED || (n->op == B_TEXT_STRN && eval_n(r, n->args[2]));
+		tapset_text_str(in, len > 0 ? (size_t)len : MAXSTRINGLEN, quoted, false, buf, MAXSTRINGLEN);
+		return buf;
+	}
+	case B_ERRNO_STR: return tapset_errno_str(eval_n(r, n->args[0]));
 	}
 	return "";
 }
@@ -520,8 +597,12 @@ static void print_to(struct run *r, struct node *n, struct strbuf *b)
 		print_format(b, n->pf, args);
 		return;
 	}
-	for (int i = 0; i < n->nargs; i++) {
+	bool delimited = n->op == P_PRINTD || n->op == P_PRINTDLN || n->op == P_SPRINTD;
+	const char *delim = delimited ? eval_s(r, n->args[0]) : "";
+	for (int i = delimited; i < n->nargs; i++) {
 		struct node *a = n->args[i];
+		if (i > delimited)
+			sb_put(b, delim, strlen(delim));
 		if (a->ty == TY_STR) {
 			const char *s = eval_s(r, a);
 			sb_put(b, s, strlen(s));
@@ -529,7 +610,7 @@ static void print_to(struct run *r, struct node *n, struct strbuf *b)
 			print_number(b, (uint64_t)eval_n(r, a), 10, -1, -1, PRINT_SIGN);
 		}
 	}
-	if (n->op == P_PRINTLN || n->op == P_SPRINTLN)
+	if (n->op == P_PRINTLN || n->op == P_SPRINTLN || n->op == P_PRINTDLN)
 		sb_putc(b, '\n');
 }
 
@@ -710,9 +791,14 @@ static const char *eval_s(struct run *r, struct node *n)
 		store_s(r, &lv, v);
 		return v;
 	case N_PRINT: {
-		struct strbuf *b = &r->pb;
-		print_to(r, n, b);
-		return arena_strn(r, b->p ? b->p : "", b->len);
+		/* a buffer of its own: sprint*() may be an argument of a print
+		 * that is filling r->pb */
+		struct strbuf b = { 0 };
+		const char *v;
+		print_to(r, n, &b);
+		v = arena_strn(r, b.p ? b.p : "", b.len);
+		free(b.p);
+		return v;
 	}
 	default:
 		eval_n(r, n);
@@ -1212,7 +1298,10 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 			}
 		}
 	}
-	/* step 4: end probes (even after an error), then unread globals */
+	/* step 4: end probes (even after an error; not after abort()), then
+	 * unread globals */
+	if (r->aborting)
+		goto out;
 	r->exiting = false;
 	for (int i = 0; i < sc->nends && !r->exiting; i++)
 		run_probe(r, sc->ends[i], NULL, NULL, point_text(sc->ends[i], PP_END));

@@ -50,6 +50,7 @@
 #include "lang.h"
 #include "script.h"
 #include "source.h"
+#include "tapset.h"
 #include "lib/marker_match.h"
 #include "lib/markers.h"
 #include "tools/djp/session.h"
@@ -206,6 +207,8 @@ static void keep_kid(struct live *l, struct session *k, bool start)
 {
 	unsigned nsites;
 	bool ok = !session_hello(k) && !session_ring(k) && !session_list(k);
+	if (ok)
+		tapset_remember(k->pid);
 	for (unsigned i = 0; ok && i < l->nglobs; i++)
 		ok = !session_connect(k, l->globs[i].glob, DJP_CONNECT_PENDING, l->globs[i].str_args,
 				      l->globs[i].str_bound, &nsites);
@@ -624,6 +627,7 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 		snprintf(err, errsz, "%s: %s", o->cmd ? o->cmd : "process", s->errmsg);
 		goto fail;
 	}
+	tapset_remember(s->pid);
 	l->mono_to_real = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)s->pid);
 	if ((f = fopen(path, "r"))) {

@@ -1,0 +1,233 @@
+/*
+ * The everyday tapset functions that are more than a line in the
+ * interpreter: what /proc says of a traced process, stap's time formats,
+ * and stap's string functions.  Each is written after its stap namesake's
+ * documented behaviour (tapset/linux/context.stp, ctime.stp, string.stp);
+ * interp.c calls them with the event's pid and its own buffers.
+ *
+ * /proc of a process that has exited is gone, while its events are still
+ * being processed: the fields of a pid are read once and kept (a small
+ * cache, most recent first), so a late event still gets its process's
+ * uid or command line; one that was never read in time gets stap's value
+ * for an unreadable task, 0 or "".
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tapset.h"
+
+#define CACHE 64
+
+struct proc_info {
+	int32_t pid;
+	int64_t ppid, uid, euid, gid, egid;
+	char comm[64];
+	char cmdline[512]; /* arguments separated by NULs */
+	size_t cmdline_len;
+};
+
+static struct proc_info cache[CACHE];
+static unsigned ncache;
+
+static void read_status(struct proc_info *pi)
+{
+	char path[64], line[256];
+	FILE *f;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pi->pid);
+	if (!(f = fopen(path, "re")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		long long a, b;
+		if (sscanf(line, "PPid: %lld", &a) == 1)
+			pi->ppid = a;
+		else if (sscanf(line, "Uid: %lld %lld", &a, &b) == 2)
+			pi->uid = a, pi->euid = b;
+		else if (sscanf(line, "Gid: %lld %lld", &a, &b) == 2)
+			pi->gid = a, pi->egid = b;
+		else if (!strncmp(line, "Name:", 5)) {
+			char *s = line + 5;
+			while (*s == ' ' || *s == '\t')
+				s++;
+			s[strcspn(s, "\n")] = 0;
+			snprintf(pi->comm, sizeof(pi->comm), "%.63s", s);
+		}
+	}
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pi->pid);
+	if ((f = fopen(path, "re"))) {
+		pi->cmdline_len = fread(pi->cmdline, 1, sizeof(pi->cmdline) - 1, f);
+		pi->cmdline[pi->cmdline_len] = 0;
+		fclose(f);
+	}
+}
+
+static const struct proc_info *proc(int32_t pid)
+{
+	struct proc_info pi = { .pid = pid };
+	for (unsigned i = 0; i < ncache; i++)
+		if (cache[i].pid == pid) {
+			if (i) { /* most recent first */
+				pi = cache[i];
+				memmove(&cache[1], &cache[0], i * sizeof(cache[0]));
+				cache[0] = pi;
+			}
+			return &cache[0];
+		}
+	read_status(&pi);
+	if (ncache < CACHE)
+		ncache++;
+	memmove(&cache[1], &cache[0], (ncache - 1) * sizeof(cache[0]));
+	cache[0] = pi;
+	return &cache[0];
+}
+
+void tapset_remember(int32_t pid)
+{
+	(void)proc(pid);
+}
+
+int64_t tapset_proc_field(int32_t pid, enum tapset_field f)
+{
+	const struct proc_info *pi = proc(pid);
+	switch (f) {
+	case TF_PPID: return pi->ppid;
+	case TF_UID: return pi->uid;
+	case TF_EUID: return pi->euid;
+	case TF_GID: return pi->gid;
+	case TF_EGID: return pi->egid;
+	}
+	return 0;
+}
+
+const char *tapset_comm(int32_t pid)
+{
+	return proc(pid)->comm;
+}
+
+void tapset_cmdline(int32_t pid, long arg, char *out, size_t sz)
+{
+	const struct proc_info *pi = proc(pid);
+	size_t o = 0;
+	long k = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < pi->cmdline_len; k++) {
+		const char *a = pi->cmdline + i;
+		size_t n = strlen(a);
+		if (arg < 0 || k == arg) {
+			int w = snprintf(out + o, sz - o, "%s%s", o ? " " : "", a);
+			if (w < 0 || (size_t)w >= sz - o)
+				break;
+			o += (size_t)w;
+		}
+		i += n + 1;
+	}
+}
+
+/* ---- time --------------------------------------------------------------- */
+
+/* stap's ctime: asctime's layout without its newline, in UTC; tz_ctime in
+ * the local zone with its abbreviation. */
+void tapset_ctime(int64_t secs, bool local, char *out, size_t sz)
+{
+	time_t t = (time_t)secs;
+	struct tm tm;
+	if (!(local ? localtime_r(&t, &tm) : gmtime_r(&t, &tm))) {
+		snprintf(out, sz, "<invalid time>");
+		return;
+	}
+	strftime(out, sz, local ? "%a %b %e %H:%M:%S %Y %Z" : "%a %b %e %H:%M:%S %Y", &tm);
+}
+
+/* ---- strings ---------------------------------------------------------- */
+
+int64_t tapset_strpos(const char *hay, const char *needle)
+{
+	const char *p = strstr(hay, needle);
+	return p ? (int64_t)(p - hay) : -1;
+}
+
+void tapset_str_replace(const char *s, const char *find, const char *repl, char *out, size_t sz)
+{
+	size_t o = 0, fl = strlen(find), rl = strlen(repl);
+	while (*s && o + 1 < sz) {
+		if (fl && !strncmp(s, find, fl)) {
+			size_t n = rl < sz - 1 - o ? rl : sz - 1 - o;
+			memcpy(out + o, repl, n);
+			o += n;
+			s += fl;
+		} else {
+			out[o++] = *s++;
+		}
+	}
+	out[o] = 0;
+}
+
+/* stap's tokenize: the next token of `input` split at any byte of `delim`,
+ * empty tokens skipped; an empty input goes on with the previous string. */
+void tapset_tokenize(struct tapset_tokens *t, const char *input, const char *delim, char *out, size_t sz)
+{
+	const char *p;
+	size_t n;
+	if (*input) {
+		snprintf(t->buf, sizeof(t->buf), "%s", input);
+		t->pos = 0;
+	}
+	p = t->buf + t->pos;
+	p += strspn(p, delim);
+	n = strcspn(p, delim);
+	snprintf(out, sz, "%.*s", (int)n, p);
+	t->pos = (size_t)(p + n - t->buf);
+}
+
+/* stap's text_str escapes (also _stp_text_str's): C escapes for the usual
+ * controls and quotes, octal for other bytes that are not printable ASCII;
+ * with quoted, in double quotes, and "..." after them when cut at len. */
+void tapset_text_str(const char *s, size_t len, bool quoted, bool more, char *out, size_t sz)
+{
+	static const char esc[] = "abtnvfr"; /* \a .. \r, bytes 7 to 13 */
+	size_t o = 0, i;
+	bool cut = more;
+	if (sz < 8) {
+		if (sz)
+			out[0] = 0;
+		return;
+	}
+	if (quoted)
+		out[o++] = '"';
+	for (i = 0; s[i] && i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (o + 8 > sz) {
+			cut = true;
+			break;
+		}
+		if (c >= 7 && c <= 13) {
+			out[o++] = '\\';
+			out[o++] = esc[c - 7];
+		} else if (c == '"' || c == '\\' || c == '\'') {
+			out[o++] = '\\';
+			out[o++] = (char)c;
+		} else if (c < 32 || c > 126) {
+			o += (size_t)snprintf(out + o, sz - o, "\\%03o", c);
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	if (quoted)
+		out[o++] = '"';
+	if (quoted && (cut || s[i]))
+		o += (size_t)snprintf(out + o, sz - o, "...");
+	out[o] = 0;
+}
+
+const char *tapset_errno_str(int64_t e)
+{
+	const char *name;
+	if (e < 0)
+		e = -e;
+	name = e > 0 && e < 4096 ? strerrorname_np((int)e) : NULL;
+	return name ? name : "";
+}
