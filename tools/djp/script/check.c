@@ -21,6 +21,7 @@
  * globals are read and written, for the end-of-run display of unread ones.
  */
 #include <stdlib.h>
+#include <regex.h>
 #include <string.h>
 
 #include "lang.h"
@@ -119,6 +120,8 @@ static const struct {
 	{ "log", B_LOG, 1, TY_LONG, { TY_STR } },
 	{ "warn", B_WARN, 1, TY_LONG, { TY_STR } },
 	{ "abort", B_ABORT, 0, TY_LONG, { 0 } },
+	{ "matched", B_MATCHED, 1, TY_STR, { TY_LONG } },
+	{ "ngroups", B_NGROUPS, 0, TY_LONG, { 0 } },
 };
 
 static void set_ty(struct checker *ck, uint8_t *slot, int ty)
@@ -480,6 +483,30 @@ static int print(struct checker *ck, struct node *n)
 	return n->op == P_SPRINTF || n->op == P_SPRINT || n->op == P_SPRINTLN || n->op == P_SPRINTD ? TY_STR : TY_LONG;
 }
 
+/* STRING =~ "REGEX": POSIX extended, compiled once here; the regex must be
+ * a literal, as stap's. */
+static int regex_match(struct checker *ck, struct node *n)
+{
+	expect_ty(ck, n->a, TY_STR);
+	if (n->b->kind != N_STR) {
+		ERR(ck, n->b, "the regular expression of '%s' must be a string literal", n->op == ('=' | '~' << 8) ? "=~" : "!~");
+		return TY_LONG;
+	}
+	n->b->ty = TY_STR;
+	if (!n->re) {
+		regex_t *re = pool_alloc(ck->sc, sizeof(*re));
+		int rc = regcomp(re, n->b->str, REG_EXTENDED);
+		if (rc) {
+			char why[256];
+			regerror(rc, re, why, sizeof(why));
+			ERR(ck, n->b, "bad regular expression \"%s\": %s", n->b->str, why);
+			return TY_LONG;
+		}
+		n->re = re; /* kept until the end (the pool is never freed early) */
+	}
+	return TY_LONG;
+}
+
 static int expr(struct checker *ck, struct node *n, int want)
 {
 	int t;
@@ -519,6 +546,8 @@ static int expr(struct checker *ck, struct node *n, int want)
 		expect_ty(ck, n->b, TY_STR);
 		return n->ty = TY_STR;
 	case N_CMP:
+		if (n->op == ('=' | '~' << 8) || n->op == ('!' | '~' << 8))
+			return n->ty = (uint8_t)regex_match(ck, n);
 		t = unify2(ck, n->a, n->b, TY_UNK, n);
 		if (t == TY_STAT)
 			ERR(ck, n, "statistics cannot be compared");
@@ -734,6 +763,18 @@ static void stmt(struct checker *ck, struct node *n)
 		break;
 	case S_FOREACH:
 		foreach_stmt(ck, n);
+		break;
+	case S_TRY:
+		stmt(ck, n->a);
+		if (n->str) {
+			if (!n->sym)
+				n->sym = lookup(ck, n, n->str);
+			if (n->sym)
+				set_ty(ck, &n->sym->ty, TY_STR);
+			if (n->sym && n->sym->ty != TY_STR)
+				ERR(ck, n, "the message of 'catch' is a string, '%s' is not", n->str);
+		}
+		stmt(ck, n->b);
 		break;
 	case S_RETURN:
 		if (!ck->fn) {

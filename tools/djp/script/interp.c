@@ -23,6 +23,7 @@
  * exit() does, and the end probes still run, as in stap.
  */
 #include <ctype.h>
+#include <regex.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -77,6 +78,14 @@ struct run {
 	struct indent { int32_t tid; int64_t depth, t0; } indent[64]; /* thread_indent() */
 	int nindent;
 	bool aborting; /* abort(): no end probes */
+	/* the groups of the last =~ that matched, for matched(n) */
+	char match_text[512];
+	regmatch_t match[10];
+	int nmatch;
+	/* try blocks open, and the message a run-time error leaves for the
+	 * innermost one's catch */
+	int try_depth;
+	char try_msg[600];
 };
 
 /* ---- arena -------------------------------------------------------------- */
@@ -159,6 +168,10 @@ __attribute__((noreturn, format(printf, 3, 4))) static void rt_error(struct run 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (r->try_depth) { /* caught: the catch block gets the message */
+		snprintf(r->try_msg, sizeof(r->try_msg), "%s", msg);
+		longjmp(*r->jb, 1);
+	}
 	fflush(r->out);
 	fprintf(stderr, "ERROR: %s near %s at %s:%d:%d in probe %s\n", msg, near(at, what, sizeof(what)), r->sc->file.name,
 		at->line, at->col, r->pp ? r->pp : "?");
@@ -393,6 +406,34 @@ static const char *thread_indent(struct run *r, int64_t delta)
 	return buf;
 }
 
+/* STRING =~ REGEX: true when it matches; the groups are kept for
+ * matched(). */
+static bool regex_match(struct run *r, struct node *n)
+{
+	const char *subject = eval_s(r, n->a);
+	regmatch_t m[10];
+	if (regexec(n->re, subject, 10, m, 0))
+		return false;
+	snprintf(r->match_text, sizeof(r->match_text), "%s", subject);
+	memcpy(r->match, m, sizeof(m));
+	r->nmatch = (int)((regex_t *)n->re)->re_nsub + 1;
+	if (r->nmatch > 10)
+		r->nmatch = 10;
+	return true;
+}
+
+static const char *matched(struct run *r, struct node *n)
+{
+	int64_t k = eval_n(r, n->args[0]);
+	if (!r->nmatch)
+		rt_error(r, n, "matched(%lld): no regular expression has matched", (long long)k);
+	if (k < 0 || k >= r->nmatch)
+		rt_error(r, n, "matched(%lld): no such group (the last match has %d)", (long long)k, r->nmatch);
+	if (r->match[k].rm_so < 0 || (size_t)r->match[k].rm_eo > strlen(r->match_text))
+		return "";
+	return arena_strn(r, r->match_text + r->match[k].rm_so, (size_t)(r->match[k].rm_eo - r->match[k].rm_so));
+}
+
 static int64_t builtin_n(struct run *r, struct node *n)
 {
 	switch (n->op) {
@@ -436,6 +477,7 @@ static int64_t builtin_n(struct run *r, struct node *n)
 	case B_GET_CYCLES: return (int64_t)__builtin_ia32_rdtsc();
 	case B_JIFFIES: return (int64_t)(now_ns(r) / (1000000000u / (uint64_t)sysconf(_SC_CLK_TCK)));
 	case B_HZ: return sysconf(_SC_CLK_TCK);
+	case B_NGROUPS: return r->nmatch;
 	case B_STRPOS: return tapset_strpos(eval_s(r, n->args[0]), eval_s(r, n->args[1]));
 	case B_ISDIGIT: return isdigit((unsigned char)eval_s(r, n->args[0])[0]) != 0;
 	case B_LOG: {
@@ -581,6 +623,7 @@ static const char *builtin_s(struct run *r, struct node *n)
 		return buf;
 	}
 	case B_ERRNO_STR: return tapset_errno_str(eval_n(r, n->args[0]));
+	case B_MATCHED: return matched(r, n);
 	}
 	return "";
 }
@@ -660,6 +703,8 @@ static int64_t eval_n(struct run *r, struct node *n)
 		return arith(r, n, n->op, a, b);
 	case N_CMP: {
 		int c;
+		if (n->re)
+			return regex_match(r, n) == (n->op == ('=' | '~' << 8));
 		if (n->a->ty == TY_STR) {
 			const char *x = eval_s(r, n->a);
 			c = strcmp(x, eval_s(r, n->b));
@@ -926,6 +971,51 @@ static void delete_stmt(struct run *r, struct node *n)
 	}
 }
 
+/*
+ * try { A } catch (msg) { B }: a run-time error in A (its functions
+ * included) ends A, and B runs with the error's message; nothing is
+ * printed or counted.  What A had open is closed as the probe's end would
+ * close it: the iterations it began, the function frames it entered.  A
+ * `next` or an abort() in A is no error: it goes on to the probe's handler.
+ */
+static int try_stmt(struct run *r, struct node *n)
+{
+	jmp_buf jb, *saved = r->jb;
+	int niters = r->niters, depth = r->depth, sp = r->sp, code, x;
+	union cell *fp = r->fp;
+
+	r->jb = &jb;
+	r->try_depth++;
+	code = setjmp(jb);
+	if (code == 0) {
+		x = exec(r, n->a);
+		r->try_depth--;
+		r->jb = saved;
+		return x;
+	}
+	r->try_depth--;
+	r->jb = saved;
+	while (r->niters > niters) {
+		struct iter *it = &r->iters[--r->niters];
+		it->map->iterating--;
+		free(it->idx);
+	}
+	r->depth = depth;
+	r->fp = fp;
+	r->sp = sp;
+	if (code != 1)
+		longjmp(*saved, code);
+	if (n->sym) {
+		struct lval lv = { 0 };
+		if (n->sym->global)
+			lv.g = n->sym;
+		else
+			lv.c = &r->fp[n->sym->slot];
+		store_s(r, &lv, arena_strn(r, r->try_msg, strlen(r->try_msg)));
+	}
+	return exec(r, n->b);
+}
+
 static int exec(struct run *r, struct node *n)
 {
 	int x;
@@ -982,6 +1072,8 @@ static int exec(struct run *r, struct node *n)
 		return X_CONTINUE;
 	case S_NEXT:
 		longjmp(*r->jb, 2);
+	case S_TRY:
+		return try_stmt(r, n);
 	case S_RETURN:
 		if (n->a)
 			eval_any(r, n->a, &r->ret);

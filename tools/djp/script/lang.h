@@ -119,6 +119,7 @@ enum node_kind {
 	S_NEXT,
 	S_RETURN,  /* a or NULL */
 	S_DELETE,  /* a: N_VAR or N_INDEX */
+	S_TRY,	   /* a try block, b catch block, sym the message's local or NULL */
 	S_NOP,
 };
 
@@ -135,6 +136,8 @@ enum builtin {
 	B_STRPOS, B_STR_REPLACE, B_TOKENIZE, B_TEXT_STR, B_TEXT_STRN, B_STRING_QUOTED, B_ISDIGIT, B_ERRNO_STR,
 	/* output and control */
 	B_LOG, B_WARN, B_ABORT,
+	/* regular expressions: the groups of the last =~ that matched */
+	B_MATCHED, B_NGROUPS,
 };
 enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG };
 enum print_kind { P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD };
@@ -164,6 +167,7 @@ struct node {
 	int fe_sort_dir;  /* +1 ascending, -1 descending */
 	struct node *fe_limit;
 	struct print_fmt *pf; /* N_PRINT with a constant format */
+	void *re;	      /* N_CMP =~ / !~: the compiled regex_t */
 };
 
 struct hist_cfg {

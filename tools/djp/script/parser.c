@@ -402,7 +402,7 @@ LEVEL(multiplicative, unary, N_BINOP, "*", "/", "%")
 LEVEL(additive, multiplicative, N_BINOP, "+", "-")
 LEVEL(concatenation, additive, N_CONCAT, ".")
 LEVEL(shift, concatenation, N_BINOP, "<<", ">>")
-LEVEL(comparison, shift, N_CMP, "<", ">", "<=", ">=", "==", "!=")
+LEVEL(comparison, shift, N_CMP, "<", ">", "<=", ">=", "==", "!=", "=~", "!~")
 
 static struct node *array_in(struct parser *ps)
 {
@@ -603,6 +603,21 @@ static struct node *statement_at(struct parser *ps)
 		return mk(ps, S_NOP, t);
 	}
 	if (t->kind == T_IDENT) {
+		if (!strcmp(t->text, "try")) {
+			/* try { } catch [(msg)] { } */
+			take(ps);
+			n = mk(ps, S_TRY, t);
+			n->a = block(ps);
+			if (!is_kw(peek(ps, 0), "catch"))
+				fail_at(ps, peek(ps, 0), "expected 'catch' after the try block");
+			take(ps);
+			if (accept(ps, "(")) {
+				n->str = expect_ident(ps, "the name of the error message's variable")->text;
+				expect(ps, ")");
+			}
+			n->b = block(ps);
+			return n;
+		}
 		if (!strcmp(t->text, "if")) {
 			take(ps);
 			n = mk(ps, S_IF, t);
