@@ -74,6 +74,15 @@ static void add_binding(struct script *sc, struct probe *p, const struct djp_ev_
 	p->binds[p->nbinds++] = b;
 }
 
+/* The priority of p's begin (or end) point. */
+static int64_t probe_priority(const struct probe *p, int kind)
+{
+	for (const struct probe_point *pp = p->points; pp; pp = pp->next)
+		if (pp->kind == kind)
+			return pp->priority;
+	return 0;
+}
+
 int resolve_probes(struct script *sc, const struct djp_source *src)
 {
 	int errors = sc->nerrors;
@@ -91,16 +100,29 @@ int resolve_probes(struct script *sc, const struct djp_source *src)
 				if (!nv)
 					abort();
 				*v = nv;
-				nv[(*cnt)++] = p;
+				/* by priority, the order written within one */
+				{
+					int at = *cnt;
+					while (at > 0 && probe_priority(nv[at - 1], pp->kind) > pp->priority) {
+						nv[at] = nv[at - 1];
+						at--;
+					}
+					nv[at] = p;
+					(*cnt)++;
+				}
 				p->has_nonmark = true;
 				break;
 			}
+			case PP_NEVER:
+				p->has_nonmark = true;
+				break;
 			case PP_TIMER: {
 				struct timer *nt = realloc(sc->timers, sizeof(*nt) * (size_t)(sc->ntimers + 1));
 				if (!nt)
 					abort();
 				sc->timers = nt;
-				nt[sc->ntimers++] = (struct timer){ .probe = p, .period_ns = pp->period_ns };
+				nt[sc->ntimers++] =
+					(struct timer){ .probe = p, .period_ns = pp->period_ns, .random_ns = pp->random_ns };
 				p->has_nonmark = true;
 				break;
 			}

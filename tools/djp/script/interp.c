@@ -1288,6 +1288,16 @@ static void probe_strings(const struct probe *p, struct djp_arm_glob *g)
 	}
 }
 
+/* The time to a timer's next firing: its period, give or take up to its
+ * .randomize(M), uniformly. */
+static uint64_t timer_period(const struct timer *t)
+{
+	int64_t p = t->period_ns;
+	if (t->random_ns)
+		p += (int64_t)(random() % (2 * t->random_ns + 1)) - t->random_ns;
+	return (uint64_t)p;
+}
+
 int run_script(struct script *sc, struct djp_source *src, const struct run_opts *opts, uint64_t *nevents)
 {
 	struct run *r = calloc(1, sizeof(*r));
@@ -1336,8 +1346,12 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 		}
 	}
 	/* step 2: begin probes, then let the target run */
-	for (int i = 0; i < sc->nbegins && !r->exiting; i++)
+	for (int i = 0; i < sc->nbegins && !r->exiting; i++) {
 		run_probe(r, sc->begins[i], NULL, NULL, point_text(sc->begins[i], PP_BEGIN));
+		for (struct probe_point *pp = sc->begins[i]->points; pp; pp = pp->next)
+			if (pp->oneshot)
+				r->exiting = true; /* oneshot: once, then the end */
+	}
 	if (src && src->ops->start && !r->exiting) {
 		int rc = src->ops->start(src);
 		if (rc < 0) {
@@ -1351,7 +1365,7 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 		uint64_t t0 = src->ops->now_ns(src), flush_at = UINT64_MAX;
 		struct djp_ev ev;
 		for (int i = 0; i < sc->ntimers; i++)
-			sc->timers[i].due = t0 + (uint64_t)sc->timers[i].period_ns;
+			sc->timers[i].due = t0 + timer_period(&sc->timers[i]);
 		while (!r->exiting && !run_interrupted) {
 			uint64_t deadline = flush_at;
 			int rc;
@@ -1379,9 +1393,9 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 				if (t->due > now)
 					continue;
 				run_probe(r, t->probe, NULL, NULL, point_text(t->probe, PP_TIMER));
-				t->due += (uint64_t)t->period_ns;
+				t->due += timer_period(t);
 				if (t->due <= now)
-					t->due = now + (uint64_t)t->period_ns;
+					t->due = now + timer_period(t);
 			}
 			if (now >= flush_at || r->dirty) {
 				fflush(r->out);

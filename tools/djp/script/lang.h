@@ -217,10 +217,13 @@ struct probe_point {
 	const char *path;  /* process("PATH"), or NULL */
 	const char *glob;  /* mark("GLOB") */
 	int64_t period_ns; /* timers */
+	int64_t random_ns; /* timer....randomize(M): up to this much either way */
+	int64_t priority;  /* begin(N), end(N): lower first */
+	bool oneshot;	   /* `oneshot`: a begin probe that ends the script */
 	struct probe_point *next;
 };
 
-enum { PP_BEGIN, PP_END, PP_TIMER, PP_MARK };
+enum { PP_BEGIN, PP_END, PP_TIMER, PP_MARK, PP_NEVER };
 
 struct probe {
 	struct probe_point *points;
@@ -256,7 +259,7 @@ struct binding {
 
 struct timer {
 	struct probe *probe;
-	int64_t period_ns;
+	int64_t period_ns, random_ns;
 	uint64_t due;
 };
 

@@ -781,10 +781,17 @@ static struct probe_point *probe_point(struct parser *ps)
 		arg[ncomp] = NULL;
 		append_text(text, sizeof(text), &len, "%s%s", ncomp ? "." : "", c->text);
 		if (accept(ps, "(")) {
+			bool minus = accept(ps, "-"); /* begin(-5) */
 			struct tok *a = take(ps);
-			if (a->kind != T_STR && a->kind != T_NUM) {
+			if ((a->kind != T_STR || minus) && a->kind != T_NUM) {
 				ps->pos--;
 				fail_at(ps, a, "expected a string or number literal");
+			}
+			if (minus) {
+				struct tok *neg = pool_alloc(ps->sc, sizeof(*neg));
+				*neg = *a;
+				neg->num = -a->num;
+				a = neg;
 			}
 			arg[ncomp] = a;
 			if (a->kind == T_STR)
@@ -799,22 +806,41 @@ static struct probe_point *probe_point(struct parser *ps)
 		pp->optional = true;
 	pp->text = pool_strndup(ps->sc, text, len < sizeof(text) ? len : sizeof(text) - 1);
 
-	if (ncomp == 1 && !arg[0] && !strcmp(comp[0], "begin"))
-		pp->kind = PP_BEGIN;
-	else if (ncomp == 1 && !arg[0] && !strcmp(comp[0], "end"))
-		pp->kind = PP_END;
-	else if (ncomp == 2 && !strcmp(comp[0], "timer") && !arg[0] && arg[1] && arg[1]->kind == T_NUM) {
+	if (ncomp == 1 && (!arg[0] || arg[0]->kind == T_NUM) &&
+	    (!strcmp(comp[0], "begin") || !strcmp(comp[0], "end"))) {
+		/* begin(N), end(N): run in order of N, lowest first */
+		pp->kind = comp[0][0] == 'b' ? PP_BEGIN : PP_END;
+		pp->priority = arg[0] ? arg[0]->num : 0;
+	} else if (ncomp == 1 && !arg[0] && !strcmp(comp[0], "oneshot")) {
+		pp->kind = PP_BEGIN; /* once, at the start, and then the end */
+		pp->oneshot = true;
+	} else if (ncomp == 1 && !arg[0] && !strcmp(comp[0], "never")) {
+		pp->kind = PP_NEVER; /* checked, never run */
+	} else if ((ncomp == 2 || (ncomp == 3 && !strcmp(comp[2], "randomize") && arg[2] && arg[2]->kind == T_NUM)) &&
+		   !strcmp(comp[0], "timer") && !arg[0] && arg[1] && arg[1]->kind == T_NUM) {
 		static const struct {
 			const char *n;
-			int64_t mul;
+			int64_t mul; /* ns a unit; 0: hz (a rate) */
 		} units[] = { { "s", 1000000000 }, { "sec", 1000000000 }, { "ms", 1000000 }, { "msec", 1000000 },
-			      { "us", 1000 },	     { "usec", 1000 },	     { "ns", 1 },	{ "nsec", 1 } };
+			      { "us", 1000 },	     { "usec", 1000 },	     { "ns", 1 },	{ "nsec", 1 },
+			      { "jiffies", 10000000 }, /* USER_HZ's 100 a second */
+			      { "hz", 0 } };
+		int64_t mul = -1;
 		pp->kind = PP_TIMER;
 		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
 			if (!strcmp(comp[1], units[i].n))
-				pp->period_ns = arg[1]->num * units[i].mul;
-		if (pp->period_ns <= 0 || (arg[1]->num > 0 && pp->period_ns / arg[1]->num == 0))
+				mul = units[i].mul;
+		if (mul == 0 && arg[1]->num > 0 && arg[1]->num <= 1000000000)
+			pp->period_ns = 1000000000 / arg[1]->num;
+		else if (mul > 0)
+			pp->period_ns = arg[1]->num * mul;
+		if (pp->period_ns <= 0 || (mul > 0 && arg[1]->num > 0 && pp->period_ns / arg[1]->num != mul))
 			goto bad;
+		if (ncomp == 3) { /* .randomize(M), in the timer's unit */
+			pp->random_ns = mul > 0 ? arg[2]->num * mul : 0;
+			if (pp->random_ns < 0 || pp->random_ns >= pp->period_ns)
+				goto bad;
+		}
 	} else if (ncomp == 2 && !strcmp(comp[0], "process") && !strcmp(comp[1], "mark") && arg[1] &&
 		   arg[1]->kind == T_STR && (!arg[0] || arg[0]->kind == T_STR)) {
 		pp->kind = PP_MARK;
@@ -835,7 +861,8 @@ static struct probe_point *probe_point(struct parser *ps)
 	return pp;
 bad:
 	diag(ps->sc, pp->line, pp->col, "semantic error",
-	     "while resolving probe point %s: unknown probe point (expected begin, end, timer.ms(N), timer.s(N), "
+	     "while resolving probe point %s: unknown probe point (expected begin, end, begin(N), end(N), oneshot, "
+	     "never, timer.ms(N), timer.s(N), timer.hz(N), timer.jiffies(N), timer.ms(N).randomize(M), "
 	     "process(\"PATH\").mark(\"GLOB\"), process.mark(\"GLOB\") or process.provider(\"P\").mark(\"GLOB\"))",
 	     pp->text);
 	longjmp(ps->fail, 1);
