@@ -454,6 +454,10 @@ static int print(struct checker *ck, struct node *n)
 			char c = n->pf->spec[i].conv;
 			if (!c || c == '%')
 				continue;
+			if (n->pf->spec[i].star_width) /* %*d: the width first */
+				expect_ty(ck, n->args[a++], TY_LONG);
+			if (n->pf->spec[i].star_prec)
+				expect_ty(ck, n->args[a++], TY_LONG);
 			expect_ty(ck, n->args[a++], c == 's' ? TY_STR : TY_LONG);
 		}
 	} else {

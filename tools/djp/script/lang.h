@@ -34,7 +34,7 @@ extern struct script_limits script_limits;
 #define MAXMAPENTRIES ((uint32_t)script_limits.maxmapentries)
 #define MAXNESTING ((int)script_limits.maxnesting)
 #define MAXACTION ((uint64_t)script_limits.maxaction)
-#define MAXKEYS 5	   /* indexes of an associative array */
+#define MAXKEYS 9	   /* indexes of an associative array, as stap */
 #define HIST_LOG_BUCKETS 128
 #define HIST_LOG_BUCKET0 64
 #define HIST_MAX_LINEAR 128
@@ -389,6 +389,7 @@ struct print_spec {
 	char conv; /* d i u x X o c s p %, or 0 for literal text */
 	uint8_t flags;
 	int width, prec;
+	bool star_width, star_prec; /* '*': taken from the argument before */
 	const char *lit;
 	size_t litlen;
 };

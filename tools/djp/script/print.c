@@ -158,9 +158,15 @@ struct print_fmt *print_fmt_parse(struct script *sc, const char *fmt, const char
 		}
 		p++;
 		djp_format_spec(&p, &spec);
-		if (spec.width == DJP_FMT_STAR || spec.prec == DJP_FMT_STAR) {
-			*why = "'*' width or precision is not supported";
-			return NULL;
+		if (spec.width == DJP_FMT_STAR) { /* %*d: the width is an argument */
+			s.star_width = true;
+			spec.width = -1;
+			nargs++;
+		}
+		if (spec.prec == DJP_FMT_STAR) {
+			s.star_prec = true;
+			spec.prec = -1;
+			nargs++;
 		}
 		if (spec.width > (int)MAXSTRINGLEN || spec.prec > (int)MAXSTRINGLEN) {
 			*why = "field width or precision too large";
@@ -192,8 +198,28 @@ void print_format(struct strbuf *b, const struct print_fmt *pf, const union cell
 
 	for (int i = 0; i < pf->nspecs; i++) {
 		const struct print_spec *s = &pf->spec[i];
+		struct print_spec star;
 		unsigned flags = s->flags;
 		int base = 10;
+
+		if (s->star_width || s->star_prec) {
+			/* as C's printf: a negative width left-justifies, a
+			 * negative precision is none */
+			star = *s;
+			if (s->star_width) {
+				int64_t w = args[a++].n;
+				if (w < 0) {
+					flags |= PRINT_LEFT;
+					w = -w;
+				}
+				star.width = w > (int64_t)MAXSTRINGLEN ? (int)MAXSTRINGLEN : (int)w;
+			}
+			if (s->star_prec) {
+				int64_t pr = args[a++].n;
+				star.prec = pr < 0 ? -1 : pr > (int64_t)MAXSTRINGLEN ? (int)MAXSTRINGLEN : (int)pr;
+			}
+			s = &star;
+		}
 
 		if (!s->conv) {
 			sb_put(b, s->lit, s->litlen);
