@@ -2,7 +2,7 @@
 # engine without its command line (cli.c) and live source (live.c), which
 # need a process.
 FUZZ_SCRIPT := $(O)/fuzz/fuzz_script
-FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c lib/escape.c \
+FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c lib/escape.c lib/marker_match.c \
 	$(filter-out tools/djp/script/cli.c tools/djp/script/live.c,$(sort $(wildcard tools/djp/script/*.c)))
 
 $(FUZZ_SCRIPT): $(FUZZ_SCRIPT_SRCS)

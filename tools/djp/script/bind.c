@@ -14,6 +14,7 @@
  * first argument of one marker and the third of another).
  */
 #include <limits.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,6 +255,11 @@ void bind_fields(struct script *sc)
 
 void script_release(struct script *sc)
 {
+	for (int i = 0; i < sc->nregexes; i++)
+		regfree(sc->regexes[i]);
+	free(sc->regexes);
+	sc->regexes = NULL;
+	sc->nregexes = 0;
 	free(sc->toks);
 	sc->toks = NULL;
 	free(sc->begins);

@@ -506,7 +506,16 @@ static int regex_match(struct checker *ck, struct node *n)
 			ERR(ck, n->b, "bad regular expression \"%s\": %s", n->b->str, why);
 			return TY_LONG;
 		}
-		n->re = re; /* kept until the end (the pool is never freed early) */
+		{
+			void **v = realloc(ck->sc->regexes, sizeof(*v) * (size_t)(ck->sc->nregexes + 1));
+			if (!v) {
+				regfree(re);
+				return TY_LONG;
+			}
+			ck->sc->regexes = v;
+			v[ck->sc->nregexes++] = re; /* regfree'd by script_release */
+		}
+		n->re = re;
 	}
 	return TY_LONG;
 }

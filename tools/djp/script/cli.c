@@ -43,8 +43,6 @@ static void usage(FILE *f)
 		   "no effect); -g is refused.  ARGUMENTS are the script's $1.. and @1..\n");
 }
 
-bool script_no_warnings;
-
 /* -D NAME=VALUE: one of stap's limits (lang.h).  0, or 1 after one line. */
 static int set_limit(const char *def)
 {

@@ -53,6 +53,7 @@ struct iter {
 /* stap's defaults (lang.h); cli.c's -D changes them before anything runs. */
 struct script_limits script_limits = { .maxstringlen = 512, .maxmapentries = 2048, .maxnesting = 10,
 				       .maxaction = 1000000 };
+bool script_no_warnings; /* -w */
 
 struct run {
 	struct script *sc;

@@ -283,6 +283,9 @@ struct script {
 	int nbegins, nends;
 	struct timer *timers;
 	int ntimers;
+	/* the regexes =~ compiled (regex_t), freed by script_release */
+	void **regexes;
+	int nregexes;
 	/* the tokens the parser read, kept for -p1 */
 	struct tok *toks;
 	size_t ntoks;

@@ -142,22 +142,21 @@ struct nlist {
 	int n, cap;
 };
 
-static void nl_add(struct nlist *l, struct node *x)
+/* Past 64 entries the list grows in the script's pool, not on the heap: a
+ * parse error unwinds by longjmp, and would leak a heap buffer. */
+static void nl_add(struct parser *ps, struct nlist *l, struct node *x)
 {
 	if (l->n < 64) {
 		l->v[l->n++] = x;
 		return;
 	}
-	if (!l->heap) {
-		l->cap = 256;
-		l->heap = malloc(sizeof(*l->heap) * (size_t)l->cap);
-		memcpy(l->heap, l->v, sizeof(l->v));
-	} else if (l->n == l->cap) {
-		l->cap *= 2;
-		l->heap = realloc(l->heap, sizeof(*l->heap) * (size_t)l->cap);
+	if (!l->heap || l->n == l->cap) {
+		struct node **bigger;
+		l->cap = l->cap ? l->cap * 2 : 256;
+		bigger = pool_alloc(ps->sc, sizeof(*bigger) * (size_t)l->cap);
+		memcpy(bigger, l->heap ? l->heap : l->v, sizeof(*bigger) * (size_t)l->n);
+		l->heap = bigger;
 	}
-	if (!l->heap)
-		abort();
 	l->heap[l->n++] = x;
 }
 
@@ -166,7 +165,6 @@ static void nl_done(struct parser *ps, struct nlist *l, struct node *into)
 	into->nargs = l->n;
 	into->args = pool_alloc(ps->sc, sizeof(struct node *) * (size_t)(l->n + 1));
 	memcpy(into->args, l->heap ? l->heap : l->v, sizeof(struct node *) * (size_t)l->n);
-	free(l->heap);
 }
 
 static struct node *expr(struct parser *ps);
@@ -180,7 +178,7 @@ static void call_args(struct parser *ps, struct node *n)
 		do {
 			if (l.n >= 32)
 				fail_at(ps, peek(ps, 0), "too many arguments");
-			nl_add(&l, expr(ps));
+			nl_add(ps, &l, expr(ps));
 		} while (accept(ps, ","));
 	}
 	expect(ps, ")");
@@ -193,7 +191,7 @@ static void key_list(struct parser *ps, struct node *n, const char *close)
 	do {
 		if (l.n >= MAXKEYS)
 			fail_at(ps, peek(ps, 0), "more than %d array indexes", MAXKEYS);
-		nl_add(&l, expr(ps));
+		nl_add(ps, &l, expr(ps));
 	} while (accept(ps, ","));
 	expect(ps, close);
 	nl_done(ps, &l, n);
@@ -259,6 +257,11 @@ static struct node *primary(struct parser *ps)
 			n = mk(ps, N_HIST, t);
 			n->op = t->text[5] == 'l' && t->text[6] == 'o' ? 1 : 2;
 			call_args(ps, n);
+			if (n->nargs != (n->op == 1 ? 1 : 4)) {
+				ps->pos--;
+				fail_at(ps, t, n->op == 1 ? "@hist_log takes one statistic"
+							  : "@hist_linear takes a statistic, start, stop and interval");
+			}
 			return n;
 		}
 		ps->pos--;
@@ -494,7 +497,7 @@ static struct node *block(struct parser *ps)
 	while (!is_op(peek(ps, 0), "}")) {
 		if (peek(ps, 0)->kind == T_EOF)
 			fail_at(ps, peek(ps, 0), "expected '}'");
-		nl_add(&l, statement(ps));
+		nl_add(ps, &l, statement(ps));
 	}
 	take(ps);
 	nl_done(ps, &l, n);

@@ -33,7 +33,8 @@
 
 #define MACRO_MAX 256
 #define MACRO_PARAMS 16
-#define EXPAND_DEPTH 32 /* macros within macros */
+#define EXPAND_DEPTH 32	       /* macros within macros */
+#define EXPAND_TOKENS (1u << 20) /* tokens a script may grow to by expansion */
 
 struct macro {
 	const char *name;
@@ -57,17 +58,6 @@ static bool is_op(const struct tok *t, const char *op)
 	return t->kind == T_OP && !strcmp(t->text, op);
 }
 
-static void emit(struct pp *p, const struct tok *t)
-{
-	if (p->nout == p->cap) {
-		struct tok *n = realloc(p->out, sizeof(*n) * (p->cap = p->cap ? 2 * p->cap : 256));
-		if (!n)
-			abort();
-		p->out = n;
-	}
-	p->out[p->nout++] = *t;
-}
-
 __attribute__((format(printf, 3, 4))) static void error_at(struct pp *p, const struct tok *t, const char *fmt, ...)
 {
 	char msg[512];
@@ -77,6 +67,22 @@ __attribute__((format(printf, 3, 4))) static void error_at(struct pp *p, const s
 	va_end(ap);
 	diag(p->sc, t->line, t->col, "parse error", "%s", msg);
 	p->errors++;
+}
+
+static void emit(struct pp *p, const struct tok *t)
+{
+	if (p->nout >= EXPAND_TOKENS) {
+		if (!p->errors)
+			error_at(p, t, "the script expands to too many tokens");
+		return;
+	}
+	if (p->nout == p->cap) {
+		struct tok *n = realloc(p->out, sizeof(*n) * (p->cap = p->cap ? 2 * p->cap : 256));
+		if (!n)
+			abort();
+		p->out = n;
+	}
+	p->out[p->nout++] = *t;
 }
 
 /* Argument n (1-based) of `$n`/`@n`, or NULL after stap's error. */
@@ -331,8 +337,10 @@ static size_t define(struct pp *p, const struct tok *t, size_t i, size_t n)
 		error_at(p, &t[i < n ? i : n - 1], "expected '%%( body %%)' for macro '%s'", m.name);
 		return n;
 	}
-	m.body = &t[i + 1];
+	/* a copy: t may be a macro's expansion, freed when it is done */
 	m.nbody = end - i - 1;
+	m.body = pool_alloc(p->sc, sizeof(*m.body) * (m.nbody + 1));
+	memcpy((struct tok *)m.body, &t[i + 1], sizeof(*m.body) * m.nbody);
 	if (p->nmacros == MACRO_MAX || macro_named(p, m.name))
 		error_at(p, &t[i], "macro '%s' defined twice (or too many macros)", m.name);
 	else
@@ -384,6 +392,10 @@ static size_t expand(struct pp *p, const struct macro *m, const struct tok *t, s
 	}
 	for (int a = 0; a < nargs; a++)
 		cap += argn[a] * m->nbody;
+	if (cap > EXPAND_TOKENS || p->nout + cap > EXPAND_TOKENS) {
+		error_at(p, &t[at], "macro '%s' expands to too many tokens", m->name);
+		return n;
+	}
 	body = malloc(sizeof(*body) * cap);
 	if (!body)
 		abort();
