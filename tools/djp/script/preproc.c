@@ -33,7 +33,7 @@
 
 #define MACRO_MAX 256
 #define MACRO_PARAMS 16
-#define EXPAND_DEPTH 32	       /* macros within macros */
+#define EXPAND_DEPTH 64	       /* macros within macros */
 #define EXPAND_TOKENS (1u << 20) /* tokens a script may grow to by expansion */
 
 struct macro {
@@ -51,6 +51,7 @@ struct pp {
 	struct macro macro[MACRO_MAX];
 	int nmacros;
 	int errors;
+	bool stop; /* an error after which going on would only repeat it */
 };
 
 static bool is_op(const struct tok *t, const char *op)
@@ -72,8 +73,9 @@ __attribute__((format(printf, 3, 4))) static void error_at(struct pp *p, const s
 static void emit(struct pp *p, const struct tok *t)
 {
 	if (p->nout >= EXPAND_TOKENS) {
-		if (!p->errors)
+		if (!p->stop)
 			error_at(p, t, "the script expands to too many tokens");
+		p->stop = true;
 		return;
 	}
 	if (p->nout == p->cap) {
@@ -394,6 +396,7 @@ static size_t expand(struct pp *p, const struct macro *m, const struct tok *t, s
 		cap += argn[a] * m->nbody;
 	if (cap > EXPAND_TOKENS || p->nout + cap > EXPAND_TOKENS) {
 		error_at(p, &t[at], "macro '%s' expands to too many tokens", m->name);
+		p->stop = true;
 		return n;
 	}
 	body = malloc(sizeof(*body) * cap);
@@ -420,9 +423,10 @@ static void process(struct pp *p, const struct tok *t, size_t n, int depth)
 {
 	if (depth > EXPAND_DEPTH) {
 		error_at(p, t, "macros expand too deep (a macro that uses itself?)");
+		p->stop = true;
 		return;
 	}
-	for (size_t i = 0; i < n && p->errors < 10;) {
+	for (size_t i = 0; i < n && p->errors < 10 && !p->stop;) {
 		struct tok a;
 		const struct macro *m;
 		if (is_op(&t[i], "%(")) {
