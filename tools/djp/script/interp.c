@@ -136,7 +136,7 @@ static const char *arena_strn(struct run *r, const char *s, size_t n)
 
 static const char *near(const struct node *n, char *buf, size_t sz)
 {
-	static const char *const agg[] = { "@count", "@sum", "@min", "@max", "@avg" };
+	static const char *const agg[] = { "@count", "@sum", "@min", "@max", "@avg", "@variance" };
 	switch (n->kind) {
 	case N_BINOP:
 		snprintf(buf, sz, "operator '%c%s'", n->op & 0xff, (n->op >> 8) ? (n->op >> 8) == '<' ? "<" : ">" : "");
@@ -673,6 +673,7 @@ static int64_t agg_value(struct run *r, struct node *n)
 	case A_SUM: return st->sum;
 	case A_MIN: return st->min;
 	case A_MAX: return st->max;
+	case A_VARIANCE: return stat_variance(st);
 	default: return st->sum / st->count;
 	}
 }

@@ -139,7 +139,7 @@ enum builtin {
 	/* regular expressions: the groups of the last =~ that matched */
 	B_MATCHED, B_NGROUPS,
 };
-enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG };
+enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG, A_VARIANCE };
 enum print_kind { P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD };
 
 struct sym;
@@ -220,10 +220,20 @@ struct probe_point {
 	int64_t random_ns; /* timer....randomize(M): up to this much either way */
 	int64_t priority;  /* begin(N), end(N): lower first */
 	bool oneshot;	   /* `oneshot`: a begin probe that ends the script */
+	const char *alias; /* PP_ALIAS: the alias's name */
 	struct probe_point *next;
 };
 
-enum { PP_BEGIN, PP_END, PP_TIMER, PP_MARK, PP_NEVER };
+enum { PP_BEGIN, PP_END, PP_TIMER, PP_MARK, PP_NEVER, PP_ALIAS /* resolved after the parse */ };
+
+/* probe NAME = POINTS { prologue }, probe NAME += POINTS { epilogue } */
+struct alias {
+	const char *name;
+	struct probe_point *points;
+	struct node *body;
+	bool epilogue;
+	struct alias *next;
+};
 
 struct probe {
 	struct probe_point *points;
@@ -283,6 +293,7 @@ struct script {
 	int nbegins, nends;
 	struct timer *timers;
 	int ntimers;
+	struct alias *aliases;
 	/* the regexes =~ compiled (regex_t), freed by script_release */
 	void **regexes;
 	int nregexes;
@@ -335,11 +346,13 @@ union cell {
 /* stats.c */
 struct script_stat {
 	int64_t count, sum, min, max;
+	__int128 sumsq; /* for @variance */
 	int64_t hist[]; /* buckets, when the global has a histogram */
 };
 struct script_stat *stat_new(const struct hist_cfg *h);
 void stat_add(struct script_stat *st, const struct hist_cfg *h, int64_t v);
 int64_t hist_log_bucket(int64_t v);
+int64_t stat_variance(const struct script_stat *st);
 
 /* hist.c */
 void hist_print(FILE *out, const struct hist_cfg *h, const struct script_stat *st);

@@ -242,8 +242,8 @@ static struct node *primary(struct parser *ps)
 		ps->pos--;
 		fail_at(ps, t, "unsupported context variable (only $$name and $$parms)");
 	case T_AT: {
-		static const char *const aggs[] = { "count", "sum", "min", "max", "avg" };
-		for (int i = 0; i < 5; i++) {
+		static const char *const aggs[] = { "count", "sum", "min", "max", "avg", "variance" };
+		for (int i = 0; i < 6; i++) {
 			if (!strcmp(t->text, aggs[i])) {
 				n = mk(ps, N_AGG, t);
 				n->op = i;
@@ -265,7 +265,7 @@ static struct node *primary(struct parser *ps)
 			return n;
 		}
 		ps->pos--;
-		fail_at(ps, t, "unknown operator (expected @count @sum @min @max @avg @hist_log @hist_linear)");
+		fail_at(ps, t, "unknown operator (expected @count @sum @min @max @avg @variance @hist_log @hist_linear)");
 	}
 	case T_IDENT:
 		if (is_op(peek(ps, 0), "(")) {
@@ -858,6 +858,9 @@ static struct probe_point *probe_point(struct parser *ps)
 		pp->kind = PP_MARK;
 		pp->path = arg[0] ? arg[0]->text : NULL;
 		pp->glob = pool_strndup(ps->sc, glob, strlen(glob));
+	} else if (ncomp == 1 && !arg[0]) {
+		pp->kind = PP_ALIAS; /* a probe alias, or an unknown point: said after the parse */
+		pp->alias = comp[0];
 	} else {
 		goto bad;
 	}
@@ -871,11 +874,41 @@ bad:
 	longjmp(ps->fail, 1);
 }
 
+/* probe NAME = POINTS { } or probe NAME += POINTS { }: an alias. */
+static bool alias_decl(struct parser *ps)
+{
+	struct tok *name = peek(ps, 0), *op = peek(ps, 1);
+	struct alias *a;
+	struct probe_point **tail;
+	if (name->kind != T_IDENT || (!is_op(op, "=") && !is_op(op, "+=")))
+		return false;
+	take(ps);
+	take(ps);
+	a = pool_alloc(ps->sc, sizeof(*a));
+	a->name = name->text;
+	a->epilogue = is_op(op, "+=");
+	tail = &a->points;
+	do {
+		*tail = probe_point(ps);
+		if ((*tail)->kind == PP_ALIAS)
+			fail_at(ps, name, "an alias of an alias is not supported yet");
+		tail = &(*tail)->next;
+	} while (accept(ps, ","));
+	a->body = block(ps);
+	a->next = ps->sc->aliases;
+	ps->sc->aliases = a;
+	return true;
+}
+
 static void probe_decl(struct parser *ps, struct tok *kw)
 {
-	struct probe *p = pool_alloc(ps->sc, sizeof(*p));
-	struct probe_point **tail = &p->points;
+	struct probe *p;
+	struct probe_point **tail;
 
+	if (alias_decl(ps))
+		return;
+	p = pool_alloc(ps->sc, sizeof(*p));
+	tail = &p->points;
 	p->line = kw->line;
 	p->col = kw->col;
 	do {
@@ -948,6 +981,77 @@ static void function_decl(struct parser *ps)
 	ps->sc->funcs = f;
 }
 
+/* A copy of alias point q in the pool (the alias may serve many probes). */
+static struct probe_point *copy_point(struct script *sc, const struct probe_point *q)
+{
+	struct probe_point *c = pool_alloc(sc, sizeof(*c));
+	*c = *q;
+	c->next = NULL;
+	return c;
+}
+
+/*
+ * Each probe point that names an alias becomes the alias's points, and the
+ * probe's body is wrapped: the prologues of `=` aliases first, the
+ * epilogues of `+=` ones after, all in one scope, as stap does.  A name no
+ * alias has is stap's unknown probe point.
+ */
+static int expand_aliases(struct script *sc)
+{
+	int errors = 0;
+	for (struct probe *p = sc->probes; p; p = p->next) {
+		struct probe_point *out = NULL, **tail = &out;
+		struct node *pre[16], *post[16];
+		int npre = 0, npost = 0;
+		for (struct probe_point *pp = p->points, *next; pp; pp = next) {
+			next = pp->next;
+			if (pp->kind != PP_ALIAS) {
+				pp->next = NULL;
+				*tail = pp;
+				tail = &pp->next;
+				continue;
+			}
+			bool found = false;
+			for (struct alias *a = sc->aliases; a; a = a->next) {
+				if (strcmp(a->name, pp->alias))
+					continue;
+				found = true;
+				for (struct probe_point *q = a->points; q; q = q->next) {
+					*tail = copy_point(sc, q);
+					(*tail)->optional |= pp->optional;
+					tail = &(*tail)->next;
+				}
+				if (a->epilogue && npost < 16)
+					post[npost++] = a->body;
+				else if (!a->epilogue && npre < 16)
+					pre[npre++] = a->body;
+			}
+			if (!found) {
+				diag(sc, pp->line, pp->col, "semantic error",
+				     "while resolving probe point %s: unknown probe point (no alias of that name, and none of "
+				     "begin, end, begin(N), end(N), oneshot, never, timer.*, process...mark)",
+				     pp->text);
+				errors++;
+			}
+		}
+		p->points = out;
+		if (npre || npost) {
+			struct node *b = pool_alloc(sc, sizeof(*b));
+			*b = *p->body;
+			b->kind = S_BLOCK;
+			b->nargs = npre + 1 + npost;
+			b->args = pool_alloc(sc, sizeof(struct node *) * (size_t)(b->nargs + 1));
+			for (int i = 0; i < npre; i++)
+				b->args[i] = pre[i];
+			b->args[npre] = p->body;
+			for (int i = 0; i < npost; i++)
+				b->args[npre + 1 + i] = post[i];
+			p->body = b;
+		}
+	}
+	return errors;
+}
+
 int parse_script(struct script *sc)
 {
 	struct parser ps = { .sc = sc };
@@ -999,6 +1103,8 @@ int parse_script(struct script *sc)
 	}
 	sc->toks = ps.toks; /* for -p1; freed by script_release */
 	sc->ntoks = ps.ntoks;
+	if (expand_aliases(sc))
+		return 1;
 	if (!sc->probes) {
 		diag(sc, 0, 0, "semantic error", "no probes found");
 		return 1;

@@ -7,7 +7,9 @@
  * buckets, bucket 64 holds 0, bucket 64+k holds [2^(k-1), 2^k) and the
  * buckets below 64 mirror them for negative values; a linear histogram has
  * one underflow bucket, (stop-start)/interval regular ones and one overflow
- * bucket.  @avg is the integer quotient sum/count, as in stap.
+ * bucket.  @avg is the integer quotient sum/count, as in stap; @variance
+ * the sample variance (n * sum of squares - sum^2) / (n * (n - 1)), in
+ * 128-bit arithmetic, truncated (0 for one value).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,7 @@ int64_t hist_log_bucket(int64_t v)
 
 void stat_add(struct script_stat *st, const struct hist_cfg *h, int64_t v)
 {
+	st->sumsq += (__int128)v * v;
 	if (st->count++ == 0) {
 		st->sum = st->min = st->max = v;
 	} else {
@@ -70,4 +73,12 @@ void stat_add(struct script_stat *st, const struct hist_cfg *h, int64_t v)
 		}
 		st->hist[q]++;
 	}
+}
+
+int64_t stat_variance(const struct script_stat *st)
+{
+	__int128 n = st->count, s = st->sum;
+	if (n < 2)
+		return 0;
+	return (int64_t)((n * st->sumsq - s * s) / (n * (n - 1)));
 }
