@@ -90,7 +90,8 @@ int resolve_probes(struct script *sc, const struct djp_source *src)
 
 	sc->src = src;
 	for (struct probe *p = sc->probes; p; p = p->next) {
-		for (struct probe_point *pp = p->points; pp; pp = pp->next) {
+		bool enough = false; /* a `!` point before resolved */
+		for (struct probe_point *pp = p->points; pp && !enough; pp = pp->next) {
 			int n = 0;
 			switch (pp->kind) {
 			case PP_BEGIN:
@@ -137,6 +138,8 @@ int resolve_probes(struct script *sc, const struct djp_source *src)
 				if (!n && !pp->optional)
 					diag(sc, pp->line, pp->col, "semantic error",
 					     "while resolving probe point %s: no match", pp->text);
+				if ((enough = n && pp->sufficient))
+					pp->next = NULL; /* the later points are not used at all */
 				break;
 			}
 		}

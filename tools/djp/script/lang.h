@@ -214,6 +214,7 @@ struct probe_point {
 	int line, col;
 	int kind;	   /* PP_BEGIN, PP_END, PP_TIMER, PP_MARK */
 	bool optional;
+	bool sufficient;   /* `!`: when it matches, the probe's later points are dropped */
 	const char *path;  /* process("PATH"), or NULL */
 	const char *glob;  /* mark("GLOB") */
 	int64_t period_ns; /* timers */

@@ -265,6 +265,17 @@ static struct node *primary(struct parser *ps)
 			return n;
 		}
 		ps->pos--;
+		{
+			static const char *const later[] = { "entry", "defined", "choose_defined", "cast", "var",
+							     "this1", "this2", "this3", "this4", "this5", "this6",
+							     "this7", "this8", "this9", "kregister", "uregister",
+							     "probewrite", "const" };
+			for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++)
+				if (!strcmp(t->text, later[i])) {
+					diag(ps->sc, t->line, t->col, "parse error", "not supported yet: @%s", t->text);
+					longjmp(ps->fail, 1);
+				}
+		}
 		fail_at(ps, t, "unknown operator (expected @count @sum @min @max @avg @variance @hist_log @hist_linear)");
 	}
 	case T_IDENT:
@@ -805,8 +816,10 @@ static struct probe_point *probe_point(struct parser *ps)
 		}
 		ncomp++;
 	} while (accept(ps, "."));
-	if (accept(ps, "?") || accept(ps, "!"))
+	if (accept(ps, "?"))
 		pp->optional = true;
+	else if (accept(ps, "!"))
+		pp->optional = pp->sufficient = true; /* stap: optional, and enough when it resolves */
 	pp->text = pool_strndup(ps->sc, text, len < sizeof(text) ? len : sizeof(text) - 1);
 
 	if (ncomp == 1 && (!arg[0] || arg[0]->kind == T_NUM) &&
