@@ -65,7 +65,8 @@ TEST_TIMEOUT(script_process_context_functions, 60)
 	snprintf(cmd, sizeof(cmd), "%s --ticks 1 --tick-us 1000 --no-stdin", tt_target(false));
 	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
 				      "probe process.mark(\"tt_tick\") {\n"
-				      "  printf(\"%d %s %d %d %d %s|%s|%s\\n\", ppid() == stp_pid(), pexecname(), uid(), euid(),\n"
+				      "  printf(\"%d%d%d %s %d %d %d %s|%s|%s\\n\", ppid() == stp_pid(), target_set_pid(pid()),\n"
+				      "         target_set_pid(stp_pid()), pexecname(), uid(), euid(),\n"
 				      "         gid(), cmdline_arg(1), cmdline_arg(2), cmdline_str())\n"
 				      "}",
 				      NULL },
@@ -73,7 +74,7 @@ TEST_TIMEOUT(script_process_context_functions, 60)
 	st = tt_finish(p, 20000);
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		djp_test_fail(__FILE__, __LINE__, "status %#x: %s", st, p->ebuf);
-	snprintf(want, sizeof(want), "1 djp %d %d %d --ticks|1|%s --ticks 1 --tick-us 1000 --no-stdin\n", (int)getuid(),
+	snprintf(want, sizeof(want), "110 djp %d %d %d --ticks|1|%s --ticks 1 --tick-us 1000 --no-stdin\n", (int)getuid(),
 		 (int)geteuid(), (int)getgid(), tt_target(false));
 	if (!strstr(p->obuf, want))
 		djp_test_fail(__FILE__, __LINE__, "got %s, wanted %s", p->obuf, want);

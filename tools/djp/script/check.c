@@ -121,6 +121,8 @@ static const struct {
 	{ "warn", B_WARN, 1, TY_LONG, { TY_STR } },
 	{ "abort", B_ABORT, 0, TY_LONG, { 0 } },
 	{ "matched", B_MATCHED, 1, TY_STR, { TY_LONG } },
+	{ "system", B_SYSTEM, 1, TY_LONG, { TY_STR } },
+	{ "target_set_pid", B_TARGET_SET_PID, 1, TY_LONG, { TY_LONG } },
 	{ "ngroups", B_NGROUPS, 0, TY_LONG, { 0 } },
 };
 
@@ -129,7 +131,7 @@ static const struct {
 static bool stap_function_missing(const char *name)
 {
 	static const char *const missing[] = {
-		"cpu", "system", "randint", "env_var", "target_set_pid", "probefunc", "ppfunc", "probemod",
+		"cpu", "randint", "env_var", "probefunc", "ppfunc", "probemod",
 		"usymname", "usymdata", "umodname", "ubacktrace", "print_ubacktrace", "print_ubacktrace_brief",
 		"sprint_ubacktrace", "ucallers", "uaddr", "user_long", "user_int", "user_short", "user_char",
 		"user_int8", "user_int16", "user_int32", "user_int64", "user_uint8", "user_uint16", "user_uint32",

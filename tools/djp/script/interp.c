@@ -28,6 +28,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lang.h"
@@ -83,6 +84,9 @@ struct run {
 	char match_text[512];
 	regmatch_t match[10];
 	int nmatch;
+	/* system()'s commands, run when the probe that asked is done */
+	char **commands;
+	int ncommands;
 	/* try blocks open, and the message a run-time error leaves for the
 	 * innermost one's catch */
 	int try_depth;
@@ -479,6 +483,26 @@ static int64_t builtin_n(struct run *r, struct node *n)
 	case B_JIFFIES: return (int64_t)(now_ns(r) / (1000000000u / (uint64_t)sysconf(_SC_CLK_TCK)));
 	case B_HZ: return sysconf(_SC_CLK_TCK);
 	case B_NGROUPS: return r->nmatch;
+	case B_SYSTEM: {
+		/* as stap: the command runs after the probe handler, not in it */
+		const char *cmd = eval_s(r, n->args[0]);
+		char **v = realloc(r->commands, sizeof(*v) * (size_t)(r->ncommands + 1));
+		if (!v || !(v[r->ncommands] = strdup(cmd)))
+			abort();
+		r->commands = v;
+		r->ncommands++;
+		return 0;
+	}
+	case B_TARGET_SET_PID: {
+		/* the target, or a process descended from it (a child of fork) */
+		int32_t pid = (int32_t)eval_n(r, n->args[0]), t = r->src ? r->src->target_pid : 0;
+		for (int hops = 0; pid > 1 && t > 0 && hops < 64; hops++) {
+			if (pid == t)
+				return 1;
+			pid = (int32_t)tapset_proc_field(pid, TF_PPID);
+		}
+		return 0;
+	}
 	case B_STRPOS: return tapset_strpos(eval_s(r, n->args[0]), eval_s(r, n->args[1]));
 	case B_ISDIGIT: return isdigit((unsigned char)eval_s(r, n->args[0])[0]) != 0;
 	case B_LOG: {
@@ -1090,6 +1114,26 @@ static int exec(struct run *r, struct node *n)
 
 /* ---- probes ------------------------------------------------------------- */
 
+/* system(): the commands a probe asked for, through /bin/sh, after the
+ * script's output so far, each waited for. */
+static void run_commands(struct run *r)
+{
+	fflush(r->out);
+	for (int i = 0; i < r->ncommands; i++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			if (r->out != stdout && dup2(fileno(r->out), 1) < 0)
+				_exit(127);
+			execl("/bin/sh", "sh", "-c", r->commands[i], (char *)NULL);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		free(r->commands[i]);
+	}
+	r->ncommands = 0;
+}
+
 static void run_probe(struct run *r, struct probe *p, const struct binding *b, const struct djp_ev *ev, const char *pp)
 {
 	jmp_buf jb, *saved = r->jb;
@@ -1129,6 +1173,8 @@ static void run_probe(struct run *r, struct probe *p, const struct binding *b, c
 	r->jb = saved;
 	r->ev = NULL;
 	arena_reset(r);
+	if (r->ncommands)
+		run_commands(r);
 }
 
 static void init_globals(struct script *sc)
@@ -1423,6 +1469,7 @@ out:
 	arena_reset(r);
 	free(r->arena);
 	free(r->pb.p);
+	free(r->commands);
 	free(r);
 	if (nevents)
 		*nevents = events;

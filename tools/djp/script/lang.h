@@ -138,6 +138,7 @@ enum builtin {
 	B_LOG, B_WARN, B_ABORT,
 	/* regular expressions: the groups of the last =~ that matched */
 	B_MATCHED, B_NGROUPS,
+	B_SYSTEM, B_TARGET_SET_PID,
 };
 enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG, A_VARIANCE };
 enum print_kind { P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD };
