@@ -1186,6 +1186,7 @@ static void init_globals(struct script *sc)
 		if (g->nkeys > 0) {
 			uint32_t max = g->maxentries > 0 ? (uint32_t)g->maxentries : MAXMAPENTRIES;
 			g->map = map_new(g->nkeys, g->kty, g->ty, &g->hist, max);
+			g->map->wrap = g->wrap;
 		} else if (g->ty == TY_STAT) {
 			g->stat = stat_new(&g->hist);
 		} else if (g->ty == TY_STR) {

@@ -187,6 +187,7 @@ struct sym {
 	int slot;		/* frame index (locals) or global index */
 	bool read, written;
 	int64_t maxentries;
+	bool wrap;		/* global a%[N]: a full array drops its oldest entry */
 	struct node *init;	/* global initialiser (literal) or NULL */
 	struct hist_cfg hist;
 	struct sym *next;	/* in its scope's list */
@@ -378,6 +379,8 @@ struct map {
 	uint32_t *index;     /* open addressing: entry index + 1, 0 empty */
 	int iterating;	     /* foreach loops walking it: no compaction */
 	uint32_t mask;
+	bool wrap;	     /* full: the oldest entry makes room (a%[N]) */
+	uint32_t oldest;     /* no live entry before this one */
 };
 uint64_t key_hash(const struct map *m, const union cell *key);
 uint64_t str_hash(const char *s);

@@ -11,7 +11,8 @@
  * no allocator.  Deleted entries stay as holes until they outnumber the live
  * ones, and are squeezed out only when no foreach is walking the array.
  * An array holds at most `maxentries` entries (MAXMAPENTRIES, or the size
- * given in its declaration), as in stap.
+ * given in its declaration), as in stap; a wrapping one (`global a%[N]`)
+ * then drops its oldest entry for the new one.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,7 @@ static void compact(struct map *m)
 		if (m->ent[e].live)
 			m->ent[o++] = m->ent[e];
 	m->nent = o;
+	m->oldest = 0;
 	rebuild_index(m, m->mask + 1);
 }
 
@@ -115,8 +117,16 @@ struct map_ent *map_get(struct map *m, const union cell *key, uint64_t hash)
 	struct map_ent *e = map_find(m, key, hash);
 	if (e)
 		return e;
-	if (m->nlive >= m->maxentries)
-		return NULL;
+	if (m->nlive >= m->maxentries) {
+		if (!m->wrap || !m->nlive)
+			return NULL;
+		/* a wrapping array: the oldest entry goes (stap's a%) */
+		while (m->oldest < m->nent && !m->ent[m->oldest].live)
+			m->oldest++;
+		if (m->oldest == m->nent)
+			return NULL;
+		map_delete(m, &m->ent[m->oldest]);
+	}
 	if (m->nent == m->cap) {
 		if (m->nent > 2 * m->nlive + 16 && !m->iterating) {
 			compact(m);
@@ -196,6 +206,7 @@ void map_clear(struct map *m)
 	m->nlive = 0;
 	if (!m->iterating) {
 		m->nent = 0;
+		m->oldest = 0;
 		if (m->index)
 			memset(m->index, 0, sizeof(*m->index) * (m->mask + 1));
 	}

@@ -740,6 +740,7 @@ static void global_decl(struct parser *ps)
 		s->global = true;
 		s->nkeys = -1;
 		s->maxentries = 0;
+		s->wrap = accept(ps, "%"); /* a%[N], a%: wraps when full */
 		if (accept(ps, "[")) {
 			struct tok *sz = peek(ps, 0);
 			if (sz->kind != T_NUM || sz->num <= 0)
