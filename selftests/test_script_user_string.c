@@ -169,7 +169,12 @@ TEST_TIMEOUT(inject_python3_function_names, 60)
 				      "}",
 				      NULL },
 		     false, -1);
-	CHECK(tt_wait_armed(t->pid, py, 10000));
+	/* both probes armed (they connect one after the other), or the
+	 * first calls could come before function__entry is */
+	for (int i = 0, nsites = 0; tt_sites_changed(t->pid, py, &nsites) < 2; i++) {
+		CHECK(i < 1000);
+		usleep(10000);
+	}
 	tt_send(t, "call 25\n");
 	CHECK(tt_wait_out(t, "called 25", 10000));
 	st = tt_finish(p, 20000);
