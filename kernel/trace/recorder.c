@@ -283,16 +283,14 @@ int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, bool pen
 
 	if (strings && strings->args && (err = add_strings(rec, pattern, strings)))
 		return err;
+	/* the sites it matches, and whether any has a %s, in one walk */
 	djp__sites_foreach(count_site, &c);
 	/* strings to copy: the fast copy if the engine can have it (else the
 	 * ring's system call, still fault-safe) */
 	if ((strings && strings->args) || c.strings)
 		(void)djp_safe_copy_enable();
 	id = djp__connect(pattern, djp_recorder_hit, rec, DJP_GPR_ONLY, &o);
-	if (id >= 0 && nsites) {
-		c.n = 0;
-		djp__sites_foreach(count_site, &c);
+	if (id >= 0 && nsites)
 		*nsites = c.n;
-	}
 	return id;
 }
