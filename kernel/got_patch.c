@@ -84,7 +84,6 @@ struct walk {
 	uintptr_t base, relro_lo, relro_hi;
 	const ElfW(Sym) *symtab;
 	const char *strtab;
-	unsigned patched;
 };
 
 static uintptr_t dyn_ptr(const struct walk *w, ElfW(Addr) v)
@@ -113,7 +112,6 @@ static void patch_slot(struct walk *w, void **slot, void *fn)
 	__atomic_store_n(slot, fn, __ATOMIC_RELEASE);
 	if (relro)
 		mprotect((void *)page, (size_t)pg, PROT_READ);
-	w->patched++;
 }
 
 static void walk_relas(struct walk *w, const ElfW(Rela) *r, size_t bytes)
