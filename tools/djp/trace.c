@@ -41,6 +41,7 @@
 #include "lib/escape.h"
 #include "lib/mapped_file.h"
 #include "kernel/trace/agent.h"
+#include "kernel/trace/recorder.h"
 #include "trace.h"
 
 #define DRAIN_PERIOD_MS 5
@@ -175,9 +176,9 @@ static int parse_args(struct trace *t, int argc, char **argv)
 					t->formats[i], why);
 				return 2;
 			}
-			for (unsigned k = 0; k < f.nfields && k < 32; k++)
-				if (f.field[k].conv == 's')
-					t->str_args[i] |= 1u << k;
+			/* the agent's own reading of which arguments a
+			 * format's %s are */
+			t->str_args[i] = djp_recorder_str_mask(t->formats[i], f.nfields);
 		}
 	}
 	t->s.fmt_patterns = t->patterns;
