@@ -89,8 +89,7 @@ struct live {
 	 * exec): read from the files, so that the script binds to them */
 	struct djp_marker_list *flist[64];
 	char *fobject[64];
-	char **fnames; /* "provider:name" of each, owned */
-	unsigned nflist, nfnames;
+	unsigned nflist;
 };
 
 static uint64_t clock_ns(clockid_t c)
@@ -115,6 +114,21 @@ static void desc_from_marker(struct djp_ev_desc *d, uint32_t id, const struct se
 	if (m->fmt)
 		d->fmt = *m->fmt;
 	else
+		memset(&d->fmt, 0, sizeof(d->fmt));
+}
+
+/* Descriptor `id` of marker m of the file `object`, read by the tool. */
+static void desc_from_file(struct djp_ev_desc *d, uint32_t id, const struct djp_marker_info *m, const char *object)
+{
+	const char *why;
+	d->id = id;
+	d->name = m->name;
+	d->provider = m->provider;
+	d->provider_len = m->provider ? (unsigned)strlen(m->provider) : 0;
+	d->format = m->format;
+	d->object = object;
+	d->nargs = m->nargs;
+	if (djp_format_parse(m->format, &d->fmt, &why) < 0)
 		memset(&d->fmt, 0, sizeof(d->fmt));
 }
 
@@ -175,9 +189,13 @@ static struct session *session_at(struct live *l, size_t i)
 	return i ? l->kids.v[i - 1] : &l->s;
 }
 
+/* Is d the marker the agent calls m (its full name "provider:name")? */
 static bool same_marker(const struct djp_ev_desc *d, const struct session_marker *m)
 {
-	return !strcmp(d->provider, m->name) && !strcmp(d->object ? d->object : "", m->object ? m->object : "");
+	size_t plen;
+	const char *name = djp_marker_split(m->name, &plen);
+	return d->provider_len == plen && (!plen || !strncmp(d->provider, m->name, plen)) && !strcmp(d->name, name) &&
+	       !strcmp(d->object ? d->object : "", m->object ? m->object : "");
 }
 
 /* The descriptor of kid k's event.  A child of fork numbers its markers as
@@ -396,9 +414,6 @@ static void live_close(struct djp_source *src)
 		djp_marker_list_free(l->flist[i]);
 		free(l->fobject[i]);
 	}
-	for (unsigned i = 0; i < l->nfnames; i++)
-		free(l->fnames[i]);
-	free(l->fnames);
 	for (size_t i = 0; i < l->nlate; i++)
 		free(l->late[i]);
 	free(l->late);
@@ -512,20 +527,8 @@ static int files_open(const struct djp_source_opts *o, struct djp_source **out, 
 		return -ENOMEM;
 	}
 	for (unsigned i = 0; i < f->nlists; i++)
-		for (size_t j = 0; j < f->lists[i]->count; j++, k++) {
-			const struct djp_marker_info *m = &f->lists[i]->v[j];
-			const char *why;
-			struct djp_ev_desc *d = &f->descs[k];
-			d->id = (uint32_t)k;
-			d->name = m->name;
-			d->provider = m->provider;
-			d->provider_len = m->provider ? (unsigned)strlen(m->provider) : 0;
-			d->format = m->format;
-			d->object = f->objects[i];
-			d->nargs = m->nargs;
-			if (djp_format_parse(m->format, &d->fmt, &why) < 0)
-				memset(&d->fmt, 0, sizeof(d->fmt));
-		}
+		for (size_t j = 0; j < f->lists[i]->count; j++, k++)
+			desc_from_file(&f->descs[k], (uint32_t)k, &f->lists[i]->v[j], f->objects[i]);
 	f->src.ops = &files_ops;
 	f->src.descs = f->descs;
 	f->src.ndescs = (unsigned)total;
@@ -558,34 +561,14 @@ static size_t read_named_files(struct live *l, const struct djp_source_opts *o)
 	return total;
 }
 
-/* Descriptors nd.. for the markers read_named_files read, named as the
- * agent names them (an SDT probe "provider:name"), so that a process that
- * has them later finds them (kid_wanted).  Returns the next id. */
-static unsigned add_file_descs(struct live *l, unsigned nd, size_t total)
+/* Descriptors nd.. for the markers read_named_files read; a process that
+ * has them later finds them by name and object (kid_wanted).  Returns the
+ * next id. */
+static unsigned add_file_descs(struct live *l, unsigned nd)
 {
-	if (!(l->fnames = calloc(total ? total : 1, sizeof(*l->fnames))))
-		return nd;
 	for (unsigned i = 0; i < l->nflist; i++)
-		for (size_t j = 0; j < l->flist[i]->count; j++) {
-			const struct djp_marker_info *m = &l->flist[i]->v[j];
-			struct djp_ev_desc *d = &l->descs[nd];
-			char full[512];
-			const char *why;
-			size_t plen;
-			djp_marker_full_name(full, sizeof(full), m->provider, m->name);
-			if (!(l->fnames[l->nfnames] = strdup(full)))
-				return nd;
-			d->id = nd;
-			d->provider = l->fnames[l->nfnames++];
-			d->name = djp_marker_split(d->provider, &plen);
-			d->provider_len = (unsigned)plen;
-			d->format = m->format;
-			d->object = l->fobject[i];
-			d->nargs = m->nargs;
-			if (djp_format_parse(m->format, &d->fmt, &why) < 0)
-				memset(&d->fmt, 0, sizeof(d->fmt));
-			nd++;
-		}
+		for (size_t j = 0; j < l->flist[i]->count; j++, nd++)
+			desc_from_file(&l->descs[nd], nd, &l->flist[i]->v[j], l->fobject[i]);
 	return nd;
 }
 
@@ -651,7 +634,7 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 		l->desc_of_id[id] = &l->descs[nd];
 		nd++;
 	}
-	nd = add_file_descs(l, nd, nfile);
+	nd = add_file_descs(l, nd);
 	l->src.ops = &live_ops;
 	l->src.descs = l->descs;
 	l->src.ndescs = nd;
