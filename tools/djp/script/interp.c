@@ -386,12 +386,18 @@ static int32_t ctx_pid(struct run *r)
 	return r->ev ? r->ev->pid : r->src ? r->src->target_pid : 0;
 }
 
+/* ... and its thread: the event's, or the target's main thread. */
+static int32_t ctx_tid(struct run *r)
+{
+	return r->ev ? r->ev->tid : ctx_pid(r);
+}
+
 /* stap's thread_indent(delta): microseconds since the thread's first call,
  * "execname(tid):", and an indentation that grows before and shrinks after
  * (tapset/indent.stp). */
 static const char *thread_indent(struct run *r, int64_t delta)
 {
-	int32_t tid = r->ev ? r->ev->tid : ctx_pid(r);
+	int32_t tid = ctx_tid(r);
 	int64_t us = (int64_t)(now_ns(r) / 1000), x;
 	struct indent *in = NULL;
 	char *buf = arena_alloc(r, MAXSTRINGLEN);
@@ -442,8 +448,8 @@ static const char *matched(struct run *r, struct node *n)
 static int64_t builtin_n(struct run *r, struct node *n)
 {
 	switch (n->op) {
-	case B_PID: return r->ev ? r->ev->pid : r->src ? r->src->target_pid : 0;
-	case B_TID: return r->ev ? r->ev->tid : r->src ? r->src->target_pid : 0;
+	case B_PID: return ctx_pid(r);
+	case B_TID: return ctx_tid(r);
 	case B_TOD_NS: return (int64_t)now_ns(r);
 	case B_TOD_US: return (int64_t)(now_ns(r) / 1000);
 	case B_TOD_MS: return (int64_t)(now_ns(r) / 1000000);
