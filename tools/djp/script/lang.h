@@ -429,6 +429,9 @@ void sb_putc(struct strbuf *b, char c);
 void print_format(struct strbuf *b, const struct print_fmt *pf, const union cell *args);
 void print_number(struct strbuf *b, uint64_t num, int base, int width, int prec, unsigned flags);
 void print_escaped(struct strbuf *b, const char *s);
+/* One byte as stap escapes it (%#s, text_str): itself, a C escape, or
+ * octal; writes at most 4 bytes, returns how many. */
+size_t char_escaped(char c, char *out);
 
 /* interp.c */
 struct run;

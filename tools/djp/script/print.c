@@ -96,7 +96,7 @@ void print_number(struct strbuf *b, uint64_t num, int base, int size, int precis
 	pad(b, ' ', size);
 }
 
-static size_t char_escaped(char c, char *out)
+size_t char_escaped(char c, char *out)
 {
 	static const char esc_from[] = "\a\b\f\n\r\t\v'\\", esc_to[] = "abfnrtv'\\";
 	const char *e;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lang.h"
 #include "tapset.h"
 
 #define CACHE 64
@@ -183,12 +184,12 @@ void tapset_tokenize(struct tapset_tokens *t, const char *input, const char *del
 	t->pos = (size_t)(p + n - t->buf);
 }
 
-/* stap's text_str escapes (also _stp_text_str's): C escapes for the usual
- * controls and quotes, octal for other bytes that are not printable ASCII;
- * with quoted, in double quotes, and "..." after them when cut at len. */
+/* stap's text_str: each byte escaped as %#s does (print.c's char_escaped:
+ * C escapes for the usual controls and quotes, octal for other bytes that
+ * are not printable ASCII); with quoted, in double quotes, and "..." after
+ * them when cut at len. */
 void tapset_text_str(const char *s, size_t len, bool quoted, bool more, char *out, size_t sz)
 {
-	static const char esc[] = "abtnvfr"; /* \a .. \r, bytes 7 to 13 */
 	size_t o = 0, i;
 	bool cut = more;
 	if (sz < 8) {
@@ -199,22 +200,11 @@ void tapset_text_str(const char *s, size_t len, bool quoted, bool more, char *ou
 	if (quoted)
 		out[o++] = '"';
 	for (i = 0; s[i] && i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
 		if (o + 8 > sz) {
 			cut = true;
 			break;
 		}
-		if (c >= 7 && c <= 13) {
-			out[o++] = '\\';
-			out[o++] = esc[c - 7];
-		} else if (c == '"' || c == '\\' || c == '\'') {
-			out[o++] = '\\';
-			out[o++] = (char)c;
-		} else if (c < 32 || c > 126) {
-			o += (size_t)snprintf(out + o, sz - o, "\\%03o", c);
-		} else {
-			out[o++] = (char)c;
-		}
+		o += char_escaped(s[i], out + o); /* the escapes of %#s */
 	}
 	if (quoted)
 		out[o++] = '"';
