@@ -18,6 +18,7 @@
 #define DJP_TOOLS_SESSION_H
 
 #include <signal.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -112,6 +113,8 @@ struct session_kids {
 	char follow_name[96];
 	struct session **v;
 	size_t n;
+	struct pollfd *pfd; /* session_kids_wait's poll set */
+	size_t npfd;
 };
 
 /* The signal that asked the tool to stop, or 0: set by its handler, it
@@ -178,6 +181,13 @@ int session_kids_listen(struct session_kids *k, struct session *main);
 struct session *session_kids_accept(struct session_kids *k, const struct session *main);
 /* FOLLOW for session c too, when k follows: 0 or -errno. */
 int session_kids_follow(struct session_kids *k, struct session *c);
+/* Sleep until something needs the tool or timeout_ms pass, in one poll
+ * over the main session's socket, every live child's and the sockets
+ * processes dial.  True when a process is dialling in (accept it); a
+ * child whose socket woke it has hung up: it is marked gone and handed
+ * to gone(ctx, child). */
+bool session_kids_wait(struct session_kids *k, struct session *main, int timeout_ms,
+		       void (*gone)(void *ctx, struct session *child), void *ctx);
 /* Which program pid runs: AT_RANDOM from its auxv, an address on the stack
  * its last exec made, new at every exec (ASLR); 0 when unreadable. */
 uint64_t session_exec_id(pid_t pid);

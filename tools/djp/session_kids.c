@@ -91,6 +91,9 @@ void session_kids_free(struct session_kids *k)
 	for (size_t i = 0; i < k->n; i++)
 		session_discard(k->v[i]);
 	free(k->v);
+	free(k->pfd);
+	k->pfd = NULL;
+	k->npfd = 0;
 	if (k->follow_fd >= 0)
 		close(k->follow_fd);
 	k->v = NULL;
@@ -167,4 +170,53 @@ struct session *session_kids_exec(const struct session *main, struct session *go
 		return NULL;
 	}
 	return c;
+}
+
+/* One system call a round, whatever the number of processes: a child of
+ * fork waits in fork for its START, so a dial-in wakes the tool at once,
+ * and a child's exit or exec hangs its socket up. */
+bool session_kids_wait(struct session_kids *k, struct session *main, int timeout_ms,
+		       void (*gone)(void *ctx, struct session *child), void *ctx)
+{
+	size_t n = 0, need = k->n + 3;
+	struct pollfd *p;
+	bool dialled = false;
+
+	if (need > k->npfd) {
+		void *v = realloc(k->pfd, need * 2 * sizeof(*k->pfd));
+		if (!v) {
+			poll(NULL, 0, timeout_ms);
+			return true; /* look for dial-ins anyway */
+		}
+		k->pfd = v;
+		k->npfd = need * 2;
+	}
+	p = k->pfd;
+	if (main->alive)
+		p[n++] = (struct pollfd){ main->fd, POLLIN, 0 };
+	if (k->follow_fd >= 0)
+		p[n++] = (struct pollfd){ k->follow_fd, POLLIN, 0 };
+	if (main->launch_fd >= 0)
+		p[n++] = (struct pollfd){ main->launch_fd, POLLIN, 0 };
+	for (size_t i = 0; i < k->n; i++)
+		if (k->v[i]->alive)
+			p[n++] = (struct pollfd){ k->v[i]->fd, POLLIN, 0 };
+	if (poll(p, n, timeout_ms) <= 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (p[i].revents && (p[i].fd == k->follow_fd || p[i].fd == main->launch_fd))
+			dialled = true;
+	/* k->n may grow in gone() (an exec followed): only the ones polled */
+	for (size_t i = 0, j = 0, polled = k->n; i < polled; i++) {
+		struct session *c = k->v[i];
+		if (!c->alive)
+			continue;
+		while (j < n && p[j].fd != c->fd)
+			j++;
+		if (j < n && p[j].revents) {
+			c->alive = false;
+			gone(ctx, c);
+		}
+	}
+	return dialled;
 }

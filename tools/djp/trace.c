@@ -297,59 +297,10 @@ static void follow_exec(struct trace *t, struct session *gone)
 
 /* A child whose agent is gone (it exited, was killed or exec'd): its rings
  * stay mapped here, for the last drain, and hold its events up to its
- * end. */
-static void kid_gone(struct trace *t, struct session *k)
+ * end; one that exec'd is followed. */
+static void kid_gone_cb(void *ctx, struct session *k)
 {
-	k->alive = false;
-	follow_exec(t, k);
-}
-
-/*
- * Sleep until something needs the tool or timeout_ms pass: one poll over
- * the main agent's socket, every child's, and the sockets processes dial
- * (a child of fork waits in fork for its START, so a dial-in wakes the
- * tool at once).  A child whose socket woke it has hung up: its agent is
- * gone.  One system call a round, whatever the number of processes.
- */
-static void wait_for_work(struct trace *t, int timeout_ms)
-{
-	struct session *s = &t->s;
-	size_t n = 0, need = t->kids.n + 3;
-	struct pollfd *p;
-
-	if (need > t->npfd) {
-		void *v = realloc(t->pfd, need * 2 * sizeof(*t->pfd));
-		if (!v) {
-			poll(NULL, 0, timeout_ms);
-			return;
-		}
-		t->pfd = v;
-		t->npfd = need * 2;
-	}
-	p = t->pfd;
-	if (s->alive)
-		p[n++] = (struct pollfd){ s->fd, POLLIN, 0 };
-	if (t->kids.follow_fd >= 0)
-		p[n++] = (struct pollfd){ t->kids.follow_fd, POLLIN, 0 };
-	if (s->launch_fd >= 0)
-		p[n++] = (struct pollfd){ s->launch_fd, POLLIN, 0 };
-	for (size_t i = 0; i < t->kids.n; i++)
-		if (t->kids.v[i]->alive)
-			p[n++] = (struct pollfd){ t->kids.v[i]->fd, POLLIN, 0 };
-	if (poll(p, n, timeout_ms) <= 0)
-		return;
-	for (size_t i = 0; i < n; i++)
-		if (p[i].revents && (p[i].fd == t->kids.follow_fd || p[i].fd == s->launch_fd))
-			t->dialled = true;
-	for (size_t i = 0, j = 0; i < t->kids.n; i++) {
-		struct session *k = t->kids.v[i];
-		if (!k->alive)
-			continue;
-		while (j < n && p[j].fd != k->fd)
-			j++;
-		if (j < n && p[j].revents)
-			kid_gone(t, k);
-	}
+	follow_exec(ctx, k);
 }
 
 static const char *run(struct trace *t, char *why, size_t whysz)
@@ -383,7 +334,7 @@ static const char *run(struct trace *t, char *why, size_t whysz)
 		if (s->cmd && session_reap(s, 0))
 			return "the command exited";
 		/* while its agent answers, the process lives (its death
-		 * hangs the socket up, which wakes wait_for_work) */
+		 * hangs the socket up, which wakes session_kids_wait) */
 		if (!s->cmd && !s->alive && session_process_exited(s->pid))
 			return "the process exited";
 		/* The agent gone: the process exited, exec'd or crashed.  A
@@ -399,7 +350,8 @@ static const char *run(struct trace *t, char *why, size_t whysz)
 			idle_ms = DRAIN_PERIOD_MS;
 		else if ((idle_ms = idle_ms * 2 + 1) > DRAIN_IDLE_MS)
 			idle_ms = DRAIN_IDLE_MS;
-		wait_for_work(t, idle_ms);
+		if (session_kids_wait(&t->kids, s, idle_ms, kid_gone_cb, t))
+			t->dialled = true;
 		if (session_agent_gone(s, 0) && !s->cmd) {
 			if (session_process_exited(s->pid))
 				return "the process exited";
@@ -517,7 +469,6 @@ out:
 	session_free(s);
 	session_kids_free(&t.kids);
 	free(t.formats);
-	free(t.pfd);
 	free(t.str_args);
 	return rc;
 }

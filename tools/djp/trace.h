@@ -35,8 +35,6 @@ struct trace {
 	struct session_kids kids;
 	bool main_exec_traced; /* -x: the process exec'd and is traced again */
 	bool dialled;		/* a process is dialling in: accept it */
-	struct pollfd *pfd;	/* the round's poll set (trace.c) */
-	size_t npfd;
 };
 
 /* trace_output.c */

@@ -84,6 +84,7 @@ struct live {
 	struct djp_arm_glob *globs; /* their glob strings our own */
 	unsigned nglobs;
 	bool main_exec_traced; /* -x: the process exec'd and is traced again */
+	bool dialled;	       /* a process is dialling in: accept it */
 	/* markers of the files that process("PATH") points name and the
 	 * process did not have at open (a -c wrapper's program, a child's
 	 * exec): read from the files, so that the script binds to them */
@@ -245,24 +246,33 @@ static void accept_kids(struct live *l)
 	uint64_t until = clock_ns(CLOCK_MONOTONIC) + ACCEPT_BUDGET_NS;
 	while (clock_ns(CLOCK_MONOTONIC) < until && (k = session_kids_accept(&l->kids, &l->s)))
 		keep_kid(l, k, true);
-	for (size_t i = 0; i < l->kids.n; i++)
-		if (l->kids.v[i]->alive && session_agent_gone(l->kids.v[i], 0) &&
-		    (k = session_kids_exec(&l->s, l->kids.v[i])))
-			keep_kid(l, k, false);
+}
+
+/* A child whose agent hung up (session_kids_wait): one that exec'd in an
+ * -x trace gets the agent again. */
+static void kid_gone(void *ctx, struct session *gone)
+{
+	struct live *l = ctx;
+	struct session *k = session_kids_exec(&l->s, gone);
+	if (k)
+		keep_kid(l, k, false);
 }
 
 /* -c: the command's exit; -x: the process's death, or the agent's end
- * unless the process exec'd and is traced again. */
+ * unless the process exec'd and is traced again.  While the agent
+ * answers, the process lives. */
 static bool target_gone(struct live *l)
 {
 	struct session *s = &l->s;
 	struct session *k;
+	/* asked first in every case: a hung-up socket leaves the poll set */
+	bool agent_gone = session_agent_gone(s, 0);
 	if (s->cmd)
 		return session_reap(s, 0);
+	if (!agent_gone)
+		return false;
 	if (session_process_exited(s->pid))
 		return true;
-	if (!session_agent_gone(s, 0))
-		return false;
 	if (!s->exec_followed && (k = session_kids_exec(s, s))) {
 		size_t n = l->kids.n;
 		keep_kid(l, k, false);
@@ -307,7 +317,10 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 		if (deadline != UINT64_MAX && clock_ns(CLOCK_REALTIME) >= deadline)
 			return DJP_SRC_TIMEOUT;
 		l->next = 0;
-		accept_kids(l);
+		if (l->dialled) {
+			l->dialled = false;
+			accept_kids(l);
+		}
 		/* the next session with events, in turn, so that none starves */
 		for (size_t tries = 0; tries <= l->kids.n && !got; tries++) {
 			l->cur = (l->cur + 1) % (l->kids.n + 1);
@@ -329,7 +342,8 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 		uint64_t wait = (uint64_t)LIVE_POLL_MS * 1000000u;
 		if (deadline != UINT64_MAX && deadline - now < wait)
 			wait = deadline - now;
-		usleep((useconds_t)(wait / 1000));
+		if (session_kids_wait(&l->kids, &l->s, (int)(wait / 1000000u), kid_gone, l))
+			l->dialled = true;
 	}
 }
 
@@ -590,7 +604,7 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	}
 	l = calloc(1, sizeof(*l));
 	if (l)
-		l->kids.follow_fd = -1;
+		l->kids.follow_fd = -1, l->dialled = true;
 	if (!l || session_init(&l->s)) {
 		if (l)
 			session_free(&l->s);
