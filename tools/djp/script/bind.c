@@ -45,7 +45,7 @@ bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
 	return djp_marker_match_n(pp->glob, d->provider, d->provider_len, d->name);
 }
 
-static void add_binding(struct script *sc, struct probe *p, const struct djp_ev_desc *d)
+static void add_binding(struct script *sc, struct probe *p, const struct probe_point *pt, const struct djp_ev_desc *d)
 {
 	struct binding *b;
 
@@ -55,6 +55,7 @@ static void add_binding(struct script *sc, struct probe *p, const struct djp_ev_
 	b = pool_alloc(sc, sizeof(*b));
 	b->probe = p;
 	b->desc = d;
+	b->pn = pt->text;
 	b->name_hash = str_hash(d->name);
 	{
 		size_t n = strlen(d->name) + (d->object ? strlen(d->object) : 1) + d->provider_len + 40;
@@ -131,7 +132,7 @@ int resolve_probes(struct script *sc, const struct djp_source *src)
 			case PP_MARK:
 				for (unsigned i = 0; src && i < src->ndescs; i++) {
 					if (pp_matches(pp, &src->descs[i])) {
-						add_binding(sc, p, &src->descs[i]);
+						add_binding(sc, p, pp, &src->descs[i]);
 						n++;
 					}
 				}
@@ -203,10 +204,10 @@ void bind_late(struct script *sc, const struct djp_ev_desc *d)
 	for (struct probe *p = sc->probes; p; p = p->next) {
 		const char *why;
 		struct binding *b;
-		bool match = false;
-		for (struct probe_point *pp = p->points; pp && !match; pp = pp->next)
-			match = pp_matches(pp, d);
-		if (!match)
+		struct probe_point *pp;
+		for (pp = p->points; pp && !pp_matches(pp, d); pp = pp->next)
+			;
+		if (!pp)
 			continue;
 		if (!fits(p, d, &why)) {
 			if (!script_no_warnings)
@@ -216,7 +217,7 @@ void bind_late(struct script *sc, const struct djp_ev_desc *d)
 				d->name, d->object ? d->object : "?", why, p->points->text);
 			continue;
 		}
-		add_binding(sc, p, d);
+		add_binding(sc, p, pp, d);
 		b = p->binds[p->nbinds - 1];
 		for (int r = 0; r < p->nrefs; r++)
 			b->field[r] = (int8_t)ctx_field(d, p->refs[r]);

@@ -35,6 +35,8 @@ struct checker {
 	bool changed;
 	int errors;
 	int last_line, last_col; /* one error per place */
+	bool slice_ok;		 /* `*` indexes allowed: in, delete, foreach */
+	struct node *unused;	 /* an expression whose value is dropped */
 };
 
 const char *ty_name(int ty)
@@ -240,8 +242,17 @@ static int unify2(struct checker *ck, struct node *a, struct node *b, int want, 
 
 static void keys(struct checker *ck, struct sym *s, struct node *n)
 {
+	bool slice_ok = ck->slice_ok;
+
+	ck->slice_ok = false; /* not inside the indexes themselves */
 	for (int i = 0; i < n->nargs; i++) {
-		int t = expr(ck, n->args[i], s ? s->kty[i] : TY_UNK);
+		int t;
+		if (n->args[i]->kind == N_WILD) {
+			if (!slice_ok)
+				ERR(ck, n->args[i], "'*' is a slice: only in foreach, 'in' and delete");
+			continue;
+		}
+		t = expr(ck, n->args[i], s ? s->kty[i] : TY_UNK);
 		if (!s)
 			continue;
 		if (t == TY_STAT)
@@ -639,7 +650,9 @@ static int expr(struct checker *ck, struct node *n, int want)
 			ERR(ck, n, "'%c%c' needs a variable or array element", n->op, n->op);
 			return TY_LONG;
 		}
-		t = var_ref(ck, n->a, TY_LONG, true, false);
+		/* x++ as a statement only writes; its value used reads x,
+		 * as stap counts it for the display of unread globals */
+		t = var_ref(ck, n->a, TY_LONG, true, n != ck->unused);
 		if (t != TY_UNK && t != TY_LONG)
 			ERR(ck, n, "type mismatch: '%c%c' on a %s", n->op, n->op, ty_name(t));
 		n->a->ty = TY_LONG;
@@ -647,7 +660,9 @@ static int expr(struct checker *ck, struct node *n, int want)
 	case N_IN: {
 		struct sym *s = n->sym ? n->sym : (n->sym = lookup_array(ck, n, n->str, n->nargs));
 		if (s) {
+			ck->slice_ok = true;
 			keys(ck, s, n);
+			ck->slice_ok = false;
 			s->read = true;
 		}
 		return n->ty = TY_LONG;
@@ -742,6 +757,18 @@ static void foreach_stmt(struct checker *ck, struct node *n)
 	struct sym *arr = n->sym ? n->sym : (n->sym = lookup_array(ck, n, n->str, n->fe_nkeys));
 	if (arr)
 		arr->read = true;
+	if (n->fe_slice && arr) {
+		if (n->fe_slice->nargs != n->fe_nkeys)
+			ERR(ck, n->fe_slice, "the slice of '%s' has %d indexes, the loop %d", arr->name,
+			    n->fe_slice->nargs, n->fe_nkeys);
+		else {
+			ck->slice_ok = true;
+			keys(ck, arr, n->fe_slice);
+			ck->slice_ok = false;
+		}
+	}
+	if (n->fe_sort_agg && arr && arr->ty != TY_STAT && arr->ty != TY_UNK)
+		ERR(ck, n, "sorting '%s' by an aggregate: it is not a statistics array", arr->name);
 	for (int i = 0; i < n->fe_nkeys; i++) {
 		struct node *k = n->args[i];
 		struct sym *s = k->sym ? k->sym : (k->sym = lookup(ck, k, k->str));
@@ -787,6 +814,7 @@ static void stmt(struct checker *ck, struct node *n)
 			stmt(ck, n->args[i]);
 		break;
 	case S_EXPR:
+		ck->unused = n->a;
 		expr(ck, n->a, TY_UNK);
 		break;
 	case S_IF:
@@ -803,8 +831,10 @@ static void stmt(struct checker *ck, struct node *n)
 			expr(ck, n->a, TY_UNK);
 		if (n->b)
 			expect_ty(ck, n->b, TY_LONG);
-		if (n->c)
+		if (n->c) {
+			ck->unused = n->c;
 			expr(ck, n->c, TY_UNK);
+		}
 		stmt(ck, n->d);
 		break;
 	case S_FOREACH:
@@ -841,11 +871,16 @@ static void stmt(struct checker *ck, struct node *n)
 		}
 		break;
 	case S_DELETE:
+		/* stap counts delete as a read too: a global only deleted is
+		 * not displayed at the end */
 		if (n->a->kind == N_VAR) {
 			struct sym *s = n->a->sym ? n->a->sym : (n->a->sym = lookup(ck, n->a, n->a->str));
 			s->written = true;
+			s->read = true;
 		} else {
-			var_ref(ck, n->a, TY_UNK, true, false);
+			ck->slice_ok = true;
+			var_ref(ck, n->a, TY_UNK, true, true);
+			ck->slice_ok = false;
 		}
 		break;
 	default:

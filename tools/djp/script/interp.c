@@ -622,7 +622,7 @@ static const char *builtin_s(struct run *r, struct node *n)
 		tapset_cmdline(ctx_pid(r), n->op == B_CMDLINE_ARG ? (long)eval_n(r, n->args[0]) : -1, buf, MAXSTRINGLEN);
 		return buf;
 	}
-	case B_PN: return r->probe && r->probe->points ? r->probe->points->text : "";
+	case B_PN: return r->bind ? r->bind->pn : r->pp;
 	case B_THREAD_INDENT: return thread_indent(r, eval_n(r, n->args[0]));
 	case B_CTIME:
 	case B_TZ_CTIME: {
@@ -686,6 +686,45 @@ static void print_to(struct run *r, struct node *n, struct strbuf *b)
 	}
 	if (n->op == P_PRINTLN || n->op == P_SPRINTLN || n->op == P_PRINTDLN)
 		sb_putc(b, '\n');
+}
+
+static int cmp_cell(uint8_t ty, const union cell *a, const union cell *b)
+{
+	if (ty == TY_STR)
+		return strcmp(a->s, b->s);
+	return a->n < b->n ? -1 : a->n > b->n;
+}
+
+/* A slice (a[*, k]): its fixed indexes, evaluated once. */
+struct slice {
+	union cell key[MAXKEYS];
+	bool fixed[MAXKEYS];
+	int nkeys;
+};
+
+static void slice_eval(struct run *r, struct node *n, const struct map *m, struct slice *sl)
+{
+	sl->nkeys = n->nargs;
+	for (int i = 0; i < n->nargs; i++) {
+		struct node *k = n->args[i];
+		sl->fixed[i] = k->kind != N_WILD;
+		if (!sl->fixed[i])
+			continue;
+		if (m->kty[i] == TY_STR)
+			sl->key[i].s = k->kind == N_CTXNAME ? r->bind->desc->name : eval_s(r, k);
+		else
+			sl->key[i].n = eval_n(r, k);
+	}
+}
+
+static bool slice_has(const struct map *m, const struct slice *sl, const struct map_ent *e)
+{
+	if (!e->live)
+		return false;
+	for (int i = 0; i < sl->nkeys; i++)
+		if (sl->fixed[i] && cmp_cell(m->kty[i], &sl->key[i], &e->key[i]))
+			return false;
+	return true;
 }
 
 static int64_t agg_value(struct run *r, struct node *n)
@@ -785,6 +824,14 @@ static int64_t eval_n(struct run *r, struct node *n)
 	case N_IN: {
 		union cell key[MAXKEYS];
 		struct map *m = n->sym->map;
+		if (n->post) { /* [*, k] in a: any element of the slice */
+			struct slice sl;
+			slice_eval(r, n, m, &sl);
+			for (uint32_t i = 0; i < m->nent; i++)
+				if (slice_has(m, &sl, &m->ent[i]))
+					return 1;
+			return 0;
+		}
 		uint64_t h = eval_keys(r, n, m, key);
 		return map_find(m, key, h) != NULL;
 	}
@@ -887,14 +934,19 @@ static const char *eval_s(struct run *r, struct node *n)
 
 struct sort_ctx {
 	struct map *m;
-	int col, dir;
+	int col, dir, agg;
 };
 
-static int cmp_cell(uint8_t ty, const union cell *a, const union cell *b)
+/* The aggregate a statistics array's elements sort by (@count default). */
+static int64_t stat_key(const struct script_stat *st, int agg)
 {
-	if (ty == TY_STR)
-		return strcmp(a->s, b->s);
-	return a->n < b->n ? -1 : a->n > b->n;
+	switch (agg) {
+	case A_SUM: return st->sum;
+	case A_MIN: return st->count ? st->min : 0;
+	case A_MAX: return st->count ? st->max : 0;
+	case A_AVG: return st->count ? st->sum / st->count : 0;
+	default: return st->count;
+	}
 }
 
 static int sort_cmp(const void *x, const void *y, void *arg)
@@ -905,9 +957,10 @@ static int sort_cmp(const void *x, const void *y, void *arg)
 	int c;
 
 	if (sc->col == 0) {
-		if (sc->m->vty == TY_STAT)
-			c = a->st->count < b->st->count ? -1 : a->st->count > b->st->count;
-		else
+		if (sc->m->vty == TY_STAT) {
+			int64_t x = stat_key(a->st, sc->agg), y = stat_key(b->st, sc->agg);
+			c = x < y ? -1 : x > y;
+		} else
 			c = cmp_cell(sc->m->vty, &a->val, &b->val);
 	} else {
 		c = cmp_cell(sc->m->kty[sc->col - 1], &a->key[sc->col - 1], &b->key[sc->col - 1]);
@@ -916,7 +969,7 @@ static int sort_cmp(const void *x, const void *y, void *arg)
 	return c ? c : (i < j ? -1 : i > j); /* stable: insertion order */
 }
 
-static uint32_t *snapshot(struct map *m, int col, int dir, uint32_t *count)
+static uint32_t *snapshot(struct map *m, int col, int dir, int agg, uint32_t *count)
 {
 	uint32_t *idx = malloc(sizeof(*idx) * (m->nlive + 1)), n = 0;
 	if (!idx)
@@ -925,7 +978,7 @@ static uint32_t *snapshot(struct map *m, int col, int dir, uint32_t *count)
 		if (m->ent[e].live)
 			idx[n++] = e;
 	if (dir) {
-		struct sort_ctx sc = { m, col, dir };
+		struct sort_ctx sc = { m, col, dir, agg };
 		qsort_r(idx, n, sizeof(*idx), sort_cmp, &sc);
 	}
 	*count = n;
@@ -936,20 +989,24 @@ static int foreach_stmt(struct run *r, struct node *n)
 {
 	struct map *m = n->sym->map;
 	uint32_t count, *idx;
-	int64_t limit = -1;
+	int64_t limit = -1, done = 0;
 	int x = X_NORMAL;
+	struct slice sl;
 
 	if (n->fe_limit)
 		limit = eval_n(r, n->fe_limit);
+	if (n->fe_slice)
+		slice_eval(r, n->fe_slice, m, &sl);
 	if (r->niters == MAX_ITERS)
 		rt_error(r, n, "foreach nested too deeply");
-	idx = snapshot(m, n->fe_sort_col, n->fe_sort_dir, &count);
+	idx = snapshot(m, n->fe_sort_col, n->fe_sort_dir, n->fe_sort_agg, &count);
 	r->iters[r->niters++] = (struct iter){ m, idx };
 	m->iterating++;
-	for (uint32_t k = 0; k < count && (limit < 0 || (int64_t)k < limit); k++) {
+	for (uint32_t k = 0; k < count && (limit < 0 || done < limit); k++) {
 		struct map_ent *e = &m->ent[idx[k]];
-		if (!e->live)
+		if (!e->live || (n->fe_slice && !slice_has(m, &sl, e)))
 			continue;
+		done++;
 		for (int i = 0; i < n->fe_nkeys; i++) {
 			union cell *c = &r->fp[n->fe_keys[i]->slot];
 			if (m->kty[i] == TY_STR)
@@ -980,6 +1037,15 @@ static void delete_stmt(struct run *r, struct node *n)
 	struct node *v = n->a;
 	struct sym *s = v->sym;
 
+	if (v->kind == N_INDEX && v->post) { /* delete a[*, k]: every match */
+		struct map *m = s->map;
+		struct slice sl;
+		slice_eval(r, v, m, &sl);
+		for (uint32_t i = 0; i < m->nent; i++)
+			if (slice_has(m, &sl, &m->ent[i]))
+				map_delete(m, &m->ent[i]);
+		return;
+	}
 	if (v->kind == N_INDEX) {
 		struct map_ent *e = element(r, v, false);
 		if (e)
@@ -1247,7 +1313,7 @@ static void display_global(struct run *r, struct sym *g)
 		free(b.p);
 		return;
 	}
-	uint32_t count, *idx = snapshot(g->map, 0, -1, &count);
+	uint32_t count, *idx = snapshot(g->map, 0, -1, A_COUNT, &count);
 	for (uint32_t k = 0; k < count; k++) {
 		struct map_ent *e = &g->map->ent[idx[k]];
 		b.len = 0;

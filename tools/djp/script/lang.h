@@ -107,6 +107,7 @@ enum node_kind {
 	N_HIST,	   /* @hist_log(a) / @hist_linear(a, lo, hi, step) */
 	N_STATADD, /* a <<< b */
 	N_PRINT,   /* op = enum print_kind, args (args[0] the format for *printf) */
+	N_WILD,	   /* `*` as an index: a slice, in foreach, in and delete */
 	/* statements */
 	S_BLOCK,   /* args = statements */
 	S_EXPR,	   /* a */
@@ -166,7 +167,9 @@ struct node {
 	int fe_nkeys;
 	int fe_sort_col;  /* 0: value, 1..: key k, -1 none */
 	int fe_sort_dir;  /* +1 ascending, -1 descending */
+	int fe_sort_agg;  /* a statistics array's value sort: enum agg */
 	struct node *fe_limit;
+	struct node *fe_slice; /* foreach (k in a[*, 5]): the N_INDEX slice */
 	struct print_fmt *pf; /* N_PRINT with a constant format */
 	void *re;	      /* N_CMP =~ / !~: the compiled regex_t */
 };
@@ -267,6 +270,7 @@ struct binding {
 	const struct djp_ev_desc *desc;
 	uint64_t name_hash; /* hash of desc->name, for c[$$name] */
 	const char *pp;	    /* process("OBJECT").mark("NAME"), for pp() and errors */
+	const char *pn;	    /* the probe point as written that matched, for pn() */
 	int8_t field[32];   /* ref index -> argument index */
 };
 

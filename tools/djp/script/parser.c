@@ -189,8 +189,17 @@ static void key_list(struct parser *ps, struct node *n, const char *close)
 {
 	struct nlist l = { .n = 0 };
 	do {
+		struct tok *t = peek(ps, 0);
 		if (l.n >= MAXKEYS)
-			fail_at(ps, peek(ps, 0), "more than %d array indexes", MAXKEYS);
+			fail_at(ps, t, "more than %d array indexes", MAXKEYS);
+		/* `*` alone is a slice's wildcard; check.c allows it where a
+		 * slice means something */
+		if (is_op(t, "*") && (is_op(peek(ps, 1), ",") || is_op(peek(ps, 1), close))) {
+			take(ps);
+			nl_add(ps, &l, mk(ps, N_WILD, t));
+			n->post = 1;
+			continue;
+		}
 		nl_add(ps, &l, expr(ps));
 	} while (accept(ps, ","));
 	expect(ps, close);
@@ -577,6 +586,23 @@ static struct node *foreach_stmt(struct parser *ps, struct tok *kw)
 	take(ps);
 	t = expect_ident(ps, "an array name");
 	n->str = t->text;
+	if (is_op(peek(ps, 0), "[")) {
+		/* foreach ([a, b] in x[*, "k"]): only the elements that match */
+		n->fe_slice = mk(ps, N_INDEX, take(ps));
+		n->fe_slice->str = t->text;
+		key_list(ps, n->fe_slice, "]");
+	}
+	if (peek(ps, 0)->kind == T_AT) {
+		/* foreach (k in stats @sum-): sort by that aggregate */
+		static const char *const aggs[] = { "count", "sum", "min", "max", "avg" };
+		struct tok *a = take(ps);
+		size_t i;
+		for (i = 0; i < sizeof(aggs) / sizeof(aggs[0]) && strcmp(a->text, aggs[i]); i++)
+			;
+		if (i == sizeof(aggs) / sizeof(aggs[0]))
+			fail_at(ps, a, "expected @count, @sum, @min, @max or @avg to sort by");
+		n->fe_sort_agg = (int)i;
+	}
 	d = sort_mark(ps);
 	set_sort(ps, n, t, 0, d);
 	if (is_kw(peek(ps, 0), "limit")) {
