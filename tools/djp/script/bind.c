@@ -96,9 +96,11 @@ int resolve_probes(struct script *sc, const struct djp_source *src)
 			int n = 0;
 			switch (pp->kind) {
 			case PP_BEGIN:
-			case PP_END: {
-				struct probe ***v = pp->kind == PP_BEGIN ? &sc->begins : &sc->ends;
-				int *cnt = pp->kind == PP_BEGIN ? &sc->nbegins : &sc->nends;
+			case PP_END:
+			case PP_ERROR: {
+				struct probe ***v = pp->kind == PP_BEGIN ? &sc->begins
+						    : pp->kind == PP_END ? &sc->ends : &sc->errs;
+				int *cnt = pp->kind == PP_BEGIN ? &sc->nbegins : pp->kind == PP_END ? &sc->nends : &sc->nerrs;
 				struct probe **nv = realloc(*v, sizeof(**v) * (size_t)(*cnt + 1));
 				if (!nv)
 					abort();
@@ -268,6 +270,7 @@ void script_release(struct script *sc)
 	sc->toks = NULL;
 	free(sc->begins);
 	free(sc->ends);
+	free(sc->errs);
 	free(sc->timers);
 	if (sc->by_desc)
 		for (unsigned i = 0; i < sc->nby; i++)
@@ -275,7 +278,7 @@ void script_release(struct script *sc)
 	free(sc->by_desc);
 	free(sc->nby_desc);
 	pool_free_all(sc);
-	sc->begins = sc->ends = NULL;
+	sc->begins = sc->ends = sc->errs = NULL;
 	sc->timers = NULL;
 	sc->by_desc = NULL;
 	sc->nby_desc = NULL;

@@ -39,7 +39,7 @@ static void usage(FILE *f)
 		   "       djp --dump-functions\n"
 		   "OPTIONS, anywhere on the line as stap takes them: -c CMD, -x PID, -o FILE,\n"
 		   "-v, -p 1|2 (parse, elaborate: print and stop), -D NAME=VALUE (MAXSTRINGLEN,\n"
-		   "MAXMAPENTRIES, MAXNESTING, MAXACTION), -w (no warnings), -s N and -b (accepted,\n"
+		   "MAXMAPENTRIES, MAXNESTING, MAXACTION, MAXERRORS), -w (no warnings), -s N and -b (accepted,\n"
 		   "no effect); -g is refused.  ARGUMENTS are the script's $1.. and @1..\n");
 }
 
@@ -48,12 +48,13 @@ static int set_limit(const char *def)
 {
 	static const struct {
 		const char *name;
-		int64_t *v, max;
+		int64_t *v, max, min;
 	} limits[] = {
-		{ "MAXSTRINGLEN", &script_limits.maxstringlen, 65536 },
-		{ "MAXMAPENTRIES", &script_limits.maxmapentries, 100000000 },
-		{ "MAXNESTING", &script_limits.maxnesting, 1000 },
-		{ "MAXACTION", &script_limits.maxaction, INT64_MAX / 2 },
+		{ "MAXSTRINGLEN", &script_limits.maxstringlen, 65536, 1 },
+		{ "MAXMAPENTRIES", &script_limits.maxmapentries, 100000000, 1 },
+		{ "MAXNESTING", &script_limits.maxnesting, 1000, 1 },
+		{ "MAXACTION", &script_limits.maxaction, INT64_MAX / 2, 1 },
+		{ "MAXERRORS", &script_limits.maxerrors, 1000000, 0 },
 	};
 	const char *eq = strchr(def, '=');
 	char *end;
@@ -64,9 +65,9 @@ static int set_limit(const char *def)
 		if (strncmp(def, limits[i].name, n) || (def[n] != '=' && def[n]))
 			continue;
 		v = eq ? strtoll(eq + 1, &end, 0) : 0;
-		if (!eq || end == eq + 1 || *end || v < 1 || v > limits[i].max) {
-			fprintf(stderr, "djp: -D %s: the value must be a number from 1 to %lld\n", def,
-				(long long)limits[i].max);
+		if (!eq || end == eq + 1 || *end || v < limits[i].min || v > limits[i].max) {
+			fprintf(stderr, "djp: -D %s: the value must be a number from %lld to %lld\n", def,
+				(long long)limits[i].min, (long long)limits[i].max);
 			return 1;
 		}
 		*limits[i].v = v;
@@ -74,7 +75,7 @@ static int set_limit(const char *def)
 	}
 	if (!script_no_warnings)
 		fprintf(stderr, "djp: WARNING: -D %.*s: not a limit of this runtime (MAXSTRINGLEN, MAXMAPENTRIES, "
-				"MAXNESTING, MAXACTION); ignored\n",
+				"MAXNESTING, MAXACTION, MAXERRORS); ignored\n",
 			(int)(eq ? eq - def : (long)strlen(def)), def);
 	return 0;
 }

@@ -53,7 +53,7 @@ struct iter {
 
 /* stap's defaults (lang.h); cli.c's -D changes them before anything runs. */
 struct script_limits script_limits = { .maxstringlen = 512, .maxmapentries = 2048, .maxnesting = 10,
-				       .maxaction = 1000000 };
+				       .maxaction = 1000000, .maxerrors = 0 };
 bool script_no_warnings; /* -w */
 
 struct run {
@@ -80,6 +80,7 @@ struct run {
 	struct indent { int32_t tid; int64_t depth, t0; } indent[64]; /* thread_indent() */
 	int nindent;
 	bool aborting; /* abort(): no end probes */
+	bool failed;   /* more run-time errors than MAXERRORS: error probes, no end probes */
 	/* the groups of the last =~ that matched, for matched(n) */
 	char match_text[512];
 	regmatch_t match[10];
@@ -1237,9 +1238,9 @@ static void run_probe(struct run *r, struct probe *p, const struct binding *b, c
 			it->map->iterating--;
 			free(it->idx);
 		}
-		if (code == 1) {
-			r->errors++;
-			r->exiting = true;
+		if (code == 1 && ++r->errors > MAXERRORS) {
+			r->exiting = true; /* stap's MAXERRORS: the session fails */
+			r->failed = true;
 		}
 	}
 	r->jb = saved;
@@ -1525,11 +1526,16 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 			}
 		}
 	}
-	/* step 4: end probes (even after an error; not after abort()), then
-	 * unread globals */
+	/* step 4: end probes, then unread globals; after more errors than
+	 * MAXERRORS, the error probes instead (stap); after abort(), none */
 	if (r->aborting)
 		goto out;
 	r->exiting = false;
+	if (r->failed) {
+		for (int i = 0; i < sc->nerrs && !r->exiting; i++)
+			run_probe(r, sc->errs[i], NULL, NULL, point_text(sc->errs[i], PP_ERROR));
+		goto out;
+	}
 	for (int i = 0; i < sc->nends && !r->exiting; i++)
 		run_probe(r, sc->ends[i], NULL, NULL, point_text(sc->ends[i], PP_END));
 	display_unread(r);

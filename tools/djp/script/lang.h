@@ -28,12 +28,14 @@ struct script_limits {
 	int64_t maxmapentries; /* default size limit of an array (2048) */
 	int64_t maxnesting;    /* user function call depth (10) */
 	int64_t maxaction;     /* statements per probe hit (1000000) */
+	int64_t maxerrors;     /* run-time errors before the script ends (0) */
 };
 extern struct script_limits script_limits;
 #define MAXSTRINGLEN ((size_t)script_limits.maxstringlen)
 #define MAXMAPENTRIES ((uint32_t)script_limits.maxmapentries)
 #define MAXNESTING ((int)script_limits.maxnesting)
 #define MAXACTION ((uint64_t)script_limits.maxaction)
+#define MAXERRORS ((int)script_limits.maxerrors)
 #define MAXKEYS 9	   /* indexes of an associative array, as stap */
 #define HIST_LOG_BUCKETS 128
 #define HIST_LOG_BUCKET0 64
@@ -230,7 +232,7 @@ struct probe_point {
 	struct probe_point *next;
 };
 
-enum { PP_BEGIN, PP_END, PP_TIMER, PP_MARK, PP_NEVER, PP_ALIAS /* resolved after the parse */ };
+enum { PP_BEGIN, PP_END, PP_TIMER, PP_MARK, PP_NEVER, PP_ALIAS /* resolved after the parse */, PP_ERROR };
 
 /* probe NAME = POINTS { prologue }, probe NAME += POINTS { epilogue } */
 struct alias {
@@ -296,8 +298,8 @@ struct script {
 	struct binding ***by_desc; /* per desc id: its bindings */
 	int *nby_desc;
 	unsigned nby;		  /* entries of by_desc */
-	struct probe **begins, **ends;
-	int nbegins, nends;
+	struct probe **begins, **ends, **errs; /* errs: `probe error`, run instead of the ends after an error */
+	int nbegins, nends, nerrs;
 	struct timer *timers;
 	int ntimers;
 	struct alias *aliases;

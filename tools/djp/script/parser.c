@@ -850,9 +850,9 @@ static struct probe_point *probe_point(struct parser *ps)
 	pp->text = pool_strndup(ps->sc, text, len < sizeof(text) ? len : sizeof(text) - 1);
 
 	if (ncomp == 1 && (!arg[0] || arg[0]->kind == T_NUM) &&
-	    (!strcmp(comp[0], "begin") || !strcmp(comp[0], "end"))) {
-		/* begin(N), end(N): run in order of N, lowest first */
-		pp->kind = comp[0][0] == 'b' ? PP_BEGIN : PP_END;
+	    (!strcmp(comp[0], "begin") || !strcmp(comp[0], "end") || !strcmp(comp[0], "error"))) {
+		/* begin(N), end(N), error(N): run in order of N, lowest first */
+		pp->kind = comp[0][0] == 'b' ? PP_BEGIN : comp[0][1] == 'n' ? PP_END : PP_ERROR;
 		pp->priority = arg[0] ? arg[0]->num : 0;
 	} else if (ncomp == 1 && !arg[0] && !strcmp(comp[0], "oneshot")) {
 		pp->kind = PP_BEGIN; /* once, at the start, and then the end */
