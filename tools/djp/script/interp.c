@@ -33,6 +33,7 @@
 
 #include "lang.h"
 #include "tapset.h"
+#include "tapset_named.h"
 
 volatile int run_interrupted;
 
@@ -88,6 +89,7 @@ struct run {
 	/* system()'s commands, run when the probe that asked is done */
 	char **commands;
 	int ncommands;
+	struct tapset_named *named; /* stopwatches, queues, speculations */
 	/* try blocks open, and the message a run-time error leaves for the
 	 * innermost one's catch */
 	int try_depth;
@@ -446,8 +448,200 @@ static const char *matched(struct run *r, struct node *n)
 	return arena_strn(r, r->match_text + r->match[k].rm_so, (size_t)(r->match[k].rm_eo - r->match[k].rm_so));
 }
 
+static bool read_target(void *ctx, uint64_t addr, void *buf, size_t n);
+
+static void emit(struct run *r, const char *s, size_t len)
+{
+	fwrite(s, 1, len, r->out);
+	r->dirty = true;
+}
+
+static void emitf(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void emitf(struct run *r, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	int len;
+	va_start(ap, fmt);
+	len = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	emit(r, buf, (size_t)len < sizeof(buf) ? (size_t)len : sizeof(buf) - 1);
+}
+
+/* An integer of the target's memory, size bytes, sign-extended or not. */
+static int64_t user_integer(struct run *r, struct node *n, unsigned size, bool sign)
+{
+	static const char *const what[] = { [1] = "char", [2] = "short", [4] = "int", [8] = "long" };
+	uint64_t addr = (uint64_t)eval_n(r, n->args[0]);
+	union {
+		int8_t i8;
+		int16_t i16;
+		int32_t i32;
+		int64_t i64;
+	} v = { .i64 = 0 };
+	if (!read_target(r, addr, &v, size))
+		rt_error(r, n, "user %s copy fault -14 at 0x%llx", what[size], (unsigned long long)addr);
+	if (!sign)
+		return size == 8 ? v.i64 : (int64_t)((uint64_t)v.i64 & ((1ull << (8 * size)) - 1));
+	return size == 1 ? v.i8 : size == 2 ? v.i16 : size == 4 ? v.i32 : v.i64;
+}
+
+/* The state of stopwatches, queues and speculations (tapset_named.c). */
+static struct tapset_named *named(struct run *r)
+{
+	if (!r->named)
+		r->named = tapset_named_new();
+	return r->named;
+}
+
+static int64_t builtin_named(struct run *r, struct node *n)
+{
+	static const char *const ansi[] = {
+		[B_ANSI_CLEAR_SCREEN - B_ANSI_CLEAR_SCREEN] = "\033[1;1H\033[J",
+		[B_ANSI_RESET_COLOR - B_ANSI_CLEAR_SCREEN] = "\033[0;0m",
+		[B_ANSI_NEW_LINE - B_ANSI_CLEAR_SCREEN] = "\n",
+		[B_ANSI_CURSOR_HIDE - B_ANSI_CLEAR_SCREEN] = "\033[>5I",
+		[B_ANSI_CURSOR_SHOW - B_ANSI_CLEAR_SCREEN] = "\033[>5h",
+		[B_ANSI_CURSOR_SAVE - B_ANSI_CLEAR_SCREEN] = "\033[s",
+		[B_ANSI_CURSOR_RESTORE - B_ANSI_CLEAR_SCREEN] = "\033[u",
+	};
+	int64_t v = 0;
+	int op = n->op;
+
+	switch (op) {
+	case B_SW_START:
+	case B_SW_STOP:
+	case B_SW_DELETE:
+	case B_SW_READ_S:
+	case B_SW_READ_MS:
+	case B_SW_READ_US:
+	case B_SW_READ_NS: {
+		static const int64_t unit[] = { 1000000000, 1000000, 1000, 1 };
+		enum stopwatch_op sw = op == B_SW_START ? SW_START : op == B_SW_STOP ? SW_STOP
+				     : op == B_SW_DELETE ? SW_DELETE : SW_READ;
+		if (!tapset_stopwatch(named(r), sw, eval_s(r, n->args[0]), (int64_t)now_ns(r), &v))
+			rt_error(r, n, "Array overflow, check MAXMAPENTRIES");
+		return sw == SW_READ ? v / unit[op - B_SW_READ_S] : 0;
+	}
+	case B_QS_WAIT:
+	case B_QS_RUN:
+	case B_QS_DONE:
+	case B_QSQ_START:
+		if (!tapset_queue(named(r), (enum queue_op)(op - B_QS_WAIT), eval_s(r, n->args[0]),
+				  (int64_t)(now_ns(r) / 1000)))
+			rt_error(r, n, "Array overflow, check MAXMAPENTRIES");
+		return 0;
+	case B_QSQ_PRINT: { /* queue_stats.stp's line, from the same averages */
+		const char *q = eval_s(r, n->args[0]);
+		static const struct {
+			enum queue_avg avg;
+			int64_t scale;
+		} col[] = { { QA_THROUGHPUT, 1000000000 }, { QA_WAIT_QUEUE_LENGTH, 1000 }, { QA_WAIT_TIME, 1 },
+			    { QA_SERVICE_TIME, 1 }, { QA_BLOCKED, 100 }, { QA_UTILIZATION, 100 } };
+		int64_t x[6], now = (int64_t)(now_ns(r) / 1000);
+		for (int i = 0; i < 6; i++) {
+			int rc = tapset_queue_avg(named(r), col[i].avg, q, col[i].scale, now, &x[i]);
+			if (rc < 0)
+				rt_error(r, n, "Array overflow, check MAXMAPENTRIES");
+			if (rc == 0)
+				rt_error(r, n, "division by 0");
+		}
+		emitf(r, "%s: %lld.%03lld ops/s, %lld.%03lld qlen, %lld await, %lld svctm, %lld%% wait, %lld%% util\n", q,
+		      (long long)(x[0] / 1000), (long long)(x[0] % 1000), (long long)(x[1] / 1000),
+		      (long long)(x[1] % 1000), (long long)x[2], (long long)x[3], (long long)x[4], (long long)x[5]);
+		return 0;
+	}
+	case B_QSQ_UTILIZATION:
+	case B_QSQ_BLOCKED:
+	case B_QSQ_WAIT_QUEUE_LENGTH:
+	case B_QSQ_SERVICE_TIME:
+	case B_QSQ_WAIT_TIME:
+	case B_QSQ_THROUGHPUT: {
+		const char *q = eval_s(r, n->args[0]);
+		int rc = tapset_queue_avg(named(r), (enum queue_avg)(op - B_QSQ_UTILIZATION), q, eval_n(r, n->args[1]),
+					  (int64_t)(now_ns(r) / 1000), &v);
+		if (rc < 0)
+			rt_error(r, n, "Array overflow, check MAXMAPENTRIES");
+		if (rc == 0)
+			rt_error(r, n, "division by 0");
+		return v;
+	}
+	case B_SPECULATION:
+		if ((v = tapset_speculation(named(r))) < 0)
+			rt_error(r, n, "too many speculations (MAXMAPENTRIES)");
+		return v;
+	case B_SPECULATE: {
+		int64_t id = eval_n(r, n->args[0]);
+		tapset_speculate(named(r), id, eval_s(r, n->args[1]));
+		return 0;
+	}
+	case B_COMMIT:
+	case B_DISCARD: {
+		char *text = tapset_spec_end(named(r), eval_n(r, n->args[0]), op == B_COMMIT);
+		if (text)
+			emit(r, text, strlen(text));
+		free(text);
+		return 0;
+	}
+	case B_ANSI_SET_COLOR: {
+		int64_t a[3];
+		for (int i = 0; i < n->nargs; i++)
+			a[i] = eval_n(r, n->args[i]);
+		if (n->nargs == 1)
+			emitf(r, "\033[%lldm", (long long)a[0]);
+		else if (n->nargs == 2 || !a[2])
+			emitf(r, "\033[%lld;%lldm", (long long)a[1], (long long)a[0]);
+		else
+			emitf(r, "\033[%lld;%lld;%lldm", (long long)a[1], (long long)a[0], (long long)a[2]);
+		return 0;
+	}
+	case B_ANSI_CURSOR_MOVE: {
+		int64_t x = eval_n(r, n->args[0]), y = eval_n(r, n->args[1]);
+		emitf(r, "\033[%lld;%lldH", (long long)y, (long long)x);
+		return 0;
+	}
+	case B_ANSI_CLEAR_SCREEN:
+	case B_ANSI_RESET_COLOR:
+	case B_ANSI_NEW_LINE:
+	case B_ANSI_CURSOR_HIDE:
+	case B_ANSI_CURSOR_SHOW:
+	case B_ANSI_CURSOR_SAVE:
+	case B_ANSI_CURSOR_RESTORE:
+		emit(r, ansi[op - B_ANSI_CLEAR_SCREEN], strlen(ansi[op - B_ANSI_CLEAR_SCREEN]));
+		return 0;
+	case B_LOCAL_CLOCK_US: return (int64_t)(now_ns(r) / 1000);
+	case B_LOCAL_CLOCK_MS: return (int64_t)(now_ns(r) / 1000000);
+	case B_LOCAL_CLOCK_S: return (int64_t)(now_ns(r) / 1000000000);
+	case B_CPU_CLOCK_US: eval_n(r, n->args[0]); return (int64_t)(now_ns(r) / 1000);
+	case B_CPU_CLOCK_MS: eval_n(r, n->args[0]); return (int64_t)(now_ns(r) / 1000000);
+	case B_CPU_CLOCK_S: eval_n(r, n->args[0]); return (int64_t)(now_ns(r) / 1000000000);
+	case B_NTOHL:
+	case B_HTONL: return (int64_t)__builtin_bswap32((uint32_t)eval_n(r, n->args[0]));
+	case B_NTOHS:
+	case B_HTONS: return (int64_t)__builtin_bswap16((uint16_t)eval_n(r, n->args[0]));
+	case B_RANDINT: {
+		int64_t range = eval_n(r, n->args[0]);
+		if (range <= 0 || range > 0xffffffffll)
+			rt_error(r, n, "invalid range for randint(%lld)", (long long)range);
+		return (int64_t)(((uint64_t)random() << 31 ^ (uint64_t)random()) % (uint64_t)range);
+	}
+	case B_NUM_ONLINE_CPUS: return sysconf(_SC_NPROCESSORS_ONLN);
+	case B_USER_I8: return user_integer(r, n, 1, true);
+	case B_USER_I16: return user_integer(r, n, 2, true);
+	case B_USER_I32: return user_integer(r, n, 4, true);
+	case B_USER_I64: return user_integer(r, n, 8, true);
+	case B_USER_U8: return user_integer(r, n, 1, false);
+	case B_USER_U16: return user_integer(r, n, 2, false);
+	case B_USER_U32: return user_integer(r, n, 4, false);
+	case B_USER_U64: return user_integer(r, n, 8, false);
+	}
+	return 0;
+}
+
 static int64_t builtin_n(struct run *r, struct node *n)
 {
+	if (n->op >= B_SW_START)
+		return builtin_named(r, n);
 	switch (n->op) {
 	case B_PID: return ctx_pid(r);
 	case B_TID: return ctx_tid(r);
@@ -660,6 +854,16 @@ static const char *builtin_s(struct run *r, struct node *n)
 	return "";
 }
 
+/* %m and %M: the hit's process memory, read now from outside */
+static bool read_target(void *ctx, uint64_t addr, void *buf, size_t n)
+{
+	struct run *r = ctx;
+	int32_t pid = r->ev ? r->ev->pid : r->src ? r->src->target_pid : 0;
+	if (!r->src || !r->src->ops->read_mem || pid <= 0)
+		return false;
+	return r->src->ops->read_mem(r->src, pid, addr, buf, n) == 0;
+}
+
 static void print_to(struct run *r, struct node *n, struct strbuf *b)
 {
 	union cell args[32];
@@ -667,9 +871,11 @@ static void print_to(struct run *r, struct node *n, struct strbuf *b)
 	if (b->p)
 		b->p[0] = 0;
 	if (n->op == P_PRINTF || n->op == P_SPRINTF) {
+		struct print_mem mem = { read_target, r, 0 };
 		for (int i = 1; i < n->nargs; i++)
 			eval_any(r, n->args[i], &args[i - 1]);
-		print_format(b, n->pf, args);
+		if (!print_format(b, n->pf, args, &mem))
+			rt_error(r, n, "user memory copy fault -14 at 0x%llx", (unsigned long long)mem.fault);
 		return;
 	}
 	bool delimited = n->op == P_PRINTD || n->op == P_PRINTDLN || n->op == P_SPRINTD;
@@ -1549,6 +1755,7 @@ out:
 	free(r->arena);
 	free(r->pb.p);
 	free(r->commands);
+	tapset_named_free(r->named);
 	free(r);
 	if (nevents)
 		*nevents = events;

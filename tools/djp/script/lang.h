@@ -142,6 +142,18 @@ enum builtin {
 	/* regular expressions: the groups of the last =~ that matched */
 	B_MATCHED, B_NGROUPS,
 	B_SYSTEM, B_TARGET_SET_PID,
+	/* state by name or id (tapset_named.c) */
+	B_SW_START, B_SW_STOP, B_SW_DELETE, B_SW_READ_S, B_SW_READ_MS, B_SW_READ_US, B_SW_READ_NS,
+	B_QS_WAIT, B_QS_RUN, B_QS_DONE, B_QSQ_START, B_QSQ_PRINT, B_QSQ_UTILIZATION, B_QSQ_BLOCKED,
+	B_QSQ_WAIT_QUEUE_LENGTH, B_QSQ_SERVICE_TIME, B_QSQ_WAIT_TIME, B_QSQ_THROUGHPUT,
+	B_SPECULATION, B_SPECULATE, B_COMMIT, B_DISCARD,
+	/* terminal control (ansi.stp), clocks in other units, byte order */
+	B_ANSI_CLEAR_SCREEN, B_ANSI_SET_COLOR, B_ANSI_RESET_COLOR, B_ANSI_NEW_LINE, B_ANSI_CURSOR_MOVE,
+	B_ANSI_CURSOR_HIDE, B_ANSI_CURSOR_SHOW, B_ANSI_CURSOR_SAVE, B_ANSI_CURSOR_RESTORE,
+	B_LOCAL_CLOCK_US, B_LOCAL_CLOCK_MS, B_LOCAL_CLOCK_S, B_CPU_CLOCK_US, B_CPU_CLOCK_MS, B_CPU_CLOCK_S,
+	B_NTOHL, B_NTOHS, B_HTONL, B_HTONS, B_RANDINT, B_NUM_ONLINE_CPUS,
+	/* integers of the target: user_int8 .. user_uint64 and stap's C-named aliases */
+	B_USER_I8, B_USER_I16, B_USER_I32, B_USER_I64, B_USER_U8, B_USER_U16, B_USER_U32, B_USER_U64,
 };
 enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG, A_VARIANCE };
 enum print_kind { P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD };
@@ -413,7 +425,7 @@ enum {
 	PRINT_LARGE = 1u << 6, /* %X */
 };
 struct print_spec {
-	char conv; /* d i u x X o c s p %, or 0 for literal text */
+	char conv; /* d i u x X o c s p b m M, or 0 for literal text */
 	uint8_t flags;
 	int width, prec;
 	bool star_width, star_prec; /* '*': taken from the argument before */
@@ -432,7 +444,15 @@ struct strbuf {
 };
 void sb_put(struct strbuf *b, const char *s, size_t n);
 void sb_putc(struct strbuf *b, char c);
-void print_format(struct strbuf *b, const struct print_fmt *pf, const union cell *args);
+/* %m and %M read the target's memory through this: true when all n bytes
+ * were read */
+struct print_mem {
+	bool (*read)(void *ctx, uint64_t addr, void *buf, size_t n);
+	void *ctx;
+	uint64_t fault; /* the address that could not be read */
+};
+/* false when a %m/%M address could not be read (mem->fault) */
+bool print_format(struct strbuf *b, const struct print_fmt *pf, const union cell *args, struct print_mem *mem);
 void print_number(struct strbuf *b, uint64_t num, int base, int width, int prec, unsigned flags);
 void print_escaped(struct strbuf *b, const char *s);
 /* One byte as stap escapes it (%#s, text_str): itself, a C escape, or

@@ -460,9 +460,17 @@ static int live_read_str(struct djp_source *src, int32_t pid, uint64_t addr, cha
 	return got + 1 == sz ? 0 : -EFAULT;
 }
 
+static int live_read_mem(struct djp_source *src, int32_t pid, uint64_t addr, void *buf, size_t n)
+{
+	struct iovec local = { buf, n }, remote = { (void *)(uintptr_t)addr, n };
+	(void)src;
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -EFAULT;
+}
+
 static const struct djp_source_ops live_ops = {
 	.arm = live_arm,
 	.read_str = live_read_str,
+	.read_mem = live_read_mem,
 	.start = live_start,
 	.next = live_next,
 	.now_ns = live_now,

@@ -6,7 +6,10 @@
  * lib/format.h's djp_format_spec, the parser marker formats use too); the
  * interpreter only walks that list.  Numbers are 64-bit whatever the length modifier (which is
  * accepted and ignored, as stap does); %p is %#x (stap since 1.3); %c prints
- * the low byte; the '#' flag on %s and %c escapes unprintable characters.
+ * the low byte; the '#' flag on %s and %c escapes unprintable characters;
+ * %b writes the value's bytes (width 1, 2, 4 or 8; 8 by default), %m the
+ * bytes at an address of the target (the precision is how many, 1 by
+ * default) and %M the same bytes in hex.
  * The number layout (sign, 0x prefix, zero or space padding, precision)
  * follows the runtime's number() routine so that widths line up as in stap.
  */
@@ -172,8 +175,13 @@ struct print_fmt *print_fmt_parse(struct script *sc, const char *fmt, const char
 			*why = "field width or precision too large";
 			return NULL;
 		}
-		if (!djp_format_conv_known(spec.conv)) {
-			*why = spec.conv ? "unsupported conversion (use %d %i %u %x %X %o %c %s %p %%)"
+		if (spec.conv == 'b' && spec.width > 0 && spec.width != 1 && spec.width != 2 && spec.width != 4 &&
+		    spec.width != 8) {
+			*why = "%b writes 1, 2, 4 or 8 bytes: its width must be one of those";
+			return NULL;
+		}
+		if (!djp_format_conv_known(spec.conv) && spec.conv != 'b' && spec.conv != 'm' && spec.conv != 'M') {
+			*why = spec.conv ? "unsupported conversion (use %d %i %u %x %X %o %c %s %p %b %m %M %%)"
 					 : "incomplete conversion at end";
 			return NULL;
 		}
@@ -192,7 +200,25 @@ struct print_fmt *print_fmt_parse(struct script *sc, const char *fmt, const char
 	return pf;
 }
 
-void print_format(struct strbuf *b, const struct print_fmt *pf, const union cell *args)
+static void print_memory(struct strbuf *b, const struct print_spec *s, unsigned flags, const uint8_t *mem, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t len = s->conv == 'M' ? 2 * n : n;
+	if (!(flags & PRINT_LEFT))
+		pad(b, ' ', s->width - (int)len);
+	if (s->conv == 'M') {
+		for (size_t i = 0; i < n; i++) {
+			sb_putc(b, hex[mem[i] >> 4]);
+			sb_putc(b, hex[mem[i] & 15]);
+		}
+	} else {
+		sb_put(b, (const char *)mem, n);
+	}
+	if (flags & PRINT_LEFT)
+		pad(b, ' ', s->width - (int)len);
+}
+
+bool print_format(struct strbuf *b, const struct print_fmt *pf, const union cell *args, struct print_mem *mem)
 {
 	int a = 0;
 
@@ -274,6 +300,28 @@ void print_format(struct strbuf *b, const struct print_fmt *pf, const union cell
 		case 'p':
 			print_number(b, (uint64_t)args[a++].n, 16, s->width, s->prec, flags | PRINT_ALT);
 			break;
+		case 'b': { /* the value's bytes, in the machine's order */
+			uint64_t v = (uint64_t)args[a++].n;
+			sb_put(b, (const char *)&v, s->width > 0 ? (size_t)s->width : sizeof(v));
+			break;
+		}
+		case 'm':
+		case 'M': {
+			uint64_t addr = (uint64_t)args[a++].n;
+			size_t n = s->prec > 0 ? (size_t)s->prec : 1;
+			uint8_t *buf = malloc(n);
+			if (!buf)
+				abort();
+			if (!mem || !mem->read(mem->ctx, addr, buf, n)) {
+				free(buf);
+				if (mem)
+					mem->fault = addr;
+				return false;
+			}
+			print_memory(b, s, flags, buf, n);
+			free(buf);
+			break;
+		}
 		case 'o':
 			print_number(b, (uint64_t)args[a++].n, 8, s->width, s->prec, flags);
 			break;
@@ -286,4 +334,5 @@ void print_format(struct strbuf *b, const struct print_fmt *pf, const union cell
 			break;
 		}
 	}
+	return true;
 }

@@ -39,6 +39,12 @@ struct replay {
 		char *comm;
 	} comms[64];
 	unsigned ncomms;
+	struct { /* `memory ADDR HEX`: the target's memory, for %m and user_string */
+		uint64_t addr;
+		uint8_t *bytes;
+		size_t len;
+	} mems[32];
+	unsigned nmems;
 };
 
 static char *own(struct replay *r, const char *s, size_t n)
@@ -147,7 +153,34 @@ static void replay_close(struct djp_source *s)
 	free(r);
 }
 
+static int replay_read_mem(struct djp_source *s, int32_t pid, uint64_t addr, void *buf, size_t n)
+{
+	struct replay *r = (struct replay *)s;
+	(void)pid;
+	for (unsigned i = 0; i < r->nmems; i++)
+		if (addr >= r->mems[i].addr && n <= r->mems[i].len && addr - r->mems[i].addr <= r->mems[i].len - n) {
+			memcpy(buf, r->mems[i].bytes + (addr - r->mems[i].addr), n);
+			return 0;
+		}
+	return -EFAULT;
+}
+
+static int replay_read_str(struct djp_source *s, int32_t pid, uint64_t addr, char *buf, size_t sz)
+{
+	size_t got = 0;
+	for (; got + 1 < sz; got++) {
+		if (replay_read_mem(s, pid, addr + got, buf + got, 1) < 0)
+			return -EFAULT;
+		if (!buf[got])
+			return 0;
+	}
+	buf[got] = 0;
+	return 0;
+}
+
 static const struct djp_source_ops replay_ops = {
+	.read_str = replay_read_str,
+	.read_mem = replay_read_mem,
 	.next = replay_next,
 	.now_ns = replay_now,
 	.close = replay_close,
@@ -227,6 +260,22 @@ int djp_replay_open(const char *path, struct djp_source **out, char *err, size_t
 				FAIL("%s:%d: bad comm line", path, lineno);
 			r->comms[r->ncomms].pid = (int32_t)v;
 			r->comms[r->ncomms++].comm = w[2];
+		} else if (!strcmp(w[0], "memory") && n == 3) {
+			int64_t a;
+			size_t len = strlen(w[2]) / 2;
+			uint8_t *bytes;
+			if (!parse_i64(w[1], &a) || strlen(w[2]) % 2 || r->nmems == 32)
+				FAIL("%s:%d: expected: memory ADDR HEXBYTES", path, lineno);
+			bytes = (uint8_t *)own(r, w[2], len * 2); /* room enough */
+			for (size_t i = 0; i < len; i++) {
+				unsigned v;
+				if (sscanf(w[2] + 2 * i, "%2x", &v) != 1)
+					FAIL("%s:%d: bad hex byte at %zu", path, lineno, i);
+				bytes[i] = (uint8_t)v;
+			}
+			r->mems[r->nmems].addr = (uint64_t)a;
+			r->mems[r->nmems].bytes = bytes;
+			r->mems[r->nmems++].len = len;
 		} else if (!strcmp(w[0], "end") && n == 2) {
 			int64_t v;
 			if (!parse_i64(w[1], &v))

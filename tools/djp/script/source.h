@@ -80,6 +80,9 @@ struct djp_source_ops {
 	 * address was not an argument copied at the hit.  0, or -errno
 	 * (-EFAULT: unreadable).  May be NULL (-ENOTSUP). */
 	int (*read_str)(struct djp_source *src, int32_t pid, uint64_t addr, char *buf, size_t sz);
+	/* Exactly n bytes of process pid's memory at addr, now (printf's %m
+	 * and %M).  0, or -errno (-EFAULT).  May be NULL (-ENOTSUP). */
+	int (*read_mem)(struct djp_source *src, int32_t pid, uint64_t addr, void *buf, size_t n);
 	/* Let the target run (-c: exec the command); 0 or -errno.  May be NULL. */
 	int (*start)(struct djp_source *src);
 	/* Next event before deadline_ns (UINT64_MAX: none): DJP_SRC_* or -errno
