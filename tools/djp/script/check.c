@@ -350,6 +350,25 @@ static int var_ref(struct checker *ck, struct node *n, int want, bool write, boo
 	return s->ty;
 }
 
+/* @defined(e): a context variable every marker of the probe has, or any
+ * expression that is no context variable; decided here, as stap decides it
+ * at elaboration, so that the branch it guards may name what is missing. */
+static bool is_defined(struct checker *ck, const struct node *e)
+{
+	struct probe *p = ck->probe;
+	bool mark = p && !p->has_nonmark && p->nbinds;
+	if (e->kind == N_CTXNAME || e->kind == N_CTXPARMS)
+		return mark;
+	if (e->kind != N_CTX)
+		return true;
+	if (!mark)
+		return false;
+	for (int i = 0; i < p->nbinds; i++)
+		if (ctx_field(p->binds[i]->desc, e->str) < 0)
+			return false;
+	return true;
+}
+
 static int stat_ref(struct checker *ck, struct node *n, bool write)
 {
 	if (n->kind != N_VAR && n->kind != N_INDEX) {
@@ -678,9 +697,30 @@ static int expr(struct checker *ck, struct node *n, int want)
 	case N_NEG:
 	case N_BITNOT:
 		expect_ty(ck, n->a, TY_LONG);
+		if (n->kind == N_NOT && n->a->kind == N_NUM && n->a->op == 1) { /* !@defined(...) */
+			n->num = !n->a->num;
+			n->kind = N_NUM;
+			n->op = 1;
+		}
 		return n->ty = TY_LONG;
+	case N_DEFINED: {
+		bool def = is_defined(ck, n->a);
+		if (n->op == 0) {
+			n->kind = N_NUM;
+			n->num = def;
+			n->op = 1; /* marks the fold for if and ?: */
+			return n->ty = TY_LONG;
+		}
+		*n = *(def ? n->a : n->b); /* @choose_defined: becomes the one chosen */
+		return expr(ck, n, want);
+	}
 	case N_TERNARY:
 		expect_ty(ck, n->a, TY_LONG);
+		if (n->a->kind == N_NUM && n->a->op == 1) {
+			/* a folded @defined: only the branch taken is checked */
+			*n = *(n->a->num ? n->b : n->c);
+			return expr(ck, n, want);
+		}
 		return n->ty = (uint8_t)unify2(ck, n->b, n->c, want, n);
 	case N_ASSIGN:
 		if (n->op == 0) {
@@ -878,6 +918,12 @@ static void stmt(struct checker *ck, struct node *n)
 		break;
 	case S_IF:
 		expect_ty(ck, n->a, TY_LONG);
+		if (n->a->kind == N_NUM && n->a->op == 1) { /* a folded @defined */
+			if (n->a->num)
+				n->c = NULL;
+			else
+				n->b = NULL;
+		}
 		stmt(ck, n->b);
 		stmt(ck, n->c);
 		break;

@@ -110,6 +110,7 @@ enum node_kind {
 	N_STATADD, /* a <<< b */
 	N_PRINT,   /* op = enum print_kind, args (args[0] the format for *printf) */
 	N_WILD,	   /* `*` as an index: a slice, in foreach, in and delete */
+	N_DEFINED, /* @defined(a) (op 0), @choose_defined(a, b) (op 1): folded by check.c */
 	/* statements */
 	S_BLOCK,   /* args = statements */
 	S_EXPR,	   /* a */

@@ -248,6 +248,11 @@ static struct node *primary(struct parser *ps)
 			return mk(ps, N_CTXNAME, t);
 		if (!strcmp(t->text, "parms"))
 			return mk(ps, N_CTXPARMS, t);
+		if (!strcmp(t->text, "vars") || !strcmp(t->text, "locals") || !strcmp(t->text, "return")) {
+			diag(ps->sc, t->line, t->col, "parse error",
+			     "not supported yet: $$%s (variables from debug information)", t->text);
+			longjmp(ps->fail, 1);
+		}
 		ps->pos--;
 		fail_at(ps, t, "unsupported context variable (only $$name and $$parms)");
 	case T_AT: {
@@ -273,9 +278,21 @@ static struct node *primary(struct parser *ps)
 			}
 			return n;
 		}
+		if (!strcmp(t->text, "defined") || !strcmp(t->text, "choose_defined")) {
+			n = mk(ps, N_DEFINED, t);
+			n->op = t->text[0] == 'c';
+			expect(ps, "(");
+			n->a = expr(ps);
+			if (n->op) {
+				expect(ps, ",");
+				n->b = expr(ps);
+			}
+			expect(ps, ")");
+			return n;
+		}
 		ps->pos--;
 		{
-			static const char *const later[] = { "entry", "defined", "choose_defined", "cast", "var",
+			static const char *const later[] = { "entry", "cast", "var",
 							     "this1", "this2", "this3", "this4", "this5", "this6",
 							     "this7", "this8", "this9", "kregister", "uregister",
 							     "probewrite", "const" };
@@ -337,10 +354,23 @@ static struct node *primary(struct parser *ps)
 	fail_at(ps, t, "expected an expression");
 }
 
+/* stap constructs the parser knows but djp does not run yet: said as such,
+ * at their place, rather than as a syntax error after them */
+static _Noreturn void not_yet(struct parser *ps, const struct tok *t, const char *what)
+{
+	diag(ps->sc, t->line, t->col, "parse error", "not supported yet: %s", what);
+	longjmp(ps->fail, 1);
+}
+
 static struct node *postfix(struct parser *ps)
 {
 	struct node *n = primary(ps);
 	struct tok *t = peek(ps, 0);
+
+	if (is_op(t, "->"))
+		not_yet(ps, t, "'->' (members of target variables, from debug information)");
+	if (n->kind == N_CTX && is_op(t, "["))
+		not_yet(ps, t, "indexing a target variable ($var[i], from debug information)");
 	if (is_op(t, "++") || is_op(t, "--")) {
 		struct node *u = mk(ps, N_INCDEC, t);
 		take(ps);
@@ -366,6 +396,8 @@ static struct node *unary(struct parser *ps)
 		leave(ps, 1);
 		return n;
 	}
+	if (is_op(t, "&") && (peek(ps, 1)->kind == T_DOLLAR || peek(ps, 1)->kind == T_AT))
+		not_yet(ps, t, "'&' (the address of a target variable, from debug information)");
 	if (is_op(t, "-") || is_op(t, "!") || is_op(t, "~") || is_op(t, "+")) {
 		take(ps);
 		enter(ps);
@@ -802,6 +834,40 @@ static void append_text(char *buf, size_t sz, size_t *len, const char *fmt, ...)
 }
 
 /* One probe point: component(arg).component(arg)...[?] */
+/* A probe point of stap's that djp does not have yet, with why; NULL for
+ * a name stap does not have either (a typo: "unknown probe point"). */
+static const char *stap_point_missing(const char *const *comp, int ncomp)
+{
+	static const char *const kernel[] = {
+		"kernel", "module", "kprobe", "kretprobe", "syscall", "nd_syscall", "tp_syscall", "syscall_any",
+		"netfilter", "perf", "procfs", "signal", "scheduler", "vm", "ioblock", "ioscheduler", "socket",
+		"tcp", "udp", "nfs", "nfsd", "sunrpc", "scsi", "irq_handler", "softirq", "workqueue", "netdev",
+		"hrtimer", "kprocess", "memory", "generic", "vfs", "sched", "irq", "tty", "snmp", "ipmib",
+		"linuxmib", "tcpmib", "nd_kprocess", "kernel_trace",
+	};
+	static const char *const fn[] = { "function", "statement", "plt", "library", "insn", "return" };
+	static const char *const life[] = { "begin", "end", "thread", "syscall" };
+
+	for (size_t i = 0; i < sizeof(kernel) / sizeof(kernel[0]); i++)
+		if (!strcmp(comp[0], kernel[i]))
+			return "kernel probe points; djp probes user-space markers";
+	if (!strcmp(comp[0], "timer") && ncomp > 1 && !strncmp(comp[1], "profile", 7))
+		return "timer.profile samples every CPU from the kernel";
+	if (!strcmp(comp[0], "java") || !strncmp(comp[0], "python", 6))
+		return "language runtimes' probe points; their SDT markers work as process.mark";
+	if (strcmp(comp[0], "process"))
+		return NULL;
+	for (int c = 1; c < ncomp; c++) {
+		for (size_t i = 0; i < sizeof(fn) / sizeof(fn[0]); i++)
+			if (!strcmp(comp[c], fn[i]))
+				return "function, statement and return probes; djp probes markers";
+		for (size_t i = 0; i < sizeof(life) / sizeof(life[0]); i++)
+			if (!strcmp(comp[c], life[i]))
+				return "process and thread lifetime and system call probes";
+	}
+	return NULL;
+}
+
 static struct probe_point *probe_point(struct parser *ps)
 {
 	struct probe_point *pp = pool_alloc(ps->sc, sizeof(*pp));
@@ -906,6 +972,14 @@ static struct probe_point *probe_point(struct parser *ps)
 	}
 	return pp;
 bad:
+	{
+		const char *why = stap_point_missing(comp, ncomp);
+		if (why) {
+			diag(ps->sc, pp->line, pp->col, "semantic error", "not supported yet: probe point %s (%s)",
+			     pp->text, why);
+			longjmp(ps->fail, 1);
+		}
+	}
 	diag(ps->sc, pp->line, pp->col, "semantic error",
 	     "while resolving probe point %s: unknown probe point (expected begin, end, begin(N), end(N), oneshot, "
 	     "never, timer.ms(N), timer.s(N), timer.hz(N), timer.jiffies(N), timer.ms(N).randomize(M), "
@@ -980,6 +1054,14 @@ static uint8_t type_name(struct parser *ps)
 	fail_at(ps, t, "expected a type (long or string)");
 }
 
+/* %{ ... %}: C for stap's kernel module, allowed in guru mode only */
+static _Noreturn void embedded_c(struct parser *ps, const struct tok *t)
+{
+	diag(ps->sc, t->line, t->col, "parse error",
+	     "embedded C (%%{ %%}) is guru mode (-g): djp runs scripts without a kernel module to put C in");
+	longjmp(ps->fail, 1);
+}
+
 static void function_decl(struct parser *ps)
 {
 	struct tok *t = expect_ident(ps, "a function name");
@@ -1016,6 +1098,8 @@ static void function_decl(struct parser *ps)
 	expect(ps, ")");
 	if (accept(ps, ":"))
 		f->ret = type_name(ps);
+	if (is_op(peek(ps, 0), "%") && is_op(peek(ps, 1), "{"))
+		embedded_c(ps, peek(ps, 0));
 	f->body = block(ps);
 	f->next = ps->sc->funcs;
 	ps->sc->funcs = f;
@@ -1134,8 +1218,10 @@ int parse_script(struct script *sc)
 			probe_decl(&ps, t);
 		else if (is_kw(t, "function"))
 			function_decl(&ps);
-		else if (is_op(t, ";"))
-			continue;
+		else if (is_op(t, ";") || is_kw(t, "private"))
+			continue; /* private: stap's tapset visibility; one file here */
+		else if (is_op(t, "%") && is_op(peek(&ps, 0), "{"))
+			embedded_c(&ps, t);
 		else {
 			ps.pos--;
 			fail_at(&ps, t, "expected 'global', 'probe' or 'function'");
