@@ -102,3 +102,47 @@ TEST(pending_connect_keeps_an_unmatched_pattern)
 	CHECK(id >= 0);
 	CHECK_EQ(djp_disconnect(id), 0);
 }
+
+/* A site with one argument in memory off %rsp and one in %rax: the
+ * trampoline computes the site's %rsp in %rax for its view, so the
+ * prefetch must read %rax from where the pushes saved it, not from the
+ * register (a stack address came back for %rax once). */
+static atomic_long rsp_rax_bad, rsp_rax_hits;
+
+__attribute__((noinline)) static void rsp_rax_site(long in_memory, long in_rax)
+{
+	long mem = in_memory;
+	register long rax __asm__("rax") = in_rax;
+	__asm__ volatile("" : "+m"(mem), "+r"(rax));
+	MARK(rsp_rax_site, "mem=%ld rax=%ld", mem, rax);
+	__asm__ volatile("" ::"r"(rax) : "memory");
+}
+
+static void rsp_rax_entry(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
+{
+	(void)hit, (void)plan, (void)a2, (void)a3;
+	atomic_fetch_add(&rsp_rax_hits, 1);
+	if ((long)a1 != (long)a0 * 7)
+		atomic_fetch_add(&rsp_rax_bad, 1);
+}
+
+static djp_fast_entry_fn rsp_rax_plan(void *data, const struct djp_site *s, struct djp_fast_plan *plan)
+{
+	*plan = (struct djp_fast_plan){ data, s->id, s->m->nargs, 0 };
+	return rsp_rax_entry;
+}
+
+TEST(prefetch_reads_rax_when_the_view_needs_rsp)
+{
+	struct djp_connect_opts o = { .plan = rsp_rax_plan };
+	int id = djp__connect("rsp_rax_site", plain, NULL, DJP_GPR_ONLY, &o);
+
+	CHECK(id >= 0);
+	rsp_rax_site(1, 7); /* the thread's first hit: the slow path */
+	atomic_store(&rsp_rax_hits, 0);
+	for (long i = 1; i <= 1000; i++)
+		rsp_rax_site(i, 7 * i);
+	CHECK_EQ(atomic_load(&rsp_rax_hits), 1000);
+	CHECK_EQ(atomic_load(&rsp_rax_bad), 0);
+	CHECK_EQ(djp_disconnect(id), 0);
+}

@@ -11,8 +11,9 @@
  * meaning the site's %rsp, not the trampoline's), an immediate into a
  * move, a global into movabs of its address and a load.  Sources are read
  * from the registers themselves, which the trampoline has not changed,
- * except one that an earlier argument's load overwrote: that one is read
- * from its slot in the view.  Up to DJP_TRAMP_PREFETCH arguments; a site
+ * except one that an earlier argument's load overwrote, and %rax when the
+ * view needed the site's %rsp or %rip (computed there): those are read
+ * from their slots in the view.  Up to DJP_TRAMP_PREFETCH arguments; a site
  * with more, or a location this does not know (%ah and the like), is not
  * prefetched (arch_tramp_prefetches says so, and the kernel then uses the
  * plain lean flavour).
@@ -155,7 +156,9 @@ static int base_reg(struct emit *e, int reg, uint32_t dirty, const struct frame 
  * which the trampoline saved). */
 void djp_tramp_prefetch(struct emit *e, const struct djp_tramp_req *r, const struct frame *f)
 {
-	uint32_t dirty = 0;
+	/* djp_tramp_save_view computed the site's %rsp or %rip in %rax when
+	 * an argument reads one: %rax itself is then in its slot only */
+	uint32_t dirty = (r->regs_used & (1u << DJP_REG_RSP | 1u << DJP_REG_RIP)) ? 1u << hw[DJP_REG_RAX] : 0;
 	for (unsigned i = 0; i < r->nargs; i++) {
 		const struct djp_argloc *a = &r->args[i];
 		int d = prefetch_reg[i];
