@@ -49,3 +49,11 @@ $(SDT_TARGET): selftests/trace_progs/sdt_target.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(SDT_TARGET)
+# The script corpus's target (selftests/scripts/corpus): markers of a small
+# server with a fixed workload.
+CORPUS_TARGET := $(TRACE_PROGS_DIR)/corpus_target
+$(CORPUS_TARGET): selftests/trace_progs/corpus_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(CORPUS_TARGET)

@@ -868,6 +868,14 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
 	return NULL;
 }
 
+static bool no_args(struct tok *const *arg, int ncomp)
+{
+	for (int i = 0; i < ncomp; i++)
+		if (arg[i])
+			return false;
+	return true;
+}
+
 static struct probe_point *probe_point(struct parser *ps)
 {
 	struct probe_point *pp = pool_alloc(ps->sc, sizeof(*pp));
@@ -964,9 +972,15 @@ static struct probe_point *probe_point(struct parser *ps)
 		pp->kind = PP_MARK;
 		pp->path = arg[0] ? arg[0]->text : NULL;
 		pp->glob = pool_strndup(ps->sc, glob, strlen(glob));
-	} else if (ncomp == 1 && !arg[0]) {
-		pp->kind = PP_ALIAS; /* a probe alias, or an unknown point: said after the parse */
-		pp->alias = comp[0];
+	} else if (no_args(arg, ncomp) && (ncomp == 1 || !stap_point_missing(comp, ncomp))) {
+		/* a probe alias (a name of dotted words), or an unknown point:
+		 * said after the parse */
+		char name[256];
+		size_t len = 0;
+		for (int i = 0; i < ncomp; i++)
+			len += (size_t)snprintf(name + len, sizeof(name) - len, "%s%s", i ? "." : "", comp[i]);
+		pp->kind = PP_ALIAS;
+		pp->alias = pool_strndup(ps->sc, name, len < sizeof(name) ? len : sizeof(name) - 1);
 	} else {
 		goto bad;
 	}
@@ -991,15 +1005,28 @@ bad:
 /* probe NAME = POINTS { } or probe NAME += POINTS { }: an alias. */
 static bool alias_decl(struct parser *ps)
 {
-	struct tok *name = peek(ps, 0), *op = peek(ps, 1);
+	struct tok *name = peek(ps, 0), *op;
 	struct alias *a;
 	struct probe_point **tail;
+	char dotted[256];
+	size_t len = 0;
+	int k = 1;
+
+	/* NAME or NAME.NAME... then = or += */
+	while (peek(ps, k - 1)->kind == T_IDENT && is_op(peek(ps, k), ".") && peek(ps, k + 1)->kind == T_IDENT)
+		k += 2;
+	op = peek(ps, k);
 	if (name->kind != T_IDENT || (!is_op(op, "=") && !is_op(op, "+=")))
 		return false;
-	take(ps);
+	for (int i = 0; i < k; i++) {
+		struct tok *t = take(ps);
+		len += (size_t)snprintf(dotted + len, sizeof(dotted) - len, "%s", t->kind == T_IDENT ? t->text : ".");
+		if (len >= sizeof(dotted))
+			fail_at(ps, name, "alias name too long");
+	}
 	take(ps);
 	a = pool_alloc(ps->sc, sizeof(*a));
-	a->name = name->text;
+	a->name = pool_strndup(ps->sc, dotted, len);
 	a->epilogue = is_op(op, "+=");
 	tail = &a->points;
 	do {
