@@ -8,7 +8,13 @@
  *    { c[$$name]++ }` run by `djp -c`, over the target's own NOP loop
  *    (target: at most what recording costs, 15 ns);
  *  - the same count done by bpftrace (`usdt:...:djp:bench_hot`), per hit,
- *    and the ratio of the two (target: bpftrace at least 20x djp).
+ *    and the ratio of the two (target: bpftrace at least 20x djp);
+ *  - a script of 10 probes and 3 aggregates on the same marker, per hit in
+ *    the target, over one probe that reads the same two arguments (target:
+ *    1.10 at most: the target only records what the script reads, however
+ *    many probes use it; the tool interprets) and over the count (which
+ *    reads no argument, so its hits record less), and its events per
+ *    second in the tool.
  *
  * Each per-call figure is the target's own measurement of its loop; the
  * median of 5 runs of each, interleaved.
@@ -47,11 +53,26 @@ static double run_value(const char *cmd, const char *key)
 int main(void)
 {
 	char exe[PATH_MAX], cmd[3 * PATH_MAX + 512];
-	double plain[RUNS], djp[RUNS], bpf[RUNS], rate;
+	double plain[RUNS], djp[RUNS], bpf[RUNS], heavy[RUNS], one[RUNS], rate, heavy_rate;
+	const char *one_probe = "global s; probe process.mark(\"bench_hot\") { s += $a + $b }";
 	int have_bpf = system("command -v bpftrace >/dev/null 2>&1") == 0;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	const char *count = "global c; probe process.mark(\"*\") { c[$$name]++ }";
 	const long calls = 2000000, bpf_calls = 100000;
+	/* 10 probes, 3 aggregates: what a real script asks per event */
+	const char *ten =
+		"global c, lat, by_a, hist; "
+		"probe process.mark(\"bench_hot\") { c[$$name]++ } "
+		"probe process.mark(\"bench_hot\") { lat <<< $b } "
+		"probe process.mark(\"bench_hot\") { by_a[$a % 8] <<< $b } "
+		"probe process.mark(\"bench_hot\") { hist <<< $a & 1023 } "
+		"probe process.mark(\"bench_hot\") { if ($a < 0) printf(\"%d\\n\", $a) } "
+		"probe process.mark(\"bench_hot\") { x = $a * 2 + $b; if (x == -1) c[\"neg\"]++ } "
+		"probe process.mark(\"bench_hot\") { s = \"k\" . sprint($a % 4); if (s == \"k9\") c[s]++ } "
+		"probe process.mark(\"bench_hot\") { if ($b % 1000 == 999) c[\"mil\"]++ } "
+		"probe process.mark(\"bench_hot\") { if ([$a % 8] in by_a && $a == -5) c[\"in\"]++ } "
+		"probe process.mark(\"bench_hot\") { c[\"all\"] += 1 } "
+		"probe end { printf(\"%d %d %d %d\\n\", @count(lat), @count(hist), c[\"all\"], @count(by_a[1])) }";
 
 	if (n <= 0)
 		return 1;
@@ -61,6 +82,23 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "%s/djp --bench-events 20000000 -e '%s' 2>&1", dir, count);
 	rate = run_value(cmd, "script count | ");
 	printf("script: c[$$name]++ in the tool | %.1f M events/s | >= 5 | %s\n", rate, rate >= 5 ? "ok" : "over");
+	heavy_rate = -1;
+	{
+		/* the synthetic events take the markers of a replay file: the
+		 * hot target's, a=%d b=%ld */
+		char rp[] = "/tmp/djp-bench-replay-XXXXXX", tcmd[3 * PATH_MAX + 2048];
+		int fd = mkstemp(rp);
+		if (fd >= 0) {
+			static const char line[] = "marker bench_hot /bench/hot \"a=%d b=%ld\"\n";
+			if (write(fd, line, sizeof(line) - 1) == (ssize_t)sizeof(line) - 1) {
+				snprintf(tcmd, sizeof(tcmd), "%s/djp --replay %s --bench-events 5000000 -e '%s' 2>&1", dir,
+					 rp, ten);
+				heavy_rate = run_value(tcmd, "script count | ");
+			}
+			close(fd);
+			unlink(rp);
+		}
+	}
 
 	for (int r = 0; r < RUNS; r++) {
 		snprintf(cmd, sizeof(cmd), "%s/bench-targets/hot %ld", dir, calls);
@@ -68,6 +106,15 @@ int main(void)
 		snprintf(cmd, sizeof(cmd), "%s/djp -c '%s/bench-targets/hot %ld' -e '%s' 2>/dev/null", dir, dir, calls,
 			 count);
 		djp[r] = run_value(cmd, "ns/call ");
+		{
+			char tcmd[3 * PATH_MAX + 2048];
+			snprintf(tcmd, sizeof(tcmd), "%s/djp -c '%s/bench-targets/hot %ld' -e '%s' 2>/dev/null", dir, dir,
+				 calls, ten);
+			heavy[r] = run_value(tcmd, "ns/call ");
+			snprintf(tcmd, sizeof(tcmd), "%s/djp -c '%s/bench-targets/hot %ld' -e '%s' 2>/dev/null", dir, dir,
+				 calls, one_probe);
+			one[r] = run_value(tcmd, "ns/call ");
+		}
 		bpf[r] = -1;
 		if (have_bpf) {
 			snprintf(cmd, sizeof(cmd),
@@ -80,6 +127,16 @@ int main(void)
 	double p = median_of(plain, RUNS), d = median_of(djp, RUNS) - p, b = median_of(bpf, RUNS) - p;
 	printf("script: target loop with the marker idle | %.2f ns/call | - | -\n", p);
 	printf("script: djp count, cost per hit in the target | %.2f ns | <= 15 | %s\n", d, d <= 15 ? "ok" : "over");
+	{
+		double h = median_of(heavy, RUNS) - p, o = median_of(one, RUNS) - p;
+		printf("script: 1 probe reading $a and $b, cost per hit in the target | %.2f ns | - | -\n", o);
+		printf("script: 10 probes + 3 aggregates on $a and $b, cost per hit in the target | %.2f ns | - | -\n", h);
+		printf("script: 10 probes + 3 aggregates / 1 probe, same arguments, per hit in the target | %.3f | <= 1.10 "
+		       "| %s\n", h / o, h / o <= 1.10 ? "ok" : "over");
+		printf("script: 10 probes + 3 aggregates / count (no argument read), per hit in the target | %.3f | - | -\n",
+		       h / d);
+		printf("script: 10 probes + 3 aggregates in the tool | %.1f M events/s | - | -\n", heavy_rate);
+	}
 	if (!have_bpf || median_of(bpf, RUNS) < 0) {
 		printf("script: bpftrace count (USDT) | skipped: bpftrace not installed or not permitted | - | -\n");
 		return 0;

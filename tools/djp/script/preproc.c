@@ -34,7 +34,9 @@
 #define MACRO_MAX 256
 #define MACRO_PARAMS 16
 #define EXPAND_DEPTH 64	       /* macros within macros */
-#define EXPAND_TOKENS (1u << 20) /* tokens a script may grow to by expansion */
+#define EXPAND_TOKENS (1u << 17) /* tokens a script may grow to by expansion: 30x
+				  * the largest real script, and a bound a fuzzer
+				  * gets through in milliseconds */
 
 struct macro {
 	const char *name;
