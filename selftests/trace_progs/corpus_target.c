@@ -29,12 +29,12 @@ struct header { /* read field by field with user_int() and %m */
 	char tag[8];
 };
 
-static void enter(const char *fn, int depth)
+__attribute__((noinline)) static void enter(const char *fn, int depth)
 {
 	MARK(func_entry, "name=%s depth=%d", fn, depth);
 }
 
-static void leave(const char *fn, int depth, long ret)
+__attribute__((noinline)) static void leave(const char *fn, int depth, long ret)
 {
 	MARK(func_exit, "name=%s depth=%d ret=%ld", fn, depth, ret);
 }

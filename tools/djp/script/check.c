@@ -192,6 +192,9 @@ static const struct {
 	{ "user_uint16", B_USER_U16, 1, TY_LONG, { TY_LONG } },
 	{ "user_uint32", B_USER_U32, 1, TY_LONG, { TY_LONG } },
 	{ "user_uint64", B_USER_U64, 1, TY_LONG, { TY_LONG } },
+	/* the function around the marker */
+	{ "probefunc", B_PROBEFUNC, 0, TY_STR, { 0 } },
+	{ "ppfunc", B_PROBEFUNC, 0, TY_STR, { 0 } },
 };
 
 /* stap tapset functions a script may call that are not built in yet: said
@@ -199,7 +202,7 @@ static const struct {
 static bool stap_function_missing(const char *name)
 {
 	static const char *const missing[] = {
-		"cpu", "env_var", "probefunc", "ppfunc", "probemod",
+		"cpu", "env_var", "probemod",
 		"usymname", "usymdata", "umodname", "ubacktrace", "print_ubacktrace", "print_ubacktrace_brief",
 		"sprint_ubacktrace", "ucallers", "uaddr", "user_long_error", "user_string_warn", "user_string2", "kernel_string", "kernel_long",
 		"kernel_int", "backtrace", "print_backtrace", "symname", "symdata", "task_current", "pid2execname",

@@ -849,6 +849,14 @@ static const char *builtin_s(struct run *r, struct node *n)
 		return buf;
 	}
 	case B_ERRNO_STR: return tapset_errno_str(eval_n(r, n->args[0]));
+	case B_PROBEFUNC: {
+		const struct djp_ev_desc *d = r->bind ? r->bind->desc : NULL;
+		if (!d || !r->ev)
+			return "";
+		if (r->src && r->src->ops->function_of)
+			return r->src->ops->function_of(r->src, r->ev->pid, d);
+		return d->function ? d->function : "";
+	}
 	case B_MATCHED: return matched(r, n);
 	}
 	return "";

@@ -49,6 +49,7 @@
 
 #include "lang.h"
 #include "script.h"
+#include "site_function.h"
 #include "source.h"
 #include "tapset.h"
 #include "lib/marker_match.h"
@@ -91,6 +92,7 @@ struct live {
 	struct djp_marker_list *flist[64];
 	char *fobject[64];
 	unsigned nflist;
+	struct site_functions *fns; /* probefunc()'s answers, made when first asked */
 };
 
 static uint64_t clock_ns(clockid_t c)
@@ -112,6 +114,8 @@ static void desc_from_marker(struct djp_ev_desc *d, uint32_t id, const struct se
 	d->format = m->format;
 	d->object = m->object;
 	d->nargs = m->nargs;
+	d->site = m->addr;
+	d->site_runtime = true;
 	if (m->fmt)
 		d->fmt = *m->fmt;
 	else
@@ -129,6 +133,8 @@ static void desc_from_file(struct djp_ev_desc *d, uint32_t id, const struct djp_
 	d->format = m->format;
 	d->object = object;
 	d->nargs = m->nargs;
+	d->site = m->site;
+	d->site_runtime = false;
 	if (djp_format_parse(m->format, &d->fmt, &why) < 0)
 		memset(&d->fmt, 0, sizeof(d->fmt));
 }
@@ -420,6 +426,7 @@ static void live_close(struct djp_source *src)
 		session_stop_child(s);
 	session_free(s);
 	session_kids_free(&l->kids);
+	site_functions_free(l->fns);
 	for (unsigned i = 0; i < l->nglobs; i++)
 		free((char *)l->globs[i].glob);
 	free(l->globs);
@@ -467,7 +474,16 @@ static int live_read_mem(struct djp_source *src, int32_t pid, uint64_t addr, voi
 	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -EFAULT;
 }
 
+static const char *live_function_of(struct djp_source *src, int32_t pid, const struct djp_ev_desc *d)
+{
+	struct live *l = (struct live *)src;
+	if (!l->fns)
+		l->fns = site_functions_new();
+	return site_function(l->fns, pid, d);
+}
+
 static const struct djp_source_ops live_ops = {
+	.function_of = live_function_of,
 	.arm = live_arm,
 	.read_str = live_read_str,
 	.read_mem = live_read_mem,

@@ -260,6 +260,13 @@ int djp_replay_open(const char *path, struct djp_source **out, char *err, size_t
 				FAIL("%s:%d: bad comm line", path, lineno);
 			r->comms[r->ncomms].pid = (int32_t)v;
 			r->comms[r->ncomms++].comm = w[2];
+		} else if (!strcmp(w[0], "function") && n == 3) {
+			unsigned d;
+			for (d = 0; d < r->ndescs && strcmp(r->descs[d].name, w[1]); d++)
+				;
+			if (d == r->ndescs)
+				FAIL("%s:%d: function of an unknown marker '%s'", path, lineno, w[1]);
+			r->descs[d].function = w[2];
 		} else if (!strcmp(w[0], "memory") && n == 3) {
 			int64_t a;
 			size_t len = strlen(w[2]) / 2;

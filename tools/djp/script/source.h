@@ -39,6 +39,11 @@ struct djp_ev_desc {
 	const char *object; /* path of the ELF object that holds the marker */
 	unsigned nargs;
 	struct djp_fmt fmt; /* `format` parsed (fmt.nfields may be < nargs) */
+	/* the site: its run-time address (site_runtime) or its link-time one;
+	 * 0 when unknown */
+	uint64_t site;
+	bool site_runtime;
+	const char *function; /* the function around the site, when known at open */
 };
 
 struct djp_ev {
@@ -83,6 +88,9 @@ struct djp_source_ops {
 	/* Exactly n bytes of process pid's memory at addr, now (printf's %m
 	 * and %M).  0, or -errno (-EFAULT).  May be NULL (-ENOTSUP). */
 	int (*read_mem)(struct djp_source *src, int32_t pid, uint64_t addr, void *buf, size_t n);
+	/* The function around d's site in process pid ("" when unknown), for
+	 * probefunc().  May be NULL: then d->function, or "". */
+	const char *(*function_of)(struct djp_source *src, int32_t pid, const struct djp_ev_desc *d);
 	/* Let the target run (-c: exec the command); 0 or -errno.  May be NULL. */
 	int (*start)(struct djp_source *src);
 	/* Next event before deadline_ns (UINT64_MAX: none): DJP_SRC_* or -errno
