@@ -1031,8 +1031,6 @@ static bool alias_decl(struct parser *ps)
 	tail = &a->points;
 	do {
 		*tail = probe_point(ps);
-		if ((*tail)->kind == PP_ALIAS)
-			fail_at(ps, name, "an alias of an alias is not supported yet");
 		tail = &(*tail)->next;
 	} while (accept(ps, ","));
 	a->body = block(ps);
@@ -1141,6 +1139,88 @@ static struct probe_point *copy_point(struct script *sc, const struct probe_poin
 	return c;
 }
 
+/* A deep copy of a parsed (not yet checked) tree: each probe that uses an
+ * alias gets its own copy of the alias's body, since the checker resolves
+ * names in place, to the slots of the probe it checks. */
+static struct node *clone_node(struct script *sc, const struct node *n)
+{
+	struct node *c;
+	if (!n)
+		return NULL;
+	c = pool_alloc(sc, sizeof(*c));
+	*c = *n;
+	c->a = clone_node(sc, n->a);
+	c->b = clone_node(sc, n->b);
+	c->c = clone_node(sc, n->c);
+	c->d = clone_node(sc, n->d);
+	c->fe_limit = clone_node(sc, n->fe_limit);
+	c->fe_slice = clone_node(sc, n->fe_slice);
+	if (n->args) {
+		int room = n->kind == S_FOREACH ? MAXKEYS : n->nargs + 1;
+		c->args = pool_alloc(sc, sizeof(struct node *) * (size_t)room);
+		for (int i = 0; i < n->nargs; i++)
+			c->args[i] = clone_node(sc, n->args[i]);
+	}
+	return c;
+}
+
+#define ALIAS_DEPTH 16 /* aliases of aliases: deeper is a cycle */
+
+struct expansion {
+	struct probe_point **tail;
+	struct node *pre[16], *post[16];
+	int npre, npost;
+};
+
+/* The points alias point pp stands for, appended at x->tail, and the
+ * bodies to wrap the probe's in: an alias's own alias points expand first,
+ * so that the innermost prologue runs first and its epilogue last. */
+static int expand_point(struct script *sc, const struct probe_point *pp, struct expansion *x, int depth)
+{
+	bool found = false;
+	int errors = 0;
+
+	if (depth == ALIAS_DEPTH) {
+		diag(sc, pp->line, pp->col, "semantic error", "probe alias %s: aliases nested too deeply (a cycle?)",
+		     pp->alias);
+		return 1;
+	}
+	for (struct alias *a = sc->aliases; a; a = a->next) {
+		int npost;
+		if (strcmp(a->name, pp->alias))
+			continue;
+		found = true;
+		npost = x->npost;
+		for (struct probe_point *q = a->points; q; q = q->next) {
+			if (q->kind == PP_ALIAS) {
+				struct probe_point inner = *q;
+				inner.optional |= pp->optional;
+				errors += expand_point(sc, &inner, x, depth + 1);
+				continue;
+			}
+			*x->tail = copy_point(sc, q);
+			(*x->tail)->optional |= pp->optional;
+			x->tail = &(*x->tail)->next;
+		}
+		if (!a->epilogue && x->npre < 16) {
+			x->pre[x->npre++] = clone_node(sc, a->body);
+		} else if (a->epilogue && x->npost < 16) {
+			/* before the epilogues of the aliases it is made of */
+			memmove(&x->post[npost + 1], &x->post[npost], sizeof(x->post[0]) * (size_t)(x->npost - npost));
+			x->post[npost] = clone_node(sc, a->body);
+			x->npost++;
+		}
+	}
+	if (!found && !pp->optional) {
+		diag(sc, pp->line, pp->col, "semantic error",
+		     "while resolving probe point %s: unknown probe point (no alias of that name, and none of "
+		     "begin, end, begin(N), end(N), oneshot, never, timer.*, process...mark)",
+		     pp->text);
+		errors++;
+	}
+	return errors;
+}
+
 /*
  * Each probe point that names an alias becomes the alias's points, and the
  * probe's body is wrapped: the prologues of `=` aliases first, the
@@ -1151,52 +1231,30 @@ static int expand_aliases(struct script *sc)
 {
 	int errors = 0;
 	for (struct probe *p = sc->probes; p; p = p->next) {
-		struct probe_point *out = NULL, **tail = &out;
-		struct node *pre[16], *post[16];
-		int npre = 0, npost = 0;
+		struct probe_point *out = NULL;
+		struct expansion x = { .tail = &out };
 		for (struct probe_point *pp = p->points, *next; pp; pp = next) {
 			next = pp->next;
 			if (pp->kind != PP_ALIAS) {
 				pp->next = NULL;
-				*tail = pp;
-				tail = &pp->next;
+				*x.tail = pp;
+				x.tail = &pp->next;
 				continue;
 			}
-			bool found = false;
-			for (struct alias *a = sc->aliases; a; a = a->next) {
-				if (strcmp(a->name, pp->alias))
-					continue;
-				found = true;
-				for (struct probe_point *q = a->points; q; q = q->next) {
-					*tail = copy_point(sc, q);
-					(*tail)->optional |= pp->optional;
-					tail = &(*tail)->next;
-				}
-				if (a->epilogue && npost < 16)
-					post[npost++] = a->body;
-				else if (!a->epilogue && npre < 16)
-					pre[npre++] = a->body;
-			}
-			if (!found) {
-				diag(sc, pp->line, pp->col, "semantic error",
-				     "while resolving probe point %s: unknown probe point (no alias of that name, and none of "
-				     "begin, end, begin(N), end(N), oneshot, never, timer.*, process...mark)",
-				     pp->text);
-				errors++;
-			}
+			errors += expand_point(sc, pp, &x, 0);
 		}
 		p->points = out;
-		if (npre || npost) {
+		if (x.npre || x.npost) {
 			struct node *b = pool_alloc(sc, sizeof(*b));
 			*b = *p->body;
 			b->kind = S_BLOCK;
-			b->nargs = npre + 1 + npost;
+			b->nargs = x.npre + 1 + x.npost;
 			b->args = pool_alloc(sc, sizeof(struct node *) * (size_t)(b->nargs + 1));
-			for (int i = 0; i < npre; i++)
-				b->args[i] = pre[i];
-			b->args[npre] = p->body;
-			for (int i = 0; i < npost; i++)
-				b->args[npre + 1 + i] = post[i];
+			for (int i = 0; i < x.npre; i++)
+				b->args[i] = x.pre[i];
+			b->args[x.npre] = p->body;
+			for (int i = 0; i < x.npost; i++)
+				b->args[x.npre + 1 + i] = x.post[i];
 			p->body = b;
 		}
 	}
@@ -1245,8 +1303,15 @@ int parse_script(struct script *sc)
 			probe_decl(&ps, t);
 		else if (is_kw(t, "function"))
 			function_decl(&ps);
-		else if (is_op(t, ";") || is_kw(t, "private"))
-			continue; /* private: stap's tapset visibility; one file here */
+		else if (is_op(t, ";"))
+			continue;
+		else if (is_kw(t, "private")) {
+			/* stap's visibility within a tapset file; there is one file
+			 * here.  `private NAME` is a private global */
+			struct tok *n = peek(&ps, 0);
+			if (n->kind == T_IDENT && !is_kw(n, "global") && !is_kw(n, "function"))
+				global_decl(&ps);
+		}
 		else if (is_op(t, "%") && is_op(peek(&ps, 0), "{"))
 			embedded_c(&ps, t);
 		else {
