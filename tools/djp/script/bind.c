@@ -56,6 +56,7 @@ static void add_binding(struct script *sc, struct probe *p, const struct probe_p
 	b->probe = p;
 	b->desc = d;
 	b->pn = pt->text;
+	b->pid = pt->pid;
 	b->name_hash = str_hash(d->name);
 	{
 		size_t n = strlen(d->name) + (d->object ? strlen(d->object) : 1) + d->provider_len + 40;

@@ -1588,7 +1588,8 @@ static void dispatch(struct run *r, const struct djp_ev *ev)
 	v = r->sc->by_desc[id];
 	n = r->sc->nby_desc[id];
 	for (int i = 0; i < n && !r->exiting; i++)
-		run_probe(r, v[i]->probe, v[i], ev, v[i]->pp);
+		if (!v[i]->pid || v[i]->pid == ev->pid)
+			run_probe(r, v[i]->probe, v[i], ev, v[i]->pp);
 }
 
 static const char *point_text(struct probe *p, int kind)

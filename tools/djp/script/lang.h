@@ -237,6 +237,7 @@ struct probe_point {
 	bool optional;
 	bool sufficient;   /* `!`: when it matches, the probe's later points are dropped */
 	const char *path;  /* process("PATH"), or NULL */
+	int32_t pid;	   /* process(PID): only that process's hits; 0 any */
 	const char *glob;  /* mark("GLOB") */
 	int64_t period_ns; /* timers */
 	int64_t random_ns; /* timer....randomize(M): up to this much either way */
@@ -287,6 +288,7 @@ struct binding {
 	uint64_t name_hash; /* hash of desc->name, for c[$$name] */
 	const char *pp;	    /* process("OBJECT").mark("NAME"), for pp() and errors */
 	const char *pn;	    /* the probe point as written that matched, for pn() */
+	int32_t pid;	    /* process(PID) points: the process whose hits run it; 0 any */
 	int8_t field[32];   /* ref index -> argument index */
 };
 

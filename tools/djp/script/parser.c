@@ -868,6 +868,12 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
 	return NULL;
 }
 
+/* process(PID): a process id */
+static bool pid_arg(const struct tok *t)
+{
+	return t->kind == T_NUM && t->num > 0 && t->num <= INT32_MAX;
+}
+
 static bool no_args(struct tok *const *arg, int ncomp)
 {
 	for (int i = 0; i < ncomp; i++)
@@ -959,18 +965,20 @@ static struct probe_point *probe_point(struct parser *ps)
 				goto bad;
 		}
 	} else if (ncomp == 2 && !strcmp(comp[0], "process") && !strcmp(comp[1], "mark") && arg[1] &&
-		   arg[1]->kind == T_STR && (!arg[0] || arg[0]->kind == T_STR)) {
+		   arg[1]->kind == T_STR && (!arg[0] || arg[0]->kind == T_STR || pid_arg(arg[0]))) {
 		pp->kind = PP_MARK;
-		pp->path = arg[0] ? arg[0]->text : NULL;
+		pp->path = arg[0] && arg[0]->kind == T_STR ? arg[0]->text : NULL;
+		pp->pid = arg[0] && arg[0]->kind == T_NUM ? (int32_t)arg[0]->num : 0;
 		pp->glob = arg[1]->text;
 	} else if (ncomp == 3 && !strcmp(comp[0], "process") && !strcmp(comp[1], "provider") &&
 		   !strcmp(comp[2], "mark") && arg[1] && arg[1]->kind == T_STR && arg[2] && arg[2]->kind == T_STR &&
-		   (!arg[0] || arg[0]->kind == T_STR)) {
+		   (!arg[0] || arg[0]->kind == T_STR || pid_arg(arg[0]))) {
 		/* SystemTap's spelling of an SDT probe: the pattern PROVIDER:NAME */
 		char glob[512];
 		snprintf(glob, sizeof(glob), "%s:%s", arg[1]->text, arg[2]->text);
 		pp->kind = PP_MARK;
-		pp->path = arg[0] ? arg[0]->text : NULL;
+		pp->path = arg[0] && arg[0]->kind == T_STR ? arg[0]->text : NULL;
+		pp->pid = arg[0] && arg[0]->kind == T_NUM ? (int32_t)arg[0]->num : 0;
 		pp->glob = pool_strndup(ps->sc, glob, strlen(glob));
 	} else if (no_args(arg, ncomp) && (ncomp == 1 || !stap_point_missing(comp, ncomp))) {
 		/* a probe alias (a name of dotted words), or an unknown point:

@@ -161,6 +161,45 @@ static bool arg_token(struct pp *p, const struct tok *t, struct tok *out)
 	return true;
 }
 
+/* `$n` whose argument is more than one number or name ('5+5', 'a.b'):
+ * stap pastes its text into the input, lexed as the script is.  True when
+ * t is such a reference (its tokens emitted, placed at t). */
+static bool paste_arg(struct pp *p, const struct tok *t)
+{
+	struct src_file f = { p->sc->file.name, NULL };
+	struct lexer lx;
+	struct tok a;
+	const char *v;
+
+	if (t->kind != T_DOLLAR || !all_digits(t->text) || atoi(t->text) < 1 || atoi(t->text) > p->sc->nargs)
+		return false;
+	v = p->sc->args[atoi(t->text) - 1];
+	{
+		char *end;
+		const char *c = v;
+		(void)strtoll(v, &end, 0);
+		if (*v && !*end)
+			return false; /* a number */
+		while (isalnum((unsigned char)*c) || *c == '_')
+			c++;
+		if (*v && (isalpha((unsigned char)*v) || *v == '_') && !*c)
+			return false; /* a name */
+	}
+	f.text = v;
+	lex_init(&lx, &f, p->sc);
+	for (;;) {
+		if (!lex_next(&lx, &a)) {
+			error_at(p, t, "command line argument $%s ('%s') is not script text", t->text, v);
+			return true;
+		}
+		if (a.kind == T_EOF)
+			return true;
+		a.line = t->line;
+		a.col = t->col;
+		emit(p, &a);
+	}
+}
+
 /* ---- conditions ------------------------------------------------------- */
 
 /* Dotted versions compared field by field: -1, 0, 1. */
@@ -449,6 +488,8 @@ static void process(struct pp *p, const struct tok *t, size_t n, int depth)
 			i = define(p, t, i, n);
 		} else if (t[i].kind == T_AT && (m = macro_named(p, t[i].text))) {
 			i = expand(p, m, t, i, n, depth);
+		} else if (paste_arg(p, &t[i])) {
+			i++;
 		} else if (arg_token(p, &t[i], &a)) {
 			emit(p, &a);
 			i++;
