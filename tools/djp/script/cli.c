@@ -39,7 +39,7 @@ static void usage(FILE *f)
 		   "       djp --dump-functions\n"
 		   "OPTIONS, anywhere on the line as stap takes them: -c CMD, -x PID, -o FILE,\n"
 		   "-v, -p 1|2 (parse, elaborate: print and stop), -D NAME=VALUE (MAXSTRINGLEN,\n"
-		   "MAXMAPENTRIES, MAXNESTING, MAXACTION, MAXERRORS), -w (no warnings), -s N and -b (accepted,\n"
+		   "MAXMAPENTRIES, MAXNESTING, MAXACTION, MAXERRORS, HIST_ELISION), -w (no warnings), -s N and -b (accepted,\n"
 		   "no effect); -g is refused.  ARGUMENTS are the script's $1.. and @1..\n");
 }
 
@@ -55,6 +55,7 @@ static int set_limit(const char *def)
 		{ "MAXNESTING", &script_limits.maxnesting, 1000, 1 },
 		{ "MAXACTION", &script_limits.maxaction, INT64_MAX / 2, 1 },
 		{ "MAXERRORS", &script_limits.maxerrors, 1000000, 0 },
+		{ "HIST_ELISION", &script_limits.hist_elision, HIST_MAX_LINEAR, -1 },
 	};
 	const char *eq = strchr(def, '=');
 	char *end;
@@ -75,7 +76,7 @@ static int set_limit(const char *def)
 	}
 	if (!script_no_warnings)
 		fprintf(stderr, "djp: WARNING: -D %.*s: not a limit of this runtime (MAXSTRINGLEN, MAXMAPENTRIES, "
-				"MAXNESTING, MAXACTION, MAXERRORS); ignored\n",
+				"MAXNESTING, MAXACTION, MAXERRORS, HIST_ELISION); ignored\n",
 			(int)(eq ? eq - def : (long)strlen(def)), def);
 	return 0;
 }

@@ -10,7 +10,8 @@
  * empty buckets on each side (never into the negative half of a log
  * histogram that has no negative values; the under- and overflow rows of a
  * linear one only when they are not empty).  Runs of empty rows that are
- * more than two rows away from data collapse into one "~" line.  Bars are
+ * more than HIST_ELISION rows (-D HIST_ELISION=N, 2 by default; negative:
+ * none collapse) away from data collapse into one "~" line.  Bars are
  * at most 50 '@' wide: when the largest count exceeds 50, each '@' stands
  * for ceil(max/50) hits.  The value column is as wide as its widest label
  * (and at least "value"); the count column right-aligns after the bar.
@@ -20,7 +21,6 @@
 #include "lang.h"
 
 #define HIST_WIDTH 50
-#define HIST_ELISION 2
 
 static int needed_space(int64_t v)
 {
@@ -74,7 +74,7 @@ void hist_print(FILE *out, const struct hist_cfg *h, const struct script_stat *s
 	if (low == -1) { /* no data: the row of value 0 (or start) alone */
 		low = high = h->kind == 1 ? HIST_LOG_BUCKET0 : 1;
 	}
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < HIST_ELISION; i++) { /* that many empty rows of margin */
 		if (h->kind == 1) {
 			if (low != HIST_LOG_BUCKET0 && low > 0)
 				low--;
@@ -109,7 +109,7 @@ void hist_print(FILE *out, const struct hist_cfg *h, const struct script_stat *s
 	for (int i = low; i <= high; i++) {
 		const char *prefix = "";
 		int64_t val, v;
-		int lo = low, hi = high, elide = 1;
+		int lo = low, hi = high, elide = HIST_ELISION >= 0;
 
 		if (i - HIST_ELISION > lo)
 			lo = i - HIST_ELISION;

@@ -54,7 +54,7 @@ struct iter {
 
 /* stap's defaults (lang.h); cli.c's -D changes them before anything runs. */
 struct script_limits script_limits = { .maxstringlen = 512, .maxmapentries = 2048, .maxnesting = 10,
-				       .maxaction = 1000000, .maxerrors = 0 };
+				       .maxaction = 1000000, .maxerrors = 0, .hist_elision = 2 };
 bool script_no_warnings; /* -w */
 
 struct run {

@@ -29,6 +29,7 @@ struct script_limits {
 	int64_t maxnesting;    /* user function call depth (10) */
 	int64_t maxaction;     /* statements per probe hit (1000000) */
 	int64_t maxerrors;     /* run-time errors before the script ends (0) */
+	int64_t hist_elision;  /* empty histogram rows kept next to data (2) */
 };
 extern struct script_limits script_limits;
 #define MAXSTRINGLEN ((size_t)script_limits.maxstringlen)
@@ -36,6 +37,7 @@ extern struct script_limits script_limits;
 #define MAXNESTING ((int)script_limits.maxnesting)
 #define MAXACTION ((uint64_t)script_limits.maxaction)
 #define MAXERRORS ((int)script_limits.maxerrors)
+#define HIST_ELISION ((int)script_limits.hist_elision)
 #define MAXKEYS 9	   /* indexes of an associative array, as stap */
 #define HIST_LOG_BUCKETS 128
 #define HIST_LOG_BUCKET0 64
