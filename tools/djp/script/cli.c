@@ -39,7 +39,8 @@ static void usage(FILE *f)
 		   "       djp --dump-functions\n"
 		   "OPTIONS, anywhere on the line as stap takes them: -c CMD, -x PID, -o FILE,\n"
 		   "-v, -p 1|2 (parse, elaborate: print and stop), -D NAME=VALUE (MAXSTRINGLEN,\n"
-		   "MAXMAPENTRIES, MAXNESTING, MAXACTION, MAXERRORS, HIST_ELISION), -w (no warnings), -s N and -b (accepted,\n"
+		   "MAXMAPENTRIES, MAXNESTING, MAXACTION, MAXACTION_INTERRUPTIBLE, MAXERRORS,\n"
+		   "HIST_ELISION), --suppress-time-limits, -w (no warnings), -s N and -b (accepted,\n"
 		   "no effect); -g is refused.  ARGUMENTS are the script's $1.. and @1..\n");
 }
 
@@ -53,7 +54,8 @@ static int set_limit(const char *def)
 		{ "MAXSTRINGLEN", &script_limits.maxstringlen, 65536, 1 },
 		{ "MAXMAPENTRIES", &script_limits.maxmapentries, 100000000, 1 },
 		{ "MAXNESTING", &script_limits.maxnesting, 1000, 1 },
-		{ "MAXACTION", &script_limits.maxaction, INT64_MAX / 2, 1 },
+		{ "MAXACTION", &script_limits.maxaction, INT64_MAX / 20, 1 },
+		{ "MAXACTION_INTERRUPTIBLE", &script_limits.maxaction_interruptible, INT64_MAX / 2, 1 },
 		{ "MAXERRORS", &script_limits.maxerrors, 1000000, 0 },
 		{ "HIST_ELISION", &script_limits.hist_elision, HIST_MAX_LINEAR, -1 },
 	};
@@ -76,7 +78,7 @@ static int set_limit(const char *def)
 	}
 	if (!script_no_warnings)
 		fprintf(stderr, "djp: WARNING: -D %.*s: not a limit of this runtime (MAXSTRINGLEN, MAXMAPENTRIES, "
-				"MAXNESTING, MAXACTION, MAXERRORS, HIST_ELISION); ignored\n",
+				"MAXNESTING, MAXACTION, MAXACTION_INTERRUPTIBLE, MAXERRORS, HIST_ELISION); ignored\n",
 			(int)(eq ? eq - def : (long)strlen(def)), def);
 	return 0;
 }
@@ -235,6 +237,7 @@ int djp_script_main(int argc, char **argv)
 		{ "replay", required_argument, NULL, 'R' },
 		{ "bench-events", required_argument, NULL, 'B' },
 		{ "dump-functions", no_argument, NULL, 'F' },
+		{ "suppress-time-limits", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -284,6 +287,9 @@ int djp_script_main(int argc, char **argv)
 				optarg);
 			return 1;
 		case 'F': dump_functions(stdout); return 0;
+		case 'T': /* stap's: no MAXACTION */
+			script_limits.maxaction = script_limits.maxaction_interruptible = INT64_MAX / 20;
+			break;
 		case 'e': script_text = optarg; break;
 		case 'c': cmd = optarg; break;
 		case 'x': {

@@ -54,7 +54,8 @@ struct iter {
 
 /* stap's defaults (lang.h); cli.c's -D changes them before anything runs. */
 struct script_limits script_limits = { .maxstringlen = 512, .maxmapentries = 2048, .maxnesting = 10,
-				       .maxaction = 1000000, .maxerrors = 0, .hist_elision = 2 };
+				       .maxaction = 1000, .maxaction_interruptible = 0, .maxerrors = 0,
+				       .hist_elision = 2 };
 bool script_no_warnings; /* -w */
 
 struct run {
@@ -90,6 +91,7 @@ struct run {
 	char **commands;
 	int ncommands;
 	struct tapset_named *named; /* stopwatches, queues, speculations */
+	uint64_t max_actions;	    /* MAXACTION, or MAXACTION_INTERRUPTIBLE in begin, end and error */
 	/* try blocks open, and the message a run-time error leaves for the
 	 * innermost one's catch */
 	int try_depth;
@@ -1335,7 +1337,7 @@ static int exec(struct run *r, struct node *n)
 
 	if (!n)
 		return X_NORMAL;
-	if (++r->actions > MAXACTION)
+	if (++r->actions > r->max_actions)
 		rt_error(r, n, "MAXACTION exceeded");
 	switch (n->kind) {
 	case S_BLOCK:
@@ -1358,7 +1360,7 @@ static int exec(struct run *r, struct node *n)
 				break;
 			if (x == X_RETURN)
 				return x;
-			if (++r->actions > MAXACTION)
+			if (++r->actions > r->max_actions)
 				rt_error(r, n, "MAXACTION exceeded");
 		}
 		return X_NORMAL;
@@ -1373,7 +1375,7 @@ static int exec(struct run *r, struct node *n)
 				return x;
 			if (n->c)
 				eval_any(r, n->c, &(union cell){ 0 });
-			if (++r->actions > MAXACTION)
+			if (++r->actions > r->max_actions)
 				rt_error(r, n, "MAXACTION exceeded");
 		}
 		return X_NORMAL;
@@ -1421,7 +1423,8 @@ static void run_commands(struct run *r)
 	r->ncommands = 0;
 }
 
-static void run_probe(struct run *r, struct probe *p, const struct binding *b, const struct djp_ev *ev, const char *pp)
+static void run_probe(struct run *r, struct probe *p, const struct binding *b, const struct djp_ev *ev, const char *pp,
+		      bool interruptible)
 {
 	jmp_buf jb, *saved = r->jb;
 	int code;
@@ -1435,6 +1438,9 @@ static void run_probe(struct run *r, struct probe *p, const struct binding *b, c
 	r->sp = p->nslots;
 	r->depth = 0;
 	r->actions = 0;
+	/* stap runs begin, end and error probes where they may be interrupted,
+	 * with ten times the statements */
+	r->max_actions = interruptible ? MAXACTION_INTERRUPTIBLE : MAXACTION;
 	r->niters = 0;
 	code = setjmp(jb);
 	if (code == 0) {
@@ -1589,7 +1595,7 @@ static void dispatch(struct run *r, const struct djp_ev *ev)
 	n = r->sc->nby_desc[id];
 	for (int i = 0; i < n && !r->exiting; i++)
 		if (!v[i]->pid || v[i]->pid == ev->pid)
-			run_probe(r, v[i]->probe, v[i], ev, v[i]->pp);
+			run_probe(r, v[i]->probe, v[i], ev, v[i]->pp, false);
 }
 
 static const char *point_text(struct probe *p, int kind)
@@ -1684,7 +1690,7 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 	}
 	/* step 2: begin probes, then let the target run */
 	for (int i = 0; i < sc->nbegins && !r->exiting; i++) {
-		run_probe(r, sc->begins[i], NULL, NULL, point_text(sc->begins[i], PP_BEGIN));
+		run_probe(r, sc->begins[i], NULL, NULL, point_text(sc->begins[i], PP_BEGIN), true);
 		for (struct probe_point *pp = sc->begins[i]->points; pp; pp = pp->next)
 			if (pp->oneshot)
 				r->exiting = true; /* oneshot: once, then the end */
@@ -1729,7 +1735,7 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 				struct timer *t = &sc->timers[i];
 				if (t->due > now)
 					continue;
-				run_probe(r, t->probe, NULL, NULL, point_text(t->probe, PP_TIMER));
+				run_probe(r, t->probe, NULL, NULL, point_text(t->probe, PP_TIMER), false);
 				t->due += timer_period(t);
 				if (t->due <= now)
 					t->due = now + timer_period(t);
@@ -1748,11 +1754,11 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 	r->exiting = false;
 	if (r->failed) {
 		for (int i = 0; i < sc->nerrs && !r->exiting; i++)
-			run_probe(r, sc->errs[i], NULL, NULL, point_text(sc->errs[i], PP_ERROR));
+			run_probe(r, sc->errs[i], NULL, NULL, point_text(sc->errs[i], PP_ERROR), true);
 		goto out;
 	}
 	for (int i = 0; i < sc->nends && !r->exiting; i++)
-		run_probe(r, sc->ends[i], NULL, NULL, point_text(sc->ends[i], PP_END));
+		run_probe(r, sc->ends[i], NULL, NULL, point_text(sc->ends[i], PP_END), true);
 	display_unread(r);
 out:
 	fflush(r->out);

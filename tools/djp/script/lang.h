@@ -27,7 +27,8 @@ struct script_limits {
 	int64_t maxstringlen;  /* strings hold at most this - 1 bytes (512) */
 	int64_t maxmapentries; /* default size limit of an array (2048) */
 	int64_t maxnesting;    /* user function call depth (10) */
-	int64_t maxaction;     /* statements per probe hit (1000000) */
+	int64_t maxaction;     /* statements per probe hit (1000) */
+	int64_t maxaction_interruptible; /* in begin, end, error (0: 10 x maxaction) */
 	int64_t maxerrors;     /* run-time errors before the script ends (0) */
 	int64_t hist_elision;  /* empty histogram rows kept next to data (2) */
 };
@@ -36,6 +37,9 @@ extern struct script_limits script_limits;
 #define MAXMAPENTRIES ((uint32_t)script_limits.maxmapentries)
 #define MAXNESTING ((int)script_limits.maxnesting)
 #define MAXACTION ((uint64_t)script_limits.maxaction)
+#define MAXACTION_INTERRUPTIBLE                                                                 \
+	((uint64_t)(script_limits.maxaction_interruptible ? script_limits.maxaction_interruptible        \
+							  : 10 * script_limits.maxaction))
 #define MAXERRORS ((int)script_limits.maxerrors)
 #define HIST_ELISION ((int)script_limits.hist_elision)
 #define MAXKEYS 9	   /* indexes of an associative array, as stap */
