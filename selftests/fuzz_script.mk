@@ -1,9 +1,10 @@
 # libFuzzer target for the probe-script parser and checker: the script
-# engine without its command line (cli.c) and live source (live.c), which
+# engine without its command line (cli.c), live source (live.c) and the
+# lookup of a site's function (site_function.c), which
 # need a process.
 FUZZ_SCRIPT := $(O)/fuzz/fuzz_script
 FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c lib/escape.c lib/marker_match.c \
-	$(filter-out tools/djp/script/cli.c tools/djp/script/live.c,$(sort $(wildcard tools/djp/script/*.c)))
+	$(filter-out tools/djp/script/cli.c tools/djp/script/live.c tools/djp/script/site_function.c,$(sort $(wildcard tools/djp/script/*.c)))
 
 $(FUZZ_SCRIPT): $(FUZZ_SCRIPT_SRCS)
 	$(call msg,FUZZ,$@)

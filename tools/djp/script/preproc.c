@@ -34,7 +34,7 @@
 #define MACRO_MAX 256
 #define MACRO_PARAMS 16
 #define EXPAND_DEPTH 64	       /* macros within macros */
-#define EXPAND_TOKENS (1u << 17) /* tokens a script may grow to by expansion: 30x
+#define EXPAND_TOKENS (1u << 17) /* tokens a script may grow by expansion: 30x
 				  * the largest real script, and a bound a fuzzer
 				  * gets through in milliseconds */
 
@@ -50,6 +50,7 @@ struct pp {
 	struct script *sc;
 	struct tok *out;
 	size_t nout, cap;
+	size_t limit; /* the input's tokens and EXPAND_TOKENS more */
 	struct macro macro[MACRO_MAX];
 	int nmacros;
 	int errors;
@@ -74,7 +75,7 @@ __attribute__((format(printf, 3, 4))) static void error_at(struct pp *p, const s
 
 static void emit(struct pp *p, const struct tok *t)
 {
-	if (p->nout >= EXPAND_TOKENS) {
+	if (p->nout >= p->limit) {
 		if (!p->stop)
 			error_at(p, t, "the script expands to too many tokens");
 		p->stop = true;
@@ -435,7 +436,7 @@ static size_t expand(struct pp *p, const struct macro *m, const struct tok *t, s
 	}
 	for (int a = 0; a < nargs; a++)
 		cap += argn[a] * m->nbody;
-	if (cap > EXPAND_TOKENS || p->nout + cap > EXPAND_TOKENS) {
+	if (cap > p->limit || p->nout + cap > p->limit) {
 		error_at(p, &t[at], "macro '%s' expands to too many tokens", m->name);
 		p->stop = true;
 		return n;
@@ -501,7 +502,7 @@ static void process(struct pp *p, const struct tok *t, size_t n, int depth)
 
 int preprocess(struct script *sc, struct tok **toks, size_t *ntoks)
 {
-	struct pp p = { .sc = sc };
+	struct pp p = { .sc = sc, .limit = *ntoks + EXPAND_TOKENS };
 	/* the input ends with T_EOF, which is copied like any token */
 	process(&p, *toks, *ntoks, 0);
 	if (p.errors) {
