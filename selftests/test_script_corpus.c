@@ -6,6 +6,7 @@
  * relative to the current directory).  The program's workload is fixed, so
  * each script's stdout and exit status must equal NAME.out and NAME.status
  * (0 when absent).  DJP_REBASE=1 writes them from the actual results.
+ * The program runs with CORPUS_MODE=golden in its environment.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -75,6 +76,7 @@ static int run_case(const char *dir, const char *name, const char *djp, const ch
 		int in = open("/dev/null", O_RDONLY);
 		if (o < 0 || e < 0 || in < 0 || chdir(progdir))
 			_exit(127);
+		setenv("CORPUS_MODE", "golden", 1); /* for env_var() */
 		dup2(in, 0);
 		dup2(o, 1);
 		dup2(e, 2);

@@ -195,6 +195,7 @@ static const struct {
 	/* the function around the marker */
 	{ "probefunc", B_PROBEFUNC, 0, TY_STR, { 0 } },
 	{ "ppfunc", B_PROBEFUNC, 0, TY_STR, { 0 } },
+	{ "env_var", B_ENV_VAR, 1, TY_STR, { TY_STR } },
 };
 
 /* stap tapset functions a script may call that are not built in yet: said
@@ -202,7 +203,7 @@ static const struct {
 static bool stap_function_missing(const char *name)
 {
 	static const char *const missing[] = {
-		"cpu", "env_var", "probemod",
+		"cpu", "probemod",
 		"usymname", "usymdata", "umodname", "ubacktrace", "print_ubacktrace", "print_ubacktrace_brief",
 		"sprint_ubacktrace", "ucallers", "uaddr", "user_long_error", "user_string_warn", "user_string2", "kernel_string", "kernel_long",
 		"kernel_int", "backtrace", "print_backtrace", "symname", "symdata", "task_current", "pid2execname",

@@ -851,6 +851,10 @@ static const char *builtin_s(struct run *r, struct node *n)
 		return buf;
 	}
 	case B_ERRNO_STR: return tapset_errno_str(eval_n(r, n->args[0]));
+	case B_ENV_VAR: {
+		const char *v = tapset_env(ctx_pid(r), eval_s(r, n->args[0]));
+		return arena_strn(r, v, strlen(v));
+	}
 	case B_PROBEFUNC: {
 		const struct djp_ev_desc *d = r->bind ? r->bind->desc : NULL;
 		if (!d || !r->ev)

@@ -8,7 +8,7 @@
  * /proc of a process that has exited is gone, while its events are still
  * being processed: the fields of a pid are read once and kept (a small
  * cache, most recent first), so a late event still gets its process's
- * uid or command line; one that was never read in time gets stap's value
+ * uid, command line or environment; one that was never read in time gets stap's value
  * for an unreadable task, 0 or "".
  */
 #include <ctype.h>
@@ -29,6 +29,8 @@ struct proc_info {
 	char comm[64];
 	char cmdline[512]; /* arguments separated by NULs */
 	size_t cmdline_len;
+	char environ[4096]; /* NAME=VALUE strings separated by NULs */
+	size_t environ_len;
 };
 
 static struct proc_info cache[CACHE];
@@ -62,6 +64,12 @@ static void read_status(struct proc_info *pi)
 	if ((f = fopen(path, "re"))) {
 		pi->cmdline_len = fread(pi->cmdline, 1, sizeof(pi->cmdline) - 1, f);
 		pi->cmdline[pi->cmdline_len] = 0;
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pi->pid);
+	if ((f = fopen(path, "re"))) {
+		pi->environ_len = fread(pi->environ, 1, sizeof(pi->environ) - 1, f);
+		pi->environ[pi->environ_len] = 0;
 		fclose(f);
 	}
 }
@@ -102,6 +110,16 @@ int64_t tapset_proc_field(int32_t pid, enum tapset_field f)
 	case TF_EGID: return pi->egid;
 	}
 	return 0;
+}
+
+const char *tapset_env(int32_t pid, const char *name)
+{
+	const struct proc_info *pi = proc(pid);
+	size_t n = strlen(name);
+	for (size_t i = 0; i < pi->environ_len; i += strlen(pi->environ + i) + 1)
+		if (!strncmp(pi->environ + i, name, n) && pi->environ[i + n] == '=')
+			return pi->environ + i + n + 1;
+	return "";
 }
 
 const char *tapset_comm(int32_t pid)

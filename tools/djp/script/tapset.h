@@ -17,6 +17,9 @@ enum tapset_field { TF_PPID, TF_UID, TF_EUID, TF_GID, TF_EGID };
 void tapset_remember(int32_t pid);
 /* From /proc/PID/status, read once per pid: 0 when it could not be. */
 int64_t tapset_proc_field(int32_t pid, enum tapset_field f);
+/* The value of its environment variable name, as it was at its exec ("" when
+ * none or unknown). */
+const char *tapset_env(int32_t pid, const char *name);
 /* Its command name ("" when unknown). */
 const char *tapset_comm(int32_t pid);
 /* Its command line, the arguments joined by spaces (arg < 0), or argument
