@@ -60,13 +60,15 @@
 #include <stdint.h>
 
 #define DJP_PROTO_MAGIC 0x4a504a44u /* "DJPJ" */
-#define DJP_PROTO_VERSION 5u
+#define DJP_PROTO_VERSION 6u
 #define DJP_PROTO_HDR_SIZE 8u
 #define DJP_PROTO_MAX_PAYLOAD (60u * 1024)
 #define DJP_PROTO_STR_MAX 4096u
 #define DJP_PROBE_ALL 0xffffffffu
 /* CONNECT: keep a pattern that matches nothing now, for objects loaded later */
 #define DJP_CONNECT_PENDING 1u
+/* CONNECT: every event of the session carries its hit's CPU (DJP_EVF_CPU) */
+#define DJP_CONNECT_CPU 2u
 
 enum djp_msg_type {
 	/* requests (tool to agent) */

@@ -26,6 +26,8 @@
  *   u64 args[nargs]
  *   inline strings   for %s arguments: the pointer (u64), then the text,
  *                    NUL-terminated, 8-aligned
+ *   u64 cpu          with DJP_EVF_CPU only: the CPU the hit ran on, the
+ *                    event's last word
  *
  * A %s argument's word is not the pointer but a string descriptor:
  *   bits  0..15  offset from the start of the event of the string: of its
@@ -81,6 +83,7 @@ enum djp_ring_mode {
 /* Event flags. */
 #define DJP_EVF_PAD 0x01     /* padding: skip to the next sub-buffer */
 #define DJP_EVF_STRINGS 0x02 /* some argument words are string descriptors */
+#define DJP_EVF_CPU 0x04     /* the last word is the CPU of the hit */
 #define DJP_MARKER_PAD 0xffffffffu
 
 /* String descriptor fields (see above). */
@@ -279,8 +282,12 @@ uint32_t djp__ring_put_strings(uint64_t *ev, uint32_t size, const uint64_t *args
  * General registers only: no vector or x87 state is touched, except by the
  * %s copy (a system call).
  */
-static inline __attribute__((always_inline)) int djp_ring_record(struct djp_region *r, uint32_t marker_id, const uint64_t *args, unsigned nargs,
-				  uint32_t str_mask, unsigned str_bound)
+/* djp_ring_record, and the CPU of the hit as the event's last word when cpu
+ * is not negative (DJP_EVF_CPU): for a reader that asked for it (a script's
+ * cpu()); with a constant -1 the compiler leaves no trace of it. */
+static inline __attribute__((always_inline)) int djp_ring_record_cpu(struct djp_region *r, uint32_t marker_id,
+								       const uint64_t *args, unsigned nargs,
+								       uint32_t str_mask, unsigned str_bound, int cpu)
 {
 	struct djp_ring_tls *t = &djp_ring_tls;
 	struct djp_slot_hdr *s;
@@ -300,7 +307,7 @@ static inline __attribute__((always_inline)) int djp_ring_record(struct djp_regi
 		ret = -EINVAL;
 		goto lost;
 	}
-	max = DJP_EV_HDR_SIZE + 8 * nargs;
+	max = DJP_EV_HDR_SIZE + 8 * nargs + (cpu >= 0 ? 8 : 0);
 	if (__builtin_expect(str_mask != 0, 0)) {
 		str_mask &= (1u << nargs) - 1;
 		if (!str_bound)
@@ -365,6 +372,11 @@ static inline __attribute__((always_inline)) int djp_ring_record(struct djp_regi
 		size = djp__ring_put_strings(e, size, args, nargs, str_mask, str_bound);
 		flags |= DJP_EVF_STRINGS;
 	}
+	if (cpu >= 0) {
+		e[size / 8] = (uint64_t)cpu;
+		size += 8;
+		flags |= DJP_EVF_CPU;
+	}
 	e[1] = djp_ev_word(marker_id, size, nargs, flags);
 	__atomic_store_n(&s->nevents, s->nevents + 1, __ATOMIC_RELAXED);
 	t->head = at + size;
@@ -382,6 +394,13 @@ out:
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	t->nesting = 0;
 	return ret;
+}
+
+static inline __attribute__((always_inline)) int djp_ring_record(struct djp_region *r, uint32_t marker_id,
+								   const uint64_t *args, unsigned nargs, uint32_t str_mask,
+								   unsigned str_bound)
+{
+	return djp_ring_record_cpu(r, marker_id, args, nargs, str_mask, str_bound, -1);
 }
 
 /*
@@ -510,6 +529,14 @@ static inline const char *djp_event_str(const struct djp_event *ev, unsigned i, 
 	if (flags)
 		*flags = w & (DJP_STR_TRUNCATED | DJP_STR_FAULT | DJP_STR_NULL);
 	return (const char *)ev + o;
+}
+
+/* The CPU a validated event's hit ran on, or -1 when it was not recorded. */
+static inline int djp_event_cpu(const struct djp_event *ev)
+{
+	if (!(ev->flags & DJP_EVF_CPU) || ev->size < DJP_EV_HDR_SIZE + 8u * ev->nargs + 8u)
+		return -1;
+	return (int)*(const uint64_t *)((const char *)ev + ev->size - 8);
 }
 
 /* The pointer a string argument of a validated event was copied from (0

@@ -162,3 +162,32 @@ TEST(ring_string_descriptor_validation)
 	ev->flags = DJP_EVF_STRINGS;
 	CHECK(!djp_event_str(ev, 1, NULL, NULL));
 }
+
+/* DJP_EVF_CPU: the CPU word closes the event, after any string; strings
+ * and arguments read as before, and an event without it says -1. */
+TEST(ring_event_cpu_word)
+{
+	struct djp_region *r = small_region(2, 65536, 4, DJP_RING_DISCARD);
+	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
+	struct collected got = { 0 };
+	uint64_t args[2] = { 7, (uintptr_t) "hi" };
+
+	CHECK(c);
+	CHECK_EQ(djp_ring_record_cpu(r, 1, args, 2, 0x2, 0, 3), 0);
+	CHECK_EQ(djp_ring_record_cpu(r, 2, args, 1, 0, 0, 0), 0);
+	CHECK_EQ(djp_ring_record(r, 3, args, 1, 0, 0), 0);
+	CHECK_EQ(djp_consumer_drain(c, &collect_ops, &got), 3);
+	CHECK_EQ(got.ev[0]->flags, DJP_EVF_STRINGS | DJP_EVF_CPU);
+	CHECK_EQ(djp_event_cpu(got.ev[0]), 3);
+	CHECK_STR(str_arg(got.ev[0], 1, NULL, NULL), "hi");
+	CHECK_EQ(got.ev[0]->args[0], 7);
+	CHECK_EQ(got.ev[0]->size, 16 + 16 + 8 + 8 + 8); /* words, pointer, "hi\0", cpu */
+	CHECK_EQ(got.ev[1]->flags, DJP_EVF_CPU);
+	CHECK_EQ(djp_event_cpu(got.ev[1]), 0);
+	CHECK_EQ(got.ev[1]->size, 16 + 8 + 8);
+	CHECK_EQ(djp_event_cpu(got.ev[2]), -1);
+	CHECK_EQ(got.ev[2]->size, 16 + 8);
+	djp_consumer_close(c);
+	djp_region_destroy(r);
+	collected_free(&got);
+}

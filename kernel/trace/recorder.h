@@ -40,6 +40,9 @@ struct djp_recorder {
 	unsigned nstr_pat;
 	unsigned str_gen;
 	uint64_t *str_cache; /* DJP_RECORDER_MAX_IDS entries, or NULL */
+	/* each event carries its hit's CPU (DJP_EVF_CPU): a reader asked
+	 * (DJP_CONNECT_CPU); such hits take the general entry, not the fast */
+	bool cpu;
 };
 
 /* A recorder with a new ring region; NULL with errno set. */

@@ -196,6 +196,7 @@ static const struct {
 	{ "probefunc", B_PROBEFUNC, 0, TY_STR, { 0 } },
 	{ "ppfunc", B_PROBEFUNC, 0, TY_STR, { 0 } },
 	{ "env_var", B_ENV_VAR, 1, TY_STR, { TY_STR } },
+	{ "cpu", B_CPU, 0, TY_LONG, { 0 } },
 };
 
 /* stap tapset functions a script may call that are not built in yet: said
@@ -203,7 +204,7 @@ static const struct {
 static bool stap_function_missing(const char *name)
 {
 	static const char *const missing[] = {
-		"cpu", "probemod",
+		"probemod",
 		"usymname", "usymdata", "umodname", "ubacktrace", "print_ubacktrace", "print_ubacktrace_brief",
 		"sprint_ubacktrace", "ucallers", "uaddr", "user_long_error", "user_string_warn", "user_string2", "kernel_string", "kernel_long",
 		"kernel_int", "backtrace", "print_backtrace", "symname", "symdata", "task_current", "pid2execname",
@@ -493,6 +494,8 @@ static int call(struct checker *ck, struct node *n)
 				}
 				n->kind = N_BUILTIN;
 				n->op = builtins[i].id;
+				if (n->op == B_CPU)
+					ck->sc->uses_cpu = true;
 				break;
 			}
 			if (n->kind != N_BUILTIN && named >= 0) {

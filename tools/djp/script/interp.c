@@ -24,6 +24,7 @@
  */
 #include <ctype.h>
 #include <regex.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -628,6 +629,8 @@ static int64_t builtin_named(struct run *r, struct node *n)
 		return (int64_t)(((uint64_t)random() << 31 ^ (uint64_t)random()) % (uint64_t)range);
 	}
 	case B_NUM_ONLINE_CPUS: return sysconf(_SC_NPROCESSORS_ONLN);
+	case B_CPU: /* the hit's; begin, end and timers run in the tool */
+		return r->ev ? (r->ev->cpu >= 0 ? r->ev->cpu : 0) : sched_getcpu();
 	case B_USER_I8: return user_integer(r, n, 1, true);
 	case B_USER_I16: return user_integer(r, n, 2, true);
 	case B_USER_I32: return user_integer(r, n, 4, true);
@@ -1683,7 +1686,9 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 				}
 				probe_strings(p, &globs[k]);
 			}
-		int rc = src->ops->arm(src, ids, n, globs, nglobs);
+		int rc;
+		src->want_cpu = sc->uses_cpu;
+		rc = src->ops->arm(src, ids, n, globs, nglobs);
 		free(globs);
 		free(ids);
 		if (rc < 0) {

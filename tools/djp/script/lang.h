@@ -162,7 +162,7 @@ enum builtin {
 	/* integers of the target: user_int8 .. user_uint64 and stap's C-named aliases */
 	B_USER_I8, B_USER_I16, B_USER_I32, B_USER_I64, B_USER_U8, B_USER_U16, B_USER_U32, B_USER_U64,
 	B_PROBEFUNC, /* probefunc(), ppfunc(): the function around the marker */
-	B_ENV_VAR,
+	B_ENV_VAR, B_CPU,
 };
 enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG, A_VARIANCE };
 enum print_kind { P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD };
@@ -329,6 +329,7 @@ struct script {
 	/* the regexes =~ compiled (regex_t), freed by script_release */
 	void **regexes;
 	int nregexes;
+	bool uses_cpu; /* cpu() is called: the events must carry their CPU */
 	/* the tokens the parser read, kept for -p1 */
 	struct tok *toks;
 	size_t ntoks;

@@ -95,6 +95,13 @@ struct live {
 	struct site_functions *fns; /* probefunc()'s answers, made when first asked */
 };
 
+/* CONNECT's flags: patterns kept for objects loaded later, and the CPU
+ * of each hit when the script asks cpu() */
+static unsigned connect_flags(const struct live *l)
+{
+	return DJP_CONNECT_PENDING | (l->src.want_cpu ? DJP_CONNECT_CPU : 0);
+}
+
 static uint64_t clock_ns(clockid_t c)
 {
 	struct timespec ts;
@@ -235,7 +242,7 @@ static void keep_kid(struct live *l, struct session *k, bool start)
 	if (ok)
 		tapset_remember(k->pid);
 	for (unsigned i = 0; ok && i < l->nglobs; i++)
-		ok = !session_connect(k, l->globs[i].glob, DJP_CONNECT_PENDING, l->globs[i].str_args,
+		ok = !session_connect(k, l->globs[i].glob, connect_flags(l), l->globs[i].str_args,
 				      l->globs[i].str_bound, &nsites);
 	if (ok && !session_kids_follow(&l->kids, k) && (!start || !session_start(k)))
 		session_kids_keep(&l->kids, k);
@@ -306,6 +313,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			ev->tid = (int32_t)s->batch[i].tid;
 			ev->comm = l->comm[0] ? l->comm : NULL;
 			ev->nargs = n;
+			ev->cpu = djp_event_cpu(e);
 			for (unsigned i = 0; i < n; i++) {
 				uint64_t flags = 0;
 				ev->strs[i] = djp_event_str(e, i, NULL, &flags);
@@ -365,7 +373,7 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	for (unsigned i = 0; i < nglobs; i++) {
 		unsigned nsites;
 		/* pending: an optional point ('?') may match nothing yet */
-		if (!session_connect(&l->s, globs[i].glob, DJP_CONNECT_PENDING, globs[i].str_args, globs[i].str_bound,
+		if (!session_connect(&l->s, globs[i].glob, connect_flags(l), globs[i].str_args, globs[i].str_bound,
 				     &nsites))
 			continue;
 		fprintf(stderr, "djp: %s: %s\n", globs[i].glob, l->s.errmsg);

@@ -45,6 +45,10 @@ struct replay {
 		size_t len;
 	} mems[32];
 	unsigned nmems;
+	struct { /* `cpu TID N`: the thread's events ran on CPU N (else 0) */
+		int32_t tid, cpu;
+	} cpus[64];
+	unsigned ncpus;
 };
 
 static char *own(struct replay *r, const char *s, size_t n)
@@ -260,6 +264,12 @@ int djp_replay_open(const char *path, struct djp_source **out, char *err, size_t
 				FAIL("%s:%d: bad comm line", path, lineno);
 			r->comms[r->ncomms].pid = (int32_t)v;
 			r->comms[r->ncomms++].comm = w[2];
+		} else if (!strcmp(w[0], "cpu") && n == 3) {
+			int64_t t, c;
+			if (!parse_i64(w[1], &t) || !parse_i64(w[2], &c) || c < 0 || r->ncpus == 64)
+				FAIL("%s:%d: expected: cpu TID N", path, lineno);
+			r->cpus[r->ncpus].tid = (int32_t)t;
+			r->cpus[r->ncpus++].cpu = (int32_t)c;
 		} else if (!strcmp(w[0], "function") && n == 3) {
 			unsigned d;
 			for (d = 0; d < r->ndescs && strcmp(r->descs[d].name, w[1]); d++)
@@ -314,6 +324,10 @@ int djp_replay_open(const char *path, struct djp_source **out, char *err, size_t
 			ev->ts_ns = (uint64_t)ts;
 			ev->pid = (int32_t)pid;
 			ev->tid = (int32_t)tid;
+			ev->cpu = 0;
+			for (unsigned c = 0; c < r->ncpus; c++)
+				if (r->cpus[c].tid == ev->tid)
+					ev->cpu = r->cpus[c].cpu;
 			ev->nargs = (unsigned)(n - 5);
 			for (int i = 5; i < n; i++) {
 				if (q[i]) {
@@ -379,6 +393,7 @@ static int synth_next(struct djp_source *s, struct djp_ev *ev, uint64_t deadline
 	ev->desc = d;
 	ev->ts_ns = y->clock;
 	ev->pid = ev->tid = 4242;
+	ev->cpu = 0;
 	ev->comm = NULL;
 	ev->nargs = d->nargs;
 	for (unsigned i = 0; i < d->nargs; i++) {

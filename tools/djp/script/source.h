@@ -56,6 +56,7 @@ struct djp_ev {
 	const char *strs[DJP_EV_MAX_ARGS]; /* for %s arguments, else NULL */
 	/* strs[i] is the readable prefix of a string whose copy faulted */
 	bool str_fault[DJP_EV_MAX_ARGS];
+	int32_t cpu; /* the CPU of the hit, or -1 when not recorded */
 };
 
 enum {
@@ -107,6 +108,7 @@ struct djp_source {
 	const struct djp_ev_desc *descs;
 	unsigned ndescs;
 	int32_t target_pid; /* the -c or -x process, or 0 */
+	bool want_cpu;	    /* set before arm: events should carry their CPU */
 };
 
 struct djp_source_opts {
