@@ -1269,6 +1269,54 @@ static int expand_aliases(struct script *sc)
 	return errors;
 }
 
+static bool uses_defined(const struct node *n)
+{
+	if (!n)
+		return false;
+	if (n->kind == N_DEFINED)
+		return true;
+	if (uses_defined(n->a) || uses_defined(n->b) || uses_defined(n->c) || uses_defined(n->d) ||
+	    uses_defined(n->fe_limit) || uses_defined(n->fe_slice))
+		return true;
+	for (int i = 0; i < n->nargs; i++)
+		if (uses_defined(n->args[i]))
+			return true;
+	return false;
+}
+
+/*
+ * stap elaborates each point of a probe on its own, so @defined($x) can be
+ * true at one marker and false at another.  A probe of several points whose
+ * body asks @defined becomes one probe per point, each with its own copy
+ * of the body (unless a point is `!`, whose meaning is about the list).
+ */
+static void split_for_defined(struct script *sc)
+{
+	for (struct probe *p = sc->probes; p; p = p->next) {
+		bool sufficient = false;
+		if (!p->points || !p->points->next || (!uses_defined(p->body) && !uses_defined(p->cond)))
+			continue;
+		for (struct probe_point *pp = p->points; pp; pp = pp->next)
+			sufficient |= pp->sufficient;
+		if (sufficient)
+			continue;
+		while (p->points->next) {
+			struct probe *np = pool_alloc(sc, sizeof(*np));
+			struct probe_point *last = p->points, *prev = NULL;
+			while (last->next)
+				prev = last, last = last->next;
+			prev->next = NULL;
+			*np = *p;
+			np->points = last;
+			np->body = clone_node(sc, p->body);
+			np->cond = clone_node(sc, p->cond);
+			np->index = sc->nprobes++;
+			np->next = p->next; /* the later points after: the order written */
+			p->next = np;
+		}
+	}
+}
+
 int parse_script(struct script *sc)
 {
 	struct parser ps = { .sc = sc };
@@ -1331,6 +1379,7 @@ int parse_script(struct script *sc)
 	sc->ntoks = ps.ntoks;
 	if (expand_aliases(sc))
 		return 1;
+	split_for_defined(sc);
 	if (!sc->probes) {
 		diag(sc, 0, 0, "semantic error", "no probes found");
 		return 1;
