@@ -92,12 +92,12 @@ static void leave(struct parser *ps, int levels)
 	ps->depth -= levels;
 }
 
-static bool is_op(struct tok *t, const char *op)
+static bool is_op(const struct tok *t, const char *op)
 {
 	return t->kind == T_OP && !strcmp(t->text, op);
 }
 
-static bool is_kw(struct tok *t, const char *kw)
+static bool is_kw(const struct tok *t, const char *kw)
 {
 	return t->kind == T_IDENT && !strcmp(t->text, kw);
 }
@@ -1011,6 +1011,8 @@ bad:
 }
 
 /* probe NAME = POINTS { } or probe NAME += POINTS { }: an alias. */
+static void brace_points(struct parser *ps);
+
 static bool alias_decl(struct parser *ps)
 {
 	struct tok *name = peek(ps, 0), *op;
@@ -1038,6 +1040,7 @@ static bool alias_decl(struct parser *ps)
 	a->epilogue = is_op(op, "+=");
 	tail = &a->points;
 	do {
+		brace_points(ps);
 		*tail = probe_point(ps);
 		tail = &(*tail)->next;
 	} while (accept(ps, ","));
@@ -1045,6 +1048,118 @@ static bool alias_decl(struct parser *ps)
 	a->next = ps->sc->aliases;
 	ps->sc->aliases = a;
 	return true;
+}
+
+/* ---- brace expansion of probe points ------------------------------------ */
+
+#define BRACE_MAX 1024 /* points one expansion may make */
+
+struct toklist {
+	struct tok *v;
+	size_t n, cap;
+};
+
+static void tl_add(struct toklist *l, const struct tok *t, size_t n)
+{
+	if (l->n + n > l->cap) {
+		l->cap = (l->n + n) * 2 + 16;
+		l->v = realloc(l->v, sizeof(*l->v) * l->cap);
+		if (!l->v)
+			abort();
+	}
+	memcpy(l->v + l->n, t, sizeof(*t) * n);
+	l->n += n;
+}
+
+/* t[0..n) is one point's tokens: append every point its braces stand for,
+ * in product order, each followed by a ','.  False past BRACE_MAX. */
+static bool expand_braces(const struct tok *t, size_t n, struct toklist *out, size_t *made)
+{
+	size_t open = n, close = 0, depth = 0, start;
+	struct toklist alt = { 0 };
+	bool ok = true;
+
+	for (size_t i = 0; i < n && open == n; i++)
+		if (is_op(&t[i], "{") && (i == 0 || is_op(&t[i - 1], ".")))
+			open = i;
+	if (open == n) {
+		if (++*made > BRACE_MAX)
+			return false;
+		tl_add(out, t, n);
+		tl_add(out, &(struct tok){ .kind = T_OP, .text = ",", .len = 1, .line = t[n - 1].line,
+					   .col = t[n - 1].col }, 1);
+		return true;
+	}
+	for (close = open; close < n; close++) {
+		if (is_op(&t[close], "{"))
+			depth++;
+		else if (is_op(&t[close], "}") && --depth == 0)
+			break;
+	}
+	if (close == n)
+		return false;
+	start = open + 1;
+	for (size_t i = open + 1; i <= close && ok; i++) {
+		if (is_op(&t[i], "{"))
+			depth++;
+		else if (is_op(&t[i], "}") && i < close)
+			depth--;
+		if (depth == 0 && (is_op(&t[i], ",") || i == close)) {
+			/* prefix, this alternative, suffix */
+			alt.n = 0;
+			tl_add(&alt, t, open);
+			tl_add(&alt, t + start, i - start);
+			tl_add(&alt, t + close + 1, n - close - 1);
+			ok = alt.n && expand_braces(alt.v, alt.n, out, made);
+			start = i + 1;
+		}
+	}
+	free(alt.v);
+	return ok;
+}
+
+/* At a probe point: if its components hold `{a,b}` expansions, replace its
+ * tokens by the points they stand for, comma-separated (langref: brace
+ * expansion).  A '{' opens an expansion at a point's start or after a '.';
+ * any other '{' at depth 0 is the probe's body. */
+static void brace_points(struct parser *ps)
+{
+	size_t i = ps->pos, depth = 0, made = 0;
+	bool any = false;
+	struct toklist out = { 0 };
+
+	for (; i < ps->ntoks && ps->toks[i].kind != T_EOF; i++) {
+		struct tok *t = &ps->toks[i];
+		bool opens = is_op(t, "{") && (i == ps->pos || is_op(&ps->toks[i - 1], ".") ||
+					       (depth && (is_op(&ps->toks[i - 1], ",") || is_op(&ps->toks[i - 1], "{"))));
+		if (opens) {
+			depth++;
+			any = true;
+		} else if (depth && is_op(t, "}")) {
+			depth--;
+		} else if (!depth && (is_op(t, ",") || is_op(t, "{") || is_kw(t, "if") || is_op(t, "="))) {
+			break;
+		}
+	}
+	if (!any)
+		return;
+	if (depth || !expand_braces(ps->toks + ps->pos, i - ps->pos, &out, &made)) {
+		free(out.v);
+		if (made > BRACE_MAX)
+			fail_at(ps, peek(ps, 0), "brace expansion makes more than %d probe points", BRACE_MAX);
+		fail_at(ps, peek(ps, 0), "unbalanced '{' in a probe point");
+	}
+	out.n--; /* the last ',' */
+	{
+		struct toklist all = { 0 };
+		tl_add(&all, ps->toks, ps->pos);
+		tl_add(&all, out.v, out.n);
+		tl_add(&all, ps->toks + i, ps->ntoks - i);
+		free(ps->toks);
+		ps->toks = all.v;
+		ps->ntoks = all.n;
+	}
+	free(out.v);
 }
 
 static void probe_decl(struct parser *ps, struct tok *kw)
@@ -1059,6 +1174,7 @@ static void probe_decl(struct parser *ps, struct tok *kw)
 	p->line = kw->line;
 	p->col = kw->col;
 	do {
+		brace_points(ps);
 		*tail = probe_point(ps);
 		tail = &(*tail)->next;
 	} while (accept(ps, ","));
