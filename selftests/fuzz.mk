@@ -10,7 +10,7 @@ $(FUZZ_MARKERS): $(FUZZ_MARKERS_SRCS) lib/markers.h lib/argloc.h $(O)/selftests/
 	$(call msg,CLANG,$@)
 	$(Q)mkdir -p $(@D) $(FUZZ_MARKERS_CORPUS)
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -I. -Iinclude -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -o $@ $(FUZZ_MARKERS_SRCS)
+		-fno-sanitize-recover=all -o $@ $(FUZZ_MARKERS_SRCS)
 	$(Q)for s in markers:0 note.stapsdt:1; do \
 		objcopy -O binary --only-section=.$${s%:*} $(O)/selftests/progs/markers_example $(@D)/seed.tmp && \
 		{ printf "\\$${s#*:}"; cat $(@D)/seed.tmp; } > $(FUZZ_MARKERS_CORPUS)/seed-$${s%:*}; done; \

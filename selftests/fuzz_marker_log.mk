@@ -10,6 +10,6 @@ $(FUZZ_MLOG): $(FUZZ_MLOG_SRCS) lib/marker_log.h lib/proto.h
 	$(call msg,CLANG,$@)
 	$(Q)mkdir -p $(@D) $(FUZZ_MLOG_CORPUS)
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -I. -Iinclude -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -o $@ $(FUZZ_MLOG_SRCS)
+		-fno-sanitize-recover=all -o $@ $(FUZZ_MLOG_SRCS)
 
 FUZZ_TARGETS += $(FUZZ_MLOG)

@@ -9,6 +9,6 @@ FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c lib/escape.c lib/m
 $(FUZZ_SCRIPT): $(FUZZ_SCRIPT_SRCS)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude -I. -o $@ $(FUZZ_SCRIPT_SRCS)
+	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude -I. -o $@ $(FUZZ_SCRIPT_SRCS)
 
 FUZZ_TARGETS += $(FUZZ_SCRIPT)

@@ -1053,6 +1053,7 @@ static bool alias_decl(struct parser *ps)
 /* ---- brace expansion of probe points ------------------------------------ */
 
 #define BRACE_MAX 1024 /* points one expansion may make */
+#define BRACE_DEPTH 32 /* braces within braces */
 
 struct toklist {
 	struct tok *v;
@@ -1061,6 +1062,8 @@ struct toklist {
 
 static void tl_add(struct toklist *l, const struct tok *t, size_t n)
 {
+	if (!n)
+		return;
 	if (l->n + n > l->cap) {
 		l->cap = (l->n + n) * 2 + 16;
 		l->v = realloc(l->v, sizeof(*l->v) * l->cap);
@@ -1073,7 +1076,7 @@ static void tl_add(struct toklist *l, const struct tok *t, size_t n)
 
 /* t[0..n) is one point's tokens: append every point its braces stand for,
  * in product order, each followed by a ','.  False past BRACE_MAX. */
-static bool expand_braces(const struct tok *t, size_t n, struct toklist *out, size_t *made)
+static bool expand_braces(const struct tok *t, size_t n, struct toklist *out, size_t *made, int level)
 {
 	size_t open = n, close = 0, depth = 0, start;
 	struct toklist alt = { 0 };
@@ -1096,7 +1099,7 @@ static bool expand_braces(const struct tok *t, size_t n, struct toklist *out, si
 		else if (is_op(&t[close], "}") && --depth == 0)
 			break;
 	}
-	if (close == n)
+	if (close == n || level == BRACE_DEPTH)
 		return false;
 	start = open + 1;
 	for (size_t i = open + 1; i <= close && ok; i++) {
@@ -1110,7 +1113,7 @@ static bool expand_braces(const struct tok *t, size_t n, struct toklist *out, si
 			tl_add(&alt, t, open);
 			tl_add(&alt, t + start, i - start);
 			tl_add(&alt, t + close + 1, n - close - 1);
-			ok = alt.n && expand_braces(alt.v, alt.n, out, made);
+			ok = alt.n && expand_braces(alt.v, alt.n, out, made, level + 1);
 			start = i + 1;
 		}
 	}
@@ -1143,11 +1146,11 @@ static void brace_points(struct parser *ps)
 	}
 	if (!any)
 		return;
-	if (depth || !expand_braces(ps->toks + ps->pos, i - ps->pos, &out, &made)) {
+	if (depth || !expand_braces(ps->toks + ps->pos, i - ps->pos, &out, &made, 0)) {
 		free(out.v);
 		if (made > BRACE_MAX)
 			fail_at(ps, peek(ps, 0), "brace expansion makes more than %d probe points", BRACE_MAX);
-		fail_at(ps, peek(ps, 0), "unbalanced '{' in a probe point");
+		fail_at(ps, peek(ps, 0), "unbalanced '{' in a probe point, or braces nested over %d deep", BRACE_DEPTH);
 	}
 	out.n--; /* the last ',' */
 	{
