@@ -76,7 +76,9 @@ static void desired_state(const struct djp_site *s, const struct djp_handler_lis
 		full |= !(l->h[i].flags & DJP_GPR_ONLY);
 	}
 	*flavour = full ? DJP_FULL : l->wants_prefetch ? DJP_LEAN_PREFETCH : DJP_LEAN;
-	if (force_int3 || s->no_jump || s->len < X86_JMP_REL32_LEN || (full && !arch_xsave_size()))
+	/* an instruction probe is an int3 probe with its instruction run out
+	 * of line (kernel/points.c) */
+	if (force_int3 || s->no_jump || s->len < X86_JMP_REL32_LEN || (full && !arch_xsave_size()) || s->obj->parent)
 		*state = SITE_INT3;
 	else
 		*state = SITE_JUMP;
@@ -106,7 +108,7 @@ static struct djp_trap_table *trap_table_build(struct djp_trap_entry *extra, siz
 		for (size_t i = 0; i < o->nsites; i++) {
 			struct djp_site *s = &o->sites[i];
 			if (s->state == SITE_INT3 && !s->in_batch)
-				t->e[k++] = (struct djp_trap_entry){ s->addr, 0, s, DJP_TRAP_PROBE, s->len };
+				t->e[k++] = (struct djp_trap_entry){ s->addr, s->ool, s, DJP_TRAP_PROBE, s->len };
 		}
 	for (size_t j = 0; j < nskip; j++)
 		skip[j]->in_batch = false;
@@ -145,7 +147,7 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 	req_idx = calloc(n, sizeof(*req_idx));
 	if (!req_idx || !state || !flavour || !old_lists || !pokes || !entries || !reqs || !changing) {
 		err = -ENOMEM;
-		goto out;
+		goto unpublished;
 	}
 
 	/* Steps 1 and 2. */
@@ -153,7 +155,13 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 		desired_state(sites[i], new_lists[i], &state[i], &flavour[i]);
 		if (state[i] == SITE_JUMP && flavour[i] == DJP_FULL && vector_use(sites[i]->obj) == DJP_VEC_OTHER)
 			state[i] = SITE_INT3; /* state no trampoline saves */
-		if (state[i] == SITE_JUMP && !sites[i]->tramp[flavour[i]] && !sites[i]->no_jump)
+		if (state[i] == SITE_INT3 && sites[i]->obj->parent && !sites[i]->ool)
+			req_idx[nreqs] = i, reqs[nreqs++] = (struct djp_tramp_req){ .site = sites[i]->addr,
+								.len = sites[i]->len,
+								.flavour = DJP_OOL,
+								.ds = sites[i],
+								.code = sites[i]->orig };
+		else if (state[i] == SITE_JUMP && !sites[i]->tramp[flavour[i]] && !sites[i]->no_jump)
 			req_idx[nreqs] = i, reqs[nreqs++] = (struct djp_tramp_req){ .site = sites[i]->addr,
 								.len = sites[i]->len,
 								.flavour = flavour[i],
@@ -172,7 +180,13 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 		arch_tramp_create(reqs, nreqs);
 		for (size_t r = 0; r < nreqs; r++) {
 			size_t i = req_idx[r];
-			if (reqs[r].entry)
+			if (reqs[r].flavour == DJP_OOL) {
+				/* no int3 probe at an instruction without its copy */
+				if (!(sites[i]->ool = reqs[r].entry)) {
+					err = reqs[r].err ? reqs[r].err : -ENOMEM;
+					goto unpublished;
+				}
+			} else if (reqs[r].entry)
 				sites[i]->tramp[flavour[i]] = reqs[r].entry;
 			else {
 				sites[i]->no_jump |= reqs[r].err == -ERANGE;
@@ -190,22 +204,22 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 		djp_site_expected(s, s->state, s->flavour, cur);
 		if (memcmp((void *)s->addr, cur, s->len)) {
 			err = -EBUSY;
-			goto out;
+			goto unpublished;
 		}
 		pokes[npokes].addr = s->addr;
 		pokes[npokes].len = s->len;
 		memcpy(pokes[npokes].old, cur, s->len);
 		djp_site_expected(s, state[i], flavour[i], pokes[npokes].new);
 		if (state[i] == SITE_IDLE)
-			entries[npokes] = (struct djp_trap_entry){ s->addr, 0, s, DJP_TRAP_SKIP, s->len };
+			entries[npokes] = (struct djp_trap_entry){ s->addr, s->ool, s, DJP_TRAP_SKIP, s->len };
 		else if (state[i] == SITE_JUMP)
 			entries[npokes] = (struct djp_trap_entry){ s->addr, s->tramp[flavour[i]], s, DJP_TRAP_JUMP, s->len };
 		else
-			entries[npokes] = (struct djp_trap_entry){ s->addr, 0, s, DJP_TRAP_PROBE, s->len };
+			entries[npokes] = (struct djp_trap_entry){ s->addr, s->ool, s, DJP_TRAP_PROBE, s->len };
 		changing[npokes++] = s;
 	}
 	if (npokes && (err = djp_check_sigblk()))
-		goto out;
+		goto unpublished;
 
 	/* Step 4. */
 	for (size_t i = 0; i < n; i++)
@@ -249,6 +263,10 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 		}
 	for (size_t i = 0; i < n; i++)
 		free(old_lists[i]);
+	goto out;
+unpublished: /* refused before step 4: the new lists were never seen */
+	for (size_t i = 0; i < n; i++)
+		free((void *)new_lists[i]);
 out:
 	free(state);
 	free(flavour);

@@ -25,12 +25,7 @@
 #include "kernel/engine.h"
 #include "lib/marker_match.h"
 
-struct site_vec {
-	struct djp_site **v;
-	size_t n, cap;
-};
-
-static int push(struct site_vec *sv, struct djp_site *s)
+int djp_site_vec_push(struct site_vec *sv, struct djp_site *s)
 {
 	if (sv->n == sv->cap) {
 		void *nv = realloc(sv->v, (sv->cap = sv->cap ? 2 * sv->cap : 16) * sizeof(*sv->v));
@@ -52,7 +47,7 @@ static bool carries(const struct djp_site *s, int id)
 }
 
 /* Give each site its list with `add` added or `remove_id` gone. */
-static int change_probe(struct site_vec *sv, const struct djp_probe *add, int remove_id)
+int djp_change_probe(struct site_vec *sv, const struct djp_probe *add, int remove_id)
 {
 	const struct djp_handler_list **lists;
 	int err = 0;
@@ -81,18 +76,20 @@ int djp_probe_attach(const struct djp_probe *p, size_t *matched)
 	struct site_vec sv = { 0 };
 	size_t closing = 0;
 	int err = 0;
+	if (p->point)
+		return djp_point_attach(p, matched);
 	for (struct djp_object *o = djp_objects; o && !err; o = o->next)
-		for (size_t i = 0; i < o->nsites && !err; i++) {
+		for (size_t i = 0; i < o->nsites && !err && !o->parent; i++) {
 			struct djp_site *s = &o->sites[i];
 			if (!djp_marker_match(p->pattern, s->m->provider, s->m->name))
 				continue;
 			if (o->closing)
 				closing++;
 			else if (!carries(s, p->id))
-				err = push(&sv, s);
+				err = djp_site_vec_push(&sv, s);
 		}
 	if (!err)
-		err = change_probe(&sv, p, -1);
+		err = djp_change_probe(&sv, p, -1);
 	if (matched)
 		*matched = sv.n + closing;
 	free(sv.v);
@@ -116,9 +113,9 @@ int djp_probe_detach(int id)
 	for (struct djp_object *o = djp_objects; o && !err; o = o->next)
 		for (size_t i = 0; i < o->nsites && !err; i++)
 			if (carries(&o->sites[i], id))
-				err = push(&sv, &o->sites[i]);
+				err = djp_site_vec_push(&sv, &o->sites[i]);
 	if (!err)
-		err = change_probe(&sv, NULL, id);
+		err = djp_change_probe(&sv, NULL, id);
 	free(sv.v);
 	return err;
 }
@@ -131,7 +128,7 @@ int djp_objects_detach(struct djp_object *const *objs, size_t nobjs)
 	for (size_t k = 0; k < nobjs && !err; k++)
 		for (size_t i = 0; i < objs[k]->nsites && !err; i++)
 			if (atomic_load(&objs[k]->sites[i].handlers))
-				err = push(&sv, &objs[k]->sites[i]);
+				err = djp_site_vec_push(&sv, &objs[k]->sites[i]);
 	if (!err && sv.n) {
 		if (!(empty = calloc(sv.n, sizeof(*empty))))
 			err = -ENOMEM;

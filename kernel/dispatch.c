@@ -147,6 +147,20 @@ DJP_API uintptr_t djp_hit_site(const struct djp_hit *hit)
 	return djp__hit_site(hit)->addr;
 }
 
+/* DWARF's x86-64 register numbers (the psABI's table) to the view's. */
+static const signed char view_of_dwarf[17] = {
+	DJP_REG_RAX, DJP_REG_RDX, DJP_REG_RCX, DJP_REG_RBX, DJP_REG_RSI, DJP_REG_RDI,
+	DJP_REG_RBP, DJP_REG_RSP, DJP_REG_R8,  DJP_REG_R9,  DJP_REG_R10, DJP_REG_R11,
+	DJP_REG_R12, DJP_REG_R13, DJP_REG_R14, DJP_REG_R15, DJP_REG_RIP,
+};
+
+DJP_API uint64_t djp_hit_reg(const struct djp_hit *hit, unsigned dwarf_reg)
+{
+	if (dwarf_reg >= sizeof(view_of_dwarf))
+		return 0;
+	return hit->regs.r[view_of_dwarf[dwarf_reg]];
+}
+
 DJP_API int64_t djp_hit_arg(const struct djp_hit *hit, unsigned i)
 {
 	const struct djp_site *s = djp__hit_site(hit);

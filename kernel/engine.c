@@ -177,17 +177,24 @@ int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned fl
 	size_t matched = 0;
 	int err;
 
-	if (!pattern || !fn || (flags & ~(DJP_GPR_ONLY | DJP_FORCE_INT3)))
+	struct djp_point *point = opts ? opts->point : NULL;
+	if ((!pattern && !point) || !fn || (flags & ~(DJP_GPR_ONLY | DJP_FORCE_INT3))) {
+		djp_point_free(point);
 		return fail(-EINVAL);
-	if (engine_busy_here())
+	}
+	if (engine_busy_here()) {
+		djp_point_free(point);
 		return fail(-EDEADLK);
+	}
 	djp_engine_lock_take();
 	if ((err = djp_engine_init_locked()) || (err = djp_objects_refresh()))
 		goto out;
-	if (!(p = calloc(1, sizeof(*p))) || !(p->pattern = strdup(pattern))) {
+	if (!(p = calloc(1, sizeof(*p))) || !(p->pattern = strdup(pattern ? pattern : ""))) {
 		err = -ENOMEM;
 		goto out;
 	}
+	p->point = point;
+	point = NULL;
 	p->id = next_probe_id;
 	p->fn = fn;
 	p->data = data;
@@ -201,8 +208,11 @@ int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned fl
 	p = NULL;
 	err = djp_probes->id;
 out:
-	if (p) /* under the lock: see engine_lock_mine */
+	if (p) { /* under the lock: see engine_lock_mine */
 		free(p->pattern);
+		djp_point_free(p->point);
+	}
+	djp_point_free(point);
 	free(p);
 	djp_engine_lock_release();
 	return err < 0 ? fail(err) : err;
@@ -229,6 +239,7 @@ DJP_API int djp_disconnect(int id)
 		goto out;
 	*pp = p->next;
 	free(p->pattern);
+	djp_point_free(p->point);
 	free(p);
 out:
 	djp_engine_lock_release();

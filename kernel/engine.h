@@ -92,6 +92,10 @@ struct djp_site {
 	uint8_t orig[DJP_SITE_MAX_LEN]; /* shadow of the original bytes */
 	uintptr_t tramp[DJP_FLAVOURS];	 /* trampoline per flavour, 0 until made */
 	bool no_jump;			 /* no trampoline in reach: int3 only */
+	/* An instruction probe's (kernel/points.c): where its int3 resumes,
+	 * the displaced instruction relocated and a jump back (0 until made;
+	 * a marker's NOP is skipped instead) */
+	uintptr_t ool;
 	bool in_batch;			 /* scratch for arm.c, under the lock */
 	uint32_t id;			 /* process-wide marker id */
 	const struct djp_marker_info *m;
@@ -117,6 +121,14 @@ struct djp_object {
 	/* enum djp_vec_use of its code, -1 until a full trampoline needs it
 	 * (arch/x86/vector_use.c); under the lock */
 	int vec_use;
+	/* Instruction probes (kernel/points.c).  A real object's function
+	 * symbols, read when a point is first resolved in it (NULL before),
+	 * and whether it is the main program.  Point sites live in objects of
+	 * their own, `parent` being the object whose code they are in: every
+	 * walk over sites sees them, and they come and go with it. */
+	struct djp_func_table *funcs;
+	bool is_main;
+	struct djp_object *parent;
 };
 
 struct djp_probe {
@@ -126,6 +138,7 @@ struct djp_probe {
 	djp_handler_fn fn;
 	void *data;
 	unsigned flags;
+	struct djp_point *point; /* an instruction probe's points, or NULL */
 	struct djp_probe *next;
 };
 
@@ -137,6 +150,9 @@ struct djp_connect_opts {
 				  markers of objects loaded later get it */
 	bool once;	       /* DJP__ONCE: one call per hit with the client's
 				  other probes of the same fn and data */
+	struct djp_point *point; /* an instruction probe's points (the
+				    pattern is then NULL); the probe owns
+				    them, freed on failure too */
 };
 int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned flags,
 		 const struct djp_connect_opts *opts);
@@ -157,6 +173,10 @@ bool djp_engine_ready(void);
 
 /* objects.c */
 int djp_objects_refresh(void);
+/* Put a new object on the list (its sites announced to the watcher), and
+ * the next process-wide site id. */
+void djp_object_add(struct djp_object *o);
+uint32_t djp_site_id_next(void);
 /* For the agent: visit every site of every loaded object (the registry is
  * refreshed first; the engine lock is held during the walk, so `fn` must not
  * call djp_connect).  A non-zero return from fn stops the walk and is
@@ -178,6 +198,14 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 int djp_probe_attach(const struct djp_probe *p, size_t *matched);
 int djp_probes_attach_all(void);
 int djp_probe_detach(int id);
+/* The pieces of an attach, for points.c: a vector of sites, and giving
+ * each of them its list with `add` added or `remove_id` gone (one batch). */
+struct site_vec {
+	struct djp_site **v;
+	size_t n, cap;
+};
+int djp_site_vec_push(struct site_vec *sv, struct djp_site *s);
+int djp_change_probe(struct site_vec *sv, const struct djp_probe *add, int remove_id);
 int djp_objects_detach(struct djp_object *const *objs, size_t nobjs);
 /* How many batches run for dlopen or dlclose failed (they cannot report to
  * the application), and the last one's -errno (dlhooks.c). */
@@ -209,6 +237,18 @@ void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s);
  * marker record (name, format, argument locations). */
 uint32_t djp__hit_id(const struct djp_hit *hit);
 const struct djp_marker_info *djp__hit_marker(const struct djp_hit *hit);
+
+/* points.c: instruction probes.  A probe's points, resolved again in every
+ * object an attach looks at; attach gives it their sites (made the first
+ * time a point is resolved).  Lock held. */
+int djp_point_attach(const struct djp_probe *p, size_t *matched);
+void djp_point_free(struct djp_point *pt);
+/* A pattern that names points ("func:NAME", "line:FILE:LINE"...; points.c
+ * has the syntax): 0 and *out, 1 when it is a marker pattern, -EINVAL when
+ * it is a malformed point, -ENOMEM. */
+int djp__point_parse(const char *pattern, struct djp_point **out);
+/* An object goes: its symbol table too (objects.c). */
+void djp_point_object_free(struct djp_object *o);
 
 /* sync.c, engine_signal.c */
 int djp_sync_init(void);

@@ -119,6 +119,7 @@ static struct djp_object *object_load(const char *name, uintptr_t bias, uintptr_
 	o->bias = bias;
 	o->vec_use = -1;
 	o->permanent = at_startup(name, bias);
+	o->is_main = !strcmp(name, "/proc/self/exe");
 	if (!o->path || !o->file ||
 	    djp_markers_read_file(o->file, DJP_READ_NO_DWARF, &o->markers, err, sizeof(err))) {
 		/* Not readable as ELF, or replaced on disk and the mapped file
@@ -162,6 +163,7 @@ static struct djp_object *object_load(const char *name, uintptr_t bias, uintptr_
 static void object_free(struct djp_object *o)
 {
 	/* Handler lists are NULL: the object's sites were disarmed first. */
+	djp_point_object_free(o);
 	if (o->markers)
 		djp_marker_list_free(o->markers);
 	free(o->sites);
@@ -179,6 +181,19 @@ void djp__sites_watch(djp_site_visit_fn fn, void *ctx)
 	watch_fn = fn;
 	watch_ctx = ctx;
 	djp_engine_lock_release();
+}
+
+uint32_t djp_site_id_next(void)
+{
+	return next_site_id++;
+}
+
+void djp_object_add(struct djp_object *o)
+{
+	o->next = djp_objects;
+	djp_objects = o;
+	for (size_t k = 0; watch_fn && k < o->nsites; k++)
+		watch_fn(watch_ctx, o->sites[k].id, o->path, o->sites[k].addr, o->sites[k].m);
 }
 
 int djp_objects_refresh(void)
@@ -200,20 +215,21 @@ int djp_objects_refresh(void)
 			want = path;
 		}
 		for (o = djp_objects; o; o = o->next)
-			if (o->bias == sc.v[i].bias && !strcmp(o->path, want))
+			if (!o->parent && o->bias == sc.v[i].bias && !strcmp(o->path, want))
 				break;
 		if (!o) {
 			if (!(o = object_load(sc.v[i].name, sc.v[i].bias, sc.v[i].text))) {
 				err = -ENOMEM;
 				continue;
 			}
-			o->next = djp_objects;
-			djp_objects = o;
-			for (size_t k = 0; watch_fn && k < o->nsites; k++)
-				watch_fn(watch_ctx, o->sites[k].id, o->path, o->sites[k].addr, o->sites[k].m);
+			djp_object_add(o);
 		}
 		o->seen = true;
 	}
+	/* Point objects (kernel/points.c) are where their code is. */
+	for (struct djp_object *o = djp_objects; o; o = o->next)
+		if (o->parent)
+			o->seen = o->parent->seen;
 	/* Objects that are gone: nothing of theirs is mapped now.  One a
 	 * dlclose is still closing stays until that dlclose is done with it. */
 	for (pp = &djp_objects; *pp;) {

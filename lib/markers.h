@@ -86,6 +86,10 @@ int djp_markers_parse_section_sym(const void *data, size_t size, uint64_t vaddr,
 int djp_markers_parse_sdt_notes_sym(const void *data, size_t size, const char *what, djp_sym_lookup_fn lookup,
 				    void *ctx, struct djp_marker_list **out, char *err, size_t errsz);
 
+/* An empty list, and a new zeroed record at its end (sp_align -1): the
+ * engine's instruction probes describe their points this way. */
+struct djp_marker_list *djp_marker_list_new(void);
+struct djp_marker_info *djp_marker_list_push(struct djp_marker_list *l);
 /* A copy of n bytes of s, NUL-terminated, owned by the list; NULL on ENOMEM. */
 const char *djp_marker_list_strdup(struct djp_marker_list *list, const char *s, size_t n);
 

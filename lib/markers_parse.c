@@ -177,6 +177,16 @@ static struct djp_marker_info *list_push(struct djp_marker_list *l)
 	return m;
 }
 
+struct djp_marker_list *djp_marker_list_new(void)
+{
+	return list_new();
+}
+
+struct djp_marker_info *djp_marker_list_push(struct djp_marker_list *l)
+{
+	return list_push(l);
+}
+
 static uint16_t rd16(const unsigned char *p)
 {
 	uint16_t v;

@@ -375,3 +375,9 @@ int tt_summary_sum(const char *summary, const char *name, unsigned long long *to
 	}
 	return n;
 }
+
+const char *tt_func_target(void)
+{
+	static const char *p;
+	return p ? p : (p = copy_path("trace_progs/func_target"));
+}

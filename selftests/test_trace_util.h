@@ -28,6 +28,9 @@ const char *tt_plugin(void);
 const char *tt_cxx(bool sdt_only);
 /* trace_progs/sdt_target.c: one plain SDT probe with string arguments */
 const char *tt_sdt_target(void);
+/* trace_progs/func_target.c: no marker, nothing of djprobe (instruction
+ * probes) */
+const char *tt_func_target(void);
 
 /* Start argv; preload: with libdjprobe.so in LD_PRELOAD; uid >= 0: as that
  * user.  stdin/stdout/stderr are pipes.  Exits the test on failure. */

@@ -57,3 +57,10 @@ $(CORPUS_TARGET): selftests/trace_progs/corpus_target.c include/djprobe/marker.h
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(CORPUS_TARGET)
+# The instruction probes' target: no marker, nothing of djprobe.
+FUNC_TARGET := $(TRACE_PROGS_DIR)/func_target
+$(FUNC_TARGET): selftests/trace_progs/func_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(FUNC_TARGET)

@@ -33,7 +33,7 @@ int arch_text_write(struct djp_text_session *s, uintptr_t addr, const uint8_t *b
 int arch_text_close(struct djp_text_session *s);
 
 /* ---- the int3 bootstrap (text_poke.c) ---- */
-#define DJP_SITE_MAX_LEN 8
+#define DJP_SITE_MAX_LEN 24 /* a jump over whole instructions: 5 + 15 - 1 */
 struct djp_poke {
 	uintptr_t addr;
 	uint8_t len;
@@ -47,8 +47,10 @@ int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void));
 /* ---- traps (trap.c) ---- */
 enum djp_trap_kind {
 	DJP_TRAP_JUMP,	/* emulate a jump to `target` (site being armed) */
-	DJP_TRAP_SKIP,	/* emulate the NOP: resume at addr + len */
-	DJP_TRAP_PROBE, /* an int3 probe: run handlers, resume at addr + len */
+	/* for these two, `target` is 0 at a marker (resume at addr + len) or,
+	 * at an instruction, the displaced instruction's out-of-line copy */
+	DJP_TRAP_SKIP,	/* emulate the NOP or the instruction */
+	DJP_TRAP_PROBE, /* an int3 probe: run handlers, then resume */
 };
 struct djp_trap_entry {
 	uintptr_t addr;
@@ -72,6 +74,10 @@ void arch_serialize(void);
 /* DJP_LEAN_PREFETCH: the lean flavour that also loads the site's
  * arguments for a handler that takes them (arch_tramp_prefetches). */
 enum djp_flavour { DJP_LEAN, DJP_FULL, DJP_LEAN_PREFETCH, DJP_FLAVOURS };
+/* Not a trampoline but made like one, in the same slots: the out-of-line
+ * copy an int3 probe at an instruction resumes at (its `code`, relocated,
+ * then a jump back to site + len). */
+#define DJP_OOL DJP_FLAVOURS
 typedef void (*djp_dispatch_fn)(struct djp_hit *hit);
 /* What a trampoline calls directly, read from the kernel's handler list:
  * its only handler, or a function that runs them all, as fn(hit, data). */
@@ -123,6 +129,9 @@ struct djp_tramp_req {
 	 * (enum djp_vec_use, and DJP_VEC_X87 when its x87 stack can be in
 	 * use): what its trampoline saves */
 	int vec_use;
+	/* in, DJP_OOL: the instruction(s) to copy, `len` bytes that ran at
+	 * `site` (the site's shadow, never the text, which may hold an int3) */
+	const uint8_t *code;
 	uintptr_t entry;    /* out: entry address (0 on failure) */
 	int err;	    /* out: -ERANGE when no memory is in reach, -errno */
 };

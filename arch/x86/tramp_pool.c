@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "arch/x86/common.h"
+#include "arch/x86/insn_reloc.h"
 #include "arch/x86/tramp.h"
 #include "lib/sysops.h"
 
@@ -260,7 +261,11 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 		 * site is then an int3 probe); none does. */
 		e = (struct emit){ code + i * MAX_SIZE, 0, slots * DJP_TRAMP_SLOT, r[i].entry, 0 };
 		slot_start[i] = r[i].entry;
-		if (r[i].flavour != DJP_FULL) {
+		if (r[i].flavour == DJP_OOL) {
+			ssize_t k = djp_insn_relocate(r[i].code, r[i].len, r[i].site, e.at, e.buf, e.cap, NULL, NULL);
+			sizes[i] = k > 0 ? (size_t)k : 0;
+			e.overflow = k <= 0;
+		} else if (r[i].flavour != DJP_FULL) {
 			sizes[i] = djp_tramp_gen_lean(&e, &r[i], &r[i].entry, r[i].flavour == DJP_LEAN_PREFETCH);
 		} else {
 			sizes[i] = djp_tramp_gen_full(&e, &r[i], &r[i].entry);

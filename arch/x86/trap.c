@@ -11,9 +11,13 @@
  *  - DJP_TRAP_JUMP: the site is being armed with a jump; emulate the jump
  *    by setting RIP to the trampoline;
  *  - DJP_TRAP_SKIP: the site is being disarmed; emulate the NOP (RIP =
- *    site + length);
+ *    site + length), or for an instruction probe run the displaced
+ *    instruction out of line (RIP = its relocated copy, `target`, which
+ *    jumps back after it);
  *  - DJP_TRAP_PROBE: an int3 probe; build the register view from the
- *    ucontext, run the handlers, resume after the site.
+ *    ucontext, run the handlers, resume after the site (a NOP) or at the
+ *    displaced instruction's copy (an instruction): never single-stepped,
+ *    as the kernel's boosted kprobes do.
  *
  * An address that is not in the table, whose byte is no longer 0xcc, is a
  * stale trap: the int3 was removed after this thread hit it and before the
@@ -103,7 +107,8 @@ static void trap_handler(int sig, siginfo_t *info, void *ucv)
 			uintptr_t key; /* the word below the hit names its site */
 			struct djp_hit hit;
 		} h;
-		uintptr_t resume = addr + e->len;
+		/* past the NOP, or to the displaced instruction's copy */
+		uintptr_t resume = e->target ? e->target : addr + e->len;
 		h.key = (uintptr_t)e->site | DJP_HIT_KEY_SITE;
 		atomic_fetch_sub(&trap_inflight[phase], 1);
 		for (int i = 0; i < 16; i++)
@@ -115,7 +120,7 @@ static void trap_handler(int sig, siginfo_t *info, void *ucv)
 		return;
 	}
 	if (e)
-		g[REG_RIP] = (greg_t)(e->kind == DJP_TRAP_JUMP ? e->target : addr + e->len);
+		g[REG_RIP] = (greg_t)(e->target ? e->target : addr + e->len);
 	atomic_fetch_sub(&trap_inflight[phase], 1);
 	if (!e) {
 		if (*(volatile uint8_t *)addr != X86_INT3)

@@ -23,6 +23,7 @@
 #ifndef DJPROBE_DJPROBE_H
 #define DJPROBE_DJPROBE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -52,6 +53,42 @@ typedef void (*djp_handler_fn)(const struct djp_hit *hit, void *data);
  * async-signal-safe: from a signal handler they work only when the thread
  * was not inside the engine, and refuse (never deadlock) when it was. */
 DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsigned flags);
+
+/*
+ * Probes at any instruction, not only at markers (docs/ENGINE.md,
+ * "Instruction probes").  `where` names the points, libbpf-style: set `sz`
+ * to sizeof(struct djp_point_opts), so that fields added later read as
+ * zero from a caller built against this version.
+ *
+ *   object   a path or a glob over paths and file names ("libc.so*");
+ *            NULL: the main program (with `addr` alone: whatever object
+ *            holds that address)
+ *   func     a glob over function symbols; with `offset`, that many bytes
+ *            into each (an instruction boundary, inside the function)
+ *   addr     a runtime address (when func and line are NULL)
+ *   line     "file.c:123": every address the line tables give that line
+ *   retprobe at the return of each function (func only)
+ *
+ * djp_hit_name gives "func" at an entry, "func+0x12" inside, and the
+ * hit's registers are all there: djp_hit_reg reads one by its DWARF
+ * number (0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8-15
+ * r8-r15, 16 the return address column: the probed instruction's own
+ * address).  A probe made here is disconnected with djp_disconnect.
+ * Returns a probe id, or -ENOENT (nothing matches), -EINVAL (a point that
+ * is not an instruction boundary, bad options), -ENOTSUP (an instruction
+ * that cannot run out of line), or what djp_connect returns.
+ */
+struct djp_point_opts {
+	size_t sz;
+	const char *object;
+	const char *func;
+	uint64_t offset;
+	uintptr_t addr;
+	const char *line;
+	_Bool retprobe;
+};
+DJP_API int djp_connect_at(const struct djp_point_opts *where, djp_handler_fn fn, void *data, unsigned flags);
+DJP_API uint64_t djp_hit_reg(const struct djp_hit *hit, unsigned dwarf_reg);
 
 /* On return the handler is running nowhere and will never run again. */
 DJP_API int djp_disconnect(int id);

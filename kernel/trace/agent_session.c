@@ -287,6 +287,10 @@ static const char *connect_problem(int err)
 	switch (err) {
 	case -ENOENT:
 		return "matches no marker";
+	case -ENOTSUP:
+		return "an instruction that cannot run out of line";
+	case -ENOSYS:
+		return "not supported yet: return probes";
 	case -EBUSY:
 		return "a matching site holds bytes that are not djprobe's (a debugger or uprobe?)";
 	case -EDEADLK:
@@ -294,6 +298,24 @@ static const char *connect_problem(int err)
 	default:
 		return strerror(-err);
 	}
+}
+
+/* What a connect's error means, for a pattern that may name points. */
+static const char *point_problem(const char *pattern, int err)
+{
+	struct djp_point *pt;
+	int kind = djp__point_parse(pattern, &pt);
+	djp_point_free(pt);
+	if (kind == -EINVAL)
+		return "not a point: func:GLOB, func:NAME+OFFSET, func:NAME%return, line:FILE:LINE, "
+		       "each with @OBJECT or not";
+	if (kind == 1)
+		return connect_problem(err);
+	if (err == -ENOENT)
+		return "matches no function or line with code";
+	if (err == -EINVAL)
+		return "not an instruction boundary inside its function";
+	return connect_problem(err);
 }
 
 static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
@@ -323,7 +345,7 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 		__atomic_store_n(&s->rec->cpu, true, __ATOMIC_RELAXED); /* before the connect: its plans read it */
 	id = djp_recorder_connect(s->rec, pattern, flags & DJP_CONNECT_PENDING, &strings, &nsites);
 	if (id < 0) {
-		snprintf(msg, sizeof(msg), "pattern '%s': %s", pattern, connect_problem(id));
+		snprintf(msg, sizeof(msg), "pattern '%s': %s", pattern, point_problem(pattern, id));
 		return djp_proto_send_error(s->fd, id, msg);
 	}
 	s->probe[s->nprobes] = id;

@@ -292,6 +292,10 @@ int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, bool pen
 	struct djp_connect_opts o = { .plan = recorder_plan, .pending = pending, .once = true };
 	int id, err;
 
+	if ((err = djp__point_parse(pattern, &o.point)) < 0)
+		return err;
+	if (o.point) /* points have no arguments: no strings, no count */
+		return djp__connect(NULL, djp_recorder_hit, rec, DJP_GPR_ONLY, &o);
 	if (strings && strings->args && (err = add_strings(rec, pattern, strings)))
 		return err;
 	/* the sites it matches, and whether any has a %s, in one walk */

@@ -224,6 +224,12 @@ static bool only_libc_probes(struct session *s)
 	return true;
 }
 
+/* func:NAME, line:FILE:LINE: instruction probes (docs/TRACE.md) */
+static bool is_point(const char *pattern)
+{
+	return !strncmp(pattern, "func:", 5) || !strncmp(pattern, "line:", 5);
+}
+
 /* Ring, marker table, patterns, FOLLOW, START (when `start`: a launched
  * command, a child of fork).  0, or 1 after one line on stderr. */
 static int configure(struct trace *t, struct session *s, bool start)
@@ -241,10 +247,12 @@ static int configure(struct trace *t, struct session *s, bool start)
 			continue;
 		/* a wrapper (runuser, env) or a child that has not exec'd yet:
 		 * kept for what it loads or execs */
-		if (s->errcode == -ENOENT && (start || s->cmd) && only_libc_probes(s) &&
+		/* (not a function or a line: those name the command's own code,
+		 * and one that is not there is a mistake to say now) */
+		if (s->errcode == -ENOENT && (start || s->cmd) && only_libc_probes(s) && !is_point(t->patterns[i]) &&
 		    session_connect(s, t->patterns[i], DJP_CONNECT_PENDING, t->str_args[i], 0, &nsites) == 0)
 			continue;
-		if (s->errcode == -ENOENT)
+		if (s->errcode == -ENOENT && !is_point(t->patterns[i]))
 			fprintf(stderr, "djp: %s: pattern '%s' matches no marker\n", what, t->patterns[i]);
 		else
 			fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);

@@ -42,6 +42,12 @@ bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
 		return false;
 	if (pp->path && !same_object(pp->path, d->object ? d->object : ""))
 		return false;
+	if (pp->point && !strncmp(pp->glob, "line:", 5)) {
+		for (unsigned i = 0; i < pp->nnames; i++)
+			if (d->provider_len == 4 && !memcmp(d->provider, "func", 4) && !strcmp(d->name, pp->names[i]))
+				return true;
+		return false;
+	}
 	return djp_marker_match_n(pp->glob, d->provider, d->provider_len, d->name);
 }
 
@@ -61,7 +67,10 @@ static void add_binding(struct script *sc, struct probe *p, const struct probe_p
 	{
 		size_t n = strlen(d->name) + (d->object ? strlen(d->object) : 1) + d->provider_len + 40;
 		char *pp = pool_alloc(sc, n);
-		if (d->provider_len) /* stap's pp() of an SDT probe */
+		if (d->provider_len == 4 && !memcmp(d->provider, "func", 4)) /* an instruction probe's */
+			snprintf(pp, n, "process(\"%s\").%s(\"%s\")", d->object ? d->object : "?",
+				 strchr(d->name, '+') ? "statement" : "function", d->name);
+		else if (d->provider_len) /* stap's pp() of an SDT probe */
 			snprintf(pp, n, "process(\"%s\").provider(\"%.*s\").mark(\"%s\")", d->object ? d->object : "?",
 				 (int)d->provider_len, d->provider, d->name);
 		else
@@ -139,7 +148,7 @@ int resolve_probes(struct script *sc, const struct djp_source *src)
 						n++;
 					}
 				}
-				if (!n && !pp->optional)
+				if (!n && !pp->optional && !pp->point)
 					diag(sc, pp->line, pp->col, "semantic error",
 					     "while resolving probe point %s: no match", pp->text);
 				if ((enough = n && pp->sufficient))

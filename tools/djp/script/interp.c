@@ -23,6 +23,7 @@
  * exit() does, and the end probes still run, as in stap.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <regex.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -1648,6 +1649,52 @@ static uint64_t timer_period(const struct timer *t)
 	return (uint64_t)p;
 }
 
+/* Statement points: their lines as the names of their sites (the source
+ * reads the target's line tables), before anything is armed.  Non-zero
+ * after an error line. */
+static int resolve_lines(struct script *sc, struct djp_source *src)
+{
+	char *names[64], err[512];
+	for (struct probe *p = sc->probes; p; p = p->next)
+		for (struct probe_point *pp = p->points; pp; pp = pp->next) {
+			int n;
+			if (pp->kind != PP_MARK || !pp->point || strncmp(pp->glob, "line:", 5) || pp->names)
+				continue;
+			if (!src->ops->resolve_line) {
+				pp->names = calloc(1, sizeof(*pp->names)); /* matches nothing */
+				continue;
+			}
+			n = src->ops->resolve_line(src, pp->path, pp->glob + 5, names, 64, err, sizeof(err));
+			if (n < 0 && !(pp->optional && n == -ENOENT)) {
+				fprintf(stderr, "ERROR: probe point %s: %s\n", pp->text, err);
+				return 1;
+			}
+			if (!(pp->names = calloc((size_t)(n > 0 ? n : 0) + 1, sizeof(*pp->names))))
+				abort();
+			for (int i = 0; i < n; i++)
+				pp->names[i] = names[i];
+			pp->nnames = (unsigned)(n > 0 ? n : 0);
+		}
+	return 0;
+}
+
+/* One arm glob per site of a statement point: "func:NAME+0xOFF", with the
+ * object when the point names one. */
+static void add_line_globs(struct djp_arm_glob **globs, unsigned *nglobs, const struct probe_point *pp,
+			   struct probe *p)
+{
+	const char *at = pp->connect ? strrchr(pp->connect, '@') : NULL;
+	for (unsigned i = 0; i < pp->nnames; i++) {
+		size_t n = strlen(pp->names[i]) + (at ? strlen(at) : 0) + 8;
+		char *g = malloc(n);
+		if (!g || !(*globs = realloc(*globs, sizeof(**globs) * (*nglobs + 1))))
+			abort();
+		snprintf(g, n, "func:%s%s", pp->names[i], at ? at : "");
+		(*globs)[(*nglobs)++] = (struct djp_arm_glob){ g, 0, 0, !pp->optional };
+		probe_strings(p, &(*globs)[*nglobs - 1]);
+	}
+}
+
 int run_script(struct script *sc, struct djp_source *src, const struct run_opts *opts, uint64_t *nevents)
 {
 	struct run *r = calloc(1, sizeof(*r));
@@ -1672,18 +1719,29 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 		for (unsigned i = 0; i < src->ndescs; i++)
 			if (sc->nby_desc[i])
 				ids[n++] = i;
+		if (resolve_lines(sc, src)) {
+			free(ids);
+			r->errors++;
+			goto out;
+		}
 		for (struct probe *p = sc->probes; p; p = p->next)
 			for (struct probe_point *pp = p->points; pp; pp = pp->next) {
 				unsigned k = 0;
+				const char *g = pp->connect ? pp->connect : pp->glob;
 				if (pp->kind != PP_MARK)
 					continue;
-				while (k < nglobs && strcmp(globs[k].glob, pp->glob))
+				if (pp->names) { /* a statement point: its sites by name */
+					add_line_globs(&globs, &nglobs, pp, p);
+					continue;
+				}
+				while (k < nglobs && strcmp(globs[k].glob, g))
 					k++;
 				if (k == nglobs) {
 					if (!(globs = realloc(globs, sizeof(*globs) * (nglobs + 1))))
 						abort();
-					globs[nglobs++] = (struct djp_arm_glob){ pp->glob, 0, 0 };
+					globs[nglobs++] = (struct djp_arm_glob){ g, 0, 0, false };
 				}
+				globs[k].now |= pp->point && !pp->optional;
 				probe_strings(p, &globs[k]);
 			}
 		int rc;

@@ -245,7 +245,16 @@ struct probe_point {
 	bool sufficient;   /* `!`: when it matches, the probe's later points are dropped */
 	const char *path;  /* process("PATH"), or NULL */
 	int32_t pid;	   /* process(PID): only that process's hits; 0 any */
-	const char *glob;  /* mark("GLOB") */
+	const char *glob;  /* mark("GLOB"); function("GLOB") as "func:GLOB" */
+	/* function and statement points: their sites are made when they are
+	 * connected, so they match nothing before; `connect` is what the
+	 * agent is asked for (the glob, and the object when a path is given) */
+	bool point;
+	const char *connect;
+	/* statement points: the names of the sites their line resolved to
+	 * (source's resolve_line), matched instead of the glob */
+	char **names;
+	unsigned nnames;
 	int64_t period_ns; /* timers */
 	int64_t random_ns; /* timer....randomize(M): up to this much either way */
 	int64_t priority;  /* begin(N), end(N): lower first */

@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "lang.h"
+#include "lib/func_symbols.h"
 #include "script.h"
 #include "site_function.h"
 #include "source.h"
@@ -373,8 +374,8 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	for (unsigned i = 0; i < nglobs; i++) {
 		unsigned nsites;
 		/* pending: an optional point ('?') may match nothing yet */
-		if (!session_connect(&l->s, globs[i].glob, connect_flags(l), globs[i].str_args, globs[i].str_bound,
-				     &nsites))
+		unsigned flags = connect_flags(l) & ~(globs[i].now ? DJP_CONNECT_PENDING : 0u);
+		if (!session_connect(&l->s, globs[i].glob, flags, globs[i].str_args, globs[i].str_bound, &nsites))
 			continue;
 		fprintf(stderr, "djp: %s: %s\n", globs[i].glob, l->s.errmsg);
 		return l->s.errcode ? l->s.errcode : -EIO;
@@ -490,7 +491,44 @@ static const char *live_function_of(struct djp_source *src, int32_t pid, const s
 	return site_function(l->fns, pid, d);
 }
 
+/* A statement point's line as the names the agent gives its sites
+ * (kernel/points.c): the function around each address of the line, and
+ * the offset into it. */
+static int live_resolve_line(struct djp_source *src, const char *object, const char *spec, char **names,
+			     unsigned max, char *err, size_t errsz)
+{
+	char exe[64], *path, name[512];
+	uint64_t addrs[64];
+	struct djp_func_table *t = NULL;
+	int n, k = 0;
+
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)src->target_pid);
+	path = realpath(object ? object : exe, NULL);
+	if (!path) {
+		snprintf(err, errsz, "%s: %s", object ? object : exe, strerror(errno));
+		return -errno;
+	}
+	n = djp_lines_resolve(path, spec, addrs, max < 64 ? max : 64, err, errsz);
+	if (n > 0 && djp_funcs_read(path, &t, err, errsz) == 0)
+		for (int i = 0; i < n; i++) {
+			const struct djp_func *f;
+			if (!(f = djp_funcs_at(t, addrs[i])))
+				continue;
+			if (addrs[i] == f->addr)
+				snprintf(name, sizeof(name), "%s", f->name);
+			else
+				snprintf(name, sizeof(name), "%s+%#llx", f->name, (unsigned long long)(addrs[i] - f->addr));
+			if (!(names[k] = strdup(name)))
+				abort();
+			k++;
+		}
+	djp_funcs_free(t);
+	free(path);
+	return n < 0 ? n : k;
+}
+
 static const struct djp_source_ops live_ops = {
+	.resolve_line = live_resolve_line,
 	.function_of = live_function_of,
 	.arm = live_arm,
 	.read_str = live_read_str,

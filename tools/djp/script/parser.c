@@ -845,7 +845,7 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
 		"hrtimer", "kprocess", "memory", "generic", "vfs", "sched", "irq", "tty", "snmp", "ipmib",
 		"linuxmib", "tcpmib", "nd_kprocess", "kernel_trace",
 	};
-	static const char *const fn[] = { "function", "statement", "plt", "library", "insn", "return" };
+	static const char *const fn[] = { "plt", "library", "insn" };
 	static const char *const life[] = { "begin", "end", "thread", "syscall" };
 
 	for (size_t i = 0; i < sizeof(kernel) / sizeof(kernel[0]); i++)
@@ -858,14 +858,61 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
 	if (strcmp(comp[0], "process"))
 		return NULL;
 	for (int c = 1; c < ncomp; c++) {
+		if (!strcmp(comp[c], "return"))
+			return "function return probes";
 		for (size_t i = 0; i < sizeof(fn) / sizeof(fn[0]); i++)
 			if (!strcmp(comp[c], fn[i]))
-				return "function, statement and return probes; djp probes markers";
+				return "plt, library and instruction-stepping probes";
 		for (size_t i = 0; i < sizeof(life) / sizeof(life[0]); i++)
 			if (!strcmp(comp[c], life[i]))
 				return "process and thread lifetime and system call probes";
 	}
 	return NULL;
+}
+
+/*
+ * process("PATH").function("GLOB") and .statement("GLOB@FILE:LINE"): an
+ * instruction probe at each function's entry, or at a source line's code
+ * (kernel/points.c makes the sites).  The pattern is the agent's point
+ * spelling, "func:GLOB" or "line:FILE:LINE", and the events' sites are
+ * named so too; with a PATH the agent is told the object, as "@PATH".
+ * What stap has besides (a function filtered by its source file, the
+ * functions at a line) is said not supported.
+ */
+static void function_point(struct parser *ps, struct probe_point *pp, const char *what, const struct tok *proc,
+			   const struct tok *spec)
+{
+	char glob[600], obj[4096 + 2] = "";
+	const char *at = strchr(spec->text, '@');
+	bool statement = !strcmp(what, "statement");
+
+	pp->kind = PP_MARK;
+	pp->point = true;
+	pp->path = proc && proc->kind == T_STR ? proc->text : NULL;
+	pp->pid = proc && proc->kind == T_NUM ? (int32_t)proc->num : 0;
+	if (statement && at && strchr(at + 1, ':') && !strchr(strchr(at + 1, ':') + 1, ':')) {
+		snprintf(glob, sizeof(glob), "line:%s", at + 1);
+	} else if (!statement && !at && spec->text[0] && !strpbrk(spec->text, "+%:")) {
+		snprintf(glob, sizeof(glob), "func:%s", spec->text);
+	} else {
+		diag(ps->sc, pp->line, pp->col, "semantic error",
+		     "not supported yet: probe point %s (djp has function(\"GLOB\") and "
+		     "statement(\"FUNC@FILE:LINE\"))",
+		     pp->text);
+		longjmp(ps->fail, 1);
+	}
+	pp->glob = pool_strndup(ps->sc, glob, strlen(glob));
+	if (pp->path) {
+		char *real = realpath(pp->path, NULL);
+		snprintf(obj, sizeof(obj), "@%s", real ? real : pp->path);
+		free(real);
+	}
+	{
+		size_t n = strlen(glob) + strlen(obj);
+		char *c = pool_alloc(ps->sc, n + 1);
+		snprintf(c, n + 1, "%s%s", glob, obj);
+		pp->connect = c;
+	}
 }
 
 /* process(PID): a process id */
@@ -980,6 +1027,10 @@ static struct probe_point *probe_point(struct parser *ps)
 		pp->path = arg[0] && arg[0]->kind == T_STR ? arg[0]->text : NULL;
 		pp->pid = arg[0] && arg[0]->kind == T_NUM ? (int32_t)arg[0]->num : 0;
 		pp->glob = pool_strndup(ps->sc, glob, strlen(glob));
+	} else if ((ncomp == 2 || (ncomp == 3 && !arg[2] && !strcmp(comp[2], "call"))) && !strcmp(comp[0], "process") &&
+		   (!strcmp(comp[1], "function") || !strcmp(comp[1], "statement")) && arg[1] && arg[1]->kind == T_STR &&
+		   (!arg[0] || arg[0]->kind == T_STR || pid_arg(arg[0]))) {
+		function_point(ps, pp, comp[1], arg[0], arg[1]);
 	} else if (no_args(arg, ncomp) && (ncomp == 1 || !stap_point_missing(comp, ncomp))) {
 		/* a probe alias (a name of dotted words), or an unknown point:
 		 * said after the parse */

@@ -74,6 +74,8 @@ struct djp_arm_glob {
 	const char *glob;
 	uint32_t str_args; /* bit i: argument i */
 	unsigned str_bound; /* bytes, NUL included */
+	bool now;	    /* a function or statement point, not optional: it
+			       must match when connected, not in a later object */
 };
 
 struct djp_source_ops {
@@ -93,6 +95,12 @@ struct djp_source_ops {
 	 * probefunc().  May be NULL: then d->function, or "". */
 	const char *(*function_of)(struct djp_source *src, int32_t pid, const struct djp_ev_desc *d);
 	/* Let the target run (-c: exec the command); 0 or -errno.  May be NULL. */
+	/* A statement point's source line ("FILE:LINE") in `object` (NULL:
+	 * the target's program) as the names its sites get, "FUNC" or
+	 * "FUNC+0xOFF", malloc'd, at most max; how many, or -errno with a
+	 * line in err.  NULL where the source cannot (replay). */
+	int (*resolve_line)(struct djp_source *src, const char *object, const char *spec, char **names, unsigned max,
+			    char *err, size_t errsz);
 	int (*start)(struct djp_source *src);
 	/* Next event before deadline_ns (UINT64_MAX: none): DJP_SRC_* or -errno
 	 * (< -1).  May return DJP_SRC_TIMEOUT early, e.g. on EINTR. */

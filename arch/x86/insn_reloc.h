@@ -1,0 +1,82 @@
+/*
+ * Decode, relocate and analyse x86-64 instructions (arch/x86/insn_reloc.c
+ * has the reasoning): what it takes to run the instructions a 5-byte jump
+ * displaces somewhere else, and whether a jump may displace them at all.
+ */
+#ifndef DJP_ARCH_X86_INSN_RELOC_H
+#define DJP_ARCH_X86_INSN_RELOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum djp_insn_kind {
+	DJP_INSN_PLAIN,    /* runs anywhere unchanged */
+	DJP_INSN_RIPREL,   /* has a rip-relative memory operand: disp32 to adjust */
+	DJP_INSN_JMP_REL,  /* jmp rel8/rel32 */
+	DJP_INSN_JCC_REL,  /* jcc rel8/rel32 */
+	DJP_INSN_CALL_REL, /* call rel32 */
+	DJP_INSN_JMP_IND,  /* jmp through a register or memory (a jump table may follow) */
+	DJP_INSN_CALL_IND, /* call through a register or memory (its return address is the next insn) */
+	DJP_INSN_RET,      /* ret, iret... ends the flow */
+	DJP_INSN_BAD,      /* cannot run anywhere but where it is (see why) */
+};
+
+struct djp_insn {
+	uint8_t len;
+	uint8_t kind;     /* enum djp_insn_kind */
+	uintptr_t target; /* relative branch: absolute target; RIPREL: absolute address of the operand */
+	const char *why;  /* DJP_INSN_BAD: a short reason, e.g. "loop/jrcxz has no rel32 form" */
+};
+
+/*
+ * Decode one instruction of code[0..avail) at runtime address `at`: 0, or
+ * -EILSEQ when it does not decode.  An indirect jmp or call through a
+ * rip-relative operand has the operand's address in `target`; so has a
+ * relative branch that is DJP_INSN_BAD (loop, jrcxz, xbegin) its target.
+ */
+int djp_insn_decode(const uint8_t *code, size_t avail, uintptr_t at, struct djp_insn *out);
+
+/*
+ * Copy the whole instructions of code[0..len) (which ran at `from`) so that
+ * they run at `to`, then append `jmp rel32` back to from+len, into
+ * out[0..cap).
+ *  - rip-relative operands get their disp32 adjusted to the same absolute
+ *    address;
+ *  - jmp/jcc rel8 or rel32 become the rel32 form to the same absolute target;
+ *  - call rel32 becomes "push the original return address, jmp rel32 target",
+ *    and call *reg/mem "push the original return address, jmp *same operand"
+ *    (refused when the operand uses %rsp);
+ *  - refused (-ENOTSUP, *why set): loop/loope/loopne/jrcxz/jecxz, xbegin,
+ *    int3, int1, ud0/ud1/ud2, far calls and jumps, eip-relative operands, an
+ *    instruction crossing len; -EILSEQ for one Zydis cannot decode;
+ *  - -ERANGE when a target or operand is out of rel32 reach from `to`;
+ *    -ENOSPC when cap is too small; -E2BIG when `map` is given and an offset
+ *    in out would not fit its uint8_t (255 or more).
+ * If `map` is not NULL it has len+1 entries: map[k] = offset in out of the
+ * copy of the original instruction that starts at offset k (0xff where k is
+ * not an instruction boundary); map[len] = offset of the final jmp back.
+ * Returns the number of bytes written (>0) or -errno; `why` may be NULL.
+ */
+ssize_t djp_insn_relocate(const uint8_t *code, size_t len, uintptr_t from, uintptr_t to, uint8_t *out, size_t cap,
+			  uint8_t *map, const char **why);
+
+/*
+ * May a 5-byte jmp replace the instructions starting at `addr` inside the
+ * function whose bytes are fcode[0..fsize) at runtime address fstart?
+ * Picks the shortest run of whole instructions from addr that is >= 5 bytes
+ * and checks it after the kernel's optprobes (can_optimize()):
+ *  - -EINVAL: addr is not an instruction boundary of the linear decode;
+ *  - -EILSEQ: an instruction of the function does not decode;
+ *  - -ERANGE: the run crosses the function's end;
+ *  - -EBUSY: a call that is not the run's last instruction; a direct
+ *    branch of the function lands strictly inside (addr, addr+len); the
+ *    function has an indirect jmp;
+ *  - -ENOTSUP: an instruction of the run is DJP_INSN_BAD, or a ret or an
+ *    indirect jmp that is not its last.
+ * Returns 0 and *len, or -errno with *why (`why` may be NULL).
+ */
+int djp_insn_jump_range(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, unsigned *len,
+			const char **why);
+
+#endif

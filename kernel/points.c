@@ -1,0 +1,525 @@
+/*
+ * Instruction probes: a probe at a function's entry, at an offset into it,
+ * at an address or at a source line, in code nobody prepared for it.
+ *
+ * A point probe (djp_connect_at) keeps its points as the user gave them
+ * (a function glob and offset, an address, a "file:line") and resolves
+ * them again in every object an attach looks at, exactly as a marker
+ * probe matches its pattern again: connect resolves them in the objects
+ * loaded now, a dlopen in the new ones, and disconnect finds the sites by
+ * their handler lists.  An object's function symbols are read once, when
+ * a point is first resolved in it (lib/func_symbols.c).
+ *
+ * A point becomes a site the first time it is resolved.  Each one is
+ * checked first:
+ *
+ *   - it lies in a function symbol, and is an instruction boundary of that
+ *     function decoded from its start (never a byte in the middle of an
+ *     instruction, which an int3 would corrupt);
+ *   - its instruction can run elsewhere (arch/x86/insn_reloc.c: not a
+ *     loop/jrcxz, xbegin or somebody's int3), because an int3 probe here
+ *     runs the displaced instruction out of line, as the kernel's boosted
+ *     kprobes do: the trap handler resumes at a relocated copy that jumps
+ *     back after it, with no single step and no second trap.
+ *
+ * The function's bytes are read from memory with the shadow copies of the
+ * sites armed in it laid over them, so that an int3 or a jump of ours is
+ * never decoded as the program's code.  The new sites live in a point
+ * object of their own whose `parent` is the object their code is in: the
+ * engine's walks over objects (trap tables, batches, fork, dlclose) then
+ * see them with no special case, and they are dropped with their parent.
+ * A point at a marker's address is that marker's site.  Two probes at one
+ * instruction share its site, as two probes on one marker do.
+ *
+ * The site's shadow is the instruction itself, so the expected-bytes check
+ * (-EBUSY) holds here as at markers, and after the last disconnect the text
+ * is the original byte for byte.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/x86/insn_reloc.h"
+#include "kernel/engine.h"
+#include "lib/func_symbols.h"
+
+struct djp_point {
+	char *object, *func, *line;
+	uint64_t offset;
+	uintptr_t addr;
+	bool retprobe;
+};
+
+void djp_point_free(struct djp_point *pt)
+{
+	if (!pt)
+		return;
+	free(pt->object);
+	free(pt->func);
+	free(pt->line);
+	free(pt);
+}
+
+void djp_point_object_free(struct djp_object *o)
+{
+	if (o->funcs)
+		djp_funcs_free(o->funcs);
+	o->funcs = NULL;
+}
+
+static bool is_glob(const char *s)
+{
+	return s && strpbrk(s, "*?[");
+}
+
+static bool object_matches(const struct djp_object *o, const struct djp_point *pt)
+{
+	const char *base;
+	if (!pt->object)
+		return o->is_main || (!pt->func && !pt->line); /* an address: wherever it is */
+	base = strrchr(o->path, '/');
+	base = base ? base + 1 : o->path;
+	if (!fnmatch(pt->object, o->path, 0) || !fnmatch(pt->object, base, 0))
+		return true;
+	/* a path through a link (/lib is /usr/lib on merged-/usr systems) */
+	if (strchr(pt->object, '/') && !is_glob(pt->object)) {
+		char *a = realpath(pt->object, NULL), *b = realpath(o->path, NULL);
+		bool same = a && b && !strcmp(a, b);
+		free(a);
+		free(b);
+		return same;
+	}
+	return false;
+}
+
+static const struct djp_func_table *object_funcs(struct djp_object *o)
+{
+	char err[256];
+	if (!o->funcs && o->file)
+		djp_funcs_read(o->file, &o->funcs, err, sizeof(err));
+	return o->funcs;
+}
+
+static uintptr_t bias_of(const struct djp_object *o, const struct djp_func_table *t)
+{
+	return t->is_dyn ? o->bias : 0;
+}
+
+/* The site at `addr` among `o`'s markers and its point objects. */
+static struct djp_site *site_at(struct djp_object *o, uintptr_t addr)
+{
+	for (struct djp_object *x = djp_objects; x; x = x->next)
+		if (x == o || x->parent == o)
+			for (size_t i = 0; i < x->nsites; i++)
+				if (x->sites[i].addr == addr)
+					return &x->sites[i];
+	return NULL;
+}
+
+/* The function's bytes as its code has them: memory, with the shadow of
+ * every armed site of ours inside laid over it. */
+static uint8_t *function_bytes(struct djp_object *o, uintptr_t start, size_t size)
+{
+	uint8_t *b = malloc(size ? size : 1);
+	if (!b)
+		return NULL;
+	memcpy(b, (const void *)start, size);
+	for (struct djp_object *x = djp_objects; x; x = x->next)
+		if (x == o || x->parent == o)
+			for (size_t i = 0; i < x->nsites; i++) {
+				const struct djp_site *s = &x->sites[i];
+				if (s->state != SITE_IDLE && s->addr >= start && s->addr + s->len <= start + size)
+					memcpy(b + (s->addr - start), s->orig, s->len);
+			}
+	return b;
+}
+
+/* A point waiting for its site: what the checks found. */
+struct new_point {
+	uintptr_t addr;
+	uint8_t len;
+	uint8_t orig[DJP_SITE_MAX_LEN];
+	const struct djp_func *f;
+	uint64_t off;
+};
+
+struct resolve {
+	struct djp_object *o;
+	const struct djp_func_table *t;
+	const struct djp_point *pt;
+	const struct djp_probe *p;
+	struct site_vec *sv;
+	struct new_point *v;
+	size_t n, cap;
+	size_t matched;
+	bool strict; /* an exact point: its refusal is the connect's error */
+	int err;
+};
+
+/*
+ * A relocated call pushes the original return address and jumps, so that
+ * the callee returns into the program's code; under a CET shadow stack its
+ * ret would not match the shadow copy and fault.  Such a process gets no
+ * probe on a call instruction (the kernel says which features a thread
+ * has in /proc/self/status, from Linux 6.6).
+ */
+static bool shadow_stack_on(void)
+{
+	static int on = -1;
+	if (on < 0) {
+		char line[256];
+		FILE *f = fopen("/proc/self/status", "re");
+		on = 0;
+		while (f && fgets(line, sizeof(line), f))
+			if (!strncmp(line, "x86_Thread_features:", 20) && strstr(line, "shstk"))
+				on = 1;
+		if (f)
+			fclose(f);
+	}
+	return on;
+}
+
+/* Check the instruction at `a` in function f; 0 and np filled in, or
+ * -EINVAL (not an instruction boundary), -ENOTSUP (cannot run out of
+ * line), -EILSEQ (does not decode). */
+static int point_check(struct resolve *r, const struct djp_func *f, uintptr_t a, struct new_point *np)
+{
+	uintptr_t start = f->addr + bias_of(r->o, r->t);
+	size_t size = f->size ? f->size : (a == start ? 15 : 0);
+	struct djp_insn in;
+	uint8_t *b;
+	int err = 0;
+
+	if (a < start || a - start >= size)
+		return -EINVAL;
+	if (!(b = function_bytes(r->o, start, size)))
+		return -ENOMEM;
+	for (uintptr_t at = start; at < a && !err; at += in.len)
+		if (djp_insn_decode(b + (at - start), size - (at - start), at, &in) || !in.len)
+			err = -EILSEQ;
+		else if (at + in.len > a)
+			err = -EINVAL; /* a is inside this instruction */
+	if (!err && djp_insn_decode(b + (a - start), size - (a - start), a, &in))
+		err = -EILSEQ;
+	if (!err && b[a - start] == X86_INT3)
+		err = -EBUSY; /* somebody's breakpoint */
+	if (!err && (in.kind == DJP_INSN_BAD || in.len > DJP_SITE_MAX_LEN))
+		err = -ENOTSUP;
+	if (!err && (in.kind == DJP_INSN_CALL_REL || in.kind == DJP_INSN_CALL_IND) && shadow_stack_on())
+		err = -ENOTSUP;
+	if (!err) {
+		np->addr = a;
+		np->len = in.len;
+		memcpy(np->orig, b + (a - start), in.len);
+		np->f = f;
+		np->off = a - start;
+		/* the text must hold what the code says (no foreign patch) */
+		if (memcmp((const void *)a, np->orig, in.len) && !site_at(r->o, a))
+			err = -EBUSY;
+	}
+	free(b);
+	return err;
+}
+
+static void note_error(struct resolve *r, int err)
+{
+	if (r->strict && !r->err)
+		r->err = err;
+}
+
+/* One resolved point at runtime address `a` in function f. */
+static void point_found(struct resolve *r, const struct djp_func *f, uintptr_t a)
+{
+	struct djp_site *s = site_at(r->o, a);
+	struct new_point np;
+	int err;
+
+	if (r->err)
+		return;
+	if (s) {
+		r->matched++;
+		if (!r->o->closing) {
+			const struct djp_handler_list *l = atomic_load(&s->handlers);
+			for (unsigned k = 0; l && k < l->n; k++)
+				if (l->h[k].probe_id == r->p->id)
+					return;
+			r->err = djp_site_vec_push(r->sv, s);
+		}
+		return;
+	}
+	for (size_t i = 0; i < r->n; i++)
+		if (r->v[i].addr == a)
+			return; /* two points resolved to one instruction */
+	if ((err = point_check(r, f, a, &np))) {
+		note_error(r, err);
+		return;
+	}
+	r->matched++;
+	if (r->o->closing)
+		return;
+	if (r->n == r->cap) {
+		void *v = realloc(r->v, (r->cap = r->cap ? 2 * r->cap : 16) * sizeof(*r->v));
+		if (!v) {
+			r->err = -ENOMEM;
+			return;
+		}
+		r->v = v;
+	}
+	r->v[r->n++] = np;
+}
+
+static int visit_func(void *ctx, const struct djp_func *f)
+{
+	struct resolve *r = ctx;
+	if (r->pt->offset && f->size && r->pt->offset >= f->size) {
+		note_error(r, -EINVAL);
+		return 0;
+	}
+	point_found(r, f, f->addr + bias_of(r->o, r->t) + r->pt->offset);
+	return r->err;
+}
+
+/* Make the sites of r->v in a point object of their own. */
+static int sites_make(struct resolve *r)
+{
+	struct djp_object *po;
+	struct djp_marker_list *ml;
+	char name[512];
+
+	if (!r->n)
+		return 0;
+	po = calloc(1, sizeof(*po));
+	ml = djp_marker_list_new();
+	if (!po || !ml || !(po->sites = calloc(r->n, sizeof(*po->sites))))
+		goto enomem;
+	ml->is_dyn = r->t->is_dyn;
+	for (size_t i = 0; i < r->n; i++) {
+		struct djp_marker_info *m = djp_marker_list_push(ml);
+		const struct new_point *np = &r->v[i];
+		if (!m)
+			goto enomem;
+		if (np->off)
+			snprintf(name, sizeof(name), "%s+%#llx", np->f->name, (unsigned long long)np->off);
+		else
+			snprintf(name, sizeof(name), "%s", np->f->name);
+		m->site = np->addr - bias_of(r->o, r->t);
+		m->site_len = np->len;
+		m->name = djp_marker_list_strdup(ml, name, strlen(name));
+		m->function = djp_marker_list_strdup(ml, np->f->name, strlen(np->f->name));
+		m->provider = "func";
+		m->format = "";
+		m->args = "";
+		/* at an entry the call has just pushed its return address */
+		m->sp_align = np->off ? -1 : 8;
+		if (!m->name || !m->function)
+			goto enomem;
+	}
+	po->path = strdup(r->o->path);
+	po->file = r->o->file ? strdup(r->o->file) : NULL;
+	if (!po->path || (r->o->file && !po->file))
+		goto enomem;
+	po->bias = r->o->bias;
+	po->permanent = r->o->permanent;
+	po->vec_use = -1;
+	po->parent = r->o;
+	po->markers = ml;
+	for (size_t i = 0; i < r->n; i++) {
+		struct djp_site *s = &po->sites[i];
+		s->addr = r->v[i].addr;
+		s->len = r->v[i].len;
+		memcpy(s->orig, r->v[i].orig, s->len);
+		s->state = SITE_IDLE;
+		s->m = &ml->v[i];
+		s->obj = po;
+		s->id = djp_site_id_next();
+	}
+	po->nsites = r->n;
+	djp_object_add(po);
+	for (size_t i = 0; i < r->n; i++)
+		if (djp_site_vec_push(r->sv, &po->sites[i]))
+			return -ENOMEM;
+	return 0;
+enomem:
+	djp_marker_list_free(ml);
+	if (po) {
+		free(po->sites);
+		free(po->path);
+		free(po->file);
+		free(po);
+	}
+	return -ENOMEM;
+}
+
+static int resolve_in(struct resolve *r)
+{
+	const struct djp_point *pt = r->pt;
+	const struct djp_func_table *t = object_funcs(r->o);
+
+	if (!t)
+		return 0;
+	r->t = t;
+	if (pt->func) {
+		djp_funcs_match(t, pt->func, visit_func, r);
+	} else if (pt->line) {
+		uint64_t addrs[64];
+		char err[256];
+		int n = djp_lines_resolve(r->o->file, pt->line, addrs, 64, err, sizeof(err));
+		for (int i = 0; i < n && !r->err; i++) {
+			const struct djp_func *f = djp_funcs_at(t, addrs[i]);
+			if (f)
+				point_found(r, f, addrs[i] + bias_of(r->o, t));
+		}
+	} else {
+		uintptr_t b = bias_of(r->o, t);
+		const struct djp_func *f = pt->addr >= b ? djp_funcs_at(t, pt->addr - b) : NULL;
+		if (f)
+			point_found(r, f, pt->addr);
+	}
+	if (!r->err)
+		r->err = sites_make(r);
+	r->n = 0;
+	return r->err;
+}
+
+int djp_point_attach(const struct djp_probe *p, size_t *matched)
+{
+	struct site_vec sv = { 0 };
+	struct resolve r = { .pt = p->point, .p = p, .sv = &sv };
+	int err = 0;
+
+	r.strict = !is_glob(p->point->func) && !is_glob(p->point->object);
+	if (p->point->retprobe)
+		return -ENOSYS; /* not yet */
+	for (struct djp_object *o = djp_objects; o && !err; o = o->next)
+		if (!o->parent && !o->closing && object_matches(o, p->point)) {
+			r.o = o;
+			err = resolve_in(&r);
+		}
+	free(r.v);
+	if (!err)
+		err = djp_change_probe(&sv, p, -1);
+	if (matched)
+		*matched = r.matched;
+	free(sv.v);
+	return err;
+}
+
+/* ---- points by pattern, for the agent ------------------------------------ */
+
+/*
+ * The spelling `djp trace` and the agent's CONNECT use for points, beside
+ * marker patterns (docs/TRACE.md):
+ *
+ *   func:GLOB            the entry of every function GLOB matches
+ *   func:GLOB+OFFSET     OFFSET bytes into each (decimal or 0x)
+ *   func:GLOB%return     their returns
+ *   line:FILE:LINE       the addresses of a source line
+ *   ...@OBJECT           in the objects OBJECT (a path or file-name glob)
+ *                        matches, instead of the main program
+ *
+ * The sites these make are named "func:NAME" or "func:NAME+0x12" as a
+ * marker PROVIDER:NAME is, so that the same pattern matches their events.
+ */
+int djp__point_parse(const char *pattern, struct djp_point **out)
+{
+	struct djp_point *pt;
+	const char *at, *body;
+	char *end;
+	size_t n;
+
+	*out = NULL;
+	if (strncmp(pattern, "func:", 5) && strncmp(pattern, "line:", 5))
+		return 1;
+	if (!(pt = calloc(1, sizeof(*pt))))
+		return -ENOMEM;
+	body = pattern + 5;
+	at = strrchr(body, '@');
+	n = at ? (size_t)(at - body) : strlen(body);
+	if (at && !(pt->object = strdup(at + 1)))
+		goto enomem;
+	if (pattern[0] == 'l') {
+		if (!(pt->line = strndup(body, n)))
+			goto enomem;
+		if (!strchr(pt->line, ':'))
+			goto inval;
+	} else {
+		const char *plus = memchr(body, '+', n), *pct = memchr(body, '%', n);
+		size_t fn = plus ? (size_t)(plus - body) : pct ? (size_t)(pct - body) : n;
+		if (!(pt->func = strndup(body, fn)))
+			goto enomem;
+		if (plus) {
+			errno = 0;
+			pt->offset = strtoull(plus + 1, &end, 0);
+			if (errno || end == plus + 1 || end != body + n)
+				goto inval;
+		} else if (pct) {
+			if ((size_t)(body + n - pct) != 7 || strncmp(pct, "%return", 7))
+				goto inval;
+			pt->retprobe = true;
+		}
+	}
+	if (!(pt->func ? pt->func[0] : pt->line[0]) || (pt->object && !pt->object[0]))
+		goto inval;
+	*out = pt;
+	return 0;
+inval:
+	djp_point_free(pt);
+	return -EINVAL;
+enomem:
+	djp_point_free(pt);
+	return -ENOMEM;
+}
+
+/* ---- the public entry --------------------------------------------------- */
+
+static char *dup_or_null(const char *s, int *err)
+{
+	char *d = s ? strdup(s) : NULL;
+	if (s && !d)
+		*err = -ENOMEM;
+	return d;
+}
+
+DJP_API int djp_connect_at(const struct djp_point_opts *where, djp_handler_fn fn, void *data, unsigned flags)
+{
+	struct djp_point_opts o = { 0 };
+	struct djp_point *pt;
+	int err = 0, id;
+
+	if (!where || where->sz < offsetof(struct djp_point_opts, object)) {
+		errno = EINVAL;
+		return -EINVAL;
+	}
+	/* a caller built against a later version: what we do not know must
+	 * be zero (libbpf's OPTS_VALID) */
+	for (size_t i = sizeof(o); i < where->sz; i++)
+		if (((const uint8_t *)where)[i]) {
+			errno = EINVAL;
+			return -EINVAL;
+		}
+	memcpy(&o, where, where->sz < sizeof(o) ? where->sz : sizeof(o));
+	/* exactly one of func, line, addr; offset and retprobe with func */
+	if ((!!o.func + !!o.line + !!o.addr) != 1 || (o.offset && !o.func) || (o.retprobe && (!o.func || o.offset))) {
+		errno = EINVAL;
+		return -EINVAL;
+	}
+	if (!(pt = calloc(1, sizeof(*pt)))) {
+		errno = ENOMEM;
+		return -ENOMEM;
+	}
+	pt->object = dup_or_null(o.object, &err);
+	pt->func = dup_or_null(o.func, &err);
+	pt->line = dup_or_null(o.line, &err);
+	pt->offset = o.offset;
+	pt->addr = o.addr;
+	pt->retprobe = o.retprobe;
+	if (err) {
+		djp_point_free(pt);
+		errno = -err;
+		return err;
+	}
+	id = djp__connect(NULL, fn, data, flags, &(struct djp_connect_opts){ .point = pt });
+	return id;
+}

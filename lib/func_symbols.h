@@ -1,0 +1,68 @@
+/*
+ * The functions of an ELF object, for probing functions by name, address
+ * and source line (lib/func_symbols.c): its function symbols, sorted by
+ * address, and its DWARF line tables.
+ */
+#ifndef DJP_LIB_FUNC_SYMBOLS_H
+#define DJP_LIB_FUNC_SYMBOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct djp_func {
+	const char *name;   /* symbol name (owned by the table) */
+	uint64_t addr;      /* link-time address (st_value) */
+	uint64_t size;      /* st_size; 0 when the symbol has none */
+	bool global;        /* STB_GLOBAL/WEAK (false: local) */
+};
+
+struct djp_func_table {
+	size_t count;
+	struct djp_func *v; /* sorted by addr, one entry per address (prefer a global name over a local
+			     * alias, and .symtab over .dynsym when both name it) */
+	bool is_dyn;        /* ET_DYN: runtime = addr + load bias */
+	void *priv;
+};
+
+/* Every STT_FUNC (and STT_GNU_IFUNC) symbol with a non-zero address, from
+ * .symtab (the file's own, else its separate debug file's), and .dynsym (a
+ * stripped library still has its exports); 0 and *out, or -errno with one
+ * line in err.  Also reads the PT_LOAD segments, for djp_funcs_file_offset. */
+int djp_funcs_read(const char *path, struct djp_func_table **out, char *err, size_t errsz);
+void djp_funcs_free(struct djp_func_table *t);
+
+/* The function containing link-time address `addr` (addr in [a, a+size), or
+ * the nearest symbol below when it has size 0), or NULL. */
+const struct djp_func *djp_funcs_at(const struct djp_func_table *t, uint64_t addr);
+
+/* Visit every function whose name matches the fnmatch(3) glob (exact name
+ * when no glob chars), in address order; returns how many matched.  fn may
+ * be NULL (count only); it may stop the walk by returning non-zero: a
+ * negative value is then returned as-is, a positive one ends the walk and
+ * the count so far (this one included) is returned. */
+int djp_funcs_match(const struct djp_func_table *t, const char *glob,
+		    int (*fn)(void *ctx, const struct djp_func *f), void *ctx);
+
+/* The file offset of link-time address `addr` from the PT_LOAD segments:
+ * 0 and *off, or -ENOENT when no segment holds it in the file. */
+int djp_funcs_file_offset(const struct djp_func_table *t, uint64_t addr, uint64_t *off);
+
+/* Source line to link-time addresses, from the DWARF line tables.  `spec`
+ * is "FILE:LINE"; FILE matches the end of a line-table file name component
+ * by component ("foo.c" matches "/src/foo.c", not "/src/xfoo.c"; an
+ * absolute FILE must match the whole name).  Writes the addresses of the
+ * line's is_stmt rows, one per distinct address, lowest first, to
+ * addrs[0..max) and returns how many it wrote (at most max).  -ENOENT
+ * "FILE:LINE: no code at that line" (never the next line instead);
+ * -ENODATA "PATH: no debug information (line tables)"; -EINVAL for a spec
+ * that is not FILE:LINE; other -errno from opening the file. */
+int djp_lines_resolve(const char *path, const char *spec, uint64_t *addrs, size_t max, char *err, size_t errsz);
+
+/* Where a function probe goes, as stap/gdb place one: the address after
+ * the prologue of f.  The line-table row flagged prologue_end when there is
+ * one (clang), else for unoptimized GCC code the row of the function's
+ * second line; f->addr when unknown (optimized GCC code, no DWARF). */
+uint64_t djp_func_after_prologue(const char *path, const struct djp_func *f);
+
+#endif

@@ -1,0 +1,169 @@
+/* Instruction probes from the tool: `djp trace func:NAME` and scripts'
+ * process.function(), on a program with no marker and nothing of djprobe,
+ * launched and attached to; their libc's functions; errors that leave the
+ * target alone. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "lib/func_symbols.h"
+#include "test_trace_util.h"
+
+/* `djp ARGS` to its end; its stdout and stderr in p. */
+static struct tproc *djp_run(char *const argv[], int *st)
+{
+	struct tproc *p = tt_spawn(argv, false, -1);
+	*st = tt_finish(p, 30000);
+	return p;
+}
+
+TEST_TIMEOUT(trace_func_points_count_exactly, 60)
+{
+	char cmd[4096];
+	int st;
+	struct tproc *p;
+
+	snprintf(cmd, sizeof(cmd), "%s 1000", tt_func_target());
+	p = djp_run((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "func:ft_work", NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_EQ(tt_count(p->obuf, " func:ft_work\n"), 1000);
+	free(p);
+	/* a glob, and libc's getpid through the object's file name */
+	p = djp_run((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "func:ft_*", "func:getpid@libc.so*", NULL },
+		    &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_EQ(tt_count(p->obuf, " func:ft_work\n"), 1000);
+	CHECK_EQ(tt_count(p->obuf, " func:ft_other\n"), 500);
+	CHECK(tt_count(p->obuf, " func:getpid\n") >= 1000); /* and the loader's, the tool's own */
+	free(p);
+}
+
+TEST_TIMEOUT(trace_func_point_errors_say_what_and_leave_the_target, 60)
+{
+	static const struct {
+		const char *pattern, *says;
+	} bad[] = {
+		{ "func:ft_no_such_function", "matches no function" },
+		{ "func:ft_work+1", "not an instruction boundary" },
+		{ "func:ft_work%return", "not supported yet: return probes" },
+		{ "func:ft_work+x", "not a point" },
+	};
+	char cmd[4096];
+
+	snprintf(cmd, sizeof(cmd), "%s 10", tt_func_target());
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int st;
+		struct tproc *p = djp_run((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, (char *)bad[i].pattern, NULL },
+					  &st);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+		if (!strstr(p->ebuf, bad[i].says))
+			djp_test_fail(__FILE__, __LINE__, "%s: stderr \"%s\" does not say \"%s\"", bad[i].pattern,
+				      p->ebuf, bad[i].says);
+		CHECK(strstr(p->ebuf, bad[i].pattern) != NULL);
+		free(p);
+	}
+}
+
+TEST_TIMEOUT(script_function_and_statement_points, 60)
+{
+	char cmd[4096];
+	int st;
+	struct tproc *p;
+
+	snprintf(cmd, sizeof(cmd), "%s 1000", tt_func_target());
+	p = djp_run((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
+				     "global n, m; probe process.function(\"ft_work\") { n++ } "
+				     "probe process.function(\"ft_oth*\").call { m++; if (m == 1) println(pp(), \" \", pn()) } "
+				     "probe end { printf(\"n=%d m=%d\\n\", n, m) }",
+				     NULL },
+		    &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(p->obuf, "n=1000 m=500\n") != NULL);
+	CHECK(strstr(p->obuf, ".function(\"ft_other\") process.function(\"ft_oth*\").call\n") != NULL);
+	free(p);
+	/* a line of the target's source, by its line tables */
+	p = djp_run((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
+				     "global n; probe process.statement(\"*@func_target.c:17\") { n++ } "
+				     "probe end { printf(\"n=%d\\n\", n) }",
+				     NULL },
+		    &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(p->obuf, "n=1000\n") != NULL);
+	free(p);
+}
+
+/* The runtime address of `func` in process pid's `binary`. */
+static uintptr_t func_addr(pid_t pid, const char *binary, const char *func)
+{
+	struct djp_func_table *t = NULL;
+	char err[256], path[64], line[4096], real[4096];
+	uintptr_t lo = 0, addr = 0;
+	unsigned long long off;
+	FILE *f;
+
+	CHECK(realpath(binary, real) != NULL);
+	CHECK_EQ(djp_funcs_read(real, &t, err, sizeof(err)), 0);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	CHECK((f = fopen(path, "r")) != NULL);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, real) && sscanf(line, "%lx-%*x %*s %llx", &lo, &off) == 2 && off == 0)
+			break;
+	fclose(f);
+	for (size_t i = 0; i < t->count; i++)
+		if (!strcmp(t->v[i].name, func))
+			addr = (uintptr_t)t->v[i].addr + (t->is_dyn ? lo : 0);
+	djp_funcs_free(t);
+	CHECK(addr != 0);
+	return addr;
+}
+
+static int byte_at(pid_t pid, uintptr_t addr)
+{
+	char path[64];
+	uint8_t b;
+	int fd;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	CHECK_EQ(pread(fd, &b, 1, (off_t)addr), 1);
+	close(fd);
+	return b;
+}
+
+/* A running program that never heard of djprobe: the agent is injected,
+ * the function counted, and after the tool leaves, its byte is back. */
+TEST_TIMEOUT(trace_x_func_point_in_a_running_program, 90)
+{
+	struct tproc *t, *d;
+	char pid[32];
+	uintptr_t a;
+	int was, st;
+
+	t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", "1000", NULL }, false, -1);
+	CHECK(tt_wait_out(t, "ready", 10000));
+	a = func_addr(t->pid, tt_func_target(), "ft_work");
+	was = byte_at(t->pid, a);
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "func:ft_work", NULL }, false, -1);
+	for (int i = 0; i < 1000 && byte_at(t->pid, a) != 0xcc; i++)
+		usleep(10000);
+	CHECK_EQ(byte_at(t->pid, a), 0xcc);
+	tt_send(t, "go\n");
+	CHECK(tt_wait_out(t, "sum ", 10000));
+	/* every hit recorded before the tool is told to stop */
+	for (int i = 0; i < 500 && tt_count(d->obuf, " func:ft_work\n") < 1000; i++)
+		tt_wait_out(d, "\n\n", 20); /* reads what there is */
+	kill(d->pid, SIGINT);
+	st = tt_finish(d, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_EQ(tt_count(d->obuf, " func:ft_work\n"), 1000);
+	for (int i = 0; i < 500 && byte_at(t->pid, a) != was; i++)
+		usleep(10000);
+	CHECK_EQ(byte_at(t->pid, a), was);
+	tt_end(t);
+}

@@ -1,0 +1,51 @@
+/*
+ * The instruction-probe tests' target: plain C with no marker and nothing
+ * of djprobe, as any program is.  `func_target N` calls ft_work N times,
+ * ft_other N/2 times and getpid() N times, then prints the sum.  With
+ * `-w` it first waits for a line on stdin (so that a tool can attach to it
+ * with -x), and after the work for another line, or the end of its input,
+ * before exiting.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+volatile long ft_sink;
+
+__attribute__((noinline)) long ft_work(long i)
+{
+	long r = i * 7 + 3;
+	ft_sink += r;
+	return r;
+}
+
+__attribute__((noinline)) long ft_other(long i)
+{
+	ft_sink -= i;
+	return i;
+}
+
+int main(int argc, char **argv)
+{
+	char line[64];
+	int wait = argc > 1 && !strcmp(argv[1], "-w");
+	long n = argc > 1 + wait ? atol(argv[1 + wait]) : 10, sum = 0;
+
+	if (wait) {
+		printf("ready %d\n", (int)getpid());
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
+	for (long i = 0; i < n; i++) {
+		sum += ft_work(i) + getpid() * 0;
+		if (i % 2)
+			sum += ft_other(i);
+	}
+	printf("sum %ld\n", sum);
+	fflush(stdout);
+	if (wait) /* until told, or stdin ends */
+		(void)!fgets(line, sizeof(line), stdin);
+	return 0;
+}
