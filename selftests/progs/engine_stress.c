@@ -13,11 +13,18 @@
  * may produce at most the number of probes that exist.  Handlers check
  * their arguments too.
  *
+ * Instruction probes (djp_connect_at) join in on 64 plain functions fn_AB
+ * beside the marker sites, under the same exact count: their handler checks
+ * that the arguments are in %rdi and %rsi, where the call put them, and
+ * each function's result is checked after every call, so a displaced
+ * instruction run wrong out of line shows.
+ *
  * usage: engine_stress SECONDS   (DJP_SYNC=shootdown for the TLB-shootdown sync)
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +51,26 @@ ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5) ROW(6) ROW(7)
 static const site_fn sites[NSITES] = { FN_ROW(0), FN_ROW(1), FN_ROW(2), FN_ROW(3),
 				       FN_ROW(4), FN_ROW(5), FN_ROW(6), FN_ROW(7) };
 
-static _Atomic uint64_t word[NSITES]; /* generation << 16 | cover */
+/* Plain functions for instruction probes: no marker, a rip-relative
+ * read-modify-write first. */
+static volatile long fn_sink[NSITES];
+typedef long (*plain_fn)(long t, long s);
+#define FN(a, b)                                                                                    \
+	__attribute__((noinline)) long fn_##a##b(long t, long s)                                    \
+	{                                                                                           \
+		fn_sink[a * 8 + b] += t;                                                            \
+		return t * 3 + s;                                                                   \
+	}
+#define FROW(a) FN(a, 0) FN(a, 1) FN(a, 2) FN(a, 3) FN(a, 4) FN(a, 5) FN(a, 6) FN(a, 7)
+FROW(0) FROW(1) FROW(2) FROW(3) FROW(4) FROW(5) FROW(6) FROW(7)
+#define PFN_ROW(a) fn_##a##0, fn_##a##1, fn_##a##2, fn_##a##3, fn_##a##4, fn_##a##5, fn_##a##6, fn_##a##7
+static const plain_fn fns[NSITES] = { PFN_ROW(0), PFN_ROW(1), PFN_ROW(2), PFN_ROW(3),
+				      PFN_ROW(4), PFN_ROW(5), PFN_ROW(6), PFN_ROW(7) };
+
+static _Atomic uint64_t word[NSITES];  /* generation << 16 | cover */
+static _Atomic uint64_t pword[NSITES]; /* the same for fns[] */
+static __thread long tls_phits;
+static unsigned char fn_text[NSITES][16]; /* each function's first bytes, before */
 static atomic_int stop;
 static atomic_long bad, calls_checked, total_calls, total_hits;
 static _Atomic uintptr_t site_addr[NSITES];
@@ -63,6 +89,40 @@ static void handler(const struct djp_hit *hit, void *data)
 	}
 }
 
+static void point_handler(const struct djp_hit *hit, void *data)
+{
+	(void)data;
+	tls_phits++;
+	if ((long)djp_hit_reg(hit, 5) != tls_thread || djp_hit_reg(hit, 4) >= NSITES) {
+		atomic_fetch_add(&bad, 1);
+		fprintf(stderr, "bad registers at %s: rdi %ld rsi %ld\n", djp_hit_name(hit), (long)djp_hit_reg(hit, 5),
+			(long)djp_hit_reg(hit, 4));
+	}
+}
+
+/* One call of plain function s, checked as the sites are. */
+static void call_plain(long t, int s, long *checked, long *hits)
+{
+	uint64_t w1 = atomic_load(&pword[s]), w2;
+	long r;
+	tls_phits = 0;
+	r = fns[s](t, s);
+	w2 = atomic_load(&pword[s]);
+	*hits += tls_phits;
+	if (r != t * 3 + s) {
+		atomic_fetch_add(&bad, 1);
+		fprintf(stderr, "fn %d returned %ld, not %ld\n", s, r, t * 3 + s);
+	}
+	if (w1 == w2 && !((w1 >> 16) & 1)) {
+		(*checked)++;
+		if ((uint64_t)tls_phits != (w1 & 0xffff)) {
+			atomic_fetch_add(&bad, 1);
+			fprintf(stderr, "thread %ld fn %d: %ld hits, %u probes armed throughout\n", t, s, tls_phits,
+				(unsigned)(w1 & 0xffff));
+		}
+	}
+}
+
 static void *worker(void *arg)
 {
 	long t = (long)arg, checked = 0, calls = 0, hits = 0;
@@ -74,7 +134,8 @@ static void *worker(void *arg)
 		tls_hits = 0;
 		sites[s](t, s);
 		w2 = atomic_load(&word[s]);
-		calls++;
+		call_plain(t, (s * 7 + (int)calls) % NSITES, &checked, &hits);
+		calls += 2;
 		hits += tls_hits;
 		if (tls_hits > MAXPROBES) {
 			atomic_fetch_add(&bad, 1);
@@ -95,8 +156,8 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Pattern stress_s[A][B] with random non-empty sets A and B; marks in cov[]. */
-static void random_pattern(unsigned *seed, char *pat, int *cov)
+/* Pattern PREFIX[A][B] with random non-empty sets A and B; marks in cov[]. */
+static void random_pattern(unsigned *seed, const char *prefix, char *pat, int *cov)
 {
 	unsigned ma = 0, mb = 0;
 	char *p = pat;
@@ -104,7 +165,7 @@ static void random_pattern(unsigned *seed, char *pat, int *cov)
 		ma = (unsigned)rand_r(seed) & 0xff;
 	while (!mb)
 		mb = (unsigned)rand_r(seed) & 0xff;
-	p += sprintf(p, "stress_s[");
+	p += sprintf(p, "%s[", prefix);
 	for (int a = 0; a < 8; a++)
 		if (ma & (1u << a))
 			*p++ = (char)('0' + a);
@@ -117,11 +178,11 @@ static void random_pattern(unsigned *seed, char *pat, int *cov)
 		cov[s] = (ma & (1u << (s / 8))) && (mb & (1u << (s % 8)));
 }
 
-static void bump(const int *cov, int delta_cover)
+static void bump(_Atomic uint64_t *w, const int *cov, int delta_cover)
 {
 	for (int s = 0; s < NSITES; s++)
 		if (cov[s])
-			atomic_fetch_add(&word[s], (1ull << 16) + (uint64_t)(int64_t)delta_cover);
+			atomic_fetch_add(&w[s], (1ull << 16) + (uint64_t)(int64_t)delta_cover);
 }
 
 int main(int argc, char **argv)
@@ -130,7 +191,9 @@ int main(int argc, char **argv)
 	struct {
 		int id;
 		int cov[NSITES];
+		_Atomic uint64_t *w; /* word (markers) or pword (points) */
 	} probes[MAXPROBES];
+	long point_batches = 0;
 	int nprobes = 0;
 	long batches = 0;
 	pthread_t th[NTHREADS];
@@ -138,6 +201,8 @@ int main(int argc, char **argv)
 	struct timespec t0, t;
 	static const unsigned flagset[] = { DJP_GPR_ONLY, 0, DJP_FORCE_INT3, DJP_GPR_ONLY };
 
+	for (int s = 0; s < NSITES; s++)
+		memcpy(fn_text[s], (void *)fns[s], sizeof(fn_text[s]));
 	for (long i = 0; i < NTHREADS; i++)
 		pthread_create(&th[i], NULL, worker, (void *)i);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -145,22 +210,29 @@ int main(int argc, char **argv)
 		if (nprobes < MAXPROBES && (nprobes == 0 || rand_r(&seed) % 2)) {
 			char pat[64];
 			int *cov = probes[nprobes].cov, id;
-			random_pattern(&seed, pat, cov);
-			bump(cov, 0); /* odd: in flight */
-			id = djp_connect(pat, handler, NULL, flagset[rand_r(&seed) % 4]);
+			bool point = rand_r(&seed) % 3 == 0;
+			_Atomic uint64_t *w = probes[nprobes].w = point ? pword : word;
+			random_pattern(&seed, point ? "fn_" : "stress_s", pat, cov);
+			bump(w, cov, 0); /* odd: in flight */
+			if (point)
+				id = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts), .func = pat },
+						    point_handler, NULL, flagset[rand_r(&seed) % 4]);
+			else
+				id = djp_connect(pat, handler, NULL, flagset[rand_r(&seed) % 4]);
+			point_batches += point;
 			if (id < 0) {
 				fprintf(stderr, "connect %s: %s\n", pat, strerror(-id));
 				atomic_fetch_add(&bad, 1);
-				bump(cov, 0);
+				bump(w, cov, 0);
 				break;
 			}
-			bump(cov, 1); /* even again, one more probe */
+			bump(w, cov, 1); /* even again, one more probe */
 			probes[nprobes++].id = id;
 		} else {
 			int k = (int)(rand_r(&seed) % (unsigned)nprobes), err;
-			bump(probes[k].cov, -1);
+			bump(probes[k].w, probes[k].cov, -1);
 			err = djp_disconnect(probes[k].id);
-			bump(probes[k].cov, 0);
+			bump(probes[k].w, probes[k].cov, 0);
 			if (err) {
 				fprintf(stderr, "disconnect: %s\n", strerror(-err));
 				atomic_fetch_add(&bad, 1);
@@ -173,12 +245,12 @@ int main(int argc, char **argv)
 	} while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
 	while (nprobes > 0) {
 		int err;
-		bump(probes[nprobes - 1].cov, -1);
+		bump(probes[nprobes - 1].w, probes[nprobes - 1].cov, -1);
 		if ((err = djp_disconnect(probes[--nprobes].id))) {
 			fprintf(stderr, "final disconnect: %s\n", strerror(-err));
 			atomic_fetch_add(&bad, 1);
 		}
-		bump(probes[nprobes].cov, 0);
+		bump(probes[nprobes].w, probes[nprobes].cov, 0);
 	}
 	atomic_store(&stop, 1);
 	for (int i = 0; i < NTHREADS; i++)
@@ -192,8 +264,15 @@ int main(int argc, char **argv)
 			atomic_fetch_add(&bad, 1);
 		}
 	}
-	printf("%s: %ld batches, %ld calls, %ld hits, %ld calls checked exactly, %ld errors\n",
-	       getenv("DJP_SYNC") ? getenv("DJP_SYNC") : "membarrier", batches, atomic_load(&total_calls),
-	       atomic_load(&total_hits), atomic_load(&calls_checked), atomic_load(&bad));
-	return atomic_load(&bad) || atomic_load(&calls_checked) < 1000 || batches < 10 ? 1 : 0;
+	/* ... and every function its first bytes. */
+	for (int s = 0; s < NSITES; s++)
+		if (memcmp((void *)fns[s], fn_text[s], sizeof(fn_text[s]))) {
+			fprintf(stderr, "fn %d not restored\n", s);
+			atomic_fetch_add(&bad, 1);
+		}
+	printf("%s: %ld batches (%ld of instruction probes), %ld calls, %ld hits, %ld calls checked exactly, "
+	       "%ld errors\n",
+	       getenv("DJP_SYNC") ? getenv("DJP_SYNC") : "membarrier", batches, point_batches,
+	       atomic_load(&total_calls), atomic_load(&total_hits), atomic_load(&calls_checked), atomic_load(&bad));
+	return atomic_load(&bad) || atomic_load(&calls_checked) < 1000 || batches < 10 || !point_batches ? 1 : 0;
 }
