@@ -86,6 +86,18 @@ TEST_TIMEOUT(script_function_and_statement_points, 60)
 	CHECK(strstr(p->obuf, "n=1000 m=500\n") != NULL);
 	CHECK(strstr(p->obuf, ".function(\"ft_other\") process.function(\"ft_oth*\").call\n") != NULL);
 	free(p);
+	/* -l lists the functions a point names, from the object's symbols */
+	{
+		char point[8400], real[4096];
+		CHECK(realpath(tt_func_target(), real) != NULL);
+		snprintf(point, sizeof(point), "process(\"%s\").function(\"ft_*\")", real);
+		p = djp_run((char *const[]){ (char *)tt_djp(), "-l", point, NULL }, &st);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		snprintf(point, sizeof(point),
+			 "process(\"%s\").function(\"ft_other\")\nprocess(\"%s\").function(\"ft_work\")\n", real, real);
+		CHECK_STR(p->obuf, point);
+		free(p);
+	}
 	/* a line of the target's source, by its line tables */
 	p = djp_run((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
 				     "global n; probe process.statement(\"*@func_target.c:17\") { n++ } "

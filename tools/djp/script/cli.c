@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "lang.h"
+#include "lib/func_symbols.h"
 #include "script.h"
 #include "tools/djp/session.h"
 
@@ -176,14 +177,60 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+struct func_lines {
+	char ***lines;
+	unsigned *n, cap;
+	const char *object;
+};
+
+static int add_func_line(void *ctx, const struct djp_func *f)
+{
+	struct func_lines *fl = ctx;
+	size_t len = strlen(fl->object) + strlen(f->name) + 32;
+	if (*fl->n + 1 >= fl->cap && !(*fl->lines = realloc(*fl->lines, sizeof(**fl->lines) * (fl->cap = fl->cap * 2 + 64))))
+		abort();
+	if (!((*fl->lines)[*fl->n] = malloc(len)))
+		abort();
+	snprintf((*fl->lines)[(*fl->n)++], len, "process(\"%s\").function(\"%s\")", fl->object, f->name);
+	return 0;
+}
+
+/* The functions a function("GLOB") point names, from the symbols of its
+ * object (the target's program without one); they have no context
+ * variables (yet). */
+static void list_functions(const struct probe_point *pp, const struct djp_source *src, char ***lines, unsigned *n,
+			   unsigned *cap)
+{
+	char exe[64], err[512], *path;
+	struct djp_func_table *t = NULL;
+	struct func_lines fl = { lines, n, *cap, NULL };
+
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)src->target_pid);
+	if (!(path = realpath(pp->path ? pp->path : exe, NULL)))
+		return;
+	if (djp_funcs_read(path, &t, err, sizeof(err)) == 0) {
+		fl.object = path;
+		djp_funcs_match(t, pp->glob + 5, add_func_line, &fl);
+		djp_funcs_free(t);
+	} else {
+		fprintf(stderr, "djp: %s\n", err);
+	}
+	*cap = fl.cap;
+	free(path);
+}
+
 /* -l / -L: the markers a probe point matches, sorted, one a line. */
 static int list_points(struct script *sc, struct djp_source *src, bool fields, FILE *out)
 {
-	char **lines = calloc(src->ndescs + 1, sizeof(*lines));
+	unsigned cap = src->ndescs + 1;
+	char **lines = calloc(cap, sizeof(*lines));
 	unsigned n = 0;
 
 	if (!lines)
 		abort();
+	for (struct probe_point *pp = sc->probes->points; pp; pp = pp->next)
+		if (pp->point && !strncmp(pp->glob, "func:", 5))
+			list_functions(pp, src, &lines, &n, &cap);
 	for (unsigned i = 0; i < src->ndescs; i++) {
 		const struct djp_ev_desc *d = &src->descs[i];
 		bool match = false;
