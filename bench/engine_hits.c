@@ -225,6 +225,60 @@ static int lean(void)
 	return 0;
 }
 
+/*
+ * A function entry armed as a jump over its first instruction (the
+ * trampoline runs it relocated), against a marker, the same lean handler:
+ * what arming adds to each call.  One process measures both, unarmed and
+ * armed, in alternating rounds; the figure is the median over LEAN_PROCS
+ * processes, as the lean one (a jump's cost moves with the addresses a
+ * process is loaded at).
+ */
+static int jump_once(void)
+{
+	double cm[RUNS], cf[RUNS];
+	for (int r = 0; r < RUNS; r++) {
+		double u[3], a[3];
+		int im, ifn, jumps;
+		measure((fn_t[]){ hit_marker, hit_function, hit_nop }, 3, 500000, u);
+		im = djp_connect("bench_hit", empty_handler, NULL, DJP_GPR_ONLY);
+		ifn = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts), .func = "hit_function" },
+				     empty_handler, NULL, DJP_GPR_ONLY);
+		jumps = im >= 0 && ifn >= 0 && *(volatile uint8_t *)hit_function == 0xe9;
+		if (jumps)
+			measure((fn_t[]){ hit_marker, hit_function, hit_nop }, 3, 500000, a);
+		djp_disconnect(im);
+		djp_disconnect(ifn);
+		if (!jumps)
+			return fprintf(stderr, "engine_hits: hit_function not armed as a jump (%d %d)\n", im, ifn), 1;
+		cm[r] = a[0] - u[0];
+		cf[r] = a[1] - u[1];
+	}
+	printf("%.4f %.4f\n", median_of(cm, RUNS), median_of(cf, RUNS));
+	return 0;
+}
+
+static int jump_entry(void)
+{
+	double cm[LEAN_PROCS], cf[LEAN_PROCS], ratio[LEAN_PROCS];
+	char cmd[4200], self[4096];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len <= 0)
+		return 1;
+	self[len] = 0;
+	snprintf(cmd, sizeof(cmd), "'%s' --jump-once", self);
+	for (int p = 0; p < LEAN_PROCS; p++) {
+		FILE *f = popen(cmd, "r");
+		if (!f || fscanf(f, "%lf %lf", &cm[p], &cf[p]) != 2 || pclose(f))
+			return fprintf(stderr, "engine_hits: the jump run failed\n"), 1;
+		ratio[p] = cf[p] / cm[p];
+	}
+	printf("jump: marker armed, lean handler, ns over unarmed | %.3f ns | - | -\n", median_of(cm, LEAN_PROCS));
+	printf("jump: function entry armed, lean handler, ns over unarmed | %.3f ns | - | -\n", median_of(cf, LEAN_PROCS));
+	row("jump: function entry probe / marker, same handler (cost over unarmed)", median_of(ratio, LEAN_PROCS), "x", 1.3,
+	    1);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const long n = 2000000, n3 = 20000;
@@ -234,6 +288,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "--lean-once"))
 		return lean_once();
+	if (argc > 1 && !strcmp(argv[1], "--jump-once"))
+		return jump_once();
 
 	/* The marker before it was ever armed (after a warm-up run). */
 	measure((fn_t[]){ hit_marker, hit_nop }, 2, n, before);
@@ -292,7 +348,7 @@ int main(int argc, char **argv)
 	/* An instruction probe: the same round trip, plus the displaced
 	 * instruction run out of line, against the bare one. */
 	id = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts), .func = "hit_function" },
-			    empty_handler, NULL, 0);
+			    empty_handler, NULL, DJP_FORCE_INT3);
 	if (id >= 0) {
 		struct ksigaction engine, bare;
 		double tb[RUNS], tp[RUNS], ti[2];
@@ -314,6 +370,9 @@ int main(int argc, char **argv)
 	} else {
 		printf("int3: instruction probe | not run: connect_at %d | - | -\n", id);
 	}
+
+	if (jump_entry())
+		return 1;
 
 	/* after */
 	measure((fn_t[]){ hit_marker, hit_nop }, 2, n, after);

@@ -42,6 +42,10 @@ void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t
 static uint32_t regs_used(const struct djp_site *s)
 {
 	uint32_t m = 0;
+	/* an instruction probe's handler may read any register (djp_hit_reg;
+	 * the site is its %rip, which the view need not hold) */
+	if (s->obj->parent)
+		return ((1u << DJP_REG_COUNT) - 1) & ~(1u << DJP_REG_RIP);
 	for (unsigned i = 0; i < s->m->nargs; i++) {
 		const struct djp_argloc *a = &s->m->arg[i];
 		if ((a->kind == DJP_LOC_REG || a->kind == DJP_LOC_MEM) && a->reg != DJP_REG_NONE)
@@ -76,9 +80,7 @@ static void desired_state(const struct djp_site *s, const struct djp_handler_lis
 		full |= !(l->h[i].flags & DJP_GPR_ONLY);
 	}
 	*flavour = full ? DJP_FULL : l->wants_prefetch ? DJP_LEAN_PREFETCH : DJP_LEAN;
-	/* an instruction probe is an int3 probe with its instruction run out
-	 * of line (kernel/points.c) */
-	if (force_int3 || s->no_jump || s->len < X86_JMP_REL32_LEN || (full && !arch_xsave_size()) || s->obj->parent)
+	if (force_int3 || s->no_jump || s->len < X86_JMP_REL32_LEN || (full && !arch_xsave_size()))
 		*state = SITE_INT3;
 	else
 		*state = SITE_JUMP;
@@ -133,7 +135,7 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 	struct djp_trap_entry *entries = NULL;
 	struct djp_tramp_req *reqs = NULL;
 	struct djp_site **changing = NULL;
-	size_t *req_idx = NULL;
+	size_t *req_idx = NULL, *poke_site = NULL;
 	struct djp_trap_table *t;
 	size_t npokes = 0, nreqs = 0;
 
@@ -142,10 +144,11 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 	old_lists = calloc(n, sizeof(*old_lists));
 	pokes = calloc(n, sizeof(*pokes));
 	entries = calloc(n, sizeof(*entries));
-	reqs = calloc(n, sizeof(*reqs));
+	reqs = calloc(2 * n, sizeof(*reqs));
 	changing = calloc(n, sizeof(*changing));
-	req_idx = calloc(n, sizeof(*req_idx));
-	if (!req_idx || !state || !flavour || !old_lists || !pokes || !entries || !reqs || !changing) {
+	req_idx = calloc(2 * n, sizeof(*req_idx)); /* a trampoline and a copy a site */
+	poke_site = calloc(n, sizeof(*poke_site));
+	if (!req_idx || !poke_site || !state || !flavour || !old_lists || !pokes || !entries || !reqs || !changing) {
 		err = -ENOMEM;
 		goto unpublished;
 	}
@@ -155,13 +158,15 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 		desired_state(sites[i], new_lists[i], &state[i], &flavour[i]);
 		if (state[i] == SITE_JUMP && flavour[i] == DJP_FULL && vector_use(sites[i]->obj) == DJP_VEC_OTHER)
 			state[i] = SITE_INT3; /* state no trampoline saves */
-		if (state[i] == SITE_INT3 && sites[i]->obj->parent && !sites[i]->ool)
+		/* an instruction probe's displaced instructions, run out of line
+		 * by its int3 (and while a jump is placed or taken away) */
+		if (state[i] != SITE_IDLE && sites[i]->obj->parent && !sites[i]->ool)
 			req_idx[nreqs] = i, reqs[nreqs++] = (struct djp_tramp_req){ .site = sites[i]->addr,
 								.len = sites[i]->len,
 								.flavour = DJP_OOL,
 								.ds = sites[i],
 								.code = sites[i]->orig };
-		else if (state[i] == SITE_JUMP && !sites[i]->tramp[flavour[i]] && !sites[i]->no_jump)
+		if (state[i] == SITE_JUMP && !sites[i]->tramp[flavour[i]] && !sites[i]->no_jump)
 			req_idx[nreqs] = i, reqs[nreqs++] = (struct djp_tramp_req){ .site = sites[i]->addr,
 								.len = sites[i]->len,
 								.flavour = flavour[i],
@@ -169,6 +174,11 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 								.ds = sites[i],
 								.list = &sites[i]->handlers,
 								.regs_used = regs_used(sites[i]),
+								/* an instruction probe's trampoline
+								 * keeps the flags and ends with the
+								 * displaced instructions */
+								.code = sites[i]->obj->parent ? sites[i]->orig : NULL,
+								.keep_flags = sites[i]->keep_flags,
 								.args = sites[i]->m->arg,
 								.nargs = sites[i]->m->nargs,
 								.bias = sites[i]->obj->bias,
@@ -208,6 +218,9 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 		}
 		pokes[npokes].addr = s->addr;
 		pokes[npokes].len = s->len;
+		/* a jump over instructions a thread may be inside */
+		pokes[npokes].check = s->obj->parent && state[i] == SITE_JUMP && s->state != SITE_JUMP;
+		poke_site[npokes] = i;
 		memcpy(pokes[npokes].old, cur, s->len);
 		djp_site_expected(s, state[i], flavour[i], pokes[npokes].new);
 		if (state[i] == SITE_IDLE)
@@ -230,7 +243,7 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 		} else {
 			arch_trap_publish(t);
 			/* Step 5. */
-			err = arch_poke_batch(pokes, npokes, djp_sync_cores);
+			err = arch_poke_batch(pokes, npokes, djp_sync_cores, djp_threads_outside);
 		}
 	}
 
@@ -244,6 +257,10 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 			free((void *)new_lists[i]);
 		goto out;
 	}
+	/* a jump that a thread inside its range kept out: an int3 probe */
+	for (size_t k = 0; k < npokes; k++)
+		if (pokes[k].demoted)
+			state[poke_site[k]] = SITE_INT3;
 	for (size_t i = 0; i < n; i++) {
 		struct djp_site *s = sites[i];
 		if ((s->state == SITE_IDLE) != (state[i] == SITE_IDLE))
@@ -276,6 +293,7 @@ out:
 	free(reqs);
 	free(changing);
 	free(req_idx);
+	free(poke_site);
 	return err;
 }
 

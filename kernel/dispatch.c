@@ -158,6 +158,8 @@ DJP_API uint64_t djp_hit_reg(const struct djp_hit *hit, unsigned dwarf_reg)
 {
 	if (dwarf_reg >= sizeof(view_of_dwarf))
 		return 0;
+	if (view_of_dwarf[dwarf_reg] == DJP_REG_RIP) /* the site, which a jump's view does not store */
+		return djp__hit_site(hit)->addr;
 	return hit->regs.r[view_of_dwarf[dwarf_reg]];
 }
 

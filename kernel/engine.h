@@ -96,6 +96,7 @@ struct djp_site {
 	 * the displaced instruction relocated and a jump back (0 until made;
 	 * a marker's NOP is skipped instead) */
 	uintptr_t ool;
+	bool keep_flags; /* an instruction probe's: its flags may be live */
 	bool in_batch;			 /* scratch for arm.c, under the lock */
 	uint32_t id;			 /* process-wide marker id */
 	const struct djp_marker_info *m;
@@ -249,6 +250,12 @@ void djp_point_free(struct djp_point *pt);
 int djp__point_parse(const char *pattern, struct djp_point **out);
 /* An object goes: its symbol table too (objects.c). */
 void djp_point_object_free(struct djp_object *o);
+
+/* threads_check.c: before a jump covers several instructions, whether a
+ * thread is inside them (arch_poke_batch's check); and the engine signal
+ * handler's part of it. */
+void djp_threads_outside(struct djp_poke *p, size_t n);
+void djp_threads_check_answer(void *ucontext);
 
 /* sync.c, engine_signal.c */
 int djp_sync_init(void);

@@ -7,10 +7,11 @@
  * from outside, like a thread still inside it.  The grace period's writer
  * sends such a thread this signal (kernel/rcu.c, after it has waited a
  * while); the handler looks at where the thread was interrupted and ends
- * the section if its frame is gone (djp_rcu_recover_interrupted).  Nothing
- * else is done here: the serialisation after a text write never signals
- * anyone (kernel/sync.c), so the application's system calls do not see
- * EINTR because of a patch.
+ * the section if its frame is gone (djp_rcu_recover_interrupted).  The
+ * one other question: before an instruction probe becomes a jump over
+ * several instructions, whether the thread is inside them
+ * (kernel/threads_check.c).  The serialisation after a text write never
+ * signals anyone (kernel/sync.c): marker batches never cause an EINTR.
  *
  * The signal is a reserved real-time one (SIGRTMAX-3 unless DJP_SIGNAL, or
  * its older name DJP_FREEZE_SIGNAL, names another), kept unblockable like
@@ -35,6 +36,7 @@ static void engine_signal_handler(int sig, siginfo_t *info, void *ucv)
 	int saved_errno = errno;
 	(void)sig;
 	(void)info;
+	djp_threads_check_answer(ucv); /* a jump about to be placed asks */
 	djp_rcu_recover_interrupted(ucv);
 	errno = saved_errno;
 }

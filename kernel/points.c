@@ -143,6 +143,8 @@ struct new_point {
 	uint8_t orig[DJP_SITE_MAX_LEN];
 	const struct djp_func *f;
 	uint64_t off;
+	bool no_jump; /* int3 only: len is the one instruction */
+	bool keep_flags;
 };
 
 struct resolve {
@@ -181,6 +183,72 @@ static bool shadow_stack_on(void)
 	return on;
 }
 
+/* A site of o (its markers, its points) that overlaps [lo, hi) other than
+ * one starting at lo. */
+static struct djp_site *site_overlapping(struct djp_object *o, uintptr_t lo, uintptr_t hi)
+{
+	for (struct djp_object *x = djp_objects; x; x = x->next)
+		if (x == o || x->parent == o)
+			for (size_t i = 0; i < x->nsites; i++) {
+				struct djp_site *s = &x->sites[i];
+				if (s->addr != lo && s->addr < hi && s->addr + s->len > lo)
+					return s;
+			}
+	return NULL;
+}
+
+struct cold_ctx {
+	struct resolve *r;
+	uintptr_t lo, hi;
+	bool into;
+};
+
+/* Does code of cold part f (GCC's NAME.cold) jump into (lo, hi)? */
+static int cold_visit(void *ctx, const struct djp_func *f)
+{
+	struct cold_ctx *c = ctx;
+	uintptr_t start = f->addr + bias_of(c->r->o, c->r->t);
+	uint8_t *b = f->size ? function_bytes(c->r->o, start, f->size) : NULL;
+	struct djp_insn in;
+
+	if (!b) {
+		c->into = true; /* cannot tell */
+		return 1;
+	}
+	for (size_t at = 0; at < f->size && !c->into; at += in.len)
+		if (djp_insn_decode(b + at, f->size - at, start + at, &in) || !in.len)
+			c->into = true;
+		else if ((in.kind == DJP_INSN_JMP_REL || in.kind == DJP_INSN_JCC_REL || in.kind == DJP_INSN_CALL_REL) &&
+			 in.target > c->lo && in.target < c->hi)
+			c->into = true;
+	free(b);
+	return c->into;
+}
+
+/*
+ * Can a jump cover [a, a + len) in function f (whose bytes are b)?  The
+ * decoder's rules (arch/x86/insn_reloc.c: whole instructions inside the
+ * function, no jump of the function into the range, no indirect jump, a
+ * call only last, every instruction relocatable), and besides: no jump
+ * into it from the function's cold part (GCC splits NAME.cold off and
+ * jumps back), and no other site inside it.
+ */
+static unsigned jump_range(struct resolve *r, const struct djp_func *f, const uint8_t *b, uintptr_t start, uintptr_t a)
+{
+	char cold[512];
+	struct cold_ctx c = { r, a, 0, false };
+	unsigned len = 0;
+
+	if (!f->size || djp_insn_jump_range(b, f->size, start, a, &len, NULL) || len > DJP_SITE_MAX_LEN)
+		return 0;
+	c.hi = a + len;
+	snprintf(cold, sizeof(cold), "%s.cold*", f->name);
+	djp_funcs_match(r->t, cold, cold_visit, &c);
+	if (c.into || site_overlapping(r->o, a, a + len))
+		return 0;
+	return len;
+}
+
 /* Check the instruction at `a` in function f; 0 and np filled in, or
  * -EINVAL (not an instruction boundary), -ENOTSUP (cannot run out of
  * line), -EILSEQ (does not decode). */
@@ -210,13 +278,18 @@ static int point_check(struct resolve *r, const struct djp_func *f, uintptr_t a,
 	if (!err && (in.kind == DJP_INSN_CALL_REL || in.kind == DJP_INSN_CALL_IND) && shadow_stack_on())
 		err = -ENOTSUP;
 	if (!err) {
+		unsigned jl = jump_range(r, f, b, start, a);
 		np->addr = a;
-		np->len = in.len;
-		memcpy(np->orig, b + (a - start), in.len);
+		np->no_jump = !jl;
+		/* dead at a function's entry (the ABI gives them no value), or
+		 * where the code sets them all before reading one */
+		np->keep_flags = a != start && !djp_insn_flags_dead(b + (a - start), size - (a - start), a);
+		np->len = jl ? (uint8_t)jl : in.len;
+		memcpy(np->orig, b + (a - start), np->len);
 		np->f = f;
 		np->off = a - start;
 		/* the text must hold what the code says (no foreign patch) */
-		if (memcmp((const void *)a, np->orig, in.len) && !site_at(r->o, a))
+		if (memcmp((const void *)a, np->orig, np->len) && !site_at(r->o, a))
 			err = -EBUSY;
 	}
 	free(b);
@@ -227,6 +300,29 @@ static void note_error(struct resolve *r, int err)
 {
 	if (r->strict && !r->err)
 		r->err = err;
+}
+
+/* A point lands inside the range an idle site's jump would cover: that
+ * site becomes an int3 probe of its first instruction (its copy made
+ * again).  An armed one cannot change under its hits: false. */
+static bool shrink(struct djp_site *s)
+{
+	struct djp_insn in;
+	if (!s->obj->parent || s->state != SITE_IDLE || djp_insn_decode(s->orig, s->len, s->addr, &in))
+		return false;
+	s->len = in.len;
+	s->no_jump = true;
+	s->ool = 0;
+	return true;
+}
+
+static void shrink_new(struct new_point *np)
+{
+	struct djp_insn in;
+	if (!djp_insn_decode(np->orig, np->len, np->addr, &in)) {
+		np->len = in.len;
+		np->no_jump = true;
+	}
 }
 
 /* One resolved point at runtime address `a` in function f. */
@@ -252,10 +348,20 @@ static void point_found(struct resolve *r, const struct djp_func *f, uintptr_t a
 	for (size_t i = 0; i < r->n; i++)
 		if (r->v[i].addr == a)
 			return; /* two points resolved to one instruction */
+	if ((s = site_overlapping(r->o, a, a + 1)) && !shrink(s)) {
+		note_error(r, -EBUSY); /* inside the range another probe's jump covers */
+		return;
+	}
+	for (size_t i = 0; i < r->n; i++)
+		if (r->v[i].addr < a && r->v[i].addr + r->v[i].len > a)
+			shrink_new(&r->v[i]);
 	if ((err = point_check(r, f, a, &np))) {
 		note_error(r, err);
 		return;
 	}
+	for (size_t i = 0; i < r->n; i++)
+		if (r->v[i].addr > a && r->v[i].addr < a + np.len)
+			shrink_new(&np); /* another new point inside its range */
 	r->matched++;
 	if (r->o->closing)
 		return;
@@ -331,6 +437,8 @@ static int sites_make(struct resolve *r)
 		s->len = r->v[i].len;
 		memcpy(s->orig, r->v[i].orig, s->len);
 		s->state = SITE_IDLE;
+		s->no_jump = r->v[i].no_jump;
+		s->keep_flags = r->v[i].keep_flags;
 		s->m = &ml->v[i];
 		s->obj = po;
 		s->id = djp_site_id_next();

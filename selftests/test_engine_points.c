@@ -6,10 +6,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -112,16 +115,17 @@ static void reset(void)
 
 #define OPTS(...) (&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts), __VA_ARGS__ })
 
-TEST(points_function_entry)
+static void function_entry(unsigned flags)
 {
 	uint8_t before[16];
 	int id;
 
 	reset();
 	memcpy(before, (void *)pt_add, sizeof(before));
-	id = djp_connect_at(OPTS(.func = "pt_add"), args, NULL, 0);
+	id = djp_connect_at(OPTS(.func = "pt_add"), args, NULL, flags);
 	CHECK(id >= 0);
-	CHECK_EQ(*(uint8_t *)pt_add, 0xcc);
+	/* a jump over its first instructions, or the int3 asked for */
+	CHECK_EQ(*(uint8_t *)pt_add, flags & DJP_FORCE_INT3 ? 0xcc : 0xe9);
 	for (long i = 0; i < 20000; i++)
 		CHECK_EQ(pt_add(i, 7), i * 3 + 7);
 	CHECK_EQ(atomic_load(&hits), 20000);
@@ -134,8 +138,22 @@ TEST(points_function_entry)
 	CHECK_EQ(atomic_load(&hits), 20000);
 }
 
-/* Every instruction of pt_asm in turn, each run out of line. */
-TEST(points_every_instruction_runs_out_of_line)
+TEST(points_function_entry)
+{
+	function_entry(0);		/* a jump, the full trampoline */
+	function_entry(DJP_GPR_ONLY);	/* a jump, the lean one */
+	function_entry(DJP_FORCE_INT3); /* int3, the instruction run out of line */
+}
+
+/*
+ * Every instruction of pt_asm in turn, each run out of line by an int3 or
+ * displaced into a jump's trampoline.  A jump covers whole instructions
+ * up to 5 bytes or more, and never one the jae lands inside (30 is its
+ * target, so 26 and 27 stay int3), nor the function's last byte.
+ */
+static const bool pt_asm_jump[] = { true, true, true, true, true, true, true, false, false, false };
+
+static void every_instruction(unsigned flags)
 {
 	long want[10];
 	uint8_t before[32];
@@ -158,8 +176,10 @@ TEST(points_every_instruction_runs_out_of_line)
 		else
 			snprintf(name, sizeof(name), "pt_asm");
 		want_name = name;
-		id = djp_connect_at(OPTS(.func = "pt_asm", .offset = off), count, NULL, 0);
+		id = djp_connect_at(OPTS(.func = "pt_asm", .offset = off), count, NULL, flags);
 		CHECK(id >= 0);
+		if (*(uint8_t *)((uintptr_t)pt_asm + off) != (pt_asm_jump[k] && !(flags & DJP_FORCE_INT3) ? 0xe9 : 0xcc))
+			djp_test_fail(__FILE__, __LINE__, "pt_asm+%u armed as %#x", off, *(uint8_t *)((uintptr_t)pt_asm + off));
 		for (int round = 0; round < 1000; round++)
 			for (long x = 0; x < 10; x++) {
 				pt_ret_seen = NULL;
@@ -176,6 +196,23 @@ TEST(points_every_instruction_runs_out_of_line)
 	}
 }
 
+TEST(points_every_instruction_runs_out_of_line)
+{
+	every_instruction(DJP_FORCE_INT3);
+}
+
+/* (A point inside an idle site's range leaves that site an int3 probe for
+ * good, so each flavour starts from a fresh process.) */
+TEST(points_every_instruction_displaced_into_a_jump)
+{
+	every_instruction(0);
+}
+
+TEST(points_every_instruction_displaced_into_a_lean_jump)
+{
+	every_instruction(DJP_GPR_ONLY);
+}
+
 TEST(points_by_address_and_shared_site)
 {
 	int a, b;
@@ -190,7 +227,7 @@ TEST(points_by_address_and_shared_site)
 		pt_asm(x);
 	CHECK_EQ(atomic_load(&hits), 200); /* one site, two handlers */
 	CHECK_EQ(djp_disconnect(a), 0);
-	CHECK_EQ(*(uint8_t *)((uintptr_t)pt_asm + 11), 0xcc);
+	CHECK_EQ(*(uint8_t *)((uintptr_t)pt_asm + 11), 0xe9); /* still armed: add and cmp jumped over */
 	pt_asm(1);
 	CHECK_EQ(atomic_load(&hits), 201);
 	CHECK_EQ(djp_disconnect(b), 0);
@@ -291,7 +328,7 @@ TEST(points_fork_child_runs_the_original)
 	CHECK(pid > 0);
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	CHECK_EQ(*(uint8_t *)pt_add, 0xcc);
+	CHECK_EQ(*(uint8_t *)pt_add, 0xe9);
 	CHECK_EQ(djp_disconnect(id), 0);
 }
 
@@ -338,4 +375,206 @@ TEST_TIMEOUT(points_stress_arm_disarm_while_running, 120)
 	CHECK(atomic_load(&hits) > 0);
 	CHECK(memcmp(before_asm, (void *)pt_asm, sizeof(before_asm)) == 0);
 	CHECK(memcmp(before_add, (void *)pt_add, sizeof(before_add)) == 0);
+}
+
+/*
+ * pt_park(tgid, tid, sig) with %eax = the system call: a 2-byte nop, the
+ * syscall, two nops, ret.  A jump at its entry would cover [0, 5): the
+ * syscall's return address, 4, is inside.
+ */
+__asm__(".pushsection .text\n"
+	".globl pt_park\n"
+	".type pt_park,@function\n"
+	"pt_park:\n"
+	"	.byte 0x66, 0x90\n"
+	"	syscall\n"
+	"	nop\n"
+	"	nop\n"
+	"	ret\n"
+	".size pt_park, .-pt_park\n"
+	".popsection\n");
+void pt_park(void);
+
+static atomic_int parked, release;
+static atomic_long park_calls;
+
+static void spin_handler(int sig)
+{
+	(void)sig;
+	if (atomic_load(&release))
+		return;
+	atomic_store(&parked, 1);
+	while (!atomic_load(&release))
+		usleep(100);
+}
+
+/* tgkill(self, SIGUSR1) from inside pt_park: its handler spins with the
+ * interrupted %rip at pt_park + 4, inside the range. */
+static void park_call(void)
+{
+	long tid = syscall(SYS_gettid);
+	__asm__ volatile("mov $234, %%eax\n\tcall pt_park" ::"D"((long)getpid()), "S"(tid), "d"((long)SIGUSR1)
+			 : "rax", "rcx", "r11", "memory");
+	atomic_fetch_add(&park_calls, 1);
+}
+
+static void *parker(void *arg)
+{
+	(void)arg;
+	park_call();
+	while (!atomic_load(&stop))
+		park_call();
+	return NULL;
+}
+
+/* A thread whose signal handler waits with its interrupted %rip inside the
+ * range a jump would cover: the jump waits for it, then the site stays an
+ * int3 probe, and the thread, let go, returns into intact code. */
+TEST_TIMEOUT(points_jump_kept_out_while_a_thread_is_inside, 60)
+{
+	struct sigaction sa = { .sa_handler = spin_handler };
+	uint8_t before[8];
+	pthread_t t;
+	long calls;
+	int id;
+
+	memcpy(before, (void *)pt_park, sizeof(before));
+	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	atomic_store(&release, 1);
+	park_call(); /* the handler returns at once: the premise runs */
+	/* with nobody inside, the entry becomes a jump */
+	id = djp_connect_at(OPTS(.func = "pt_park"), count, NULL, 0);
+	CHECK(id >= 0);
+	CHECK_EQ(*(uint8_t *)pt_park, 0xe9);
+	CHECK_EQ(djp_disconnect(id), 0);
+	CHECK(memcmp(before, (void *)pt_park, sizeof(before)) == 0);
+
+	atomic_store(&release, 0);
+	atomic_store(&stop, 0);
+	CHECK_EQ(pthread_create(&t, NULL, parker, NULL), 0);
+	while (!atomic_load(&parked))
+		usleep(100);
+	reset();
+	id = djp_connect_at(OPTS(.func = "pt_park"), count, NULL, 0);
+	CHECK(id >= 0);
+	CHECK_EQ(*(uint8_t *)pt_park, 0xcc); /* kept out: an int3 probe */
+	CHECK(memcmp((uint8_t *)pt_park + 1, before + 1, sizeof(before) - 1) == 0);
+	atomic_store(&release, 1);
+	calls = atomic_load(&park_calls);
+	while (atomic_load(&park_calls) < calls + 100)
+		usleep(100);
+	atomic_store(&stop, 1);
+	pthread_join(t, NULL);
+	CHECK(atomic_load(&hits) >= 100);
+	CHECK_EQ(djp_disconnect(id), 0);
+	CHECK(memcmp(before, (void *)pt_park, sizeof(before)) == 0);
+}
+
+/*
+ * pt_block(fd, buf, n) with %eax = 0: read(2) inside the range.  A thread
+ * blocked there is interrupted by the check's signal with its %rip on the
+ * syscall (the read restarts): inside, so no jump.
+ */
+__asm__(".pushsection .text\n"
+	".globl pt_block\n"
+	".type pt_block,@function\n"
+	"pt_block:\n"
+	"	.byte 0x66, 0x90\n"
+	"	syscall\n"
+	"	nop\n"
+	"	nop\n"
+	"	ret\n"
+	".size pt_block, .-pt_block\n"
+	".popsection\n");
+void pt_block(void);
+
+static int block_fd;
+static atomic_int block_tid;
+static void *blocker(void *arg)
+{
+	char c;
+	long r;
+	(void)arg;
+	atomic_store(&block_tid, (int)syscall(SYS_gettid));
+	__asm__ volatile("xor %%eax, %%eax\n\tcall pt_block"
+			 : "=a"(r)
+			 : "D"((long)block_fd), "S"(&c), "d"(1L)
+			 : "rcx", "r11", "memory");
+	return (void *)r;
+}
+
+TEST_TIMEOUT(points_jump_kept_out_while_a_thread_blocks_inside, 60)
+{
+	char path[64], state = 0;
+	int fds[2], id;
+	pthread_t t;
+	void *r;
+
+	CHECK_EQ(pipe(fds), 0);
+	block_fd = fds[0];
+	CHECK_EQ(pthread_create(&t, NULL, blocker, NULL), 0);
+	/* until the thread sleeps in its read */
+	for (int i = 0; i < 10000 && state != 'S'; i++) {
+		FILE *f;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", atomic_load(&block_tid));
+		usleep(100);
+		if ((f = fopen(path, "r"))) {
+			if (fscanf(f, "%*d %*s %c", &state) != 1)
+				state = 0;
+			fclose(f);
+		}
+	}
+	CHECK_EQ(state, 'S');
+	id = djp_connect_at(OPTS(.func = "pt_block"), count, NULL, 0);
+	CHECK(id >= 0);
+	CHECK_EQ(*(uint8_t *)pt_block, 0xcc);
+	CHECK_EQ(write(fds[1], "x", 1), 1); /* the read, restarted, completes */
+	pthread_join(t, &r);
+	CHECK_EQ((long)r, 1);
+	CHECK_EQ(djp_disconnect(id), 0);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+/*
+ * pt_flags(a, b): the status flags of a + b, read by pushfq right after
+ * the add.  A jump at the pushfq covers pushfq, pop and the and: its
+ * trampoline must give the flags back exactly (they are live there), or
+ * the result changes.
+ */
+__asm__(".pushsection .text\n"
+	".globl pt_flags\n"
+	".type pt_flags,@function\n"
+	"pt_flags:\n"
+	"	mov %rdi,%rax\n"
+	"	add %rsi,%rax\n"
+	"	pushfq\n"
+	"	pop %rax\n"
+	"	and $0x8d5,%eax\n"
+	"	ret\n"
+	".size pt_flags, .-pt_flags\n"
+	".popsection\n");
+long pt_flags(long a, long b);
+
+TEST(points_jump_keeps_live_flags)
+{
+	static const long pairs[][2] = { { 0x7fffffffffffffffL, 1 }, { -1, 1 }, { 0, 0 }, { 1, 2 }, { 0xf, 1 },
+					 { -5, 3 }, { 0x4000000000000000L, 0x4000000000000000L }, { 3, 4 } };
+	long want[8];
+	int id;
+
+	for (int i = 0; i < 8; i++)
+		want[i] = pt_flags(pairs[i][0], pairs[i][1]);
+	CHECK(want[0] != want[1] && want[1] != want[2]); /* the premise: flags differ */
+	for (int mode = 0; mode < 2; mode++) {
+		reset();
+		id = djp_connect_at(OPTS(.func = "pt_flags", .offset = 6), count, NULL, mode ? DJP_GPR_ONLY : 0);
+		CHECK(id >= 0);
+		CHECK_EQ(*(uint8_t *)((uintptr_t)pt_flags + 6), 0xe9);
+		for (int r = 0; r < 1000; r++)
+			for (int i = 0; i < 8; i++)
+				CHECK_EQ(pt_flags(pairs[i][0], pairs[i][1]), want[i]);
+		CHECK_EQ(atomic_load(&hits), 8000);
+		CHECK_EQ(djp_disconnect(id), 0);
+	}
 }

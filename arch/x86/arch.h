@@ -39,10 +39,20 @@ struct djp_poke {
 	uint8_t len;
 	uint8_t old[DJP_SITE_MAX_LEN]; /* what must be there now */
 	uint8_t new[DJP_SITE_MAX_LEN]; /* what will be there (new[0] may be 0xcc) */
+	/* in: `old` holds instructions a thread may be in the middle of, which
+	 * `new`'s tail overwrites: ask `check` first.  out: it said a thread
+	 * was inside, so the site got an int3 and kept its tail */
+	bool check, demoted;
 };
+/* Which of the ranges [addr, addr + len) of the pokes marked `check` no
+ * thread is strictly inside, now that each starts with an int3 every core
+ * sees: sets `demoted` on the others (kernel/threads_check.c). */
+typedef void (*djp_poke_check_fn)(struct djp_poke *p, size_t n);
 /* Apply a batch with the three-step protocol; `sync` serialises every core
- * and returns 0 or -errno, as everything in the library does.  On failure every site holds its `old` bytes again and -errno is returned. */
-int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void));
+ * and returns 0 or -errno, as everything in the library does; `check` runs
+ * between the first step and the tails when a poke asks for it.  On
+ * failure every site holds its `old` bytes again and -errno is returned. */
+int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void), djp_poke_check_fn check);
 
 /* ---- traps (trap.c) ---- */
 enum djp_trap_kind {
@@ -132,6 +142,7 @@ struct djp_tramp_req {
 	/* in, DJP_OOL: the instruction(s) to copy, `len` bytes that ran at
 	 * `site` (the site's shadow, never the text, which may hold an int3) */
 	const uint8_t *code;
+	bool keep_flags; /* with code: the status flags are live at the site */
 	uintptr_t entry;    /* out: entry address (0 on failure) */
 	int err;	    /* out: -ERANGE when no memory is in reach, -errno */
 };

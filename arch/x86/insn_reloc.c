@@ -439,3 +439,32 @@ int djp_insn_jump_range(const uint8_t *fcode, size_t fsize, uintptr_t fstart, ui
 	*len = end - site;
 	return 0;
 }
+
+bool djp_insn_flags_dead(const uint8_t *code, size_t avail, uintptr_t at)
+{
+	const ZydisAccessedFlagsMask status = ZYDIS_CPUFLAG_CF | ZYDIS_CPUFLAG_PF | ZYDIS_CPUFLAG_AF | ZYDIS_CPUFLAG_ZF |
+					      ZYDIS_CPUFLAG_SF | ZYDIS_CPUFLAG_OF;
+	ZydisDecoder dec;
+	size_t off = 0;
+
+	if (decoder_init(&dec))
+		return false;
+	for (int k = 0; k < 32 && off < avail; k++) {
+		ZydisDecodedInstruction in;
+		ZydisAccessedFlagsMask written;
+		if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&dec, NULL, code + off, avail - off, &in)))
+			return false;
+		if (!in.cpu_flags || (in.cpu_flags->tested & status))
+			return false;
+		written = in.cpu_flags->modified | in.cpu_flags->set_0 | in.cpu_flags->set_1 | in.cpu_flags->undefined;
+		if ((written & status) == status)
+			return true;
+		if (in.meta.category == ZYDIS_CATEGORY_COND_BR || in.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+		    in.meta.category == ZYDIS_CATEGORY_CALL || in.meta.category == ZYDIS_CATEGORY_RET ||
+		    in.meta.category == ZYDIS_CATEGORY_SYSTEM || in.meta.category == ZYDIS_CATEGORY_INTERRUPT)
+			return false;
+		off += in.length;
+	}
+	(void)at;
+	return false;
+}

@@ -7,6 +7,7 @@
 #define DJP_ARCH_X86_INSN_RELOC_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -78,5 +79,15 @@ ssize_t djp_insn_relocate(const uint8_t *code, size_t len, uintptr_t from, uintp
  */
 int djp_insn_jump_range(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, unsigned *len,
 			const char **why);
+
+/*
+ * Are the status flags (CF PF AF ZF SF OF) dead at the instruction at
+ * code[0], which runs at `at`?  True when, following the code straight on
+ * (code[0..avail)), an instruction writes all six before any instruction
+ * reads one; false when one reads first, or a branch, call or return, or
+ * the end of the bytes, comes first (not known: live).  A trampoline need
+ * not keep flags that are dead.
+ */
+bool djp_insn_flags_dead(const uint8_t *code, size_t avail, uintptr_t at);
 
 #endif

@@ -13,6 +13,11 @@
  *           that arrives traps, and the SIGTRAP handler emulates the
  *           instruction the site is becoming, per the trap table that
  *           the caller published before this batch)
+ *   between: where a site's new bytes cover more than one instruction of
+ *           the old (a jump over displaced instructions), a thread may be
+ *           in the middle of them, or may return there from a signal
+ *           handler: `check` finds out (the int3 keeps everyone else
+ *           out), and such a site stays an int3 probe;
  *   step 2: write bytes 1..len-1 of the new instruction;          sync
  *           (the tails are visible everywhere before any core can decode
  *           them)
@@ -66,7 +71,7 @@ static void rollback(struct djp_text_session *s, struct djp_poke *p, size_t n, i
 	retry_sync(sync);
 }
 
-int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void))
+int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void), djp_poke_check_fn check)
 {
 	struct djp_text_session s;
 	uintptr_t *addrs;
@@ -94,6 +99,20 @@ int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void))
 			err = arch_text_write(&s, p[i].addr, &int3, 1);
 	if (!err)
 		err = sync();
+
+	/* Between: no thread may be inside a range whose instructions the
+	 * tails overwrite (a jump over several); one that is keeps the int3
+	 * (the kernel's optprobes wait for such tasks the same way). */
+	for (size_t i = 0; i < n && !err && check; i++)
+		if (p[i].check) {
+			check(p, n);
+			break;
+		}
+	for (size_t i = 0; i < n && !err; i++)
+		if (p[i].demoted) {
+			p[i].new[0] = X86_INT3;
+			memcpy(p[i].new + 1, p[i].old + 1, p[i].len - 1u);
+		}
 
 	/* Step 2: the tails. */
 	for (size_t i = 0; i < n && !err; i++) {

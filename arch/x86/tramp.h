@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "arch/x86/arch.h"
 #include "arch/x86/vector_use.h"
@@ -196,6 +197,65 @@ static inline size_t emit_slow_stub(struct emit *e, int hdr_off, size_t *to_back
 	key_check(e);
 	*to_back = jcc32(e, JMP);
 	return at;
+}
+
+/*
+ * An instruction probe's trampoline (r->code): the flags may be live at
+ * any instruction, and the trampoline's own code changes them, so its
+ * first act is to step over the red zone and keep them, and its last to
+ * put them back and come back up; then the instructions the jump
+ * displaced run, relocated, and jump back (arch/x86/insn_reloc.c).  The
+ * view's %rsp and the alignment count the POINT_PRE bytes.
+ *
+ * The status flags are kept with lahf and seto and given back with an add
+ * that recreates OF and sahf, not with pushfq/popfq: popfq is
+ * microcoded, and the pair cost about 4 ns a hit on the machine measured,
+ * three times what the rest of a lean trampoline costs.  Nothing here
+ * touches DF or the system flags.  Where the flags are dead (a function's
+ * entry, where the ABI gives them no value, or code that sets them all
+ * before it reads one: djp_insn_flags_dead) they are not kept at all.
+ */
+#define POINT_PRE (RED_ZONE + 16)
+static inline int32_t point_pre(const struct djp_tramp_req *r)
+{
+	return r->code && r->keep_flags ? POINT_PRE : 0;
+}
+static inline void point_prologue(struct emit *e, const struct djp_tramp_req *r)
+{
+	if (r->code && r->keep_flags) {
+		lea_rsp(e, DJP_REG_RSP, -RED_ZONE);
+		b1(e, 0x50);		     /* push %rax */
+		b1(e, 0x9f);		     /* lahf: SF ZF AF PF CF in %ah */
+		EMIT(e, "\x0f\x90\xc0");     /* seto %al */
+		b1(e, 0x50);		     /* push %rax: the flags */
+		EMIT(e, "\x48\x8b\x44\x24\x08"); /* mov 8(%rsp),%rax */
+	}
+}
+ssize_t djp_insn_relocate(const uint8_t *code, size_t len, uintptr_t from, uintptr_t to, uint8_t *out, size_t cap,
+			  uint8_t *map, const char **why);
+/* The way back: `jmp site+len`, or the flags and the displaced code. */
+static inline void tramp_return(struct emit *e, const struct djp_tramp_req *r)
+{
+	ssize_t k;
+	if (!r->code) {
+		b1(e, 0xe9), rel32(e, r->site + r->len); /* jmp site+len */
+		return;
+	}
+	if (r->keep_flags) {
+		EMIT(e, "\x48\x89\x44\x24\x08"); /* mov %rax,8(%rsp) */
+		b1(e, 0x58);		     /* pop %rax: the flags */
+		EMIT(e, "\x04\x7f");	     /* add $0x7f,%al: OF as it was */
+		b1(e, 0x9e);		     /* sahf */
+		b1(e, 0x58);		     /* pop %rax */
+		lea_rsp(e, DJP_REG_RSP, RED_ZONE);
+	}
+	if (e->overflow || e->n >= e->cap)
+		return;
+	k = djp_insn_relocate(r->code, r->len, r->site, e->at + e->n, e->buf + e->n, e->cap - e->n, NULL, NULL);
+	if (k <= 0)
+		e->overflow = 1;
+	else
+		e->n += (size_t)k;
 }
 
 /* tramp_lean.c */

@@ -203,6 +203,7 @@ size_t djp_tramp_gen_full(struct emit *e, const struct djp_tramp_req *r, uintptr
 	while (e->n < 64)
 		b1(e, 0xcc);
 	*entry = e->at + e->n;
+	point_prologue(e, r);
 
 	lea_rsp(e, DJP_REG_RSP, -RED_ZONE);
 	b1(e, 0x50);			 /* push %rax */
@@ -222,7 +223,7 @@ size_t djp_tramp_gen_full(struct emit *e, const struct djp_tramp_req *r, uintptr
 		push_pop(e, i, 1);
 	mov_rsp(e, DJP_REG_RSP, upper, 0);
 	lea_rsp(e, DJP_REG_RSP, RED_ZONE);
-	b1(e, 0xe9), rel32(e, r->site + r->len); /* jmp site+len */
+	tramp_return(e, r);
 	memcpy(e->buf + to_back, &(int32_t){ (int32_t)(back - (to_back + 4)) }, 4);
 	memcpy(e->buf + to_x87s, &(int32_t){ (int32_t)(resume_s - (to_x87s + 4)) }, 4);
 	memcpy(e->buf + to_x87r, &(int32_t){ (int32_t)(resume_r - (to_x87r + 4)) }, 4);

@@ -73,10 +73,10 @@ void djp_tramp_save_view(struct emit *e, const struct frame *f, uint32_t save, c
 			mov_rsp(e, i, f->view + 8 * i, 1);
 	if (r->regs_used & (1u << DJP_REG_RSP)) {
 		if (f->saved_rsp < 0) {
-			lea_rsp(e, DJP_REG_RAX, f->to_site_rsp);
+			lea_rsp(e, DJP_REG_RAX, f->to_site_rsp + point_pre(r));
 		} else {
 			mov_rsp(e, DJP_REG_RAX, f->saved_rsp, 0);
-			EMIT(e, "\x48\x05"), b4(e, (uint32_t)f->to_site_rsp); /* add $n,%rax */
+			EMIT(e, "\x48\x05"), b4(e, (uint32_t)(f->to_site_rsp + point_pre(r))); /* add $n,%rax */
 		}
 		mov_rsp(e, DJP_REG_RAX, f->view + 8 * DJP_REG_RSP, 1);
 	}
@@ -143,6 +143,9 @@ size_t djp_tramp_gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr
 	struct frame f = { 0, -1, 0, 0 };
 	const int32_t upper = VIEW - 8 * (DJP_REG_R11 + 1); /* the view above the pushes */
 	size_t slow, to_back, back;
+	/* %rsp mod 16 where the frame starts: the site's, less the flags an
+	 * instruction probe's trampoline keeps first */
+	const int sp_align = r->sp_align < 0 ? -1 : (int)((r->sp_align - point_pre(r)) & 15);
 
 	/* slow: the C dispatcher decides (%rsp is the hit) */
 	slow = emit_slow_stub(e, HDR_LEAN, &to_back);
@@ -152,12 +155,13 @@ size_t djp_tramp_gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr
 	while (e->n < 64)
 		b1(e, 0xcc);
 	*entry = e->at + e->n;
-	if (r->sp_align == 0 || r->sp_align == 8) {
+	point_prologue(e, r);
+	if (sp_align == 0 || sp_align == 8) {
 		/* Static alignment: the view at %rsp, 16-byte aligned after the
 		 * pushes.  Slots above the pushes that no argument reads need no
 		 * room: nothing ever reads them. */
 		int32_t above = (r->regs_used & ~CALLER_SAVED) ? upper : 0;
-		int32_t pad = (r->sp_align - RED_ZONE - above - 8 * (DJP_REG_R11 + 1)) & 15;
+		int32_t pad = (sp_align - RED_ZONE - above - 8 * (DJP_REG_R11 + 1)) & 15;
 		f.size = RED_ZONE + pad + above;
 		f.to_site_rsp = f.size + 8 * (DJP_REG_R11 + 1);
 		lea_rsp(e, DJP_REG_RSP, -f.size);
@@ -192,7 +196,7 @@ size_t djp_tramp_gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr
 		mov_rsp(e, DJP_REG_RSP, upper, 0);
 		lea_rsp(e, DJP_REG_RSP, RED_ZONE);
 	}
-	b1(e, 0xe9), rel32(e, r->site + r->len); /* jmp site+len */
+	tramp_return(e, r);
 	/* the slow stub's jmp back */
 	memcpy(e->buf + to_back, &(int32_t){ (int32_t)(back - (to_back + 4)) }, 4);
 	return e->n;

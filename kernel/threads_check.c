@@ -1,0 +1,316 @@
+/*
+ * Is any thread inside a range of instructions a jump is about to cover?
+ *
+ * An instruction probe armed as a jump writes five bytes over the first
+ * instructions of its range (kernel/points.c chose the range: whole
+ * instructions, none a jump target).  A thread that is between two of
+ * those instructions when the tail is written would go on with the
+ * middle of a jump: the one thing that must never happen.  The kernel's
+ * optprobes wait for such tasks with synchronize_rcu_tasks; the seeds'
+ * djprobe froze every process.  Here, by the time the check runs, the
+ * first byte of every range is an int3 that every core has seen
+ * (arch/x86/text_poke.c), so no thread can *enter* a range any more but
+ * by that int3, which the trap handler serves.  What is left is to learn,
+ * once, whether a thread is inside one now:
+ *
+ *   - where it is: the instruction pointer it was interrupted at;
+ *   - where it will return to from a signal handler it is running (or is
+ *     blocked in): the interrupted contexts of the signal frames on its
+ *     stacks.  A thread interrupted inside a range by a signal whose
+ *     handler then waits (or spins, or sleeps) is the case a register
+ *     snapshot misses, and sigreturn would drop it into the middle of the
+ *     jump.  The frames are found by their return address, the restorer
+ *     every handler of the process returns through (glibc's __restore_rt,
+ *     read off this handler's own frame), with the user code segment
+ *     (0x33) in the saved context as a second signature.  A stray word
+ *     that looks like a frame can only make a range look busy.
+ *
+ * Only the thread itself can tell both soundly (from outside, its stack
+ * changes under the reader), so every thread of the process, this one
+ * included, is sent the engine's signal and answers from its handler; the
+ * writer waits for every answer.  A range with a thread inside is asked
+ * about again a few times (a thread leaves a few instructions quickly),
+ * then its site stays an int3 probe, which is always correct.  A thread
+ * that does not answer in time (stopped, or in uninterruptible sleep) makes
+ * every range of the round count as busy.  The stacks are read with
+ * process_vm_readv, bounded by the mapping the stack pointer is in (read
+ * from /proc/self/maps before the signals), so a stale bound costs a
+ * failed read, never a fault.
+ *
+ * Cost and side effect: one signal per thread per batch that turns an
+ * instruction probe into a jump (never for markers, whose NOP is one
+ * instruction).  The signal is SA_RESTART: reads, writes and futex waits
+ * restart; poll, epoll_wait and select return EINTR, as they may for any
+ * signal.  DJP_FORCE_INT3 probes never ask.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "kernel/engine.h"
+
+#define ROUNDS 20	       /* asks before a busy range gives up its jump */
+#define ANSWER_NS 200000000L   /* a round waits this long for every thread */
+#define SCAN_MAX (1u << 20)    /* bytes of one stack read at most */
+#define FRAME_DEPTH 8	       /* stacks one thread's frames chain through */
+
+struct mapping {
+	uintptr_t lo, hi;
+};
+
+struct check_req {
+	struct djp_poke *p;
+	size_t n;
+	const struct mapping *maps;
+	size_t nmaps;
+	const pid_t *tids;
+	_Atomic unsigned *answer; /* per thread: the round it answered */
+	atomic_uchar *busy;	  /* per poke */
+	atomic_bool unknown;	  /* a stack that could not be read: all busy */
+	unsigned round;
+};
+
+static _Atomic(struct check_req *) active;
+static atomic_int inflight;
+
+static void mark(struct check_req *q, uintptr_t rip)
+{
+	for (size_t i = 0; i < q->n; i++)
+		if (q->p[i].check && rip > q->p[i].addr && rip < q->p[i].addr + q->p[i].len)
+			atomic_store(&q->busy[i], 1);
+}
+
+static const struct mapping *mapping_of(const struct check_req *q, uintptr_t a)
+{
+	size_t lo = 0, hi = q->nmaps;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (a < q->maps[mid].lo)
+			hi = mid;
+		else if (a >= q->maps[mid].hi)
+			lo = mid + 1;
+		else
+			return &q->maps[mid];
+	}
+	return NULL;
+}
+
+static ssize_t read_self(void *to, uintptr_t from, size_t n)
+{
+	struct iovec l = { to, n }, r = { (void *)from, n };
+	return syscall(SYS_process_vm_readv, getpid(), &l, 1UL, &r, 1UL, 0UL);
+}
+
+/* The signal frames on the stack above sp: their interrupted contexts.
+ * Read in small pieces (this runs on whatever stack the signal found,
+ * perhaps a small alternate one). */
+static void scan(struct check_req *q, uintptr_t sp, uintptr_t restorer, int depth)
+{
+	const size_t gregs_at = offsetof(ucontext_t, uc_mcontext.gregs);
+	const struct mapping *m = mapping_of(q, sp);
+	uint64_t words[64];
+	uintptr_t at, to;
+
+	if (!m || depth > FRAME_DEPTH || restorer < 4096) {
+		atomic_store(&q->unknown, true);
+		return;
+	}
+	to = m->hi;
+	if (to - sp > SCAN_MAX) { /* too deep to read whole: cannot tell */
+		atomic_store(&q->unknown, true);
+		to = sp + SCAN_MAX;
+	}
+	for (at = sp & ~(uintptr_t)7; at < to; at += sizeof(words)) {
+		size_t n = to - at < sizeof(words) ? to - at : sizeof(words);
+		if (read_self(words, at, n) != (ssize_t)n) {
+			atomic_store(&q->unknown, true);
+			return;
+		}
+		for (size_t k = 0; k < n / 8; k++) {
+			greg_t g[NGREG];
+			uintptr_t frame = at + 8 * k;
+			if (words[k] != restorer || read_self(g, frame + 8 + gregs_at, sizeof(g)) != (ssize_t)sizeof(g))
+				continue;
+			if ((g[REG_CSGSFS] & 0xffff) != 0x33) /* not a user context */
+				continue;
+			mark(q, (uintptr_t)g[REG_RIP]);
+			/* a frame on another stack (an alternate signal stack)
+			 * names the stack it interrupted: read that one too */
+			if (mapping_of(q, (uintptr_t)g[REG_RSP]) != m)
+				scan(q, (uintptr_t)g[REG_RSP], restorer, depth + 1);
+		}
+	}
+}
+
+/* The engine's signal handler's part (engine_signal.c): answer the check
+ * in progress, if one is. */
+void djp_threads_check_answer(void *ucv)
+{
+	const ucontext_t *uc = ucv;
+	struct check_req *q;
+	pid_t me;
+
+	atomic_fetch_add(&inflight, 1);
+	if ((q = atomic_load(&active))) {
+		me = (pid_t)syscall(SYS_gettid);
+		mark(q, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP]);
+		/* the restorer this handler returns through is every handler's */
+		scan(q, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP], ((const uintptr_t *)ucv)[-1], 0);
+		for (size_t i = 0; q->tids[i]; i++)
+			if (q->tids[i] == me)
+				atomic_store(&q->answer[i], q->round);
+	}
+	atomic_fetch_sub(&inflight, 1);
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct mapping *x = a, *y = b;
+	return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* Writable mappings, where stacks are, sorted. */
+static struct mapping *read_maps(size_t *n)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	struct mapping *v = NULL;
+	size_t cap = 0;
+	char line[512], perms[8];
+	unsigned long lo, hi;
+
+	*n = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r' || perms[1] != 'w')
+			continue;
+		if (*n == cap) {
+			void *nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+			if (!nv)
+				break;
+			v = nv;
+		}
+		v[(*n)++] = (struct mapping){ lo, hi };
+	}
+	if (f)
+		fclose(f);
+	if (v)
+		qsort(v, *n, sizeof(*v), cmp_map);
+	return v;
+}
+
+static pid_t *read_tids(size_t *n)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	pid_t *v = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		if (*n + 1 >= cap) {
+			void *nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+			if (!nv)
+				break;
+			v = nv;
+		}
+		v[(*n)++] = (pid_t)atoi(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (v)
+		v[*n] = 0;
+	return v;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One round: every thread asked; true when none is inside a range
+ * (busy[] says which are). */
+static bool one_round(struct djp_poke *p, size_t n, atomic_uchar *busy, unsigned round)
+{
+	struct check_req q = { .p = p, .n = n, .busy = busy, .round = round };
+	struct mapping *maps;
+	pid_t *tids;
+	size_t ntids = 0, nmaps = 0;
+	bool all = true, any = false;
+	int sig = djp_engine_signal();
+	uint64_t until;
+
+	maps = read_maps(&nmaps);
+	tids = read_tids(&ntids);
+	q.answer = calloc(ntids + 1, sizeof(*q.answer));
+	if (!maps || !tids || !q.answer || !sig) {
+		free(maps);
+		free(tids);
+		free((void *)q.answer);
+		for (size_t i = 0; i < n; i++)
+			atomic_store(&busy[i], p[i].check);
+		return false;
+	}
+	q.maps = maps;
+	q.nmaps = nmaps;
+	q.tids = tids;
+	for (size_t i = 0; i < n; i++)
+		atomic_store(&busy[i], 0);
+	atomic_store(&active, &q);
+	for (size_t i = 0; i < ntids; i++)
+		if (syscall(SYS_tgkill, getpid(), tids[i], sig) && errno == ESRCH)
+			atomic_store(&q.answer[i], round); /* gone: runs nothing */
+	until = now_ns() + ANSWER_NS;
+	for (;;) {
+		all = true;
+		for (size_t i = 0; i < ntids && all; i++)
+			all = atomic_load(&q.answer[i]) == round;
+		if (all || now_ns() > until)
+			break;
+		usleep(20);
+	}
+	atomic_store(&active, NULL);
+	while (atomic_load(&inflight)) /* a late handler may still read q */
+		sched_yield();
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].check && (!all || atomic_load(&q.unknown)))
+			atomic_store(&busy[i], 1);
+		any |= atomic_load(&busy[i]) != 0;
+	}
+	free(maps);
+	free(tids);
+	free((void *)q.answer);
+	return !any;
+}
+
+void djp_threads_outside(struct djp_poke *p, size_t n)
+{
+	atomic_uchar *busy = calloc(n ? n : 1, sizeof(*busy));
+	bool clear = false;
+
+	if (!busy) {
+		for (size_t i = 0; i < n; i++)
+			p[i].demoted = p[i].check;
+		return;
+	}
+	for (unsigned round = 1; round <= ROUNDS && !clear; round++) {
+		clear = one_round(p, n, busy, round);
+		if (!clear)
+			usleep(round * 100);
+	}
+	for (size_t i = 0; i < n; i++)
+		p[i].demoted = p[i].check && atomic_load(&busy[i]);
+	free(busy);
+}
