@@ -54,6 +54,8 @@ int main(void)
 {
 	char exe[PATH_MAX], cmd[3 * PATH_MAX + 512];
 	double plain[RUNS], djp[RUNS], bpf[RUNS], heavy[RUNS], one[RUNS], rate, heavy_rate;
+	double splain[RUNS], sdjp[RUNS], sbpf[RUNS];
+	const char *sdt_count = "global c; probe process.provider(\"hotsdt\").mark(\"bench_sdt\") { c[$$name]++ }";
 	const char *one_probe = "global s; probe process.mark(\"bench_hot\") { s += $a + $b }";
 	int have_bpf = system("command -v bpftrace >/dev/null 2>&1") == 0;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -115,7 +117,20 @@ int main(void)
 				 calls, one_probe);
 			one[r] = run_value(tcmd, "ns/call ");
 		}
-		bpf[r] = -1;
+		/* the same count on a 1-byte SDT nop, widened into a jump */
+		snprintf(cmd, sizeof(cmd), "%s/bench-targets/hot_sdt %ld", dir, calls);
+		splain[r] = run_value(cmd, "ns/call ");
+		snprintf(cmd, sizeof(cmd), "%s/djp -c '%s/bench-targets/hot_sdt %ld' -e '%s' 2>/dev/null", dir, dir, calls,
+			 sdt_count);
+		sdjp[r] = run_value(cmd, "ns/call ");
+		bpf[r] = sbpf[r] = -1;
+		if (have_bpf) {
+			snprintf(cmd, sizeof(cmd),
+				 "bpftrace -c '%s/bench-targets/hot_sdt %ld' -e 'usdt:%s/bench-targets/hot_sdt:hotsdt:bench_sdt "
+				 "{ @c[probe] = count(); }' 2>/dev/null",
+				 dir, bpf_calls, dir);
+			sbpf[r] = run_value(cmd, "ns/call ");
+		}
 		if (have_bpf) {
 			snprintf(cmd, sizeof(cmd),
 				 "bpftrace -c '%s/bench-targets/hot %ld' -e 'usdt:%s/bench-targets/hot:djp:bench_hot "
@@ -137,9 +152,18 @@ int main(void)
 		       h / d);
 		printf("script: 10 probes + 3 aggregates in the tool | %.1f M events/s | - | -\n", heavy_rate);
 	}
+	double sd = median_of(sdjp, RUNS) - median_of(splain, RUNS);
+	printf("script: djp count on a 1-byte SDT nop (widened to a jump), cost per hit | %.2f ns | - | -\n", sd);
+	printf("script: SDT nop / marker, djp count, cost per hit | %.3f x | <= 1.3 | %s\n", sd / d,
+	       sd / d <= 1.3 ? "ok" : "over");
 	if (!have_bpf || median_of(bpf, RUNS) < 0) {
 		printf("script: bpftrace count (USDT) | skipped: bpftrace not installed or not permitted | - | -\n");
 		return 0;
+	}
+	{
+		double sb = median_of(sbpf, RUNS) - median_of(splain, RUNS);
+		printf("script: bpftrace / djp on the same SDT nop, cost per hit | %.1f x | >= 100 | %s\n", sb / sd,
+		       sb / sd >= 100 ? "ok" : "over");
 	}
 	printf("script: bpftrace count (USDT uprobe), cost per hit | %.1f ns | - | -\n", b);
 	printf("script: bpftrace / djp, cost per hit | %.1f x | >= 20 | %s\n", b / d, b / d >= 20 ? "ok" : "over");

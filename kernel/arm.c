@@ -155,12 +155,17 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 
 	/* Steps 1 and 2. */
 	for (size_t i = 0; i < n; i++) {
+		/* an SDT probe's nop, armed for the first time: a jump over it
+		 * and what follows, where that may be */
+		if (sites[i]->state == SITE_IDLE && new_lists[i] && sites[i]->m->from_sdt && sites[i]->len == 1 &&
+		    !sites[i]->widen_tried)
+			djp_sdt_widen(sites[i]);
 		desired_state(sites[i], new_lists[i], &state[i], &flavour[i]);
 		if (state[i] == SITE_JUMP && flavour[i] == DJP_FULL && vector_use(sites[i]->obj) == DJP_VEC_OTHER)
 			state[i] = SITE_INT3; /* state no trampoline saves */
 		/* an instruction probe's displaced instructions, run out of line
 		 * by its int3 (and while a jump is placed or taken away) */
-		if (state[i] != SITE_IDLE && sites[i]->obj->parent && !sites[i]->ool)
+		if (state[i] != SITE_IDLE && sites[i]->displaces && !sites[i]->ool)
 			req_idx[nreqs] = i, reqs[nreqs++] = (struct djp_tramp_req){ .site = sites[i]->addr,
 								.len = sites[i]->len,
 								.flavour = DJP_OOL,
@@ -177,7 +182,7 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 								/* an instruction probe's trampoline
 								 * keeps the flags and ends with the
 								 * displaced instructions */
-								.code = sites[i]->obj->parent ? sites[i]->orig : NULL,
+								.code = sites[i]->displaces ? sites[i]->orig : NULL,
 								.keep_flags = sites[i]->keep_flags,
 								.args = sites[i]->m->arg,
 								.nargs = sites[i]->m->nargs,
@@ -219,7 +224,7 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 		pokes[npokes].addr = s->addr;
 		pokes[npokes].len = s->len;
 		/* a jump over instructions a thread may be inside */
-		pokes[npokes].check = s->obj->parent && state[i] == SITE_JUMP && s->state != SITE_JUMP;
+		pokes[npokes].check = s->displaces && state[i] == SITE_JUMP && s->state != SITE_JUMP;
 		poke_site[npokes] = i;
 		memcpy(pokes[npokes].old, cur, s->len);
 		djp_site_expected(s, state[i], flavour[i], pokes[npokes].new);

@@ -97,6 +97,11 @@ struct djp_site {
 	 * a marker's NOP is skipped instead) */
 	uintptr_t ool;
 	bool keep_flags; /* an instruction probe's: its flags may be live */
+	/* its bytes are instructions that run out of line or in its
+	 * trampoline, relocated: an instruction probe's, or an SDT probe's
+	 * nop and what follows it, once widened for a jump */
+	bool displaces;
+	bool widen_tried; /* an SDT site: djp_sdt_widen looked at it */
 	bool in_batch;			 /* scratch for arm.c, under the lock */
 	uint32_t id;			 /* process-wide marker id */
 	const struct djp_marker_info *m;
@@ -129,6 +134,10 @@ struct djp_object {
 	 * walk over sites sees them, and they come and go with it. */
 	struct djp_func_table *funcs;
 	bool is_main;
+	/* its direct branch targets, read when a jump is first considered */
+	uint64_t *targets;
+	size_t ntargets;
+	bool targets_read;
 	struct djp_object *parent;
 };
 
@@ -248,6 +257,10 @@ void djp_point_free(struct djp_point *pt);
  * has the syntax): 0 and *out, 1 when it is a marker pattern, -EINVAL when
  * it is a malformed point, -ENOMEM. */
 int djp__point_parse(const char *pattern, struct djp_point **out);
+/* An idle SDT probe's 1-byte nop, about to be armed: widen the site to the
+ * run of instructions a jump may cover from it, where the rules allow
+ * (once a site; nothing changes when they do not). */
+void djp_sdt_widen(struct djp_site *s);
 /* An object goes: its symbol table too (objects.c). */
 void djp_point_object_free(struct djp_object *o);
 

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch/x86/branch_targets.h"
 #include "arch/x86/insn_reloc.h"
 #include "kernel/engine.h"
 #include "lib/func_symbols.h"
@@ -67,6 +68,8 @@ void djp_point_object_free(struct djp_object *o)
 	if (o->funcs)
 		djp_funcs_free(o->funcs);
 	o->funcs = NULL;
+	free(o->targets);
+	o->targets = NULL;
 }
 
 static bool is_glob(const char *s)
@@ -157,6 +160,7 @@ struct resolve {
 	size_t n, cap;
 	size_t matched;
 	bool strict; /* an exact point: its refusal is the connect's error */
+	bool ascending; /* the new points came in address order so far */
 	int err;
 };
 
@@ -197,54 +201,40 @@ static struct djp_site *site_overlapping(struct djp_object *o, uintptr_t lo, uin
 	return NULL;
 }
 
-struct cold_ctx {
-	struct resolve *r;
-	uintptr_t lo, hi;
-	bool into;
-};
-
-/* Does code of cold part f (GCC's NAME.cold) jump into (lo, hi)? */
-static int cold_visit(void *ctx, const struct djp_func *f)
+/* The direct branch targets of o's code (arch/x86/branch_targets.c), read
+ * the first time a jump is considered in it; NULL when it cannot be read
+ * (then no jump: what lands inside a run is not known). */
+static const uint64_t *object_targets(struct djp_object *o, size_t *n)
 {
-	struct cold_ctx *c = ctx;
-	uintptr_t start = f->addr + bias_of(c->r->o, c->r->t);
-	uint8_t *b = f->size ? function_bytes(c->r->o, start, f->size) : NULL;
-	struct djp_insn in;
-
-	if (!b) {
-		c->into = true; /* cannot tell */
-		return 1;
+	if (!o->targets_read) {
+		o->targets_read = true;
+		if (!o->file || djp_branch_targets_of_file(o->file, &o->targets, &o->ntargets))
+			o->targets = NULL;
 	}
-	for (size_t at = 0; at < f->size && !c->into; at += in.len)
-		if (djp_insn_decode(b + at, f->size - at, start + at, &in) || !in.len)
-			c->into = true;
-		else if ((in.kind == DJP_INSN_JMP_REL || in.kind == DJP_INSN_JCC_REL || in.kind == DJP_INSN_CALL_REL) &&
-			 in.target > c->lo && in.target < c->hi)
-			c->into = true;
-	free(b);
-	return c->into;
+	*n = o->ntargets;
+	return o->targets;
 }
 
 /*
  * Can a jump cover [a, a + len) in function f (whose bytes are b)?  The
  * decoder's rules (arch/x86/insn_reloc.c: whole instructions inside the
  * function, no jump of the function into the range, no indirect jump, a
- * call only last, every instruction relocatable), and besides: no jump
- * into it from the function's cold part (GCC splits NAME.cold off and
- * jumps back), and no other site inside it.
+ * call only last, every instruction relocatable), and besides: no direct
+ * branch anywhere in the object into it (GCC's NAME.cold parts jump back
+ * into NAME, with no symbol in a stripped object to say whose they are),
+ * and no other site inside it.
  */
 static unsigned jump_range(struct resolve *r, const struct djp_func *f, const uint8_t *b, uintptr_t start, uintptr_t a)
 {
-	char cold[512];
-	struct cold_ctx c = { r, a, 0, false };
+	uintptr_t bias = bias_of(r->o, r->t);
+	const uint64_t *targets;
 	unsigned len = 0;
+	size_t n;
 
 	if (!f->size || djp_insn_jump_range(b, f->size, start, a, &len, NULL) || len > DJP_SITE_MAX_LEN)
 		return 0;
-	c.hi = a + len;
-	snprintf(cold, sizeof(cold), "%s.cold*", f->name);
-	djp_funcs_match(r->t, cold, cold_visit, &c);
-	if (c.into || site_overlapping(r->o, a, a + len))
+	if (!(targets = object_targets(r->o, &n)) || djp_branch_target_inside(targets, n, a - bias, a + len - bias) ||
+	    site_overlapping(r->o, a, a + len))
 		return 0;
 	return len;
 }
@@ -308,11 +298,13 @@ static void note_error(struct resolve *r, int err)
 static bool shrink(struct djp_site *s)
 {
 	struct djp_insn in;
-	if (!s->obj->parent || s->state != SITE_IDLE || djp_insn_decode(s->orig, s->len, s->addr, &in))
+	if (!s->displaces || s->state != SITE_IDLE || djp_insn_decode(s->orig, s->len, s->addr, &in))
 		return false;
 	s->len = in.len;
 	s->no_jump = true;
 	s->ool = 0;
+	if (!s->obj->parent) /* a widened SDT nop: a nop again */
+		s->displaces = false;
 	return true;
 }
 
@@ -345,21 +337,27 @@ static void point_found(struct resolve *r, const struct djp_func *f, uintptr_t a
 		}
 		return;
 	}
-	for (size_t i = 0; i < r->n; i++)
+	/* the new points near a: all of them, unless they came in address
+	 * order (a glob's functions do), when only those that can reach a */
+	size_t from = 0;
+	if (r->ascending && r->n && a > r->v[r->n - 1].addr)
+		for (from = r->n; from > 0 && r->v[from - 1].addr + DJP_SITE_MAX_LEN > a; from--)
+			;
+	for (size_t i = from; i < r->n; i++)
 		if (r->v[i].addr == a)
 			return; /* two points resolved to one instruction */
 	if ((s = site_overlapping(r->o, a, a + 1)) && !shrink(s)) {
 		note_error(r, -EBUSY); /* inside the range another probe's jump covers */
 		return;
 	}
-	for (size_t i = 0; i < r->n; i++)
+	for (size_t i = from; i < r->n; i++)
 		if (r->v[i].addr < a && r->v[i].addr + r->v[i].len > a)
 			shrink_new(&r->v[i]);
 	if ((err = point_check(r, f, a, &np))) {
 		note_error(r, err);
 		return;
 	}
-	for (size_t i = 0; i < r->n; i++)
+	for (size_t i = from; i < r->n; i++)
 		if (r->v[i].addr > a && r->v[i].addr < a + np.len)
 			shrink_new(&np); /* another new point inside its range */
 	r->matched++;
@@ -373,6 +371,7 @@ static void point_found(struct resolve *r, const struct djp_func *f, uintptr_t a
 		}
 		r->v = v;
 	}
+	r->ascending = r->ascending && (!r->n || a > r->v[r->n - 1].addr);
 	r->v[r->n++] = np;
 }
 
@@ -439,6 +438,7 @@ static int sites_make(struct resolve *r)
 		s->state = SITE_IDLE;
 		s->no_jump = r->v[i].no_jump;
 		s->keep_flags = r->v[i].keep_flags;
+		s->displaces = true;
 		s->m = &ml->v[i];
 		s->obj = po;
 		s->id = djp_site_id_next();
@@ -488,13 +488,14 @@ static int resolve_in(struct resolve *r)
 	if (!r->err)
 		r->err = sites_make(r);
 	r->n = 0;
+	r->ascending = true;
 	return r->err;
 }
 
 int djp_point_attach(const struct djp_probe *p, size_t *matched)
 {
 	struct site_vec sv = { 0 };
-	struct resolve r = { .pt = p->point, .p = p, .sv = &sv };
+	struct resolve r = { .pt = p->point, .p = p, .sv = &sv, .ascending = true };
 	int err = 0;
 
 	r.strict = !is_glob(p->point->func) && !is_glob(p->point->object);
@@ -512,6 +513,48 @@ int djp_point_attach(const struct djp_probe *p, size_t *matched)
 		*matched = r.matched;
 	free(sv.v);
 	return err;
+}
+
+/* ---- SDT probes' nops ------------------------------------------------------ */
+
+/*
+ * An SDT probe is a 1-byte nop (PostgreSQL's, python's, libstdc++'s): too
+ * short for a jump, so it was an int3 probe, a trap a hit.  Widened, its
+ * site covers the nop and the instructions after it, under the rules of
+ * any instruction probe's jump, and its trampoline runs them relocated;
+ * the probe's arguments are read at the nop as before (the registers and
+ * stack the trampoline saves first).  An SDT site the rules refuse stays
+ * what it was.
+ */
+void djp_sdt_widen(struct djp_site *s)
+{
+	struct djp_object *o = s->obj;
+	struct resolve r = { .o = o };
+	const struct djp_func *f;
+	struct djp_insn in;
+	uintptr_t start, at;
+	unsigned len;
+	uint8_t *b;
+	bool ok = true;
+
+	s->widen_tried = true;
+	if (s->state != SITE_IDLE || o->parent || o->closing || !(r.t = object_funcs(o)))
+		return;
+	if (!(f = djp_funcs_at(r.t, s->addr - bias_of(o, r.t))) || !f->size)
+		return;
+	start = f->addr + bias_of(o, r.t);
+	if (s->addr < start || s->addr >= start + f->size || !(b = function_bytes(o, start, f->size)))
+		return;
+	for (at = start; at < s->addr && ok; at += in.len)
+		ok = !djp_insn_decode(b + (at - start), f->size - (at - start), at, &in) && in.len;
+	len = ok && at == s->addr ? jump_range(&r, f, b, start, s->addr) : 0;
+	if (len && !memcmp((const void *)s->addr, b + (s->addr - start), len)) {
+		memcpy(s->orig, b + (s->addr - start), len);
+		s->len = (uint8_t)len;
+		s->displaces = true;
+		s->keep_flags = !djp_insn_flags_dead(b + (s->addr - start), f->size - (s->addr - start), s->addr);
+	}
+	free(b);
 }
 
 /* ---- points by pattern, for the agent ------------------------------------ */

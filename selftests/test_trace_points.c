@@ -164,7 +164,7 @@ TEST_TIMEOUT(trace_x_func_point_in_a_running_program, 90)
 	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "func:ft_work", NULL }, false, -1);
 	/* armed: a jump over its first instructions (the program waits in
 	 * a read, nowhere near them) */
-	for (int i = 0; i < 1000 && byte_at(t->pid, a) == was; i++)
+	for (int i = 0; i < 1000 && byte_at(t->pid, a) != 0xe9; i++) /* (an int3 while it is placed) */
 		usleep(10000);
 	CHECK_EQ(byte_at(t->pid, a), 0xe9);
 	tt_send(t, "go\n");
@@ -180,4 +180,73 @@ TEST_TIMEOUT(trace_x_func_point_in_a_running_program, 90)
 		usleep(10000);
 	CHECK_EQ(byte_at(t->pid, a), was);
 	tt_end(t);
+}
+
+/* The runtime address of the site `name` (PROVIDER:NAME) in process pid,
+ * from `djp list PID`. */
+static uintptr_t site_addr(pid_t pid, const char *name)
+{
+	char pids[32], *line;
+	uintptr_t a = 0;
+	int st;
+	struct tproc *l;
+
+	snprintf(pids, sizeof(pids), "%d", (int)pid);
+	l = djp_run((char *const[]){ (char *)tt_djp(), "list", pids, NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (line = l->obuf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (!strncmp(line, name, strlen(name)) && line[strlen(name)] == ' ')
+			a = (uintptr_t)strtoull(line + strlen(name), NULL, 16);
+	free(l);
+	CHECK(a != 0);
+	return a;
+}
+
+/*
+ * SDT probes are 1-byte nops: an int3 a hit, until widened into a jump
+ * over the nop and what follows it.  `probe` in `prog` (driven by `cmd`,
+ * which makes it fire `n` times and print `done`) is armed by djp trace -x,
+ * its site must hold a jump, every hit must be counted, and after the tool
+ * leaves the nop is back.
+ */
+static void sdt_jump(const char *prog, const char *probe, const char *cmd, const char *done, long n)
+{
+	struct tproc *t, *d;
+	char pid[32], want[64];
+	uintptr_t a;
+	int st;
+
+	t = tt_spawn((char *const[]){ (char *)prog, NULL }, false, -1);
+	CHECK(tt_wait_out(t, "ready", 10000));
+	a = site_addr(t->pid, probe);
+	CHECK_EQ(byte_at(t->pid, a), 0x90);
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, (char *)probe, NULL }, false, -1);
+	for (int i = 0; i < 1000 && byte_at(t->pid, a) != 0xe9; i++) /* (an int3 while it is placed) */
+		usleep(10000);
+	CHECK_EQ(byte_at(t->pid, a), 0xe9);
+	tt_send(t, cmd);
+	CHECK(tt_wait_out(t, done, 20000));
+	snprintf(want, sizeof(want), " %s", probe);
+	for (int i = 0; i < 500 && tt_count(d->obuf, want) < n; i++)
+		tt_wait_out(d, "\n\n", 20);
+	kill(d->pid, SIGINT);
+	st = tt_finish(d, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_EQ(tt_count(d->obuf, want), n);
+	for (int i = 0; i < 500 && byte_at(t->pid, a) != 0x90; i++)
+		usleep(10000);
+	CHECK_EQ(byte_at(t->pid, a), 0x90);
+	tt_end(t);
+}
+
+TEST_TIMEOUT(sdt_nop_becomes_a_jump, 90)
+{
+	sdt_jump(tt_sdt_target(), "sdt_target:strs", "strings 1000\n", "strings done", 1000);
+}
+
+/* libstdc++'s own throw probe, in a library nobody here built. */
+TEST_TIMEOUT(sdt_nop_of_libstdcxx_becomes_a_jump, 90)
+{
+	sdt_jump(tt_cxx(true), "libstdcxx:throw", "throw 1000\n", "thrown", 1000);
 }

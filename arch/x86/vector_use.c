@@ -144,9 +144,7 @@ static int cmp_size(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Offsets into section `ndx` (at address `addr`, `size` bytes) where a
- * function symbol starts, sorted; NULL when there are none. */
-static size_t *function_starts(Elf *elf, size_t ndx, GElf_Addr addr, size_t size, size_t *n)
+size_t *djp_elf_function_starts(Elf *elf, size_t ndx, GElf_Addr addr, size_t size, size_t *n)
 {
 	Elf_Scn *scn = NULL;
 	size_t *v = NULL, cap = 0;
@@ -201,7 +199,7 @@ int djp_vector_use_of_file(const char *path)
 			use = -ENOEXEC;
 			break;
 		}
-		starts = function_starts(elf, elf_ndxscn(scn), sh.sh_addr, sh.sh_size, &n);
+		starts = djp_elf_function_starts(elf, elf_ndxscn(scn), sh.sh_addr, sh.sh_size, &n);
 		c = djp_vector_use_of_code(d->d_buf, d->d_size, starts, n);
 		free(starts);
 		if (c < 0)

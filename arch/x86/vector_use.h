@@ -32,4 +32,10 @@ int djp_vector_use_of_file(const char *path);
  * (offsets into code) where decoding restarts, such as function starts. */
 int djp_vector_use_of_code(const unsigned char *code, size_t len, const size_t *starts, size_t nstarts);
 
+/* Offsets into section `ndx` of elf (at address `addr`, `size` bytes)
+ * where a function symbol starts, sorted, for decoders to resync at; NULL
+ * when there are none (shared with arch/x86/branch_targets.c). */
+#include <gelf.h>
+size_t *djp_elf_function_starts(Elf *elf, size_t ndx, GElf_Addr addr, size_t size, size_t *n);
+
 #endif

@@ -1,0 +1,147 @@
+/*
+ * Every address an object's code branches to directly.
+ *
+ * A jump over several instructions is safe only if nothing branches into
+ * the middle of them.  The function's own branches are checked with the
+ * run (insn_reloc.c, djp_insn_jump_range), but code elsewhere can branch
+ * there too: GCC splits a function's unlikely paths into NAME.cold, which
+ * jumps back into NAME, and a stripped object has no symbol to say which
+ * cold part belongs to which function.  So the whole object is decoded
+ * once, when a jump is first considered in it: every executable section,
+ * linearly, restarting at each function symbol so that padding or data
+ * cannot keep the decoder out of step for long, and every direct jmp, jcc
+ * and call target is kept, sorted.  A run with a target strictly inside is
+ * refused.  Bytes that are not code may add targets that no branch has:
+ * they can only refuse a jump, never allow one.
+ *
+ * Indirect branches (jump tables) are the other way in; a function with an
+ * indirect jump is refused by the run's own check, and a table in one
+ * function that lands in another does not occur in compiled code.
+ * Computed gotos (GCC's &&label) and C++ landing pads are reached through
+ * tables too: the first makes an indirect jump in its own function, the
+ * second lands after a call, at the end of a run at most.
+ *
+ * A megabyte of text decodes in a few milliseconds, once per object.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <Zydis/Zydis.h>
+
+#include "arch/x86/branch_targets.h"
+#include "arch/x86/vector_use.h"
+
+struct targets {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int add(struct targets *t, uint64_t a)
+{
+	if (t->n == t->cap) {
+		void *nv = realloc(t->v, (t->cap = t->cap ? 2 * t->cap : 4096) * sizeof(*t->v));
+		if (!nv)
+			return -ENOMEM;
+		t->v = nv;
+	}
+	t->v[t->n++] = a;
+	return 0;
+}
+
+static int section_targets(const ZydisDecoder *dec, const uint8_t *code, size_t len, uint64_t addr,
+			   const size_t *starts, size_t nstarts, struct targets *t)
+{
+	size_t at = 0, next = 0;
+	while (at < len) {
+		size_t end = len;
+		while (next < nstarts && starts[next] <= at)
+			next++;
+		if (next < nstarts)
+			end = starts[next];
+		while (at < end) {
+			ZydisDecodedInstruction in;
+			ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+			if (ZYAN_FAILED(ZydisDecoderDecodeFull(dec, code + at, end - at, &in, ops))) {
+				at++;
+				continue;
+			}
+			for (unsigned i = 0; i < in.operand_count_visible; i++) {
+				ZyanU64 abs;
+				if (ops[i].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[i].imm.is_relative &&
+				    ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &ops[i], addr + at, &abs)) && add(t, abs))
+					return -ENOMEM;
+			}
+			at += in.length;
+		}
+		at = end;
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+int djp_branch_targets_of_file(const char *path, uint64_t **out, size_t *n)
+{
+	struct targets t = { 0 };
+	ZydisDecoder dec;
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+	int fd, err = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (elf_version(EV_CURRENT) == EV_NONE ||
+	    ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
+		return -ENOSYS;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	if (!(elf = elf_begin(fd, ELF_C_READ_MMAP, NULL))) {
+		close(fd);
+		return -ENOEXEC;
+	}
+	while (!err && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t ns, *starts;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR))
+			continue;
+		if (!(d = elf_getdata(scn, NULL)) || d->d_size != sh.sh_size) {
+			err = -ENOEXEC;
+			break;
+		}
+		starts = djp_elf_function_starts(elf, elf_ndxscn(scn), sh.sh_addr, sh.sh_size, &ns);
+		err = section_targets(&dec, d->d_buf, d->d_size, sh.sh_addr, starts, ns, &t);
+		free(starts);
+	}
+	elf_end(elf);
+	close(fd);
+	if (err) {
+		free(t.v);
+		return err;
+	}
+	if (t.n)
+		qsort(t.v, t.n, sizeof(*t.v), cmp_u64);
+	*out = t.v;
+	*n = t.n;
+	return 0;
+}
+
+bool djp_branch_target_inside(const uint64_t *v, size_t n, uint64_t lo, uint64_t hi)
+{
+	size_t a = 0, b = n;
+	/* the first target > lo */
+	while (a < b) {
+		size_t mid = (a + b) / 2;
+		if (v[mid] <= lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a < n && v[a] < hi;
+}

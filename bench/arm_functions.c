@@ -1,0 +1,84 @@
+/*
+ * Arming a probe on every function of a program: 5,000 functions, armed
+ * with one djp_connect_at glob (what process("PATH").function("*") asks),
+ * each called once armed, results and hit count checked, then disarmed.
+ * Prints how long arming and disarming take, how many functions became
+ * jumps, and whether the program still computes what it did.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "djprobe/djprobe.h"
+
+#define F(n)                                                                                        \
+	__attribute__((noinline)) long af_##n(long x)                                              \
+	{                                                                                           \
+		return (x * (n + 1)) ^ ((x >> 3) + n);                                             \
+	}
+#define F10(n) F(n##0) F(n##1) F(n##2) F(n##3) F(n##4) F(n##5) F(n##6) F(n##7) F(n##8) F(n##9)
+#define F100(n) F10(n##0) F10(n##1) F10(n##2) F10(n##3) F10(n##4) F10(n##5) F10(n##6) F10(n##7) F10(n##8) F10(n##9)
+#define F1000(n) F100(n##0) F100(n##1) F100(n##2) F100(n##3) F100(n##4) F100(n##5) F100(n##6) F100(n##7) F100(n##8) F100(n##9)
+F1000(1) F1000(2) F1000(3) F1000(4) F1000(5)
+
+#define P(n) af_##n,
+#define P10(n) P(n##0) P(n##1) P(n##2) P(n##3) P(n##4) P(n##5) P(n##6) P(n##7) P(n##8) P(n##9)
+#define P100(n) P10(n##0) P10(n##1) P10(n##2) P10(n##3) P10(n##4) P10(n##5) P10(n##6) P10(n##7) P10(n##8) P10(n##9)
+#define P1000(n) P100(n##0) P100(n##1) P100(n##2) P100(n##3) P100(n##4) P100(n##5) P100(n##6) P100(n##7) P100(n##8) P100(n##9)
+static long (*const fns[])(long) = { P1000(1) P1000(2) P1000(3) P1000(4) P1000(5) };
+#define NFUNCS (sizeof(fns) / sizeof(fns[0]))
+
+static atomic_long hits;
+static void count(const struct djp_hit *hit, void *data)
+{
+	(void)hit;
+	(void)data;
+	atomic_fetch_add_explicit(&hits, 1, memory_order_relaxed);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static long run_all(long x)
+{
+	long s = 0;
+	for (size_t i = 0; i < NFUNCS; i++)
+		s += fns[i](x + (long)i);
+	return s;
+}
+
+int main(void)
+{
+	long want = run_all(7), got;
+	unsigned jumps = 0;
+	double t0, t1, t2;
+	int id;
+
+	t0 = now_ms();
+	id = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts), .func = "af_*" }, count, NULL,
+			    DJP_GPR_ONLY);
+	t1 = now_ms();
+	if (id < 0) {
+		printf("function(\"*\"): arm %zu functions | not run: connect_at %d | - | error\n", NFUNCS, id);
+		return 1;
+	}
+	for (size_t i = 0; i < NFUNCS; i++)
+		jumps += *(const unsigned char *)fns[i] == 0xe9;
+	got = run_all(7);
+	t2 = now_ms();
+	djp_disconnect(id);
+	t2 = now_ms() - t2;
+	printf("function(\"*\"): arm %zu functions, one connect | %.1f ms | <= 200 | %s\n", NFUNCS, t1 - t0,
+	       t1 - t0 <= 200 ? "ok" : "over");
+	printf("function(\"*\"): of them armed as jumps | %u | - | -\n", jumps);
+	printf("function(\"*\"): disarm them all | %.1f ms | - | -\n", t2);
+	printf("function(\"*\"): every function probed: results and hits exact | %s | same | %s\n",
+	       got == want && atomic_load(&hits) == (long)NFUNCS ? "same" : "differ",
+	       got == want && atomic_load(&hits) == (long)NFUNCS ? "ok" : "error");
+	return got == want && atomic_load(&hits) == (long)NFUNCS ? 0 : 1;
+}

@@ -1,0 +1,53 @@
+/*
+ * hot's twin with a plain SDT probe instead of a marker: a 1-byte nop and
+ * a note, as <sys/sdt.h> writes them (the probes of PostgreSQL, python,
+ * libstdc++), and nothing of djprobe.  Calls it N times with two integer
+ * arguments and prints the ns per call.
+ *   usage: hot_sdt N
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+volatile long hot_sink;
+
+/* the probe, then work (a probe is inside a function, not its whole) */
+__attribute__((noinline, aligned(64))) void hot_sdt(int a, long b)
+{
+	__asm__ __volatile__("990: nop\n"
+			     ".pushsection .note.stapsdt,\"?\",@note\n"
+			     ".balign 4\n"
+			     ".4byte 992f-991f, 994f-993f, 3\n"
+			     "991: .asciz \"stapsdt\"\n"
+			     "992: .balign 4\n"
+			     "993: .8byte 990b\n"
+			     ".8byte _.stapsdt.base\n"
+			     ".8byte 0\n"
+			     ".asciz \"hotsdt\"\n"
+			     ".asciz \"bench_sdt\"\n"
+			     ".asciz \"-4@%0 8@%1\"\n"
+			     "994: .balign 4\n"
+			     ".popsection\n"
+			     ".ifndef _.stapsdt.base\n"
+			     ".pushsection .stapsdt.base,\"aG\",@progbits,.stapsdt.base,comdat\n"
+			     ".weak _.stapsdt.base\n"
+			     ".hidden _.stapsdt.base\n"
+			     "_.stapsdt.base: .space 1\n"
+			     ".size _.stapsdt.base, 1\n"
+			     ".popsection\n"
+			     ".endif\n" ::"r"(a),
+			     "r"(b));
+	hot_sink += b;
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 1000000;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (long i = 0; i < n; i++)
+		hot_sdt((int)i, i);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("ns/call %.3f\n", ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n);
+	return 0;
+}
