@@ -101,11 +101,31 @@ void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s)
 	}
 }
 
+/*
+ * Set while this thread enters the read side: a thread's first hit
+ * registers it (kernel/rcu.c), which calls into libc (syscall(), for its
+ * tid), and libc's functions may be probed too (instruction probes): a hit
+ * there, inside the registration, would register again, and again.  It is
+ * a miss instead, as a hit inside a handler is.  (The handlers themselves
+ * are outside it: they may leave by a jump.)
+ */
+static __thread int entering __attribute__((tls_model("initial-exec")));
+
 static inline void run(struct djp_hit *hit, unsigned need, bool in_lean)
 {
 	struct djp_site *s = djp__hit_site(hit);
 	const struct djp_handler_list *l;
-	if (__builtin_expect(!djp_rcu_enter(in_lean, (uintptr_t)hit), 0)) {
+	bool in;
+	if (__builtin_expect(entering, 0)) {
+		atomic_fetch_add_explicit(&s->misses, 1, memory_order_relaxed);
+		return;
+	}
+	entering = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	in = djp_rcu_enter(in_lean, (uintptr_t)hit);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	entering = 0;
+	if (__builtin_expect(!in, 0)) {
 		atomic_fetch_add_explicit(&s->misses, 1, memory_order_relaxed);
 		return;
 	}

@@ -245,11 +245,17 @@ static unsigned jump_range(struct resolve *r, const struct djp_func *f, const ui
 static int point_check(struct resolve *r, const struct djp_func *f, uintptr_t a, struct new_point *np)
 {
 	uintptr_t start = f->addr + bias_of(r->o, r->t);
-	size_t size = f->size ? f->size : (a == start ? 15 : 0);
+	size_t size = f->size;
 	struct djp_insn in;
 	uint8_t *b;
 	int err = 0;
 
+	/* A symbol without a size is an assembly label, such as the signal
+	 * restorer every handler returns through (__restore_rt): where it
+	 * ends, and so where its instructions are, is not known, and a probe
+	 * there would trap the return of every signal, ours included. */
+	if (!size)
+		return -ENOTSUP;
 	if (a < start || a - start >= size)
 		return -EINVAL;
 	if (!(b = function_bytes(r->o, start, size)))

@@ -578,3 +578,41 @@ TEST(points_jump_keeps_live_flags)
 		CHECK_EQ(djp_disconnect(id), 0);
 	}
 }
+
+/* The engine's own paths call into libc (errno, syscall() for its sync and
+ * its registration): probing those functions must neither recurse nor
+ * stop the program, int3 or jump. */
+TEST(points_on_the_engines_own_libc_functions)
+{
+	static const unsigned modes[] = { DJP_FORCE_INT3, DJP_GPR_ONLY, 0 };
+	for (int m = 0; m < 3; m++) {
+		int a, b;
+		reset();
+		a = djp_connect_at(OPTS(.object = "libc.so*", .func = "syscall"), count, NULL, modes[m]);
+		b = djp_connect_at(OPTS(.object = "libc.so*", .func = "__errno_location"), count, NULL, modes[m]);
+		CHECK(a >= 0 && b >= 0);
+		for (int i = 0; i < 100; i++) {
+			errno = 0;
+			CHECK_EQ(syscall(SYS_getpid), getpid());
+			CHECK_EQ(close(-1), -1);
+			CHECK_EQ(errno, EBADF);
+		}
+		CHECK(atomic_load(&hits) >= 100); /* syscall() at least: errno's is const, called once a loop */
+		CHECK_EQ(djp_disconnect(a), 0);
+		CHECK_EQ(djp_disconnect(b), 0);
+	}
+}
+
+/* An assembly label without a size: where its instructions end is not
+ * known (the signal restorer is one), so it is refused. */
+__asm__(".pushsection .text\n"
+	".globl pt_label\n"
+	".type pt_label,@function\n"
+	"pt_label:\n"
+	"	ret\n"
+	".popsection\n");
+
+TEST(points_refuse_a_function_without_a_size)
+{
+	CHECK_EQ(djp_connect_at(OPTS(.func = "pt_label"), count, NULL, 0), -ENOTSUP);
+}

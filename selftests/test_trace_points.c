@@ -250,3 +250,18 @@ TEST_TIMEOUT(sdt_nop_of_libstdcxx_becomes_a_jump, 90)
 {
 	sdt_jump(tt_cxx(true), "libstdcxx:throw", "throw 1000\n", "thrown", 1000);
 }
+
+/* Every function of the C library, in a shell that forks and execs: the
+ * commands run as before (the engine's own calls into libc are probed
+ * too). */
+TEST_TIMEOUT(trace_every_libc_function_of_a_shell, 120)
+{
+	int st;
+	struct tproc *p = djp_run((char *const[]){ (char *)tt_djp(), "trace", "-o", "/dev/null", "-c",
+						    "sh -c 'echo one; echo two | cat; echo done'", "func:*@libc.so*", NULL },
+				  &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(p->obuf, "one\ntwo\ndone\n") != NULL);
+	CHECK(strstr(p->ebuf, "func:malloc") != NULL);
+	free(p);
+}

@@ -76,15 +76,53 @@ static const struct djp_trap_entry *lookup(const struct djp_trap_table *t, uintp
 static const int greg_of[16] = { REG_RAX, REG_RCX, REG_RDX, REG_RSI, REG_RDI, REG_R8,  REG_R9,  REG_R10,
 				 REG_R11, REG_RBX, REG_RBP, REG_R12, REG_R13, REG_R14, REG_R15, REG_RSP };
 
+/*
+ * Set while this thread runs the handler's own code (not the probe's
+ * handlers): what it calls in libc (errno's __errno_location, first of
+ * all) may be probed too, by an instruction probe, and a trap there would
+ * come back here, and again.  Such a nested trap only moves the thread on,
+ * as if nobody listened; it touches no libc itself.
+ */
+static __thread int trapping __attribute__((tls_model("initial-exec")));
+
+static void nested_trap(uintptr_t addr, greg_t *g)
+{
+	const struct djp_trap_entry *e;
+	int phase;
+	for (;;) {
+		phase = atomic_load(&trap_phase);
+		atomic_fetch_add(&trap_inflight[phase], 1);
+		if (atomic_load(&trap_phase) == phase)
+			break;
+		atomic_fetch_sub(&trap_inflight[phase], 1);
+	}
+	e = lookup(atomic_load_explicit(&trap_table, memory_order_acquire), addr);
+	if (e)
+		g[REG_RIP] = (greg_t)(e->target ? e->target : addr + e->len);
+	else if (*(volatile uint8_t *)addr != X86_INT3)
+		g[REG_RIP] = (greg_t)addr; /* stale */
+	/* else: not ours, and nobody to forward to from here: it traps
+	 * again once the outer handler has returned */
+	atomic_fetch_sub(&trap_inflight[phase], 1);
+}
+
 static void trap_handler(int sig, siginfo_t *info, void *ucv)
 {
 	ucontext_t *uc = ucv;
 	greg_t *g = uc->uc_mcontext.gregs;
 	uintptr_t addr = (uintptr_t)g[REG_RIP] - 1;
 	const struct djp_trap_entry *e;
-	int saved_errno = errno;
+	int saved_errno;
 
+	if (trapping && info->si_code == SI_KERNEL) {
+		nested_trap(addr, g);
+		return;
+	}
+	trapping = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	saved_errno = errno;
 	if (info->si_code != SI_KERNEL) {
+		trapping = 0;
 		djp_kept_forward(sig, info, ucv);
 		errno = saved_errno;
 		return;
@@ -115,6 +153,7 @@ static void trap_handler(int sig, siginfo_t *info, void *ucv)
 			h.hit.regs.r[i] = (uint64_t)g[greg_of[i]];
 		h.hit.regs.r[DJP_REG_RIP] = addr;
 		g[REG_RIP] = (greg_t)resume;
+		trapping = 0; /* the handlers guard themselves (kernel/dispatch.c) */
 		probe_fn(&h.hit);
 		errno = saved_errno;
 		return;
@@ -122,6 +161,7 @@ static void trap_handler(int sig, siginfo_t *info, void *ucv)
 	if (e)
 		g[REG_RIP] = (greg_t)(e->target ? e->target : addr + e->len);
 	atomic_fetch_sub(&trap_inflight[phase], 1);
+	trapping = 0;
 	if (!e) {
 		if (*(volatile uint8_t *)addr != X86_INT3)
 			g[REG_RIP] = (greg_t)addr; /* stale: re-execute what is there now */
