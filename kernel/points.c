@@ -529,8 +529,10 @@ int djp_point_attach(const struct djp_probe *p, size_t *matched)
  * site covers the nop and the instructions after it, under the rules of
  * any instruction probe's jump, and its trampoline runs them relocated;
  * the probe's arguments are read at the nop as before (the registers and
- * stack the trampoline saves first).  An SDT site the rules refuse stays
- * what it was.
+ * stack the trampoline saves first).  Where no symbol covers the nop (a
+ * static function of a stripped PostgreSQL or python), the function's
+ * call-frame information gives its bounds.  An SDT site the rules refuse
+ * stays what it was.
  */
 void djp_sdt_widen(struct djp_site *s)
 {
@@ -546,7 +548,15 @@ void djp_sdt_widen(struct djp_site *s)
 	s->widen_tried = true;
 	if (s->state != SITE_IDLE || o->parent || o->closing || !(r.t = object_funcs(o)))
 		return;
-	if (!(f = djp_funcs_at(r.t, s->addr - bias_of(o, r.t))) || !f->size)
+	struct djp_func cf;
+	f = djp_funcs_at(r.t, s->addr - bias_of(o, r.t));
+	if ((!f || !f->size || s->addr - bias_of(o, r.t) >= f->addr + f->size) && o->file) {
+		/* a static function of a stripped object: its FDE's bounds */
+		if (djp_func_from_cfi(o->file, s->addr - bias_of(o, r.t), &cf))
+			return;
+		f = &cf;
+	}
+	if (!f || !f->size)
 		return;
 	start = f->addr + bias_of(o, r.t);
 	if (s->addr < start || s->addr >= start + f->size || !(b = function_bytes(o, start, f->size)))

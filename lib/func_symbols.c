@@ -806,3 +806,29 @@ out:
 	close_dwarf(&f, &dbg, dw);
 	return ret;
 }
+
+int djp_func_from_cfi(const char *path, uint64_t addr, struct djp_func *f)
+{
+	Dwarf_CFI *cfi;
+	Dwarf_Frame *frame = NULL;
+	Dwarf_Addr start, end;
+	Elf *elf;
+	int fd, ret = -ENOENT;
+
+	if (elf_version(EV_CURRENT) == EV_NONE || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -ENOENT;
+	if ((elf = elf_begin(fd, ELF_C_READ_MMAP, NULL))) {
+		if ((cfi = dwarf_getcfi_elf(elf))) {
+			if (dwarf_cfi_addrframe(cfi, addr, &frame) == 0 &&
+			    dwarf_frame_info(frame, &start, &end, NULL) >= 0 && start <= addr && addr < end) {
+				*f = (struct djp_func){ "?", start, end - start, false };
+				ret = 0;
+			}
+			free(frame);
+			dwarf_cfi_end(cfi);
+		}
+		elf_end(elf);
+	}
+	close(fd);
+	return ret;
+}

@@ -65,4 +65,12 @@ int djp_lines_resolve(const char *path, const char *spec, uint64_t *addrs, size_
  * second line; f->addr when unknown (optimized GCC code, no DWARF). */
 uint64_t djp_func_after_prologue(const char *path, const struct djp_func *f);
 
+/*
+ * Where no symbol says (a static function of a stripped object), the
+ * bounds of the code around link-time address `addr` from its call-frame
+ * information (.eh_frame: one FDE a function, or a function's part):
+ * 0 and *f (named "?"), or -ENOENT.
+ */
+int djp_func_from_cfi(const char *path, uint64_t addr, struct djp_func *f);
+
 #endif

@@ -265,3 +265,49 @@ TEST_TIMEOUT(trace_every_libc_function_of_a_shell, 120)
 	CHECK(strstr(p->ebuf, "func:malloc") != NULL);
 	free(p);
 }
+
+/* djp list --json says how each site is armed, and why not a jump: here
+ * libstdc++'s throw probe (a jump, as armed above) and rethrow's, whose
+ * function jumps back into the instructions after its nop. */
+TEST_TIMEOUT(list_says_which_sdt_sites_become_jumps, 60)
+{
+	char lib[4096] = "";
+	FILE *f = popen("ldconfig -p | awk '/libstdc\\+\\+\\.so\\.6 /{print $NF; exit}'", "r");
+	int st;
+	struct tproc *p;
+
+	CHECK(f && fgets(lib, sizeof(lib), f));
+	pclose(f);
+	lib[strcspn(lib, "\n")] = 0;
+	p = djp_run((char *const[]){ (char *)tt_djp(), "list", "--json", lib, NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	{
+		char *throw_ = strstr(p->obuf, "{\"name\":\"throw\""), *rethrow = strstr(p->obuf, "{\"name\":\"rethrow\"");
+		CHECK(throw_ && rethrow);
+		*strchr(throw_, '\n') = 0;
+		*strchr(rethrow, '\n') = 0;
+		CHECK(strstr(throw_, "\"arming\":\"jump\"") != NULL);
+		CHECK(strstr(rethrow, "\"arming\":\"int3\",\"int3_why\":\"") != NULL);
+	}
+	free(p);
+}
+
+/* PostgreSQL's probes are in static functions of a stripped binary: the
+ * call-frame information bounds them, and its transaction probes become
+ * jumps (those the postgres tests count against bpftrace). */
+TEST_TIMEOUT(list_says_postgres_transaction_probes_become_jumps, 60)
+{
+	static const char pg[] = "/usr/lib/postgresql/15/bin/postgres";
+	int st;
+	struct tproc *p;
+	char *line;
+
+	if (access(pg, X_OK))
+		SKIP("PostgreSQL 15 is not installed");
+	p = djp_run((char *const[]){ (char *)tt_djp(), "list", "--json", (char *)pg, NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK((line = strstr(p->obuf, "{\"name\":\"transaction__start\"")) != NULL);
+	*strchr(line, '\n') = 0;
+	CHECK(strstr(line, "\"arming\":\"jump\"") != NULL);
+	free(p);
+}

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "site_arming.h"
 #include "lib/escape.h"
 #include "json.h"
 #include "lib/mapped_file.h"
@@ -54,7 +55,10 @@ void djp_usage_list(FILE *out)
 		"--json: one JSON object per marker per line with the fields name, format,\n"
 		"args (array of {size, signed, kind, and reg | base, index, scale, disp |\n"
 		"value | symbol, address}), address, length, function, file, line, object\n"
-		"and, for SDT probes, provider and semaphore (null when none).\n"
+		"and, for SDT probes, provider and semaphore (null when none); arming:\n"
+		"\"jump\" when the engine arms the site with a jump (a marker's NOP; an SDT\n"
+		"probe's nop with the instructions after it, where the rules allow), else\n"
+		"\"int3\" with int3_why saying why.\n"
 		"\n"
 		"Exit status 0, or 1 with one line \"djp: WHAT: problem\" on stderr and\n"
 		"nothing on stdout, or 2 for a usage error.\n");
@@ -284,6 +288,20 @@ static uint64_t semaphore_address(const struct row *r)
 	return r->m->semaphore + r->bias;
 }
 
+/* "arming": "jump", or "int3" and "int3_why": how the engine arms the site
+ * (site_arming.c).  A file is read from its path; a process's object from
+ * the path its maps name. */
+static void put_json_arming(FILE *out, const struct row *r)
+{
+	const char *why;
+	if (djp_site_arming(r->object, r->m, &why)) {
+		fputs(",\"arming\":\"jump\"", out);
+	} else {
+		fputs(",\"arming\":\"int3\",\"int3_why\":", out);
+		djp_json_string(out, why);
+	}
+}
+
 static void put_json_row(FILE *out, const struct row *r)
 {
 	const struct djp_marker_info *m = r->m;
@@ -316,6 +334,7 @@ static void put_json_row(FILE *out, const struct row *r)
 		fputs(",\"line\":null", out);
 	fputs(",\"object\":", out);
 	djp_json_string(out, r->object);
+	put_json_arming(out, r);
 	fputs("}\n", out);
 }
 

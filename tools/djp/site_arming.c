@@ -1,0 +1,107 @@
+/*
+ * How the engine will arm a site, told from its file: `djp list` says which
+ * sites become jumps and why the others stay int3 probes.
+ *
+ * A marker's 6-byte NOP becomes a jump.  An SDT probe's 1-byte nop is
+ * widened to the run of instructions a jump may cover from it, under the
+ * rules kernel/points.c applies at run time: the function symbol around
+ * it (with a size; else the bounds of its call-frame information), the
+ * decoder's rules for the run (arch/x86/insn_reloc.c:
+ * whole instructions inside the function, a call only last, every one
+ * relocatable, no jump of the function into the run, no indirect jump),
+ * and no direct branch anywhere in the object into it
+ * (arch/x86/branch_targets.c).  The same functions on the file's bytes
+ * give the same verdict, but for what only the running process knows: a
+ * thread inside the run when it is armed, another probe's site inside it,
+ * no memory in reach for a trampoline.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arch/x86/arch.h"
+#include "arch/x86/branch_targets.h"
+#include "arch/x86/insn_reloc.h"
+#include "lib/func_symbols.h"
+#include "site_arming.h"
+
+/* The last object asked about: a listing asks object by object. */
+static struct {
+	char *path;
+	struct djp_func_table *t;
+	uint64_t *targets;
+	size_t ntargets;
+	int fd;
+	bool ok;
+} cache = { .fd = -1 };
+
+static bool load(const char *path)
+{
+	char err[256];
+	if (cache.path && !strcmp(cache.path, path))
+		return cache.ok;
+	free(cache.path);
+	djp_funcs_free(cache.t);
+	free(cache.targets);
+	if (cache.fd >= 0)
+		close(cache.fd);
+	cache.t = NULL;
+	cache.targets = NULL;
+	cache.path = strdup(path);
+	cache.fd = open(path, O_RDONLY | O_CLOEXEC);
+	cache.ok = cache.path && cache.fd >= 0 && !djp_funcs_read(path, &cache.t, err, sizeof(err)) &&
+		   !djp_branch_targets_of_file(path, &cache.targets, &cache.ntargets);
+	return cache.ok;
+}
+
+bool djp_site_arming(const char *path, const struct djp_marker_info *m, const char **why)
+{
+	const struct djp_func *f;
+	uint64_t off;
+	unsigned len = 0;
+	uint8_t *b;
+	int err;
+
+	*why = NULL;
+	if (m->site_len >= X86_JMP_REL32_LEN)
+		return true;
+	if (!load(path)) {
+		*why = "the object's symbols or code cannot be read";
+		return false;
+	}
+	f = djp_funcs_at(cache.t, m->site);
+	if (!f || !f->size || m->site >= f->addr + f->size) {
+		/* a static function of a stripped object: its FDE's bounds */
+		static struct djp_func cf;
+		if (djp_func_from_cfi(path, m->site, &cf)) {
+			*why = "no function symbol or call-frame information around the nop";
+			return false;
+		}
+		f = &cf;
+	}
+	if (djp_funcs_file_offset(cache.t, f->addr, &off) || !(b = malloc(f->size))) {
+		*why = "the function's bytes cannot be read";
+		return false;
+	}
+	if (pread(cache.fd, b, f->size, (off_t)off) != (ssize_t)f->size) {
+		free(b);
+		*why = "the function's bytes cannot be read";
+		return false;
+	}
+	err = djp_insn_jump_range(b, f->size, f->addr, m->site, &len, why);
+	free(b);
+	if (err)
+		return false;
+	if (len > DJP_SITE_MAX_LEN) {
+		*why = "the instructions a jump would cover are too long";
+		return false;
+	}
+	if (djp_branch_target_inside(cache.targets, cache.ntargets, m->site, m->site + len)) {
+		*why = "a branch elsewhere in the object lands inside the instructions a jump would cover";
+		return false;
+	}
+	return true;
+}

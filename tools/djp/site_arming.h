@@ -1,0 +1,12 @@
+/* How the engine will arm a marker site, told from its file (site_arming.c). */
+#ifndef DJP_TOOLS_SITE_ARMING_H
+#define DJP_TOOLS_SITE_ARMING_H
+
+#include <stdbool.h>
+
+#include "lib/markers.h"
+
+/* True: a jump.  False: an int3 probe, *why saying why (one line). */
+bool djp_site_arming(const char *path, const struct djp_marker_info *m, const char **why);
+
+#endif
