@@ -79,6 +79,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/elf_debug.h"
 #include "lib/func_symbols.h"
 
 struct segment {
@@ -207,82 +208,24 @@ static Elf_Scn *section_of_type(Elf *elf, uint32_t type)
 	return NULL;
 }
 
-/* The build-id of an ELF file: its bytes in *id, their number; 0: none. */
-static size_t build_id(Elf *elf, const void **id)
+/* Open `path` into d when it is a valid ELF file with build-id (id, n). */
+static bool open_debug_candidate(void *ctx, const char *path, const void *id, size_t n)
 {
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		GElf_Nhdr nh;
-		size_t off = 0, name_off, desc_off;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
-			continue;
-		while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0)
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp((const char *)d->d_buf + name_off, "GNU", 4) && nh.n_descsz) {
-				*id = (const char *)d->d_buf + desc_off;
-				return nh.n_descsz;
-			}
-	}
-	return 0;
-}
-
-/* The .gnu_debuglink name, or NULL. */
-static const char *debuglink(const struct elf_file *f)
-{
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(f->elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		const char *name;
-		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(f->elf, f->shstrndx, sh.sh_name)) ||
-		    strcmp(name, ".gnu_debuglink") || !(d = elf_getdata(scn, NULL)) || !d->d_buf || !d->d_size ||
-		    !memchr(d->d_buf, 0, d->d_size))
-			continue;
-		return d->d_buf;
-	}
-	return NULL;
-}
-
-/* Open d->dbg_path into d when it is a valid ELF file with build-id (id, n). */
-static bool open_debug_candidate(struct elf_file *d, const void *id, size_t n)
-{
+	struct elf_file *d = ctx;
 	const void *id2;
-	if (open_elf(d, d->dbg_path, NULL, 0) == 0 && build_id(d->elf, &id2) == n && !memcmp(id, id2, n))
+	snprintf(d->dbg_path, sizeof(d->dbg_path), "%s", path);
+	if (open_elf(d, d->dbg_path, NULL, 0) == 0 && djp_elf_build_id(d->elf, &id2) == n && !memcmp(id, id2, n))
 		return true;
 	close_elf(d);
 	return false;
 }
 
-/* The separate debug file of f, into d (see the top of the file). */
+/* The separate debug file of f, into d (lib/elf_debug.c). */
 static bool open_debug_file(const struct elf_file *f, struct elf_file *d)
 {
-	char dir[4096];
-	const unsigned char *id;
-	const char *link = debuglink(f), *slash;
-	size_t n = build_id(f->elf, (const void **)&id), k;
-
 	d->fd = -1;
 	d->elf = NULL;
-	if (!n)
-		return false; /* nothing to check a candidate against */
-	k = (size_t)snprintf(d->dbg_path, sizeof(d->dbg_path), "/usr/lib/debug/.build-id/%02x/", id[0]);
-	for (size_t i = 1; i < n && k + 3 < sizeof(d->dbg_path); i++)
-		k += (size_t)snprintf(d->dbg_path + k, sizeof(d->dbg_path) - k, "%02x", id[i]);
-	snprintf(d->dbg_path + k, sizeof(d->dbg_path) - k, ".debug");
-	if (open_debug_candidate(d, id, n))
-		return true;
-	if (!link || !(slash = strrchr(f->path, '/')))
-		return false;
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - f->path), f->path);
-	const char *const forms[] = { "%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s" };
-	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
-		snprintf(d->dbg_path, sizeof(d->dbg_path), forms[i], dir, link);
-		if (strcmp(d->dbg_path, f->path) && open_debug_candidate(d, id, n))
-			return true;
-	}
-	return false;
+	return djp_elf_debug_file(f->elf, f->shstrndx, f->path, open_debug_candidate, d);
 }
 
 /* ---- function symbols ---- */

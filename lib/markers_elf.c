@@ -58,6 +58,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elf_debug.h"
 #include "markers.h"
 
 static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
@@ -245,61 +246,25 @@ static bool cu_at(Dwarf *dw, uint64_t addr, Dwarf_Die *cu)
 	return false;
 }
 
-/* The build-id of an ELF file: its bytes in *id, their number; 0: none. */
-static size_t build_id(Elf *elf, const void **id)
+/* Open `path` into d when it is an ELF file with the build-id (id, n); d
+ * keeps the object's own name for its messages. */
+static bool open_debug_candidate(void *ctx, const char *path, const void *id, size_t n)
 {
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		GElf_Nhdr nh;
-		size_t off = 0, name_off, desc_off;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
-			continue;
-		while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0)
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp((const char *)d->d_buf + name_off, "GNU", 4) && nh.n_descsz) {
-				*id = (const char *)d->d_buf + desc_off;
-				return nh.n_descsz;
-			}
-	}
-	return 0;
-}
-
-/* The .gnu_debuglink name, or NULL. */
-static const char *debuglink(struct reader *r)
-{
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(r->elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		const char *name;
-		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(r->elf, r->shstrndx, sh.sh_name)) ||
-		    strcmp(name, ".gnu_debuglink") || !(d = elf_getdata(scn, NULL)) || !d->d_buf || !d->d_size ||
-		    !memchr(d->d_buf, 0, d->d_size))
-			continue;
-		return d->d_buf;
-	}
-	return NULL;
-}
-
-/* Open `path` into d when it is an ELF file with the build-id (id, n). */
-static bool open_debug_candidate(struct reader *d, const char *path, const void *id, size_t n)
-{
+	struct reader *d = ctx;
+	const char *name = d->path;
 	const void *id2;
 	d->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (d->fd < 0)
 		return false;
 	d->elf = elf_begin(d->fd, ELF_C_READ_MMAP, NULL);
 	if (d->elf && elf_kind(d->elf) == ELF_K_ELF && gelf_getclass(d->elf) == ELFCLASS64 &&
-	    !elf_getshdrstrndx(d->elf, &d->shstrndx) && build_id(d->elf, &id2) == n && !memcmp(id, id2, n)) {
+	    !elf_getshdrstrndx(d->elf, &d->shstrndx) && djp_elf_build_id(d->elf, &id2) == n && !memcmp(id, id2, n)) {
 		Elf_Scn *scn = NULL;
 		while ((scn = elf_nextscn(d->elf, scn))) {
 			GElf_Shdr sh;
 			if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
 				d->symtab = scn;
 		}
-		d->path = path;
 		if (!load_symbols(d))
 			return true;
 	}
@@ -310,35 +275,15 @@ static bool open_debug_candidate(struct reader *d, const char *path, const void 
 	free(d->byname);
 	memset(d, 0, sizeof(*d));
 	d->fd = -1;
+	d->path = name;
 	return false;
 }
 
-/* The separate debug file of r, into d (see the top of the file). */
+/* The separate debug file of r, into d (lib/elf_debug.c). */
 static bool open_debug_file(struct reader *r, struct reader *d)
 {
-	char path[4096], dir[4096];
-	const unsigned char *id;
-	const char *link = debuglink(r), *slash;
-	size_t n = build_id(r->elf, (const void **)&id), k;
-
-	if (!n)
-		return false; /* nothing to check a candidate against */
-	k = (size_t)snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", id[0]);
-	for (size_t i = 1; i < n && k + 3 < sizeof(path); i++)
-		k += (size_t)snprintf(path + k, sizeof(path) - k, "%02x", id[i]);
-	snprintf(path + k, sizeof(path) - k, ".debug");
-	if (open_debug_candidate(d, path, id, n))
-		return true;
-	if (!link || !(slash = strrchr(r->path, '/')))
-		return false;
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - r->path), r->path);
-	const char *const forms[] = { "%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s" };
-	for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
-		snprintf(path, sizeof(path), forms[f], dir, link);
-		if (strcmp(path, r->path) && open_debug_candidate(d, path, id, n))
-			return true;
-	}
-	return false;
+	d->path = r->path;
+	return djp_elf_debug_file(r->elf, r->shstrndx, r->path, open_debug_candidate, d);
 }
 
 static void drop_debug(Dwarf *dw, Dwarf *dw2, struct reader *dbg)

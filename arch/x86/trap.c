@@ -85,17 +85,22 @@ static const int greg_of[16] = { REG_RAX, REG_RCX, REG_RDX, REG_RSI, REG_RDI, RE
  */
 static __thread int trapping __attribute__((tls_model("initial-exec")));
 
+/* Count this handler in the table's current phase (see the top). */
+static int phase_enter(void)
+{
+	for (;;) {
+		int phase = atomic_load(&trap_phase);
+		atomic_fetch_add(&trap_inflight[phase], 1);
+		if (atomic_load(&trap_phase) == phase)
+			return phase;
+		atomic_fetch_sub(&trap_inflight[phase], 1);
+	}
+}
+
 static void nested_trap(uintptr_t addr, greg_t *g)
 {
 	const struct djp_trap_entry *e;
-	int phase;
-	for (;;) {
-		phase = atomic_load(&trap_phase);
-		atomic_fetch_add(&trap_inflight[phase], 1);
-		if (atomic_load(&trap_phase) == phase)
-			break;
-		atomic_fetch_sub(&trap_inflight[phase], 1);
-	}
+	int phase = phase_enter();
 	e = lookup(atomic_load_explicit(&trap_table, memory_order_acquire), addr);
 	if (e)
 		g[REG_RIP] = (greg_t)(e->target ? e->target : addr + e->len);
@@ -127,14 +132,7 @@ static void trap_handler(int sig, siginfo_t *info, void *ucv)
 		errno = saved_errno;
 		return;
 	}
-	int phase;
-	for (;;) {
-		phase = atomic_load(&trap_phase);
-		atomic_fetch_add(&trap_inflight[phase], 1);
-		if (atomic_load(&trap_phase) == phase)
-			break;
-		atomic_fetch_sub(&trap_inflight[phase], 1);
-	}
+	int phase = phase_enter();
 	e = lookup(atomic_load_explicit(&trap_table, memory_order_acquire), addr);
 	if (e && e->kind == DJP_TRAP_PROBE) {
 		/* Out of the table's phase before the handlers run: a handler

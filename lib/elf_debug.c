@@ -1,0 +1,76 @@
+/*
+ * A stripped object's symbols and DWARF are in a separate debug file
+ * (Debian's -dbg and -dbgsym packages): found by the object's build-id
+ * under /usr/lib/debug/.build-id, else by its .gnu_debuglink name in the
+ * directories gdb looks in, and used only when its build-id is the
+ * object's, so that a debug file of another build is never believed.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/elf_debug.h"
+
+size_t djp_elf_build_id(Elf *elf, const void **id)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			continue;
+		while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0)
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((const char *)d->d_buf + name_off, "GNU", 4) && nh.n_descsz) {
+				*id = (const char *)d->d_buf + desc_off;
+				return nh.n_descsz;
+			}
+	}
+	return 0;
+}
+
+/* The .gnu_debuglink name, or NULL. */
+static const char *debuglink(Elf *elf, size_t shstrndx)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		const char *name;
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+		    strcmp(name, ".gnu_debuglink") || !(d = elf_getdata(scn, NULL)) || !d->d_buf || !d->d_size ||
+		    !memchr(d->d_buf, 0, d->d_size))
+			continue;
+		return d->d_buf;
+	}
+	return NULL;
+}
+
+bool djp_elf_debug_file(Elf *elf, size_t shstrndx, const char *path,
+			bool (*try)(void *ctx, const char *cand, const void *id, size_t n), void *ctx)
+{
+	static const char *const forms[] = { "%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s" };
+	char cand[4096], dir[4096];
+	const unsigned char *id;
+	const char *link = debuglink(elf, shstrndx), *slash;
+	size_t n = djp_elf_build_id(elf, (const void **)&id), k;
+
+	if (!n)
+		return false; /* nothing to check a candidate against */
+	k = (size_t)snprintf(cand, sizeof(cand), "/usr/lib/debug/.build-id/%02x/", id[0]);
+	for (size_t i = 1; i < n && k + 3 < sizeof(cand); i++)
+		k += (size_t)snprintf(cand + k, sizeof(cand) - k, "%02x", id[i]);
+	snprintf(cand + k, sizeof(cand) - k, ".debug");
+	if (try(ctx, cand, id, n))
+		return true;
+	if (!link || !(slash = strrchr(path, '/')))
+		return false;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+		snprintf(cand, sizeof(cand), forms[f], dir, link);
+		if (strcmp(cand, path) && try(ctx, cand, id, n))
+			return true;
+	}
+	return false;
+}

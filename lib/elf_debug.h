@@ -1,0 +1,25 @@
+/*
+ * Finding an object's separate debug file (elf_debug.c): what the marker
+ * reader and the function-symbol reader both need.
+ */
+#ifndef DJP_LIB_ELF_DEBUG_H
+#define DJP_LIB_ELF_DEBUG_H
+
+#include <gelf.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The build-id of an ELF file: its bytes in *id, their number; 0: none. */
+size_t djp_elf_build_id(Elf *elf, const void **id);
+/*
+ * The places the separate debug file of `path` (open as elf) may be, in
+ * gdb's order: /usr/lib/debug/.build-id/xx/yyyy.debug, then the
+ * .gnu_debuglink name next to it, in .debug/ beside it and under
+ * /usr/lib/debug.  `try` opens one and checks it against the build-id
+ * (id, n): true keeps it and ends the search.  False when there is no
+ * build-id to check against, or no candidate was kept.
+ */
+bool djp_elf_debug_file(Elf *elf, size_t shstrndx, const char *path,
+			bool (*try)(void *ctx, const char *cand, const void *id, size_t n), void *ctx);
+
+#endif
