@@ -14,7 +14,7 @@
  * their arguments too.
  *
  * Instruction probes (djp_connect_at) join in on 64 plain functions fn_AB
- * beside the marker sites, under the same exact count: their handler checks
+ * beside the marker sites, at their entry or at a statement in the middle, under the same exact count: their handler checks
  * that the arguments are in %rdi and %rsi, where the call put them, and
  * each function's result is checked after every call, so a displaced
  * instruction run wrong out of line shows.
@@ -33,6 +33,7 @@
 
 #include "djprobe/djprobe.h"
 #include "djprobe/marker.h"
+#include "arch/x86/insn_reloc.h"
 
 #define NSITES 64
 #define NTHREADS 8
@@ -71,6 +72,7 @@ static _Atomic uint64_t word[NSITES];  /* generation << 16 | cover */
 static _Atomic uint64_t pword[NSITES]; /* the same for fns[] */
 static __thread long tls_phits;
 static unsigned char fn_text[NSITES][16]; /* each function's first bytes, before */
+static uint64_t second_insn;		  /* the statement probes' offset */
 static atomic_int stop;
 static atomic_long bad, calls_checked, total_calls, total_hits;
 static _Atomic uintptr_t site_addr[NSITES];
@@ -203,6 +205,21 @@ int main(int argc, char **argv)
 
 	for (int s = 0; s < NSITES; s++)
 		memcpy(fn_text[s], (void *)fns[s], sizeof(fn_text[s]));
+	{
+		/* every fn_AB has the same code: the statement probes go at the
+		 * first instruction past what a jump at the entry covers (the
+		 * shortest run of 5 bytes or more), so that neither is inside
+		 * the other's jump */
+		struct djp_insn in;
+		while (second_insn < 5) {
+			if (djp_insn_decode(fn_text[0] + second_insn, sizeof(fn_text[0]) - second_insn,
+					    (uintptr_t)fns[0] + second_insn, &in) || !in.len) {
+				fprintf(stderr, "cannot decode fn_00\n");
+				return 1;
+			}
+			second_insn += in.len;
+		}
+	}
 	for (long i = 0; i < NTHREADS; i++)
 		pthread_create(&th[i], NULL, worker, (void *)i);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -215,7 +232,9 @@ int main(int argc, char **argv)
 			random_pattern(&seed, point ? "fn_" : "stress_s", pat, cov);
 			bump(w, cov, 0); /* odd: in flight */
 			if (point)
-				id = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts), .func = pat },
+				/* the entry, or a statement in the middle */
+				id = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts), .func = pat,
+									 .offset = rand_r(&seed) % 2 ? second_insn : 0 },
 						    point_handler, NULL, flagset[rand_r(&seed) % 4]);
 			else
 				id = djp_connect(pat, handler, NULL, flagset[rand_r(&seed) % 4]);
