@@ -78,13 +78,14 @@ TEST_TIMEOUT(script_function_and_statement_points, 60)
 	snprintf(cmd, sizeof(cmd), "%s 1000", tt_func_target());
 	p = djp_run((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
 				     "global n, m; probe process.function(\"ft_work\") { n++ } "
-				     "probe process.function(\"ft_oth*\").call { m++; if (m == 1) println(pp(), \" \", pn()) } "
+				     "probe process.function(\"ft_oth*\").call { m++; if (m == 1) println(pp(), \" \", pn(), "
+				     "\" \", probefunc(), \" \", ppfunc()) } "
 				     "probe end { printf(\"n=%d m=%d\\n\", n, m) }",
 				     NULL },
 		    &st);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(strstr(p->obuf, "n=1000 m=500\n") != NULL);
-	CHECK(strstr(p->obuf, ".function(\"ft_other\") process.function(\"ft_oth*\").call\n") != NULL);
+	CHECK(strstr(p->obuf, ".function(\"ft_other\") process.function(\"ft_oth*\").call ft_other ft_other\n") != NULL);
 	free(p);
 	/* -l lists the functions a point names, from the object's symbols */
 	{

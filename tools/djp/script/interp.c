@@ -863,6 +863,13 @@ static const char *builtin_s(struct run *r, struct node *n)
 		const struct djp_ev_desc *d = r->bind ? r->bind->desc : NULL;
 		if (!d || !r->ev)
 			return "";
+		if (d->provider_len == 4 && !memcmp(d->provider, "func", 4)) {
+			/* an instruction probe's site is named for its function:
+			 * "NAME" at the entry, "NAME+0x1c" inside */
+			static char fn[256];
+			snprintf(fn, sizeof(fn), "%.*s", (int)strcspn(d->name, "+"), d->name);
+			return fn;
+		}
 		if (r->src && r->src->ops->function_of)
 			return r->src->ops->function_of(r->src, r->ev->pid, d);
 		return d->function ? d->function : "";
