@@ -182,6 +182,28 @@ static int connect_many(int unused)
 }
 
 /* One process's lean figures: armed, reference and NOP, ns per call. */
+/* The engine's SIGTRAP handler at `probed` (armed as an int3 probe) and a
+ * bare one at a bare int3, alternating: t[0] the bare round trip, t[1] the
+ * probe's, medians of RUNS. */
+static void int3_against_bare(fn_t probed, long n, double t[2])
+{
+	struct ksigaction engine, bare;
+	double tb[RUNS], tp[RUNS];
+	swap_trap(NULL, &engine);
+	bare = engine;
+	bare.handler = (void *)empty_trap;
+	bare.flags &= ~(unsigned long)(SA_SIGINFO | SA_ONSTACK | SA_NODEFER);
+	for (int r = 0; r < RUNS; r++) {
+		swap_trap(&bare, NULL);
+		measure((fn_t[]){ hit_bare_int3 }, 1, n, &tb[r]);
+		swap_trap(&engine, NULL);
+		measure((fn_t[]){ probed }, 1, n, &tp[r]);
+	}
+	swap_trap(&engine, NULL);
+	t[0] = median_of(tb, RUNS);
+	t[1] = median_of(tp, RUNS);
+}
+
 static int lean_once(void)
 {
 	double m[3];
@@ -324,22 +346,7 @@ int main(int argc, char **argv)
 
 	/* int3: the engine's SIGTRAP handler and a bare one alternate. */
 	id = djp_connect("bench_hit", empty_handler, NULL, DJP_FORCE_INT3);
-	{
-		struct ksigaction engine, bare;
-		double tb[RUNS], tp[RUNS];
-		swap_trap(NULL, &engine);
-		bare = engine;
-		bare.handler = (void *)empty_trap;
-		bare.flags &= ~(unsigned long)(SA_SIGINFO | SA_ONSTACK | SA_NODEFER);
-		for (int r = 0; r < RUNS; r++) {
-			swap_trap(&bare, NULL);
-			measure((fn_t[]){ hit_bare_int3 }, 1, n3, &tb[r]);
-			swap_trap(&engine, NULL);
-			measure((fn_t[]){ hit_marker }, 1, n3, &tp[r]);
-		}
-		t3[0] = median_of(tb, RUNS);
-		t3[1] = median_of(tp, RUNS);
-	}
+	int3_against_bare(hit_marker, n3, t3);
 	djp_disconnect(id);
 	printf("int3: bare int3 + SIGTRAP round trip | %.1f ns | - | -\n", t3[0]);
 	printf("int3: marker armed as int3 probe | %.1f ns | - | -\n", t3[1]);
@@ -384,20 +391,8 @@ int main(int argc, char **argv)
 	id = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts), .func = "hit_function" },
 			    empty_handler, NULL, DJP_FORCE_INT3);
 	if (id >= 0) {
-		struct ksigaction engine, bare;
-		double tb[RUNS], tp[RUNS], ti[2];
-		swap_trap(NULL, &engine);
-		bare = engine;
-		bare.handler = (void *)empty_trap;
-		bare.flags &= ~(unsigned long)(SA_SIGINFO | SA_ONSTACK | SA_NODEFER);
-		for (int r = 0; r < RUNS; r++) {
-			swap_trap(&bare, NULL);
-			measure((fn_t[]){ hit_bare_int3 }, 1, n3, &tb[r]);
-			swap_trap(&engine, NULL);
-			measure((fn_t[]){ hit_function }, 1, n3, &tp[r]);
-		}
-		ti[0] = median_of(tb, RUNS);
-		ti[1] = median_of(tp, RUNS);
+		double ti[2];
+		int3_against_bare(hit_function, n3, ti);
 		djp_disconnect(id);
 		printf("int3: function entry probed, its instruction run out of line | %.1f ns | - | -\n", ti[1]);
 		row("int3: instruction probe (out of line) / bare int3 round trip", ti[1] / ti[0], "x", 1.1, 1);
