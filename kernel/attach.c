@@ -37,7 +37,7 @@ int djp_site_vec_push(struct site_vec *sv, struct djp_site *s)
 	return 0;
 }
 
-static bool carries(const struct djp_site *s, int id)
+bool djp_site_carries(const struct djp_site *s, int id)
 {
 	const struct djp_handler_list *l = atomic_load(&s->handlers);
 	for (unsigned k = 0; l && k < l->n; k++)
@@ -85,7 +85,7 @@ int djp_probe_attach(const struct djp_probe *p, size_t *matched)
 				continue;
 			if (o->closing)
 				closing++;
-			else if (!carries(s, p->id))
+			else if (!djp_site_carries(s, p->id))
 				err = djp_site_vec_push(&sv, s);
 		}
 	if (!err)
@@ -112,7 +112,7 @@ int djp_probe_detach(int id)
 	int err = 0;
 	for (struct djp_object *o = djp_objects; o && !err; o = o->next)
 		for (size_t i = 0; i < o->nsites && !err; i++)
-			if (carries(&o->sites[i], id))
+			if (djp_site_carries(&o->sites[i], id))
 				err = djp_site_vec_push(&sv, &o->sites[i]);
 	if (!err)
 		err = djp_change_probe(&sv, NULL, id);

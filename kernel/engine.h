@@ -215,6 +215,8 @@ struct site_vec {
 	size_t n, cap;
 };
 int djp_site_vec_push(struct site_vec *sv, struct djp_site *s);
+/* Does the site's handler list hold probe `id`? */
+bool djp_site_carries(const struct djp_site *s, int id);
 int djp_change_probe(struct site_vec *sv, const struct djp_probe *add, int remove_id);
 int djp_objects_detach(struct djp_object *const *objs, size_t nobjs);
 /* How many batches run for dlopen or dlclose failed (they cannot report to

@@ -110,13 +110,14 @@ static uintptr_t bias_of(const struct djp_object *o, const struct djp_func_table
 	return t->is_dyn ? o->bias : 0;
 }
 
-/* The site at `addr` among `o`'s markers and its point objects. */
-static struct djp_site *site_at(struct djp_object *o, uintptr_t addr)
+/* The site of o (its markers, its points) whose bytes hold `addr`: the one
+ * at it, or one whose jump covers it. */
+static struct djp_site *site_covering(struct djp_object *o, uintptr_t addr)
 {
 	for (struct djp_object *x = djp_objects; x; x = x->next)
 		if (x == o || x->parent == o)
 			for (size_t i = 0; i < x->nsites; i++)
-				if (x->sites[i].addr == addr)
+				if (addr - x->sites[i].addr < x->sites[i].len)
 					return &x->sites[i];
 	return NULL;
 }
@@ -217,23 +218,21 @@ static const uint64_t *object_targets(struct djp_object *o, size_t *n)
 
 /*
  * Can a jump cover [a, a + len) in function f (whose bytes are b)?  The
- * decoder's rules (arch/x86/insn_reloc.c: whole instructions inside the
- * function, no jump of the function into the range, no indirect jump, a
- * call only last, every instruction relocatable), and besides: no direct
- * branch anywhere in the object into it (GCC's NAME.cold parts jump back
- * into NAME, with no symbol in a stripped object to say whose they are),
- * and no other site inside it.
+ * rules of djp_jump_run (whole instructions inside the function, no jump
+ * of the function into the range, no indirect jump, a call only last,
+ * every instruction relocatable, and no direct branch anywhere in the
+ * object into it: GCC's NAME.cold parts jump back into NAME, with no
+ * symbol in a stripped object to say whose they are), and no other site
+ * inside it.
  */
 static unsigned jump_range(struct resolve *r, const struct djp_func *f, const uint8_t *b, uintptr_t start, uintptr_t a)
 {
-	uintptr_t bias = bias_of(r->o, r->t);
 	const uint64_t *targets;
 	unsigned len = 0;
 	size_t n;
 
-	if (!f->size || djp_insn_jump_range(b, f->size, start, a, &len, NULL) || len > DJP_SITE_MAX_LEN)
-		return 0;
-	if (!(targets = object_targets(r->o, &n)) || djp_branch_target_inside(targets, n, a - bias, a + len - bias) ||
+	targets = object_targets(r->o, &n);
+	if (djp_jump_run(b, f->size, start, a, targets, n, bias_of(r->o, r->t), &len, NULL) ||
 	    site_overlapping(r->o, a, a + len))
 		return 0;
 	return len;
@@ -284,9 +283,6 @@ static int point_check(struct resolve *r, const struct djp_func *f, uintptr_t a,
 		memcpy(np->orig, b + (a - start), np->len);
 		np->f = f;
 		np->off = a - start;
-		/* the text must hold what the code says (no foreign patch) */
-		if (memcmp((const void *)a, np->orig, np->len) && !site_at(r->o, a))
-			err = -EBUSY;
 	}
 	free(b);
 	return err;
@@ -326,21 +322,16 @@ static void shrink_new(struct new_point *np)
 /* One resolved point at runtime address `a` in function f. */
 static void point_found(struct resolve *r, const struct djp_func *f, uintptr_t a)
 {
-	struct djp_site *s = site_at(r->o, a);
+	struct djp_site *s = site_covering(r->o, a);
 	struct new_point np;
 	int err;
 
 	if (r->err)
 		return;
-	if (s) {
+	if (s && s->addr == a) {
 		r->matched++;
-		if (!r->o->closing) {
-			const struct djp_handler_list *l = atomic_load(&s->handlers);
-			for (unsigned k = 0; l && k < l->n; k++)
-				if (l->h[k].probe_id == r->p->id)
-					return;
+		if (!r->o->closing && !djp_site_carries(s, r->p->id))
 			r->err = djp_site_vec_push(r->sv, s);
-		}
 		return;
 	}
 	/* the new points near a: all of them, unless they came in address
@@ -352,7 +343,7 @@ static void point_found(struct resolve *r, const struct djp_func *f, uintptr_t a
 	for (size_t i = from; i < r->n; i++)
 		if (r->v[i].addr == a)
 			return; /* two points resolved to one instruction */
-	if ((s = site_overlapping(r->o, a, a + 1)) && !shrink(s)) {
+	if (s && !shrink(s)) {
 		note_error(r, -EBUSY); /* inside the range another probe's jump covers */
 		return;
 	}
@@ -539,32 +530,23 @@ void djp_sdt_widen(struct djp_site *s)
 	struct djp_object *o = s->obj;
 	struct resolve r = { .o = o };
 	const struct djp_func *f;
-	struct djp_insn in;
-	uintptr_t start, at;
+	struct djp_func cf;
+	uintptr_t start;
 	unsigned len;
 	uint8_t *b;
-	bool ok = true;
 
 	s->widen_tried = true;
 	if (s->state != SITE_IDLE || o->parent || o->closing || !(r.t = object_funcs(o)))
 		return;
-	struct djp_func cf;
-	f = djp_funcs_at(r.t, s->addr - bias_of(o, r.t));
-	if ((!f || !f->size || s->addr - bias_of(o, r.t) >= f->addr + f->size) && o->file) {
-		/* a static function of a stripped object: its FDE's bounds */
-		if (djp_func_from_cfi(o->file, s->addr - bias_of(o, r.t), &cf))
-			return;
-		f = &cf;
-	}
-	if (!f || !f->size)
+	/* a static function of a stripped object: its FDE's bounds */
+	if (!(f = djp_func_around(r.t, o->file, s->addr - bias_of(o, r.t), &cf)))
 		return;
 	start = f->addr + bias_of(o, r.t);
-	if (s->addr < start || s->addr >= start + f->size || !(b = function_bytes(o, start, f->size)))
+	if (!(b = function_bytes(o, start, f->size)))
 		return;
-	for (at = start; at < s->addr && ok; at += in.len)
-		ok = !djp_insn_decode(b + (at - start), f->size - (at - start), at, &in) && in.len;
-	len = ok && at == s->addr ? jump_range(&r, f, b, start, s->addr) : 0;
-	if (len && !memcmp((const void *)s->addr, b + (s->addr - start), len)) {
+	/* (djp_jump_run checks the nop is an instruction boundary) */
+	len = jump_range(&r, f, b, start, s->addr);
+	if (len) {
 		memcpy(s->orig, b + (s->addr - start), len);
 		s->len = (uint8_t)len;
 		s->displaces = true;

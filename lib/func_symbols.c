@@ -775,3 +775,12 @@ int djp_func_from_cfi(const char *path, uint64_t addr, struct djp_func *f)
 	close(fd);
 	return ret;
 }
+
+const struct djp_func *djp_func_around(const struct djp_func_table *t, const char *path, uint64_t addr,
+				       struct djp_func *cfi)
+{
+	const struct djp_func *f = djp_funcs_at(t, addr);
+	if (f && f->size && addr < f->addr + f->size)
+		return f;
+	return path && !djp_func_from_cfi(path, addr, cfi) ? cfi : NULL;
+}

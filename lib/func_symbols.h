@@ -72,5 +72,10 @@ uint64_t djp_func_after_prologue(const char *path, const struct djp_func *f);
  * 0 and *f (named "?"), or -ENOENT.
  */
 int djp_func_from_cfi(const char *path, uint64_t addr, struct djp_func *f);
+/* The function around link-time address `addr` of the object at `path`:
+ * its symbol when one with a size holds it, else the call-frame
+ * information's bounds, written to *cfi; NULL when neither says. */
+const struct djp_func *djp_func_around(const struct djp_func_table *t, const char *path, uint64_t addr,
+				       struct djp_func *cfi);
 
 #endif

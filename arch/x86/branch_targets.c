@@ -30,7 +30,9 @@
 #include <unistd.h>
 #include <Zydis/Zydis.h>
 
+#include "arch/x86/arch.h"
 #include "arch/x86/branch_targets.h"
+#include "arch/x86/insn_reloc.h"
 #include "arch/x86/vector_use.h"
 
 struct targets {
@@ -144,4 +146,26 @@ bool djp_branch_target_inside(const uint64_t *v, size_t n, uint64_t lo, uint64_t
 			b = mid;
 	}
 	return a < n && v[a] < hi;
+}
+
+int djp_jump_run(const uint8_t *code, size_t size, uintptr_t start, uintptr_t addr, const uint64_t *targets, size_t n,
+		 uintptr_t bias, unsigned *len, const char **why)
+{
+	const char *w = NULL;
+	int err = djp_insn_jump_range(code, size, start, addr, len, &w);
+	if (!err && *len > DJP_SITE_MAX_LEN) {
+		w = "the instructions a jump would cover are too long";
+		err = -E2BIG;
+	}
+	if (!err && !targets) {
+		w = "the object's branch targets cannot be read";
+		err = -ENODATA;
+	}
+	if (!err && djp_branch_target_inside(targets, n, addr - bias, addr + *len - bias)) {
+		w = "a branch elsewhere in the object lands inside the instructions a jump would cover";
+		err = -EBUSY;
+	}
+	if (why)
+		*why = w;
+	return err;
 }

@@ -59,6 +59,7 @@ static bool load(const char *path)
 
 bool djp_site_arming(const char *path, const struct djp_marker_info *m, const char **why)
 {
+	struct djp_func cf;
 	const struct djp_func *f;
 	uint64_t off;
 	unsigned len = 0;
@@ -72,15 +73,9 @@ bool djp_site_arming(const char *path, const struct djp_marker_info *m, const ch
 		*why = "the object's symbols or code cannot be read";
 		return false;
 	}
-	f = djp_funcs_at(cache.t, m->site);
-	if (!f || !f->size || m->site >= f->addr + f->size) {
-		/* a static function of a stripped object: its FDE's bounds */
-		static struct djp_func cf;
-		if (djp_func_from_cfi(path, m->site, &cf)) {
-			*why = "no function symbol or call-frame information around the nop";
-			return false;
-		}
-		f = &cf;
+	if (!(f = djp_func_around(cache.t, path, m->site, &cf))) {
+		*why = "no function symbol or call-frame information around the nop";
+		return false;
 	}
 	if (djp_funcs_file_offset(cache.t, f->addr, &off) || !(b = malloc(f->size))) {
 		*why = "the function's bytes cannot be read";
@@ -91,17 +86,9 @@ bool djp_site_arming(const char *path, const struct djp_marker_info *m, const ch
 		*why = "the function's bytes cannot be read";
 		return false;
 	}
-	err = djp_insn_jump_range(b, f->size, f->addr, m->site, &len, why);
+	err = djp_jump_run(b, f->size, f->addr, m->site, cache.targets, cache.ntargets, 0, &len, why);
 	free(b);
 	if (err)
 		return false;
-	if (len > DJP_SITE_MAX_LEN) {
-		*why = "the instructions a jump would cover are too long";
-		return false;
-	}
-	if (djp_branch_target_inside(cache.targets, cache.ntargets, m->site, m->site + len)) {
-		*why = "a branch elsewhere in the object lands inside the instructions a jump would cover";
-		return false;
-	}
 	return true;
 }
