@@ -51,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -64,15 +65,10 @@
 #define SCAN_MAX (1u << 20)    /* bytes of one stack read at most */
 #define FRAME_DEPTH 8	       /* stacks one thread's frames chain through */
 
-struct mapping {
-	uintptr_t lo, hi;
-};
-
 struct check_req {
 	struct djp_poke *p;
 	size_t n;
-	const struct mapping *maps;
-	size_t nmaps;
+	const struct djp_maps *maps; /* where stacks are bounded */
 	const pid_t *tids;
 	_Atomic unsigned *answer; /* per thread: the round it answered */
 	atomic_uchar *busy;	  /* per poke */
@@ -90,19 +86,11 @@ static void mark(struct check_req *q, uintptr_t rip)
 			atomic_store(&q->busy[i], 1);
 }
 
-static const struct mapping *mapping_of(const struct check_req *q, uintptr_t a)
+/* The writable mapping holding a, where a stack is; NULL: none. */
+static const struct djp_map *mapping_of(const struct check_req *q, uintptr_t a)
 {
-	size_t lo = 0, hi = q->nmaps;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (a < q->maps[mid].lo)
-			hi = mid;
-		else if (a >= q->maps[mid].hi)
-			lo = mid + 1;
-		else
-			return &q->maps[mid];
-	}
-	return NULL;
+	const struct djp_map *m = djp_maps_find(q->maps, a);
+	return m && (m->prot & (PROT_READ | PROT_WRITE)) == (PROT_READ | PROT_WRITE) ? m : NULL;
 }
 
 static ssize_t read_self(void *to, uintptr_t from, size_t n)
@@ -117,7 +105,7 @@ static ssize_t read_self(void *to, uintptr_t from, size_t n)
 static void scan(struct check_req *q, uintptr_t sp, uintptr_t restorer, int depth)
 {
 	const size_t gregs_at = offsetof(ucontext_t, uc_mcontext.gregs);
-	const struct mapping *m = mapping_of(q, sp);
+	const struct djp_map *m = mapping_of(q, sp);
 	uint64_t words[64];
 	uintptr_t at, to;
 
@@ -173,40 +161,6 @@ void djp_threads_check_answer(void *ucv)
 	atomic_fetch_sub(&inflight, 1);
 }
 
-static int cmp_map(const void *a, const void *b)
-{
-	const struct mapping *x = a, *y = b;
-	return (x->lo > y->lo) - (x->lo < y->lo);
-}
-
-/* Writable mappings, where stacks are, sorted. */
-static struct mapping *read_maps(size_t *n)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	struct mapping *v = NULL;
-	size_t cap = 0;
-	char line[512], perms[8];
-	unsigned long lo, hi;
-
-	*n = 0;
-	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r' || perms[1] != 'w')
-			continue;
-		if (*n == cap) {
-			void *nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
-			if (!nv)
-				break;
-			v = nv;
-		}
-		v[(*n)++] = (struct mapping){ lo, hi };
-	}
-	if (f)
-		fclose(f);
-	if (v)
-		qsort(v, *n, sizeof(*v), cmp_map);
-	return v;
-}
-
 static pid_t *read_tids(size_t *n)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -245,26 +199,25 @@ static uint64_t now_ns(void)
 static bool one_round(struct djp_poke *p, size_t n, atomic_uchar *busy, unsigned round)
 {
 	struct check_req q = { .p = p, .n = n, .busy = busy, .round = round };
-	struct mapping *maps;
+	struct djp_maps maps = { 0 };
 	pid_t *tids;
-	size_t ntids = 0, nmaps = 0;
+	size_t ntids = 0;
 	bool all = true, any = false;
 	int sig = djp_engine_signal();
 	uint64_t until;
 
-	maps = read_maps(&nmaps);
+	djp_maps_read(&maps);
 	tids = read_tids(&ntids);
 	q.answer = calloc(ntids + 1, sizeof(*q.answer));
-	if (!maps || !tids || !q.answer || !sig) {
-		free(maps);
+	if (!maps.m || !tids || !q.answer || !sig) {
+		free(maps.m);
 		free(tids);
 		free((void *)q.answer);
 		for (size_t i = 0; i < n; i++)
 			atomic_store(&busy[i], p[i].check);
 		return false;
 	}
-	q.maps = maps;
-	q.nmaps = nmaps;
+	q.maps = &maps;
 	q.tids = tids;
 	for (size_t i = 0; i < n; i++)
 		atomic_store(&busy[i], 0);
@@ -289,7 +242,7 @@ static bool one_round(struct djp_poke *p, size_t n, atomic_uchar *busy, unsigned
 			atomic_store(&busy[i], 1);
 		any |= atomic_load(&busy[i]) != 0;
 	}
-	free(maps);
+	free(maps.m);
 	free(tids);
 	free((void *)q.answer);
 	return !any;

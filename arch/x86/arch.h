@@ -17,6 +17,20 @@
 
 struct djp_site; /* kernel/'s; arch only carries the pointer */
 
+/* ---- the address space (text.c) ---- */
+struct djp_maps {
+	size_t n;
+	struct djp_map {
+		uintptr_t lo, hi;
+		int prot;
+	} *m;
+};
+/* Snapshot of /proc/self/maps (sorted); free(ms->m) when done. */
+int djp_maps_read(struct djp_maps *ms);
+/* The mapping of a snapshot that holds `addr`, or NULL (no system call,
+ * no allocation: signal handlers use it). */
+const struct djp_map *djp_maps_find(const struct djp_maps *ms, uintptr_t addr);
+
 /* ---- text writes (text.c) ---- */
 struct djp_text_range {
 	uintptr_t start;

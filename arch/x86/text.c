@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include "arch/x86/arch.h"
-#include "arch/x86/common.h"
 #include "lib/sysops.h"
 
 enum { TEXT_UNSET, TEXT_MPROTECT, TEXT_PROCMEM };
@@ -119,19 +118,28 @@ int djp_maps_read(struct djp_maps *ms)
 	return 0;
 }
 
-static int page_prot(const struct djp_maps *ms, uintptr_t page, int *prot)
+const struct djp_map *djp_maps_find(const struct djp_maps *ms, uintptr_t addr)
 {
 	size_t lo = 0, hi = ms->n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (page < ms->m[mid].lo)
+		if (addr < ms->m[mid].lo)
 			hi = mid;
-		else if (page >= ms->m[mid].hi)
+		else if (addr >= ms->m[mid].hi)
 			lo = mid + 1;
 		else
-			return *prot = ms->m[mid].prot, 0;
+			return &ms->m[mid];
 	}
-	return -EFAULT;
+	return NULL;
+}
+
+static int page_prot(const struct djp_maps *ms, uintptr_t page, int *prot)
+{
+	const struct djp_map *m = djp_maps_find(ms, page);
+	if (!m)
+		return -EFAULT;
+	*prot = m->prot;
+	return 0;
 }
 
 static int cmp_uptr(const void *a, const void *b)

@@ -9,9 +9,9 @@
 
 #include <stdint.h>
 #include <string.h>
-#include <sys/types.h>
 
 #include "arch/x86/arch.h"
+#include "arch/x86/insn_reloc.h"
 #include "arch/x86/vector_use.h"
 
 /* The data page: the slow-path dispatchers and the x87 slow paths at
@@ -231,8 +231,6 @@ static inline void point_prologue(struct emit *e, const struct djp_tramp_req *r)
 		EMIT(e, "\x48\x8b\x44\x24\x08"); /* mov 8(%rsp),%rax */
 	}
 }
-ssize_t djp_insn_relocate(const uint8_t *code, size_t len, uintptr_t from, uintptr_t to, uint8_t *out, size_t cap,
-			  uint8_t *map, const char **why);
 /* The way back: `jmp site+len`, or the flags and the displaced code. */
 static inline void tramp_return(struct emit *e, const struct djp_tramp_req *r)
 {

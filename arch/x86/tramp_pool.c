@@ -39,8 +39,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "arch/x86/common.h"
-#include "arch/x86/insn_reloc.h"
 #include "arch/x86/tramp.h"
 #include "lib/sysops.h"
 
