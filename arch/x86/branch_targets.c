@@ -24,10 +24,8 @@
  * A megabyte of text decodes in a few milliseconds, once per object.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <stdlib.h>
-#include <unistd.h>
 #include <Zydis/Zydis.h>
 
 #include "arch/x86/arch.h"
@@ -52,9 +50,15 @@ static int add(struct targets *t, uint64_t a)
 	return 0;
 }
 
-static int section_targets(const ZydisDecoder *dec, const uint8_t *code, size_t len, uint64_t addr,
-			   const size_t *starts, size_t nstarts, struct targets *t)
+struct walk {
+	ZydisDecoder dec;
+	struct targets t;
+};
+
+static int section_targets(void *ctx, const uint8_t *code, size_t len, uint64_t addr, const size_t *starts,
+			   size_t nstarts)
 {
+	struct walk *w = ctx;
 	size_t at = 0, next = 0;
 	while (at < len) {
 		size_t end = len;
@@ -65,14 +69,14 @@ static int section_targets(const ZydisDecoder *dec, const uint8_t *code, size_t 
 		while (at < end) {
 			ZydisDecodedInstruction in;
 			ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-			if (ZYAN_FAILED(ZydisDecoderDecodeFull(dec, code + at, end - at, &in, ops))) {
+			if (ZYAN_FAILED(ZydisDecoderDecodeFull(&w->dec, code + at, end - at, &in, ops))) {
 				at++;
 				continue;
 			}
 			for (unsigned i = 0; i < in.operand_count_visible; i++) {
 				ZyanU64 abs;
 				if (ops[i].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[i].imm.is_relative &&
-				    ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &ops[i], addr + at, &abs)) && add(t, abs))
+				    ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &ops[i], addr + at, &abs)) && add(&w->t, abs))
 					return -ENOMEM;
 			}
 			at += in.length;
@@ -90,47 +94,21 @@ static int cmp_u64(const void *a, const void *b)
 
 int djp_branch_targets_of_file(const char *path, uint64_t **out, size_t *n)
 {
-	struct targets t = { 0 };
-	ZydisDecoder dec;
-	Elf_Scn *scn = NULL;
-	Elf *elf;
-	int fd, err = 0;
+	struct walk w = { 0 };
+	int err;
 
 	*out = NULL;
 	*n = 0;
-	if (elf_version(EV_CURRENT) == EV_NONE ||
-	    ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
+	if (ZYAN_FAILED(ZydisDecoderInit(&w.dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
 		return -ENOSYS;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	if (!(elf = elf_begin(fd, ELF_C_READ_MMAP, NULL))) {
-		close(fd);
-		return -ENOEXEC;
-	}
-	while (!err && (scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t ns, *starts;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR))
-			continue;
-		if (!(d = elf_getdata(scn, NULL)) || d->d_size != sh.sh_size) {
-			err = -ENOEXEC;
-			break;
-		}
-		starts = djp_elf_function_starts(elf, elf_ndxscn(scn), sh.sh_addr, sh.sh_size, &ns);
-		err = section_targets(&dec, d->d_buf, d->d_size, sh.sh_addr, starts, ns, &t);
-		free(starts);
-	}
-	elf_end(elf);
-	close(fd);
-	if (err) {
-		free(t.v);
+	if ((err = djp_elf_code_walk(path, section_targets, &w))) {
+		free(w.t.v);
 		return err;
 	}
-	if (t.n)
-		qsort(t.v, t.n, sizeof(*t.v), cmp_u64);
-	*out = t.v;
-	*n = t.n;
+	if (w.t.n)
+		qsort(w.t.v, w.t.n, sizeof(*w.t.v), cmp_u64);
+	*out = w.t.v;
+	*n = w.t.n;
 	return 0;
 }
 

@@ -174,11 +174,11 @@ size_t *djp_elf_function_starts(Elf *elf, size_t ndx, GElf_Addr addr, size_t siz
 	return v;
 }
 
-int djp_vector_use_of_file(const char *path)
+int djp_elf_code_walk(const char *path, djp_code_fn fn, void *ctx)
 {
-	int fd, use = DJP_VEC_SSE;
 	Elf *elf;
 	Elf_Scn *scn = NULL;
+	int fd, ret = 0;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOSYS;
@@ -188,27 +188,40 @@ int djp_vector_use_of_file(const char *path)
 		close(fd);
 		return -ENOEXEC;
 	}
-	while ((scn = elf_nextscn(elf, scn)) && use >= 0 && (use & DJP_VEC_CLASS) < DJP_VEC_OTHER) {
+	while (!ret && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
 		size_t n, *starts;
-		int c;
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR))
 			continue;
 		if (!(d = elf_getdata(scn, NULL)) || d->d_size != sh.sh_size) {
-			use = -ENOEXEC;
+			ret = -ENOEXEC;
 			break;
 		}
 		starts = djp_elf_function_starts(elf, elf_ndxscn(scn), sh.sh_addr, sh.sh_size, &n);
-		c = djp_vector_use_of_code(d->d_buf, d->d_size, starts, n);
+		ret = fn(ctx, d->d_buf, d->d_size, sh.sh_addr, starts, n);
 		free(starts);
-		if (c < 0)
-			use = c;
-		else
-			use = ((c & DJP_VEC_CLASS) > (use & DJP_VEC_CLASS) ? c & DJP_VEC_CLASS : use & DJP_VEC_CLASS) |
-			      ((c | use) & DJP_VEC_X87);
 	}
 	elf_end(elf);
 	close(fd);
-	return use;
+	return ret < 0 ? ret : 0;
+}
+
+/* One section's widest class, merged into *ctx; 1 (stop) once nothing
+ * wider can be found, or the error. */
+static int merge_use(void *ctx, const uint8_t *code, size_t len, uint64_t addr, const size_t *starts, size_t n)
+{
+	int *use = ctx, c = djp_vector_use_of_code(code, len, starts, n);
+	(void)addr;
+	if (c < 0)
+		return c;
+	*use = ((c & DJP_VEC_CLASS) > (*use & DJP_VEC_CLASS) ? c & DJP_VEC_CLASS : *use & DJP_VEC_CLASS) |
+	       ((c | *use) & DJP_VEC_X87);
+	return (*use & DJP_VEC_CLASS) >= DJP_VEC_OTHER;
+}
+
+int djp_vector_use_of_file(const char *path)
+{
+	int use = DJP_VEC_SSE, err = djp_elf_code_walk(path, merge_use, &use);
+	return err < 0 ? err : use;
 }

@@ -36,6 +36,14 @@ int djp_vector_use_of_code(const unsigned char *code, size_t len, const size_t *
  * where a function symbol starts, sorted, for decoders to resync at; NULL
  * when there are none (shared with arch/x86/branch_targets.c). */
 #include <gelf.h>
+#include <stdint.h>
 size_t *djp_elf_function_starts(Elf *elf, size_t ndx, GElf_Addr addr, size_t size, size_t *n);
+/* Hand each executable section of the file at `path` to fn: its bytes, its
+ * address, and the offsets where function symbols start (sorted).  fn
+ * returns 0 to go on, > 0 to stop, < 0 for an error.  0, or -errno (the
+ * file, or fn's). */
+typedef int (*djp_code_fn)(void *ctx, const uint8_t *code, size_t len, uint64_t addr, const size_t *starts,
+			   size_t nstarts);
+int djp_elf_code_walk(const char *path, djp_code_fn fn, void *ctx);
 
 #endif
