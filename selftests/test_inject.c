@@ -250,11 +250,12 @@ TEST_TIMEOUT(inject_cxx_program_libstdcxx_throw, 60)
 	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, "libstdcxx:throw", "libstdcxx:catch", NULL },
 		     false, -1);
 	CHECK(realpath("/usr/lib/x86_64-linux-gnu/libstdc++.so.6", cxxlib) != NULL);
-	CHECK(tt_wait_armed(t->pid, cxxlib, 10000));
+	CHECK(tt_wait_armed_n(t->pid, cxxlib, 2, 10000)); /* throw and catch */
 	tt_send(t, "throw 300\n");
 	CHECK(tt_wait_out(t, "thrown 300", 10000));
 	stop_and_count(p, "libstdcxx:throw", 300);
-	CHECK(tt_summary_row(p->ebuf, "libstdcxx:catch", &ev, &lost) && ev == 300);
+	if (!tt_summary_row(p->ebuf, "libstdcxx:catch", &ev, &lost) || ev != 300 || lost)
+		djp_test_fail(__FILE__, __LINE__, "libstdcxx:catch: expected 300: %s", p->ebuf);
 	tt_end(t);
 	free(p);
 }

@@ -297,14 +297,15 @@ int tt_sites_changed(pid_t pid, const char *binary, int *nsites)
 	return changed;
 }
 
-/* Poll until the sites are all restored (armed false) or some is armed. */
-static bool wait_sites(pid_t pid, const char *binary, int timeout_ms, bool armed)
+/* Poll until the sites are all restored (armed 0) or at least `armed`
+ * of them are armed. */
+static bool wait_sites(pid_t pid, const char *binary, int timeout_ms, int armed)
 {
 	long long end = now_ms() + timeout_ms;
 	int n, changed;
 	for (;;) {
 		changed = tt_sites_changed(pid, binary, &n);
-		if (armed ? changed > 0 : changed == 0 && n > 0)
+		if (armed ? changed >= armed : changed == 0 && n > 0)
 			return true;
 		if (now_ms() >= end)
 			return false;
@@ -314,12 +315,17 @@ static bool wait_sites(pid_t pid, const char *binary, int timeout_ms, bool armed
 
 bool tt_wait_restored(pid_t pid, const char *binary, int timeout_ms)
 {
-	return wait_sites(pid, binary, timeout_ms, false);
+	return wait_sites(pid, binary, timeout_ms, 0);
 }
 
 bool tt_wait_armed(pid_t pid, const char *binary, int timeout_ms)
 {
-	return wait_sites(pid, binary, timeout_ms, true);
+	return wait_sites(pid, binary, timeout_ms, 1);
+}
+
+bool tt_wait_armed_n(pid_t pid, const char *binary, int n, int timeout_ms)
+{
+	return wait_sites(pid, binary, timeout_ms, n);
 }
 
 /* Listening, as the tool finds it (lib/agent_addr.c). */

@@ -59,6 +59,9 @@ bool tt_wait_restored(pid_t pid, const char *binary, int timeout_ms);
  * for the state they need, never for a time that a loaded machine may
  * overrun. */
 bool tt_wait_armed(pid_t pid, const char *binary, int timeout_ms);
+/* The same until at least n sites of binary are armed: the tool connects
+ * its patterns one at a time, each a batch of its own. */
+bool tt_wait_armed_n(pid_t pid, const char *binary, int n, int timeout_ms);
 /* Wait up to timeout_ms for pid's agent to listen on its socket. */
 bool tt_wait_agent(pid_t pid, int timeout_ms);
 
