@@ -71,7 +71,7 @@ static void desired_state(const struct djp_site *s, const struct djp_handler_lis
 {
 	int force_int3 = 0, full = 0;
 	*flavour = DJP_LEAN;
-	if (!l || !l->n) {
+	if (!l || !l->n || s->is_return) { /* a return site has no bytes */
 		*state = SITE_IDLE;
 		return;
 	}

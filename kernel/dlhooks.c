@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "kernel/engine.h"
+#include "lib/real_signal.h"
 
 /* Errors of the batches dlopen and dlclose run for the application, which
  * cannot be returned to it: counted, the last one kept (djp__engine_
@@ -68,7 +69,7 @@ DJP_API void *dlopen(const char *file, int mode)
 	static void *(*real)(const char *, int);
 	void *h;
 	if (!real)
-		real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+		real = (void *(*)(const char *, int))djp_libc_sym("dlopen");
 	h = real(file, mode);
 	if (h)
 		djp__engine_objects_changed();
@@ -89,7 +90,7 @@ DJP_API int dlclose(void *handle)
 	size_t nclosing = 0;
 	int r;
 	if (!real)
-		real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+		real = (int (*)(void *))djp_libc_sym("dlclose");
 	if (!djp_engine_ready() || djp_in_handler() || dlinfo(handle, RTLD_DI_LINKMAP, &lm) || !lm)
 		return real(handle);
 	djp_engine_lock_take();

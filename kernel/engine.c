@@ -175,6 +175,7 @@ int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned fl
 {
 	struct djp_probe *p = NULL;
 	size_t matched = 0;
+	bool counted = false;
 	int err;
 
 	struct djp_point *point = opts ? opts->point : NULL;
@@ -195,6 +196,12 @@ int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned fl
 	}
 	p->point = point;
 	point = NULL;
+	/* the unwinder's hooks before any return is diverted (retprobes.c) */
+	if (djp_point_is_return(p->point)) {
+		if ((err = djp_ret_probes_changed(1)))
+			goto out;
+		counted = true;
+	}
 	p->id = next_probe_id;
 	p->fn = fn;
 	p->data = data;
@@ -209,6 +216,8 @@ int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned fl
 	err = djp_probes->id;
 out:
 	if (p) { /* under the lock: see engine_lock_mine */
+		if (counted)
+			djp_ret_probes_changed(-1);
 		free(p->pattern);
 		djp_point_free(p->point);
 	}
@@ -216,6 +225,53 @@ out:
 	free(p);
 	djp_engine_lock_release();
 	return err < 0 ? fail(err) : err;
+}
+
+/* The engine's own probes get ids below -1 (-1 means none to
+ * djp_list_make), out of the way of the caller's. */
+static int next_internal_id = -2;
+
+int djp__internal_probe(struct djp_point *pt, djp_handler_fn fn, unsigned flags, int *id)
+{
+	struct djp_probe *p = calloc(1, sizeof(*p));
+	int err;
+	if (!p || !(p->pattern = strdup(""))) {
+		free(p);
+		djp_point_free(pt);
+		return -ENOMEM;
+	}
+	p->point = pt;
+	p->id = next_internal_id;
+	p->fn = fn;
+	p->flags = flags;
+	if ((err = djp_probe_attach(p, NULL))) {
+		djp_point_free(p->point);
+		free(p->pattern);
+		free(p);
+		return err;
+	}
+	next_internal_id--;
+	p->next = djp_probes;
+	djp_probes = p;
+	*id = p->id;
+	return 0;
+}
+
+int djp__internal_probe_drop(int id)
+{
+	int err;
+	for (struct djp_probe **pp = &djp_probes; *pp; pp = &(*pp)->next)
+		if ((*pp)->id == id) {
+			struct djp_probe *p = *pp;
+			if ((err = djp_probe_detach(id)))
+				return err;
+			*pp = p->next;
+			free(p->pattern);
+			djp_point_free(p->point);
+			free(p);
+			return 0;
+		}
+	return -ENOENT;
 }
 
 DJP_API int djp_disconnect(int id)
@@ -226,7 +282,7 @@ DJP_API int djp_disconnect(int id)
 	if (engine_busy_here())
 		return fail(-EDEADLK);
 	djp_engine_lock_take();
-	for (pp = &djp_probes; *pp; pp = &(*pp)->next)
+	for (pp = &djp_probes; *pp && id >= 0; pp = &(*pp)->next) /* below 0: the engine's own */
 		if ((*pp)->id == id) {
 			p = *pp;
 			break;
@@ -237,6 +293,8 @@ DJP_API int djp_disconnect(int id)
 	}
 	if ((err = djp_probe_detach(id)))
 		goto out;
+	if (djp_point_is_return(p->point))
+		djp_ret_probes_changed(-1);
 	*pp = p->next;
 	free(p->pattern);
 	djp_point_free(p->point);

@@ -102,6 +102,12 @@ struct djp_site {
 	 * nop and what follows it, once widened for a jump */
 	bool displaces;
 	bool widen_tried; /* an SDT site: djp_sdt_widen looked at it */
+	/* Return probes (kernel/retprobes.c).  A function entry's site may
+	 * have a return site, `ret`: a site with no bytes (len 0, never
+	 * armed) whose handlers run when the calls through the entry return;
+	 * the entry carries the hook that diverts those returns. */
+	struct djp_site *ret;
+	bool is_return;
 	bool in_batch;			 /* scratch for arm.c, under the lock */
 	uint32_t id;			 /* process-wide marker id */
 	const struct djp_marker_info *m;
@@ -255,6 +261,7 @@ const struct djp_marker_info *djp__hit_marker(const struct djp_hit *hit);
  * time a point is resolved).  Lock held. */
 int djp_point_attach(const struct djp_probe *p, size_t *matched);
 void djp_point_free(struct djp_point *pt);
+bool djp_point_is_return(const struct djp_point *pt);
 /* A pattern that names points ("func:NAME", "line:FILE:LINE"...; points.c
  * has the syntax): 0 and *out, 1 when it is a marker pattern, -EINVAL when
  * it is a malformed point, -ENOMEM. */
@@ -265,6 +272,25 @@ int djp__point_parse(const char *pattern, struct djp_point **out);
 void djp_sdt_widen(struct djp_site *s);
 /* An object goes: its symbol table too (objects.c). */
 void djp_point_object_free(struct djp_object *o);
+
+/* retprobes.c: return probes.  djp_ret_attach gives probe p the entry
+ * sites of sv (function entries that do not carry it yet): their return
+ * sites (made by points.c's djp_ret_sites) get p's handler, the entries
+ * the hook that diverts their returns; one batch each, undone together.
+ * djp_ret_probes_changed keeps the unwinder's hooks (retprobes.c) while
+ * any return probe is connected.  Lock held. */
+int djp_ret_attach(struct site_vec *sv, const struct djp_probe *p);
+int djp_ret_probes_changed(int delta);
+/* The value argument i had at the entry of the call whose return
+ * handlers run on this thread now (DJP_LOC_SAVED); 0 elsewhere. */
+uint64_t djp_ret_saved(unsigned i);
+/* points.c: give every entry site of sv a return site (once a site). */
+int djp_ret_sites(struct site_vec *sv);
+/* engine.c: a probe of the engine's own, kept while return probes are
+ * connected (pending: objects loaded later get it too): 0 and its id in
+ * *id (below -1), or -errno.  djp__internal_probe_drop takes it away. */
+int djp__internal_probe(struct djp_point *pt, djp_handler_fn fn, unsigned flags, int *id);
+int djp__internal_probe_drop(int id);
 
 /* threads_check.c: before a jump covers several instructions, whether a
  * thread is inside them (arch_poke_batch's check); and the engine signal

@@ -56,6 +56,8 @@ static inline uint64_t djp_arg_fetch(const struct djp_hit *hit, const struct djp
 		return extend(load_sized(addr, a->size), a);
 	case DJP_LOC_ABS:
 		return extend(load_sized(s->obj->bias + (uintptr_t)a->disp, a->size), a);
+	case DJP_LOC_SAVED:
+		return djp_ret_saved((unsigned)a->disp);
 	default:
 		return 0;
 	}

@@ -72,6 +72,11 @@ void djp_point_object_free(struct djp_object *o)
 	o->targets = NULL;
 }
 
+bool djp_point_is_return(const struct djp_point *pt)
+{
+	return pt && pt->retprobe;
+}
+
 static bool is_glob(const char *s)
 {
 	return s && strpbrk(s, "*?[");
@@ -196,7 +201,7 @@ static struct djp_site *site_overlapping(struct djp_object *o, uintptr_t lo, uin
 		if (x == o || x->parent == o)
 			for (size_t i = 0; i < x->nsites; i++) {
 				struct djp_site *s = &x->sites[i];
-				if (s->addr != lo && s->addr < hi && s->addr + s->len > lo)
+				if (s->len && s->addr != lo && s->addr < hi && s->addr + s->len > lo)
 					return s;
 			}
 	return NULL;
@@ -372,9 +377,23 @@ static void point_found(struct resolve *r, const struct djp_func *f, uintptr_t a
 	r->v[r->n++] = np;
 }
 
+/* Code a return probe cannot have, as it is not entered by a call, so
+ * that the word at %rsp is no return address: the process's entry point
+ * (argc is there) and GCC's NAME.cold parts, which their function jumps
+ * to. */
+static bool never_called(const struct resolve *r, const struct djp_func *f)
+{
+	const char *cold = strstr(f->name, ".cold");
+	return (r->t->entry && f->addr == r->t->entry) || (cold && (!cold[5] || cold[5] == '.'));
+}
+
 static int visit_func(void *ctx, const struct djp_func *f)
 {
 	struct resolve *r = ctx;
+	if (r->pt->retprobe && never_called(r, f)) {
+		note_error(r, -EPERM);
+		return 0;
+	}
 	if (r->pt->offset && f->size && r->pt->offset >= f->size) {
 		note_error(r, -EINVAL);
 		return 0;
@@ -496,8 +515,8 @@ int djp_point_attach(const struct djp_probe *p, size_t *matched)
 	int err = 0;
 
 	r.strict = !is_glob(p->point->func) && !is_glob(p->point->object);
-	if (p->point->retprobe)
-		return -ENOSYS; /* not yet */
+	if (p->point->retprobe && shadow_stack_on())
+		return -ENOTSUP; /* a diverted return would fault (retprobes.c) */
 	for (struct djp_object *o = djp_objects; o && !err; o = o->next)
 		if (!o->parent && !o->closing && object_matches(o, p->point)) {
 			r.o = o;
@@ -505,10 +524,113 @@ int djp_point_attach(const struct djp_probe *p, size_t *matched)
 		}
 	free(r.v);
 	if (!err)
-		err = djp_change_probe(&sv, p, -1);
+		err = p->point->retprobe ? djp_ret_attach(&sv, p) : djp_change_probe(&sv, p, -1);
 	if (matched)
 		*matched = r.matched;
 	free(sv.v);
+	return err;
+}
+
+/* ---- return sites ---------------------------------------------------------- */
+
+/* Name, arguments and format of the return site of entry e: the entry's
+ * arguments, kept at the entry (DJP_LOC_SAVED), then the return value. */
+static int ret_marker(struct djp_marker_list *ml, const struct djp_site *e)
+{
+	struct djp_marker_info *m = djp_marker_list_push(ml);
+	const char *fn = e->m->function ? e->m->function : e->m->name;
+	unsigned k = e->m->format && e->m->format[0] ? e->m->nargs : 0;
+	char buf[1024];
+
+	if (!m)
+		return -ENOMEM;
+	if (k > DJP_MARKER_MAX_ARGS - 1)
+		k = 0; /* its format names them all or none */
+	snprintf(buf, sizeof(buf), "%s%%return", fn);
+	m->name = djp_marker_list_strdup(ml, buf, strlen(buf));
+	m->function = djp_marker_list_strdup(ml, fn, strlen(fn));
+	snprintf(buf, sizeof(buf), "%s%sreturn=%%#lx", k ? e->m->format : "", k ? " " : "");
+	m->format = djp_marker_list_strdup(ml, buf, strlen(buf));
+	if (!m->name || !m->function || !m->format)
+		return -ENOMEM;
+	m->provider = "func";
+	m->args = "";
+	m->site = e->m->site;
+	m->sp_align = -1;
+	for (unsigned i = 0; i < k; i++) {
+		m->arg[i] = e->m->arg[i];
+		m->arg[i].kind = DJP_LOC_SAVED;
+		m->arg[i].disp = i;
+	}
+	m->arg[k] = (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = DJP_REG_RAX, .index = DJP_REG_NONE };
+	m->nargs = (uint8_t)(k + 1);
+	return 0;
+}
+
+/* The return sites of entries of sv whose real object is `parent` and
+ * that have none, in a point object of their own. */
+static int ret_sites_in(struct site_vec *sv, struct djp_object *parent)
+{
+	struct djp_object *po = calloc(1, sizeof(*po));
+	struct djp_marker_list *ml = djp_marker_list_new();
+	size_t n = 0, k = 0;
+
+	for (size_t i = 0; i < sv->n; i++)
+		n += !sv->v[i]->ret && (sv->v[i]->obj->parent ? sv->v[i]->obj->parent : sv->v[i]->obj) == parent;
+	if (!po || !ml || !(po->sites = calloc(n, sizeof(*po->sites))))
+		goto enomem;
+	for (size_t i = 0; i < sv->n; i++) {
+		struct djp_site *e = sv->v[i];
+		if (e->ret || (e->obj->parent ? e->obj->parent : e->obj) != parent)
+			continue;
+		if (ret_marker(ml, e))
+			goto enomem;
+		ml->is_dyn = e->obj->markers && e->obj->markers->is_dyn;
+	}
+	po->path = strdup(parent->path);
+	po->file = parent->file ? strdup(parent->file) : NULL;
+	if (!po->path || (parent->file && !po->file))
+		goto enomem;
+	po->bias = parent->bias;
+	po->permanent = parent->permanent;
+	po->vec_use = -1;
+	po->parent = parent;
+	po->markers = ml;
+	for (size_t i = 0; i < sv->n; i++) {
+		struct djp_site *e = sv->v[i], *s;
+		if (e->ret || (e->obj->parent ? e->obj->parent : e->obj) != parent)
+			continue;
+		s = &po->sites[k];
+		s->addr = e->addr;
+		s->state = SITE_IDLE;
+		s->no_jump = true;
+		s->is_return = true;
+		s->m = &ml->v[k];
+		s->obj = po;
+		s->id = djp_site_id_next();
+		e->ret = s;
+		k++;
+	}
+	po->nsites = n;
+	djp_object_add(po);
+	return 0;
+enomem:
+	djp_marker_list_free(ml);
+	if (po) {
+		free(po->sites);
+		free(po->path);
+		free(po->file);
+		free(po);
+	}
+	return -ENOMEM;
+}
+
+int djp_ret_sites(struct site_vec *sv)
+{
+	int err = 0;
+	for (size_t i = 0; i < sv->n && !err; i++)
+		if (!sv->v[i]->ret)
+			err = ret_sites_in(sv, sv->v[i]->obj->parent ? sv->v[i]->obj->parent : sv->v[i]->obj);
 	return err;
 }
 

@@ -47,7 +47,7 @@ static void clean(sigset_t *set)
 
 static void *next_symbol(const char *name)
 {
-	return dlsym(RTLD_NEXT, name);
+	return djp_libc_sym(name);
 }
 
 /* The mask call `name` of the next object, with SIGTRAP and the freeze

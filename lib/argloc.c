@@ -116,6 +116,8 @@ const char *djp_loc_kind_name(unsigned kind)
 		return "immediate";
 	case DJP_LOC_ABS:
 		return "absolute";
+	case DJP_LOC_SAVED:
+		return "saved at entry";
 	default:
 		return "unknown";
 	}

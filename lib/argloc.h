@@ -21,6 +21,8 @@ enum djp_loc_kind {
 	DJP_LOC_MEM,	/* at disp + base + index*scale (base/index may be NONE) */
 	DJP_LOC_IMM,	/* the constant `disp` */
 	DJP_LOC_ABS,	/* at link-time address `disp` (+ load bias): a sym(%rip) */
+	DJP_LOC_SAVED,	/* a return probe's: the value argument `disp` had at the
+			   function's entry, kept for the return (kernel/retprobes.c) */
 };
 
 struct djp_argloc {

@@ -380,6 +380,7 @@ int djp_funcs_read(const char *path, struct djp_func_table **out, char *err, siz
 	if (!(t = calloc(1, sizeof(*t))) || !(p = t->priv = calloc(1, sizeof(*p))))
 		goto nomem;
 	t->is_dyn = gelf_getehdr(f.elf, &eh) && eh.e_type == ET_DYN;
+	t->entry = gelf_getehdr(f.elf, &eh) ? eh.e_entry : 0;
 	if ((symtab = section_of_type(f.elf, SHT_SYMTAB))) {
 		if (add_symbols(f.elf, symtab, false, &c))
 			goto nomem;

@@ -22,6 +22,7 @@ struct djp_func_table {
 	struct djp_func *v; /* sorted by addr, one entry per address (prefer a global name over a local
 			     * alias, and .symtab over .dynsym when both name it) */
 	bool is_dyn;        /* ET_DYN: runtime = addr + load bias */
+	uint64_t entry;     /* e_entry: where the process (or the loader) starts */
 	void *priv;
 };
 

@@ -20,6 +20,7 @@
  * a signal is as racy as it is without us.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <string.h>
 
@@ -29,12 +30,26 @@ typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
 static sigaction_fn real_sigaction;
 
+/* (When nothing after us has it, we come after libc in the global scope,
+ * or are not in it: the first definition there is libc's, never ours.
+ * A handle of libc's own is no use: glibc gives a library loaded as a
+ * dependency no scope of its own to search.) */
+void *djp_libc_sym(const char *name)
+{
+	void *fn = dlsym(RTLD_NEXT, name);
+	Dl_info in_fn, in_us;
+	if (!fn && (fn = dlsym(RTLD_DEFAULT, name)) && dladdr(fn, &in_fn) &&
+	    dladdr((void *)djp_libc_sym, &in_us) && in_fn.dli_fbase == in_us.dli_fbase)
+		fn = NULL; /* our interposer */
+	return fn;
+}
+
 static sigaction_fn resolve(void)
 {
 	sigaction_fn fn = __atomic_load_n(&real_sigaction, __ATOMIC_ACQUIRE);
 
 	if (!fn) {
-		fn = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+		fn = (sigaction_fn)djp_libc_sym("sigaction");
 		__atomic_store_n(&real_sigaction, fn, __ATOMIC_RELEASE);
 	}
 	return fn;

@@ -11,6 +11,13 @@
 #include <signal.h>
 #include <stdbool.h>
 
+/* libc's definition of `name`, the one our interposers stand in front
+ * of: the next object's (dlsym RTLD_NEXT), or, when the library was loaded
+ * after libc (a dependency of a preloaded or dlopen'd library: nothing
+ * after us has it), libc's own; never our own interposer.  NULL when
+ * neither has it. */
+void *djp_libc_sym(const char *name);
+
 /* sigaction(2) of the object after ours (libc), resolved before main and
  * async-signal-safe from then on; -1 with errno set on failure. */
 int djp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);

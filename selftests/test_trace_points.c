@@ -50,7 +50,8 @@ TEST_TIMEOUT(trace_func_point_errors_say_what_and_leave_the_target, 60)
 	} bad[] = {
 		{ "func:ft_no_such_function", "matches no function" },
 		{ "func:ft_work+1", "not an instruction boundary" },
-		{ "func:ft_work%return", "not supported yet: return probes" },
+		{ "func:ft_no_such_function%return", "matches no function" },
+		{ "func:_start%return", "not entered by a call" },
 		{ "func:ft_work+x", "not a point" },
 	};
 	char cmd[4096];

@@ -289,8 +289,6 @@ static const char *connect_problem(int err)
 		return "matches no marker";
 	case -ENOTSUP:
 		return "an instruction that cannot run out of line";
-	case -ENOSYS:
-		return "not supported yet: return probes";
 	case -EBUSY:
 		return "a matching site holds bytes that are not djprobe's (a debugger or uprobe?)";
 	case -EDEADLK:
@@ -305,6 +303,7 @@ static const char *point_problem(const char *pattern, int err)
 {
 	struct djp_point *pt;
 	int kind = djp__point_parse(pattern, &pt);
+	bool ret = djp_point_is_return(pt);
 	djp_point_free(pt);
 	if (kind == -EINVAL)
 		return "not a point: func:GLOB, func:NAME+OFFSET, func:NAME%return, line:FILE:LINE, "
@@ -315,6 +314,11 @@ static const char *point_problem(const char *pattern, int err)
 		return "matches no function or line with code";
 	if (err == -EINVAL)
 		return "not an instruction boundary inside its function";
+	if (err == -EPERM && ret)
+		return "not entered by a call (the program's entry point, or a function's .cold part): "
+		       "no return to divert";
+	if (err == -ENOTSUP && ret)
+		return "the process has a CET shadow stack, which a diverted return would fault";
 	return connect_problem(err);
 }
 

@@ -1,0 +1,383 @@
+/*
+ * Return probes: handlers that run when a function returns.
+ *
+ * A return probe is a hook at the function's entry site (an instruction
+ * probe, jump or int3, like any other) and a return site with no bytes of
+ * its own that carries the probe's handlers.  At each entry the hook reads
+ * the return address the call pushed at %rsp, keeps it on the thread's
+ * stack of pending returns with that slot's address and the entry's
+ * arguments, and writes the address of djp_ret_tramp (arch/x86/
+ * ret_tramp.S) over it.  The function runs as it would; its `ret` lands
+ * in the trampoline, which saves the registers as a hit's view and calls
+ * djp_ret_dispatch: the pending return whose slot is just below the
+ * stack pointer is taken off, the return site's handlers run with that
+ * view (%rax is the return value, the entry's arguments are read from what
+ * was kept: DJP_LOC_SAVED), and the trampoline goes on to the original
+ * return address, with every register as the function left it.  This is
+ * the kernel's uretprobe, with the pending returns in the thread's own
+ * memory instead of the kernel's.
+ *
+ * Frames that never return through their slot:
+ *
+ *   - longjmp (or a coroutine switch) leaves pending returns whose frames
+ *     are gone.  The trampoline matches a return by its slot, searching
+ *     from the newest, so a stale entry below never answers a live one (a
+ *     later call that reuses the slot is newer, and found first).  Stale
+ *     entries are dropped when the stack fills: one whose slot no longer
+ *     holds the trampoline's address is gone (a live one always does).
+ *   - A C++ exception, pthread_exit or pthread_cancel, and backtrace(),
+ *     run libgcc's unwinder, which reads the return addresses on the
+ *     stack and knows nothing of the trampoline.  While any return probe
+ *     is connected, the engine keeps probes of its own on the unwinder's
+ *     entry points (_Unwind_RaiseException, _Unwind_ForcedUnwind and
+ *     _Unwind_Backtrace, in libgcc_s or the program): they give every
+ *     pending frame of the thread its real return address back before the
+ *     unwinder reads one, and keep the entries, "parked".  A catch block
+ *     begins with __cxa_begin_catch, called from the frame that caught:
+ *     a probe there diverts again the parked frames above that one (their
+ *     slots still hold their return addresses), and drops those below,
+ *     which the exception unwound: they never return.  Parked frames no
+ *     catch takes back (backtrace(), a thread's forced unwind) return
+ *     uncounted, counted as their return site's misses: correct over
+ *     complete.
+ *   - A thread that exits inside a probed function leaves its entries; its
+ *     stack of pending returns is freed with the thread (a key destructor).
+ *
+ * A hit inside a handler is a miss (kernel/dispatch.c), so the hook never
+ * runs while the thread is already in ours: the thread's stack changes
+ * only in its own hook and trampoline, and a signal handler that returns
+ * through the trampoline matches its own, newer entries.  A process with a
+ * CET shadow stack is refused (points.c): its returns are checked against
+ * the shadow copy and a diverted one would fault.
+ */
+/* The hook runs inside lean trampolines, which save no vector state, and
+ * the dispatcher before it has saved any: no vector or x87 register here
+ * (and no struct copies or loops the compiler could make a libc call of). */
+#pragma GCC target("general-regs-only")
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "kernel/engine.h"
+#include "kernel/hit_args.h"
+
+/* The trampoline's entry (ret_tramp.S); a `ret` of a diverted call lands
+ * here. */
+extern char djp_ret_tramp[];
+
+/* One pending return: where its address was, what it was, whose return
+ * it is, and the entry's arguments (the return site's first nargs - 1). */
+struct ret_frame {
+	uintptr_t slot;
+	uintptr_t ra;
+	struct djp_site *site;
+	uint64_t parked; /* its return address given back for an unwinder */
+	uint64_t vals[DJP_MARKER_MAX_ARGS];
+};
+
+#define RET_FRAMES 16384 /* deeper than this, calls return uncounted */
+
+struct ret_stack {
+	unsigned n;
+	struct ret_frame f[RET_FRAMES];
+};
+
+static __thread struct ret_stack *ret_stack __attribute__((tls_model("initial-exec")));
+/* The return whose handlers run now on this thread (djp_ret_saved). */
+static __thread const struct ret_frame *ret_current __attribute__((tls_model("initial-exec")));
+
+static pthread_key_t stack_key;
+static bool stack_key_ok;
+
+static void stack_free(void *st)
+{
+	if (st == ret_stack)
+		ret_stack = NULL;
+	munmap(st, sizeof(struct ret_stack));
+}
+
+/* Made by the library's constructor, as kernel/rcu.c's is: a key whose
+ * value glibc keeps in the thread itself (below 32) is safe to set from a
+ * handler. */
+__attribute__((constructor)) static void ret_init(void)
+{
+	pthread_key_t k;
+	if (pthread_key_create(&k, stack_free) == 0) {
+		if (k < 32) {
+			stack_key = k;
+			stack_key_ok = true;
+		} else {
+			pthread_key_delete(k);
+		}
+	}
+}
+
+/* The thread's stack of pending returns, mapped at its first diverted
+ * call (pages are touched as the stack deepens); NULL when it cannot be. */
+static struct ret_stack *stack_get(void)
+{
+	void *p;
+	if (ret_stack)
+		return ret_stack;
+	if (!stack_key_ok)
+		return NULL; /* could never be freed */
+	p = mmap(NULL, sizeof(struct ret_stack), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	pthread_setspecific(stack_key, p);
+	return ret_stack = p;
+}
+
+/* Read the word at a slot that may be gone (a freed stack): 0 if so. */
+static uintptr_t slot_read(uintptr_t slot)
+{
+	uintptr_t v = 0;
+	struct iovec l = { &v, sizeof(v) }, r = { (void *)slot, sizeof(v) };
+	if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != sizeof(v))
+		return 0;
+	return v;
+}
+
+static bool slot_write(uintptr_t slot, uintptr_t v)
+{
+	struct iovec l = { &v, sizeof(v) }, r = { (void *)slot, sizeof(v) };
+	return process_vm_writev(getpid(), &l, 1, &r, 1, 0) == sizeof(v);
+}
+
+/* One entry to another place, word by word (see the top of the file). */
+static void frame_move(struct ret_frame *to, const struct ret_frame *from)
+{
+	const volatile uint64_t *s = (const volatile uint64_t *)from;
+	volatile uint64_t *d = (volatile uint64_t *)to;
+	if (to != from)
+		for (size_t i = 0; i < sizeof(*to) / 8; i++)
+			d[i] = s[i];
+}
+
+/* A full stack: drop the entries whose slot no longer holds the
+ * trampoline's address (frames a longjmp left).  True if room was made. */
+static bool stack_evict(struct ret_stack *st)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i < st->n; i++)
+		if (!st->f[i].parked && slot_read(st->f[i].slot) == (uintptr_t)djp_ret_tramp)
+			frame_move(&st->f[k++], &st->f[i]);
+		else
+			atomic_fetch_add_explicit(&st->f[i].site->misses, 1, memory_order_relaxed);
+	st->n = k;
+	return k < RET_FRAMES;
+}
+
+/* The entry's hook: divert this call's return. */
+static void ret_hook(const struct djp_hit *hit, void *data)
+{
+	struct djp_site *e = djp__hit_site(hit), *r = e->ret;
+	uintptr_t *slot = (uintptr_t *)hit->regs.r[DJP_REG_RSP];
+	struct ret_stack *st;
+	struct ret_frame *f;
+
+	(void)data;
+	if (!r || !atomic_load_explicit(&r->handlers, memory_order_relaxed))
+		return;
+	if (!(st = stack_get()) || (st->n == RET_FRAMES && !stack_evict(st))) {
+		atomic_fetch_add_explicit(&r->misses, 1, memory_order_relaxed);
+		return;
+	}
+	f = &st->f[st->n];
+	f->slot = (uintptr_t)slot;
+	f->ra = *slot;
+	f->site = r;
+	f->parked = 0;
+	for (unsigned i = 0; i + 1 < r->m->nargs && i < e->m->nargs; i++)
+		f->vals[i] = djp_arg_fetch(hit, e, &e->m->arg[i]);
+	st->n++;
+	*slot = (uintptr_t)djp_ret_tramp;
+}
+
+uint64_t djp_ret_saved(unsigned i)
+{
+	const struct ret_frame *f = ret_current;
+	return f && i < DJP_MARKER_MAX_ARGS ? f->vals[i] : 0;
+}
+
+/* Nothing to return to: the entry was lost, which the rules above never
+ * allow.  There is no right place to go on to. */
+__attribute__((noreturn, cold)) static void ret_lost(uintptr_t slot)
+{
+	char msg[128];
+	int n = snprintf(msg, sizeof(msg), "djprobe: a diverted return at %#lx has no pending entry\n",
+			 (unsigned long)slot);
+	if (n > 0 && write(2, msg, (size_t)n) < 0)
+		n = 0;
+	abort();
+}
+
+/*
+ * Called by the trampoline with the view it saved (rsp: after the return;
+ * the key word below it for us to fill): run the return site's handlers,
+ * and say where the call really returns to.
+ */
+uintptr_t djp_ret_dispatch(struct djp_hit *hit)
+{
+	struct ret_stack *st = ret_stack;
+	uintptr_t slot = hit->regs.r[DJP_REG_RSP] - 8;
+	struct ret_frame f;
+	unsigned i = st ? st->n : 0;
+	size_t sz = arch_xsave_size();
+	uint8_t *area = NULL;
+
+	/* the return value may be in xmm0-1 or st0-1 (and a vector one in
+	 * ymm0), and the handlers are any C */
+	if (sz) {
+		uint8_t *raw = __builtin_alloca(sz + 64);
+		area = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+		for (size_t k = 512; k < 576; k += 8)
+			*(volatile uint64_t *)(area + k) = 0; /* the XSAVE header */
+		arch_vector_save(area);
+	}
+	while (i && (st->f[i - 1].slot != slot || st->f[i - 1].parked))
+		i--;
+	if (!i)
+		ret_lost(slot);
+	frame_move(&f, &st->f[i - 1]);
+	for (; i < st->n; i++)
+		frame_move(&st->f[i - 1], &st->f[i]);
+	st->n--;
+	hit->regs.r[DJP_REG_RIP] = f.ra;
+	((uintptr_t *)hit)[-1] = (uintptr_t)f.site | DJP_HIT_KEY_SITE;
+	if (atomic_load_explicit(&f.site->handlers, memory_order_relaxed)) {
+		ret_current = &f;
+		djp_trap_probe(hit);
+		ret_current = NULL;
+	}
+	if (area)
+		arch_vector_restore(area);
+	return f.ra;
+}
+
+/* ---- the unwinder's entry points ----------------------------------------- */
+
+/* Give every pending frame of this thread its return address back, and
+ * park it: the unwinder is about to read them.  A stale entry (its slot no
+ * longer holds the trampoline's address) goes. */
+static void unwinder_hook(const struct djp_hit *hit, void *data)
+{
+	struct ret_stack *st = ret_stack;
+	unsigned k = 0;
+	(void)hit;
+	(void)data;
+	if (!st)
+		return;
+	for (unsigned i = 0; i < st->n; i++) {
+		struct ret_frame *f = &st->f[i];
+		if (!f->parked && slot_read(f->slot) == (uintptr_t)djp_ret_tramp && slot_write(f->slot, f->ra))
+			f->parked = 1;
+		if (f->parked)
+			frame_move(&st->f[k++], f);
+		else
+			atomic_fetch_add_explicit(&f->site->misses, 1, memory_order_relaxed);
+	}
+	st->n = k;
+}
+
+/* A catch begins, in the frame that called __cxa_begin_catch (its %rsp is
+ * this hit's, less the call's return address): the parked frames above it
+ * are diverted again, those at or below it were unwound. */
+static void catch_hook(const struct djp_hit *hit, void *data)
+{
+	struct ret_stack *st = ret_stack;
+	uintptr_t sp = hit->regs.r[DJP_REG_RSP];
+	unsigned k = 0;
+	(void)data;
+	if (!st)
+		return;
+	for (unsigned i = 0; i < st->n; i++) {
+		struct ret_frame *f = &st->f[i];
+		if (f->parked && f->slot > sp && slot_read(f->slot) == f->ra &&
+		    slot_write(f->slot, (uintptr_t)djp_ret_tramp))
+			f->parked = 0;
+		if (!f->parked)
+			frame_move(&st->f[k++], f);
+		else
+			atomic_fetch_add_explicit(&f->site->misses, 1, memory_order_relaxed);
+	}
+	st->n = k;
+}
+
+static const struct {
+	const char *point;
+	djp_handler_fn fn;
+} unwinder_points[] = {
+	{ "func:_Unwind_RaiseException@libgcc_s.so*", unwinder_hook },
+	{ "func:_Unwind_ForcedUnwind@libgcc_s.so*", unwinder_hook },
+	{ "func:_Unwind_Backtrace@libgcc_s.so*", unwinder_hook },
+	{ "func:__cxa_begin_catch@libstdc++.so*", catch_hook },
+	/* a program linked with them statically */
+	{ "func:_Unwind_RaiseException", unwinder_hook },
+	{ "func:_Unwind_ForcedUnwind", unwinder_hook },
+	{ "func:_Unwind_Backtrace", unwinder_hook },
+	{ "func:__cxa_begin_catch", catch_hook },
+};
+#define NHOOKS (sizeof(unwinder_points) / sizeof(unwinder_points[0]))
+static int hook_ids[NHOOKS];
+static int nreturn_probes;
+
+static void hooks_drop(void)
+{
+	for (size_t i = 0; i < NHOOKS; i++)
+		if (hook_ids[i] < -1 && !djp__internal_probe_drop(hook_ids[i]))
+			hook_ids[i] = 0;
+}
+
+int djp_ret_probes_changed(int delta)
+{
+	int err = 0;
+	if (delta > 0 && !nreturn_probes) {
+		for (size_t i = 0; i < NHOOKS && !err; i++) {
+			struct djp_point *pt;
+			if ((err = djp__point_parse(unwinder_points[i].point, &pt)) == 0)
+				err = djp__internal_probe(pt, unwinder_points[i].fn, DJP_GPR_ONLY, &hook_ids[i]);
+		}
+		if (err) {
+			hooks_drop();
+			return err;
+		}
+	}
+	nreturn_probes += delta;
+	if (!nreturn_probes)
+		hooks_drop();
+	return 0;
+}
+
+/* ---- attaching ------------------------------------------------------------ */
+
+int djp_ret_attach(struct site_vec *sv, const struct djp_probe *p)
+{
+	struct site_vec rv = { 0 };
+	/* an int3 entry when the probe asks for one */
+	struct djp_probe hook = { .id = p->id,
+				  .fn = ret_hook,
+				  .flags = DJP_GPR_ONLY | DJP__ONCE | (p->flags & DJP_FORCE_INT3) };
+	int err;
+
+	if (!sv->n)
+		return 0;
+	if ((err = djp_ret_sites(sv)))
+		return err;
+	for (size_t i = 0; i < sv->n && !err; i++)
+		err = djp_site_vec_push(&rv, sv->v[i]->ret);
+	/* the handlers first: a return diverted finds them */
+	if (!err)
+		err = djp_change_probe(&rv, p, -1);
+	if (!err && (err = djp_change_probe(sv, &hook, -1)))
+		djp_change_probe(&rv, NULL, p->id);
+	free(rv.v);
+	return err;
+}

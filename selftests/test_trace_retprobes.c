@@ -1,0 +1,144 @@
+/* Return probes from the tool (`djp trace func:NAME%return`), on programs
+ * with nothing of djprobe: the return values add up to what the program
+ * prints; C++ exceptions thrown through diverted frames still find their
+ * catch and run every destructor (libgcc's unwinder reads the real return
+ * addresses), and the frame that catches is still counted on its return;
+ * and python3 with the return of every function it exports probed. */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "test_trace_util.h"
+
+/* Sum of the values of the lines " func:NAME%return return=0x..." */
+static long long return_sum(const char *out, const char *name)
+{
+	char pat[256];
+	long long sum = 0;
+	const char *s = out;
+	snprintf(pat, sizeof(pat), " func:%s%%return return=", name);
+	while ((s = strstr(s, pat))) {
+		s += strlen(pat);
+		sum += (long long)strtoull(s, NULL, 0);
+	}
+	return sum;
+}
+
+TEST_TIMEOUT(trace_return_values_add_up_to_the_programs_sum, 60)
+{
+	char cmd[4096];
+	unsigned long long ev, lost;
+	long long printed;
+	const char *sum;
+	struct tproc *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s 1000", tt_func_target());
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "func:ft_work%return", "func:ft_other%return",
+				     "func:ft_work", NULL },
+		     false, -1);
+	st = tt_finish(p, 30000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(tt_summary_row(p->ebuf, "func:ft_work%return", &ev, &lost) && ev == 1000 && !lost);
+	CHECK(tt_summary_row(p->ebuf, "func:ft_other%return", &ev, &lost) && ev == 500 && !lost);
+	CHECK(tt_summary_row(p->ebuf, "func:ft_work", &ev, &lost) && ev == 1000 && !lost);
+	CHECK((sum = strstr(p->obuf, "sum ")) != NULL);
+	printed = atoll(sum + 4);
+	CHECK_EQ(return_sum(p->obuf, "ft_work") + return_sum(p->obuf, "ft_other"), printed);
+	free(p);
+}
+
+TEST_TIMEOUT(trace_return_probes_through_cxx_exceptions, 60)
+{
+	struct tproc *p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-o", "/dev/null", "-c",
+						    (char *)tt_cxx(false), "func:_Z8cxx_deep*%return",
+						    "func:_Z11cxx_catches*%return", "func:_Z8cxx_deeplb", NULL },
+				   false, -1);
+	unsigned long long ev, lost;
+	int st;
+
+	CHECK(tt_wait_out(p, "ready", 10000));
+	tt_send(p, "deep 200 10\n");
+	/* each round: 11 frames unwound (each destructor run) and 11 that
+	 * return */
+	CHECK(tt_wait_out(p, "deep 200 caught 200 dtors 4400 sum 2000", 20000));
+	kill(p->pid, SIGINT);
+	st = tt_finish(p, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(tt_summary_row(p->ebuf, "func:_Z8cxx_deeplb", &ev, &lost) && ev == 200 * 22);
+	CHECK(tt_summary_row(p->ebuf, "func:_Z8cxx_deeplb%return", &ev, &lost) && ev == 200 * 11);
+	/* the frame that caught, diverted again by the catch */
+	CHECK(tt_summary_row(p->ebuf, "func:_Z11cxx_catchesl%return", &ev, &lost) && ev == 200);
+	free(p);
+}
+
+/* Every "  func:NAME  EVENTS  LOST" row of a summary, with NAME's
+ * %return row: how many functions returned as often as they were entered
+ * (*equal), and the totals. */
+static void entries_and_returns(const char *summary, int *functions, int *equal, unsigned long long *in,
+				unsigned long long *out)
+{
+	const char *s = summary;
+	*functions = *equal = 0;
+	*in = *out = 0;
+	while ((s = strstr(s, "\n  func:"))) {
+		char name[512];
+		unsigned long long e, r, lost;
+		s += 3;
+		if (sscanf(s, "%500s %llu", name, &e) != 2 || strstr(name, "%return"))
+			continue;
+		strcat(name, "%return");
+		if (!tt_summary_row(summary, name, &r, &lost))
+			r = 0;
+		(*functions)++;
+		*equal += e == r;
+		*in += e;
+		*out += r;
+	}
+}
+
+TEST_TIMEOUT(trace_python3_with_every_function_return_probed, 180)
+{
+	static const char script[] = "import threading, json\n"
+				     "def work(n):\n"
+				     "    s = 0\n"
+				     "    for i in range(n):\n"
+				     "        try:\n"
+				     "            s += json.loads(json.dumps({'a': i}))['a']\n"
+				     "            if i % 7 == 0: raise ValueError(i)\n"
+				     "        except ValueError:\n"
+				     "            s -= 1\n"
+				     "    return s\n"
+				     "ts = [threading.Thread(target=work, args=(500,)) for _ in range(8)]\n"
+				     "[t.start() for t in ts]; [t.join() for t in ts]\n"
+				     "print('result', work(1000))\n";
+	char py[4096], cmd[8192];
+	unsigned long long in, out, ev, lost;
+	int functions, equal, st;
+	struct tproc *p;
+
+	if (!realpath("/usr/bin/python3", py))
+		SKIP("no /usr/bin/python3");
+	snprintf(cmd, sizeof(cmd), "%s -c \"%s\"", py, script);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-o", "/dev/null", "--buffer-size", "16777216", "-c", cmd, "func:*",
+				     "func:*%return",
+				     NULL },
+		     false, -1);
+	st = tt_finish(p, 170000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* what the program computes without probes: sum(i) - ceil(n/7) */
+	CHECK(strstr(p->obuf, "result 499357") != NULL);
+	entries_and_returns(p->ebuf, &functions, &equal, &in, &out);
+	/* returns come for every call but those still running at exit (main
+	 * and its callers, the threads' start functions) */
+	CHECK(functions > 100);
+	CHECK(out <= in && out >= in - in / 1000);
+	CHECK(equal >= functions - 20);
+	CHECK(tt_summary_row(p->ebuf, "func:PyList_Append%return", &ev, &lost) && ev > 1000);
+	free(p);
+}
