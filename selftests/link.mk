@@ -9,6 +9,14 @@ $(LINKED_PROG): selftests/link/linked.c $(LIB_SO) | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -std=gnu11 -g -O2 $(WARN) -Iinclude $(CFLAGS) -o $@ $< -L$(O) -ldjprobe
 
+# A library linked with it, preloaded into a program that knows nothing of
+# djprobe: libdjprobe.so then comes after libc.
+PRELOADED_LIB := $(O)/selftests/link/libpreloaded.so
+$(PRELOADED_LIB): selftests/link/preloaded.c $(LIB_SO) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -std=gnu11 -g -O2 $(WARN) -Iinclude $(CFLAGS) -fPIC -shared -o $@ $< -L$(O) -ldjprobe
+
 $(O)/selftests/test_shared_lib.o: CFLAGS += -DDJP_SRC_DIR='"$(CURDIR)"'
 
-CHECK_DEPS += $(LINKED_PROG)
+CHECK_DEPS += $(LINKED_PROG) $(PRELOADED_LIB)

@@ -186,3 +186,27 @@ TEST(shared_lib_linked_program_starts_from_the_build_tree)
 	CHECK(realpath(djp_test_path("../libdjprobe.so"), want));
 	CHECK_STR(real, want);
 }
+
+/* libdjprobe.so as the dependency of a preloaded library, after libc in
+ * the search order: its interposers still find libc's functions (they
+ * once found none, and python3 died at its first sigaction). */
+TEST(shared_lib_as_a_preloaded_librarys_dependency)
+{
+	char build[PATH_MAX], cmd[3 * PATH_MAX], out[512] = "";
+	long hits = -1;
+	int st, id = -1;
+
+	CHECK(realpath(djp_test_path(".."), build));
+	snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH='%s' LD_PRELOAD='%s' /usr/bin/python3 -c 'import os, signal, sys; signal.signal(signal.SIGUSR1, signal.SIG_IGN); os.kill(os.getpid(), signal.SIGUSR1); sys.exit(3)' 2>&1", build,
+		 djp_test_path("link/libpreloaded.so"));
+	FILE *p = popen(cmd, "r");
+	CHECK(p);
+	if (!fgets(out, sizeof(out), p))
+		out[0] = 0;
+	st = pclose(p);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 3)
+		djp_test_fail(__FILE__, __LINE__, "python3: status %#x: %s", st, out);
+	CHECK(sscanf(out, "preloaded: connect %d hits %ld", &id, &hits) == 2);
+	CHECK_EQ(id, 0);
+	CHECK(hits >= 1); /* os.getpid() */
+}
