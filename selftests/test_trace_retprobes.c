@@ -142,3 +142,35 @@ TEST_TIMEOUT(trace_python3_with_every_function_return_probed, 180)
 	CHECK(tt_summary_row(p->ebuf, "func:PyList_Append%return", &ev, &lost) && ev > 1000);
 	free(p);
 }
+
+/* Scripts: .function("GLOB").return with $return, @entry, pp() and
+ * probefunc(); the return values add up to the program's sum. */
+TEST_TIMEOUT(script_function_return_probes, 60)
+{
+	char cmd[4096], want[8400], real[4096];
+	const char *sum;
+	struct tproc *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s 1000", tt_func_target());
+	CHECK(realpath(tt_func_target(), real) != NULL);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
+				     "global s, n, e, x\n"
+				     "probe process.function(\"ft_*\").return { s += $return; n++;"
+				     " if ($return != @entry($return)) x++;"
+				     " if (n == 1) println(pp(), \" \", pn(), \" \", probefunc()) }\n"
+				     "probe process.function(\"ft_work\") { e++ }\n"
+				     "probe end { printf(\"n=%d e=%d s=%d x=%d\\n\", n, e, s, x) }",
+				     NULL },
+		     false, -1);
+	st = tt_finish(p, 30000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK((sum = strstr(p->obuf, "sum ")) != NULL);
+	snprintf(want, sizeof(want), "n=1500 e=1000 s=%lld x=0\n", atoll(sum + 4));
+	if (!strstr(p->obuf, want))
+		djp_test_fail(__FILE__, __LINE__, "no \"%s\" in: %s", want, p->obuf);
+	snprintf(want, sizeof(want), "process(\"%s\").function(\"ft_work\").return process.function(\"ft_*\").return ft_work\n",
+		 real);
+	CHECK(strstr(p->obuf, want) != NULL);
+	free(p);
+}

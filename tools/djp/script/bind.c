@@ -42,6 +42,11 @@ bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
 		return false;
 	if (pp->path && !same_object(pp->path, d->object ? d->object : ""))
 		return false;
+	if (pp->point) { /* an entry point is not its return, nor the reverse */
+		size_t n = strlen(d->name);
+		if ((n > 7 && !strcmp(d->name + n - 7, "%return")) != pp->ret)
+			return false;
+	}
 	if (pp->point && !strncmp(pp->glob, "line:", 5)) {
 		for (unsigned i = 0; i < pp->nnames; i++)
 			if (d->provider_len == 4 && !memcmp(d->provider, "func", 4) && !strcmp(d->name, pp->names[i]))
@@ -67,7 +72,11 @@ static void add_binding(struct script *sc, struct probe *p, const struct probe_p
 	{
 		size_t n = strlen(d->name) + (d->object ? strlen(d->object) : 1) + d->provider_len + 40;
 		char *pp = pool_alloc(sc, n);
-		if (d->provider_len == 4 && !memcmp(d->provider, "func", 4)) /* an instruction probe's */
+		const char *ret = strstr(d->name, "%return");
+		if (d->provider_len == 4 && !memcmp(d->provider, "func", 4) && ret) /* a return probe's */
+			snprintf(pp, n, "process(\"%s\").function(\"%.*s\").return", d->object ? d->object : "?",
+				 (int)(ret - d->name), d->name);
+		else if (d->provider_len == 4 && !memcmp(d->provider, "func", 4)) /* an instruction probe's */
 			snprintf(pp, n, "process(\"%s\").%s(\"%s\")", d->object ? d->object : "?",
 				 strchr(d->name, '+') ? "statement" : "function", d->name);
 		else if (d->provider_len) /* stap's pp() of an SDT probe */

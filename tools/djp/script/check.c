@@ -394,6 +394,16 @@ static int stat_ref(struct checker *ck, struct node *n, bool write)
 	return TY_STAT;
 }
 
+/* A probe on function and statement points only: their sites are made
+ * when the points are connected, so nothing is bound yet. */
+static bool points_only(const struct probe *p)
+{
+	for (const struct probe_point *pp = p->points; pp; pp = pp->next)
+		if (pp->kind != PP_MARK || !pp->point)
+			return false;
+	return p->points != NULL;
+}
+
 static int ctx_ref(struct checker *ck, struct node *n)
 {
 	struct probe *p = ck->probe;
@@ -402,6 +412,24 @@ static int ctx_ref(struct checker *ck, struct node *n)
 	if (!p) {
 		ERR(ck, n, "context variable '$%s' outside a probe", n->str);
 		return TY_UNK;
+	}
+	if (!p->nbinds && !p->has_nonmark && points_only(p)) {
+		/* a function's parameters and return value are numbers (a
+		 * char * too: user_string($p) reads it); each site is bound
+		 * when it is made if it has them all (bind_late) */
+		for (r = 0; r < p->nrefs && strcmp(p->refs[r], n->str); r++)
+			;
+		if (r == p->nrefs) {
+			if (r == 32) {
+				ERR(ck, n, "too many context variables in one probe");
+				return TY_UNK;
+			}
+			p->refs[r] = n->str;
+			p->ref_ty[r] = TY_LONG;
+			p->nrefs++;
+		}
+		n->slot = r;
+		return TY_LONG;
 	}
 	if (p->has_nonmark || !p->nbinds) {
 		ERR(ck, n, "context variable '$%s' is only available in process.mark probes", n->str);

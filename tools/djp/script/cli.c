@@ -181,6 +181,7 @@ struct func_lines {
 	char ***lines;
 	unsigned *n, cap;
 	const char *object;
+	bool ret; /* .return points */
 };
 
 static int add_func_line(void *ctx, const struct djp_func *f)
@@ -191,7 +192,8 @@ static int add_func_line(void *ctx, const struct djp_func *f)
 		abort();
 	if (!((*fl->lines)[*fl->n] = malloc(len)))
 		abort();
-	snprintf((*fl->lines)[(*fl->n)++], len, "process(\"%s\").function(\"%s\")", fl->object, f->name);
+	snprintf((*fl->lines)[(*fl->n)++], len, "process(\"%s\").function(\"%s\")%s", fl->object, f->name,
+		 fl->ret ? ".return" : "");
 	return 0;
 }
 
@@ -203,14 +205,16 @@ static void list_functions(const struct probe_point *pp, const struct djp_source
 {
 	char exe[64], err[512], *path;
 	struct djp_func_table *t = NULL;
-	struct func_lines fl = { lines, n, *cap, NULL };
+	struct func_lines fl = { lines, n, *cap, NULL, pp->ret };
+	char glob[600];
 
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)src->target_pid);
 	if (!(path = realpath(pp->path ? pp->path : exe, NULL)))
 		return;
 	if (djp_funcs_read(path, &t, err, sizeof(err)) == 0) {
 		fl.object = path;
-		djp_funcs_match(t, pp->glob + 5, add_func_line, &fl);
+		snprintf(glob, sizeof(glob), "%.*s", (int)(strlen(pp->glob + 5) - (pp->ret ? 7 : 0)), pp->glob + 5);
+		djp_funcs_match(t, glob, add_func_line, &fl);
 		djp_funcs_free(t);
 	} else {
 		fprintf(stderr, "djp: %s\n", err);

@@ -865,9 +865,9 @@ static const char *builtin_s(struct run *r, struct node *n)
 			return "";
 		if (d->provider_len == 4 && !memcmp(d->provider, "func", 4)) {
 			/* an instruction probe's site is named for its function:
-			 * "NAME" at the entry, "NAME+0x1c" inside */
+			 * "NAME" at the entry, "NAME+0x1c" inside, "NAME%return" */
 			static char fn[256];
-			snprintf(fn, sizeof(fn), "%.*s", (int)strcspn(d->name, "+"), d->name);
+			snprintf(fn, sizeof(fn), "%.*s", (int)strcspn(d->name, "+%"), d->name);
 			return fn;
 		}
 		if (r->src && r->src->ops->function_of)

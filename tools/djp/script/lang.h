@@ -250,6 +250,7 @@ struct probe_point {
 	 * connected, so they match nothing before; `connect` is what the
 	 * agent is asked for (the glob, and the object when a path is given) */
 	bool point;
+	bool ret;	   /* function("GLOB").return: the sites "NAME%return" */
 	const char *connect;
 	/* statement points: the names of the sites their line resolved to
 	 * (source's resolve_line), matched instead of the glob */

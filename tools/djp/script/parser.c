@@ -290,9 +290,25 @@ static struct node *primary(struct parser *ps)
 			expect(ps, ")");
 			return n;
 		}
+		if (!strcmp(t->text, "entry")) {
+			/* @entry($x) in a return probe: the value $x had at the
+			 * entry, which is what the return site's $x holds (the
+			 * engine keeps the entry's arguments for the return) */
+			struct tok *in;
+			expect(ps, "(");
+			in = peek(ps, 0);
+			n = expr(ps);
+			expect(ps, ")");
+			if (n->kind != N_CTX) {
+				diag(ps->sc, in->line, in->col, "parse error",
+				     "not supported yet: @entry of anything but a context variable ($name)");
+				longjmp(ps->fail, 1);
+			}
+			return n;
+		}
 		ps->pos--;
 		{
-			static const char *const later[] = { "entry", "cast", "var",
+			static const char *const later[] = { "cast", "var",
 							     "this1", "this2", "this3", "this4", "this5", "this6",
 							     "this7", "this8", "this9", "kregister", "uregister",
 							     "probewrite", "const" };
@@ -858,8 +874,8 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
 	if (strcmp(comp[0], "process"))
 		return NULL;
 	for (int c = 1; c < ncomp; c++) {
-		if (!strcmp(comp[c], "return"))
-			return "function return probes";
+		if (!strcmp(comp[c], "return") && strcmp(comp[1], "function"))
+			return "return probes of anything but function(\"GLOB\")";
 		for (size_t i = 0; i < sizeof(fn) / sizeof(fn[0]); i++)
 			if (!strcmp(comp[c], fn[i]))
 				return "plt, library and instruction-stepping probes";
@@ -873,14 +889,15 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
 /*
  * process("PATH").function("GLOB") and .statement("GLOB@FILE:LINE"): an
  * instruction probe at each function's entry, or at a source line's code
- * (kernel/points.c makes the sites).  The pattern is the agent's point
+ * (kernel/points.c makes the sites); .function("GLOB").return: their
+ * returns (kernel/retprobes.c), the sites "func:NAME%return".  The pattern is the agent's point
  * spelling, "func:GLOB" or "line:FILE:LINE", and the events' sites are
  * named so too; with a PATH the agent is told the object, as "@PATH".
  * What stap has besides (a function filtered by its source file, the
  * functions at a line) is said not supported.
  */
 static void function_point(struct parser *ps, struct probe_point *pp, const char *what, const struct tok *proc,
-			   const struct tok *spec)
+			   const struct tok *spec, bool ret)
 {
 	char glob[600], obj[4096 + 2] = "";
 	const char *at = strchr(spec->text, '@');
@@ -893,7 +910,8 @@ static void function_point(struct parser *ps, struct probe_point *pp, const char
 	if (statement && at && strchr(at + 1, ':') && !strchr(strchr(at + 1, ':') + 1, ':')) {
 		snprintf(glob, sizeof(glob), "line:%s", at + 1);
 	} else if (!statement && !at && spec->text[0] && !strpbrk(spec->text, "+%:")) {
-		snprintf(glob, sizeof(glob), "func:%s", spec->text);
+		snprintf(glob, sizeof(glob), "func:%s%s", spec->text, ret ? "%return" : "");
+		pp->ret = ret;
 	} else {
 		diag(ps->sc, pp->line, pp->col, "semantic error",
 		     "not supported yet: probe point %s (djp has function(\"GLOB\") and "
@@ -1027,10 +1045,11 @@ static struct probe_point *probe_point(struct parser *ps)
 		pp->path = arg[0] && arg[0]->kind == T_STR ? arg[0]->text : NULL;
 		pp->pid = arg[0] && arg[0]->kind == T_NUM ? (int32_t)arg[0]->num : 0;
 		pp->glob = pool_strndup(ps->sc, glob, strlen(glob));
-	} else if ((ncomp == 2 || (ncomp == 3 && !arg[2] && !strcmp(comp[2], "call"))) && !strcmp(comp[0], "process") &&
-		   (!strcmp(comp[1], "function") || !strcmp(comp[1], "statement")) && arg[1] && arg[1]->kind == T_STR &&
-		   (!arg[0] || arg[0]->kind == T_STR || pid_arg(arg[0]))) {
-		function_point(ps, pp, comp[1], arg[0], arg[1]);
+	} else if ((ncomp == 2 || (ncomp == 3 && !arg[2] && !strcmp(comp[2], "call")) ||
+		    (ncomp == 3 && !arg[2] && !strcmp(comp[2], "return") && !strcmp(comp[1], "function"))) &&
+		   !strcmp(comp[0], "process") && (!strcmp(comp[1], "function") || !strcmp(comp[1], "statement")) &&
+		   arg[1] && arg[1]->kind == T_STR && (!arg[0] || arg[0]->kind == T_STR || pid_arg(arg[0]))) {
+		function_point(ps, pp, comp[1], arg[0], arg[1], ncomp == 3 && !strcmp(comp[2], "return"));
 	} else if (no_args(arg, ncomp) && (ncomp == 1 || !stap_point_missing(comp, ncomp))) {
 		/* a probe alias (a name of dotted words), or an unknown point:
 		 * said after the parse */
