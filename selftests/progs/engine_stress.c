@@ -14,10 +14,12 @@
  * their arguments too.
  *
  * Instruction probes (djp_connect_at) join in on 64 plain functions fn_AB
- * beside the marker sites, at their entry or at a statement in the middle, under the same exact count: their handler checks
- * that the arguments are in %rdi and %rsi, where the call put them, and
- * each function's result is checked after every call, so a displaced
- * instruction run wrong out of line shows.
+ * beside the marker sites, at their entry, at a statement in the middle
+ * or at their return, under the same exact count: their handler checks
+ * that the arguments are in %rdi and %rsi, where the call put them (at a
+ * return, that %rax holds the result), and each function's result is
+ * checked after every call, so a displaced instruction run wrong out of
+ * line, or a diverted return that lost its way, shows.
  *
  * usage: engine_stress SECONDS   (DJP_SYNC=shootdown for the TLB-shootdown sync)
  */
@@ -99,6 +101,17 @@ static void point_handler(const struct djp_hit *hit, void *data)
 		atomic_fetch_add(&bad, 1);
 		fprintf(stderr, "bad registers at %s: rdi %ld rsi %ld\n", djp_hit_name(hit), (long)djp_hit_reg(hit, 5),
 			(long)djp_hit_reg(hit, 4));
+	}
+}
+
+static void return_handler(const struct djp_hit *hit, void *data)
+{
+	unsigned long s = (unsigned long)djp_hit_reg(hit, 0) - (unsigned long)tls_thread * 3;
+	(void)data;
+	tls_phits++;
+	if (s >= NSITES) {
+		atomic_fetch_add(&bad, 1);
+		fprintf(stderr, "bad return value at %s: rax %ld\n", djp_hit_name(hit), (long)djp_hit_reg(hit, 0));
 	}
 }
 
@@ -195,7 +208,7 @@ int main(int argc, char **argv)
 		int cov[NSITES];
 		_Atomic uint64_t *w; /* word (markers) or pword (points) */
 	} probes[MAXPROBES];
-	long point_batches = 0;
+	long point_batches = 0, return_batches = 0;
 	int nprobes = 0;
 	long batches = 0;
 	pthread_t th[NTHREADS];
@@ -231,14 +244,19 @@ int main(int argc, char **argv)
 			_Atomic uint64_t *w = probes[nprobes].w = point ? pword : word;
 			random_pattern(&seed, point ? "fn_" : "stress_s", pat, cov);
 			bump(w, cov, 0); /* odd: in flight */
+			unsigned where = rand_r(&seed) % 3;
 			if (point)
-				/* the entry, or a statement in the middle */
-				id = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts), .func = pat,
-									 .offset = rand_r(&seed) % 2 ? second_insn : 0 },
-						    point_handler, NULL, flagset[rand_r(&seed) % 4]);
+				/* the entry, a statement in the middle, or the return */
+				id = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts),
+									 .func = pat,
+									 .offset = where == 1 ? second_insn : 0,
+									 .retprobe = where == 2 },
+						    where == 2 ? return_handler : point_handler, NULL,
+						    flagset[rand_r(&seed) % 4]);
 			else
 				id = djp_connect(pat, handler, NULL, flagset[rand_r(&seed) % 4]);
 			point_batches += point;
+			return_batches += point && where == 2;
 			if (id < 0) {
 				fprintf(stderr, "connect %s: %s\n", pat, strerror(-id));
 				atomic_fetch_add(&bad, 1);
@@ -289,9 +307,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "fn %d not restored\n", s);
 			atomic_fetch_add(&bad, 1);
 		}
-	printf("%s: %ld batches (%ld of instruction probes), %ld calls, %ld hits, %ld calls checked exactly, "
-	       "%ld errors\n",
-	       getenv("DJP_SYNC") ? getenv("DJP_SYNC") : "membarrier", batches, point_batches,
+	printf("%s: %ld batches (%ld of instruction probes, %ld of them return probes), %ld calls, %ld hits, "
+	       "%ld calls checked exactly, %ld errors\n",
+	       getenv("DJP_SYNC") ? getenv("DJP_SYNC") : "membarrier", batches, point_batches, return_batches,
 	       atomic_load(&total_calls), atomic_load(&total_hits), atomic_load(&calls_checked), atomic_load(&bad));
-	return atomic_load(&bad) || atomic_load(&calls_checked) < 1000 || batches < 10 || !point_batches ? 1 : 0;
+	return atomic_load(&bad) || atomic_load(&calls_checked) < 1000 || batches < 10 || !point_batches || !return_batches ? 1 : 0;
 }
