@@ -67,7 +67,9 @@ DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsi
  *            into each (an instruction boundary, inside the function)
  *   addr     a runtime address (when func and line are NULL)
  *   line     "file.c:123": every address the line tables give that line
- *   retprobe at the return of each function (func only)
+ *   retprobe at the return of each function (func only): the handlers
+ *            run as the call returns, with the return value in
+ *            djp_hit_reg(hit, 0) and as the last argument
  *
  * djp_hit_name gives "func" at an entry, "func+0x12" inside, and the
  * hit's registers are all there: djp_hit_reg reads one by its DWARF
@@ -76,7 +78,9 @@ DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsi
  * address).  A probe made here is disconnected with djp_disconnect.
  * Returns a probe id, or -ENOENT (nothing matches), -EINVAL (a point that
  * is not an instruction boundary, bad options), -ENOTSUP (an instruction
- * that cannot run out of line), or what djp_connect returns.
+ * that cannot run out of line; a return probe in a process with a CET
+ * shadow stack), -EPERM (a return probe of code no call enters: the
+ * program's entry point, a .cold part), or what djp_connect returns.
  */
 struct djp_point_opts {
 	size_t sz;
