@@ -461,6 +461,19 @@ int djp_funcs_file_offset(const struct djp_func_table *t, uint64_t addr, uint64_
 	return -ENOENT;
 }
 
+int djp_funcs_vaddr_of(const struct djp_func_table *t, uint64_t off, uint64_t *addr)
+{
+	const struct table_priv *p = t->priv;
+	for (size_t i = 0; i < p->nsegs; i++) {
+		const struct segment *s = &p->segs[i];
+		if (off >= s->offset && off - s->offset < s->filesz) {
+			*addr = s->vaddr + (off - s->offset);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 /* ---- DWARF ---- */
 
 /* The DWARF of path: its own, else its separate debug file's.  0 and *dw,

@@ -48,6 +48,9 @@ int djp_funcs_match(const struct djp_func_table *t, const char *glob,
 /* The file offset of link-time address `addr` from the PT_LOAD segments:
  * 0 and *off, or -ENOENT when no segment holds it in the file. */
 int djp_funcs_file_offset(const struct djp_func_table *t, uint64_t addr, uint64_t *off);
+/* The reverse: the link-time address at file offset `off` (a mapping's
+ * offset, from /proc/PID/maps), or -ENOENT. */
+int djp_funcs_vaddr_of(const struct djp_func_table *t, uint64_t off, uint64_t *addr);
 
 /* Source line to link-time addresses, from the DWARF line tables.  `spec`
  * is "FILE:LINE"; FILE matches the end of a line-table file name component

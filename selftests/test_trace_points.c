@@ -327,3 +327,34 @@ TEST_TIMEOUT(list_says_postgres_transaction_probes_become_jumps, 60)
 	CHECK(strstr(line, "\"arming\":\"jump\"") != NULL);
 	free(p);
 }
+
+/* usymname(), usymdata(), umodname() and uaddr(): the probe's own address
+ * named from the target's symbols (the size as nm says it), and an
+ * address in no object. */
+TEST_TIMEOUT(script_usymname_usymdata_umodname, 60)
+{
+	char cmd[4096], real[4096], nm[4200], want[8400], line[512];
+	unsigned long long size = 0;
+	struct tproc *p;
+	FILE *f;
+	int st;
+
+	CHECK(realpath(tt_func_target(), real) != NULL);
+	snprintf(nm, sizeof(nm), "nm -S --defined-only '%s'", real);
+	CHECK((f = popen(nm, "r")) != NULL);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, " ft_work\n"))
+			CHECK(sscanf(line, "%*x %llx", &size) == 1);
+	pclose(f);
+	CHECK(size > 3);
+	snprintf(cmd, sizeof(cmd), "%s 3", tt_func_target());
+	p = djp_run((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
+				     "probe process.function(\"ft_work\") { println(usymname(uaddr()), \" \", "
+				     "usymdata(uaddr() + 3), \" \", umodname(uaddr()), \" \", usymname(8), \" \", umodname(8)) }",
+				     NULL },
+		    &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	snprintf(want, sizeof(want), "ft_work ft_work+0x3/%#llx [%s] %s 0x8 <unknown>\n", size, real, real);
+	CHECK_EQ(tt_count(p->obuf, want), 3);
+	free(p);
+}

@@ -157,9 +157,9 @@ TEST_TIMEOUT(script_function_return_probes, 60)
 	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
 				     "global s, n, e, x\n"
 				     "probe process.function(\"ft_*\").return { s += $return; n++;"
-				     " if ($return != @entry($return)) x++;"
+				     " if ($return != @entry($return) || !is_return()) x++;"
 				     " if (n == 1) println(pp(), \" \", pn(), \" \", probefunc()) }\n"
-				     "probe process.function(\"ft_work\") { e++ }\n"
+				     "probe process.function(\"ft_work\") { e++; if (is_return()) x++ }\n"
 				     "probe end { printf(\"n=%d e=%d s=%d x=%d\\n\", n, e, s, x) }",
 				     NULL },
 		     false, -1);

@@ -197,6 +197,10 @@ static const struct {
 	{ "ppfunc", B_PROBEFUNC, 0, TY_STR, { 0 } },
 	{ "env_var", B_ENV_VAR, 1, TY_STR, { TY_STR } },
 	{ "cpu", B_CPU, 0, TY_LONG, { 0 } },
+	{ "usymname", B_USYMNAME, 1, TY_STR, { TY_LONG } },
+	{ "usymdata", B_USYMDATA, 1, TY_STR, { TY_LONG } },
+	{ "umodname", B_UMODNAME, 1, TY_STR, { TY_LONG } },
+	{ "uaddr", B_UADDR, 0, TY_LONG, { 0 } },
 };
 
 /* stap tapset functions a script may call that are not built in yet: said
@@ -205,8 +209,8 @@ static bool stap_function_missing(const char *name)
 {
 	static const char *const missing[] = {
 		"probemod",
-		"usymname", "usymdata", "umodname", "ubacktrace", "print_ubacktrace", "print_ubacktrace_brief",
-		"sprint_ubacktrace", "ucallers", "uaddr", "user_long_error", "user_string_warn", "user_string2", "kernel_string", "kernel_long",
+		"ubacktrace", "print_ubacktrace", "print_ubacktrace_brief",
+		"sprint_ubacktrace", "ucallers", "user_long_error", "user_string_warn", "user_string2", "kernel_string", "kernel_long",
 		"kernel_int", "backtrace", "print_backtrace", "symname", "symdata", "task_current", "pid2execname",
 		"pid2task", "indent", "sprint_backtrace", "execname_pid", "set_kernel_string",
 		"is_myproc", "callers",

@@ -24,6 +24,8 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <regex.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -36,6 +38,7 @@
 #include "lang.h"
 #include "tapset.h"
 #include "tapset_named.h"
+#include "usym.h"
 
 volatile int run_interrupted;
 
@@ -194,6 +197,7 @@ __attribute__((noreturn, format(printf, 3, 4))) static void rt_error(struct run 
 
 static int64_t eval_n(struct run *r, struct node *n);
 static const char *eval_s(struct run *r, struct node *n);
+static const char *usym_string(struct run *r, int op, uint64_t addr);
 static int exec(struct run *r, struct node *n);
 
 static void eval_any(struct run *r, struct node *n, union cell *c)
@@ -630,6 +634,9 @@ static int64_t builtin_named(struct run *r, struct node *n)
 		return (int64_t)(((uint64_t)random() << 31 ^ (uint64_t)random()) % (uint64_t)range);
 	}
 	case B_NUM_ONLINE_CPUS: return sysconf(_SC_NPROCESSORS_ONLN);
+	case B_UADDR: /* the site's address where the agent said it; a return
+		       * probe's is its function's entry */
+		return r->bind && r->ev && r->bind->desc->site_runtime ? (int64_t)r->bind->desc->site : 0;
 	case B_CPU: /* the hit's; begin, end and timers run in the tool */
 		return r->ev ? (r->ev->cpu >= 0 ? r->ev->cpu : 0) : sched_getcpu();
 	case B_USER_I8: return user_integer(r, n, 1, true);
@@ -683,7 +690,8 @@ static int64_t builtin_n(struct run *r, struct node *n)
 	case B_GID: return tapset_proc_field(ctx_pid(r), TF_GID);
 	case B_EGID: return tapset_proc_field(ctx_pid(r), TF_EGID);
 	case B_STP_PID: return getpid();
-	case B_IS_RETURN: return 0; /* markers are no return probes */
+	case B_IS_RETURN: /* a function return's site is "NAME%return" */
+		return r->bind && strstr(r->bind->desc->name, "%return") != NULL;
 	case B_LOCAL_CLOCK_NS:
 	case B_CPU_CLOCK_NS: return (int64_t)now_ns(r);
 	case B_GET_CYCLES: return (int64_t)__builtin_ia32_rdtsc();
@@ -874,6 +882,9 @@ static const char *builtin_s(struct run *r, struct node *n)
 			return r->src->ops->function_of(r->src, r->ev->pid, d);
 		return d->function ? d->function : "";
 	}
+	case B_USYMNAME:
+	case B_USYMDATA:
+	case B_UMODNAME: return usym_string(r, n->op, (uint64_t)eval_n(r, n->args[0]));
 	case B_MATCHED: return matched(r, n);
 	}
 	return "";
@@ -1099,6 +1110,28 @@ static int64_t eval_n(struct run *r, struct node *n)
 		eval_s(r, n);
 		return 0;
 	}
+}
+
+/* usymname(), usymdata(), umodname() of an address of the hit's process,
+ * as stap spells them: the name, "name+0xoff/0xsize [module]", the
+ * object's path; the address in hex, or "<unknown>", where nothing is
+ * known. */
+static const char *usym_string(struct run *r, int op, uint64_t addr)
+{
+	struct usym u;
+	char buf[PATH_MAX + 600];
+	bool known = usym_lookup(ctx_pid(r), addr, &u);
+	int len;
+
+	if (op == B_UMODNAME)
+		len = snprintf(buf, sizeof(buf), "%s", known && u.module ? u.module : "<unknown>");
+	else if (!known || !u.name)
+		len = snprintf(buf, sizeof(buf), "%#" PRIx64, addr);
+	else if (op == B_USYMNAME)
+		len = snprintf(buf, sizeof(buf), "%s", u.name);
+	else
+		len = snprintf(buf, sizeof(buf), "%s+%#" PRIx64 "/%#" PRIx64 " [%s]", u.name, u.off, u.size, u.module);
+	return arena_strn(r, buf, len > 0 && (size_t)len < sizeof(buf) ? (size_t)len : strlen(buf));
 }
 
 static const char *eval_s(struct run *r, struct node *n)

@@ -163,6 +163,8 @@ enum builtin {
 	B_USER_I8, B_USER_I16, B_USER_I32, B_USER_I64, B_USER_U8, B_USER_U16, B_USER_U32, B_USER_U64,
 	B_PROBEFUNC, /* probefunc(), ppfunc(): the function around the marker */
 	B_ENV_VAR, B_CPU,
+	B_USYMNAME, B_USYMDATA, B_UMODNAME, /* the target's symbols (usym.c) */
+	B_UADDR, /* the probe's address in the target */
 };
 enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG, A_VARIANCE };
 enum print_kind { P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD };

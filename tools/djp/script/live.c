@@ -53,6 +53,7 @@
 #include "site_function.h"
 #include "source.h"
 #include "tapset.h"
+#include "usym.h"
 #include "lib/marker_match.h"
 #include "lib/markers.h"
 #include "tools/djp/session.h"
@@ -176,6 +177,7 @@ static const struct djp_ev_desc *learn(struct live *l, uint32_t id)
 
 	if (!m)
 		return NULL;
+	usym_remember(l->s.pid); /* what it has loaded since */
 	if (id >= l->nids) {
 		uint32_t n = l->nids ? l->nids : 64;
 		void *v;
@@ -240,8 +242,10 @@ static void keep_kid(struct live *l, struct session *k, bool start)
 {
 	unsigned nsites;
 	bool ok = !session_hello(k) && !session_ring(k) && !session_list(k);
-	if (ok)
+	if (ok) {
 		tapset_remember(k->pid);
+		usym_remember(k->pid);
+	}
 	for (unsigned i = 0; ok && i < l->nglobs; i++)
 		ok = !session_connect(k, l->globs[i].glob, connect_flags(l), l->globs[i].str_args,
 				      l->globs[i].str_bound, &nsites);
@@ -695,6 +699,7 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 		goto fail;
 	}
 	tapset_remember(s->pid);
+	usym_remember(s->pid);
 	l->mono_to_real = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)s->pid);
 	if ((f = fopen(path, "r"))) {

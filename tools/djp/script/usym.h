@@ -1,0 +1,29 @@
+/*
+ * Addresses of a traced process to function names, for usymname(),
+ * usymdata(), umodname() and the backtraces: the object mapped at the
+ * address (/proc/PID/maps) and the function symbol around it in that
+ * object's file (lib/func_symbols.c).
+ */
+#ifndef DJP_SCRIPT_USYM_H
+#define DJP_SCRIPT_USYM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct usym {
+	const char *name;   /* the function, or NULL when no symbol holds the address */
+	uint64_t off, size; /* the address's offset into it, and its size */
+	const char *module; /* the object's path, or NULL when no object is mapped there */
+};
+
+/* Read (again) what pid has mapped now, while it lives: at the start of a
+ * trace, and when it has loaded something since.  Events are read after
+ * the fact, and the process may be gone by then. */
+void usym_remember(int32_t pid);
+
+/* Look `addr` up in process pid: true with *out, false when no object of
+ * the process holds it (or the process is gone and was never looked at).
+ * The strings live as long as the tool. */
+bool usym_lookup(int32_t pid, uint64_t addr, struct usym *out);
+
+#endif
