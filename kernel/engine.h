@@ -108,6 +108,9 @@ struct djp_site {
 	 * the entry carries the hook that diverts those returns. */
 	struct djp_site *ret;
 	bool is_return;
+	/* a return site's: some handler that may touch vector or x87 state
+	 * was attached to it once (sticky), so returns save that state */
+	atomic_bool ret_vec;
 	bool in_batch;			 /* scratch for arm.c, under the lock */
 	uint32_t id;			 /* process-wide marker id */
 	const struct djp_marker_info *m;

@@ -151,11 +151,14 @@ static bool slot_write(uintptr_t slot, uintptr_t v)
 	return process_vm_writev(getpid(), &l, 1, &r, 1, 0) == sizeof(v);
 }
 
-/* One entry to another place, word by word (see the top of the file). */
-static void frame_move(struct ret_frame *to, const struct ret_frame *from)
+/* One entry to another place, word by word: a struct copy or a loop the
+ * compiler turned into memcpy would be libc's, which uses vector
+ * registers (see the top of the file). */
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void frame_move(struct ret_frame *to,
+										       const struct ret_frame *from)
 {
-	const volatile uint64_t *s = (const volatile uint64_t *)from;
-	volatile uint64_t *d = (volatile uint64_t *)to;
+	uint64_t *d = (uint64_t *)to;
+	const uint64_t *s = (const uint64_t *)from;
 	if (to != from)
 		for (size_t i = 0; i < sizeof(*to) / 8; i++)
 			d[i] = s[i];
@@ -227,39 +230,49 @@ __attribute__((noreturn, cold)) static void ret_lost(uintptr_t slot)
 uintptr_t djp_ret_dispatch(struct djp_hit *hit)
 {
 	struct ret_stack *st = ret_stack;
-	uintptr_t slot = hit->regs.r[DJP_REG_RSP] - 8;
-	struct ret_frame f;
+	uintptr_t slot = hit->regs.r[DJP_REG_RSP] - 8, ra;
+	struct ret_frame *f;
 	unsigned i = st ? st->n : 0;
-	size_t sz = arch_xsave_size();
 	uint8_t *area = NULL;
+	size_t sz;
 
-	/* the return value may be in xmm0-1 or st0-1 (and a vector one in
-	 * ymm0), and the handlers are any C */
-	if (sz) {
-		uint8_t *raw = __builtin_alloca(sz + 64);
-		area = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-		for (size_t k = 512; k < 576; k += 8)
-			*(volatile uint64_t *)(area + k) = 0; /* the XSAVE header */
-		arch_vector_save(area);
-	}
 	while (i && (st->f[i - 1].slot != slot || st->f[i - 1].parked))
 		i--;
 	if (!i)
 		ret_lost(slot);
-	frame_move(&f, &st->f[i - 1]);
+	/* the entry stays where it is while the handlers run: a hit inside
+	 * them is a miss, which pushes nothing on this thread's stack */
+	f = &st->f[i - 1];
+	ra = f->ra;
+	hit->regs.r[DJP_REG_RIP] = ra;
+	((uintptr_t *)hit)[-1] = (uintptr_t)f->site | DJP_HIT_KEY_SITE;
+	if (atomic_load_explicit(&f->site->handlers, memory_order_relaxed)) {
+		ret_current = f;
+		if (!atomic_load_explicit(&f->site->ret_vec, memory_order_acquire)) {
+			/* DJP_GPR_ONLY handlers only (a handler that may touch
+			 * vector state, attached after this read, misses this
+			 * return) */
+			djp_dispatch_lean(hit);
+		} else {
+			/* the return value may be in xmm0-1, ymm0 or st0-1, and
+			 * the handlers are any C */
+			if ((sz = arch_xsave_size())) {
+				uint8_t *raw = __builtin_alloca(sz + 64);
+				area = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+				for (size_t k = 512; k < 576; k += 8)
+					*(volatile uint64_t *)(area + k) = 0; /* the XSAVE header */
+				arch_vector_save(area);
+			}
+			djp_trap_probe(hit);
+			if (area)
+				arch_vector_restore(area);
+		}
+		ret_current = NULL;
+	}
 	for (; i < st->n; i++)
 		frame_move(&st->f[i - 1], &st->f[i]);
 	st->n--;
-	hit->regs.r[DJP_REG_RIP] = f.ra;
-	((uintptr_t *)hit)[-1] = (uintptr_t)f.site | DJP_HIT_KEY_SITE;
-	if (atomic_load_explicit(&f.site->handlers, memory_order_relaxed)) {
-		ret_current = &f;
-		djp_trap_probe(hit);
-		ret_current = NULL;
-	}
-	if (area)
-		arch_vector_restore(area);
-	return f.ra;
+	return ra;
 }
 
 /* ---- the unwinder's entry points ----------------------------------------- */
@@ -371,8 +384,12 @@ int djp_ret_attach(struct site_vec *sv, const struct djp_probe *p)
 		return 0;
 	if ((err = djp_ret_sites(sv)))
 		return err;
-	for (size_t i = 0; i < sv->n && !err; i++)
+	for (size_t i = 0; i < sv->n && !err; i++) {
+		/* before the handler is published (see djp_ret_dispatch) */
+		if (!(p->flags & DJP_GPR_ONLY))
+			atomic_store_explicit(&sv->v[i]->ret->ret_vec, true, memory_order_release);
 		err = djp_site_vec_push(&rv, sv->v[i]->ret);
+	}
 	/* the handlers first: a return diverted finds them */
 	if (!err)
 		err = djp_change_probe(&rv, p, -1);
