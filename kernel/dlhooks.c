@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "kernel/engine.h"
+#include "kernel/unwind.h"
 #include "lib/real_signal.h"
 
 /* Errors of the batches dlopen and dlclose run for the application, which
@@ -59,7 +60,7 @@ void djp__engine_objects_changed(void)
 		return;
 	djp_got_interpose(); /* the new objects' calls too */
 	djp_engine_lock_take();
-	if (djp_probes)
+	if (djp_probes || djp_unwind_prepared()) /* the walker's tables follow */
 		reattach_all();
 	djp_engine_lock_release();
 }

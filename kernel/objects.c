@@ -9,7 +9,9 @@
  * SDT probe), a process-wide id, and state idle.  The shadow is checked
  * against memory when the object is first seen: an object whose sites do
  * not hold the bytes the file says (another patcher was first) keeps those
- * sites out of reach (state unknown = never armed).
+ * sites out of reach (state unknown = never armed).  Once the stack walker
+ * is prepared, every refresh also brings its call-frame tables in step
+ * with the list (kernel/unwind.c).
  *
  * Objects that are gone from the list are dropped; the dlclose hook
  * (dlhooks.c) disarms the sites of every object that may go before the
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include "kernel/engine.h"
+#include "kernel/unwind.h"
 #include "lib/mapped_file.h"
 
 struct seen_obj {
@@ -249,6 +252,7 @@ int djp_objects_refresh(void)
 	for (size_t i = 0; i < sc.n; i++)
 		free(sc.v[i].name);
 	free(sc.v);
+	djp_unwind_objects_changed(); /* the stack walker's tables */
 	return err;
 }
 

@@ -34,7 +34,9 @@
  *     sa_mask): a probe hit inside such a handler would fault blocked.
  *
  * If any does not hold, the ring keeps process_vm_readv: slower, never
- * wrong.  Turning it on happens once, the first time a session asks for a
+ * wrong.  The stack walker's word reads (kernel/unwind.c) go the same way:
+ * djp_arch_read_word lies in the same fixup range, and djp_safe_copy_on()
+ * says which to use.  Turning it on happens once, the first time a session asks for a
  * string (djp_safe_copy_enable), not at load: a program traced without
  * strings keeps its SIGSEGV disposition untouched.
  *
@@ -104,11 +106,16 @@ int djp_safe_copy_enable(void)
 			if ((ret = djp_check_blocked(faults)) == 0 && handler_blocks_faults())
 				ret = -EDEADLK;
 		}
-		enabled = ret ? ret : 1;
+		__atomic_store_n(&enabled, ret ? ret : 1, __ATOMIC_RELEASE);
 		if (!ret)
 			djp_ring_set_fast_copy(djp_arch_copy_str);
 	}
 	ret = enabled < 0 ? enabled : 0;
 	pthread_mutex_unlock(&enable_lock);
 	return ret;
+}
+
+bool djp_safe_copy_on(void)
+{
+	return __atomic_load_n(&enabled, __ATOMIC_ACQUIRE) == 1;
 }

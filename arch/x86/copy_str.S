@@ -28,11 +28,21 @@
  * Returns the number of bytes before the NUL (the NUL is copied), or max
  * when there was none within max bytes (nothing more is written); with bit
  * 63 set when a load faulted, the low bits then counting the bytes copied.
+ *
+ *   uint64_t djp_arch_read_word(uint64_t *dst, const void *src);
+ *
+ * The stack walker's load (kernel/unwind.c): the 8 bytes at src into *dst;
+ * 0, or bit 63 set when the load faulted (*dst is then not written).  It
+ * lies between the same two labels and shares the fixup, so the same
+ * handler serves it.
  */
 	.text
 	.globl	djp_arch_copy_str
 	.hidden	djp_arch_copy_str
 	.type	djp_arch_copy_str, @function
+	.globl	djp_arch_read_word
+	.hidden	djp_arch_read_word
+	.type	djp_arch_read_word, @function
 	.globl	djp__copy_str_begin, djp__copy_str_end, djp__copy_str_fixup
 	.hidden	djp__copy_str_begin, djp__copy_str_end, djp__copy_str_fixup
 	.p2align 4
@@ -80,10 +90,16 @@ djp__copy_str_begin:
 	jmp	.Ltail
 .Lret:
 	ret
+	.size	djp_arch_copy_str, . - djp_arch_copy_str
+djp_arch_read_word:
+	xorl	%eax, %eax
+	movq	(%rsi), %rcx
+	movq	%rcx, (%rdi)
+	ret
+	.size	djp_arch_read_word, . - djp_arch_read_word
 djp__copy_str_fixup:
 	btsq	$63, %rax
 	ret
 djp__copy_str_end:
-	.size	djp_arch_copy_str, . - djp_arch_copy_str
 
 	.section .note.GNU-stack, "", @progbits
