@@ -143,6 +143,10 @@ struct djp_object {
 	 * walk over sites sees them, and they come and go with it. */
 	struct djp_func_table *funcs;
 	bool is_main;
+	/* its DWARF, for the parameters of its functions (lib/func_params.c),
+	 * opened when a point is first made in it; NULL when it has none */
+	struct djp_params_file *params;
+	bool params_tried;
 	/* its direct branch targets, read when a jump is first considered */
 	uint64_t *targets;
 	size_t ntargets;

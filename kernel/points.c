@@ -44,6 +44,7 @@
 #include "arch/x86/branch_targets.h"
 #include "arch/x86/insn_reloc.h"
 #include "kernel/engine.h"
+#include "lib/func_params.h"
 #include "lib/func_symbols.h"
 
 struct djp_point {
@@ -70,6 +71,9 @@ void djp_point_object_free(struct djp_object *o)
 	o->funcs = NULL;
 	free(o->targets);
 	o->targets = NULL;
+	if (o->params)
+		djp_params_close(o->params);
+	o->params = NULL;
 }
 
 bool djp_point_is_return(const struct djp_point *pt)
@@ -402,6 +406,55 @@ static int visit_func(void *ctx, const struct djp_func *f)
 	return r->err;
 }
 
+/* The object's DWARF for its functions' parameters, opened once. */
+static struct djp_params_file *object_params(struct djp_object *o)
+{
+	char err[256];
+	if (!o->params_tried) {
+		o->params_tried = true;
+		if (!o->file || djp_params_open(o->file, &o->params, err, sizeof(err)))
+			o->params = NULL;
+	}
+	return o->params;
+}
+
+/*
+ * The arguments of the point m (of function f, link-time addresses): the
+ * function's parameters where the DWARF says they are at that address,
+ * as an SDT probe's are (lib/func_params.c).  The format names them, so
+ * that a script's $NAME and `djp trace`'s output have them: "a=%#lx ..."
+ * (hex, as stap's $$parms).  A parameter whose value cannot be read there
+ * is left out.
+ */
+static int point_args(struct djp_marker_list *ml, struct djp_marker_info *m, struct djp_params_file *pf,
+		      const struct djp_func *f)
+{
+	struct djp_param_set ps;
+	char err[256], fmt[1024];
+	size_t len = 0;
+	unsigned k = 0;
+
+	if (!pf || djp_params_get(pf, f->addr, m->site, &ps, err, sizeof(err)))
+		return 0; /* no DWARF for it: no arguments */
+	fmt[0] = 0;
+	for (unsigned i = 0; i < ps.n && k < DJP_MARKER_MAX_ARGS; i++) {
+		const struct djp_param *p = &ps.v[i];
+		int n;
+		if (p->loc.kind == DJP_LOC_NONE || strlen(p->name) >= 32 || strchr(p->name, '%'))
+			continue;
+		n = snprintf(fmt + len, sizeof(fmt) - len, "%s%s=%%#lx", k ? " " : "", p->name);
+		if (n < 0 || (size_t)n >= sizeof(fmt) - len)
+			break;
+		len += (size_t)n;
+		m->arg[k++] = p->loc;
+	}
+	djp_params_free(&ps);
+	m->nargs = (uint8_t)k;
+	if (k && !(m->format = djp_marker_list_strdup(ml, fmt, len)))
+		return -ENOMEM;
+	return 0;
+}
+
 /* Make the sites of r->v in a point object of their own. */
 static int sites_make(struct resolve *r)
 {
@@ -434,7 +487,7 @@ static int sites_make(struct resolve *r)
 		m->args = "";
 		/* at an entry the call has just pushed its return address */
 		m->sp_align = np->off ? -1 : 8;
-		if (!m->name || !m->function)
+		if (!m->name || !m->function || point_args(ml, m, object_params(r->o), np->f))
 			goto enomem;
 	}
 	po->path = strdup(r->o->path);

@@ -100,6 +100,9 @@ static void args(const struct djp_hit *hit, void *data)
 	atomic_fetch_add(&hits, 1);
 	seen_rdi = (long)djp_hit_reg(hit, 5);
 	seen_rsi = (long)djp_hit_reg(hit, 4);
+	/* pt_add(long a, long b): its parameters, from this file's DWARF */
+	if (djp_hit_nargs(hit) != 2 || djp_hit_arg(hit, 0) != seen_rdi || djp_hit_arg(hit, 1) != seen_rsi)
+		atomic_fetch_add(&bad_reg, 1);
 	/* at the entry the return address is at the top of the stack */
 	if (*(uintptr_t *)djp_hit_reg(hit, 7) == 0)
 		atomic_fetch_add(&bad_reg, 1);

@@ -31,14 +31,14 @@ TEST_TIMEOUT(trace_func_points_count_exactly, 60)
 	snprintf(cmd, sizeof(cmd), "%s 1000", tt_func_target());
 	p = djp_run((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "func:ft_work", NULL }, &st);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	CHECK_EQ(tt_count(p->obuf, " func:ft_work\n"), 1000);
+	CHECK_EQ(tt_count(p->obuf, " func:ft_work i="), 1000);
 	free(p);
 	/* a glob, and libc's getpid through the object's file name */
 	p = djp_run((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "func:ft_*", "func:getpid@libc.so*", NULL },
 		    &st);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	CHECK_EQ(tt_count(p->obuf, " func:ft_work\n"), 1000);
-	CHECK_EQ(tt_count(p->obuf, " func:ft_other\n"), 500);
+	CHECK_EQ(tt_count(p->obuf, " func:ft_work i="), 1000);
+	CHECK_EQ(tt_count(p->obuf, " func:ft_other i="), 500);
 	CHECK(tt_count(p->obuf, " func:getpid\n") >= 1000); /* and the loader's, the tool's own */
 	free(p);
 }
@@ -186,12 +186,12 @@ TEST_TIMEOUT(trace_x_func_point_in_a_running_program, 90)
 	tt_send(t, "go\n");
 	CHECK(tt_wait_out(t, "sum ", 10000));
 	/* every hit recorded before the tool is told to stop */
-	for (int i = 0; i < 500 && tt_count(d->obuf, " func:ft_work\n") < 1000; i++)
+	for (int i = 0; i < 500 && tt_count(d->obuf, " func:ft_work i=") < 1000; i++)
 		tt_wait_out(d, "\n\n", 20); /* reads what there is */
 	kill(d->pid, SIGINT);
 	st = tt_finish(d, 20000);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	CHECK_EQ(tt_count(d->obuf, " func:ft_work\n"), 1000);
+	CHECK_EQ(tt_count(d->obuf, " func:ft_work i="), 1000);
 	for (int i = 0; i < 500 && byte_at(t->pid, a) != was; i++)
 		usleep(10000);
 	CHECK_EQ(byte_at(t->pid, a), was);
@@ -356,5 +356,73 @@ TEST_TIMEOUT(script_usymname_usymdata_umodname, 60)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	snprintf(want, sizeof(want), "ft_work ft_work+0x3/%#llx [%s] %s 0x8 <unknown>\n", size, real, real);
 	CHECK_EQ(tt_count(p->obuf, want), 3);
+	free(p);
+}
+
+/* The functions' parameters from DWARF (lib/func_params.c): in the events
+ * of `djp trace`, as a script's $NAME, $$parms and @entry, at a statement,
+ * and in -L.  The values are what the target's source says it passes
+ * (ft_work(i) for i = 0.., returning i * 7 + 3). */
+TEST_TIMEOUT(func_points_carry_the_parameters, 60)
+{
+	char cmd[4096], real[4096], line[128], script[512], point[8400];
+	int st, no = 0, at = 0;
+	struct tproc *p;
+	FILE *src;
+
+	snprintf(cmd, sizeof(cmd), "%s 3", tt_func_target());
+	p = djp_run((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "func:ft_work", "func:ft_work%return", NULL },
+		    &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (long i = 0; i < 3; i++) {
+		char want[128];
+		snprintf(want, sizeof(want), " func:ft_work i=0x%lx\n", i);
+		CHECK_EQ(tt_count(p->obuf, want), 1);
+		snprintf(want, sizeof(want), " func:ft_work%%return i=0x%lx return=0x%lx\n", i, i * 7 + 3);
+		CHECK_EQ(tt_count(p->obuf, want), 1);
+	}
+	free(p);
+
+	snprintf(cmd, sizeof(cmd), "%s 100", tt_func_target());
+	p = djp_run((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
+				     "global s, bad, n\n"
+				     "probe process.function(\"ft_work\") { s += $i; if (n++ == 5) println($$parms) }\n"
+				     "probe process.function(\"ft_work\").return {"
+				     " if ($return != $i * 7 + 3 || @entry($i) != $i) bad++ }\n"
+				     "probe end { printf(\"s=%d bad=%d\\n\", s, bad) }",
+				     NULL },
+		    &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(p->obuf, "i=0x5\n") != NULL);
+	CHECK(strstr(p->obuf, "s=4950 bad=0\n") != NULL);
+	free(p);
+
+	/* at a statement: ft_work's store of r, where i is still live */
+	CHECK((src = fopen(djp_test_path("../../selftests/trace_progs/func_target.c"), "r")) != NULL);
+	while (!no && fgets(line, sizeof(line), src)) {
+		at++;
+		if (strstr(line, "ft_sink += r;"))
+			no = at;
+	}
+	fclose(src);
+	CHECK(no > 0);
+	snprintf(cmd, sizeof(cmd), "%s 4", tt_func_target());
+	snprintf(script, sizeof(script), "probe process.statement(\"ft_work@func_target.c:%d\") { println(\"at \", $i) }",
+		 no);
+	p = djp_run((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e", script, NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(p->obuf, "at 0\nat 1\nat 2\nat 3\n") != NULL);
+	free(p);
+
+	/* -L: each function with the context variables it has */
+	CHECK(realpath(tt_func_target(), real) != NULL);
+	snprintf(point, sizeof(point), "process(\"%s\").function(\"ft_*\").return", real);
+	p = djp_run((char *const[]){ (char *)tt_djp(), "-L", point, NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	snprintf(point, sizeof(point),
+		 "process(\"%s\").function(\"ft_other\").return $i:long int $return:long\n"
+		 "process(\"%s\").function(\"ft_work\").return $i:long int $return:long\n",
+		 real, real);
+	CHECK_STR(p->obuf, point);
 	free(p);
 }

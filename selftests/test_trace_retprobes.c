@@ -15,16 +15,18 @@
 #include "harness.h"
 #include "test_trace_util.h"
 
-/* Sum of the values of the lines " func:NAME%return return=0x..." */
+/* Sum of the values of the lines " func:NAME%return ARGS return=0x..." */
 static long long return_sum(const char *out, const char *name)
 {
 	char pat[256];
 	long long sum = 0;
-	const char *s = out;
-	snprintf(pat, sizeof(pat), " func:%s%%return return=", name);
+	const char *s = out, *r, *eol;
+	snprintf(pat, sizeof(pat), " func:%s%%return ", name);
 	while ((s = strstr(s, pat))) {
 		s += strlen(pat);
-		sum += (long long)strtoull(s, NULL, 0);
+		eol = strchr(s, '\n');
+		if ((r = strstr(s, "return=")) && (!eol || r < eol))
+			sum += (long long)strtoull(r + 7, NULL, 0);
 	}
 	return sum;
 }
