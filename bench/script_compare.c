@@ -54,7 +54,12 @@ int main(void)
 {
 	char exe[PATH_MAX], cmd[3 * PATH_MAX + 512];
 	double plain[RUNS], djp[RUNS], bpf[RUNS], heavy[RUNS], one[RUNS], rate, heavy_rate;
-	double splain[RUNS], sdjp[RUNS], sbpf[RUNS];
+	double splain[RUNS], sdjp[RUNS], sbpf[RUNS], fdjp[RUNS];
+	/* the same count at the entry of a function with the same work and
+	 * no site: an instruction probe, its two parameters from DWARF as the
+	 * marker's two arguments */
+	const char *func_count = "global c; probe process.function(\"hot_plain\") { c[$$name]++ }";
+	double fplain[RUNS];
 	const char *sdt_count = "global c; probe process.provider(\"hotsdt\").mark(\"bench_sdt\") { c[$$name]++ }";
 	const char *one_probe = "global s; probe process.mark(\"bench_hot\") { s += $a + $b }";
 	int have_bpf = system("command -v bpftrace >/dev/null 2>&1") == 0;
@@ -123,6 +128,11 @@ int main(void)
 		snprintf(cmd, sizeof(cmd), "%s/djp -c '%s/bench-targets/hot_sdt %ld' -e '%s' 2>/dev/null", dir, dir, calls,
 			 sdt_count);
 		sdjp[r] = run_value(cmd, "ns/call ");
+		snprintf(cmd, sizeof(cmd), "%s/bench-targets/hot_sdt %ld plain", dir, calls);
+		fplain[r] = run_value(cmd, "ns/call ");
+		snprintf(cmd, sizeof(cmd), "%s/djp -c '%s/bench-targets/hot_sdt %ld plain' -e '%s' 2>/dev/null", dir, dir,
+			 calls, func_count);
+		fdjp[r] = run_value(cmd, "ns/call ");
 		bpf[r] = sbpf[r] = -1;
 		if (have_bpf) {
 			snprintf(cmd, sizeof(cmd),
@@ -156,6 +166,14 @@ int main(void)
 	printf("script: djp count on a 1-byte SDT nop (widened to a jump), cost per hit | %.2f ns | - | -\n", sd);
 	printf("script: SDT nop / marker, djp count, cost per hit | %.3f x | <= 1.3 | %s\n", sd / d,
 	       sd / d <= 1.3 ? "ok" : "over");
+	{
+		double fd = median_of(fdjp, RUNS) - median_of(fplain, RUNS);
+		printf("script: djp count at a function entry (a jump over its first instructions), cost per hit | %.2f "
+		       "ns | - | -\n",
+		       fd);
+		printf("script: function entry / marker, djp count, cost per hit | %.3f x | <= 1.3 | %s\n", fd / d,
+		       fd / d <= 1.3 ? "ok" : "over");
+	}
 	if (!have_bpf || median_of(bpf, RUNS) < 0) {
 		printf("script: bpftrace count (USDT) | skipped: bpftrace not installed or not permitted | - | -\n");
 		return 0;

@@ -38,13 +38,17 @@ void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t
 		x86_encode_jmp(out, s->addr, s->tramp[flavour]);
 }
 
-/* The registers a site's argument locations read. */
-static uint32_t regs_used(const struct djp_site *s)
+/* The registers a site's trampoline of `flavour` keeps in the view: those
+ * its argument locations read. */
+static uint32_t regs_used(const struct djp_site *s, int flavour)
 {
 	uint32_t m = 0;
-	/* an instruction probe's handler may read any register (djp_hit_reg;
-	 * the site is its %rip, which the view need not hold) */
-	if (s->obj->parent)
+	/* An instruction probe's handler may read any register (djp_hit_reg;
+	 * the site is its %rip, which the view need not hold).  Not the
+	 * prefetching flavour's: its one handler is an in-library fast entry
+	 * (the recorder's) that takes the arguments the trampoline loaded,
+	 * and a second handler makes the site another flavour. */
+	if (s->obj->parent && flavour != DJP_LEAN_PREFETCH)
 		return ((1u << DJP_REG_COUNT) - 1) & ~(1u << DJP_REG_RIP);
 	for (unsigned i = 0; i < s->m->nargs; i++) {
 		const struct djp_argloc *a = &s->m->arg[i];
@@ -178,7 +182,7 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 								.sp_align = sites[i]->m->sp_align,
 								.ds = sites[i],
 								.list = &sites[i]->handlers,
-								.regs_used = regs_used(sites[i]),
+								.regs_used = regs_used(sites[i], flavour[i]),
 								/* an instruction probe's trampoline
 								 * keeps the flags and ends with the
 								 * displaced instructions */

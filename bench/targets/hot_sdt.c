@@ -2,11 +2,14 @@
  * hot's twin with a plain SDT probe instead of a marker: a 1-byte nop and
  * a note, as <sys/sdt.h> writes them (the probes of PostgreSQL, python,
  * libstdc++), and nothing of djprobe.  Calls it N times with two integer
- * arguments and prints the ns per call.
- *   usage: hot_sdt N
+ * arguments and prints the ns per call.  With `plain`, calls hot_plain
+ * instead: the same work with no probe site at all, for a probe at a
+ * function's entry.
+ *   usage: hot_sdt N [plain]
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 volatile long hot_sink;
@@ -40,13 +43,20 @@ __attribute__((noinline, aligned(64))) void hot_sdt(int a, long b)
 	hot_sink += b;
 }
 
+__attribute__((noinline, aligned(64))) void hot_plain(int a, long b)
+{
+	__asm__ __volatile__("" ::"r"(a), "r"(b));
+	hot_sink += b;
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1000000;
+	void (*fn)(int, long) = argc > 2 && !strcmp(argv[2], "plain") ? hot_plain : hot_sdt;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (long i = 0; i < n; i++)
-		hot_sdt((int)i, i);
+		fn((int)i, i);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("ns/call %.3f\n", ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n);
 	return 0;
