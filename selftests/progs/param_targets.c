@@ -299,11 +299,14 @@ static __attribute__((noinline)) long pt_clone(long a, int spare, long k)
 	return a * k + spare; /* tag: body pt_clone */
 }
 
-#define I(x) printf(" %s=%lld", #x, (long long)(x))
-#define P(x) printf(" %s=%lld", #x, (long long)(uintptr_t)(x))
-#define NOT(x, what) printf(" %s=~%s", #x, what)
-#define CALL(name) printf("call %s", name)
-#define END() (printf("\n"), fflush(stdout))
+/* The lines go to stdout, or with PARAM_TARGETS_STDERR set to stderr: a
+ * tool that traces the program prints to the same stdout. */
+static FILE *out;
+#define I(x) fprintf(out, " %s=%lld", #x, (long long)(x))
+#define P(x) fprintf(out, " %s=%lld", #x, (long long)(uintptr_t)(x))
+#define NOT(x, what) fprintf(out, " %s=~%s", #x, what)
+#define CALL(name) fprintf(out, "call %s", name)
+#define END() (fprintf(out, "\n"), fflush(out))
 
 /* Values from the command line where a constant would do, so that the
  * compiler cannot know them (argv[1] shifts them all; default 0). */
@@ -313,6 +316,7 @@ int main(int argc, char **argv)
 {
 	long r = 0;
 	k0 = argc > 1 ? atol(argv[1]) : 0;
+	out = getenv("PARAM_TARGETS_STDERR") ? stderr : stdout;
 
 	{
 		char c = (char)(65 + k0);
@@ -510,7 +514,7 @@ int main(int argc, char **argv)
 	{
 		long a = 606 + k0;
 		int spare = (int)(-607 - k0);
-		CALL("pt_clone"), I(a), I(spare), printf(" k=4"), END();
+		CALL("pt_clone"), I(a), I(spare), fprintf(out, " k=4"), END();
 		r += pt_clone(a, spare, 4);
 		r += pt_clone(a + 1, spare, 4);
 	}
