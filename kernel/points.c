@@ -406,6 +406,18 @@ static int visit_func(void *ctx, const struct djp_func *f)
 	return r->err;
 }
 
+/* A point object that could not be made whole, before it was added. */
+static void point_object_drop(struct djp_object *po, struct djp_marker_list *ml)
+{
+	djp_marker_list_free(ml);
+	if (po) {
+		free(po->sites);
+		free(po->path);
+		free(po->file);
+		free(po);
+	}
+}
+
 /* The object's DWARF for its functions' parameters, opened once. */
 static struct djp_params_file *object_params(struct djp_object *o)
 {
@@ -519,13 +531,7 @@ static int sites_make(struct resolve *r)
 			return -ENOMEM;
 	return 0;
 enomem:
-	djp_marker_list_free(ml);
-	if (po) {
-		free(po->sites);
-		free(po->path);
-		free(po->file);
-		free(po);
-	}
+	point_object_drop(po, ml);
 	return -ENOMEM;
 }
 
@@ -668,13 +674,7 @@ static int ret_sites_in(struct site_vec *sv, struct djp_object *parent)
 	djp_object_add(po);
 	return 0;
 enomem:
-	djp_marker_list_free(ml);
-	if (po) {
-		free(po->sites);
-		free(po->path);
-		free(po->file);
-		free(po);
-	}
+	point_object_drop(po, ml);
 	return -ENOMEM;
 }
 

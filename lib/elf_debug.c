@@ -5,6 +5,7 @@
  * directories gdb looks in, and used only when its build-id is the
  * object's, so that a debug file of another build is never believed.
  */
+#include <dwarf.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -72,5 +73,18 @@ bool djp_elf_debug_file(Elf *elf, size_t shstrndx, const char *path,
 		if (strcmp(cand, path) && try(ctx, cand, id, n))
 			return true;
 	}
+	return false;
+}
+
+bool djp_dwarf_cu_at(Dwarf *dw, uint64_t addr, Dwarf_Die *cudie)
+{
+	Dwarf_CU *cu = NULL;
+	uint8_t unit_type;
+
+	if (dwarf_addrdie(dw, addr, cudie))
+		return true;
+	while (dwarf_get_units(dw, cu, &cu, NULL, &unit_type, cudie, NULL) == 0)
+		if (unit_type != DW_UT_type && unit_type != DW_UT_split_type && dwarf_haspc(cudie, addr) > 0)
+			return true;
 	return false;
 }

@@ -1,13 +1,16 @@
 /*
- * Finding an object's separate debug file (elf_debug.c): what the marker
- * reader and the function-symbol reader both need.
+ * Finding an object's separate debug file, and the unit of its DWARF
+ * that holds an address (elf_debug.c): what the marker reader, the
+ * function-symbol reader and the parameter reader all need.
  */
 #ifndef DJP_LIB_ELF_DEBUG_H
 #define DJP_LIB_ELF_DEBUG_H
 
+#include <elfutils/libdw.h>
 #include <gelf.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The build-id of an ELF file: its bytes in *id, their number; 0: none. */
 size_t djp_elf_build_id(Elf *elf, const void **id);
@@ -21,5 +24,10 @@ size_t djp_elf_build_id(Elf *elf, const void **id);
  */
 bool djp_elf_debug_file(Elf *elf, size_t shstrndx, const char *path,
 			bool (*try)(void *ctx, const char *cand, const void *id, size_t n), void *ctx);
+
+/* The compilation unit of dw holding link-time address addr: true and
+ * *cudie.  dwarf_addrdie() needs .debug_aranges, which clang does not
+ * emit by default; then each unit's ranges are asked. */
+bool djp_dwarf_cu_at(Dwarf *dw, uint64_t addr, Dwarf_Die *cudie);
 
 #endif

@@ -320,20 +320,6 @@ fail:
 
 /* ---- finding the function ---- */
 
-/* The unit holding addr.  dwarf_addrdie() needs .debug_aranges, which clang
- * does not emit by default; then ask each unit's ranges. */
-static bool cu_at(Dwarf *dw, uint64_t addr, Dwarf_Die *cudie)
-{
-	Dwarf_CU *cu = NULL;
-	uint8_t unit_type;
-
-	if (dwarf_addrdie(dw, addr, cudie))
-		return true;
-	while (dwarf_get_units(dw, cu, &cu, NULL, &unit_type, cudie, NULL) == 0)
-		if (unit_type != DW_UT_type && unit_type != DW_UT_split_type && dwarf_haspc(cudie, addr) > 0)
-			return true;
-	return false;
-}
 
 /* The entry address of a subprogram that has code: its entry_pc or
  * low_pc, else the start of its first range (GCC lists a function split
@@ -443,7 +429,7 @@ static int find_in(struct dwarf_src *s, uint64_t addr, Dwarf_Die *sub)
 	Dwarf_Die cudie;
 	size_t lo = 0, hi;
 
-	if (!s->dw || !cu_at(s->dw, addr, &cudie))
+	if (!s->dw || !djp_dwarf_cu_at(s->dw, addr, &cudie))
 		return -ENODATA;
 	if (!(ci = unit_index(s, &cudie)))
 		return -ENOMEM;

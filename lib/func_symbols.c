@@ -678,20 +678,6 @@ out:
 	return ret;
 }
 
-/* The unit holding addr.  dwarf_addrdie() needs .debug_aranges, which clang
- * does not emit by default; then ask each unit's ranges. */
-static bool cu_at(Dwarf *dw, uint64_t addr, Dwarf_Die *cudie)
-{
-	Dwarf_CU *cu = NULL;
-	uint8_t unit_type;
-
-	if (dwarf_addrdie(dw, addr, cudie))
-		return true;
-	while (dwarf_get_units(dw, cu, &cu, NULL, &unit_type, cudie, NULL) == 0)
-		if (unit_type != DW_UT_type && unit_type != DW_UT_split_type && dwarf_haspc(cudie, addr) > 0)
-			return true;
-	return false;
-}
 
 /* Did GCC compile the unit without optimization, by its DW_AT_producer
  * ("GNU C17 12.2.0 -mtune=generic -march=x86-64 -g -O0")?  A producer
@@ -722,7 +708,7 @@ uint64_t djp_func_after_prologue(const char *path, const struct djp_func *fn)
 	size_t nlines;
 	Dwarf *dw;
 
-	if (open_dwarf(path, &f, &dbg, &dw, NULL, 0) || !cu_at(dw, fn->addr, &cudie) ||
+	if (open_dwarf(path, &f, &dbg, &dw, NULL, 0) || !djp_dwarf_cu_at(dw, fn->addr, &cudie) ||
 	    dwarf_getsrclines(&cudie, &lines, &nlines))
 		goto out;
 	/* libdw sorts the rows by address. */
