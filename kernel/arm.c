@@ -12,7 +12,8 @@
  *         (-EDEADLK), or a site whose bytes are not what its state says
  *         (-EBUSY: a debugger's breakpoint, a uprobe, a foreign patcher).
  *         Only the shadow copy is ever compared, never re-read text.
- * Step 4: publish the new handler lists, then a trap table that tells the
+ * Step 4: publish the new handler lists (and raise the SDT semaphores of
+ *         the sites being armed), then a trap table that tells the
  *         SIGTRAP handler what each site in flight is becoming.
  * Step 5: the int3 bootstrap (arch_poke_batch), three syncs for all.
  * Step 6: on failure, the text is as before: put the old lists back.  On
@@ -243,9 +244,15 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 	if (npokes && (err = djp_check_sigblk()))
 		goto unpublished;
 
-	/* Step 4. */
-	for (size_t i = 0; i < n; i++)
+	/* Step 4.  An SDT semaphore goes up with the lists, before the text
+	 * changes: a program that tests it before reaching the nop then
+	 * reaches the probe from the moment its first byte is armed (the
+	 * nop it runs before that does nothing). */
+	for (size_t i = 0; i < n; i++) {
 		old_lists[i] = atomic_exchange(&sites[i]->handlers, (struct djp_handler_list *)new_lists[i]);
+		if (sites[i]->state == SITE_IDLE && state[i] != SITE_IDLE)
+			semaphore_adjust(sites[i], 1);
+	}
 	if (npokes) {
 		if (!(t = trap_table_build(entries, npokes, changing, npokes))) {
 			err = -ENOMEM;
@@ -258,8 +265,11 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 
 	/* Step 6. */
 	if (err) {
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			atomic_store(&sites[i]->handlers, old_lists[i]);
+			if (sites[i]->state == SITE_IDLE && state[i] != SITE_IDLE)
+				semaphore_adjust(sites[i], -1);
+		}
 		arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
 		djp_rcu_synchronize();
 		for (size_t i = 0; i < n; i++)
@@ -272,8 +282,8 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 			state[poke_site[k]] = SITE_INT3;
 	for (size_t i = 0; i < n; i++) {
 		struct djp_site *s = sites[i];
-		if ((s->state == SITE_IDLE) != (state[i] == SITE_IDLE))
-			semaphore_adjust(s, state[i] == SITE_IDLE ? -1 : 1);
+		if (s->state != SITE_IDLE && state[i] == SITE_IDLE)
+			semaphore_adjust(s, -1); /* (raised in step 4) */
 		s->state = (uint8_t)state[i];
 		s->flavour = (uint8_t)flavour[i];
 	}
