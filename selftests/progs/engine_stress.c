@@ -244,9 +244,9 @@ int main(int argc, char **argv)
 			_Atomic uint64_t *w = probes[nprobes].w = point ? pword : word;
 			random_pattern(&seed, point ? "fn_" : "stress_s", pat, cov);
 			bump(w, cov, 0); /* odd: in flight */
-			/* entry, statement, return in turn, so that a short run
+			/* return, entry, statement in turn, so that a short run
 			 * has each */
-			unsigned where = (unsigned)(point_batches % 3);
+			unsigned where = (unsigned)((point_batches + 2) % 3);
 			if (point)
 				/* the entry, a statement in the middle, or the return */
 				id = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts),
