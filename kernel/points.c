@@ -381,14 +381,32 @@ static void point_found(struct resolve *r, const struct djp_func *f, uintptr_t a
 	r->v[r->n++] = np;
 }
 
-/* Code a return probe cannot have, as it is not entered by a call, so
- * that the word at %rsp is no return address: the process's entry point
- * (argc is there) and GCC's NAME.cold parts, which their function jumps
- * to. */
+/*
+ * Code a return probe cannot have.  Not entered by a call, so that the
+ * word at %rsp is no return address: the process's entry point (argc is
+ * there) and GCC's NAME.cold parts, which their function jumps to.  And
+ * functions that return twice through one return address: setjmp's
+ * family and getcontext keep the address they were called with (the
+ * trampoline's, once diverted) for a longjmp to return to after the first
+ * return took the pending entry away; vfork's child and parent both return
+ * through the one stack.  The unwinder's own entry points read their
+ * return address to begin the unwinding (retprobes.c).
+ */
 static bool never_called(const struct resolve *r, const struct djp_func *f)
 {
+	static const char *const twice[] = {
+		"setjmp",      "_setjmp",	 "__setjmp",	  "sigsetjmp",	   "__sigsetjmp",
+		"savectx",     "getcontext",	 "__getcontext",  "swapcontext",   "__swapcontext",
+		"vfork",       "__vfork",	 "_Unwind_RaiseException",	   "_Unwind_ForcedUnwind",
+		"_Unwind_Backtrace",		 "_Unwind_Resume", "_Unwind_Resume_or_Rethrow",
+	};
 	const char *cold = strstr(f->name, ".cold");
-	return (r->t->entry && f->addr == r->t->entry) || (cold && (!cold[5] || cold[5] == '.'));
+	if ((r->t->entry && f->addr == r->t->entry) || (cold && (!cold[5] || cold[5] == '.')))
+		return true;
+	for (size_t i = 0; i < sizeof(twice) / sizeof(twice[0]); i++)
+		if (!strcmp(f->name, twice[i]))
+			return true;
+	return false;
 }
 
 static int visit_func(void *ctx, const struct djp_func *f)
@@ -573,7 +591,7 @@ int djp_point_attach(const struct djp_probe *p, size_t *matched)
 	struct resolve r = { .pt = p->point, .p = p, .sv = &sv, .ascending = true };
 	int err = 0;
 
-	r.strict = !is_glob(p->point->func) && !is_glob(p->point->object);
+	r.strict = !is_glob(p->point->func); /* an exact function: its refusal is the answer */
 	if (p->point->retprobe && shadow_stack_on())
 		return -ENOTSUP; /* a diverted return would fault (retprobes.c) */
 	for (struct djp_object *o = djp_objects; o && !err; o = o->next)

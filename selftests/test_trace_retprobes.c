@@ -202,3 +202,36 @@ TEST_TIMEOUT(script_function_return_probes, 60)
 	CHECK(strstr(p->obuf, want) != NULL);
 	free(p);
 }
+
+/* The return of every function of the C library, in a shell that forks,
+ * pipes and execs: the commands run as before.  setjmp's family, vfork and
+ * getcontext return twice and are left out; so are the unwinder's entry
+ * points, and the engine's own calls into libc are diverted too. */
+TEST_TIMEOUT(trace_every_libc_function_return_of_a_shell, 240)
+{
+	int st;
+	struct tproc *p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-o", "/dev/null", "-c",
+						    "sh -c 'echo one; echo two | cat; echo done'", "func:*%return@libc.so*",
+						    NULL },
+				   false, -1);
+	st = tt_finish(p, 220000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(p->obuf, "one\ntwo\ndone\n") != NULL);
+	CHECK(strstr(p->ebuf, "func:malloc%return") != NULL);
+	free(p);
+}
+
+/* A return probe of a function that returns twice is refused, by name. */
+TEST_TIMEOUT(trace_return_probe_of_setjmp_is_refused, 60)
+{
+	int st;
+	char cmd[4096];
+	struct tproc *p;
+	snprintf(cmd, sizeof(cmd), "%s 3", tt_func_target());
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "func:_setjmp%return@libc.so*", NULL }, false,
+		     -1);
+	st = tt_finish(p, 30000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	CHECK(strstr(p->ebuf, "returning twice") != NULL);
+	free(p);
+}

@@ -315,8 +315,8 @@ static const char *point_problem(const char *pattern, int err)
 	if (err == -EINVAL)
 		return "not an instruction boundary inside its function";
 	if (err == -EPERM && ret)
-		return "not entered by a call (the program's entry point, or a function's .cold part): "
-		       "no return to divert";
+		return "no return to divert: not entered by a call (the program's entry point, a .cold part), "
+		       "returning twice (setjmp, vfork, getcontext) or the unwinder's own";
 	if (err == -ENOTSUP && ret)
 		return "the process has a CET shadow stack, which a diverted return would fault";
 	return connect_problem(err);
