@@ -7,6 +7,8 @@
  *   recorded event, 2 integer arguments: ns per hit over the NOP, next to
  *   what it cannot do without, the clock read (rdtsc) and an armed marker
  *   with an empty lean handler, and its cost over their sum (target 1.3)
+ *   the same event with the user stack (a script's ubacktrace():
+ *   DJP_RECORD_USTACK): the walk and the pcs in the event, ns per hit
  *   2 threads on 2 cores: each one's rate / the single-thread rate
  *   drain rate of the consumer (what the tool reads per second)
  *   1 M events/s sustained for DJP_BENCH_SECONDS (default 10): lost events
@@ -57,6 +59,11 @@ ALIGNED void hit_lean(int a, long b)
 	MARK(bench_trace_lean, "a=%d b=%ld", a, b);
 }
 
+ALIGNED void hit_stack(int a, long b)
+{
+	MARK(bench_trace_stack, "a=%d b=%ld", a, b);
+}
+
 static void empty_handler(const struct djp_hit *hit, void *data)
 {
 	(void)hit;
@@ -80,13 +87,17 @@ static void row(const char *name, double value, const char *unit, double target,
 static struct djp_recorder *rec;
 static struct djp_consumer *cons;
 static uint64_t consumed;
+static unsigned stack_depth; /* of the events with a stack */
 
 static int count_event(void *arg, const struct djp_event *ev, uint32_t tid, unsigned slot)
 {
+	unsigned n;
 	(void)arg;
 	(void)tid;
 	(void)slot;
 	consumed += ev->nargs;
+	if (djp_event_ustack(ev, &n) && n > stack_depth)
+		stack_depth = n;
 	return 0;
 }
 
@@ -128,6 +139,13 @@ static void drain_between(fn_t fn)
 static double batch_ns(fn_t fn)
 {
 	return timed_batches(fn, BATCHES, BATCH, drain_between);
+}
+
+/* The same with events that carry a stack: a quarter of the batch, so
+ * that it still fits the ring (up to 8 pcs, 104 B an event). */
+static double stack_batch_ns(fn_t fn)
+{
+	return timed_batches(fn, BATCHES, BATCH / 4, drain_between);
 }
 
 /* ---- 2 threads --------------------------------------------------------------- */
@@ -259,12 +277,12 @@ static uint64_t sustained(double rate, double secs, double *achieved)
 
 int main(void)
 {
-	double nop[RUNS], armed[RUNS], clk[RUNS], lean[RUNS], ratio[RUNS], dr[RUNS], m_nop, m_armed, m_clk, m_lean,
-		achieved;
+	double nop[RUNS], armed[RUNS], clk[RUNS], lean[RUNS], stack[RUNS], ratio[RUNS], dr[RUNS], m_nop, m_armed,
+		m_clk, m_lean, achieved;
 	const char *env = getenv("DJP_BENCH_SECONDS");
 	double secs = env ? atof(env) : 10;
 	unsigned nsites = 0;
-	int id, lean_id;
+	int id, lean_id, stack_id;
 
 	rec = djp_recorder_create(NULL);
 	if (!rec) {
@@ -276,7 +294,7 @@ int main(void)
 		perror("djp_consumer_open");
 		return 1;
 	}
-	id = djp_recorder_connect(rec, "bench_trace_hit", false, NULL, &nsites);
+	id = djp_recorder_connect(rec, "bench_trace_hit", 0, NULL, &nsites);
 	if (id < 0 || nsites != 1) {
 		fprintf(stderr, "trace_record: connect: %d (%u sites)\n", id, nsites);
 		return 1;
@@ -286,9 +304,15 @@ int main(void)
 		fprintf(stderr, "trace_record: connect bench_trace_lean: %d\n", lean_id);
 		return 1;
 	}
+	stack_id = djp_recorder_connect(rec, "bench_trace_stack", DJP_RECORD_USTACK, NULL, &nsites);
+	if (stack_id < 0 || nsites != 1) {
+		fprintf(stderr, "trace_record: connect bench_trace_stack: %d (%u sites)\n", stack_id, nsites);
+		return 1;
+	}
 	djp_clock_init();
 	drain_remote_start(drain_quietly); /* this thread on CPU 0, the drains on CPU 1 */
 	loop(hit_marker, BATCH);	    /* warm up: slot claim, page faults */
+	loop(hit_stack, BATCH / 4);
 	drain();
 
 	for (int r = 0; r < RUNS; r++) {
@@ -296,6 +320,7 @@ int main(void)
 		armed[r] = batch_ns(hit_marker);
 		clk[r] = batch_ns(hit_clock);
 		lean[r] = batch_ns(hit_lean);
+		stack[r] = stack_batch_ns(hit_stack);
 		ratio[r] = two_threads_ratio();
 		dr[r] = drain_rate();
 	}
@@ -309,6 +334,12 @@ int main(void)
 	row("armed marker, empty lean handler, ns over the NOP", m_lean - m_nop, "ns", -1, 1);
 	row("recorded event / (clock read + empty lean hit)", (m_armed - m_nop) / (m_clk - m_nop + m_lean - m_nop),
 	    "x", 1.3, 1);
+	{
+		char label[128];
+		snprintf(label, sizeof(label), "recorded event with the user stack (%u frames), ns per hit over the NOP",
+			 stack_depth);
+		row(label, median_of(stack, RUNS) - m_nop, "ns", -1, 1);
+	}
 	row("2 threads on 2 cores: per-thread rate / 1-thread rate", median_of(ratio, RUNS), "x", 0.9, 0);
 	row("drain rate (consumer, events counted)", median_of(dr, RUNS) / 1e6, "M events/s", 10, 0);
 	row("lost events during the runs above (rings drained between batches)", (double)lost_total(), "events",
@@ -322,6 +353,7 @@ int main(void)
 	}
 	djp_disconnect(id);
 	djp_disconnect(lean_id);
+	djp_disconnect(stack_id);
 	djp_consumer_close(cons);
 	djp_recorder_destroy(rec);
 	return 0;

@@ -5,7 +5,11 @@
  * Step 1: decide.  No handlers: idle.  Some handler forced int3, the site is
  *         shorter than a jump (an SDT probe's 1-byte nop), or no trampoline
  *         is in reach: int3.  Otherwise a jump, to the full trampoline if
- *         any handler may touch vector state, else to the lean one.
+ *         any handler may touch vector state, else to the lean one; to
+ *         their variant that puts %rsp and %rbp in the view if a handler
+ *         walks the stack (DJP__STACK) and the arguments do not read them:
+ *         a trampoline of its own, so that a site jumps from one variant
+ *         to the other as handlers come and go, and the others pay nothing.
  * Step 2: make the missing trampolines (one text session for the batch);
  *         a site that cannot have one falls back to int3.
  * Step 3: refuse before writing anything: a thread that blocks SIGTRAP
@@ -38,6 +42,8 @@ void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t
 	else if (state == SITE_JUMP)
 		x86_encode_jmp(out, s->addr, s->tramp[flavour]);
 }
+
+#define STACK_REGS (1u << DJP_REG_RSP | 1u << DJP_REG_RBP)
 
 /* The registers a site's trampoline of `flavour` keeps in the view: those
  * its argument locations read. */
@@ -72,9 +78,15 @@ static int vector_use(struct djp_object *o)
 	return o->vec_use;
 }
 
+/* The flavour (enum djp_flavour) of a site's trampoline index. */
+static int arch_flavour(int flavour)
+{
+	return flavour >= DJP_TRAMP_STACK ? flavour - DJP_TRAMP_STACK : flavour;
+}
+
 static void desired_state(const struct djp_site *s, const struct djp_handler_list *l, int *state, int *flavour)
 {
-	int force_int3 = 0, full = 0;
+	int force_int3 = 0, full = 0, stack = 0;
 	*flavour = DJP_LEAN;
 	if (!l || !l->n || s->is_return) { /* a return site has no bytes */
 		*state = SITE_IDLE;
@@ -83,8 +95,16 @@ static void desired_state(const struct djp_site *s, const struct djp_handler_lis
 	for (unsigned i = 0; i < l->n; i++) {
 		force_int3 |= !!(l->h[i].flags & DJP_FORCE_INT3);
 		full |= !(l->h[i].flags & DJP_GPR_ONLY);
+		stack |= (l->h[i].flags & (DJP__STACK | DJP__SKIP)) == DJP__STACK;
 	}
-	*flavour = full ? DJP_FULL : l->wants_prefetch ? DJP_LEAN_PREFETCH : DJP_LEAN;
+	/* a handler that walks the stack: a view with %rsp and %rbp, where
+	 * the arguments do not have them already (an instruction probe's
+	 * view has every register); the one handler's fast entry, if any,
+	 * is not for such a list */
+	if (stack && (regs_used(s) & STACK_REGS) != STACK_REGS)
+		*flavour = (full ? DJP_FULL : DJP_LEAN) + DJP_TRAMP_STACK;
+	else
+		*flavour = full ? DJP_FULL : l->wants_prefetch ? DJP_LEAN_PREFETCH : DJP_LEAN;
 	if (force_int3 || s->no_jump || s->len < X86_JMP_REL32_LEN || (full && !arch_xsave_size()))
 		*state = SITE_INT3;
 	else
@@ -166,7 +186,8 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 		    !sites[i]->widen_tried)
 			djp_sdt_widen(sites[i]);
 		desired_state(sites[i], new_lists[i], &state[i], &flavour[i]);
-		if (state[i] == SITE_JUMP && flavour[i] == DJP_FULL && vector_use(sites[i]->obj) == DJP_VEC_OTHER)
+		if (state[i] == SITE_JUMP && arch_flavour(flavour[i]) == DJP_FULL &&
+		    vector_use(sites[i]->obj) == DJP_VEC_OTHER)
 			state[i] = SITE_INT3; /* state no trampoline saves */
 		/* an instruction probe's displaced instructions, run out of line
 		 * by its int3 (and while a jump is placed or taken away) */
@@ -179,11 +200,14 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 		if (state[i] == SITE_JUMP && !sites[i]->tramp[flavour[i]] && !sites[i]->no_jump)
 			req_idx[nreqs] = i, reqs[nreqs++] = (struct djp_tramp_req){ .site = sites[i]->addr,
 								.len = sites[i]->len,
-								.flavour = flavour[i],
+								.flavour = arch_flavour(flavour[i]),
 								.sp_align = sites[i]->m->sp_align,
 								.ds = sites[i],
 								.list = &sites[i]->handlers,
-								.regs_used = regs_used(sites[i], flavour[i]),
+								.regs_used = regs_used(sites[i], flavour[i]) |
+									     (flavour[i] >= DJP_TRAMP_STACK
+										      ? STACK_REGS
+										      : 0),
 								/* an instruction probe's trampoline
 								 * keeps the flags and ends with the
 								 * displaced instructions */
@@ -192,7 +216,7 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 								.args = sites[i]->m->arg,
 								.nargs = sites[i]->m->nargs,
 								.bias = sites[i]->obj->bias,
-								.vec_use = flavour[i] == DJP_FULL
+								.vec_use = arch_flavour(flavour[i]) == DJP_FULL
 										   ? vector_use(sites[i]->obj)
 										   : -1 };
 	}

@@ -57,8 +57,16 @@ static void djp_run_full_list(const struct djp_hit *hit, void *list)
 	run_list(hit, list, 0);
 }
 
-/* Mark the DJP__ONCE handlers that repeat an earlier one (same fn and
- * data) DJP__SKIP; returns how many handlers run, *first the first. */
+/* Does DJP__ONCE handler j run instead of i (same data): it walks the
+ * stack and i does not, or both alike and j comes first? */
+static bool once_beats(const struct djp_handler_list *l, unsigned j, unsigned i)
+{
+	unsigned sj = l->h[j].flags & DJP__STACK, si = l->h[i].flags & DJP__STACK;
+	return (l->h[j].flags & DJP__ONCE) && l->h[j].data == l->h[i].data && (sj > si || (sj == si && j < i));
+}
+
+/* Mark the DJP__ONCE handlers that another of the same data runs instead
+ * of DJP__SKIP; returns how many handlers run, *first the first. */
 static unsigned mark_repeats(struct djp_handler_list *l, const struct djp_handler **first)
 {
 	unsigned live = 0;
@@ -66,9 +74,8 @@ static unsigned mark_repeats(struct djp_handler_list *l, const struct djp_handle
 	for (unsigned i = 0; i < l->n; i++) {
 		struct djp_handler *h = &l->h[i];
 		h->flags &= ~DJP__SKIP;
-		for (unsigned j = 0; j < i && (h->flags & DJP__ONCE); j++)
-			if ((l->h[j].flags & (DJP__ONCE | DJP__SKIP)) == DJP__ONCE && l->h[j].fn == h->fn &&
-			    l->h[j].data == h->data)
+		for (unsigned j = 0; j < l->n && (h->flags & DJP__ONCE); j++)
+			if (j != i && once_beats(l, j, i))
 				h->flags |= DJP__SKIP;
 		if (!(h->flags & DJP__SKIP) && !live++)
 			*first = h;

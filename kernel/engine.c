@@ -205,7 +205,7 @@ int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned fl
 	p->id = next_probe_id;
 	p->fn = fn;
 	p->data = data;
-	p->flags = flags | (opts && opts->once ? DJP__ONCE : 0);
+	p->flags = flags | (opts && opts->once ? DJP__ONCE : 0) | (opts && opts->stack ? DJP__STACK : 0);
 	p->plan = opts ? opts->plan : NULL;
 	if ((err = djp_probe_attach(p, &matched)) || (err = matched || (opts && opts->pending) ? 0 : -ENOENT))
 		goto out;

@@ -51,11 +51,26 @@ typedef void (*djp_fast_entry_fn)(const struct djp_hit *hit, void *plan, uint64_
 typedef djp_fast_entry_fn (*djp_fast_plan_fn)(void *data, const struct djp_site *s, struct djp_fast_plan *plan);
 
 /* Internal handler flags, above the public DJP_* ones.  DJP__ONCE: of the
- * handlers of a site with this flag and the same fn and data (probes of
- * one client whose patterns overlap), one runs per hit; djp_list_seal
- * marks the others DJP__SKIP. */
+ * handlers of a site with this flag and the same data (probes of one
+ * client whose patterns overlap), one runs per hit, a DJP__STACK one if
+ * there is one (it does what the client's others do, and more), else the
+ * first; djp_list_seal marks the others DJP__SKIP.  DJP__STACK: the
+ * handler walks the stack (kernel/unwind.h), so the site's view must hold
+ * %rsp and %rbp, which a jump-armed marker's trampoline saves only for
+ * such handlers (kernel/arm.c). */
+#define DJP__STACK (1u << 29)
 #define DJP__ONCE (1u << 30)
 #define DJP__SKIP (1u << 31)
+
+/*
+ * A site's trampolines: one per flavour (arch.h), and the lean and full
+ * ones again with %rsp and %rbp in the view, for sites a DJP__STACK
+ * handler runs at: index flavour + DJP_TRAMP_STACK.  A site's view keeps
+ * to what its arguments read otherwise, since every register stored is
+ * paid at every hit (two more were 0.2 ns a hit of a lean marker's 1.5).
+ */
+#define DJP_TRAMP_STACK DJP_FLAVOURS
+#define DJP_SITE_TRAMPS (2 * DJP_FLAVOURS)
 
 struct djp_handler {
 	djp_handler_fn fn;
@@ -88,9 +103,9 @@ struct djp_site {
 	uintptr_t addr;
 	uint8_t len;
 	uint8_t state;	 /* enum djp_site_state */
-	uint8_t flavour; /* enum djp_flavour when SITE_JUMP */
+	uint8_t flavour; /* when SITE_JUMP: enum djp_flavour, + DJP_TRAMP_STACK */
 	uint8_t orig[DJP_SITE_MAX_LEN]; /* shadow of the original bytes */
-	uintptr_t tramp[DJP_FLAVOURS];	 /* trampoline per flavour, 0 until made */
+	uintptr_t tramp[DJP_SITE_TRAMPS]; /* per flavour (above), 0 until made */
 	bool no_jump;			 /* no trampoline in reach: int3 only */
 	/* An instruction probe's (kernel/points.c): where its int3 resumes,
 	 * the displaced instruction relocated and a jump back (0 until made;
@@ -172,7 +187,8 @@ struct djp_connect_opts {
 	bool pending;	       /* keep the probe when nothing matches yet: the
 				  markers of objects loaded later get it */
 	bool once;	       /* DJP__ONCE: one call per hit with the client's
-				  other probes of the same fn and data */
+				  other probes of the same data */
+	bool stack;	       /* DJP__STACK: the handler walks the stack */
 	struct djp_point *point; /* an instruction probe's points (the
 				    pattern is then NULL); the probe owns
 				    them, freed on failure too */
@@ -291,6 +307,14 @@ int djp_ret_probes_changed(int delta);
 /* The value argument i had at the entry of the call whose return
  * handlers run on this thread now (DJP_LOC_SAVED); 0 elsewhere. */
 uint64_t djp_ret_saved(unsigned i);
+/* The return address that the stack word at `slot` held before this
+ * thread's call there was diverted (it holds djp_ret_tramp's now), or 0
+ * when no pending return of the thread has that slot: for a stack walk
+ * in a handler.  Async-signal-safe. */
+uintptr_t djp_ret_diverted(uintptr_t slot);
+/* The return trampoline's entry (arch/x86/ret_tramp.S): a `ret` of a
+ * diverted call lands there. */
+extern char djp_ret_tramp[];
 /* points.c: give every entry site of sv a return site (once a site). */
 int djp_ret_sites(struct site_vec *sv);
 /* engine.c: a probe of the engine's own, kept while return probes are

@@ -67,10 +67,6 @@
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
 
-/* The trampoline's entry (ret_tramp.S); a `ret` of a diverted call lands
- * here. */
-extern char djp_ret_tramp[];
-
 /* One pending return: where its address was, what it was, whose return
  * it is, and the entry's arguments (the return site's first nargs - 1). */
 struct ret_frame {
@@ -202,6 +198,15 @@ static void ret_hook(const struct djp_hit *hit, void *data)
 		f->vals[i] = djp_arg_fetch(hit, e, &e->m->arg[i]);
 	st->n++;
 	*slot = (uintptr_t)djp_ret_tramp;
+}
+
+uintptr_t djp_ret_diverted(uintptr_t slot)
+{
+	const struct ret_stack *st = ret_stack;
+	for (unsigned i = st ? st->n : 0; i > 0; i--)
+		if (st->f[i - 1].slot == slot && !st->f[i - 1].parked)
+			return st->f[i - 1].ra;
+	return 0;
 }
 
 uint64_t djp_ret_saved(unsigned i)

@@ -57,9 +57,18 @@
  * %rsp and %rbp.  An int3 probe's view holds them all (the SIGTRAP
  * handler copies the ucontext), an instruction probe's all but %rip (the
  * site: djp_hit_site).  A jump-armed marker's view holds %rsp and %rbp
- * only when the marker's arguments read them (arm.c, regs_used): a
- * stack-walking handler on a marker needs them added there, or the site
- * armed as int3.
+ * when the marker's arguments read them, or when a handler connected with
+ * DJP__STACK runs there: the site then jumps to a trampoline that saves
+ * them (kernel/arm.c), which the others, paying for every register they
+ * store, do not.
+ *
+ * Diverted returns.  A return probe replaces the return address of each
+ * call it watches with its trampoline's (kernel/retprobes.c), so a walk
+ * inside such a call reads djp_ret_tramp where the caller's address was.
+ * The thread's own list of pending returns says what the slot held: the
+ * walk goes on from there, as if nothing had been diverted.  (A walk runs
+ * on the thread that hit, and a hit inside a handler is a miss, so the
+ * list does not change under it.)
  *
  * Not followed: a CFA that an expression computes (stack realignment
  * through %r10, PLT stubs), registers other than %rsp, %rbp and the
@@ -369,6 +378,10 @@ static bool uw_step(const struct uw_registry *r, struct uw_reader *rd, struct uw
 	cfa = (row->cfa == DJP_UW_CFA_RSP ? f->sp : f->bp) + (uint64_t)(int64_t)row->cfa_off;
 	if (cfa <= f->sp || !uw_read(rd, cfa - 8, &ra))
 		return false;
+	if (ra == (uintptr_t)djp_ret_tramp) { /* a return probe's: the real one */
+		uint64_t real = djp_ret_diverted(cfa - 8);
+		ra = real ? real : ra;
+	}
 	if (row->rbp == DJP_UW_RBP_SAVED && !uw_read(rd, cfa + (uint64_t)(int64_t)row->rbp_off, &bp))
 		return false;
 	f->bp_ok = row->rbp != DJP_UW_RBP_LOST && (row->rbp == DJP_UW_RBP_SAVED || f->bp_ok);

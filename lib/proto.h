@@ -60,7 +60,7 @@
 #include <stdint.h>
 
 #define DJP_PROTO_MAGIC 0x4a504a44u /* "DJPJ" */
-#define DJP_PROTO_VERSION 6u
+#define DJP_PROTO_VERSION 7u
 #define DJP_PROTO_HDR_SIZE 8u
 #define DJP_PROTO_MAX_PAYLOAD (60u * 1024)
 #define DJP_PROTO_STR_MAX 4096u
@@ -69,6 +69,9 @@
 #define DJP_CONNECT_PENDING 1u
 /* CONNECT: every event of the session carries its hit's CPU (DJP_EVF_CPU) */
 #define DJP_CONNECT_CPU 2u
+/* CONNECT: each event of the pattern's sites carries the user stack of its
+ * hit (DJP_EVF_USTACK, walked in the process: kernel/unwind.c) */
+#define DJP_CONNECT_USTACK 4u
 
 enum djp_msg_type {
 	/* requests (tool to agent) */

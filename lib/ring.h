@@ -26,6 +26,9 @@
  *   u64 args[nargs]
  *   inline strings   for %s arguments: the pointer (u64), then the text,
  *                    NUL-terminated, 8-aligned
+ *   u64 pcs[n]       with DJP_EVF_USTACK only: the user stack at the hit,
+ *   u64 n            innermost first (pcs[0] the hit's pc, then return
+ *                    addresses), n <= DJP_RING_MAX_STACK, then its depth
  *   u64 cpu          with DJP_EVF_CPU only: the CPU the hit ran on, the
  *                    event's last word
  *
@@ -67,6 +70,8 @@ enum djp_ring_mode {
 };
 
 #define DJP_RING_MAX_ARGS 16
+/* Return addresses an event may carry (DJP_EVF_USTACK). */
+#define DJP_RING_MAX_STACK 64
 #define DJP_RING_STR_BOUND 64	   /* default bound for %s, NUL included */
 #define DJP_RING_STR_BOUND_MAX 1024
 #define DJP_EV_HDR_SIZE 16u
@@ -84,6 +89,7 @@ enum djp_ring_mode {
 #define DJP_EVF_PAD 0x01     /* padding: skip to the next sub-buffer */
 #define DJP_EVF_STRINGS 0x02 /* some argument words are string descriptors */
 #define DJP_EVF_CPU 0x04     /* the last word is the CPU of the hit */
+#define DJP_EVF_USTACK 0x08  /* the user stack of the hit, before the CPU */
 #define DJP_MARKER_PAD 0xffffffffu
 
 /* String descriptor fields (see above). */
@@ -282,12 +288,16 @@ uint32_t djp__ring_put_strings(uint64_t *ev, uint32_t size, const uint64_t *args
  * General registers only: no vector or x87 state is touched, except by the
  * %s copy (a system call).
  */
-/* djp_ring_record, and the CPU of the hit as the event's last word when cpu
- * is not negative (DJP_EVF_CPU): for a reader that asked for it (a script's
- * cpu()); with a constant -1 the compiler leaves no trace of it. */
-static inline __attribute__((always_inline)) int djp_ring_record_cpu(struct djp_region *r, uint32_t marker_id,
+/* djp_ring_record, and what a reader may ask of each hit besides: the CPU
+ * of the hit as the event's last word when cpu is not negative
+ * (DJP_EVF_CPU: a script's cpu()), and the npcs words of pcs, the user
+ * stack, when pcs is not NULL (DJP_EVF_USTACK: a script's ubacktrace();
+ * at most DJP_RING_MAX_STACK, more are dropped).  With a constant -1 and
+ * NULL the compiler leaves no trace of either. */
+static inline __attribute__((always_inline)) int djp_ring_record_ext(struct djp_region *r, uint32_t marker_id,
 								       const uint64_t *args, unsigned nargs,
-								       uint32_t str_mask, unsigned str_bound, int cpu)
+								       uint32_t str_mask, unsigned str_bound, int cpu,
+								       const uint64_t *pcs, unsigned npcs)
 {
 	struct djp_ring_tls *t = &djp_ring_tls;
 	struct djp_slot_hdr *s;
@@ -307,7 +317,9 @@ static inline __attribute__((always_inline)) int djp_ring_record_cpu(struct djp_
 		ret = -EINVAL;
 		goto lost;
 	}
-	max = DJP_EV_HDR_SIZE + 8 * nargs + (cpu >= 0 ? 8 : 0);
+	if (pcs && npcs > DJP_RING_MAX_STACK)
+		npcs = DJP_RING_MAX_STACK;
+	max = DJP_EV_HDR_SIZE + 8 * nargs + (cpu >= 0 ? 8 : 0) + (pcs ? 8 * (npcs + 1) : 0);
 	if (__builtin_expect(str_mask != 0, 0)) {
 		str_mask &= (1u << nargs) - 1;
 		if (!str_bound)
@@ -372,6 +384,16 @@ static inline __attribute__((always_inline)) int djp_ring_record_cpu(struct djp_
 		size = djp__ring_put_strings(e, size, args, nargs, str_mask, str_bound);
 		flags |= DJP_EVF_STRINGS;
 	}
+	if (pcs) {
+		for (unsigned i = 0; i < npcs; i++) {
+			e[size / 8 + i] = pcs[i];
+			__asm__("" ::: "memory"); /* as above */
+		}
+		size += 8 * npcs;
+		e[size / 8] = npcs;
+		size += 8;
+		flags |= DJP_EVF_USTACK;
+	}
 	if (cpu >= 0) {
 		e[size / 8] = (uint64_t)cpu;
 		size += 8;
@@ -396,11 +418,18 @@ out:
 	return ret;
 }
 
+static inline __attribute__((always_inline)) int djp_ring_record_cpu(struct djp_region *r, uint32_t marker_id,
+								       const uint64_t *args, unsigned nargs,
+								       uint32_t str_mask, unsigned str_bound, int cpu)
+{
+	return djp_ring_record_ext(r, marker_id, args, nargs, str_mask, str_bound, cpu, NULL, 0);
+}
+
 static inline __attribute__((always_inline)) int djp_ring_record(struct djp_region *r, uint32_t marker_id,
 								   const uint64_t *args, unsigned nargs, uint32_t str_mask,
 								   unsigned str_bound)
 {
-	return djp_ring_record_cpu(r, marker_id, args, nargs, str_mask, str_bound, -1);
+	return djp_ring_record_ext(r, marker_id, args, nargs, str_mask, str_bound, -1, NULL, 0);
 }
 
 /*
@@ -537,6 +566,24 @@ static inline int djp_event_cpu(const struct djp_event *ev)
 	if (!(ev->flags & DJP_EVF_CPU) || ev->size < DJP_EV_HDR_SIZE + 8u * ev->nargs + 8u)
 		return -1;
 	return (int)*(const uint64_t *)((const char *)ev + ev->size - 8);
+}
+
+/* The user stack a validated event carries (DJP_EVF_USTACK): its pcs,
+ * innermost first, and their number in *n; NULL (and 0) when it carries
+ * none, or the words do not fit between the arguments and the end. */
+static inline const uint64_t *djp_event_ustack(const struct djp_event *ev, unsigned *n)
+{
+	uint32_t end = ev->size - (ev->flags & DJP_EVF_CPU ? 8u : 0u), args = DJP_EV_HDR_SIZE + 8u * ev->nargs;
+	uint64_t k;
+
+	*n = 0;
+	if (!(ev->flags & DJP_EVF_USTACK) || ev->size < args + 8u || end < args + 8u)
+		return NULL;
+	__builtin_memcpy(&k, (const char *)ev + end - 8, 8);
+	if (k > DJP_RING_MAX_STACK || 8 * k > end - 8 - args)
+		return NULL;
+	*n = (unsigned)k;
+	return (const uint64_t *)((const char *)ev + end - 8 - 8 * k);
 }
 
 /* The pointer a string argument of a validated event was copied from (0

@@ -3,12 +3,12 @@
 # lookup of a site's function (site_function.c), which
 # need a process.
 FUZZ_SCRIPT := $(O)/fuzz/fuzz_script
-FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c lib/escape.c lib/marker_match.c \
+FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c lib/escape.c lib/marker_match.c lib/func_symbols.c lib/elf_debug.c \
 	$(filter-out tools/djp/script/cli.c tools/djp/script/live.c tools/djp/script/site_function.c,$(sort $(wildcard tools/djp/script/*.c)))
 
 $(FUZZ_SCRIPT): $(FUZZ_SCRIPT_SRCS)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude -I. -o $@ $(FUZZ_SCRIPT_SRCS)
+	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude -I. -o $@ $(FUZZ_SCRIPT_SRCS) -lelf -ldw
 
 FUZZ_TARGETS += $(FUZZ_SCRIPT)

@@ -39,6 +39,14 @@ static int accept_event(void *arg, const struct djp_event *ev, uint32_t tid, uns
 		abort();
 	for (unsigned i = 0; i < ev->nargs; i++)
 		(void)djp_event_str(ev, i, NULL, NULL);
+	{
+		unsigned k;
+		const uint64_t *pcs = djp_event_ustack(ev, &k);
+		/* a stack, if any, inside the event, after the arguments */
+		if (pcs && ((const char *)pcs < (const char *)ev->args + 8u * ev->nargs ||
+			    (const char *)(pcs + k) > (const char *)ev + ev->size))
+			abort();
+	}
 	(*n)++;
 	return 0;
 }

@@ -191,3 +191,88 @@ TEST(ring_event_cpu_word)
 	djp_region_destroy(r);
 	collected_free(&got);
 }
+
+/* DJP_EVF_USTACK: the stack's words, then their count, after any string
+ * and before the CPU word; arguments, strings and the CPU read as before,
+ * a stack longer than DJP_RING_MAX_STACK is cut there, and an event
+ * without one says none. */
+TEST(ring_event_ustack_words)
+{
+	struct djp_region *r = small_region(2, 65536, 4, DJP_RING_DISCARD);
+	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
+	struct collected got = { 0 };
+	uint64_t args[2] = { 7, (uintptr_t) "hi" }, pcs[DJP_RING_MAX_STACK + 5];
+	const uint64_t *st;
+	unsigned n;
+
+	CHECK(c);
+	for (unsigned i = 0; i < DJP_RING_MAX_STACK + 5; i++)
+		pcs[i] = 0x400000 + 16 * i;
+	CHECK_EQ(djp_ring_record_ext(r, 1, args, 2, 0x2, 0, 3, pcs, 3), 0);
+	CHECK_EQ(djp_ring_record_ext(r, 2, args, 1, 0, 0, -1, pcs, 0), 0);
+	CHECK_EQ(djp_ring_record_ext(r, 3, args, 0, 0, 0, -1, pcs, DJP_RING_MAX_STACK + 5), 0);
+	CHECK_EQ(djp_ring_record_cpu(r, 4, args, 1, 0, 0, 1), 0);
+	CHECK_EQ(djp_consumer_drain(c, &collect_ops, &got), 4);
+
+	CHECK_EQ(got.ev[0]->flags, DJP_EVF_STRINGS | DJP_EVF_CPU | DJP_EVF_USTACK);
+	CHECK_EQ(got.ev[0]->size, 16 + 16 + 8 + 8 + 3 * 8 + 8 + 8); /* words, pointer, "hi\0", pcs, n, cpu */
+	CHECK_EQ(djp_event_cpu(got.ev[0]), 3);
+	CHECK_STR(str_arg(got.ev[0], 1, NULL, NULL), "hi");
+	CHECK_EQ(got.ev[0]->args[0], 7);
+	st = djp_event_ustack(got.ev[0], &n);
+	CHECK(st != NULL);
+	CHECK_EQ(n, 3);
+	for (unsigned i = 0; i < n; i++)
+		CHECK_EQ(st[i], pcs[i]);
+
+	CHECK_EQ(got.ev[1]->flags, DJP_EVF_USTACK); /* recorded, empty */
+	CHECK(djp_event_ustack(got.ev[1], &n) != NULL);
+	CHECK_EQ(n, 0);
+	CHECK_EQ(got.ev[1]->args[0], 7);
+
+	st = djp_event_ustack(got.ev[2], &n);
+	CHECK(st != NULL);
+	CHECK_EQ(n, DJP_RING_MAX_STACK);
+	CHECK_EQ(st[n - 1], pcs[DJP_RING_MAX_STACK - 1]);
+	CHECK_EQ(djp_event_cpu(got.ev[2]), -1);
+
+	CHECK(djp_event_ustack(got.ev[3], &n) == NULL);
+	CHECK_EQ(n, 0);
+	CHECK_EQ(djp_event_cpu(got.ev[3]), 1);
+	djp_consumer_close(c);
+	djp_region_destroy(r);
+	collected_free(&got);
+}
+
+/* A reader takes no count on trust: one that says more words than the
+ * event holds between its arguments and its end is no stack. */
+TEST(ring_event_ustack_validation)
+{
+	uint64_t buf[8] = { 0 };
+	struct djp_event *ev = (struct djp_event *)buf;
+	unsigned n;
+
+	ev->size = 48; /* header, one argument, two pcs, the count */
+	ev->nargs = 1;
+	ev->flags = DJP_EVF_USTACK;
+	buf[3] = 0x401000;
+	buf[4] = 0x402000;
+	buf[5] = 2;
+	CHECK(djp_event_ustack(ev, &n) == &buf[3]);
+	CHECK_EQ(n, 2);
+	buf[5] = 3; /* would read the argument as a pc */
+	CHECK(djp_event_ustack(ev, &n) == NULL);
+	CHECK_EQ(n, 0);
+	buf[5] = (uint64_t)1 << 62; /* 8 * count wraps */
+	CHECK(djp_event_ustack(ev, &n) == NULL);
+	buf[5] = 2;
+	ev->flags |= DJP_EVF_CPU; /* then the count is the word before the last */
+	CHECK(djp_event_ustack(ev, &n) == NULL);
+	ev->size = 56;
+	buf[6] = 1;
+	CHECK(djp_event_ustack(ev, &n) == &buf[3]);
+	CHECK_EQ(djp_event_cpu(ev), 1);
+	ev->size = 24; /* no room for a count */
+	ev->flags = DJP_EVF_USTACK;
+	CHECK(djp_event_ustack(ev, &n) == NULL);
+}

@@ -152,6 +152,35 @@ TEST(overlapping_probes_of_one_client_run_once)
 	CHECK_EQ(atomic_load(&calls), 4);
 }
 
+/* Of one client's DJP__ONCE probes (same data), the one that walks the
+ * stack runs, whichever came first: it does all the others do. */
+static atomic_long stack_calls;
+
+static void count_stack(const struct djp_hit *hit, void *data)
+{
+	(void)hit;
+	(void)data;
+	atomic_fetch_add(&stack_calls, 1);
+}
+
+TEST(overlapping_probes_of_one_client_run_the_stack_one)
+{
+	struct djp_connect_opts o = { .once = true }, s = { .once = true, .stack = true };
+	static int data;
+	int a = djp__connect("once_site_*", count, &data, DJP_GPR_ONLY, &o);
+	int b = djp__connect("once_site_a", count_stack, &data, DJP_GPR_ONLY, &s);
+	CHECK(a >= 0 && b >= 0);
+	atomic_store(&calls, 0);
+	once_site();
+	CHECK_EQ(atomic_load(&calls), 0);
+	CHECK_EQ(atomic_load(&stack_calls), 1);
+	CHECK_EQ(djp_disconnect(b), 0);
+	once_site();
+	CHECK_EQ(atomic_load(&calls), 1);
+	CHECK_EQ(atomic_load(&stack_calls), 1);
+	CHECK_EQ(djp_disconnect(a), 0);
+}
+
 /* A program with no marker of its own, run by -c: traced all the same. */
 TEST_TIMEOUT(trace_c_of_a_program_with_sdt_probes_only, 60)
 {

@@ -1000,8 +1000,8 @@ TEST(unwind_walk_cost)
  * What a handler has: the hit's register view.  An int3 probe's view holds
  * every register (built from the ucontext), an instruction probe's every
  * one but %rip, which is the site; a jump-armed marker's holds %rsp and
- * %rbp only when the marker's arguments read them, so a marker is probed
- * here as int3 (kernel/unwind.h says more).
+ * %rbp when the marker's arguments read them, or when the handler is
+ * connected with DJP__STACK (kernel/unwind.h says more).
  */
 static struct {
 	uint64_t pcs[MAXF];
@@ -1074,6 +1074,95 @@ TEST(unwind_from_probe_handler)
 		struct djp_point_opts o = { .sz = sizeof(o), .func = "unwind_point_target" };
 		check_probe(djp_connect_at(&o, on_hit, NULL, modes[m]), true);
 	}
+}
+
+/* A hit's jump target at `site`, or 0 when it holds no jump. */
+static uintptr_t jump_target(uintptr_t site)
+{
+	int32_t rel;
+	if (*(volatile uint8_t *)site != 0xe9)
+		return 0;
+	memcpy(&rel, (const void *)(site + 1), 4);
+	return site + 5 + (intptr_t)rel;
+}
+
+static atomic_int plain_hits;
+
+__attribute__((target("general-regs-only"))) static void on_hit_plain(const struct djp_hit *hit, void *data)
+{
+	(void)hit;
+	(void)data;
+	atomic_fetch_add(&plain_hits, 1);
+}
+
+/*
+ * A jump-armed marker whose arguments read neither %rsp nor %rbp: its
+ * lean trampoline saves them for a handler connected with DJP__STACK, so
+ * the walk is backtrace's, as at int3 (without them the walk starts from
+ * whatever the view's slots held).  A site armed for a handler that did not
+ * ask moves to the trampoline that saves them when one that does joins,
+ * and back to the first (kept) when it leaves.
+ */
+TEST(unwind_from_jump_armed_marker)
+{
+	struct djp_connect_opts st = { .stack = true };
+	uintptr_t plain_tramp, stack_tramp;
+	int plain;
+
+	prepare();
+	/* alone */
+	memset(&mk, 0, sizeof(mk));
+	CHECK_EQ(probed_caller(0, false), 3); /* the site's address, for what follows */
+	plain = djp__connect("unwind_marked", on_hit, NULL, DJP_GPR_ONLY, &st);
+	CHECK(plain >= 0);
+	CHECK_EQ(probed_caller(0, false), 3);
+	CHECK_EQ(mk.hits, 1);
+	CHECK(jump_target(mk.site) != 0);
+	check_probe(plain, false);
+	/* with a handler that does not walk, first alone, then joined */
+	CHECK((plain = djp_connect("unwind_marked", on_hit_plain, NULL, DJP_GPR_ONLY)) >= 0);
+	CHECK((plain_tramp = jump_target(mk.site)) != 0);
+	{
+		int id = djp__connect("unwind_marked", on_hit, NULL, DJP_GPR_ONLY, &st);
+		CHECK(id >= 0);
+		CHECK((stack_tramp = jump_target(mk.site)) != 0);
+		CHECK(stack_tramp != plain_tramp);
+		check_probe(id, false);
+	}
+	CHECK_EQ(jump_target(mk.site), plain_tramp);
+	CHECK_EQ(atomic_load(&plain_hits), 1);
+	CHECK_EQ(djp_disconnect(plain), 0);
+}
+
+static void on_return(const struct djp_hit *hit, void *data)
+{
+	(void)hit;
+	(void)data;
+}
+
+/*
+ * Inside a call whose return a return probe diverted, the caller's
+ * return address on the stack is the return trampoline's: the walk takes
+ * the real one from the thread's pending returns and goes on as
+ * backtrace() does (the engine gives libgcc's unwinder the real addresses
+ * back, kernel/retprobes.c).
+ */
+TEST(unwind_through_a_diverted_return)
+{
+	struct djp_point_opts o = { .sz = sizeof(o), .func = "marked", .retprobe = true };
+	int ret, id;
+
+	prepare();
+	CHECK((ret = djp_connect_at(&o, on_return, NULL, DJP_GPR_ONLY)) >= 0);
+	CHECK((id = djp_connect("unwind_marked", on_hit, NULL, DJP_FORCE_INT3)) >= 0);
+	memset(&mk, 0, sizeof(mk));
+	CHECK_EQ(probed_caller(0, false), 3);
+	CHECK_EQ(mk.hits, 1);
+	CHECK_EQ(mk.ra, djp_ret_tramp); /* diverted when the marker was hit */
+	CHECK(mk.pcs[1] != (uintptr_t)djp_ret_tramp);
+	same_as_backtrace(mk.pcs, mk.n, mk.bt, mk.nbt, 1);
+	CHECK_EQ(djp_disconnect(id), 0);
+	CHECK_EQ(djp_disconnect(ret), 0);
 }
 
 /* ---- walks while objects come and go --------------------------------------- */

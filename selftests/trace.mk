@@ -64,3 +64,15 @@ $(FUNC_TARGET): selftests/trace_progs/func_target.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(FUNC_TARGET)
+# The user backtraces' target: call chains, a qsort comparator, an SDT probe
+# that stays int3; -O2 -g with frame pointers, and without (the default).
+USTACK_TARGET := $(TRACE_PROGS_DIR)/ustack_target
+$(USTACK_TARGET): selftests/trace_progs/ustack_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -g -fno-omit-frame-pointer $(CFLAGS) -o $@ $<
+$(USTACK_TARGET)-nofp: selftests/trace_progs/ustack_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -g -fomit-frame-pointer $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(USTACK_TARGET) $(USTACK_TARGET)-nofp

@@ -102,7 +102,7 @@ static int measure(void)
 		perror("trace_lttng: ring");
 		return 1;
 	}
-	id = djp_recorder_connect(rec, "bench_lttng_hit", false, NULL, &nsites);
+	id = djp_recorder_connect(rec, "bench_lttng_hit", 0, NULL, &nsites);
 	if (id < 0) {
 		fprintf(stderr, "trace_lttng: connect: %d\n", id);
 		return 1;

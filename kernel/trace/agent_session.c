@@ -335,7 +335,7 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 	flags = djp_get_u32(r);
 	strings.args = djp_get_u32(r);
 	strings.bound = djp_get_u32(r);
-	if (!djp_preader_done(r) || (flags & ~(DJP_CONNECT_PENDING | DJP_CONNECT_CPU)))
+	if (!djp_preader_done(r) || (flags & ~(DJP_CONNECT_PENDING | DJP_CONNECT_CPU | DJP_CONNECT_USTACK)))
 		return -EPROTO;
 	if (strings.bound > DJP_RING_STR_BOUND_MAX)
 		return reply_error(s, -EINVAL, "%s", "string bound over the ring's largest");
@@ -347,7 +347,10 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 		return reply_error(s, -E2BIG, "%s", "too many patterns in one session");
 	if (flags & DJP_CONNECT_CPU)
 		__atomic_store_n(&s->rec->cpu, true, __ATOMIC_RELAXED); /* before the connect: its plans read it */
-	id = djp_recorder_connect(s->rec, pattern, flags & DJP_CONNECT_PENDING, &strings, &nsites);
+	id = djp_recorder_connect(s->rec, pattern,
+				  (flags & DJP_CONNECT_PENDING ? DJP_RECORD_PENDING : 0) |
+					  (flags & DJP_CONNECT_USTACK ? DJP_RECORD_USTACK : 0),
+				  &strings, &nsites);
 	if (id < 0) {
 		snprintf(msg, sizeof(msg), "pattern '%s': %s", pattern, point_problem(pattern, id));
 		return djp_proto_send_error(s->fd, id, msg);

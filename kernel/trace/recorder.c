@@ -52,6 +52,21 @@
  * plans offer no fast entry, and the generic handler appends the CPU
  * (sched_getcpu, the rseq area's word) as the event's last word.  Sessions
  * that do not ask pay nothing.
+ *
+ * The user stack.  A pattern connected with DJP_RECORD_USTACK (a script
+ * whose probe calls ubacktrace(): CONNECT's DJP_CONNECT_USTACK) gets the
+ * stack handler instead: the same record, and the call stack at the hit
+ * walked in the process (kernel/unwind.c: tables read at connect time, no
+ * allocation, no lock) and appended to the event (DJP_EVF_USTACK), at most
+ * DJP_RECORDER_STACK_DEPTH pcs, SystemTap's MAXBACKTRACE.  The walk starts
+ * from %rip, %rsp and %rbp: the probe is connected with the engine's
+ * DJP__STACK, so that even a jump-armed marker's view holds the last two
+ * (kernel/arm.c), and %rip is the site (a return probe's view has the
+ * address returned to).  It has no fast entry.  A site that two patterns
+ * of the session match, one with the stack and one without, runs one of
+ * the two handlers per hit, the stack one (DJP__ONCE groups a client's
+ * handlers by their data, kernel/dispatch.c), so that each hit is still
+ * one event.
  */
 /* The promise above, held by the compiler (see the essay). */
 #pragma GCC target("general-regs-only")
@@ -64,6 +79,7 @@
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
 #include "kernel/trace/recorder.h"
+#include "kernel/unwind.h"
 #include "lib/format.h"
 #include "lib/marker_match.h"
 
@@ -143,10 +159,11 @@ static __attribute__((noinline, cold)) void count_lost(struct djp_recorder *rec,
 		__atomic_fetch_add(&rec->lost_other, 1, __ATOMIC_RELAXED);
 }
 
-void djp_recorder_hit(const struct djp_hit *hit, void *data)
+/* One hit's event: its arguments, and pcs (npcs of them) when not NULL. */
+static inline __attribute__((always_inline)) void record_hit(const struct djp_hit *hit, struct djp_recorder *rec,
+							     const struct djp_site *s, const uint64_t *pcs,
+							     unsigned npcs)
 {
-	struct djp_recorder *rec = data;
-	const struct djp_site *s = djp__hit_site(hit);
 	const struct djp_marker_info *m = s->m;
 	uint64_t args[DJP_MARKER_MAX_ARGS];
 	unsigned n = m->nargs;
@@ -160,11 +177,33 @@ void djp_recorder_hit(const struct djp_hit *hit, void *data)
 		args[i] = djp_arg_fetch(hit, s, &m->arg[i]);
 	mask = n ? strings_of(rec, id, m, &bound) : 0;
 	if (__builtin_expect(__atomic_load_n(&rec->cpu, __ATOMIC_RELAXED), 0))
-		err = djp_ring_record_cpu(rec->region, id, args, n, mask, bound, sched_getcpu());
+		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, sched_getcpu(), pcs, npcs);
 	else
-		err = djp_ring_record(rec->region, id, args, n, mask, bound);
+		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, -1, pcs, npcs);
 	if (__builtin_expect(err == -ENOBUFS, 0))
 		count_lost(rec, id);
+}
+
+void djp_recorder_hit(const struct djp_hit *hit, void *data)
+{
+	record_hit(hit, data, djp__hit_site(hit), NULL, 0);
+}
+
+/* The stack handler (see the essay).  Only %rip, %rsp and %rbp of `at`
+ * are read by the walk, so only they are written: a whole struct would
+ * be a copy the compiler may make a call of. */
+void djp_recorder_hit_stack(const struct djp_hit *hit, void *data)
+{
+	const struct djp_site *s = djp__hit_site(hit);
+	uint64_t pcs[DJP_RECORDER_STACK_DEPTH];
+	struct djp_regs at;
+	unsigned n;
+
+	at.r[DJP_REG_RIP] = s->is_return ? hit->regs.r[DJP_REG_RIP] : s->addr;
+	at.r[DJP_REG_RSP] = hit->regs.r[DJP_REG_RSP];
+	at.r[DJP_REG_RBP] = hit->regs.r[DJP_REG_RBP];
+	n = djp__unwind(&at, pcs, DJP_RECORDER_STACK_DEPTH);
+	record_hit(hit, data, s, pcs, n);
 }
 
 /*
@@ -283,19 +322,33 @@ static int add_strings(struct djp_recorder *rec, const char *pattern, const stru
 	return 0;
 }
 
-int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, bool pending,
+int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned flags,
 			 const struct djp_recorder_strings *strings, unsigned *nsites)
 {
 	struct count_ctx c = { pattern, 0, false };
+	bool ustack = flags & DJP_RECORD_USTACK;
 	/* once: a site that two of the session's patterns match records one
-	 * event per hit, not two */
-	struct djp_connect_opts o = { .plan = recorder_plan, .pending = pending, .once = true };
+	 * event per hit, not two; the stack handler has no fast entry */
+	struct djp_connect_opts o = { .plan = ustack ? NULL : recorder_plan,
+				      .pending = flags & DJP_RECORD_PENDING,
+				      .once = true,
+				      .stack = ustack };
+	djp_handler_fn fn = ustack ? djp_recorder_hit_stack : djp_recorder_hit;
 	int id, err;
 
+	if (flags & ~(DJP_RECORD_PENDING | DJP_RECORD_USTACK))
+		return -EINVAL;
+	/* the call-frame tables, read now: a walk in a handler reads only
+	 * what is ready (once; later objects are read as they come) */
+	if (ustack && !rec->stack_ready) {
+		if ((err = djp__unwind_prepare()) < 0)
+			return err;
+		rec->stack_ready = true;
+	}
 	if ((err = djp__point_parse(pattern, &o.point)) < 0)
 		return err;
 	if (o.point) /* points have no arguments: no strings, no count */
-		return djp__connect(NULL, djp_recorder_hit, rec, DJP_GPR_ONLY, &o);
+		return djp__connect(NULL, fn, rec, DJP_GPR_ONLY, &o);
 	if (strings && strings->args && (err = add_strings(rec, pattern, strings)))
 		return err;
 	/* the sites it matches, and whether any has a %s, in one walk */
@@ -304,7 +357,7 @@ int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, bool pen
 	 * ring's system call, still fault-safe) */
 	if ((strings && strings->args) || c.strings)
 		(void)djp_safe_copy_enable();
-	id = djp__connect(pattern, djp_recorder_hit, rec, DJP_GPR_ONLY, &o);
+	id = djp__connect(pattern, fn, rec, DJP_GPR_ONLY, &o);
 	if (id >= 0 && nsites)
 		*nsites = c.n;
 	return id;

@@ -16,6 +16,16 @@
 /* Marker ids below this have their own lost-event counter. */
 #define DJP_RECORDER_MAX_IDS 65536u
 
+/* The deepest user stack the stack handler records: SystemTap's
+ * MAXBACKTRACE. */
+#define DJP_RECORDER_STACK_DEPTH 20
+
+/* djp_recorder_connect's flags: keep a pattern that matches nothing yet
+ * for objects loaded later; record the user stack with each hit (a
+ * script's ubacktrace()). */
+#define DJP_RECORD_PENDING 1u
+#define DJP_RECORD_USTACK 2u
+
 /* Patterns whose markers' arguments a tool wants as strings (most). */
 #define DJP_RECORDER_MAX_STR_PATTERNS 64
 
@@ -43,6 +53,9 @@ struct djp_recorder {
 	/* each event carries its hit's CPU (DJP_EVF_CPU): a reader asked
 	 * (DJP_CONNECT_CPU); such hits take the general entry, not the fast */
 	bool cpu;
+	/* the call-frame tables were read for the stack handler (at the
+	 * first DJP_RECORD_USTACK connect) */
+	bool stack_ready;
 };
 
 /* A recorder with a new ring region; NULL with errno set. */
@@ -52,15 +65,18 @@ void djp_recorder_destroy(struct djp_recorder *rec);
 
 /* Connect the recorder to every marker matching `pattern` (DJP_GPR_ONLY),
  * with its fast entry: what djp_connect returns.  *nsites, if not NULL,
- * gets the number of sites the pattern matched.  `pending`: a pattern that
- * matches nothing now is kept for objects loaded later.  `strings`, if not
- * NULL, names arguments of its markers to copy as strings besides the %s
- * of their formats. */
-int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, bool pending,
+ * gets the number of sites the pattern matched.  flags: DJP_RECORD_*
+ * (DJP_RECORD_USTACK reads the call-frame tables first, and connects the
+ * stack handler, without a fast entry).  `strings`, if not NULL, names
+ * arguments of its markers to copy as strings besides the %s of their
+ * formats. */
+int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned flags,
 			 const struct djp_recorder_strings *strings, unsigned *nsites);
 
-/* The handler itself (data is the struct djp_recorder). */
+/* The handlers themselves (data is the struct djp_recorder): the event, and
+ * the event with the user stack of the hit. */
 void djp_recorder_hit(const struct djp_hit *hit, void *data);
+void djp_recorder_hit_stack(const struct djp_hit *hit, void *data);
 
 /* Bit i set when argument i of a marker with this format is a %s. */
 uint32_t djp_recorder_str_mask(const char *format, unsigned nargs);

@@ -263,7 +263,7 @@ static int record_mode(void)
 	struct djp_consumer *cons = rec ? djp_consumer_open(djp_region_fd(rec->region)) : NULL;
 	static const struct djp_drain_ops ops = { check_event, NULL };
 	int id;
-	if (!cons || (id = djp_recorder_connect(rec, "args_*", false, NULL, NULL)) < 0) {
+	if (!cons || (id = djp_recorder_connect(rec, "args_*", 0, NULL, NULL)) < 0) {
 		fprintf(stderr, "recorder: cannot connect\n");
 		return 1;
 	}

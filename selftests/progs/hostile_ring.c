@@ -131,7 +131,7 @@ int main(int argc, char **argv)
 	}
 	r->base = area;
 	r->hdr = (struct djp_region_hdr *)area;
-	id = djp_recorder_connect(rec, "hostile_*", false, NULL, &nsites);
+	id = djp_recorder_connect(rec, "hostile_*", 0, NULL, &nsites);
 	if (id < 0 || nsites != 4) {
 		fprintf(stderr, "hostile_ring: connect: %d, %u sites\n", id, nsites);
 		return 1;

@@ -201,6 +201,18 @@ static const struct {
 	{ "usymdata", B_USYMDATA, 1, TY_STR, { TY_LONG } },
 	{ "umodname", B_UMODNAME, 1, TY_STR, { TY_LONG } },
 	{ "uaddr", B_UADDR, 0, TY_LONG, { 0 } },
+	/* the user stack of the hit (recorded with it), as stap's
+	 * ucontext-unwind.stp and ucontext-symbols.stp */
+	{ "ubacktrace", B_UBACKTRACE, 0, TY_STR, { 0 } },
+	{ "sprint_ubacktrace", B_SPRINT_UBACKTRACE, 0, TY_STR, { 0 } },
+	{ "print_ubacktrace", B_PRINT_UBACKTRACE, 0, TY_LONG, { 0 } },
+	{ "print_ubacktrace_brief", B_PRINT_UBACKTRACE_BRIEF, 0, TY_LONG, { 0 } },
+	{ "ucallers", B_UCALLERS, 1, TY_STR, { TY_LONG } },
+	{ "ustack", B_USTACK, 1, TY_LONG, { TY_LONG } },
+	{ "print_ustack", B_PRINT_USTACK, 1, TY_LONG, { TY_STR } },
+	{ "sprint_ustack", B_SPRINT_USTACK, 1, TY_STR, { TY_STR } },
+	{ "print_usyms", B_PRINT_USYMS, 1, TY_LONG, { TY_STR } },
+	{ "sprint_usyms", B_SPRINT_USYMS, 1, TY_STR, { TY_STR } },
 };
 
 /* stap tapset functions a script may call that are not built in yet: said
@@ -208,9 +220,7 @@ static const struct {
 static bool stap_function_missing(const char *name)
 {
 	static const char *const missing[] = {
-		"probemod",
-		"ubacktrace", "print_ubacktrace", "print_ubacktrace_brief",
-		"sprint_ubacktrace", "ucallers", "user_long_error", "user_string_warn", "user_string2", "kernel_string", "kernel_long",
+		"probemod", "user_long_error", "user_string_warn", "user_string2", "kernel_string", "kernel_long",
 		"kernel_int", "backtrace", "print_backtrace", "symname", "symdata", "task_current", "pid2execname",
 		"pid2task", "indent", "sprint_backtrace", "execname_pid", "set_kernel_string",
 		"is_myproc", "callers",
@@ -1090,6 +1100,47 @@ static void pass(struct checker *ck)
 	ck->probe = NULL;
 }
 
+/* Builtins that read the hit's user stack. */
+static bool reads_ustack(int op)
+{
+	return op == B_UBACKTRACE || op == B_SPRINT_UBACKTRACE || op == B_PRINT_UBACKTRACE ||
+	       op == B_PRINT_UBACKTRACE_BRIEF || op == B_UCALLERS || op == B_USTACK;
+}
+
+/* Does n read the user stack, itself or through a function that is known
+ * to (uses_ustack so far)? */
+static bool calls_ustack(const struct node *n)
+{
+	if (!n)
+		return false;
+	if ((n->kind == N_BUILTIN && reads_ustack(n->op)) || (n->kind == N_CALL && n->fn && n->fn->uses_ustack))
+		return true;
+	if (calls_ustack(n->a) || calls_ustack(n->b) || calls_ustack(n->c) || calls_ustack(n->d) ||
+	    calls_ustack(n->fe_limit) || calls_ustack(n->fe_slice))
+		return true;
+	for (int i = 0; i < n->nargs; i++)
+		if (calls_ustack(n->args[i]))
+			return true;
+	return false;
+}
+
+/* Which functions and probes read the hit's user stack: the functions to
+ * a fixed point (calls may go round), then each probe.  A probe that does
+ * has its sites connected so that each hit records the stack, the work of
+ * a stack walk in the target, which the others do not pay. */
+static void mark_ustack(struct script *sc)
+{
+	bool changed = true;
+	while (changed) {
+		changed = false;
+		for (struct func *f = sc->funcs; f; f = f->next)
+			if (!f->uses_ustack && calls_ustack(f->body))
+				f->uses_ustack = changed = true;
+	}
+	for (struct probe *p = sc->probes; p; p = p->next)
+		p->uses_ustack = calls_ustack(p->cond) || calls_ustack(p->body);
+}
+
 int check_script(struct script *sc)
 {
 	struct checker ck = { .sc = sc };
@@ -1126,6 +1177,7 @@ int check_script(struct script *sc)
 				f->ret = TY_LONG; /* a function that returns nothing */
 		}
 		check_unresolved(&ck, sc->globals, "global");
+		mark_ustack(sc);
 	}
 	return ck.errors;
 }

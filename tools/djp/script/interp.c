@@ -38,6 +38,7 @@
 #include "lang.h"
 #include "tapset.h"
 #include "tapset_named.h"
+#include "ubacktrace.h"
 #include "usym.h"
 
 volatile int run_interrupted;
@@ -81,6 +82,7 @@ struct run {
 	uint64_t actions;
 	union cell ret;
 	struct strbuf pb;
+	struct strbuf ub; /* the backtrace functions' text */
 	struct iter iters[MAX_ITERS];
 	int niters;
 	struct tapset_tokens tokens; /* tokenize()'s string */
@@ -502,6 +504,77 @@ static struct tapset_named *named(struct run *r)
 	return r->named;
 }
 
+/* ---- user backtraces (ubacktrace.c) ------------------------------------ */
+
+/* The user stack the hit recorded: its pcs in *pcs, how many (0 in a
+ * probe without one: begin, end, a timer, a source that records none). */
+static unsigned hit_ustack(struct run *r, const uint64_t **pcs)
+{
+	*pcs = r->ev ? r->ev->ustack : NULL;
+	return *pcs ? r->ev->nustack : 0;
+}
+
+/* r->ub emptied, for one function's text. */
+static struct strbuf *ub_reset(struct run *r)
+{
+	r->ub.len = 0;
+	if (r->ub.p)
+		r->ub.p[0] = 0;
+	return &r->ub;
+}
+
+/* The stack in `style`, into r->ub; where there is none, what stap's
+ * runtime prints for a symbolic backtrace that has no user registers. */
+static struct strbuf *ub_stack(struct run *r, enum ubt_style style)
+{
+	struct strbuf *b = ub_reset(r);
+	const uint64_t *pcs;
+	unsigned n = hit_ustack(r, &pcs);
+	char msg[600];
+
+	if (!n) {
+		snprintf(msg, sizeof(msg), "<no user backtrace at %s>\n", r->pp ? r->pp : "");
+		sb_put(b, msg, strlen(msg));
+		return b;
+	}
+	/* print_ubacktrace() in a return probe says what returned where to */
+	if (style == UBT_FULL && r->bind && r->bind->desc->site_runtime && strstr(r->bind->desc->name, "%return")) {
+		sb_put(b, "Returning from: ", 16);
+		ubt_addr(b, ctx_pid(r), r->bind->desc->site, UBT_FULL);
+		sb_put(b, "Returning to  : ", 16);
+	}
+	ubt_stack(b, ctx_pid(r), pcs, n, style);
+	return b;
+}
+
+static void ub_emit(struct run *r, const struct strbuf *b)
+{
+	if (b->len)
+		emit(r, b->p, b->len);
+}
+
+/* ustack(n): pcs[n] (a negative n is 0, as stap's fallback reads it). */
+static int64_t ustack_at(struct run *r, struct node *n)
+{
+	const uint64_t *pcs;
+	unsigned k = hit_ustack(r, &pcs);
+	int64_t i = eval_n(r, n->args[0]);
+	if (!k || i >= (int64_t)k)
+		rt_error(r, n, "reached end of stack before unwinding to level %lld", (long long)i);
+	return (int64_t)pcs[i < 0 ? 0 : i];
+}
+
+static const char *ucallers(struct run *r, struct node *n)
+{
+	const uint64_t *pcs;
+	unsigned k = hit_ustack(r, &pcs);
+	int64_t depth = eval_n(r, n->args[0]);
+	struct strbuf *b = ub_reset(r);
+	if (!ubt_callers(b, pcs, k, depth, MAXSTRINGLEN - 1))
+		rt_error(r, n, "reached end of stack before unwinding to level %lld", (long long)depth);
+	return arena_strn(r, b->p ? b->p : "", b->len);
+}
+
 static int64_t builtin_named(struct run *r, struct node *n)
 {
 	static const char *const ansi[] = {
@@ -639,6 +712,16 @@ static int64_t builtin_named(struct run *r, struct node *n)
 		return r->bind && r->ev && r->bind->desc->site_runtime ? (int64_t)r->bind->desc->site : 0;
 	case B_CPU: /* the hit's; begin, end and timers run in the tool */
 		return r->ev ? (r->ev->cpu >= 0 ? r->ev->cpu : 0) : sched_getcpu();
+	case B_PRINT_UBACKTRACE: ub_emit(r, ub_stack(r, UBT_FULL)); return 0;
+	case B_PRINT_UBACKTRACE_BRIEF: ub_emit(r, ub_stack(r, UBT_BRIEF)); return 0;
+	case B_USTACK: return ustack_at(r, n);
+	case B_PRINT_USTACK:
+	case B_PRINT_USYMS: {
+		const char *s = eval_s(r, n->args[0]);
+		ubt_usyms(ub_reset(r), ctx_pid(r), s, 0);
+		ub_emit(r, &r->ub);
+		return 0;
+	}
 	case B_USER_I8: return user_integer(r, n, 1, true);
 	case B_USER_I16: return user_integer(r, n, 2, true);
 	case B_USER_I32: return user_integer(r, n, 4, true);
@@ -886,6 +969,25 @@ static const char *builtin_s(struct run *r, struct node *n)
 	case B_USYMDATA:
 	case B_UMODNAME: return usym_string(r, n->op, (uint64_t)eval_n(r, n->args[0]));
 	case B_MATCHED: return matched(r, n);
+	case B_UBACKTRACE: {
+		const uint64_t *pcs;
+		unsigned k = hit_ustack(r, &pcs);
+		struct strbuf *b = ub_reset(r);
+		ubt_stack(b, ctx_pid(r), pcs, k, UBT_HEX);
+		return arena_strn(r, b->p ? b->p : "", b->len); /* cut at MAXSTRINGLEN - 1, as stap */
+	}
+	case B_SPRINT_UBACKTRACE: {
+		struct strbuf *b = ub_stack(r, UBT_SIMPLE);
+		return arena_strn(r, b->p, b->len);
+	}
+	case B_UCALLERS: return ucallers(r, n);
+	case B_SPRINT_USTACK:
+	case B_SPRINT_USYMS: {
+		const char *s = eval_s(r, n->args[0]);
+		struct strbuf *b = ub_reset(r);
+		ubt_usyms(b, ctx_pid(r), s, MAXSTRINGLEN - 1);
+		return arena_strn(r, b->p ? b->p : "", b->len);
+	}
 	}
 	return "";
 }
@@ -1113,9 +1215,9 @@ static int64_t eval_n(struct run *r, struct node *n)
 }
 
 /* usymname(), usymdata(), umodname() of an address of the hit's process,
- * as stap spells them: the name, "name+0xoff/0xsize [module]", the
- * object's path; the address in hex, or "<unknown>", where nothing is
- * known. */
+ * as stap spells them: the name, "name+0xoff/0xsize [module]" (ubacktrace.c
+ * writes it), the object's path; the address in hex, or "<unknown>", where
+ * nothing is known. */
 static const char *usym_string(struct run *r, int op, uint64_t addr)
 {
 	struct usym u;
@@ -1123,14 +1225,17 @@ static const char *usym_string(struct run *r, int op, uint64_t addr)
 	bool known = usym_lookup(ctx_pid(r), addr, &u);
 	int len;
 
+	if (op == B_USYMDATA) {
+		struct strbuf *b = ub_reset(r);
+		ubt_addr(b, ctx_pid(r), addr, UBT_DATA);
+		return arena_strn(r, b->p, b->len);
+	}
 	if (op == B_UMODNAME)
 		len = snprintf(buf, sizeof(buf), "%s", known && u.module ? u.module : "<unknown>");
 	else if (!known || !u.name)
-		len = snprintf(buf, sizeof(buf), "%#" PRIx64, addr);
-	else if (op == B_USYMNAME)
-		len = snprintf(buf, sizeof(buf), "%s", u.name);
+		len = snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
 	else
-		len = snprintf(buf, sizeof(buf), "%s+%#" PRIx64 "/%#" PRIx64 " [%s]", u.name, u.off, u.size, u.module);
+		len = snprintf(buf, sizeof(buf), "%s", u.name + (u.name[0] == '.'));
 	return arena_strn(r, buf, len > 0 && (size_t)len < sizeof(buf) ? (size_t)len : strlen(buf));
 }
 
@@ -1730,7 +1835,7 @@ static void add_line_globs(struct djp_arm_glob **globs, unsigned *nglobs, const 
 		if (!g || !(*globs = realloc(*globs, sizeof(**globs) * (*nglobs + 1))))
 			abort();
 		snprintf(g, n, "func:%s%s", pp->names[i], at ? at : "");
-		(*globs)[(*nglobs)++] = (struct djp_arm_glob){ g, 0, 0, !pp->optional };
+		(*globs)[(*nglobs)++] = (struct djp_arm_glob){ g, 0, 0, !pp->optional, p->uses_ustack };
 		probe_strings(p, &(*globs)[*nglobs - 1]);
 	}
 }
@@ -1779,9 +1884,10 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 				if (k == nglobs) {
 					if (!(globs = realloc(globs, sizeof(*globs) * (nglobs + 1))))
 						abort();
-					globs[nglobs++] = (struct djp_arm_glob){ g, 0, 0, false };
+					globs[nglobs++] = (struct djp_arm_glob){ g, 0, 0, false, false };
 				}
 				globs[k].now |= pp->point && !pp->optional;
+				globs[k].ustack |= p->uses_ustack;
 				probe_strings(p, &globs[k]);
 			}
 		int rc;
@@ -1876,6 +1982,7 @@ out:
 	arena_reset(r);
 	free(r->arena);
 	free(r->pb.p);
+	free(r->ub.p);
 	free(r->commands);
 	tapset_named_free(r->named);
 	free(r);

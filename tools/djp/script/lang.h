@@ -165,6 +165,10 @@ enum builtin {
 	B_ENV_VAR, B_CPU,
 	B_USYMNAME, B_USYMDATA, B_UMODNAME, /* the target's symbols (usym.c) */
 	B_UADDR, /* the probe's address in the target */
+	/* user backtraces (ubacktrace.c): of the stack the hit recorded ... */
+	B_UBACKTRACE, B_SPRINT_UBACKTRACE, B_PRINT_UBACKTRACE, B_PRINT_UBACKTRACE_BRIEF, B_UCALLERS, B_USTACK,
+	/* ... and of addresses in a string */
+	B_PRINT_USTACK, B_SPRINT_USTACK, B_PRINT_USYMS, B_SPRINT_USYMS,
 };
 enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG, A_VARIANCE };
 enum print_kind { P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD };
@@ -236,6 +240,7 @@ struct func {
 	int nslots;
 	struct node *body;
 	bool checking;
+	bool uses_ustack; /* it, or a function it calls, reads the hit's user stack */
 	struct func *next;
 };
 
@@ -295,6 +300,9 @@ struct probe {
 	struct binding **binds; /* the markers this probe is attached to */
 	int nbinds;
 	bool has_nonmark;	/* begin, end or timer among its points */
+	/* its body reads the hit's user stack (ubacktrace() and the like,
+	 * here or in a function it calls): its hits record it */
+	bool uses_ustack;
 	struct probe *next;
 	int index;
 	bool synthetic; /* generated display of unread globals */

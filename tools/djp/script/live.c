@@ -247,8 +247,8 @@ static void keep_kid(struct live *l, struct session *k, bool start)
 		usym_remember(k->pid);
 	}
 	for (unsigned i = 0; ok && i < l->nglobs; i++)
-		ok = !session_connect(k, l->globs[i].glob, connect_flags(l), l->globs[i].str_args,
-				      l->globs[i].str_bound, &nsites);
+		ok = !session_connect(k, l->globs[i].glob, connect_flags(l) | (l->globs[i].ustack ? DJP_CONNECT_USTACK : 0),
+				      l->globs[i].str_args, l->globs[i].str_bound, &nsites);
 	if (ok && !session_kids_follow(&l->kids, k) && (!start || !session_start(k)))
 		session_kids_keep(&l->kids, k);
 	else
@@ -319,6 +319,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			ev->comm = l->comm[0] ? l->comm : NULL;
 			ev->nargs = n;
 			ev->cpu = djp_event_cpu(e);
+			ev->ustack = djp_event_ustack(e, &ev->nustack);
 			for (unsigned i = 0; i < n; i++) {
 				uint64_t flags = 0;
 				ev->strs[i] = djp_event_str(e, i, NULL, &flags);
@@ -378,7 +379,8 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	for (unsigned i = 0; i < nglobs; i++) {
 		unsigned nsites;
 		/* pending: an optional point ('?') may match nothing yet */
-		unsigned flags = connect_flags(l) & ~(globs[i].now ? DJP_CONNECT_PENDING : 0u);
+		unsigned flags = (connect_flags(l) & ~(globs[i].now ? DJP_CONNECT_PENDING : 0u)) |
+				 (globs[i].ustack ? DJP_CONNECT_USTACK : 0u);
 		if (!session_connect(&l->s, globs[i].glob, flags, globs[i].str_args, globs[i].str_bound, &nsites))
 			continue;
 		fprintf(stderr, "djp: %s: %s\n", globs[i].glob, l->s.errmsg);

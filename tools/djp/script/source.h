@@ -57,6 +57,11 @@ struct djp_ev {
 	/* strs[i] is the readable prefix of a string whose copy faulted */
 	bool str_fault[DJP_EV_MAX_ARGS];
 	int32_t cpu; /* the CPU of the hit, or -1 when not recorded */
+	/* the user stack of the hit, innermost first (ustack[0] the hit's
+	 * pc, then return addresses), when its probe asked for it: nustack
+	 * pcs, 0 when none was recorded */
+	const uint64_t *ustack;
+	unsigned nustack;
 };
 
 enum {
@@ -76,6 +81,7 @@ struct djp_arm_glob {
 	unsigned str_bound; /* bytes, NUL included */
 	bool now;	    /* a function or statement point, not optional: it
 			       must match when connected, not in a later object */
+	bool ustack;	    /* each hit records the user stack (ubacktrace()) */
 };
 
 struct djp_source_ops {

@@ -132,7 +132,7 @@ bool usym_lookup(int32_t pid, uint64_t addr, struct usym *out)
 			return false;
 	}
 	uf = &files[m->file];
-	*out = (struct usym){ .module = uf->path };
+	*out = (struct usym){ .module = uf->path, .map_off = addr - m->start, .map_size = m->end - m->start };
 	off = addr - m->start + m->off; /* the file offset */
 	if (!uf->funcs)
 		return true;

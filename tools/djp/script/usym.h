@@ -14,6 +14,9 @@ struct usym {
 	const char *name;   /* the function, or NULL when no symbol holds the address */
 	uint64_t off, size; /* the address's offset into it, and its size */
 	const char *module; /* the object's path, or NULL when no object is mapped there */
+	/* the address's offset into the object's mapping that holds it, and
+	 * the mapping's size: what stap says of an address no symbol holds */
+	uint64_t map_off, map_size;
 };
 
 /* Read (again) what pid has mapped now, while it lives: at the start of a
