@@ -101,7 +101,7 @@ static void desired_state(const struct djp_site *s, const struct djp_handler_lis
 	 * the arguments do not have them already (an instruction probe's
 	 * view has every register); the one handler's fast entry, if any,
 	 * is not for such a list */
-	if (stack && (regs_used(s) & STACK_REGS) != STACK_REGS)
+	if (stack && (regs_used(s, full ? DJP_FULL : DJP_LEAN) & STACK_REGS) != STACK_REGS)
 		*flavour = (full ? DJP_FULL : DJP_LEAN) + DJP_TRAMP_STACK;
 	else
 		*flavour = full ? DJP_FULL : l->wants_prefetch ? DJP_LEAN_PREFETCH : DJP_LEAN;
