@@ -112,6 +112,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/errline.h"
 #include "lib/elf_debug.h"
 #include "lib/func_params.h"
 
@@ -166,25 +167,6 @@ struct djp_params_file {
 	Dwarf_CFI *eh_frame; /* the object's .eh_frame */
 };
 
-/* "PATH: problem" into err (when there is room) and ret, for one-line
- * returns. */
-static int set_err(char *err, size_t errsz, int ret, const char *prefix, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-static int set_err(char *err, size_t errsz, int ret, const char *prefix, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (!err || !errsz)
-		return ret;
-	n = snprintf(err, errsz, "%s: ", prefix);
-	if (n >= 0 && (size_t)n < errsz) {
-		va_start(ap, fmt);
-		vsnprintf(err + n, errsz - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
 
 /* ---- the files ---- */
 
@@ -197,24 +179,24 @@ static int open_object(struct djp_params_file *pf, char *err, size_t errsz)
 	GElf_Ehdr eh;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
-		return set_err(err, errsz, -ENOSYS, path, "libelf is too old");
+		return djp_errline(err, errsz, -ENOSYS, path, "libelf is too old");
 	/* Non-blocking: a FIFO would block the open until a writer came. */
 	pf->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (pf->fd < 0)
-		return set_err(err, errsz, -errno, path, "%s", strerror(errno));
+		return djp_errline(err, errsz, -errno, path, "%s", strerror(errno));
 	if (fstat(pf->fd, &st))
-		return set_err(err, errsz, -errno, path, "%s", strerror(errno));
+		return djp_errline(err, errsz, -errno, path, "%s", strerror(errno));
 	if (S_ISDIR(st.st_mode))
-		return set_err(err, errsz, -EISDIR, path, "is a directory");
+		return djp_errline(err, errsz, -EISDIR, path, "is a directory");
 	if (!S_ISREG(st.st_mode))
-		return set_err(err, errsz, -EINVAL, path, "not a regular file");
+		return djp_errline(err, errsz, -EINVAL, path, "not a regular file");
 	pf->elf = elf_begin(pf->fd, ELF_C_READ_MMAP, NULL);
 	if (!pf->elf || elf_kind(pf->elf) != ELF_K_ELF)
-		return set_err(err, errsz, -ENOEXEC, path, "not an ELF file");
+		return djp_errline(err, errsz, -ENOEXEC, path, "not an ELF file");
 	if (gelf_getclass(pf->elf) != ELFCLASS64 || !gelf_getehdr(pf->elf, &eh))
-		return set_err(err, errsz, -ENOEXEC, path, "not a 64-bit ELF file");
+		return djp_errline(err, errsz, -ENOEXEC, path, "not a 64-bit ELF file");
 	if (eh.e_machine != EM_X86_64)
-		return set_err(err, errsz, -ENOEXEC, path, "not an x86-64 ELF file (machine %u)", eh.e_machine);
+		return djp_errline(err, errsz, -ENOEXEC, path, "not an x86-64 ELF file (machine %u)", eh.e_machine);
 	return 0;
 }
 
@@ -301,14 +283,14 @@ int djp_params_open(const char *path, struct djp_params_file **out, char *err, s
 		err[0] = 0;
 	if (!(pf = calloc(1, sizeof(*pf))) || !(pf->path = strdup(path))) {
 		free(pf);
-		return set_err(err, errsz, -ENOMEM, path, "out of memory");
+		return djp_errline(err, errsz, -ENOMEM, path, "out of memory");
 	}
 	pf->fd = pf->dbg_fd = -1;
 	if ((ret = open_object(pf, err, errsz)))
 		goto fail;
 	pf->own.dw = dwarf_begin_elf(pf->elf, DWARF_C_READ, NULL);
 	if (!pf->own.dw && !debug_dwarf(pf)) {
-		ret = set_err(err, errsz, -ENODATA, path, "no debug information");
+		ret = djp_errline(err, errsz, -ENODATA, path, "no debug information");
 		goto fail;
 	}
 	*out = pf;
@@ -459,11 +441,11 @@ static int find_function(struct djp_params_file *pf, uint64_t addr, Dwarf_Die *s
 		*src = &pf->dbg;
 	}
 	if (ret == -ENODATA)
-		return set_err(err, errsz, ret, pf->path, "no debug information for the function at 0x%" PRIx64, addr);
+		return djp_errline(err, errsz, ret, pf->path, "no debug information for the function at 0x%" PRIx64, addr);
 	if (ret == -ENOENT)
-		return set_err(err, errsz, ret, pf->path, "no DWARF entry for the function at 0x%" PRIx64, addr);
+		return djp_errline(err, errsz, ret, pf->path, "no DWARF entry for the function at 0x%" PRIx64, addr);
 	if (ret)
-		return set_err(err, errsz, ret, pf->path, "out of memory");
+		return djp_errline(err, errsz, ret, pf->path, "out of memory");
 	return 0;
 }
 
@@ -1841,10 +1823,10 @@ int djp_params_get(struct djp_params_file *pf, uint64_t func_addr, uint64_t pc, 
 	if ((r = find_function(pf, func_addr, &sub, &src, err, errsz)))
 		return r;
 	if (pc != func_addr && dwarf_haspc(&sub, pc) <= 0)
-		return set_err(err, errsz, -EINVAL, pf->path, "0x%" PRIx64 " is not inside the function at 0x%" PRIx64,
+		return djp_errline(err, errsz, -EINVAL, pf->path, "0x%" PRIx64 " is not inside the function at 0x%" PRIx64,
 			       pc, func_addr);
 	if (!(w = calloc(DJP_PARAMS_MAX, sizeof(*w))))
-		return set_err(err, errsz, -ENOMEM, pf->path, "out of memory");
+		return djp_errline(err, errsz, -ENOMEM, pf->path, "out of memory");
 	find_origin(&sub, &origin);
 	n = collect(&sub, &origin, w);
 	describe(w, n);
@@ -1859,7 +1841,7 @@ int djp_params_get(struct djp_params_file *pf, uint64_t func_addr, uint64_t pc, 
 	r = fill(out, w, n);
 	free(w);
 	if (r)
-		return set_err(err, errsz, r, pf->path, "out of memory");
+		return djp_errline(err, errsz, r, pf->path, "out of memory");
 	return 0;
 }
 

@@ -79,6 +79,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/errline.h"
 #include "lib/elf_debug.h"
 #include "lib/func_symbols.h"
 
@@ -114,23 +115,6 @@ struct cands {
 	size_t n, cap;
 };
 
-static int set_err(char *err, size_t errsz, int ret, const char *prefix, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-static int set_err(char *err, size_t errsz, int ret, const char *prefix, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (!err || !errsz)
-		return ret;
-	n = snprintf(err, errsz, "%s: ", prefix);
-	if (n >= 0 && (size_t)n < errsz) {
-		va_start(ap, fmt);
-		vsnprintf(err + n, errsz - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
 
 static void close_elf(struct elf_file *f)
 {
@@ -153,45 +137,45 @@ static int open_elf(struct elf_file *f, const char *path, char *err, size_t errs
 	f->path = path;
 	f->elf = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
-		return set_err(err, errsz, -ENOSYS, path, "libelf is too old");
+		return djp_errline(err, errsz, -ENOSYS, path, "libelf is too old");
 	/* Non-blocking: a FIFO would block the open until a writer came. */
 	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (f->fd < 0)
-		return set_err(err, errsz, -errno, path, "%s", strerror(errno));
+		return djp_errline(err, errsz, -errno, path, "%s", strerror(errno));
 	if (fstat(f->fd, &st))
-		return set_err(err, errsz, -errno, path, "%s", strerror(errno));
+		return djp_errline(err, errsz, -errno, path, "%s", strerror(errno));
 	if (S_ISDIR(st.st_mode))
-		return set_err(err, errsz, -EISDIR, path, "is a directory");
+		return djp_errline(err, errsz, -EISDIR, path, "is a directory");
 	if (!S_ISREG(st.st_mode))
-		return set_err(err, errsz, -EINVAL, path, "not a regular file");
+		return djp_errline(err, errsz, -EINVAL, path, "not a regular file");
 	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
 	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF)
-		return set_err(err, errsz, -ENOEXEC, path, "not an ELF file");
+		return djp_errline(err, errsz, -ENOEXEC, path, "not an ELF file");
 	if (gelf_getclass(f->elf) != ELFCLASS64)
-		return set_err(err, errsz, -ENOEXEC, path, "not a 64-bit ELF file (32-bit objects are not supported)");
+		return djp_errline(err, errsz, -ENOEXEC, path, "not a 64-bit ELF file (32-bit objects are not supported)");
 	if (!gelf_getehdr(f->elf, &eh))
-		return set_err(err, errsz, -ENOEXEC, path, "truncated ELF file (incomplete ELF header)");
+		return djp_errline(err, errsz, -ENOEXEC, path, "truncated ELF file (incomplete ELF header)");
 	if (eh.e_machine != EM_X86_64)
-		return set_err(err, errsz, -ENOEXEC, path, "not an x86-64 ELF file (machine %u)", eh.e_machine);
+		return djp_errline(err, errsz, -ENOEXEC, path, "not an x86-64 ELF file (machine %u)", eh.e_machine);
 	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
-		return set_err(err, errsz, -ENOEXEC, path, "not an executable or shared object (ELF type %u)",
+		return djp_errline(err, errsz, -ENOEXEC, path, "not an executable or shared object (ELF type %u)",
 			       eh.e_type);
 	if (eh.e_shoff > (uint64_t)st.st_size ||
 	    (uint64_t)eh.e_shnum * eh.e_shentsize > (uint64_t)st.st_size - eh.e_shoff)
-		return set_err(err, errsz, -ENOEXEC, path, "truncated ELF file (section headers past the end of the file)");
+		return djp_errline(err, errsz, -ENOEXEC, path, "truncated ELF file (section headers past the end of the file)");
 	if (eh.e_phoff > (uint64_t)st.st_size ||
 	    (uint64_t)eh.e_phnum * eh.e_phentsize > (uint64_t)st.st_size - eh.e_phoff)
-		return set_err(err, errsz, -ENOEXEC, path, "truncated ELF file (program headers past the end of the file)");
+		return djp_errline(err, errsz, -ENOEXEC, path, "truncated ELF file (program headers past the end of the file)");
 	if (elf_getshdrnum(f->elf, &shnum) || elf_getshdrstrndx(f->elf, &f->shstrndx))
-		return set_err(err, errsz, -ENOEXEC, path, "corrupt ELF file: %s", elf_errmsg(-1));
+		return djp_errline(err, errsz, -ENOEXEC, path, "corrupt ELF file: %s", elf_errmsg(-1));
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(f->elf, scn))) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh))
-			return set_err(err, errsz, -ENOEXEC, path, "corrupt ELF file: %s", elf_errmsg(-1));
+			return djp_errline(err, errsz, -ENOEXEC, path, "corrupt ELF file: %s", elf_errmsg(-1));
 		if (sh.sh_type != SHT_NOBITS &&
 		    (sh.sh_offset > (uint64_t)st.st_size || sh.sh_size > (uint64_t)st.st_size - sh.sh_offset))
-			return set_err(err, errsz, -ENOEXEC, path,
+			return djp_errline(err, errsz, -ENOEXEC, path,
 				       "truncated ELF file (section %zu past the end of the file)", elf_ndxscn(scn));
 	}
 	return 0;
@@ -396,7 +380,7 @@ int djp_funcs_read(const char *path, struct djp_func_table **out, char *err, siz
 	ret = 0;
 	goto out;
 nomem:
-	ret = set_err(err, errsz, -ENOMEM, path, "out of memory");
+	ret = djp_errline(err, errsz, -ENOMEM, path, "out of memory");
 out:
 	djp_funcs_free(t);
 	free(c.v);
@@ -491,7 +475,7 @@ static int open_dwarf(const char *path, struct elf_file *f, struct elf_file *dbg
 		return 0;
 	if (open_debug_file(f, dbg) && (*dw = dwarf_begin_elf(dbg->elf, DWARF_C_READ, NULL)))
 		return 0;
-	return set_err(err, errsz, -ENODATA, path, "no debug information (line tables)");
+	return djp_errline(err, errsz, -ENODATA, path, "no debug information (line tables)");
 }
 
 static void close_dwarf(struct elf_file *f, struct elf_file *dbg, Dwarf *dw)
@@ -598,11 +582,11 @@ int djp_lines_resolve(const char *path, const char *spec, uint64_t *addrs, size_
 	if (err && errsz)
 		err[0] = 0;
 	if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof(file) || colon[1] < '0' || colon[1] > '9')
-		return set_err(err, errsz, -EINVAL, spec, "not FILE:LINE");
+		return djp_errline(err, errsz, -EINVAL, spec, "not FILE:LINE");
 	errno = 0;
 	line = strtoul(colon + 1, &end, 10);
 	if (*end || errno || !line || line > INT_MAX)
-		return set_err(err, errsz, -EINVAL, spec, "not FILE:LINE (bad line number)");
+		return djp_errline(err, errsz, -EINVAL, spec, "not FILE:LINE (bad line number)");
 	snprintf(file, sizeof(file), "%.*s", (int)(colon - spec), spec);
 
 	if ((ret = open_dwarf(path, &f, &dbg, &dw, err, errsz)))
@@ -641,7 +625,7 @@ int djp_lines_resolve(const char *path, const char *spec, uint64_t *addrs, size_
 				size_t c2 = cap ? 2 * cap : 16;
 				uint64_t *v2 = realloc(v, c2 * sizeof(*v2));
 				if (!v2) {
-					ret = set_err(err, errsz, -ENOMEM, path, "out of memory");
+					ret = djp_errline(err, errsz, -ENOMEM, path, "out of memory");
 					goto out;
 				}
 				v = v2;
@@ -651,7 +635,7 @@ int djp_lines_resolve(const char *path, const char *spec, uint64_t *addrs, size_
 		}
 	}
 	if (!any_lines) {
-		ret = set_err(err, errsz, -ENODATA, path, "no debug information (line tables)");
+		ret = djp_errline(err, errsz, -ENODATA, path, "no debug information (line tables)");
 		goto out;
 	}
 	qsort(v, n, sizeof(*v), cmp_u64);
@@ -660,11 +644,11 @@ int djp_lines_resolve(const char *path, const char *spec, uint64_t *addrs, size_
 		if (!k || v[i] != v[k - 1])
 			v[k++] = v[i];
 	if (!any_file) {
-		ret = set_err(err, errsz, -ENOENT, path, "no source file %s in its line tables", file);
+		ret = djp_errline(err, errsz, -ENOENT, path, "no source file %s in its line tables", file);
 		goto out;
 	}
 	if (!k) {
-		ret = set_err(err, errsz, -ENOENT, spec, "no code at that line");
+		ret = djp_errline(err, errsz, -ENOENT, spec, "no code at that line");
 		goto out;
 	}
 	if (k > max)

@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/errline.h"
 #include "markers.h"
 
 #define RECORD_HEADER 16
@@ -66,27 +67,6 @@ struct list_priv {
 	size_t nsegs;
 };
 
-static int set_err(char *err, size_t errsz, int ret, const char *what, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-static int set_err(char *err, size_t errsz, int ret, const char *what, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (!err || !errsz)
-		return ret;
-	n = snprintf(err, errsz, "%s: ", what ? what : "(memory)");
-	if (n >= 0 && (size_t)n < errsz) {
-		va_start(ap, fmt);
-		vsnprintf(err + n, errsz - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	/* Names and strings come from the file: keep the message one line. */
-	for (char *c = err; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
-	return ret;
-}
 
 static struct djp_marker_list *list_new(void)
 {
@@ -232,25 +212,25 @@ static int parse_record(struct djp_marker_list *l, const char *copy, size_t size
 	const char *why = NULL;
 
 	if (size - off < RECORD_HEADER)
-		return set_err(err, errsz, -EINVAL, what, ".markers record at offset 0x%zx is cut off by the end of the section",
+		return djp_errline(err, errsz, -EINVAL, what, ".markers record at offset 0x%zx is cut off by the end of the section",
 			       off);
 	unsigned version = rd16(r), rsize = rd16(r + 2), site_len = r[4], nargs = r[5];
 	if (version != RECORD_VERSION)
-		return set_err(err, errsz, -ENOTSUP, what,
+		return djp_errline(err, errsz, -ENOTSUP, what,
 			       ".markers record at offset 0x%zx has version %u; this reader knows only version %d", off,
 			       version, RECORD_VERSION);
 	if (rsize < RECORD_HEADER + 3 || rsize % 8)
-		return set_err(err, errsz, -EINVAL, what, ".markers record at offset 0x%zx has a bad size %u", off,
+		return djp_errline(err, errsz, -EINVAL, what, ".markers record at offset 0x%zx has a bad size %u", off,
 			       rsize);
 	if (rsize > size - off)
-		return set_err(err, errsz, -EINVAL, what,
+		return djp_errline(err, errsz, -EINVAL, what,
 			       ".markers record at offset 0x%zx (size %u) runs past the end of the section (size %zu)",
 			       off, rsize, size);
 	if (site_len != 6)
-		return set_err(err, errsz, -EINVAL, what, ".markers record at offset 0x%zx has site length %u, not 6",
+		return djp_errline(err, errsz, -EINVAL, what, ".markers record at offset 0x%zx has site length %u, not 6",
 			       off, site_len);
 	if (nargs > DJP_MARKER_MAX_ARGS)
-		return set_err(err, errsz, -EINVAL, what, ".markers record at offset 0x%zx has %u arguments (at most %d)",
+		return djp_errline(err, errsz, -EINVAL, what, ".markers record at offset 0x%zx has %u arguments (at most %d)",
 			       off, nargs, DJP_MARKER_MAX_ARGS);
 
 	/* name\0 args\0 format\0, all inside the record. */
@@ -259,17 +239,17 @@ static int parse_record(struct djp_marker_list *l, const char *copy, size_t size
 	for (int i = 0; i < 3; i++) {
 		size_t n = str_in(s, (size_t)(end - s));
 		if (s + n == end)
-			return set_err(err, errsz, -EINVAL, what,
+			return djp_errline(err, errsz, -EINVAL, what,
 				       ".markers record at offset 0x%zx: strings run past the end of the record", off);
 		str[i] = s;
 		s += n + 1;
 	}
 	if (!*str[0])
-		return set_err(err, errsz, -EINVAL, what, ".markers record at offset 0x%zx has an empty name", off);
+		return djp_errline(err, errsz, -EINVAL, what, ".markers record at offset 0x%zx has an empty name", off);
 
 	struct djp_marker_info *m = list_push(l);
 	if (!m)
-		return set_err(err, errsz, -ENOMEM, what, "out of memory");
+		return djp_errline(err, errsz, -ENOMEM, what, "out of memory");
 	m->site = vaddr + off + 8 + rd64(r + 8);
 	m->site_len = (uint8_t)site_len;
 	m->nargs = (uint8_t)nargs;
@@ -278,10 +258,10 @@ static int parse_record(struct djp_marker_list *l, const char *copy, size_t size
 	m->format = str[2];
 	int n = djp_argloc_parse_all(m->args, m->arg, DJP_MARKER_MAX_ARGS, lookup, ctx, &why);
 	if (n < 0)
-		return set_err(err, errsz, -EINVAL, what, "marker %s: bad argument string \"%s\": %s", m->name, m->args,
+		return djp_errline(err, errsz, -EINVAL, what, "marker %s: bad argument string \"%s\": %s", m->name, m->args,
 			       why);
 	if ((unsigned)n != nargs)
-		return set_err(err, errsz, -EINVAL, what, "marker %s: %d argument locations but the record says %u",
+		return djp_errline(err, errsz, -EINVAL, what, "marker %s: %d argument locations but the record says %u",
 			       m->name, n, nargs);
 	return (int)rsize;
 }
@@ -297,12 +277,12 @@ int djp_markers_parse_section_sym(const void *data, size_t size, uint64_t vaddr,
 
 	*out = NULL;
 	if (size > UINT32_MAX)
-		return set_err(err, errsz, -EFBIG, what, ".markers section is too large (%zu bytes)", size);
+		return djp_errline(err, errsz, -EFBIG, what, ".markers section is too large (%zu bytes)", size);
 	l = list_new();
 	copy = l ? (char *)djp_marker_list_strdup(l, data ? data : "", data ? size : 0) : NULL;
 	if (!copy) {
 		djp_marker_list_free(l);
-		return set_err(err, errsz, -ENOMEM, what, "out of memory");
+		return djp_errline(err, errsz, -ENOMEM, what, "out of memory");
 	}
 	while (off < size) {
 		const unsigned char *p = (const unsigned char *)copy + off;
@@ -377,21 +357,21 @@ int djp_markers_parse_sdt_notes_sym(const void *data, size_t size, const char *w
 	copy = l ? djp_marker_list_strdup(l, data ? data : "", data ? size : 0) : NULL;
 	if (!copy) {
 		djp_marker_list_free(l);
-		return set_err(err, errsz, -ENOMEM, what, "out of memory");
+		return djp_errline(err, errsz, -ENOMEM, what, "out of memory");
 	}
 	while (off < size) {
 		const unsigned char *n = (const unsigned char *)copy + off;
 		if (size - off < 12) {
 			if (all_zero(n, size - off))
 				break;
-			ret = set_err(err, errsz, -EINVAL, what, "SDT note at offset 0x%zx is cut off", off);
+			ret = djp_errline(err, errsz, -EINVAL, what, "SDT note at offset 0x%zx is cut off", off);
 			break;
 		}
 		uint64_t namesz = rd32(n), descsz = rd32(n + 4), type = rd32(n + 8);
 		uint64_t name_off = off + 12, desc_off = name_off + ((namesz + 3) & ~3ull);
 		uint64_t next = desc_off + ((descsz + 3) & ~3ull);
 		if (next > size) {
-			ret = set_err(err, errsz, -EINVAL, what, "SDT note at offset 0x%zx runs past the end of the section",
+			ret = djp_errline(err, errsz, -EINVAL, what, "SDT note at offset 0x%zx runs past the end of the section",
 				      off);
 			break;
 		}
@@ -400,13 +380,13 @@ int djp_markers_parse_sdt_notes_sym(const void *data, size_t size, const char *w
 			const char *s = copy + desc_off + 24, *end = copy + desc_off + descsz;
 			const char *str[3];
 			if (descsz < 24 + 3) {
-				ret = set_err(err, errsz, -EINVAL, what, "SDT note at offset 0x%zx is too short", off);
+				ret = djp_errline(err, errsz, -EINVAL, what, "SDT note at offset 0x%zx is too short", off);
 				break;
 			}
 			for (int i = 0; i < 3 && ret == 0; i++) {
 				size_t len = str_in(s, (size_t)(end - s));
 				if (s + len == end)
-					ret = set_err(err, errsz, -EINVAL, what,
+					ret = djp_errline(err, errsz, -EINVAL, what,
 						      "SDT note at offset 0x%zx: strings run past the end of the note", off);
 				str[i] = s;
 				s += len + 1;
@@ -415,7 +395,7 @@ int djp_markers_parse_sdt_notes_sym(const void *data, size_t size, const char *w
 				break;
 			struct djp_marker_info *m = list_push(l);
 			if (!m) {
-				ret = set_err(err, errsz, -ENOMEM, what, "out of memory");
+				ret = djp_errline(err, errsz, -ENOMEM, what, "out of memory");
 				break;
 			}
 			m->site = rd64(d);
@@ -428,7 +408,7 @@ int djp_markers_parse_sdt_notes_sym(const void *data, size_t size, const char *w
 			m->args = str[2];
 			m->format = "";
 			if (parse_sdt_args(m, lookup, ctx)) {
-				ret = set_err(err, errsz, -EINVAL, what, "SDT probe %s:%s has more than %d arguments",
+				ret = djp_errline(err, errsz, -EINVAL, what, "SDT probe %s:%s has more than %d arguments",
 					      m->provider, m->name, DJP_MARKER_MAX_ARGS);
 				break;
 			}

@@ -72,6 +72,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/errline.h"
 #include "lib/elf_debug.h"
 #include "lib/unwind_table.h"
 
@@ -126,24 +127,6 @@ struct build {
 	size_t n, cap;
 };
 
-/* One line "PATH: problem" into err; returns ret. */
-static int set_err(char *err, size_t errsz, int ret, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-static int set_err(char *err, size_t errsz, int ret, const char *path, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (!err || !errsz)
-		return ret;
-	n = snprintf(err, errsz, "%s: ", path);
-	if (n >= 0 && (size_t)n < errsz) {
-		va_start(ap, fmt);
-		vsnprintf(err + n, errsz - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
 
 /* Close what efile_open opened, whatever got that far. */
 static void efile_close(struct efile *f)
@@ -671,10 +654,10 @@ int djp_unwind_table_build(const char *path, struct djp_unwind_table **out, char
 
 	*out = NULL;
 	if (!efile_open(&f, path))
-		return set_err(err, errsz, -ENOEXEC, path, "not an x86-64 ELF file we can read");
+		return djp_errline(err, errsz, -ENOEXEC, path, "not an x86-64 ELF file we can read");
 	exec_segments(f.elf, &segs);
 	if (!(nsrc = find_cfi(&f, &dbg, path, src))) {
-		ret = set_err(err, errsz, -ENODATA, path, "no call-frame information (.eh_frame, .debug_frame)");
+		ret = djp_errline(err, errsz, -ENODATA, path, "no call-frame information (.eh_frame, .debug_frame)");
 		goto out;
 	}
 	for (unsigned k = 0; k < nsrc && !ret; k++)
@@ -685,7 +668,7 @@ int djp_unwind_table_build(const char *path, struct djp_unwind_table **out, char
 	if ((ret = gather(&b, src, fv.v, fv.n)))
 		goto nomem;
 	if (b.n > UINT32_MAX || (b.n && b.start[b.n - 1] - b.start[0] > UINT32_MAX)) {
-		ret = set_err(err, errsz, -EFBIG, path, "code larger than 4 GB");
+		ret = djp_errline(err, errsz, -EFBIG, path, "code larger than 4 GB");
 		goto out;
 	}
 	if (!(*out = pack(&b, fv.n)))
@@ -693,7 +676,7 @@ int djp_unwind_table_build(const char *path, struct djp_unwind_table **out, char
 	ret = 0;
 	goto out;
 nomem:
-	ret = set_err(err, errsz, -ENOMEM, path, "out of memory");
+	ret = djp_errline(err, errsz, -ENOMEM, path, "out of memory");
 out:
 	for (unsigned k = 0; k < nsrc; k++) {
 		if (src[k].eh)
