@@ -429,3 +429,26 @@ TEST_TIMEOUT(func_points_carry_the_parameters, 60)
 	CHECK_STR(p->obuf, point);
 	free(p);
 }
+
+/* A function whose first instruction is an SDT probe's nop: the function
+ * point gets that site (one site an address), and the script's function
+ * probe is bound to its events all the same. */
+TEST_TIMEOUT(script_function_point_on_an_sdt_site, 60)
+{
+	struct tproc *p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", (char *)tt_sdt_target(), "-e",
+						    "global n; probe process.function(\"sdt_first\") { n++ } "
+						    "probe end { printf(\"n=%d\\n\", n) }",
+						    NULL },
+				   false, -1);
+	int st;
+	CHECK(tt_wait_out(p, "ready", 10000));
+	tt_send(p, "first 250\n");
+	CHECK(tt_wait_out(p, "first done", 10000));
+	close(p->in); /* the target exits; the script reads every event, then ends */
+	p->in = -1;
+	st = tt_finish(p, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!strstr(p->obuf, "n=250\n"))
+		djp_test_fail(__FILE__, __LINE__, "not n=250: %s %s", p->obuf, p->ebuf);
+	free(p);
+}

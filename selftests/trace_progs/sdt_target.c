@@ -10,6 +10,8 @@
  *
  *   strings N   fire sdt_target:strs N times with a string, a nonsense
  *               address and the string's length: "strings done"
+ *   first N     call sdt_first N times, a function whose first
+ *               instruction is its SDT probe's nop: "first done"
  *
  * and exits 0 at end of stdin.
  */
@@ -43,6 +45,13 @@
 			     ".endif\n" ::"r"(a),                                           \
 			     "r"(b), "r"(c))
 
+/* The probe is the function's first instruction: a function probe of it
+ * lands on the SDT site. */
+__attribute__((noinline)) void sdt_first(long x)
+{
+	SDT_PROBE3(sdt_target, first, x, x, x);
+}
+
 int main(void)
 {
 	static const char query[] = "SELECT abalance FROM pgbench_accounts WHERE aid = 42;";
@@ -56,6 +65,10 @@ int main(void)
 			for (long i = 0; i < n; i++)
 				SDT_PROBE3(sdt_target, strs, query, (const char *)1, (int)strlen(query));
 			printf("strings done\n");
+		} else if (sscanf(line, "first %ld", &n) == 1) {
+			for (long i = 0; i < n; i++)
+				sdt_first(i);
+			printf("first done\n");
 		}
 	}
 	return 0;

@@ -13,6 +13,7 @@
  * the argument index of every context variable its probe reads ($len is the
  * first argument of one marker and the third of another).
  */
+#include <fnmatch.h>
 #include <limits.h>
 #include <regex.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 
 #include "lang.h"
 #include "lib/marker_match.h"
+#include "usym.h"
 
 static bool same_object(const char *path, const char *object)
 {
@@ -36,12 +38,29 @@ static bool same_object(const char *path, const char *object)
 	return realpath(path, a) && realpath(object, b) && !strcmp(a, b);
 }
 
+/*
+ * A function point whose function begins with a marker or an SDT probe's
+ * nop: the engine gives the point that site (one site an address), whose
+ * events are the marker's.  So the point matches a marker whose site is
+ * the entry of a function its glob names, by the symbols of the process
+ * (usym.c).
+ */
+static bool marker_at_entry(const struct probe_point *pp, const struct djp_ev_desc *d)
+{
+	struct usym u;
+	return d->site_runtime && d->site && usym_lookup_any(d->site, &u) && u.name && u.off == 0 &&
+	       !fnmatch(pp->glob + 5, u.name, 0);
+}
+
 bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
 {
 	if (pp->kind != PP_MARK)
 		return false;
 	if (pp->path && !same_object(pp->path, d->object ? d->object : ""))
 		return false;
+	if (pp->point && !pp->ret && !strncmp(pp->glob, "func:", 5) &&
+	    !(d->provider_len == 4 && !memcmp(d->provider, "func", 4)))
+		return marker_at_entry(pp, d);
 	if (pp->point) { /* an entry point is not its return, nor the reverse */
 		size_t n = strlen(d->name);
 		if ((n > 7 && !strcmp(d->name + n - 7, "%return")) != pp->ret)

@@ -111,6 +111,15 @@ void usym_remember(int32_t pid)
 		proc_of(pid);
 }
 
+bool usym_lookup_any(uint64_t addr, struct usym *out)
+{
+	for (size_t i = 0; i < nprocs; i++)
+		for (size_t k = 0; k < procs[i].nmaps; k++)
+			if (addr >= procs[i].maps[k].start && addr < procs[i].maps[k].end)
+				return usym_lookup(procs[i].pid, addr, out);
+	return false;
+}
+
 static const struct umap *map_at(const struct uproc *p, uint64_t addr)
 {
 	for (size_t i = 0; i < p->nmaps; i++)

@@ -24,6 +24,10 @@ struct usym {
  * the fact, and the process may be gone by then. */
 void usym_remember(int32_t pid);
 
+/* The same in whichever traced process has an object mapped at addr (a
+ * child of fork has its parent's): for what is not one event's. */
+bool usym_lookup_any(uint64_t addr, struct usym *out);
+
 /* Look `addr` up in process pid: true with *out, false when no object of
  * the process holds it (or the process is gone and was never looked at).
  * The strings live as long as the tool. */
