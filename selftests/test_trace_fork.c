@@ -38,6 +38,10 @@ static void follow(bool attach, long n, long k)
 	tt_send(t, line);
 	CHECK(tt_wait_out(t, expect, 30000));
 	if (attach) {
+		/* every child's events printed before the tool is told to stop:
+		 * ^C ends a trace with what it has read */
+		for (int i = 0; i < 500 && tt_count(p->obuf, " tt_burst ") < n * k; i++)
+			tt_wait_out(p, "\n\n", 20); /* reads what there is */
 		kill(p->pid, SIGINT);
 		st = tt_finish(p, 20000);
 	} else {
