@@ -6,10 +6,15 @@
  * object's, so that a debug file of another build is never believed.
  */
 #include <dwarf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "lib/elf_debug.h"
+#include "lib/errline.h"
 
 size_t djp_elf_build_id(Elf *elf, const void **id)
 {
@@ -87,4 +92,42 @@ bool djp_dwarf_cu_at(Dwarf *dw, uint64_t addr, Dwarf_Die *cudie)
 		if (unit_type != DW_UT_type && unit_type != DW_UT_split_type && dwarf_haspc(cudie, addr) > 0)
 			return true;
 	return false;
+}
+
+int djp_elf_open(const char *path, int *fd, Elf **elf, struct stat *stp, char *err, size_t errsz)
+{
+	struct stat st;
+	GElf_Ehdr eh;
+	int ret;
+
+	*elf = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return djp_errline(err, errsz, -ENOSYS, path, "libelf is too old");
+	if ((*fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
+		return djp_errline(err, errsz, -errno, path, "%s", strerror(errno));
+	if (fstat(*fd, &st))
+		ret = djp_errline(err, errsz, -errno, path, "%s", strerror(errno));
+	else if (S_ISDIR(st.st_mode))
+		ret = djp_errline(err, errsz, -EISDIR, path, "is a directory");
+	else if (!S_ISREG(st.st_mode))
+		ret = djp_errline(err, errsz, -EINVAL, path, "not a regular file");
+	else if (!(*elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL)) || elf_kind(*elf) != ELF_K_ELF)
+		ret = djp_errline(err, errsz, -ENOEXEC, path, "not an ELF file");
+	else if (gelf_getclass(*elf) != ELFCLASS64)
+		ret = djp_errline(err, errsz, -ENOEXEC, path, "not a 64-bit ELF file (32-bit objects are not supported)");
+	else if (!gelf_getehdr(*elf, &eh))
+		ret = djp_errline(err, errsz, -ENOEXEC, path, "truncated ELF file (incomplete ELF header)");
+	else if (eh.e_machine != EM_X86_64)
+		ret = djp_errline(err, errsz, -ENOEXEC, path, "not an x86-64 ELF file (machine %u)", eh.e_machine);
+	else {
+		if (stp)
+			*stp = st;
+		return 0;
+	}
+	if (*elf)
+		elf_end(*elf);
+	*elf = NULL;
+	close(*fd);
+	*fd = -1;
+	return ret;
 }

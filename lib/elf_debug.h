@@ -25,6 +25,13 @@ size_t djp_elf_build_id(Elf *elf, const void **id);
 bool djp_elf_debug_file(Elf *elf, size_t shstrndx, const char *path,
 			bool (*try)(void *ctx, const char *cand, const void *id, size_t n), void *ctx);
 
+/* Open the x86-64 ELF file at `path` to read (non-blocking: a FIFO would
+ * block the open until a writer came): 0 with *fd, *elf and, when st is
+ * not NULL, its fstat; or -errno with one line "PATH: problem" in err
+ * (may be NULL), nothing left open.  The one opener of the readers. */
+struct stat;
+int djp_elf_open(const char *path, int *fd, Elf **elf, struct stat *st, char *err, size_t errsz);
+
 /* The compilation unit of dw holding link-time address addr: true and
  * *cudie.  dwarf_addrdie() needs .debug_aranges, which clang does not
  * emit by default; then each unit's ranges are asked. */

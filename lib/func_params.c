@@ -174,30 +174,7 @@ struct djp_params_file {
  * registers and the calling convention here are that machine's. */
 static int open_object(struct djp_params_file *pf, char *err, size_t errsz)
 {
-	const char *path = pf->path;
-	struct stat st;
-	GElf_Ehdr eh;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return djp_errline(err, errsz, -ENOSYS, path, "libelf is too old");
-	/* Non-blocking: a FIFO would block the open until a writer came. */
-	pf->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (pf->fd < 0)
-		return djp_errline(err, errsz, -errno, path, "%s", strerror(errno));
-	if (fstat(pf->fd, &st))
-		return djp_errline(err, errsz, -errno, path, "%s", strerror(errno));
-	if (S_ISDIR(st.st_mode))
-		return djp_errline(err, errsz, -EISDIR, path, "is a directory");
-	if (!S_ISREG(st.st_mode))
-		return djp_errline(err, errsz, -EINVAL, path, "not a regular file");
-	pf->elf = elf_begin(pf->fd, ELF_C_READ_MMAP, NULL);
-	if (!pf->elf || elf_kind(pf->elf) != ELF_K_ELF)
-		return djp_errline(err, errsz, -ENOEXEC, path, "not an ELF file");
-	if (gelf_getclass(pf->elf) != ELFCLASS64 || !gelf_getehdr(pf->elf, &eh))
-		return djp_errline(err, errsz, -ENOEXEC, path, "not a 64-bit ELF file");
-	if (eh.e_machine != EM_X86_64)
-		return djp_errline(err, errsz, -ENOEXEC, path, "not an x86-64 ELF file (machine %u)", eh.e_machine);
-	return 0;
+	return djp_elf_open(pf->path, &pf->fd, &pf->elf, NULL, err, errsz);
 }
 
 /* Keep `cand` as the debug file when it is a regular ELF file with the
@@ -206,23 +183,19 @@ static bool try_debug_file(void *ctx, const char *cand, const void *id, size_t n
 {
 	struct djp_params_file *pf = ctx;
 	const void *id2;
-	struct stat st;
-	Elf *elf = NULL;
+	Elf *elf;
 	Dwarf *dw;
-	int fd = open(cand, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd;
 
-	if (fd < 0)
+	if (djp_elf_open(cand, &fd, &elf, NULL, NULL, 0))
 		return false;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)) &&
-	    elf_kind(elf) == ELF_K_ELF && gelf_getclass(elf) == ELFCLASS64 && djp_elf_build_id(elf, &id2) == n &&
-	    !memcmp(id, id2, n) && (dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL))) {
+	if (djp_elf_build_id(elf, &id2) == n && !memcmp(id, id2, n) && (dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL))) {
 		pf->dbg_fd = fd;
 		pf->dbg_elf = elf;
 		pf->dbg.dw = dw;
 		return true;
 	}
-	if (elf)
-		elf_end(elf);
+	elf_end(elf);
 	close(fd);
 	return false;
 }

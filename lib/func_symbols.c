@@ -134,29 +134,12 @@ static int open_elf(struct elf_file *f, const char *path, char *err, size_t errs
 	GElf_Ehdr eh;
 	size_t shnum;
 
+	int ret;
+
 	f->path = path;
-	f->elf = NULL;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return djp_errline(err, errsz, -ENOSYS, path, "libelf is too old");
-	/* Non-blocking: a FIFO would block the open until a writer came. */
-	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (f->fd < 0)
-		return djp_errline(err, errsz, -errno, path, "%s", strerror(errno));
-	if (fstat(f->fd, &st))
-		return djp_errline(err, errsz, -errno, path, "%s", strerror(errno));
-	if (S_ISDIR(st.st_mode))
-		return djp_errline(err, errsz, -EISDIR, path, "is a directory");
-	if (!S_ISREG(st.st_mode))
-		return djp_errline(err, errsz, -EINVAL, path, "not a regular file");
-	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
-	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF)
-		return djp_errline(err, errsz, -ENOEXEC, path, "not an ELF file");
-	if (gelf_getclass(f->elf) != ELFCLASS64)
-		return djp_errline(err, errsz, -ENOEXEC, path, "not a 64-bit ELF file (32-bit objects are not supported)");
-	if (!gelf_getehdr(f->elf, &eh))
-		return djp_errline(err, errsz, -ENOEXEC, path, "truncated ELF file (incomplete ELF header)");
-	if (eh.e_machine != EM_X86_64)
-		return djp_errline(err, errsz, -ENOEXEC, path, "not an x86-64 ELF file (machine %u)", eh.e_machine);
+	if ((ret = djp_elf_open(path, &f->fd, &f->elf, &st, err, errsz)))
+		return ret;
+	gelf_getehdr(f->elf, &eh);
 	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
 		return djp_errline(err, errsz, -ENOEXEC, path, "not an executable or shared object (ELF type %u)",
 			       eh.e_type);

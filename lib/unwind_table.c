@@ -143,14 +143,10 @@ static void efile_close(struct efile *f)
 /* Open an x86-64 ELF file of ours to read; false when it is not one. */
 static bool efile_open(struct efile *f, const char *path)
 {
-	GElf_Ehdr eh;
-
 	*f = (struct efile){ .fd = -1 };
-	if (elf_version(EV_CURRENT) == EV_NONE || (f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
+	if (djp_elf_open(path, &f->fd, &f->elf, NULL, NULL, 0))
 		return false;
-	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
-	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || gelf_getclass(f->elf) != ELFCLASS64 ||
-	    !gelf_getehdr(f->elf, &eh) || eh.e_machine != EM_X86_64 || elf_getshdrstrndx(f->elf, &f->shstrndx)) {
+	if (elf_getshdrstrndx(f->elf, &f->shstrndx)) {
 		efile_close(f);
 		return false;
 	}
