@@ -421,31 +421,19 @@ static bool points_only(const struct probe *p)
 static int ctx_ref(struct checker *ck, struct node *n)
 {
 	struct probe *p = ck->probe;
+	bool points;
 	int r;
 
 	if (!p) {
 		ERR(ck, n, "context variable '$%s' outside a probe", n->str);
 		return TY_UNK;
 	}
-	if (!p->nbinds && !p->has_nonmark && points_only(p)) {
-		/* a function's parameters and return value are numbers (a
-		 * char * too: user_string($p) reads it); each site is bound
-		 * when it is made if it has them all (bind_late) */
-		for (r = 0; r < p->nrefs && strcmp(p->refs[r], n->str); r++)
-			;
-		if (r == p->nrefs) {
-			if (r == 32) {
-				ERR(ck, n, "too many context variables in one probe");
-				return TY_UNK;
-			}
-			p->refs[r] = n->str;
-			p->ref_ty[r] = TY_LONG;
-			p->nrefs++;
-		}
-		n->slot = r;
-		return TY_LONG;
-	}
-	if (p->has_nonmark || !p->nbinds) {
+	/* Function and statement points bind nothing before their sites are
+	 * made: a function's parameters and return value are numbers (a
+	 * char * too: user_string($p) reads it), and each site is bound
+	 * when it is made if it has them all (bind_late). */
+	points = !p->nbinds && !p->has_nonmark && points_only(p);
+	if (!points && (p->has_nonmark || !p->nbinds)) {
 		ERR(ck, n, "context variable '$%s' is only available in process.mark probes", n->str);
 		return TY_UNK;
 	}
@@ -453,7 +441,7 @@ static int ctx_ref(struct checker *ck, struct node *n)
 		if (!strcmp(p->refs[r], n->str))
 			break;
 	if (r == p->nrefs) {
-		uint8_t ty = TY_UNK;
+		uint8_t ty = points ? TY_LONG : TY_UNK;
 		if (r == 32) {
 			ERR(ck, n, "too many context variables in one probe");
 			return TY_UNK;
