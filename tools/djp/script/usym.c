@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lib/func_symbols.h"
+#include "lib/mapped_file.h"
 #include "usym.h"
 
 struct umap {
@@ -41,7 +42,8 @@ static size_t nprocs;
 static struct ufile *files;
 static size_t nfiles;
 
-static int file_index(const char *path)
+/* The object at `path`, its symbols read from `file` (the mapped file). */
+static int file_index(const char *path, const char *file)
 {
 	char err[256];
 	for (size_t i = 0; i < nfiles; i++)
@@ -53,15 +55,18 @@ static int file_index(const char *path)
 	files[nfiles] = (struct ufile){ .path = strdup(path) };
 	if (!files[nfiles].path)
 		abort();
-	if (djp_funcs_read(path, &files[nfiles].funcs, err, sizeof(err)))
+	if (djp_funcs_read(file, &files[nfiles].funcs, err, sizeof(err)))
 		files[nfiles].funcs = NULL;
 	return (int)nfiles++;
 }
 
-/* (Re)read the file mappings of p's process. */
+/* (Re)read the file mappings of p's process (lib/mapped_file.c parses
+ * them, and names the file to read: the mapped one, where its path now
+ * holds another). */
 static void maps_read(struct uproc *p)
 {
-	char name[64], line[PATH_MAX + 128];
+	char name[64], line[PATH_MAX + 128], file[PATH_MAX];
+	struct djp_mapping m;
 	struct umap *v = NULL;
 	size_t n = 0;
 	FILE *f;
@@ -69,14 +74,13 @@ static void maps_read(struct uproc *p)
 	if (!(f = fopen(name, "re")))
 		return; /* gone: keep what was read */
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, off;
-		char perms[8], *path = strchr(line, '/');
-		if (!path || sscanf(line, "%llx-%llx %7s %llx", &start, &end, perms, &off) != 4 || perms[2] != 'x')
+		if (!djp_mapping_parse(line, &m) || !m.exec || !m.path[0])
 			continue;
-		path[strcspn(path, "\n")] = 0;
+		if (djp_mapping_file(p->pid, &m, file, sizeof(file)))
+			snprintf(file, sizeof(file), "%s", m.path);
 		if (!(v = realloc(v, sizeof(*v) * (n + 1))))
 			abort();
-		v[n++] = (struct umap){ start, end, off, file_index(path) };
+		v[n++] = (struct umap){ m.lo, m.hi, m.offset, file_index(m.path, file) };
 	}
 	fclose(f);
 	if (!n)
