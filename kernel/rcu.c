@@ -272,12 +272,18 @@ struct djp_rcu_reader *djp_rcu_register(bool in_lean)
 
 /* ---- sections left by a jump ------------------------------------------------ */
 
-/* The word at `a`, or false if it is not mapped.  process_vm_readv on
- * ourselves: a read that cannot fault, from any context. */
-static bool peek(uintptr_t a, uintptr_t *out)
+/* process_vm_readv and _writev on ourselves: a word read or written that
+ * cannot fault, from any context (errno says why not). */
+bool djp_peek_word(uintptr_t a, uintptr_t *out)
 {
 	struct iovec local = { out, sizeof(*out) }, remote = { (void *)a, sizeof(*out) };
 	return syscall(SYS_process_vm_readv, getpid(), &local, 1UL, &remote, 1UL, 0UL) == (long)sizeof(*out);
+}
+
+bool djp_poke_word(uintptr_t a, uintptr_t v)
+{
+	struct iovec local = { &v, sizeof(v) }, remote = { (void *)a, sizeof(v) };
+	return syscall(SYS_process_vm_writev, getpid(), &local, 1UL, &remote, 1UL, 0UL) == (long)sizeof(v);
 }
 
 /* The essay's three tests; `cur` is where the thread runs now, `ss` its
@@ -295,7 +301,7 @@ static bool frame_gone(uintptr_t frame, uintptr_t cur, bool at_hit, const stack_
 		return true;
 	if (frame_alt == cur_alt && (cur > frame || (at_hit && cur == frame)))
 		return true;
-	if (!peek(frame - 8, &key))
+	if (!djp_peek_word(frame - 8, &key))
 		return errno == EFAULT;
 	return !(key & DJP_HIT_KEY_SITE) && !arch_tramp_owns(key);
 }

@@ -98,6 +98,11 @@ static inline bool djp_rcu_inside(void)
 	return djp_rcu_reader != &djp_rcu_unregistered && (CMM_LOAD_SHARED(djp_rcu_reader->ctr) & DJP_RCU_NEST_MASK);
 }
 
+/* The word at `a` of this process, read or written without a fault: false
+ * when it is not mapped (errno EFAULT) or the system call fails. */
+bool djp_peek_word(uintptr_t a, uintptr_t *out);
+bool djp_poke_word(uintptr_t a, uintptr_t v);
+
 /* Wait until every section that began before the call has ended. */
 void djp_rcu_synchronize(void);
 

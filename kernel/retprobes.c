@@ -61,11 +61,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
+#include "kernel/rcu.h"
 
 /* One pending return: where its address was, what it was, whose return
  * it is, and the entry's arguments (the return site's first nargs - 1). */
@@ -134,17 +134,8 @@ static struct ret_stack *stack_get(void)
 /* Read the word at a slot that may be gone (a freed stack): 0 if so. */
 static uintptr_t slot_read(uintptr_t slot)
 {
-	uintptr_t v = 0;
-	struct iovec l = { &v, sizeof(v) }, r = { (void *)slot, sizeof(v) };
-	if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != sizeof(v))
-		return 0;
-	return v;
-}
-
-static bool slot_write(uintptr_t slot, uintptr_t v)
-{
-	struct iovec l = { &v, sizeof(v) }, r = { (void *)slot, sizeof(v) };
-	return process_vm_writev(getpid(), &l, 1, &r, 1, 0) == sizeof(v);
+	uintptr_t v;
+	return djp_peek_word(slot, &v) ? v : 0;
 }
 
 /* One entry to another place, word by word: a struct copy or a loop the
@@ -295,7 +286,7 @@ static void unwinder_hook(const struct djp_hit *hit, void *data)
 		return;
 	for (unsigned i = 0; i < st->n; i++) {
 		struct ret_frame *f = &st->f[i];
-		if (!f->parked && slot_read(f->slot) == (uintptr_t)djp_ret_tramp && slot_write(f->slot, f->ra))
+		if (!f->parked && slot_read(f->slot) == (uintptr_t)djp_ret_tramp && djp_poke_word(f->slot, f->ra))
 			f->parked = 1;
 		if (f->parked)
 			frame_move(&st->f[k++], f);
@@ -319,7 +310,7 @@ static void catch_hook(const struct djp_hit *hit, void *data)
 	for (unsigned i = 0; i < st->n; i++) {
 		struct ret_frame *f = &st->f[i];
 		if (f->parked && f->slot > sp && slot_read(f->slot) == f->ra &&
-		    slot_write(f->slot, (uintptr_t)djp_ret_tramp))
+		    djp_poke_word(f->slot, (uintptr_t)djp_ret_tramp))
 			f->parked = 0;
 		if (!f->parked)
 			frame_move(&st->f[k++], f);
