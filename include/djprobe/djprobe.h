@@ -23,14 +23,20 @@
 #ifndef DJPROBE_DJPROBE_H
 #define DJPROBE_DJPROBE_H
 
+#ifdef __KERNEL__
+/* In the kernel the same calls are djprobe.ko's exported (GPL) API:
+ * docs/KERNEL.md, and the kernel section at the end of this file. */
+#include <linux/types.h>
+#else
 #include <stddef.h>
 #include <stdint.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#if defined(DJP_BUILDING_LIB)
+#if defined(DJP_BUILDING_LIB) && !defined(__KERNEL__)
 #define DJP_API __attribute__((visibility("default")))
 #else
 #define DJP_API
@@ -44,6 +50,9 @@ typedef void (*djp_handler_fn)(const struct djp_hit *hit, void *data);
 #define DJP_GPR_ONLY (1u << 0)
 /* Arm as an int3 probe even where a jump could be placed. */
 #define DJP_FORCE_INT3 (1u << 1)
+/* Kernel only: arm with register_kprobe() at the marker's address, the
+ * fallback used where no jump can be placed (docs/KERNEL.md). */
+#define DJP_FORCE_KPROBE (1u << 2)
 
 /* Returns a probe id >= 0, or -ENOENT when no marker matches, -EBUSY when a
  * matching site holds bytes that are not ours (a debugger's breakpoint, a
@@ -82,6 +91,7 @@ DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsi
  * shadow stack), -EPERM (a return probe of code no call enters: the
  * program's entry point, a .cold part), or what djp_connect returns.
  */
+#ifndef __KERNEL__
 struct djp_point_opts {
 	size_t sz;
 	const char *object;
@@ -92,6 +102,7 @@ struct djp_point_opts {
 	_Bool retprobe;
 };
 DJP_API int djp_connect_at(const struct djp_point_opts *where, djp_handler_fn fn, void *data, unsigned flags);
+#endif /* !__KERNEL__ */
 DJP_API uint64_t djp_hit_reg(const struct djp_hit *hit, unsigned dwarf_reg);
 
 /* On return the handler is running nowhere and will never run again. */
@@ -104,11 +115,51 @@ DJP_API unsigned djp_hit_nargs(const struct djp_hit *hit);
 DJP_API int64_t djp_hit_arg(const struct djp_hit *hit, unsigned i);
 DJP_API uintptr_t djp_hit_site(const struct djp_hit *hit);
 
+#ifndef __KERNEL__
 /* Start the agent, the thread through which the djp tool traces this
  * process (docs/TRACE.md); once: later calls return the first result.
  * libdjprobe.so's constructor calls it; a program linked statically with
  * libdjprobe.a calls it, or links with -Wl,-u,djp_agent_start. */
 DJP_API int djp_agent_start(void);
+#else /* __KERNEL__ */
+/*
+ * The kernel API (djprobe.ko, docs/KERNEL.md).  The calls above keep their
+ * meaning, with these differences:
+ *
+ *  - a pattern is "NAMEGLOB", over the names of the markers of every loaded
+ *    module, or "MODGLOB:NAMEGLOB" to name the module too (glob_match());
+ *    a connected probe also covers modules loaded later (armed as they come,
+ *    disarmed before their text goes);
+ *  - handlers run with preemption disabled, in the context that hit the
+ *    marker: a task, a softirq, a hard interrupt or an NMI-like int3 trap;
+ *    they must not sleep;
+ *  - djp_connect and djp_disconnect sleep (they may wait for grace periods)
+ *    and must not be called from a handler or atomic context;
+ *  - djp_hit_reg reads the hit's struct pt_regs by DWARF number (16: the
+ *    site's address); djp_hit_site is the marker's address in module text;
+ *  - DJP_FORCE_KPROBE arms with register_kprobe() instead of a jump, and
+ *    DJP_FORCE_INT3 means the same in the kernel.
+ */
+DJP_API const char *djp_hit_module(const struct djp_hit *hit);
+DJP_API const char *djp_hit_format(const struct djp_hit *hit);
+
+/* One marker of a loaded module, as djp_for_each_marker shows it. */
+struct djp_kmarker {
+	const char *module;	/* the module's name */
+	const char *name;	/* the marker's name */
+	const char *format;	/* printf format, "" when none */
+	const char *args;	/* argument locations, "8@%rdi -4@$5" */
+	unsigned long site;	/* the site's address */
+	unsigned int nargs;
+	unsigned int probes;	/* probes connected to it now */
+	const char *how;	/* "off", "jump", "int3" (bootstrap under way),
+				   "kprobe" */
+};
+/* Calls fn for every marker of every loaded module, under the engine's
+ * lock (fn may not connect or disconnect); stops at fn's first non-zero
+ * return and returns it, else 0. */
+DJP_API int djp_for_each_marker(int (*fn)(const struct djp_kmarker *m, void *data), void *data);
+#endif /* __KERNEL__ */
 
 #ifdef __cplusplus
 }
