@@ -45,6 +45,7 @@
 #include "arch/x86/insn_reloc.h"
 #include "kernel/engine.h"
 #include "lib/func_params.h"
+#include "lib/func_source.h"
 #include "lib/func_symbols.h"
 
 struct djp_point {
@@ -171,8 +172,28 @@ struct resolve {
 	size_t matched;
 	bool strict; /* an exact point: its refusal is the connect's error */
 	bool ascending; /* the new points came in address order so far */
+	bool has_src;	/* func is "GLOB@FILE:LINE": only functions from there */
+	struct djp_src_filter src;
 	int err;
 };
+
+/*
+ * A function glob may carry SystemTap's source qualifier, "GLOB@FILE",
+ * "GLOB@FILE:LINE" (lib/func_source.c): the glob is the part before the
+ * '@'.  Returns 0 (with *has_src false when there is none), or -EINVAL.
+ */
+static int func_src_split(const char *func, char *glob, size_t globsz, bool *has_src, struct djp_src_filter *src)
+{
+	const char *at = strchr(func, '@');
+	size_t n = at ? (size_t)(at - func) : strlen(func);
+
+	*has_src = at != NULL;
+	if (!n || n >= globsz)
+		return -EINVAL;
+	memcpy(glob, func, n);
+	glob[n] = 0;
+	return at ? djp_src_filter_parse(at + 1, src) : 0;
+}
 
 /*
  * A relocated call pushes the original return address and jumps, so that
@@ -409,9 +430,23 @@ static bool never_called(const struct resolve *r, const struct djp_func *f)
 	return false;
 }
 
+static struct djp_params_file *object_params(struct djp_object *o);
+
+/* Is f from the source file and lines the point's qualifier names?  A
+ * function the DWARF says nothing of is not. */
+static bool from_source(struct resolve *r, const struct djp_func *f)
+{
+	struct djp_params_file *pf = object_params(r->o);
+	struct djp_func_source fs;
+	char err[256];
+	return pf && !djp_params_source(pf, f->addr, &fs, err, sizeof(err)) && djp_src_filter_match(&r->src, &fs);
+}
+
 static int visit_func(void *ctx, const struct djp_func *f)
 {
 	struct resolve *r = ctx;
+	if (r->has_src && !from_source(r, f))
+		return 0;
 	if (r->pt->retprobe && never_called(r, f)) {
 		note_error(r, -EPERM);
 		return 0;
@@ -562,7 +597,10 @@ static int resolve_in(struct resolve *r)
 		return 0;
 	r->t = t;
 	if (pt->func) {
-		djp_funcs_match(t, pt->func, visit_func, r);
+		char glob[512];
+		if (func_src_split(pt->func, glob, sizeof(glob), &r->has_src, &r->src))
+			return r->err = -EINVAL;
+		djp_funcs_match(t, glob, visit_func, r);
 	} else if (pt->line) {
 		uint64_t addrs[64];
 		char err[256];
@@ -757,6 +795,10 @@ void djp_sdt_widen(struct djp_site *s)
  *   func:GLOB            the entry of every function GLOB matches
  *   func:GLOB+OFFSET     OFFSET bytes into each (decimal or 0x)
  *   func:GLOB%return     their returns
+ *   func:GLOB@FILE[:LINE]@OBJECT   only the functions declared in FILE
+ *                        (at or around LINE; N-M, *), SystemTap's
+ *                        function("GLOB@FILE:LINE"); OBJECT may be empty
+ *                        for the main program (lib/func_source.c)
  *   line:FILE:LINE       the addresses of a source line
  *   ...@OBJECT           in the objects OBJECT (a path or file-name glob)
  *                        matches, instead of the main program
@@ -779,7 +821,11 @@ int djp__point_parse(const char *pattern, struct djp_point **out)
 	body = pattern + 5;
 	at = strrchr(body, '@');
 	n = at ? (size_t)(at - body) : strlen(body);
-	if (at && !(pt->object = strdup(at + 1)))
+	/* "func:GLOB@FILE:LINE@OBJECT": the last '@' is the object's, and
+	 * after a source qualifier an empty OBJECT is the main program */
+	if (at && !at[1] && memchr(body, '@', n))
+		at = NULL;
+	else if (at && !(pt->object = strdup(at + 1)))
 		goto enomem;
 	if (pattern[0] == 'l') {
 		if (!(pt->line = strndup(body, n)))
@@ -789,8 +835,13 @@ int djp__point_parse(const char *pattern, struct djp_point **out)
 	} else {
 		const char *plus = memchr(body, '+', n), *pct = memchr(body, '%', n);
 		size_t fn = plus ? (size_t)(plus - body) : pct ? (size_t)(pct - body) : n;
+		bool has_src;
+		struct djp_src_filter src;
+		char glob[512];
 		if (!(pt->func = strndup(body, fn)))
 			goto enomem;
+		if (func_src_split(pt->func, glob, sizeof(glob), &has_src, &src))
+			goto inval;
 		if (plus) {
 			errno = 0;
 			pt->offset = strtoull(plus + 1, &end, 0);
@@ -843,7 +894,8 @@ DJP_API int djp_connect_at(const struct djp_point_opts *where, djp_handler_fn fn
 		}
 	memcpy(&o, where, where->sz < sizeof(o) ? where->sz : sizeof(o));
 	/* exactly one of func, line, addr; offset and retprobe with func */
-	if ((!!o.func + !!o.line + !!o.addr) != 1 || (o.offset && !o.func) || (o.retprobe && (!o.func || o.offset))) {
+	if ((!!o.func + !!o.line + !!o.addr) != 1 || (o.offset && !o.func) || (o.retprobe && (!o.func || o.offset)) ||
+	    (o.func && func_src_split(o.func, (char[512]){ 0 }, 512, &(bool){ 0 }, &(struct djp_src_filter){ 0 }))) {
 		errno = EINVAL;
 		return -EINVAL;
 	}

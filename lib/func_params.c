@@ -1818,6 +1818,60 @@ int djp_params_get(struct djp_params_file *pf, uint64_t func_addr, uint64_t pc, 
 	return 0;
 }
 
+/* The lowest and highest line of the rows of the unit's line table whose
+ * address is inside sub and whose file is decl_file: the lines its code
+ * spans (an inlined callee's rows name another file). */
+static void code_lines(Dwarf_Die *sub, const char *decl_file, unsigned *lo, unsigned *hi)
+{
+	Dwarf_Die cudie;
+	Dwarf_Lines *lines;
+	size_t n;
+
+	*lo = *hi = 0;
+	if (!dwarf_diecu(sub, &cudie, NULL, NULL) || dwarf_getsrclines(&cudie, &lines, &n))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		Dwarf_Line *l = dwarf_onesrcline(lines, i);
+		Dwarf_Addr a;
+		int ln;
+		const char *f;
+		if (!l || dwarf_lineaddr(l, &a) || dwarf_lineno(l, &ln) || ln <= 0 || dwarf_haspc(sub, a) <= 0 ||
+		    !(f = dwarf_linesrc(l, NULL, NULL)) || strcmp(f, decl_file))
+			continue;
+		if (!*lo || (unsigned)ln < *lo)
+			*lo = (unsigned)ln;
+		if ((unsigned)ln > *hi)
+			*hi = (unsigned)ln;
+	}
+}
+
+int djp_params_source(struct djp_params_file *pf, uint64_t func_addr, struct djp_func_source *out, char *err,
+		      size_t errsz)
+{
+	struct dwarf_src *src;
+	Dwarf_Die sub, cudie;
+	Dwarf_Attribute attr;
+	const char *file, *dir;
+	int line = 0, r;
+
+	memset(out, 0, sizeof(*out));
+	if ((r = find_function(pf, func_addr, &sub, &src, err, errsz)))
+		return r;
+	if (!(file = dwarf_decl_file(&sub)))
+		return djp_errline(err, errsz, -ENOENT, pf->path, "no source file for the function at 0x%" PRIx64,
+				   func_addr);
+	dwarf_decl_line(&sub, &line);
+	/* a relative name is the unit's compilation directory's */
+	if (file[0] != '/' && dwarf_diecu(&sub, &cudie, NULL, NULL) &&
+	    dwarf_attr_integrate(&cudie, DW_AT_comp_dir, &attr) && (dir = dwarf_formstring(&attr)))
+		snprintf(out->file, sizeof(out->file), "%s/%s", dir, file);
+	else
+		snprintf(out->file, sizeof(out->file), "%s", file);
+	out->decl_line = line > 0 ? (unsigned)line : 0;
+	code_lines(&sub, file, &out->lo_line, &out->hi_line);
+	return 0;
+}
+
 /* The strings; the set is the caller's. */
 void djp_params_free(struct djp_param_set *s)
 {

@@ -96,5 +96,17 @@ int djp_params_open(const char *path, struct djp_params_file **out, char *err, s
 int djp_params_get(struct djp_params_file *pf, uint64_t func_addr, uint64_t pc, struct djp_param_set *out, char *err,
 		   size_t errsz);
 void djp_params_close(struct djp_params_file *pf);
+/* Where the function whose entry is at link-time address func_addr comes
+ * from in the source: the file it is declared in (with the unit's
+ * directory when DWARF gives it relative), its declaration line, and the
+ * lowest and highest line of that file its code has line-table rows for
+ * (0 when none).  What stap's function("NAME@FILE:LINE") matches and its
+ * -l prints.  0, or -errno with one line in err as djp_params_get. */
+struct djp_func_source {
+	char file[1024];
+	unsigned decl_line, lo_line, hi_line;
+};
+int djp_params_source(struct djp_params_file *pf, uint64_t func_addr, struct djp_func_source *out, char *err,
+		      size_t errsz);
 
 #endif

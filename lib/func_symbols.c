@@ -511,7 +511,7 @@ static bool prev_component(const char *s, const char **end, const char **c, size
 }
 
 /* Does the file name `want` name `path` (see the top of the file)? */
-static bool path_ends_with(const char *path, const char *want)
+bool djp_path_names(const char *path, const char *want)
 {
 	const char *pe = path + strlen(path), *we = want + strlen(want), *pc, *wc;
 	size_t pl, wl;
@@ -537,11 +537,11 @@ static bool source_matches(Dwarf_Die *cudie, const char *src, const char *want)
 	char full[4096];
 
 	if (want[0] != '/' || src[0] == '/')
-		return path_ends_with(src, want);
+		return djp_path_names(src, want);
 	if (!dwarf_attr_integrate(cudie, DW_AT_comp_dir, &attr) || !(dir = dwarf_formstring(&attr)) ||
 	    (size_t)snprintf(full, sizeof(full), "%s/%s", dir, src) >= sizeof(full))
 		return false;
-	return path_ends_with(full, want);
+	return djp_path_names(full, want);
 }
 
 static int cmp_u64(const void *a, const void *b)

@@ -63,6 +63,10 @@ int djp_funcs_vaddr_of(const struct djp_func_table *t, uint64_t off, uint64_t *a
  * that is not FILE:LINE; other -errno from opening the file. */
 int djp_lines_resolve(const char *path, const char *spec, uint64_t *addrs, size_t max, char *err, size_t errsz);
 
+/* Does the file name `want` ("foo.c", "src/foo.c", "/abs/src/foo.c") name
+ * `path`, component by component as djp_lines_resolve matches FILE? */
+bool djp_path_names(const char *path, const char *want);
+
 /* Where a function probe goes, as stap/gdb place one: the address after
  * the prologue of f.  The line-table row flagged prologue_end when there is
  * one (clang), else for unoptimized GCC code the row of the function's

@@ -65,6 +65,7 @@ __attribute__((noinline)) long pt_glob_one(long a)
 	__asm__ volatile("" ::: "memory");
 	return a + 1;
 }
+static const int pt_glob_two_line = __LINE__ + 1; /* its declaration's line */
 __attribute__((noinline)) long pt_glob_two(long a)
 {
 	__asm__ volatile("" ::: "memory");
@@ -248,6 +249,43 @@ TEST(points_glob)
 	CHECK_EQ(pt_glob_one(1) + pt_glob_two(1) + pt_glob_three(1), 9);
 	CHECK_EQ(atomic_load(&hits), 3);
 	CHECK_EQ(djp_disconnect(id), 0);
+}
+
+/* stap's function("GLOB@FILE:LINE"): only the functions declared in FILE,
+ * at LINE or with code around it; a qualifier that is no FILE:LINE is
+ * refused, one that names no function's file matches nothing. */
+TEST(points_source_qualifier)
+{
+	char spec[96];
+	int id;
+
+	reset();
+	snprintf(spec, sizeof(spec), "pt_glob_*@test_engine_points.c:%d", pt_glob_two_line);
+	id = djp_connect_at(OPTS(.func = spec), count, NULL, DJP_GPR_ONLY);
+	CHECK(id >= 0);
+	CHECK_EQ(pt_glob_one(1) + pt_glob_two(1) + pt_glob_three(1), 9);
+	CHECK_EQ(atomic_load(&hits), 1); /* pt_glob_two alone */
+	CHECK_EQ(djp_disconnect(id), 0);
+	/* a line inside its body: the function whose code spans it */
+	reset();
+	snprintf(spec, sizeof(spec), "pt_glob_*@selftests/test_engine_points.c:%d-%d", pt_glob_two_line + 2,
+		 pt_glob_two_line + 3);
+	id = djp_connect_at(OPTS(.func = spec), count, NULL, DJP_GPR_ONLY);
+	CHECK(id >= 0);
+	CHECK_EQ(pt_glob_one(1) + pt_glob_two(1) + pt_glob_three(1), 9);
+	CHECK_EQ(atomic_load(&hits), 1);
+	CHECK_EQ(djp_disconnect(id), 0);
+	reset();
+	id = djp_connect_at(OPTS(.func = "pt_glob_*@test_engine_*.c"), count, NULL, DJP_GPR_ONLY);
+	CHECK(id >= 0);
+	CHECK_EQ(pt_glob_one(1) + pt_glob_two(1) + pt_glob_three(1), 9);
+	CHECK_EQ(atomic_load(&hits), 3);
+	CHECK_EQ(djp_disconnect(id), 0);
+	CHECK_EQ(djp_connect_at(OPTS(.func = "pt_glob_*@engine_points.c"), count, NULL, 0), -ENOENT);
+	CHECK_EQ(djp_connect_at(OPTS(.func = "pt_glob_*@test_engine_points.c:12x"), count, NULL, 0), -EINVAL);
+	CHECK_EQ(djp_connect_at(OPTS(.func = "pt_glob_*@test_engine_points.c:9-3"), count, NULL, 0), -EINVAL);
+	CHECK_EQ(djp_connect_at(OPTS(.func = "@test_engine_points.c"), count, NULL, 0), -EINVAL);
+	CHECK_EQ(*(uint8_t *)pt_glob_two, *(uint8_t *)pt_glob_one); /* the text is back */
 }
 
 /* A line of pt_line_target's body, by its file and line. */

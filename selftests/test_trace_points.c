@@ -2,6 +2,7 @@
  * process.function(), on a program with no marker and nothing of djprobe,
  * launched and attached to; their libc's functions; errors that leave the
  * target alone. */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -70,6 +71,83 @@ TEST_TIMEOUT(trace_func_point_errors_say_what_and_leave_the_target, 60)
 	}
 }
 
+/* func_target.c as its DWARF names it (the path it was compiled from),
+ * and the line of its first line holding `text`. */
+static const char *ft_source(void)
+{
+	static char real[4096];
+	if (!real[0] && !realpath(djp_test_path("../../selftests/trace_progs/func_target.c"), real))
+		djp_test_fail(__FILE__, __LINE__, "func_target.c: %s", strerror(errno));
+	return real;
+}
+
+static int ft_line(const char *text)
+{
+	char line[256];
+	int at = 0;
+	FILE *src = fopen(ft_source(), "r");
+	if (!src)
+		return -1;
+	while (fgets(line, sizeof(line), src)) {
+		at++;
+		if (strstr(line, text)) {
+			fclose(src);
+			return at;
+		}
+	}
+	fclose(src);
+	return -1;
+}
+
+/* stap's function("GLOB@FILE:LINE"): the functions declared in FILE at
+ * LINE or whose code spans it, in scripts and in djp trace's spelling;
+ * -l lists them with the qualifier, which reads back as the same point. */
+TEST_TIMEOUT(script_function_source_qualifier, 60)
+{
+	char cmd[4096], script[1024], real[4096], point[8400];
+	int st, other = ft_line("long ft_other(long i)"), work = ft_line("long ft_work(long i)");
+	struct tproc *p;
+
+	CHECK(other > 0 && work > 0);
+	snprintf(cmd, sizeof(cmd), "%s 1000", tt_func_target());
+	/* a line inside ft_other's body names ft_other alone; its
+	 * declaration's line does too, with a range and its return */
+	snprintf(script, sizeof(script),
+		 "global n, m, r; probe process.function(\"ft_*@func_target.c:%d\") { n[ppfunc()]++ } "
+		 "probe process.function(\"*@trace_progs/func_target.c:%d-%d\") { m[ppfunc()]++ } "
+		 "probe process.function(\"ft_*@func_*.c:%d\").return { r += $return } "
+		 "probe end { foreach (f in n) printf(\"n %%s %%d\\n\", f, n[f]); "
+		 "foreach (f in m) printf(\"m %%s %%d\\n\", f, m[f]); printf(\"r=%%d\\n\", r) }",
+		 other + 2, work, work, other);
+	p = djp_run((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e", script, NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_STR(strstr(p->obuf, "n ") ? strstr(p->obuf, "n ") : p->obuf, "n ft_other 500\nm ft_work 1000\nr=250000\n");
+	free(p);
+	/* a file no function is declared in: an error naming the point */
+	p = djp_run((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
+				     "probe process.function(\"ft_*@other_file.c\") { }", NULL },
+		    &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	CHECK(strstr(p->ebuf, "process.function(\"ft_*@other_file.c\"): no function matches") != NULL);
+	free(p);
+	/* djp trace: GLOB@FILE:LINE@ in the main program */
+	snprintf(cmd, sizeof(cmd), "%s 6", tt_func_target());
+	snprintf(script, sizeof(script), "func:ft_*@func_target.c:%d@", other);
+	p = djp_run((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, script, NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(p->obuf, " func:ft_other i=0x5\n") != NULL);
+	CHECK(strstr(p->obuf, "func:ft_work") == NULL);
+	free(p);
+	/* -l prints the qualifier; fed back, it names the same function */
+	CHECK(realpath(tt_func_target(), real) != NULL);
+	snprintf(point, sizeof(point), "process(\"%s\").function(\"ft_work@%s:%d\")", real, ft_source(), work);
+	p = djp_run((char *const[]){ (char *)tt_djp(), "-l", point, NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	strcat(point, "\n");
+	CHECK_STR(p->obuf, point);
+	free(p);
+}
+
 TEST_TIMEOUT(script_function_and_statement_points, 60)
 {
 	char cmd[4096];
@@ -96,7 +174,8 @@ TEST_TIMEOUT(script_function_and_statement_points, 60)
 		p = djp_run((char *const[]){ (char *)tt_djp(), "-l", point, NULL }, &st);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 		snprintf(point, sizeof(point),
-			 "process(\"%s\").function(\"ft_other\")\nprocess(\"%s\").function(\"ft_work\")\n", real, real);
+			 "process(\"%s\").function(\"ft_other@%s:%d\")\nprocess(\"%s\").function(\"ft_work@%s:%d\")\n",
+			 real, ft_source(), ft_line("long ft_other(long i)"), real, ft_source(), ft_line("long ft_work(long i)"));
 		CHECK_STR(p->obuf, point);
 		free(p);
 	}
@@ -423,9 +502,9 @@ TEST_TIMEOUT(func_points_carry_the_parameters, 60)
 	p = djp_run((char *const[]){ (char *)tt_djp(), "-L", point, NULL }, &st);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	snprintf(point, sizeof(point),
-		 "process(\"%s\").function(\"ft_other\").return $i:long int $return:long\n"
-		 "process(\"%s\").function(\"ft_work\").return $i:long int $return:long\n",
-		 real, real);
+		 "process(\"%s\").function(\"ft_other@%s:%d\").return $i:long int $return:long\n"
+		 "process(\"%s\").function(\"ft_work@%s:%d\").return $i:long int $return:long\n",
+		 real, ft_source(), ft_line("long ft_other(long i)"), real, ft_source(), ft_line("long ft_work(long i)"));
 	CHECK_STR(p->obuf, point);
 	free(p);
 }

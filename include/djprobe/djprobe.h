@@ -73,7 +73,9 @@ DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsi
  *            NULL: the main program (with `addr` alone: whatever object
  *            holds that address)
  *   func     a glob over function symbols; with `offset`, that many bytes
- *            into each (an instruction boundary, inside the function)
+ *            into each (an instruction boundary, inside the function);
+ *            "GLOB@FILE:LINE" (":N-M", ":*", or "GLOB@FILE") keeps the
+ *            functions DWARF says are declared in FILE, at or around LINE
  *   addr     a runtime address (when func and line are NULL)
  *   line     "file.c:123": every address the line tables give that line
  *   retprobe at the return of each function (func only): the handlers

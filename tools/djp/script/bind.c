@@ -48,8 +48,12 @@ static bool same_object(const char *path, const char *object)
 static bool marker_at_entry(const struct probe_point *pp, const struct djp_ev_desc *d)
 {
 	struct usym u;
-	return d->site_runtime && d->site && usym_lookup_any(d->site, &u) && u.name && u.off == 0 &&
-	       !fnmatch(pp->glob + 5, u.name, 0);
+	if (!d->site_runtime || !d->site || !usym_lookup_any(d->site, &u) || !u.name || u.off)
+		return false;
+	for (unsigned i = 0; i < pp->nnames; i++) /* a source-qualified point's functions */
+		if (!strcmp(pp->names[i], u.name))
+			return true;
+	return !pp->names && !fnmatch(pp->glob + 5, u.name, 0);
 }
 
 bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
@@ -66,7 +70,9 @@ bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
 		if ((n > 7 && !strcmp(d->name + n - 7, "%return")) != pp->ret)
 			return false;
 	}
-	if (pp->point && !strncmp(pp->glob, "line:", 5)) {
+	/* a statement point, and a function point with a source qualifier,
+	 * by the names of the sites they resolved to (interp.c) */
+	if (pp->point && (!strncmp(pp->glob, "line:", 5) || pp->names)) {
 		for (unsigned i = 0; i < pp->nnames; i++)
 			if (d->provider_len == 4 && !memcmp(d->provider, "func", 4) && !strcmp(d->name, pp->names[i]))
 				return true;

@@ -22,8 +22,7 @@
 #include <time.h>
 
 #include "lang.h"
-#include "lib/func_params.h"
-#include "lib/func_symbols.h"
+#include "func_points.h"
 #include "script.h"
 #include "tools/djp/session.h"
 
@@ -182,19 +181,19 @@ struct func_lines {
 	char ***lines;
 	unsigned *n, cap;
 	const char *object;
-	bool ret; /* .return points */
-	struct djp_params_file *params; /* -L: the parameters, from DWARF */
+	bool ret;    /* .return points */
+	bool fields; /* -L: with the context variables */
 };
 
 /* -L's " $a:int $b:char const*", as stap prints a function's context
  * variables (those whose value can be read at the entry), and $return. */
-static void params_text(struct func_lines *fl, const struct djp_func *f, char *buf, size_t sz)
+static void params_text(struct djp_params_file *pf, const struct djp_func *f, char *buf, size_t sz)
 {
 	struct djp_param_set ps;
 	char err[256];
 	size_t len = 0;
 	buf[0] = 0;
-	if (!fl->params || djp_params_get(fl->params, f->addr, f->addr, &ps, err, sizeof(err)))
+	if (!pf || djp_params_get(pf, f->addr, f->addr, &ps, err, sizeof(err)))
 		return;
 	for (unsigned i = 0; i < ps.n && len < sz; i++)
 		if (ps.v[i].loc.kind != DJP_LOC_NONE)
@@ -202,49 +201,44 @@ static void params_text(struct func_lines *fl, const struct djp_func *f, char *b
 	djp_params_free(&ps);
 }
 
-static int add_func_line(void *ctx, const struct djp_func *f)
+static int add_func_line(void *ctx, const struct djp_func *f, const struct djp_func_source *fs,
+			 struct djp_params_file *pf)
 {
 	struct func_lines *fl = ctx;
-	char params[2048];
+	char params[2048] = "", where[1100] = "";
 	size_t len;
 
-	params_text(fl, f, params, sizeof(params));
-	len = strlen(fl->object) + strlen(f->name) + strlen(params) + 48;
+	/* as stap -l, the declaration's file and line where DWARF has them */
+	if (fs)
+		snprintf(where, sizeof(where), "@%s:%u", fs->file, fs->decl_line);
+	if (fl->fields)
+		params_text(pf, f, params, sizeof(params));
+	len = strlen(fl->object) + strlen(f->name) + strlen(where) + strlen(params) + 48;
 	if (*fl->n + 1 >= fl->cap && !(*fl->lines = realloc(*fl->lines, sizeof(**fl->lines) * (fl->cap = fl->cap * 2 + 64))))
 		abort();
 	if (!((*fl->lines)[*fl->n] = malloc(len)))
 		abort();
-	snprintf((*fl->lines)[(*fl->n)++], len, "process(\"%s\").function(\"%s\")%s%s%s", fl->object, f->name,
-		 fl->ret ? ".return" : "", params, fl->params && fl->ret ? " $return:long" : "");
+	snprintf((*fl->lines)[(*fl->n)++], len, "process(\"%s\").function(\"%s%s\")%s%s%s", fl->object, f->name,
+		 where, fl->ret ? ".return" : "", params, fl->fields && pf && fl->ret ? " $return:long" : "");
 	return 0;
 }
 
 /* The functions a function("GLOB") point names, from the symbols of its
- * object (the target's program without one); they have no context
- * variables (yet). */
+ * object (the target's program without one). */
 static void list_functions(const struct probe_point *pp, const struct djp_source *src, bool fields, char ***lines,
 			   unsigned *n, unsigned *cap)
 {
 	char exe[64], err[512], *path;
-	struct djp_func_table *t = NULL;
-	struct func_lines fl = { lines, n, *cap, NULL, pp->ret, NULL };
-	char glob[600];
+	struct func_lines fl = { .lines = lines, .n = n, .cap = *cap, .ret = pp->ret, .fields = fields };
+	char spec[600];
 
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)src->target_pid);
 	if (!(path = realpath(pp->path ? pp->path : exe, NULL)))
 		return;
-	if (djp_funcs_read(path, &t, err, sizeof(err)) == 0) {
-		fl.object = path;
-		if (fields && djp_params_open(path, &fl.params, err, sizeof(err)))
-			fl.params = NULL; /* no DWARF: the functions alone */
-		snprintf(glob, sizeof(glob), "%.*s", (int)(strlen(pp->glob + 5) - (pp->ret ? 7 : 0)), pp->glob + 5);
-		djp_funcs_match(t, glob, add_func_line, &fl);
-		djp_funcs_free(t);
-		if (fl.params)
-			djp_params_close(fl.params);
-	} else {
+	fl.object = path;
+	snprintf(spec, sizeof(spec), "%.*s", (int)(strlen(pp->glob + 5) - (pp->ret ? 7 : 0)), pp->glob + 5);
+	if (func_points_each(path, spec, add_func_line, &fl, err, sizeof(err)) < 0)
 		fprintf(stderr, "djp: %s\n", err);
-	}
 	*cap = fl.cap;
 	free(path);
 }

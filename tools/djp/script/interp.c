@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "func_points.h"
 #include "lang.h"
 #include "tapset.h"
 #include "tapset_named.h"
@@ -1794,15 +1795,70 @@ static uint64_t timer_period(const struct timer *t)
 	return (uint64_t)p;
 }
 
+struct src_names {
+	char **v;
+	unsigned n, cap;
+	bool ret;
+};
+
+static int add_src_name(void *ctx, const struct djp_func *f, const struct djp_func_source *fs,
+			struct djp_params_file *pf)
+{
+	struct src_names *sn = ctx;
+	size_t len = strlen(f->name) + 8;
+	if (sn->n + 1 >= sn->cap && !(sn->v = realloc(sn->v, sizeof(*sn->v) * (sn->cap = sn->cap * 2 + 8))))
+		abort();
+	if (!(sn->v[sn->n] = malloc(len)))
+		abort();
+	snprintf(sn->v[sn->n++], len, "%s%s", f->name, sn->ret ? "%return" : "");
+	sn->v[sn->n] = NULL;
+	return 0;
+}
+
+/* A function point with a source qualifier, function("GLOB@FILE:LINE"):
+ * the names of the functions it resolves to in its object's file
+ * (func_points.c), by which its events are bound.  Non-zero after an
+ * error line. */
+static int resolve_src_funcs(struct probe_point *pp, struct djp_source *src)
+{
+	struct src_names sn = { .ret = pp->ret };
+	char exe[64], spec[600], err[512], *path;
+	int n;
+
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)src->target_pid);
+	if (!(path = realpath(pp->path ? pp->path : exe, NULL))) {
+		fprintf(stderr, "ERROR: probe point %s: %s: %s\n", pp->text, pp->path ? pp->path : "the target",
+			strerror(errno));
+		return 1;
+	}
+	snprintf(spec, sizeof(spec), "%.*s", (int)(strlen(pp->glob + 5) - (pp->ret ? 7 : 0)), pp->glob + 5);
+	n = func_points_each(path, spec, add_src_name, &sn, err, sizeof(err));
+	free(path);
+	if (n < 0 || (!sn.n && !pp->optional)) {
+		fprintf(stderr, "ERROR: probe point %s: %s\n", pp->text, n < 0 ? err : "no function matches");
+		return 1;
+	}
+	pp->names = sn.v ? sn.v : calloc(1, sizeof(*pp->names));
+	pp->nnames = sn.n;
+	return pp->names ? 0 : (abort(), 1);
+}
+
 /* Statement points: their lines as the names of their sites (the source
- * reads the target's line tables), before anything is armed.  Non-zero
- * after an error line. */
+ * reads the target's line tables), before anything is armed; function
+ * points with a source qualifier, their functions.  Non-zero after an
+ * error line. */
 static int resolve_lines(struct script *sc, struct djp_source *src)
 {
 	char *names[64], err[512];
 	for (struct probe *p = sc->probes; p; p = p->next)
 		for (struct probe_point *pp = p->points; pp; pp = pp->next) {
 			int n;
+			if (pp->kind == PP_MARK && pp->point && !pp->names && !strncmp(pp->glob, "func:", 5) &&
+			    strchr(pp->glob, '@')) {
+				if (resolve_src_funcs(pp, src))
+					return 1;
+				continue;
+			}
 			if (pp->kind != PP_MARK || !pp->point || strncmp(pp->glob, "line:", 5) || pp->names)
 				continue;
 			if (!src->ops->resolve_line) {
@@ -1875,7 +1931,7 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 				const char *g = pp->connect ? pp->connect : pp->glob;
 				if (pp->kind != PP_MARK)
 					continue;
-				if (pp->names) { /* a statement point: its sites by name */
+				if (pp->names && !strncmp(pp->glob, "line:", 5)) { /* a statement point: its sites by name */
 					add_line_globs(&globs, &nglobs, pp, p);
 					continue;
 				}

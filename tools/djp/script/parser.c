@@ -27,6 +27,7 @@
 
 #include "lang.h"
 #include "lib/escape.h"
+#include "lib/func_source.h"
 
 struct parser {
 	struct script *sc;
@@ -893,8 +894,9 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
  * returns (kernel/retprobes.c), the sites "func:NAME%return".  The pattern is the agent's point
  * spelling, "func:GLOB" or "line:FILE:LINE", and the events' sites are
  * named so too; with a PATH the agent is told the object, as "@PATH".
- * What stap has besides (a function filtered by its source file, the
- * functions at a line) is said not supported.
+ * function("GLOB@FILE:LINE") keeps only the functions declared in FILE
+ * at or around LINE (lib/func_source.c), "func:GLOB@FILE:LINE@OBJECT";
+ * what stap has besides is said not supported.
  */
 static void function_point(struct parser *ps, struct probe_point *pp, const char *what, const struct tok *proc,
 			   const struct tok *spec, bool ret)
@@ -902,6 +904,7 @@ static void function_point(struct parser *ps, struct probe_point *pp, const char
 	char glob[600], obj[4096 + 2] = "";
 	const char *at = strchr(spec->text, '@');
 	bool statement = !strcmp(what, "statement");
+	struct djp_src_filter src;
 
 	pp->kind = PP_MARK;
 	pp->point = true;
@@ -909,13 +912,15 @@ static void function_point(struct parser *ps, struct probe_point *pp, const char
 	pp->pid = proc && proc->kind == T_NUM ? (int32_t)proc->num : 0;
 	if (statement && at && strchr(at + 1, ':') && !strchr(strchr(at + 1, ':') + 1, ':')) {
 		snprintf(glob, sizeof(glob), "line:%s", at + 1);
-	} else if (!statement && !at && spec->text[0] && !strpbrk(spec->text, "+%:")) {
+	} else if (!statement && spec->text[0] != '@' && spec->text[0] && !strpbrk(spec->text, "+%") &&
+		   (at ? !strchr(at + 1, '@') && !djp_src_filter_parse(at + 1, &src) : !strchr(spec->text, ':'))) {
+		/* function("GLOB") or function("GLOB@FILE:LINE") */
 		snprintf(glob, sizeof(glob), "func:%s%s", spec->text, ret ? "%return" : "");
 		pp->ret = ret;
 	} else {
 		diag(ps->sc, pp->line, pp->col, "semantic error",
-		     "not supported yet: probe point %s (djp has function(\"GLOB\") and "
-		     "statement(\"FUNC@FILE:LINE\"))",
+		     "not supported yet: probe point %s (djp has function(\"GLOB\"), "
+		     "function(\"GLOB@FILE:LINE\") and statement(\"FUNC@FILE:LINE\"))",
 		     pp->text);
 		longjmp(ps->fail, 1);
 	}
@@ -924,6 +929,9 @@ static void function_point(struct parser *ps, struct probe_point *pp, const char
 		char *real = realpath(pp->path, NULL);
 		snprintf(obj, sizeof(obj), "@%s", real ? real : pp->path);
 		free(real);
+	} else if (!statement && at) {
+		/* "func:GLOB@FILE:LINE@": the source's '@' is not the object's */
+		snprintf(obj, sizeof(obj), "@");
 	}
 	{
 		size_t n = strlen(glob) + strlen(obj);
