@@ -486,10 +486,11 @@ static struct djp_params_file *object_params(struct djp_object *o)
 /*
  * The arguments of the point m (of function f, link-time addresses): the
  * function's parameters where the DWARF says they are at that address,
- * as an SDT probe's are (lib/func_params.c).  The format names them, so
- * that a script's $NAME and `djp trace`'s output have them: "a=%#lx ..."
- * (hex, as stap's $$parms).  A parameter whose value cannot be read there
- * is left out.
+ * as an SDT probe's are (lib/func_params.c), then, inside the function,
+ * the variables in scope there (stap's locals).  The format names them,
+ * so that a script's $NAME and `djp trace`'s output have them: "a=%#lx
+ * ..." (hex, as stap's $$vars).  A value that cannot be read there is
+ * left out, and so is a variable whose name an earlier one has.
  */
 static int point_args(struct djp_marker_list *ml, struct djp_marker_info *m, struct djp_params_file *pf,
 		      const struct djp_func *f)
@@ -499,13 +500,16 @@ static int point_args(struct djp_marker_list *ml, struct djp_marker_info *m, str
 	size_t len = 0;
 	unsigned k = 0;
 
-	if (!pf || djp_params_get(pf, f->addr, m->site, &ps, err, sizeof(err)))
+	if (!pf || djp_params_get_vars(pf, f->addr, m->site, &ps, err, sizeof(err)))
 		return 0; /* no DWARF for it: no arguments */
 	fmt[0] = 0;
 	for (unsigned i = 0; i < ps.n && k < DJP_MARKER_MAX_ARGS; i++) {
 		const struct djp_param *p = &ps.v[i];
+		bool seen = false;
 		int n;
-		if (p->loc.kind == DJP_LOC_NONE || strlen(p->name) >= 32 || strchr(p->name, '%'))
+		for (unsigned j = 0; j < i && p->is_local; j++)
+			seen |= !strcmp(ps.v[j].name, p->name);
+		if (seen || p->loc.kind == DJP_LOC_NONE || strlen(p->name) >= 32 || strchr(p->name, '%'))
 			continue;
 		n = snprintf(fmt + len, sizeof(fmt) - len, "%s%s=%%#lx", k ? " " : "", p->name);
 		if (n < 0 || (size_t)n >= sizeof(fmt) - len)

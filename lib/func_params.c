@@ -1211,6 +1211,7 @@ struct pwork {
 	Dwarf_Die decl; /* its formal_parameter in the declaration */
 	Dwarf_Die conc; /* the concrete copy's, for the location */
 	bool has_conc, has_type;
+	bool is_local; /* a variable of a block around the address, not a parameter */
 	Dwarf_Die type;
 	struct tinfo ti;
 	const char *name; /* libdw's, or argN in `unnamed` */
@@ -1690,6 +1691,40 @@ static unsigned collect(Dwarf_Die *sub, Dwarf_Die *origin, struct pwork *w)
 	return n;
 }
 
+/* The named variables of scope (the function, then each lexical block
+ * around pc, innermost last) after the n parameters: what stap calls the
+ * locals.  A variable of an inlined callee is the callee's, not these. */
+static unsigned collect_locals(Dwarf_Die *scope, uint64_t pc, struct pwork *w, unsigned n, unsigned depth)
+{
+	Dwarf_Die d, o;
+	Dwarf_Attribute a;
+
+	if (depth > DEPTH_MAX || dwarf_child(scope, &d) != 0)
+		return n;
+	do {
+		int tag = dwarf_tag(&d);
+		if (tag == DW_TAG_variable && n < DJP_PARAMS_MAX) {
+			bool art = false;
+			const char *name;
+			memset(&w[n], 0, sizeof(w[n]));
+			w[n].decl = d;
+			if (dwarf_attr(&d, DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &o))
+				w[n].decl = o;
+			if (dwarf_attr_integrate(&d, DW_AT_artificial, &a))
+				dwarf_formflag(&a, &art);
+			name = dwarf_diename(&w[n].decl);
+			if (!name || !*name || art)
+				continue;
+			w[n].conc = d;
+			w[n].has_conc = w[n].is_local = true;
+			n++;
+		} else if (tag == DW_TAG_lexical_block && dwarf_haspc(&d, pc) > 0) {
+			n = collect_locals(&d, pc, w, n, depth + 1);
+		}
+	} while (dwarf_siblingof(&d, &d) == 0);
+	return n;
+}
+
 /* The abstract origin of a concrete copy that lists the parameters (the
  * first such along a chain of origins); else sub itself. */
 static void find_origin(Dwarf_Die *sub, Dwarf_Die *origin)
@@ -1773,15 +1808,17 @@ static int fill(struct djp_param_set *out, const struct pwork *w, unsigned n)
 		s += a + b;
 		p->loc = w[i].loc;
 		p->why = w[i].loc.kind == DJP_LOC_NONE ? w[i].why : NULL;
+		p->is_local = w[i].is_local;
 	}
 	out->n = n;
 	return 0;
 }
 
-/* Find the function, collect and describe its parameters, then place
- * them: by the calling convention at a trusted entry, else by DWARF. */
-int djp_params_get(struct djp_params_file *pf, uint64_t func_addr, uint64_t pc, struct djp_param_set *out, char *err,
-		   size_t errsz)
+/* Find the function, collect and describe its parameters (and, with
+ * locals, the variables in scope at pc), then place them: by the calling
+ * convention at a trusted entry, else by DWARF. */
+static int params_get(struct djp_params_file *pf, uint64_t func_addr, uint64_t pc, bool locals,
+		      struct djp_param_set *out, char *err, size_t errsz)
 {
 	struct dwarf_src *src;
 	struct pwork *w;
@@ -1802,6 +1839,8 @@ int djp_params_get(struct djp_params_file *pf, uint64_t func_addr, uint64_t pc, 
 		return djp_errline(err, errsz, -ENOMEM, pf->path, "out of memory");
 	find_origin(&sub, &origin);
 	n = collect(&sub, &origin, w);
+	if (locals && pc != func_addr) /* at the entry nothing is set yet */
+		n = collect_locals(&sub, pc, w, n, 0);
 	describe(w, n);
 	cxx = is_cxx(&sub);
 	if (pc == func_addr && declared_convention(&sub, &origin, w, n)) {
@@ -1870,6 +1909,18 @@ int djp_params_source(struct djp_params_file *pf, uint64_t func_addr, struct djp
 	out->decl_line = line > 0 ? (unsigned)line : 0;
 	code_lines(&sub, file, &out->lo_line, &out->hi_line);
 	return 0;
+}
+
+int djp_params_get(struct djp_params_file *pf, uint64_t func_addr, uint64_t pc, struct djp_param_set *out, char *err,
+		   size_t errsz)
+{
+	return params_get(pf, func_addr, pc, false, out, err, errsz);
+}
+
+int djp_params_get_vars(struct djp_params_file *pf, uint64_t func_addr, uint64_t pc, struct djp_param_set *out,
+			char *err, size_t errsz)
+{
+	return params_get(pf, func_addr, pc, true, out, err, errsz);
 }
 
 /* The strings; the set is the caller's. */

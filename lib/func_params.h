@@ -63,6 +63,7 @@ struct djp_param {
 	const char *name;      /* DW_AT_name ("a"); owned by the set */
 	const char *type;      /* C spelling of the type, as SystemTap -L prints it: "int", "long unsigned int", "char const*", "struct foo*", "enum color", "double" */
 	struct djp_argloc loc; /* where its value is at the probe address; kind DJP_LOC_NONE when unavailable */
+	bool is_local;         /* djp_params_get_vars: a variable in scope, not a parameter */
 	const char *why;       /* when unavailable: "optimized out", "no location at this address", "location too complex", "passed in a vector register", "struct passed by value", "after a parameter passed by value in memory" ... (static strings) */
 };
 
@@ -96,6 +97,13 @@ int djp_params_open(const char *path, struct djp_params_file **out, char *err, s
 int djp_params_get(struct djp_params_file *pf, uint64_t func_addr, uint64_t pc, struct djp_param_set *out, char *err,
 		   size_t errsz);
 void djp_params_close(struct djp_params_file *pf);
+
+/* djp_params_get, then (away from the entry) the named variables in scope
+ * at pc, stap's $$locals: those of the function's body and of each lexical
+ * block around pc, is_local set, placed by their DWARF locations as
+ * parameters are; up to DJP_PARAMS_MAX in all. */
+int djp_params_get_vars(struct djp_params_file *pf, uint64_t func_addr, uint64_t pc, struct djp_param_set *out,
+			char *err, size_t errsz);
 /* Where the function whose entry is at link-time address func_addr comes
  * from in the source: the file it is declared in (with the unit's
  * directory when DWARF gives it relative), its declaration line, and the

@@ -148,6 +148,40 @@ TEST_TIMEOUT(script_function_source_qualifier, 60)
 	free(p);
 }
 
+/* Inside a function a point's site also carries the variables in scope
+ * there: $NAME reads a local as it reads a parameter, and $$parms,
+ * $$locals, $$vars and (at a return) $$return say them as stap does. */
+TEST_TIMEOUT(script_locals_vars_and_return, 60)
+{
+	char cmd[4096], script[1024];
+	int st, line = ft_line("ft_sink += r;");
+	struct tproc *p;
+
+	CHECK(line > 0);
+	snprintf(cmd, sizeof(cmd), "%s 40", tt_func_target());
+	snprintf(script, sizeof(script),
+		 "global bad, n; probe process.statement(\"ft_work@func_target.c:%d\") { n++; "
+		 "if ($r != $i * 7 + 3) bad++; "
+		 "if ($i == 5) printf(\"[%%s] [%%s] [%%s]\\n\", $$parms, $$locals, $$vars) } "
+		 "probe process.function(\"ft_work\").return { if ($i == 5) printf(\"[%%s] [%%s] [%%s]\\n\", "
+		 "$$return, $$parms, $$locals) } "
+		 "probe end { printf(\"n=%%d bad=%%d\\n\", n, bad) }",
+		 line);
+	p = djp_run((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e", script, NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(p->obuf, "[i=0x5] [r=0x26] [i=0x5 r=0x26]\n") != NULL);
+	CHECK(strstr(p->obuf, "[return=0x26] [i=0x5] []\n") != NULL);
+	CHECK(strstr(p->obuf, "n=40 bad=0\n") != NULL);
+	free(p);
+	/* djp trace prints them too */
+	snprintf(cmd, sizeof(cmd), "%s 3", tt_func_target());
+	snprintf(script, sizeof(script), "line:func_target.c:%d", line);
+	p = djp_run((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, script, NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(p->obuf, " i=0x2 r=0x11\n") != NULL);
+	free(p);
+}
+
 TEST_TIMEOUT(script_function_and_statement_points, 60)
 {
 	char cmd[4096];

@@ -702,7 +702,7 @@ static int expr(struct checker *ck, struct node *n, int want)
 	case N_CTXPARMS:
 		if (!ck->probe || ck->probe->has_nonmark) {
 			ERR(ck, n, "'$$%s' is only available in process.mark probes",
-			    n->kind == N_CTXNAME ? "name" : "parms");
+			    n->kind == N_CTXNAME ? "name" : n->str);
 			return TY_UNK;
 		}
 		return n->ty = TY_STR;

@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ctx_vars.h"
 #include "func_points.h"
 #include "lang.h"
 #include "tapset.h"
@@ -1264,7 +1265,7 @@ static const char *eval_s(struct run *r, struct node *n)
 		return r->bind->desc->name;
 	case N_CTXPARMS: {
 		char *buf = arena_alloc(r, MAXSTRINGLEN);
-		djp_format_render(buf, MAXSTRINGLEN, &r->bind->desc->fmt, r->ev->nargs, r->ev->args, r->ev->strs);
+		ctx_vars_render(buf, MAXSTRINGLEN, r->bind->desc, n->str, r->ev);
 		return buf;
 	}
 	case N_CALL:

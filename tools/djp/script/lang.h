@@ -96,7 +96,7 @@ enum node_kind {
 	N_INDEX,   /* sym[args]: an array element */
 	N_CTX,	   /* $name/$argN: slot = context reference of the probe */
 	N_CTXNAME, /* $$name */
-	N_CTXPARMS,/* $$parms */
+	N_CTXPARMS,/* $$parms, $$vars, $$locals, $$return (str says which) */
 	N_CALL,	   /* fn(args) */
 	N_BUILTIN, /* op = enum builtin, args */
 	N_BINOP,   /* op: + - * / % << >> & | ^ */

@@ -247,15 +247,14 @@ static struct node *primary(struct parser *ps)
 	case T_DOLLAR2:
 		if (!strcmp(t->text, "name"))
 			return mk(ps, N_CTXNAME, t);
-		if (!strcmp(t->text, "parms"))
-			return mk(ps, N_CTXPARMS, t);
-		if (!strcmp(t->text, "vars") || !strcmp(t->text, "locals") || !strcmp(t->text, "return")) {
-			diag(ps->sc, t->line, t->col, "parse error",
-			     "not supported yet: $$%s (variables from debug information)", t->text);
-			longjmp(ps->fail, 1);
+		if (!strcmp(t->text, "parms") || !strcmp(t->text, "vars") || !strcmp(t->text, "locals") ||
+		    !strcmp(t->text, "return")) {
+			n = mk(ps, N_CTXPARMS, t); /* which ones: n->str (ctx_vars.c) */
+			n->str = t->text;
+			return n;
 		}
 		ps->pos--;
-		fail_at(ps, t, "unsupported context variable (only $$name and $$parms)");
+		fail_at(ps, t, "unsupported context variable (only $$name, $$parms, $$vars, $$locals and $$return)");
 	case T_AT: {
 		static const char *const aggs[] = { "count", "sum", "min", "max", "avg", "variance" };
 		for (int i = 0; i < 6; i++) {
