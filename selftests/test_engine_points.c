@@ -390,7 +390,7 @@ static void *runner(void *arg)
 	return NULL;
 }
 
-TEST_TIMEOUT(points_stress_arm_disarm_while_running, 120)
+TEST_TIMEOUT(points_stress_arm_disarm_while_running, 300)
 {
 	pthread_t t[6];
 	uint8_t before_asm[32], before_add[16];

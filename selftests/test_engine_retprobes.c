@@ -319,7 +319,7 @@ static void on_return_quiet(const struct djp_hit *hit, void *data)
 	atomic_fetch_add(&rets, 1);
 }
 
-TEST_TIMEOUT(retprobe_stress_connect_disconnect_while_running, 120)
+TEST_TIMEOUT(retprobe_stress_connect_disconnect_while_running, 300)
 {
 	enum { NT = 8 };
 	pthread_t t[NT];
