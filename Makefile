@@ -171,28 +171,25 @@ KCHECK_DURATION ?= 3000
 KCHECK_TIMEOUT ?= 270
 DEB_PACKAGES_KCHECK := qemu-system-x86 busybox-static
 KCHECK := $(O)/kcheck
-KSRC_DIRS := kmod lib arch kernel include selftests/kmod bench/kmod
 KCHECK_SCRIPTS := $(sort $(wildcard selftests/kcheck/*.sh))
 # Every source of TAP lines that must report: /init, the selftest module,
 # each guest script under its own name.
 KCHECK_EXPECT := kcheck djp_kselftest $(notdir $(KCHECK_SCRIPTS:.sh=))
 
-# $(call kbuild,TREE,KDIR,FOLDERS): refresh TREE's symlinks, then build the
-# modules of each folder against KDIR; djprobe.ko's exports are visible to
-# the folders after kmod.
+# $(call kbuild,TREE,KDIR,FOLDERS): build the modules of each folder
+# against KDIR, in TREE/FOLDER (with / as -) made of symlinks by ktree.sh;
+# djprobe.ko's exports are visible to the folders after kmod.
 define kbuild
-	$(Q)mkdir -p $(1) && for d in $(KSRC_DIRS); do if [ -d $$d ]; then \
-		mkdir -p $(1)/$$d && cp -rsf $(CURDIR)/$$d/. $(1)/$$d/; fi; done && find $(1) -xtype l -delete
-	$(Q)set -e; for d in $(3); do printf '  %-6s %s\n' KBUILD $$d; \
-		$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) -C $(2) M=$(abspath $(1))/$$d \
+	$(Q)set -e; for d in $(3); do printf '  %-6s %s\n' KBUILD $$d; t=$(abspath $(1))/$$(echo $$d | tr / -); \
+		selftests/kcheck/host/ktree.sh $$d $$t; \
+		$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) -C $(2) M=$$t \
 		$$([ $$d = kmod ] || echo KBUILD_EXTRA_SYMBOLS=$(abspath $(1))/kmod/Module.symvers) modules; done
 endef
 
 kmod:
 	@[ -d "$(KDIR)" ] || { echo "djprobe: no kernel build tree at $(KDIR): run make kmod KDIR=/path/to/build, or make kcheck to test in QEMU" >&2; exit 1; }
 	@[ -f kmod/Kbuild ] || { echo "djprobe: kmod/Kbuild is missing: there is no djprobe.ko to build" >&2; exit 1; }
-	$(call kbuild,$(O)/kmod,$(KDIR),kmod)
-	$(Q)cp $(O)/kmod/kmod/djprobe.ko $(O)/kmod/djprobe.ko
+	$(call kbuild,$(O),$(KDIR),kmod)
 	$(call msg,KMOD,$(O)/kmod/djprobe.ko)
 
 # Resolve and fetch the guest kernel, then go on in a sub-make that knows
@@ -208,7 +205,8 @@ KTREE = $(KCHECK)/kbuild-$(KERNEL)
 kcheck-guest:
 	$(call kbuild,$(KTREE),$(KDIR),kmod selftests/kmod)
 	$(Q)selftests/kcheck/host/initramfs.sh $(KCHECK)/test.cpio.gz selftests/kcheck/init \
-		$(KTREE)/kmod/djprobe.ko $(wildcard $(KTREE)/selftests/kmod/*.ko) $(KCHECK_SCRIPTS) $(DJP)
+		$(KTREE)/kmod/djprobe.ko $(KTREE)/selftests-kmod/djp_kselftest.ko \
+		$(KTREE)/selftests-kmod/djp_kmarkers2.ko $(KCHECK_SCRIPTS) $(DJP)
 	$(Q)selftests/kcheck/host/qemu.sh $(BZIMAGE) $(KCHECK)/test.cpio.gz $(KCHECK)/test.log \
 		$(KCHECK_TIMEOUT) $(KCHECK_SMP) kcheck.mode=test kcheck.duration=$(KCHECK_DURATION); \
 	awk -v expect="$(KCHECK_EXPECT)" -v status=$$? -f selftests/kcheck/host/summary.awk $(KCHECK)/test.log \
@@ -217,7 +215,7 @@ kcheck-guest:
 kbench-guest:
 	$(call kbuild,$(KTREE),$(KDIR),kmod bench/kmod)
 	$(Q)selftests/kcheck/host/initramfs.sh $(KCHECK)/bench.cpio.gz selftests/kcheck/init \
-		$(KTREE)/kmod/djprobe.ko $(KTREE)/bench/kmod/djp_kbench.ko
+		$(KTREE)/kmod/djprobe.ko $(KTREE)/bench-kmod/djp_kbench.ko
 	$(Q)selftests/kcheck/host/qemu.sh $(BZIMAGE) $(KCHECK)/bench.cpio.gz $(KCHECK)/bench.log \
 		$(KCHECK_TIMEOUT) $(KBENCH_SMP) kcheck.mode=bench; \
 	bench/kmod/table.sh $(KCHECK)/bench.log $$?
