@@ -251,6 +251,11 @@ struct probe_point {
 	bool optional;
 	bool sufficient;   /* `!`: when it matches, the probe's later points are dropped */
 	const char *path;  /* process("PATH"), or NULL */
+	/* kernel.mark("GLOB") and module("MODGLOB").mark("GLOB"): markers of
+	 * loaded kernel modules (script/klive.c); module is NULL for the
+	 * first, and connect the device's pattern, "MODGLOB:GLOB" */
+	bool kernel;
+	const char *module;
 	int32_t pid;	   /* process(PID): only that process's hits; 0 any */
 	const char *glob;  /* mark("GLOB"); function("GLOB") as "func:GLOB" */
 	/* function and statement points: their sites are made when they are
