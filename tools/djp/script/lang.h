@@ -97,6 +97,7 @@ enum node_kind {
 	N_CTX,	   /* $name/$argN: slot = context reference of the probe */
 	N_CTXNAME, /* $$name */
 	N_CTXPARMS,/* $$parms */
+	N_CTXFORMAT,/* $$format: the marker's format string */
 	N_CALL,	   /* fn(args) */
 	N_BUILTIN, /* op = enum builtin, args */
 	N_BINOP,   /* op: + - * / % << >> & | ^ */

@@ -248,13 +248,15 @@ static struct node *primary(struct parser *ps)
 			return mk(ps, N_CTXNAME, t);
 		if (!strcmp(t->text, "parms"))
 			return mk(ps, N_CTXPARMS, t);
+		if (!strcmp(t->text, "format"))
+			return mk(ps, N_CTXFORMAT, t);
 		if (!strcmp(t->text, "vars") || !strcmp(t->text, "locals") || !strcmp(t->text, "return")) {
 			diag(ps->sc, t->line, t->col, "parse error",
 			     "not supported yet: $$%s (variables from debug information)", t->text);
 			longjmp(ps->fail, 1);
 		}
 		ps->pos--;
-		fail_at(ps, t, "unsupported context variable (only $$name and $$parms)");
+		fail_at(ps, t, "unsupported context variable (only $$name, $$parms and $$format)");
 	case T_AT: {
 		static const char *const aggs[] = { "count", "sum", "min", "max", "avg", "variance" };
 		for (int i = 0; i < 6; i++) {
