@@ -17,6 +17,16 @@
  * whatever the tool does (a crash, a kill -9): release runs when the last
  * reference, the mapping's included, goes.
  *
+ * One hit, one event, however many of the file's patterns match the
+ * marker (a script's module("m").mark("*") and kernel.mark("x") both match
+ * m's x): the engine calls the handler of each probe, and the handler of
+ * probe i records only when no live probe of the same file before it, j <
+ * i, matches the marker, since j's handler records it.  The patterns are
+ * matched as the engine matches them (glob_match over the module's and the
+ * marker's names).  A probe counts as live from when its djp_connect
+ * returns until its disconnect starts, so a hit in those windows may be
+ * recorded twice, never lost.
+ *
  * The recorder runs in the context that hit the marker, preemption
  * disabled: it reads the hit's arguments and writes one event into the
  * ring of its CPU (kring.c), with the marker id the low 32 bits of the
@@ -33,6 +43,7 @@
  */
 #include <linux/capability.h>
 #include <linux/fs.h>
+#include <linux/glob.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -59,10 +70,23 @@ static unsigned int dev_ring_kb = 512;
 module_param(dev_ring_kb, uint, 0444);
 MODULE_PARM_DESC(dev_ring_kb, "/dev/djprobe: ring KiB per CPU per open file (a power of two, 16 or more)");
 
+struct djp_dev_file;
+
+/* One connected pattern of a file (the handler's data). */
+struct djp_dev_probe {
+	struct djp_dev_file *f;
+	unsigned int idx;	/* in f->probes */
+	int id;			/* the engine's */
+	bool used;		/* connected (under f->lock) */
+	bool live;		/* its hits are recorded: see the top */
+	char pattern[DJP_KDEV_PATTERN_MAX];
+	const char *modglob;	/* into pattern, NULL: any module */
+	const char *nameglob;
+};
+
 struct djp_dev_file {
-	struct mutex lock; /* ids */
-	int ids[DEV_MAX_PROBES];
-	unsigned int nids;
+	struct mutex lock; /* probes' used, id, pattern */
+	struct djp_dev_probe probes[DEV_MAX_PROBES];
 	struct djp_kring ring;
 };
 
@@ -78,11 +102,36 @@ static u64 hit_task(void)
 	return (u64)task_tgid_nr(current) << 32 | (u32)task_pid_nr(current);
 }
 
+/* Does a live probe of f before probe `before` match the hit's marker? */
+static bool recorded_before(struct djp_dev_file *f, unsigned int before, const struct djp_hit *hit)
+{
+	const char *mod = NULL, *name = NULL;
+	unsigned int j;
+
+	for (j = 0; j < before; j++) {
+		struct djp_dev_probe *p = &f->probes[j];
+
+		if (!READ_ONCE(p->live))
+			continue;
+		if (!name) {
+			name = djp_hit_name(hit);
+			mod = djp_hit_module(hit);
+		}
+		if ((!p->modglob || glob_match(p->modglob, mod ? mod : "")) && glob_match(p->nameglob, name ? name : ""))
+			return true;
+	}
+	return false;
+}
+
 static void djp_dev_hit(const struct djp_hit *hit, void *data)
 {
-	struct djp_dev_file *f = data;
+	struct djp_dev_probe *p = data;
+	struct djp_dev_file *f = p->f;
 	u64 args[DJP_KRING_MAX_ARGS];
 	unsigned int n = djp_hit_nargs(hit), i;
+
+	if (p->idx && recorded_before(f, p->idx, hit))
+		return;
 
 	if (n > DJP_KRING_MAX_ARGS)
 		n = DJP_KRING_MAX_ARGS;
@@ -95,6 +144,7 @@ static int djp_dev_open(struct inode *inode, struct file *file)
 {
 	struct djp_dev_file *f;
 	u64 ring = (u64)dev_ring_kb * 1024;
+	unsigned int i;
 	int ret;
 
 	if (!capable(CAP_SYS_ADMIN))
@@ -103,6 +153,10 @@ static int djp_dev_open(struct inode *inode, struct file *file)
 	if (!f)
 		return -ENOMEM;
 	mutex_init(&f->lock);
+	for (i = 0; i < DEV_MAX_PROBES; i++) {
+		f->probes[i].f = f;
+		f->probes[i].idx = i;
+	}
 	ret = djp_kring_create(&f->ring, ring, DEV_NSUBBUFS);
 	if (ret) {
 		kfree(f);
@@ -117,8 +171,11 @@ static int djp_dev_release(struct inode *inode, struct file *file)
 	struct djp_dev_file *f = file->private_data;
 	unsigned int i;
 
-	for (i = 0; i < f->nids; i++)
-		djp_disconnect(f->ids[i]); /* returns when no handler runs */
+	for (i = 0; i < DEV_MAX_PROBES; i++)
+		if (f->probes[i].used) {
+			WRITE_ONCE(f->probes[i].live, false);
+			djp_disconnect(f->probes[i].id); /* returns when no handler runs */
+		}
 	djp_kring_destroy(&f->ring);
 	kfree(f);
 	return 0;
@@ -177,6 +234,9 @@ static long dev_list(void __user *uarg)
 static long dev_connect(struct djp_dev_file *f, void __user *uarg)
 {
 	struct djp_kdev_connect req;
+	struct djp_dev_probe *p = NULL;
+	unsigned int i;
+	char *colon;
 	int id;
 
 	if (copy_from_user(&req, uarg, sizeof(req)))
@@ -186,13 +246,26 @@ static long dev_connect(struct djp_dev_file *f, void __user *uarg)
 	if (req.flags & ~(DJP_FORCE_KPROBE | DJP_FORCE_INT3))
 		return -EINVAL;
 	mutex_lock(&f->lock);
-	if (f->nids == DEV_MAX_PROBES) {
+	for (i = 0; i < DEV_MAX_PROBES && !p; i++)
+		if (!f->probes[i].used)
+			p = &f->probes[i];
+	if (!p) {
 		mutex_unlock(&f->lock);
 		return -ENOSPC;
 	}
-	id = djp_connect(req.pattern, djp_dev_hit, f, req.flags);
-	if (id >= 0)
-		f->ids[f->nids++] = id;
+	/* "MODGLOB:NAMEGLOB" or "NAMEGLOB", split for recorded_before() */
+	memcpy(p->pattern, req.pattern, sizeof(p->pattern));
+	colon = strchr(p->pattern, ':');
+	if (colon)
+		*colon = 0;
+	p->modglob = colon ? p->pattern : NULL;
+	p->nameglob = colon ? colon + 1 : p->pattern;
+	id = djp_connect(req.pattern, djp_dev_hit, p, req.flags);
+	if (id >= 0) {
+		p->id = id;
+		p->used = true;
+		WRITE_ONCE(p->live, true);
+	}
 	mutex_unlock(&f->lock);
 	if (id < 0)
 		return id;
@@ -210,10 +283,11 @@ static long dev_disconnect(struct djp_dev_file *f, void __user *uarg)
 	if (get_user(id, (int __user *)uarg))
 		return -EFAULT;
 	mutex_lock(&f->lock);
-	for (i = 0; i < f->nids; i++)
-		if (f->ids[i] == id) {
-			ret = djp_disconnect(id);
-			f->ids[i] = f->ids[--f->nids];
+	for (i = 0; i < DEV_MAX_PROBES; i++)
+		if (f->probes[i].used && f->probes[i].id == id) {
+			WRITE_ONCE(f->probes[i].live, false);
+			ret = djp_disconnect(id); /* no handler of it runs after */
+			f->probes[i].used = false;
 			break;
 		}
 	mutex_unlock(&f->lock);

@@ -36,7 +36,7 @@ wait_probe() {
 cycle() {
 	insmod $ko passes="$1" && rmmod djp_kmarkers2
 }
-echo "1..10"
+echo "1..12"
 
 # --- without a device or as another user: one line each ---------------
 out=$(DJP_KDEV=/dev/nonexistent djp list -k 2>&1)
@@ -74,6 +74,25 @@ tap $? "djp trace -k: the summary counts 14 events, none lost" "$(cat /tmp/trace
 insmod $ko passes=0
 djp list -k 'djp_kmarkers2:*' | awk '$3 == "off" && $4 == 0 { k++ } END { exit k != 8 }'
 tap $? "after djp trace -k ends, nothing is armed"
+
+# --- the kprobe fallback: the same events, through an int3 trap ----------
+djp trace -k --kprobe 'djp_kmarkers2:km2_site_4' >/tmp/ktrace.out 2>/tmp/ktrace.err &
+pid=$!
+wait_probe djp_kmarkers2:km2_site_4
+how=$(djp list -k djp_kmarkers2:km2_site_4 | awk '{ print $3 }')
+rmmod djp_kmarkers2
+cycle 4
+kill -TERM $pid
+wait $pid
+st=$?
+got=$(grep -c ' djp_kmarkers2:km2_site_4 site=4 pass=[0-3]$' /tmp/ktrace.out)
+[ $st = 0 ] && [ "$how" = kprobe ] && [ "$got" = 8 ] && [ "$(wc -l </tmp/ktrace.out)" = 8 ]
+tap $? "djp trace -k --kprobe: armed as a kprobe, 8 events for 8 hits" \
+	"status $st, armed '$how', $got of $(wc -l </tmp/ktrace.out): $(cat /tmp/ktrace.err)"
+# the trap's NMI-like context is not the interrupt the hit was not in
+awk '$2 > 0 && $2 == $3 { k++ } END { exit k != 8 }' /tmp/ktrace.out
+tap $? "djp trace -k --kprobe: each event names its task, not 0" "$(head -2 /tmp/ktrace.out)"
+insmod $ko passes=0
 
 # --- scripts: kernel.mark and module(...).mark count exactly --------------
 djp -e 'global n, ok
