@@ -99,6 +99,9 @@ static void desc_from_kmarker(struct klive *l, struct djp_ev_desc *d, uint32_t i
 	d->format = keep(l, m->m.format);
 	d->nargs = m->m.nargs;
 	d->fmt = m->fmt;
+	for (unsigned i = 0; i < d->fmt.nfields; i++)
+		if (d->fmt.field[i].conv == 's') /* a kernel pointer: a number here */
+			d->fmt.field[i].conv = 'p';
 	d->site = m->m.site;
 	d->site_runtime = true;
 }
