@@ -29,6 +29,10 @@ static u32 ks_irq_window;
 /* Written in the timer's context only (the callback, and the handler it runs). */
 static u64 ks_irq_ticks, ks_irq_hits, ks_irq_in_window, ks_irq_wrong;
 static u64 ks_irq_bad_hit;
+/* The last wrong tick, for the log: its window, its hits, the arming. */
+static u32 ks_irq_wrong_window;
+static u64 ks_irq_wrong_delta;
+static unsigned int ks_irq_how, ks_irq_wrong_how;
 
 static void ks_irq_handler(const struct djp_hit *hit, void *data)
 {
@@ -47,7 +51,12 @@ static enum hrtimer_restart ks_irq_tick(struct hrtimer *timer)
 	barrier();
 	if (READ_ONCE(ks_irq_window) == before) {
 		ks_irq_in_window += !!KS_STABLE(before);
-		ks_irq_wrong += ks_window_wrong(before, ks_irq_hits - h0);
+		if (ks_window_wrong(before, ks_irq_hits - h0)) {
+			ks_irq_wrong++;
+			ks_irq_wrong_window = before;
+			ks_irq_wrong_delta = ks_irq_hits - h0;
+			ks_irq_wrong_how = READ_ONCE(ks_irq_how);
+		}
 	}
 	ks_irq_ticks++;
 	hrtimer_forward_now(timer, ns_to_ktime(KS_IRQ_PERIOD_NS));
@@ -67,6 +76,8 @@ void ks_irq_run(void)
 
 	while (time_before(jiffies, end) && failures < 10) {
 		const char *how = sync[cycles % 3];
+
+		WRITE_ONCE(ks_irq_how, cycles % 3);
 
 		if (how && ks_set_sync(how)) {
 			if (!failures++)
@@ -98,6 +109,10 @@ void ks_irq_run(void)
 		ks_irq_ticks, cycles, ks_irq_in_window, ks_irq_hits);
 	if (failures)
 		ks_diag("hrtimer: %lu failed calls, the first: %d", failures, first_err);
+	if (ks_irq_wrong)
+		ks_diag("hrtimer: %llu wrong ticks, the last with the probe %s, %s, %llu hits",
+			ks_irq_wrong, KS_STABLE(ks_irq_wrong_window) ? "connected" : "not connected",
+			sync[ks_irq_wrong_how] ?: "kprobe fallback", ks_irq_wrong_delta);
 	ks_tap(!failures && !ks_irq_wrong && !ks_irq_bad_hit && ks_irq_in_window > 0,
 	       "hrtimer marker counted exactly while armed, handler in hard interrupt%s",
 	       failures ? " # a patching call failed" : ks_irq_wrong ? " # counts differ" :
