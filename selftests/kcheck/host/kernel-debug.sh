@@ -21,6 +21,8 @@ config=$2
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 [ -f "$dir/obj/.kcheck-built" ] && exit 0
+# What building a kernel takes beyond building a module.
+"$(dirname "$0")/../../../tools/check-deps.sh" flex bison bc libssl-dev libelf-dev
 
 if [ ! -f "$dir/src/Makefile" ]; then
 	deb=$(ls "$dir"/linux-source-6.1_*_all.deb 2>/dev/null | head -n 1)
