@@ -20,6 +20,7 @@
  */
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
+#include <linux/moduleparam.h>
 #include <linux/percpu.h>
 #include <linux/uaccess.h>
 
@@ -27,6 +28,27 @@
 
 static DEFINE_PER_CPU(unsigned int, djp_nesting);
 DEFINE_PER_CPU(unsigned long, djp_misses);
+
+/* /sys/module/djprobe/parameters/misses: the hits not run, all CPUs. */
+static int misses_get(char *buf, const struct kernel_param *kp)
+{
+	unsigned long sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += per_cpu(djp_misses, cpu);
+	return sysfs_emit(buf, "%lu\n", sum);
+}
+
+static int misses_set(const char *val, const struct kernel_param *kp)
+{
+	pr_warn("djprobe: misses=%s: the miss count is read-only\n", val);
+	return -EPERM;
+}
+
+static const struct kernel_param_ops misses_ops = { .set = misses_set, .get = misses_get };
+module_param_cb(misses, &misses_ops, NULL, 0444);
+MODULE_PARM_DESC(misses, "marker hits not run because a handler was running on the CPU (read-only)");
 
 notrace void djp_dispatch(const struct djp_ksite *site, struct pt_regs *regs)
 {
