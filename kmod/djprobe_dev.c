@@ -111,7 +111,7 @@ static bool recorded_before(struct djp_dev_file *f, unsigned int before, const s
 	for (j = 0; j < before; j++) {
 		struct djp_dev_probe *p = &f->probes[j];
 
-		if (!READ_ONCE(p->live))
+		if (!smp_load_acquire(&p->live)) /* its globs before the flag */
 			continue;
 		if (!name) {
 			name = djp_hit_name(hit);
@@ -264,7 +264,7 @@ static long dev_connect(struct djp_dev_file *f, void __user *uarg)
 	if (id >= 0) {
 		p->id = id;
 		p->used = true;
-		WRITE_ONCE(p->live, true);
+		smp_store_release(&p->live, true);
 	}
 	mutex_unlock(&f->lock);
 	if (id < 0)
