@@ -180,7 +180,7 @@ KCHECK_EXPECT := kcheck djp_kselftest $(notdir $(KCHECK_SCRIPTS:.sh=))
 # against KDIR, in TREE/FOLDER (with / as -) made of symlinks by ktree.sh;
 # djprobe.ko's exports are visible to the folders after kmod.
 define kbuild
-	$(Q)set -e; for d in $(3); do printf '  %-6s %s\n' KBUILD $$d; t=$(abspath $(1))/$$(echo $$d | tr / -); \
+	+$(Q)set -e; for d in $(3); do printf '  %-6s %s\n' KBUILD $$d; t=$(abspath $(1))/$$(echo $$d | tr / -); \
 		selftests/kcheck/host/ktree.sh $$d $$t; \
 		$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) -C $(2) M=$$t \
 		$$([ $$d = kmod ] || echo KBUILD_EXTRA_SYMBOLS=$(abspath $(1))/kmod/Module.symvers) modules; done
@@ -198,7 +198,7 @@ kcheck: $(DJP)
 kcheck kbench:
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES_KCHECK)
 	$(Q)mkdir -p $(KCHECK) && selftests/kcheck/host/kernel.sh $(KCHECK) $(KERNEL) >$(KCHECK)/kernel-$(KERNEL).env
-	$(Q)$(MAKE) --no-print-directory $@-guest $$(cat $(KCHECK)/kernel-$(KERNEL).env)
+	+$(Q)$(MAKE) --no-print-directory $@-guest $$(cat $(KCHECK)/kernel-$(KERNEL).env)
 
 KTREE = $(KCHECK)/kbuild-$(KERNEL)
 
