@@ -123,21 +123,15 @@ static int print_one(void *arg, const struct kevent *e)
 	unsigned n = ev->nargs < DJP_KRING_MAX_ARGS ? ev->nargs : DJP_KRING_MAX_ARGS;
 	char name[32];
 
-	struct djp_fmt fmt;
 
 	if (!e->marker)
 		snprintf(name, sizeof(name), "marker#%u", ev->marker_id);
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		args[i] = (int64_t)ev->args[i];
-	if (e->marker) {
-		/* a %s is a kernel pointer, not copied: its value */
-		fmt = e->marker->fmt;
-		for (unsigned i = 0; i < fmt.nfields; i++)
-			if (fmt.field[i].conv == 's')
-				fmt.field[i].conv = 'p';
+		strs[i] = djp_event_str(ev, i, NULL, NULL); /* copied by the kernel */
 	}
 	trace_print_event(t->out, t->json, e->ns, e->pid, (uint32_t)e->tid, e->cpu, e->marker ? e->marker->full : name,
-			  e->marker && fmt.nfields ? &fmt : NULL, n, args, strs);
+			  e->marker && e->marker->fmt.nfields ? &e->marker->fmt : NULL, n, args, strs);
 	return 0;
 }
 
