@@ -72,12 +72,11 @@ struct djp_ksite {
 	const struct djp_marker_info *m;
 	struct djp_hlist __rcu *handlers;
 	enum djp_how how;
-	int slot;		     /* JUMP: the trampoline slot */
+	int slot;		     /* its trampoline slot (kept while off), or -1 */
 	struct djp_kp *kp;	     /* KPROBE: the kprobe */
 	unsigned int nprobes;
 	/* scratch of one state change (kconnect.c), under djp_mutex */
 	enum djp_how to;
-	int new_slot;
 	struct djp_hlist *new_hl;
 	bool changing;
 };
@@ -113,8 +112,12 @@ extern int djp_sync_mode;
  * its old bytes. */
 struct djp_poke;
 int djp_text_batch(struct djp_poke *p, size_t n);
-/* Write bytes nobody executes (a free trampoline slot): the alias alone. */
-int djp_text_write_idle(unsigned long addr, const void *buf, size_t len);
+/* Write text nobody executes (free trampoline slots) through an alias
+ * mapped once for many writes. */
+struct djp_text_alias;
+struct djp_text_alias *djp_text_alias_map(unsigned long start, size_t len);
+int djp_text_alias_write(struct djp_text_alias *a, unsigned long addr, const void *buf, size_t len);
+void djp_text_alias_unmap(struct djp_text_alias *a);
 
 /* ---- the int3 of a batch (ktrap.c) ---- */
 
@@ -128,12 +131,16 @@ void djp_trap_exit(void);
 /* ---- trampolines (ktramp.c) ---- */
 
 /* A slot for `site` in range of it, written and published, or -ENOSPC /
- * -ERANGE (the caller falls back to a kprobe). */
+ * -ERANGE / -ENOMEM (the caller falls back to a kprobe).  The slots'
+ * alias stays mapped until djp_tramp_done(), so that a batch of a
+ * thousand sites maps it once. */
 int djp_tramp_get(struct djp_ksite *site);
+void djp_tramp_done(void);
 /* The jump from `site` to its slot. */
 void djp_tramp_jump(const struct djp_ksite *site, int slot, u8 out[DJP_SITE_LEN]);
-/* Unpublish a slot whose site no longer jumps there: it returns to the free
- * list after an RCU-tasks grace period. */
+/* Unpublish a slot whose site no longer jumps there (its module is going,
+ * or the slot is reclaimed): it returns to the free list after an
+ * RCU-tasks grace period. */
 void djp_tramp_put(int slot);
 int djp_tramp_init(void);
 void djp_tramp_exit(void);

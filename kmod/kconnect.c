@@ -17,8 +17,14 @@
  *           says (the NOP, or our jump): anything else is someone else's
  *           (a kprobe's int3, an optimised kprobe's jump) and the whole
  *           connect fails with -EBUSY before anything changes;
- *   step 2: take trampoline slots for the sites becoming jumps (none
- *           free, or out of range: the site becomes a kprobe instead);
+ *   step 2: give a trampoline slot to each site becoming a jump that has
+ *           none (none free, or out of range: the site becomes a kprobe
+ *           instead).  A site keeps its slot when disarmed, until its
+ *           module goes: re-arming it then writes nothing but the site,
+ *           and a task still inside the slot from an earlier arming finds
+ *           it as it was.  When the slots run out, those of sites that are
+ *           not jumps now are reclaimed (free again after an RCU-tasks
+ *           grace period) and this change falls back to kprobes;
  *   step 3: leave old states: one batch disarms the jumps that go
  *           (ktrap.c steps CPUs that hit the int3 over the site), and
  *           unregister_kprobe() removes the kprobes that go;
@@ -26,11 +32,9 @@
  *   step 5: enter new states: register_kprobe() for the new kprobes, then
  *           one batch arms every new jump (a CPU that hits the int3 runs
  *           the new handlers, as the jump will);
- *   step 6: synchronize_rcu(): no CPU still runs an old handler list (all
+ *   step 6: synchronize_rcu_expedited(): no CPU still runs an old handler list (all
  *           run with preemption disabled), so they are freed, and a
- *           disconnected handler runs nowhere once djp_disconnect returns;
- *           the slots of the jumps that went are released after an
- *           RCU-tasks grace period (ktramp.c).
+ *           disconnected handler runs nowhere once djp_disconnect returns.
  *
  * Each site's `how` says what its bytes are at every point, so a failure
  * at any step leaves a consistent state; connect then removes its probe
@@ -99,7 +103,6 @@ static int site_target(struct djp_ksite *s)
 	bool force = false;
 
 	s->new_hl = NULL;
-	s->new_slot = -1;
 	if (s->kmod != going_kmod)
 		list_for_each_entry(p, &probes, node)
 			if (probe_matches(p, s)) {
@@ -162,7 +165,7 @@ static int jump_batch(struct djp_ksite **v, size_t n, bool arm)
 		sel[k] = s;
 		p[k].addr = s->addr;
 		p[k].len = DJP_SITE_LEN;
-		djp_tramp_jump(s, arm ? s->new_slot : s->slot, jump);
+		djp_tramp_jump(s, s->slot, jump);
 		memcpy(p[k].old, arm ? djp_nop6 : jump, DJP_SITE_LEN);
 		memcpy(p[k].new, arm ? jump : djp_nop6, DJP_SITE_LEN);
 		k++;
@@ -178,10 +181,25 @@ out:
 	return ret;
 }
 
+/* Every slot kept by a site that is not a jump now goes back to the free
+ * list (after an RCU-tasks grace period: this call does not wait for it). */
+static void reclaim_slots(void)
+{
+	struct djp_kmod *km;
+	unsigned int i;
+
+	list_for_each_entry(km, &kmods, node)
+		for (i = 0; i < km->nsites; i++)
+			if (km->sites[i].slot >= 0 && km->sites[i].how != DJP_HOW_JUMP) {
+				djp_tramp_put(km->sites[i].slot);
+				km->sites[i].slot = -1;
+			}
+}
+
 static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 {
 	size_t i;
-	int ret = 0;
+	int ret = 0, reclaimed = 0;
 	bool sync = false;
 
 	/* Step 1. */
@@ -200,12 +218,17 @@ static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 	for (i = 0; i < n; i++) {
 		struct djp_ksite *s = v[i];
 
-		if (s->to == DJP_HOW_JUMP && s->how != DJP_HOW_JUMP) {
-			s->new_slot = djp_tramp_get(s);
-			if (s->new_slot < 0)
+		if (s->to == DJP_HOW_JUMP && s->slot < 0) {
+			s->slot = djp_tramp_get(s);
+			if (s->slot == -ENOSPC && !reclaimed++)
+				reclaim_slots();
+			if (s->slot < 0) {
+				s->slot = -1;
 				s->to = DJP_HOW_KPROBE;
+			}
 		}
 	}
+	djp_tramp_done();
 
 	/* Step 3. */
 	for (i = 0; i < n; i++)
@@ -218,16 +241,14 @@ static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 			/* still armed: keep the jump, with the new list */
 			s->to = DJP_HOW_JUMP;
 		} else if (s->changing) {
-			djp_tramp_put(s->slot);
-			s->slot = -1;
-			s->how = DJP_HOW_OFF;
+			s->how = DJP_HOW_OFF;	/* the slot stays the site's */
 		} else if (s->how == DJP_HOW_KPROBE && s->to != DJP_HOW_KPROBE) {
 			djp_kp_disarm(s);
 			s->how = DJP_HOW_OFF;
 		}
 	}
 	if (ret && check_busy)
-		goto put_slots;
+		goto free_new;
 	if (ret)
 		pr_warn("djprobe: disarming failed (%d); the sites stay armed with no handler\n", ret);
 	ret = 0;
@@ -257,26 +278,18 @@ static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 	for (i = 0; i < n; i++) {
 		struct djp_ksite *s = v[i];
 
-		if (s->changing && !ret) {
+		if (s->changing && !ret)
 			s->how = DJP_HOW_JUMP;
-			s->slot = s->new_slot;
-			s->new_slot = -1;
-		}
 	}
 
-	/* Step 6. */
+	/* Step 6: expedited, as the batch's syncs already interrupt every
+	 * CPU; a normal grace period would be most of a disconnect's time. */
 	if (sync)
-		synchronize_rcu();
+		synchronize_rcu_expedited();
 	for (i = 0; i < n; i++) {
 		kfree(v[i]->new_hl);
 		v[i]->new_hl = NULL;
 	}
-put_slots:
-	for (i = 0; i < n; i++)
-		if (v[i]->new_slot >= 0) {
-			djp_tramp_put(v[i]->new_slot);
-			v[i]->new_slot = -1;
-		}
 free_new:
 	for (i = 0; i < n; i++) {
 		kfree(v[i]->new_hl);
@@ -510,7 +523,7 @@ static void module_remove(struct module *mod)
 {
 	struct djp_kmod *km = kmod_find(mod);
 	struct djp_ksite **v;
-	size_t n;
+	size_t n, i;
 
 	if (!km)
 		return;
@@ -520,6 +533,9 @@ static void module_remove(struct module *mod)
 		kvfree(v);
 	}
 	going_kmod = NULL;
+	for (i = 0; i < km->nsites; i++)
+		if (km->sites[i].slot >= 0)
+			djp_tramp_put(km->sites[i].slot);
 	list_del(&km->node);
 	/* the trap table and the kprobes are gone; a trampoline may still be
 	 * reading the sites through its slot until a grace period ends */
@@ -614,6 +630,7 @@ void djp_core_exit(void)
 	struct djp_kmod *km, *kt;
 	struct djp_ksite **v;
 	size_t n;
+	unsigned int i;
 	int tries;
 
 	unregister_module_notifier(&module_nb);
@@ -636,11 +653,16 @@ void djp_core_exit(void)
 		if (!n)
 			break;
 	}
+	list_for_each_entry(km, &kmods, node)
+		for (i = 0; i < km->nsites; i++)
+			if (km->sites[i].slot >= 0)
+				djp_tramp_put(km->sites[i].slot);
+	/* no trampoline finds a site now; wait for any that did */
+	synchronize_rcu();
 	list_for_each_entry_safe(km, kt, &kmods, node) {
 		list_del(&km->node);
 		djp_kmod_free(km);
 	}
 	idr_destroy(&probe_ids);
 	mutex_unlock(&djp_mutex);
-	synchronize_rcu();
 }

@@ -18,7 +18,7 @@
  * parser compiled here through kmod/compat/, which checks the version, the
  * sizes and that every string ends inside the record, and parses the
  * argument locations (a sym(%rip) one is resolved through the same
- * kallsyms).  The site must then be inside the module's core text, and
+ * kallsyms, or among the exported symbols).  The site must then be inside the module's core text, and
  * hold the NOP.  A record that fails any check is skipped, with one
  * warning naming the module; the others are kept.
  *
@@ -28,6 +28,7 @@
  * happens outside.  Markers in init text are not kept (that text goes
  * away after init, and nothing could disarm it then).
  */
+#include <linux/kallsyms.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -78,12 +79,20 @@ static unsigned int record_syms(struct module *mod, unsigned long *out, unsigned
 	return n;
 }
 
-/* lib/argloc.c's resolver of sym(%rip) operands: the module's symbols. */
+/*
+ * lib/argloc.c's resolver of sym(%rip) operands: the module's own symbols
+ * (while the module is coming, its undefined ones too, which the loader
+ * has resolved), else an exported symbol of the kernel or of another
+ * module (__symbol_get, its reference dropped at once: the address is
+ * only read at a hit, with copy_from_kernel_nofault).
+ */
 static int sym_lookup(void *ctx, const char *name, size_t len, uint64_t *addr)
 {
 	struct module *mod = ctx;
 	const struct mod_kallsyms *ks;
+	char buf[KSYM_NAME_LEN];
 	unsigned int i;
+	void *p;
 	int ret = -ENOENT;
 
 	rcu_read_lock_sched();
@@ -92,13 +101,22 @@ static int sym_lookup(void *ctx, const char *name, size_t len, uint64_t *addr)
 		const Elf_Sym *sym = &ks->symtab[i];
 		const char *s = ks->strtab + sym->st_name;
 
-		if (sym->st_shndx != SHN_UNDEF && !strncmp(s, name, len) && s[len] == '\0') {
+		if (sym->st_value && !strncmp(s, name, len) && s[len] == '\0') {
 			*addr = sym->st_value;
 			ret = 0;
 		}
 	}
 	rcu_read_unlock_sched();
-	return ret;
+	if (!ret || len >= sizeof(buf))
+		return ret;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	p = __symbol_get(buf);
+	if (!p)
+		return -ENOENT;
+	__symbol_put(buf);
+	*addr = (unsigned long)p;
+	return 0;
 }
 
 /* Parse and check the record at `rec`; 0 and *site filled, or -errno

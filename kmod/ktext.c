@@ -272,18 +272,43 @@ int djp_text_batch(struct djp_poke *p, size_t n)
 	return ret;
 }
 
-int djp_text_write_idle(unsigned long addr, const void *buf, size_t len)
+/* A writable alias of [start, start + len), for writes to text nobody
+ * executes (free trampoline slots), kept across many writes. */
+struct djp_text_alias *djp_text_alias_map(unsigned long start, size_t len)
 {
-	struct djp_text_session s;
-	u8 l = len;
+	struct djp_text_alias *a;
+	unsigned long *addr;
+	u8 *lens;
+	size_t n, i;
+
+	n = (PAGE_ALIGN(start + len) - (start & PAGE_MASK)) >> PAGE_SHIFT;
+	addr = kmalloc_array(n, sizeof(*addr) + 1, GFP_KERNEL);
+	if (!addr)
+		return NULL;
+	lens = (u8 *)(addr + n);
+	for (i = 0; i < n; i++) {
+		addr[i] = (start & PAGE_MASK) + i * PAGE_SIZE;
+		lens[i] = 1;
+	}
+	a = alias_map(addr, lens, n);
+	kfree(addr);
+	return a;
+}
+
+int djp_text_alias_write(struct djp_text_alias *a, unsigned long addr, const void *buf, size_t len)
+{
+	struct djp_text_session s = { .alias = a };
 	int ret;
 
-	if (!len || len > 255)
-		return -EINVAL;
+	if (!a)
+		return -EFAULT;
 	mutex_lock(&text_mutex);
-	s.alias = alias_map(&addr, &l, 1);
-	ret = s.alias ? arch_text_write(&s, addr, buf, len) : -ENOMEM;
-	alias_free(s.alias);
+	ret = arch_text_write(&s, addr, buf, len);
 	mutex_unlock(&text_mutex);
 	return ret;
+}
+
+void djp_text_alias_unmap(struct djp_text_alias *a)
+{
+	alias_free(a);
 }

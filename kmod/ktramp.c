@@ -5,7 +5,7 @@
  * A jump from a marker site (e9 rel32) reaches ±2 GiB.  module_alloc() is
  * not exported, but every module is loaded in the modules area, 1-2 GiB
  * wide, and djprobe.ko is a module too: so the trampolines live in a
- * region reserved inside djprobe.ko's own text (ktramp_entry.S), 1024
+ * region reserved inside djprobe.ko's own text (ktramp_entry.S), 4096
  * slots of 32 bytes of int3, always in range of any module's site (the
  * distance is still checked, and a site out of range falls back to a
  * kprobe).  Being text, the region is written like a site, through the
@@ -18,12 +18,18 @@
  * a slot's site can be unpublished before the site memory goes.  A slot is
  * written while it is free, before its site's batch starts: the batch's
  * first sync serialises every CPU before any of them can take the jump.
+ * The slots of one state change are written through one alias of the
+ * region (djp_tramp_done() unmaps it): a vmap and a vunmap per slot made
+ * arming a thousand sites ten times slower.
  *
  * Lifetime.  A task can be preempted inside a slot (between its push and
- * its call, or in the dispatcher), so a slot whose site was disarmed
- * returns to the free list only after an RCU-tasks grace period
- * (call_rcu_tasks): by then every task has scheduled voluntarily or run in
- * user space since the disarm, so none is inside.  Unloading djprobe.ko
+ * its call, or in the dispatcher), so a slot that leaves its site returns
+ * to the free list only after an RCU-tasks grace period (call_rcu_tasks):
+ * by then every task has scheduled voluntarily or run in user space since
+ * the site's last jump there, so none is inside.  Grace periods of RCU
+ * tasks are slow (a second is common), so a site keeps its slot while
+ * disarmed (kconnect.c): arming a thousand sites again right after
+ * disarming them would otherwise find no slot free.  Unloading djprobe.ko
  * waits for the same (rcu_barrier_tasks in djp_tramp_exit).
  */
 #include <linux/bitmap.h>
@@ -41,6 +47,8 @@ extern u8 djp_tramp_common[];
 void djp_tramp_dispatch(struct pt_regs *regs, unsigned long index);
 
 static const struct djp_ksite __rcu *slot_site[DJP_TRAMP_SLOTS];
+/* The region's writable alias while slots are being written (djp_mutex). */
+static struct djp_text_alias *slots_alias;
 static DECLARE_BITMAP(slot_used, DJP_TRAMP_SLOTS);
 static DEFINE_SPINLOCK(slot_lock);
 
@@ -94,7 +102,10 @@ int djp_tramp_get(struct djp_ksite *site)
 	memcpy(code + 10, "\x48\x8d\x64\x24\x08", 5); /* lea 8(%rsp),%rsp */
 	code[15] = 0xe9;			/* jmp site + 6 */
 	put_rel32(code + 16, a + 20, site->addr + DJP_SITE_LEN);
-	ret = djp_text_write_idle(a, code, sizeof(code));
+	if (!slots_alias)
+		slots_alias = djp_text_alias_map((unsigned long)djp_tramp_slots,
+						 DJP_TRAMP_SLOTS * DJP_TRAMP_SLOT_SIZE);
+	ret = slots_alias ? djp_text_alias_write(slots_alias, a, code, sizeof(code)) : -ENOMEM;
 	if (ret)
 		goto free;
 	rcu_assign_pointer(slot_site[slot], site);
@@ -104,6 +115,12 @@ free:
 	__clear_bit(slot, slot_used);
 	spin_unlock(&slot_lock);
 	return ret;
+}
+
+void djp_tramp_done(void)
+{
+	djp_text_alias_unmap(slots_alias);
+	slots_alias = NULL;
 }
 
 void djp_tramp_jump(const struct djp_ksite *site, int slot, u8 out[DJP_SITE_LEN])
@@ -164,6 +181,9 @@ int djp_tramp_init(void)
 
 void djp_tramp_exit(void)
 {
-	/* every slot was put: wait for their grace periods to end */
+	/* No site jumps here any more: once every task has passed a
+	 * voluntary switch none is inside a slot, and the slots put earlier
+	 * have their callbacks run. */
+	synchronize_rcu_tasks();
 	rcu_barrier_tasks();
 }

@@ -3,7 +3,7 @@
 #ifndef DJP_KMOD_KTRAMP_H
 #define DJP_KMOD_KTRAMP_H
 
-#define DJP_TRAMP_SLOTS 1024
+#define DJP_TRAMP_SLOTS 4096
 #define DJP_TRAMP_SLOT_SIZE 32
 
 #endif

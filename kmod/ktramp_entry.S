@@ -28,8 +28,8 @@
  * C code keeps it so.
  *
  * objtool: the frame is described to the ORC unwinder (UNWIND_HINT_REGS
- * while the handlers run, so a stack trace from a handler goes on into the
- * function that hit the marker), and the slot region is int3 filler, which
+ * while the handlers run, so a stack trace from a handler shows the
+ * registers at the site), and the slot region is int3 filler, which
  * objtool decodes as traps and leaves alone.
  */
 #include <linux/linkage.h>

@@ -5,8 +5,7 @@
  *
  * Before a batch, kconnect.c publishes the batch's sites here, sorted by
  * address, with what each is becoming; after the batch's last sync it
- * unpublishes them and waits for an RCU grace period before freeing the
- * table.  A CPU that hits one of the int3s enters exc_int3(), which is
+ * unpublishes them, and the table is freed after an RCU grace period.  A CPU that hits one of the int3s enters exc_int3(), which is
  * NMI-like (no locks, no sleeping); kprobes looks first and, finding no
  * kprobe of its own at the address, passes it to the die notifiers, of
  * which this file's is one (DIE_INT3, regs->ip one past the 0xcc):
@@ -44,6 +43,7 @@ struct trap_entry {
 };
 
 struct trap_table {
+	struct rcu_head rcu;
 	size_t n;
 	struct trap_entry e[];
 };
@@ -71,9 +71,9 @@ int djp_trap_publish(struct djp_ksite **arm, size_t narm, struct djp_ksite **dis
 		t->e[n++] = (struct trap_entry){ disarm[i]->addr, disarm[i], false };
 	t->n = n;
 	sort(t->e, n, sizeof(t->e[0]), entry_cmp, NULL);
-	/* Only one batch at a time (djp_mutex): nothing to replace. */
-	WARN_ON(rcu_access_pointer(trap_table));
-	rcu_assign_pointer(trap_table, t);
+	t = rcu_replace_pointer(trap_table, t, lockdep_is_held(&djp_mutex));
+	if (t)
+		kfree_rcu(t, rcu);
 	return 0;
 }
 
@@ -81,10 +81,11 @@ void djp_trap_unpublish(void)
 {
 	struct trap_table *t = rcu_replace_pointer(trap_table, NULL, lockdep_is_held(&djp_mutex));
 
-	if (t) {
-		synchronize_rcu();
-		kfree(t);
-	}
+	/* A CPU may still be looking at it: freed after a grace period,
+	 * without waiting for one here (a batch costs three syncs, not a
+	 * grace period more). */
+	if (t)
+		kfree_rcu(t, rcu);
 }
 
 static const struct trap_entry *trap_find(const struct trap_table *t, unsigned long addr)
