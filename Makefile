@@ -260,4 +260,5 @@ clean:
 
 .PHONY: all check demo bench fuzz stress install clean djprobe.pc kmod kcheck kbench kcheck-guest kbench-guest
 .SECONDARY:
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+# (Kbuild's trees and the kernel source under kcheck/ are not make's.)
+-include $(shell find $(O) \( -path $(O)/kcheck -o -path '$(O)/*kmod' \) -prune -o -name '*.d' -type f -print 2>/dev/null)
