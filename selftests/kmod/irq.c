@@ -67,7 +67,7 @@ void ks_irq_run(void)
 {
 	static const char *const sync[] = { "ipi", "stop_machine", NULL };
 	unsigned long end = jiffies + msecs_to_jiffies(ks_duration_ms);
-	unsigned long cycles = 0, failures = 0;
+	unsigned long cycles = 0, failures = 0, misses = ks_djprobe_misses();
 	int id, first_err = 0;
 
 	hrtimer_init(&ks_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
@@ -105,8 +105,8 @@ void ks_irq_run(void)
 	hrtimer_cancel(&ks_timer);
 	ks_set_sync("ipi");
 
-	ks_diag("hrtimer: %llu ticks, %lu arm cycles, %llu ticks while connected, %llu hits",
-		ks_irq_ticks, cycles, ks_irq_in_window, ks_irq_hits);
+	ks_diag("hrtimer: %llu ticks, %lu arm cycles, %llu ticks while connected, %lu misses by djprobe",
+		ks_irq_ticks, cycles, ks_irq_in_window, ks_djprobe_misses() - misses);
 	if (failures)
 		ks_diag("hrtimer: %lu failed calls, the first: %d", failures, first_err);
 	if (ks_irq_wrong)

@@ -235,9 +235,11 @@ static void ks_stress_run(const struct ks_mode *mode)
 	u64 passes = 0, in_window = 0, wrong_count = 0, wrong_reg = 0, wrong_arg = 0, hits = 0;
 	struct task_struct **tasks;
 	unsigned int n = 0, i;
+	unsigned long misses;
 	struct ks_worker last_wrong = { .last_wrong_site = -1 };
 
 	atomic_set(&ks_stray_hits, 0);
+	misses = ks_djprobe_misses();
 	tasks = ks_start_workers(&n);
 	if (!tasks) {
 		ks_tap(false, "%s: 64 sites counted exactly while connected # cannot start the workers", mode->name);
@@ -259,8 +261,8 @@ static void ks_stress_run(const struct ks_mode *mode)
 	}
 	ks_stop_workers(tasks, n);
 
-	ks_diag("%s: %u workers, %llu passes, %lu batches connected, %llu passes in windows, %llu hits",
-		mode->name, n, passes, p.connects, in_window, hits);
+	ks_diag("%s: %u workers, %llu passes, %lu batches connected, %llu passes in windows, %llu hits, %lu misses by djprobe",
+		mode->name, n, passes, p.connects, in_window, hits, ks_djprobe_misses() - misses);
 	if (p.failures)
 		ks_diag("%s: %lu failed calls, the first %s: %d", mode->name, p.failures,
 			p.first_err_call, p.first_err);
