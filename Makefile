@@ -12,7 +12,8 @@
 #   make install PREFIX=/usr/local
 #   make kmod       djprobe.ko against KDIR (default: the running kernel's)
 #   make kcheck     the kernel selftests in a QEMU guest (KERNEL=debug, KVM=0)
-#   make kbench     the in-kernel benchmark table, in the same guest
+#   make kbench     the in-kernel benchmark table, in the same guest (make
+#                   bench runs it too)
 #   V=1             show full command lines
 
 PREFIX ?= /usr/local
@@ -231,6 +232,7 @@ demo: all $(EXAMPLES)
 bench: all $(BENCHES) $(BENCH_RUN)
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES_BENCH)
 	$(Q)bench/run.sh $(O)
+	$(Q)$(MAKE) --no-print-directory kbench
 
 fuzz: $(FUZZ_TARGETS)
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES_FUZZ)

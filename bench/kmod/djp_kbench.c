@@ -290,6 +290,7 @@ static void kb_arm_many(void)
 	}
 	sort(arm, KB_ROUNDS, sizeof(u64), kb_cmp, NULL);
 	sort(disarm, KB_ROUNDS, sizeof(u64), kb_cmp, NULL);
+	sort(run, KB_ROUNDS, sizeof(u64), kb_cmp, NULL);
 	pr_info("# 1,000 sites: arm %llu..%llu us, disarm %llu..%llu us, run once armed %llu..%llu us\n",
 		arm[0] / 1000, arm[KB_ROUNDS - 1] / 1000, disarm[0] / 1000, disarm[KB_ROUNDS - 1] / 1000,
 		run[0] / 1000, run[KB_ROUNDS - 1] / 1000);
