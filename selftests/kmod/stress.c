@@ -178,17 +178,37 @@ static void ks_patch_for(struct ks_patcher *p, enum ks_how how, unsigned int ms)
 		ks_set_sync("ipi");
 }
 
+static void ks_free_workers(struct task_struct **tasks, unsigned int n)
+{
+	unsigned int i;
+
+	WRITE_ONCE(ks_nworkers, 0);
+	for (i = 0; i < n; i++) {
+		if (tasks[i])
+			kthread_stop(tasks[i]);
+		kfree(ks_workers[i]);
+	}
+	kfree(ks_workers);
+	ks_workers = NULL;
+	kfree(tasks);
+}
+
+/* KS_WORKERS_PER_CPU bound kthreads on each online CPU, started together. */
 static struct task_struct **ks_start_workers(unsigned int *n)
 {
-	unsigned int cpus = num_online_cpus(), i = 0, cpu, k;
+	unsigned int max = num_online_cpus() * KS_WORKERS_PER_CPU, i = 0, cpu, k;
 	struct task_struct **tasks;
 
-	tasks = kcalloc(cpus * KS_WORKERS_PER_CPU, sizeof(*tasks), GFP_KERNEL);
-	ks_workers = kcalloc(cpus * KS_WORKERS_PER_CPU, sizeof(*ks_workers), GFP_KERNEL);
-	if (!tasks || !ks_workers)
-		goto fail;
+	tasks = kcalloc(max, sizeof(*tasks), GFP_KERNEL);
+	ks_workers = kcalloc(max, sizeof(*ks_workers), GFP_KERNEL);
+	if (!tasks || !ks_workers) {
+		kfree(tasks);
+		kfree(ks_workers);
+		ks_workers = NULL;
+		return NULL;
+	}
 	for_each_online_cpu(cpu) {
-		for (k = 0; k < KS_WORKERS_PER_CPU; k++, i++) {
+		for (k = 0; k < KS_WORKERS_PER_CPU && i < max; k++, i++) {
 			ks_workers[i] = kzalloc(sizeof(*ks_workers[i]), GFP_KERNEL);
 			if (!ks_workers[i])
 				goto fail;
@@ -207,26 +227,9 @@ static struct task_struct **ks_start_workers(unsigned int *n)
 	*n = i;
 	return tasks;
 fail:
-	if (tasks)
-		for (k = 0; k <= i && k < cpus * KS_WORKERS_PER_CPU; k++)
-			if (tasks[k])
-				kthread_stop(tasks[k]);
-	kfree(tasks);
+	/* The one that failed is NULL or half made: free it with the rest. */
+	ks_free_workers(tasks, i + 1);
 	return NULL;
-}
-
-static void ks_stop_workers(struct task_struct **tasks, unsigned int n)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		kthread_stop(tasks[i]);
-	WRITE_ONCE(ks_nworkers, 0);
-	for (i = 0; i < n; i++)
-		kfree(ks_workers[i]);
-	kfree(ks_workers);
-	ks_workers = NULL;
-	kfree(tasks);
 }
 
 static void ks_stress_run(const struct ks_mode *mode)
@@ -259,7 +262,7 @@ static void ks_stress_run(const struct ks_mode *mode)
 			last_wrong = *w;
 		hits += w->handler_hits;
 	}
-	ks_stop_workers(tasks, n);
+	ks_free_workers(tasks, n);
 
 	ks_diag("%s: %u workers, %llu passes, %lu batches connected, %llu passes in windows, %llu hits, %lu misses by djprobe",
 		mode->name, n, passes, p.connects, in_window, hits, ks_djprobe_misses() - misses);
