@@ -28,7 +28,7 @@ if [ ! -f "$dir/src/Makefile" ]; then
 	deb=$(ls "$dir"/linux-source-6.1_*_all.deb 2>/dev/null | head -n 1)
 	if [ -z "$deb" ]; then
 		echo "kcheck: downloading linux-source-6.1" >&2
-		(cd "$dir" && apt-get download -q linux-source-6.1 >/dev/null)
+		(cd "$dir" && apt-get download -q -o APT::Sandbox::User=root linux-source-6.1 >/dev/null)
 		deb=$(ls "$dir"/linux-source-6.1_*_all.deb | head -n 1)
 	fi
 	rm -rf "$dir/pkg" "$dir/src"
