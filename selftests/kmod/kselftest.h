@@ -106,10 +106,15 @@ struct ks_worker {
 	u64 handler_hits;
 	int last_wrong_site;		/* the last wrong pass: where, what */
 	u32 last_wrong_window;
+	bool last_wrong_quiet;		/* no patching call anywhere meanwhile */
 	u64 last_wrong_delta;
 };
 
 extern u32 ks_site_window[KS_NSITES];
+/* Odd while the patcher is inside djp_connect or djp_disconnect, counted
+ * up on entry and exit: tells the log whether a wrong pass ran while any
+ * other site was being patched. */
+extern u32 ks_patching;
 int ks_worker_loop(void *worker);
 /* The handler every stress probe connects: counts, checks the arguments and
  * clobbers every caller-saved register and the flags. */

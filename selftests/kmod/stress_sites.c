@@ -32,6 +32,7 @@
 #include "kselftest.h"
 
 u32 ks_site_window[KS_NSITES];
+u32 ks_patching;
 struct ks_worker **ks_workers;
 unsigned int ks_nworkers;
 atomic_t ks_stray_hits = ATOMIC_INIT(0);
@@ -75,6 +76,7 @@ void ks_stress_handler(const struct djp_hit *hit, void *data)
 	do {									\
 		const unsigned int s = (x) * 8 + (y);				\
 		u32 before = READ_ONCE(ks_site_window[s]);			\
+		u32 patching = READ_ONCE(ks_patching);				\
 		u64 h0 = READ_ONCE(w->hits[s]);					\
 										\
 		KS_PIN();							\
@@ -89,6 +91,8 @@ void ks_stress_handler(const struct djp_hit *hit, void *data)
 				w->last_wrong_site = s;				\
 				w->last_wrong_window = before;			\
 				w->last_wrong_delta = delta;			\
+				w->last_wrong_quiet = !(patching & 1) &&	\
+					READ_ONCE(ks_patching) == patching;	\
 			}							\
 		}								\
 	} while (0)
