@@ -10,6 +10,10 @@
 #   make fuzz       every libFuzzer target for FUZZ_SECONDS (default 60) each
 #   make stress DURATION=600   the long concurrency stress
 #   make install PREFIX=/usr/local
+#   make kmod       djprobe.ko against KDIR (default: the running kernel's)
+#   make kcheck     the kernel selftests in a QEMU guest (KERNEL=debug, KVM=0)
+#   make kbench     the in-kernel benchmark table, in the same guest (make
+#                   bench runs it too)
 #   V=1             show full command lines
 
 PREFIX ?= /usr/local
@@ -151,9 +155,76 @@ BENCH_RUN :=
 FUZZ_TARGETS :=
 include $(sort $(wildcard */*.mk */*/*.mk))
 
+# ---- The kernel target (docs/KERNEL.md, "Testing in the kernel") ----------
+# djprobe.ko (kmod/), the selftest modules (selftests/kmod/) and the bench
+# module (bench/kmod/) are built by Kbuild, which writes objects next to the
+# sources it is given: it is given a tree of symlinks under $(O), one per
+# kernel built against, so the worktree keeps sources only.  The guest
+# kernel for kcheck is Debian 12's current 6.1, resolved and fetched by
+# selftests/kcheck/host/kernel.sh; the guest is a busybox initramfs that
+# runs every test and powers off (selftests/kcheck/init).
+KDIR ?= /lib/modules/$(shell uname -r)/build
+KERNEL ?= stock
+KCHECK_SMP ?= 4
+KBENCH_SMP ?= 2
+# Milliseconds of each stress phase, and the host's limit on one boot.
+KCHECK_DURATION ?= 2000
+KCHECK_TIMEOUT ?= 240
+DEB_PACKAGES_KCHECK := qemu-system-x86 busybox-static
+KCHECK := $(O)/kcheck
+KCHECK_SCRIPTS := $(sort $(wildcard selftests/kcheck/*.sh))
+# Every source of TAP lines that must report: /init, the selftest module,
+# each guest script under its own name.
+KCHECK_EXPECT := kcheck djp_kselftest $(notdir $(KCHECK_SCRIPTS:.sh=))
+
+# $(call kbuild,TREE,KDIR,FOLDERS): build the modules of each folder
+# against KDIR, in TREE/FOLDER (with / as -) made of symlinks by ktree.sh;
+# djprobe.ko's exports are visible to the folders after kmod.
+define kbuild
+	+$(Q)set -e; for d in $(3); do printf '  %-6s %s\n' KBUILD $$d; t=$(abspath $(1))/$$(echo $$d | tr / -); \
+		selftests/kcheck/host/ktree.sh $$d $$t; \
+		$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) -C $(2) M=$$t \
+		$$([ $$d = kmod ] || echo KBUILD_EXTRA_SYMBOLS=$(abspath $(1))/kmod/Module.symvers) modules; done
+endef
+
+kmod:
+	@[ -d "$(KDIR)" ] || { echo "djprobe: no kernel build tree at $(KDIR): run make kmod KDIR=/path/to/build, or make kcheck to test in QEMU" >&2; exit 1; }
+	@[ -f kmod/Kbuild ] || { echo "djprobe: kmod/Kbuild is missing: there is no djprobe.ko to build" >&2; exit 1; }
+	$(call kbuild,$(O),$(KDIR),kmod)
+	$(call msg,KMOD,$(O)/kmod/djprobe.ko)
+
+# Resolve and fetch the guest kernel, then go on in a sub-make that knows
+# its KDIR and BZIMAGE.
+kcheck: $(DJP)
+kcheck kbench:
+	$(Q)tools/check-deps.sh $(DEB_PACKAGES_KCHECK)
+	$(Q)mkdir -p $(KCHECK) && selftests/kcheck/host/kernel.sh $(KCHECK) $(KERNEL) >$(KCHECK)/kernel-$(KERNEL).env
+	+$(Q)$(MAKE) --no-print-directory $@-guest $$(cat $(KCHECK)/kernel-$(KERNEL).env)
+
+KTREE = $(KCHECK)/kbuild-$(KERNEL)
+
+kcheck-guest:
+	$(call kbuild,$(KTREE),$(KDIR),kmod selftests/kmod)
+	$(Q)selftests/kcheck/host/initramfs.sh $(KCHECK)/test.cpio.gz selftests/kcheck/init \
+		$(KTREE)/kmod/djprobe.ko $(KTREE)/selftests-kmod/djp_kselftest.ko \
+		$(KTREE)/selftests-kmod/djp_kmarkers2.ko $(KCHECK_SCRIPTS) $(DJP)
+	$(Q)selftests/kcheck/host/qemu.sh $(BZIMAGE) $(KCHECK)/test.cpio.gz $(KCHECK)/test.log \
+		$(KCHECK_TIMEOUT) $(KCHECK_SMP) kcheck.mode=test kcheck.duration=$(KCHECK_DURATION); \
+	awk -v expect="$(KCHECK_EXPECT)" -v status=$$? -f selftests/kcheck/host/summary.awk $(KCHECK)/test.log \
+		|| { echo "kcheck: the guest's console is in $(KCHECK)/test.log"; exit 1; }
+
+kbench-guest:
+	$(call kbuild,$(KTREE),$(KDIR),kmod bench/kmod)
+	$(Q)selftests/kcheck/host/initramfs.sh $(KCHECK)/bench.cpio.gz selftests/kcheck/init \
+		$(KTREE)/kmod/djprobe.ko $(KTREE)/bench-kmod/djp_kbench.ko
+	$(Q)selftests/kcheck/host/qemu.sh $(BZIMAGE) $(KCHECK)/bench.cpio.gz $(KCHECK)/bench.log \
+		$(KCHECK_TIMEOUT) $(KBENCH_SMP) kcheck.mode=bench; \
+	bench/kmod/table.sh $(KCHECK)/bench.log $$?
+
 check: $(CHECK_DEPS)
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES_CHECK)
 	$(Q)$(SELFTESTS)
+	$(Q)$(MAKE) --no-print-directory kcheck
 
 demo: all $(EXAMPLES)
 	$(Q)examples/demo.sh $(O)
@@ -161,6 +232,7 @@ demo: all $(EXAMPLES)
 bench: all $(BENCHES) $(BENCH_RUN)
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES_BENCH)
 	$(Q)bench/run.sh $(O)
+	$(Q)$(MAKE) --no-print-directory kbench
 
 fuzz: $(FUZZ_TARGETS)
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES_FUZZ)
@@ -188,6 +260,7 @@ install: all djprobe.pc
 clean:
 	rm -rf $(O)
 
-.PHONY: all check demo bench fuzz stress install clean djprobe.pc
+.PHONY: all check demo bench fuzz stress install clean djprobe.pc kmod kcheck kbench kcheck-guest kbench-guest
 .SECONDARY:
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+# (Kbuild's trees and the kernel source under kcheck/ are not make's.)
+-include $(shell find $(O) \( -path $(O)/kcheck -o -path '$(O)/*kmod' \) -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -33,12 +33,16 @@ struct djp_marker_info {
 	/* %rsp modulo 16 at the site, from the call-frame information, or -1
 	 * where that does not say (lib/markers_elf.c) */
 	int8_t sp_align;
+	/* A relocatable object (ET_REL, a kernel module): the section the
+	 * site lies in, `site` being its offset there; NULL otherwise */
+	const char *section;
 };
 
 struct djp_marker_list {
 	size_t count;
 	struct djp_marker_info *v;
 	bool is_dyn;	/* ET_DYN (PIE or shared object): addresses need a bias */
+	bool is_rel;	/* ET_REL (an object file, a .ko): sites are section offsets */
 	void *priv;	/* string storage owned by the list */
 };
 

@@ -41,6 +41,21 @@
  * handler without spending a register on it.  A frame-pointer rule (-O0
  * code), or no CFI at all, says nothing: the trampoline aligns at run time.
  *
+ * A relocatable object (ET_REL: a `.o`, or a kernel module, `.ko`) has no
+ * addresses yet: every section starts at 0, and the assembler could not
+ * write a record's self-relative site, which points from `.markers` into a
+ * text section, so the file holds 0 there and `.rela.markers` an
+ * R_X86_64_PC64 relocation against that text section (its section symbol,
+ * or a function's) instead.  The reader applies them to a copy of the
+ * section as a linker would, with every section placed at 0, so that each
+ * site comes out as S + A: its offset in its own section, the address
+ * `objdump -d` prints for it.  Marker i is the record whose site field the
+ * i-th relocation (by offset) patches, and the parser's answer is checked
+ * against that; the section's name goes with each marker.  Function names
+ * come from the symbols of that section only; DWARF's addresses in such a
+ * file are unrelocated too, so it is not asked for file:line or the stack
+ * alignment.
+ *
  * Errors are one line, "PATH: problem", and -errno; nothing is returned with
  * an error.  The PT_LOAD segments are kept with the list so that a caller
  * with a /proc/PID/maps line can compute the load bias.
@@ -67,6 +82,7 @@ struct sym {
 	uint64_t addr, size;
 	const char *name;
 	bool is_func;
+	size_t shndx; /* its section (what an ET_REL file's value is relative to) */
 };
 
 struct reader {
@@ -75,6 +91,12 @@ struct reader {
 	Elf *elf;
 	size_t shstrndx;
 	Elf_Scn *markers, *notes, *sdt_base, *symtab;
+	/* ET_REL: the relocations of .markers, and the section of each
+	 * marker's site once they are applied (marker i: site_scn[i]) */
+	bool rel;
+	unsigned nmarkers_scn;
+	Elf_Scn *markers_rela;
+	size_t *site_scn;
 	struct sym *syms; /* sorted by address */
 	struct sym **byname; /* the same, sorted by name */
 	size_t nsyms;
@@ -140,7 +162,7 @@ static int load_symbols(struct reader *r)
 		if (!name || !*name)
 			continue;
 		r->syms[r->nsyms++] = (struct sym){ s.st_value, s.st_size, name,
-						    type == STT_FUNC || type == STT_GNU_IFUNC };
+						    type == STT_FUNC || type == STT_GNU_IFUNC, s.st_shndx };
 	}
 	qsort(r->syms, r->nsyms, sizeof(*r->syms), by_addr);
 	r->byname = malloc((r->nsyms ? r->nsyms : 1) * sizeof(*r->byname));
@@ -177,7 +199,9 @@ static int lookup_symbol(void *ctx, const char *name, size_t len, uint64_t *addr
 	return -ENOENT;
 }
 
-static const char *function_at(struct reader *r, uint64_t addr)
+/* The function around addr; in an ET_REL file, addr is an offset into
+ * section shndx and only that section's symbols count (0: any). */
+static const char *function_at(struct reader *r, uint64_t addr, size_t shndx)
 {
 	size_t lo = 0, hi = r->nsyms;
 	/* The last symbol at or below addr, then back over the ones that do not
@@ -191,7 +215,7 @@ static const char *function_at(struct reader *r, uint64_t addr)
 	}
 	while (lo-- > 0) {
 		const struct sym *s = &r->syms[lo];
-		if (s->is_func && addr >= s->addr && addr < s->addr + s->size)
+		if (s->is_func && addr >= s->addr && addr < s->addr + s->size && (!shndx || s->shndx == shndx))
 			return s->name;
 	}
 	return NULL;
@@ -214,7 +238,9 @@ static int check_sites(struct reader *r, struct djp_marker_list *l)
 	for (size_t i = 0; i < l->count; i++) {
 		struct djp_marker_info *m = &l->v[i];
 		GElf_Shdr sh;
-		Elf_Scn *scn = section_at(r, m->site, m->site_len, &sh);
+		Elf_Scn *scn = r->site_scn ? elf_getscn(r->elf, r->site_scn[i]) : section_at(r, m->site, m->site_len, &sh);
+		if (scn && r->site_scn && (!gelf_getshdr(scn, &sh) || m->site > sh.sh_size || sh.sh_size - m->site < m->site_len))
+			scn = NULL;
 		if (!scn || !(sh.sh_flags & SHF_EXECINSTR) || sh.sh_type != SHT_PROGBITS)
 			return rd_err(r, -EINVAL, "marker %s: site 0x%" PRIx64 " is not in an executable section",
 				      m->name, m->site);
@@ -324,10 +350,19 @@ static int add_debug_info(struct reader *r, struct djp_marker_list *l, unsigned 
 
 	if (flags & DJP_READ_NO_DWARF)
 		return 0;
+	if (r->site_scn) {
+		/* the symbols of the site's own section (see the top) */
+		for (size_t i = 0; i < l->count; i++) {
+			const char *fn = function_at(r, l->v[i].site, r->site_scn[i]);
+			if (fn && !(l->v[i].function = djp_marker_list_strdup(l, fn, strlen(fn))))
+				return rd_err(r, -ENOMEM, "out of memory");
+		}
+		return 0;
+	}
 	dw = dwarf_begin_elf(r->elf, DWARF_C_READ, NULL);
 	for (size_t i = 0; i < l->count; i++) {
 		struct djp_marker_info *m = &l->v[i];
-		const char *fn = function_at(r, m->site), *file = NULL;
+		const char *fn = function_at(r, m->site, 0), *file = NULL;
 		Dwarf_Die cu, *scopes = NULL;
 		Dwarf *cu_dw = dw;
 		int line = 0;
@@ -338,7 +373,7 @@ static int add_debug_info(struct reader *r, struct djp_marker_list *l, unsigned 
 				dw2 = dwarf_begin_elf(dbg.elf, DWARF_C_READ, NULL);
 		}
 		if (!fn && have_dbg)
-			fn = function_at(&dbg, m->site);
+			fn = function_at(&dbg, m->site, 0);
 		if (!(dw && cu_at(dw, m->site, &cu)))
 			cu_dw = dw2 && cu_at(dw2, m->site, &cu) ? dw2 : NULL;
 		if (cu_dw) {
@@ -430,6 +465,7 @@ static int open_elf(struct reader *r, int fd)
 		return rd_err(r, -ENOEXEC, "truncated ELF file (incomplete ELF header)");
 	if (eh.e_machine != EM_X86_64)
 		return rd_err(r, -ENOEXEC, "not an x86-64 ELF file (machine %u)", eh.e_machine);
+	r->rel = eh.e_type == ET_REL;
 	if (eh.e_shoff > (uint64_t)st.st_size ||
 	    (uint64_t)eh.e_shnum * eh.e_shentsize > (uint64_t)st.st_size - eh.e_shoff)
 		return rd_err(r, -ENOEXEC, "truncated ELF file (section headers past the end of the file)");
@@ -458,6 +494,7 @@ static int open_elf(struct reader *r, int fd)
 				return rd_err(r, -ENOEXEC, "bad .markers section: type %u (%s), not SHT_PROGBITS",
 					      sh.sh_type, sh.sh_type == SHT_NOBITS ? "SHT_NOBITS, no bytes in the file" : "unknown");
 			r->markers = scn;
+			r->nmarkers_scn++;
 		}
 		else if (!strcmp(name, ".note.stapsdt") && sh.sh_type == SHT_NOTE)
 			r->notes = scn;
@@ -470,6 +507,124 @@ static int open_elf(struct reader *r, int fd)
 	}
 	if (!r->symtab)
 		r->symtab = dynsym;
+	if (r->rel && r->nmarkers_scn > 1)
+		return rd_err(r, -ENOTSUP, "%u .markers sections (COMDAT groups): a relocatable object with more than one "
+			      "is not supported", r->nmarkers_scn);
+	if (r->rel && r->markers) {
+		/* the relocations that apply to .markers */
+		scn = NULL;
+		while ((scn = elf_nextscn(r->elf, scn))) {
+			GElf_Shdr sh;
+			if (!gelf_getshdr(scn, &sh) || sh.sh_info != elf_ndxscn(r->markers))
+				continue;
+			if (sh.sh_type == SHT_REL)
+				return rd_err(r, -ENOEXEC, "bad relocations of .markers: SHT_REL, not SHT_RELA");
+			if (sh.sh_type == SHT_RELA)
+				r->markers_rela = scn;
+		}
+	}
+	return 0;
+}
+
+struct site_rel {
+	uint64_t offset; /* of the site field in .markers */
+	uint64_t value;	 /* S + A: the site's offset in its section */
+	size_t shndx;
+};
+
+static int by_offset(const void *a, const void *b)
+{
+	const struct site_rel *x = a, *y = b;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/*
+ * ET_REL: apply the relocations of .markers to a copy of its bytes (d), as
+ * a linker placing every section at 0 would (see the top of the file), and
+ * return them sorted by offset in *rels, *nrels.  Only R_X86_64_PC64 against
+ * a symbol defined in a section is a site; anything else is refused.
+ */
+static int relocate_markers(struct reader *r, const Elf_Data *d, unsigned char *copy, struct site_rel **rels,
+			    size_t *nrels)
+{
+	GElf_Shdr sh, symsh;
+	Elf_Data *rd, *sd;
+	Elf_Scn *symscn;
+	size_t n;
+
+	*rels = NULL;
+	*nrels = 0;
+	if (!r->markers_rela)
+		return 0; /* no site anywhere: the parser finds none, or says so */
+	if (!gelf_getshdr(r->markers_rela, &sh) || !sh.sh_entsize || !(rd = elf_getdata(r->markers_rela, NULL)) ||
+	    !(symscn = elf_getscn(r->elf, sh.sh_link)) || !gelf_getshdr(symscn, &symsh) ||
+	    !(sd = elf_getdata(symscn, NULL)))
+		return rd_err(r, -ENOEXEC, "cannot read the relocations of .markers: %s", elf_errmsg(-1));
+	n = sh.sh_size / sh.sh_entsize;
+	if (!(*rels = calloc(n ? n : 1, sizeof(**rels))))
+		return rd_err(r, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		GElf_Rela ra;
+		GElf_Sym sym;
+		uint64_t v;
+		if (!gelf_getrela(rd, (int)i, &ra))
+			return rd_err(r, -ENOEXEC, "bad relocation %zu of .markers: %s", i, elf_errmsg(-1));
+		if (GELF_R_TYPE(ra.r_info) != R_X86_64_PC64)
+			return rd_err(r, -ENOEXEC, "relocation %zu of .markers has type %u, not R_X86_64_PC64", i,
+				      (unsigned)GELF_R_TYPE(ra.r_info));
+		if (d->d_size < 8 || ra.r_offset > d->d_size - 8)
+			return rd_err(r, -ENOEXEC, "relocation %zu of .markers is past the end of the section", i);
+		if (!gelf_getsym(sd, (int)GELF_R_SYM(ra.r_info), &sym) || sym.st_shndx == SHN_UNDEF ||
+		    sym.st_shndx >= SHN_LORESERVE)
+			return rd_err(r, -ENOEXEC, "relocation %zu of .markers is against no section's symbol", i);
+		v = sym.st_value + (uint64_t)ra.r_addend;
+		(*rels)[i] = (struct site_rel){ ra.r_offset, v, sym.st_shndx };
+		v -= ra.r_offset; /* S + A - P, P the field's own offset */
+		memcpy(copy + ra.r_offset, &v, sizeof(v));
+	}
+	qsort(*rels, n, sizeof(**rels), by_offset);
+	*nrels = n;
+	return 0;
+}
+
+/* ET_REL: parse the relocated copy; marker i is the i-th relocation's site
+ * (checked), in its section. */
+static int read_rel_markers(struct reader *r, const Elf_Data *d, struct djp_marker_list **out)
+{
+	struct djp_marker_list *l = NULL;
+	struct site_rel *rels = NULL;
+	unsigned char *copy = malloc(d->d_size ? d->d_size : 1);
+	size_t nrels = 0;
+	int ret;
+
+	if (!copy)
+		return rd_err(r, -ENOMEM, "out of memory");
+	memcpy(copy, d->d_buf, d->d_size);
+	if (!(ret = relocate_markers(r, d, copy, &rels, &nrels)))
+		ret = djp_markers_parse_section_sym(copy, d->d_size, 0, r->path, lookup_symbol, r, &l, r->err, r->errsz);
+	free(copy);
+	if (!ret && l->count != nrels)
+		ret = rd_err(r, -ENOEXEC, ".markers has %zu records but %zu site relocations", l->count, nrels);
+	if (!ret && !(r->site_scn = calloc(nrels ? nrels : 1, sizeof(*r->site_scn))))
+		ret = rd_err(r, -ENOMEM, "out of memory");
+	for (size_t i = 0; !ret && i < l->count; i++) {
+		struct djp_marker_info *m = &l->v[i];
+		Elf_Scn *scn = elf_getscn(r->elf, rels[i].shndx);
+		GElf_Shdr sh;
+		const char *name = scn && gelf_getshdr(scn, &sh) ? elf_strptr(r->elf, r->shstrndx, sh.sh_name) : NULL;
+		if (m->site != rels[i].value)
+			ret = rd_err(r, -ENOEXEC, "marker %s: its site field is not the one relocation %zu patches",
+				     m->name, i);
+		else if (!(m->section = djp_marker_list_strdup(l, name ? name : "?", strlen(name ? name : "?"))))
+			ret = rd_err(r, -ENOMEM, "out of memory");
+		r->site_scn[i] = rels[i].shndx;
+	}
+	free(rels);
+	if (ret) {
+		djp_marker_list_free(l);
+		return ret;
+	}
+	*out = l;
 	return 0;
 }
 
@@ -500,7 +655,10 @@ static int read_markers(struct reader *r, unsigned flags, struct djp_marker_list
 	if (r->markers) {
 		if (!gelf_getshdr(r->markers, &sh) || !(d = section_data(r, r->markers, ".markers")))
 			return -EINVAL;
-		ret = djp_markers_parse_section_sym(d->d_buf, d->d_size, sh.sh_addr, r->path, lookup_symbol, r, &l,
+		if (r->rel)
+			ret = read_rel_markers(r, d, &l);
+		else
+			ret = djp_markers_parse_section_sym(d->d_buf, d->d_size, sh.sh_addr, r->path, lookup_symbol, r, &l,
 						    r->err, r->errsz);
 	} else if (r->notes && !(flags & DJP_READ_NO_SDT)) {
 		if (!(d = section_data(r, r->notes, ".note.stapsdt")))
@@ -523,11 +681,13 @@ static int read_markers(struct reader *r, unsigned flags, struct djp_marker_list
 		return rd_err(r, -ENOEXEC, "corrupt ELF file: %s", elf_errmsg(-1));
 	}
 	l->is_dyn = eh.e_type == ET_DYN;
+	l->is_rel = r->rel;
 	if ((ret = check_sites(r, l)) || (ret = keep_segments(r, l)) || (ret = add_debug_info(r, l, flags))) {
 		djp_marker_list_free(l);
 		return ret;
 	}
-	add_stack_alignment(r, l);
+	if (!r->rel)
+		add_stack_alignment(r, l);
 	*out = l;
 	return 0;
 }
@@ -552,6 +712,7 @@ int djp_markers_read_file(const char *path, unsigned flags, struct djp_marker_li
 		ret = read_markers(&r, flags, out);
 	free(r.syms);
 	free(r.byname);
+	free(r.site_scn);
 	if (r.elf)
 		elf_end(r.elf);
 	close(fd);

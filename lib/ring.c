@@ -517,6 +517,9 @@ struct djp_consumer {
 	uint32_t sb_shift;
 	struct consumer_slot *slots;
 	uint8_t *snap;		 /* overwrite mode: private copy of one ring */
+	/* a read-only mapping (djp_consumer_open_mapped): nothing is stored
+	 * into it, tails stay private (djp_consumer_tail) */
+	bool ro;
 	uint64_t evbuf[DJP_EV_MAX_SIZE / 8 + 1];
 };
 
@@ -589,6 +592,38 @@ struct djp_consumer *djp_consumer_open(int fd)
 		c->slots[i].resumed = c->slots[i].tail != 0;
 	}
 	return c;
+}
+
+struct djp_consumer *djp_consumer_open_mapped(void *base, size_t size)
+{
+	struct djp_consumer *c;
+	struct djp_region_hdr h;
+
+	if (size < DJP_REGION_HDR_SIZE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memcpy(&h, base, sizeof(h));
+	if (!header_ok(&h, size) || h.mode != DJP_RING_DISCARD) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!(c = calloc(1, sizeof(*c))) || !(c->slots = calloc(h.nslots, sizeof(*c->slots)))) {
+		free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->h = h;
+	c->sb_shift = log2u(h.subbuf_size);
+	c->base = base;
+	c->size = size;
+	c->ro = true;
+	return c;
+}
+
+uint64_t djp_consumer_tail(const struct djp_consumer *c, unsigned slot)
+{
+	return slot < c->h.nslots ? c->slots[slot].tail : 0;
 }
 
 void djp_consumer_close(struct djp_consumer *c)
@@ -755,7 +790,8 @@ static uint64_t drain_in_place(struct djp_consumer *c, unsigned i, struct parse 
 		cs->tail = parse_range(c, cdata(c, i), cs->tail, head, p);
 		cs->delivered += p->delivered;
 	}
-	__atomic_store_n(&s->tail, cs->tail, __ATOMIC_RELEASE);
+	if (!c->ro)
+		__atomic_store_n(&s->tail, cs->tail, __ATOMIC_RELEASE);
 	return head;
 }
 
@@ -848,7 +884,7 @@ long djp_consumer_drain(struct djp_consumer *c, const struct djp_drain_ops *ops,
 		else
 			head = drain_in_place(c, i, &p);
 		total += (long)p.delivered;
-		if (state == DJP_SLOT_RETIRED && c->slots[i].tail == head && !p.stopped)
+		if (state == DJP_SLOT_RETIRED && c->slots[i].tail == head && !p.stopped && !c->ro)
 			recycle(c, i, owner, ops, arg);
 		if (p.stopped)
 			break;

@@ -29,6 +29,9 @@
  *   u64 pcs[n]       with DJP_EVF_USTACK only: the user stack at the hit,
  *   u64 n            innermost first (pcs[0] the hit's pc, then return
  *                    addresses), n <= DJP_RING_MAX_STACK, then its depth
+ *   u64 task         with DJP_EVF_TASK only (kernel rings, whose slots are
+ *                    CPUs): tgid << 32 | tid of the hit's task, 0 when it
+ *                    interrupted something
  *   u64 cpu          with DJP_EVF_CPU only: the CPU the hit ran on, the
  *                    event's last word
  *
@@ -90,6 +93,7 @@ enum djp_ring_mode {
 #define DJP_EVF_STRINGS 0x02 /* some argument words are string descriptors */
 #define DJP_EVF_CPU 0x04     /* the last word is the CPU of the hit */
 #define DJP_EVF_USTACK 0x08  /* the user stack of the hit, before the CPU */
+#define DJP_EVF_TASK 0x10    /* the hit's task, before the CPU (kernel rings) */
 #define DJP_MARKER_PAD 0xffffffffu
 
 /* String descriptor fields (see above). */
@@ -513,6 +517,12 @@ struct djp_drain_ops {
  * and refuses with EINVAL anything inconsistent, and with EPERM a memfd that
  * is not sealed against shrinking.  NULL with errno set. */
 struct djp_consumer *djp_consumer_open(int fd);
+/* A consumer of a region someone else maps, read-only (/dev/djprobe's
+ * rings, discard mode only): nothing is ever stored into it, and how far
+ * each slot is read stays here (djp_consumer_tail), for the caller to
+ * pass on.  Takes the mapping (unmapped at close).  NULL with errno. */
+struct djp_consumer *djp_consumer_open_mapped(void *base, size_t size);
+uint64_t djp_consumer_tail(const struct djp_consumer *c, unsigned slot);
 void djp_consumer_close(struct djp_consumer *c);
 
 unsigned djp_consumer_nslots(const struct djp_consumer *c);
@@ -568,12 +578,25 @@ static inline int djp_event_cpu(const struct djp_event *ev)
 	return (int)*(const uint64_t *)((const char *)ev + ev->size - 8);
 }
 
+/* The task word of a validated event (DJP_EVF_TASK): tgid << 32 | tid;
+ * false when it carries none. */
+static inline bool djp_event_task(const struct djp_event *ev, uint64_t *task)
+{
+	uint32_t end = ev->size - (ev->flags & DJP_EVF_CPU ? 8u : 0u);
+
+	if (!(ev->flags & DJP_EVF_TASK) || end < DJP_EV_HDR_SIZE + 8u * ev->nargs + 8u)
+		return false;
+	__builtin_memcpy(task, (const char *)ev + end - 8, 8);
+	return true;
+}
+
 /* The user stack a validated event carries (DJP_EVF_USTACK): its pcs,
  * innermost first, and their number in *n; NULL (and 0) when it carries
  * none, or the words do not fit between the arguments and the end. */
 static inline const uint64_t *djp_event_ustack(const struct djp_event *ev, unsigned *n)
 {
-	uint32_t end = ev->size - (ev->flags & DJP_EVF_CPU ? 8u : 0u), args = DJP_EV_HDR_SIZE + 8u * ev->nargs;
+	uint32_t end = ev->size - (ev->flags & DJP_EVF_CPU ? 8u : 0u) - (ev->flags & DJP_EVF_TASK ? 8u : 0u),
+		 args = DJP_EV_HDR_SIZE + 8u * ev->nargs;
 	uint64_t k;
 
 	*n = 0;

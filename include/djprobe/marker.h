@@ -185,6 +185,20 @@ static inline __attribute__((format(printf, 1, 2), unused)) void _djp_format_che
 #endif
 
 /*
+ * In a kernel module the record also gets a local symbol, __djp_marker_N
+ * (N from %=, unique in the object): a .ko is relocatable, and the module
+ * loader keeps no pointer to an arbitrary section, but with
+ * CONFIG_KALLSYMS_ALL it keeps every symbol of an allocated section with its
+ * final address, which is how djprobe.ko finds the records of a module as
+ * it comes (kmod/kmarkers.c).  User-space output has no such symbol.
+ */
+#ifdef __KERNEL__
+#define _DJP_RECORD_SYM "__djp_marker_%=:\n"
+#else
+#define _DJP_RECORD_SYM ""
+#endif
+
+/*
  * Record, version 1 (docs/ABI.md):
  *   u16 version, u16 size, u8 site_len, u8 nargs, u16 flags,
  *   s64 site - &this field, name\0, args\0, format\0, zero padding to 8.
@@ -195,7 +209,8 @@ static inline __attribute__((format(printf, 1, 2), unused)) void _djp_format_che
 	__asm__ __volatile__("990: %{disp8%} nopw 0x0(%%rax,%%rax,1)\n"                     \
 			     ".pushsection .markers,\"aR?\",@progbits\n"                      \
 			     ".balign 8\n"                                                    \
-			     "991: .2byte " _DJP_STR(DJP_MARKER_ABI_VERSION) "\n"             \
+			     "991: " _DJP_RECORD_SYM                                          \
+			     ".2byte " _DJP_STR(DJP_MARKER_ABI_VERSION) "\n"                 \
 			     ".2byte 992f-991b\n"                                             \
 			     ".byte " _DJP_STR(DJP_MARKER_SITE_LEN) ", " #nargs "\n"          \
 			     ".2byte 0\n"                                                     \

@@ -6,6 +6,7 @@
 #ifndef DJP_TOOLS_COMMANDS_H
 #define DJP_TOOLS_COMMANDS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 struct djp_command {
@@ -18,6 +19,10 @@ struct djp_command {
 int djp_cmd_list(int argc, char **argv);
 void djp_usage_list(FILE *out);
 int djp_cmd_trace(int argc, char **argv);
+/* The kernel variants (-k): klist.c, ktrace.c; argv holds what follows
+ * the options (klist) or the whole command line (ktrace). */
+int djp_cmd_klist(int argc, char **argv, bool json);
+int djp_cmd_ktrace(int argc, char **argv);
 void djp_usage_trace(FILE *out);
 
 #endif

@@ -34,6 +34,7 @@ void djp_usage_list(FILE *out)
 {
 	fprintf(out,
 		"usage: djp list [--json] FILE|PID...\n"
+		"       djp list -k [--json] [PATTERN...]\n"
 		"\n"
 		"List the markers of ELF files (link-time addresses) and of running\n"
 		"processes (every mapped executable object, at run-time addresses).\n"
@@ -50,7 +51,14 @@ void djp_usage_list(FILE *out)
 		"  OBJECT    the ELF file the marker is in\n"
 		"  FORMAT    the printf-like format, C-quoted; ARGS the argument locations,\n"
 		"            SDT syntax: [-]SIZE@LOCATION, '-' meaning signed\n"
-		"A file without markers prints \"FILE: no markers\" instead.\n"
+		"A file without markers prints \"FILE: no markers\" instead.  A relocatable\n"
+		"object (a .o, a kernel module .ko) is listed with each ADDRESS the site's\n"
+		"offset in its section, as objdump -d prints it.\n"
+		"\n"
+		"-k: the markers of loaded kernel modules, through /dev/djprobe (djprobe.ko,\n"
+		"root only), those the PATTERNs (NAMEGLOB or MODGLOB:NAMEGLOB) match:\n"
+		"  MODULE:NAME ADDRESS ARMING PROBES \"FORMAT\" ARGS\n"
+		"  ARMING    off, jump, int3 (being armed) or kprobe; PROBES connected now\n"
 		"\n"
 		"--json: one JSON object per marker per line with the fields name, format,\n"
 		"args (array of {size, signed, kind, and reg | base, index, scale, disp |\n"
@@ -405,10 +413,13 @@ int djp_cmd_list(int argc, char **argv)
 {
 	struct listing ls = { 0 };
 	int first = 1, status = 0;
+	bool kernel = false;
 
 	for (; first < argc && argv[first][0] == '-'; first++) {
 		if (!strcmp(argv[first], "--json"))
 			ls.json = true;
+		else if (!strcmp(argv[first], "-k"))
+			kernel = true; /* the markers of loaded modules: klist.c */
 		else if (!strcmp(argv[first], "-h") || !strcmp(argv[first], "--help")) {
 			djp_usage_list(stdout);
 			return 0;
@@ -421,6 +432,8 @@ int djp_cmd_list(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (kernel)
+		return djp_cmd_klist(argc - first, argv + first, ls.json);
 	if (first == argc) {
 		fprintf(stderr, "djp: list: usage: djp list [--json] FILE|PID...\n");
 		return 2;

@@ -67,6 +67,7 @@ void djp_usage_trace(FILE *out)
 	fprintf(out,
 		"usage: djp trace [-c CMD | -x PID] [--json] [-o FILE] [--snapshot]\n"
 		"                 [--duration SECONDS] [--buffer-size BYTES] PATTERN[=FORMAT]...\n"
+		"       djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] PATTERN...\n"
 		"\n"
 		"Record every hit of the markers matching the PATTERNs (globs over marker\n"
 		"names; PROVIDER:NAME for SDT probes) and print one line per event:\n"
@@ -85,6 +86,11 @@ void djp_usage_trace(FILE *out)
 		"                 last events are written on SIGUSR1 and at the end\n"
 		"  --duration S   stop after S seconds\n"
 		"  --buffer-size B  ring bytes per thread, a power of two (default 1 MiB)\n"
+		"\n"
+		"  -k             markers of loaded kernel modules (djprobe.ko, root only):\n"
+		"                 PATTERN is NAMEGLOB or MODGLOB:NAMEGLOB, NAME prints as\n"
+		"                 MODULE:NAME, PID TID are 0 0 in interrupt context\n"
+		"  --kprobe       with -k: arm with register_kprobe(), not a jump\n"
 		"\n"
 		"Ends on ^C (SIGINT, SIGTERM), at --duration, or when the target exits, and\n"
 		"then prints a summary on stderr: events and lost events per marker and per\n"
@@ -419,8 +425,23 @@ static bool write_failed(struct trace *t)
 	return bad;
 }
 
+/* -k among the options: the kernel's markers (ktrace.c). */
+static bool kernel_trace(int argc, char **argv)
+{
+	for (int i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "-k"))
+			return true;
+		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "-x") || !strcmp(argv[i], "-o") ||
+		    !strcmp(argv[i], "--duration") || !strcmp(argv[i], "--buffer-size"))
+			i++; /* and its value */
+	}
+	return false;
+}
+
 int djp_cmd_trace(int argc, char **argv)
 {
+	if (kernel_trace(argc, argv))
+		return djp_cmd_ktrace(argc, argv);
 	struct trace t = { .kids.follow_fd = -1, .dialled = true };
 	struct session *s = &t.s;
 	char why[128];

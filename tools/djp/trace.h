@@ -38,6 +38,10 @@ struct trace {
 };
 
 /* trace_output.c */
+/* One event line (text, or JSON when json), as djp trace prints it; cpu < 0:
+ * not known (JSON leaves it out).  djp trace -k prints kernel events so. */
+void trace_print_event(FILE *out, bool json, uint64_t ns, int pid, uint32_t tid, int cpu, const char *name,
+		       const struct djp_fmt *fmt, unsigned n, const int64_t *args, const char *const *strs);
 /* Drain the rings and print what came; returns the number of events. */
 long trace_drain(struct trace *t); /* every process's */
 long trace_drain_session(struct trace *t, struct session *s);

@@ -23,35 +23,26 @@
 
 /* ---- one event ------------------------------------------------------------- */
 
-static void print_event(struct trace *t, struct session *s, const struct djp_event *ev, uint32_t tid)
+void trace_print_event(FILE *out, bool json, uint64_t ns, int pid, uint32_t tid, int cpu, const char *name,
+		       const struct djp_fmt *fmt, unsigned n, const int64_t *args, const char *const *strs)
 {
-	const struct djp_clock_params *cp = djp_consumer_clock(s->cons);
-	uint64_t ns = djp_clock_to_ns(cp, ev->timestamp);
-	const struct session_marker *m = session_marker_of(s, ev->marker_id);
-	const struct djp_fmt *fmt = m ? m->fmt : NULL;
-	const char *strs[DJP_RING_MAX_ARGS];
-	int64_t args[DJP_RING_MAX_ARGS];
-	char name[32], text[4096], safe[4 * sizeof(text)], safe_name[512];
-	unsigned n = ev->nargs < DJP_RING_MAX_ARGS ? ev->nargs : DJP_RING_MAX_ARGS;
+	char text[4096], safe[4 * sizeof(text)], safe_name[512];
 
-	if (!m)
-		snprintf(name, sizeof(name), "marker#%u", ev->marker_id);
-	for (unsigned i = 0; i < n; i++) {
-		args[i] = (int64_t)ev->args[i];
-		strs[i] = djp_event_str(ev, i, NULL, NULL);
-	}
-	if (!t->json) {
+	if (!json) {
 		/* One line per event, whatever the strings hold. */
 		djp_format_render(text, sizeof(text), fmt, n, args, strs);
 		djp_escape_c(safe, sizeof(safe), text, false);
-		djp_escape_c(safe_name, sizeof(safe_name), m ? m->name : name, false);
-		fprintf(t->out, "%" PRIu64 ".%09" PRIu64 " %d %u %s%s%s\n", ns / 1000000000u, ns % 1000000000u,
-			(int)s->pid, tid, safe_name, safe[0] ? " " : "", safe);
+		djp_escape_c(safe_name, sizeof(safe_name), name, false);
+		fprintf(out, "%" PRIu64 ".%09" PRIu64 " %d %u %s%s%s\n", ns / 1000000000u, ns % 1000000000u, pid, tid,
+			safe_name, safe[0] ? " " : "", safe);
 		return;
 	}
-	fprintf(t->out, "{\"ts_ns\":%" PRIu64 ",\"pid\":%d,\"tid\":%u,\"name\":", ns, (int)s->pid, tid);
-	djp_json_string(t->out, m ? m->name : name);
-	fputs(",\"args\":{", t->out);
+	fprintf(out, "{\"ts_ns\":%" PRIu64 ",\"pid\":%d,\"tid\":%u,", ns, pid, tid);
+	if (cpu >= 0)
+		fprintf(out, "\"cpu\":%d,", cpu);
+	fputs("\"name\":", out);
+	djp_json_string(out, name);
+	fputs(",\"args\":{", out);
 	for (unsigned i = 0; i < n; i++) {
 		struct djp_fmt one = { .nfields = 1 };
 		const struct djp_fmt_field *f = fmt && i < fmt->nfields ? &fmt->field[i] : NULL;
@@ -69,15 +60,35 @@ static void print_event(struct trace *t, struct session *s, const struct djp_eve
 			snprintf(key, sizeof(key), "%s", f->name);
 		else
 			snprintf(key, sizeof(key), "arg%u", i + 1);
-		fputs(i ? "," : "", t->out);
-		djp_json_string(t->out, key);
-		fputc(':', t->out);
+		fputs(i ? "," : "", out);
+		djp_json_string(out, key);
+		fputc(':', out);
 		if (f && (f->conv == 'd' || f->conv == 'i' || f->conv == 'u') && !(f->flags & DJP_FMT_ZERO) && f->width < 0)
-			fputs(val, t->out);
+			fputs(val, out);
 		else
-			djp_json_string(t->out, val);
+			djp_json_string(out, val);
 	}
-	fputs("}}\n", t->out);
+	fputs("}}\n", out);
+}
+
+static void print_event(struct trace *t, struct session *s, const struct djp_event *ev, uint32_t tid)
+{
+	const struct djp_clock_params *cp = djp_consumer_clock(s->cons);
+	uint64_t ns = djp_clock_to_ns(cp, ev->timestamp);
+	const struct session_marker *m = session_marker_of(s, ev->marker_id);
+	const char *strs[DJP_RING_MAX_ARGS];
+	int64_t args[DJP_RING_MAX_ARGS];
+	char name[32];
+	unsigned n = ev->nargs < DJP_RING_MAX_ARGS ? ev->nargs : DJP_RING_MAX_ARGS;
+
+	if (!m)
+		snprintf(name, sizeof(name), "marker#%u", ev->marker_id);
+	for (unsigned i = 0; i < n; i++) {
+		args[i] = (int64_t)ev->args[i];
+		strs[i] = djp_event_str(ev, i, NULL, NULL);
+	}
+	trace_print_event(t->out, t->json, ns, (int)s->pid, tid, -1, m ? m->name : name, m ? m->fmt : NULL, n, args,
+			  strs);
 }
 
 /* ---- a drain --------------------------------------------------------------- */

@@ -12,6 +12,11 @@
  * in stap, unless it ends with '?'.  After type checking, each binding gets
  * the argument index of every context variable its probe reads ($len is the
  * first argument of one marker and the third of another).
+ *
+ * `kernel.mark("GLOB")` matches the markers of every loaded kernel module
+ * (the kernel source's, klive.c), `module("MODGLOB").mark("GLOB")` those of
+ * the modules MODGLOB names; a kernel point never matches a process's
+ * marker nor the reverse.
  */
 #include <fnmatch.h>
 #include <limits.h>
@@ -58,8 +63,11 @@ static bool marker_at_entry(const struct probe_point *pp, const struct djp_ev_de
 
 bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
 {
-	if (pp->kind != PP_MARK)
+	if (pp->kind != PP_MARK || pp->kernel != d->kernel)
 		return false;
+	if (pp->kernel) /* a marker of a module: no provider, no point */
+		return (!pp->module || !fnmatch(pp->module, d->object ? d->object : "", 0)) &&
+		       djp_marker_match_n(pp->glob, NULL, 0, d->name);
 	if (pp->path && !same_object(pp->path, d->object ? d->object : ""))
 		return false;
 	if (pp->point && !pp->ret && !strncmp(pp->glob, "func:", 5) &&
@@ -98,7 +106,11 @@ static void add_binding(struct script *sc, struct probe *p, const struct probe_p
 		size_t n = strlen(d->name) + (d->object ? strlen(d->object) : 1) + d->provider_len + 40;
 		char *pp = pool_alloc(sc, n);
 		const char *ret = strstr(d->name, "%return");
-		if (d->provider_len == 4 && !memcmp(d->provider, "func", 4) && ret) /* a return probe's */
+		if (d->kernel && !pt->module) /* stap's pp() of a kernel marker */
+			snprintf(pp, n, "kernel.mark(\"%s\")", d->name);
+		else if (d->kernel)
+			snprintf(pp, n, "module(\"%s\").mark(\"%s\")", d->object ? d->object : "?", d->name);
+		else if (d->provider_len == 4 && !memcmp(d->provider, "func", 4) && ret) /* a return probe's */
 			snprintf(pp, n, "process(\"%s\").function(\"%.*s\").return", d->object ? d->object : "?",
 				 (int)(ret - d->name), d->name);
 		else if (d->provider_len == 4 && !memcmp(d->provider, "func", 4)) /* an instruction probe's */

@@ -376,7 +376,7 @@ static bool is_defined(struct checker *ck, const struct node *e)
 {
 	struct probe *p = ck->probe;
 	bool mark = p && !p->has_nonmark && p->nbinds;
-	if (e->kind == N_CTXNAME || e->kind == N_CTXPARMS)
+	if (e->kind == N_CTXNAME || e->kind == N_CTXPARMS || e->kind == N_CTXFORMAT)
 		return mark;
 	if (e->kind != N_CTX)
 		return true;
@@ -700,9 +700,10 @@ static int expr(struct checker *ck, struct node *n, int want)
 		return n->ty = (uint8_t)ctx_ref(ck, n);
 	case N_CTXNAME:
 	case N_CTXPARMS:
+	case N_CTXFORMAT:
 		if (!ck->probe || ck->probe->has_nonmark) {
 			ERR(ck, n, "'$$%s' is only available in process.mark probes",
-			    n->kind == N_CTXNAME ? "name" : n->str);
+			    n->kind == N_CTXNAME ? "name" : n->kind == N_CTXPARMS ? n->str : "format");
 			return TY_UNK;
 		}
 		return n->ty = TY_STR;

@@ -152,8 +152,23 @@ static int open_source(const char *replay, const char *cmd, int32_t pid, struct 
 	unsigned npaths = 0;
 	int rc;
 
-	if (replay) {
+	bool kernel = false, user = false;
+	for (struct probe *p = sc->probes; p; p = p->next)
+		for (struct probe_point *pp = p->points; pp; pp = pp->next)
+			if (pp->kind == PP_MARK)
+				*(pp->kernel ? &kernel : &user) = true;
+	if (kernel && user) {
+		/* one source a script: the kernel's or a process's */
+		snprintf(err, sizeof(err), "a script cannot mix kernel probe points (kernel.mark, module(...).mark) "
+					   "with process ones");
+		rc = -EINVAL;
+	} else if (replay) {
 		rc = djp_replay_open(replay, src, err, sizeof(err));
+	} else if (kernel && (cmd || pid)) {
+		snprintf(err, sizeof(err), "-c and -x name a process; kernel.mark and module(...).mark points need none");
+		rc = -EINVAL;
+	} else if (kernel) {
+		rc = djp_script_klive_open(src, err, sizeof(err));
 	} else if (!need_markers && !cmd && !pid) {
 		rc = djp_null_open(src);
 		snprintf(err, sizeof(err), "%s", strerror(-rc));
@@ -264,7 +279,9 @@ static int list_points(struct script *sc, struct djp_source *src, bool fields, F
 			continue;
 		struct strbuf b = { 0 };
 		char tmp[160];
-		if (d->provider_len)
+		if (d->kernel)
+			snprintf(tmp, sizeof(tmp), "module(\"%s\").mark(\"", d->object ? d->object : "?");
+		else if (d->provider_len)
 			snprintf(tmp, sizeof(tmp), "process(\"%s\").provider(\"%.*s\").mark(\"", d->object ? d->object : "?",
 				 (int)d->provider_len, d->provider);
 		else

@@ -1263,6 +1263,8 @@ static const char *eval_s(struct run *r, struct node *n)
 	}
 	case N_CTXNAME:
 		return r->bind->desc->name;
+	case N_CTXFORMAT:
+		return r->bind->desc->format ? r->bind->desc->format : "";
 	case N_CTXPARMS: {
 		char *buf = arena_alloc(r, MAXSTRINGLEN);
 		ctx_vars_render(buf, MAXSTRINGLEN, r->bind->desc, n->str, r->ev);

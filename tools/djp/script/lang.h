@@ -97,6 +97,7 @@ enum node_kind {
 	N_CTX,	   /* $name/$argN: slot = context reference of the probe */
 	N_CTXNAME, /* $$name */
 	N_CTXPARMS,/* $$parms, $$vars, $$locals, $$return (str says which) */
+	N_CTXFORMAT,/* $$format: the marker's format string */
 	N_CALL,	   /* fn(args) */
 	N_BUILTIN, /* op = enum builtin, args */
 	N_BINOP,   /* op: + - * / % << >> & | ^ */
@@ -251,6 +252,11 @@ struct probe_point {
 	bool optional;
 	bool sufficient;   /* `!`: when it matches, the probe's later points are dropped */
 	const char *path;  /* process("PATH"), or NULL */
+	/* kernel.mark("GLOB") and module("MODGLOB").mark("GLOB"): markers of
+	 * loaded kernel modules (script/klive.c); module is NULL for the
+	 * first, and connect the device's pattern, "MODGLOB:GLOB" */
+	bool kernel;
+	const char *module;
 	int32_t pid;	   /* process(PID): only that process's hits; 0 any */
 	const char *glob;  /* mark("GLOB"); function("GLOB") as "func:GLOB" */
 	/* function and statement points: their sites are made when they are

@@ -253,8 +253,11 @@ static struct node *primary(struct parser *ps)
 			n->str = t->text;
 			return n;
 		}
+		if (!strcmp(t->text, "format"))
+			return mk(ps, N_CTXFORMAT, t);
 		ps->pos--;
-		fail_at(ps, t, "unsupported context variable (only $$name, $$parms, $$vars, $$locals and $$return)");
+		fail_at(ps, t,
+			"unsupported context variable (only $$name, $$parms, $$vars, $$locals, $$return and $$format)");
 	case T_AT: {
 		static const char *const aggs[] = { "count", "sum", "min", "max", "avg", "variance" };
 		for (int i = 0; i < 6; i++) {
@@ -864,9 +867,11 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
 	static const char *const fn[] = { "plt", "library", "insn" };
 	static const char *const life[] = { "begin", "end", "thread", "syscall" };
 
+	if (!strcmp(comp[0], "kernel") || !strcmp(comp[0], "module"))
+		return "of the kernel's probe points, djp has kernel.mark(\"GLOB\") and module(\"MODGLOB\").mark(\"GLOB\")";
 	for (size_t i = 0; i < sizeof(kernel) / sizeof(kernel[0]); i++)
 		if (!strcmp(comp[0], kernel[i]))
-			return "kernel probe points; djp probes user-space markers";
+			return "kernel probe points; djp probes markers (kernel.mark, module(\"M\").mark, process.mark)";
 	if (!strcmp(comp[0], "timer") && ncomp > 1 && !strncmp(comp[1], "profile", 7))
 		return "timer.profile samples every CPU from the kernel";
 	if (!strcmp(comp[0], "java") || !strncmp(comp[0], "python", 6))
@@ -1036,6 +1041,18 @@ static struct probe_point *probe_point(struct parser *ps)
 			if (pp->random_ns < 0 || pp->random_ns >= pp->period_ns)
 				goto bad;
 		}
+	} else if (ncomp == 2 && (!strcmp(comp[0], "kernel") || !strcmp(comp[0], "module")) &&
+		   !strcmp(comp[1], "mark") && arg[1] && arg[1]->kind == T_STR &&
+		   (comp[0][0] == 'k' ? !arg[0] : arg[0] && arg[0]->kind == T_STR)) {
+		/* kernel.mark("GLOB"), module("MODGLOB").mark("GLOB"): the
+		 * markers of loaded modules (script/klive.c) */
+		char glob[600];
+		pp->kind = PP_MARK;
+		pp->kernel = true;
+		pp->module = arg[0] ? arg[0]->text : NULL;
+		pp->glob = arg[1]->text;
+		snprintf(glob, sizeof(glob), "%s%s%s", pp->module ? pp->module : "", pp->module ? ":" : "", pp->glob);
+		pp->connect = pool_strndup(ps->sc, glob, strlen(glob));
 	} else if (ncomp == 2 && !strcmp(comp[0], "process") && !strcmp(comp[1], "mark") && arg[1] &&
 		   arg[1]->kind == T_STR && (!arg[0] || arg[0]->kind == T_STR || pid_arg(arg[0]))) {
 		pp->kind = PP_MARK;
@@ -1082,7 +1099,8 @@ bad:
 	diag(ps->sc, pp->line, pp->col, "semantic error",
 	     "while resolving probe point %s: unknown probe point (expected begin, end, begin(N), end(N), oneshot, "
 	     "never, timer.ms(N), timer.s(N), timer.hz(N), timer.jiffies(N), timer.ms(N).randomize(M), "
-	     "process(\"PATH\").mark(\"GLOB\"), process.mark(\"GLOB\") or process.provider(\"P\").mark(\"GLOB\"))",
+	     "process(\"PATH\").mark(\"GLOB\"), process.mark(\"GLOB\"), process.provider(\"P\").mark(\"GLOB\"), "
+	     "kernel.mark(\"GLOB\") or module(\"MODGLOB\").mark(\"GLOB\"))",
 	     pp->text);
 	longjmp(ps->fail, 1);
 }

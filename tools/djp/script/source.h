@@ -14,8 +14,10 @@
  * the source returns DJP_SRC_TIMEOUT when its clock reaches it.
  *
  * Implementations: the replay source (replay.c; a text file, for tests
- * and benchmarks) and the live source (live.c: a session with the agent of
- * the traced process, as `djp trace` has, tools/djp/session.h).
+ * and benchmarks), the live source (live.c: a session with the agent of
+ * the traced process, as `djp trace` has, tools/djp/session.h) and the
+ * kernel source (klive.c: the markers of loaded modules through
+ * /dev/djprobe, as `djp trace -k` has them).
  */
 #ifndef DJP_SCRIPT_SOURCE_H
 #define DJP_SCRIPT_SOURCE_H
@@ -44,6 +46,7 @@ struct djp_ev_desc {
 	uint64_t site;
 	bool site_runtime;
 	const char *function; /* the function around the site, when known at open */
+	bool kernel;	      /* a marker of a kernel module, `object` its name */
 };
 
 struct djp_ev {

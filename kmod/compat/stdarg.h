@@ -1,0 +1,2 @@
+/* Kernel shim of <stdarg.h> (see errno.h). */
+#include <linux/stdarg.h>

@@ -1,0 +1,2 @@
+/* Kernel shim of <string.h> (see errno.h). */
+#include <linux/string.h>

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Writing module text, and the sync between the steps of a batch.
+ *
+ * Module text is read-only (CONFIG_STRICT_MODULE_RWX), and the kernel's own
+ * writer, text_poke(), is not exported.  But module text lives in the
+ * vmalloc area, so its pages are vmalloc_to_page()'s to find: a batch maps
+ * every page it touches a second time, writable and not executable, with
+ * one vmap(), writes through that alias, and unmaps it.  A site may cross
+ * a page, so an address is translated byte by byte.  One mutex serialises
+ * writers (the engine's own; other patchers of the kernel write other
+ * bytes).
+ *
+ * The protocol itself is user space's: arch/x86/text_poke.c, compiled here
+ * unchanged through kmod/compat/ (its arch_text_* calls land below), does
+ * the three steps (int3 everywhere; sync; tails; sync; first bytes; sync)
+ * and the rollback.  What differs is the sync, chosen by the module
+ * parameter `sync`, writable at run time:
+ *
+ *   ipi           on_each_cpu() runs sync_core() on every CPU and waits:
+ *                 the kernel's text_poke_sync().  Other CPUs keep running
+ *                 and may hit a site's int3 meanwhile (ktrap.c).
+ *   stop_machine  the whole batch runs inside stop_machine(): the first
+ *                 CPU to arrive does every write, the others spin until it
+ *                 is done, then every CPU runs sync_core() before it leaves,
+ *                 so nobody executes a byte of a site mid-change.  The
+ *                 syncs between steps are then no-ops.  The alias is mapped
+ *                 before (vmap sleeps); text_poke.c's small allocation
+ *                 takes GFP_ATOMIC there (kmod/compat/stdlib.h).
+ */
+#include <linux/kernel.h>
+#include <linux/moduleparam.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/smp.h>
+#include <linux/sort.h>
+#include <linux/stop_machine.h>
+#include <linux/vmalloc.h>
+#include <asm/pgtable.h>
+#include <asm/sync_core.h>
+
+#include "arch/x86/arch.h"
+#include "djprobe_int.h"
+
+int djp_sync_mode = DJP_SYNC_IPI;
+
+static const char *const sync_names[] = { "ipi", "stop_machine" };
+
+static int sync_set(const char *val, const struct kernel_param *kp)
+{
+	int i = sysfs_match_string(sync_names, val);
+
+	if (i < 0) {
+		pr_warn("djprobe: sync=%s: not ipi or stop_machine\n", val);
+		return -EINVAL;
+	}
+	WRITE_ONCE(djp_sync_mode, i);
+	return 0;
+}
+
+static int sync_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", sync_names[READ_ONCE(djp_sync_mode)]);
+}
+
+static const struct kernel_param_ops sync_ops = { .set = sync_set, .get = sync_get };
+module_param_cb(sync, &sync_ops, NULL, 0644);
+MODULE_PARM_DESC(sync, "how a batch serialises CPUs: ipi (sync_core on each CPU) or stop_machine");
+
+static DEFINE_MUTEX(text_mutex);
+
+/* The writable alias of the pages of one batch. */
+struct djp_text_alias {
+	unsigned int npages;
+	unsigned long *base;	/* page addresses in text, sorted, unique */
+	u8 *map;		/* their alias, in the same order */
+};
+
+/* The alias of the batch under way (text_mutex), for arch_text_open(). */
+static struct djp_text_alias *current_alias;
+
+static int ulong_cmp(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void alias_free(struct djp_text_alias *a)
+{
+	if (!a)
+		return;
+	if (a->map)
+		vunmap(a->map);
+	kfree(a->base);
+	kfree(a);
+}
+
+/* Map the pages of [addr[i], addr[i] + len[i]) for every i. */
+static struct djp_text_alias *alias_map(const unsigned long *addr, const u8 *len, size_t n)
+{
+	struct djp_text_alias *a;
+	struct page **pages = NULL;
+	size_t i, k = 0;
+
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	if (!a)
+		return NULL;
+	a->base = kmalloc_array(2 * n, sizeof(*a->base), GFP_KERNEL);
+	if (!a->base)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		a->base[k++] = addr[i] & PAGE_MASK;
+		a->base[k++] = (addr[i] + len[i] - 1) & PAGE_MASK;
+	}
+	sort(a->base, k, sizeof(*a->base), ulong_cmp, NULL);
+	for (i = 0; i < k; i++)
+		if (a->npages == 0 || a->base[a->npages - 1] != a->base[i])
+			a->base[a->npages++] = a->base[i];
+	pages = kmalloc_array(a->npages, sizeof(*pages), GFP_KERNEL);
+	if (!pages)
+		goto fail;
+	for (i = 0; i < a->npages; i++) {
+		/* module text only: the modules area, vmalloc-mapped */
+		if (a->base[i] < MODULES_VADDR || a->base[i] >= MODULES_END)
+			goto fail;
+		pages[i] = vmalloc_to_page((void *)a->base[i]);
+		if (!pages[i])
+			goto fail;
+	}
+	a->map = vmap(pages, a->npages, VM_MAP, PAGE_KERNEL);
+	if (!a->map)
+		goto fail;
+	kfree(pages);
+	return a;
+fail:
+	kfree(pages);
+	alias_free(a);
+	return NULL;
+}
+
+/* The alias of the text byte at `addr`, or NULL when it is not mapped. */
+static u8 *alias_of(const struct djp_text_alias *a, unsigned long addr)
+{
+	unsigned long page = addr & PAGE_MASK;
+	unsigned int lo = 0, hi = a->npages;
+
+	while (lo < hi) {
+		unsigned int mid = (lo + hi) / 2;
+
+		if (a->base[mid] == page)
+			return a->map + (size_t)mid * PAGE_SIZE + offset_in_page(addr);
+		if (a->base[mid] < page)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+int arch_text_open(struct djp_text_session *s, const uintptr_t *addrs, const uint8_t *lens, size_t n)
+{
+	size_t i;
+
+	s->alias = current_alias;
+	for (i = 0; i < n; i++)
+		if (!s->alias || !alias_of(s->alias, addrs[i]) || !alias_of(s->alias, addrs[i] + lens[i] - 1))
+			return -EFAULT;
+	return 0;
+}
+
+int arch_text_write(struct djp_text_session *s, uintptr_t addr, const uint8_t *buf, size_t len)
+{
+	size_t i;
+
+	/* The first byte of a site is one store, which is all that other
+	 * CPUs may see change under them without a sync. */
+	for (i = 0; i < len; i++) {
+		u8 *p = alias_of(s->alias, addr + i);
+
+		if (!p)
+			return -EFAULT;
+		WRITE_ONCE(*p, buf[i]);
+	}
+	return 0;
+}
+
+int arch_text_close(struct djp_text_session *s)
+{
+	return 0;
+}
+
+static void sync_core_ipi(void *unused)
+{
+	sync_core();
+}
+
+/* The sync between steps with sync=ipi: the kernel's text_poke_sync(). */
+static int sync_ipi(void)
+{
+	on_each_cpu(sync_core_ipi, NULL, 1);
+	return 0;
+}
+
+static int sync_none(void)
+{
+	return 0;
+}
+
+struct stop_batch {
+	struct djp_poke *p;
+	size_t n;
+	atomic_t arrived;
+	atomic_t done;
+	int ret;
+};
+
+static int stop_batch_fn(void *data)
+{
+	struct stop_batch *b = data;
+
+	if (atomic_inc_return(&b->arrived) == 1) {
+		b->ret = arch_poke_batch(b->p, b->n, sync_none, NULL);
+		atomic_set_release(&b->done, 1);
+	} else {
+		while (!atomic_read_acquire(&b->done))
+			cpu_relax();
+	}
+	sync_core();
+	return 0;
+}
+
+int djp_text_batch(struct djp_poke *p, size_t n)
+{
+	unsigned long *addr;
+	u8 *len;
+	size_t i;
+	int ret;
+
+	if (!n)
+		return 0;
+	addr = kmalloc_array(n, sizeof(*addr) + 1, GFP_KERNEL);
+	if (!addr)
+		return -ENOMEM;
+	len = (u8 *)(addr + n);
+	for (i = 0; i < n; i++) {
+		addr[i] = p[i].addr;
+		len[i] = p[i].len;
+	}
+	mutex_lock(&text_mutex);
+	current_alias = alias_map(addr, len, n);
+	kfree(addr);
+	if (!current_alias) {
+		mutex_unlock(&text_mutex);
+		return -ENOMEM;
+	}
+	if (READ_ONCE(djp_sync_mode) == DJP_SYNC_STOP_MACHINE) {
+		struct stop_batch b = { .p = p, .n = n };
+
+		atomic_set(&b.arrived, 0);
+		atomic_set(&b.done, 0);
+		ret = stop_machine(stop_batch_fn, &b, cpu_online_mask);
+		if (!ret)
+			ret = b.ret;
+	} else {
+		ret = arch_poke_batch(p, n, sync_ipi, NULL);
+	}
+	alias_free(current_alias);
+	current_alias = NULL;
+	mutex_unlock(&text_mutex);
+	return ret;
+}
+
+/* A writable alias of [start, start + len), for writes to text nobody
+ * executes (free trampoline slots), kept across many writes. */
+struct djp_text_alias *djp_text_alias_map(unsigned long start, size_t len)
+{
+	struct djp_text_alias *a;
+	unsigned long *addr;
+	u8 *lens;
+	size_t n, i;
+
+	n = (PAGE_ALIGN(start + len) - (start & PAGE_MASK)) >> PAGE_SHIFT;
+	addr = kmalloc_array(n, sizeof(*addr) + 1, GFP_KERNEL);
+	if (!addr)
+		return NULL;
+	lens = (u8 *)(addr + n);
+	for (i = 0; i < n; i++) {
+		addr[i] = (start & PAGE_MASK) + i * PAGE_SIZE;
+		lens[i] = 1;
+	}
+	a = alias_map(addr, lens, n);
+	kfree(addr);
+	return a;
+}
+
+int djp_text_alias_write(struct djp_text_alias *a, unsigned long addr, const void *buf, size_t len)
+{
+	struct djp_text_session s = { .alias = a };
+	int ret;
+
+	if (!a)
+		return -EFAULT;
+	mutex_lock(&text_mutex);
+	ret = arch_text_write(&s, addr, buf, len);
+	mutex_unlock(&text_mutex);
+	return ret;
+}
+
+void djp_text_alias_unmap(struct djp_text_alias *a)
+{
+	alias_free(a);
+}
