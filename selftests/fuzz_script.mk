@@ -1,10 +1,10 @@
 # libFuzzer target for the probe-script parser and checker: the script
-# engine without its command line (cli.c), live source (live.c) and the
+# engine without its command line (cli.c), live sources (live.c, klive.c) and the
 # lookup of a site's function (site_function.c), which
 # need a process.
 FUZZ_SCRIPT := $(O)/fuzz/fuzz_script
 FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c lib/escape.c lib/marker_match.c lib/func_symbols.c lib/func_source.c lib/func_params.c lib/elf_debug.c lib/errline.c lib/mapped_file.c \
-	$(filter-out tools/djp/script/cli.c tools/djp/script/live.c tools/djp/script/site_function.c,$(sort $(wildcard tools/djp/script/*.c)))
+	$(filter-out tools/djp/script/cli.c tools/djp/script/live.c tools/djp/script/klive.c tools/djp/script/site_function.c,$(sort $(wildcard tools/djp/script/*.c)))
 
 $(FUZZ_SCRIPT): $(FUZZ_SCRIPT_SRCS)
 	$(call msg,FUZZ,$@)
