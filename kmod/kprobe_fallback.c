@@ -26,6 +26,8 @@
 
 #include "djprobe_int.h"
 
+atomic_long_t djp_kp_missed = ATOMIC_LONG_INIT(0);
+
 struct djp_kp {
 	struct kprobe kp;
 	struct djp_ksite *site;
@@ -70,6 +72,7 @@ void djp_kp_disarm(struct djp_ksite *site)
 	if (!site->kp)
 		return;
 	unregister_kprobe(&site->kp->kp);
+	atomic_long_add(site->kp->kp.nmissed, &djp_kp_missed);
 	kfree(site->kp);
 	site->kp = NULL;
 	if (memcmp((void *)site->addr, djp_nop6, DJP_SITE_LEN))
