@@ -52,7 +52,7 @@ static int sync_set(const char *val, const struct kernel_param *kp)
 	int i = sysfs_match_string(sync_names, val);
 
 	if (i < 0) {
-		pr_warn("djprobe: sync=%s: not ipi or stop_machine\n", val);
+		pr_warn("djprobe: sync=%.*s: not ipi or stop_machine\n", (int)strcspn(val, "\n"), val);
 		return -EINVAL;
 	}
 	WRITE_ONCE(djp_sync_mode, i);
