@@ -12,7 +12,8 @@
 #   make install PREFIX=/usr/local
 #   make kmod       djprobe.ko against KDIR (default: the running kernel's)
 #   make kcheck     the kernel selftests in a QEMU guest (KERNEL=debug, KVM=0)
-#   make kbench     the in-kernel benchmark table, in the same guest
+#   make kbench     the in-kernel benchmark table, in the same guest (make
+#                   bench runs it too)
 #   V=1             show full command lines
 
 PREFIX ?= /usr/local
@@ -167,8 +168,8 @@ KERNEL ?= stock
 KCHECK_SMP ?= 4
 KBENCH_SMP ?= 2
 # Milliseconds of each stress phase, and the host's limit on one boot.
-KCHECK_DURATION ?= 3000
-KCHECK_TIMEOUT ?= 270
+KCHECK_DURATION ?= 2000
+KCHECK_TIMEOUT ?= 240
 DEB_PACKAGES_KCHECK := qemu-system-x86 busybox-static
 KCHECK := $(O)/kcheck
 KCHECK_SCRIPTS := $(sort $(wildcard selftests/kcheck/*.sh))
@@ -180,7 +181,7 @@ KCHECK_EXPECT := kcheck djp_kselftest $(notdir $(KCHECK_SCRIPTS:.sh=))
 # against KDIR, in TREE/FOLDER (with / as -) made of symlinks by ktree.sh;
 # djprobe.ko's exports are visible to the folders after kmod.
 define kbuild
-	$(Q)set -e; for d in $(3); do printf '  %-6s %s\n' KBUILD $$d; t=$(abspath $(1))/$$(echo $$d | tr / -); \
+	+$(Q)set -e; for d in $(3); do printf '  %-6s %s\n' KBUILD $$d; t=$(abspath $(1))/$$(echo $$d | tr / -); \
 		selftests/kcheck/host/ktree.sh $$d $$t; \
 		$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) -C $(2) M=$$t \
 		$$([ $$d = kmod ] || echo KBUILD_EXTRA_SYMBOLS=$(abspath $(1))/kmod/Module.symvers) modules; done
@@ -198,7 +199,7 @@ kcheck: $(DJP)
 kcheck kbench:
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES_KCHECK)
 	$(Q)mkdir -p $(KCHECK) && selftests/kcheck/host/kernel.sh $(KCHECK) $(KERNEL) >$(KCHECK)/kernel-$(KERNEL).env
-	$(Q)$(MAKE) --no-print-directory $@-guest $$(cat $(KCHECK)/kernel-$(KERNEL).env)
+	+$(Q)$(MAKE) --no-print-directory $@-guest $$(cat $(KCHECK)/kernel-$(KERNEL).env)
 
 KTREE = $(KCHECK)/kbuild-$(KERNEL)
 
@@ -231,6 +232,7 @@ demo: all $(EXAMPLES)
 bench: all $(BENCHES) $(BENCH_RUN)
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES_BENCH)
 	$(Q)bench/run.sh $(O)
+	$(Q)$(MAKE) --no-print-directory kbench
 
 fuzz: $(FUZZ_TARGETS)
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES_FUZZ)
@@ -260,4 +262,5 @@ clean:
 
 .PHONY: all check demo bench fuzz stress install clean djprobe.pc kmod kcheck kbench kcheck-guest kbench-guest
 .SECONDARY:
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+# (Kbuild's trees and the kernel source under kcheck/ are not make's.)
+-include $(shell find $(O) \( -path $(O)/kcheck -o -path '$(O)/*kmod' \) -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -29,7 +29,9 @@
  *
  * The recorder runs in the context that hit the marker, preemption
  * disabled: it reads the hit's arguments and writes one event into the
- * ring of its CPU (kring.c), with the marker id the low 32 bits of the
+ * ring of its CPU (kring.c), with the text of its %s arguments (the
+ * marker's format read as the user-space recorder reads it, with
+ * lib/format.h's one conversion parser), with the marker id the low 32 bits of the
  * site's address (module text lies in one 2 GiB window, so they name the
  * site; the tool maps them back through LIST) and the task: tgid and pid
  * of current, or 0 when the hit interrupted something (a hard interrupt, a
@@ -58,6 +60,8 @@
 
 #include <djprobe/djprobe.h>
 #include <djprobe/kdev.h>
+
+#include "lib/format.h"
 
 #include "djprobe_dev.h"
 #include "kring.h"
@@ -111,7 +115,7 @@ static bool recorded_before(struct djp_dev_file *f, unsigned int before, const s
 	for (j = 0; j < before; j++) {
 		struct djp_dev_probe *p = &f->probes[j];
 
-		if (!READ_ONCE(p->live))
+		if (!smp_load_acquire(&p->live)) /* its globs before the flag */
 			continue;
 		if (!name) {
 			name = djp_hit_name(hit);
@@ -121,6 +125,34 @@ static bool recorded_before(struct djp_dev_file *f, unsigned int before, const s
 			return true;
 	}
 	return false;
+}
+
+/* Which of the nargs arguments the format's %s conversions are
+ * (kernel/trace/recorder.c's djp_recorder_str_mask, for the kernel). */
+static u32 str_mask(const char *f, unsigned int nargs)
+{
+	unsigned int k = 0;
+	u32 mask = 0;
+
+	if (!f)
+		return 0;
+	while (*f && k < nargs && k < 31) {
+		struct djp_fmt_spec s;
+
+		if (*f++ != '%')
+			continue;
+		if (*f == '%') {
+			f++;
+			continue;
+		}
+		djp_format_spec(&f, &s);
+		if (!s.conv)
+			break;
+		if (s.conv == 's')
+			mask |= 1u << k;
+		k++;
+	}
+	return mask;
 }
 
 static void djp_dev_hit(const struct djp_hit *hit, void *data)
@@ -137,7 +169,7 @@ static void djp_dev_hit(const struct djp_hit *hit, void *data)
 		n = DJP_KRING_MAX_ARGS;
 	for (i = 0; i < n; i++)
 		args[i] = (u64)djp_hit_arg(hit, i);
-	djp_kring_record(&f->ring, (u32)djp_hit_site(hit), args, n, hit_task());
+	djp_kring_record(&f->ring, (u32)djp_hit_site(hit), args, n, str_mask(djp_hit_format(hit), n), hit_task());
 }
 
 static int djp_dev_open(struct inode *inode, struct file *file)
@@ -264,7 +296,7 @@ static long dev_connect(struct djp_dev_file *f, void __user *uarg)
 	if (id >= 0) {
 		p->id = id;
 		p->used = true;
-		WRITE_ONCE(p->live, true);
+		smp_store_release(&p->live, true);
 	}
 	mutex_unlock(&f->lock);
 	if (id < 0)

@@ -26,6 +26,16 @@
  * tail forward, up to the head.  A full ring drops the event and counts it
  * (lost_full): a handler never waits.
  *
+ * A %s argument is copied into the event after the arguments, as the
+ * user-space recorder lays strings out (its word a descriptor, then the
+ * pointer and the text), with copy_from_kernel_nofault() (6.1 does not
+ * export strncpy_from_kernel_nofault), which returns an error at an
+ * unmapped address instead of faulting and may be called from any
+ * context: "<bad>" then, with the fault bit.  It is asked for no more than
+ * the rest of a page at a time, so that a string that ends just before an
+ * unmapped page is still read whole.  The room reserved is that of
+ * the longest strings; the head moves by what was written.
+ *
  * Timestamps are ktime_get_mono_fast_ns(): CLOCK_MONOTONIC, the clock of
  * the user-space rings, and safe in NMI-like context where ktime_get_ns()
  * could spin on the timekeeper's sequence count it interrupted.
@@ -36,7 +46,9 @@
  * not), and the irq_work wakes the wait queue.  The flag is cleared when
  * poll finds data, so a busy tool costs the handlers a load and a barrier.
  */
+#include <linux/bitops.h>
 #include <linux/cpumask.h>
+#include <linux/uaccess.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
 #include <linux/timekeeping.h>
@@ -91,7 +103,7 @@ int djp_kring_create(struct djp_kring *kr, u64 ring_size, u32 nsubbufs)
 	h->slot_stride = stride;
 	h->slots_offset = DJP_KRING_HDR_SIZE;
 	h->total_size = kr->size;
-	h->str_bound = 64;
+	h->str_bound = DJP_KRING_STR_BOUND;
 	h->clock.kind = 1; /* CLOCK_MONOTONIC ns */
 	h->clock.mult = 1;
 	h->clock.raw_hz = NSEC_PER_SEC;
@@ -119,12 +131,82 @@ void djp_kring_destroy(struct djp_kring *kr)
 	kr->cpu = NULL;
 }
 
-void djp_kring_record(struct djp_kring *kr, u32 marker_id, const u64 *args, unsigned int nargs, u64 task)
+/* Up to bound bytes of the string at src into dst, NUL-terminated within
+ * them: its length with the NUL (bound when it goes on, dst[bound - 1]
+ * then made a NUL), or -EFAULT; page by page (see the top). */
+static long copy_kstr(char *dst, const char *src, long bound)
+{
+	long got = 0;
+
+	while (got < bound) {
+		unsigned long a = (unsigned long)src + got;
+		long n = min_t(long, bound - got, PAGE_SIZE - (a & ~PAGE_MASK));
+		const char *z;
+
+		if (copy_from_kernel_nofault(dst + got, (const void *)a, n))
+			return -EFAULT;
+		z = memchr(dst + got, 0, n);
+		if (z)
+			return z - dst + 1;
+		got += n;
+	}
+	dst[bound - 1] = 0;
+	return bound;
+}
+
+/* The string at kernel address ptr into dst (DJP_KRING_STR_BOUND bytes),
+ * NUL-terminated; its length, and its DJP_KSTR_* bits in *flags. */
+static u32 put_string(char *dst, u64 ptr, u64 *flags)
+{
+	const char *src = (const char *)(unsigned long)ptr;
+	long n;
+	char c;
+
+	if (!ptr) {
+		*flags |= DJP_KSTR_NULL;
+		memcpy(dst, "(null)", 7);
+		return 6;
+	}
+	n = copy_kstr(dst, src, DJP_KRING_STR_BOUND);
+	if (n <= 0) {
+		*flags |= DJP_KSTR_FAULT;
+		memcpy(dst, "<bad>", 6);
+		return 5;
+	}
+	/* n counts the NUL; at the bound, the source may go on */
+	if (n == DJP_KRING_STR_BOUND &&
+	    (copy_from_kernel_nofault(&c, src + DJP_KRING_STR_BOUND - 1, 1) || c))
+		*flags |= DJP_KSTR_TRUNCATED;
+	return n - 1;
+}
+
+/* The strings of the event at e after its nargs words; returns where the
+ * next word goes, in bytes from e. */
+static u32 put_strings(u64 *e, const u64 *args, unsigned int nargs, u32 str_mask)
+{
+	u32 off = 16 + 8 * nargs, len;
+	unsigned int i;
+
+	for (i = 0; i < nargs; i++) {
+		u64 flags = DJP_KSTR_ADDR;
+
+		if (!(str_mask & (1u << i)))
+			continue;
+		e[off / 8] = args[i];
+		len = put_string((char *)e + off + 8, args[i], &flags);
+		e[2 + i] = off | (u64)len << 16 | flags;
+		off += 8 + ALIGN(len + 1, 8);
+	}
+	return off;
+}
+
+void djp_kring_record(struct djp_kring *kr, u32 marker_id, const u64 *args, unsigned int nargs, u32 str_mask,
+		      u64 task)
 {
 	unsigned int cpu = smp_processor_id(), i;
 	struct djp_kring_cpu *c;
 	u64 pos, off, at, *e, sb_mask = kr->sb_size - 1;
-	u32 size;
+	u32 size, flags = DJP_KEVF_TASK | DJP_KEVF_CPU;
 
 	if (unlikely(cpu >= kr->nslots))
 		return;
@@ -137,7 +219,9 @@ void djp_kring_record(struct djp_kring *kr, u32 marker_id, const u64 *args, unsi
 	barrier();
 	if (nargs > DJP_KRING_MAX_ARGS)
 		nargs = DJP_KRING_MAX_ARGS;
-	size = 16 + 8 * nargs + 16; /* header, args, task, cpu */
+	str_mask &= (1u << nargs) - 1;
+	/* header, args, the longest strings, task, cpu */
+	size = 16 + 8 * nargs + hweight32(str_mask) * (8 + DJP_KRING_STR_BOUND) + 16;
 	pos = c->head;
 	off = pos & sb_mask;
 	at = off + size > kr->sb_size ? pos - off + kr->sb_size : pos;
@@ -163,9 +247,13 @@ void djp_kring_record(struct djp_kring *kr, u32 marker_id, const u64 *args, unsi
 	e[0] = ktime_get_mono_fast_ns();
 	for (i = 0; i < nargs; i++)
 		e[2 + i] = args[i];
-	e[2 + nargs] = task;
-	e[3 + nargs] = cpu;
-	e[1] = marker_id | (u64)size << 32 | (u64)nargs << 48 | (u64)(DJP_KEVF_TASK | DJP_KEVF_CPU) << 56;
+	if (str_mask) {
+		size = put_strings(e, args, nargs, str_mask) + 16;
+		flags |= DJP_KEVF_STRINGS;
+	}
+	e[size / 8 - 2] = task;
+	e[size / 8 - 1] = cpu;
+	e[1] = marker_id | (u64)size << 32 | (u64)nargs << 48 | (u64)flags << 56;
 	WRITE_ONCE(c->slot->nevents, ++c->nevents);
 	WRITE_ONCE(c->head, at + size);
 	smp_store_release(&c->slot->head, at + size);

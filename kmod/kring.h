@@ -40,8 +40,10 @@ struct djp_kring {
 int djp_kring_create(struct djp_kring *kr, u64 ring_size, u32 nsubbufs);
 /* Only once no handler can record into it any more. */
 void djp_kring_destroy(struct djp_kring *kr);
-/* One event on this CPU; preemption disabled, any context. */
-void djp_kring_record(struct djp_kring *kr, u32 marker_id, const u64 *args, unsigned int nargs, u64 task);
+/* One event on this CPU; preemption disabled, any context.  Bit i of
+ * str_mask: args[i] points to a string in kernel memory, copied in. */
+void djp_kring_record(struct djp_kring *kr, u32 marker_id, const u64 *args, unsigned int nargs, u32 str_mask,
+		      u64 task);
 /* The tool has read CPU cpu's ring up to position tail. */
 void djp_kring_consumed(struct djp_kring *kr, unsigned int cpu, u64 tail);
 /* Is there an event the tool has not said it read?  Arms the wake-up. */

@@ -121,8 +121,28 @@ static uint64_t *put_event(uint8_t *data, uint64_t *head, uint32_t id, unsigned 
 	return e;
 }
 
+/* An event with one %s argument, as kmod/kring.c's put_strings writes it:
+ * the descriptor in the argument word, then the pointer and the text. */
+static void put_string_event(uint8_t *data, uint64_t *head, uint32_t id, const char *text, uint64_t task, uint64_t cpu)
+{
+	uint64_t *e = (uint64_t *)(data + (*head & (RING - 1)));
+	uint32_t len = (uint32_t)strlen(text), off = 16 + 8, size;
+	e[0] = 5000;
+	e[off / 8] = 0xffffffff81234567ull; /* the pointer */
+	memcpy((char *)e + off + 8, text, len + 1);
+	e[2] = off | (uint64_t)len << 16 | DJP_KSTR_ADDR;
+	off += 8 + ((len + 1 + 7) & ~7u);
+	e[off / 8] = task;
+	e[off / 8 + 1] = cpu;
+	size = off + 16;
+	e[1] = id | (uint64_t)size << 32 | (uint64_t)1 << 48 |
+	       (uint64_t)(DJP_KEVF_TASK | DJP_KEVF_CPU | DJP_KEVF_STRINGS) << 56;
+	*head += size;
+}
+
 struct seen {
 	int n;
+	char str[8][64];
 	uint32_t ids[8];
 	uint64_t tasks[8];
 	int cpus[8];
@@ -141,6 +161,7 @@ static int on_ev(void *arg, const struct djp_event *ev, uint32_t tid, unsigned s
 	s->tasks[s->n] = task;
 	s->cpus[s->n] = djp_event_cpu(ev);
 	s->arg0[s->n] = ev->nargs ? (int64_t)ev->args[0] : -1;
+	snprintf(s->str[s->n], sizeof(s->str[s->n]), "%s", djp_event_str(ev, 0, NULL, NULL) ?: "-");
 	s->n++;
 	return 0;
 }
@@ -173,15 +194,16 @@ TEST(kernel_rings_read_in_place_read_only)
 	put_event((uint8_t *)s0 + slot_hdr, &head[0], 0xc0001000u, 2, (uint64_t)42 << 32 | 43, 0);
 	put_event((uint8_t *)s0 + slot_hdr, &head[0], 0xc0002000u, 0, 0, 0); /* an interrupt's */
 	put_event((uint8_t *)s1 + slot_hdr, &head[1], 0xc0003000u, 12, (uint64_t)7 << 32 | 9, 1);
+	put_string_event((uint8_t *)s1 + slot_hdr, &head[1], 0xc0004000u, "eth0", (uint64_t)5 << 32 | 6, 1);
 	s0->head = head[0], s0->nevents = 2;
-	s1->head = head[1], s1->nevents = 1;
+	s1->head = head[1], s1->nevents = 2;
 	CHECK((copy = malloc(total)) != NULL);
 	memcpy(copy, base, total);
 	CHECK(mprotect(base, total, PROT_READ) == 0); /* a store would fault */
 
 	CHECK((c = djp_consumer_open_mapped(base, total)) != NULL);
-	CHECK_EQ(djp_consumer_drain(c, &ops, &s), 3);
-	CHECK_EQ(s.n, 3);
+	CHECK_EQ(djp_consumer_drain(c, &ops, &s), 4);
+	CHECK_EQ(s.n, 4);
 	CHECK_EQ(s.ids[0], 0xc0001000u);
 	CHECK_EQ(s.tasks[0], (uint64_t)42 << 32 | 43);
 	CHECK_EQ(s.arg0[0], 100 * (int64_t)0xc0001000u);
@@ -190,6 +212,11 @@ TEST(kernel_rings_read_in_place_read_only)
 	CHECK_EQ(s.ids[2], 0xc0003000u);
 	CHECK_EQ(s.cpus[2], 1);
 	CHECK_EQ(s.tasks[2], (uint64_t)7 << 32 | 9);
+	CHECK_STR(s.str[2], "-");
+	CHECK_EQ(s.ids[3], 0xc0004000u);
+	CHECK_STR(s.str[3], "eth0");
+	CHECK_EQ(s.tasks[3], (uint64_t)5 << 32 | 6);
+	CHECK_EQ(s.cpus[3], 1);
 	CHECK_EQ(djp_consumer_tail(c, 0), head[0]);
 	CHECK_EQ(djp_consumer_tail(c, 1), head[1]);
 	CHECK_EQ(djp_consumer_drain(c, &ops, &s), 0); /* the private tail holds */

@@ -15,8 +15,14 @@
  *   u64 timestamp   CLOCK_MONOTONIC ns (ktime_get_mono_fast_ns)
  *   u32 marker_id   the low 32 bits of the site's address (module text
  *                   lies in one 2 GiB window: they name the site)
- *   u16 size, u8 nargs, u8 flags (DJP_KEVF_TASK | DJP_KEVF_CPU)
+ *   u16 size, u8 nargs, u8 flags (DJP_KEVF_TASK | DJP_KEVF_CPU, and
+ *                   DJP_KEVF_STRINGS when there are strings)
  *   u64 args[nargs]
+ *   strings         for a %s argument (DJP_KEVF_STRINGS): its word is a
+ *                   string descriptor, and the pointer (u64) then the text
+ *                   copied from kernel memory (at most DJP_KRING_STR_BOUND
+ *                   bytes with the NUL, NUL-terminated, 8-aligned) follow
+ *                   the arguments, as lib/ring.h lays them out
  *   u64 task        tgid << 32 | pid of current, 0 in interrupt context
  *   u64 cpu
  *
@@ -42,10 +48,18 @@
 #define DJP_KRING_VERSION 2u
 #define DJP_KRING_HDR_SIZE 4096u
 #define DJP_KRING_MAX_ARGS 12
+#define DJP_KRING_STR_BOUND 64
 #define DJP_KEVF_PAD 0x01
+#define DJP_KEVF_STRINGS 0x02
 #define DJP_KEVF_CPU 0x04
 #define DJP_KEVF_TASK 0x10
 #define DJP_KMARKER_PAD 0xffffffffu
+/* A string descriptor: offset of the pointer word in the event (bits
+ * 0-15), length without the NUL (16-31), and these. */
+#define DJP_KSTR_TRUNCATED (1ull << 32)
+#define DJP_KSTR_FAULT (1ull << 33) /* unreadable: the text is "<bad>" */
+#define DJP_KSTR_NULL (1ull << 34)  /* the text is "(null)" */
+#define DJP_KSTR_ADDR (1ull << 35)  /* always: the pointer precedes the text */
 #define DJP_KSLOT_ACTIVE 1u
 
 /* lib/clock.h's struct djp_clock_params */

@@ -1,5 +1,5 @@
 /* A relocatable object with markers, compiled as kernel code is (-c,
- * -mcmodel=kernel, no PIC): its .markers sites are R_X86_64_PC64
+ * -mcmodel=kernel, no PIC, -D__KERNEL__): its .markers sites are R_X86_64_PC64
  * relocations against two text sections, as in a .ko.  Read by
  * test_markers_rel.c; each marker sits after some code, so that its offset
  * in its section is not 0. */

@@ -3,16 +3,24 @@
  * What the parts of djp_kselftest.ko share: the TAP printer, the window a
  * patcher publishes around each site it connects, and the tests.
  *
- * A window is how a test knows a site was connected for the whole of a
- * pass over it, which is what makes "the handler ran exactly once per pass"
- * a check that can fail.  The patcher connects a probe, and only after
- * djp_connect has returned (every CPU serialised against the new text) it
- * raises the site's holder count; it lowers the count before it calls
- * djp_disconnect.  The count and a generation that changes on every update
- * share one word, so a loop that reads the same word before and after a
- * marker, with holders > 0, ran that marker while the probe was connected,
- * and its handler count must have moved by exactly the number of holders.
- * Passes that straddle a change are not counted either way.
+ * A window is how a test knows which probes were connected for the whole
+ * of a pass over a site, which is what makes "each handler ran exactly once
+ * per pass" a check that can fail.  A patcher holds up to three probes, in
+ * slots 0-2; the handler of slot k adds 1 << 16k to the site's hit counter,
+ * so one counter keeps the slots apart.  Around each probe the patcher
+ * writes the window of every site it covers:
+ *
+ *   1. mark slot k "moving" on the sites, 2. djp_connect, 3. mark it
+ *   "stable" (connected) instead; and to release: 4. mark it "moving",
+ *   5. djp_disconnect, 6. clear it.
+ *
+ * A loop reads the window before and after running a marker.  When the two
+ * reads are the same word (a generation changes on every write), each
+ * stable slot must have hit exactly once and each slot that is neither
+ * stable nor moving not at all: its probe was not connected at any time
+ * the marker could have run (connect had returned before the stable mark;
+ * disconnect had returned before the clear, and never runs a handler
+ * after).  A moving slot may or may not have hit.
  */
 #ifndef DJP_KSELFTEST_H
 #define DJP_KSELFTEST_H
@@ -28,14 +36,38 @@
 
 /* ---- windows ------------------------------------------------------------ */
 
-#define KS_HOLDERS(w) ((w) & 0xffu)
+#define KS_SLOTS 3
+#define KS_STABLE(w) ((w) & 7u)
+#define KS_MOVING(w) (((w) >> 3) & 7u)
+#define KS_SLOT_HIT(slot) (1ull << (16 * (slot)))
 
-/* Only the patcher writes a window. */
-static inline void ks_window_change(u32 *window, int delta)
+/* Only the patcher writes a window: sets and clears slot bits, and counts
+ * a generation. */
+static inline void ks_window_set(u32 *window, u32 stable_set, u32 stable_clear, u32 moving_set,
+				 u32 moving_clear)
 {
 	u32 w = READ_ONCE(*window);
+	u32 stable = (KS_STABLE(w) | stable_set) & ~stable_clear;
+	u32 moving = (KS_MOVING(w) | moving_set) & ~moving_clear;
 
-	WRITE_ONCE(*window, (((w >> 8) + 1) << 8) | (KS_HOLDERS(w) + delta));
+	WRITE_ONCE(*window, (((w >> 6) + 1) << 6) | (moving << 3) | stable);
+}
+
+/* 0 when a pass whose hit counter moved by `delta` agrees with the window
+ * it saw unchanged, else 1. */
+static __always_inline unsigned int ks_window_wrong(u32 window, u64 delta)
+{
+	unsigned int k, wrong = 0;
+
+	for (k = 0; k < KS_SLOTS; k++) {
+		u64 hits = (delta >> (16 * k)) & 0xffff;
+
+		if (KS_MOVING(window) & (1u << k))
+			continue;
+		if (hits != !!(KS_STABLE(window) & (1u << k)))
+			wrong = 1;
+	}
+	return wrong;
 }
 
 /* ---- TAP ---------------------------------------------------------------- */
@@ -47,6 +79,7 @@ __printf(2, 3) void ks_tap(bool ok, const char *fmt, ...);
 
 /* Writes djprobe.ko's sync parameter ("ipi" or "stop_machine"). */
 int ks_set_sync(const char *how);
+unsigned long ks_djprobe_misses(void);
 /* Milliseconds each stress phase runs (module parameter duration_ms). */
 extern unsigned int ks_duration_ms;
 
@@ -64,16 +97,24 @@ void ks_reload_exit(void);
 struct ks_worker {
 	unsigned int id;
 	u64 iter;			/* the pass under way; the handler checks it */
-	u64 hits[KS_NSITES];		/* the handler's, on this worker's thread */
+	u64 hits[KS_NSITES];		/* the handlers', on this worker's thread */
 	u64 passes;
-	u64 in_window;			/* passes wholly inside a window */
-	u64 wrong_count;		/* of those, hits that moved by != holders */
+	u64 in_window;			/* passes with a stable probe */
+	u64 wrong_count;		/* passes whose hits disagree with the window */
 	u64 wrong_reg;			/* a value kept live across markers changed */
 	u64 wrong_arg;			/* the handler saw another iteration */
-	int last_wrong_site;
+	u64 handler_hits;
+	int last_wrong_site;		/* the last wrong pass: where, what */
+	u32 last_wrong_window;
+	bool last_wrong_quiet;		/* no patching call anywhere meanwhile */
+	u64 last_wrong_delta;
 };
 
 extern u32 ks_site_window[KS_NSITES];
+/* Odd while the patcher is inside djp_connect or djp_disconnect, counted
+ * up on entry and exit: tells the log whether a wrong pass ran while any
+ * other site was being patched. */
+extern u32 ks_patching;
 int ks_worker_loop(void *worker);
 /* The handler every stress probe connects: counts, checks the arguments and
  * clobbers every caller-saved register and the flags. */

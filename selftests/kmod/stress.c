@@ -6,12 +6,12 @@
  * stop_machine, the kprobe fallback, and all three mixed (the sync
  * parameter switched between batches, DJP_FORCE_KPROBE on some probes).
  *
- * The patcher holds up to three probes at once, so windows overlap and a
- * site may have two holders (two handlers per pass).  Each batch is one
- * djp_connect of a glob naming a random rectangle of sites
- * ("ks_site_[0357][16]"), held for a random 0-2 ms, then released.  The
- * order around each probe is what makes the counts exact (kselftest.h):
- * connect, raise the windows; lower the windows, disconnect.
+ * The patcher holds up to three probes at once, one per slot, so a site may
+ * have several probes connected, connecting and disconnecting at once.
+ * Each batch is one djp_connect of a glob naming a random rectangle of
+ * sites ("ks_site_[0357][16]"), held for a random 0-2 ms, then released,
+ * the oldest first.  The windows written around each call (kselftest.h)
+ * are what make the counts exact.
  *
  * A mode passes when some passes ran inside windows and every one of them
  * hit its handlers exactly (the first line), and when no register the
@@ -28,7 +28,6 @@
 #include "kselftest.h"
 
 #define KS_WORKERS_PER_CPU 4
-#define KS_MAX_HELD 3
 
 enum ks_how { KS_IPI, KS_STOP_MACHINE, KS_KPROBE, KS_MIXED };
 
@@ -43,13 +42,15 @@ static const struct ks_mode {
 };
 
 struct ks_held {
-	int id;
+	int id;			/* -1: the slot is free */
 	u64 sites;
+	unsigned long seq;	/* connect order: the oldest goes first */
 };
 
 struct ks_patcher {
-	struct ks_held held[KS_MAX_HELD];
+	struct ks_held held[KS_SLOTS];
 	unsigned int nheld;
+	unsigned long seq;
 	unsigned long connects, failures;
 	int first_err;
 	const char *first_err_call;
@@ -63,13 +64,13 @@ static void ks_fail(struct ks_patcher *p, const char *call, int err)
 	}
 }
 
-static void ks_windows(u64 sites, int delta)
+static void ks_windows(u64 sites, u32 stable_set, u32 stable_clear, u32 moving_set, u32 moving_clear)
 {
 	unsigned int s;
 
 	for (s = 0; s < KS_NSITES; s++)
 		if (sites & (1ull << s))
-			ks_window_change(&ks_site_window[s], delta);
+			ks_window_set(&ks_site_window[s], stable_set, stable_clear, moving_set, moving_clear);
 }
 
 /* A random non-empty set of octal digits, as a glob class and a mask. */
@@ -94,9 +95,14 @@ static int ks_connect_batch(struct ks_patcher *p, enum ks_how how)
 {
 	char xs[11], ys[11], pattern[64];
 	u8 xset = ks_digits(xs), yset = ks_digits(ys);
-	unsigned int flags = 0, x, y;
+	unsigned int flags = 0, x, y, k;
+	u32 bit;
 	u64 sites = 0;
 	int id, err;
+
+	for (k = 0; p->held[k].id >= 0; k++)
+		;
+	bit = 1u << k;
 
 	if (how == KS_MIXED)
 		how = get_random_u32() % 3;
@@ -114,42 +120,61 @@ static int ks_connect_batch(struct ks_patcher *p, enum ks_how how)
 			if ((xset & (1u << x)) && (yset & (1u << y)))
 				sites |= 1ull << (x * 8 + y);
 	snprintf(pattern, sizeof(pattern), KS_MODULE ":ks_site_%s%s", xs, ys);
-	id = djp_connect(pattern, ks_stress_handler, NULL, flags);
+	ks_windows(sites, 0, 0, bit, 0);
+	WRITE_ONCE(ks_patching, ks_patching + 1);
+	id = djp_connect(pattern, ks_stress_handler, (void *)(unsigned long)k, flags);
+	WRITE_ONCE(ks_patching, ks_patching + 1);
 	if (id < 0) {
+		ks_windows(sites, 0, 0, 0, bit);
 		ks_fail(p, "djp_connect", id);
 		return id;
 	}
+	ks_windows(sites, bit, 0, 0, bit);
 	p->connects++;
-	ks_windows(sites, +1);
-	p->held[p->nheld].id = id;
-	p->held[p->nheld].sites = sites;
+	p->held[k].id = id;
+	p->held[k].sites = sites;
+	p->held[k].seq = ++p->seq;
 	p->nheld++;
 	return 0;
 }
 
 static void ks_release_oldest(struct ks_patcher *p)
 {
-	struct ks_held h = p->held[0];
+	unsigned int k, oldest = KS_SLOTS;
+	struct ks_held *h;
+	u32 bit;
 	int err;
 
-	memmove(&p->held[0], &p->held[1], (p->nheld - 1) * sizeof(p->held[0]));
-	p->nheld--;
-	ks_windows(h.sites, -1);
-	err = djp_disconnect(h.id);
+	for (k = 0; k < KS_SLOTS; k++)
+		if (p->held[k].id >= 0 && (oldest == KS_SLOTS || p->held[k].seq < p->held[oldest].seq))
+			oldest = k;
+	h = &p->held[oldest];
+	bit = 1u << oldest;
+	ks_windows(h->sites, 0, bit, bit, 0);
+	WRITE_ONCE(ks_patching, ks_patching + 1);
+	err = djp_disconnect(h->id);
+	WRITE_ONCE(ks_patching, ks_patching + 1);
 	if (err)
 		ks_fail(p, "djp_disconnect", err);
+	ks_windows(h->sites, 0, 0, 0, bit);
+	h->id = -1;
+	p->nheld--;
 }
 
+/* For `ms`, and on until 8 batches were connected (a kprobe batch can take
+ * seconds under emulation), up to 4 times `ms`. */
 static void ks_patch_for(struct ks_patcher *p, enum ks_how how, unsigned int ms)
 {
-	unsigned long end = jiffies + msecs_to_jiffies(ms);
+	unsigned long start = jiffies;
 
-	while (time_before(jiffies, end) && p->failures < 10) {
-		if (p->nheld == KS_MAX_HELD || (p->nheld && get_random_u32() % 2))
+	while ((time_before(jiffies, start + msecs_to_jiffies(ms)) ||
+		(p->connects < 8 && time_before(jiffies, start + 4 * msecs_to_jiffies(ms)))) &&
+	       p->failures < 10) {
+		if (p->nheld == KS_SLOTS || (p->nheld && get_random_u32() % 2))
 			ks_release_oldest(p);
 		else
 			ks_connect_batch(p, how);
-		usleep_range(10, 10 + get_random_u32() % 2000);
+		usleep_range(1000, 1000 + get_random_u32() % 9000);
 	}
 	while (p->nheld)
 		ks_release_oldest(p);
@@ -157,17 +182,37 @@ static void ks_patch_for(struct ks_patcher *p, enum ks_how how, unsigned int ms)
 		ks_set_sync("ipi");
 }
 
+static void ks_free_workers(struct task_struct **tasks, unsigned int n)
+{
+	unsigned int i;
+
+	WRITE_ONCE(ks_nworkers, 0);
+	for (i = 0; i < n; i++) {
+		if (tasks[i])
+			kthread_stop(tasks[i]);
+		kfree(ks_workers[i]);
+	}
+	kfree(ks_workers);
+	ks_workers = NULL;
+	kfree(tasks);
+}
+
+/* KS_WORKERS_PER_CPU bound kthreads on each online CPU, started together. */
 static struct task_struct **ks_start_workers(unsigned int *n)
 {
-	unsigned int cpus = num_online_cpus(), i = 0, cpu, k;
+	unsigned int max = num_online_cpus() * KS_WORKERS_PER_CPU, i = 0, cpu, k;
 	struct task_struct **tasks;
 
-	tasks = kcalloc(cpus * KS_WORKERS_PER_CPU, sizeof(*tasks), GFP_KERNEL);
-	ks_workers = kcalloc(cpus * KS_WORKERS_PER_CPU, sizeof(*ks_workers), GFP_KERNEL);
-	if (!tasks || !ks_workers)
-		goto fail;
+	tasks = kcalloc(max, sizeof(*tasks), GFP_KERNEL);
+	ks_workers = kcalloc(max, sizeof(*ks_workers), GFP_KERNEL);
+	if (!tasks || !ks_workers) {
+		kfree(tasks);
+		kfree(ks_workers);
+		ks_workers = NULL;
+		return NULL;
+	}
 	for_each_online_cpu(cpu) {
-		for (k = 0; k < KS_WORKERS_PER_CPU; k++, i++) {
+		for (k = 0; k < KS_WORKERS_PER_CPU && i < max; k++, i++) {
 			ks_workers[i] = kzalloc(sizeof(*ks_workers[i]), GFP_KERNEL);
 			if (!ks_workers[i])
 				goto fail;
@@ -186,37 +231,22 @@ static struct task_struct **ks_start_workers(unsigned int *n)
 	*n = i;
 	return tasks;
 fail:
-	if (tasks)
-		for (k = 0; k <= i && k < cpus * KS_WORKERS_PER_CPU; k++)
-			if (tasks[k])
-				kthread_stop(tasks[k]);
-	kfree(tasks);
+	/* The one that failed is NULL or half made: free it with the rest. */
+	ks_free_workers(tasks, i + 1);
 	return NULL;
-}
-
-static void ks_stop_workers(struct task_struct **tasks, unsigned int n)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		kthread_stop(tasks[i]);
-	WRITE_ONCE(ks_nworkers, 0);
-	for (i = 0; i < n; i++)
-		kfree(ks_workers[i]);
-	kfree(ks_workers);
-	ks_workers = NULL;
-	kfree(tasks);
 }
 
 static void ks_stress_run(const struct ks_mode *mode)
 {
-	struct ks_patcher p = { .first_err_call = "" };
+	struct ks_patcher p = { .first_err_call = "", .held = { { .id = -1 }, { .id = -1 }, { .id = -1 } } };
 	u64 passes = 0, in_window = 0, wrong_count = 0, wrong_reg = 0, wrong_arg = 0, hits = 0;
 	struct task_struct **tasks;
-	unsigned int n = 0, i, s;
-	int last_wrong = -1;
+	unsigned int n = 0, i;
+	unsigned long misses;
+	struct ks_worker last_wrong = { .last_wrong_site = -1 };
 
 	atomic_set(&ks_stray_hits, 0);
+	misses = ks_djprobe_misses();
 	tasks = ks_start_workers(&n);
 	if (!tasks) {
 		ks_tap(false, "%s: 64 sites counted exactly while connected # cannot start the workers", mode->name);
@@ -233,20 +263,24 @@ static void ks_stress_run(const struct ks_mode *mode)
 		wrong_reg += w->wrong_reg;
 		wrong_arg += w->wrong_arg;
 		if (w->wrong_count)
-			last_wrong = w->last_wrong_site;
-		for (s = 0; s < KS_NSITES; s++)
-			hits += w->hits[s];
+			last_wrong = *w;
+		hits += w->handler_hits;
 	}
-	ks_stop_workers(tasks, n);
+	ks_free_workers(tasks, n);
 
-	ks_diag("%s: %u workers, %llu passes, %lu batches connected, %llu passes in windows, %llu hits",
-		mode->name, n, passes, p.connects, in_window, hits);
+	ks_diag("%s: %u workers, %llu passes, %lu batches connected, %llu passes in windows, %llu hits, %lu misses by djprobe",
+		mode->name, n, passes, p.connects, in_window, hits, ks_djprobe_misses() - misses);
 	if (p.failures)
 		ks_diag("%s: %lu failed calls, the first %s: %d", mode->name, p.failures,
 			p.first_err_call, p.first_err);
 	if (wrong_count)
-		ks_diag("%s: %llu passes in windows with the wrong hit count (one at ks_site_%o%o)",
-			mode->name, wrong_count, last_wrong / 8, last_wrong % 8);
+		ks_diag("%s: %llu passes with hits the windows rule out; one at ks_site_%o%o: slots stable %#x, moving %#x, hits by slot %llu %llu %llu, %s",
+			mode->name, wrong_count, last_wrong.last_wrong_site / 8,
+			last_wrong.last_wrong_site % 8, KS_STABLE(last_wrong.last_wrong_window),
+			KS_MOVING(last_wrong.last_wrong_window), last_wrong.last_wrong_delta & 0xffff,
+			(last_wrong.last_wrong_delta >> 16) & 0xffff, (last_wrong.last_wrong_delta >> 32) & 0xffff,
+			last_wrong.last_wrong_quiet ? "no patching call under way" :
+			"a patching call under way for other sites");
 	ks_tap(!p.failures && !wrong_count && in_window > 0,
 	       "%s: 64 sites counted exactly while connected%s", mode->name,
 	       p.failures ? " # a patching call failed" : wrong_count ? " # counts differ" :

@@ -6,11 +6,15 @@
  * A pass runs the sites ks_site_00 to ks_site_77 (two octal digits, so that
  * a glob such as "ks_site_[257][0-3]" names a random rectangle of them and
  * one djp_connect arms a batch).  Around each marker the loop reads the
- * site's window and its own hit count for the site (kselftest.h): when the
- * window did not change and holds probes, the count must have moved by
- * exactly that many hits.  The handler runs on the worker's own thread with
- * preemption disabled, so a worker's counts have one writer and need no
- * atomics.
+ * site's window and its own hit counter for the site, and checks the two
+ * against each other (kselftest.h).  The handler runs on the worker's own
+ * thread with preemption disabled, so a worker's counters have one writer
+ * and need no atomics.
+ *
+ * Between passes the loop reports an RCU-tasks quiescent state: a kthread
+ * that only ever calls cond_resched() is never seen as voluntarily
+ * switching, so synchronize_rcu_tasks (which kprobes' optimiser and
+ * trampoline users wait for) would wait for ever.
  *
  * Registers.  The handler clobbers every caller-saved register and the
  * flags, which a trampoline that saves too little would let through into
@@ -28,6 +32,7 @@
 #include "kselftest.h"
 
 u32 ks_site_window[KS_NSITES];
+u32 ks_patching;
 struct ks_worker **ks_workers;
 unsigned int ks_nworkers;
 atomic_t ks_stray_hits = ATOMIC_INIT(0);
@@ -37,15 +42,18 @@ void ks_stress_handler(const struct djp_hit *hit, void *data)
 	u64 site = djp_hit_arg(hit, 0);
 	u64 iter = djp_hit_arg(hit, 1);
 	u64 wid = djp_hit_arg(hit, 2);
+	unsigned long slot = (unsigned long)data;
 	struct ks_worker *w;
 
-	if (djp_hit_nargs(hit) != 3 || site >= KS_NSITES || wid >= READ_ONCE(ks_nworkers)) {
+	if (djp_hit_nargs(hit) != 3 || site >= KS_NSITES || wid >= READ_ONCE(ks_nworkers) ||
+	    slot >= KS_SLOTS) {
 		atomic_inc(&ks_stray_hits);
 	} else {
 		w = ks_workers[wid];
 		if (iter != READ_ONCE(w->iter))
 			w->wrong_arg++;
-		w->hits[site]++;
+		w->hits[site] += KS_SLOT_HIT(slot);
+		w->handler_hits++;
 	}
 	/* Values no handler may leave behind for its caller to see. */
 	asm volatile("mov $0x5a5a5a5a5a5a5a5a, %%rax\n\t"
@@ -68,16 +76,23 @@ void ks_stress_handler(const struct djp_hit *hit, void *data)
 	do {									\
 		const unsigned int s = (x) * 8 + (y);				\
 		u32 before = READ_ONCE(ks_site_window[s]);			\
+		u32 patching = READ_ONCE(ks_patching);				\
 		u64 h0 = READ_ONCE(w->hits[s]);					\
 										\
 		KS_PIN();							\
 		MARK(ks_site_##x##y, "site=%u iter=%llu worker=%u", s, iter, wid); \
 		KS_PIN();							\
-		if (READ_ONCE(ks_site_window[s]) == before && KS_HOLDERS(before)) { \
-			w->in_window++;						\
-			if (READ_ONCE(w->hits[s]) - h0 != KS_HOLDERS(before)) {	\
+		if (READ_ONCE(ks_site_window[s]) == before) {			\
+			w->in_window += !!KS_STABLE(before);			\
+			u64 delta = READ_ONCE(w->hits[s]) - h0;			\
+										\
+			if (ks_window_wrong(before, delta)) {			\
 				w->wrong_count++;				\
 				w->last_wrong_site = s;				\
+				w->last_wrong_window = before;			\
+				w->last_wrong_delta = delta;			\
+				w->last_wrong_quiet = !(patching & 1) &&	\
+					READ_ONCE(ks_patching) == patching;	\
 			}							\
 		}								\
 	} while (0)
@@ -120,7 +135,7 @@ int ks_worker_loop(void *worker)
 		WRITE_ONCE(w->iter, w->iter + 1);
 		ks_pass(w, w->iter, w->id);
 		w->passes++;
-		cond_resched();
+		cond_resched_tasks_rcu_qs();
 	}
 	return 0;
 }

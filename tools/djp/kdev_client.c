@@ -42,8 +42,12 @@ _Static_assert(offsetof(struct djp_kslot_hdr, head) == offsetof(struct djp_slot_
 _Static_assert(offsetof(struct djp_kslot_hdr, lost_nested) == offsetof(struct djp_slot_hdr, lost_nested), "lost");
 _Static_assert(offsetof(struct djp_kslot_hdr, tail) == offsetof(struct djp_slot_hdr, tail), "tail");
 _Static_assert(offsetof(struct djp_kslot_hdr, sb) == offsetof(struct djp_slot_hdr, sb), "sb");
-_Static_assert(DJP_KEVF_TASK == DJP_EVF_TASK && DJP_KEVF_CPU == DJP_EVF_CPU && DJP_KEVF_PAD == DJP_EVF_PAD,
+_Static_assert(DJP_KEVF_TASK == DJP_EVF_TASK && DJP_KEVF_CPU == DJP_EVF_CPU && DJP_KEVF_PAD == DJP_EVF_PAD &&
+		       DJP_KEVF_STRINGS == DJP_EVF_STRINGS,
 	       "event flags");
+_Static_assert(DJP_KSTR_TRUNCATED == DJP_STR_TRUNCATED && DJP_KSTR_FAULT == DJP_STR_FAULT &&
+		       DJP_KSTR_NULL == DJP_STR_NULL && DJP_KSTR_ADDR == DJP_STR_ADDR,
+	       "string descriptors");
 
 /* The device's path: DJP_KDEV lets the tests point it elsewhere. */
 static const char *dev_path(void)

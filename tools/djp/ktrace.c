@@ -16,7 +16,9 @@
  * Lines are `djp trace`'s, "SECONDS.NANOS PID TID NAME field=value ...",
  * with NAME written MODULE:NAME, and PID and TID those of the task the hit
  * ran in, 0 0 when it interrupted something (a hard interrupt, a
- * softirq); --json adds "cpu".  The end (SIGINT, SIGTERM, --duration):
+ * softirq); --json adds "cpu".  The rings are per CPU: each drain is
+ * copied out and sorted by time before it is printed, as a process's
+ * threads are.  The end (SIGINT, SIGTERM, --duration):
  * every probe is disconnected first, so that the last drain holds every
  * event recorded, then the summary on stderr: events and losses (the
  * kernel drops an event when a CPU's ring is full, and a hit that
@@ -58,6 +60,11 @@ struct ktrace {
 	int ids[64];
 	int nids;
 	struct kdev k;
+	/* the last drain, sorted by time before it is printed */
+	struct kept *kept;
+	size_t nkept, capkept;
+	uint8_t *arena;
+	size_t arena_len, arena_cap;
 };
 
 static int usage_error(const char *why)
@@ -114,31 +121,84 @@ static int parse_args(struct ktrace *t, int argc, char **argv)
 	return -1;
 }
 
-static int print_one(void *arg, const struct kevent *e)
+/* One event of a drain, kept until the drain is sorted: a copy of it
+ * in the arena, and what the drain said of it. */
+struct kept {
+	size_t off;
+	uint64_t ns, seq;
+	int32_t pid, tid;
+	int cpu;
+};
+
+static int keep_one(void *arg, const struct kevent *e)
 {
 	struct ktrace *t = arg;
-	const struct djp_event *ev = e->ev;
+	struct kept *k;
+
+	if (t->nkept == t->capkept) {
+		size_t n = t->capkept ? 2 * t->capkept : 1024;
+		void *v = realloc(t->kept, n * sizeof(*t->kept));
+		if (!v)
+			abort();
+		t->kept = v;
+		t->capkept = n;
+	}
+	if (t->arena_len + e->ev->size > t->arena_cap) {
+		size_t n = t->arena_cap ? 2 * t->arena_cap : 1 << 16;
+		void *v;
+		while (n < t->arena_len + e->ev->size)
+			n *= 2;
+		if (!(v = realloc(t->arena, n)))
+			abort();
+		t->arena = v;
+		t->arena_cap = n;
+	}
+	k = &t->kept[t->nkept];
+	*k = (struct kept){ t->arena_len, e->ns, t->nkept, e->pid, e->tid, e->cpu };
+	t->nkept++;
+	memcpy(t->arena + t->arena_len, e->ev, e->ev->size);
+	t->arena_len += (e->ev->size + 7) & ~7u;
+	return 0;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct kept *x = a, *y = b;
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void print_one(struct ktrace *t, const struct kept *k)
+{
+	const struct djp_event *ev = (const struct djp_event *)(t->arena + k->off);
+	const struct kmarker *m = kdev_marker_of(&t->k, ev->marker_id); /* listed in the drain if new */
 	const char *strs[DJP_KRING_MAX_ARGS] = { 0 };
 	int64_t args[DJP_KRING_MAX_ARGS];
 	unsigned n = ev->nargs < DJP_KRING_MAX_ARGS ? ev->nargs : DJP_KRING_MAX_ARGS;
 	char name[32];
 
-	struct djp_fmt fmt;
-
-	if (!e->marker)
+	if (!m)
 		snprintf(name, sizeof(name), "marker#%u", ev->marker_id);
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		args[i] = (int64_t)ev->args[i];
-	if (e->marker) {
-		/* a %s is a kernel pointer, not copied: its value */
-		fmt = e->marker->fmt;
-		for (unsigned i = 0; i < fmt.nfields; i++)
-			if (fmt.field[i].conv == 's')
-				fmt.field[i].conv = 'p';
+		strs[i] = djp_event_str(ev, i, NULL, NULL); /* copied by the kernel */
 	}
-	trace_print_event(t->out, t->json, e->ns, e->pid, (uint32_t)e->tid, e->cpu, e->marker ? e->marker->full : name,
-			  e->marker && fmt.nfields ? &fmt : NULL, n, args, strs);
-	return 0;
+	trace_print_event(t->out, t->json, k->ns, k->pid, (uint32_t)k->tid, k->cpu, m ? m->full : name,
+			  m && m->fmt.nfields ? &m->fmt : NULL, n, args, strs);
+}
+
+/* Drain, then print in time order across CPUs; the number of events. */
+static long drain_print(struct ktrace *t)
+{
+	long n;
+
+	t->nkept = t->arena_len = 0;
+	n = kdev_drain(&t->k, keep_one, t);
+	qsort(t->kept, t->nkept, sizeof(*t->kept), by_time);
+	for (size_t i = 0; i < t->nkept; i++)
+		print_one(t, &t->kept[i]);
+	return n;
 }
 
 static double now_s(void)
@@ -198,7 +258,7 @@ int djp_cmd_ktrace(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	start = now_s();
 	for (;;) {
-		if ((n = kdev_drain(&t.k, print_one, &t)) > 0) {
+		if ((n = drain_print(&t)) > 0) {
 			events += (uint64_t)n;
 			fflush(t.out);
 		}
@@ -220,7 +280,7 @@ int djp_cmd_ktrace(int argc, char **argv)
 	/* nothing armed, then everything recorded until then */
 	for (int i = 0; i < t.nids; i++)
 		kdev_disconnect(&t.k, t.ids[i]);
-	if ((n = kdev_drain(&t.k, print_one, &t)) > 0)
+	if ((n = drain_print(&t)) > 0)
 		events += (uint64_t)n;
 	summary(&t, why, events);
 	rc = fflush(t.out) || ferror(t.out) ? 1 : 0;
@@ -229,5 +289,7 @@ int djp_cmd_ktrace(int argc, char **argv)
 	if (t.out != stdout)
 		fclose(t.out);
 	kdev_close(&t.k);
+	free(t.kept);
+	free(t.arena);
 	return rc;
 }

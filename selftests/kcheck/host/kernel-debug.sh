@@ -21,12 +21,14 @@ config=$2
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 [ -f "$dir/obj/.kcheck-built" ] && exit 0
+# What building a kernel takes beyond building a module.
+"$(dirname "$0")/../../../tools/check-deps.sh" flex bison bc libssl-dev libelf-dev
 
 if [ ! -f "$dir/src/Makefile" ]; then
 	deb=$(ls "$dir"/linux-source-6.1_*_all.deb 2>/dev/null | head -n 1)
 	if [ -z "$deb" ]; then
 		echo "kcheck: downloading linux-source-6.1" >&2
-		(cd "$dir" && apt-get download -q linux-source-6.1 >/dev/null)
+		(cd "$dir" && apt-get download -q -o APT::Sandbox::User=root linux-source-6.1 >/dev/null)
 		deb=$(ls "$dir"/linux-source-6.1_*_all.deb | head -n 1)
 	fi
 	rm -rf "$dir/pkg" "$dir/src"

@@ -32,7 +32,8 @@ if [ ! -f "$image/boot/vmlinuz-$abi" ]; then
 	deb=$(ls "$dir"/linux-image-"$abi"_*_amd64.deb 2>/dev/null | head -n 1)
 	if [ -z "$deb" ]; then
 		echo "kcheck: downloading linux-image-$abi" >&2
-		(cd "$dir" && apt-get download -q "linux-image-$abi" >/dev/null)
+		# As root into build/: apt's _apt user could not write there.
+		(cd "$dir" && apt-get download -q -o APT::Sandbox::User=root "linux-image-$abi" >/dev/null)
 		deb=$(ls "$dir"/linux-image-"$abi"_*_amd64.deb | head -n 1)
 	fi
 	rm -rf "$image.tmp"

@@ -23,10 +23,12 @@
  * The kernel never ends a script: exit(), a timer or ^C do.  Each event
  * carries the task the hit ran in (0 in interrupt context) and its CPU;
  * execname() is the task's comm, read from /proc as tasks first show up
- * ("swapper" for 0, as the idle task is called).  Timestamps are
+ * ("swapper" for 0, as the idle task is called; "" for a task that has
+ * exited by the time its event is read: the event does not carry it).  Timestamps are
  * CLOCK_MONOTONIC in the rings, shifted by the offset to the engine's
- * CLOCK_REALTIME taken at open, as the live source does.  %s arguments
- * are kernel pointers, not copied: a script sees them as numbers.
+ * CLOCK_REALTIME taken at open, as the live source does.  A %s argument
+ * is a string the kernel copied at the hit (at most 63 bytes), as a
+ * process's recorder copies them; its pointer is the argument's number.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -49,6 +51,8 @@ struct kq {
 	int32_t pid, tid, cpu;
 	unsigned nargs;
 	int64_t args[DJP_EV_MAX_ARGS];
+	int32_t str[DJP_EV_MAX_ARGS]; /* the text's offset in strbuf, -1: none */
+	bool str_fault[DJP_EV_MAX_ARGS];
 };
 
 struct comm_entry {
@@ -70,6 +74,8 @@ struct klive {
 	int64_t mono_to_real;
 	struct kq *q;
 	size_t nq, capq, next;
+	char *strbuf; /* the strings of the queued events */
+	size_t nstr, capstr;
 	struct comm_entry comms[COMM_CACHE];
 };
 
@@ -99,9 +105,6 @@ static void desc_from_kmarker(struct klive *l, struct djp_ev_desc *d, uint32_t i
 	d->format = keep(l, m->m.format);
 	d->nargs = m->m.nargs;
 	d->fmt = m->fmt;
-	for (unsigned i = 0; i < d->fmt.nfields; i++)
-		if (d->fmt.field[i].conv == 's') /* a kernel pointer: a number here */
-			d->fmt.field[i].conv = 'p';
 	d->site = m->m.site;
 	d->site_runtime = true;
 }
@@ -147,8 +150,30 @@ static int take(void *arg, const struct kevent *e)
 	q->tid = e->tid;
 	q->cpu = e->cpu;
 	q->nargs = e->ev->nargs < DJP_EV_MAX_ARGS ? e->ev->nargs : DJP_EV_MAX_ARGS;
-	for (unsigned i = 0; i < q->nargs; i++)
-		q->args[i] = (int64_t)e->ev->args[i];
+	for (unsigned i = 0; i < q->nargs; i++) {
+		uint64_t flags = 0;
+		uint32_t len = 0;
+		const char *s = djp_event_str(e->ev, i, &len, &flags);
+		q->str[i] = -1;
+		q->str_fault[i] = flags & DJP_STR_FAULT;
+		/* a string argument is still its pointer to the script */
+		q->args[i] = (int64_t)(s ? djp_event_str_addr(e->ev, i) : e->ev->args[i]);
+		if (!s)
+			continue;
+		if (l->nstr + len + 1 > l->capstr) {
+			size_t n = l->capstr ? 2 * l->capstr : 65536;
+			char *v;
+			while (n < l->nstr + len + 1)
+				n *= 2;
+			if (!(v = realloc(l->strbuf, n)))
+				abort();
+			l->strbuf = v;
+			l->capstr = n;
+		}
+		memcpy(l->strbuf + l->nstr, s, len + 1);
+		q->str[i] = (int32_t)l->nstr;
+		l->nstr += len + 1;
+	}
 	return 0;
 }
 
@@ -169,7 +194,7 @@ static const char *comm_of(struct klive *l, int32_t tid)
 
 	if (tid == 0)
 		return "swapper";
-	if (c->tid == tid && c->comm[0])
+	if (c->tid == tid) /* known, or known to be gone */
 		return c->comm;
 	c->tid = tid;
 	c->comm[0] = 0;
@@ -179,7 +204,7 @@ static const char *comm_of(struct klive *l, int32_t tid)
 			c->comm[strcspn(c->comm, "\n")] = 0;
 		fclose(f);
 	}
-	return c->comm[0] ? c->comm : NULL;
+	return c->comm; /* "" when the task is gone: not the module's name */
 }
 
 static int klive_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadline)
@@ -197,13 +222,17 @@ static int klive_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadli
 			ev->cpu = q->cpu;
 			ev->nargs = q->nargs;
 			memcpy(ev->args, q->args, sizeof(q->args[0]) * q->nargs);
+			for (unsigned i = 0; i < q->nargs; i++) {
+				ev->strs[i] = q->str[i] >= 0 ? l->strbuf + q->str[i] : NULL;
+				ev->str_fault[i] = q->str_fault[i];
+			}
 			return DJP_SRC_EVENT;
 		}
 		if (run_interrupted)
 			return DJP_SRC_TIMEOUT;
 		if (deadline != UINT64_MAX && clock_ns(CLOCK_REALTIME) >= deadline)
 			return DJP_SRC_TIMEOUT;
-		l->nq = l->next = 0;
+		l->nq = l->next = l->nstr = 0;
 		long n = kdev_drain(&l->k, take, l);
 		if (n < 0)
 			return (int)n;
@@ -273,6 +302,7 @@ static void klive_close(struct djp_source *src)
 	free(l->descs);
 	free(l->bound);
 	free(l->q);
+	free(l->strbuf);
 	free(l);
 }
 
