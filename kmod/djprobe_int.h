@@ -162,5 +162,6 @@ struct djp_hit {
 void djp_dispatch(const struct djp_ksite *site, struct pt_regs *regs);
 /* Hits not run because a handler was running on the CPU. */
 DECLARE_PER_CPU(unsigned long, djp_misses);
+extern atomic_long_t djp_kp_missed;
 
 #endif

@@ -230,9 +230,20 @@ static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 	}
 	djp_tramp_done();
 
-	/* Step 3. */
-	for (i = 0; i < n; i++)
-		v[i]->changing = v[i]->how == DJP_HOW_JUMP && v[i]->to != DJP_HOW_JUMP;
+	/* Step 3.  A jump someone has since covered (a kprobe put over it
+	 * keeps our bytes as its "original" and writes them back when it
+	 * goes) is left alone: it stays a jump, to a slot the site keeps. */
+	for (i = 0; i < n; i++) {
+		struct djp_ksite *s = v[i];
+
+		s->changing = s->how == DJP_HOW_JUMP && s->to != DJP_HOW_JUMP;
+		if (s->changing && !site_bytes_ok(s)) {
+			pr_warn("djprobe: %s:%s at %px holds %6ph over its jump: left armed, with no handler\n",
+				s->kmod->name, s->m->name, (void *)s->addr, (void *)s->addr);
+			s->changing = false;
+			s->to = DJP_HOW_JUMP;
+		}
+	}
 	ret = jump_batch(v, n, false);
 	for (i = 0; i < n; i++) {
 		struct djp_ksite *s = v[i];

@@ -6,11 +6,12 @@
  * regs built by ktramp_entry.S), the int3 of a batch in progress (ktrap.c)
  * and a kprobe (kprobe_fallback.c).  All three call djp_dispatch(), which
  * disables preemption, so that the handler list read under RCU-sched stays
- * alive and disconnect's synchronize_rcu() waits for every handler, and
- * takes a per-CPU nesting count: a marker hit from inside a handler (or
- * from an interrupt or an int3 that arrives while one runs on this CPU)
- * is counted as a miss, not run, so a handler can never recurse into
- * itself through a marker it calls.
+ * alive and disconnect's grace period waits for every handler, and takes a
+ * nesting count per CPU and per context (task, softirq, hard interrupt,
+ * NMI-like trap): a marker hit from inside a handler, in the handler's own
+ * context, is counted as a miss, not run, so a handler can never recurse
+ * into itself through a marker it calls; an interrupt that arrives while a
+ * handler runs, and hits a marker, is a hit like any other.
  *
  * Arguments are not copied at the hit: djp_hit_arg() decodes the
  * location the record gives (lib/argloc.c's parse, made at discovery)
@@ -26,10 +27,14 @@
 
 #include "djprobe_int.h"
 
-static DEFINE_PER_CPU(unsigned int, djp_nesting);
+/* Per CPU and per context (task, softirq, hardirq, NMI-like): a handler
+ * interrupted by an interrupt whose code hits a marker is not recursion. */
+static DEFINE_PER_CPU(unsigned int[4], djp_nesting);
 DEFINE_PER_CPU(unsigned long, djp_misses);
 
-/* /sys/module/djprobe/parameters/misses: the hits not run, all CPUs. */
+/* /sys/module/djprobe/parameters/misses: the hits not run, all CPUs, and
+ * those kprobes did not pass on (a kprobe hit while another kprobe is
+ * handled on the CPU), counted as each kprobe goes. */
 static int misses_get(char *buf, const struct kernel_param *kp)
 {
 	unsigned long sum = 0;
@@ -37,6 +42,7 @@ static int misses_get(char *buf, const struct kernel_param *kp)
 
 	for_each_possible_cpu(cpu)
 		sum += per_cpu(djp_misses, cpu);
+	sum += atomic_long_read(&djp_kp_missed);
 	return sysfs_emit(buf, "%lu\n", sum);
 }
 
@@ -56,15 +62,18 @@ notrace void djp_dispatch(const struct djp_ksite *site, struct pt_regs *regs)
 	struct djp_hit hit = { site, regs };
 	unsigned int i;
 
+	unsigned int *nesting;
+
 	preempt_disable_notrace();
-	if (__this_cpu_inc_return(djp_nesting) == 1) {
+	nesting = &this_cpu_ptr(djp_nesting)[interrupt_context_level()];
+	if (++*nesting == 1) {
 		hl = rcu_dereference_sched(site->handlers);
 		for (i = 0; hl && i < hl->n; i++)
 			hl->h[i].fn(&hit, hl->h[i].data);
 	} else {
 		__this_cpu_inc(djp_misses);
 	}
-	__this_cpu_dec(djp_nesting);
+	--*nesting;
 	preempt_enable_notrace();
 }
 NOKPROBE_SYMBOL(djp_dispatch);

@@ -26,6 +26,8 @@
 
 #include "djprobe_int.h"
 
+atomic_long_t djp_kp_missed = ATOMIC_LONG_INIT(0);
+
 struct djp_kp {
 	struct kprobe kp;
 	struct djp_ksite *site;
@@ -42,6 +44,23 @@ static void kp_post(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
 {
 }
 NOKPROBE_SYMBOL(kp_post);
+
+/*
+ * Store the site's first byte again, with the value it has now, through
+ * djprobe's own alias (ktext.c's rewrite_first_bytes() says why): kprobes
+ * wrote it through its own, and an emulator may still run a translation
+ * of the old byte.  On hardware the store changes nothing.
+ */
+static void rewrite_first_byte(struct djp_ksite *site)
+{
+	struct djp_text_alias *a = djp_text_alias_map(site->addr, 1);
+	u8 b = *(u8 *)site->addr;
+
+	if (a) {
+		djp_text_alias_write(a, site->addr, &b, 1);
+		djp_text_alias_unmap(a);
+	}
+}
 
 int djp_kp_arm(struct djp_ksite *site)
 {
@@ -62,6 +81,7 @@ int djp_kp_arm(struct djp_ksite *site)
 		return ret;
 	}
 	site->kp = k;
+	rewrite_first_byte(site);
 	return 0;
 }
 
@@ -70,8 +90,10 @@ void djp_kp_disarm(struct djp_ksite *site)
 	if (!site->kp)
 		return;
 	unregister_kprobe(&site->kp->kp);
+	atomic_long_add(site->kp->kp.nmissed, &djp_kp_missed);
 	kfree(site->kp);
 	site->kp = NULL;
+	rewrite_first_byte(site);
 	if (memcmp((void *)site->addr, djp_nop6, DJP_SITE_LEN))
 		pr_warn("djprobe: %s:%s at %px holds %6ph after unregister_kprobe\n", site->kmod->name, site->m->name,
 			(void *)site->addr, (void *)site->addr);

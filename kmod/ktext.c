@@ -52,7 +52,7 @@ static int sync_set(const char *val, const struct kernel_param *kp)
 	int i = sysfs_match_string(sync_names, val);
 
 	if (i < 0) {
-		pr_warn("djprobe: sync=%s: not ipi or stop_machine\n", val);
+		pr_warn("djprobe: sync=%.*s: not ipi or stop_machine\n", (int)strcspn(val, "\n"), val);
 		return -EINVAL;
 	}
 	WRITE_ONCE(djp_sync_mode, i);
@@ -208,6 +208,27 @@ static int sync_none(void)
 	return 0;
 }
 
+/*
+ * Once the batch is done, the first byte of every site is stored once
+ * more, with the value it already has.  A CPU sees no change (an
+ * identical single-byte store at an instruction start), but an emulator
+ * that caches translated code sees one more write to the page: QEMU's TCG
+ * can translate a site's bytes on one vCPU while another vCPU's store to
+ * them, through an alias mapped earlier, bypasses its invalidation, and
+ * then runs the stale int3 forever (kprobes' stale-trap rule sends it
+ * back each time, since memory no longer holds 0xcc).  The last store
+ * invalidates any translation made from the old bytes.
+ */
+static void rewrite_first_bytes(struct djp_poke *p, size_t n)
+{
+	struct djp_text_session s = { .alias = current_alias };
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (*(u8 *)p[i].addr == p[i].new[0])
+			arch_text_write(&s, p[i].addr, p[i].new, 1);
+}
+
 struct stop_batch {
 	struct djp_poke *p;
 	size_t n;
@@ -266,6 +287,8 @@ int djp_text_batch(struct djp_poke *p, size_t n)
 	} else {
 		ret = arch_poke_batch(p, n, sync_ipi, NULL);
 	}
+	if (!ret)
+		rewrite_first_bytes(p, n);
 	alias_free(current_alias);
 	current_alias = NULL;
 	mutex_unlock(&text_mutex);

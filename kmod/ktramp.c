@@ -127,7 +127,13 @@ void djp_tramp_jump(const struct djp_ksite *site, int slot, u8 out[DJP_SITE_LEN]
 {
 	out[0] = 0xe9;
 	put_rel32(out + 1, site->addr + 5, slot_addr(slot));
-	out[5] = djp_nop6[5];	/* never executed: the jump is 5 bytes */
+	/* Never executed (the slot returns to site + 6), but decoded: kprobes
+	 * walks a function's instructions from its start before it probes an
+	 * address (can_probe), and the NOP's 00 after a 5-byte jump would
+	 * make it read "add" across the next instruction and refuse every
+	 * address after the site with -EILSEQ.  A one-byte NOP keeps the
+	 * walk on the instruction boundaries. */
+	out[5] = 0x90;
 }
 
 static void slot_release_cb(struct rcu_head *rcu)
