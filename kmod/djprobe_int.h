@@ -75,6 +75,9 @@ struct djp_ksite {
 	int slot;		     /* its trampoline slot (kept while off), or -1 */
 	struct djp_kp *kp;	     /* KPROBE: the kprobe */
 	unsigned int nprobes;
+	/* a jump someone covered, left armed: djprobe.ko holds a reference
+	 * on itself while it is, for its slot is where the jump goes */
+	bool pinned;
 	/* scratch of one state change (kconnect.c), under djp_mutex */
 	enum djp_how to;
 	struct djp_hlist *new_hl;

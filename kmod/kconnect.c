@@ -181,6 +181,8 @@ out:
 	return ret;
 }
 
+static void site_pin(struct djp_ksite *s, bool pin);
+
 /* Every slot kept by a site that is not a jump now goes back to the free
  * list (after an RCU-tasks grace period: this call does not wait for it). */
 static void reclaim_slots(void)
@@ -242,6 +244,7 @@ static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 				s->kmod->name, s->m->name, (void *)s->addr, (void *)s->addr);
 			s->changing = false;
 			s->to = DJP_HOW_JUMP;
+			site_pin(s, true);
 		}
 	}
 	ret = jump_batch(v, n, false);
@@ -253,6 +256,7 @@ static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 			s->to = DJP_HOW_JUMP;
 		} else if (s->changing) {
 			s->how = DJP_HOW_OFF;	/* the slot stays the site's */
+			site_pin(s, false);
 		} else if (s->how == DJP_HOW_KPROBE && s->to != DJP_HOW_KPROBE) {
 			djp_kp_disarm(s);
 			s->how = DJP_HOW_OFF;
@@ -544,9 +548,11 @@ static void module_remove(struct module *mod)
 		kvfree(v);
 	}
 	going_kmod = NULL;
-	for (i = 0; i < km->nsites; i++)
+	for (i = 0; i < km->nsites; i++) {
+		site_pin(&km->sites[i], false); /* its text goes, and the jump */
 		if (km->sites[i].slot >= 0)
 			djp_tramp_put(km->sites[i].slot);
+	}
 	list_del(&km->node);
 	/* the trap table and the kprobes are gone; a trampoline may still be
 	 * reading the sites through its slot until a grace period ends */
@@ -574,6 +580,24 @@ static struct notifier_block module_nb = {
 	/* on GOING, before kprobes forgets the kprobes of the module */
 	.priority = 1,
 };
+
+/*
+ * A jump that someone covered (a kprobe over it) cannot be taken back
+ * until they go, and it leads into djprobe.ko's own text: while one is
+ * left so, djprobe.ko holds a reference on itself and cannot be unloaded
+ * from under it.  The reference goes when the site is disarmed at last,
+ * or when its module goes with its text.
+ */
+static void site_pin(struct djp_ksite *s, bool pin)
+{
+	if (pin == s->pinned)
+		return;
+	s->pinned = pin;
+	if (pin)
+		__module_get(THIS_MODULE);
+	else
+		module_put(THIS_MODULE);
+}
 
 /* Is this node of the modules list a module's (and not the list head,
  * which is in the kernel image)? */

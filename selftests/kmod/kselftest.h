@@ -90,6 +90,7 @@ extern unsigned int ks_duration_ms;
 void ks_stress_run_all(void);
 void ks_irq_run(void);			/* 1 line */
 void ks_sites_restored(void);		/* 1 line */
+void ks_covered_run(void);		/* 2 lines */
 void ks_reload_exit(void);
 
 /* ---- stress_sites.c: the 64 sites and the loops that run them ----------- */
