@@ -7,7 +7,10 @@
  * a handler and flags.  A site's state follows from the probes that match
  * it, in connect order: none, it is off (the NOP); some, it holds a jump
  * to a trampoline slot; some, and one of them forces a kprobe (or no slot
- * can be had), it is a kprobe.  Every event that changes the probes or
+ * can be had), it is a kprobe.  An armed site keeps its way while it has
+ * probes: moving from one to the other leaves it a bare NOP in between
+ * (kprobes must find the instruction, not our jump), and the probes that
+ * stay would miss the hits of that window.  Every event that changes the probes or
  * the sites (connect, disconnect, a module coming, a module going) takes
  * djp_mutex, collects the sites concerned and calls sites_apply(), which
  * moves each to its new state in this order:
@@ -119,7 +122,8 @@ static int site_target(struct djp_ksite *s)
 				s->new_hl->h[s->new_hl->n++] = (struct djp_handler){ p->fn, p->data };
 	}
 	s->nprobes = n;
-	s->to = !n ? DJP_HOW_OFF : force ? DJP_HOW_KPROBE : DJP_HOW_JUMP;
+	/* an armed site keeps its way (the essay): only an off site chooses */
+	s->to = !n ? DJP_HOW_OFF : s->how != DJP_HOW_OFF ? s->how : force ? DJP_HOW_KPROBE : DJP_HOW_JUMP;
 	return 0;
 }
 

@@ -140,7 +140,9 @@ DJP_API int djp_agent_start(void);
  *  - djp_hit_reg reads the hit's struct pt_regs by DWARF number (16: the
  *    site's address); djp_hit_site is the marker's address in module text;
  *  - DJP_FORCE_KPROBE arms with register_kprobe() instead of a jump, and
- *    DJP_FORCE_INT3 means the same in the kernel.
+ *    DJP_FORCE_INT3 means the same in the kernel; a site already armed
+ *    keeps its way while it has probes, so that none of them misses a
+ *    hit, and a probe that joins it runs from what is there.
  */
 DJP_API const char *djp_hit_module(const struct djp_hit *hit);
 DJP_API const char *djp_hit_format(const struct djp_hit *hit);
