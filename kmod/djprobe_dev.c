@@ -127,32 +127,10 @@ static bool recorded_before(struct djp_dev_file *f, unsigned int before, const s
 	return false;
 }
 
-/* Which of the nargs arguments the format's %s conversions are
- * (kernel/trace/recorder.c's djp_recorder_str_mask, for the kernel). */
+/* Which of the nargs arguments the format's %s conversions are. */
 static u32 str_mask(const char *f, unsigned int nargs)
 {
-	unsigned int k = 0;
-	u32 mask = 0;
-
-	if (!f)
-		return 0;
-	while (*f && k < nargs && k < 31) {
-		struct djp_fmt_spec s;
-
-		if (*f++ != '%')
-			continue;
-		if (*f == '%') {
-			f++;
-			continue;
-		}
-		djp_format_spec(&f, &s);
-		if (!s.conv)
-			break;
-		if (s.conv == 's')
-			mask |= 1u << k;
-		k++;
-	}
-	return mask;
+	return djp_format_str_mask(f, nargs);
 }
 
 static void djp_dev_hit(const struct djp_hit *hit, void *data)

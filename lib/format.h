@@ -147,6 +147,34 @@ struct djp_fmt {
 	struct djp_fmt_field field[DJP_FMT_MAX_FIELDS];
 };
 
+/* Which of the first nargs arguments (up to 31) the format's %s
+ * conversions take, as a bit mask: the arguments a recorder copies as
+ * strings.  Inline, for the recorders of the library and of djprobe.ko. */
+static inline uint32_t djp_format_str_mask(const char *f, unsigned nargs)
+{
+	uint32_t mask = 0;
+	unsigned k = 0;
+
+	if (!f)
+		return 0;
+	while (*f && k < nargs && k < 31) {
+		struct djp_fmt_spec s;
+		if (*f++ != '%')
+			continue;
+		if (*f == '%') {
+			f++;
+			continue;
+		}
+		djp_format_spec(&f, &s);
+		if (!s.conv)
+			break;
+		if (s.conv == 's')
+			mask |= 1u << k;
+		k++;
+	}
+	return mask;
+}
+
 /* The conversions a marker argument or a script value can take: integers,
  * pointers, characters, strings (0, the end of a format, is none). */
 static inline int djp_format_conv_known(char c)

@@ -42,31 +42,8 @@ struct djp_text_session {
 	size_t nranges;
 };
 int arch_text_init(void);
-int arch_text_open(struct djp_text_session *s, const uintptr_t *addrs, const uint8_t *lens, size_t n);
-int arch_text_write(struct djp_text_session *s, uintptr_t addr, const uint8_t *buf, size_t len);
-int arch_text_close(struct djp_text_session *s);
-
-/* ---- the int3 bootstrap (text_poke.c) ---- */
-#define DJP_SITE_MAX_LEN 24 /* a jump over whole instructions: 5 + 15 - 1 */
-struct djp_poke {
-	uintptr_t addr;
-	uint8_t len;
-	uint8_t old[DJP_SITE_MAX_LEN]; /* what must be there now */
-	uint8_t new[DJP_SITE_MAX_LEN]; /* what will be there (new[0] may be 0xcc) */
-	/* in: `old` holds instructions a thread may be in the middle of, which
-	 * `new`'s tail overwrites: ask `check` first.  out: it said a thread
-	 * was inside, so the site got an int3 and kept its tail */
-	bool check, demoted;
-};
-/* Which of the ranges [addr, addr + len) of the pokes marked `check` no
- * thread is strictly inside, now that each starts with an int3 every core
- * sees: sets `demoted` on the others (kernel/threads_check.c). */
-typedef void (*djp_poke_check_fn)(struct djp_poke *p, size_t n);
-/* Apply a batch with the three-step protocol; `sync` serialises every core
- * and returns 0 or -errno, as everything in the library does; `check` runs
- * between the first step and the tails when a poke asks for it.  On
- * failure every site holds its `old` bytes again and -errno is returned. */
-int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void), djp_poke_check_fn check);
+/* arch_text_open/write/close and the int3 bootstrap (text_poke.c) */
+#include "arch/x86/text_poke.h"
 
 /* ---- traps (trap.c) ---- */
 enum djp_trap_kind {

@@ -85,27 +85,7 @@
 
 uint32_t djp_recorder_str_mask(const char *f, unsigned nargs)
 {
-	uint32_t mask = 0;
-	unsigned k = 0;
-
-	if (!f)
-		return 0;
-	while (*f && k < nargs && k < 31) {
-		struct djp_fmt_spec s;
-		if (*f++ != '%')
-			continue;
-		if (*f == '%') {
-			f++;
-			continue;
-		}
-		djp_format_spec(&f, &s); /* inline: compiled here, general registers only */
-		if (!s.conv)
-			break;
-		if (s.conv == 's')
-			mask |= 1u << k;
-		k++;
-	}
-	return mask;
+	return djp_format_str_mask(f, nargs); /* inline: compiled here, general registers only */
 }
 
 /* The string arguments of marker id (m) and their bound, computed from its

@@ -15,7 +15,6 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/fs.h>
 #include <linux/kprobes.h>
 #include <linux/module.h>
 #include <linux/string.h>
@@ -57,18 +56,7 @@ static int find_site(const struct djp_kmarker *m, void *data)
 /* djprobe.ko's reference count, as lsmod shows it. */
 static unsigned int djprobe_refs(void)
 {
-	struct file *f;
-	char buf[32] = "";
-	loff_t pos = 0;
-	unsigned int n = 0;
-
-	f = filp_open("/sys/module/djprobe/refcnt", O_RDONLY, 0);
-	if (IS_ERR(f))
-		return 0;
-	if (kernel_read(f, buf, sizeof(buf) - 1, &pos) > 0 && kstrtouint(strim(buf), 10, &n))
-		n = 0;
-	filp_close(f, NULL);
-	return n;
+	return (unsigned int)ks_read_number("/sys/module/djprobe/refcnt");
 }
 
 void ks_covered_run(void)

@@ -56,22 +56,28 @@ int ks_set_sync(const char *how)
 	return n == strlen(how) ? 0 : -EIO;
 }
 
-/* djprobe.ko's count of hits it did not run (a handler already running on
- * that CPU), for the log: a miss it admits explains a count that is short. */
-unsigned long ks_djprobe_misses(void)
+/* A number in a sysfs file, as root reads it; 0 when it cannot be read. */
+unsigned long ks_read_number(const char *path)
 {
 	struct file *f;
 	char buf[32] = "";
 	loff_t pos = 0;
 	unsigned long n = 0;
 
-	f = filp_open("/sys/module/djprobe/parameters/misses", O_RDONLY, 0);
+	f = filp_open(path, O_RDONLY, 0);
 	if (IS_ERR(f))
 		return 0;
 	if (kernel_read(f, buf, sizeof(buf) - 1, &pos) > 0 && kstrtoul(strim(buf), 10, &n))
 		n = 0;
 	filp_close(f, NULL);
 	return n;
+}
+
+/* djprobe.ko's count of hits it did not run (a handler already running on
+ * that CPU), for the log: a miss it admits explains a count that is short. */
+unsigned long ks_djprobe_misses(void)
+{
+	return ks_read_number("/sys/module/djprobe/parameters/misses");
 }
 
 static int __init ks_init(void)

@@ -79,6 +79,7 @@ __printf(2, 3) void ks_tap(bool ok, const char *fmt, ...);
 
 /* Writes djprobe.ko's sync parameter ("ipi" or "stop_machine"). */
 int ks_set_sync(const char *how);
+unsigned long ks_read_number(const char *path);
 unsigned long ks_djprobe_misses(void);
 /* Milliseconds each stress phase runs (module parameter duration_ms). */
 extern unsigned int ks_duration_ms;

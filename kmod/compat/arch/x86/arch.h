@@ -18,22 +18,7 @@
 struct djp_text_session {
 	struct djp_text_alias *alias;
 };
-int arch_text_open(struct djp_text_session *s, const uintptr_t *addrs, const uint8_t *lens, size_t n);
-int arch_text_write(struct djp_text_session *s, uintptr_t addr, const uint8_t *buf, size_t len);
-int arch_text_close(struct djp_text_session *s);
-
-/* As in user space's arch.h: one site's change in a batch. */
-#define DJP_SITE_MAX_LEN 24
-struct djp_poke {
-	uintptr_t addr;
-	uint8_t len;
-	uint8_t old[DJP_SITE_MAX_LEN]; /* what must be there now */
-	uint8_t new[DJP_SITE_MAX_LEN]; /* what will be there (new[0] may be 0xcc) */
-	/* user space's check of threads inside a multi-instruction range;
-	 * a marker site is one instruction, so the kernel never sets it */
-	bool check, demoted;
-};
-typedef void (*djp_poke_check_fn)(struct djp_poke *p, size_t n);
-int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void), djp_poke_check_fn check);
+/* arch_text_open/write/close and the batch, as in user space */
+#include "arch/x86/text_poke.h"
 
 #endif
