@@ -13,6 +13,9 @@
  *   disp(%base,%idx,scale) memory; every part but one is optional
  *   sym+off(%rip)          a global or static: an absolute link-time address
  *                          once the symbol is resolved through the symbol table
+ *   sym(%base,%idx,scale)  an array at a symbol's absolute address, in code
+ *                          that is not position independent (a kernel
+ *                          module's): memory, the symbol's address as disp
  *
  * The parser is strict about syntax (a location it cannot express is an
  * error, never a guess) and allocation-free, since the engine also calls it.
@@ -312,7 +315,22 @@ int djp_argloc_parse(const char *s, size_t len, struct djp_argloc *loc, djp_sym_
 				loc->disp = disp;
 			}
 		} else if (sym) {
-			return fail(why, "symbol with a base register");
+			/* sym(%base,%index,scale): code that is not position
+			 * independent (the kernel's, a non-PIE program's)
+			 * indexes an array at the symbol's absolute address,
+			 * which becomes the displacement */
+			uint64_t addr;
+			loc->sym = sym;
+			if (sym_lookup && sym_lookup(ctx, sym, symlen, &addr) == 0) {
+				loc->kind = DJP_LOC_MEM;
+				loc->reg = (int8_t)base;
+				loc->index = (int8_t)index;
+				loc->scale = (uint8_t)scale;
+				loc->disp = (int64_t)(addr + (uint64_t)disp);
+			} else {
+				loc->kind = DJP_LOC_NONE;
+				loc->disp = disp;
+			}
 		} else if (base == DJP_REG_NONE && index == DJP_REG_NONE) {
 			loc->kind = DJP_LOC_ABS; /* a bare absolute address */
 			loc->disp = disp;

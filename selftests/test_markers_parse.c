@@ -36,12 +36,17 @@ static const struct loc_case good[] = {
 	{ "8@gl+8(%rip)", DJP_LOC_ABS, 8, 0, N, N, 0, 0, 0x4028 },
 	{ "8@gl-8(%rip)", DJP_LOC_ABS, 8, 0, N, N, 0, 0, 0x4018 },
 	{ "-4@unknown_sym(%rip)", DJP_LOC_NONE, 4, 1, N, N, 0, 0, 0 },
+	/* code that is not position independent (a kernel module's) indexes
+	 * an array at a symbol's absolute address */
+	{ "8@gl(,%rdx,8)", DJP_LOC_MEM, 8, 0, N, DJP_REG_RDX, 8, 0, 0x4020 },
+	{ "4@g(%rbx)", DJP_LOC_MEM, 4, 0, DJP_REG_RBX, N, 1, 0, 0x4010 },
+	{ "8@unknown_sym(,%rdx,8)", DJP_LOC_NONE, 8, 0, N, N, 0, 0, 0 },
 	{ "8@0x601040", DJP_LOC_ABS, 8, 0, N, N, 0, 0, 0x601040 },
 };
 
 static const char *const bad[] = {
 	"", "4@", "3@%eax", "16@%eax", "x@%eax", "4@%foo", "4@%rip", "4@$", "4@$x", "4@-16(%rbp", "4@(%rbp,%rsp,2)",
-	"4@(%rbp,%rax,3)", "4@()", "4@16(%eax)", "4@%eax junk", "4@(%rip,%rax,1)", "4@g(%rbx)", "4@5(%rip)",
+	"4@(%rbp,%rax,3)", "4@()", "4@16(%eax)", "4@%eax junk", "4@(%rip,%rax,1)", "4@5(%rip)",
 	"4@$99999999999999999999",
 };
 

@@ -36,7 +36,7 @@ wait_probe() {
 cycle() {
 	insmod $ko passes="$1" && rmmod djp_kmarkers2
 }
-echo "1..12"
+echo "1..13"
 
 # --- without a device or as another user: one line each ---------------
 out=$(DJP_KDEV=/dev/nonexistent djp list -k 2>&1)
@@ -72,7 +72,7 @@ tap $? "djp trace -k: each event names its task (pid and tid of insmod, rmmod)" 
 grep -q ' kernel: 14 events, 0 lost' /tmp/trace.err
 tap $? "djp trace -k: the summary counts 14 events, none lost" "$(cat /tmp/trace.err)"
 insmod $ko passes=0
-djp list -k 'djp_kmarkers2:*' | awk '$3 == "off" && $4 == 0 { k++ } END { exit k != 8 }'
+djp list -k 'djp_kmarkers2:*' | awk '$3 == "off" && $4 == 0 { k++ } END { exit k != 9 }'
 tap $? "after djp trace -k ends, nothing is armed"
 
 # --- the kprobe fallback: the same events, through an int3 trap ----------
@@ -112,6 +112,23 @@ st=$?
 tap $? "djp -e 'probe module(...).mark(...)' counts 128 hits exactly, kernel.mark's \$arg1 \$pass pid() right" \
 	"status $st, output '$(cat /tmp/script.out)': $(cat /tmp/script.err)"
 insmod $ko passes=0
-djp list -k 'djp_kmarkers2:*' | awk '$3 == "off" && $4 == 0 { k++ } END { exit k != 8 }'
+djp list -k 'djp_kmarkers2:*' | awk '$3 == "off" && $4 == 0 { k++ } END { exit k != 9 }'
 tap $? "after the script ends, nothing is armed"
+
+# --- %s arguments: copied by the kernel's recorder when the marker hits,
+# NULL said so, a string longer than 63 bytes cut there -------------------
+djp trace -k 'djp_kmarkers2:km2_name' >/tmp/strace.out 2>/tmp/strace.err &
+pid=$!
+wait_probe djp_kmarkers2:km2_name
 rmmod djp_kmarkers2
+insmod $ko passes=0 names=3 && rmmod djp_kmarkers2
+kill -TERM $pid
+wait $pid
+st=$?
+long=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde
+[ $st = 0 ] && [ "$(wc -l </tmp/strace.out)" = 6 ] &&
+	[ "$(grep -c ' djp_kmarkers2:km2_name mod=djp_kmarkers2 word=alpha pass=0$' /tmp/strace.out)" = 2 ] &&
+	[ "$(grep -c ' djp_kmarkers2:km2_name mod=djp_kmarkers2 word=(null) pass=1$' /tmp/strace.out)" = 2 ] &&
+	[ "$(grep -c " djp_kmarkers2:km2_name mod=djp_kmarkers2 word=$long pass=2\$" /tmp/strace.out)" = 2 ]
+tap $? "djp trace -k: %s arguments copied in the kernel, (null), and cut at 63 bytes" \
+	"status $st: $(cat /tmp/strace.out) / $(cat /tmp/strace.err)"

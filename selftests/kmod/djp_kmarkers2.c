@@ -5,6 +5,9 @@
  * markers stays connected.  Loading runs every marker `passes` times and
  * unloading does it again, from a function in ordinary text: init and exit
  * text are not where markers live (init text is freed after loading).
+ * With names=N, km2_name runs N times too, with string arguments: the
+ * module's name, a word, NULL and a string longer than the 63 bytes the
+ * kernel's recorder copies (djp_tool.sh reads them through djp trace -k).
  */
 #include <linux/module.h>
 #include <djprobe/marker.h>
@@ -12,6 +15,23 @@
 static unsigned int passes;
 module_param(passes, uint, 0444);
 MODULE_PARM_DESC(passes, "times each marker runs on load and again on unload");
+static unsigned int names;
+module_param(names, uint, 0444);
+MODULE_PARM_DESC(names, "times the string marker runs on load and again on unload");
+
+static const char *const km2_words[] = {
+	"alpha",
+	NULL,
+	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdefTAIL",
+};
+
+static noinline void km2_name_run(unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		MARK(km2_name, "mod=%s word=%s pass=%u", THIS_MODULE->name, km2_words[i % 3], i);
+}
 
 static noinline void km2_run(unsigned int n)
 {
@@ -32,12 +52,14 @@ static noinline void km2_run(unsigned int n)
 static int __init km2_init(void)
 {
 	km2_run(passes);
+	km2_name_run(names);
 	return 0;
 }
 
 static void __exit km2_exit(void)
 {
 	km2_run(passes);
+	km2_name_run(names);
 }
 
 module_init(km2_init);
