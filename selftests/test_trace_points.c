@@ -238,43 +238,7 @@ TEST_TIMEOUT(script_function_and_statement_points, 60)
 	free(p);
 }
 
-/* The runtime address of `func` in process pid's `binary`. */
-static uintptr_t func_addr(pid_t pid, const char *binary, const char *func)
-{
-	struct djp_func_table *t = NULL;
-	char err[256], path[64], line[4096], real[4096];
-	uintptr_t lo = 0, addr = 0;
-	unsigned long long off;
-	FILE *f;
 
-	CHECK(realpath(binary, real) != NULL);
-	CHECK_EQ(djp_funcs_read(real, &t, err, sizeof(err)), 0);
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	CHECK((f = fopen(path, "r")) != NULL);
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, real) && sscanf(line, "%lx-%*x %*s %llx", &lo, &off) == 2 && off == 0)
-			break;
-	fclose(f);
-	for (size_t i = 0; i < t->count; i++)
-		if (!strcmp(t->v[i].name, func))
-			addr = (uintptr_t)t->v[i].addr + (t->is_dyn ? lo : 0);
-	djp_funcs_free(t);
-	CHECK(addr != 0);
-	return addr;
-}
-
-static int byte_at(pid_t pid, uintptr_t addr)
-{
-	char path[64];
-	uint8_t b;
-	int fd;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY);
-	CHECK(fd >= 0);
-	CHECK_EQ(pread(fd, &b, 1, (off_t)addr), 1);
-	close(fd);
-	return b;
-}
 
 /* A running program that never heard of djprobe: the agent is injected,
  * the function counted, and after the tool leaves, its byte is back. */
@@ -287,15 +251,13 @@ TEST_TIMEOUT(trace_x_func_point_in_a_running_program, 90)
 
 	t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", "1000", NULL }, false, -1);
 	CHECK(tt_wait_out(t, "ready", 10000));
-	a = func_addr(t->pid, tt_func_target(), "ft_work");
-	was = byte_at(t->pid, a);
+	a = tt_func_addr(t->pid, tt_func_target(), "ft_work");
+	was = tt_byte_at(t->pid, a);
 	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
 	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "func:ft_work", NULL }, false, -1);
 	/* armed: a jump over its first instructions (the program waits in
 	 * a read, nowhere near them) */
-	for (int i = 0; i < 1000 && byte_at(t->pid, a) != 0xe9; i++) /* (an int3 while it is placed) */
-		usleep(10000);
-	CHECK_EQ(byte_at(t->pid, a), 0xe9);
+	tt_wait_byte(t->pid, a, 0xe9, 10000); /* (an int3 while it is placed) */
 	tt_send(t, "go\n");
 	CHECK(tt_wait_out(t, "sum ", 10000));
 	/* every hit recorded before the tool is told to stop */
@@ -305,31 +267,10 @@ TEST_TIMEOUT(trace_x_func_point_in_a_running_program, 90)
 	st = tt_finish(d, 20000);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK_EQ(tt_count(d->obuf, " func:ft_work i="), 1000);
-	for (int i = 0; i < 500 && byte_at(t->pid, a) != was; i++)
-		usleep(10000);
-	CHECK_EQ(byte_at(t->pid, a), was);
+	tt_wait_byte(t->pid, a, was, 5000);
 	tt_end(t);
 }
 
-/* The runtime address of the site `name` (PROVIDER:NAME) in process pid,
- * from `djp list PID`. */
-static uintptr_t site_addr(pid_t pid, const char *name)
-{
-	char pids[32], *line;
-	uintptr_t a = 0;
-	int st;
-	struct tproc *l;
-
-	snprintf(pids, sizeof(pids), "%d", (int)pid);
-	l = djp_run((char *const[]){ (char *)tt_djp(), "list", pids, NULL }, &st);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	for (line = l->obuf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-		if (!strncmp(line, name, strlen(name)) && line[strlen(name)] == ' ')
-			a = (uintptr_t)strtoull(line + strlen(name), NULL, 16);
-	free(l);
-	CHECK(a != 0);
-	return a;
-}
 
 /*
  * SDT probes are 1-byte nops: an int3 a hit, until widened into a jump
@@ -347,13 +288,11 @@ static void sdt_jump(const char *prog, const char *probe, const char *cmd, const
 
 	t = tt_spawn((char *const[]){ (char *)prog, NULL }, false, -1);
 	CHECK(tt_wait_out(t, "ready", 10000));
-	a = site_addr(t->pid, probe);
-	CHECK_EQ(byte_at(t->pid, a), 0x90);
+	a = tt_site_addr(t->pid, probe);
+	CHECK_EQ(tt_byte_at(t->pid, a), 0x90);
 	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
 	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, (char *)probe, NULL }, false, -1);
-	for (int i = 0; i < 1000 && byte_at(t->pid, a) != 0xe9; i++) /* (an int3 while it is placed) */
-		usleep(10000);
-	CHECK_EQ(byte_at(t->pid, a), 0xe9);
+	tt_wait_byte(t->pid, a, 0xe9, 10000); /* (an int3 while it is placed) */
 	tt_send(t, cmd);
 	CHECK(tt_wait_out(t, done, 20000));
 	snprintf(want, sizeof(want), " %s", probe);
@@ -363,9 +302,7 @@ static void sdt_jump(const char *prog, const char *probe, const char *cmd, const
 	st = tt_finish(d, 20000);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK_EQ(tt_count(d->obuf, want), n);
-	for (int i = 0; i < 500 && byte_at(t->pid, a) != 0x90; i++)
-		usleep(10000);
-	CHECK_EQ(byte_at(t->pid, a), 0x90);
+	tt_wait_byte(t->pid, a, 0x90, 5000);
 	tt_end(t);
 }
 

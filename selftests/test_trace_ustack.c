@@ -454,71 +454,8 @@ TEST_TIMEOUT(script_ubacktrace_through_qsort, 90)
 
 /* ---- attached: the sites' bytes --------------------------------------------------- */
 
-/* The runtime address of `func` in process pid's `binary`. */
-static uintptr_t func_addr(pid_t pid, const char *binary, const char *func)
-{
-	struct djp_func_table *t = NULL;
-	char err[256], path[64], line[4096], real[4096];
-	uintptr_t lo = 0, addr = 0;
-	unsigned long long off;
-	FILE *f;
 
-	CHECK(realpath(binary, real) != NULL);
-	CHECK_EQ(djp_funcs_read(real, &t, err, sizeof(err)), 0);
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	CHECK((f = fopen(path, "r")) != NULL);
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, real) && sscanf(line, "%lx-%*x %*s %llx", &lo, &off) == 2 && off == 0)
-			break;
-	fclose(f);
-	for (size_t i = 0; i < t->count; i++)
-		if (!strcmp(t->v[i].name, func))
-			addr = (uintptr_t)t->v[i].addr + (t->is_dyn ? lo : 0);
-	djp_funcs_free(t);
-	CHECK(addr != 0);
-	return addr;
-}
 
-/* The runtime address of marker `name` in process pid (djp list). */
-static uintptr_t marker_addr(pid_t pid, const char *name)
-{
-	char pids[32], *line;
-	uintptr_t a = 0;
-	struct tproc *l;
-	int st;
-
-	snprintf(pids, sizeof(pids), "%d", (int)pid);
-	l = tt_spawn((char *const[]){ (char *)tt_djp(), "list", pids, NULL }, false, -1);
-	st = tt_finish(l, 30000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	for (line = l->obuf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-		if (!strncmp(line, name, strlen(name)) && line[strlen(name)] == ' ')
-			a = (uintptr_t)strtoull(line + strlen(name), NULL, 16);
-	free(l);
-	CHECK(a != 0);
-	return a;
-}
-
-static int byte_at(pid_t pid, uintptr_t addr)
-{
-	char path[64];
-	uint8_t b;
-	int fd;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY);
-	CHECK(fd >= 0);
-	CHECK_EQ(pread(fd, &b, 1, (off_t)addr), 1);
-	close(fd);
-	return b;
-}
-
-/* Wait until the byte at addr is `want` (the tool arms as it connects). */
-static void wait_byte(pid_t pid, uintptr_t addr, int want)
-{
-	for (int i = 0; i < 1000 && byte_at(pid, addr) != want; i++)
-		usleep(10000);
-	CHECK_EQ(byte_at(pid, addr), want);
-}
 
 /* Read p's stdout until it holds `count` times `needle`. */
 static void wait_count(struct tproc *p, const char *needle, int count)
@@ -548,9 +485,9 @@ TEST_TIMEOUT(script_ubacktrace_attached_at_jump_and_int3_sites, 90)
 	t = tt_spawn((char *const[]){ (char *)target(true), NULL }, true, -1);
 	CHECK(tt_wait_out(t, "ready", 10000));
 	CHECK(tt_wait_agent(t->pid, 10000));
-	mark = marker_addr(t->pid, "ut_mark");
-	entry = func_addr(t->pid, target(true), "ut_d");
-	was = byte_at(t->pid, entry);
+	mark = tt_site_addr(t->pid, "ut_mark");
+	entry = tt_func_addr(t->pid, target(true), "ut_d");
+	was = tt_byte_at(t->pid, entry);
 	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
 	d = tt_spawn((char *const[]){ (char *)tt_djp(), "-x", pid, "-e",
 				      "probe process.mark(\"ut_mark\") { printf(\"MARK\\n\"); print_ubacktrace(); "
@@ -559,8 +496,8 @@ TEST_TIMEOUT(script_ubacktrace_attached_at_jump_and_int3_sites, 90)
 				      "printf(\"END\\n\") }\n",
 				      NULL },
 		     false, -1);
-	wait_byte(t->pid, mark, 0xe9);
-	wait_byte(t->pid, entry, 0xcc);
+	tt_wait_byte(t->pid, mark, 0xe9, 10000);
+	tt_wait_byte(t->pid, entry, 0xcc, 10000);
 	tt_send(t, "chain 1\n");
 	CHECK(tt_wait_out(t, "done", 20000));
 	wait_count(d, "\nEND\n", 2);
@@ -579,7 +516,7 @@ TEST_TIMEOUT(script_ubacktrace_attached_at_jump_and_int3_sites, 90)
 	check_frame(&f[4], "main", real);
 	check_same_as_bt(f, n, 2, bt, nbt, 1);
 	/* the tool gone, the bytes are back */
-	wait_byte(t->pid, entry, was);
+	tt_wait_byte(t->pid, entry, was, 10000);
 	tt_end(t);
 }
 
@@ -599,10 +536,10 @@ TEST_TIMEOUT(trace_beside_a_script_recording_stacks, 90)
 	t = tt_spawn((char *const[]){ (char *)target(false), NULL }, true, -1);
 	CHECK(tt_wait_out(t, "ready", 10000));
 	CHECK(tt_wait_agent(t->pid, 10000));
-	mark = marker_addr(t->pid, "ut_mark");
+	mark = tt_site_addr(t->pid, "ut_mark");
 	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
 	tr = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "ut_mark", NULL }, false, -1);
-	wait_byte(t->pid, mark, 0xe9);
+	tt_wait_byte(t->pid, mark, 0xe9, 10000);
 	sc = tt_spawn((char *const[]){ (char *)tt_djp(), "-x", pid, "-e",
 				       "global armed\n"
 				       "probe timer.ms(20) { if (!armed++) printf(\"armed\\n\") }\n"

@@ -15,6 +15,7 @@
 
 #include "harness.h"
 #include "kernel/trace/agent.h"
+#include "lib/func_symbols.h"
 #include "lib/markers.h"
 #include "test_trace_util.h"
 #include "lib/agent_addr.h"
@@ -386,4 +387,68 @@ const char *tt_func_target(void)
 {
 	static const char *p;
 	return p ? p : (p = copy_path("trace_progs/func_target"));
+}
+
+uintptr_t tt_func_addr(pid_t pid, const char *binary, const char *func)
+{
+	struct djp_func_table *t = NULL;
+	char err[256], path[64], line[4096], real[4096];
+	uintptr_t lo = 0, addr = 0;
+	unsigned long long off;
+	FILE *f;
+
+	CHECK(realpath(binary, real) != NULL);
+	CHECK_EQ(djp_funcs_read(real, &t, err, sizeof(err)), 0);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	CHECK((f = fopen(path, "r")) != NULL);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, real) && sscanf(line, "%lx-%*x %*s %llx", &lo, &off) == 2 && off == 0)
+			break;
+	fclose(f);
+	for (size_t i = 0; i < t->count; i++)
+		if (!strcmp(t->v[i].name, func))
+			addr = (uintptr_t)t->v[i].addr + (t->is_dyn ? lo : 0);
+	djp_funcs_free(t);
+	CHECK(addr != 0);
+	return addr;
+}
+
+uintptr_t tt_site_addr(pid_t pid, const char *name)
+{
+	char pids[32], *line;
+	uintptr_t a = 0;
+	struct tproc *l;
+	int st;
+
+	snprintf(pids, sizeof(pids), "%d", (int)pid);
+	l = tt_spawn((char *const[]){ (char *)tt_djp(), "list", pids, NULL }, false, -1);
+	st = tt_finish(l, 30000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (line = l->obuf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (!strncmp(line, name, strlen(name)) && line[strlen(name)] == ' ')
+			a = (uintptr_t)strtoull(line + strlen(name), NULL, 16);
+	free(l);
+	CHECK(a != 0);
+	return a;
+}
+
+int tt_byte_at(pid_t pid, uintptr_t addr)
+{
+	char path[64];
+	uint8_t b;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	CHECK_EQ(pread(fd, &b, 1, (off_t)addr), 1);
+	close(fd);
+	return b;
+}
+
+void tt_wait_byte(pid_t pid, uintptr_t addr, int want, int timeout_ms)
+{
+	for (int i = 0; i < timeout_ms / 10 && tt_byte_at(pid, addr) != want; i++)
+		usleep(10000);
+	CHECK_EQ(tt_byte_at(pid, addr), want);
 }

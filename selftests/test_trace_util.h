@@ -65,6 +65,18 @@ bool tt_wait_armed_n(pid_t pid, const char *binary, int n, int timeout_ms);
 /* Wait up to timeout_ms for pid's agent to listen on its socket. */
 bool tt_wait_agent(pid_t pid, int timeout_ms);
 
+/* Addresses and bytes in a running process, for tests that check what is
+ * armed: the runtime address of function `func` of `binary` in process pid
+ * (its symbols and /proc/PID/maps), of the site `name` (a marker or
+ * PROVIDER:NAME, from `djp list PID`), and the byte at addr
+ * (/proc/PID/mem).  Each fails the test when it cannot answer. */
+uintptr_t tt_func_addr(pid_t pid, const char *binary, const char *func);
+uintptr_t tt_site_addr(pid_t pid, const char *name);
+int tt_byte_at(pid_t pid, uintptr_t addr);
+/* Wait up to timeout_ms for that byte to be `want` (the tool arms and
+ * disarms as it connects and leaves); fails the test if it never is. */
+void tt_wait_byte(pid_t pid, uintptr_t addr, int want, int timeout_ms);
+
 /* Parse "  NAME   EVENTS   LOST" from a summary; false when absent. */
 bool tt_summary_row(const char *summary, const char *name, unsigned long long *events, unsigned long long *lost);
 /* Over every process block of the summary (children of fork): how many
