@@ -47,26 +47,48 @@ static int found(void *ctx, const struct djp_func *f)
 	return 1;
 }
 
+/* The last object asked about, its symbols and its DWARF, kept for the
+ * tool's life: a glob's sites are mostly of one object, and each would
+ * otherwise read the whole file again. */
+static struct {
+	char *object;
+	struct djp_func_table *t;
+	struct djp_params_file *pf;
+} last;
+
+static bool object_open(const char *object)
+{
+	char err[256];
+
+	if (last.object && !strcmp(last.object, object))
+		return last.t != NULL;
+	free(last.object);
+	if (last.t)
+		djp_funcs_free(last.t);
+	if (last.pf)
+		djp_params_close(last.pf);
+	memset(&last, 0, sizeof(last));
+	if (!(last.object = strdup(object)))
+		abort();
+	if (djp_funcs_read(object, &last.t, err, sizeof(err)))
+		last.t = NULL;
+	else if (djp_params_open(object, &last.pf, err, sizeof(err)))
+		last.pf = NULL;
+	return last.t != NULL;
+}
+
 /* The formal parameters of the function named in d's site name
  * ("NAME", "NAME+0x12", "NAME%return"), from its object's DWARF. */
 static bool func_params(const struct djp_ev_desc *d, struct djp_param_set *ps)
 {
 	char name[512], err[256];
-	struct djp_func_table *t = NULL;
-	struct djp_params_file *pf = NULL;
 	struct find fd = { name, 0, false };
-	bool ok = false;
 
 	snprintf(name, sizeof(name), "%.*s", (int)strcspn(d->name, "+%"), d->name);
-	if (!d->object || djp_funcs_read(d->object, &t, err, sizeof(err)))
+	if (!d->object || !object_open(d->object) || !last.pf)
 		return false;
-	djp_funcs_match(t, name, found, &fd);
-	if (fd.found && !djp_params_open(d->object, &pf, err, sizeof(err))) {
-		ok = !djp_params_get(pf, fd.addr, fd.addr, ps, err, sizeof(err));
-		djp_params_close(pf);
-	}
-	djp_funcs_free(t);
-	return ok;
+	djp_funcs_match(last.t, name, found, &fd);
+	return fd.found && !djp_params_get(last.pf, fd.addr, fd.addr, ps, err, sizeof(err));
 }
 
 static const uint8_t *field_kinds(const struct djp_ev_desc *d)
