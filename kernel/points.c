@@ -439,7 +439,8 @@ static bool from_source(struct resolve *r, const struct djp_func *f)
 	struct djp_params_file *pf = object_params(r->o);
 	struct djp_func_source fs;
 	char err[256];
-	return pf && !djp_params_source(pf, f->addr, &fs, err, sizeof(err)) && djp_src_filter_match(&r->src, &fs);
+	return pf && !djp_params_source(pf, f->addr, r->src.lo != 0, &fs, err, sizeof(err)) &&
+	       djp_src_filter_match(&r->src, &fs);
 }
 
 static int visit_func(void *ctx, const struct djp_func *f)

@@ -1884,8 +1884,8 @@ static void code_lines(Dwarf_Die *sub, const char *decl_file, unsigned *lo, unsi
 	}
 }
 
-int djp_params_source(struct djp_params_file *pf, uint64_t func_addr, struct djp_func_source *out, char *err,
-		      size_t errsz)
+int djp_params_source(struct djp_params_file *pf, uint64_t func_addr, bool with_lines, struct djp_func_source *out,
+		      char *err, size_t errsz)
 {
 	struct dwarf_src *src;
 	Dwarf_Die sub, cudie;
@@ -1907,7 +1907,8 @@ int djp_params_source(struct djp_params_file *pf, uint64_t func_addr, struct djp
 	else
 		snprintf(out->file, sizeof(out->file), "%s", file);
 	out->decl_line = line > 0 ? (unsigned)line : 0;
-	code_lines(&sub, file, &out->lo_line, &out->hi_line);
+	if (with_lines)
+		code_lines(&sub, file, &out->lo_line, &out->hi_line);
 	return 0;
 }
 

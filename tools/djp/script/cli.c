@@ -243,15 +243,13 @@ static int add_func_line(void *ctx, const struct djp_func *f, const struct djp_f
 static void list_functions(const struct probe_point *pp, const struct djp_source *src, bool fields, char ***lines,
 			   unsigned *n, unsigned *cap)
 {
-	char exe[64], err[512], *path;
+	char err[512], spec[600], *path;
 	struct func_lines fl = { .lines = lines, .n = n, .cap = *cap, .ret = pp->ret, .fields = fields };
-	char spec[600];
 
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)src->target_pid);
-	if (!(path = realpath(pp->path ? pp->path : exe, NULL)))
+	if (!(path = func_point_object(pp, src->target_pid)))
 		return;
 	fl.object = path;
-	snprintf(spec, sizeof(spec), "%.*s", (int)(strlen(pp->glob + 5) - (pp->ret ? 7 : 0)), pp->glob + 5);
+	func_point_spec(pp, spec, sizeof(spec));
 	if (func_points_each(path, spec, add_func_line, &fl, err, sizeof(err)) < 0)
 		fprintf(stderr, "djp: %s\n", err);
 	*cap = fl.cap;

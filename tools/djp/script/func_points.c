@@ -9,9 +9,11 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "func_points.h"
+#include "lang.h"
 #include "lib/func_source.h"
 
 struct walk {
@@ -27,7 +29,7 @@ static int visit(void *ctx, const struct djp_func *f)
 	struct walk *w = ctx;
 	struct djp_func_source fs;
 	char err[256];
-	bool known = w->pf && !djp_params_source(w->pf, f->addr, &fs, err, sizeof(err));
+	bool known = w->pf && !djp_params_source(w->pf, f->addr, w->has_src && w->src.lo, &fs, err, sizeof(err));
 
 	if (w->has_src && !(known && djp_src_filter_match(&w->src, &fs)))
 		return 0;
@@ -57,4 +59,16 @@ int func_points_each(const char *path, const char *spec, func_point_fn fn, void 
 	if (w.pf)
 		djp_params_close(w.pf);
 	return n;
+}
+
+char *func_point_object(const struct probe_point *pp, int32_t pid)
+{
+	char exe[64];
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	return realpath(pp->path ? pp->path : exe, NULL);
+}
+
+void func_point_spec(const struct probe_point *pp, char *buf, size_t sz)
+{
+	snprintf(buf, sz, "%.*s", (int)(strlen(pp->glob + 5) - (pp->ret ? 7 : 0)), pp->glob + 5);
 }

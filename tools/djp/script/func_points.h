@@ -19,4 +19,11 @@ typedef int (*func_point_fn)(void *ctx, const struct djp_func *f, const struct d
  * one line in err. */
 int func_points_each(const char *path, const char *spec, func_point_fn fn, void *ctx, char *err, size_t errsz);
 
+struct probe_point;
+/* A function point's object: its PATH, else the program of process pid,
+ * with symbolic links resolved (malloc'd), or NULL with errno.  And its
+ * spec for func_points_each: the glob after "func:", without "%return". */
+char *func_point_object(const struct probe_point *pp, int32_t pid);
+void func_point_spec(const struct probe_point *pp, char *buf, size_t sz);
+
 #endif

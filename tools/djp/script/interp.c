@@ -1825,16 +1825,15 @@ static int add_src_name(void *ctx, const struct djp_func *f, const struct djp_fu
 static int resolve_src_funcs(struct probe_point *pp, struct djp_source *src)
 {
 	struct src_names sn = { .ret = pp->ret };
-	char exe[64], spec[600], err[512], *path;
+	char spec[600], err[512], *path;
 	int n;
 
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)src->target_pid);
-	if (!(path = realpath(pp->path ? pp->path : exe, NULL))) {
+	if (!(path = func_point_object(pp, src->target_pid))) {
 		fprintf(stderr, "ERROR: probe point %s: %s: %s\n", pp->text, pp->path ? pp->path : "the target",
 			strerror(errno));
 		return 1;
 	}
-	snprintf(spec, sizeof(spec), "%.*s", (int)(strlen(pp->glob + 5) - (pp->ret ? 7 : 0)), pp->glob + 5);
+	func_point_spec(pp, spec, sizeof(spec));
 	n = func_points_each(path, spec, add_src_name, &sn, err, sizeof(err));
 	free(path);
 	if (n < 0 || (!sn.n && !pp->optional)) {
