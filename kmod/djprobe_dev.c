@@ -127,12 +127,6 @@ static bool recorded_before(struct djp_dev_file *f, unsigned int before, const s
 	return false;
 }
 
-/* Which of the nargs arguments the format's %s conversions are. */
-static u32 str_mask(const char *f, unsigned int nargs)
-{
-	return djp_format_str_mask(f, nargs);
-}
-
 static void djp_dev_hit(const struct djp_hit *hit, void *data)
 {
 	struct djp_dev_probe *p = data;
@@ -147,7 +141,8 @@ static void djp_dev_hit(const struct djp_hit *hit, void *data)
 		n = DJP_KRING_MAX_ARGS;
 	for (i = 0; i < n; i++)
 		args[i] = (u64)djp_hit_arg(hit, i);
-	djp_kring_record(&f->ring, (u32)djp_hit_site(hit), args, n, str_mask(djp_hit_format(hit), n), hit_task());
+	djp_kring_record(&f->ring, (u32)djp_hit_site(hit), args, n,
+			 djp_format_str_mask(djp_hit_format(hit), n), hit_task());
 }
 
 static int djp_dev_open(struct inode *inode, struct file *file)

@@ -82,9 +82,9 @@ TEST(format_recorder_mask_agrees_with_fields)
 		for (int k = 0; k < n; k++)
 			if (f.field[k].conv == 's')
 				want |= 1u << k;
-		if (djp_recorder_str_mask(fmts[i], (unsigned)n) != want)
+		if (djp_format_str_mask(fmts[i], (unsigned)n) != want)
 			djp_test_fail(__FILE__, __LINE__, "format '%s': recorder mask %#x, fields say %#x", fmts[i],
-				      djp_recorder_str_mask(fmts[i], (unsigned)n), want);
+				      djp_format_str_mask(fmts[i], (unsigned)n), want);
 	}
 	{
 		struct djp_fmt f;

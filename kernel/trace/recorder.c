@@ -83,10 +83,6 @@
 #include "lib/format.h"
 #include "lib/marker_match.h"
 
-uint32_t djp_recorder_str_mask(const char *f, unsigned nargs)
-{
-	return djp_format_str_mask(f, nargs); /* inline: compiled here, general registers only */
-}
 
 /* The string arguments of marker id (m) and their bound, computed from its
  * format and the recorder's string patterns. */
@@ -95,7 +91,7 @@ static __attribute__((noinline)) uint64_t strings_compute(struct djp_recorder *r
 {
 	unsigned gen = __atomic_load_n(&rec->str_gen, __ATOMIC_ACQUIRE);
 	unsigned n = __atomic_load_n(&rec->nstr_pat, __ATOMIC_ACQUIRE);
-	uint32_t mask = m->from_sdt ? 0 : djp_recorder_str_mask(m->format, m->nargs);
+	uint32_t mask = m->from_sdt ? 0 : djp_format_str_mask(m->format, m->nargs);
 	unsigned bound = mask ? rec->str_bound : 0;
 	uint64_t v;
 
@@ -282,7 +278,7 @@ static int count_site(void *ctx, uint32_t id, const char *object, uintptr_t addr
 	struct count_ctx *c = ctx;
 	if (djp_marker_match(c->pattern, m->provider, m->name)) {
 		c->n++;
-		c->strings |= !m->from_sdt && djp_recorder_str_mask(m->format, m->nargs);
+		c->strings |= !m->from_sdt && djp_format_str_mask(m->format, m->nargs);
 	}
 	return 0;
 }

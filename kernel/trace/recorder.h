@@ -78,7 +78,4 @@ int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned
 void djp_recorder_hit(const struct djp_hit *hit, void *data);
 void djp_recorder_hit_stack(const struct djp_hit *hit, void *data);
 
-/* Bit i set when argument i of a marker with this format is a %s. */
-uint32_t djp_recorder_str_mask(const char *format, unsigned nargs);
-
 #endif

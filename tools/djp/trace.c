@@ -184,7 +184,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			}
 			/* the agent's own reading of which arguments a
 			 * format's %s are */
-			t->str_args[i] = djp_recorder_str_mask(t->formats[i], f.nfields);
+			t->str_args[i] = djp_format_str_mask(t->formats[i], f.nfields);
 		}
 	}
 	t->s.fmt_patterns = t->patterns;
