@@ -307,7 +307,7 @@ static const char *point_problem(const char *pattern, int err)
 	djp_point_free(pt);
 	if (kind == -EINVAL)
 		return "not a point: func:GLOB, func:NAME+OFFSET, func:NAME%return, line:FILE:LINE, "
-		       "each with @OBJECT or not";
+		       "each with @OBJECT or not, or func:GLOB@FILE:LINE@OBJECT";
 	if (kind == 1)
 		return connect_problem(err);
 	if (err == -ENOENT)
