@@ -185,7 +185,66 @@ TEST(safe_copy_copies_and_bounds)
 				CHECK_STR(buf, text + off);
 			} else {
 				CHECK_EQ(r, max);
-				CHECK(!memcmp(buf, text + off, max) && (unsigned char)buf[max] == 0x55);
+				CHECK(!memcmp(buf, text + off, max));
 			}
+			/* the word holding the NUL is stored whole, but never
+			 * a byte at or past max */
+			for (size_t i = max; i < sizeof(buf); i++)
+				CHECK_EQ((unsigned char)buf[i], 0x55);
 		}
+}
+
+/*
+ * Strings that end at the last byte of a page with nothing mapped after it,
+ * and strings that run into that page, from every alignment and of every
+ * length up to 40: the first kind copies without a fault (no word read
+ * past the NUL leaves the page), the second faults with exactly the bytes
+ * the page held copied.  Short bounds from every alignment too.
+ */
+static void page_edges(void)
+{
+	char *map, *end, buf[64];
+	long pg = sysconf(_SC_PAGESIZE);
+	if (djp_safe_copy_enable())
+		_exit(90);
+	map = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED || mprotect(map + pg, (size_t)pg, PROT_NONE))
+		_exit(91);
+	end = map + pg;
+	for (size_t len = 0; len < 40; len++) {
+		char *s = end - len - 1;
+		uint64_t r;
+		memset(map, 'x', (size_t)pg);
+		s[len] = 0;
+		memset(buf, 0x55, sizeof(buf));
+		r = djp_arch_copy_str(buf, s, 48);
+		if (r != len || memcmp(buf, s, len + 1))
+			_exit(92);
+		/* no NUL before the unmapped page: a fault after len + 1 bytes */
+		s[len] = 'y';
+		r = djp_arch_copy_str(buf, s, 48);
+		if (r != (1ull << 63 | (len + 1)) || memcmp(buf, s, len + 1))
+			_exit(93);
+	}
+	for (size_t off = 0; off < 16; off++)
+		for (uint64_t max = 1; max <= 10; max++)
+			for (size_t len = 0; len < 12; len++) {
+				char *s = map + 64 + off;
+				uint64_t r;
+				memset(map, 'x', 128);
+				s[len] = 0;
+				memset(buf, 0x55, sizeof(buf));
+				r = djp_arch_copy_str(buf, s, max);
+				if (r != (len < max ? len : max) || memcmp(buf, s, len < max ? len + 1 : max))
+					_exit(94);
+				for (size_t i = max; i < sizeof(buf); i++)
+					if ((unsigned char)buf[i] != 0x55)
+						_exit(95);
+			}
+	_exit(0);
+}
+
+TEST(safe_copy_page_edges_and_short_bounds)
+{
+	child_passes(page_edges);
 }

