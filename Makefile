@@ -104,7 +104,7 @@ lib_so_links = ln -sfn $(notdir $(LIB_SO_FILE)) $(LIB_SO_MAJOR) && ln -sfn $(LIB
 
 $(LIB_SO_FILE): $(LIB_OBJS) djprobe.map
 	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -Wl,--version-script=djprobe.map -Wl,-soname,$(LIB_SONAME) -o $@ $(LIB_OBJS) $(LDLIBS_LIB)
+	$(Q)$(CC) -shared -static-libgcc -Wl,--version-script=djprobe.map -Wl,-soname,$(LIB_SONAME) -o $@ $(LIB_OBJS) $(LDLIBS_LIB)
 	$(Q)$(lib_so_links)
 
 $(LIB_SO): $(LIB_SO_FILE)

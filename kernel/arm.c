@@ -51,12 +51,18 @@ static uint32_t regs_used(const struct djp_site *s, int flavour)
 {
 	uint32_t m = 0;
 	/* An instruction probe's handler may read any register (djp_hit_reg;
-	 * the site is its %rip, which the view need not hold).  Not the
+	 * the site is its %rip, which the view need not hold).  The full
+	 * flavour stores them all; the lean one stores %rsp besides what
+	 * every trampoline stores, and leaves %rbx, %rbp and %r12-%r15 where
+	 * they are: djp_hit_reg finds them by unwinding the handler's frames
+	 * (kernel/callee_saved.c), six stores a hit fewer.  Not the
 	 * prefetching flavour's: its one handler is an in-library fast entry
 	 * (the recorder's) that takes the arguments the trampoline loaded,
 	 * and a second handler makes the site another flavour. */
-	if (s->obj->parent && flavour != DJP_LEAN_PREFETCH)
+	if (s->obj->parent && (flavour == DJP_FULL || flavour == DJP_FULL + DJP_TRAMP_STACK))
 		return ((1u << DJP_REG_COUNT) - 1) & ~(1u << DJP_REG_RIP);
+	if (s->obj->parent && flavour != DJP_LEAN_PREFETCH)
+		m |= 1u << DJP_REG_RSP;
 	for (unsigned i = 0; i < s->m->nargs; i++) {
 		const struct djp_argloc *a = &s->m->arg[i];
 		if ((a->kind == DJP_LOC_REG || a->kind == DJP_LOC_MEM) && a->reg != DJP_REG_NONE)

@@ -185,9 +185,15 @@ DJP_API uint64_t djp_hit_reg(const struct djp_hit *hit, unsigned dwarf_reg)
 {
 	if (dwarf_reg >= sizeof(view_of_dwarf))
 		return 0;
-	if (view_of_dwarf[dwarf_reg] == DJP_REG_RIP) /* the site, which a jump's view does not store */
-		return djp__hit_site(hit)->addr;
-	return hit->regs.r[view_of_dwarf[dwarf_reg]];
+	int v = view_of_dwarf[dwarf_reg];
+	const struct djp_site *s = djp__hit_site(hit);
+	if (v == DJP_REG_RIP) /* the site, which a jump's view does not store */
+		return s->addr;
+	/* a lean trampoline keeps an instruction probe's %rbx, %rbp and
+	 * %r12-%r15 in their registers only (kernel/callee_saved.c) */
+	if (v >= DJP_REG_RBX && v <= DJP_REG_R15 && s->obj->parent && arch_hit_from_call(hit))
+		return djp_callee_saved_reg(hit, (int)dwarf_reg);
+	return hit->regs.r[v];
 }
 
 DJP_API int64_t djp_hit_arg(const struct djp_hit *hit, unsigned i)

@@ -187,6 +187,10 @@ int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned fl
 		djp_point_free(point);
 		return fail(-EDEADLK);
 	}
+	/* djp_hit_reg's unwinder, set up before any handler may need it */
+	static atomic_bool unwinder_ready;
+	if (!atomic_exchange(&unwinder_ready, true))
+		djp_callee_saved_prepare();
 	djp_engine_lock_take();
 	if ((err = djp_engine_init_locked()) || (err = djp_objects_refresh()))
 		goto out;

@@ -266,6 +266,13 @@ static inline struct djp_site *djp__hit_site(const struct djp_hit *hit)
 	return (struct djp_site *)arch_hit_site(hit);
 }
 
+/* callee_saved.c: an instruction probe's %rbx, %rbp or %r12-%r15 (DWARF
+ * number) at a lean hit, from where the handler's frames keep them; 0
+ * when a frame on the way has no call-frame information.  _prepare sets
+ * up the unwinder outside any handler (connect time). */
+uint64_t djp_callee_saved_reg(const struct djp_hit *hit, int dwarf_reg);
+void djp_callee_saved_prepare(void);
+
 /* dispatch.c */
 void djp_dispatch_lean(struct djp_hit *hit);
 void djp_dispatch_full(struct djp_hit *hit);

@@ -158,6 +158,13 @@ static inline struct djp_site *arch_hit_site(const struct djp_hit *hit)
 	base = k & ~(DJP_TRAMP_CHUNK - 1);
 	return ((struct djp_site *const *)(base + DJP_TRAMP_SITES_AT))[(k - base - DJP_TRAMP_DATA) / DJP_TRAMP_SLOT];
 }
+/* Is the hit's key the return address of a lean trampoline's call (its
+ * view holds the caller-saved registers and those its arguments read), not
+ * a site pointer (a full trampoline or a SIGTRAP: every register)? */
+static inline bool arch_hit_from_call(const struct djp_hit *hit)
+{
+	return !(((const uintptr_t *)hit)[-1] & DJP_HIT_KEY_SITE);
+}
 /*
  * A DJP_LEAN_PREFETCH trampoline loads its site's arguments, sign- or
  * zero-extended as djp_hit_arg would give them, into the third to sixth

@@ -86,7 +86,9 @@ DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsi
  * hit's registers are all there: djp_hit_reg reads one by its DWARF
  * number (0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8-15
  * r8-r15, 16 the return address column: the probed instruction's own
- * address).  A probe made here is disconnected with djp_disconnect.
+ * address; %rbx, %rbp and %r12-%r15 at a DJP_GPR_ONLY jump are found by
+ * unwinding the handler's frames: 0 if a frame on the way has no call-frame
+ * information).  A probe made here is disconnected with djp_disconnect.
  * Returns a probe id, or -ENOENT (nothing matches), -EINVAL (a point that
  * is not an instruction boundary, bad options), -ENOTSUP (an instruction
  * that cannot run out of line; a return probe in a process with a CET

@@ -1,0 +1,223 @@
+/* Every register of an instruction probe's hit through djp_hit_reg, in each
+ * way a hit reaches its handler: a lean jump, whose trampoline leaves
+ * %rbx, %rbp and %r12-%r15 in their registers (kernel/callee_saved.c finds
+ * them by unwinding the handler's frames), with the handler alone or run
+ * by the dispatcher beside another, with handlers that save and clobber
+ * them first, and a thread's first hit, which the trampoline's slow stub
+ * sends through the C dispatcher; the full jump; int3.  The probed code checks afterwards that
+ * its registers and vector registers are what they were. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "djprobe/djprobe.h"
+#include "harness.h"
+
+#define OPTS(...) (&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts), __VA_ARGS__ })
+
+/*
+ * long pr_regs(void): loads a canary into each callee-saved register and
+ * into %xmm0, %xmm1 and %xmm15, keeps %rsp in pr_sp, then at pr_point
+ * (offset 92) the probed instructions; returns 0 when every one of them
+ * still holds its canary afterwards, else 1.
+ */
+#define C_RBX 0x1b1b1b1b00000003L
+#define C_RBP 0x1b1b1b1b00000006L
+#define C_R12 0x1b1b1b1b0000000cL
+#define C_R13 0x1b1b1b1b0000000dL
+#define C_R14 0x1b1b1b1b0000000eL
+#define C_R15 0x1b1b1b1b0000000fL
+__asm__(".pushsection .text\n"
+	".globl pr_regs\n"
+	".type pr_regs,@function\n"
+	"pr_regs:\n"
+	"	push %rbx\n"
+	"	push %rbp\n"
+	"	push %r12\n"
+	"	push %r13\n"
+	"	push %r14\n"
+	"	push %r15\n"
+	"	movabs $0x1b1b1b1b00000003,%rbx\n"
+	"	movabs $0x1b1b1b1b00000006,%rbp\n"
+	"	movabs $0x1b1b1b1b0000000c,%r12\n"
+	"	movabs $0x1b1b1b1b0000000d,%r13\n"
+	"	movabs $0x1b1b1b1b0000000e,%r14\n"
+	"	movabs $0x1b1b1b1b0000000f,%r15\n"
+	"	movq %rbx,%xmm0\n"
+	"	movq %rbp,%xmm1\n"
+	"	movq %r15,%xmm15\n"
+	"	mov %rsp,pr_sp(%rip)\n"
+	"	nop\n"
+	".globl pr_point\n"
+	"pr_point:\n"
+	"	lea 1(%rbx),%rax\n"
+	"	add %rbp,%rax\n"
+	"	xor %eax,%eax\n"
+	"	movabs $0x1b1b1b1b00000003,%rcx\n"
+	"	cmp %rcx,%rbx\n"
+	"	setne %dl\n	or %dl,%al\n"
+	"	movabs $0x1b1b1b1b00000006,%rcx\n"
+	"	cmp %rcx,%rbp\n"
+	"	setne %dl\n	or %dl,%al\n"
+	"	movabs $0x1b1b1b1b0000000c,%rcx\n"
+	"	cmp %rcx,%r12\n"
+	"	setne %dl\n	or %dl,%al\n"
+	"	movabs $0x1b1b1b1b0000000d,%rcx\n"
+	"	cmp %rcx,%r13\n"
+	"	setne %dl\n	or %dl,%al\n"
+	"	movabs $0x1b1b1b1b0000000e,%rcx\n"
+	"	cmp %rcx,%r14\n"
+	"	setne %dl\n	or %dl,%al\n"
+	"	movabs $0x1b1b1b1b0000000f,%rcx\n"
+	"	cmp %rcx,%r15\n"
+	"	setne %dl\n	or %dl,%al\n"
+	"	movq %xmm0,%rcx\n"
+	"	cmp %rcx,%rbx\n"
+	"	setne %dl\n	or %dl,%al\n"
+	"	movq %xmm1,%rcx\n"
+	"	cmp %rcx,%rbp\n"
+	"	setne %dl\n	or %dl,%al\n"
+	"	movq %xmm15,%rcx\n"
+	"	cmp %rcx,%r15\n"
+	"	setne %dl\n	or %dl,%al\n"
+	"	pop %r15\n"
+	"	pop %r14\n"
+	"	pop %r13\n"
+	"	pop %r12\n"
+	"	pop %rbp\n"
+	"	pop %rbx\n"
+	"	ret\n"
+	".size pr_regs, .-pr_regs\n"
+	/*
+	 * void pr_clobbering_call(void (*fn)(const struct djp_hit *), const
+	 * struct djp_hit *hit): saves the six callee-saved registers (with
+	 * the CFI that says where), puts other values in them, calls
+	 * fn(hit), puts them back.  A handler that calls it makes the
+	 * unwinder read each register from a save slot, not a register.
+	 */
+	".globl pr_clobbering_call\n"
+	".type pr_clobbering_call,@function\n"
+	"pr_clobbering_call:\n"
+	"	.cfi_startproc\n"
+	"	push %rbx\n	.cfi_adjust_cfa_offset 8\n	.cfi_rel_offset %rbx,0\n"
+	"	push %rbp\n	.cfi_adjust_cfa_offset 8\n	.cfi_rel_offset %rbp,0\n"
+	"	push %r12\n	.cfi_adjust_cfa_offset 8\n	.cfi_rel_offset %r12,0\n"
+	"	push %r13\n	.cfi_adjust_cfa_offset 8\n	.cfi_rel_offset %r13,0\n"
+	"	push %r14\n	.cfi_adjust_cfa_offset 8\n	.cfi_rel_offset %r14,0\n"
+	"	push %r15\n	.cfi_adjust_cfa_offset 8\n	.cfi_rel_offset %r15,0\n"
+	"	sub $8,%rsp\n	.cfi_adjust_cfa_offset 8\n"
+	"	mov %rdi,%rax\n"
+	"	mov %rsi,%rdi\n"
+	"	mov $0x5a5a,%ebx\n	mov $0x5a5a,%ebp\n	mov $0x5a5a,%r12d\n"
+	"	mov $0x5a5a,%r13d\n	mov $0x5a5a,%r14d\n	mov $0x5a5a,%r15d\n"
+	"	call *%rax\n"
+	"	add $8,%rsp\n	.cfi_adjust_cfa_offset -8\n"
+	"	pop %r15\n	.cfi_adjust_cfa_offset -8\n"
+	"	pop %r14\n	.cfi_adjust_cfa_offset -8\n"
+	"	pop %r13\n	.cfi_adjust_cfa_offset -8\n"
+	"	pop %r12\n	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rbp\n	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rbx\n	.cfi_adjust_cfa_offset -8\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".size pr_clobbering_call, .-pr_clobbering_call\n"
+	".popsection\n");
+long pr_regs(void);
+void pr_clobbering_call(void (*fn)(const struct djp_hit *), const struct djp_hit *hit);
+extern const char pr_point[];
+uintptr_t pr_sp;
+
+static atomic_long hits, bad;
+
+static void check_regs(const struct djp_hit *hit)
+{
+	static const struct {
+		unsigned dwarf;
+		uint64_t want;
+	} c[] = { { 3, C_RBX }, { 6, C_RBP }, { 12, C_R12 }, { 13, C_R13 }, { 14, C_R14 }, { 15, C_R15 } };
+	atomic_fetch_add(&hits, 1);
+	for (unsigned i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		if (djp_hit_reg(hit, c[i].dwarf) != c[i].want)
+			atomic_fetch_add(&bad, 1);
+	if (djp_hit_reg(hit, 7) != pr_sp || djp_hit_reg(hit, 16) != (uintptr_t)pr_point)
+		atomic_fetch_add(&bad, 1);
+}
+
+static void plain(const struct djp_hit *hit, void *data)
+{
+	(void)data;
+	check_regs(hit);
+}
+
+static void clobbering(const struct djp_hit *hit, void *data)
+{
+	(void)data;
+	pr_clobbering_call(check_regs, hit);
+}
+
+static void other(const struct djp_hit *hit, void *data)
+{
+	(void)hit, (void)data;
+}
+
+static void run(int n)
+{
+	for (int i = 0; i < n; i++)
+		if (pr_regs())
+			atomic_fetch_add(&bad, 1000000);
+}
+
+static void *run_ten(void *arg)
+{
+	(void)arg;
+	run(10);
+	return NULL;
+}
+
+TEST(point_regs_every_register_every_way)
+{
+	static const struct {
+		const char *what;
+		djp_handler_fn fn;
+		unsigned flags;
+		int second; /* another handler on the site: the dispatcher runs the list */
+		uint8_t byte;
+	} way[] = {
+		{ "lean jump", plain, DJP_GPR_ONLY, 0, 0xe9 },
+		{ "lean jump, handler clobbers", clobbering, DJP_GPR_ONLY, 0, 0xe9 },
+		{ "lean jump, two handlers", plain, DJP_GPR_ONLY, 1, 0xe9 },
+		{ "lean jump, two handlers, clobbering", clobbering, DJP_GPR_ONLY, 1, 0xe9 },
+		{ "full jump", plain, 0, 0, 0xe9 },
+		{ "full jump, handler clobbers", clobbering, 0, 0, 0xe9 },
+		{ "int3", plain, DJP_FORCE_INT3, 0, 0xcc },
+		{ "int3, handler clobbers", clobbering, DJP_FORCE_INT3 | DJP_GPR_ONLY, 0, 0xcc },
+	};
+	CHECK_EQ(pr_regs(), 0);
+	for (unsigned w = 0; w < sizeof(way) / sizeof(way[0]); w++) {
+		int id, id2 = -1;
+		atomic_store(&hits, 0);
+		atomic_store(&bad, 0);
+		id = djp_connect_at(OPTS(.func = "pr_regs", .offset = (uintptr_t)pr_point - (uintptr_t)pr_regs), way[w].fn,
+				    NULL, way[w].flags);
+		CHECK(id >= 0);
+		if (way[w].second) {
+			id2 = djp_connect_at(OPTS(.addr = (uintptr_t)pr_point), other, NULL, way[w].flags);
+			CHECK(id2 >= 0);
+		}
+		if (*(const uint8_t *)pr_point != way[w].byte)
+			djp_test_fail(__FILE__, __LINE__, "%s: the site holds %#x, not %#x", way[w].what,
+				      *(const uint8_t *)pr_point, way[w].byte);
+		run(2000);
+		/* a new thread: its first hit registers it (the slow path) */
+		pthread_t t;
+		CHECK_EQ(pthread_create(&t, NULL, run_ten, NULL), 0);
+		CHECK_EQ(pthread_join(t, NULL), 0);
+		if (atomic_load(&hits) != 2010 || atomic_load(&bad))
+			djp_test_fail(__FILE__, __LINE__, "%s: %ld hits of 2010, %ld wrong", way[w].what,
+				      atomic_load(&hits), atomic_load(&bad));
+		CHECK_EQ(djp_disconnect(id), 0);
+		if (id2 >= 0)
+			CHECK_EQ(djp_disconnect(id2), 0);
+	}
+	CHECK_EQ(pr_regs(), 0);
+}
