@@ -35,9 +35,14 @@
  *   step 5: enter new states: register_kprobe() for the new kprobes, then
  *           one batch arms every new jump (a CPU that hits the int3 runs
  *           the new handlers, as the jump will);
- *   step 6: synchronize_rcu_expedited(): no CPU still runs an old handler list (all
- *           run with preemption disabled), so they are freed, and a
- *           disconnected handler runs nowhere once djp_disconnect returns.
+ *   step 6: an expedited grace period: no CPU still runs an old handler
+ *           list (all run with preemption disabled), so they are freed,
+ *           and a disconnected handler runs nowhere once djp_disconnect
+ *           returns.  It is started as step 4 publishes and runs beside
+ *           the batches; a disconnect or a module event publishes before
+ *           step 3 (its sites leave with the new lists, NULL or shorter,
+ *           which the trampoline and the kprobe handler both take), a
+ *           connect after it, since step 3 may still fail it.
  *
  * Each site's `how` says what its bytes are at every point, so a failure
  * at any step leaves a consistent state; connect then removes its probe
@@ -63,6 +68,7 @@
 #include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/version.h>
 #include <asm/pgtable.h>
 
 #include "arch/x86/arch.h"
@@ -187,6 +193,38 @@ out:
 
 static void site_pin(struct djp_ksite *s, bool pin);
 
+/*
+ * Step 4: each site's new list replaces its old one, which goes to new_hl
+ * to be freed in step 6.  Returns whether any old list was there, and
+ * then has started the expedited grace period step 6 waits for (its
+ * cookie in *gp), so that it runs while the batches do.
+ */
+static bool publish(struct djp_ksite **v, size_t n, unsigned long *gp)
+{
+	bool sync = false;
+
+	for (size_t i = 0; i < n; i++) {
+		struct djp_ksite *s = v[i];
+
+		s->new_hl = rcu_replace_pointer(s->handlers, s->new_hl, lockdep_is_held(&djp_mutex));
+		sync |= s->new_hl != NULL;
+	}
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 19, 0)
+	if (sync)
+		*gp = start_poll_synchronize_rcu_expedited();
+#endif
+	return sync;
+}
+
+static void gp_wait(unsigned long gp)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 19, 0)
+	cond_synchronize_rcu_expedited(gp);
+#else
+	synchronize_rcu_expedited();
+#endif
+}
+
 /* Every slot kept by a site that is not a jump now goes back to the free
  * list (after an RCU-tasks grace period: this call does not wait for it). */
 static void reclaim_slots(void)
@@ -206,6 +244,7 @@ static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 {
 	size_t i;
 	int ret = 0, reclaimed = 0;
+	unsigned long gp = 0;
 	bool sync = false;
 
 	/* Step 1. */
@@ -235,6 +274,13 @@ static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 		}
 	}
 	djp_tramp_done();
+
+	/* Step 4 first when the change is a disconnect or a module event:
+	 * publishing sooner lets the grace period of step 6 run beside the
+	 * batch of step 3.  A connect publishes after step 3, which may
+	 * still fail it with nothing published. */
+	if (!check_busy)
+		sync = publish(v, n, &gp);
 
 	/* Step 3.  A jump someone has since covered (a kprobe put over it
 	 * keeps our bytes as its "original" and writes them back when it
@@ -272,13 +318,9 @@ static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 		pr_warn("djprobe: disarming failed (%d); the sites stay armed with no handler\n", ret);
 	ret = 0;
 
-	/* Step 4: each site's old list goes to new_hl, freed in step 6. */
-	for (i = 0; i < n; i++) {
-		struct djp_ksite *s = v[i];
-
-		s->new_hl = rcu_replace_pointer(s->handlers, s->new_hl, lockdep_is_held(&djp_mutex));
-		sync |= s->new_hl != NULL;
-	}
+	/* Step 4, after step 3 for a connect (see above). */
+	if (check_busy)
+		sync = publish(v, n, &gp);
 
 	/* Step 5. */
 	for (i = 0; i < n && !ret; i++) {
@@ -302,9 +344,10 @@ static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 	}
 
 	/* Step 6: expedited, as the batch's syncs already interrupt every
-	 * CPU; a normal grace period would be most of a disconnect's time. */
+	 * CPU; a normal grace period would be most of a disconnect's time.
+	 * Started when step 4 published, it has been running since. */
 	if (sync)
-		synchronize_rcu_expedited();
+		gp_wait(gp);
 	for (i = 0; i < n; i++) {
 		kfree(v[i]->new_hl);
 		v[i]->new_hl = NULL;
