@@ -8,7 +8,10 @@
  * its registers and vector registers are what they were. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "djprobe/djprobe.h"
 #include "harness.h"
@@ -17,8 +20,8 @@
 
 /*
  * long pr_regs(void): loads a canary into each callee-saved register and
- * into %xmm0, %xmm1 and %xmm15, keeps %rsp in pr_sp, then at pr_point
- * (offset 92) the probed instructions; returns 0 when every one of them
+ * into %xmm0, %xmm1 and %xmm15, keeps %rsp in the thread's pr_sp, then at pr_point
+ * the probed instructions; returns 0 when every one of them
  * still holds its canary afterwards, else 1.
  */
 #define C_RBX 0x1b1b1b1b00000003L
@@ -46,7 +49,7 @@ __asm__(".pushsection .text\n"
 	"	movq %rbx,%xmm0\n"
 	"	movq %rbp,%xmm1\n"
 	"	movq %r15,%xmm15\n"
-	"	mov %rsp,pr_sp(%rip)\n"
+	"	mov %rsp,%fs:pr_sp@tpoff\n"
 	"	nop\n"
 	".globl pr_point\n"
 	"pr_point:\n"
@@ -125,7 +128,7 @@ __asm__(".pushsection .text\n"
 long pr_regs(void);
 void pr_clobbering_call(void (*fn)(const struct djp_hit *), const struct djp_hit *hit);
 extern const char pr_point[];
-uintptr_t pr_sp;
+__thread uintptr_t pr_sp; /* each thread's %rsp at pr_point */
 
 static atomic_long hits, bad;
 
@@ -220,4 +223,48 @@ TEST(point_regs_every_register_every_way)
 			CHECK_EQ(djp_disconnect(id2), 0);
 	}
 	CHECK_EQ(pr_regs(), 0);
+}
+
+/* Four threads (more than the cores) run the probed code while the probe
+ * is connected and disconnected over and over, lean and full in turn, so
+ * that hits arrive through the jump, through the int3 of each arming and
+ * disarming, and through each thread's first hit: every value read is
+ * exact, and the code's own registers survive every one. */
+static atomic_bool stress_stop;
+static atomic_long stress_calls;
+
+static void *stress_runner(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stress_stop)) {
+		run(100);
+		atomic_fetch_add(&stress_calls, 100);
+	}
+	return NULL;
+}
+
+TEST_TIMEOUT(point_regs_while_armed_and_disarmed, 60)
+{
+	pthread_t t[4];
+	long rounds = 0;
+	const long off = (long)((uintptr_t)pr_point - (uintptr_t)pr_regs);
+
+	atomic_store(&hits, 0);
+	atomic_store(&bad, 0);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(pthread_create(&t[i], NULL, stress_runner, NULL), 0);
+	for (time_t end = time(NULL) + 3; time(NULL) < end; rounds++) {
+		int id = djp_connect_at(OPTS(.func = "pr_regs", .offset = (uint64_t)off), rounds & 1 ? clobbering : plain,
+					NULL, rounds % 3 ? DJP_GPR_ONLY : 0);
+		CHECK(id >= 0);
+		usleep(10000);
+		CHECK_EQ(djp_disconnect(id), 0);
+	}
+	atomic_store(&stress_stop, true);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(pthread_join(t[i], NULL), 0);
+	if (atomic_load(&bad) || atomic_load(&hits) < rounds)
+		djp_test_fail(__FILE__, __LINE__, "%ld rounds, %ld calls, %ld hits, %ld wrong", rounds,
+			      atomic_load(&stress_calls), atomic_load(&hits), atomic_load(&bad));
+	CHECK_EQ(*(const uint8_t *)pr_point, 0x48); /* lea 1(%rbx),%rax: the text as it was */
 }
