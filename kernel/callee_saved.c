@@ -74,15 +74,9 @@ __attribute__((noinline)) static void walk(struct walk *w)
 uint64_t djp_callee_saved_reg(const struct djp_hit *hit, int dwarf_reg)
 {
 	struct walk w = { .key = ((const uintptr_t *)hit)[-1], .view = (uintptr_t)hit, .dwarf_reg = dwarf_reg };
-	size_t sz = arch_xsave_size();
-	uint8_t *area = NULL;
-	if (sz) {
-		uint8_t *raw = __builtin_alloca(sz + 64);
-		area = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-		for (size_t i = 512; i < 576; i++)
-			area[i] = 0; /* the XSAVE header */
+	uint8_t *area = arch_vector_area_on_stack();
+	if (area)
 		arch_vector_save(area);
-	}
 	walk(&w);
 	if (area)
 		arch_vector_restore(area);

@@ -252,15 +252,9 @@ static __attribute__((noinline)) void register_thread(void)
 struct djp_rcu_reader *djp_rcu_register(bool in_lean)
 {
 	if (in_lean) {
-		size_t sz = arch_xsave_size();
-		uint8_t *area = NULL;
-		if (sz) {
-			uint8_t *raw = __builtin_alloca(sz + 64);
-			area = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-			for (size_t i = 512; i < 576; i++)
-				area[i] = 0; /* the XSAVE header */
+		uint8_t *area = arch_vector_area_on_stack();
+		if (area)
 			arch_vector_save(area);
-		}
 		register_thread();
 		if (area)
 			arch_vector_restore(area);

@@ -230,7 +230,6 @@ uintptr_t djp_ret_dispatch(struct djp_hit *hit)
 	struct ret_frame *f;
 	unsigned i = st ? st->n : 0;
 	uint8_t *area = NULL;
-	size_t sz;
 
 	while (i && (st->f[i - 1].slot != slot || st->f[i - 1].parked))
 		i--;
@@ -252,13 +251,8 @@ uintptr_t djp_ret_dispatch(struct djp_hit *hit)
 		} else {
 			/* the return value may be in xmm0-1, ymm0 or st0-1, and
 			 * the handlers are any C */
-			if ((sz = arch_xsave_size())) {
-				uint8_t *raw = __builtin_alloca(sz + 64);
-				area = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-				for (size_t k = 512; k < 576; k += 8)
-					*(volatile uint64_t *)(area + k) = 0; /* the XSAVE header */
+			if ((area = arch_vector_area_on_stack()))
 				arch_vector_save(area);
-			}
 			djp_trap_probe(hit);
 			if (area)
 				arch_vector_restore(area);

@@ -186,5 +186,21 @@ bool arch_tramp_owns(uintptr_t addr);
 size_t arch_xsave_size(void);
 void arch_vector_save(void *area);
 void arch_vector_restore(void *area);
+/* Such an area on the caller's stack (alloca: it lasts until the caller
+ * returns, so this is a macro), or NULL without XSAVE.  The header is
+ * zeroed with volatile stores, which the compiler cannot make a memset or
+ * a vector store of: the vector state is not saved yet. */
+#define arch_vector_area_on_stack()                                                                \
+	({                                                                                         \
+		size_t sz_ = arch_xsave_size();                                                    \
+		uint8_t *area_ = NULL;                                                             \
+		if (sz_) {                                                                         \
+			uint8_t *raw_ = __builtin_alloca(sz_ + 64);                                \
+			area_ = (uint8_t *)(((uintptr_t)raw_ + 63) & ~(uintptr_t)63);              \
+			for (size_t k_ = 512; k_ < 576; k_ += 8)                                   \
+				*(volatile uint64_t *)(area_ + k_) = 0; /* the XSAVE header */      \
+		}                                                                                  \
+		area_;                                                                             \
+	})
 
 #endif

@@ -42,6 +42,17 @@
  * lies between the same two labels and shares the fixup, so the same
  * handler serves it.
  */
+/* %r10 = the zero-byte flags of the word in %rcx (0x80 in each byte that
+ * may be zero; the lowest is the first NUL); ZF set when none. */
+	.macro	NUL_FLAGS
+	movq	%rcx, %r10
+	subq	%r8, %r10
+	movq	%rcx, %r11
+	notq	%r11
+	andq	%r11, %r10
+	andq	%r9, %r10
+	.endm
+
 	.text
 	.globl	djp_arch_copy_str
 	.hidden	djp_arch_copy_str
@@ -64,12 +75,7 @@ djp__copy_str_begin:
 	cmpl	$4088, %ecx
 	ja	.Lhead
 	movq	(%rsi), %rcx		/* the first 8 bytes at once */
-	movq	%rcx, %r10
-	subq	%r8, %r10
-	movq	%rcx, %r11
-	notq	%r11
-	andq	%r11, %r10
-	andq	%r9, %r10
+	NUL_FLAGS
 	jnz	.Lfound
 	movq	%rcx, (%rdi)
 	movl	%esi, %eax		/* on from the next aligned word: */
@@ -95,12 +101,7 @@ djp__copy_str_begin:
 	cmpq	%rdx, %rcx
 	ja	.Ltail
 	movq	(%rsi,%rax), %rcx
-	movq	%rcx, %r10
-	subq	%r8, %r10
-	movq	%rcx, %r11
-	notq	%r11
-	andq	%r11, %r10
-	andq	%r9, %r10
+	NUL_FLAGS
 	jnz	.Lfound			/* a NUL in this word */
 	movq	%rcx, (%rdi,%rax)
 	addq	$8, %rax
