@@ -169,7 +169,7 @@ KCHECK_SMP ?= 4
 KBENCH_SMP ?= 2
 # Milliseconds of each stress phase, and the host's limit on one boot.
 KCHECK_DURATION ?= 2000
-KCHECK_TIMEOUT ?= 240
+KCHECK_TIMEOUT ?= $(if $(filter debug,$(KERNEL)),1200,240)
 DEB_PACKAGES_KCHECK := qemu-system-x86 busybox-static
 KCHECK := $(O)/kcheck
 KCHECK_SCRIPTS := $(sort $(wildcard selftests/kcheck/*.sh))

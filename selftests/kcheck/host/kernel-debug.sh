@@ -53,6 +53,6 @@ for opt in KASAN PROVE_LOCKING DEBUG_ATOMIC_SLEEP; do
 	grep -q "^CONFIG_$opt=y" "$dir/obj/.config" ||
 		{ echo "kernel-debug.sh: CONFIG_$opt did not survive olddefconfig" >&2; exit 1; }
 done
-echo "kcheck: building the debug kernel in $dir/obj (hours on 2 cores)" >&2
+echo "kcheck: building the debug kernel in $dir/obj (about an hour on 2 cores)" >&2
 make -s -C "$dir/src" O="$dir/obj" -j"$(nproc)" bzImage modules
 touch "$dir/obj/.kcheck-built"
