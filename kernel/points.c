@@ -50,6 +50,11 @@
 
 struct djp_point {
 	char *object, *func, *line;
+	/* func split once, when the point is made: the glob before any
+	 * source qualifier, and the qualifier ("GLOB@FILE:LINE") */
+	char *glob;
+	bool has_src;
+	struct djp_src_filter src;
 	uint64_t offset;
 	uintptr_t addr;
 	bool retprobe;
@@ -61,6 +66,7 @@ void djp_point_free(struct djp_point *pt)
 		return;
 	free(pt->object);
 	free(pt->func);
+	free(pt->glob);
 	free(pt->line);
 	free(pt);
 }
@@ -172,27 +178,27 @@ struct resolve {
 	size_t matched;
 	bool strict; /* an exact point: its refusal is the connect's error */
 	bool ascending; /* the new points came in address order so far */
-	bool has_src;	/* func is "GLOB@FILE:LINE": only functions from there */
-	struct djp_src_filter src;
 	int err;
 };
 
 /*
- * A function glob may carry SystemTap's source qualifier, "GLOB@FILE",
- * "GLOB@FILE:LINE" (lib/func_source.c): the glob is the part before the
- * '@'.  Returns 0 (with *has_src false when there is none), or -EINVAL.
+ * The point's function glob, the first len bytes of func.  It may carry
+ * SystemTap's source qualifier, "GLOB@FILE", "GLOB@FILE:LINE"
+ * (lib/func_source.c): the glob is the part before the '@' (at most
+ * GLOB_MAX - 1 bytes).  0, -EINVAL or -ENOMEM.
  */
-static int func_src_split(const char *func, char *glob, size_t globsz, bool *has_src, struct djp_src_filter *src)
+#define GLOB_MAX 512
+static int point_set_func(struct djp_point *pt, const char *func, size_t len)
 {
-	const char *at = strchr(func, '@');
-	size_t n = at ? (size_t)(at - func) : strlen(func);
+	const char *at = memchr(func, '@', len);
+	size_t n = at ? (size_t)(at - func) : len;
 
-	*has_src = at != NULL;
-	if (!n || n >= globsz)
+	if (!(pt->func = strndup(func, len)) || !(pt->glob = strndup(func, n)))
+		return -ENOMEM;
+	pt->has_src = at != NULL;
+	if (!n || n >= GLOB_MAX)
 		return -EINVAL;
-	memcpy(glob, func, n);
-	glob[n] = 0;
-	return at ? djp_src_filter_parse(at + 1, src) : 0;
+	return pt->has_src ? djp_src_filter_parse(pt->func + n + 1, &pt->src) : 0;
 }
 
 /*
@@ -439,14 +445,14 @@ static bool from_source(struct resolve *r, const struct djp_func *f)
 	struct djp_params_file *pf = object_params(r->o);
 	struct djp_func_source fs;
 	char err[256];
-	return pf && !djp_params_source(pf, f->addr, r->src.lo != 0, &fs, err, sizeof(err)) &&
-	       djp_src_filter_match(&r->src, &fs);
+	return pf && !djp_params_source(pf, f->addr, r->pt->src.lo != 0, &fs, err, sizeof(err)) &&
+	       djp_src_filter_match(&r->pt->src, &fs);
 }
 
 static int visit_func(void *ctx, const struct djp_func *f)
 {
 	struct resolve *r = ctx;
-	if (r->has_src && !from_source(r, f))
+	if (r->pt->has_src && !from_source(r, f))
 		return 0;
 	if (r->pt->retprobe && never_called(r, f)) {
 		note_error(r, -EPERM);
@@ -602,10 +608,7 @@ static int resolve_in(struct resolve *r)
 		return 0;
 	r->t = t;
 	if (pt->func) {
-		char glob[512];
-		if (func_src_split(pt->func, glob, sizeof(glob), &r->has_src, &r->src))
-			return r->err = -EINVAL;
-		djp_funcs_match(t, glob, visit_func, r);
+		djp_funcs_match(t, pt->glob, visit_func, r);
 	} else if (pt->line) {
 		uint64_t addrs[64];
 		char err[256];
@@ -840,12 +843,10 @@ int djp__point_parse(const char *pattern, struct djp_point **out)
 	} else {
 		const char *plus = memchr(body, '+', n), *pct = memchr(body, '%', n);
 		size_t fn = plus ? (size_t)(plus - body) : pct ? (size_t)(pct - body) : n;
-		bool has_src;
-		struct djp_src_filter src;
-		char glob[512];
-		if (!(pt->func = strndup(body, fn)))
+		int e = point_set_func(pt, body, fn);
+		if (e == -ENOMEM)
 			goto enomem;
-		if (func_src_split(pt->func, glob, sizeof(glob), &has_src, &src))
+		if (e)
 			goto inval;
 		if (plus) {
 			errno = 0;
@@ -899,8 +900,7 @@ DJP_API int djp_connect_at(const struct djp_point_opts *where, djp_handler_fn fn
 		}
 	memcpy(&o, where, where->sz < sizeof(o) ? where->sz : sizeof(o));
 	/* exactly one of func, line, addr; offset and retprobe with func */
-	if ((!!o.func + !!o.line + !!o.addr) != 1 || (o.offset && !o.func) || (o.retprobe && (!o.func || o.offset)) ||
-	    (o.func && func_src_split(o.func, (char[512]){ 0 }, 512, &(bool){ 0 }, &(struct djp_src_filter){ 0 }))) {
+	if ((!!o.func + !!o.line + !!o.addr) != 1 || (o.offset && !o.func) || (o.retprobe && (!o.func || o.offset))) {
 		errno = EINVAL;
 		return -EINVAL;
 	}
@@ -908,8 +908,9 @@ DJP_API int djp_connect_at(const struct djp_point_opts *where, djp_handler_fn fn
 		errno = ENOMEM;
 		return -ENOMEM;
 	}
+	if (o.func)
+		err = point_set_func(pt, o.func, strlen(o.func));
 	pt->object = dup_or_null(o.object, &err);
-	pt->func = dup_or_null(o.func, &err);
 	pt->line = dup_or_null(o.line, &err);
 	pt->offset = o.offset;
 	pt->addr = o.addr;
