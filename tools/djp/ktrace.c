@@ -37,6 +37,7 @@
 #include <djprobe/djprobe.h>
 
 #include "commands.h"
+#include "grow.h"
 #include "kdev_client.h"
 #include "trace.h"
 
@@ -135,24 +136,9 @@ static int keep_one(void *arg, const struct kevent *e)
 	struct ktrace *t = arg;
 	struct kept *k;
 
-	if (t->nkept == t->capkept) {
-		size_t n = t->capkept ? 2 * t->capkept : 1024;
-		void *v = realloc(t->kept, n * sizeof(*t->kept));
-		if (!v)
-			abort();
-		t->kept = v;
-		t->capkept = n;
-	}
-	if (t->arena_len + e->ev->size > t->arena_cap) {
-		size_t n = t->arena_cap ? 2 * t->arena_cap : 1 << 16;
-		void *v;
-		while (n < t->arena_len + e->ev->size)
-			n *= 2;
-		if (!(v = realloc(t->arena, n)))
-			abort();
-		t->arena = v;
-		t->arena_cap = n;
-	}
+	if (!djp_grow((void **)&t->kept, &t->capkept, t->nkept + 1, 1024, sizeof(*t->kept)) ||
+	    !djp_grow((void **)&t->arena, &t->arena_cap, t->arena_len + e->ev->size, 1 << 16, 1))
+		abort();
 	k = &t->kept[t->nkept];
 	*k = (struct kept){ t->arena_len, e->ns, t->nkept, e->pid, e->tid, e->cpu };
 	t->nkept++;

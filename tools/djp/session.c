@@ -26,6 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "grow.h"
+
 #include "lib/marker_match.h"
 #include "session.h"
 
@@ -131,27 +133,12 @@ struct session_marker *session_marker_of(struct session *s, uint32_t id)
 
 /* ---- the drain ------------------------------------------------------------- */
 
-static bool grow(void **p, size_t *cap, size_t need, size_t first, size_t elem)
-{
-	size_t n = *cap ? *cap : first;
-	void *v;
-	if (need <= *cap)
-		return true;
-	while (n < need)
-		n *= 2;
-	if (!(v = realloc(*p, n * elem)))
-		return false;
-	*p = v;
-	*cap = n;
-	return true;
-}
-
 static struct session_thread *thread_of(struct session *s, uint32_t tid)
 {
 	for (size_t i = 0; i < s->nthreads; i++)
 		if (s->threads[i].tid == tid)
 			return &s->threads[i];
-	if (!grow((void **)&s->threads, &s->cap_threads, s->nthreads + 1, 16, sizeof(*s->threads)))
+	if (!djp_grow((void **)&s->threads, &s->cap_threads, s->nthreads + 1, 16, sizeof(*s->threads)))
 		return NULL;
 	s->threads[s->nthreads] = (struct session_thread){ .tid = tid };
 	return &s->threads[s->nthreads++];
@@ -165,8 +152,8 @@ static int collect(void *arg, const struct djp_event *ev, uint32_t tid, unsigned
 
 	(void)slot;
 	/* Out of memory: stop here; the event stays in the ring for later. */
-	if (!grow((void **)&s->arena, &s->arena_cap, s->arena_len + need, 1 << 20, 1) ||
-	    !grow((void **)&s->batch, &s->cap_batch, s->nbatch + 1, 4096, sizeof(*s->batch)))
+	if (!djp_grow((void **)&s->arena, &s->arena_cap, s->arena_len + need, 1 << 20, 1) ||
+	    !djp_grow((void **)&s->batch, &s->cap_batch, s->nbatch + 1, 4096, sizeof(*s->batch)))
 		return 1;
 	s->events++;
 	if ((th = thread_of(s, tid)))

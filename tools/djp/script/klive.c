@@ -40,6 +40,7 @@
 #include "lang.h"
 #include "script.h"
 #include "source.h"
+#include "tools/djp/grow.h"
 #include "tools/djp/kdev_client.h"
 
 #define KLIVE_POLL_MS 100
@@ -135,14 +136,8 @@ static int take(void *arg, const struct kevent *e)
 
 	if (!d)
 		return 0;
-	if (l->nq == l->capq) {
-		size_t n = l->capq ? 2 * l->capq : 1024;
-		struct kq *v = realloc(l->q, n * sizeof(*v));
-		if (!v)
-			abort();
-		l->q = v;
-		l->capq = n;
-	}
+	if (!djp_grow((void **)&l->q, &l->capq, l->nq + 1, 1024, sizeof(*l->q)))
+		abort();
 	q = &l->q[l->nq++];
 	q->desc = d;
 	q->ns = e->ns;
@@ -160,16 +155,8 @@ static int take(void *arg, const struct kevent *e)
 		q->args[i] = (int64_t)(s ? djp_event_str_addr(e->ev, i) : e->ev->args[i]);
 		if (!s)
 			continue;
-		if (l->nstr + len + 1 > l->capstr) {
-			size_t n = l->capstr ? 2 * l->capstr : 65536;
-			char *v;
-			while (n < l->nstr + len + 1)
-				n *= 2;
-			if (!(v = realloc(l->strbuf, n)))
-				abort();
-			l->strbuf = v;
-			l->capstr = n;
-		}
+		if (!djp_grow((void **)&l->strbuf, &l->capstr, l->nstr + len + 1, 65536, 1))
+			abort();
 		memcpy(l->strbuf + l->nstr, s, len + 1);
 		q->str[i] = (int32_t)l->nstr;
 		l->nstr += len + 1;
