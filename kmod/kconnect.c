@@ -225,8 +225,17 @@ static void gp_wait(unsigned long gp)
 #endif
 }
 
-/* Every slot kept by a site that is not a jump now goes back to the free
- * list (after an RCU-tasks grace period: this call does not wait for it). */
+/* The site's slot, if it keeps one, goes back to the free list (after an
+ * RCU-tasks grace period: this call does not wait for it). */
+static void site_drop_slot(struct djp_ksite *s)
+{
+	if (s->slot >= 0) {
+		djp_tramp_put(s->slot);
+		s->slot = -1;
+	}
+}
+
+/* Every slot kept by a site that is not a jump now goes back. */
 static void reclaim_slots(void)
 {
 	struct djp_kmod *km;
@@ -234,10 +243,8 @@ static void reclaim_slots(void)
 
 	list_for_each_entry(km, &kmods, node)
 		for (i = 0; i < km->nsites; i++)
-			if (km->sites[i].slot >= 0 && km->sites[i].how != DJP_HOW_JUMP) {
-				djp_tramp_put(km->sites[i].slot);
-				km->sites[i].slot = -1;
-			}
+			if (km->sites[i].how != DJP_HOW_JUMP)
+				site_drop_slot(&km->sites[i]);
 }
 
 static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
@@ -597,8 +604,7 @@ static void module_remove(struct module *mod)
 	going_kmod = NULL;
 	for (i = 0; i < km->nsites; i++) {
 		site_pin(&km->sites[i], false); /* its text goes, and the jump */
-		if (km->sites[i].slot >= 0)
-			djp_tramp_put(km->sites[i].slot);
+		site_drop_slot(&km->sites[i]);
 	}
 	list_del(&km->node);
 	/* the trap table and the kprobes are gone; a trampoline may still be
@@ -737,8 +743,7 @@ void djp_core_exit(void)
 	}
 	list_for_each_entry(km, &kmods, node)
 		for (i = 0; i < km->nsites; i++)
-			if (km->sites[i].slot >= 0)
-				djp_tramp_put(km->sites[i].slot);
+			site_drop_slot(&km->sites[i]);
 	/* no trampoline finds a site now; wait for any that did */
 	synchronize_rcu();
 	list_for_each_entry_safe(km, kt, &kmods, node) {
