@@ -5,10 +5,11 @@
  *
  * Before a batch, kconnect.c publishes the batch's sites here, sorted by
  * address, with what each is becoming; after the batch's last sync it
- * unpublishes them, and the table is freed after an RCU grace period.  A CPU that hits one of the int3s enters exc_int3(), which is
- * NMI-like (no locks, no sleeping); kprobes looks first and, finding no
- * kprobe of its own at the address, passes it to the die notifiers, of
- * which this file's is one (DIE_INT3, regs->ip one past the 0xcc):
+ * unpublishes them, and the table is freed after an RCU grace period.  A
+ * CPU that hits one of the int3s enters exc_int3(), which is NMI-like (no
+ * locks, no sleeping); kprobes looks first and, finding no kprobe of its
+ * own at the address, passes it to the die notifiers, of which this
+ * file's is one (DIE_INT3, regs->ip one past the 0xcc):
  *
  *   - ip-1 is a site of the table: a site being armed (or already armed,
  *     as far as this CPU knows) runs its handlers, as the trampoline would

@@ -83,7 +83,6 @@
 #include "lib/format.h"
 #include "lib/marker_match.h"
 
-
 /* The string arguments of marker id (m) and their bound, computed from its
  * format and the recorder's string patterns. */
 static __attribute__((noinline)) uint64_t strings_compute(struct djp_recorder *rec, uint32_t id,
