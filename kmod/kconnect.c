@@ -77,6 +77,7 @@
 DEFINE_MUTEX(djp_mutex);
 static LIST_HEAD(kmods);
 static LIST_HEAD(probes);
+static unsigned int nprobes_all;	/* on `probes` */
 static DEFINE_IDR(probe_ids);
 
 #define DJP_KNOWN_FLAGS (DJP_GPR_ONLY | DJP_FORCE_INT3 | DJP_FORCE_KPROBE)
@@ -104,28 +105,29 @@ static const char *how_name(enum djp_how how)
 	return how == DJP_HOW_JUMP ? "jump" : how == DJP_HOW_KPROBE ? "kprobe" : "off";
 }
 
-/* Step 1 for one site: its new handler list and state. */
-static int site_target(struct djp_ksite *s)
+/* Step 1 for one site: its new handler list and state.  The probes that
+ * match go to `scratch` (room for every probe) on the one walk that asks
+ * each of them, since matching globs is most of this step's cost. */
+static int site_target(struct djp_ksite *s, struct djp_probe **scratch)
 {
 	struct djp_probe *p;
-	unsigned int n = 0;
+	unsigned int n = 0, i;
 	bool force = false;
 
 	s->new_hl = NULL;
 	if (s->kmod != going_kmod)
 		list_for_each_entry(p, &probes, node)
 			if (probe_matches(p, s)) {
-				n++;
+				scratch[n++] = p;
 				force |= !!(p->flags & (DJP_FORCE_KPROBE | DJP_FORCE_INT3));
 			}
 	if (n) {
 		s->new_hl = kmalloc(struct_size(s->new_hl, h, n), GFP_KERNEL);
 		if (!s->new_hl)
 			return -ENOMEM;
-		s->new_hl->n = 0;
-		list_for_each_entry(p, &probes, node)
-			if (probe_matches(p, s))
-				s->new_hl->h[s->new_hl->n++] = (struct djp_handler){ p->fn, p->data };
+		s->new_hl->n = n;
+		for (i = 0; i < n; i++)
+			s->new_hl->h[i] = (struct djp_handler){ scratch[i]->fn, scratch[i]->data };
 	}
 	s->nprobes = n;
 	/* an armed site keeps its way (the essay): only an off site chooses */
@@ -249,14 +251,19 @@ static void reclaim_slots(void)
 
 static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 {
+	struct djp_probe **scratch;
 	size_t i;
 	int ret = 0, reclaimed = 0;
 	unsigned long gp = 0;
 	bool sync = false;
 
 	/* Step 1. */
+	scratch = kmalloc_array(nprobes_all ?: 1, sizeof(*scratch), GFP_KERNEL);
+	if (!scratch)
+		return -ENOMEM;
 	for (i = 0; i < n && !ret; i++)
-		ret = site_target(v[i]);
+		ret = site_target(v[i], scratch);
+	kfree(scratch);
 	for (i = 0; i < n && !ret && check_busy; i++)
 		if (v[i]->to != DJP_HOW_OFF && !site_bytes_ok(v[i])) {
 			pr_warn("djprobe: %s:%s at %px holds %6ph, not what djprobe left there: busy\n",
@@ -414,6 +421,18 @@ static int parse_pattern(struct djp_probe *p, const char *pattern)
 	return p->nameglob && (!colon || p->modglob) ? 0 : -ENOMEM;
 }
 
+static void probe_link(struct djp_probe *p)
+{
+	list_add_tail(&p->node, &probes);
+	nprobes_all++;
+}
+
+static void probe_unlink(struct djp_probe *p)
+{
+	list_del(&p->node);
+	nprobes_all--;
+}
+
 static void probe_free(struct djp_probe *p)
 {
 	kfree(p->modglob);
@@ -452,10 +471,10 @@ int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsigned int
 		ret = p->id < 0 ? p->id : 0;
 	}
 	if (!ret) {
-		list_add_tail(&p->node, &probes);
+		probe_link(p);
 		ret = sites_apply(v, n, true);
 		if (ret) {
-			list_del(&p->node);
+			probe_unlink(p);
 			idr_remove(&probe_ids, p->id);
 			sites_apply(v, n, false);
 		}
@@ -486,7 +505,7 @@ int djp_disconnect(int id)
 	}
 	ret = collect_sites(p, NULL, &v, &n);
 	idr_remove(&probe_ids, id);
-	list_del(&p->node);
+	probe_unlink(p);
 	if (!ret)
 		ret = sites_apply(v, n, false);
 	if (ret) {
@@ -724,7 +743,7 @@ void djp_core_exit(void)
 	unregister_module_notifier(&module_nb);
 	mutex_lock(&djp_mutex);
 	list_for_each_entry_safe(p, tmp, &probes, node) {
-		list_del(&p->node);
+		probe_unlink(p);
 		idr_remove(&probe_ids, p->id);
 		probe_free(p);
 	}

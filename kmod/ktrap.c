@@ -71,7 +71,11 @@ int djp_trap_publish(struct djp_ksite **arm, size_t narm, struct djp_ksite **dis
 	for (i = 0; i < ndisarm; i++)
 		t->e[n++] = (struct trap_entry){ disarm[i]->addr, disarm[i], false };
 	t->n = n;
-	sort(t->e, n, sizeof(t->e[0]), entry_cmp, NULL);
+	/* usually in address order already (a module's sites, in turn) */
+	for (i = 1; i < n && entry_cmp(&t->e[i - 1], &t->e[i]) <= 0; i++)
+		;
+	if (i < n)
+		sort(t->e, n, sizeof(t->e[0]), entry_cmp, NULL);
 	t = rcu_replace_pointer(trap_table, t, lockdep_is_held(&djp_mutex));
 	if (t)
 		kfree_rcu(t, rcu);
