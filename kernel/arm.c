@@ -55,13 +55,15 @@ static uint32_t regs_used(const struct djp_site *s, int flavour)
 	 * flavour stores them all; the lean one stores %rsp besides what
 	 * every trampoline stores, and leaves %rbx, %rbp and %r12-%r15 where
 	 * they are: djp_hit_reg finds them by unwinding the handler's frames
-	 * (kernel/callee_saved.c), six stores a hit fewer.  Not the
-	 * prefetching flavour's: its one handler is an in-library fast entry
-	 * (the recorder's) that takes the arguments the trampoline loaded,
-	 * and a second handler makes the site another flavour. */
+	 * (kernel/callee_saved.c), six stores a hit fewer.  The prefetching
+	 * flavour stores %rsp too, though its one handler, a fast entry,
+	 * never reads it: a list is published before the text moves to the
+	 * trampoline it asks for, so for the length of a batch the old
+	 * trampoline runs the new list, whose handlers may (a return probe's
+	 * hook writes through it). */
 	if (s->obj->parent && (flavour == DJP_FULL || flavour == DJP_FULL + DJP_TRAMP_STACK))
 		return ((1u << DJP_REG_COUNT) - 1) & ~(1u << DJP_REG_RIP);
-	if (s->obj->parent && flavour != DJP_LEAN_PREFETCH)
+	if (s->obj->parent)
 		m |= 1u << DJP_REG_RSP;
 	for (unsigned i = 0; i < s->m->nargs; i++) {
 		const struct djp_argloc *a = &s->m->arg[i];

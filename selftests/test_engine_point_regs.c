@@ -13,8 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <stdio.h>
+
 #include "djprobe/djprobe.h"
 #include "harness.h"
+#include "kernel/engine.h"
 
 #define OPTS(...) (&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts), __VA_ARGS__ })
 
@@ -267,4 +270,69 @@ TEST_TIMEOUT(point_regs_while_armed_and_disarmed, 60)
 		djp_test_fail(__FILE__, __LINE__, "%ld rounds, %ld calls, %ld hits, %ld wrong", rounds,
 			      atomic_load(&stress_calls), atomic_load(&hits), atomic_load(&bad));
 	CHECK_EQ(*(const uint8_t *)pr_point, 0x48); /* lea 1(%rbx),%rax: the text as it was */
+}
+
+/*
+ * A site's handler list is published before its text jumps to the
+ * trampoline the new list asks for, so for the length of a batch the old
+ * trampoline runs the new list.  The recorder's fast entry alone makes a
+ * prefetching trampoline; a handler added beside it must find every
+ * register in the view that trampoline made, %rsp included (a return
+ * probe's hook writes through it: a view without it crashed the program).
+ * Four threads run the probed code while a second handler comes and goes
+ * beside a fast entry that stays.
+ */
+static atomic_long fast_hits;
+
+static void fast_entry(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
+{
+	(void)hit, (void)plan, (void)a0, (void)a1, (void)a2, (void)a3;
+	atomic_fetch_add(&fast_hits, 1);
+}
+
+static djp_fast_entry_fn fast_plan(void *data, const struct djp_site *s, struct djp_fast_plan *plan)
+{
+	*plan = (struct djp_fast_plan){ data, s->id, s->m->nargs, 0 };
+	return fast_entry;
+}
+
+static void fast_slow_path(const struct djp_hit *hit, void *data)
+{
+	(void)hit, (void)data;
+	atomic_fetch_add(&fast_hits, 1);
+}
+
+TEST_TIMEOUT(point_regs_when_a_handler_joins_a_fast_entry, 60)
+{
+	char pattern[64];
+	struct djp_point *pt;
+	pthread_t t[4];
+	long rounds = 0;
+	int fast;
+
+	snprintf(pattern, sizeof(pattern), "func:pr_regs+%#lx", (unsigned long)((uintptr_t)pr_point - (uintptr_t)pr_regs));
+	CHECK_EQ(djp__point_parse(pattern, &pt), 0);
+	fast = djp__connect(NULL, fast_slow_path, NULL, DJP_GPR_ONLY,
+			    &(struct djp_connect_opts){ .point = pt, .plan = fast_plan });
+	CHECK(fast >= 0);
+	atomic_store(&hits, 0);
+	atomic_store(&bad, 0);
+	atomic_store(&stress_stop, false);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(pthread_create(&t[i], NULL, stress_runner, NULL), 0);
+	for (time_t end = time(NULL) + 3; time(NULL) < end; rounds++) {
+		int id = djp_connect_at(OPTS(.addr = (uintptr_t)pr_point), rounds & 1 ? clobbering : plain, NULL,
+					rounds % 3 ? DJP_GPR_ONLY : 0);
+		CHECK(id >= 0);
+		usleep(2000);
+		CHECK_EQ(djp_disconnect(id), 0);
+	}
+	atomic_store(&stress_stop, true);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(pthread_join(t[i], NULL), 0);
+	CHECK_EQ(djp_disconnect(fast), 0);
+	if (atomic_load(&bad) || atomic_load(&hits) < rounds || atomic_load(&fast_hits) < rounds)
+		djp_test_fail(__FILE__, __LINE__, "%ld rounds, %ld hits, %ld wrong, %ld fast hits", rounds,
+			      atomic_load(&hits), atomic_load(&bad), atomic_load(&fast_hits));
+	CHECK_EQ(*(const uint8_t *)pr_point, 0x48);
 }
