@@ -246,26 +246,36 @@ static void *stress_runner(void *arg)
 	return NULL;
 }
 
-TEST_TIMEOUT(point_regs_while_armed_and_disarmed, 60)
+/* For 3 s, four threads run the probed code while a probe at `where`
+ * is connected and disconnected, `pause` apart, with the plain and the
+ * clobbering handler and lean and full in turn.  Returns the rounds. */
+static long churn(const struct djp_point_opts *where, useconds_t pause)
 {
 	pthread_t t[4];
 	long rounds = 0;
-	const long off = (long)((uintptr_t)pr_point - (uintptr_t)pr_regs);
 
 	atomic_store(&hits, 0);
 	atomic_store(&bad, 0);
+	atomic_store(&stress_stop, false);
 	for (int i = 0; i < 4; i++)
 		CHECK_EQ(pthread_create(&t[i], NULL, stress_runner, NULL), 0);
 	for (time_t end = time(NULL) + 3; time(NULL) < end; rounds++) {
-		int id = djp_connect_at(OPTS(.func = "pr_regs", .offset = (uint64_t)off), rounds & 1 ? clobbering : plain,
-					NULL, rounds % 3 ? DJP_GPR_ONLY : 0);
+		int id = djp_connect_at(where, rounds & 1 ? clobbering : plain, NULL, rounds % 3 ? DJP_GPR_ONLY : 0);
 		CHECK(id >= 0);
-		usleep(10000);
+		usleep(pause);
 		CHECK_EQ(djp_disconnect(id), 0);
 	}
 	atomic_store(&stress_stop, true);
 	for (int i = 0; i < 4; i++)
 		CHECK_EQ(pthread_join(t[i], NULL), 0);
+	return rounds;
+}
+
+TEST_TIMEOUT(point_regs_while_armed_and_disarmed, 60)
+{
+	const long off = (long)((uintptr_t)pr_point - (uintptr_t)pr_regs);
+	long rounds = churn(OPTS(.func = "pr_regs", .offset = (uint64_t)off), 10000);
+
 	if (atomic_load(&bad) || atomic_load(&hits) < rounds)
 		djp_test_fail(__FILE__, __LINE__, "%ld rounds, %ld calls, %ld hits, %ld wrong", rounds,
 			      atomic_load(&stress_calls), atomic_load(&hits), atomic_load(&bad));
@@ -306,8 +316,7 @@ TEST_TIMEOUT(point_regs_when_a_handler_joins_a_fast_entry, 60)
 {
 	char pattern[64];
 	struct djp_point *pt;
-	pthread_t t[4];
-	long rounds = 0;
+	long rounds;
 	int fast;
 
 	snprintf(pattern, sizeof(pattern), "func:pr_regs+%#lx", (unsigned long)((uintptr_t)pr_point - (uintptr_t)pr_regs));
@@ -315,21 +324,7 @@ TEST_TIMEOUT(point_regs_when_a_handler_joins_a_fast_entry, 60)
 	fast = djp__connect(NULL, fast_slow_path, NULL, DJP_GPR_ONLY,
 			    &(struct djp_connect_opts){ .point = pt, .plan = fast_plan });
 	CHECK(fast >= 0);
-	atomic_store(&hits, 0);
-	atomic_store(&bad, 0);
-	atomic_store(&stress_stop, false);
-	for (int i = 0; i < 4; i++)
-		CHECK_EQ(pthread_create(&t[i], NULL, stress_runner, NULL), 0);
-	for (time_t end = time(NULL) + 3; time(NULL) < end; rounds++) {
-		int id = djp_connect_at(OPTS(.addr = (uintptr_t)pr_point), rounds & 1 ? clobbering : plain, NULL,
-					rounds % 3 ? DJP_GPR_ONLY : 0);
-		CHECK(id >= 0);
-		usleep(2000);
-		CHECK_EQ(djp_disconnect(id), 0);
-	}
-	atomic_store(&stress_stop, true);
-	for (int i = 0; i < 4; i++)
-		CHECK_EQ(pthread_join(t[i], NULL), 0);
+	rounds = churn(OPTS(.addr = (uintptr_t)pr_point), 2000);
 	CHECK_EQ(djp_disconnect(fast), 0);
 	if (atomic_load(&bad) || atomic_load(&hits) < rounds || atomic_load(&fast_hits) < rounds)
 		djp_test_fail(__FILE__, __LINE__, "%ld rounds, %ld hits, %ld wrong, %ld fast hits", rounds,
