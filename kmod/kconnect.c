@@ -77,7 +77,6 @@
 DEFINE_MUTEX(djp_mutex);
 static LIST_HEAD(kmods);
 static LIST_HEAD(probes);
-static unsigned int nprobes_all;	/* on `probes` */
 static DEFINE_IDR(probe_ids);
 
 #define DJP_KNOWN_FLAGS (DJP_GPR_ONLY | DJP_FORCE_INT3 | DJP_FORCE_KPROBE)
@@ -251,14 +250,16 @@ static void reclaim_slots(void)
 
 static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 {
-	struct djp_probe **scratch;
-	size_t i;
+	struct djp_probe **scratch, *p;
+	size_t i, nprobes = 0;
 	int ret = 0, reclaimed = 0;
 	unsigned long gp = 0;
 	bool sync = false;
 
 	/* Step 1. */
-	scratch = kmalloc_array(nprobes_all ?: 1, sizeof(*scratch), GFP_KERNEL);
+	list_for_each_entry(p, &probes, node)
+		nprobes++;
+	scratch = kmalloc_array(nprobes ?: 1, sizeof(*scratch), GFP_KERNEL);
 	if (!scratch)
 		return -ENOMEM;
 	for (i = 0; i < n && !ret; i++)
@@ -421,18 +422,6 @@ static int parse_pattern(struct djp_probe *p, const char *pattern)
 	return p->nameglob && (!colon || p->modglob) ? 0 : -ENOMEM;
 }
 
-static void probe_link(struct djp_probe *p)
-{
-	list_add_tail(&p->node, &probes);
-	nprobes_all++;
-}
-
-static void probe_unlink(struct djp_probe *p)
-{
-	list_del(&p->node);
-	nprobes_all--;
-}
-
 static void probe_free(struct djp_probe *p)
 {
 	kfree(p->modglob);
@@ -471,10 +460,10 @@ int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsigned int
 		ret = p->id < 0 ? p->id : 0;
 	}
 	if (!ret) {
-		probe_link(p);
+		list_add_tail(&p->node, &probes);
 		ret = sites_apply(v, n, true);
 		if (ret) {
-			probe_unlink(p);
+			list_del(&p->node);
 			idr_remove(&probe_ids, p->id);
 			sites_apply(v, n, false);
 		}
@@ -505,7 +494,7 @@ int djp_disconnect(int id)
 	}
 	ret = collect_sites(p, NULL, &v, &n);
 	idr_remove(&probe_ids, id);
-	probe_unlink(p);
+	list_del(&p->node);
 	if (!ret)
 		ret = sites_apply(v, n, false);
 	if (ret) {
@@ -743,7 +732,7 @@ void djp_core_exit(void)
 	unregister_module_notifier(&module_nb);
 	mutex_lock(&djp_mutex);
 	list_for_each_entry_safe(p, tmp, &probes, node) {
-		probe_unlink(p);
+		list_del(&p->node);
 		idr_remove(&probe_ids, p->id);
 		probe_free(p);
 	}
