@@ -45,6 +45,12 @@ void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t
 
 #define STACK_REGS (1u << DJP_REG_RSP | 1u << DJP_REG_RBP)
 
+/* The flavour (enum djp_flavour) of a site's trampoline index. */
+static int arch_flavour(int flavour)
+{
+	return flavour >= DJP_TRAMP_STACK ? flavour - DJP_TRAMP_STACK : flavour;
+}
+
 /* The registers a site's trampoline of `flavour` keeps in the view: those
  * its argument locations read. */
 static uint32_t regs_used(const struct djp_site *s, int flavour)
@@ -61,7 +67,7 @@ static uint32_t regs_used(const struct djp_site *s, int flavour)
 	 * trampoline it asks for, so for the length of a batch the old
 	 * trampoline runs the new list, whose handlers may (a return probe's
 	 * hook writes through it). */
-	if (s->obj->parent && (flavour == DJP_FULL || flavour == DJP_FULL + DJP_TRAMP_STACK))
+	if (s->obj->parent && arch_flavour(flavour) == DJP_FULL)
 		return ((1u << DJP_REG_COUNT) - 1) & ~(1u << DJP_REG_RIP);
 	if (s->obj->parent)
 		m |= 1u << DJP_REG_RSP;
@@ -84,12 +90,6 @@ static int vector_use(struct djp_object *o)
 		o->vec_use = u < 0 ? DJP_VEC_AVX512 | DJP_VEC_X87 : u;
 	}
 	return o->vec_use;
-}
-
-/* The flavour (enum djp_flavour) of a site's trampoline index. */
-static int arch_flavour(int flavour)
-{
-	return flavour >= DJP_TRAMP_STACK ? flavour - DJP_TRAMP_STACK : flavour;
 }
 
 static void desired_state(const struct djp_site *s, const struct djp_handler_list *l, int *state, int *flavour)

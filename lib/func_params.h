@@ -107,15 +107,16 @@ int djp_params_get_vars(struct djp_params_file *pf, uint64_t func_addr, uint64_t
 /* Where the function whose entry is at link-time address func_addr comes
  * from in the source: the file it is declared in (with the unit's
  * directory when DWARF gives it relative), its declaration line, and, with
- * code_lines (a walk of the unit's line table: ask only when a line is
+ * with_lines (a walk of the unit's line table: ask only when a line is
  * wanted), the lowest and highest line of that file its code has
- * line-table rows for (0 when none or not asked).  What stap's function("NAME@FILE:LINE") matches and its
- * -l prints.  0, or -errno with one line in err as djp_params_get. */
+ * line-table rows for (0 when none or not asked).  What stap's
+ * function("NAME@FILE:LINE") matches and its -l prints.  0, or -errno
+ * with one line in err as djp_params_get. */
 struct djp_func_source {
 	char file[1024];
 	unsigned decl_line, lo_line, hi_line;
 };
-int djp_params_source(struct djp_params_file *pf, uint64_t func_addr, bool code_lines, struct djp_func_source *out,
+int djp_params_source(struct djp_params_file *pf, uint64_t func_addr, bool with_lines, struct djp_func_source *out,
 		      char *err, size_t errsz);
 
 #endif
