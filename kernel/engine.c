@@ -187,7 +187,10 @@ int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned fl
 		djp_point_free(point);
 		return fail(-EDEADLK);
 	}
-	/* djp_hit_reg's unwinder, set up before any handler may need it */
+	/* djp_hit_reg's unwinder, set up before any handler may need it.  A
+	 * flag, not pthread_once: a connect from a signal handler that
+	 * interrupted this very call would wait on itself forever; a handler
+	 * racing the first connect just waits inside libgcc's own once. */
 	static atomic_bool unwinder_ready;
 	if (!atomic_exchange(&unwinder_ready, true))
 		djp_callee_saved_prepare();
