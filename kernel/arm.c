@@ -81,6 +81,14 @@ static uint32_t regs_used(const struct djp_site *s, int flavour)
 	return m;
 }
 
+bool djp__site_views_hold_stack(const struct djp_site *s)
+{
+	for (int f = 0; f < DJP_FLAVOURS; f++)
+		if ((regs_used(s, f) & STACK_REGS) != STACK_REGS)
+			return false;
+	return true;
+}
+
 /* What the object's code keeps in vector registers, decoded once; a file
  * that cannot be read is assumed to use everything. */
 static int vector_use(struct djp_object *o)

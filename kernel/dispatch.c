@@ -18,7 +18,12 @@
  * a recursion.  Lean paths skip handlers that did not promise DJP_GPR_ONLY:
  * that can only happen to a thread that entered a lean trampoline just
  * before its site was switched to the full one, and skipping is the only
- * safe choice, since its vector state is not saved.
+ * safe choice, since its vector state is not saved.  A stack-walking
+ * handler (DJP__STACK) is skipped the same way, and counted as a miss,
+ * when the view comes from a trampoline without %rsp and %rbp: a batch
+ * publishes its lists before its text jumps to the DJP__STACK variant
+ * they ask for, and a walk from the old view's stale slots would record
+ * a wrong stack (thousands of them a batch, measured).
  *
  * The site of a hit is not stored in it: the word below the register view
  * names it (arch_hit_site), which costs the lean trampoline no store.
@@ -39,11 +44,37 @@ bool djp_in_handler(void)
 	return djp_rcu_inside();
 }
 
+/* Does the hit's view hold %rsp and %rbp, which a DJP__STACK handler
+ * walks from?  A SIGTRAP's or a return's view holds every register (its
+ * key is the site); a trampoline's holds them when it is one of the
+ * site's DJP__STACK variants, or when all of the site's do. */
+static bool view_holds_stack(const struct djp_hit *hit, const struct djp_handler_list *l)
+{
+	const struct djp_site *s;
+	if (l->stack_in_every_view || !arch_hit_from_call(hit))
+		return true;
+	s = djp__hit_site(hit);
+	for (int f = DJP_TRAMP_STACK; f < DJP_SITE_TRAMPS; f++)
+		if (arch_hit_from_tramp(hit, __atomic_load_n(&s->tramp[f], __ATOMIC_RELAXED)))
+			return true;
+	return false;
+}
+
 static inline void run_list(const struct djp_hit *hit, const struct djp_handler_list *l, unsigned need)
 {
-	for (unsigned i = 0; i < l->n; i++)
-		if ((l->h[i].flags & (need | DJP__SKIP)) == need)
-			l->h[i].fn(hit, l->h[i].data);
+	for (unsigned i = 0; i < l->n; i++) {
+		const struct djp_handler *h = &l->h[i];
+		if ((h->flags & (need | DJP__SKIP)) != need)
+			continue;
+		if ((h->flags & DJP__STACK) && !view_holds_stack(hit, l)) {
+			/* a trampoline from before the batch that added this
+			 * handler, which keeps no %rsp and %rbp: a walk from
+			 * what its slots held would be a wrong stack */
+			atomic_fetch_add_explicit(&djp__hit_site(hit)->misses, 1, memory_order_relaxed);
+			continue;
+		}
+		h->fn(hit, h->data);
+	}
 }
 
 /* The lean fast path's call for a list that is not one lean handler. */
@@ -87,17 +118,23 @@ void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s)
 {
 	const struct djp_handler *h;
 	unsigned live = mark_repeats(l, &h);
-	if (live == 1 && (h->flags & DJP_GPR_ONLY))
+	/* the one handler is called directly, unless it walks the stack and
+	 * a trampoline without %rsp and %rbp may still call it (run_list
+	 * checks the view) */
+	bool direct;
+	l->stack_in_every_view = djp__site_views_hold_stack(s);
+	direct = live == 1 && (!(h->flags & DJP__STACK) || l->stack_in_every_view);
+	if (direct && (h->flags & DJP_GPR_ONLY))
 		l->lean = (struct djp_fast_call){ h->fn, h->data };
 	else
 		l->lean = (struct djp_fast_call){ djp_run_lean_list, l };
-	if (live == 1)
+	if (direct)
 		l->full = (struct djp_fast_call){ h->fn, h->data };
 	else
 		l->full = (struct djp_fast_call){ djp_run_full_list, l };
 	l->prefetch = l->lean;
 	l->wants_prefetch = false;
-	if (live == 1 && (h->flags & DJP_GPR_ONLY) && h->plan) {
+	if (direct && (h->flags & DJP_GPR_ONLY) && h->plan) {
 		/* called with more arguments than the handler type says: only
 		 * a prefetching trampoline calls it */
 		djp_fast_entry_fn fast = h->plan(h->data, s, &l->plan);

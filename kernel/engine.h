@@ -93,6 +93,8 @@ struct djp_handler_list {
 	struct djp_fast_call prefetch; /* a lean one's that prefetched the arguments */
 	struct djp_fast_plan plan;
 	bool wants_prefetch;	       /* `prefetch` is a specialised entry */
+	bool stack_in_every_view;      /* every trampoline of the site keeps
+					  %rsp and %rbp (djp__site_views_hold_stack) */
 	unsigned n;
 	struct djp_handler h[];
 };
@@ -281,6 +283,10 @@ bool djp_in_handler(void);
 /* Fill in l->lean, l->full and l->prefetch (and l->plan, l->wants_prefetch)
  * from the handlers of a new list for site `s` (djp_list_make does). */
 void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s);
+/* arm.c: does every trampoline flavour of site s keep %rsp and %rbp in
+ * its view (its arguments read them, or it is an instruction probe's
+ * full one), not only the DJP__STACK variants? */
+bool djp__site_views_hold_stack(const struct djp_site *s);
 /* The process-wide id of the site hit (what the recorder stores), and its
  * marker record (name, format, argument locations). */
 uint32_t djp__hit_id(const struct djp_hit *hit);

@@ -158,6 +158,13 @@ static inline struct djp_site *arch_hit_site(const struct djp_hit *hit)
 	base = k & ~(DJP_TRAMP_CHUNK - 1);
 	return ((struct djp_site *const *)(base + DJP_TRAMP_SITES_AT))[(k - base - DJP_TRAMP_DATA) / DJP_TRAMP_SLOT];
 }
+/* Is the hit's key a return address inside the trampoline at `entry`
+ * (the same slot)? */
+static inline bool arch_hit_from_tramp(const struct djp_hit *hit, uintptr_t entry)
+{
+	uintptr_t k = ((const uintptr_t *)hit)[-1];
+	return entry && !(k & DJP_HIT_KEY_SITE) && (k & ~(DJP_TRAMP_SLOT - 1)) == (entry & ~(DJP_TRAMP_SLOT - 1));
+}
 /* Is the hit's key the return address of a lean trampoline's call (its
  * view holds the caller-saved registers and those its arguments read), not
  * a site pointer (a full trampoline or a SIGTRAP: every register)? */
