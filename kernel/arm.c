@@ -43,8 +43,6 @@ void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t
 		x86_encode_jmp(out, s->addr, s->tramp[flavour]);
 }
 
-#define STACK_REGS (1u << DJP_REG_RSP | 1u << DJP_REG_RBP)
-
 /* The flavour (enum djp_flavour) of a site's trampoline index. */
 static int arch_flavour(int flavour)
 {
@@ -81,12 +79,31 @@ static uint32_t regs_used(const struct djp_site *s, int flavour)
 	return m;
 }
 
+/* What the trampoline at index f of s.tramp (a flavour, + DJP_TRAMP_STACK
+ * for its variant that keeps %rsp and %rbp) stores in the view. */
+static uint32_t view_regs(const struct djp_site *s, int f)
+{
+	return ARCH_CALLER_SAVED | regs_used(s, f) | (f >= DJP_TRAMP_STACK ? DJP_STACK_REGS : 0);
+}
+
 bool djp__site_views_hold_stack(const struct djp_site *s)
 {
 	for (int f = 0; f < DJP_FLAVOURS; f++)
-		if ((regs_used(s, f) & STACK_REGS) != STACK_REGS)
+		if ((view_regs(s, f) & DJP_STACK_REGS) != DJP_STACK_REGS)
 			return false;
 	return true;
+}
+
+uint32_t djp__view_regs(const struct djp_hit *hit)
+{
+	const struct djp_site *s;
+	if (!arch_hit_from_call(hit))
+		return (1u << DJP_REG_COUNT) - 1;
+	s = djp__hit_site(hit);
+	for (int f = 0; f < DJP_SITE_TRAMPS; f++)
+		if (arch_hit_from_tramp(hit, __atomic_load_n(&s->tramp[f], __ATOMIC_RELAXED)))
+			return view_regs(s, f);
+	return ARCH_CALLER_SAVED;
 }
 
 /* What the object's code keeps in vector registers, decoded once; a file
@@ -117,7 +134,7 @@ static void desired_state(const struct djp_site *s, const struct djp_handler_lis
 	 * the arguments do not have them already (an instruction probe's
 	 * view has every register); the one handler's fast entry, if any,
 	 * is not for such a list */
-	if (stack && (regs_used(s, full ? DJP_FULL : DJP_LEAN) & STACK_REGS) != STACK_REGS)
+	if (stack && (regs_used(s, full ? DJP_FULL : DJP_LEAN) & DJP_STACK_REGS) != DJP_STACK_REGS)
 		*flavour = (full ? DJP_FULL : DJP_LEAN) + DJP_TRAMP_STACK;
 	else
 		*flavour = full ? DJP_FULL : l->wants_prefetch ? DJP_LEAN_PREFETCH : DJP_LEAN;
@@ -220,10 +237,7 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 								.sp_align = sites[i]->m->sp_align,
 								.ds = sites[i],
 								.list = &sites[i]->handlers,
-								.regs_used = regs_used(sites[i], flavour[i]) |
-									     (flavour[i] >= DJP_TRAMP_STACK
-										      ? STACK_REGS
-										      : 0),
+								.regs_used = view_regs(sites[i], flavour[i]),
 								/* an instruction probe's trampoline
 								 * keeps the flags and ends with the
 								 * displaced instructions */

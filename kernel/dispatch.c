@@ -44,29 +44,13 @@ bool djp_in_handler(void)
 	return djp_rcu_inside();
 }
 
-/* Does the hit's view hold %rsp and %rbp, which a DJP__STACK handler
- * walks from?  A SIGTRAP's or a return's view holds every register (its
- * key is the site); a trampoline's holds them when it is one of the
- * site's DJP__STACK variants, or when all of the site's do. */
-static bool view_holds_stack(const struct djp_hit *hit, const struct djp_handler_list *l)
-{
-	const struct djp_site *s;
-	if (l->stack_in_every_view || !arch_hit_from_call(hit))
-		return true;
-	s = djp__hit_site(hit);
-	for (int f = DJP_TRAMP_STACK; f < DJP_SITE_TRAMPS; f++)
-		if (arch_hit_from_tramp(hit, __atomic_load_n(&s->tramp[f], __ATOMIC_RELAXED)))
-			return true;
-	return false;
-}
-
 static inline void run_list(const struct djp_hit *hit, const struct djp_handler_list *l, unsigned need)
 {
 	for (unsigned i = 0; i < l->n; i++) {
 		const struct djp_handler *h = &l->h[i];
 		if ((h->flags & (need | DJP__SKIP)) != need)
 			continue;
-		if ((h->flags & DJP__STACK) && !view_holds_stack(hit, l)) {
+		if ((h->flags & DJP__STACK) && (djp__view_regs(hit) & DJP_STACK_REGS) != DJP_STACK_REGS) {
 			/* a trampoline from before the batch that added this
 			 * handler, which keeps no %rsp and %rbp: a walk from
 			 * what its slots held would be a wrong stack */
@@ -121,9 +105,7 @@ void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s)
 	/* the one handler is called directly, unless it walks the stack and
 	 * a trampoline without %rsp and %rbp may still call it (run_list
 	 * checks the view) */
-	bool direct;
-	l->stack_in_every_view = djp__site_views_hold_stack(s);
-	direct = live == 1 && (!(h->flags & DJP__STACK) || l->stack_in_every_view);
+	bool direct = live == 1 && (!(h->flags & DJP__STACK) || djp__site_views_hold_stack(s));
 	if (direct && (h->flags & DJP_GPR_ONLY))
 		l->lean = (struct djp_fast_call){ h->fn, h->data };
 	else
@@ -230,6 +212,10 @@ DJP_API uint64_t djp_hit_reg(const struct djp_hit *hit, unsigned dwarf_reg)
 	 * %r12-%r15 in their registers only (kernel/callee_saved.c) */
 	if (v >= DJP_REG_RBX && v <= DJP_REG_R15 && s->obj->parent && arch_hit_from_call(hit))
 		return djp_callee_saved_reg(hit, (int)dwarf_reg);
+	/* a marker's trampoline stores what its arguments read: the rest of
+	 * its view is whatever the stack held, never given out */
+	if (!(djp__view_regs(hit) & (1u << v)))
+		return 0;
 	return hit->regs.r[v];
 }
 

@@ -59,6 +59,8 @@ typedef djp_fast_entry_fn (*djp_fast_plan_fn)(void *data, const struct djp_site 
  * %rsp and %rbp, which a jump-armed marker's trampoline saves only for
  * such handlers (kernel/arm.c). */
 #define DJP__STACK (1u << 29)
+/* the view's registers a DJP__STACK handler walks from (1 << enum djp_reg) */
+#define DJP_STACK_REGS (1u << DJP_REG_RSP | 1u << DJP_REG_RBP)
 #define DJP__ONCE (1u << 30)
 #define DJP__SKIP (1u << 31)
 
@@ -93,8 +95,6 @@ struct djp_handler_list {
 	struct djp_fast_call prefetch; /* a lean one's that prefetched the arguments */
 	struct djp_fast_plan plan;
 	bool wants_prefetch;	       /* `prefetch` is a specialised entry */
-	bool stack_in_every_view;      /* every trampoline of the site keeps
-					  %rsp and %rbp (djp__site_views_hold_stack) */
 	unsigned n;
 	struct djp_handler h[];
 };
@@ -285,8 +285,12 @@ bool djp_in_handler(void);
 void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s);
 /* arm.c: does every trampoline flavour of site s keep %rsp and %rbp in
  * its view (its arguments read them, or it is an instruction probe's
- * full one), not only the DJP__STACK variants? */
+ * full one), not only the DJP__STACK variants?  And the registers the
+ * view of a hit holds (1 << enum djp_reg): every one for a SIGTRAP's or
+ * a return's; for a trampoline's, what that trampoline stores (the one
+ * whose slot the hit's key lies in). */
 bool djp__site_views_hold_stack(const struct djp_site *s);
+uint32_t djp__view_regs(const struct djp_hit *hit);
 /* The process-wide id of the site hit (what the recorder stores), and its
  * marker record (name, format, argument locations). */
 uint32_t djp__hit_id(const struct djp_hit *hit);

@@ -34,12 +34,15 @@ __asm__(".pushsection .text\n"
 	"	inc %rbp\n"
 	"	mov %rbp,%fs:sv_count@tpoff\n"
 	"	mov %rsp,%fs:sv_sp@tpoff\n"
+	".globl sv_site_marker\n"
+	"sv_site_marker:\n"
 	"990: .byte 0x66,0x0f,0x1f,0x44,0x00,0x00\n" DJP_TEST_RECORD("sv_site")
 	"	pop %rbp\n"
 	"	ret\n"
 	".size sv_site, .-sv_site\n"
 	".popsection\n");
 void sv_site(void);
+extern const char sv_site_marker[];
 
 static atomic_long plain_hits, stack_hits, bad;
 static atomic_bool stop;
@@ -90,4 +93,51 @@ TEST_TIMEOUT(stack_handler_never_sees_a_view_without_rsp_rbp, 60)
 	if (atomic_load(&bad) || atomic_load(&stack_hits) < rounds || atomic_load(&plain_hits) < rounds)
 		djp_test_fail(__FILE__, __LINE__, "%ld rounds, %ld stack hits, %ld wrong, %ld plain hits", rounds,
 			      atomic_load(&stack_hits), atomic_load(&bad), atomic_load(&plain_hits));
+}
+
+/* djp_hit_reg at a marker: a jump's trampoline keeps the caller-saved
+ * registers and those the arguments read (sv_site has none), and the rest
+ * of its view is whatever the stack held, so %rsp and %rbp read 0 there;
+ * the DJP__STACK variant and an int3 give them exactly. */
+static atomic_long reg_hits, reg_wrong;
+static bool reg_exact;
+
+static void reg_reader(const struct djp_hit *hit, void *data)
+{
+	(void)data;
+	atomic_fetch_add(&reg_hits, 1);
+	if (reg_exact ? djp_hit_reg(hit, 7) != sv_sp || djp_hit_reg(hit, 6) != sv_count
+		      : djp_hit_reg(hit, 7) != 0 || djp_hit_reg(hit, 6) != 0)
+		atomic_fetch_add(&reg_wrong, 1);
+}
+
+TEST(marker_hit_reg_reads_only_what_the_view_holds)
+{
+	static const struct {
+		const char *what;
+		unsigned flags;
+		bool stack, exact;
+		uint8_t byte;
+	} way[] = {
+		{ "lean jump", DJP_GPR_ONLY, false, false, 0xe9 },
+		{ "full jump", 0, false, false, 0xe9 },
+		{ "lean jump, stack variant", DJP_GPR_ONLY, true, true, 0xe9 },
+		{ "full jump, stack variant", 0, true, true, 0xe9 },
+		{ "int3", DJP_FORCE_INT3, false, true, 0xcc },
+	};
+	for (unsigned w = 0; w < sizeof(way) / sizeof(way[0]); w++) {
+		int id = djp__connect("sv_site", reg_reader, NULL, way[w].flags,
+				      &(struct djp_connect_opts){ .stack = way[w].stack });
+		CHECK(id >= 0);
+		reg_exact = way[w].exact;
+		atomic_store(&reg_hits, 0);
+		atomic_store(&reg_wrong, 0);
+		for (int i = 0; i < 1000; i++)
+			sv_site();
+		if (*(const uint8_t *)sv_site_marker != way[w].byte || atomic_load(&reg_hits) != 1000 ||
+		    atomic_load(&reg_wrong))
+			djp_test_fail(__FILE__, __LINE__, "%s: site byte %#x, %ld hits of 1000, %ld wrong", way[w].what,
+				      *(const uint8_t *)sv_site_marker, atomic_load(&reg_hits), atomic_load(&reg_wrong));
+		CHECK_EQ(djp_disconnect(id), 0);
+	}
 }

@@ -120,7 +120,9 @@ struct djp_tramp_req {
 	/* in: the word where the site's list is published (RCU): a pointer
 	 * to a struct djp_fast_call, or NULL for no handlers */
 	const void *list;
-	uint32_t regs_used; /* in: registers the arguments read (1 << enum djp_reg) */
+	uint32_t regs_used; /* in: the registers the view holds (1 << enum djp_reg): the
+			       caller-saved ones, which every trampoline saves, and
+			       those its handlers read (kernel/arm.c, view_regs) */
 	/* in: the site's arguments and its object's load bias, for the
 	 * prefetch (arch_tramp_prefetches) */
 	const struct djp_argloc *args;
@@ -158,6 +160,12 @@ static inline struct djp_site *arch_hit_site(const struct djp_hit *hit)
 	base = k & ~(DJP_TRAMP_CHUNK - 1);
 	return ((struct djp_site *const *)(base + DJP_TRAMP_SITES_AT))[(k - base - DJP_TRAMP_DATA) / DJP_TRAMP_SLOT];
 }
+/* Registers every trampoline saves in the view: what a C call clobbers. */
+#define ARCH_CALLER_SAVED                                                                                    \
+	((1u << DJP_REG_RAX) | (1u << DJP_REG_RCX) | (1u << DJP_REG_RDX) | (1u << DJP_REG_RSI) |          \
+	 (1u << DJP_REG_RDI) | (1u << DJP_REG_R8) | (1u << DJP_REG_R9) | (1u << DJP_REG_R10) |            \
+	 (1u << DJP_REG_R11))
+
 /* Is the hit's key a return address inside the trampoline at `entry`
  * (the same slot)? */
 static inline bool arch_hit_from_tramp(const struct djp_hit *hit, uintptr_t entry)

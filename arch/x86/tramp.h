@@ -164,12 +164,6 @@ static inline void rsp_operand(struct emit *e, int regf, int32_t disp, int scale
 		b4(e, (uint32_t)disp);
 }
 
-/* Registers every trampoline saves: what a C call clobbers. */
-#define CALLER_SAVED                                                                                         \
-	((1u << DJP_REG_RAX) | (1u << DJP_REG_RCX) | (1u << DJP_REG_RDX) | (1u << DJP_REG_RSI) |          \
-	 (1u << DJP_REG_RDI) | (1u << DJP_REG_R8) | (1u << DJP_REG_R9) | (1u << DJP_REG_R10) |            \
-	 (1u << DJP_REG_R11))
-
 /*
  * The frame.  `view` is where the register view starts, relative to %rsp
  * once the frame is built; `saved_rsp` is where the stack pointer from

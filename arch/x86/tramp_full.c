@@ -214,7 +214,7 @@ size_t djp_tramp_gen_full(struct emit *e, const struct djp_tramp_req *r, uintptr
 	EMIT(e, "\x48\x8b\x40\xf8"); /* mov -8(%rax),%rax */
 	for (int i = DJP_REG_R11; i >= DJP_REG_RAX; i--)
 		push_pop(e, i, 0);
-	djp_tramp_save_view(e, &f, r->regs_used & ~(CALLER_SAVED | 1u << DJP_REG_RSP | 1u << DJP_REG_RIP), r);
+	djp_tramp_save_view(e, &f, r->regs_used & ~(ARCH_CALLER_SAVED | 1u << DJP_REG_RSP | 1u << DJP_REG_RIP), r);
 	emit_vsave(e, vc, x87, area, x87s, &resume_s);
 	djp_tramp_fast_call(e, r, slow, 0, (int32_t)djp_tramp_ops.full_call);
 	back = e->n;

@@ -160,7 +160,7 @@ size_t djp_tramp_gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr
 		/* Static alignment: the view at %rsp, 16-byte aligned after the
 		 * pushes.  Slots above the pushes that no argument reads need no
 		 * room: nothing ever reads them. */
-		int32_t above = (r->regs_used & ~CALLER_SAVED) ? upper : 0;
+		int32_t above = (r->regs_used & ~ARCH_CALLER_SAVED) ? upper : 0;
 		int32_t pad = (sp_align - RED_ZONE - above - 8 * (DJP_REG_R11 + 1)) & 15;
 		f.size = RED_ZONE + pad + above;
 		f.to_site_rsp = f.size + 8 * (DJP_REG_R11 + 1);
@@ -180,7 +180,7 @@ size_t djp_tramp_gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr
 	}
 	for (int i = DJP_REG_R11; i >= DJP_REG_RAX; i--)
 		push_pop(e, i, 0);
-	djp_tramp_save_view(e, &f, r->regs_used & ~(CALLER_SAVED | 1u << DJP_REG_RSP | 1u << DJP_REG_RIP), r);
+	djp_tramp_save_view(e, &f, r->regs_used & ~(ARCH_CALLER_SAVED | 1u << DJP_REG_RSP | 1u << DJP_REG_RIP), r);
 	if (prefetch && !arch_tramp_prefetches(r->args, r->nargs))
 		e->overflow = 1; /* cannot: this flavour is not to be made */
 	else if (prefetch)

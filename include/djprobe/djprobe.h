@@ -107,6 +107,9 @@ struct djp_point_opts {
 };
 DJP_API int djp_connect_at(const struct djp_point_opts *where, djp_handler_fn fn, void *data, unsigned flags);
 #endif /* !__KERNEL__ */
+/* At a marker armed as a jump: the caller-saved registers, those its
+ * arguments read and the site (16); any other reads 0.  At an int3 or an
+ * instruction probe: every one, as above. */
 DJP_API uint64_t djp_hit_reg(const struct djp_hit *hit, unsigned dwarf_reg);
 
 /* On return the handler is running nowhere and will never run again. */
