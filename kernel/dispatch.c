@@ -208,15 +208,15 @@ DJP_API uint64_t djp_hit_reg(const struct djp_hit *hit, unsigned dwarf_reg)
 	const struct djp_site *s = djp__hit_site(hit);
 	if (v == DJP_REG_RIP) /* the site, which a jump's view does not store */
 		return s->addr;
-	/* a lean trampoline keeps an instruction probe's %rbx, %rbp and
-	 * %r12-%r15 in their registers only (kernel/callee_saved.c) */
-	if (v >= DJP_REG_RBX && v <= DJP_REG_R15 && s->obj->parent && arch_hit_from_call(hit))
+	if (djp__view_regs(hit) & (1u << v))
+		return hit->regs.r[v];
+	/* not stored: a lean trampoline keeps an instruction probe's %rbx,
+	 * %rbp and %r12-%r15 in their registers only (kernel/callee_saved.c);
+	 * a marker's stores what its arguments read, and the rest of its view
+	 * is whatever the stack held, never given out */
+	if (v >= DJP_REG_RBX && v <= DJP_REG_R15 && s->obj->parent)
 		return djp_callee_saved_reg(hit, (int)dwarf_reg);
-	/* a marker's trampoline stores what its arguments read: the rest of
-	 * its view is whatever the stack held, never given out */
-	if (!(djp__view_regs(hit) & (1u << v)))
-		return 0;
-	return hit->regs.r[v];
+	return 0;
 }
 
 DJP_API int64_t djp_hit_arg(const struct djp_hit *hit, unsigned i)
