@@ -397,3 +397,61 @@ void djp_sites_forget(struct djp_object *o)
 		free(old[i]);
 	free(old);
 }
+
+/*
+ * A jump whose first byte someone else has made an int3: a uprobe (perf,
+ * bpftrace, SystemTap) put on the same instruction after the engine armed
+ * it.  The kernel writes the file's first byte back when that probe goes,
+ * which in front of the jump's tail would leave a torn instruction, and
+ * the program would die on it.  So the tail goes back to the original
+ * instructions now, under the foreign int3 (which keeps every thread off
+ * the bytes behind it: the kernel runs its probe and steps over its own
+ * copy of the instruction), and the site is the engine's no longer: idle,
+ * its handlers unrun until a batch arms it again, which finds the foreign
+ * int3 (-EBUSY) while it lasts.  Lock held; returns how many sites were
+ * given up, or -errno when the text could not be written.
+ */
+int djp_sites_yield_to_foreign_traps(void)
+{
+	struct djp_poke *pokes = NULL;
+	struct djp_site **given = NULL;
+	size_t n = 0, cap = 0;
+	int err;
+
+	for (struct djp_object *o = djp_objects; o; o = o->next)
+		for (size_t i = 0; i < o->nsites; i++) {
+			struct djp_site *s = &o->sites[i];
+			if (s->state != SITE_JUMP || *(volatile const uint8_t *)s->addr != X86_INT3)
+				continue;
+			if (n == cap) {
+				size_t c = cap ? 2 * cap : 16;
+				struct djp_poke *p = realloc(pokes, c * sizeof(*p));
+				struct djp_site **g = p ? realloc(given, c * sizeof(*g)) : NULL;
+				if (p)
+					pokes = p;
+				if (!g) {
+					err = -ENOMEM;
+					goto out;
+				}
+				given = g;
+				cap = c;
+			}
+			memset(&pokes[n], 0, sizeof(pokes[n]));
+			pokes[n].addr = s->addr;
+			pokes[n].len = s->len;
+			djp_site_expected(s, SITE_JUMP, s->flavour, pokes[n].old);
+			memcpy(pokes[n].new, s->orig, s->len);
+			pokes[n].old[0] = pokes[n].new[0] = X86_INT3;
+			given[n++] = s;
+		}
+	/* the first bytes stay the foreign int3: the tails and two syncs */
+	err = n ? arch_poke_batch(pokes, n, djp_sync_cores, NULL) : 0;
+	for (size_t k = 0; k < n && !err; k++) {
+		semaphore_adjust(given[k], -1);
+		given[k]->state = SITE_IDLE;
+	}
+out:
+	free(pokes);
+	free(given);
+	return err ? err : (int)n;
+}

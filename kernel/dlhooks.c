@@ -47,6 +47,20 @@ unsigned djp__engine_background_error(int *last)
 	return atomic_load(&background_errors);
 }
 
+void djp__engine_check_foreign_traps(void)
+{
+	int n;
+	if (!djp_engine_ready() || djp_in_handler())
+		return;
+	djp_engine_lock_take();
+	n = djp_sites_yield_to_foreign_traps();
+	djp_engine_lock_release();
+	if (n < 0)
+		background(n);
+	while (n-- > 0)
+		background(-EBUSY);
+}
+
 /* Give every probe the sites it matches but does not carry.  Lock held. */
 static void reattach_all(void)
 {

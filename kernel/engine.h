@@ -233,6 +233,9 @@ struct djp_site *djp_site_by_id(uint32_t id);
 
 /* arm.c: bring every site of `sites` to the state its probes ask for. */
 int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_list **new_lists);
+/* The jump sites another tool's breakpoint now covers, given back to the
+ * original instructions (arm.c has why); lock held.  How many, or -errno. */
+int djp_sites_yield_to_foreign_traps(void);
 /* The one attach and detach path (attach.c; lock held).  Attach gives the
  * probe every matching site it does not carry, outside closing objects;
  * `*matched` (if not NULL) counts the matches, closing ones included. */
@@ -253,6 +256,9 @@ int djp_objects_detach(struct djp_object *const *objs, size_t nobjs);
 /* How many batches run for dlopen or dlclose failed (they cannot report to
  * the application), and the last one's -errno (dlhooks.c). */
 unsigned djp__engine_background_error(int *last);
+/* For the agent's periodic look: djp_sites_yield_to_foreign_traps, each
+ * site given up counted as a background error (-EBUSY). */
+void djp__engine_check_foreign_traps(void);
 /* Objects were loaded behind the dlopen interposer's back (a versioned
  * dlopen, or an agent loaded after the program's calls were bound): give
  * every probe the sites it matches there, as the interposer does. */

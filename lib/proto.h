@@ -35,7 +35,8 @@
  *                     u32 n, n x {u32 tid, u64 events, u64 lost_full,
  *                     u64 lost_nested}, u32 m, m x {u32 id, u64 lost},
  *                     u32 arming errors since HELLO in objects that came
- *                     or went (dlopen, dlclose), i32 the last (-errno)
+ *                     or went (dlopen, dlclose) and sites given up to
+ *                     another tool's breakpoint, i32 the last (-errno)
  *   START      tool:  the first configuration is complete: a command that
  *                     waits in the agent's constructor may run its main.
  *              agent: OK u32 0

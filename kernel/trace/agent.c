@@ -47,6 +47,12 @@
  * interposer does, which arms whatever the new objects have.  The tool
  * learns the new marker ids when their first events arrive.
  *
+ * Another tool's breakpoints.  On the same look the engine finds jumps
+ * whose first byte a uprobe (perf, bpftrace) has made an int3, and gives
+ * their tails back to the original instructions before that uprobe goes
+ * and the kernel writes the first byte back (kernel/arm.c): counted as
+ * arming errors, which the tool reports.
+ *
  * fork: the child has no agent thread (threads do not survive fork), and
  * the engine disarms every site in it; the child closes its copies of the
  * agent's sockets so that a tool still sees end of file when the parent
@@ -249,6 +255,7 @@ static void *agent_main(void *arg)
 		}
 		if (any_probes()) {
 			check_new_objects();
+			djp__engine_check_foreign_traps();
 			timeout = 100;
 		}
 		if (poll(pf, (nfds_t)n, timeout) < 0 && errno != EINTR)

@@ -220,9 +220,10 @@ void session_report_arm_errors(const struct session *s, const char *who)
 {
 	if (s->stats_ok && s->arm_errors)
 		fprintf(stderr,
-			"%s: %" PRIu32 " probe batch%s failed in objects loaded or unloaded during the session "
-			"(last: %s): some of their markers were not traced\n",
-			who, s->arm_errors, s->arm_errors == 1 ? "" : "es", strerror(-s->arm_error_last));
+			"%s: %" PRIu32 " arming error%s during the session, in objects loaded or unloaded or at "
+			"sites another tool's breakpoint (a uprobe) took over (last: %s): some of their markers "
+			"were not traced\n",
+			who, s->arm_errors, s->arm_errors == 1 ? "" : "s", strerror(-s->arm_error_last));
 }
 
 bool session_agent_gone(struct session *s, int timeout_ms)
