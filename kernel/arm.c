@@ -28,6 +28,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "kernel/engine.h"
 #include "kernel/rcu.h"
@@ -409,49 +412,96 @@ void djp_sites_forget(struct djp_object *o)
  * copy of the instruction), and the site is the engine's no longer: idle,
  * its handlers unrun until a batch arms it again, which finds the foreign
  * int3 (-EBUSY) while it lasts.  Lock held; returns how many sites were
- * given up, or -errno when the text could not be written.
+ * given up, or -errno.
+ *
+ * The first bytes are read so that a fault cannot kill the program (an
+ * object glibc unloaded behind the engine's back, its own dlclose of an
+ * NSS module, is still on the list until the next refresh), and cheaply,
+ * since the agent asks every 100 ms: process_vm_readv of the aligned
+ * word holding each, IOV_MAX sites a call; an element that faults ends a
+ * call's transfer, and the next call starts after it.
  */
+#define PEEK_BATCH 1024
+
+/* words[i] = the aligned word holding sites[i]'s first byte; ok[i] whether
+ * it could be read. */
+static void first_words(struct djp_site **sites, size_t n, uint64_t *words, bool *ok)
+{
+	struct iovec local[PEEK_BATCH], remote[PEEK_BATCH];
+	pid_t pid = getpid();
+	size_t i = 0;
+
+	while (i < n) {
+		size_t k = n - i < PEEK_BATCH ? n - i : PEEK_BATCH;
+		long got;
+		for (size_t j = 0; j < k; j++) {
+			local[j] = (struct iovec){ &words[i + j], 8 };
+			remote[j] = (struct iovec){ (void *)(sites[i + j]->addr & ~(uintptr_t)7), 8 };
+		}
+		got = syscall(SYS_process_vm_readv, pid, local, (unsigned long)k, remote, (unsigned long)k, 0UL);
+		got = got < 0 ? 0 : got / 8;
+		for (size_t j = 0; j < (size_t)got; j++)
+			ok[i + j] = true;
+		if ((size_t)got < k)
+			ok[i + (size_t)got++] = false; /* the element that faulted */
+		i += (size_t)got;
+	}
+}
+
 int djp_sites_yield_to_foreign_traps(void)
 {
+	struct djp_site **jumps = NULL;
 	struct djp_poke *pokes = NULL;
-	struct djp_site **given = NULL;
-	size_t n = 0, cap = 0;
-	int err;
+	uint64_t *words = NULL;
+	bool *ok = NULL;
+	size_t njumps = 0, n = 0;
+	int err = 0;
 
 	for (struct djp_object *o = djp_objects; o; o = o->next)
-		for (size_t i = 0; i < o->nsites; i++) {
-			struct djp_site *s = &o->sites[i];
-			if (s->state != SITE_JUMP || *(volatile const uint8_t *)s->addr != X86_INT3)
-				continue;
-			if (n == cap) {
-				size_t c = cap ? 2 * cap : 16;
-				struct djp_poke *p = realloc(pokes, c * sizeof(*p));
-				struct djp_site **g = p ? realloc(given, c * sizeof(*g)) : NULL;
-				if (p)
-					pokes = p;
-				if (!g) {
-					err = -ENOMEM;
-					goto out;
-				}
-				given = g;
-				cap = c;
-			}
-			memset(&pokes[n], 0, sizeof(pokes[n]));
-			pokes[n].addr = s->addr;
-			pokes[n].len = s->len;
-			djp_site_expected(s, SITE_JUMP, s->flavour, pokes[n].old);
-			memcpy(pokes[n].new, s->orig, s->len);
-			pokes[n].old[0] = pokes[n].new[0] = X86_INT3;
-			given[n++] = s;
-		}
+		for (size_t i = 0; i < o->nsites; i++)
+			njumps += o->sites[i].state == SITE_JUMP;
+	if (!njumps)
+		return 0;
+	jumps = malloc(njumps * sizeof(*jumps));
+	words = malloc(njumps * sizeof(*words));
+	ok = malloc(njumps * sizeof(*ok));
+	if (!jumps || !words || !ok) {
+		err = -ENOMEM;
+		goto out;
+	}
+	njumps = 0;
+	for (struct djp_object *o = djp_objects; o; o = o->next)
+		for (size_t i = 0; i < o->nsites; i++)
+			if (o->sites[i].state == SITE_JUMP)
+				jumps[njumps++] = &o->sites[i];
+	first_words(jumps, njumps, words, ok);
+	for (size_t i = 0; i < njumps; i++)
+		if (ok[i] && (uint8_t)(words[i] >> 8 * (jumps[i]->addr & 7)) == X86_INT3)
+			jumps[n++] = jumps[i]; /* (n <= i) */
+	if (!n)
+		goto out;
+	if (!(pokes = calloc(n, sizeof(*pokes)))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t k = 0; k < n; k++) {
+		struct djp_site *s = jumps[k];
+		pokes[k].addr = s->addr;
+		pokes[k].len = s->len;
+		djp_site_expected(s, SITE_JUMP, s->flavour, pokes[k].old);
+		memcpy(pokes[k].new, s->orig, s->len);
+		pokes[k].old[0] = pokes[k].new[0] = X86_INT3;
+	}
 	/* the first bytes stay the foreign int3: the tails and two syncs */
-	err = n ? arch_poke_batch(pokes, n, djp_sync_cores, NULL) : 0;
+	err = arch_poke_batch(pokes, n, djp_sync_cores, NULL);
 	for (size_t k = 0; k < n && !err; k++) {
-		semaphore_adjust(given[k], -1);
-		given[k]->state = SITE_IDLE;
+		semaphore_adjust(jumps[k], -1);
+		jumps[k]->state = SITE_IDLE;
 	}
 out:
+	free(jumps);
+	free(words);
+	free(ok);
 	free(pokes);
-	free(given);
 	return err ? err : (int)n;
 }
