@@ -418,10 +418,10 @@ void djp_sites_forget(struct djp_object *o)
  * object glibc unloaded behind the engine's back, its own dlclose of an
  * NSS module, is still on the list until the next refresh), and cheaply,
  * since the agent asks every 100 ms: process_vm_readv of the aligned
- * word holding each, IOV_MAX sites a call; an element that faults ends a
+ * word holding each, PEEK_BATCH sites a call; an element that faults ends a
  * call's transfer, and the next call starts after it.
  */
-#define PEEK_BATCH 1024
+#define PEEK_BATCH 256 /* iovecs a call: 8 KiB of the agent thread's stack */
 
 /* words[i] = the aligned word holding sites[i]'s first byte; ok[i] whether
  * it could be read. */
