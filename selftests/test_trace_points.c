@@ -44,6 +44,58 @@ TEST_TIMEOUT(trace_func_points_count_exactly, 60)
 	free(p);
 }
 
+/* Counts the lines of `out` that are events ("TIME PID TID " and then
+ * `event` and one word) and the command's own (`other` and one word,
+ * besides its last, "sum N"); returns how many lines are none of these,
+ * printing the first few. */
+static int torn_lines(const char *out, const char *event, const char *other, int *nev, int *nother)
+{
+	int torn = 0;
+	*nev = *nother = 0;
+	for (const char *l = out; *l;) {
+		const char *e = strchr(l, '\n');
+		char line[256], rest[256];
+		snprintf(line, sizeof(line), "%.*s", (int)(e ? e - l : (long)strlen(l)), l);
+		l = e ? e + 1 : l + strlen(l);
+		if (!strncmp(line, other, strlen(other)) && !strchr(line + strlen(other), ' '))
+			++*nother;
+		else if (!strncmp(line, "sum ", 4) && !strchr(line + 4, ' '))
+			continue;
+		else if (sscanf(line, "%*s %*s %*s %255[^\n]", rest) == 1 && !strncmp(rest, event, strlen(event)) &&
+			 !strchr(rest + strlen(event), ' '))
+			++*nev;
+		else if (torn++ < 3)
+			printf("# not an event nor the command's: \"%s\"\n", line);
+	}
+	return torn;
+}
+
+/* The command shares djp's output and writes to it as fast as djp writes
+ * the events: every line stays whole (tools/djp/line_out.c). */
+TEST_TIMEOUT(trace_lines_stay_whole_beside_the_commands_output, 60)
+{
+	char cmd[4096];
+	int st, nev, ntick;
+	struct tproc *p;
+
+	snprintf(cmd, sizeof(cmd), "%s -p 8000", tt_func_target());
+	p = djp_run((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "func:ft_work", NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_EQ(torn_lines(p->obuf, "func:ft_work i=", "tick ", &nev, &ntick), 0);
+	CHECK_EQ(nev, 8000);
+	CHECK_EQ(ntick, 8000);
+	free(p);
+	/* a script's printf */
+	p = djp_run((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
+				     "probe process.function(\"ft_work\") { printf(\"0 0 0 ev %d\\n\", $i) }", NULL },
+		    &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_EQ(torn_lines(p->obuf, "ev ", "tick ", &nev, &ntick), 0);
+	CHECK_EQ(nev, 8000);
+	CHECK_EQ(ntick, 8000);
+	free(p);
+}
+
 TEST_TIMEOUT(trace_func_point_errors_say_what_and_leave_the_target, 60)
 {
 	static const struct {

@@ -4,7 +4,8 @@
  * ft_other N/2 times and getpid() N times, then prints the sum.  With
  * `-w` it first waits for a line on stdin (so that a tool can attach to it
  * with -x), and after the work for another line, or the end of its input,
- * before exiting.
+ * before exiting.  With `-p` it prints a line at each call of ft_work, to
+ * the output a tool tracing it may share.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,8 +30,12 @@ __attribute__((noinline)) long ft_other(long i)
 int main(int argc, char **argv)
 {
 	char line[64];
-	int wait = argc > 1 && !strcmp(argv[1], "-w");
-	long n = argc > 1 + wait ? atol(argv[1 + wait]) : 10, sum = 0;
+	int wait = 0, tick = 0, a = 1;
+	for (; a < argc && argv[a][0] == '-'; a++) {
+		wait |= !strcmp(argv[a], "-w");
+		tick |= !strcmp(argv[a], "-p");
+	}
+	long n = a < argc ? atol(argv[a]) : 10, sum = 0;
 
 	if (wait) {
 		printf("ready %d\n", (int)getpid());
@@ -40,6 +45,8 @@ int main(int argc, char **argv)
 	}
 	for (long i = 0; i < n; i++) {
 		sum += ft_work(i) + getpid() * 0;
+		if (tick) /* a line of its own at each call, one write each */
+			printf("tick %ld\n", i), fflush(stdout);
 		if (i % 2)
 			sum += ft_other(i);
 	}

@@ -26,6 +26,7 @@
  * ending the command with SIGTERM if the trace ended first.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <poll.h>
@@ -40,6 +41,7 @@
 #include "commands.h"
 #include "lib/escape.h"
 #include "lib/mapped_file.h"
+#include "line_out.h"
 #include "kernel/trace/agent.h"
 #include "kernel/trace/recorder.h"
 #include "trace.h"
@@ -411,11 +413,11 @@ static int exit_status(const struct session *s, int fallback)
  * write to it failed, now or earlier. */
 static bool write_failed(struct trace *t)
 {
-	bool bad = fflush(t->out) != 0;
+	bool bad = line_out_flush(t->out) != 0;
 	int err = bad ? errno : 0;
 
 	bad |= ferror(t->out) != 0;
-	if (t->out != stdout && fclose(t->out) && !bad) {
+	if (fclose(t->out) && !bad) {
 		bad = true;
 		err = errno;
 	}
@@ -454,13 +456,15 @@ int djp_cmd_trace(int argc, char **argv)
 	}
 	if ((rc = parse_args(&t, argc, argv)) >= 0)
 		goto out;
-	t.out = stdout;
-	if (t.outfile && !(t.out = fopen(t.outfile, "w"))) {
-		fprintf(stderr, "djp: %s: %s\n", t.outfile, strerror(errno));
+	/* in whole lines: the command may write to the same output */
+	int fd = t.outfile ? open(t.outfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : STDOUT_FILENO;
+	if (fd < 0 || !(t.out = line_out_open(fd, fd != STDOUT_FILENO))) {
+		fprintf(stderr, "djp: %s: %s\n", t.outfile ? t.outfile : "standard output", strerror(errno));
+		if (fd > STDOUT_FILENO)
+			close(fd);
 		rc = 1;
 		goto out;
 	}
-	setvbuf(t.out, NULL, _IOFBF, 1 << 16);
 	install_signals();
 	if (s->cmd ? session_launch(s) : session_attach(s)) {
 		rc = 1;

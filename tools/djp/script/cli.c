@@ -14,6 +14,7 @@
  * feeds N synthetic events and prints the event rate.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include "lang.h"
 #include "func_points.h"
 #include "script.h"
+#include "tools/djp/line_out.h"
 #include "tools/djp/session.h"
 
 static void on_signal(int sig)
@@ -466,13 +468,16 @@ int djp_script_main(int argc, char **argv)
 	}
 	if (verbose)
 		fprintf(stderr, "Pass 5: starting run.\n");
-	if (outpath && !(out = fopen(outpath, "w"))) {
-		fprintf(stderr, "djp: %s: %s\n", outpath, strerror(errno));
-		out = stdout;
+	/* in whole lines: the command may write to the same output */
+	int fd = outpath ? open(outpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : STDOUT_FILENO;
+	FILE *lines = fd < 0 ? NULL : line_out_open(fd, fd != STDOUT_FILENO);
+	if (!lines) {
+		fprintf(stderr, "djp: %s: %s\n", outpath ? outpath : "standard output", strerror(errno));
+		if (fd > STDOUT_FILENO)
+			close(fd);
 		goto out;
 	}
-	static char outbuf[1 << 16];
-	setvbuf(out, outbuf, _IOFBF, sizeof(outbuf));
+	out = lines;
 
 	/* pass 5: run */
 	{
@@ -491,14 +496,14 @@ int djp_script_main(int argc, char **argv)
 		if (bench) {
 			double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 			fprintf(out, "script count | %.1f | M events/s\n", s > 0 ? (double)nev / s / 1e6 : 0.0);
-			fflush(out);
+			line_out_flush(out);
 		}
 	}
 out:
 	{
 		/* What the script printed must have reached its output: a
 		 * failed write (a full disk, -o /dev/full) is an error. */
-		bool bad = fflush(out) != 0;
+		bool bad = line_out_flush(out) != 0;
 		int err = bad ? errno : 0;
 		bad |= ferror(out) != 0;
 		if (out != stdout && fclose(out) && !bad) {

@@ -38,6 +38,7 @@
 #include "ctx_vars.h"
 #include "func_points.h"
 #include "lang.h"
+#include "tools/djp/line_out.h"
 #include "tapset.h"
 #include "tapset_named.h"
 #include "ubacktrace.h"
@@ -191,7 +192,7 @@ __attribute__((noreturn, format(printf, 3, 4))) static void rt_error(struct run 
 		snprintf(r->try_msg, sizeof(r->try_msg), "%s", msg);
 		longjmp(*r->jb, 1);
 	}
-	fflush(r->out);
+	line_out_flush(r->out);
 	fprintf(stderr, "ERROR: %s near %s at %s:%d:%d in probe %s\n", msg, near(at, what, sizeof(what)), r->sc->file.name,
 		at->line, at->col, r->pp ? r->pp : "?");
 	longjmp(*r->jb, 1);
@@ -812,7 +813,7 @@ static int64_t builtin_n(struct run *r, struct node *n)
 		return 0;
 	}
 	case B_WARN:
-		fflush(r->out);
+		line_out_flush(r->out);
 		if (!script_no_warnings)
 			fprintf(stderr, "WARNING: %s\n", eval_s(r, n->args[0]));
 		return 0;
@@ -1564,11 +1565,12 @@ static int exec(struct run *r, struct node *n)
  * script's output so far, each waited for. */
 static void run_commands(struct run *r)
 {
-	fflush(r->out);
+	int fd = line_out_fd(r->out);
+	line_out_flush(r->out);
 	for (int i = 0; i < r->ncommands; i++) {
 		pid_t pid = fork();
 		if (pid == 0) {
-			if (r->out != stdout && dup2(fileno(r->out), 1) < 0)
+			if (fd != STDOUT_FILENO && dup2(fd, STDOUT_FILENO) < 0)
 				_exit(127);
 			execl("/bin/sh", "sh", "-c", r->commands[i], (char *)NULL);
 			_exit(127);
@@ -2012,7 +2014,7 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 					t->due = now + timer_period(t);
 			}
 			if (now >= flush_at || r->dirty) {
-				fflush(r->out);
+				line_out_flush(r->out);
 				r->dirty = false;
 				flush_at = UINT64_MAX;
 			}
@@ -2032,7 +2034,7 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 		run_probe(r, sc->ends[i], NULL, NULL, point_text(sc->ends[i], PP_END), true);
 	display_unread(r);
 out:
-	fflush(r->out);
+	line_out_flush(r->out);
 	if (r->errors && !script_no_warnings)
 		fprintf(stderr, "WARNING: Number of errors: %d, skipped probes: 0\n", r->errors);
 	errors = r->errors;
