@@ -340,14 +340,13 @@ TEST_TIMEOUT(inject_sends_the_target_no_signal, 90)
 		(void)!system("mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null");
 	snprintf(prog, sizeof(prog),
 		 "tracepoint:signal:signal_generate /args->pid == %d/ { printf(\"signal %%d\\n\", args->sig); }\n"
-		 "END { printf(\"watched\\n\"); }",
+		 "BEGIN { printf(\"attached\\n\"); } END { printf(\"watched\\n\"); }",
 		 (int)t->pid);
 	b = tt_spawn((char *const[]){ "/usr/bin/bpftrace", "-e", prog, NULL }, false, -1);
-	if (!tt_wait_out(b, "Attaching", 30000)) {
+	if (!tt_wait_out(b, "attached\n", 30000)) { /* BEGIN runs once the probes are in */
 		tt_kill(b);
 		SKIP("bpftrace does not run here");
 	}
-	usleep(300000);
 	p = trace_x(t->pid, "tt_burst");
 	CHECK(tt_wait_armed(t->pid, tt_target(false), 10000));
 	tt_send(t, "burst 100\n");

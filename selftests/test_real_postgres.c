@@ -112,25 +112,30 @@ static struct tproc *bpftrace_start(void)
 	}
 	b = tt_spawn((char *const[]){ "/usr/bin/bpftrace", "-e",
 				      "usdt:" PGBIN "/postgres:postgresql:transaction__commit,"
-				      "usdt:" PGBIN "/postgres:postgresql:transaction__abort { @ended = count(); }",
+				      "usdt:" PGBIN "/postgres:postgresql:transaction__abort { @ended = count(); }"
+				      " BEGIN { printf(\"attached\\n\"); }",
 				      NULL },
 		     false, -1);
-	if (!tt_wait_out(b, "Attaching", 30000)) {
+	if (!tt_wait_out(b, "attached\n", 30000)) { /* BEGIN runs once the probes are in */
 		printf("# bpftrace does not run here: no second count (%.200s)\n", b->ebuf);
 		tt_kill(b);
 		free(b);
 		return NULL;
 	}
-	usleep(300000); /* "Attaching" comes before the probes are in */
 	return b;
 }
 
 static long long bpftrace_count(struct tproc *b)
 {
 	const char *s;
+	int st;
 	kill(b->pid, SIGINT);
-	tt_finish(b, 30000);
+	st = tt_finish(b, 30000);
 	s = strstr(b->obuf, "@ended: ");
+	if (!s) /* what it did instead, for the failure that follows */
+		printf("# bpftrace printed no count: %s %d; its stderr: %.500s\n",
+		       st == -1 ? "killed after 30 s," : WIFEXITED(st) ? "exit status" : "signal",
+		       st == -1 ? 0 : WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), b->ebuf);
 	return s ? atoll(s + 8) : -1;
 }
 

@@ -253,7 +253,8 @@ static int maps_of(pid_t pid, const char *binary, struct mapping *v, int max)
 	return n;
 }
 
-int tt_sites_changed(pid_t pid, const char *binary, int *nsites)
+/* As tt_sites_changed; `say`: each changed site as a TAP comment. */
+static int sites_changed(pid_t pid, const char *binary, int *nsites, bool say)
 {
 	struct djp_marker_list *list;
 	struct mapping maps[32];
@@ -287,6 +288,15 @@ int tt_sites_changed(pid_t pid, const char *binary, int *nsites)
 		}
 		(*nsites)++;
 		changed += memcmp(live, file, len) != 0;
+		if (say && memcmp(live, file, len)) {
+			char hex[2][3 * sizeof(live) + 1];
+			for (unsigned b = 0; b < len; b++) {
+				snprintf(hex[0] + 3 * b, 4, " %02x", live[b]);
+				snprintf(hex[1] + 3 * b, 4, " %02x", file[b]);
+			}
+			printf("# %s: %s at %#lx holds%s, the file%s\n", binary, list->v[i].name, (unsigned long)a, hex[0],
+			       hex[1]);
+		}
 	}
 	if (memfd < 0 || filefd < 0)
 		changed = -1;
@@ -296,6 +306,11 @@ int tt_sites_changed(pid_t pid, const char *binary, int *nsites)
 		close(filefd);
 	djp_marker_list_free(list);
 	return changed;
+}
+
+int tt_sites_changed(pid_t pid, const char *binary, int *nsites)
+{
+	return sites_changed(pid, binary, nsites, false);
 }
 
 /* Poll until the sites are all restored (armed 0) or at least `armed`
@@ -308,8 +323,11 @@ static bool wait_sites(pid_t pid, const char *binary, int timeout_ms, int armed)
 		changed = tt_sites_changed(pid, binary, &n);
 		if (armed ? changed >= armed : changed == 0 && n > 0)
 			return true;
-		if (now_ms() >= end)
+		if (now_ms() >= end) {
+			if (!armed) /* which, for the failure that follows */
+				sites_changed(pid, binary, &n, true);
 			return false;
+		}
 		usleep(5000);
 	}
 }
