@@ -343,6 +343,7 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 			semaphore_adjust(s, -1); /* (raised in step 4) */
 		s->state = (uint8_t)state[i];
 		s->flavour = (uint8_t)flavour[i];
+		s->yielded = false; /* armed again, or its handlers gone */
 	}
 	if (npokes)
 		arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
@@ -402,89 +403,120 @@ void djp_sites_forget(struct djp_object *o)
 }
 
 /*
- * A jump whose first byte someone else has made an int3: a uprobe (perf,
- * bpftrace, SystemTap) put on the same instruction after the engine armed
- * it.  The kernel writes the file's first byte back when that probe goes,
- * which in front of the jump's tail would leave a torn instruction, and
- * the program would die on it.  So the tail goes back to the original
- * instructions now, under the foreign int3 (which keeps every thread off
- * the bytes behind it: the kernel runs its probe and steps over its own
- * copy of the instruction), and the site is the engine's no longer: idle,
- * its handlers unrun until a batch arms it again, which finds the foreign
- * int3 (-EBUSY) while it lasts.  Lock held; returns how many sites were
- * given up, or -errno.
+ * Another tool's breakpoint on a site of ours: a uprobe (perf, bpftrace,
+ * SystemTap) put on the same instruction after the engine armed it.  The
+ * kernel writes its int3 over the first byte, keeps the byte it read from
+ * the file, and writes that byte back when the uprobe goes.
  *
- * The first bytes are read so that a fault cannot kill the program (an
- * object glibc unloaded behind the engine's back, its own dlclose of an
- * NSS module, is still on the list until the next refresh), and cheaply,
- * since the agent asks every 100 ms: process_vm_readv of the aligned
- * word holding each, PEEK_BATCH sites a call; an element that faults ends a
- * call's transfer, and the next call starts after it.
+ *   - Over a jump, that byte in front of the jump's tail would leave a
+ *     torn instruction, and the program would die on it.  So while the
+ *     foreign int3 is there, the tail goes back to the original
+ *     instructions under it (which keeps every thread off the bytes
+ *     behind it: the kernel runs its probe and steps over its own copy of
+ *     the instruction).
+ *   - Over an int3 of ours the kernel writes nothing (it takes the int3
+ *     for its own), runs its probe at each hit instead of sending us the
+ *     SIGTRAP, and when it goes writes the file's byte over our int3: the
+ *     site is the original instruction again, and silent.
+ *
+ * Either way the site is given up, `yielded`: idle, its handler list kept,
+ * its hits lost while the other tool holds it (each site given up is
+ * counted, and `djp` reports it).  Once its bytes are the file's again, the
+ * other tool gone, it is retaken: the same list applied again, an
+ * ordinary batch (djp_sites_retake).  A batch that arms it meanwhile finds
+ * the foreign int3 (-EBUSY) while it lasts.
+ *
+ * The agent looks every 100 ms.  The bytes are read so that a fault cannot
+ * kill the program (an object glibc unloaded behind the engine's back, its
+ * own dlclose of an NSS module, is still on the list until the next
+ * refresh), and cheaply: process_vm_readv of each site's bytes, PEEK_BATCH
+ * sites a call; an element that faults ends a call's transfer, and the
+ * next call starts after it.
  */
 #define PEEK_BATCH 256 /* iovecs a call: 8 KiB of the agent thread's stack */
 
-/* words[i] = the aligned word holding sites[i]'s first byte; ok[i] whether
- * it could be read. */
-static void first_words(struct djp_site **sites, size_t n, uint64_t *words, bool *ok)
+/* bytes[i] = sites[i]'s bytes, ok[i] whether they could all be read. */
+static void peek_sites(struct djp_site **sites, size_t n, uint8_t (*bytes)[DJP_SITE_MAX_LEN], bool *ok)
 {
 	struct iovec local[PEEK_BATCH], remote[PEEK_BATCH];
 	pid_t pid = getpid();
 	size_t i = 0;
 
 	while (i < n) {
-		size_t k = n - i < PEEK_BATCH ? n - i : PEEK_BATCH;
+		size_t k = n - i < PEEK_BATCH ? n - i : PEEK_BATCH, j = 0;
 		long got;
-		for (size_t j = 0; j < k; j++) {
-			local[j] = (struct iovec){ &words[i + j], 8 };
-			remote[j] = (struct iovec){ (void *)(sites[i + j]->addr & ~(uintptr_t)7), 8 };
+		for (size_t e = 0; e < k; e++) {
+			local[e] = (struct iovec){ bytes[i + e], sites[i + e]->len };
+			remote[e] = (struct iovec){ (void *)sites[i + e]->addr, sites[i + e]->len };
 		}
 		got = syscall(SYS_process_vm_readv, pid, local, (unsigned long)k, remote, (unsigned long)k, 0UL);
-		got = got < 0 ? 0 : got / 8;
-		for (size_t j = 0; j < (size_t)got; j++)
+		/* the elements read whole; the next one, if any, faulted */
+		for (size_t left = got < 0 ? 0 : (size_t)got; j < k && left >= local[j].iov_len; j++) {
+			left -= local[j].iov_len;
 			ok[i + j] = true;
-		if ((size_t)got < k)
-			ok[i + (size_t)got++] = false; /* the element that faulted */
-		i += (size_t)got;
+		}
+		if (j < k)
+			ok[i + j++] = false;
+		i += j;
 	}
 }
 
-int djp_sites_yield_to_foreign_traps(void)
+/* A site with bytes in `state`; an idle one only if given up with its
+ * handlers. */
+static bool looked_at(struct djp_site *s, int state)
 {
-	struct djp_site **jumps = NULL;
+	return s->state == state && s->len && (state != SITE_IDLE || (s->yielded && atomic_load(&s->handlers)));
+}
+
+/* The sites looked_at in `state`, and their bytes as peek_sites reads them. */
+static size_t sites_in(int state, struct djp_site ***sites, uint8_t (**bytes)[DJP_SITE_MAX_LEN], bool **ok)
+{
+	size_t n = 0;
+	for (struct djp_object *o = djp_objects; o; o = o->next)
+		for (size_t i = 0; i < o->nsites; i++)
+			n += looked_at(&o->sites[i], state);
+	*sites = NULL;
+	*bytes = NULL;
+	*ok = NULL;
+	if (!n)
+		return 0;
+	*sites = malloc(n * sizeof(**sites));
+	*bytes = malloc(n * sizeof(**bytes));
+	*ok = malloc(n * sizeof(**ok));
+	if (!*sites || !*bytes || !*ok)
+		return 0;
+	n = 0;
+	for (struct djp_object *o = djp_objects; o; o = o->next)
+		for (size_t i = 0; i < o->nsites; i++)
+			if (looked_at(&o->sites[i], state))
+				(*sites)[n++] = &o->sites[i];
+	peek_sites(*sites, n, *bytes, *ok);
+	return n;
+}
+
+static void sites_in_free(struct djp_site **sites, uint8_t (*bytes)[DJP_SITE_MAX_LEN], bool *ok)
+{
+	free(sites);
+	free(bytes);
+	free(ok);
+}
+
+/* The jumps under a foreign int3: their tails back, under it. */
+static int yield_jumps(size_t *given)
+{
+	struct djp_site **jumps;
+	uint8_t(*bytes)[DJP_SITE_MAX_LEN];
 	struct djp_poke *pokes = NULL;
-	uint64_t *words = NULL;
-	bool *ok = NULL;
-	size_t njumps = 0, n = 0;
+	bool *ok;
+	size_t njumps = sites_in(SITE_JUMP, &jumps, &bytes, &ok), n = 0;
 	int err = 0;
 
-	for (struct djp_object *o = djp_objects; o; o = o->next)
-		for (size_t i = 0; i < o->nsites; i++)
-			njumps += o->sites[i].state == SITE_JUMP;
-	if (!njumps)
-		return 0;
-	jumps = malloc(njumps * sizeof(*jumps));
-	words = malloc(njumps * sizeof(*words));
-	ok = malloc(njumps * sizeof(*ok));
-	if (!jumps || !words || !ok) {
-		err = -ENOMEM;
-		goto out;
-	}
-	njumps = 0;
-	for (struct djp_object *o = djp_objects; o; o = o->next)
-		for (size_t i = 0; i < o->nsites; i++)
-			if (o->sites[i].state == SITE_JUMP)
-				jumps[njumps++] = &o->sites[i];
-	first_words(jumps, njumps, words, ok);
 	for (size_t i = 0; i < njumps; i++)
-		if (ok[i] && (uint8_t)(words[i] >> 8 * (jumps[i]->addr & 7)) == X86_INT3)
+		if (ok[i] && bytes[i][0] == X86_INT3)
 			jumps[n++] = jumps[i]; /* (n <= i) */
-	if (!n)
-		goto out;
-	if (!(pokes = calloc(n, sizeof(*pokes)))) {
+	if (n && !(pokes = calloc(n, sizeof(*pokes))))
 		err = -ENOMEM;
-		goto out;
-	}
-	for (size_t k = 0; k < n; k++) {
+	for (size_t k = 0; k < n && !err; k++) {
 		struct djp_site *s = jumps[k];
 		pokes[k].addr = s->addr;
 		pokes[k].len = s->len;
@@ -493,15 +525,65 @@ int djp_sites_yield_to_foreign_traps(void)
 		pokes[k].old[0] = pokes[k].new[0] = X86_INT3;
 	}
 	/* the first bytes stay the foreign int3: the tails and two syncs */
-	err = arch_poke_batch(pokes, n, djp_sync_cores, NULL);
+	if (n && !err)
+		err = arch_poke_batch(pokes, n, djp_sync_cores, NULL);
 	for (size_t k = 0; k < n && !err; k++) {
 		semaphore_adjust(jumps[k], -1);
 		jumps[k]->state = SITE_IDLE;
+		jumps[k]->yielded = true;
+		++*given;
 	}
-out:
-	free(jumps);
-	free(words);
-	free(ok);
+	sites_in_free(jumps, bytes, ok);
 	free(pokes);
-	return err ? err : (int)n;
+	return err;
+}
+
+/* The int3 probes whose int3 another tool took for its own and wrote the
+ * file's byte over when it went: the original instruction, whole. */
+static void yield_lost_int3s(size_t *given)
+{
+	struct djp_site **traps;
+	uint8_t(*bytes)[DJP_SITE_MAX_LEN];
+	bool *ok;
+	size_t ntraps = sites_in(SITE_INT3, &traps, &bytes, &ok), n = 0;
+
+	for (size_t i = 0; i < ntraps; i++)
+		if (ok[i] && !memcmp(bytes[i], traps[i]->orig, traps[i]->len)) {
+			semaphore_adjust(traps[i], -1);
+			traps[i]->state = SITE_IDLE;
+			traps[i]->yielded = true;
+			n++;
+		}
+	if (n) /* no int3 probe there now: a late trap from one is stale */
+		arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
+	*given += n;
+	sites_in_free(traps, bytes, ok);
+}
+
+int djp_sites_yield_to_foreign_traps(void)
+{
+	size_t given = 0;
+	int err = yield_jumps(&given);
+	yield_lost_int3s(&given);
+	return err ? err : (int)given;
+}
+
+int djp_sites_retake(void)
+{
+	struct djp_site **idle;
+	uint8_t(*bytes)[DJP_SITE_MAX_LEN];
+	bool *ok;
+	size_t nidle = sites_in(SITE_IDLE, &idle, &bytes, &ok);
+	struct site_vec sv = { 0 };
+	int err = 0;
+
+	for (size_t i = 0; i < nidle && !err; i++)
+		if (ok[i] && !memcmp(bytes[i], idle[i]->orig, idle[i]->len))
+			err = djp_site_vec_push(&sv, idle[i]);
+	if (!err) /* each its own list again (no probe has id -1): the batch arms them */
+		err = djp_change_probe(&sv, NULL, -1);
+	sites_in_free(idle, bytes, ok);
+	free(sv.v);
+	/* taken again meanwhile, or a thread blocks SIGTRAP now: next time */
+	return err == -EBUSY || err == -EDEADLK ? 0 : err;
 }

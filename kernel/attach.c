@@ -59,7 +59,7 @@ int djp_change_probe(struct site_vec *sv, const struct djp_probe *add, int remov
 		const struct djp_handler_list *cur = atomic_load(&sv->v[i]->handlers);
 		lists[i] = djp_list_make(cur, add, remove_id, sv->v[i]);
 		/* NULL is the empty list, or out of memory */
-		if (!lists[i] && (add || (cur && cur->n > 1)))
+		if (!lists[i] && (add || (cur && (cur->n > 1 || !djp_site_carries(sv->v[i], remove_id)))))
 			err = -ENOMEM;
 	}
 	if (!err)

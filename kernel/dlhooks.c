@@ -54,6 +54,7 @@ void djp__engine_check_foreign_traps(void)
 		return;
 	djp_engine_lock_take();
 	n = djp_sites_yield_to_foreign_traps();
+	background(djp_sites_retake());
 	djp_engine_lock_release();
 	if (n < 0)
 		background(n);

@@ -88,8 +88,11 @@ static void fork_child(void)
 			struct djp_site *s = &o->sites[i];
 			struct djp_text_session ts;
 			uintptr_t a = s->addr;
-			if (s->state == SITE_IDLE)
+			s->yielded = false;
+			if (s->state == SITE_IDLE) {
+				atomic_store(&s->handlers, NULL); /* a site given up keeps them */
 				continue;
+			}
 			if (arch_text_open(&ts, &a, &s->len, 1) == 0) {
 				arch_text_write(&ts, s->addr + 1, s->orig + 1, s->len - 1);
 				arch_text_write(&ts, s->addr, s->orig, 1);

@@ -119,6 +119,9 @@ struct djp_site {
 	 * nop and what follows it, once widened for a jump */
 	bool displaces;
 	bool widen_tried; /* an SDT site: djp_sdt_widen looked at it */
+	/* idle with handlers: given up to another tool's breakpoint, to be
+	 * retaken when it goes (arm.c, djp_sites_yield_to_foreign_traps) */
+	bool yielded;
 	/* Return probes (kernel/retprobes.c).  A function entry's site may
 	 * have a return site, `ret`: a site with no bytes (len 0, never
 	 * armed) whose handlers run when the calls through the entry return;
@@ -233,9 +236,14 @@ struct djp_site *djp_site_by_id(uint32_t id);
 
 /* arm.c: bring every site of `sites` to the state its probes ask for. */
 int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_list **new_lists);
-/* The jump sites another tool's breakpoint now covers, given back to the
- * original instructions (arm.c has why); lock held.  How many, or -errno. */
+/* The sites another tool's breakpoint took over, given up: a jump's tail
+ * given back to the original instructions, an int3 probe whose int3 the
+ * other tool wrote the file's byte over (arm.c has why).  Lock held; how
+ * many, or -errno. */
 int djp_sites_yield_to_foreign_traps(void);
+/* The sites given up whose bytes are the file's again, the other tool
+ * gone: armed again for their handlers.  Lock held; 0 or -errno. */
+int djp_sites_retake(void);
 /* The one attach and detach path (attach.c; lock held).  Attach gives the
  * probe every matching site it does not carry, outside closing objects;
  * `*matched` (if not NULL) counts the matches, closing ones included. */
@@ -257,7 +265,8 @@ int djp_objects_detach(struct djp_object *const *objs, size_t nobjs);
  * the application), and the last one's -errno (dlhooks.c). */
 unsigned djp__engine_background_error(int *last);
 /* For the agent's periodic look: djp_sites_yield_to_foreign_traps, each
- * site given up counted as a background error (-EBUSY). */
+ * site given up counted as a background error (-EBUSY), then
+ * djp_sites_retake. */
 void djp__engine_check_foreign_traps(void);
 /* Objects were loaded behind the dlopen interposer's back (a versioned
  * dlopen, or an agent loaded after the program's calls were bound): give

@@ -1,12 +1,16 @@
 /*
  * Another tool's uprobe (perf, bpftrace, SystemTap) put on an instruction
- * djprobe has armed as a jump: the kernel writes its int3 over the jump's
- * first byte, and when the uprobe goes it writes back the file's first
- * byte, in front of the jump's tail, which would leave a torn instruction
- * the program dies on.  The agent sees the foreign int3 and gives the site
- * back to the original instructions behind it first (kernel/arm.c,
- * djp_sites_yield_to_foreign_traps).  The uprobe here is opened as
- * bpftrace opens one, with perf_event_open on the uprobe PMU.
+ * djprobe has armed.  Over a jump, the kernel writes its int3 over the
+ * jump's first byte, and when the uprobe goes it writes back the file's
+ * first byte, in front of the jump's tail, which would leave a torn
+ * instruction the program dies on: the agent sees the foreign int3 and
+ * gives the site back to the original instructions behind it first.
+ * Over an int3 of ours, the kernel takes the int3 for its own and, when
+ * the uprobe goes, writes the file's byte over it: the site would go
+ * silent.  Either way the site, given up, is retaken once the uprobe is
+ * gone (kernel/arm.c, djp_sites_yield_to_foreign_traps), and djp says
+ * that hits were lost.  The uprobe here is opened as bpftrace opens one,
+ * with perf_event_open on the uprobe PMU.
  */
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -20,6 +24,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "lib/func_symbols.h"
 #include "test_trace_util.h"
 
 /* A uprobe at file offset `off` of `path`, in every process that maps it;
@@ -72,14 +77,45 @@ static bool tail_is(pid_t pid, uintptr_t a, const uint8_t *want, int n)
 	return true;
 }
 
+/* Room for every event of the 200,000 calls, whenever the tool drains:
+ * the count must be exact. */
+#define RING "16777216"
+
+/* The sum func_target prints for n calls. */
+static void wait_sum(struct tproc *t, long n)
+{
+	char want[64];
+	long sum = 0;
+	for (long k = 0; k < n; k++)
+		sum += k * 7 + 3 + (k % 2 ? k : 0);
+	snprintf(want, sizeof(want), "sum %ld\n", sum);
+	CHECK(tt_wait_out(t, want, 20000));
+}
+
+/* djp stopped: it counted `events` hits of `name`, and said that some
+ * were lost to another tool's breakpoint. */
+static void check_trace(struct tproc *d, const char *name, unsigned long long events)
+{
+	unsigned long long got = 0, lost = 0;
+	int st;
+	kill(d->pid, SIGINT);
+	st = tt_finish(d, 20000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		djp_test_fail(__FILE__, __LINE__, "djp trace ended with status %#x: %s", st, d->ebuf);
+	if (!tt_summary_row(d->ebuf, name, &got, &lost) || got != events)
+		djp_test_fail(__FILE__, __LINE__, "%s: %llu events, not %llu: %s", name, got, events, d->ebuf);
+	if (!strstr(d->ebuf, "another tool's breakpoint"))
+		djp_test_fail(__FILE__, __LINE__, "no word of the site lost for a while: %s", d->ebuf);
+}
+
 TEST_TIMEOUT(trace_x_jump_under_a_foreign_uprobe_is_given_back, 90)
 {
 	struct tproc *t, *d;
-	char pid[32], real[4096], want[64];
+	char pid[32], real[4096];
 	uint8_t orig[8];
 	uintptr_t a;
-	long n = 200000, sum = 0;
-	int fd, st, i;
+	long n = 200000;
+	int fd, i;
 
 	CHECK(realpath(tt_func_target(), real) != NULL);
 	t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", "200000", NULL }, false, -1);
@@ -88,7 +124,9 @@ TEST_TIMEOUT(trace_x_jump_under_a_foreign_uprobe_is_given_back, 90)
 	for (i = 0; i < 8; i++)
 		orig[i] = (uint8_t)tt_byte_at(t->pid, a + (uintptr_t)i);
 	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
-	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "func:ft_work", NULL }, false, -1);
+	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "-o", "/dev/null", "--buffer-size", RING, "func:ft_work",
+				      NULL },
+		     false, -1);
 	tt_wait_byte(t->pid, a, 0xe9, 10000);
 
 	fd = uprobe_open(real, file_offset(t->pid, a));
@@ -102,21 +140,69 @@ TEST_TIMEOUT(trace_x_jump_under_a_foreign_uprobe_is_given_back, 90)
 	for (i = 0; i < 100 && !tail_is(t->pid, a, orig, 5); i++)
 		usleep(50000);
 	CHECK(tail_is(t->pid, a, orig, 5));
-	close(fd); /* the kernel writes the file's first byte back */
-	tt_wait_byte(t->pid, a, orig[0], 5000);
-	CHECK(tail_is(t->pid, a, orig, 8));
+	/* the kernel writes the file's first byte back, the instruction is
+	 * whole, and the agent takes the site again */
+	close(fd);
+	tt_wait_byte(t->pid, a, 0xe9, 10000);
 
-	/* the program runs the instruction whole */
+	/* the program runs every call, each one traced */
 	tt_send(t, "go\n");
-	for (long k = 0; k < n; k++)
-		sum += k * 7 + 3 + (k % 2 ? k : 0);
-	snprintf(want, sizeof(want), "sum %ld\n", sum);
-	CHECK(tt_wait_out(t, want, 20000));
-	kill(d->pid, SIGINT);
-	st = tt_finish(d, 20000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	/* and the tool says the site was lost */
-	if (!strstr(d->ebuf, "another tool's breakpoint"))
-		djp_test_fail(__FILE__, __LINE__, "no word of the lost site: %s", d->ebuf);
+	wait_sum(t, n);
+	check_trace(d, "func:ft_work", (unsigned long long)n);
+	tt_end(t);
+}
+
+/* The offset of ft_work's last byte, its `ret` at -O2. */
+static uint64_t last_byte(void)
+{
+	struct djp_func_table *ft = NULL;
+	char err[256], real[4096];
+	uint64_t off = 0;
+	CHECK(realpath(tt_func_target(), real) != NULL);
+	CHECK_EQ(djp_funcs_read(real, &ft, err, sizeof(err)), 0);
+	for (size_t i = 0; i < ft->count; i++)
+		if (!strcmp(ft->v[i].name, "ft_work"))
+			off = ft->v[i].size - 1;
+	djp_funcs_free(ft);
+	CHECK(off != 0);
+	return off;
+}
+
+TEST_TIMEOUT(trace_x_int3_a_foreign_uprobe_wrote_over_is_retaken, 90)
+{
+	struct tproc *t, *d;
+	char pid[32], real[4096], point[64];
+	uint64_t off = last_byte();
+	uintptr_t r;
+	long n = 200000;
+	int fd;
+
+	CHECK(realpath(tt_func_target(), real) != NULL);
+	t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", "200000", NULL }, false, -1);
+	CHECK(tt_wait_out(t, "ready", 10000));
+	r = tt_func_addr(t->pid, tt_func_target(), "ft_work") + off;
+	CHECK_EQ(tt_byte_at(t->pid, r), 0xc3); /* a ret: no room for a jump, an int3 probe */
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	snprintf(point, sizeof(point), "func:ft_work+%#lx", (unsigned long)off);
+	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "-o", "/dev/null", "--buffer-size", RING, point, NULL },
+		     false, -1);
+	tt_wait_byte(t->pid, r, 0xcc, 10000);
+
+	/* the kernel finds an int3 there and takes it for its own; when the
+	 * uprobe goes, it writes the file's byte, the ret, over it */
+	fd = uprobe_open(real, file_offset(t->pid, r));
+	if (fd < 0) {
+		tt_kill(d);
+		tt_kill(t);
+		SKIP("no uprobe PMU in this kernel (perf_event_open)");
+	}
+	close(fd);
+	/* the agent arms it again (without the look, the ret stays) */
+	tt_wait_byte(t->pid, r, 0xcc, 10000);
+
+	tt_send(t, "go\n");
+	wait_sum(t, n);
+	snprintf(point, sizeof(point), "func:ft_work+%#lx", (unsigned long)off);
+	check_trace(d, point, (unsigned long long)n);
 	tt_end(t);
 }

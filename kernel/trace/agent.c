@@ -50,8 +50,10 @@
  * Another tool's breakpoints.  On the same look the engine finds jumps
  * whose first byte a uprobe (perf, bpftrace) has made an int3, and gives
  * their tails back to the original instructions before that uprobe goes
- * and the kernel writes the first byte back (kernel/arm.c): counted as
- * arming errors, which the tool reports.
+ * and the kernel writes the first byte back, and int3 probes whose int3 a
+ * uprobe that went wrote the file's byte over (kernel/arm.c): counted as
+ * arming errors, which the tool reports, and armed again on a later look
+ * once the uprobe is gone.
  *
  * fork: the child has no agent thread (threads do not survive fork), and
  * the engine disarms every site in it; the child closes its copies of the
