@@ -15,10 +15,11 @@
  *
  * A thread already inside a handler (a handler that calls instrumented
  * code, or a signal that lands during one) gets a counted miss instead of
- * a recursion.  Lean paths skip handlers that did not promise DJP_GPR_ONLY:
- * that can only happen to a thread that entered a lean trampoline just
- * before its site was switched to the full one, and skipping is the only
- * safe choice, since its vector state is not saved.  A stack-walking
+ * a recursion.  Lean paths skip handlers that did not promise DJP_GPR_ONLY,
+ * counted as misses too: that can only happen to a thread that entered a
+ * lean trampoline just before its site was switched to the full one, and
+ * skipping is the only safe choice, since its vector state is not saved.
+ * A stack-walking
  * handler (DJP__STACK) is skipped the same way, and counted as a miss,
  * when the view comes from a trampoline without %rsp and %rbp: a batch
  * publishes its lists before its text jumps to the DJP__STACK variant
@@ -48,12 +49,14 @@ static inline void run_list(const struct djp_hit *hit, const struct djp_handler_
 {
 	for (unsigned i = 0; i < l->n; i++) {
 		const struct djp_handler *h = &l->h[i];
-		if ((h->flags & (need | DJP__SKIP)) != need)
+		if (h->flags & DJP__SKIP)
 			continue;
-		if ((h->flags & DJP__STACK) && (djp__view_regs(hit) & DJP_STACK_REGS) != DJP_STACK_REGS) {
-			/* a trampoline from before the batch that added this
-			 * handler, which keeps no %rsp and %rbp: a walk from
-			 * what its slots held would be a wrong stack */
+		/* A trampoline from before the batch that added this handler:
+		 * a lean one, which saves no vector state the handler may
+		 * touch, or one that keeps no %rsp and %rbp, from whose slots
+		 * a stack walk would record a wrong stack.  Skipped, counted. */
+		if ((h->flags & need) != need ||
+		    ((h->flags & DJP__STACK) && (djp__view_regs(hit) & DJP_STACK_REGS) != DJP_STACK_REGS)) {
 			atomic_fetch_add_explicit(&djp__hit_site(hit)->misses, 1, memory_order_relaxed);
 			continue;
 		}

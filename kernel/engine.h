@@ -136,7 +136,9 @@ struct djp_site {
 	const struct djp_marker_info *m;
 	struct djp_object *obj;
 	struct djp_handler_list *_Atomic handlers;
-	atomic_ulong misses; /* hits inside a handler, not reported */
+	/* hits not reported: inside a handler, or a handler skipped by a
+	 * trampoline from before its batch (dispatch.c) */
+	atomic_ulong misses;
 };
 
 struct djp_object {

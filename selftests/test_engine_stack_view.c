@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -140,4 +141,38 @@ TEST(marker_hit_reg_reads_only_what_the_view_holds)
 				      *(const uint8_t *)sv_site_marker, atomic_load(&reg_hits), atomic_load(&reg_wrong));
 		CHECK_EQ(djp_disconnect(id), 0);
 	}
+}
+
+static void count_call(const struct djp_hit *hit, void *data)
+{
+	(void)hit;
+	++*(int *)data;
+}
+
+/* A list of a lean handler and one that may touch vector state, run as a
+ * lean trampoline from before the batch that added the second would run
+ * it: the second is skipped, and the skip is a counted miss, which the
+ * tool reports; the full trampoline runs both. */
+TEST(lean_list_counts_the_handler_it_skips)
+{
+	static struct djp_site site;
+	struct djp_handler_list *l = calloc(1, sizeof(*l) + 2 * sizeof(l->h[0]));
+	uintptr_t frame[32] = { (uintptr_t)&site | DJP_HIT_KEY_SITE }; /* the key, below the view */
+	const struct djp_hit *hit = (const struct djp_hit *)&frame[1];
+	int lean = 0, other = 0;
+
+	CHECK(l != NULL);
+	l->n = 2;
+	l->h[0] = (struct djp_handler){ .fn = count_call, .data = &lean, .flags = DJP_GPR_ONLY };
+	l->h[1] = (struct djp_handler){ .fn = count_call, .data = &other, .flags = 0 };
+	djp_list_seal(l, &site);
+	l->lean.fn(hit, l->lean.data);
+	CHECK_EQ(lean, 1);
+	CHECK_EQ(other, 0);
+	CHECK_EQ(atomic_load(&site.misses), 1);
+	l->full.fn(hit, l->full.data);
+	CHECK_EQ(lean, 2);
+	CHECK_EQ(other, 1);
+	CHECK_EQ(atomic_load(&site.misses), 1);
+	free(l);
 }
