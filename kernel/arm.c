@@ -34,6 +34,7 @@
 
 #include "kernel/engine.h"
 #include "kernel/rcu.h"
+#include "arch/x86/insn_reloc.h"
 #include "arch/x86/vector_use.h"
 #include "lib/sysops.h"
 
@@ -414,6 +415,10 @@ void djp_sites_forget(struct djp_object *o)
  *     instructions under it (which keeps every thread off the bytes
  *     behind it: the kernel runs its probe and steps over its own copy of
  *     the instruction).
+ *   - Inside a jump, at an instruction of the file that the jump covers,
+ *     the int3 has bent the jump's target already, and the file's byte
+ *     the kernel writes back when it goes would bend it for good: the
+ *     site goes back to the original instructions around that int3.
  *   - Over an int3 of ours the kernel writes nothing (it takes the int3
  *     for its own), runs its probe at each hit instead of sending us the
  *     SIGTRAP, and when it goes writes the file's byte over our int3: the
@@ -501,30 +506,85 @@ static void sites_in_free(struct djp_site **sites, uint8_t (*bytes)[DJP_SITE_MAX
 	free(ok);
 }
 
-/* The jumps under a foreign int3: their tails back, under it. */
+/* May jump site s, whose bytes are `now`, be given up: the only bytes not
+ * ours are int3s (another tool's breakpoints), each at the start of an
+ * instruction of the file, as a uprobe's is?  `keep`: where they are. */
+static bool under_foreign_int3(const struct djp_site *s, const uint8_t *now, bool *keep)
+{
+	uint8_t ours[DJP_SITE_MAX_LEN];
+	bool any = false, starts[DJP_SITE_MAX_LEN] = { false };
+	struct djp_insn in;
+	djp_site_expected(s, SITE_JUMP, s->flavour, ours);
+	for (unsigned b = 0; b < s->len; b++) {
+		keep[b] = now[b] != ours[b];
+		if (keep[b] && now[b] != X86_INT3)
+			return false; /* someone else's instruction: not ours to mend */
+		any |= keep[b];
+	}
+	if (!any) /* (the common case, every look: nothing decoded) */
+		return false;
+	for (unsigned b = 0; b < s->len; b += in.len) {
+		if (djp_insn_decode(s->orig + b, s->len - b, s->addr + b, &in) || !in.len)
+			break;
+		starts[b] = true;
+	}
+	for (unsigned b = 0; b < s->len; b++)
+		if (keep[b] && !starts[b])
+			return false; /* not where a uprobe can be */
+	return true;
+}
+
+/* The jumps with a foreign int3 on them, given back to the original
+ * instructions around it: an int3 over the first byte keeps every thread
+ * off the rest (the kernel runs its probe and steps over its own copy of
+ * the instruction).  One inside the jump (SystemTap and perf probe put a
+ * function's probe after its prologue, which may be inside the jump of
+ * the function's entry) has already bent the jump's target: the sooner
+ * the bytes are the original instructions the better, with our own int3
+ * over the first byte meanwhile, a trap table entry that skips the site
+ * as an idle one would, and the foreign int3 never written (arch_poke_batch
+ * leaves an int3 that the old bytes and the new both hold). */
 static int yield_jumps(size_t *given)
 {
 	struct djp_site **jumps;
 	uint8_t(*bytes)[DJP_SITE_MAX_LEN];
 	struct djp_poke *pokes = NULL;
-	bool *ok;
-	size_t njumps = sites_in(SITE_JUMP, &jumps, &bytes, &ok), n = 0;
+	struct djp_trap_entry *entries = NULL;
+	struct djp_site **trapped = NULL;
+	struct djp_trap_table *t;
+	bool *ok, keep[DJP_SITE_MAX_LEN];
+	size_t njumps = sites_in(SITE_JUMP, &jumps, &bytes, &ok), n = 0, ntrapped = 0;
 	int err = 0;
 
 	for (size_t i = 0; i < njumps; i++)
-		if (ok[i] && bytes[i][0] == X86_INT3)
-			jumps[n++] = jumps[i]; /* (n <= i) */
-	if (n && !(pokes = calloc(n, sizeof(*pokes))))
+		if (ok[i] && under_foreign_int3(jumps[i], bytes[i], keep)) {
+			memmove(bytes[n], bytes[i], sizeof(bytes[i])); /* (n <= i) */
+			jumps[n++] = jumps[i];
+		}
+	if (n && (!(pokes = calloc(n, sizeof(*pokes))) || !(entries = calloc(n, sizeof(*entries))) ||
+		  !(trapped = calloc(n, sizeof(*trapped)))))
 		err = -ENOMEM;
 	for (size_t k = 0; k < n && !err; k++) {
 		struct djp_site *s = jumps[k];
+		under_foreign_int3(s, bytes[k], keep);
 		pokes[k].addr = s->addr;
 		pokes[k].len = s->len;
-		djp_site_expected(s, SITE_JUMP, s->flavour, pokes[k].old);
+		memcpy(pokes[k].old, bytes[k], s->len);
 		memcpy(pokes[k].new, s->orig, s->len);
-		pokes[k].old[0] = pokes[k].new[0] = X86_INT3;
+		for (unsigned b = 0; b < s->len; b++)
+			if (keep[b])
+				pokes[k].new[b] = X86_INT3;
+		if (!keep[0]) { /* our int3 there for the length of the batch */
+			entries[ntrapped] = (struct djp_trap_entry){ s->addr, s->ool, s, DJP_TRAP_SKIP, s->len };
+			trapped[ntrapped++] = s;
+		}
 	}
-	/* the first bytes stay the foreign int3: the tails and two syncs */
+	if (ntrapped && !err) {
+		if (!(t = trap_table_build(entries, ntrapped, trapped, ntrapped)))
+			err = -ENOMEM;
+		else
+			arch_trap_publish(t);
+	}
 	if (n && !err)
 		err = arch_poke_batch(pokes, n, djp_sync_cores, NULL);
 	for (size_t k = 0; k < n && !err; k++) {
@@ -533,8 +593,12 @@ static int yield_jumps(size_t *given)
 		jumps[k]->yielded = true;
 		++*given;
 	}
+	if (ntrapped)
+		arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
 	sites_in_free(jumps, bytes, ok);
 	free(pokes);
+	free(entries);
+	free(trapped);
 	return err;
 }
 

@@ -238,10 +238,10 @@ struct djp_site *djp_site_by_id(uint32_t id);
 
 /* arm.c: bring every site of `sites` to the state its probes ask for. */
 int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_list **new_lists);
-/* The sites another tool's breakpoint took over, given up: a jump's tail
- * given back to the original instructions, an int3 probe whose int3 the
- * other tool wrote the file's byte over (arm.c has why).  Lock held; how
- * many, or -errno. */
+/* The sites another tool's breakpoint took over, given up: a jump with
+ * its int3 on or in it given back to the original instructions around
+ * that int3, an int3 probe whose int3 the other tool wrote the file's byte
+ * over (arm.c has why).  Lock held; how many, or -errno. */
 int djp_sites_yield_to_foreign_traps(void);
 /* The sites given up whose bytes are the file's again, the other tool
  * gone: armed again for their handlers.  Lock held; 0 or -errno. */

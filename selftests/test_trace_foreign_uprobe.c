@@ -4,7 +4,9 @@
  * jump's first byte, and when the uprobe goes it writes back the file's
  * first byte, in front of the jump's tail, which would leave a torn
  * instruction the program dies on: the agent sees the foreign int3 and
- * gives the site back to the original instructions behind it first.
+ * gives the site back to the original instructions behind it first.  An
+ * int3 inside the jump's bytes bends its target: the agent gives the site
+ * back to the original instructions around it.
  * Over an int3 of ours, the kernel takes the int3 for its own and, when
  * the uprobe goes, writes the file's byte over it: the site would go
  * silent.  Either way the site, given up, is retaken once the uprobe is
@@ -204,5 +206,57 @@ TEST_TIMEOUT(trace_x_int3_a_foreign_uprobe_wrote_over_is_retaken, 90)
 	wait_sum(t, n);
 	snprintf(point, sizeof(point), "func:ft_work+%#lx", (unsigned long)off);
 	check_trace(d, point, (unsigned long long)n);
+	tt_end(t);
+}
+
+/* A uprobe inside the jump's bytes: at entry_pushes+2, an instruction of the
+ * file that the jump over the function's entry covers.  The kernel's int3
+ * bends the jump's target at once; the agent gives the site back to the
+ * original instructions around that int3, and when the uprobe goes (the
+ * kernel writing the file's byte there, not the jump's), takes it again. */
+TEST_TIMEOUT(trace_x_jump_with_a_foreign_uprobe_inside_is_given_back, 90)
+{
+	struct tproc *t, *d;
+	char pid[32], real[4096];
+	uint8_t orig[8];
+	uintptr_t a;
+	long n = 200000;
+	int fd, i, b;
+
+	CHECK(realpath(tt_func_target(), real) != NULL);
+	t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", "200000", NULL }, false, -1);
+	CHECK(tt_wait_out(t, "ready", 10000));
+	a = tt_func_addr(t->pid, tt_func_target(), "entry_pushes");
+	for (i = 0; i < 8; i++)
+		orig[i] = (uint8_t)tt_byte_at(t->pid, a + (uintptr_t)i);
+	CHECK_EQ(orig[2], 0x53); /* push %rbx, after push %r12 */
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "-o", "/dev/null", "--buffer-size", RING,
+				      "func:entry_pushes", NULL },
+		     false, -1);
+	tt_wait_byte(t->pid, a, 0xe9, 10000);
+
+	fd = uprobe_open(real, file_offset(t->pid, a + 2));
+	if (fd < 0) {
+		tt_kill(d);
+		tt_kill(t);
+		SKIP("no uprobe PMU in this kernel (perf_event_open)");
+	}
+	/* the original instructions, the kernel's int3 at +2 left alone */
+	for (i = 0; i < 200; i++) {
+		for (b = 0; b < 8 && tt_byte_at(t->pid, a + (uintptr_t)b) == (b == 2 ? 0xcc : orig[b]); b++)
+			;
+		if (b == 8)
+			break;
+		usleep(50000);
+	}
+	if (b < 8)
+		djp_test_fail(__FILE__, __LINE__, "byte %d of entry_pushes is %#x", b, tt_byte_at(t->pid, a + (uintptr_t)b));
+	close(fd);
+	tt_wait_byte(t->pid, a, 0xe9, 10000); /* taken again */
+
+	tt_send(t, "go\n");
+	wait_sum(t, n);
+	check_trace(d, "func:entry_pushes", (unsigned long long)n);
 	tt_end(t);
 }

@@ -114,12 +114,20 @@ int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void), djp_poke_ch
 			memcpy(p[i].new + 1, p[i].old + 1, p[i].len - 1u);
 		}
 
-	/* Step 2: the tails. */
+	/* Step 2: the tails.  An int3 in both old and new is not written:
+	 * it is someone else's (a uprobe inside a jump being given up, which
+	 * the kernel may take away at any moment: writing it back would leave
+	 * an int3 nobody owns), so a tail is written in the runs around it. */
 	for (size_t i = 0; i < n && !err; i++) {
-		if (p[i].len > 1 && memcmp(p[i].old + 1, p[i].new + 1, p[i].len - 1)) {
-			err = arch_text_write(&s, p[i].addr + 1, p[i].new + 1, p[i].len - 1);
-			tails = 1;
+		if (p[i].len <= 1 || !memcmp(p[i].old + 1, p[i].new + 1, p[i].len - 1))
+			continue;
+		for (unsigned b = 1, e; b < p[i].len && !err; b = e + 1) {
+			for (e = b; e < p[i].len && !(p[i].old[e] == X86_INT3 && p[i].new[e] == X86_INT3); e++)
+				;
+			if (e > b)
+				err = arch_text_write(&s, p[i].addr + b, p[i].new + b, e - b);
 		}
+		tails = 1;
 	}
 	/* The kernel skips this sync when no tail changed; so do we. */
 	if (!err && tails)
