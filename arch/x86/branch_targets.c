@@ -67,18 +67,21 @@ static int section_targets(void *ctx, const uint8_t *code, size_t len, uint64_t 
 		if (next < nstarts)
 			end = starts[next];
 		while (at < end) {
+			/* The instruction without its operands: a relative
+			 * branch's displacement is in the raw immediate, and
+			 * its target the next instruction's address plus it
+			 * (as ZydisCalcAbsoluteAddress computes it in 64-bit
+			 * mode).  Decoding the operands too was two thirds of
+			 * the walk, which is a third of arming function("*"). */
 			ZydisDecodedInstruction in;
-			ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-			if (ZYAN_FAILED(ZydisDecoderDecodeFull(&w->dec, code + at, end - at, &in, ops))) {
+			if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&w->dec, NULL, code + at, end - at, &in))) {
 				at++;
 				continue;
 			}
-			for (unsigned i = 0; i < in.operand_count_visible; i++) {
-				ZyanU64 abs;
-				if (ops[i].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[i].imm.is_relative &&
-				    ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &ops[i], addr + at, &abs)) && add(&w->t, abs))
+			for (unsigned i = 0; i < 2; i++)
+				if (in.raw.imm[i].is_relative &&
+				    add(&w->t, addr + at + in.length + (uint64_t)in.raw.imm[i].value.s))
 					return -ENOMEM;
-			}
 			at += in.length;
 		}
 		at = end;

@@ -139,21 +139,31 @@ static int is_rsp(ZydisRegister r)
 /* 0; -EILSEQ when it does not decode; -ENODATA when it needs more than avail. */
 static int decode(const ZydisDecoder *dec, const uint8_t *code, size_t avail, uintptr_t at, struct xinsn *x)
 {
+	ZydisDecoderContext ctx;
 	ZydisDecodedInstruction in;
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 	const ZydisDecodedOperand *mem = NULL, *rel = NULL;
+	unsigned nops = 0;
 	ZyanStatus st;
 	ZyanU64 abs;
 
 	memset(x, 0, sizeof(*x));
-	st = ZydisDecoderDecodeFull(dec, code, avail, &in, ops);
+	st = ZydisDecoderDecodeInstruction(dec, &ctx, code, avail, &in);
 	if (st == ZYDIS_STATUS_NO_MORE_DATA)
 		return -ENODATA;
 	if (ZYAN_FAILED(st))
 		return -EILSEQ;
+	/* The operands only where they are read: a relative one (a branch's
+	 * target, a rip-relative operand) or a call's.  Decoding them for
+	 * every instruction was half of arming function("*"). */
+	if ((in.attributes & ZYDIS_ATTRIB_IS_RELATIVE) || in.meta.category == ZYDIS_CATEGORY_CALL) {
+		if (ZYAN_FAILED(ZydisDecoderDecodeOperands(dec, &ctx, &in, ops, in.operand_count)))
+			return -EILSEQ;
+		nops = in.operand_count;
+	}
 	x->pub.len = in.length;
 	x->pub.kind = DJP_INSN_PLAIN;
-	for (unsigned i = 0; i < in.operand_count; i++) {
+	for (unsigned i = 0; i < nops; i++) {
 		if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY &&
 		    (ops[i].mem.base == ZYDIS_REGISTER_RIP || ops[i].mem.base == ZYDIS_REGISTER_EIP))
 			mem = &ops[i];
