@@ -106,22 +106,51 @@ static int chunk_in_range(const struct chunk *c, uintptr_t site, unsigned len)
  * own 1 MiB region if any room is free there (see the top of the file),
  * else (unless `region_only`) in the free gap nearest to the site.
  */
-static struct chunk *chunk_new(uintptr_t site, unsigned len, int region_only, int *err)
+/* A new mapping [lo, hi) in the batch's copy of the address space, where
+ * it sorts. */
+static int maps_insert(struct djp_maps *ms, uintptr_t lo, uintptr_t hi)
 {
-	struct djp_maps ms;
+	struct djp_map *m = realloc(ms->m, (ms->n + 1) * sizeof(*m));
+	size_t i = ms->n;
+	if (!m)
+		return -ENOMEM;
+	ms->m = m;
+	for (; i > 0 && m[i - 1].lo > lo; i--)
+		m[i] = m[i - 1];
+	m[i] = (struct djp_map){ lo, hi, PROT_READ };
+	ms->n++;
+	return 0;
+}
+
+/* A new chunk in reach of the site.  `ms` is the batch's copy of the
+ * address space, read once and kept up to date with the chunks the batch
+ * maps: reading /proc/self/maps for each of the 85 chunks of 5,000
+ * functions was a tenth of arming them.  Another thread may have mapped
+ * something since: MAP_FIXED_NOREPLACE says so, and the copy is read again. */
+static struct chunk *chunk_new(uintptr_t site, unsigned len, int region_only, struct djp_maps *ms, int *err)
+{
 	const uintptr_t size = DJP_TRAMP_CHUNK, span = (uintptr_t)1 << 31, minaddr = 1 << 16;
 	const uintptr_t region_lo = site & ~(REGION - 1), region_hi = region_lo + REGION;
 	uintptr_t best = 0, bestdist = UINTPTR_MAX;
-	int best_in_region = 0;
+	int best_in_region = 0, fresh = 0;
 	struct chunk *c;
 	void *p;
 
-	if ((*err = djp_maps_read(&ms)))
-		return NULL;
-	for (size_t i = 0; i <= ms.n; i++) {
+again:
+	if (!ms->m || fresh) {
+		free(ms->m);
+		ms->m = NULL;
+		if ((*err = djp_maps_read(ms)))
+			return NULL;
+		fresh = 1;
+	}
+	best = 0;
+	bestdist = UINTPTR_MAX;
+	best_in_region = 0;
+	for (size_t i = 0; i <= ms->n; i++) {
 		/* Leave a page of guard on either side of others' mappings. */
-		uintptr_t gap_lo = (i ? ms.m[i - 1].hi : minaddr) + 4096;
-		uintptr_t gap_hi = (i < ms.n ? ms.m[i].lo : (uintptr_t)0x7ffffffff000) - 4096;
+		uintptr_t gap_lo = (i ? ms->m[i - 1].hi : minaddr) + 4096;
+		uintptr_t gap_hi = (i < ms->n ? ms->m[i].lo : (uintptr_t)0x7ffffffff000) - 4096;
 		uintptr_t lo = (gap_lo + size - 1) & ~(size - 1), hi, cand, dist;
 		int in_region;
 		if (gap_hi < size || lo > gap_hi - size)
@@ -138,13 +167,16 @@ static struct chunk *chunk_new(uintptr_t site, unsigned len, int region_only, in
 			best_in_region = in_region;
 		}
 	}
-	free(ms.m);
 	if (!best || (region_only && !best_in_region)) {
 		*err = -ERANGE;
 		return NULL;
 	}
 	p = djp_sys_mmap((void *)best, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
 			 -1, 0);
+	if (p == MAP_FAILED && errno == EEXIST && !fresh) {
+		fresh = 1; /* the copy was old */
+		goto again;
+	}
 	if (p == MAP_FAILED) {
 		*err = errno == EEXIST ? -ERANGE : -errno;
 		return NULL;
@@ -177,6 +209,11 @@ static struct chunk *chunk_new(uintptr_t site, unsigned len, int region_only, in
 		*err = -ERANGE;
 		return NULL;
 	}
+	if ((*err = maps_insert(ms, c->base, c->base + size))) { /* (kept: it is in the list) */
+		free(ms->m); /* read again for the next */
+		ms->m = NULL;
+		*err = 0;
+	}
 	c->next = chunks;
 	__atomic_store_n(&chunks, c, __ATOMIC_RELEASE); /* arch_tramp_owns reads it lock-free */
 	return c;
@@ -194,7 +231,8 @@ bool arch_tramp_owns(uintptr_t addr)
 
 /* A chunk with `slots` free slots for the site: one in its 1 MiB region,
  * a new one there, one in reach, or a new one in reach, in that order. */
-static struct chunk *chunk_for(uintptr_t site, unsigned len, unsigned slots, uintptr_t *full_region, int *err)
+static struct chunk *chunk_for(uintptr_t site, unsigned len, unsigned slots, uintptr_t *full_region,
+			       struct djp_maps *ms, int *err)
 {
 	struct chunk *c, *any = NULL;
 	uintptr_t region = site & ~(REGION - 1);
@@ -207,11 +245,11 @@ static struct chunk *chunk_for(uintptr_t site, unsigned len, unsigned slots, uin
 	/* A region found full stays full for the rest of the batch: one
 	 * look at the address space for it, not one per site. */
 	if (region != *full_region) {
-		if ((c = chunk_new(site, len, 1, err)))
+		if ((c = chunk_new(site, len, 1, ms, err)))
 			return c;
 		*full_region = region;
 	}
-	return any ? any : chunk_new(site, len, 0, err);
+	return any ? any : chunk_new(site, len, 0, ms, err);
 }
 
 /*
@@ -222,27 +260,34 @@ static struct chunk *chunk_for(uintptr_t site, unsigned len, unsigned slots, uin
 int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 {
 	uintptr_t *ends, *slot_start;
-	uint8_t *lens, *code;
-	size_t *sizes, nreq = 0;
+	uint8_t *lens, *code = NULL;
+	size_t *sizes, *at, nreq = 0, code_len = 0, code_cap = 0;
 	struct djp_text_session s;
 	int err = 0;
 	unsigned slots;
 	uintptr_t full_region = 1; /* none: a region is aligned */
+	struct djp_maps ms = { 0 }; /* read when a chunk is first wanted */
 
 	if (!n)
 		return 0;
-	ends = malloc(n * 2 * sizeof(*ends) + n * 2 + n * MAX_SIZE + n * sizeof(*sizes) + 8);
+	ends = malloc(n * (2 * sizeof(*ends) + 2 * sizeof(*sizes)) + n * 2);
 	slot_start = malloc(n * sizeof(*slot_start));
 	if (!ends || !slot_start) {
 		free(ends);
 		free(slot_start);
 		return -ENOMEM;
 	}
-	lens = (uint8_t *)(ends + 2 * n);
-	code = lens + 2 * n;
-	sizes = (size_t *)(void *)(((uintptr_t)(code + n * MAX_SIZE) + 7) & ~(uintptr_t)7);
+	sizes = (size_t *)(ends + 2 * n);
+	at = sizes + n;
+	lens = (uint8_t *)(at + n);
 	pthread_mutex_lock(&tramp_lock);
 	for (size_t i = 0; i < n; i++) {
+		/* Generated here, then kept end to end in `code` until the
+		 * text session: a staging area of the largest size for each
+		 * (1.5 KiB, for 150 bytes of a lean trampoline and 30 of an
+		 * out-of-line copy) was 15 MiB of fresh pages for 5,000
+		 * functions, half the page faults of arming them. */
+		uint8_t one[MAX_SIZE];
 		struct chunk *c;
 		struct emit e;
 		r[i].entry = 0;
@@ -252,12 +297,12 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 			continue;
 		}
 		slots = r[i].flavour == DJP_FULL ? FULL_SLOTS : 1;
-		if (!(c = chunk_for(r[i].site, r[i].len, slots, &full_region, &r[i].err)))
+		if (!(c = chunk_for(r[i].site, r[i].len, slots, &full_region, &ms, &r[i].err)))
 			continue;
 		r[i].entry = c->base + DJP_TRAMP_DATA + (uintptr_t)c->used * DJP_TRAMP_SLOT;
 		/* A trampoline that would not fit its slots fails alone (the
 		 * site is then an int3 probe); none does. */
-		e = (struct emit){ code + i * MAX_SIZE, 0, slots * DJP_TRAMP_SLOT, r[i].entry, 0 };
+		e = (struct emit){ one, 0, slots * DJP_TRAMP_SLOT, r[i].entry, 0 };
 		slot_start[i] = r[i].entry;
 		if (r[i].flavour == DJP_OOL) {
 			ssize_t k = djp_insn_relocate(r[i].code, r[i].len, r[i].site, e.at, e.buf, e.cap, NULL, NULL);
@@ -273,6 +318,22 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 			r[i].err = -E2BIG;
 			continue;
 		}
+		if (code_len + sizes[i] > code_cap) {
+			size_t cap = code_cap ? 2 * code_cap : 64 * 1024;
+			uint8_t *nc;
+			while (cap < code_len + sizes[i])
+				cap *= 2;
+			if (!(nc = realloc(code, cap))) {
+				r[i].entry = 0; /* (its slot not taken) */
+				r[i].err = -ENOMEM;
+				continue;
+			}
+			code = nc;
+			code_cap = cap;
+		}
+		memcpy(code + code_len, one, sizes[i]);
+		at[i] = code_len;
+		code_len += sizes[i];
 		/* The slots name their site before any code can run there. */
 		for (unsigned k = 0; k < slots; k++)
 			((struct djp_site **)(c->base + DJP_TRAMP_SITES_AT))[c->used + k] = r[i].ds;
@@ -285,7 +346,7 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 	if (nreq && !(err = arch_text_open(&s, ends, lens, 2 * nreq))) {
 		for (size_t i = 0; i < n && !err; i++)
 			if (r[i].entry)
-				err = arch_text_write(&s, slot_start[i], code + i * MAX_SIZE, sizes[i]);
+				err = arch_text_write(&s, slot_start[i], code + at[i], sizes[i]);
 		int cerr = arch_text_close(&s);
 		err = err ? err : cerr;
 	}
@@ -297,6 +358,8 @@ int arch_tramp_create(struct djp_tramp_req *r, size_t n)
 		}
 	}
 	pthread_mutex_unlock(&tramp_lock);
+	free(ms.m);
+	free(code);
 	free(ends);
 	free(slot_start);
 	return err;
