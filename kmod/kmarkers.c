@@ -26,7 +26,9 @@
  * when init ends, so it is read under rcu_read_lock_sched() as kallsyms
  * does, and only for collecting addresses; the parsing, which allocates,
  * happens outside.  Markers in init text are not kept (that text goes
- * away after init, and nothing could disarm it then).
+ * away after init, and nothing could disarm it then), nor, with a
+ * warning, markers in noinstr or __kprobes text, where kprobes refuses to
+ * go too.
  */
 #include <linux/kallsyms.h>
 #include <linux/kernel.h>
@@ -54,6 +56,24 @@ static bool in_core_text(const struct module *mod, unsigned long a, size_t len)
 	unsigned long base = (unsigned long)mod->core_layout.base;
 
 	return a >= base && a + len >= a && a + len <= base + mod->core_layout.text_size;
+}
+
+/* Is the site in text a probe must stay out of, as kprobes does
+ * (within_kprobe_blacklist): the module's noinstr text, which runs where
+ * RCU may not be watching and an int3 must not fire (entry, idle), and its
+ * __kprobes text, which the kprobes fallback itself would refuse. */
+static bool in_untouchable_text(const struct module *mod, unsigned long a)
+{
+	unsigned long ni = (unsigned long)mod->noinstr_text_start;
+
+	if (ni && a >= ni && a + DJP_SITE_LEN <= ni + mod->noinstr_text_size)
+		return true;
+#ifdef CONFIG_KPROBES
+	if (mod->kprobes_text_start && a >= (unsigned long)mod->kprobes_text_start &&
+	    a + DJP_SITE_LEN <= (unsigned long)mod->kprobes_text_start + mod->kprobes_text_size)
+		return true;
+#endif
+	return false;
 }
 
 /* The addresses of the module's records: count, or with `out`, fill up to
@@ -157,6 +177,12 @@ static int read_record(struct module *mod, unsigned long rec, struct djp_ksite *
 				l->v[0].name, (void *)site->addr);
 		djp_marker_list_free(l);
 		return -ERANGE;
+	}
+	if (in_untouchable_text(mod, site->addr)) {
+		pr_warn("djprobe: %s: marker %s is in noinstr or __kprobes text: never armed\n", mod->name,
+			l->v[0].name);
+		djp_marker_list_free(l);
+		return -EPERM;
 	}
 	site->rec = l;
 	site->m = &l->v[0];
