@@ -554,3 +554,34 @@ TEST_TIMEOUT(script_function_point_on_an_sdt_site, 60)
 		djp_test_fail(__FILE__, __LINE__, "not n=250: %s %s", p->obuf, p->ebuf);
 	free(p);
 }
+
+/* ^C as stap has it: the probes stop, every hit recorded before is counted,
+ * then the end probe runs.  The script reads the rings behind the target;
+ * ^C the moment the target has made its calls must still count them all. */
+TEST_TIMEOUT(script_ctrl_c_counts_every_hit_before_it, 60)
+{
+	struct tproc *t, *d;
+	char pid[32], want[64];
+	long n = 100000, sum = 0;
+	int st;
+
+	t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", "100000", NULL }, false, -1);
+	CHECK(tt_wait_out(t, "ready", 10000));
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	d = tt_spawn((char *const[]){ (char *)tt_djp(), "-x", pid, "-e",
+				      "global n; probe process.function(\"ft_work\") { n++ } "
+				      "probe end { printf(\"n=%d\\n\", n) }",
+				      NULL },
+		     false, -1);
+	tt_wait_byte(t->pid, tt_func_addr(t->pid, tt_func_target(), "ft_work"), 0xe9, 10000);
+	tt_send(t, "go\n");
+	for (long k = 0; k < n; k++)
+		sum += k * 7 + 3 + (k % 2 ? k : 0);
+	snprintf(want, sizeof(want), "sum %ld\n", sum);
+	CHECK(tt_wait_out(t, want, 20000));
+	kill(d->pid, SIGINT);
+	st = tt_finish(d, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_STR(d->obuf, "n=100000\n");
+	tt_end(t);
+}

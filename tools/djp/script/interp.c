@@ -1980,12 +1980,20 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 	if (src) {
 		uint64_t t0 = src->ops->now_ns(src), flush_at = UINT64_MAX;
 		struct djp_ev ev;
+		bool stopping = false;
 		for (int i = 0; i < sc->ntimers; i++)
 			sc->timers[i].due = t0 + timer_period(&sc->timers[i]);
-		while (!r->exiting && !run_interrupted) {
+		while (!r->exiting) {
 			uint64_t deadline = flush_at;
 			int rc;
-			for (int i = 0; i < sc->ntimers; i++)
+			/* ^C: the events recorded before it, then the end
+			 * probes, and no timer meanwhile */
+			if (run_interrupted && !stopping) {
+				stopping = true;
+				if (!src->ops->stop || src->ops->stop(src) < 0)
+					break;
+			}
+			for (int i = 0; i < sc->ntimers && !stopping; i++)
 				if (sc->timers[i].due < deadline)
 					deadline = sc->timers[i].due;
 			rc = src->ops->next(src, &ev, deadline);
@@ -2004,7 +2012,7 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 				break;
 			}
 			uint64_t now = src->ops->now_ns(src);
-			for (int i = 0; i < sc->ntimers && !r->exiting; i++) {
+			for (int i = 0; i < sc->ntimers && !r->exiting && !stopping; i++) {
 				struct timer *t = &sc->timers[i];
 				if (t->due > now)
 					continue;

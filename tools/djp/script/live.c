@@ -76,6 +76,7 @@ struct live {
 	int64_t mono_to_real; /* realtime - monotonic, ns */
 	char comm[64];
 	size_t next; /* the next event of the current session's last drain */
+	bool stopped; /* live_stop: disarmed, draining what was recorded */
 	bool ended;
 	/* Children of fork (FOLLOW) and the programs a -c wrapper execs: a
 	 * session each, drained in turn with the main one; `cur` is the one
@@ -329,7 +330,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			}
 			return DJP_SRC_EVENT;
 		}
-		if (run_interrupted)
+		if (run_interrupted && !l->stopped)
 			return DJP_SRC_TIMEOUT;
 		/* The batch is spent: a timer that is due (exit() in one, say)
 		 * comes before the next, or a target that never lets the rings
@@ -337,7 +338,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 		if (deadline != UINT64_MAX && clock_ns(CLOCK_REALTIME) >= deadline)
 			return DJP_SRC_TIMEOUT;
 		l->next = 0;
-		if (l->dialled) {
+		if (l->dialled && !l->stopped) {
 			l->dialled = false;
 			accept_kids(l);
 		}
@@ -413,6 +414,21 @@ static uint64_t live_now(struct djp_source *src)
 {
 	(void)src;
 	return clock_ns(CLOCK_REALTIME);
+}
+
+/* ^C, as stap has it: the probes stop, what they recorded before is read
+ * (a count the end probe prints is every hit up to the stop, not those
+ * the tool had drained by then), then the end probes run.  Each process
+ * is disarmed as `djp trace` ends it (counts, then BYE: disconnect
+ * returns when no handler runs), so its ring holds all there will be. */
+static int live_stop(struct djp_source *src)
+{
+	struct live *l = (struct live *)src;
+	session_end(&l->s);
+	for (size_t i = 0; i < l->kids.n; i++)
+		session_end(l->kids.v[i]);
+	l->stopped = l->ended = true;
+	return 0;
 }
 
 static void live_close(struct djp_source *src)
@@ -541,6 +557,7 @@ static const struct djp_source_ops live_ops = {
 	.read_mem = live_read_mem,
 	.start = live_start,
 	.next = live_next,
+	.stop = live_stop,
 	.now_ns = live_now,
 	.close = live_close,
 };

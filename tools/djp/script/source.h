@@ -114,6 +114,10 @@ struct djp_source_ops {
 	/* Next event before deadline_ns (UINT64_MAX: none): DJP_SRC_* or -errno
 	 * (< -1).  May return DJP_SRC_TIMEOUT early, e.g. on EINTR. */
 	int (*next)(struct djp_source *src, struct djp_ev *ev, uint64_t deadline_ns);
+	/* Stop recording (^C): every probe disarmed now, and next() then
+	 * returns what they recorded before it, then DJP_SRC_END; 0 or
+	 * -errno.  May be NULL: the events not yet read are dropped. */
+	int (*stop)(struct djp_source *src);
 	/* The source's clock, in ns (for timers and gettimeofday_*()). */
 	uint64_t (*now_ns)(struct djp_source *src);
 	/* Disarm everything and free the source. */
