@@ -73,6 +73,9 @@
 /* CONNECT: each event of the pattern's sites carries the user stack of its
  * hit (DJP_EVF_USTACK, walked in the process: kernel/unwind.c) */
 #define DJP_CONNECT_USTACK 4u
+/* CONNECT: arm the pattern's sites as int3 breakpoints, never jumps (safe
+ * beside another tool's uprobes on the same instructions: ENGINE.md) */
+#define DJP_CONNECT_INT3 8u
 
 enum djp_msg_type {
 	/* requests (tool to agent) */

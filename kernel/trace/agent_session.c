@@ -335,7 +335,8 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 	flags = djp_get_u32(r);
 	strings.args = djp_get_u32(r);
 	strings.bound = djp_get_u32(r);
-	if (!djp_preader_done(r) || (flags & ~(DJP_CONNECT_PENDING | DJP_CONNECT_CPU | DJP_CONNECT_USTACK)))
+	if (!djp_preader_done(r) ||
+	    (flags & ~(DJP_CONNECT_PENDING | DJP_CONNECT_CPU | DJP_CONNECT_USTACK | DJP_CONNECT_INT3)))
 		return -EPROTO;
 	if (strings.bound > DJP_RING_STR_BOUND_MAX)
 		return reply_error(s, -EINVAL, "%s", "string bound over the ring's largest");
@@ -349,7 +350,8 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 		__atomic_store_n(&s->rec->cpu, true, __ATOMIC_RELAXED); /* before the connect: its plans read it */
 	id = djp_recorder_connect(s->rec, pattern,
 				  (flags & DJP_CONNECT_PENDING ? DJP_RECORD_PENDING : 0) |
-					  (flags & DJP_CONNECT_USTACK ? DJP_RECORD_USTACK : 0),
+					  (flags & DJP_CONNECT_USTACK ? DJP_RECORD_USTACK : 0) |
+					  (flags & DJP_CONNECT_INT3 ? DJP_RECORD_INT3 : 0),
 				  &strings, &nsites);
 	if (id < 0) {
 		snprintf(msg, sizeof(msg), "pattern '%s': %s", pattern, point_problem(pattern, id));

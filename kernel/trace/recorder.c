@@ -309,9 +309,10 @@ int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned
 				      .once = true,
 				      .stack = ustack };
 	djp_handler_fn fn = ustack ? djp_recorder_hit_stack : djp_recorder_hit;
+	unsigned how = DJP_GPR_ONLY | (flags & DJP_RECORD_INT3 ? DJP_FORCE_INT3 : 0);
 	int id, err;
 
-	if (flags & ~(DJP_RECORD_PENDING | DJP_RECORD_USTACK))
+	if (flags & ~(DJP_RECORD_PENDING | DJP_RECORD_USTACK | DJP_RECORD_INT3))
 		return -EINVAL;
 	/* the call-frame tables, read now: a walk in a handler reads only
 	 * what is ready (once; later objects are read as they come) */
@@ -323,7 +324,7 @@ int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned
 	if ((err = djp__point_parse(pattern, &o.point)) < 0)
 		return err;
 	if (o.point) /* points have no arguments: no strings, no count */
-		return djp__connect(NULL, fn, rec, DJP_GPR_ONLY, &o);
+		return djp__connect(NULL, fn, rec, how, &o);
 	if (strings && strings->args && (err = add_strings(rec, pattern, strings)))
 		return err;
 	/* the sites it matches, and whether any has a %s, in one walk */
@@ -332,7 +333,7 @@ int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned
 	 * ring's system call, still fault-safe) */
 	if ((strings && strings->args) || c.strings)
 		(void)djp_safe_copy_enable();
-	id = djp__connect(pattern, fn, rec, DJP_GPR_ONLY, &o);
+	id = djp__connect(pattern, fn, rec, how, &o);
 	if (id >= 0 && nsites)
 		*nsites = c.n;
 	return id;

@@ -22,9 +22,10 @@
 
 /* djp_recorder_connect's flags: keep a pattern that matches nothing yet
  * for objects loaded later; record the user stack with each hit (a
- * script's ubacktrace()). */
+ * script's ubacktrace()); arm as int3 breakpoints only (DJP_FORCE_INT3). */
 #define DJP_RECORD_PENDING 1u
 #define DJP_RECORD_USTACK 2u
+#define DJP_RECORD_INT3 4u
 
 /* Patterns whose markers' arguments a tool wants as strings (most). */
 #define DJP_RECORDER_MAX_STR_PATTERNS 64

@@ -67,7 +67,7 @@ static void on_usr1(int sig)
 void djp_usage_trace(FILE *out)
 {
 	fprintf(out,
-		"usage: djp trace [-c CMD | -x PID] [--json] [-o FILE] [--snapshot]\n"
+		"usage: djp trace [-c CMD | -x PID] [--json] [-o FILE] [--snapshot] [--int3]\n"
 		"                 [--duration SECONDS] [--buffer-size BYTES] PATTERN[=FORMAT]...\n"
 		"       djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] PATTERN...\n"
 		"\n"
@@ -88,6 +88,9 @@ void djp_usage_trace(FILE *out)
 		"                 last events are written on SIGUSR1 and at the end\n"
 		"  --duration S   stop after S seconds\n"
 		"  --buffer-size B  ring bytes per thread, a power of two (default 1 MiB)\n"
+		"  --int3         arm int3 breakpoints only, never jumps: slower, but safe\n"
+		"                 beside another tool's uprobes on the same functions\n"
+		"                 (bpftrace, perf probe, SystemTap)\n"
 		"\n"
 		"  -k             markers of loaded kernel modules (djprobe.ko, root only):\n"
 		"                 PATTERN is NAMEGLOB or MODGLOB:NAMEGLOB, NAME prints as\n"
@@ -111,7 +114,8 @@ static int parse_args(struct trace *t, int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },	    { "snapshot", no_argument, NULL, 's' },
 		{ "duration", required_argument, NULL, 'd' }, { "buffer-size", required_argument, NULL, 'b' },
-		{ "help", no_argument, NULL, 'h' },	    { NULL, 0, NULL, 0 },
+		{ "int3", no_argument, NULL, 'i' },	    { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
 	int c;
@@ -138,6 +142,9 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			break;
 		case 's':
 			t->s.snapshot = true;
+			break;
+		case 'i':
+			t->int3 = true;
 			break;
 		case 'd':
 			t->duration = strtod(optarg, &end);
@@ -251,14 +258,15 @@ static int configure(struct trace *t, struct session *s, bool start)
 		return 1;
 	}
 	for (int i = 0; i < t->npatterns; i++) {
-		if (session_connect(s, t->patterns[i], 0, t->str_args[i], 0, &nsites) == 0)
+		unsigned how = t->int3 ? DJP_CONNECT_INT3 : 0;
+		if (session_connect(s, t->patterns[i], how, t->str_args[i], 0, &nsites) == 0)
 			continue;
 		/* a wrapper (runuser, env) or a child that has not exec'd yet:
 		 * kept for what it loads or execs */
 		/* (not a function or a line: those name the command's own code,
 		 * and one that is not there is a mistake to say now) */
 		if (s->errcode == -ENOENT && (start || s->cmd) && only_libc_probes(s) && !is_point(t->patterns[i]) &&
-		    session_connect(s, t->patterns[i], DJP_CONNECT_PENDING, t->str_args[i], 0, &nsites) == 0)
+		    session_connect(s, t->patterns[i], how | DJP_CONNECT_PENDING, t->str_args[i], 0, &nsites) == 0)
 			continue;
 		if (s->errcode == -ENOENT && !is_point(t->patterns[i]))
 			fprintf(stderr, "djp: %s: pattern '%s' matches no marker\n", what, t->patterns[i]);

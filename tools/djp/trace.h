@@ -21,6 +21,7 @@
 struct trace {
 	/* options (the session's own are in s) */
 	bool json;
+	bool int3; /* --int3: breakpoints only, never jumps */
 	const char *outfile;
 	double duration;
 	char **patterns;

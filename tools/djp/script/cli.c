@@ -44,7 +44,9 @@ static void usage(FILE *f)
 		   "-v, -p 1|2 (parse, elaborate: print and stop), -D NAME=VALUE (MAXSTRINGLEN,\n"
 		   "MAXMAPENTRIES, MAXNESTING, MAXACTION, MAXACTION_INTERRUPTIBLE, MAXERRORS,\n"
 		   "HIST_ELISION), --suppress-time-limits, -w (no warnings), -s N and -b (accepted,\n"
-		   "no effect); -g is refused.  ARGUMENTS are the script's $1.. and @1..\n");
+		   "no effect); -g is refused.  --int3 arms int3 breakpoints only, never jumps\n"
+		   "(safe beside another tool's uprobes on the same functions).  ARGUMENTS are\n"
+		   "the script's $1.. and @1..\n");
 }
 
 /* -D NAME=VALUE: one of stap's limits (lang.h).  0, or 1 after one line. */
@@ -326,12 +328,13 @@ int djp_script_main(int argc, char **argv)
 		{ "bench-events", required_argument, NULL, 'B' },
 		{ "dump-functions", no_argument, NULL, 'F' },
 		{ "suppress-time-limits", no_argument, NULL, 'T' },
+		{ "int3", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *script_text = NULL, *script_file = NULL, *cmd = NULL, *outpath = NULL, *list = NULL,
 		   *replay = NULL;
-	bool list_fields = false;
+	bool list_fields = false, int3 = false;
 	int32_t pid = 0;
 	int verbose = 0, last_pass = 5;
 	uint64_t bench = 0;
@@ -398,6 +401,7 @@ int djp_script_main(int argc, char **argv)
 			break;
 		case 'R': replay = optarg; break;
 		case 'B': bench = strtoull(optarg, NULL, 10); break;
+		case 'N': int3 = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 1;
 		}
@@ -446,6 +450,8 @@ int djp_script_main(int argc, char **argv)
 		status = list_points(&sc, src, list_fields, stdout);
 		goto out;
 	}
+	if (src)
+		src->want_int3 = int3;
 	if (bench) {
 		struct djp_source *synth;
 		if (djp_synth_open(src, bench, &synth) < 0)

@@ -102,7 +102,7 @@ struct live {
  * of each hit when the script asks cpu() */
 static unsigned connect_flags(const struct live *l)
 {
-	return DJP_CONNECT_PENDING | (l->src.want_cpu ? DJP_CONNECT_CPU : 0);
+	return DJP_CONNECT_PENDING | (l->src.want_cpu ? DJP_CONNECT_CPU : 0) | (l->src.want_int3 ? DJP_CONNECT_INT3 : 0);
 }
 
 static uint64_t clock_ns(clockid_t c)

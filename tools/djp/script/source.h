@@ -130,6 +130,7 @@ struct djp_source {
 	unsigned ndescs;
 	int32_t target_pid; /* the -c or -x process, or 0 */
 	bool want_cpu;	    /* set before arm: events should carry their CPU */
+	bool want_int3;	    /* set before arm: int3 breakpoints only (--int3) */
 };
 
 struct djp_source_opts {
