@@ -112,33 +112,57 @@ static void check_trace(struct tproc *d, const char *name, unsigned long long ev
 		djp_test_fail(__FILE__, __LINE__, "no word of the site lost for a while: %s", d->ebuf);
 }
 
-TEST_TIMEOUT(trace_x_jump_under_a_foreign_uprobe_is_given_back, 90)
+/* func_target -w n, ready for a tool. */
+static struct tproc *target(const char *n)
 {
-	struct tproc *t, *d;
-	char pid[32], real[4096];
-	uint8_t orig[8];
-	uintptr_t a;
-	long n = 200000;
-	int fd, i;
-
-	CHECK(realpath(tt_func_target(), real) != NULL);
-	t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", "200000", NULL }, false, -1);
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", (char *)n, NULL }, false, -1);
 	CHECK(tt_wait_out(t, "ready", 10000));
-	a = tt_func_addr(t->pid, tt_func_target(), "ft_work");
-	for (i = 0; i < 8; i++)
-		orig[i] = (uint8_t)tt_byte_at(t->pid, a + (uintptr_t)i);
-	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
-	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "-o", "/dev/null", "--buffer-size", RING, "func:ft_work",
-				      NULL },
-		     false, -1);
-	tt_wait_byte(t->pid, a, 0xe9, 10000);
+	return t;
+}
 
-	fd = uprobe_open(real, file_offset(t->pid, a));
-	if (fd < 0) {
+/* djp trace -x on t: `point`, its events counted (written nowhere), with
+ * `opt` (NULL: none). */
+static struct tproc *trace_x(const struct tproc *t, const char *opt, const char *point)
+{
+	char pid[32];
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	if (opt)
+		return tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, (char *)opt, "-o", "/dev/null",
+						 "--buffer-size", RING, (char *)point, NULL },
+				false, -1);
+	return tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "-o", "/dev/null", "--buffer-size", RING,
+					 (char *)point, NULL },
+			false, -1);
+}
+
+/* A uprobe at runtime address a of t's program, or the test skipped
+ * (t and d ended) where the kernel has no uprobe PMU. */
+static int uprobe_at(struct tproc *t, struct tproc *d, uintptr_t a)
+{
+	char real[4096];
+	int fd;
+	CHECK(realpath(tt_func_target(), real) != NULL);
+	if ((fd = uprobe_open(real, file_offset(t->pid, a))) < 0) {
 		tt_kill(d);
 		tt_kill(t);
 		SKIP("no uprobe PMU in this kernel (perf_event_open)");
 	}
+	return fd;
+}
+
+TEST_TIMEOUT(trace_x_jump_under_a_foreign_uprobe_is_given_back, 90)
+{
+	struct tproc *t = target("200000"), *d;
+	uint8_t orig[8];
+	uintptr_t a = tt_func_addr(t->pid, tt_func_target(), "ft_work");
+	int fd, i;
+
+	for (i = 0; i < 8; i++)
+		orig[i] = (uint8_t)tt_byte_at(t->pid, a + (uintptr_t)i);
+	d = trace_x(t, NULL, "func:ft_work");
+	tt_wait_byte(t->pid, a, 0xe9, 10000);
+
+	fd = uprobe_at(t, d, a);
 	tt_wait_byte(t->pid, a, 0xcc, 5000); /* the kernel's int3 over our jump */
 	/* the agent gives the tail back, under that int3 */
 	for (i = 0; i < 100 && !tail_is(t->pid, a, orig, 5); i++)
@@ -151,8 +175,8 @@ TEST_TIMEOUT(trace_x_jump_under_a_foreign_uprobe_is_given_back, 90)
 
 	/* the program runs every call, each one traced */
 	tt_send(t, "go\n");
-	wait_sum(t, n);
-	check_trace(d, "func:ft_work", (unsigned long long)n);
+	wait_sum(t, 200000);
+	check_trace(d, "func:ft_work", 200000);
 	tt_end(t);
 }
 
@@ -174,40 +198,25 @@ static uint64_t last_byte(void)
 
 TEST_TIMEOUT(trace_x_int3_a_foreign_uprobe_wrote_over_is_retaken, 90)
 {
-	struct tproc *t, *d;
-	char pid[32], real[4096], point[64];
+	struct tproc *t = target("200000"), *d;
+	char point[64];
 	uint64_t off = last_byte();
-	uintptr_t r;
-	long n = 200000;
-	int fd;
+	uintptr_t r = tt_func_addr(t->pid, tt_func_target(), "ft_work") + off;
 
-	CHECK(realpath(tt_func_target(), real) != NULL);
-	t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", "200000", NULL }, false, -1);
-	CHECK(tt_wait_out(t, "ready", 10000));
-	r = tt_func_addr(t->pid, tt_func_target(), "ft_work") + off;
 	CHECK_EQ(tt_byte_at(t->pid, r), 0xc3); /* a ret: no room for a jump, an int3 probe */
-	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
 	snprintf(point, sizeof(point), "func:ft_work+%#lx", (unsigned long)off);
-	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "-o", "/dev/null", "--buffer-size", RING, point, NULL },
-		     false, -1);
+	d = trace_x(t, NULL, point);
 	tt_wait_byte(t->pid, r, 0xcc, 10000);
 
 	/* the kernel finds an int3 there and takes it for its own; when the
 	 * uprobe goes, it writes the file's byte, the ret, over it */
-	fd = uprobe_open(real, file_offset(t->pid, r));
-	if (fd < 0) {
-		tt_kill(d);
-		tt_kill(t);
-		SKIP("no uprobe PMU in this kernel (perf_event_open)");
-	}
-	close(fd);
+	close(uprobe_at(t, d, r));
 	/* the agent arms it again (without the look, the ret stays) */
 	tt_wait_byte(t->pid, r, 0xcc, 10000);
 
 	tt_send(t, "go\n");
-	wait_sum(t, n);
-	snprintf(point, sizeof(point), "func:ft_work+%#lx", (unsigned long)off);
-	check_trace(d, point, (unsigned long long)n);
+	wait_sum(t, 200000);
+	check_trace(d, point, 200000);
 	tt_end(t);
 }
 
@@ -218,32 +227,18 @@ TEST_TIMEOUT(trace_x_int3_a_foreign_uprobe_wrote_over_is_retaken, 90)
  * kernel writing the file's byte there, not the jump's), takes it again. */
 TEST_TIMEOUT(trace_x_jump_with_a_foreign_uprobe_inside_is_given_back, 90)
 {
-	struct tproc *t, *d;
-	char pid[32], real[4096];
+	struct tproc *t = target("200000"), *d;
 	uint8_t orig[8];
-	uintptr_t a;
-	long n = 200000;
+	uintptr_t a = tt_func_addr(t->pid, tt_func_target(), "entry_pushes");
 	int fd, i, b;
 
-	CHECK(realpath(tt_func_target(), real) != NULL);
-	t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", "200000", NULL }, false, -1);
-	CHECK(tt_wait_out(t, "ready", 10000));
-	a = tt_func_addr(t->pid, tt_func_target(), "entry_pushes");
 	for (i = 0; i < 8; i++)
 		orig[i] = (uint8_t)tt_byte_at(t->pid, a + (uintptr_t)i);
 	CHECK_EQ(orig[2], 0x53); /* push %rbx, after push %r12 */
-	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
-	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "-o", "/dev/null", "--buffer-size", RING,
-				      "func:entry_pushes", NULL },
-		     false, -1);
+	d = trace_x(t, NULL, "func:entry_pushes");
 	tt_wait_byte(t->pid, a, 0xe9, 10000);
 
-	fd = uprobe_open(real, file_offset(t->pid, a + 2));
-	if (fd < 0) {
-		tt_kill(d);
-		tt_kill(t);
-		SKIP("no uprobe PMU in this kernel (perf_event_open)");
-	}
+	fd = uprobe_at(t, d, a + 2);
 	/* the original instructions, the kernel's int3 at +2 left alone */
 	for (i = 0; i < 200; i++) {
 		for (b = 0; b < 8 && tt_byte_at(t->pid, a + (uintptr_t)b) == (b == 2 ? 0xcc : orig[b]); b++)
@@ -258,8 +253,8 @@ TEST_TIMEOUT(trace_x_jump_with_a_foreign_uprobe_inside_is_given_back, 90)
 	tt_wait_byte(t->pid, a, 0xe9, 10000); /* taken again */
 
 	tt_send(t, "go\n");
-	wait_sum(t, n);
-	check_trace(d, "func:entry_pushes", (unsigned long long)n);
+	wait_sum(t, 200000);
+	check_trace(d, "func:entry_pushes", 200000);
 	tt_end(t);
 }
 
@@ -271,30 +266,16 @@ TEST_TIMEOUT(trace_x_jump_with_a_foreign_uprobe_inside_is_given_back, 90)
  * uprobe goes, the site is retaken. */
 TEST_TIMEOUT(trace_x_int3_option_runs_beside_uprobes_in_use, 90)
 {
-	struct tproc *t, *d;
-	char pid[32], real[4096];
-	uintptr_t a;
-	long n = 200000;
+	struct tproc *t = target("200000"), *d;
+	uintptr_t a = tt_func_addr(t->pid, tt_func_target(), "entry_pushes");
 	int fd0, fd2;
 
-	CHECK(realpath(tt_func_target(), real) != NULL);
-	t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", "200000", NULL }, false, -1);
-	CHECK(tt_wait_out(t, "ready", 10000));
-	a = tt_func_addr(t->pid, tt_func_target(), "entry_pushes");
-	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
-	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "--int3", "-o", "/dev/null", "--buffer-size",
-				      RING, "func:entry_pushes", NULL },
-		     false, -1);
+	d = trace_x(t, "--int3", "func:entry_pushes");
 	tt_wait_byte(t->pid, a, 0xcc, 10000); /* an int3, where a jump would be */
-	fd0 = uprobe_open(real, file_offset(t->pid, a));
-	fd2 = uprobe_open(real, file_offset(t->pid, a + 2));
-	if (fd0 < 0 || fd2 < 0) {
-		tt_kill(d);
-		tt_kill(t);
-		SKIP("no uprobe PMU in this kernel (perf_event_open)");
-	}
+	fd0 = uprobe_at(t, d, a);
+	fd2 = uprobe_at(t, d, a + 2);
 	tt_send(t, "go\n"); /* every call through both uprobes */
-	wait_sum(t, n);
+	wait_sum(t, 200000);
 	close(fd0);
 	close(fd2);
 	tt_wait_byte(t->pid, a, 0xcc, 10000); /* the file's byte, then ours again */
@@ -306,14 +287,11 @@ TEST_TIMEOUT(trace_x_int3_option_runs_beside_uprobes_in_use, 90)
  * djp trace does): the function's entry is an int3, and every call counts. */
 TEST_TIMEOUT(script_int3_option_arms_breakpoints, 60)
 {
-	struct tproc *t, *d;
+	struct tproc *t = target("1000"), *d;
+	uintptr_t a = tt_func_addr(t->pid, tt_func_target(), "entry_pushes");
 	char pid[32];
-	uintptr_t a;
 	int st;
 
-	t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", "1000", NULL }, false, -1);
-	CHECK(tt_wait_out(t, "ready", 10000));
-	a = tt_func_addr(t->pid, tt_func_target(), "entry_pushes");
 	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
 	d = tt_spawn((char *const[]){ (char *)tt_djp(), "-x", pid, "--int3", "-e",
 				      "global n; probe process.function(\"entry_pushes\") { n++ } "
