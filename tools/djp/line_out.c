@@ -21,6 +21,7 @@
  * write.  The cost is one memcpy of each buffer, beside the formatting.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -153,21 +154,27 @@ static int lo_close(void *cookie)
 	return rc;
 }
 
-FILE *line_out_open(int fd, int own_fd)
+FILE *line_out_open(const char *path)
 {
-	struct line_out *o = calloc(1, sizeof(*o));
+	int fd = path ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : STDOUT_FILENO;
+	struct line_out *o = fd < 0 ? NULL : calloc(1, sizeof(*o));
 	struct stat st;
 	if (!o || !(o->buf = malloc(LINE_OUT_BUF))) {
+		int err = fd < 0 ? errno : ENOMEM;
+		if (path && fd >= 0)
+			close(fd);
 		free(o);
-		errno = ENOMEM;
+		errno = err;
 		return NULL;
 	}
 	o->fd = fd;
-	o->own_fd = own_fd;
+	o->own_fd = path != NULL;
 	o->cap = LINE_OUT_BUF;
 	o->piece = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? SIZE_MAX : PIPE_BUF;
 	o->f = fopencookie(o, "w", (cookie_io_functions_t){ .write = lo_write, .close = lo_close });
 	if (!o->f) {
+		if (path)
+			close(fd);
 		free(o->buf);
 		free(o);
 		errno = ENOMEM;

@@ -5,9 +5,11 @@
 
 #include <stdio.h>
 
-/* A fully buffered stream onto fd; closing it closes fd only when own_fd.
- * NULL (errno set) when out of memory. */
-FILE *line_out_open(int fd, int own_fd);
+/* A fully buffered stream onto the file at `path`, created or emptied and
+ * closed on exec (the traced command does not inherit it), or onto
+ * standard output when path is NULL (left open by fclose).  NULL with
+ * errno set when the file cannot be opened or memory is short. */
+FILE *line_out_open(const char *path);
 
 /* fflush(), and then the line begun but not ended, as fflush() promises:
  * a script's printf("...") without a newline shows when flushed.  0, or

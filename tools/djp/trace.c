@@ -26,7 +26,6 @@
  * ending the command with SIGTERM if the trace ended first.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <poll.h>
@@ -465,11 +464,8 @@ int djp_cmd_trace(int argc, char **argv)
 	if ((rc = parse_args(&t, argc, argv)) >= 0)
 		goto out;
 	/* in whole lines: the command may write to the same output */
-	int fd = t.outfile ? open(t.outfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : STDOUT_FILENO;
-	if (fd < 0 || !(t.out = line_out_open(fd, fd != STDOUT_FILENO))) {
+	if (!(t.out = line_out_open(t.outfile))) {
 		fprintf(stderr, "djp: %s: %s\n", t.outfile ? t.outfile : "standard output", strerror(errno));
-		if (fd > STDOUT_FILENO)
-			close(fd);
 		rc = 1;
 		goto out;
 	}

@@ -14,7 +14,6 @@
  * feeds N synthetic events and prints the event rate.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -475,12 +474,9 @@ int djp_script_main(int argc, char **argv)
 	if (verbose)
 		fprintf(stderr, "Pass 5: starting run.\n");
 	/* in whole lines: the command may write to the same output */
-	int fd = outpath ? open(outpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : STDOUT_FILENO;
-	FILE *lines = fd < 0 ? NULL : line_out_open(fd, fd != STDOUT_FILENO);
+	FILE *lines = line_out_open(outpath);
 	if (!lines) {
 		fprintf(stderr, "djp: %s: %s\n", outpath ? outpath : "standard output", strerror(errno));
-		if (fd > STDOUT_FILENO)
-			close(fd);
 		goto out;
 	}
 	out = lines;
