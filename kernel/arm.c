@@ -534,6 +534,16 @@ static bool under_foreign_int3(const struct djp_site *s, const uint8_t *now, boo
 	return true;
 }
 
+/* A site whose bytes are the original instructions now (or those around
+ * another tool's int3): idle, its handlers kept for djp_sites_retake. */
+static void give_up(struct djp_site *s, size_t *given)
+{
+	semaphore_adjust(s, -1);
+	s->state = SITE_IDLE;
+	s->yielded = true;
+	++*given;
+}
+
 /* The jumps with a foreign int3 on them, given back to the original
  * instructions around it: an int3 over the first byte keeps every thread
  * off the rest (the kernel runs its probe and steps over its own copy of
@@ -548,36 +558,37 @@ static int yield_jumps(size_t *given)
 {
 	struct djp_site **jumps;
 	uint8_t(*bytes)[DJP_SITE_MAX_LEN];
-	struct djp_poke *pokes = NULL;
-	struct djp_trap_entry *entries = NULL;
-	struct djp_site **trapped = NULL;
 	struct djp_trap_table *t;
 	bool *ok, keep[DJP_SITE_MAX_LEN];
 	size_t njumps = sites_in(SITE_JUMP, &jumps, &bytes, &ok), n = 0, ntrapped = 0;
+	struct djp_poke *pokes = NULL;
+	struct djp_trap_entry *entries = NULL;
+	struct djp_site **trapped = NULL;
 	int err = 0;
 
-	for (size_t i = 0; i < njumps; i++)
-		if (ok[i] && under_foreign_int3(jumps[i], bytes[i], keep)) {
-			memmove(bytes[n], bytes[i], sizeof(bytes[i])); /* (n <= i) */
-			jumps[n++] = jumps[i];
+	for (size_t i = 0; i < njumps && !err; i++) {
+		struct djp_site *s = jumps[i];
+		if (!ok[i] || !under_foreign_int3(s, bytes[i], keep))
+			continue;
+		/* room for the rest at the first one (most looks find none) */
+		if (!pokes && (!(pokes = calloc(njumps - i, sizeof(*pokes))) ||
+			       !(entries = calloc(njumps - i, sizeof(*entries))) ||
+			       !(trapped = calloc(njumps - i, sizeof(*trapped))))) {
+			err = -ENOMEM;
+			break;
 		}
-	if (n && (!(pokes = calloc(n, sizeof(*pokes))) || !(entries = calloc(n, sizeof(*entries))) ||
-		  !(trapped = calloc(n, sizeof(*trapped)))))
-		err = -ENOMEM;
-	for (size_t k = 0; k < n && !err; k++) {
-		struct djp_site *s = jumps[k];
-		under_foreign_int3(s, bytes[k], keep);
-		pokes[k].addr = s->addr;
-		pokes[k].len = s->len;
-		memcpy(pokes[k].old, bytes[k], s->len);
-		memcpy(pokes[k].new, s->orig, s->len);
+		pokes[n].addr = s->addr;
+		pokes[n].len = s->len;
+		memcpy(pokes[n].old, bytes[i], s->len);
+		memcpy(pokes[n].new, s->orig, s->len);
 		for (unsigned b = 0; b < s->len; b++)
 			if (keep[b])
-				pokes[k].new[b] = X86_INT3;
+				pokes[n].new[b] = X86_INT3;
 		if (!keep[0]) { /* our int3 there for the length of the batch */
 			entries[ntrapped] = (struct djp_trap_entry){ s->addr, s->ool, s, DJP_TRAP_SKIP, s->len };
 			trapped[ntrapped++] = s;
 		}
+		jumps[n++] = s; /* (n <= i) */
 	}
 	if (ntrapped && !err) {
 		if (!(t = trap_table_build(entries, ntrapped, trapped, ntrapped)))
@@ -587,12 +598,8 @@ static int yield_jumps(size_t *given)
 	}
 	if (n && !err)
 		err = arch_poke_batch(pokes, n, djp_sync_cores, NULL);
-	for (size_t k = 0; k < n && !err; k++) {
-		semaphore_adjust(jumps[k], -1);
-		jumps[k]->state = SITE_IDLE;
-		jumps[k]->yielded = true;
-		++*given;
-	}
+	for (size_t k = 0; k < n && !err; k++)
+		give_up(jumps[k], given);
 	if (ntrapped)
 		arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
 	sites_in_free(jumps, bytes, ok);
@@ -609,18 +616,13 @@ static void yield_lost_int3s(size_t *given)
 	struct djp_site **traps;
 	uint8_t(*bytes)[DJP_SITE_MAX_LEN];
 	bool *ok;
-	size_t ntraps = sites_in(SITE_INT3, &traps, &bytes, &ok), n = 0;
+	size_t ntraps = sites_in(SITE_INT3, &traps, &bytes, &ok), before = *given;
 
 	for (size_t i = 0; i < ntraps; i++)
-		if (ok[i] && !memcmp(bytes[i], traps[i]->orig, traps[i]->len)) {
-			semaphore_adjust(traps[i], -1);
-			traps[i]->state = SITE_IDLE;
-			traps[i]->yielded = true;
-			n++;
-		}
-	if (n) /* no int3 probe there now: a late trap from one is stale */
+		if (ok[i] && !memcmp(bytes[i], traps[i]->orig, traps[i]->len))
+			give_up(traps[i], given);
+	if (*given > before) /* no int3 probe there now: a late trap from one is stale */
 		arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
-	*given += n;
 	sites_in_free(traps, bytes, ok);
 }
 
