@@ -19,12 +19,11 @@
  * counted as misses too: that can only happen to a thread that entered a
  * lean trampoline just before its site was switched to the full one, and
  * skipping is the only safe choice, since its vector state is not saved.
- * A stack-walking
- * handler (DJP__STACK) is skipped the same way, and counted as a miss,
- * when the view comes from a trampoline without %rsp and %rbp: a batch
- * publishes its lists before its text jumps to the DJP__STACK variant
- * they ask for, and a walk from the old view's stale slots would record
- * a wrong stack (thousands of them a batch, measured).
+ * A stack-walking handler (DJP__STACK) is skipped the same way, and
+ * counted as a miss, when the view comes from a trampoline without %rsp
+ * and %rbp: a batch publishes its lists before its text jumps to the
+ * DJP__STACK variant they ask for, and a walk from the old view's stale
+ * slots would record a wrong stack (thousands of them a batch, measured).
  *
  * The site of a hit is not stored in it: the word below the register view
  * names it (arch_hit_site), which costs the lean trampoline no store.

@@ -83,17 +83,6 @@ static bool tail_is(pid_t pid, uintptr_t a, const uint8_t *want, int n)
  * the count must be exact. */
 #define RING "16777216"
 
-/* The sum func_target prints for n calls. */
-static void wait_sum(struct tproc *t, long n)
-{
-	char want[64];
-	long sum = 0;
-	for (long k = 0; k < n; k++)
-		sum += k * 7 + 3 + (k % 2 ? k : 0);
-	snprintf(want, sizeof(want), "sum %ld\n", sum);
-	CHECK(tt_wait_out(t, want, 20000));
-}
-
 /* djp stopped: it counted `events` hits of `name`, and said that some
  * were lost to another tool's breakpoint. */
 static void check_trace(struct tproc *d, const char *name, unsigned long long events)
@@ -175,7 +164,7 @@ TEST_TIMEOUT(trace_x_jump_under_a_foreign_uprobe_is_given_back, 90)
 
 	/* the program runs every call, each one traced */
 	tt_send(t, "go\n");
-	wait_sum(t, 200000);
+	tt_wait_func_target_sum(t, 200000);
 	check_trace(d, "func:ft_work", 200000);
 	tt_end(t);
 }
@@ -215,7 +204,7 @@ TEST_TIMEOUT(trace_x_int3_a_foreign_uprobe_wrote_over_is_retaken, 90)
 	tt_wait_byte(t->pid, r, 0xcc, 10000);
 
 	tt_send(t, "go\n");
-	wait_sum(t, 200000);
+	tt_wait_func_target_sum(t, 200000);
 	check_trace(d, point, 200000);
 	tt_end(t);
 }
@@ -253,7 +242,7 @@ TEST_TIMEOUT(trace_x_jump_with_a_foreign_uprobe_inside_is_given_back, 90)
 	tt_wait_byte(t->pid, a, 0xe9, 10000); /* taken again */
 
 	tt_send(t, "go\n");
-	wait_sum(t, 200000);
+	tt_wait_func_target_sum(t, 200000);
 	check_trace(d, "func:entry_pushes", 200000);
 	tt_end(t);
 }
@@ -275,7 +264,7 @@ TEST_TIMEOUT(trace_x_int3_option_runs_beside_uprobes_in_use, 90)
 	fd0 = uprobe_at(t, d, a);
 	fd2 = uprobe_at(t, d, a + 2);
 	tt_send(t, "go\n"); /* every call through both uprobes */
-	wait_sum(t, 200000);
+	tt_wait_func_target_sum(t, 200000);
 	close(fd0);
 	close(fd2);
 	tt_wait_byte(t->pid, a, 0xcc, 10000); /* the file's byte, then ours again */
@@ -300,7 +289,7 @@ TEST_TIMEOUT(script_int3_option_arms_breakpoints, 60)
 		     false, -1);
 	tt_wait_byte(t->pid, a, 0xcc, 10000);
 	tt_send(t, "go\n");
-	wait_sum(t, 1000);
+	tt_wait_func_target_sum(t, 1000);
 	kill(d->pid, SIGINT);
 	st = tt_finish(d, 20000);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);

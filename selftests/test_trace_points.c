@@ -561,8 +561,7 @@ TEST_TIMEOUT(script_function_point_on_an_sdt_site, 60)
 TEST_TIMEOUT(script_ctrl_c_counts_every_hit_before_it, 60)
 {
 	struct tproc *t, *d;
-	char pid[32], want[64];
-	long n = 100000, sum = 0;
+	char pid[32];
 	int st;
 
 	t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", "100000", NULL }, false, -1);
@@ -575,10 +574,7 @@ TEST_TIMEOUT(script_ctrl_c_counts_every_hit_before_it, 60)
 		     false, -1);
 	tt_wait_byte(t->pid, tt_func_addr(t->pid, tt_func_target(), "ft_work"), 0xe9, 10000);
 	tt_send(t, "go\n");
-	for (long k = 0; k < n; k++)
-		sum += k * 7 + 3 + (k % 2 ? k : 0);
-	snprintf(want, sizeof(want), "sum %ld\n", sum);
-	CHECK(tt_wait_out(t, want, 20000));
+	tt_wait_func_target_sum(t, 100000);
 	kill(d->pid, SIGINT);
 	st = tt_finish(d, 20000);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);

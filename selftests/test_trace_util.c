@@ -407,6 +407,16 @@ const char *tt_func_target(void)
 	return p ? p : (p = copy_path("trace_progs/func_target"));
 }
 
+void tt_wait_func_target_sum(struct tproc *t, long n)
+{
+	char want[64];
+	long sum = 0;
+	for (long k = 0; k < n; k++) /* ft_work(k), and ft_other(k) for odd k */
+		sum += k * 7 + 3 + (k % 2 ? k : 0);
+	snprintf(want, sizeof(want), "sum %ld\n", sum);
+	CHECK(tt_wait_out(t, want, 20000));
+}
+
 uintptr_t tt_func_addr(pid_t pid, const char *binary, const char *func)
 {
 	struct djp_func_table *t = NULL;

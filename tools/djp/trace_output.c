@@ -127,7 +127,8 @@ static void summary_of(struct session *s)
 	fprintf(stderr, "djp trace: process %d (%s): %" PRIu64 " events, %" PRIu64 " lost", (int)s->pid,
 		s->program[0] ? s->program : "?", s->events, lost);
 	if (s->stats_ok)
-		fprintf(stderr, ", %" PRIu64 " missed (hit inside a handler, or while its site changed trampolines)", s->misses);
+		fprintf(stderr, ", %" PRIu64 " missed (hit inside a handler, or while its site changed trampolines)",
+			s->misses);
 	if (s->end_note)
 		fprintf(stderr, "; %s", s->end_note);
 	fputc('\n', stderr);
