@@ -39,7 +39,7 @@ struct line_out {
 	size_t piece;		/* most bytes one write() may take */
 	char *buf;		/* kept, not yet written: ends mid-line */
 	size_t len, cap;
-	int failed;		/* errno of a write line_out_flush saw fail */
+	int failed;		/* errno of the first write that failed */
 	FILE *f;
 	struct line_out *next;	/* the open ones, for line_out_flush */
 };
@@ -106,13 +106,20 @@ static int drain(struct line_out *o, int all)
 	return 0;
 }
 
+/* The write that failed, kept for every later one and line_out_flush. */
+static ssize_t failed(struct line_out *o)
+{
+	if (!o->failed)
+		o->failed = errno ? errno : EIO;
+	errno = o->failed;
+	return -1;
+}
+
 static ssize_t lo_write(void *cookie, const char *p, size_t n)
 {
 	struct line_out *o = cookie;
-	if (o->failed) { /* stdio's error flag, at the stream's next write */
-		errno = o->failed;
-		return -1;
-	}
+	if (o->failed) /* stdio's error flag, at the stream's next write */
+		return failed(o);
 	if (o->len + n > o->cap) {
 		size_t cap = o->cap;
 		while (cap < o->len + n)
@@ -120,7 +127,7 @@ static ssize_t lo_write(void *cookie, const char *p, size_t n)
 		char *b = realloc(o->buf, cap);
 		if (!b) { /* no room to keep a partial line: write it as it is */
 			if (drain(o, 1) || write_all(o->fd, p, n))
-				return -1;
+				return failed(o);
 			return (ssize_t)n;
 		}
 		o->buf = b;
@@ -130,7 +137,7 @@ static ssize_t lo_write(void *cookie, const char *p, size_t n)
 	o->len += n;
 	/* a line without end longer than the buffer goes as it is */
 	if (drain(o, o->len >= LINE_OUT_BUF && !memchr(o->buf, '\n', o->len)))
-		return -1;
+		return failed(o);
 	return (ssize_t)n;
 }
 
@@ -205,8 +212,10 @@ int line_out_flush(FILE *f)
 	struct line_out *o;
 	if (fflush(f))
 		return EOF;
-	if ((o = find(f)) && drain(o, 1)) {
-		o->failed = errno;
+	/* a write that failed before, with what it said (stdio keeps only a
+	 * flag), or the line begun */
+	if ((o = find(f)) && (o->failed || drain(o, 1))) {
+		failed(o);
 		return EOF;
 	}
 	return 0;

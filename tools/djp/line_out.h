@@ -13,7 +13,8 @@ FILE *line_out_open(const char *path);
 
 /* fflush(), and then the line begun but not ended, as fflush() promises:
  * a script's printf("...") without a newline shows when flushed.  0, or
- * EOF with errno set and the stream's error flag. */
+ * EOF with errno set to what the first failed write said (then or
+ * before). */
 int line_out_flush(FILE *f);
 
 /* The descriptor the stream writes to (fileno() of any other stream). */
