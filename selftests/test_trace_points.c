@@ -560,24 +560,9 @@ TEST_TIMEOUT(script_function_point_on_an_sdt_site, 60)
  * ^C the moment the target has made its calls must still count them all. */
 TEST_TIMEOUT(script_ctrl_c_counts_every_hit_before_it, 60)
 {
-	struct tproc *t, *d;
-	char pid[32];
-	int st;
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", "100000", NULL }, false, -1);
 
-	t = tt_spawn((char *const[]){ (char *)tt_func_target(), "-w", "100000", NULL }, false, -1);
 	CHECK(tt_wait_out(t, "ready", 10000));
-	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
-	d = tt_spawn((char *const[]){ (char *)tt_djp(), "-x", pid, "-e",
-				      "global n; probe process.function(\"ft_work\") { n++ } "
-				      "probe end { printf(\"n=%d\\n\", n) }",
-				      NULL },
-		     false, -1);
-	tt_wait_byte(t->pid, tt_func_addr(t->pid, tt_func_target(), "ft_work"), 0xe9, 10000);
-	tt_send(t, "go\n");
-	tt_wait_func_target_sum(t, 100000);
-	kill(d->pid, SIGINT);
-	st = tt_finish(d, 20000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	CHECK_STR(d->obuf, "n=100000\n");
+	CHECK_EQ(tt_script_count_calls(t, "ft_work", NULL, 0xe9, 100000), 100000);
 	tt_end(t);
 }

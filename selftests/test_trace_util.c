@@ -417,6 +417,31 @@ void tt_wait_func_target_sum(struct tproc *t, long n)
 	CHECK(tt_wait_out(t, want, 20000));
 }
 
+long tt_script_count_calls(struct tproc *t, const char *func, const char *opt, int armed, long n)
+{
+	char pid[32], script[256];
+	struct tproc *d;
+	long got = -1;
+	int st;
+
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	snprintf(script, sizeof(script),
+		 "global n; probe process.function(\"%s\") { n++ } probe end { printf(\"n=%%d\\n\", n) }", func);
+	d = tt_spawn(opt ? (char *const[]){ (char *)tt_djp(), "-x", pid, (char *)opt, "-e", script, NULL }
+			 : (char *const[]){ (char *)tt_djp(), "-x", pid, "-e", script, NULL },
+		     false, -1);
+	tt_wait_byte(t->pid, tt_func_addr(t->pid, tt_func_target(), func), armed, 10000);
+	tt_send(t, "go\n");
+	tt_wait_func_target_sum(t, n);
+	kill(d->pid, SIGINT);
+	st = tt_finish(d, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (sscanf(d->obuf, "n=%ld\n", &got) != 1)
+		printf("# the script printed \"%s\"\n", d->obuf);
+	free(d);
+	return got;
+}
+
 uintptr_t tt_func_addr(pid_t pid, const char *binary, const char *func)
 {
 	struct djp_func_table *t = NULL;

@@ -34,6 +34,11 @@ const char *tt_func_target(void);
 /* Wait for func_target's "sum N" after n calls (the sum it must print);
  * fails the test when it does not come within 20 s. */
 void tt_wait_func_target_sum(struct tproc *t, long n);
+/* A script counting the calls of `func` in func_target t (`djp -x PID
+ * [opt] -e ...`, opt NULL for none), once func's first byte is `armed`:
+ * t makes its n calls, the script is stopped at once by SIGINT, and the
+ * count its end probe printed is returned (-1: it printed none). */
+long tt_script_count_calls(struct tproc *t, const char *func, const char *opt, int armed, long n);
 
 /* Start argv; preload: with libdjprobe.so in LD_PRELOAD; uid >= 0: as that
  * user.  stdin/stdout/stderr are pipes.  Exits the test on failure. */
