@@ -76,3 +76,10 @@ $(USTACK_TARGET)-nofp: selftests/trace_progs/ustack_target.c include/djprobe/mar
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 -g -fomit-frame-pointer $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(USTACK_TARGET) $(USTACK_TARGET)-nofp
+# The line probes' target: -O0, where a line's code has several rows.
+LINE_TARGET := $(TRACE_PROGS_DIR)/line_target
+$(LINE_TARGET): selftests/trace_progs/line_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O0 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(LINE_TARGET)
