@@ -83,3 +83,10 @@ $(LINE_TARGET): selftests/trace_progs/line_target.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O0 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(LINE_TARGET)
+# One thread calling malloc and free, and dlopen: whose hits are whose.
+MALLOC_TARGET := $(TRACE_PROGS_DIR)/malloc_target
+$(MALLOC_TARGET): selftests/trace_progs/malloc_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -ldl
+CHECK_DEPS += $(MALLOC_TARGET)
