@@ -90,3 +90,29 @@ $(MALLOC_TARGET): selftests/trace_progs/malloc_target.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -ldl
 CHECK_DEPS += $(MALLOC_TARGET)
+# Every kind of argument location, with known values: SDT probes (1-byte
+# nops), the same as djprobe markers, and not position independent.
+ARGKINDS_TARGET := $(TRACE_PROGS_DIR)/argkinds_target
+$(ARGKINDS_TARGET): selftests/trace_progs/argkinds_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+$(ARGKINDS_TARGET)-mark: selftests/trace_progs/argkinds_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -DARGKINDS_MARK $(CFLAGS) -o $@ $<
+$(ARGKINDS_TARGET)-nopie: selftests/trace_progs/argkinds_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -fno-pie -no-pie $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(ARGKINDS_TARGET) $(ARGKINDS_TARGET)-mark $(ARGKINDS_TARGET)-nopie
+# The same with handlers of the in-process API: full, lean and int3.
+$(TRACE_PROGS_DIR)/argkinds_engine: selftests/trace_progs/argkinds_target.c $(LIB_A) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -DARGKINDS_ENGINE $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_LIB) -lm
+$(TRACE_PROGS_DIR)/argkinds_engine-mark: selftests/trace_progs/argkinds_target.c $(LIB_A) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -DARGKINDS_ENGINE -DARGKINDS_MARK $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_LIB) -lm
+CHECK_DEPS += $(TRACE_PROGS_DIR)/argkinds_engine $(TRACE_PROGS_DIR)/argkinds_engine-mark
