@@ -348,3 +348,42 @@ TEST_TIMEOUT(argkinds_in_process_handlers, 60)
 		engine(prog("trace_progs/argkinds_engine-mark"), modes[i]);
 	}
 }
+
+/* The case as found: python3's gc__start, -4@112(%rsp), a nop widened
+ * into a jump.  gc.collect(2) collects generation 2: each event says 2. */
+TEST_TIMEOUT(argkinds_python_gc_start_generation, 60)
+{
+	char py[4096], spid[16];
+	struct tproc *t, *p;
+	int st;
+
+	CHECK(realpath("/usr/bin/python3", py) != NULL); /* make check installs it */
+	t = tt_spawn((char *const[]){ py, "-u", "-c",
+				      "import gc, sys, os\n"
+				      "gc.disable()\n"
+				      "print('ready', os.getpid())\n"
+				      "sys.stdin.readline()\n"
+				      "for i in range(100): gc.collect(2)\n"
+				      "print('collected')\n"
+				      "sys.stdin.readline()\n",
+				      NULL },
+		     false, -1);
+	CHECK(tt_wait_out(t, "ready", 10000));
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, "python:gc__start", NULL }, false, -1);
+	tt_wait_byte(t->pid, tt_site_addr(t->pid, "python:gc__start"), 0xe9, 20000);
+	tt_send(t, "go\n");
+	CHECK(tt_wait_out(t, "collected", 20000));
+	for (int i = 0; i < 500 && tt_count(p->obuf, " python:gc__start ") < 100; i++)
+		tt_wait_out(p, "\n\n", 20);
+	kill(p->pid, SIGINT);
+	st = tt_finish(p, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (tt_count(p->obuf, " python:gc__start arg1=0x2\n") != 100)
+		djp_test_fail(__FILE__, __LINE__, "%d events, %d of them arg1=0x2: %.300s",
+			      tt_count(p->obuf, " python:gc__start "), tt_count(p->obuf, " python:gc__start arg1=0x2\n"),
+			      p->obuf);
+	CHECK_EQ(tt_count(p->obuf, " python:gc__start "), 100);
+	tt_end(t);
+	free(p);
+}
