@@ -159,9 +159,9 @@ static int compare(const struct ak_out *o, const char *keys, const char *what, c
 	return compared;
 }
 
-#define SDT_PROBES "reg_s reg_u reg_cs reg_hi rsp rbp rip abs imm index many"
+#define SDT_PROBES "reg_s reg_u reg_cs reg_hi rsp rbp rip abs imm index dirty many"
 /* values compared for SDT_PROBES, ROUNDS firings each */
-#define SDT_VALUES (ROUNDS * (10 * 4 + 6))
+#define SDT_VALUES (ROUNDS * (11 * 4 + 6))
 
 /* `djp trace [opt] -c "PROG ROUNDS" PATTERNS...`, parsed. */
 static void trace_c(struct ak_out *o, const char *opt, const char *target, char *const patterns[])
@@ -235,7 +235,8 @@ static struct ak_out out;
 TEST_TIMEOUT(argkinds_sdt_widened_jump, 90)
 {
 	static const char *names = "argkinds:reg_s argkinds:reg_u argkinds:reg_cs argkinds:reg_hi argkinds:rsp "
-				   "argkinds:rbp argkinds:rip argkinds:abs argkinds:imm argkinds:index argkinds:many";
+				   "argkinds:rbp argkinds:rip argkinds:abs argkinds:imm argkinds:index argkinds:dirty "
+				   "argkinds:many";
 	trace_x_jumps(&out, prog("trace_progs/argkinds_target"), "argkinds:*", names);
 	CHECK_EQ(compare(&out, SDT_PROBES, "widened SDT nops", NULL, 0), SDT_VALUES);
 }
@@ -269,10 +270,10 @@ TEST_TIMEOUT(argkinds_not_position_independent, 60)
 /* func:FUNC+OFF at each probe's nop is that probe's site. */
 TEST_TIMEOUT(argkinds_instruction_probe_at_each_site, 60)
 {
-	static const char *const funcs[] = { "reg_s", "reg_u", "reg_cs", "reg_hi", "rsp", "rbp",
-					     "rip",   "abs",   "imm",    "index",  "many" };
+	static const char *const funcs[] = { "reg_s", "reg_u", "reg_cs", "reg_hi", "rsp",  "rbp",
+					     "rip",   "abs",   "imm",    "index",  "dirty", "many" };
 	const char *target = prog("trace_progs/argkinds_target");
-	char pats[11][128], *argv[12], err[256];
+	char pats[12][128], *argv[13], err[256];
 	struct djp_func_table *t;
 	struct tproc *p;
 	int st;
@@ -281,7 +282,7 @@ TEST_TIMEOUT(argkinds_instruction_probe_at_each_site, 60)
 	p = tt_spawn((char *const[]){ (char *)tt_djp(), "list", "--json", (char *)target, NULL }, false, -1);
 	st = tt_finish(p, 30000);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	for (int i = 0; i < 11; i++) {
+	for (int i = 0; i < 12; i++) {
 		char want[64];
 		const char *rec, *addr;
 		const struct djp_func *f;
@@ -295,7 +296,7 @@ TEST_TIMEOUT(argkinds_instruction_probe_at_each_site, 60)
 		snprintf(pats[i], sizeof(pats[i]), "func:%s+%#llx", f->name, (unsigned long long)(a - f->addr));
 		argv[i] = pats[i];
 	}
-	argv[11] = NULL;
+	argv[12] = NULL;
 	free(p);
 	djp_funcs_free(t);
 	trace_c(&out, NULL, target, argv);

@@ -24,6 +24,8 @@
  *   abs                         N@sym: a symbol's absolute address
  *   imm                         N@$imm, printed as the compiler would
  *   index                       N@off(%base,%index,scale)
+ *   dirty                       base and index registers the first
+ *                               arguments are in (%rcx, %rdx)
  *   many                        six arguments of mixed kinds
  *   symidx                      N@sym(,%index,scale), N@sym(%base,%index,
  *                               scale): only where the program is not
@@ -350,6 +352,26 @@ __attribute__((noinline)) void ak_index(const int64_t *v)
 	print("index", 4, (int64_t[]){ at(a + 12, -4), at(a + 24, 8), at(a + 32, -2), at(a + 5, 1) });
 }
 
+/* Registers an earlier argument's load may have overwritten: an engine
+ * that loads the arguments into %rdx, %rcx, ... reads the later ones' base
+ * and index from elsewhere. */
+__attribute__((noinline)) void ak_dirty(const int64_t *v)
+{
+	const volatile char *a = (const volatile char *)ak_arr;
+	set_array(v);
+	__asm__ __volatile__(AK_ENTER "mov 8(%0),%%rax\n"
+				      "mov %%rax,12(%%rsp)\n"
+				      "mov $3,%%ecx\n"
+				      "mov $1,%%edx\n"
+				      "lea ak_arr(%%rip),%%rdi\n" AK_SITE("dirty", 4,
+									"8@%%rcx -4@8(%%rsp,%%rdx,4) 2@(%%rdi,%%rcx,2) "
+									"-8@%%rdx") AK_LEAVE
+			     :
+			     : "r"(v)
+			     : "rax", "rcx", "rdx", "rdi", "memory");
+	print("dirty", 4, (int64_t[]){ 3, ext(v[1], -4), at(a + 6, 2), 1 });
+}
+
 /* More than four: another trampoline flavour than the others'. */
 __attribute__((noinline)) void ak_many(const int64_t *v)
 {
@@ -440,6 +462,7 @@ int main(int argc, char **argv)
 		ak_abs(v);
 		ak_imm();
 		ak_index(v);
+		ak_dirty(v);
 		ak_many(v);
 #ifndef __PIE__
 		ak_symidx(v);
