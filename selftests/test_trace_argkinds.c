@@ -140,8 +140,8 @@ static int compare(const struct ak_out *o, const char *keys, const char *what, c
 				}
 				compared++;
 				if (b->v[k] != a->v[k] && wrong++ < 10)
-					fprintf(stderr, "# %s: %s: value %d is %lld, the program says %lld\n", what, key, k + 1,
-						(long long)b->v[k], (long long)a->v[k]);
+					fprintf(stderr, "# %s: %s: value %d is %lld, the program says %lld\n", what, key,
+						k + 1, (long long)b->v[k], (long long)a->v[k]);
 			}
 		}
 		if (w < o->nwant || g < o->ngot) {
@@ -382,8 +382,8 @@ TEST_TIMEOUT(argkinds_python_gc_start_generation, 60)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	if (tt_count(p->obuf, " python:gc__start arg1=0x2\n") != 100)
 		djp_test_fail(__FILE__, __LINE__, "%d events, %d of them arg1=0x2: %.300s",
-			      tt_count(p->obuf, " python:gc__start "), tt_count(p->obuf, " python:gc__start arg1=0x2\n"),
-			      p->obuf);
+			      tt_count(p->obuf, " python:gc__start "),
+			      tt_count(p->obuf, " python:gc__start arg1=0x2\n"), p->obuf);
 	CHECK_EQ(tt_count(p->obuf, " python:gc__start "), 100);
 	tt_end(t);
 	free(p);

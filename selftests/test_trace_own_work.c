@@ -26,7 +26,8 @@ static void tally(const char *out, struct counts *c)
 		long pid, tid;
 		snprintf(line, sizeof(line), "%.*s", (int)(e ? e - l : (long)strlen(l)), l);
 		l = e ? e + 1 : l + strlen(l);
-		if (sscanf(line, "%*s %ld %ld %127s %255[^\n]", &pid, &tid, name, args) < 3 || strncmp(name, "func:", 5))
+		if (sscanf(line, "%*s %ld %ld %127s %255[^\n]", &pid, &tid, name, args) < 3 ||
+		    strncmp(name, "func:", 5))
 			continue;
 		c->events++;
 		if (tid != pid) {

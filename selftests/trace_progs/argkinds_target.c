@@ -204,11 +204,13 @@ static void print(const char *name, int n, const int64_t *e)
 
 __attribute__((noinline)) void ak_reg_s(const int64_t *v)
 {
-	__asm__ __volatile__(AK_ENTER "mov 0(%0),%%rax\n"
-				      "mov 8(%0),%%rbx\n"
-				      "mov 16(%0),%%rcx\n"
-				      "mov 24(%0),%%rdx\n" AK_SITE("reg_s", 4, "-1@%%al -2@%%bx -4@%%ecx -8@%%rdx")
-					      AK_LEAVE
+	__asm__ __volatile__(AK_ENTER
+			     "mov 0(%0),%%rax\n"
+			     "mov 8(%0),%%rbx\n"
+			     "mov 16(%0),%%rcx\n"
+			     "mov 24(%0),%%rdx\n"
+			     AK_SITE("reg_s", 4, "-1@%%al -2@%%bx -4@%%ecx -8@%%rdx")
+			     AK_LEAVE
 			     :
 			     : "r"(v)
 			     : "rax", "rbx", "rcx", "rdx", "memory");
@@ -217,10 +219,13 @@ __attribute__((noinline)) void ak_reg_s(const int64_t *v)
 
 __attribute__((noinline)) void ak_reg_u(const int64_t *v)
 {
-	__asm__ __volatile__(AK_ENTER "mov 0(%0),%%rsi\n"
-				      "mov 8(%0),%%rdi\n"
-				      "mov 16(%0),%%r8\n"
-				      "mov 24(%0),%%r9\n" AK_SITE("reg_u", 4, "1@%%sil 2@%%di 4@%%r8d 8@%%r9") AK_LEAVE
+	__asm__ __volatile__(AK_ENTER
+			     "mov 0(%0),%%rsi\n"
+			     "mov 8(%0),%%rdi\n"
+			     "mov 16(%0),%%r8\n"
+			     "mov 24(%0),%%r9\n"
+			     AK_SITE("reg_u", 4, "1@%%sil 2@%%di 4@%%r8d 8@%%r9")
+			     AK_LEAVE
 			     :
 			     : "r"(v)
 			     : "rsi", "rdi", "r8", "r9", "memory");
@@ -231,11 +236,13 @@ __attribute__((noinline)) void ak_reg_u(const int64_t *v)
  * them. */
 __attribute__((noinline)) void ak_reg_cs(const int64_t *v)
 {
-	__asm__ __volatile__(AK_ENTER "mov 0(%0),%%r12\n"
-				      "mov 8(%0),%%r13\n"
-				      "mov 16(%0),%%r14\n"
-				      "mov 24(%0),%%r15\n" AK_SITE("reg_cs", 4, "-8@%%r12 4@%%r13d -2@%%r14w 1@%%r15b")
-					      AK_LEAVE
+	__asm__ __volatile__(AK_ENTER
+			     "mov 0(%0),%%r12\n"
+			     "mov 8(%0),%%r13\n"
+			     "mov 16(%0),%%r14\n"
+			     "mov 24(%0),%%r15\n"
+			     AK_SITE("reg_cs", 4, "-8@%%r12 4@%%r13d -2@%%r14w 1@%%r15b")
+			     AK_LEAVE
 			     :
 			     : "r"(v)
 			     : "r12", "r13", "r14", "r15", "memory");
@@ -245,11 +252,13 @@ __attribute__((noinline)) void ak_reg_cs(const int64_t *v)
 /* The second byte of a register (%ah): no prefetch can load it. */
 __attribute__((noinline)) void ak_reg_hi(const int64_t *v)
 {
-	__asm__ __volatile__(AK_ENTER "mov 0(%0),%%rax\n"
-				      "mov 8(%0),%%rbx\n"
-				      "mov 16(%0),%%r10\n"
-				      "mov 24(%0),%%r11\n" AK_SITE("reg_hi", 4, "1@%%ah -1@%%bh -4@%%r10d 2@%%r11w")
-					      AK_LEAVE
+	__asm__ __volatile__(AK_ENTER
+			     "mov 0(%0),%%rax\n"
+			     "mov 8(%0),%%rbx\n"
+			     "mov 16(%0),%%r10\n"
+			     "mov 24(%0),%%r11\n"
+			     AK_SITE("reg_hi", 4, "1@%%ah -1@%%bh -4@%%r10d 2@%%r11w")
+			     AK_LEAVE
 			     :
 			     : "r"(v)
 			     : "rax", "rbx", "r10", "r11", "memory");
@@ -260,16 +269,17 @@ __attribute__((noinline)) void ak_reg_hi(const int64_t *v)
 __attribute__((noinline)) void ak_rsp(const int64_t *v)
 {
 	int64_t e[4];
-	__asm__ __volatile__(AK_ENTER "mov 0(%0),%%rax\n"
-				      "mov %%rax,8(%%rsp)\n"
-				      "mov 8(%0),%%rax\n"
-				      "mov %%rax,16(%%rsp)\n"
-				      "mov 16(%0),%%rax\n"
-				      "mov %%rax,24(%%rsp)\n"
-				      "mov 24(%0),%%rax\n"
-				      "mov %%rax,32(%%rsp)\n" AK_SITE("rsp", 4,
-								      "-1@8(%%rsp) 2@16(%%rsp) -4@24(%%rsp) 8@32(%%rsp)")
-					      AK_LEAVE
+	__asm__ __volatile__(AK_ENTER
+			     "mov 0(%0),%%rax\n"
+			     "mov %%rax,8(%%rsp)\n"
+			     "mov 8(%0),%%rax\n"
+			     "mov %%rax,16(%%rsp)\n"
+			     "mov 16(%0),%%rax\n"
+			     "mov %%rax,24(%%rsp)\n"
+			     "mov 24(%0),%%rax\n"
+			     "mov %%rax,32(%%rsp)\n"
+			     AK_SITE("rsp", 4, "-1@8(%%rsp) 2@16(%%rsp) -4@24(%%rsp) 8@32(%%rsp)")
+			     AK_LEAVE
 			     :
 			     : "r"(v)
 			     : "rax", "memory");
@@ -279,16 +289,17 @@ __attribute__((noinline)) void ak_rsp(const int64_t *v)
 
 __attribute__((noinline)) void ak_rbp(const int64_t *v)
 {
-	__asm__ __volatile__(AK_ENTER "mov 0(%0),%%rax\n"
-				      "mov %%rax,-8(%%rbp)\n"
-				      "mov 8(%0),%%rax\n"
-				      "mov %%rax,-16(%%rbp)\n"
-				      "mov 16(%0),%%rax\n"
-				      "mov %%rax,-24(%%rbp)\n"
-				      "mov 24(%0),%%rax\n"
-				      "mov %%rax,-32(%%rbp)\n" AK_SITE("rbp", 4,
-								       "4@-8(%%rbp) -8@-16(%%rbp) 1@-24(%%rbp) -2@-32(%%rbp)")
-					      AK_LEAVE
+	__asm__ __volatile__(AK_ENTER
+			     "mov 0(%0),%%rax\n"
+			     "mov %%rax,-8(%%rbp)\n"
+			     "mov 8(%0),%%rax\n"
+			     "mov %%rax,-16(%%rbp)\n"
+			     "mov 16(%0),%%rax\n"
+			     "mov %%rax,-24(%%rbp)\n"
+			     "mov 24(%0),%%rax\n"
+			     "mov %%rax,-32(%%rbp)\n"
+			     AK_SITE("rbp", 4, "4@-8(%%rbp) -8@-16(%%rbp) 1@-24(%%rbp) -2@-32(%%rbp)")
+			     AK_LEAVE
 			     :
 			     : "r"(v)
 			     : "rax", "memory");
@@ -307,18 +318,24 @@ static void set_globals(const int64_t *v)
 __attribute__((noinline)) void ak_rip(const int64_t *v)
 {
 	set_globals(v);
-	__asm__ __volatile__(AK_ENTER AK_SITE("rip", 4,
-					      "8@ak_g64(%%rip) -4@ak_g32(%%rip) 2@ak_g16(%%rip) -1@ak_gb+1(%%rip)")
-				     AK_LEAVE ::
-				     : "memory");
+	__asm__ __volatile__(AK_ENTER
+			     AK_SITE("rip", 4, "8@ak_g64(%%rip) -4@ak_g32(%%rip) 2@ak_g16(%%rip) -1@ak_gb+1(%%rip)")
+			     AK_LEAVE
+			     :
+			     :
+			     : "memory");
 	print("rip", 4, (int64_t[]){ at(&ak_g64, 8), at(&ak_g32, -4), at(&ak_g16, 2), at(&ak_gb[1], -1) });
 }
 
 __attribute__((noinline)) void ak_abs(const int64_t *v)
 {
 	set_globals(v);
-	__asm__ __volatile__(AK_ENTER AK_SITE("abs", 4, "-8@ak_g64 4@ak_g32 -2@ak_g16 1@ak_gb") AK_LEAVE ::
-				     : "memory");
+	__asm__ __volatile__(AK_ENTER
+			     AK_SITE("abs", 4, "-8@ak_g64 4@ak_g32 -2@ak_g16 1@ak_gb")
+			     AK_LEAVE
+			     :
+			     :
+			     : "memory");
 	print("abs", 4, (int64_t[]){ at(&ak_g64, -8), at(&ak_g32, 4), at(&ak_g16, -2), at(&ak_gb[0], 1) });
 }
 
@@ -326,9 +343,12 @@ __attribute__((noinline)) void ak_abs(const int64_t *v)
  * whatever the type ("1@$-56" for a uint8_t 200). */
 __attribute__((noinline)) void ak_imm(void)
 {
-	__asm__ __volatile__(AK_ENTER AK_SITE("imm", 4, "-4@$-5 4@$-1294967296 1@$-56 -8@$-9000000000000000000")
-				     AK_LEAVE ::
-				     : "memory");
+	__asm__ __volatile__(AK_ENTER
+			     AK_SITE("imm", 4, "-4@$-5 4@$-1294967296 1@$-56 -8@$-9000000000000000000")
+			     AK_LEAVE
+			     :
+			     :
+			     : "memory");
 	print("imm", 4, (int64_t[]){ -5, 3000000000LL, 200, -9000000000000000000LL });
 }
 
@@ -342,13 +362,17 @@ __attribute__((noinline)) void ak_index(const int64_t *v)
 {
 	const volatile char *a = (const volatile char *)ak_arr;
 	set_array(v);
-	__asm__ __volatile__(AK_ENTER "lea ak_arr(%%rip),%%rdi\n"
-				      "mov $1,%%esi\n"
-				      "mov $3,%%edx\n"
-				      "lea 32(%%rdi),%%rcx\n" AK_SITE(
-					      "index", 4, "-4@8(%%rdi,%%rsi,4) 8@(%%rdi,%%rdx,8) -2@-2(%%rcx,%%rsi,2) 1@5(%%rdi)")
-					      AK_LEAVE ::
-				     : "rdi", "rsi", "rdx", "rcx", "memory");
+	__asm__ __volatile__(AK_ENTER
+			     "lea ak_arr(%%rip),%%rdi\n"
+			     "mov $1,%%esi\n"
+			     "mov $3,%%edx\n"
+			     "lea 32(%%rdi),%%rcx\n"
+			     AK_SITE("index", 4,
+				     "-4@8(%%rdi,%%rsi,4) 8@(%%rdi,%%rdx,8) -2@-2(%%rcx,%%rsi,2) 1@5(%%rdi)")
+			     AK_LEAVE
+			     :
+			     :
+			     : "rdi", "rsi", "rdx", "rcx", "memory");
 	print("index", 4, (int64_t[]){ at(a + 12, -4), at(a + 24, 8), at(a + 32, -2), at(a + 5, 1) });
 }
 
@@ -359,13 +383,14 @@ __attribute__((noinline)) void ak_dirty(const int64_t *v)
 {
 	const volatile char *a = (const volatile char *)ak_arr;
 	set_array(v);
-	__asm__ __volatile__(AK_ENTER "mov 8(%0),%%rax\n"
-				      "mov %%rax,12(%%rsp)\n"
-				      "mov $3,%%ecx\n"
-				      "mov $1,%%edx\n"
-				      "lea ak_arr(%%rip),%%rdi\n" AK_SITE("dirty", 4,
-									"8@%%rcx -4@8(%%rsp,%%rdx,4) 2@(%%rdi,%%rcx,2) "
-									"-8@%%rdx") AK_LEAVE
+	__asm__ __volatile__(AK_ENTER
+			     "mov 8(%0),%%rax\n"
+			     "mov %%rax,12(%%rsp)\n"
+			     "mov $3,%%ecx\n"
+			     "mov $1,%%edx\n"
+			     "lea ak_arr(%%rip),%%rdi\n"
+			     AK_SITE("dirty", 4, "8@%%rcx -4@8(%%rsp,%%rdx,4) 2@(%%rdi,%%rcx,2) -8@%%rdx")
+			     AK_LEAVE
 			     :
 			     : "r"(v)
 			     : "rax", "rcx", "rdx", "rdi", "memory");
@@ -378,15 +403,17 @@ __attribute__((noinline)) void ak_many(const int64_t *v)
 	const volatile char *a = (const volatile char *)ak_arr;
 	set_globals(v);
 	set_array(v);
-	__asm__ __volatile__(AK_ENTER "mov 0(%0),%%rdi\n"
-				      "mov 8(%0),%%rax\n"
-				      "mov %%rax,16(%%rsp)\n"
-				      "mov 16(%0),%%rax\n"
-				      "mov %%rax,-8(%%rbp)\n"
-				      "lea ak_arr(%%rip),%%rsi\n"
-				      "mov $2,%%edx\n" AK_SITE("many", 6,
-							      "-4@%%edi 8@16(%%rsp) -2@-8(%%rbp) 4@ak_g32(%%rip) 1@$200 "
-							      "-8@8(%%rsi,%%rdx,8)") AK_LEAVE
+	__asm__ __volatile__(AK_ENTER
+			     "mov 0(%0),%%rdi\n"
+			     "mov 8(%0),%%rax\n"
+			     "mov %%rax,16(%%rsp)\n"
+			     "mov 16(%0),%%rax\n"
+			     "mov %%rax,-8(%%rbp)\n"
+			     "lea ak_arr(%%rip),%%rsi\n"
+			     "mov $2,%%edx\n"
+			     AK_SITE("many", 6,
+				     "-4@%%edi 8@16(%%rsp) -2@-8(%%rbp) 4@ak_g32(%%rip) 1@$200 -8@8(%%rsi,%%rdx,8)")
+			     AK_LEAVE
 			     :
 			     : "r"(v)
 			     : "rax", "rdi", "rsi", "rdx", "memory");
@@ -400,12 +427,17 @@ __attribute__((noinline)) void ak_symidx(const int64_t *v)
 {
 	const volatile char *a = (const volatile char *)ak_arr;
 	set_array(v);
-	__asm__ __volatile__(AK_ENTER "mov $1,%%esi\n"
-				      "mov $2,%%edx\n"
-				      "mov $8,%%ecx\n" AK_SITE("symidx", 4,
-							       "-4@ak_arr(,%%rsi,4) 8@ak_arr+8(,%%rdx,8) "
-							       "-2@ak_arr(%%rcx,%%rsi,2) 4@ak_arr+4(%%rcx)") AK_LEAVE ::
-				     : "rsi", "rdx", "rcx", "memory");
+	__asm__ __volatile__(AK_ENTER
+			     "mov $1,%%esi\n"
+			     "mov $2,%%edx\n"
+			     "mov $8,%%ecx\n"
+			     AK_SITE("symidx", 4,
+				     "-4@ak_arr(,%%rsi,4) 8@ak_arr+8(,%%rdx,8) -2@ak_arr(%%rcx,%%rsi,2) "
+				     "4@ak_arr+4(%%rcx)")
+			     AK_LEAVE
+			     :
+			     :
+			     : "rsi", "rdx", "rcx", "memory");
 	print("symidx", 4, (int64_t[]){ at(a + 4, -4), at(a + 24, 8), at(a + 10, -2), at(a + 12, 4) });
 }
 #endif
