@@ -327,6 +327,35 @@ TEST_TIMEOUT(argkinds_return_and_line_probes, 60)
 	CHECK(compare(&out, "params", "line probe", (const int[]){ 6, 7 }, 2) >= ROUNDS * 2);
 }
 
+/* A script that walks the stack at each probe: its trampolines keep
+ * %rsp and %rbp in the view (a variant of their own), and the values are
+ * read from the view, never prefetched. */
+TEST_TIMEOUT(argkinds_script_with_stack_walk, 60)
+{
+	char script[4096] = "", cmd[4200], list[256], *name, *save = NULL;
+	size_t len = 0;
+	struct tproc *p;
+	int st;
+
+	snprintf(list, sizeof(list), "%s", SDT_PROBES);
+	for (name = strtok_r(list, " ", &save); name; name = strtok_r(NULL, " ", &save)) {
+		bool six = !strcmp(name, "many");
+		len += (size_t)snprintf(script + len, sizeof(script) - len,
+					"probe process.provider(\"argkinds\").mark(\"%s\") { printf(\"hit %s %%d %%d %%d "
+					"%%d%s\\n\", $arg1, $arg2, $arg3, $arg4%s); x = ubacktrace() }\n",
+					name, name, six ? " %d %d" : "", six ? ", $arg5, $arg6" : "");
+		CHECK(len < sizeof(script));
+	}
+	snprintf(cmd, sizeof(cmd), "%s %d", prog("trace_progs/argkinds_target"), ROUNDS);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e", script, NULL }, false, -1);
+	st = tt_finish(p, 60000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		djp_test_fail(__FILE__, __LINE__, "djp -e: status %#x: %s", st, p->ebuf);
+	parse(p->obuf, &out);
+	free(p);
+	CHECK_EQ(compare(&out, SDT_PROBES, "script with ubacktrace", NULL, 0), SDT_VALUES);
+}
+
 /* In-process handlers: a full trampoline (any C), a lean one without the
  * prefetch, int3; widened SDT nops and markers. */
 static void engine(const char *target, const char *mode)
