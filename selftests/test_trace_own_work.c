@@ -2,7 +2,8 @@
  * open probed in a program of one thread (trace_progs/malloc_target.c),
  * every event is from that thread, every malloc meets its return, and the
  * re-arming that follows its dlopen and dlclose, which opens files and
- * allocates on its thread, shows nothing. */
+ * allocates on its thread, shows nothing; nor does the taking back of the
+ * probes in a child of fork. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,5 +75,25 @@ TEST_TIMEOUT(trace_reports_only_the_programs_own_calls, 90)
 	/* the program opens nothing (the loader's own open is another
 	 * function); the engine's reading of the plugin's file would */
 	CHECK_EQ(c.open, 0);
+	free(p);
+}
+
+/* A child of fork takes its probes back first (it makes its text the
+ * file's again, with mprotect), with the parent's rings still mapped:
+ * those calls were recorded as the parent's. */
+TEST_TIMEOUT(trace_fork_child_taking_its_probes_back_is_not_traced, 60)
+{
+	char cmd[4200];
+	struct tproc *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s 10 fork:3", djp_test_path("trace_progs/malloc_target"));
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "func:mprotect@libc.so*", NULL }, false,
+		     -1);
+	st = tt_finish(p, 50000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(p->obuf, "pairs 10\n") != NULL);
+	if (tt_count(p->obuf, " func:mprotect"))
+		djp_test_fail(__FILE__, __LINE__, "%d events: %s", tt_count(p->obuf, " func:mprotect"), p->obuf);
 	free(p);
 }
