@@ -143,6 +143,11 @@ static bool wait_in(struct tproc *p, const char *buf, const char *needle, int ti
 	return true;
 }
 
+void tt_read_now(struct tproc *p)
+{
+	pump(p, 0);
+}
+
 bool tt_wait_out(struct tproc *p, const char *needle, int timeout_ms)
 {
 	return wait_in(p, p->obuf, needle, timeout_ms);
