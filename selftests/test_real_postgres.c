@@ -55,7 +55,7 @@ static void cluster_init(struct cluster *c)
 	if (geteuid() != 0)
 		SKIP("needs root, to start the server as the postgres user");
 	if (access(PGBIN "/postgres", X_OK) || access(PGBIN "/pgbench", X_OK) || !pw)
-		SKIP("PostgreSQL 15 is not installed");
+		djp_test_fail(__FILE__, __LINE__, "no " PGBIN "/postgres, pgbench or user postgres: make check installs postgresql-15");
 	snprintf(c->dir, sizeof(c->dir), "/tmp/djp-pg-XXXXXX");
 	CHECK(mkdtemp(c->dir) != NULL);
 	CHECK(chown(c->dir, pw->pw_uid, pw->pw_gid) == 0);
