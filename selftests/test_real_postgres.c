@@ -97,8 +97,8 @@ static long pgbench_run(const struct cluster *c)
 	const char *s;
 	snprintf(cmd, sizeof(cmd), "runuser -u postgres -- " PGBIN "/pgbench -h %s -p %d -c 4 -t 500 postgres 2>&1",
 		 c->dir, c->port);
-	CHECK_EQ(sh(cmd, out, sizeof(out)), 0);
-	CHECK((s = strstr(out, "number of transactions actually processed: ")) != NULL);
+	if (sh(cmd, out, sizeof(out)) || !(s = strstr(out, "number of transactions actually processed: ")))
+		djp_test_fail(__FILE__, __LINE__, "pgbench failed: %.3000s", out);
 	return atol(s + strlen("number of transactions actually processed: "));
 }
 
