@@ -8,6 +8,7 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -128,4 +129,46 @@ TEST_TIMEOUT(inject_follows_yama_ptrace_scope, 120)
 	}
 	f = fopen(SCOPE, "w");
 	CHECK(f && fputs(was, f) >= 0 && fclose(f) == 0);
+}
+
+/* The Yama note of a refused attach, where the machine has no Yama (or
+ * has it at 0): a fake ptrace_scope, on a tmpfs over /proc/sys/kernel in
+ * a mount namespace of djp's own, read by the same code as the kernel's
+ * file.  The refusal itself is real: the target already has a tracer
+ * (this test), so the kernel refuses djp's PTRACE_SEIZE with EPERM, as
+ * Yama would. */
+TEST_TIMEOUT(inject_refusal_names_the_yama_setting, 60)
+{
+	static const char *const why[] = { [1] = ": only a parent or CAP_SYS_PTRACE may attach",
+					   [2] = ": only CAP_SYS_PTRACE may attach", [3] = ": no process may attach" };
+	struct tproc *t;
+
+	if (geteuid() != 0)
+		SKIP("needs root for a mount namespace");
+	t = target_as(-1);
+	CHECK_EQ(ptrace(PTRACE_SEIZE, t->pid, 0, 0), 0);
+	for (int scope = 1; scope <= 3; scope++) {
+		char cmd[8192], want[128];
+		struct tproc *p;
+		int st;
+		snprintf(cmd, sizeof(cmd),
+			 "mount -t tmpfs none /proc/sys/kernel && mkdir /proc/sys/kernel/yama && "
+			 "echo %d >/proc/sys/kernel/yama/ptrace_scope && exec '%s' trace -x %d tt_tick",
+			 scope, tt_djp(), (int)t->pid);
+		p = tt_spawn((char *const[]){ "/usr/bin/unshare", "-m", "/bin/sh", "-c", cmd, NULL }, false, -1);
+		st = tt_finish(p, 20000);
+		snprintf(want, sizeof(want), "ptrace refused (kernel.yama.ptrace_scope = %d%s)", scope, why[scope]);
+		if (!WIFEXITED(st) || !WEXITSTATUS(st) || tt_lines(p->ebuf) != 1 || !strstr(p->ebuf, want))
+			djp_test_fail(__FILE__, __LINE__, "scope %d: status %#x: %s", scope, st, p->ebuf);
+		if (scope == 1)
+			printf("# %s", p->ebuf);
+		free(p);
+	}
+	/* left as it was */
+	tt_send(t, "kinds 1\n");
+	CHECK(tt_wait_out(t, "kinds done", 10000));
+	CHECK(!maps_name(t->pid, "libdjprobe"));
+	CHECK_EQ(tt_sites_changed(t->pid, tt_target(false), &(int){ 0 }), 0);
+	tt_kill(t);
+	free(t);
 }
