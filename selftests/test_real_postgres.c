@@ -10,13 +10,15 @@
  *    followed.
  * Every backend's transactions are recorded, process by process exactly
  * as bpftrace sees them end over the same run: it counts
- * transaction__commit and transaction__abort per pid (it cannot share the
- * start probe: the kernel's uprobe and our int3 would claim the same
- * byte), and with autovacuum off every transaction that starts ends in
- * one of them before the server is idle.  Four of those processes are
- * pgbench's clients, 501 transactions each (its 500 and their start's).
- * Needs root (to start the server as the postgres user), postgresql-15
- * and bpftrace, which make check installs: without them the tests fail.
+ * transaction__commit and transaction__abort per pid, of the server's own
+ * processes (the probes are on the file, which other servers on the
+ * machine run too); it cannot share the start probe: the kernel's uprobe
+ * and our int3 would claim the same byte.  With autovacuum off every
+ * transaction that starts ends in one of them before the server is idle.
+ * Four of those processes are pgbench's clients, 501 transactions each
+ * (its 500 and their start's).  Needs root (to start the server as the
+ * postgres user), postgresql-15 and bpftrace, which make check installs:
+ * without them the tests fail.
  */
 #include <pwd.h>
 #include <signal.h>
@@ -131,7 +133,8 @@ static struct tproc *bpftrace_start(void)
 		djp_test_fail(__FILE__, __LINE__, "no /usr/bin/bpftrace for the second count: make check installs bpftrace");
 	b = tt_spawn((char *const[]){ "/usr/bin/bpftrace", "-e",
 				      "usdt:" PGBIN "/postgres:postgresql:transaction__commit,"
-				      "usdt:" PGBIN "/postgres:postgresql:transaction__abort { @ended[pid] = count(); }"
+				      "usdt:" PGBIN "/postgres:postgresql:transaction__abort"
+				      " { @ended[pid, curtask->real_parent->tgid] = count(); }"
 				      " BEGIN { printf(\"attached\\n\"); }",
 				      NULL },
 		     false, -1);
@@ -142,10 +145,12 @@ static struct tproc *bpftrace_start(void)
 	return b;
 }
 
-/* Stop bpftrace: its "@ended[PID]: N" lines.  The counts are final: a
- * backend fires transaction__commit before it answers the COMMIT, and
- * pgbench has had every answer. */
-static void bpftrace_counts(struct tproc *b, struct counts *c)
+/* Stop bpftrace: its "@ended[PID, PPID]: N" lines, of the postmaster and
+ * its children only (the probes are on the file: other servers of the
+ * machine fire them too).  The counts are final: a backend fires
+ * transaction__commit before it answers the COMMIT, and pgbench has had
+ * every answer. */
+static void bpftrace_counts(struct tproc *b, int postmaster, struct counts *c)
 {
 	const char *s;
 	int st;
@@ -155,11 +160,25 @@ static void bpftrace_counts(struct tproc *b, struct counts *c)
 		djp_test_fail(__FILE__, __LINE__, "bpftrace: status %#x, no count: %.300s; its stderr: %.500s", st,
 			      b->obuf, b->ebuf);
 	for (s = b->obuf; (s = strstr(s, "@ended[")); s++) {
-		int pid;
+		int pid, ppid;
 		long long n;
-		CHECK_EQ(sscanf(s, "@ended[%d]: %lld", &pid, &n), 2);
-		*count_of(c, pid) += n;
+		CHECK_EQ(sscanf(s, "@ended[%d, %d]: %lld", &pid, &ppid, &n), 3);
+		if (pid == postmaster || ppid == postmaster)
+			*count_of(c, pid) += n;
 	}
+}
+
+/* The server's postmaster, from its pid file. */
+static int postmaster_of(const struct cluster *c)
+{
+	char path[128], line[32] = "";
+	FILE *f;
+	snprintf(path, sizeof(path), "%s/postmaster.pid", c->dir);
+	CHECK((f = fopen(path, "r")) != NULL);
+	CHECK(fgets(line, sizeof(line), f) != NULL);
+	fclose(f);
+	CHECK(atoi(line) > 0);
+	return atoi(line);
 }
 
 /* The transaction__start lines djp trace printed, per process. */
@@ -213,14 +232,14 @@ static void check_clients(struct counts *c, const char *how)
  * counts process by process, the trace stopped, and its summary checked
  * process by process too: a transaction counted twice, or in the wrong
  * backend, is a difference. */
-static void check_counts(struct tproc *p, struct tproc *bpf, const char *how)
+static void check_counts(struct tproc *p, struct tproc *bpf, int postmaster, const char *how)
 {
 	struct counts ended = { 0 }, printed = { 0 }, summed = { 0 };
 	long long end;
 	const char *b;
 	int st;
 
-	bpftrace_counts(bpf, &ended);
+	bpftrace_counts(bpf, postmaster, &ended);
 	for (end = 0; end < 3000; end++) { /* 30 s for djp trace to print them */
 		tt_read_now(p);
 		printed_counts(p->obuf, &printed);
@@ -270,7 +289,7 @@ TEST_TIMEOUT(postgres_pgbench_every_backend_traced, 300)
 	pgbench_init(&c);
 	txns = pgbench_run(&c);
 	CHECK_EQ(txns, 2000);
-	check_counts(p, bpf, "-c"); /* the tool stops the server */
+	check_counts(p, bpf, postmaster_of(&c), "-c"); /* the tool stops the server */
 	free(bpf);
 	free(p);
 	cluster_remove(&c);
@@ -299,7 +318,7 @@ TEST_TIMEOUT(postgres_attach_to_a_running_postmaster, 300)
 	bpf = bpftrace_start();
 	txns = pgbench_run(&c); /* its backends are forked after the attach */
 	CHECK_EQ(txns, 2000);
-	check_counts(p, bpf, "-x");
+	check_counts(p, bpf, atoi(spid), "-x");
 	/* the server was not ours to stop: it is still there, unharmed */
 	CHECK_EQ(kill((pid_t)atoi(spid), 0), 0);
 	CHECK(tt_wait_restored((pid_t)atoi(spid), PGBIN "/postgres", 5000));
@@ -338,7 +357,7 @@ TEST_TIMEOUT(postgres_script_through_runuser, 300)
 	pgbench_init(&c);
 	txns = pgbench_run(&c);
 	CHECK_EQ(txns, 2000);
-	bpftrace_counts(bpf, &ended);
+	bpftrace_counts(bpf, postmaster_of(&c), &ended);
 	/* ^C: every hit recorded before it is counted, then the end probes
 	 * run, then the server is stopped */
 	kill(p->pid, SIGINT);
