@@ -207,7 +207,8 @@ TEST(marker_provider_and_no_sdt_note)
 	out = output_of(cmd);
 	CHECK(strstr(out, "stapsdt") == NULL);
 	CHECK(strstr(out, "env_mark") == NULL);
-	snprintf(cmd, sizeof(cmd), "objcopy -O binary --only-section=.markers '%s' /dev/stdout | tr -c 'a-z_' ' '", prog);
+	snprintf(cmd, sizeof(cmd), "objcopy -O binary --only-section=.markers '%s' /dev/stdout | tr -c 'a-z_' ' '",
+		 prog);
 	CHECK(strstr(output_of(cmd), "env_mark") != NULL);
 	snprintf(cmd, sizeof(cmd), "'%s' list '%s'", tt_djp(), prog);
 	CHECK(strstr(output_of(cmd), "env_mark") != NULL);

@@ -333,7 +333,8 @@ TEST_TIMEOUT(inject_sends_the_target_no_signal, 90)
 
 	CHECK(tt_wait_out(t, "ready", 10000));
 	if (access("/usr/bin/bpftrace", X_OK))
-		djp_test_fail(__FILE__, __LINE__, "no /usr/bin/bpftrace to watch the signals: make check installs bpftrace");
+		djp_test_fail(__FILE__, __LINE__,
+			      "no /usr/bin/bpftrace to watch the signals: make check installs bpftrace");
 	/* the tracepoints live in tracefs, which a minimal system may not
 	 * have mounted */
 	if (access("/sys/kernel/tracing/events/signal", F_OK) && geteuid() == 0)

@@ -58,7 +58,8 @@ static void cluster_init(struct cluster *c)
 	if (geteuid() != 0)
 		SKIP("needs root, to start the server as the postgres user");
 	if (access(PGBIN "/postgres", X_OK) || access(PGBIN "/pgbench", X_OK) || !pw)
-		djp_test_fail(__FILE__, __LINE__, "no " PGBIN "/postgres, pgbench or user postgres: make check installs postgresql-15");
+		djp_test_fail(__FILE__, __LINE__,
+			      "no " PGBIN "/postgres, pgbench or user postgres: make check installs postgresql-15");
 	snprintf(c->dir, sizeof(c->dir), "/tmp/djp-pg-XXXXXX");
 	CHECK(mkdtemp(c->dir) != NULL);
 	CHECK(chown(c->dir, pw->pw_uid, pw->pw_gid) == 0);
@@ -130,7 +131,8 @@ static struct tproc *bpftrace_start(void)
 {
 	struct tproc *b;
 	if (access("/usr/bin/bpftrace", X_OK))
-		djp_test_fail(__FILE__, __LINE__, "no /usr/bin/bpftrace for the second count: make check installs bpftrace");
+		djp_test_fail(__FILE__, __LINE__,
+			      "no /usr/bin/bpftrace for the second count: make check installs bpftrace");
 	b = tt_spawn((char *const[]){ "/usr/bin/bpftrace", "-e",
 				      "usdt:" PGBIN "/postgres:postgresql:transaction__commit,"
 				      "usdt:" PGBIN "/postgres:postgresql:transaction__abort"
@@ -140,7 +142,8 @@ static struct tproc *bpftrace_start(void)
 		     false, -1);
 	if (!tt_wait_out(b, "attached\n", 30000)) { /* BEGIN runs once the probes are in */
 		tt_kill(b);
-		djp_test_fail(__FILE__, __LINE__, "bpftrace did not attach to postgres's probes in 30 s: %.500s", b->ebuf);
+		djp_test_fail(__FILE__, __LINE__, "bpftrace did not attach to postgres's probes in 30 s: %.500s",
+			      b->ebuf);
 	}
 	return b;
 }
@@ -253,7 +256,8 @@ static void check_counts(struct tproc *p, struct tproc *bpf, int postmaster, con
 	printed_counts(p->obuf, &printed);
 	for (b = p->ebuf; (b = strstr(b, "djp trace: process ")); b++) {
 		unsigned long long ev, lost;
-		const char *next = strstr(b + 1, "djp trace: process "), *row = strstr(b, "  postgresql:transaction__start ");
+		const char *next = strstr(b + 1, "djp trace: process ");
+		const char *row = strstr(b, "  postgresql:transaction__start ");
 		int pid = atoi(b + strlen("djp trace: process "));
 		if (!row || (next && row > next))
 			continue;
@@ -266,7 +270,8 @@ static void check_counts(struct tproc *p, struct tproc *bpf, int postmaster, con
 	say_counts("bpftrace ended", &ended);
 	if (!same_counts(&ended, &printed) || !same_counts(&printed, &ended)) {
 		say_counts("djp printed", &printed);
-		djp_test_fail(__FILE__, __LINE__, "%s: djp's transaction__start per process is not bpftrace's end", how);
+		djp_test_fail(__FILE__, __LINE__, "%s: djp's transaction__start per process is not bpftrace's end",
+			      how);
 	}
 	if (!same_counts(&ended, &summed) || !same_counts(&summed, &ended)) {
 		say_counts("djp summary", &summed);

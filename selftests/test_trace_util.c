@@ -391,11 +391,13 @@ static int sites_changed(pid_t pid, const char *binary, int *nsites, bool say)
 		unsigned len = sites[i].len;
 		uint64_t a = 0;
 		int k;
-		for (k = 0; k < nmaps; k++)
-			if (sites[i].off >= maps[k].off && sites[i].off + len <= maps[k].off + (maps[k].end - maps[k].start)) {
+		for (k = 0; k < nmaps; k++) {
+			uint64_t size = maps[k].end - maps[k].start;
+			if (sites[i].off >= maps[k].off && sites[i].off + len <= maps[k].off + size) {
 				a = maps[k].start + (sites[i].off - maps[k].off);
 				break;
 			}
+		}
 		if (k == nmaps || pread(memfd, live, len, (off_t)a) != (ssize_t)len ||
 		    pread(filefd, file, len, (off_t)sites[i].off) != (ssize_t)len) {
 			changed = -1;
@@ -409,8 +411,8 @@ static int sites_changed(pid_t pid, const char *binary, int *nsites, bool say)
 				snprintf(hex[0] + 3 * b, 4, " %02x", live[b]);
 				snprintf(hex[1] + 3 * b, 4, " %02x", file[b]);
 			}
-			printf("# %s: %s at %#lx holds%s, the file%s\n", binary, sites[i].name, (unsigned long)a, hex[0],
-			       hex[1]);
+			printf("# %s: %s at %#lx holds%s, the file%s\n", binary, sites[i].name, (unsigned long)a,
+			       hex[0], hex[1]);
 		}
 	}
 	if (memfd < 0 || filefd < 0)
