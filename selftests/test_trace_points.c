@@ -424,7 +424,7 @@ TEST_TIMEOUT(list_says_postgres_transaction_probes_become_jumps, 60)
 	char *line;
 
 	if (access(pg, X_OK))
-		SKIP("PostgreSQL 15 is not installed");
+		djp_test_fail(__FILE__, __LINE__, "no %s: make check installs postgresql-15", pg);
 	p = djp_run((char *const[]){ (char *)tt_djp(), "list", "--json", (char *)pg, NULL }, &st);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK((line = strstr(p->obuf, "{\"name\":\"transaction__start\"")) != NULL);

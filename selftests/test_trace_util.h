@@ -46,6 +46,8 @@ struct tproc *tt_spawn(char *const argv[], bool preload, int uid);
 /* Read stdout (or stderr) until `needle` shows up; false on timeout/EOF. */
 bool tt_wait_out(struct tproc *p, const char *needle, int timeout_ms);
 bool tt_wait_err(struct tproc *p, const char *needle, int timeout_ms);
+/* Read what its stdout and stderr hold now, waiting for nothing. */
+void tt_read_now(struct tproc *p);
 /* Read both to end of file and reap; returns the wait status, or -1 when
  * it did not exit within timeout_ms (it is then killed). */
 int tt_finish(struct tproc *p, int timeout_ms);
