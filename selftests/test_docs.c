@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -240,4 +241,26 @@ TEST_TIMEOUT(bash_completion_completes_commands_options_markers_and_functions, 6
 	free(all);
 	free(want);
 	tt_kill(t);
+}
+
+/* djp --help: every command with an example of its own, the script front
+ * end too, each example a djp command line of that command. */
+TEST(djp_help_gives_an_example_for_each_command)
+{
+	char cmd[PATH_MAX + 32];
+	int st;
+	snprintf(cmd, sizeof(cmd), "%s --help", tt_djp());
+	char *help = sh_out(cmd, &st);
+	CHECK_EQ(st, 0);
+	const char *cmds = strstr(help, "commands:\n");
+	CHECK(cmds);
+	static const char *const want[][2] = { { "  list ", "e.g. djp list " },
+					      { "  trace ", "e.g. djp trace " },
+					      { "  -e ", "e.g. djp -e " } };
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *at = strstr(cmds, want[i][0]), *eg = at ? strchr(at, '\n') : NULL;
+		fprintf(stderr, "# %s: %.*s\n", want[i][0], eg ? (int)strcspn(eg + 1, "\n") : 0, eg ? eg + 1 : "");
+		CHECK(eg && !strncmp(eg + 1 + strspn(eg + 1, " "), want[i][1], strlen(want[i][1])));
+	}
+	free(help);
 }
