@@ -264,3 +264,72 @@ TEST(djp_help_gives_an_example_for_each_command)
 	}
 	free(help);
 }
+
+/* The README's "First five minutes", cut out of README.md and run as a
+ * person pasting it would, with sh at the top of the tree: each step says
+ * what it promises.  It runs in a process group of its own, so that
+ * nothing it started outlives it. */
+TEST_TIMEOUT(readme_first_five_minutes_run_as_written, 400)
+{
+	char cmd[4 * PATH_MAX], out[] = "/tmp/djp-readme-XXXXXX";
+	int st, fd = mkstemp(out);
+
+	CHECK(fd >= 0);
+	/* the block: from the ```sh after the heading to the next ``` */
+	snprintf(cmd, sizeof(cmd),
+		 "awk '/^## First five minutes$/ { h = 1 } h && /^```sh$/ { b = 1; next } b && /^```$/ { exit } b' "
+		 "'%s/README.md'",
+		 root());
+	char *block = sh_out(cmd, &st);
+	CHECK_EQ(st, 0);
+	fprintf(stderr, "# %d lines in the block\n", tt_count(block, "\n"));
+	CHECK(tt_count(block, "\n") > 10);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		setpgid(0, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (chdir(root()))
+			_exit(126);
+		execl("/bin/sh", "sh", "-c", block, (char *)NULL);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	kill(-pid, SIGKILL);
+	char *text = sh_out(strcat(strcpy(cmd, "cat "), out), &(int){ 0 });
+	unlink(out);
+	close(fd);
+	fprintf(stderr, "# sh: status %#x\n", st);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fprintf(stderr, "%s", text);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* djp --help: the commands with an example; man: the page */
+	CHECK(strstr(text, "usage: djp COMMAND"));
+	CHECK(strstr(text, "e.g. djp list "));
+	CHECK(strstr(text, "DJP(1)"));
+	/* djp list: the header, then python's probes */
+	CHECK(strstr(text, "\nNAME ") && strstr(text, "\npython:gc__start "));
+	/* -x into python: events, and a summary with none lost */
+	CHECK(strstr(text, " python:gc__start generation=2\n"));
+	CHECK(strstr(text, "(/usr/bin/python3.11): "));
+	CHECK(strstr(strstr(text, "(/usr/bin/python3.11): "), " events, 0 lost"));
+	/* the script's aggregates, one line a kind */
+	CHECK(strstr(text, "t[\"get\"] @count="));
+	/* the demo, down to its table, bpftrace measured (make check
+	 * installs it) */
+	const char *table = strstr(text, "TOOL ");
+	CHECK(table);
+	double d = 0, b = 0;
+	const char *rd = strstr(table, "\ndjp "), *rb = strstr(table, "\nbpftrace ");
+	CHECK(rd && rb);
+	CHECK_EQ(sscanf(rd, "\ndjp %lf", &d), 1);
+	if (sscanf(rb, "\nbpftrace %lf", &b) != 1)
+		djp_test_fail(__FILE__, __LINE__, "the demo did not measure bpftrace (make check installs it): %.200s",
+			      rb + 1);
+	fprintf(stderr, "# demo: djp %.1f ns a hit, bpftrace %.1f ns\n", d, b);
+	CHECK(strstr(text, "== demo done"));
+	free(text);
+	free(block);
+}
