@@ -265,6 +265,29 @@ TEST(djp_help_gives_an_example_for_each_command)
 	free(help);
 }
 
+/* The summary of djp trace says in its header what its columns count. */
+TEST_TIMEOUT(trace_summary_header_says_what_its_columns_mean, 60)
+{
+	char cmd[3 * PATH_MAX], server[PATH_MAX];
+	int st;
+	snprintf(server, sizeof(server), "%s", djp_test_path("../examples/reqserver"));
+	snprintf(cmd, sizeof(cmd), "%s trace -o /dev/null -c '%s --requests 20' 'req_*' 2>&1 >/dev/null", tt_djp(),
+		 server);
+	char *sum = sh_out(cmd, &st);
+	fprintf(stderr, "%s", sum);
+	CHECK_EQ(st, 0);
+	CHECK(strstr(sum, "\n  MARKER ") && strstr(sum, "\n  THREAD "));
+	/* each header line, alone */
+	const char *m = strstr(sum, "\n  MARKER ") + 1, *t = strstr(sum, "\n  THREAD ") + 1;
+	char mline[256], tline[256];
+	snprintf(mline, sizeof(mline), "%.*s", (int)strcspn(m, "\n"), m);
+	snprintf(tline, sizeof(tline), "%.*s", (int)strcspn(t, "\n"), t);
+	CHECK(strstr(mline, " LOST  (EVENTS recorded and read; LOST dropped: a full ring, overwritten, or a probe in a "
+			    "probe)"));
+	CHECK(strstr(tline, " LOST  (the same, by thread id)"));
+	free(sum);
+}
+
 /* The README's "First five minutes", cut out of README.md and run as a
  * person pasting it would, with sh at the top of the tree: each step says
  * what it promises.  It runs in a process group of its own, so that

@@ -135,7 +135,9 @@ static void summary_of(struct session *s)
 	if (s->lost_noslot)
 		fprintf(stderr, "djp trace: %" PRIu64 " lost because no ring slot was free\n", s->lost_noslot);
 	session_report_arm_errors(s, "djp trace");
-	fprintf(stderr, "  %-32s %12s %12s\n", "MARKER", "EVENTS", "LOST");
+	/* the header says what the columns count */
+	fprintf(stderr, "  %-32s %12s %12s  %s\n", "MARKER", "EVENTS", "LOST",
+		"(EVENTS recorded and read; LOST dropped: a full ring, overwritten, or a probe in a probe)");
 	for (uint32_t id = 0; id < s->nmarkers; id++) {
 		const struct session_marker *m = &s->markers[id];
 		char name[48];
@@ -147,7 +149,7 @@ static void summary_of(struct session *s)
 	}
 	if (s->lost_unattributed)
 		fprintf(stderr, "  %-32s %12s %12" PRIu64 "\n", "(other)", "-", s->lost_unattributed);
-	fprintf(stderr, "  %-32s %12s %12s\n", "THREAD", "EVENTS", "LOST");
+	fprintf(stderr, "  %-32s %12s %12s  %s\n", "THREAD", "EVENTS", "LOST", "(the same, by thread id)");
 	for (size_t i = 0; i < s->nthreads; i++)
 		fprintf(stderr, "  %-32u %12" PRIu64 " %12" PRIu64 "\n", s->threads[i].tid, s->threads[i].events,
 			s->threads[i].lost);
