@@ -40,7 +40,10 @@ echo "== 3. djp trace --duration 1 -x PID 'req_done'  (a running server without 
 "$SERVER" --requests 0 --threads 2 --rate 2000 > /dev/null &
 PID=$!
 # running its main once its worker threads are there (3 tasks)
-until [ "$(ls "/proc/$PID/task" 2>/dev/null | wc -l)" -ge 3 ]; do sleep 0.05; done
+until [ "$(ls "/proc/$PID/task" 2>/dev/null | wc -l)" -ge 3 ]; do
+	kill -0 "$PID" 2>/dev/null || { echo "demo: the server exited" >&2; exit 1; }
+	sleep 0.05
+done
 echo "-- libdjprobe.so mapped before: $(grep -c libdjprobe "/proc/$PID/maps" || true)"
 "$DJP" trace --duration 1 -x "$PID" 'req_done' > "$TMP/x" 2> "$TMP/summary"
 echo "-- first events (of $(wc -l < "$TMP/x")):"
