@@ -45,6 +45,8 @@ until [ "$(ls "/proc/$PID/task" 2>/dev/null | wc -l)" -ge 3 ]; do
 	sleep 0.05
 done
 echo "-- libdjprobe.so mapped before: $(grep -c libdjprobe "/proc/$PID/maps" || true)"
+echo "-- req_done is armed as: $("$DJP" list --json "$SERVER" | grep '"req_done"' |
+	sed -n 's/.*"arming":"\([a-z0-9]*\)".*/\1/p') (djp list --json says; what a hit costs: step 6)"
 "$DJP" trace --duration 1 -x "$PID" 'req_done' > "$TMP/x" 2> "$TMP/summary"
 echo "-- first events (of $(wc -l < "$TMP/x")):"
 head -n 3 "$TMP/x"
