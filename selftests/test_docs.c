@@ -188,6 +188,27 @@ static char *complete_v(const char *const *words)
 }
 #define complete(...) complete_v((const char *const[]){ __VA_ARGS__, NULL })
 
+/* As bash calls _djp for "djp trace -c EX TYPED": COMP_LINE and COMP_POINT
+ * set, and TYPED split into `split` as COMP_WORDBREAKS splits it. */
+static char *complete_line(const char *ex, const char *typed, const char *const *split)
+{
+	char cmd[8 * PATH_MAX];
+	int st, n;
+	n = snprintf(cmd, sizeof(cmd),
+		     "COMP_LINE='djp trace -c %s %s' bash -c '. \"$1\"; shift; COMP_POINT=${#COMP_LINE}; "
+		     "COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); _djp; "
+		     "printf \"%%s\\n\" \"${COMPREPLY[@]}\" | sort' sh '%s/tools/completion/djp.bash' '%s' trace -c '%s'",
+		     ex, typed, root(), tt_djp(), ex);
+	for (int i = 0; split[i]; i++)
+		n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, " '%s'", split[i]);
+	snprintf(cmd + n, sizeof(cmd) - (size_t)n, " 2>&1");
+	char *out = sh_out(cmd, &st);
+	fprintf(stderr, "# djp trace -c EX %s<TAB> (split at ':'): %s%s", typed,
+		strchr(out, '\n') != strrchr(out, '\n') ? "\n" : "", out);
+	CHECK_EQ(st, 0);
+	return out;
+}
+
 TEST_TIMEOUT(bash_completion_completes_commands_options_markers_and_functions, 60)
 {
 	char ex[PATH_MAX], quoted[PATH_MAX + 8], pid[16], cmd[2 * PATH_MAX];
@@ -215,6 +236,13 @@ TEST_TIMEOUT(bash_completion_completes_commands_options_markers_and_functions, 6
 	free(out);
 	/* the functions of func: */
 	CHECK_STR((out = complete("trace", "-c", ex, "func:ex_si")), "func:ex_sizes\n");
+	free(out);
+	/* as bash calls it, with the words split at ':' (COMP_WORDBREAKS)
+	 * and the line: the replies replace what follows the ':' */
+	CHECK_STR((out = complete_line(ex, "func:mai", (const char *const[]){ "func", ":", "mai", NULL })), "main\n");
+	free(out);
+	out = complete_line(ex, "func:", (const char *const[]){ "func", ":", NULL });
+	CHECK(strstr(out, "\nmain\n") && strstr(out, "ex_sizes\n") && !strstr(out, "func:"));
 	free(out);
 
 	/* -x PID: the markers of the running process, those djp list says */

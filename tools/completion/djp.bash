@@ -85,6 +85,14 @@ _djp()
 				--buffer-size --kprobe --help" -- "$cur"))
 			return
 		fi
+		# bash splits words at the ':' of COMP_WORDBREAKS (func:NAME,
+		# PROVIDER:NAME): the pattern as typed is the line's last word
+		local head=
+		if [[ -n ${COMP_LINE-} ]]; then
+			local line=${COMP_LINE:0:COMP_POINT}
+			cur=${line##*[[:space:]]}
+			[[ $cur == *:* && $COMP_WORDBREAKS == *:* ]] && head=${cur%"${cur##*:}"}
+		fi
 		target=$(_djp_target)
 		if [[ $cur == func:* ]]; then
 			COMPREPLY=($(compgen -P func: -W "$(_djp_functions "$target" "${cur#func:}")" \
@@ -93,6 +101,8 @@ _djp()
 			COMPREPLY=($(compgen -W "$(_djp_markers "$target") func: line:" -- "$cur"))
 			[[ ${#COMPREPLY[@]} == 1 && ${COMPREPLY[0]} == *: ]] && compopt -o nospace 2>/dev/null
 		fi
+		# and bash replaces only what follows the last ':'
+		[[ -n $head ]] && COMPREPLY=("${COMPREPLY[@]#"$head"}")
 		;;
 	*)
 		if [[ $cur == -* ]]; then
