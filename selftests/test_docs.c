@@ -92,9 +92,10 @@ TEST(man_page_djp_says_every_option_of_the_help)
 	snprintf(cmd, sizeof(cmd), "sed 's/\\\\-/-/g' '%s/docs/man/djp.1'", root());
 	page = sh_out(cmd, &st);
 	CHECK_EQ(st, 0);
-	/* an option is a word of its own; "objdump -d" is objdump's */
+	/* an option is a word of its own; "objdump -d", "bpftrace -p" and
+	 * "stap -x" are those tools' */
 	snprintf(cmd, sizeof(cmd),
-		 "{ %s --help; %s -e '' --help; } 2>&1 | sed 's/objdump -d//' | "
+		 "{ %s --help; %s -e '' --help; } 2>&1 | sed -E 's/objdump -d//; s/(stap|bpftrace) -[a-zA-Z]( json)?//g' | "
 		 "grep -oE -- '(^|[^a-zA-Z0-9-])--?[a-zA-Z][a-zA-Z0-9-]*' | sed 's/^[^-]*//' | sort -u",
 		 tt_djp(), tt_djp());
 	help = sh_out(cmd, &st);
