@@ -86,6 +86,9 @@ DEPS_STAMP := $(O)/.deps-ok
 # djp(1), djprobe(3), djprobe-markers(7): each installed in the section its
 # name ends with; and djp's bash completion.
 MAN_PAGES := $(sort $(wildcard docs/man/*.[1-9]))
+# man djp_connect finds djprobe(3): a .so page for each function it names
+MAN3_LINKS := djp_connect djp_connect_at djp_disconnect djp_hit_name djp_hit_nargs djp_hit_arg \
+	djp_hit_site djp_hit_reg djp_agent_start
 COMPLETION := tools/completion/djp.bash
 
 all: $(LIB_A) $(LIB_SO_FILE) $(LIB_SO) $(DJP)
@@ -267,6 +270,7 @@ install: all djprobe.pc
 	$(Q)install -m 755 $(DJP) $(DESTDIR)$(PREFIX)/bin/
 	$(Q)for p in $(MAN_PAGES); do s=$${p##*.}; install -d $(DESTDIR)$(PREFIX)/share/man/man$$s && \
 		install -m 644 $$p $(DESTDIR)$(PREFIX)/share/man/man$$s/ || exit 1; done
+	$(Q)for f in $(MAN3_LINKS); do echo '.so man3/djprobe.3' > $(DESTDIR)$(PREFIX)/share/man/man3/$$f.3 || exit 1; done
 	$(Q)install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	$(Q)install -m 644 $(COMPLETION) $(DESTDIR)$(PREFIX)/share/bash-completion/completions/djp
 

@@ -155,6 +155,13 @@ TEST_TIMEOUT(make_install_puts_the_man_pages_and_the_completion, 120)
 		CHECK_STR(out, want);
 		free(out);
 	}
+	/* a function's name finds djprobe(3) */
+	snprintf(cmd, sizeof(cmd), "MANPATH='%s/usr/local/share/man' MANWIDTH=80 man 3 djp_connect_at 2>&1 | head -n 1",
+		 dir);
+	out = sh_out(cmd, &st);
+	fprintf(stderr, "# man 3 djp_connect_at: %s", out);
+	CHECK(!strncmp(out, "DJPROBE(3)", 10));
+	free(out);
 	snprintf(cmd, sizeof(cmd), "bash -c '. %s/usr/local/share/bash-completion/completions/djp && complete -p djp' 2>&1",
 		 dir);
 	out = sh_out(cmd, &st);
