@@ -76,6 +76,7 @@ void djp_usage_trace(FILE *out)
 		"TIMESTAMP is CLOCK_MONOTONIC in seconds.nanoseconds; the fields are named\n"
 		"and converted as the marker's format says (argN= where it names none), or\n"
 		"as FORMAT says (its %%s arguments copied as strings when the probe fires).\n"
+		"Options may come before or after the patterns.\n"
 		"\n"
 		"  -c CMD         run CMD with the agent preloaded, armed before its main;\n"
 		"                 exit with its exit status\n"
@@ -119,9 +120,11 @@ static int parse_args(struct trace *t, int argc, char **argv)
 	char *end;
 	int c;
 
+	/* Options anywhere, as scripts take them (GNU getopt permutes): a
+	 * pattern never starts with '-', and "--" ends the options. */
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+c:x:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:x:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			t->s.cmd = optarg;
@@ -437,7 +440,7 @@ static bool write_failed(struct trace *t)
 /* -k among the options: the kernel's markers (ktrace.c). */
 static bool kernel_trace(int argc, char **argv)
 {
-	for (int i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
 		if (!strcmp(argv[i], "-k"))
 			return true;
 		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "-x") || !strcmp(argv[i], "-o") ||
