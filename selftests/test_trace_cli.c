@@ -47,3 +47,69 @@ TEST(trace_options_after_patterns)
 	CHECK(!strstr(p->obuf, "tt_main"));
 	free(p);
 }
+
+/* djp trace -c CMD func:ft_work where CMD reaches func_target through
+ * `wrapper`, a printf format taking func_target's path: every call is
+ * traced, in the program the wrapper execs. */
+static void func_through(const char *wrapper, const char *path_dir)
+{
+	char cmd[4200];
+	struct tproc *p;
+	unsigned long long ev;
+	int st, zero;
+
+	snprintf(cmd, sizeof(cmd), wrapper, tt_func_target());
+	if (path_dir) {
+		char path[8192];
+		snprintf(path, sizeof(path), "%s:%s", path_dir, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+		setenv("PATH", path, 1);
+	}
+	p = run_djp((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "func:ft_work", NULL }, &st);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) || !tt_summary_sum(p->ebuf, "func:ft_work", &ev, &zero) || ev != 10)
+		djp_test_fail(__FILE__, __LINE__, "%s: status %#x, stderr: %s", cmd, st, p->ebuf);
+	CHECK_EQ(tt_count(p->obuf, " func:ft_work i="), 10);
+	free(p);
+}
+
+TEST_TIMEOUT(trace_func_through_env, 90)
+{
+	func_through("env %s 10", NULL);
+}
+
+TEST_TIMEOUT(trace_func_through_sh_exec, 90)
+{
+	func_through("sh -c 'exec %s 10'", NULL);
+}
+
+/* A command named by PATH that is a shim script (as pyenv's python3.11
+ * is): `#!/bin/sh` then exec of the real program. */
+TEST_TIMEOUT(trace_func_through_path_shim, 90)
+{
+	char dir[] = "/tmp/djp-shim-XXXXXX", shim[256];
+	FILE *f;
+
+	CHECK(mkdtemp(dir));
+	snprintf(shim, sizeof(shim), "%s/djp-test-shim", dir);
+	CHECK((f = fopen(shim, "w")));
+	fprintf(f, "#!/bin/sh\nexec %s \"$@\"\n", tt_func_target());
+	fclose(f);
+	CHECK(!chmod(shim, 0755));
+	func_through("djp-test-shim 10", dir);
+	unlink(shim);
+	rmdir(dir);
+}
+
+/* A pattern that matches nothing in the program run, nor in any it
+ * execs: an error at the end, naming the program. */
+TEST_TIMEOUT(trace_launch_pattern_never_matched, 60)
+{
+	struct tproc *p;
+	int st;
+
+	p = run_djp((char *const[]){ (char *)tt_djp(), "trace", "-c", "true", "no_such_marker", NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	if (!strstr(p->ebuf, "djp: true: pattern 'no_such_marker' matched nothing in /usr/bin/true, the program "
+			     "that was run\n"))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	free(p);
+}

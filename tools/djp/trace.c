@@ -37,9 +37,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmd_path.h"
 #include "commands.h"
 #include "lib/escape.h"
 #include "lib/mapped_file.h"
+#include "lib/marker_match.h"
 #include "line_out.h"
 #include "kernel/trace/agent.h"
 #include "kernel/trace/recorder.h"
@@ -176,7 +178,8 @@ static int parse_args(struct trace *t, int argc, char **argv)
 	t->npatterns = argc - optind;
 	t->formats = calloc((size_t)t->npatterns, sizeof(*t->formats));
 	t->str_args = calloc((size_t)t->npatterns, sizeof(*t->str_args));
-	if (!t->formats || !t->str_args) {
+	t->matched = calloc((size_t)t->npatterns, sizeof(*t->matched));
+	if (!t->formats || !t->str_args || !t->matched) {
 		perror("djp trace");
 		return 1;
 	}
@@ -247,6 +250,30 @@ static bool is_point(const char *pattern)
 	return !strncmp(pattern, "func:", 5) || !strncmp(pattern, "line:", 5);
 }
 
+/*
+ * May s be a wrapper or an interpreter of the command (env, runuser, a
+ * shell, a PATH shim's interpreter), so that a pattern may yet match in the
+ * program it execs in the same process?  When it has no probes but libc's,
+ * or when the program it runs is not the file the command names
+ * (cmd_path.c: the interpreter of a script).
+ */
+static bool waits_for_exec(struct trace *t, struct session *s)
+{
+	return only_libc_probes(s) || cmd_path_runs_other(t->s.cmd, s->program);
+}
+
+/* The -c command's own process has nothing a pattern names: say so and
+ * which program that is, since what the trace waits for may never come
+ * (a wrapper that runs nothing, or whose program has no such function). */
+static void waiting_note(struct session *s, const char *why)
+{
+	char cmd[1024], msg[4 * sizeof(s->errmsg)], prog[4096];
+
+	fprintf(stderr, "djp: %s: %s in %s, the program that was run; waiting for a program it execs\n",
+		djp_escape_c(cmd, sizeof(cmd), s->cmd, false), djp_escape_c(msg, sizeof(msg), why, false),
+		djp_escape_c(prog, sizeof(prog), s->program[0] ? s->program : "?", false));
+}
+
 /* Ring, marker table, patterns, FOLLOW, START (when `start`: a launched
  * command, a child of fork).  0, or 1 after one line on stderr. */
 static int configure(struct trace *t, struct session *s, bool start)
@@ -261,15 +288,23 @@ static int configure(struct trace *t, struct session *s, bool start)
 	}
 	for (int i = 0; i < t->npatterns; i++) {
 		unsigned how = t->int3 ? DJP_CONNECT_INT3 : 0;
-		if (session_connect(s, t->patterns[i], how, t->str_args[i], 0, &nsites) == 0)
+		if (session_connect(s, t->patterns[i], how, t->str_args[i], 0, &nsites) == 0) {
+			t->matched[i] = true; /* not pending: it matched */
 			continue;
-		/* a wrapper (runuser, env) or a child that has not exec'd yet:
-		 * kept for what it loads or execs */
-		/* (not a function or a line: those name the command's own code,
-		 * and one that is not there is a mistake to say now) */
-		if (s->errcode == -ENOENT && (start || s->cmd) && only_libc_probes(s) && !is_point(t->patterns[i]) &&
-		    session_connect(s, t->patterns[i], how | DJP_CONNECT_PENDING, t->str_args[i], 0, &nsites) == 0)
-			continue;
+		}
+		/* a wrapper (runuser, env, a shim) or a child that has not
+		 * exec'd yet: kept for what it loads or execs; one that never
+		 * matches is said at the end (unmatched()) */
+		if (s->errcode == -ENOENT && (start || s->cmd) && waits_for_exec(t, s)) {
+			char why[sizeof(s->errmsg)]; /* the agent's: "pattern 'P': matches no ..." */
+			snprintf(why, sizeof(why), "%s", s->errmsg);
+			if (session_connect(s, t->patterns[i], how | DJP_CONNECT_PENDING, t->str_args[i], 0, &nsites) ==
+			    0) {
+				if (s == &t->s)
+					waiting_note(s, why);
+				continue;
+			}
+		}
 		if (s->errcode == -ENOENT && !is_point(t->patterns[i]))
 			fprintf(stderr, "djp: %s: pattern '%s' matches no marker\n", what, t->patterns[i]);
 		else
@@ -437,6 +472,50 @@ static bool write_failed(struct trace *t)
 	return bad;
 }
 
+/* Does a marker a process loaded later (dlopen) match pattern i? */
+static bool matched_later(struct trace *t, int i)
+{
+	for (size_t k = 0; k <= t->kids.n; k++) {
+		struct session *s = k ? t->kids.v[k - 1] : &t->s;
+		for (uint32_t id = 0; id < s->nmarkers && !is_point(t->patterns[i]); id++) {
+			const struct session_marker *m = &s->markers[id];
+			size_t plen;
+			const char *name = m->known ? djp_marker_split(m->name, &plen) : NULL;
+			if (name && djp_marker_match_n(t->patterns[i], m->name, plen, name))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* A -c command's patterns that matched nothing in any of its programs
+ * (they were kept for the program a wrapper would exec, which never came
+ * or never had them): one line each, naming the program that was run, and
+ * true.  A pattern that matches nothing is an error. */
+static bool unmatched(struct trace *t)
+{
+	char pat[1024], prog[4096], cmd[4096], last[4096 + 64] = "";
+	bool any = false;
+
+	/* the last program the command's own process exec'd */
+	for (size_t k = t->kids.n; k-- > 0;)
+		if (t->kids.v[k]->pid == t->s.pid && t->kids.v[k]->program[0]) {
+			snprintf(last, sizeof(last), ", nor in the programs it exec'd (the last: %s)",
+				 djp_escape_c(prog, sizeof(prog), t->kids.v[k]->program, false));
+			break;
+		}
+	for (int i = 0; i < t->npatterns; i++) {
+		if (t->matched[i] || matched_later(t, i))
+			continue;
+		fprintf(stderr, "djp: %s: pattern '%s' matched nothing in %s, the program that was run%s\n",
+			djp_escape_c(cmd, sizeof(cmd), t->s.cmd, false),
+			djp_escape_c(pat, sizeof(pat), t->patterns[i], false),
+			djp_escape_c(prog, sizeof(prog), t->s.program[0] ? t->s.program : "?", false), last);
+		any = true;
+	}
+	return any;
+}
+
 /* -k among the options: the kernel's markers (ktrace.c). */
 static bool kernel_trace(int argc, char **argv)
 {
@@ -502,6 +581,8 @@ int djp_cmd_trace(int argc, char **argv)
 		if (!s->child_done)
 			session_stop_child(s);
 		rc = exit_status(s, 1);
+		if (unmatched(&t))
+			rc = 1;
 	}
 out:
 	if (t.out && write_failed(&t))
@@ -510,5 +591,6 @@ out:
 	session_kids_free(&t.kids);
 	free(t.formats);
 	free(t.str_args);
+	free(t.matched);
 	return rc;
 }
