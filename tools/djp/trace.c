@@ -227,10 +227,12 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* What the messages name the target by: the command (escaped: a path may
+ * hold anything), or its pid. */
 static void where(struct session *s, char *buf, size_t sz)
 {
 	if (s->cmd)
-		snprintf(buf, sz, "%s", s->cmd);
+		djp_escape_c(buf, sz, s->cmd, false);
 	else
 		snprintf(buf, sz, "process %d", (int)s->pid);
 }
@@ -278,12 +280,12 @@ static void waiting_note(struct session *s, const char *why)
  * command, a child of fork).  0, or 1 after one line on stderr. */
 static int configure(struct trace *t, struct session *s, bool start)
 {
-	char what[256];
+	char what[1024], msg[4 * sizeof(s->errmsg)], pat[4 * DJP_AGENT_PATTERN_MAX + 4];
 	unsigned nsites;
 
 	where(s, what, sizeof(what));
 	if (session_hello(s) || session_ring(s) || session_list(s)) {
-		fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
+		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	for (int i = 0; i < t->npatterns; i++) {
@@ -306,17 +308,18 @@ static int configure(struct trace *t, struct session *s, bool start)
 			}
 		}
 		if (s->errcode == -ENOENT && !is_point(t->patterns[i]))
-			fprintf(stderr, "djp: %s: pattern '%s' matches no marker\n", what, t->patterns[i]);
+			fprintf(stderr, "djp: %s: pattern '%s' matches no marker\n", what,
+				djp_escape_c(pat, sizeof(pat), t->patterns[i], false));
 		else
-			fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
+			fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	if (s == &t->s ? session_kids_listen(&t->kids, s) : session_kids_follow(&t->kids, s)) {
-		fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
+		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	if (start && session_start(s)) {
-		fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
+		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	return 0;

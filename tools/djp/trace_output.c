@@ -123,9 +123,12 @@ long trace_drain(struct trace *t)
 static void summary_of(struct session *s)
 {
 	uint64_t lost = session_count_lost(s);
+	char prog[4 * sizeof(s->program)];
 
+	/* the program's path and the markers' names come from the target:
+	 * escaped, as on the event lines */
 	fprintf(stderr, "djp trace: process %d (%s): %" PRIu64 " events, %" PRIu64 " lost", (int)s->pid,
-		s->program[0] ? s->program : "?", s->events, lost);
+		djp_escape_c(prog, sizeof(prog), s->program[0] ? s->program : "?", false), s->events, lost);
 	if (s->stats_ok)
 		fprintf(stderr, ", %" PRIu64 " missed (hit inside a handler, or while its site changed trampolines)",
 			s->misses);
@@ -138,12 +141,14 @@ static void summary_of(struct session *s)
 	fprintf(stderr, "  %-32s %12s %12s\n", "MARKER", "EVENTS", "LOST");
 	for (uint32_t id = 0; id < s->nmarkers; id++) {
 		const struct session_marker *m = &s->markers[id];
-		char name[48];
+		char name[2048];
 		if (!m->events && !m->lost)
 			continue;
 		if (!m->known)
 			snprintf(name, sizeof(name), "marker#%u", id);
-		fprintf(stderr, "  %-32s %12" PRIu64 " %12" PRIu64 "\n", m->known ? m->name : name, m->events, m->lost);
+		else
+			djp_escape_c(name, sizeof(name), m->name, false);
+		fprintf(stderr, "  %-32s %12" PRIu64 " %12" PRIu64 "\n", name, m->events, m->lost);
 	}
 	if (s->lost_unattributed)
 		fprintf(stderr, "  %-32s %12s %12" PRIu64 "\n", "(other)", "-", s->lost_unattributed);

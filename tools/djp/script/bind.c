@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "lang.h"
+#include "lib/escape.h"
 #include "lib/marker_match.h"
 #include "usym.h"
 
@@ -89,6 +90,18 @@ bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
 	return djp_marker_match_n(pp->glob, d->provider, d->provider_len, d->name);
 }
 
+/* len bytes of s (or all of it, len < 0) C-escaped, in the script's pool:
+ * names and paths come from the target's files, and pp() reaches the
+ * terminal (lib/escape.h). */
+static const char *pp_escaped(struct script *sc, const char *s, int len)
+{
+	size_t n = len < 0 ? strlen(s) : (size_t)len;
+	char *raw = pool_alloc(sc, n + 1), *out = pool_alloc(sc, 4 * n + 1);
+	memcpy(raw, s, n);
+	raw[n] = 0;
+	return djp_escape_c(out, 4 * n + 1, raw, false);
+}
+
 static void add_binding(struct script *sc, struct probe *p, const struct probe_point *pt, const struct djp_ev_desc *d)
 {
 	struct binding *b;
@@ -103,24 +116,25 @@ static void add_binding(struct script *sc, struct probe *p, const struct probe_p
 	b->pid = pt->pid;
 	b->name_hash = str_hash(d->name);
 	{
-		size_t n = strlen(d->name) + (d->object ? strlen(d->object) : 1) + d->provider_len + 40;
-		char *pp = pool_alloc(sc, n);
 		const char *ret = strstr(d->name, "%return");
+		const char *obj = pp_escaped(sc, d->object ? d->object : "?", -1);
+		const char *name = pp_escaped(sc, d->name, ret ? (int)(ret - d->name) : -1);
+		const char *prov = pp_escaped(sc, d->provider_len ? d->provider : "", (int)d->provider_len);
+		size_t n = strlen(name) + strlen(obj) + strlen(prov) + 48;
+		char *pp = pool_alloc(sc, n);
 		if (d->kernel && !pt->module) /* stap's pp() of a kernel marker */
-			snprintf(pp, n, "kernel.mark(\"%s\")", d->name);
+			snprintf(pp, n, "kernel.mark(\"%s\")", name);
 		else if (d->kernel)
-			snprintf(pp, n, "module(\"%s\").mark(\"%s\")", d->object ? d->object : "?", d->name);
+			snprintf(pp, n, "module(\"%s\").mark(\"%s\")", obj, name);
 		else if (d->provider_len == 4 && !memcmp(d->provider, "func", 4) && ret) /* a return probe's */
-			snprintf(pp, n, "process(\"%s\").function(\"%.*s\").return", d->object ? d->object : "?",
-				 (int)(ret - d->name), d->name);
+			snprintf(pp, n, "process(\"%s\").function(\"%s\").return", obj, name);
 		else if (d->provider_len == 4 && !memcmp(d->provider, "func", 4)) /* an instruction probe's */
-			snprintf(pp, n, "process(\"%s\").%s(\"%s\")", d->object ? d->object : "?",
-				 strchr(d->name, '+') ? "statement" : "function", d->name);
+			snprintf(pp, n, "process(\"%s\").%s(\"%s\")", obj, strchr(d->name, '+') ? "statement" : "function",
+				 name);
 		else if (d->provider_len) /* stap's pp() of an SDT probe */
-			snprintf(pp, n, "process(\"%s\").provider(\"%.*s\").mark(\"%s\")", d->object ? d->object : "?",
-				 (int)d->provider_len, d->provider, d->name);
+			snprintf(pp, n, "process(\"%s\").provider(\"%s\").mark(\"%s\")", obj, prov, name);
 		else
-			snprintf(pp, n, "process(\"%s\").mark(\"%s\")", d->object ? d->object : "?", d->name);
+			snprintf(pp, n, "process(\"%s\").mark(\"%s\")", obj, name);
 		b->pp = pp;
 	}
 	if ((p->nbinds & (p->nbinds - 1)) == 0) {

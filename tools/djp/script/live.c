@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "lang.h"
+#include "lib/escape.h"
 #include "lib/func_symbols.h"
 #include "script.h"
 #include "site_function.h"
@@ -384,7 +385,9 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 				 (globs[i].ustack ? DJP_CONNECT_USTACK : 0u);
 		if (!session_connect(&l->s, globs[i].glob, flags, globs[i].str_args, globs[i].str_bound, &nsites))
 			continue;
-		fprintf(stderr, "djp: %s: %s\n", globs[i].glob, l->s.errmsg);
+		char glob[1024], msg[4 * sizeof(l->s.errmsg)];
+		fprintf(stderr, "djp: %s: %s\n", djp_escape_c(glob, sizeof(glob), globs[i].glob, false),
+			djp_escape_c(msg, sizeof(msg), l->s.errmsg, false));
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}
 	/* the same globs for the processes that dial in later */
@@ -404,7 +407,9 @@ static int live_start(struct djp_source *src)
 {
 	struct live *l = (struct live *)src;
 	if (l->s.cmd && session_start(&l->s)) {
-		fprintf(stderr, "djp: %s: %s\n", l->s.cmd, l->s.errmsg);
+		char cmd[1024], msg[4 * sizeof(l->s.errmsg)];
+		fprintf(stderr, "djp: %s: %s\n", djp_escape_c(cmd, sizeof(cmd), l->s.cmd, false),
+			djp_escape_c(msg, sizeof(msg), l->s.errmsg, false));
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}
 	return 0;
