@@ -407,6 +407,12 @@ const char *tt_func_target(void)
 	return p ? p : (p = copy_path("trace_progs/func_target"));
 }
 
+const char *tt_typed_target(void)
+{
+	static const char *p;
+	return p ? p : (p = copy_path("trace_progs/typed_target"));
+}
+
 void tt_wait_func_target_sum(struct tproc *t, long n)
 {
 	char want[64];
