@@ -16,7 +16,7 @@ static struct tproc *trace_typed(bool json, long n)
 	struct tproc *p;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "%s %ld", tt_typed_target(), n);
+	snprintf(cmd, sizeof(cmd), "%s %ld", tt_typed_target(false), n);
 	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "func:tt_*%return", "func:tt_ptr", "typed:*",
 				      json ? "--json" : NULL, NULL },
 		     false, -1);
@@ -58,4 +58,68 @@ TEST_TIMEOUT(trace_numbers_print_as_their_c_type, 60)
 	want(p->obuf, "\"name\":\"typed:vals\",\"args\":{\"arg1\":-7,\"arg2\":18446744073709551615}}\n");
 	want(p->obuf, "\"name\":\"func:tt_ptr\",\"args\":{\"p\":\"0x");
 	free(p);
+}
+
+/* typed_target's typed:text, a 700-letter string, under `djp trace
+ * [opt N] 'typed:text=s=%s len=%d'`: the s= value printed. */
+static void text_under(const char *opt, const char *n, char *s, size_t sz)
+{
+	char cmd[4200];
+	const char *at, *end;
+	struct tproc *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s 1", tt_typed_target(false));
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "typed:text=s=%s len=%d", (char *)opt,
+				      (char *)n, NULL },
+		     false, -1);
+	st = tt_finish(p, 60000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) || !(at = strstr(p->obuf, " s=")) || !(end = strstr(at, " len=700\n")))
+		djp_test_fail(__FILE__, __LINE__, "status %#x: %s / %s", st, p->obuf, p->ebuf);
+	snprintf(s, sz, "%.*s", (int)(end - at - 3), at + 3);
+	free(p);
+}
+
+/* stap's MAXSTRINGLEN (512, NUL included) unless --max-string-len says
+ * otherwise, in the copy the target makes; a string cut ends in "...". */
+TEST_TIMEOUT(trace_strings_follow_maxstringlen, 60)
+{
+	char full[701], s[2048];
+
+	for (int i = 0; i < 700; i++)
+		full[i] = (char)('a' + i % 26);
+	full[700] = 0;
+	text_under(NULL, NULL, s, sizeof(s));
+	CHECK_EQ(strlen(s), 511 + 3);
+	CHECK(!strncmp(s, full, 511) && !strcmp(s + 511, "..."));
+	text_under("--max-string-len", "1024", s, sizeof(s));
+	CHECK_STR(s, full);
+	text_under("--max-string-len", "16", s, sizeof(s));
+	CHECK_STR(s, "abcdefghijklmno...");
+}
+
+/* A script's strings: -D MAXSTRINGLEN=N, 512 by default, a marker's %s
+ * as the user_string() of an SDT probe's argument. */
+TEST_TIMEOUT(script_strings_follow_maxstringlen, 60)
+{
+	static const char *const script[2] = {
+		"probe process.provider(\"typed\").mark(\"text\") { printf(\"n=%d\\n\", strlen(user_string($arg1))) }",
+		"probe process.mark(\"typed_text\") { printf(\"n=%d\\n\", strlen($s)) }",
+	};
+	char cmd[4200];
+	struct tproc *p;
+
+	for (int mark = 0; mark < 2; mark++) {
+		snprintf(cmd, sizeof(cmd), "%s 1", tt_typed_target(mark));
+		p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e", (char *)script[mark], NULL }, false, -1);
+		if (tt_finish(p, 60000) || !strstr(p->obuf, "n=511\n"))
+			djp_test_fail(__FILE__, __LINE__, "%s: %s / %s", script[mark], p->obuf, p->ebuf);
+		free(p);
+		p = tt_spawn((char *const[]){ (char *)tt_djp(), "-D", "MAXSTRINGLEN=1024", "-c", cmd, "-e",
+					      (char *)script[mark], NULL },
+			     false, -1);
+		if (tt_finish(p, 60000) || !strstr(p->obuf, "n=700\n"))
+			djp_test_fail(__FILE__, __LINE__, "%s: %s / %s", script[mark], p->obuf, p->ebuf);
+		free(p);
+	}
 }

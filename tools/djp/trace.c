@@ -47,6 +47,9 @@
 #include "kernel/trace/recorder.h"
 #include "trace.h"
 
+/* A %s argument keeps at most this many bytes, NUL included: SystemTap's
+ * MAXSTRINGLEN, 512 (--max-string-len). */
+#define DJP_TRACE_MAXSTRINGLEN 512
 #define DRAIN_PERIOD_MS 5
 #define DRAIN_IDLE_MS 20
 #define BUSY_DRAIN 1024 /* a drain that brought this many: drain again at once */
@@ -69,7 +72,8 @@ void djp_usage_trace(FILE *out)
 {
 	fprintf(out,
 		"usage: djp trace [-c CMD | -x PID] [--json] [-o FILE] [--snapshot] [--int3]\n"
-		"                 [--duration SECONDS] [--buffer-size BYTES] PATTERN[=FORMAT]...\n"
+		"                 [--duration SECONDS] [--buffer-size BYTES] [--max-string-len N]\n"
+		"                 PATTERN[=FORMAT]...\n"
 		"       djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] PATTERN...\n"
 		"\n"
 		"Record every hit of the markers matching the PATTERNs (globs over marker\n"
@@ -90,6 +94,8 @@ void djp_usage_trace(FILE *out)
 		"                 last events are written on SIGUSR1 and at the end\n"
 		"  --duration S   stop after S seconds\n"
 		"  --buffer-size B  ring bytes per thread, a power of two (default 1 MiB)\n"
+		"  --max-string-len N  a %%s argument keeps N - 1 bytes at most (stap's\n"
+		"                 MAXSTRINGLEN, 8 to 1024, default 512); a cut one ends in ...\n"
 		"  --int3         arm int3 breakpoints only, never jumps: slower, but safe\n"
 		"                 beside another tool's uprobes on the same functions\n"
 		"                 (bpftrace, perf probe, SystemTap)\n"
@@ -117,6 +123,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },	    { "snapshot", no_argument, NULL, 's' },
 		{ "duration", required_argument, NULL, 'd' }, { "buffer-size", required_argument, NULL, 'b' },
 		{ "int3", no_argument, NULL, 'i' },	    { "help", no_argument, NULL, 'h' },
+		{ "max-string-len", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -160,6 +167,14 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			if (!*optarg || *end || v < DJP_RING_MIN_SIZE || v > (1ull << 28) || (v & (v - 1)))
 				return usage_error("--buffer-size needs a power of two from 4096 to 256 MiB");
 			t->s.buffer_size = (size_t)v;
+			break;
+		}
+		case 'm': {
+			/* stap's MAXSTRINGLEN: the copy's size, NUL included */
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || v < 8 || v > DJP_RING_STR_BOUND_MAX)
+				return usage_error("--max-string-len needs a number of bytes from 8 to 1024");
+			t->s.str_bound = (unsigned)v;
 			break;
 		}
 		case 'h':
@@ -526,7 +541,8 @@ static bool kernel_trace(int argc, char **argv)
 		if (!strcmp(argv[i], "-k"))
 			return true;
 		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "-x") || !strcmp(argv[i], "-o") ||
-		    !strcmp(argv[i], "--duration") || !strcmp(argv[i], "--buffer-size"))
+		    !strcmp(argv[i], "--duration") || !strcmp(argv[i], "--buffer-size") ||
+		    !strcmp(argv[i], "--max-string-len"))
 			i++; /* and its value */
 	}
 	return false;
@@ -536,7 +552,7 @@ int djp_cmd_trace(int argc, char **argv)
 {
 	if (kernel_trace(argc, argv))
 		return djp_cmd_ktrace(argc, argv);
-	struct trace t = { .kids.follow_fd = -1, .dialled = true };
+	struct trace t = { .kids.follow_fd = -1, .dialled = true, .s.str_bound = DJP_TRACE_MAXSTRINGLEN };
 	struct session *s = &t.s;
 	char why[128];
 	const char *reason;

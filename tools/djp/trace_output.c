@@ -26,7 +26,8 @@
 void trace_print_event(FILE *out, bool json, uint64_t ns, int pid, uint32_t tid, int cpu, const char *name,
 		       const struct djp_fmt *fmt, unsigned n, const int64_t *args, const char *const *strs)
 {
-	char text[4096], safe[4 * sizeof(text)], safe_name[512];
+	/* twelve strings of DJP_RING_STR_BOUND_MAX bytes fit */
+	char text[16384], safe[4 * sizeof(text)], safe_name[512];
 
 	if (!json) {
 		/* One line per event, whatever the strings hold. */
@@ -78,14 +79,21 @@ static void print_event(struct trace *t, struct session *s, const struct djp_eve
 	const struct session_marker *m = session_marker_of(s, ev->marker_id);
 	const char *strs[DJP_RING_MAX_ARGS];
 	int64_t args[DJP_RING_MAX_ARGS];
-	char name[32];
+	char name[32], cut[DJP_RING_MAX_ARGS][DJP_RING_STR_BOUND_MAX + 4];
 	unsigned n = ev->nargs < DJP_RING_MAX_ARGS ? ev->nargs : DJP_RING_MAX_ARGS;
 
 	if (!m)
 		snprintf(name, sizeof(name), "marker#%u", ev->marker_id);
+
 	for (unsigned i = 0; i < n; i++) {
+		uint64_t flags = 0;
 		args[i] = (int64_t)ev->args[i];
-		strs[i] = djp_event_str(ev, i, NULL, NULL);
+		strs[i] = djp_event_str(ev, i, NULL, &flags);
+		/* a string longer than the copy's bound says so: "..." */
+		if (strs[i] && (flags & DJP_STR_TRUNCATED)) {
+			snprintf(cut[i], sizeof(cut[i]), "%s...", strs[i]);
+			strs[i] = cut[i];
+		}
 	}
 	trace_print_event(t->out, t->json, ns, (int)s->pid, tid, -1, m ? m->name : name, m ? m->fmt : NULL, n, args,
 			  strs);

@@ -713,6 +713,10 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	s = &l->s;
 	s->cmd = o->cmd;
 	s->attach_pid = o->pid;
+	/* a marker's %s arguments keep what a script string can (-D
+	 * MAXSTRINGLEN), as far as the agent copies */
+	s->str_bound = MAXSTRINGLEN < 8 ? 8 : MAXSTRINGLEN < DJP_RING_STR_BOUND_MAX ? (unsigned)MAXSTRINGLEN
+										 : DJP_RING_STR_BOUND_MAX;
 	if (o->cmd ? session_launch(s) : session_attach(s)) {
 		/* session_launch/attach said why on stderr */
 		snprintf(err, errsz, "%s: cannot start the trace", o->cmd ? o->cmd : "process");
