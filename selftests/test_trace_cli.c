@@ -48,6 +48,27 @@ TEST(trace_options_after_patterns)
 	free(p);
 }
 
+/* A directory holding djp-test-shim, `#!/bin/sh` then exec of func_target
+ * with its arguments, as pyenv's python3.11 is a script that execs the
+ * real program; removed by shim_remove. */
+static void shim_make(char *dir, char *shim, size_t sz)
+{
+	FILE *f;
+
+	CHECK(mkdtemp(dir));
+	snprintf(shim, sz, "%s/djp-test-shim", dir);
+	CHECK((f = fopen(shim, "w")));
+	fprintf(f, "#!/bin/sh\nexec %s \"$@\"\n", tt_func_target());
+	fclose(f);
+	CHECK(!chmod(shim, 0755));
+}
+
+static void shim_remove(const char *dir, const char *shim)
+{
+	unlink(shim);
+	rmdir(dir);
+}
+
 /* djp trace -c CMD func:ft_work where CMD reaches func_target through
  * `wrapper`, a printf format taking func_target's path: every call is
  * traced, in the program the wrapper execs. */
@@ -86,17 +107,10 @@ TEST_TIMEOUT(trace_func_through_sh_exec, 90)
 TEST_TIMEOUT(trace_func_through_path_shim, 90)
 {
 	char dir[] = "/tmp/djp-shim-XXXXXX", shim[256];
-	FILE *f;
 
-	CHECK(mkdtemp(dir));
-	snprintf(shim, sizeof(shim), "%s/djp-test-shim", dir);
-	CHECK((f = fopen(shim, "w")));
-	fprintf(f, "#!/bin/sh\nexec %s \"$@\"\n", tt_func_target());
-	fclose(f);
-	CHECK(!chmod(shim, 0755));
+	shim_make(dir, shim, sizeof(shim));
 	func_through("djp-test-shim 10", dir);
-	unlink(shim);
-	rmdir(dir);
+	shim_remove(dir, shim);
 }
 
 /* A pattern that matches nothing in the program run, nor in any it
@@ -111,5 +125,45 @@ TEST_TIMEOUT(trace_launch_pattern_never_matched, 60)
 	if (!strstr(p->ebuf, "djp: true: pattern 'no_such_marker' matched nothing in /usr/bin/true, the program "
 			     "that was run\n"))
 		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	free(p);
+}
+
+/* Scripts through the same wrappers: a point that matches nothing in the
+ * wrapper is said once and bound in the program it execs. */
+static struct tproc *script_under(const char *cmd, const char *script, int *st)
+{
+	return run_djp((char *const[]){ (char *)tt_djp(), "-c", (char *)cmd, "-e", (char *)script, NULL }, st);
+}
+
+TEST_TIMEOUT(script_through_env_and_a_path_shim, 120)
+{
+	char cmd[4200], dir[] = "/tmp/djp-shim-XXXXXX", shim[256], path[8192];
+	struct tproc *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "env %s --no-stdin --ticks 3", tt_target(false));
+	p = script_under(cmd, "global n; probe process.mark(\"tt_tick\") { n += $i + 1 } probe end { printf(\"n=%d\\n\", n) }",
+			 &st);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) || !strstr(p->obuf, "n=6\n") ||
+	    !strstr(p->ebuf, "process.mark(\"tt_tick\") matches nothing in /usr/bin/env, the program the command ran"))
+		djp_test_fail(__FILE__, __LINE__, "status %#x: %s / %s", st, p->obuf, p->ebuf);
+	free(p);
+
+	shim_make(dir, shim, sizeof(shim));
+	snprintf(path, sizeof(path), "%s:%s", dir, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+	setenv("PATH", path, 1);
+	p = script_under("djp-test-shim 10",
+			 "global n; probe process.function(\"ft_work\") { n++ } probe end { printf(\"n=%d\\n\", n) }", &st);
+	shim_remove(dir, shim);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) || !strstr(p->obuf, "n=10\n"))
+		djp_test_fail(__FILE__, __LINE__, "status %#x: %s / %s", st, p->obuf, p->ebuf);
+	free(p);
+
+	/* nothing it execs has the point either: an error at the end */
+	p = script_under(cmd, "probe process.mark(\"no_such_marker\") { }", &st);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 ||
+	    !strstr(p->ebuf, "process.mark(\"no_such_marker\") matched nothing in /usr/bin/env, the program the "
+			     "command ran, nor in a program it exec'd\n"))
+		djp_test_fail(__FILE__, __LINE__, "status %#x: %s / %s", st, p->obuf, p->ebuf);
 	free(p);
 }

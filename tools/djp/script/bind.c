@@ -208,7 +208,17 @@ int resolve_probes(struct script *sc, const struct djp_source *src)
 						n++;
 					}
 				}
-				if (!n && !pp->optional && !pp->point)
+				if (!n && !pp->optional && !pp->point && src && src->wrapper && !pp->path) {
+					/* a wrapper's: the program it execs dials in
+					 * later and binds then (bind_late), as djp
+					 * trace waits for it; say so, naming it */
+					char prog[4096];
+					p->waits_exec = true;
+					fprintf(stderr,
+						"djp: %s matches nothing in %s, the program the command ran; waiting for a "
+						"program it execs\n",
+						pp->text, djp_escape_c(prog, sizeof(prog), src->wrapper, false));
+				} else if (!n && !pp->optional && !pp->point)
 					diag(sc, pp->line, pp->col, "semantic error",
 					     "while resolving probe point %s: no match", pp->text);
 				if ((enough = n && pp->sufficient))
@@ -352,4 +362,20 @@ void script_release(struct script *sc)
 	sc->timers = NULL;
 	sc->by_desc = NULL;
 	sc->nby_desc = NULL;
+}
+
+bool report_never_bound(const struct script *sc, const struct djp_source *src)
+{
+	char prog[4096], text[1024];
+	bool any = false;
+
+	for (const struct probe *p = sc->probes; p; p = p->next) {
+		if (!p->waits_exec || p->nbinds)
+			continue;
+		fprintf(stderr, "djp: %s matched nothing in %s, the program the command ran, nor in a program it exec'd\n",
+			djp_escape_c(text, sizeof(text), p->points->text, false),
+			djp_escape_c(prog, sizeof(prog), src && src->wrapper ? src->wrapper : "?", false));
+		any = true;
+	}
+	return any;
 }

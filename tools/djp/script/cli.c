@@ -500,7 +500,7 @@ int djp_script_main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		errors = run_script(&sc, src, &ro, &nev);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		status = errors ? 1 : 0;
+		status = errors || report_never_bound(&sc, src) ? 1 : 0;
 		if (bench) {
 			double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 			fprintf(out, "script count | %.1f | M events/s\n", s > 0 ? (double)nev / s / 1e6 : 0.0);

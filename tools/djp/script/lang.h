@@ -306,6 +306,7 @@ struct probe {
 	struct binding **binds; /* the markers this probe is attached to */
 	int nbinds;
 	bool has_nonmark;	/* begin, end or timer among its points */
+	bool waits_exec;	/* a point matched nothing in a -c wrapper: bound in the program it execs */
 	/* its body reads the hit's user stack (ubacktrace() and the like,
 	 * here or in a function it calls): its hits record it */
 	bool uses_ustack;
@@ -386,6 +387,10 @@ void bind_fields(struct script *sc);
  * has with the checked types; a probe it does not fit is skipped with a
  * warning.  Once per descriptor. */
 void bind_late(struct script *sc, const struct djp_ev_desc *d);
+/* After the run: the mark points that waited for the program a -c wrapper
+ * execs and never bound, one line each on stderr; true when there was one
+ * (a point that matches nothing is an error). */
+bool report_never_bound(const struct script *sc, const struct djp_source *src);
 /* free everything the passes allocated (the pool included) */
 void script_release(struct script *sc);
 int ctx_field(const struct djp_ev_desc *d, const char *name);
