@@ -2,7 +2,8 @@
  * every path: a marker named "t ESC [2J BEL t", an SDT provider holding
  * ESC ] 0 ; ... BEL (a terminal's set-title sequence), in a program whose
  * file name holds them too, printed by djp trace (lines, summary, JSON,
- * errors), djp list (FILE and PID) and scripts' pp() and ppfunc(). */
+ * errors), djp list (FILE and PID) and scripts' pp(), ppfunc() and
+ * $$name (a map's key too). */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -143,9 +144,12 @@ TEST_TIMEOUT(trace_escapes_names_everywhere, 120)
 	tt_end(t);
 	/* a script's pp() and ppfunc() */
 	snprintf(cmd, sizeof(cmd), "'%s' --ticks 2 --no-stdin", e.target);
-	snprintf(script, sizeof(script), "probe process.mark(\"t*t\") { printf(\"%%s|%%s\\n\", pp(), ppfunc()) }");
+	snprintf(script, sizeof(script),
+		 "global c; probe process.mark(\"t*t\") { printf(\"%%s|%%s|%%s\\n\", pp(), ppfunc(), $$name); c[$$name]++ } "
+		 "probe end { foreach (k in c) printf(\"%%s=%%d\\n\", k, c[k]) }");
 	p = run((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e", script, NULL }, NULL);
-	CHECK_EQ(tt_count(p->obuf, "/trace_target\").mark(\"t\\x1b[2J\\x07t\")|ticker\n"), 2);
+	CHECK_EQ(tt_count(p->obuf, "/trace_target\").mark(\"t\\x1b[2J\\x07t\")|ticker|t\\x1b[2J\\x07t\n"), 2);
+	CHECK(strstr(p->obuf, "\nt\\x1b[2J\\x07t=2\n"));
 	CHECK(strstr(p->obuf, "process(\"/tmp/djp-evil-\\x1b]0;T\\x07-"));
 	free(p);
 	/* and its listing of the points (-l) */

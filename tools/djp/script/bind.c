@@ -114,7 +114,9 @@ static void add_binding(struct script *sc, struct probe *p, const struct probe_p
 	b->desc = d;
 	b->pn = pt->text;
 	b->pid = pt->pid;
-	b->name_hash = str_hash(d->name);
+	b->name = pp_escaped(sc, d->name, -1);
+	b->format = pp_escaped(sc, d->format ? d->format : "", -1);
+	b->name_hash = str_hash(b->name);
 	{
 		const char *ret = strstr(d->name, "%return");
 		const char *obj = pp_escaped(sc, d->object ? d->object : "?", -1);

@@ -319,7 +319,8 @@ struct probe {
 struct binding {
 	struct probe *probe;
 	const struct djp_ev_desc *desc;
-	uint64_t name_hash; /* hash of desc->name, for c[$$name] */
+	const char *name, *format; /* desc's, C-escaped (they come from the target's files): $$name, $$format */
+	uint64_t name_hash; /* hash of name, for c[$$name] */
 	const char *pp;	    /* process("OBJECT").mark("NAME"), for pp() and errors */
 	const char *pn;	    /* the probe point as written that matched, for pn() */
 	int32_t pid;	    /* process(PID) points: the process whose hits run it; 0 any */
