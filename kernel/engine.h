@@ -292,6 +292,15 @@ static inline struct djp_site *djp__hit_site(const struct djp_hit *hit)
 uint64_t djp_callee_saved_reg(const struct djp_hit *hit, int dwarf_reg);
 void djp_callee_saved_prepare(void);
 
+/* rcu.c: the calling thread's hits are none of the program's: from now
+ * on (the agent's thread), or from __quiet_begin to __quiet_end given what
+ * it returned (the library's own work on a program's thread; nothing
+ * changes inside a handler, whose hits are misses already).  They are
+ * dropped, not counted as misses. */
+void djp__thread_quiet(void);
+void *djp__quiet_begin(void);
+void djp__quiet_end(void *was);
+
 /* dispatch.c */
 void djp_dispatch_lean(struct djp_hit *hit);
 void djp_dispatch_full(struct djp_hit *hit);

@@ -34,9 +34,12 @@ static int engine_sig;
 static void engine_signal_handler(int sig, siginfo_t *info, void *ucv)
 {
 	int saved_errno = errno;
+	void *q;
 	(void)sig;
 	(void)info;
+	q = djp__quiet_begin(); /* the engine's work, not the program's */
 	djp_threads_check_answer(ucv); /* a jump about to be placed asks */
+	djp__quiet_end(q);
 	djp_rcu_recover_interrupted(ucv);
 	errno = saved_errno;
 }

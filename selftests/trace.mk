@@ -88,3 +88,43 @@ $(USTACK_TARGET)-nofp: selftests/trace_progs/ustack_target.c include/djprobe/mar
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 -g -fomit-frame-pointer $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(USTACK_TARGET) $(USTACK_TARGET)-nofp
+# The line probes' target: -O0, where a line's code has several rows.
+LINE_TARGET := $(TRACE_PROGS_DIR)/line_target
+$(LINE_TARGET): selftests/trace_progs/line_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O0 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(LINE_TARGET)
+# One thread calling malloc and free, and dlopen: whose hits are whose.
+MALLOC_TARGET := $(TRACE_PROGS_DIR)/malloc_target
+$(MALLOC_TARGET): selftests/trace_progs/malloc_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -ldl
+CHECK_DEPS += $(MALLOC_TARGET)
+# Every kind of argument location, with known values: SDT probes (1-byte
+# nops), the same as djprobe markers, and not position independent.
+ARGKINDS_TARGET := $(TRACE_PROGS_DIR)/argkinds_target
+$(ARGKINDS_TARGET): selftests/trace_progs/argkinds_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+$(ARGKINDS_TARGET)-mark: selftests/trace_progs/argkinds_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -DARGKINDS_MARK $(CFLAGS) -o $@ $<
+$(ARGKINDS_TARGET)-nopie: selftests/trace_progs/argkinds_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -fno-pie -no-pie $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(ARGKINDS_TARGET) $(ARGKINDS_TARGET)-mark $(ARGKINDS_TARGET)-nopie
+# The same with handlers of the in-process API: full, lean and int3.
+$(TRACE_PROGS_DIR)/argkinds_engine: selftests/trace_progs/argkinds_target.c $(LIB_A) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -DARGKINDS_ENGINE $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_LIB) -lm
+$(TRACE_PROGS_DIR)/argkinds_engine-mark: selftests/trace_progs/argkinds_target.c $(LIB_A) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -DARGKINDS_ENGINE -DARGKINDS_MARK $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_LIB) -lm
+CHECK_DEPS += $(TRACE_PROGS_DIR)/argkinds_engine $(TRACE_PROGS_DIR)/argkinds_engine-mark
