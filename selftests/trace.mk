@@ -64,6 +64,18 @@ $(FUNC_TARGET): selftests/trace_progs/func_target.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(FUNC_TARGET)
+# The typed values' target: signed, unsigned and pointer parameters and
+# return values, SDT probes without a format; _mark: a marker with a long %s.
+TYPED_TARGET := $(TRACE_PROGS_DIR)/typed_target
+$(TYPED_TARGET): selftests/trace_progs/typed_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+$(TYPED_TARGET)_mark: selftests/trace_progs/typed_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -DTYPED_MARKER -o $@ $<
+CHECK_DEPS += $(TYPED_TARGET) $(TYPED_TARGET)_mark
 # The user backtraces' target: call chains, a qsort comparator, an SDT probe
 # that stays int3; -O2 -g with frame pointers, and without (the default).
 USTACK_TARGET := $(TRACE_PROGS_DIR)/ustack_target

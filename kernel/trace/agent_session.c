@@ -111,6 +111,25 @@ struct gather {
 	int err;
 };
 
+/*
+ * The format the tool gets for marker m: its own, or for an SDT probe,
+ * which has none, one its argument locations say ("-4@%ebx 8@%rax": a
+ * signed and an unsigned number, "%d %u"), so that the tool prints each
+ * as its type is, in decimal (bpftrace's arg0), not as bare hex words.
+ * The recorder extends each value to 64 bits by the same size and sign.
+ */
+static const char *wire_format(const struct djp_marker_info *m, char *buf, size_t sz)
+{
+	size_t len = 0;
+
+	if ((m->format && m->format[0]) || !m->from_sdt || !m->nargs)
+		return m->format ? m->format : "";
+	buf[0] = 0;
+	for (unsigned i = 0; i < m->nargs && len + 4 < sz; i++)
+		len += (size_t)snprintf(buf + len, sz - len, "%s%%%c", i ? " " : "", m->arg[i].is_signed ? 'd' : 'u');
+	return buf;
+}
+
 static int gather_site(void *ctx, uint32_t id, const char *object, uintptr_t addr, const struct djp_marker_info *m)
 {
 	struct gather *g = ctx;
@@ -132,7 +151,10 @@ static int gather_site(void *ctx, uint32_t id, const char *object, uintptr_t add
 		char full[512]; /* an SDT probe by its full name, provider:name */
 		e->name = strdup(djp_marker_full_name(full, sizeof(full), m->provider, m->name ? m->name : ""));
 	}
-	e->format = strdup(m->format ? m->format : "");
+	{
+		char fmt[64];
+		e->format = strdup(wire_format(m, fmt, sizeof(fmt)));
+	}
 	e->object = strdup(object ? object : "");
 	if (!e->name || !e->format || !e->object) {
 		free(e->name);
@@ -255,9 +277,9 @@ static struct djp_mlog marker_log = { .fd = -1 };
 
 static int log_site(void *ctx, uint32_t id, const char *object, uintptr_t addr, const struct djp_marker_info *m)
 {
-	char full[512];
+	char full[512], fmt[64];
 	djp_mlog_append(ctx, id, addr, m->nargs, djp_marker_full_name(full, sizeof(full), m->provider, m->name),
-			m->format, object);
+			wire_format(m, fmt, sizeof(fmt)), object);
 	return 0;
 }
 

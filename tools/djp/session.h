@@ -57,6 +57,7 @@ struct session {
 	pid_t attach_pid;
 	bool snapshot;	    /* rings overwrite their oldest events */
 	size_t buffer_size; /* ring bytes per thread, 0: the agent's default */
+	unsigned str_bound; /* bytes a %s copy keeps, NUL included (MAXSTRINGLEN); 0: the agent's default */
 	/* formats that replace the markers' own (djp trace's PATTERN=FORMAT):
 	 * a marker the i-th pattern matches prints with the i-th format */
 	char *const *fmt_patterns, *const *fmt_formats;

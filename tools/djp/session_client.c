@@ -136,7 +136,7 @@ int session_ring(struct session *s)
 	djp_put_u32(&b, 0);
 	djp_put_u64(&b, s->buffer_size);
 	djp_put_u32(&b, 0);
-	djp_put_u32(&b, 0);
+	djp_put_u32(&b, s->str_bound);
 	n = request(s, DJP_MSG_RING, &b, DJP_MSG_RING_FD, &fd);
 	if (n < 0)
 		return (int)n;

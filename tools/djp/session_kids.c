@@ -48,6 +48,7 @@ static void inherit(struct session *c, const struct session *main)
 {
 	c->snapshot = main->snapshot;
 	c->buffer_size = main->buffer_size;
+	c->str_bound = main->str_bound;
 	c->fmt_patterns = main->fmt_patterns;
 	c->fmt_formats = main->fmt_formats;
 	c->nfmt = main->nfmt;

@@ -43,6 +43,7 @@
 
 #include "kernel/trace/agent.h"
 #include "lib/agent_addr.h"
+#include "lib/escape.h"
 #include "lib/ptrace_perm.h"
 #include "inject.h"
 #include "session.h"
@@ -271,13 +272,20 @@ fail:
 	_exit(127);
 }
 
+/* The command as messages name it: C-escaped, a path may hold anything. */
+static const char *cmd_text(const struct session *s)
+{
+	static char buf[4096];
+	return djp_escape_c(buf, sizeof(buf), s->cmd, false);
+}
+
 static void set_status_message(struct session *s)
 {
 	if (WIFEXITED(s->child_status))
 		fprintf(stderr, "djp: %s: exited with status %d before its agent connected\n",
-			s->cmd, WEXITSTATUS(s->child_status));
+			cmd_text(s), WEXITSTATUS(s->child_status));
 	else
-		fprintf(stderr, "djp: %s: killed by signal %d before its agent connected\n", s->cmd,
+		fprintf(stderr, "djp: %s: killed by signal %d before its agent connected\n", cmd_text(s),
 			WTERMSIG(s->child_status));
 }
 
@@ -321,7 +329,7 @@ int session_launch(struct session *s)
 	while (n < 0 && errno == EINTR);
 	close(pfd[0]);
 	if (n == sizeof(err)) {
-		fprintf(stderr, "djp: %s: cannot execute: %s\n", s->cmd, strerror(err));
+		fprintf(stderr, "djp: %s: cannot execute: %s\n", cmd_text(s), strerror(err));
 		session_reap(s, -1);
 		close(lfd);
 		return -1;
@@ -343,7 +351,7 @@ int session_launch(struct session *s)
 		if (session_stop_signal) {
 			close(lfd);
 			session_stop_child(s);
-			fprintf(stderr, "djp: %s: interrupted before its agent connected\n", s->cmd);
+			fprintf(stderr, "djp: %s: interrupted before its agent connected\n", cmd_text(s));
 			return -1;
 		}
 		if (waited == DIAL_TIMEOUT_MS)
@@ -352,7 +360,7 @@ int session_launch(struct session *s)
 			fprintf(stderr,
 				"djp: %s: no process of it has dialled in after %d s (none has djprobe markers or SDT "
 				"probes of its own?); waiting for it\n",
-				s->cmd, DIAL_TIMEOUT_MS / 1000);
+				cmd_text(s), DIAL_TIMEOUT_MS / 1000);
 	}
 	s->launch_fd = lfd; /* more of the command's processes may dial in */
 	s->fd = fd;

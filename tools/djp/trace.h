@@ -28,6 +28,7 @@ struct trace {
 	int npatterns;
 	char **formats;	   /* PATTERN=FORMAT: the format, else NULL */
 	uint32_t *str_args; /* the %s arguments of formats[i] */
+	bool *matched;	    /* patterns[i] matched a site in some process */
 
 	FILE *out; /* where events go */
 	struct session s;

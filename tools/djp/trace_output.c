@@ -26,7 +26,8 @@
 void trace_print_event(FILE *out, bool json, uint64_t ns, int pid, uint32_t tid, int cpu, const char *name,
 		       const struct djp_fmt *fmt, unsigned n, const int64_t *args, const char *const *strs)
 {
-	char text[4096], safe[4 * sizeof(text)], safe_name[512];
+	/* twelve strings of DJP_RING_STR_BOUND_MAX bytes fit */
+	char text[16384], safe[4 * sizeof(text)], safe_name[512];
 
 	if (!json) {
 		/* One line per event, whatever the strings hold. */
@@ -78,14 +79,21 @@ static void print_event(struct trace *t, struct session *s, const struct djp_eve
 	const struct session_marker *m = session_marker_of(s, ev->marker_id);
 	const char *strs[DJP_RING_MAX_ARGS];
 	int64_t args[DJP_RING_MAX_ARGS];
-	char name[32];
+	char name[32], cut[DJP_RING_MAX_ARGS][DJP_RING_STR_BOUND_MAX + 4];
 	unsigned n = ev->nargs < DJP_RING_MAX_ARGS ? ev->nargs : DJP_RING_MAX_ARGS;
 
 	if (!m)
 		snprintf(name, sizeof(name), "marker#%u", ev->marker_id);
+
 	for (unsigned i = 0; i < n; i++) {
+		uint64_t flags = 0;
 		args[i] = (int64_t)ev->args[i];
-		strs[i] = djp_event_str(ev, i, NULL, NULL);
+		strs[i] = djp_event_str(ev, i, NULL, &flags);
+		/* a string longer than the copy's bound says so: "..." */
+		if (strs[i] && (flags & DJP_STR_TRUNCATED)) {
+			snprintf(cut[i], sizeof(cut[i]), "%s...", strs[i]);
+			strs[i] = cut[i];
+		}
 	}
 	trace_print_event(t->out, t->json, ns, (int)s->pid, tid, -1, m ? m->name : name, m ? m->fmt : NULL, n, args,
 			  strs);
@@ -123,9 +131,12 @@ long trace_drain(struct trace *t)
 static void summary_of(struct session *s)
 {
 	uint64_t lost = session_count_lost(s);
+	char prog[4 * sizeof(s->program)];
 
+	/* the program's path and the markers' names come from the target:
+	 * escaped, as on the event lines */
 	fprintf(stderr, "djp trace: process %d (%s): %" PRIu64 " events, %" PRIu64 " lost", (int)s->pid,
-		s->program[0] ? s->program : "?", s->events, lost);
+		djp_escape_c(prog, sizeof(prog), s->program[0] ? s->program : "?", false), s->events, lost);
 	if (s->stats_ok)
 		fprintf(stderr, ", %" PRIu64 " missed (hit inside a handler, or while its site changed trampolines)",
 			s->misses);
@@ -138,12 +149,14 @@ static void summary_of(struct session *s)
 	fprintf(stderr, "  %-32s %12s %12s\n", "MARKER", "EVENTS", "LOST");
 	for (uint32_t id = 0; id < s->nmarkers; id++) {
 		const struct session_marker *m = &s->markers[id];
-		char name[48];
+		char name[2048];
 		if (!m->events && !m->lost)
 			continue;
 		if (!m->known)
 			snprintf(name, sizeof(name), "marker#%u", id);
-		fprintf(stderr, "  %-32s %12" PRIu64 " %12" PRIu64 "\n", m->known ? m->name : name, m->events, m->lost);
+		else
+			djp_escape_c(name, sizeof(name), m->name, false);
+		fprintf(stderr, "  %-32s %12" PRIu64 " %12" PRIu64 "\n", name, m->events, m->lost);
 	}
 	if (s->lost_unattributed)
 		fprintf(stderr, "  %-32s %12s %12" PRIu64 "\n", "(other)", "-", s->lost_unattributed);

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "lang.h"
+#include "lib/escape.h"
 #include "func_points.h"
 #include "script.h"
 #include "tools/djp/line_out.h"
@@ -185,8 +186,10 @@ static int open_source(const char *replay, const char *cmd, int32_t pid, struct 
 		o.npaths = npaths;
 		rc = djp_script_live_open(&o, src, err, sizeof(err));
 	}
-	if (rc < 0 && err[0])
-		fprintf(stderr, "djp: %s\n", err);
+	if (rc < 0 && err[0]) {
+		char safe[4 * sizeof(err)]; /* it may name the command, a file, a marker */
+		fprintf(stderr, "djp: %s\n", djp_escape_c(safe, sizeof(safe), err, false));
+	}
 	return rc;
 }
 
@@ -302,8 +305,11 @@ static int list_points(struct script *sc, struct djp_source *src, bool fields, F
 	}
 	qsort(lines, n, sizeof(*lines), cmp_str);
 	for (unsigned i = 0; i < n; i++) {
+		/* names, functions and paths come from the target's files: C
+		 * escapes for what a terminal would act on (lib/escape.h) */
+		char safe[4 * 4096 + 1];
 		if (!i || strcmp(lines[i], lines[i - 1]))
-			fprintf(out, "%s\n", lines[i]);
+			fprintf(out, "%s\n", djp_escape_c(safe, sizeof(safe), lines[i], false));
 	}
 	for (unsigned i = 0; i < n; i++)
 		free(lines[i]);
@@ -494,7 +500,7 @@ int djp_script_main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		errors = run_script(&sc, src, &ro, &nev);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		status = errors ? 1 : 0;
+		status = errors || report_never_bound(&sc, src) ? 1 : 0;
 		if (bench) {
 			double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 			fprintf(out, "script count | %.1f | M events/s\n", s > 0 ? (double)nev / s / 1e6 : 0.0);

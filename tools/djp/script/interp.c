@@ -221,7 +221,7 @@ static uint64_t eval_keys(struct run *r, struct node *n, const struct map *m, un
 		uint64_t hi;
 		if (m->kty[i] == TY_STR) {
 			if (k->kind == N_CTXNAME) {
-				key[i].s = r->bind->desc->name;
+				key[i].s = r->bind->name;
 				hi = r->bind->name_hash;
 			} else {
 				key[i].s = eval_s(r, k);
@@ -1059,7 +1059,7 @@ static void slice_eval(struct run *r, struct node *n, const struct map *m, struc
 		if (!sl->fixed[i])
 			continue;
 		if (m->kty[i] == TY_STR)
-			sl->key[i].s = k->kind == N_CTXNAME ? r->bind->desc->name : eval_s(r, k);
+			sl->key[i].s = k->kind == N_CTXNAME ? r->bind->name : eval_s(r, k);
 		else
 			sl->key[i].n = eval_n(r, k);
 	}
@@ -1263,9 +1263,9 @@ static const char *eval_s(struct run *r, struct node *n)
 		return s ? s : "";
 	}
 	case N_CTXNAME:
-		return r->bind->desc->name;
+		return r->bind->name;
 	case N_CTXFORMAT:
-		return r->bind->desc->format ? r->bind->desc->format : "";
+		return r->bind->format;
 	case N_CTXPARMS: {
 		char *buf = arena_alloc(r, MAXSTRINGLEN);
 		ctx_vars_render(buf, MAXSTRINGLEN, r->bind->desc, n->str, r->ev);

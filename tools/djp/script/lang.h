@@ -306,6 +306,7 @@ struct probe {
 	struct binding **binds; /* the markers this probe is attached to */
 	int nbinds;
 	bool has_nonmark;	/* begin, end or timer among its points */
+	bool waits_exec;	/* a point matched nothing in a -c wrapper: bound in the program it execs */
 	/* its body reads the hit's user stack (ubacktrace() and the like,
 	 * here or in a function it calls): its hits record it */
 	bool uses_ustack;
@@ -318,7 +319,8 @@ struct probe {
 struct binding {
 	struct probe *probe;
 	const struct djp_ev_desc *desc;
-	uint64_t name_hash; /* hash of desc->name, for c[$$name] */
+	const char *name, *format; /* desc's, C-escaped (they come from the target's files): $$name, $$format */
+	uint64_t name_hash; /* hash of name, for c[$$name] */
 	const char *pp;	    /* process("OBJECT").mark("NAME"), for pp() and errors */
 	const char *pn;	    /* the probe point as written that matched, for pn() */
 	int32_t pid;	    /* process(PID) points: the process whose hits run it; 0 any */
@@ -386,6 +388,10 @@ void bind_fields(struct script *sc);
  * has with the checked types; a probe it does not fit is skipped with a
  * warning.  Once per descriptor. */
 void bind_late(struct script *sc, const struct djp_ev_desc *d);
+/* After the run: the mark points that waited for the program a -c wrapper
+ * execs and never bound, one line each on stderr; true when there was one
+ * (a point that matches nothing is an error). */
+bool report_never_bound(const struct script *sc, const struct djp_source *src);
 /* free everything the passes allocated (the pool included) */
 void script_release(struct script *sc);
 int ctx_field(const struct djp_ev_desc *d, const char *name);

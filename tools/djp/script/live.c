@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "lang.h"
+#include "lib/escape.h"
 #include "lib/func_symbols.h"
 #include "script.h"
 #include "site_function.h"
@@ -55,7 +56,9 @@
 #include "tapset.h"
 #include "usym.h"
 #include "lib/marker_match.h"
+#include "lib/mapped_file.h"
 #include "lib/markers.h"
+#include "tools/djp/cmd_path.h"
 #include "tools/djp/session.h"
 
 #define LIVE_POLL_MS 5
@@ -384,7 +387,21 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 				 (globs[i].ustack ? DJP_CONNECT_USTACK : 0u);
 		if (!session_connect(&l->s, globs[i].glob, flags, globs[i].str_args, globs[i].str_bound, &nsites))
 			continue;
-		fprintf(stderr, "djp: %s: %s\n", globs[i].glob, l->s.errmsg);
+		/* a function or a line a -c wrapper does not have: kept for
+		 * the program it execs, which dials in (as djp trace) */
+		if (l->s.errcode == -ENOENT && l->src.wrapper && !(flags & DJP_CONNECT_PENDING) &&
+		    !session_connect(&l->s, globs[i].glob, flags | DJP_CONNECT_PENDING, globs[i].str_args,
+				     globs[i].str_bound, &nsites)) {
+			char glob[1024], prog[4096];
+			fprintf(stderr, "djp: %s matches nothing in %s, the program the command ran; waiting for a "
+					"program it execs\n",
+				djp_escape_c(glob, sizeof(glob), globs[i].glob, false),
+				djp_escape_c(prog, sizeof(prog), l->src.wrapper, false));
+			continue;
+		}
+		char glob[1024], msg[4 * sizeof(l->s.errmsg)];
+		fprintf(stderr, "djp: %s: %s\n", djp_escape_c(glob, sizeof(glob), globs[i].glob, false),
+			djp_escape_c(msg, sizeof(msg), l->s.errmsg, false));
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}
 	/* the same globs for the processes that dial in later */
@@ -404,7 +421,9 @@ static int live_start(struct djp_source *src)
 {
 	struct live *l = (struct live *)src;
 	if (l->s.cmd && session_start(&l->s)) {
-		fprintf(stderr, "djp: %s: %s\n", l->s.cmd, l->s.errmsg);
+		char cmd[1024], msg[4 * sizeof(l->s.errmsg)];
+		fprintf(stderr, "djp: %s: %s\n", djp_escape_c(cmd, sizeof(cmd), l->s.cmd, false),
+			djp_escape_c(msg, sizeof(msg), l->s.errmsg, false));
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}
 	return 0;
@@ -414,6 +433,15 @@ static uint64_t live_now(struct djp_source *src)
 {
 	(void)src;
 	return clock_ns(CLOCK_REALTIME);
+}
+
+/* No probes but libc's: a shell, env, runuser. */
+static bool only_libc_probes(const struct session *s)
+{
+	for (uint32_t id = 0; id < s->nmarkers; id++)
+		if (s->markers[id].known && s->markers[id].object && !djp_path_is_libc(s->markers[id].object))
+			return false;
+	return true;
 }
 
 /* ^C, as stap has it: the probes stop, what they recorded before is read
@@ -708,6 +736,10 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	s = &l->s;
 	s->cmd = o->cmd;
 	s->attach_pid = o->pid;
+	/* a marker's %s arguments keep what a script string can (-D
+	 * MAXSTRINGLEN), as far as the agent copies */
+	s->str_bound = MAXSTRINGLEN < 8 ? 8 : MAXSTRINGLEN < DJP_RING_STR_BOUND_MAX ? (unsigned)MAXSTRINGLEN
+										 : DJP_RING_STR_BOUND_MAX;
 	if (o->cmd ? session_launch(s) : session_attach(s)) {
 		/* session_launch/attach said why on stderr */
 		snprintf(err, errsz, "%s: cannot start the trace", o->cmd ? o->cmd : "process");
@@ -747,6 +779,8 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	l->src.descs = l->descs;
 	l->src.ndescs = nd;
 	l->src.target_pid = s->pid;
+	if (s->cmd && s->program[0] && (only_libc_probes(s) || cmd_path_runs_other(s->cmd, s->program)))
+		l->src.wrapper = s->program;
 	*out = &l->src;
 	return 0;
 fail_quiet:

@@ -131,6 +131,11 @@ struct djp_source {
 	int32_t target_pid; /* the -c or -x process, or 0 */
 	bool want_cpu;	    /* set before arm: events should carry their CPU */
 	bool want_int3;	    /* set before arm: int3 breakpoints only (--int3) */
+	/* -c: the program the command's process runs when it may be a
+	 * wrapper that execs another (no probes but libc's, or not the file
+	 * the command names: cmd_path.h), for the hint of a point that
+	 * matches nothing; NULL otherwise */
+	const char *wrapper;
 };
 
 struct djp_source_opts {
