@@ -708,6 +708,7 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	s = &l->s;
 	s->cmd = o->cmd;
 	s->attach_pid = o->pid;
+	s->buffer_size = o->buffer_size;
 	if (o->cmd ? session_launch(s) : session_attach(s)) {
 		/* session_launch/attach said why on stderr */
 		snprintf(err, errsz, "%s: cannot start the trace", o->cmd ? o->cmd : "process");

@@ -139,6 +139,7 @@ struct djp_source_opts {
 	const char *const *paths; /* objects named by process("PATH") points */
 	unsigned npaths;
 	bool list_only;		  /* -l/-L: the markers are wanted, not events */
+	size_t buffer_size;	  /* ring bytes per thread (-s, --buffer-size); 0: the default */
 };
 
 /* Opens a source; 0 or -errno with a one-line message in err. */
