@@ -252,7 +252,7 @@ static int configure(struct trace *t, struct session *s, bool start)
 	unsigned nsites;
 
 	where(s, what, sizeof(what));
-	if (session_hello(s) || session_ring(s) || session_list(s)) {
+	if (session_hello(s) || session_ring(s) || session_tables(s) || session_list(s)) {
 		fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
 		return 1;
 	}
