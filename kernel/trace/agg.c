@@ -65,21 +65,20 @@ static inline void put(uint64_t *w, uint64_t v)
 	__atomic_store_n(w, v, __ATOMIC_RELAXED);
 }
 
-void djp_agg_hit(const struct djp_hit *hit, void *data)
+/* One hit of plan ap at marker id, args[i] its argument i where the
+ * plan reads it (nargs: how many the marker has). */
+static inline __attribute__((always_inline)) void agg_update(struct djp_agg_probe *ap, uint32_t id,
+							     const uint64_t *args, unsigned nargs)
 {
-	struct djp_agg_probe *ap = data;
 	struct djp_agg *a = ap->agg;
 	const struct djp_agg_plan *p = &a->plan[ap->plan];
 	struct djp_ring_tls *t = &djp_ring_tls;
-	const struct djp_site *s = djp__hit_site(hit);
-	const struct djp_marker_info *m = s->m;
 	struct djp_agg_table_hdr *th;
 	uint64_t key[DJP_AGG_MAX_KEY_ARGS], id_tid, tag, *e, sum;
 	uint32_t cap = a->capacity, mask = 2 * cap - 1, *index, used, n = 0, i;
 	int64_t v;
 	unsigned __int128 sq;
 	uint8_t *tb;
-	unsigned nargs = m->nargs < DJP_MARKER_MAX_ARGS ? m->nargs : DJP_MARKER_MAX_ARGS;
 
 	if (__builtin_expect(t->region_id != a->ring->id, 0)) {
 		int err;
@@ -102,13 +101,13 @@ void djp_agg_hit(const struct djp_hit *hit, void *data)
 		return;
 	for (uint32_t bits = p->key_args; bits; bits &= bits - 1) {
 		unsigned arg = (unsigned)__builtin_ctz(bits);
-		key[n++] = arg < nargs ? djp_arg_fetch(hit, s, &m->arg[arg]) : 0;
+		key[n++] = arg < nargs ? args[arg] : 0;
 	}
 	if (p->flags & DJP_AGG_VALUE_ARG)
-		v = p->value_arg < nargs ? (int64_t)djp_arg_fetch(hit, s, &m->arg[p->value_arg]) : 0;
+		v = p->value_arg < nargs ? (int64_t)args[p->value_arg] : 0;
 	else
 		v = p->value_const;
-	id_tid = s->id | (p->flags & DJP_AGG_TID ? (uint64_t)t->tid << 32 : 0);
+	id_tid = id | (p->flags & DJP_AGG_TID ? (uint64_t)t->tid << 32 : 0);
 	tag = djp_agg_hash(id_tid, key, n);
 
 	tb = a->base + p->table_offset + (uint64_t)agg_slot.index * p->table_stride;
@@ -161,6 +160,51 @@ update:
 			put(&e[DJP_AGG_ENTRY_FIXED + b], e[DJP_AGG_ENTRY_FIXED + b] + 1);
 	}
 	__atomic_store_n(&e[6], e[6] + 1, __ATOMIC_RELEASE);
+}
+
+void djp_agg_hit(const struct djp_hit *hit, void *data)
+{
+	struct djp_agg_probe *ap = data;
+	const struct djp_agg_plan *p = &ap->agg->plan[ap->plan];
+	const struct djp_site *s = djp__hit_site(hit);
+	const struct djp_marker_info *m = s->m;
+	unsigned nargs = m->nargs < DJP_MARKER_MAX_ARGS ? m->nargs : DJP_MARKER_MAX_ARGS;
+	uint32_t want = p->key_args | (p->flags & DJP_AGG_VALUE_ARG ? 1u << p->value_arg : 0);
+	uint64_t args[16];
+
+	/* only the arguments the plan reads */
+	for (uint32_t bits = want; bits; bits &= bits - 1) {
+		unsigned arg = (unsigned)__builtin_ctz(bits);
+		args[arg] = arg < nargs ? djp_arg_fetch(hit, s, &m->arg[arg]) : 0;
+	}
+	agg_update(ap, s->id, args, nargs);
+}
+
+/*
+ * The fast entry (the recorder's essay has the mechanism): at a site this
+ * plan's handler has to itself, whose first four arguments the lean
+ * trampoline loads, when the plan reads none past them.  No site lookup,
+ * no location decoding.
+ */
+static void agg_fast(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
+{
+	const struct djp_fast_plan *fp = plan;
+	const uint64_t args[4] = { a0, a1, a2, a3 };
+	(void)hit;
+	agg_update(fp->data, fp->id, args, fp->nargs);
+}
+
+static djp_fast_entry_fn agg_plan_fast(void *data, const struct djp_site *s, struct djp_fast_plan *plan)
+{
+	struct djp_agg_probe *ap = data;
+	const struct djp_agg_plan *p = &ap->agg->plan[ap->plan];
+	const struct djp_marker_info *m = s->m;
+	uint32_t want = p->key_args | (p->flags & DJP_AGG_VALUE_ARG ? 1u << p->value_arg : 0);
+
+	if (want >> DJP_TRAMP_PREFETCH || !arch_tramp_prefetches(m->arg, m->nargs))
+		return NULL;
+	*plan = (struct djp_fast_plan){ data, s->id, m->nargs < DJP_TRAMP_PREFETCH ? m->nargs : DJP_TRAMP_PREFETCH, 0 };
+	return agg_fast;
 }
 
 /* ---- set-up (not on the hit path) ---------------------------------------- */
@@ -262,7 +306,7 @@ void djp_agg_destroy(struct djp_agg *a)
 int djp_agg_connect(struct djp_agg *a, unsigned plan, const char *pattern, unsigned flags, unsigned *nsites)
 {
 	/* once: two patterns of one plan that match one site count a hit once */
-	struct djp_connect_opts o = { .pending = flags & DJP_RECORD_PENDING, .once = true };
+	struct djp_connect_opts o = { .plan = agg_plan_fast, .pending = flags & DJP_RECORD_PENDING, .once = true };
 	unsigned how = DJP_GPR_ONLY | (flags & DJP_RECORD_INT3 ? DJP_FORCE_INT3 : 0);
 	int id;
 
