@@ -12,8 +12,9 @@
  *   [plans_offset)            struct djp_agg_plan[nplans]
  *   [plan.table_offset + s * plan.table_stride)
  *                             the table of plan p for ring slot s: a
- *                             struct djp_agg_table_hdr, then capacity
- *                             entries of plan.entry_words words
+ *                             struct djp_agg_table_hdr, the writer's
+ *                             scratch and index, then capacity entries of
+ *                             plan.entry_words words (djp_agg_table_stride)
  *
  * An entry:
  *
@@ -22,6 +23,11 @@
  *   u64 key[4]    the key's argument words, in the order of key_args' bits
  *   u64 count, sum, min, max, sumsq_lo, sumsq_hi
  *   u64 hist[nbuckets]   with a histogram only, stap's buckets (stats.c)
+ *   u64 str_ptr, str_desc, text[str_bound / 8]
+ *                 with a string key only (str_arg): the first hit's
+ *                 pointer, the copy's length and DJP_STR_* bits (lib/
+ *                 ring.h), and the text, NUL-terminated; the key word of
+ *                 that argument is the text's hash
  *
  * One writer per table (the thread that owns ring slot s), plain stores of
  * whole words; a reader merges tables by difference with what it read
@@ -59,7 +65,10 @@ struct djp_agg_plan {
 	int64_t value_const;
 	int64_t hist_start, hist_interval; /* linear */
 	uint32_t nbuckets;		   /* 128 for log; linear: (stop - start) / interval + 2 */
+	uint32_t str_arg;		   /* argument + 1 of the key read as a string, 0 none */
+	uint32_t str_bound;		   /* its copy's bytes, NUL included: a multiple of 8 */
 	uint32_t entry_words;
+	uint32_t pad;
 	uint64_t table_offset;
 	uint64_t table_stride;
 	uint64_t lost_noslot; /* hits dropped because no ring slot was free */
@@ -84,9 +93,38 @@ struct djp_tables_hdr {
 	uint64_t total_size;
 };
 
-static inline uint32_t djp_agg_entry_words(uint32_t nbuckets)
+#define DJP_AGG_MAX_STR 1024u
+
+static inline uint32_t djp_agg_entry_words(const struct djp_agg_plan *p)
 {
-	return DJP_AGG_ENTRY_FIXED + nbuckets;
+	return DJP_AGG_ENTRY_FIXED + p->nbuckets + (p->str_arg ? 2 + p->str_bound / 8 : 0);
+}
+
+/* A table: its header, the writer's scratch copy of a string key, the
+ * writer's index (u32 entry + 1 by hash, twice the capacity), the
+ * entries; page-rounded. */
+static inline uint64_t djp_agg_index_off(const struct djp_agg_plan *p)
+{
+	return sizeof(struct djp_agg_table_hdr) + (p->str_arg ? p->str_bound : 0);
+}
+
+static inline uint64_t djp_agg_entries_off(const struct djp_agg_plan *p, uint32_t cap)
+{
+	return djp_agg_index_off(p) + (uint64_t)cap * 2 * sizeof(uint32_t);
+}
+
+static inline uint64_t djp_agg_table_stride(const struct djp_agg_plan *p, uint32_t cap)
+{
+	return (djp_agg_entries_off(p, cap) + (uint64_t)cap * djp_agg_entry_words(p) * 8 + 4095) & ~4095ull;
+}
+
+/* The hash of a copied string: the key word of a string argument. */
+static inline uint64_t djp_agg_str_hash(const char *s, uint64_t desc)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ (desc >> 32);
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
 }
 
 /* The key's hash, as both sides compute it: tag = hash | 1. */

@@ -48,7 +48,8 @@
  *   TABLES     tool:  u32 entries per table (a power of two), u32 n, n x
  *                     {u32 key_args, u32 flags, u32 value_arg, u32
  *                     hist_kind, u64 value_const, u64 hist_start, u64
- *                     hist_interval, u32 nbuckets} (struct djp_agg_plan,
+ *                     hist_interval, u32 nbuckets, u32 str_arg, u32
+ *                     str_bound} (struct djp_agg_plan,
  *                     lib/agg.h); after RING, once
  *              agent: TABLES_FD u64 size, the tables memfd in SCM_RIGHTS
  *                     (lib/agg.h): per-marker lost counters from then on,

@@ -273,6 +273,11 @@ typedef uint64_t (*djp_ring_copy_fn)(char *dst, const char *src, uint64_t max);
 void djp_ring_set_fast_copy(djp_ring_copy_fn fn);
 uint32_t djp__ring_put_strings(uint64_t *ev, uint32_t size, const uint64_t *args, unsigned nargs,
 			       uint32_t str_mask, uint32_t bound);
+/* The copy of a %s argument, for another recorder of the thread's (after
+ * its first event, or djp__ring_attach): at most bound - 1 bytes of src
+ * and a NUL into dst, fault-safe; the length and DJP_STR_* bits of a
+ * string descriptor. */
+uint64_t djp_ring_copy_string(char *dst, const char *src, uint32_t bound);
 
 /*
  * Record one event into the calling thread's ring of region r.

@@ -40,6 +40,9 @@ static void target_totals(const char *out, struct totals *t)
 	CHECK((s = strstr(out, "fn agg_fc ")) && sscanf(s, "fn agg_fc %ld", &t->fn[2]) == 1);
 }
 
+/* what run() adds to the target's command line */
+static const char *target_extra = "";
+
 /* djp OPTS... -c "agg_target --threads N --hits K" -e SCRIPT; the tool
  * stopped while the target fires when `stall`.  Returns the finished
  * process (stdout: the target's lines and the script's). */
@@ -51,7 +54,7 @@ static struct tproc *run(const char *const *opts, int threads, long hits, const 
 	int n = 0, st;
 	struct tproc *p;
 
-	snprintf(cmd, sizeof(cmd), "%s --threads %d --hits %ld", agg_target(), threads, hits);
+	snprintf(cmd, sizeof(cmd), "%s --threads %d --hits %ld%s", agg_target(), threads, hits, target_extra);
 	argv[n++] = (char *)tt_djp();
 	for (; opts && *opts; opts++)
 		argv[n++] = (char *)*opts;
@@ -164,6 +167,42 @@ TEST_TIMEOUT(script_agg_every_aggregate_matches_the_target, 240)
 			      script_out(q));
 	free(p);
 	free(q);
+}
+
+/* Strings as indexes: user_string($arg1) and a %s field, copied at the
+ * hit and keyed on their text ("alpha" at two addresses is one key), in
+ * rings too small for the events they would be. */
+TEST_TIMEOUT(script_agg_string_keys, 120)
+{
+	static const char *const words[] = { "alpha", "beta", "gamma", "delta" };
+	const char *tiny[] = { "--buffer-size", "16384", NULL };
+	struct tproc *p;
+	char key[64];
+
+	target_extra = " --strings";
+	p = run(tiny, 2, 200000,
+		"global w, m, n, s\n"
+		"probe process.mark(\"agg_str\") { w[user_string($arg1)]++ }\n"
+		"probe process.mark(\"agg_name\") { m[$name, tid()] <<< 2 }\n"
+		"probe end { foreach (k in w) printf(\"w %s=%d\\n\", k, w[k])\n"
+		"  foreach ([a, t] in m) { n[a] += @count(m[a, t]); s[a] += @sum(m[a, t]) }\n"
+		"  foreach (k in n) printf(\"m %s=%d %d\\n\", k, n[k], s[k]) }\n",
+		false, false);
+	target_extra = "";
+	for (int i = 0; i < 4; i++) {
+		long long want;
+		snprintf(key, sizeof(key), "word %s ", words[i]);
+		want = value_after(p->obuf, key);
+		snprintf(key, sizeof(key), "w %s=", words[i]);
+		if (value_after(p->obuf, key) != want)
+			djp_test_fail(__FILE__, __LINE__, "%s: %s", key, p->obuf);
+		snprintf(key, sizeof(key), "m %s=", words[i]);
+		if (value_after(p->obuf, key) != want || value_after(strstr(p->obuf, key) + strlen(key), " ") != 2 * want)
+			djp_test_fail(__FILE__, __LINE__, "%s: %s", key, p->obuf);
+	}
+	if (strstr(p->ebuf, "lost") || strstr(p->ebuf, "ERROR"))
+		djp_test_fail(__FILE__, __LINE__, "%s", p->ebuf);
+	free(p);
 }
 
 static const char shipped_script[] =

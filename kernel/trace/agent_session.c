@@ -265,6 +265,8 @@ static int do_tables(struct djp_agent_session *s, struct djp_preader *r)
 		plans[i].hist_start = (int64_t)djp_get_u64(r);
 		plans[i].hist_interval = (int64_t)djp_get_u64(r);
 		plans[i].nbuckets = djp_get_u32(r);
+		plans[i].str_arg = djp_get_u32(r);
+		plans[i].str_bound = djp_get_u32(r);
 	}
 	if (n > DJP_AGG_MAX_PLANS || !djp_preader_done(r))
 		return -EPROTO;

@@ -50,8 +50,23 @@
 /* Entry i's words of a table at t. */
 static inline uint64_t *entry_at(uint8_t *t, const struct djp_agg_plan *p, uint32_t cap, uint32_t i)
 {
-	return (uint64_t *)(t + sizeof(struct djp_agg_table_hdr) + (uint64_t)cap * 2 * sizeof(uint32_t)) +
-	       (uint64_t)i * p->entry_words;
+	return (uint64_t *)(t + djp_agg_entries_off(p, cap)) + (uint64_t)i * p->entry_words;
+}
+
+/* The words of an entry before its string key's (lib/agg.h). */
+static inline uint32_t str_at(const struct djp_agg_plan *p)
+{
+	return DJP_AGG_ENTRY_FIXED + p->nbuckets;
+}
+
+/* No libc in here (the essay): a plain comparison of two NUL-terminated
+ * texts. */
+static inline bool same_text(const char *a, const char *b)
+{
+	for (; *a == *b; a++, b++)
+		if (!*a)
+			return true;
+	return false;
 }
 
 /* The thread's ring slot index, cached per thread. */
@@ -79,6 +94,8 @@ static inline __attribute__((always_inline)) void agg_update(struct djp_agg_prob
 	int64_t v;
 	unsigned __int128 sq;
 	uint8_t *tb;
+	char *str = NULL;
+	uint64_t str_ptr = 0, str_desc = 0;
 
 	if (__builtin_expect(t->region_id != a->ring->id, 0)) {
 		int err;
@@ -108,11 +125,20 @@ static inline __attribute__((always_inline)) void agg_update(struct djp_agg_prob
 	else
 		v = p->value_const;
 	id_tid = id | (p->flags & DJP_AGG_TID ? (uint64_t)t->tid << 32 : 0);
-	tag = djp_agg_hash(id_tid, key, n);
-
 	tb = a->base + p->table_offset + (uint64_t)agg_slot.index * p->table_stride;
 	th = (struct djp_agg_table_hdr *)tb;
-	index = (uint32_t *)(tb + sizeof(*th));
+	index = (uint32_t *)(tb + djp_agg_index_off(p));
+	if (p->str_arg) {
+		/* a string key: copied into the table's scratch (the ring's
+		 * fault-safe copy), its word the text's hash */
+		unsigned k = (unsigned)__builtin_popcount(p->key_args & ((1u << (p->str_arg - 1)) - 1));
+		str = (char *)(th + 1);
+		str_ptr = key[k];
+		str_desc = djp_ring_copy_string(str, (const char *)(uintptr_t)str_ptr, p->str_bound);
+		key[k] = djp_agg_str_hash(str, str_desc);
+	}
+	tag = djp_agg_hash(id_tid, key, n);
+
 	i = (uint32_t)tag & mask;
 	for (uint32_t probes = 0; probes <= mask; probes++, i = (i + 1) & mask) {
 		uint32_t at = index[i];
@@ -127,6 +153,9 @@ static inline __attribute__((always_inline)) void agg_update(struct djp_agg_prob
 		for (uint32_t k = 0; k < n; k++)
 			if (e[2 + k] != key[k])
 				goto next;
+		/* a string key: the text itself, not its hash alone */
+		if (str && (e[str_at(p) + 1] != str_desc || !same_text((const char *)&e[str_at(p) + 2], str)))
+			goto next;
 		goto update;
 next:;
 	}
@@ -142,6 +171,17 @@ next:;
 	put(&e[1], id_tid);
 	for (uint32_t k = 0; k < DJP_AGG_MAX_KEY_ARGS; k++)
 		put(&e[2 + k], k < n ? key[k] : 0);
+	if (str) {
+		uint32_t len = (uint32_t)(str_desc & 0xffff);
+		char *text = (char *)&e[str_at(p) + 2];
+		if (len >= p->str_bound)
+			len = p->str_bound - 1;
+		for (uint32_t c = 0; c < len; c++)
+			text[c] = str[c];
+		text[len] = 0;
+		put(&e[str_at(p)], str_ptr);
+		put(&e[str_at(p) + 1], str_desc);
+	}
 	index[i] = used + 1;
 	__atomic_store_n(&th->used, used + 1, __ATOMIC_RELEASE);
 update:
@@ -211,6 +251,9 @@ static djp_fast_entry_fn agg_plan_fast(void *data, const struct djp_site *s, str
 
 static bool plan_ok(const struct djp_agg_plan *p)
 {
+	if (p->str_arg > 16 || (p->str_arg && (p->str_bound < 8 || p->str_bound > DJP_AGG_MAX_STR || p->str_bound % 8 ||
+					       !(p->key_args >> (p->str_arg - 1) & 1))))
+		return false;
 	if (__builtin_popcount(p->key_args) > (int)DJP_AGG_MAX_KEY_ARGS || p->key_args >> 16 ||
 	    (p->flags & ~(DJP_AGG_TID | DJP_AGG_VALUE_ARG)) || (p->flags & DJP_AGG_VALUE_ARG && p->value_arg >= 16))
 		return false;
@@ -251,10 +294,9 @@ struct djp_agg *djp_agg_create(struct djp_recorder *rec, const struct djp_agg_pl
 		struct djp_agg_plan *p = &a->plan[i];
 		*p = plans[i];
 		p->lost_noslot = 0;
-		p->entry_words = djp_agg_entry_words(p->nbuckets);
+		p->entry_words = djp_agg_entry_words(p);
 		p->table_offset = off;
-		p->table_stride = (sizeof(struct djp_agg_table_hdr) + (uint64_t)capacity * 2 * sizeof(uint32_t) +
-				   (uint64_t)capacity * p->entry_words * 8 + 4095) & ~4095ull;
+		p->table_stride = djp_agg_table_stride(p, capacity);
 		off += p->table_stride * a->nslots;
 		a->probe[i] = (struct djp_agg_probe){ a, i };
 	}
@@ -312,6 +354,8 @@ int djp_agg_connect(struct djp_agg *a, unsigned plan, const char *pattern, unsig
 
 	if (plan >= a->nplans || (flags & ~(DJP_RECORD_PENDING | DJP_RECORD_INT3)))
 		return -EINVAL;
+	if (a->plan[plan].str_arg) /* the fast copy if the engine can have it */
+		(void)djp_safe_copy_enable();
 	if (!strncmp(pattern, "func:", 5) || !strncmp(pattern, "line:", 5))
 		return -EINVAL; /* markers only: points have no marker arguments */
 	id = djp__connect(pattern, djp_agg_hit, &a->probe[plan], how, &o);

@@ -3,7 +3,7 @@
  * test_script_rings.c): it hits its markers as fast as it can from several
  * threads and says what a script counting them must find.
  *
- *   agg_target [--threads N] [--hits K]
+ *   agg_target [--threads N] [--hits K] [--strings]
  *
  * It prints "ready PID" and waits for a line on stdin ("go"); then each of
  * N threads (default 4) runs K turns (default 1000000), each turn firing
@@ -13,10 +13,18 @@
  *   agg_fn  fn=P   P one of three functions (agg_fa, agg_fb, agg_fc), or
  *                  one byte into it: usymname() names the function either way
  *
+ * and with --strings also
+ *
+ *   agg_str p=P       P a string: "alpha", "beta", "gamma", "delta", or
+ *                     "alpha" again at another address (a copy the
+ *                     thread made)
+ *   agg_name name=S   S the same string, a %s argument
+ *
  * and when they are all done prints, for the script to be checked against:
  *
  *   total COUNT SUM MIN MAX VARIANCE   of every V (stap's @variance)
  *   fn NAME COUNT                      agg_fn hits of each function
+ *   word TEXT COUNT                    agg_str hits of each text (--strings)
  *   done
  *
  * then exits 0 at the end of stdin.
@@ -44,13 +52,15 @@ __attribute__((noinline, used)) int agg_fc(int x)
 }
 
 static int (*const fns[3])(int) = { agg_fa, agg_fb, agg_fc };
+static const char *const words[4] = { "alpha", "beta", "gamma", "delta" };
+static int strings;
 static const char *const fn_names[3] = { "agg_fa", "agg_fb", "agg_fc" };
 
 struct worker {
 	pthread_t th;
 	int index;
 	long hits;
-	long count, fn_count[3];
+	long count, fn_count[3], word_count[4];
 	long long sum, min, max;
 	__int128 sumsq;
 };
@@ -63,11 +73,18 @@ static long value_of(long i, int t)
 static void *turns(void *arg)
 {
 	struct worker *w = arg;
+	char *alpha = strdup(words[0]);
 	for (long i = 0; i < w->hits; i++) {
 		long v = value_of(i, w->index);
 		const char *fp = (const char *)fns[i % 3] + (i & 1);
 		MARK(agg_hit, "v=%ld", v);
 		MARK(agg_fn, "fn=%p", fp);
+		if (strings) {
+			const char *word = i % 5 == 4 ? alpha : words[i % 5];
+			MARK(agg_str, "p=%p", word);
+			MARK(agg_name, "name=%s", word);
+			w->word_count[i % 5 == 4 ? 0 : i % 5]++;
+		}
 		if (!w->count++ || v < w->min)
 			w->min = v;
 		if (w->count == 1 || v > w->max)
@@ -76,6 +93,7 @@ static void *turns(void *arg)
 		w->sumsq += (__int128)v * v;
 		w->fn_count[i % 3]++;
 	}
+	free(alpha);
 	return NULL;
 }
 
@@ -83,7 +101,7 @@ int main(int argc, char **argv)
 {
 	static struct worker w[MAX_THREADS];
 	int nthreads = 4;
-	long hits = 1000000, count = 0, fn_count[3] = { 0 };
+	long hits = 1000000, count = 0, fn_count[3] = { 0 }, word_count[4] = { 0 };
 	long long sum = 0, min = 0, max = 0;
 	__int128 sumsq = 0, n, s;
 	char line[64];
@@ -93,6 +111,8 @@ int main(int argc, char **argv)
 			nthreads = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--hits") && i + 1 < argc)
 			hits = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--strings"))
+			strings = 1;
 	}
 	if (nthreads < 1 || nthreads > MAX_THREADS)
 		nthreads = 4;
@@ -118,6 +138,8 @@ int main(int argc, char **argv)
 		sumsq += w[i].sumsq;
 		for (int k = 0; k < 3; k++)
 			fn_count[k] += w[i].fn_count[k];
+		for (int k = 0; k < 4; k++)
+			word_count[k] += w[i].word_count[k];
 	}
 	n = count;
 	s = sum;
@@ -125,6 +147,8 @@ int main(int argc, char **argv)
 	       count > 1 ? (long long)((n * sumsq - s * s) / (n * (n - 1))) : 0);
 	for (int k = 0; k < 3; k++)
 		printf("fn %s %ld\n", fn_names[k], fn_count[k]);
+	for (int k = 0; strings && k < 4; k++)
+		printf("word %s %ld\n", words[k], word_count[k]);
 	printf("done\n");
 	while (fgets(line, sizeof(line), stdin))
 		;

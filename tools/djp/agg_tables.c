@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "agg_tables.h"
+#include "lib/ring.h"
 
 struct shadow {
 	uint64_t *w; /* per entry: count, sum, sumsq lo, sumsq hi, buckets */
@@ -59,13 +60,14 @@ static bool geometry_ok(struct djp_tables *t)
 	for (unsigned i = 0; i < h->nplans; i++) {
 		struct djp_agg_plan *p = &t->plan[i];
 		uint64_t stride;
-		if (p->nbuckets > DJP_AGG_MAX_BUCKETS || p->entry_words != djp_agg_entry_words(p->nbuckets) ||
-		    __builtin_popcount(p->key_args) > (int)DJP_AGG_MAX_KEY_ARGS)
+		if (p->nbuckets > DJP_AGG_MAX_BUCKETS || __builtin_popcount(p->key_args) > (int)DJP_AGG_MAX_KEY_ARGS ||
+		    p->str_arg > 16 || (p->str_arg && (p->str_bound < 8 || p->str_bound > DJP_AGG_MAX_STR ||
+						       p->str_bound % 8 || !(p->key_args >> (p->str_arg - 1) & 1))) ||
+		    p->entry_words != djp_agg_entry_words(p))
 			return false;
 		if (p->hist_kind == DJP_AGG_HIST_LINEAR && p->hist_interval <= 0)
 			return false;
-		stride = (sizeof(struct djp_agg_table_hdr) + (uint64_t)h->capacity * 2 * sizeof(uint32_t) +
-			  (uint64_t)h->capacity * p->entry_words * 8 + 4095) & ~4095ull;
+		stride = djp_agg_table_stride(p, h->capacity);
 		if (p->table_offset != off || p->table_stride != stride)
 			return false;
 		off += stride * h->nslots;
@@ -150,13 +152,14 @@ static void read_table(struct djp_tables *t, unsigned p, unsigned s, djp_agg_del
 {
 	const struct djp_agg_plan *pl = &t->plan[p];
 	const uint8_t *tb = table_at(t, p, s);
-	const uint64_t *ents = (const uint64_t *)(tb + sizeof(struct djp_agg_table_hdr) +
-						  (uint64_t)t->h.capacity * 2 * sizeof(uint32_t));
+	const uint64_t *ents = (const uint64_t *)(tb + djp_agg_entries_off(pl, t->h.capacity));
 	struct shadow *sh = &t->shadow[(size_t)p * t->h.nslots + s];
 	unsigned nw = 4 + pl->nbuckets, nkey = (unsigned)__builtin_popcount(pl->key_args);
 	uint64_t used = __atomic_load_n(&((const struct djp_agg_table_hdr *)tb)->used, __ATOMIC_ACQUIRE);
 	int64_t hist[DJP_AGG_MAX_BUCKETS];
 	uint64_t key[DJP_AGG_MAX_KEY_ARGS];
+	char text[DJP_AGG_MAX_STR];
+	unsigned str_at = DJP_AGG_ENTRY_FIXED + pl->nbuckets;
 
 	if (used > t->h.capacity)
 		used = t->h.capacity;
@@ -194,6 +197,13 @@ static void read_table(struct djp_tables *t, unsigned p, unsigned s, djp_agg_del
 								((unsigned __int128)old[3] << 64 | old[2])),
 					    .hist = pl->nbuckets ? hist : NULL,
 					    .nbuckets = pl->nbuckets };
+		if (pl->str_arg) { /* the text, NUL-terminated whatever the writer left */
+			memcpy(text, &e[str_at + 2], pl->str_bound);
+			text[pl->str_bound - 1] = 0;
+			d.str = text;
+			d.str_ptr = e[str_at];
+			d.str_bits = e[str_at + 1] & ~0xffffffffull;
+		}
 		for (unsigned b = 0; b < pl->nbuckets; b++) {
 			uint64_t v = __atomic_load_n(&e[DJP_AGG_ENTRY_FIXED + b], __ATOMIC_RELAXED);
 			hist[b] = (int64_t)(v - old[4 + b]);

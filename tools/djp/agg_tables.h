@@ -24,6 +24,10 @@ struct djp_agg_delta {
 	__int128 sumsq;
 	const int64_t *hist; /* nbuckets bucket counts gained, or NULL */
 	unsigned nbuckets;
+	/* a string key (the plan's str_arg): the text the entry's first hit
+	 * copied, its pointer and its DJP_STR_* bits; NULL when none */
+	const char *str;
+	uint64_t str_ptr, str_bits;
 };
 typedef void (*djp_agg_delta_fn)(void *ctx, const struct djp_agg_delta *d);
 

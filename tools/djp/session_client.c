@@ -144,6 +144,8 @@ int session_tables(struct session *s)
 		djp_put_u64(&b, (uint64_t)p->hist_start);
 		djp_put_u64(&b, (uint64_t)p->hist_interval);
 		djp_put_u32(&b, p->nbuckets);
+		djp_put_u32(&b, p->str_arg);
+		djp_put_u32(&b, p->str_bound);
 	}
 	n = request(s, DJP_MSG_TABLES, &b, DJP_MSG_TABLES_FD, &fd);
 	if (n < 0)

@@ -11,8 +11,9 @@
  * on global numbers G and statistics S, where every index K is made of
  * what the hit itself says (numeric context variables, tid(), pid(),
  * execname(), pp(), pn(), ppfunc(), probefunc(), uaddr(), $$name,
- * constants, and pure functions of those: usymname(), usymdata(),
- * umodname(), arithmetic, concatenation), and every value V is a constant
+ * constants, one string argument, user_string($argN) or a %s field, and
+ * pure functions of those: usymname(), usymdata(), umodname(),
+ * arithmetic, concatenation), and every value V is a constant
  * or a numeric context variable (at most one such variable a probe).  No
  * condition, no other statement; and each global it writes is written by
  * such probes only, never deleted or assigned elsewhere, so the target's
@@ -21,7 +22,8 @@
  * The plan.  The target cannot run usymname(), but it need not: what an
  * index depends on is a few words of the hit, the marker, its thread, and
  * some arguments.  Those words are the key of the target's table (struct
- * djp_agg_plan: key_args, DJP_AGG_TID), the value's count, sum, min, max,
+ * djp_agg_plan: key_args, DJP_AGG_TID; a string argument is copied at the
+ * hit and keyed on its text, kept with the entry), the value's count, sum, min, max,
  * sum of squares and histogram buckets (the one histogram layout its
  * statistics print) its entry.  Merging, the tool rebuilds the hit from an
  * entry (marker, pid, tid, arguments) and evaluates the probe's indexes on
@@ -46,6 +48,7 @@
 #include <time.h>
 
 #include "agg.h"
+#include "lib/ring.h"
 #include "tools/djp/agg_tables.h"
 
 /* Entries of a thread's table: an array holds at most MAXMAPENTRIES
@@ -69,6 +72,8 @@ struct agg_probe {
 	int nst;
 	struct node *value; /* the one N_CTX value, or NULL */
 	uint32_t key_slots; /* context references the indexes read */
+	int str_slot;	    /* the one reference read as a string, or -1 */
+	unsigned str_bound; /* its copy's bytes, NUL included */
 	const struct hist_cfg *hist; /* the histogram of the statistic it feeds, or NULL */
 };
 
@@ -103,6 +108,32 @@ static bool ctx_ok(const struct probe *p, const struct node *n, uint32_t *mask)
 	return true;
 }
 
+/* A context reference read as a string: the target copies it and keys
+ * on its text (one such reference a probe, at one argument in every
+ * marker). */
+static bool str_ok(struct agg_probe *ap, const struct node *n, unsigned bound, uint32_t *mask)
+{
+	const struct probe *p = ap->p;
+	int f = -1;
+
+	if (n->slot < 0 || n->slot >= 32 || !bound || (ap->str_slot >= 0 && ap->str_slot != n->slot))
+		return false;
+	for (int b = 0; b < p->nbinds; b++) {
+		int bf = p->binds[b]->field[n->slot];
+		if (bf < 0 || bf >= 16 || (f >= 0 && bf != f))
+			return false;
+		f = bf;
+	}
+	bound = (bound + 7) & ~7u;
+	if (f < 0 || bound > DJP_AGG_MAX_STR)
+		return false;
+	if (bound > ap->str_bound)
+		ap->str_bound = bound;
+	ap->str_slot = n->slot;
+	*mask |= 1u << f;
+	return true;
+}
+
 /* An index made of what the hit says (see the essay). */
 static bool key_ok(struct agg_probe *ap, const struct node *n, uint32_t *mask, bool *tid)
 {
@@ -113,6 +144,8 @@ static bool key_ok(struct agg_probe *ap, const struct node *n, uint32_t *mask, b
 	case N_CTXNAME:
 		return true;
 	case N_CTX:
+		if (n->ty == TY_STR) /* a %s field: copied as the recorder does */
+			return str_ok(ap, n, DJP_RING_STR_BOUND, mask);
 		ap->key_slots |= 1u << (n->slot & 31);
 		return ctx_ok(p, n, mask);
 	case N_NEG:
@@ -129,6 +162,10 @@ static bool key_ok(struct agg_probe *ap, const struct node *n, uint32_t *mask, b
 		case B_TID:
 			*tid = true;
 			return true;
+		case B_USTR: /* user_string($argN), user_string($argN, "error") */
+			if (n->args[0]->kind != N_CTX || n->args[0]->ty != TY_LONG || (n->nargs == 2 && n->args[1]->kind != N_STR))
+				return false;
+			return str_ok(ap, n->args[0], p->ref_strbound[n->args[0]->slot & 31], mask);
 		case B_PID:
 		case B_EXECNAME:
 		case B_PP:
@@ -298,6 +335,8 @@ static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl)
 
 	ap->nst = 0;
 	ap->key_slots = 0;
+	ap->str_slot = -1;
+	ap->str_bound = 0;
 	ap->value = NULL;
 	ap->hist = NULL;
 	if (!stmt_ok(ap, ap->p->body, &mask, &tid) || !ap->nst)
@@ -310,6 +349,14 @@ static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl)
 	if (ap->value) {
 		pl->flags |= DJP_AGG_VALUE_ARG;
 		pl->value_arg = (uint32_t)ap->p->binds[0]->field[ap->value->slot];
+	}
+	if (ap->str_slot >= 0) {
+		int f = ap->p->binds[0]->field[ap->str_slot];
+		/* read as a string and as a number: the key holds the text */
+		if ((ap->key_slots >> ap->str_slot & 1) || (ap->value && ap->value->slot == ap->str_slot))
+			return false;
+		pl->str_arg = (uint32_t)f + 1;
+		pl->str_bound = ap->str_bound;
 	}
 	if (ap->hist) {
 		pl->hist_kind = ap->hist->kind == 1 ? DJP_AGG_HIST_LOG : DJP_AGG_HIST_LINEAR;
@@ -452,6 +499,8 @@ static bool fits(const struct agg_probe *ap, const struct djp_agg_plan *pl, cons
 		if (f < 0 || f >= 16 || !(pl->key_args & 1u << f))
 			return false;
 	}
+	if (ap->str_slot >= 0 && (uint32_t)b->field[ap->str_slot] + 1 != pl->str_arg)
+		return false;
 	return !ap->value || (uint32_t)b->field[ap->value->slot] == pl->value_arg;
 }
 
@@ -479,6 +528,13 @@ static void merge_one(void *ctx, const struct djp_ev_desc *d, int32_t pid, const
 		unsigned i = (unsigned)__builtin_ctz(bits);
 		if (i < DJP_EV_MAX_ARGS)
 			ev.args[i] = (int64_t)dl->key[k];
+	}
+	if (dl->str && a->plans[dl->plan].str_arg - 1 < DJP_EV_MAX_ARGS) {
+		/* as an event carries a copied string: its text, its pointer */
+		unsigned i = a->plans[dl->plan].str_arg - 1;
+		ev.strs[i] = dl->str;
+		ev.args[i] = (int64_t)dl->str_ptr;
+		ev.str_fault[i] = dl->str_bits & DJP_STR_FAULT;
 	}
 	for (int i = 0; i < ap->nst; i++) {
 		const struct agg_stmt *st = &ap->st[i];
