@@ -301,6 +301,12 @@ struct djp_agg *djp_agg_create(struct djp_recorder *rec, const struct djp_agg_pl
 		a->probe[i] = (struct djp_agg_probe){ a, i };
 	}
 	total = off;
+	/* as the rings: no more than a tracer should map into a process
+	 * (sparse: a table takes pages as its thread fills it) */
+	if (total > DJP_AGG_MAX_REGION) {
+		err = E2BIG;
+		goto fail_free;
+	}
 	a->fd = memfd_create("djp-tables", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (a->fd < 0)
 		goto fail_free;

@@ -13,6 +13,9 @@
 
 struct djp_agg;
 
+/* The largest tables region an agent makes (the rings' bound). */
+#define DJP_AGG_MAX_REGION (64ull << 30)
+
 /* What each plan's handler gets as its data. */
 struct djp_agg_probe {
 	struct djp_agg *agg;
