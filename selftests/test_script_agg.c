@@ -205,6 +205,27 @@ TEST_TIMEOUT(script_agg_string_keys, 120)
 	free(p);
 }
 
+/* A probe run event by event that reads a global the target aggregates
+ * sees every hit its thread made before it: each thread's checkpoint
+ * (after every 100 of its hits) finds the count at least that high. */
+TEST_TIMEOUT(script_agg_read_by_a_probe_sees_earlier_hits, 120)
+{
+	const char *big[] = { "-s", "16", NULL };
+	struct tproc *p;
+
+	target_extra = " --ticks-every 100";
+	p = run(big, 2, 200000,
+		"global n, checked, stale\n"
+		"probe process.mark(\"agg_hit\") { n++ }\n"
+		"probe process.mark(\"agg_tick\") { checked++; if (n < $mine) stale++ }\n"
+		"probe end { printf(\"checked=%d stale=%d n=%d\\n\", checked, stale, n) }\n",
+		false, false);
+	target_extra = "";
+	if (!strstr(p->obuf, "checked=4000 stale=0 n=400000\n") || strstr(p->ebuf, "lost"))
+		djp_test_fail(__FILE__, __LINE__, "%s / %s", p->obuf, p->ebuf);
+	free(p);
+}
+
 static const char shipped_script[] =
 	"global n, printed\n"
 	"probe process.mark(\"agg_hit\") { n++ }\n"

@@ -3,7 +3,7 @@
  * test_script_rings.c): it hits its markers as fast as it can from several
  * threads and says what a script counting them must find.
  *
- *   agg_target [--threads N] [--hits K] [--strings]
+ *   agg_target [--threads N] [--hits K] [--strings] [--ticks-every M]
  *
  * It prints "ready PID" and waits for a line on stdin ("go"); then each of
  * N threads (default 4) runs K turns (default 1000000), each turn firing
@@ -19,6 +19,10 @@
  *                     "alpha" again at another address (a copy the
  *                     thread made)
  *   agg_name name=S   S the same string, a %s argument
+ *
+ * and with --ticks-every M, after every M turns of a thread,
+ *
+ *   agg_tick mine=I   I the turns the thread has taken
  *
  * and when they are all done prints, for the script to be checked against:
  *
@@ -54,6 +58,7 @@ __attribute__((noinline, used)) int agg_fc(int x)
 static int (*const fns[3])(int) = { agg_fa, agg_fb, agg_fc };
 static const char *const words[4] = { "alpha", "beta", "gamma", "delta" };
 static int strings;
+static long ticks_every;
 static const char *const fn_names[3] = { "agg_fa", "agg_fb", "agg_fc" };
 
 struct worker {
@@ -92,6 +97,10 @@ static void *turns(void *arg)
 		w->sum += v;
 		w->sumsq += (__int128)v * v;
 		w->fn_count[i % 3]++;
+		if (ticks_every && (i + 1) % ticks_every == 0) {
+			long mine = i + 1;
+			MARK(agg_tick, "mine=%ld", mine);
+		}
 	}
 	free(alpha);
 	return NULL;
@@ -113,6 +122,8 @@ int main(int argc, char **argv)
 			hits = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--strings"))
 			strings = 1;
+		else if (!strcmp(argv[i], "--ticks-every") && i + 1 < argc)
+			ticks_every = atol(argv[++i]);
 	}
 	if (nthreads < 1 || nthreads > MAX_THREADS)
 		nthreads = 4;

@@ -35,8 +35,10 @@
  *
  * When.  The tool reads the tables' gains (tools/djp/agg_tables.c) before
  * a timer, end or error probe runs, before an event probe that reads an
- * aggregated global (at most once a millisecond), and last after the
- * probes are disconnected at the end, which makes the totals exact.
+ * aggregated global (so that it sees every hit its thread made before
+ * its own: the table's count was stored, with release, before the
+ * event's), and last after the probes are disconnected at the end,
+ * which makes the totals exact.
  *
  * Losses are never silent: a hit a thread's full table had no room for is
  * counted and reported with its probe, as events the rings dropped are
@@ -45,7 +47,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agg.h"
 #include "lib/ring.h"
@@ -81,7 +82,6 @@ struct script_agg {
 	struct agg_probe v[DJP_AGG_MAX_PLANS];
 	struct djp_agg_plan plans[DJP_AGG_MAX_PLANS];
 	unsigned n;
-	uint64_t last_sync_ns;
 	uint64_t unbound; /* merged hits of markers no probe could take */
 };
 
@@ -559,24 +559,16 @@ static void merge_one(void *ctx, const struct djp_ev_desc *d, int32_t pid, const
 	}
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void agg_sync(struct run *r, struct script *sc, struct djp_source *src, bool force)
+void agg_sync(struct run *r, struct script *sc, struct djp_source *src)
 {
 	struct merge m = { r, sc };
-	uint64_t now;
 
 	if (!sc->agg || !src || !src->ops->agg_read)
 		return;
-	if (!force && (now = mono_ns()) - sc->agg->last_sync_ns < 1000000u)
-		return;
+	/* every time: a probe that reads a global sees at least the hits
+	 * its thread made before its own (an entry that did not change
+	 * costs one load) */
 	src->ops->agg_read(src, merge_one, &m);
-	sc->agg->last_sync_ns = mono_ns();
 }
 
 /* ---- losses ------------------------------------------------------------------- */

@@ -13,9 +13,8 @@
 /* Before arming: pick the probes the target can run (p->agg), and give
  * the source their plans (src->agg_plans). */
 void agg_prepare(struct script *sc, struct djp_source *src);
-/* Merge what the tables gained into the globals; unless force, at most
- * once a millisecond. */
-void agg_sync(struct run *r, struct script *sc, struct djp_source *src, bool force);
+/* Merge what the tables gained into the globals. */
+void agg_sync(struct run *r, struct script *sc, struct djp_source *src);
 /* The warnings of events and hits lost, per probe (after the source's
  * finish: final). */
 void agg_report_lost(struct script *sc, struct djp_source *src);

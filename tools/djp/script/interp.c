@@ -1591,7 +1591,7 @@ static void run_probe(struct run *r, struct probe *p, const struct binding *b, c
 
 	/* the target's aggregates, for a probe that may read them */
 	if (r->sc->agg && (!b || p->reads_agg))
-		agg_sync(r, r->sc, r->src, !b);
+		agg_sync(r, r->sc, r->src);
 	r->ev = ev;
 	r->bind = b;
 	r->probe = p;
@@ -2072,7 +2072,7 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 		if (src->ops->finish)
 			src->ops->finish(src);
 		line_out_flush(r->out);
-		agg_sync(r, sc, src, true);
+		agg_sync(r, sc, src);
 		agg_report_lost(sc, src);
 	}
 	if (r->aborting)
