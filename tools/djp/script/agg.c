@@ -13,8 +13,8 @@
  * execname(), pp(), pn(), ppfunc(), probefunc(), uaddr(), $$name,
  * constants, one string argument, user_string($argN) or a %s field, and
  * pure functions of those: usymname(), usymdata(), umodname(),
- * arithmetic, concatenation), and every value V is a constant
- * or a numeric context variable (at most one such variable a probe).  No
+ * arithmetic, concatenation), and every value V is a constant or a
+ * numeric context variable (at most one such variable a probe).  No
  * condition, no other statement; and each global it writes is written by
  * such probes only, never deleted or assigned elsewhere, so the target's
  * totals and the tool's global agree at all times.
@@ -22,10 +22,10 @@
  * The plan.  The target cannot run usymname(), but it need not: what an
  * index depends on is a few words of the hit, the marker, its thread, and
  * some arguments.  Those words are the key of the target's table (struct
- * djp_agg_plan: key_args, DJP_AGG_TID; a string argument is copied at the
- * hit and keyed on its text, kept with the entry), the value's count, sum, min, max,
- * sum of squares and histogram buckets (the one histogram layout its
- * statistics print) its entry.  Merging, the tool rebuilds the hit from an
+ * djp_agg_plan: key_args, DJP_AGG_TID; a string argument is copied at
+ * the hit and keyed on its text, kept with the entry), the value's count,
+ * sum, min, max, sum of squares and histogram buckets (the one histogram
+ * layout its statistics print) its entry.  Merging, the tool rebuilds the hit from an
  * entry (marker, pid, tid, arguments) and evaluates the probe's indexes on
  * it with the interpreter (run_agg_target), so usymname($arg1) of two
  * addresses in one function adds up into one element, as it would have
