@@ -83,6 +83,9 @@ enum djp_ring_mode {
 #define DJP_RING_MIN_SIZE 4096u
 #define DJP_RING_MAX_SIZE (1ull << 30)
 #define DJP_SUBBUF_MIN_SIZE 1024u
+/* The smallest ring the default 16 sub-buffers allow: what a tool may ask
+ * an agent for (RING with nsubbufs 0). */
+#define DJP_RING_MIN_DEFAULT_SIZE (16u * DJP_SUBBUF_MIN_SIZE)
 #define DJP_RING_MAX_SLOTS 65536u
 /* How far ahead of its writes a producer asks for the ring's lines
  * (djp_ring_prefetch). */

@@ -94,3 +94,23 @@ TEST(script_ring_options_refuse_bad_sizes)
 		free(p);
 	}
 }
+
+/* djp trace --buffer-size below the smallest ring the agent makes: one
+ * usage line, before anything is launched. */
+TEST(trace_buffer_size_refuses_rings_the_agent_cannot_make)
+{
+	char cmd[4400];
+	struct tproc *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s --threads 1 --hits 1", djp_test_path("trace_progs/agg_target"));
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--buffer-size", "8192", "-c", cmd, "agg_*", NULL },
+		     false, -1);
+	close(p->in); /* a target that ran would read no "go" and exit */
+	p->in = -1;
+	st = tt_finish(p, 20000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 2 || tt_lines(p->ebuf) != 1 || !strstr(p->ebuf, "--buffer-size") ||
+	    strstr(p->obuf, "ready"))
+		djp_test_fail(__FILE__, __LINE__, "status %#x: %s / %s", st, p->obuf, p->ebuf);
+	free(p);
+}

@@ -152,8 +152,8 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			break;
 		case 'b': {
 			unsigned long long v = strtoull(optarg, &end, 0);
-			if (!*optarg || *end || v < DJP_RING_MIN_SIZE || v > (1ull << 28) || (v & (v - 1)))
-				return usage_error("--buffer-size needs a power of two from 4096 to 256 MiB");
+			if (!*optarg || *end || v < DJP_RING_MIN_DEFAULT_SIZE || v > (1ull << 28) || (v & (v - 1)))
+				return usage_error("--buffer-size needs a power of two from 16384 to 256 MiB");
 			t->s.buffer_size = (size_t)v;
 			break;
 		}

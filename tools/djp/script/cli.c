@@ -395,7 +395,7 @@ int djp_script_main(int argc, char **argv)
 		case 'Z': {
 			char *end;
 			unsigned long long v = strtoull(optarg, &end, 0);
-			if (!*optarg || *end || v < 16384 || v > (1ull << 28) || (v & (v - 1))) {
+			if (!*optarg || *end || v < DJP_RING_MIN_DEFAULT_SIZE || v > (1ull << 28) || (v & (v - 1))) {
 				fprintf(stderr, "djp: --buffer-size %s: needs a power of two from 16384 to 256 MiB\n",
 					optarg);
 				return 1;
