@@ -226,6 +226,33 @@ TEST_TIMEOUT(script_agg_read_by_a_probe_sees_earlier_hits, 120)
 	free(p);
 }
 
+/* Other probes reset what the target aggregates, as a timer that prints
+ * and clears does: each hit still counts once, before a reset or after.
+ * The rings are too small for the hits as events (the tool is stopped). */
+TEST_TIMEOUT(script_agg_globals_reset_by_another_probe, 120)
+{
+	const char *tiny[] = { "--buffer-size", "16384", NULL };
+	struct totals t;
+	struct tproc *p;
+	char want[256];
+
+	target_extra = " --ticks-every 1000";
+	p = run(tiny, 2, 200000,
+		"global n, s, c, seen, cnt, sum, per\n"
+		"probe process.mark(\"agg_hit\") { n++; s <<< $arg1; c[tid()]++ }\n"
+		"probe process.mark(\"agg_tick\") { seen += n; n = 0; cnt += @count(s); sum += @sum(s); delete s\n"
+		"  foreach (k in c) per += c[k]; delete c }\n"
+		"probe end { foreach (k in c) per += c[k]\n"
+		"  printf(\"n=%d count=%d sum=%d per=%d\\n\", seen + n, cnt + @count(s), sum + @sum(s), per) }\n",
+		true, false);
+	target_extra = "";
+	target_totals(p->obuf, &t);
+	snprintf(want, sizeof(want), "n=%lld count=%lld sum=%lld per=%lld\n", t.count, t.count, t.sum, t.count);
+	if (!strstr(p->obuf, want))
+		djp_test_fail(__FILE__, __LINE__, "want %s: %s / %s", want, p->obuf, p->ebuf);
+	free(p);
+}
+
 static const char shipped_script[] =
 	"global n, printed\n"
 	"probe process.mark(\"agg_hit\") { n++ }\n"

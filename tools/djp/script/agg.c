@@ -15,9 +15,9 @@
  * pure functions of those: usymname(), usymdata(), umodname(),
  * arithmetic, concatenation), and every value V is a constant or a
  * numeric context variable (at most one such variable a probe).  No
- * condition, no other statement; and each global it writes is written by
- * such probes only, never deleted or assigned elsewhere, so the target's
- * totals and the tool's global agree at all times.
+ * condition, no other statement.  Other code may write those globals too
+ * (the merge adds to what they hold: see walk()), except delete a
+ * statistic whose @min or @max is read.
  *
  * The plan.  The target cannot run usymname(), but it need not: what an
  * index depends on is a few words of the hit, the marker, its thread, and
@@ -248,49 +248,30 @@ static bool stmt_ok(struct agg_probe *ap, struct node *s, uint32_t *mask, bool *
 	return true;
 }
 
-/* Every statement anywhere that writes a global: `other` counts the
- * writes outside the candidate probes. */
-struct writes {
-	struct script *sc;
-	bool in_candidate;
-};
-
-static void walk_writes(struct writes *w, struct node *n, int depth);
-
-static void mark_write(struct writes *w, struct node *lv)
-{
-	if (lv && lv->sym && lv->sym->global && !w->in_candidate)
-		lv->sym->agg_other = true;
-}
-
-static void walk_writes(struct writes *w, struct node *n, int depth)
+/* The merge adds what the tables gained to whatever the global holds, so
+ * other code may write it as it likes (a timer's n = 0, delete c): the
+ * hits after that add up from there.  Not so a statistic's minimum and
+ * maximum, which a table keeps over every hit: one the script deletes
+ * and reads the @min or @max of (or leaves unread, which prints them) is
+ * fed event by event.  walk() marks the statistics deleted (agg_other)
+ * and those whose extremes are read (agg_minmax). */
+static void walk(struct node *n, int depth)
 {
 	if (!n || depth > 200)
 		return;
-	switch (n->kind) {
-	case N_ASSIGN:
-	case N_INCDEC:
-	case N_STATADD:
-	case S_DELETE:
-		mark_write(w, n->a);
-		break;
-	case S_FOREACH:
-		for (int i = 0; i < n->fe_nkeys; i++)
-			if (n->fe_keys[i] && n->fe_keys[i]->global && !w->in_candidate)
-				n->fe_keys[i]->agg_other = true;
-		if (n->fe_val && n->fe_val->global && !w->in_candidate)
-			n->fe_val->agg_other = true;
-		break;
-	default:
-		break;
-	}
-	walk_writes(w, n->a, depth + 1);
-	walk_writes(w, n->b, depth + 1);
-	walk_writes(w, n->c, depth + 1);
-	walk_writes(w, n->d, depth + 1);
-	walk_writes(w, n->fe_limit, depth + 1);
+	if (n->kind == S_DELETE && n->a && n->a->sym && n->a->sym->global)
+		n->a->sym->agg_other = true;
+	if (n->kind == N_AGG && (n->op == A_MIN || n->op == A_MAX) && n->a && n->a->sym)
+		n->a->sym->agg_minmax = true;
+	if (n->kind == S_FOREACH && n->sym && (n->fe_sort_agg == A_MIN || n->fe_sort_agg == A_MAX))
+		n->sym->agg_minmax = true;
+	walk(n->a, depth + 1);
+	walk(n->b, depth + 1);
+	walk(n->c, depth + 1);
+	walk(n->d, depth + 1);
+	walk(n->fe_limit, depth + 1);
 	for (int i = 0; i < n->nargs; i++)
-		walk_writes(w, n->args[i], depth + 1);
+		walk(n->args[i], depth + 1);
 }
 
 /* Does n (or a function it calls) read an aggregated global? */
@@ -372,8 +353,6 @@ static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl)
 void agg_prepare(struct script *sc, struct djp_source *src)
 {
 	struct script_agg *a;
-	struct writes w = { sc, false };
-	bool changed = true;
 
 	if (!src || !src->ops->agg_read || getenv("DJP_NO_AGG"))
 		return;
@@ -384,36 +363,26 @@ void agg_prepare(struct script *sc, struct djp_source *src)
 		if (candidate(p) && plan_probe(&a->v[a->n], &a->plans[a->n]))
 			a->n++;
 	}
-	/* writes outside the candidates rule their globals out, and with
-	 * them every candidate that writes one, until nothing changes */
+	/* a statistic deleted and read for its extremes rules out every
+	 * probe that feeds it */
 	for (struct probe *p = sc->probes; p; p = p->next) {
-		bool cand = false;
-		for (unsigned i = 0; i < a->n; i++)
-			cand |= a->v[i].p == p;
-		w.in_candidate = cand;
-		walk_writes(&w, p->cond, 0);
-		walk_writes(&w, p->body, 0);
+		walk(p->cond, 0);
+		walk(p->body, 0);
 	}
-	w.in_candidate = false;
 	for (struct func *f = sc->funcs; f; f = f->next)
-		walk_writes(&w, f->body, 0);
-	while (changed) {
-		changed = false;
-		for (unsigned i = 0; i < a->n; i++) {
-			bool bad = false;
-			for (int k = 0; k < a->v[i].nst; k++)
-				bad |= a->v[i].st[k].lv->sym->agg_other;
-			if (!bad)
-				continue;
-			/* its globals are written event by event now */
-			for (int k = 0; k < a->v[i].nst; k++)
-				a->v[i].st[k].lv->sym->agg_other = true;
-			memmove(&a->v[i], &a->v[i + 1], (a->n - i - 1) * sizeof(a->v[0]));
-			memmove(&a->plans[i], &a->plans[i + 1], (a->n - i - 1) * sizeof(a->plans[0]));
-			a->n--;
-			i--;
-			changed = true;
+		walk(f->body, 0);
+	for (unsigned i = 0; i < a->n; i++) {
+		bool bad = false;
+		for (int k = 0; k < a->v[i].nst; k++) {
+			struct sym *g = a->v[i].st[k].lv->sym;
+			bad |= g->ty == TY_STAT && g->agg_other && (g->agg_minmax || !g->read);
 		}
+		if (!bad)
+			continue;
+		memmove(&a->v[i], &a->v[i + 1], (a->n - i - 1) * sizeof(a->v[0]));
+		memmove(&a->plans[i], &a->plans[i + 1], (a->n - i - 1) * sizeof(a->plans[0]));
+		a->n--;
+		i--;
 	}
 	if (!a->n) {
 		free(a);

@@ -223,9 +223,9 @@ struct sym {
 	bool wrap;		/* global a%[N]: a full array drops its oldest entry */
 	struct node *init;	/* global initialiser (literal) or NULL */
 	struct hist_cfg hist;
-	/* aggregated in the target (agg.c), and written elsewhere than by a
-	 * probe the target can run */
-	bool agg, agg_other;
+	/* aggregated in the target (agg.c); deleted somewhere; its @min or
+	 * @max read */
+	bool agg, agg_other, agg_minmax;
 	struct sym *next;	/* in its scope's list */
 	/* run time, globals only */
 	union cell *cell;
