@@ -40,6 +40,7 @@ static const char *const msg_names[] = {
 	[DJP_MSG_STATS_REPLY] = "STATS_REPLY", [DJP_MSG_RING_FD] = "RING_FD",
 	[DJP_MSG_HELLO_REPLY] = "HELLO_REPLY", [DJP_MSG_MARKER_LOG] = "MARKER_LOG",
 	[DJP_MSG_MARKER_LOG_FD] = "MARKER_LOG_FD", [DJP_MSG_FOLLOW] = "FOLLOW",
+	[DJP_MSG_TABLES] = "TABLES",	 [DJP_MSG_TABLES_FD] = "TABLES_FD",
 };
 
 bool djp_msg_type_valid(unsigned type)
@@ -322,7 +323,7 @@ long djp_proto_recv(int fd, unsigned *type, void *buf, int timeout_ms, int *fd_o
 		return err;
 	}
 	if (got_fd >= 0) {
-		if (fd_out && (*type == DJP_MSG_RING_FD || *type == DJP_MSG_MARKER_LOG_FD))
+		if (fd_out && (*type == DJP_MSG_RING_FD || *type == DJP_MSG_MARKER_LOG_FD || *type == DJP_MSG_TABLES_FD))
 			*fd_out = got_fd;
 		else
 			close(got_fd);

@@ -383,6 +383,11 @@ uint32_t djp__ring_put_strings(uint64_t *ev, uint32_t size, const uint64_t *args
 	return size;
 }
 
+uint64_t djp_ring_copy_string(char *dst, const char *src, uint32_t bound)
+{
+	return copy_string(dst, src, bound, djp_ring_tls.tid);
+}
+
 /* ---- producer: regions ------------------------------------------------- */
 
 struct djp_region *djp_region_create(const struct djp_ring_opts *opts)

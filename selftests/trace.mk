@@ -31,6 +31,14 @@ $(BUSY_TARGET)-static: selftests/trace_progs/busy_target.c include/djprobe/marke
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -static -o $@ $< -lpthread
 CHECK_DEPS += $(BUSY_TARGET) $(BUSY_TARGET)-static
+# The in-target aggregation tests' target: threads hitting markers as fast
+# as they can (no libdjprobe, as above).
+AGG_TARGET := $(TRACE_PROGS_DIR)/agg_target
+$(AGG_TARGET): selftests/trace_progs/agg_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
+CHECK_DEPS += $(AGG_TARGET)
 # A C++ target: libstdc++'s SDT probes, for the provider patterns.
 TRACE_CXX := $(TRACE_PROGS_DIR)/trace_cxx
 $(TRACE_CXX): selftests/trace_progs/trace_cxx.cc include/djprobe/marker.h | $(DEPS_STAMP)

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agg_tables.h"
 #include "lib/format.h"
 #include "lib/marker_log.h"
 #include "lib/proto.h"
@@ -62,6 +63,11 @@ struct session {
 	 * a marker the i-th pattern matches prints with the i-th format */
 	char *const *fmt_patterns, *const *fmt_formats;
 	int nfmt;
+	/* a script's aggregation plans (TABLES, with the rings): the tables
+	 * of the probes it aggregates where they fire */
+	const struct djp_agg_plan *agg_plans;
+	unsigned nagg_plans;
+	uint32_t agg_capacity;
 
 	/* the agent */
 	int fd;
@@ -82,6 +88,7 @@ struct session {
 	/* the rings and the markers */
 	struct djp_consumer *cons;
 	int ring_fd;
+	struct djp_tables *tables; /* per-marker lost counts, aggregation tables */
 	struct session_marker *markers; /* indexed by marker id */
 	uint32_t nmarkers;		/* ids below this have a slot */
 	uint32_t next_id;		/* LIST from here for new ids */
@@ -153,6 +160,9 @@ struct session *session_accept(int lfd);
 int session_hello(struct session *s);
 /* The rings (RING), then the marker log (MARKER_LOG). */
 int session_ring(struct session *s);
+/* TABLES, after RING and before any CONNECT: the per-marker lost
+ * counters, and the tables of s->agg_plans. */
+int session_tables(struct session *s);
 int session_list(struct session *s);
 /* Add what the marker log holds that the table does not: works after the
  * process is gone.  0 or -EPROTO (said once on stderr). */
@@ -162,6 +172,8 @@ int session_marker_log_read(struct session *s);
  * str_bound bytes with the NUL (0: the ring's bound). */
 int session_connect(struct session *s, const char *pattern, unsigned flags, uint32_t str_args, unsigned str_bound,
 		    unsigned *nsites);
+/* CONNECT with DJP_CONNECT_AGG: the pattern's hits update plan's tables. */
+int session_connect_agg(struct session *s, const char *pattern, unsigned flags, unsigned plan, unsigned *nsites);
 int session_start(struct session *s);
 /* FOLLOW: the children of fork dial the tool's socket `name`. */
 int session_follow(struct session *s, const char *name);

@@ -49,6 +49,9 @@ static void inherit(struct session *c, const struct session *main)
 	c->snapshot = main->snapshot;
 	c->buffer_size = main->buffer_size;
 	c->str_bound = main->str_bound;
+	c->agg_plans = main->agg_plans;
+	c->nagg_plans = main->nagg_plans;
+	c->agg_capacity = main->agg_capacity;
 	c->fmt_patterns = main->fmt_patterns;
 	c->fmt_formats = main->fmt_formats;
 	c->nfmt = main->nfmt;

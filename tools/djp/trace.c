@@ -164,8 +164,8 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			break;
 		case 'b': {
 			unsigned long long v = strtoull(optarg, &end, 0);
-			if (!*optarg || *end || v < DJP_RING_MIN_SIZE || v > (1ull << 28) || (v & (v - 1)))
-				return usage_error("--buffer-size needs a power of two from 4096 to 256 MiB");
+			if (!*optarg || *end || v < DJP_RING_MIN_DEFAULT_SIZE || v > (1ull << 28) || (v & (v - 1)))
+				return usage_error("--buffer-size needs a power of two from 16384 to 256 MiB");
 			t->s.buffer_size = (size_t)v;
 			break;
 		}
@@ -299,7 +299,7 @@ static int configure(struct trace *t, struct session *s, bool start)
 	unsigned nsites;
 
 	where(s, what, sizeof(what));
-	if (session_hello(s) || session_ring(s) || session_list(s)) {
+	if (session_hello(s) || session_ring(s) || session_tables(s) || session_list(s)) {
 		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}

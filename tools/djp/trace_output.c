@@ -164,7 +164,7 @@ static void summary_of(struct session *s)
 	for (size_t i = 0; i < s->nthreads; i++)
 		fprintf(stderr, "  %-32u %12" PRIu64 " %12" PRIu64 "\n", s->threads[i].tid, s->threads[i].events,
 			s->threads[i].lost);
-	if (!s->stats_ok && lost)
+	if (!s->stats_ok && !s->tables && lost)
 		fprintf(stderr, "djp trace: lost events per marker unknown (the agent was gone before the end)\n");
 }
 

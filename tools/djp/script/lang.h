@@ -223,6 +223,9 @@ struct sym {
 	bool wrap;		/* global a%[N]: a full array drops its oldest entry */
 	struct node *init;	/* global initialiser (literal) or NULL */
 	struct hist_cfg hist;
+	/* aggregated in the target (agg.c); deleted somewhere; its @min or
+	 * @max read */
+	bool agg, agg_other, agg_minmax;
 	struct sym *next;	/* in its scope's list */
 	/* run time, globals only */
 	union cell *cell;
@@ -313,6 +316,8 @@ struct probe {
 	struct probe *next;
 	int index;
 	bool synthetic; /* generated display of unread globals */
+	int agg;	/* run in the target: its plan + 1 (agg.c); 0 not */
+	bool reads_agg; /* reads a global the target aggregates */
 };
 
 /* A probe attached to one marker: where each context reference lives. */
@@ -358,6 +363,7 @@ struct script {
 	void **regexes;
 	int nregexes;
 	bool uses_cpu; /* cpu() is called: the events must carry their CPU */
+	struct script_agg *agg; /* the probes run in the target (agg.c), or NULL */
 	/* the tokens the parser read, kept for -p1 */
 	struct tok *toks;
 	size_t ntoks;
@@ -514,6 +520,11 @@ struct run_opts {
  * number of run-time errors. */
 int run_script(struct script *sc, struct djp_source *src, const struct run_opts *opts, uint64_t *nevents);
 extern volatile int run_interrupted; /* set by SIGINT/SIGTERM: end the run */
+/* agg.c's merge: the element lvalue lv (N_INDEX) names when the hit ev
+ * runs b's probe, made if new (NULL for a scalar, N_VAR); false after a
+ * run-time error (a full array), printed and counted as the probe's. */
+bool run_agg_target(struct run *r, struct node *lv, const struct binding *b, const struct djp_ev *ev,
+		    struct map_ent **e);
 extern bool script_no_warnings;	     /* -w */
 /* --dump-functions: the built-in functions, as stap lists its tapset's */
 void dump_functions(FILE *out);

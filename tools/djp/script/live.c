@@ -240,19 +240,29 @@ static const struct djp_ev_desc *kid_wanted(struct live *l, struct session *k, u
 	return late_desc(l, km);
 }
 
-/* Configure another process of the trace as the main session was (ring,
- * globs, FOLLOW), START it when it waits for that, and keep it. */
-static void keep_kid(struct live *l, struct session *k, bool start)
+/* CONNECT glob g: the recorder, or the handler of its aggregation plan. */
+static int connect_glob(struct live *l, struct session *s, const struct djp_arm_glob *g, unsigned flags)
 {
 	unsigned nsites;
-	bool ok = !session_hello(k) && !session_ring(k) && !session_list(k);
+	if (g->plan1)
+		return session_connect_agg(s, g->glob, flags & (DJP_CONNECT_PENDING | DJP_CONNECT_INT3), g->plan1 - 1,
+					   &nsites);
+	(void)l;
+	return session_connect(s, g->glob, flags | (g->ustack ? DJP_CONNECT_USTACK : 0), g->str_args, g->str_bound,
+			       &nsites);
+}
+
+/* Configure another process of the trace as the main session was (ring,
+ * tables, globs, FOLLOW), START it when it waits for that, and keep it. */
+static void keep_kid(struct live *l, struct session *k, bool start)
+{
+	bool ok = !session_hello(k) && !session_ring(k) && !session_tables(k) && !session_list(k);
 	if (ok) {
 		tapset_remember(k->pid);
 		usym_remember(k->pid);
 	}
 	for (unsigned i = 0; ok && i < l->nglobs; i++)
-		ok = !session_connect(k, l->globs[i].glob, connect_flags(l) | (l->globs[i].ustack ? DJP_CONNECT_USTACK : 0),
-				      l->globs[i].str_args, l->globs[i].str_bound, &nsites);
+		ok = !connect_glob(l, k, &l->globs[i], connect_flags(l));
 	if (ok && !session_kids_follow(&l->kids, k) && (!start || !session_start(k)))
 		session_kids_keep(&l->kids, k);
 	else
@@ -380,18 +390,23 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 			return -EINVAL;
 		l->armed[ids[i]] = true;
 	}
+	/* the tables first: the lost counters, and the target's aggregates */
+	l->s.agg_plans = src->agg_plans;
+	l->s.nagg_plans = src->nagg_plans;
+	l->s.agg_capacity = src->agg_capacity;
+	if (session_tables(&l->s)) {
+		fprintf(stderr, "djp: %s\n", l->s.errmsg);
+		return l->s.errcode ? l->s.errcode : -EIO;
+	}
 	for (unsigned i = 0; i < nglobs; i++) {
-		unsigned nsites;
 		/* pending: an optional point ('?') may match nothing yet */
-		unsigned flags = (connect_flags(l) & ~(globs[i].now ? DJP_CONNECT_PENDING : 0u)) |
-				 (globs[i].ustack ? DJP_CONNECT_USTACK : 0u);
-		if (!session_connect(&l->s, globs[i].glob, flags, globs[i].str_args, globs[i].str_bound, &nsites))
+		unsigned flags = connect_flags(l) & ~(globs[i].now ? DJP_CONNECT_PENDING : 0u);
+		if (!connect_glob(l, &l->s, &globs[i], flags))
 			continue;
 		/* a function or a line a -c wrapper does not have: kept for
 		 * the program it execs, which dials in (as djp trace) */
 		if (l->s.errcode == -ENOENT && l->src.wrapper && !(flags & DJP_CONNECT_PENDING) &&
-		    !session_connect(&l->s, globs[i].glob, flags | DJP_CONNECT_PENDING, globs[i].str_args,
-				     globs[i].str_bound, &nsites)) {
+		    !connect_glob(l, &l->s, &globs[i], flags | DJP_CONNECT_PENDING)) {
 			char glob[1024], prog[4096];
 			fprintf(stderr, "djp: %s matches nothing in %s, the program the command ran; waiting for a "
 					"program it execs\n",
@@ -459,28 +474,88 @@ static int live_stop(struct djp_source *src)
 	return 0;
 }
 
+/* The run is over: every process disarmed (counts, then BYE), so that
+ * the tables and the lost counts are final. */
+static int live_finish(struct djp_source *src)
+{
+	struct live *l = (struct live *)src;
+	session_end(&l->s);
+	for (size_t i = 0; i < l->kids.n; i++)
+		session_end(l->kids.v[i]);
+	l->stopped = l->ended = true;
+	return 0;
+}
+
+/* The descriptor of session i's marker id, armed or not. */
+static const struct djp_ev_desc *desc_of(struct live *l, size_t i, uint32_t id)
+{
+	if (i)
+		return kid_wanted(l, session_at(l, i), id);
+	return id < l->nids && l->desc_of_id[id] ? l->desc_of_id[id] : learn(l, id);
+}
+
+static uint64_t live_lost(struct djp_source *src, djp_src_lost_fn fn, void *ctx)
+{
+	struct live *l = (struct live *)src;
+	uint64_t lost = 0;
+	for (size_t i = 0; i <= l->kids.n; i++) {
+		struct session *s = session_at(l, i);
+		if (!s->cons)
+			continue;
+		lost += session_count_lost(s); /* and each marker's */
+		for (uint32_t id = 0; id < s->nmarkers; id++) {
+			const struct djp_ev_desc *d;
+			if (s->markers[id].lost && (d = desc_of(l, i, id)))
+				fn(ctx, d, s->markers[id].lost);
+		}
+	}
+	return lost;
+}
+
+struct agg_read_ctx {
+	struct live *l;
+	size_t i;
+	djp_src_agg_fn fn;
+	void *ctx;
+};
+
+static void agg_entry(void *ctx, const struct djp_agg_delta *dl)
+{
+	struct agg_read_ctx *c = ctx;
+	c->fn(c->ctx, desc_of(c->l, c->i, dl->id), session_at(c->l, c->i)->pid, dl);
+}
+
+static void live_agg_read(struct djp_source *src, djp_src_agg_fn fn, void *ctx)
+{
+	struct live *l = (struct live *)src;
+	for (size_t i = 0; i <= l->kids.n; i++) {
+		struct session *s = session_at(l, i);
+		struct agg_read_ctx c = { l, i, fn, ctx };
+		if (s->tables && s->cons)
+			djp_tables_read(s->tables, djp_consumer_slots_used(s->cons), agg_entry, &c);
+	}
+}
+
+static uint64_t live_agg_lost(struct djp_source *src, unsigned p)
+{
+	struct live *l = (struct live *)src;
+	uint64_t lost = 0;
+	for (size_t i = 0; i <= l->kids.n; i++) {
+		struct session *s = session_at(l, i);
+		if (s->tables && s->cons)
+			lost += djp_tables_plan_lost(s->tables, p, djp_consumer_slots_used(s->cons));
+	}
+	return lost;
+}
+
 static void live_close(struct djp_source *src)
 {
 	struct live *l = (struct live *)src;
 	struct session *s = &l->s;
-	uint64_t lost = 0;
 	session_end(s); /* counts, then BYE: disarmed when it answers */
 	session_report_arm_errors(s, "djp");
-	for (size_t i = 0; i < l->kids.n; i++) {
+	for (size_t i = 0; i < l->kids.n; i++)
 		session_end(l->kids.v[i]);
-		if (l->kids.v[i]->cons)
-			lost += session_count_lost(l->kids.v[i]);
-	}
-	if (s->cons) {
-		/* as stap warns of skipped probes: a count the script printed is
-		 * short by these */
-		lost += session_count_lost(s);
-		if (lost && !script_no_warnings)
-			fprintf(stderr,
-				"djp: WARNING: %" PRIu64 " events lost (a ring was full: the script fell behind "
-				"the target, or no ring slot was free)\n",
-				lost);
-	}
 	if (s->cmd && s->child > 0 && !s->child_done)
 		session_stop_child(s);
 	session_free(s);
@@ -586,6 +661,10 @@ static const struct djp_source_ops live_ops = {
 	.start = live_start,
 	.next = live_next,
 	.stop = live_stop,
+	.finish = live_finish,
+	.lost = live_lost,
+	.agg_read = live_agg_read,
+	.agg_lost = live_agg_lost,
 	.now_ns = live_now,
 	.close = live_close,
 };
@@ -740,6 +819,7 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	 * MAXSTRINGLEN), as far as the agent copies */
 	s->str_bound = MAXSTRINGLEN < 8 ? 8 : MAXSTRINGLEN < DJP_RING_STR_BOUND_MAX ? (unsigned)MAXSTRINGLEN
 										 : DJP_RING_STR_BOUND_MAX;
+	s->buffer_size = o->buffer_size;
 	if (o->cmd ? session_launch(s) : session_attach(s)) {
 		/* session_launch/attach said why on stderr */
 		snprintf(err, errsz, "%s: cannot start the trace", o->cmd ? o->cmd : "process");
