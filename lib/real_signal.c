@@ -11,20 +11,44 @@
  * Kept signals.  For the signals the library must keep handling (SIGTRAP,
  * and SIGSEGV/SIGBUS for the safe copy) our handler stays installed and the
  * application's sigaction is recorded instead (kernel/sigmask.c calls
- * djp_kept_app_sigaction).  What is not ours goes to the recorded action:
- * ignored, called (with the siginfo and context we got), or, for the
- * default action, the default restored and the signal made to happen again:
- * a fault by returning to the faulting instruction, which faults again and
- * kills with the same siginfo and core dump as without us; anything else by
- * raise().  The record is a plain struct copied whole: a sigaction racing
- * a signal is as racy as it is without us.
+ * djp_kept_app_sigaction).  What is not ours goes to the recorded action
+ * the way the kernel would have delivered it (get_signal, signal_delivered):
+ *
+ *  - the default action: the default restored and the signal made to
+ *    happen again: a fault by returning to the faulting instruction, which
+ *    faults again and kills with the same siginfo and core dump as without
+ *    us; anything else by raise();
+ *  - ignored: nothing, except for a synchronous fault (a kernel-raised
+ *    SIGSEGV, SIGBUS, SIGILL, SIGFPE or SIGTRAP), which the kernel forces:
+ *    an ignored one kills with the default action (force_sig_info), as
+ *    does one the thread blocks, which the kernel kills itself;
+ *  - a handler: SA_RESETHAND puts the default back before it runs (a
+ *    crash reporter's handler that returns then dies by the fault it
+ *    reported, once); it runs with its sa_mask blocked, and its own signal
+ *    too unless SA_NODEFER (a fault inside it then kills), restored when it
+ *    returns, and with the siginfo and context we got when SA_SIGINFO.  On
+ *    the stack we run on: ours is SA_ONSTACK, so a thread with an
+ *    alternate stack is on it already, as an SA_ONSTACK handler would be.
+ *    SIGTRAP is never blocked (an int3 probe inside would kill).
+ *
+ * While a forwarded handler blocks SIGSEGV or SIGBUS, the thread says so
+ * (djp_faults_masked): the fast string copy must not fault then, and takes
+ * the system call instead (kernel/safe_copy.c).  A handler that leaves by
+ * siglongjmp leaves the word set; the copy then reads the real mask.
+ *
+ * The record is a plain struct copied whole: a sigaction racing a signal is
+ * as racy as it is without us.
  */
 #include <dlfcn.h>
 #include <link.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "lib/real_signal.h"
+
+__thread bool djp_faults_masked __attribute__((tls_model("initial-exec")));
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
@@ -112,30 +136,82 @@ int djp_kept_app_sigaction(int sig, const struct sigaction *act, struct sigactio
 	return 0;
 }
 
+/* A fault that returning to its instruction raises again. */
 static bool is_fault(int sig, const siginfo_t *info)
 {
 	return (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) && info && info->si_code > 0;
 }
 
+/* One the kernel forces (force_sig_fault): ignored or blocked, it kills. */
+static bool is_forced(int sig, const siginfo_t *info)
+{
+	return is_fault(sig, info) || (sig == SIGTRAP && info && info->si_code > 0);
+}
+
+static void die_by_default(int sig, const siginfo_t *info)
+{
+	/* the real sigaction: our interposer would keep our handler */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	kept[sig].app.sa_handler = SIG_DFL;
+	djp_real_sigaction(sig, &dfl, NULL);
+	if (!is_fault(sig, info))
+		raise(sig);
+}
+
 void djp_kept_forward(int sig, siginfo_t *info, void *uc)
 {
 	struct sigaction a = kept[sig].app;
+	sigset_t block, old;
+	bool masked = djp_faults_masked;
 
-	if (!kept[sig].app_set || a.sa_handler == SIG_DFL) {
-		/* the real sigaction: our interposer would keep our handler */
-		struct sigaction dfl;
-		memset(&dfl, 0, sizeof(dfl));
-		dfl.sa_handler = SIG_DFL;
-		sigemptyset(&dfl.sa_mask);
-		djp_real_sigaction(sig, &dfl, NULL);
-		if (!is_fault(sig, info))
-			raise(sig);
+	if (!kept[sig].app_set || a.sa_handler == SIG_DFL || (a.sa_handler == SIG_IGN && is_forced(sig, info))) {
+		die_by_default(sig, info);
 		return;
 	}
 	if (a.sa_handler == SIG_IGN)
 		return;
+	if (a.sa_flags & SA_RESETHAND)
+		kept[sig].app.sa_handler = SIG_DFL;
+	block = a.sa_mask;
+	if (!(a.sa_flags & SA_NODEFER))
+		sigaddset(&block, sig);
+	sigdelset(&block, SIGTRAP);
+	if (sigismember(&block, SIGSEGV) == 1 || sigismember(&block, SIGBUS) == 1)
+		djp_faults_masked = true;
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &block, &old, _NSIG / 8);
 	if (a.sa_flags & SA_SIGINFO)
 		a.sa_sigaction(sig, info, uc);
 	else
 		a.sa_handler(sig);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, _NSIG / 8);
+	djp_faults_masked = masked;
+}
+
+bool djp_faults_blocked_now(void)
+{
+	sigset_t cur;
+	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &cur, _NSIG / 8))
+		return true;
+	return sigismember(&cur, SIGSEGV) == 1 || sigismember(&cur, SIGBUS) == 1;
+}
+
+void djp_release_signal(int sig, djp_sig_handler_fn fn)
+{
+	struct sigaction now;
+
+	if (!djp_signal_kept(sig))
+		return;
+	__atomic_store_n(&kept[sig].kept, false, __ATOMIC_RELEASE);
+	if (djp_real_sigaction(sig, NULL, &now) || now.sa_sigaction != fn)
+		return; /* replaced behind our back: the program's now */
+	if (!kept[sig].app_set) {
+		memset(&now, 0, sizeof(now));
+		now.sa_handler = SIG_DFL;
+		sigemptyset(&now.sa_mask);
+		kept[sig].app = now;
+	}
+	djp_real_sigaction(sig, &kept[sig].app, NULL);
 }

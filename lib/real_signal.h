@@ -40,8 +40,23 @@ bool djp_signal_kept(int sig);
 /* The application's sigaction(sig, act, old) for a kept signal: recorded,
  * ours stays.  Returns 0. */
 int djp_kept_app_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
-/* Hand a signal that is not ours to the application's action; with none
- * (SIG_DFL), die as the process would have died without us. */
+/* Hand a signal that is not ours to the application's action as the
+ * kernel would have delivered it (its sa_flags and sa_mask); with none
+ * (SIG_DFL), or ignored when the kernel forces it, die as the process
+ * would have died without us. */
 void djp_kept_forward(int sig, siginfo_t *info, void *uc);
+/* Stop keeping sig: the application's sigaction reaches the kernel again,
+ * and where our handler fn is still installed the application's recorded
+ * action replaces it.  For a handler the program replaced by the raw
+ * system call, which no interposer sees. */
+void djp_release_signal(int sig, djp_sig_handler_fn fn);
+
+/* Set while a forwarded handler runs with SIGSEGV or SIGBUS blocked in
+ * this thread (cleared when it returns, not when it leaves by a jump): a
+ * fault then kills, so nothing of ours may fault on purpose. */
+extern __thread bool djp_faults_masked __attribute__((tls_model("initial-exec")));
+/* Whether this thread blocks SIGSEGV or SIGBUS now (a system call);
+ * async-signal-safe. */
+bool djp_faults_blocked_now(void);
 
 #endif
