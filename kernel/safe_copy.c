@@ -34,7 +34,8 @@
  *     sa_mask): a probe hit inside such a handler would fault blocked.
  *
  * If any does not hold, the ring keeps process_vm_readv: slower, never
- * wrong.  The stack walker's word reads (kernel/unwind.c) go the same way:
+ * wrong; and the handler is taken out again, the program's SIGSEGV and
+ * SIGBUS left as it set them.  The stack walker's word reads (kernel/unwind.c) go the same way:
  * djp_arch_read_word lies in the same fixup range, and djp_safe_copy_on()
  * says which to use.  Turning it on happens once, the first time a session asks for a
  * string (djp_safe_copy_enable), not at load: a program traced without
@@ -170,8 +171,13 @@ int djp_safe_copy_enable(void)
 				ret = -EDEADLK;
 		}
 		__atomic_store_n(&enabled, ret ? ret : 1, __ATOMIC_RELEASE);
-		if (!ret)
+		if (!ret) {
 			djp_ring_set_fast_copy(ring_copy);
+		} else {
+			/* refused: the program's dispositions as they were */
+			djp_release_signal(SIGSEGV, fault_handler);
+			djp_release_signal(SIGBUS, fault_handler);
+		}
 	} else {
 		check_locked();
 	}

@@ -29,6 +29,15 @@ static volatile int *bad_address(uintptr_t a)
 	return p;
 }
 
+/* A string no load can read. */
+static uint64_t unreadable(void)
+{
+	void *p = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		_exit(87);
+	return (uint64_t)(uintptr_t)p;
+}
+
 /* fn in a child with the copy on; its wait status.  alarm: a child that
  * loops on a fault ends by SIGALRM instead of hanging the test. */
 static int in_child(void (*fn)(void))
@@ -104,6 +113,7 @@ TEST(fault_forward_ignored_fault_kills)
 }
 
 static sigjmp_buf jb;
+static uint64_t bad_string;
 static volatile sig_atomic_t depth, seen;
 static char *alt;
 
@@ -116,7 +126,6 @@ static void masked_handler(int sig, siginfo_t *info, void *uc)
 {
 	struct djp_ring_opts o = { .sz = sizeof(o) };
 	struct djp_region *r;
-	uint64_t arg = 40;
 	sigset_t cur = mask_now();
 	char here;
 	(void)sig, (void)uc;
@@ -126,7 +135,7 @@ static void masked_handler(int sig, siginfo_t *info, void *uc)
 		_exit(93);
 	if (djp_safe_copy_on())
 		_exit(94);
-	if (!(r = djp_region_create(&o)) || djp_ring_record(r, 1, &arg, 1, 1, 0))
+	if (!(r = djp_region_create(&o)) || djp_ring_record(r, 1, &bad_string, 1, 1, 0))
 		_exit(95);
 	if (&here < alt || &here >= alt + ALT_SIZE)
 		_exit(96);
@@ -142,6 +151,7 @@ static void masked(void)
 
 	if (!(alt = ss.ss_sp = malloc(ALT_SIZE)) || sigaltstack(&ss, NULL))
 		_exit(89);
+	bad_string = unreadable();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = masked_handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
@@ -217,6 +227,12 @@ static void exits_99(int sig)
 	_exit(99);
 }
 
+/* Never reached: the handlers that use it exit (x86-64 wants one). */
+static void no_return(void)
+{
+	_exit(100);
+}
+
 /* The kernel's struct sigaction, for the raw system call. */
 struct k_sigaction {
 	void (*handler)(int);
@@ -227,11 +243,11 @@ struct k_sigaction {
 
 static void raw_replaced(void)
 {
-	struct k_sigaction k = { .handler = exits_99 };
+	struct k_sigaction k = { .handler = exits_99, .flags = 0x04000000 /* SA_RESTORER */, .restorer = no_return };
 	struct djp_ring_opts o = { .sz = sizeof(o) };
 	struct djp_region *r;
 	struct sigaction now;
-	uint64_t arg = 40;
+	uint64_t arg = unreadable();
 
 	if (syscall(SYS_rt_sigaction, SIGSEGV, &k, NULL, 8))
 		_exit(91);

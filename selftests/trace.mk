@@ -76,3 +76,10 @@ $(USTACK_TARGET)-nofp: selftests/trace_progs/ustack_target.c include/djprobe/mar
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 -g -fomit-frame-pointer $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(USTACK_TARGET) $(USTACK_TARGET)-nofp
+# The fault forwarder's target: SIGSEGV handlers of every kind, a %s marker.
+FAULT_TARGET := $(TRACE_PROGS_DIR)/fault_target
+$(FAULT_TARGET): selftests/trace_progs/fault_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
+CHECK_DEPS += $(FAULT_TARGET)
