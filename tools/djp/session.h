@@ -199,6 +199,9 @@ uint64_t session_exec_id(pid_t pid);
 struct session *session_kids_exec(const struct session *main, struct session *gone);
 /* Keep c among k's (discarded when there is no memory). */
 void session_kids_keep(struct session_kids *k, struct session *c);
+/* Take the i-th out of k's, the others kept in order (the caller has
+ * discarded it). */
+void session_kids_remove(struct session_kids *k, size_t i);
 /* BYE (which releases a waiting fork) when its agent is there; free it. */
 void session_discard(struct session *c);
 /* Discard them all; close the socket. */

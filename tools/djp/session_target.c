@@ -175,9 +175,17 @@ static int accept_traceable(int lfd, pid_t *pid)
 	socklen_t clen = sizeof(cred);
 	const char *why;
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	static bool full_said;
 
-	if (fd < 0)
+	if (fd < 0) {
+		/* out of descriptors: the process waits in its launch and
+		 * goes on untraced when that times out; said once */
+		if ((errno == EMFILE || errno == ENFILE) && !full_said) {
+			full_said = true;
+			fprintf(stderr, "djp: cannot take a process that dialled in: %s\n", strerror(errno));
+		}
 		return -1;
+	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || !may_trace(cred.pid, &why)) {
 		close(fd);
 		return -1;
