@@ -154,3 +154,34 @@ TEST(proto_descriptor_past_the_limit_is_emfile)
 	CHECK_EQ(type, DJP_MSG_RING_FD);
 	CHECK(got >= 0);
 }
+
+/* The same storm under a script (the live source keeps its own sessions):
+ * descriptors back to where they were, every hit counted. */
+TEST_TIMEOUT(script_fork_storm_releases_exited_children, 240)
+{
+	char cmd[4200];
+	struct tproc *p;
+	int base, n, st;
+
+	snprintf(cmd, sizeof(cmd), "%s --ticks 0", tt_target(false));
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
+				      "global n, kids; probe process.mark(\"tt_burst\") { n++; kids[pid()] = 1 }\n"
+				      "probe end { k = 0; foreach (c in kids) k++; printf(\"hits %d in %d\\n\", n, k) }",
+				      NULL },
+		     false, -1);
+	CHECK(tt_wait_out(p, "ready", 10000));
+	base = fds_of(p->pid);
+	storm(p, 100, 3);
+	if ((n = wait_fds(p->pid, base)) != base)
+		djp_test_fail(__FILE__, __LINE__, "after 100 children: %d descriptors, %d before", n, base);
+	storm(p, 200, 3);
+	if ((n = wait_fds(p->pid, base)) != base)
+		djp_test_fail(__FILE__, __LINE__, "after 300 children: %d descriptors, %d before", n, base);
+	close(p->in);
+	p->in = -1;
+	st = tt_finish(p, 30000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!strstr(p->obuf, "hits 900 in 300\n"))
+		djp_test_fail(__FILE__, __LINE__, "%s / %s", p->obuf, p->ebuf);
+	free(p);
+}

@@ -67,6 +67,7 @@ struct session {
 	bool alive; /* the agent is still there */
 	uint64_t exec_id; /* the program the agent is in (session_exec_id) */
 	bool exec_followed; /* its exec was looked for once it went */
+	bool pinned;	    /* a reader points into its marker table: kept to the end */
 	const char *end_note; /* how it ended before the trace did, or NULL */
 	pid_t pid;  /* the traced process */
 	char program[1024];

@@ -85,6 +85,7 @@ struct live {
 	 * in it (checked by name and object: ids may part after a fork). */
 	struct session_kids kids;
 	size_t cur;
+	uint64_t released_lost; /* events lost by kids let go (release_kid) */
 	struct djp_arm_glob *globs; /* their glob strings our own */
 	unsigned nglobs;
 	bool main_exec_traced; /* -x: the process exec'd and is traced again */
@@ -234,6 +235,7 @@ static const struct djp_ev_desc *kid_wanted(struct live *l, struct session *k, u
 	for (size_t i = 0; i < l->nlate; i++)
 		if (same_marker(l->late[i], km))
 			return l->late[i];
+	k->pinned = true; /* the descriptor points into k's table */
 	return late_desc(l, km);
 }
 
@@ -254,6 +256,22 @@ static void keep_kid(struct live *l, struct session *k, bool start)
 		session_kids_keep(&l->kids, k);
 	else
 		session_discard(k);
+}
+
+/* Kid i, which had exited before a drain that found nothing: its socket,
+ * rings and marker table let go at once, so that a fork storm keeps the
+ * tool's descriptors and memory flat; its lost events counted for the
+ * end.  Not one whose table a late descriptor points into (pinned). */
+static bool release_kid(struct live *l, size_t i)
+{
+	struct session *k = l->kids.v[i];
+	if (k->pinned || !session_process_exited(k->pid))
+		return false;
+	if (k->cons)
+		l->released_lost += session_count_lost(k);
+	session_discard(k);
+	session_kids_remove(&l->kids, i);
+	return true;
 }
 
 /* Processes dialling in (children of fork, a wrapper's program); and, in
@@ -346,7 +364,11 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 		for (size_t tries = 0; tries <= l->kids.n && !got; tries++) {
 			l->cur = (l->cur + 1) % (l->kids.n + 1);
 			s = session_at(l, l->cur);
+			/* gone before this drain: the drain saw all it wrote */
+			bool gone = l->cur && !s->alive;
 			got = session_drain(s) > 0 || s->nbatch;
+			if (!got && gone && release_kid(l, l->cur - 1))
+				l->cur--; /* the next one moved into its place */
 		}
 		if (got)
 			continue;
@@ -435,7 +457,7 @@ static void live_close(struct djp_source *src)
 {
 	struct live *l = (struct live *)src;
 	struct session *s = &l->s;
-	uint64_t lost = 0;
+	uint64_t lost = l->released_lost;
 	session_end(s); /* counts, then BYE: disarmed when it answers */
 	session_report_arm_errors(s, "djp");
 	for (size_t i = 0; i < l->kids.n; i++) {
