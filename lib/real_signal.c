@@ -27,9 +27,11 @@
  *    reported, once); it runs with its sa_mask blocked, and its own signal
  *    too unless SA_NODEFER (a fault inside it then kills), restored when it
  *    returns, and with the siginfo and context we got when SA_SIGINFO.  On
- *    the stack we run on: ours is SA_ONSTACK, so a thread with an
- *    alternate stack is on it already, as an SA_ONSTACK handler would be.
- *    SIGTRAP is never blocked (an int3 probe inside would kill).
+ *    the stack the kernel would have chosen: ours is installed with
+ *    SA_ONSTACK as the application's handler has it (SIGTRAP's always),
+ *    so it and the handler it calls run on the alternate stack, or on the
+ *    interrupted one, as that handler would have.  SIGTRAP is never
+ *    blocked (an int3 probe inside would kill).
  *
  * While a forwarded handler blocks SIGSEGV or SIGBUS, the thread says so
  * (djp_faults_masked): the fast string copy must not fault then, and takes
@@ -98,23 +100,50 @@ int djp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *o
 static struct {
 	struct sigaction app; /* what the application asked for */
 	bool app_set, kept;
+	djp_sig_handler_fn fn; /* ours */
+	bool onstack;	       /* ours is installed SA_ONSTACK */
 } kept[NSIG];
+
+/* Ours runs where the application's would: on the alternate stack when
+ * its handler asked for it (or it has none: a default action loses
+ * nothing there), on the interrupted stack when it did not, as the kernel
+ * would have run it.  SIGTRAP always on it: an int3 probe's hit is ours. */
+static bool want_onstack(int sig)
+{
+	const struct sigaction *a = &kept[sig].app;
+	return sig == SIGTRAP || !kept[sig].app_set || a->sa_handler == SIG_DFL || a->sa_handler == SIG_IGN ||
+	       (a->sa_flags & SA_ONSTACK);
+}
+
+static int install(int sig, struct sigaction *old)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = kept[sig].fn;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
+	kept[sig].onstack = want_onstack(sig);
+	if (kept[sig].onstack)
+		sa.sa_flags |= SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	return djp_real_sigaction(sig, &sa, old) ? -errno : 0;
+}
 
 int djp_keep_signal(int sig, djp_sig_handler_fn fn)
 {
-	struct sigaction sa, old;
+	struct sigaction old;
+	int err;
 
 	if (sig <= 0 || sig >= NSIG)
 		return -EINVAL;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = fn;
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	if (djp_real_sigaction(sig, &sa, &old))
-		return -errno;
+	kept[sig].fn = fn;
+	if ((err = install(sig, &old)))
+		return err;
 	if (!kept[sig].app_set) {
 		kept[sig].app = old;
 		kept[sig].app_set = true;
+		if (want_onstack(sig) != kept[sig].onstack)
+			install(sig, NULL);
 	}
 	__atomic_store_n(&kept[sig].kept, true, __ATOMIC_RELEASE);
 	return 0;
@@ -132,6 +161,8 @@ int djp_kept_app_sigaction(int sig, const struct sigaction *act, struct sigactio
 	if (act) {
 		kept[sig].app = *act;
 		kept[sig].app_set = true;
+		if (want_onstack(sig) != kept[sig].onstack)
+			install(sig, NULL);
 	}
 	return 0;
 }

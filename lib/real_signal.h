@@ -31,9 +31,10 @@ int djp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *o
  */
 typedef void (*djp_sig_handler_fn)(int, siginfo_t *, void *);
 
-/* Install fn for sig (SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART);
- * what was installed becomes the application's action, unless the
- * application already told us one.  0 or -errno. */
+/* Install fn for sig (SA_SIGINFO | SA_NODEFER | SA_RESTART, and SA_ONSTACK
+ * when the application's handler has it, or for SIGTRAP); what was
+ * installed becomes the application's action, unless the application
+ * already told us one.  0 or -errno. */
 int djp_keep_signal(int sig, djp_sig_handler_fn fn);
 /* True once djp_keep_signal(sig) succeeded. */
 bool djp_signal_kept(int sig);

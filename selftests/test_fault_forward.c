@@ -29,6 +29,14 @@ static volatile int *bad_address(uintptr_t a)
 	return p;
 }
 
+extern uint64_t djp_arch_copy_str(char *dst, const char *src, uint64_t max);
+
+static uint64_t djp_arch_copy_str_for_test(const char *src)
+{
+	char buf[16];
+	return djp_arch_copy_str(buf, src, sizeof(buf));
+}
+
 /* A string no load can read. */
 static uint64_t unreadable(void)
 {
@@ -171,6 +179,38 @@ static void masked(void)
 TEST(fault_forward_handler_mask_and_alternate_stack)
 {
 	expect_status(in_child(masked), 0, 0);
+}
+
+/* Without SA_ONSTACK, on a thread that has an alternate stack: it runs on
+ * the stack that faulted, as the kernel would have run it. */
+static void main_stack_handler(int sig)
+{
+	char here;
+	(void)sig;
+	if (&here >= alt && &here < alt + ALT_SIZE)
+		_exit(96);
+	seen = 1;
+	siglongjmp(jb, 1);
+}
+
+static void not_onstack(void)
+{
+	stack_t ss = { .ss_size = ALT_SIZE };
+	if (!(alt = ss.ss_sp = malloc(ALT_SIZE)) || sigaltstack(&ss, NULL))
+		_exit(89);
+	signal(SIGSEGV, main_stack_handler);
+	if (!sigsetjmp(jb, 1))
+		*bad_address(24) = 1;
+	if (!seen)
+		_exit(97);
+	/* and the copy's own faults are still caught there */
+	if (djp_arch_copy_str_for_test((const char *)(uintptr_t)unreadable()) >> 63 != 1)
+		_exit(98);
+}
+
+TEST(fault_forward_handler_without_onstack_runs_on_the_faulting_stack)
+{
+	expect_status(in_child(not_onstack), 0, 0);
 }
 
 static void faults_inside(int sig)
