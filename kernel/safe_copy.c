@@ -58,9 +58,9 @@
  * session asks for strings (djp_safe_copy_enable) and on the agent's
  * periodic look (djp_safe_copy_check, every 100 ms while probes are
  * connected).  Once it is gone the copy is off for good: the ring goes back
- * to process_vm_readv, the stack walker to its system call, and both
- * signals are handed back (lib/real_signal.c, djp_release_signal) so that
- * the program's sigaction reaches the kernel again.  What remains is the
+ * to process_vm_readv, the stack walker to its system call, and the signal
+ * taken is handed back (lib/real_signal.c, djp_release_signal) so that
+ * the program's sigaction for it reaches the kernel again.  What remains is the
  * time between the replacement and the next look: a string copy that
  * faults then reaches the program's handler.  Asking before every copy
  * would close it, at the price of a system call a string (measured on a
@@ -121,28 +121,32 @@ __attribute__((target("general-regs-only"))) static uint64_t ring_copy(char *dst
 	return djp_arch_copy_str(dst, src, max);
 }
 
-/* Ours is the kernel's handler for both fault signals. */
-static bool handler_in_place(void)
+/* Ours is the kernel's handler for sig. */
+static bool handler_in_place(int sig)
 {
-	static const int sigs[] = { SIGSEGV, SIGBUS };
-	for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		struct sigaction a;
-		if (djp_real_sigaction(sigs[i], NULL, &a) || !(a.sa_flags & SA_SIGINFO) ||
-		    a.sa_sigaction != fault_handler)
-			return false;
-	}
-	return true;
+	struct sigaction a;
+	return !djp_real_sigaction(sig, NULL, &a) && (a.sa_flags & SA_SIGINFO) && a.sa_sigaction == fault_handler;
 }
 
-/* Under enable_lock: off for good when the program took the handler. */
+/* Under enable_lock: off for good when the program took the handler of
+ * either signal.  That one is the program's from now on; the other stays
+ * ours, forwarding as before (taking it out now could hand a copy still
+ * running in another thread to the program's disposition). */
 static void check_locked(void)
 {
-	if (enabled != 1 || handler_in_place())
+	bool segv, bus;
+	if (enabled != 1)
+		return;
+	segv = handler_in_place(SIGSEGV);
+	bus = handler_in_place(SIGBUS);
+	if (segv && bus)
 		return;
 	__atomic_store_n(&enabled, -EBUSY, __ATOMIC_RELEASE);
 	djp_ring_set_fast_copy(NULL);
-	djp_release_signal(SIGSEGV, fault_handler);
-	djp_release_signal(SIGBUS, fault_handler);
+	if (!segv)
+		djp_release_signal(SIGSEGV, fault_handler);
+	if (!bus)
+		djp_release_signal(SIGBUS, fault_handler);
 }
 
 void djp_safe_copy_check(void)
