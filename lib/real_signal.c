@@ -30,8 +30,10 @@
  *    the stack the kernel would have chosen: ours is installed with
  *    SA_ONSTACK as the application's handler has it (SIGTRAP's always),
  *    so it and the handler it calls run on the alternate stack, or on the
- *    interrupted one, as that handler would have.  SIGTRAP is never
- *    blocked (an int3 probe inside would kill).
+ *    interrupted one, as that handler would have.  SIGTRAP and the
+ *    engine's signal are never blocked (an int3 probe inside would kill;
+ *    a grace period could not ask the thread), also when a handler
+ *    installed before the library was loaded has them in its sa_mask.
  *
  * While a forwarded handler blocks SIGSEGV or SIGBUS, the thread says so
  * (djp_faults_masked): the fast string copy must not fault then, and takes
@@ -168,6 +170,13 @@ int djp_kept_app_sigaction(int sig, const struct sigaction *act, struct sigactio
 	return 0;
 }
 
+static int open_sig; /* the engine's signal: never blocked either */
+
+void djp_keep_open(int sig)
+{
+	open_sig = sig;
+}
+
 /* A fault that returning to its instruction raises again. */
 static bool is_fault(int sig, const siginfo_t *info)
 {
@@ -211,6 +220,8 @@ void djp_kept_forward(int sig, siginfo_t *info, void *uc)
 	if (!(a.sa_flags & SA_NODEFER))
 		sigaddset(&block, sig);
 	sigdelset(&block, SIGTRAP);
+	if (open_sig)
+		sigdelset(&block, open_sig);
 	if (sigismember(&block, SIGSEGV) == 1 || sigismember(&block, SIGBUS) == 1)
 		djp_faults_masked = true;
 	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &block, &old, _NSIG / 8);

@@ -46,6 +46,9 @@ int djp_kept_app_sigaction(int sig, const struct sigaction *act, struct sigactio
  * (SIG_DFL), or ignored when the kernel forces it, die as the process
  * would have died without us. */
 void djp_kept_forward(int sig, siginfo_t *info, void *uc);
+/* sig (the engine's signal) is never blocked while a forwarded handler
+ * runs, whatever its sa_mask; SIGTRAP never is either. */
+void djp_keep_open(int sig);
 /* Stop keeping sig: the application's sigaction reaches the kernel again,
  * and where our handler fn is still installed the application's recorded
  * action replaces it.  For a handler the program replaced by the raw

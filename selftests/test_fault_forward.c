@@ -213,6 +213,69 @@ TEST(fault_forward_handler_without_onstack_runs_on_the_faulting_stack)
 	expect_status(in_child(not_onstack), 0, 0);
 }
 
+/* Never reached: the handlers that use it exit (x86-64 wants one). */
+static void no_return(void)
+{
+	_exit(100);
+}
+
+/* The kernel's struct sigaction, for the raw system call. */
+struct k_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+/* A handler installed before the library (the raw system call) with
+ * every signal in its sa_mask: all blocked while it runs but SIGTRAP and
+ * the engine's signal, which an int3 probe and a grace period need. */
+static void full_mask_handler(int sig)
+{
+	sigset_t cur = mask_now();
+	(void)sig;
+	if (!sigismember(&cur, SIGUSR1) || !sigismember(&cur, SIGSEGV))
+		_exit(93);
+	if (sigismember(&cur, SIGTRAP) || sigismember(&cur, djp_engine_signal()))
+		_exit(94);
+	seen = 1;
+	siglongjmp(jb, 1);
+}
+
+static void full_mask_from_before(void)
+{
+	struct k_sigaction k = { .handler = full_mask_handler, .mask = ~0ull };
+	if (djp_engine_signal_init())
+		_exit(88);
+	if (syscall(SYS_rt_sigaction, SIGSEGV, &k, NULL, 8))
+		_exit(89);
+}
+
+static void full_mask(void)
+{
+	if (!sigsetjmp(jb, 1))
+		*bad_address(24) = 1;
+	if (!seen)
+		_exit(97);
+}
+
+TEST(fault_forward_full_mask_keeps_the_engine_signals_open)
+{
+	int status;
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		alarm(10);
+		full_mask_from_before();
+		if (djp_safe_copy_enable())
+			_exit(90);
+		full_mask();
+		_exit(0);
+	}
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	expect_status(status, 0, 0);
+}
+
 static void faults_inside(int sig)
 {
 	(void)sig;
@@ -266,20 +329,6 @@ static void exits_99(int sig)
 	(void)sig;
 	_exit(99);
 }
-
-/* Never reached: the handlers that use it exit (x86-64 wants one). */
-static void no_return(void)
-{
-	_exit(100);
-}
-
-/* The kernel's struct sigaction, for the raw system call. */
-struct k_sigaction {
-	void (*handler)(int);
-	unsigned long flags;
-	void (*restorer)(void);
-	uint64_t mask;
-};
 
 static void raw_replaced(void)
 {
