@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "djprobe/djprobe.h"
+#include "djprobe/marker.h"
 #include "harness.h"
 #include "kernel/engine.h"
 #include "lib/real_signal.h"
@@ -362,4 +364,34 @@ static void raw_replaced(void)
 TEST(fault_forward_raw_handler_takes_the_copy_back)
 {
 	expect_status(in_child(raw_replaced), 0, 0);
+}
+
+static void nothing(const struct djp_hit *hit, void *data)
+{
+	(void)hit, (void)data;
+}
+
+static __attribute__((noinline)) void ff_site(int a)
+{
+	MARK(ff_trap_site, "a=%d", a);
+}
+
+/* SIGTRAP ignored, then an int3 that is not the engine's: the kernel kills
+ * a thread whose forced SIGTRAP is ignored, and so do we. */
+TEST(fault_forward_ignored_foreign_int3_kills_with_sigtrap)
+{
+	int status;
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		alarm(10);
+		if (djp_connect("ff_trap_*", nothing, NULL, 0) < 0)
+			_exit(90);
+		ff_site(1);
+		signal(SIGTRAP, SIG_IGN);
+		__asm__ volatile("int3");
+		_exit(91);
+	}
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	expect_status(status, SIGTRAP, 0);
 }
