@@ -4,7 +4,8 @@
  * a crash reporter's SA_RESETHAND handler that returns runs once and the
  * program dies by SIGSEGV; an ignored fault kills; a handler without
  * SA_NODEFER runs with its signal and sa_mask blocked, on its alternate
- * stack, and a fault inside it kills; a handler installed with the raw
+ * stack, and a fault inside it kills; one without SA_ONSTACK runs on the
+ * stack that faulted; a handler installed with the raw
  * rt_sigaction system call is the program's, and a bad string is then
  * copied without a fault.  Each under -c (the agent preloaded) and -x
  * (injected), with the in-process copy and with process_vm_readv (a thread
@@ -119,6 +120,11 @@ TEST_TIMEOUT(trace_fault_ignored_kills, 120)
 TEST_TIMEOUT(trace_fault_deferring_handler_masked_on_its_stack, 120)
 {
 	every_way("defer", 128 + SIGSEGV, "handler ok\n");
+}
+
+TEST_TIMEOUT(trace_fault_handler_without_onstack_on_its_stack, 120)
+{
+	every_way("mainstack", 5, "handler on its stack\n");
 }
 
 /* The raw handler exits 99 on a fault: a bad string must not be one.  The

@@ -24,6 +24,9 @@
  *              on an alternate stack: it checks both are blocked and its
  *              stack, prints "handler ok", and faults itself: killed by
  *              SIGSEGV (exit 97 if entered again, 93-96 a failed check)
+ *   mainstack  a handler without SA_ONSTACK on a thread with an
+ *              alternate stack: it prints "handler on its stack" and exits
+ *              5 when its frame is not on the alternate stack (95 if it is)
  *   raw        a handler that exits 99, installed by the raw rt_sigaction
  *              system call; waits (5 s at most) until sigaction() shows it
  *              ("released"), hits ft_str with a bad string and exits 7
@@ -117,6 +120,16 @@ static void defers(int sig)
 	_exit(96);
 }
 
+static void off_alt(int sig)
+{
+	char here;
+	(void)sig;
+	if (&here >= alt && &here < alt + ALT_SIZE)
+		_exit(95);
+	say("handler on its stack\n");
+	_exit(5);
+}
+
 static void exits_99(int sig)
 {
 	(void)sig;
@@ -155,6 +168,14 @@ static void run(const char *cmd)
 		sa.sa_handler = defers;
 		sa.sa_flags = SA_ONSTACK;
 		sigaddset(&sa.sa_mask, SIGUSR1);
+		sigaction(SIGSEGV, &sa, NULL);
+		*bad_address(16) = 1;
+		_exit(91);
+	} else if (!strcmp(cmd, "mainstack")) {
+		stack_t ss = { .ss_size = ALT_SIZE };
+		if (!(alt = ss.ss_sp = malloc(ALT_SIZE)) || sigaltstack(&ss, NULL))
+			_exit(89);
+		sa.sa_handler = off_alt;
 		sigaction(SIGSEGV, &sa, NULL);
 		*bad_address(16) = 1;
 		_exit(91);
