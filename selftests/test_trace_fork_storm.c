@@ -36,6 +36,17 @@ static int fds_of(pid_t pid)
 	return n;
 }
 
+/* The lowest descriptor number pid has free: what its next one gets. */
+static int lowest_free(pid_t pid)
+{
+	char path[64];
+	for (int n = 0;; n++) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, n);
+		if (access(path, F_OK))
+			return n;
+	}
+}
+
 static long rss_kb(pid_t pid)
 {
 	char path[64], line[256];
@@ -183,5 +194,37 @@ TEST_TIMEOUT(script_fork_storm_releases_exited_children, 240)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	if (!strstr(p->obuf, "hits 900 in 300\n"))
 		djp_test_fail(__FILE__, __LINE__, "%s / %s", p->obuf, p->ebuf);
+	free(p);
+}
+
+/* The tool at its descriptor limit (set on it once it runs: its command
+ * keeps its own): a process dialling in is let go at once, untraced, and
+ * the tool says why, once; the children run on.  (A ring descriptor that
+ * cannot be installed is proto_descriptor_past_the_limit_is_emfile's.) */
+TEST_TIMEOUT(trace_fork_at_the_descriptor_limit_says_emfile, 120)
+{
+	char cmd[4200];
+	struct tproc *p;
+	struct rlimit rl;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s --ticks 0", tt_target(false));
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "tt_burst", NULL }, false, -1);
+	CHECK(tt_wait_out(p, "ready", 10000));
+	/* an event through: the tool is past its start */
+	tt_send(p, "burst 1\n");
+	CHECK(tt_wait_out(p, " tt_burst ", 10000));
+	/* a limit counts descriptor numbers: no room for one more */
+	CHECK(prlimit(p->pid, RLIMIT_NOFILE, NULL, &rl) == 0);
+	rl.rlim_cur = (rlim_t)lowest_free(p->pid);
+	CHECK(prlimit(p->pid, RLIMIT_NOFILE, &rl, NULL) == 0);
+	storm(p, 10, 2);
+	close(p->in);
+	p->in = -1;
+	st = tt_finish(p, 30000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (tt_count(p->ebuf, "djp: cannot take a process that dialled in: Too many open files\n") != 1 ||
+	    strstr(p->ebuf, "malformed"))
+		djp_test_fail(__FILE__, __LINE__, "%s", p->ebuf);
 	free(p);
 }
