@@ -178,7 +178,9 @@ int djp_proto_send_error(int fd, int err, const char *msg);
  * limit).  The payload goes into buf (at least DJP_PROTO_MAX_PAYLOAD bytes);
  * a file descriptor that came with it into *fd_out (or -1; closed when
  * fd_out is NULL).  Returns the payload length, -ETIMEDOUT, -ECONNRESET on
- * end of file, -EPROTO on a malformed header, or another -errno.
+ * end of file, -EPROTO on a malformed header, -EMFILE when a descriptor
+ * came that this process had no room for (the frame is read whole), or
+ * another -errno.
  */
 long djp_proto_recv(int fd, unsigned *type, void *buf, int timeout_ms, int *fd_out);
 

@@ -349,9 +349,11 @@ static uint64_t copy_string(char *dst, const char *src, uint32_t bound, uint32_t
 	if (fast) {
 		uint64_t r = fast(dst, src, want);
 		n = (uint32_t)r;
-		if (!(r >> 63) && n < want)
-			return n; /* the NUL is copied */
-		return unterminated(dst, n, r >> 63);
+		if (!(r & DJP_RING_COPY_DECLINED)) {
+			if (!(r >> 63) && n < want)
+				return n; /* the NUL is copied */
+			return unterminated(dst, n, r >> 63);
+		}
 	}
 	first = 4096 - (uint32_t)(p & 4095);
 	if (first > want)

@@ -271,8 +271,11 @@ int djp__ring_attach(struct djp_region *r);
 int djp__ring_nested(struct djp_region *r);
 /* The string copy djp_ring_record uses: NULL (the default) for
  * process_vm_readv, or a faster fault-safe one (kernel/safe_copy.c) with
- * djp_arch_copy_str's contract (arch/x86/copy_str.S). */
+ * djp_arch_copy_str's contract (arch/x86/copy_str.S), which may also
+ * answer DJP_RING_COPY_DECLINED: not now, in this thread (nothing copied;
+ * the ring uses process_vm_readv for this string). */
 typedef uint64_t (*djp_ring_copy_fn)(char *dst, const char *src, uint64_t max);
+#define DJP_RING_COPY_DECLINED (1ull << 62)
 void djp_ring_set_fast_copy(djp_ring_copy_fn fn);
 uint32_t djp__ring_put_strings(uint64_t *ev, uint32_t size, const uint64_t *args, unsigned nargs,
 			       uint32_t str_mask, uint32_t bound);

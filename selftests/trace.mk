@@ -136,3 +136,10 @@ $(TRACE_PROGS_DIR)/argkinds_engine-mark: selftests/trace_progs/argkinds_target.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 -DARGKINDS_ENGINE -DARGKINDS_MARK $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_LIB) -lm
 CHECK_DEPS += $(TRACE_PROGS_DIR)/argkinds_engine $(TRACE_PROGS_DIR)/argkinds_engine-mark
+# The fault forwarder's target: SIGSEGV handlers of every kind, a %s marker.
+FAULT_TARGET := $(TRACE_PROGS_DIR)/fault_target
+$(FAULT_TARGET): selftests/trace_progs/fault_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
+CHECK_DEPS += $(FAULT_TARGET)

@@ -74,6 +74,7 @@ struct session {
 	bool alive; /* the agent is still there */
 	uint64_t exec_id; /* the program the agent is in (session_exec_id) */
 	bool exec_followed; /* its exec was looked for once it went */
+	bool pinned;	    /* a reader points into its marker table: kept to the end */
 	const char *end_note; /* how it ended before the trace did, or NULL */
 	pid_t pid;  /* the traced process */
 	char program[1024];
@@ -212,6 +213,9 @@ uint64_t session_exec_id(pid_t pid);
 struct session *session_kids_exec(const struct session *main, struct session *gone);
 /* Keep c among k's (discarded when there is no memory). */
 void session_kids_keep(struct session_kids *k, struct session *c);
+/* Take the i-th out of k's, the others kept in order (the caller has
+ * discarded it). */
+void session_kids_remove(struct session_kids *k, size_t i);
 /* BYE (which releases a waiting fork) when its agent is there; free it. */
 void session_discard(struct session *c);
 /* Discard them all; close the socket. */

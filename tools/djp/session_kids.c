@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,6 +81,12 @@ void session_kids_keep(struct session_kids *k, struct session *c)
 	}
 	k->v = v;
 	k->v[k->n++] = c;
+}
+
+void session_kids_remove(struct session_kids *k, size_t i)
+{
+	memmove(&k->v[i], &k->v[i + 1], (k->n - i - 1) * sizeof(*k->v));
+	k->n--;
 }
 
 void session_discard(struct session *c)

@@ -168,6 +168,37 @@ int session_attach(struct session *s)
 
 /* ---- children of fork ----------------------------------------------------- */
 
+/* A descriptor held in reserve for the moment the tool has no other: it is
+ * given up to take a connection that could not be accepted and close it,
+ * so that the process dialling goes on untraced at once (its agent sees
+ * the session end) rather than after its launch timeout, and the
+ * listening socket, drained, stops waking the tool in a loop. */
+static int spare_fd = -1;
+
+static void refuse_one(int lfd)
+{
+	int fd;
+	if (spare_fd < 0)
+		return;
+	close(spare_fd);
+	if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		close(fd);
+	spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* Out of descriptors (err): said once; the process goes on untraced. */
+static bool no_room(int err)
+{
+	static bool said;
+	if (err != EMFILE && err != ENFILE)
+		return false;
+	if (!said) {
+		said = true;
+		fprintf(stderr, "djp: cannot take a process that dialled in: %s\n", strerror(err));
+	}
+	return true;
+}
+
 /* An agent dialling in on lfd from a process we may trace: its socket, its
  * pid in *pid; -1 when none is there, or refused (closed). */
 static int accept_traceable(int lfd, pid_t *pid)
@@ -175,11 +206,18 @@ static int accept_traceable(int lfd, pid_t *pid)
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
 	const char *why;
-	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	int fd;
 
-	if (fd < 0)
+	if (spare_fd < 0)
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0) {
+		if (no_room(errno))
+			refuse_one(lfd);
 		return -1;
+	}
+	errno = 0;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || !may_trace(cred.pid, &why)) {
+		no_room(errno); /* its /proc could not be read */
 		close(fd);
 		return -1;
 	}

@@ -608,6 +608,9 @@ out:
 		rc = 1; /* events that did not reach the output: as djp list */
 	session_free(s);
 	session_kids_free(&t.kids);
+	if (t.released)
+		fclose(t.released);
+	free(t.released_text);
 	free(t.formats);
 	free(t.str_args);
 	free(t.matched);

@@ -88,6 +88,7 @@ struct live {
 	 * in it (checked by name and object: ids may part after a fork). */
 	struct session_kids kids;
 	size_t cur;
+	uint64_t released_lost; /* events lost by kids let go (release_kid) */
 	struct djp_arm_glob *globs; /* their glob strings our own */
 	unsigned nglobs;
 	bool main_exec_traced; /* -x: the process exec'd and is traced again */
@@ -237,6 +238,7 @@ static const struct djp_ev_desc *kid_wanted(struct live *l, struct session *k, u
 	for (size_t i = 0; i < l->nlate; i++)
 		if (same_marker(l->late[i], km))
 			return l->late[i];
+	k->pinned = true; /* the descriptor points into k's table */
 	return late_desc(l, km);
 }
 
@@ -267,6 +269,24 @@ static void keep_kid(struct live *l, struct session *k, bool start)
 		session_kids_keep(&l->kids, k);
 	else
 		session_discard(k);
+}
+
+/* Kid i, which had exited before a drain that found nothing: its socket,
+ * rings and marker table let go at once, so that a fork storm keeps the
+ * tool's descriptors and memory flat; its lost events counted for the
+ * end.  Not one whose table a late descriptor points into (pinned), nor
+ * one with aggregation tables: what they hold reaches the script only at
+ * its next merge (agg.c). */
+static bool release_kid(struct live *l, size_t i)
+{
+	struct session *k = l->kids.v[i];
+	if (k->pinned || k->nagg_plans || !session_process_exited(k->pid))
+		return false;
+	if (k->cons)
+		l->released_lost += session_count_lost(k);
+	session_discard(k);
+	session_kids_remove(&l->kids, i);
+	return true;
 }
 
 /* Processes dialling in (children of fork, a wrapper's program); and, in
@@ -359,7 +379,11 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 		for (size_t tries = 0; tries <= l->kids.n && !got; tries++) {
 			l->cur = (l->cur + 1) % (l->kids.n + 1);
 			s = session_at(l, l->cur);
+			/* gone before this drain: the drain saw all it wrote */
+			bool gone = l->cur && !s->alive;
 			got = session_drain(s) > 0 || s->nbatch;
+			if (!got && gone && release_kid(l, l->cur - 1))
+				l->cur--; /* the next one moved into its place */
 		}
 		if (got)
 			continue;
@@ -497,7 +521,7 @@ static const struct djp_ev_desc *desc_of(struct live *l, size_t i, uint32_t id)
 static uint64_t live_lost(struct djp_source *src, djp_src_lost_fn fn, void *ctx)
 {
 	struct live *l = (struct live *)src;
-	uint64_t lost = 0;
+	uint64_t lost = l->released_lost; /* kids let go: their total only */
 	for (size_t i = 0; i <= l->kids.n; i++) {
 		struct session *s = session_at(l, i);
 		if (!s->cons)
