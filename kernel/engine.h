@@ -382,9 +382,13 @@ int djp_engine_signal(void);
  * call, when the engine can keep a fault handler installed; 0, or -errno
  * when the ring keeps process_vm_readv (also safe).  Idempotent. */
 int djp_safe_copy_enable(void);
-/* Whether it is on: the fault handler serves djp_arch_copy_str and
- * djp_arch_read_word (arch/x86/copy_str.S).  Async-signal-safe. */
+/* Whether it is on, for the calling thread: the fault handler serves
+ * djp_arch_copy_str and djp_arch_read_word (arch/x86/copy_str.S).
+ * Async-signal-safe. */
 bool djp_safe_copy_on(void);
+/* The periodic look: the copy goes off for good once the program has put
+ * a handler of its own in ours' place (the raw system call). */
+void djp_safe_copy_check(void);
 
 /* got_patch.c: in an injected library, point the program's GOT slots for
  * the interposed functions at ours (every loaded object; again for objects

@@ -63,6 +63,7 @@ int djp_engine_signal_init(void)
 	struct sigaction sa;
 	if (!djp_engine_signal())
 		return -EINVAL;
+	djp_keep_open(engine_sig); /* also inside a forwarded handler */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = engine_signal_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER;

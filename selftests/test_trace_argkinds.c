@@ -409,10 +409,10 @@ TEST_TIMEOUT(argkinds_python_gc_start_generation, 60)
 	kill(p->pid, SIGINT);
 	st = tt_finish(p, 20000);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	if (tt_count(p->obuf, " python:gc__start arg1=0x2\n") != 100)
-		djp_test_fail(__FILE__, __LINE__, "%d events, %d of them arg1=0x2: %.300s",
+	if (tt_count(p->obuf, " python:gc__start arg1=2\n") != 100)
+		djp_test_fail(__FILE__, __LINE__, "%d events, %d of them arg1=2: %.300s",
 			      tt_count(p->obuf, " python:gc__start "),
-			      tt_count(p->obuf, " python:gc__start arg1=0x2\n"), p->obuf);
+			      tt_count(p->obuf, " python:gc__start arg1=2\n"), p->obuf);
 	CHECK_EQ(tt_count(p->obuf, " python:gc__start "), 100);
 	tt_end(t);
 	free(p);

@@ -15,7 +15,7 @@
 #include "harness.h"
 #include "test_trace_util.h"
 
-/* Sum of the values of the lines " func:NAME%return ARGS return=0x..." */
+/* Sum of the values of the lines " func:NAME%return ARGS return=N" */
 static long long return_sum(const char *out, const char *name)
 {
 	char pat[256];

@@ -524,6 +524,12 @@ const char *tt_func_target(void)
 	return p ? p : (p = copy_path("trace_progs/func_target"));
 }
 
+const char *tt_typed_target(bool mark)
+{
+	static const char *p[2];
+	return p[mark] ? p[mark] : (p[mark] = copy_path(mark ? "trace_progs/typed_target_mark" : "trace_progs/typed_target"));
+}
+
 void tt_wait_func_target_sum(struct tproc *t, long n)
 {
 	char want[64];

@@ -31,6 +31,10 @@ const char *tt_sdt_target(void);
 /* trace_progs/func_target.c: no marker, nothing of djprobe (instruction
  * probes) */
 const char *tt_func_target(void);
+/* trace_progs/typed_target.c: signed, unsigned and pointer parameters and
+ * return values, SDT probes without a format; mark: its build with a
+ * marker holding a long %s instead */
+const char *tt_typed_target(bool mark);
 /* Wait for func_target's "sum N" after n calls (the sum it must print);
  * fails the test when it does not come within 20 s. */
 void tt_wait_func_target_sum(struct tproc *t, long n);

@@ -53,7 +53,10 @@
  * and the kernel writes the first byte back, and int3 probes whose int3 a
  * uprobe that went wrote the file's byte over (kernel/arm.c): counted as
  * arming errors, which the tool reports, and armed again on a later look
- * once the uprobe is gone.
+ * once the uprobe is gone.  And it asks whether the string copy's fault
+ * handler is still installed: a program that replaced it by the raw
+ * system call gets its handler back to itself and the copies go through
+ * process_vm_readv from then on (kernel/safe_copy.c).
  *
  * fork: the child has no agent thread (threads do not survive fork), and
  * the engine disarms every site in it; the child closes its copies of the
@@ -261,6 +264,7 @@ static void *agent_main(void *arg)
 		if (any_probes()) {
 			check_new_objects();
 			djp__engine_check_foreign_traps();
+			djp_safe_copy_check();
 			timeout = 100;
 		}
 		if (poll(pf, (nfds_t)n, timeout) < 0 && errno != EINTR)
