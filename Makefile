@@ -30,6 +30,8 @@ DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev libzydi
 # and bpftrace, the second count those tests compare with.  A test whose
 # package is missing fails, naming it.
 DEB_PACKAGES_CHECK := python3 postgresql-15 bpftrace
+# and man-db (with groff-base), which renders the man pages with --warnings.
+DEB_PACKAGES_CHECK += man-db groff-base
 DEB_PACKAGES_FUZZ := clang libclang-rt-14-dev
 DEB_PACKAGES_BENCH := valgrind postgresql-15
 
@@ -80,6 +82,14 @@ BENCH_SRCS := $(sort $(wildcard bench/*.c))
 BENCHES := $(BENCH_SRCS:bench/%.c=$(O)/bench/%)
 
 DEPS_STAMP := $(O)/.deps-ok
+
+# djp(1), djprobe(3), djprobe-markers(7): each installed in the section its
+# name ends with; and djp's bash completion.
+MAN_PAGES := $(sort $(wildcard docs/man/*.[1-9]))
+# man djp_connect finds djprobe(3): a .so page for each function it names
+MAN3_LINKS := djp_connect djp_connect_at djp_disconnect djp_hit_name djp_hit_nargs djp_hit_arg \
+	djp_hit_site djp_hit_reg djp_agent_start
+COMPLETION := tools/completion/djp.bash
 
 all: $(LIB_A) $(LIB_SO_FILE) $(LIB_SO) $(DJP)
 
@@ -258,6 +268,11 @@ install: all djprobe.pc
 	$(Q)ln -sfn $(LIB_SONAME) $(DESTDIR)$(PREFIX)/lib/libdjprobe.so
 	$(Q)install -m 644 $(O)/djprobe.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	$(Q)install -m 755 $(DJP) $(DESTDIR)$(PREFIX)/bin/
+	$(Q)for p in $(MAN_PAGES); do s=$${p##*.}; install -d $(DESTDIR)$(PREFIX)/share/man/man$$s && \
+		install -m 644 $$p $(DESTDIR)$(PREFIX)/share/man/man$$s/ || exit 1; done
+	$(Q)for f in $(MAN3_LINKS); do echo '.so man3/djprobe.3' > $(DESTDIR)$(PREFIX)/share/man/man3/$$f.3 || exit 1; done
+	$(Q)install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	$(Q)install -m 644 $(COMPLETION) $(DESTDIR)$(PREFIX)/share/bash-completion/completions/djp
 
 clean:
 	rm -rf $(O)

@@ -144,7 +144,7 @@ static void patch(const char *path, off_t off, const void *bytes, size_t n)
  * stdout. */
 static void check_fails(const char *arg, const char *what, const char *problem)
 {
-	struct run *r = run("%s list %s", djp(), arg);
+	struct run *r = run("%s list --no-header %s", djp(), arg);
 	char want[PATH_MAX + 16];
 	fprintf(stderr, "# djp list %s -> %d: %s", arg, r->status, r->err);
 	CHECK_EQ(r->status, 1);
@@ -159,7 +159,7 @@ static void check_fails(const char *arg, const char *what, const char *problem)
 	CHECK_STR(r->out, "");
 	char both[2 * PATH_MAX + 2];
 	snprintf(both, sizeof(both), "%s %s", example(), arg);
-	r = run("%s list %s", djp(), both);
+	r = run("%s list --no-header %s", djp(), both);
 	CHECK_EQ(r->status, 1);
 	CHECK_STR(r->out, "");
 	CHECK_EQ(count_lines(r->err), 1);
@@ -167,7 +167,7 @@ static void check_fails(const char *arg, const char *what, const char *problem)
 
 TEST(list_prints_one_line_per_marker)
 {
-	struct run *r = run("%s list %s", djp(), example());
+	struct run *r = run("%s list --no-header %s", djp(), example());
 	CHECK_EQ(r->status, 0);
 	CHECK_STR(r->err, "");
 	CHECK_EQ(count_lines(r->out), 9);
@@ -185,6 +185,44 @@ TEST(list_prints_one_line_per_marker)
 	CHECK_STR(obj, example());
 	CHECK(strstr(line, "\"a=%hhd b=%hhu c=%hd d=%hu e=%d f=%u g=%ld h=%lu\"  -1@"));
 	CHECK(strstr(r->out, "ex_empty ") && strstr(r->out, "\"\"\n"));
+}
+
+/* The first line names the columns, each name where its column starts;
+ * --no-header leaves exactly that line out, and --json never has one. */
+TEST(list_prints_a_header_naming_its_columns)
+{
+	static const char *const names[] = { "NAME",	 "ADDRESS", "LEN",    "SEMAPHORE", "FUNCTION",
+					     "FILE:LINE", "OBJECT",  "FORMAT", "ARGS" };
+	static char with[sizeof(((struct run *)0)->out)];
+	struct run *r = run("%s list %s", djp(), example());
+	CHECK_EQ(r->status, 0);
+	snprintf(with, sizeof(with), "%s", r->out);
+	CHECK_EQ(count_lines(with), 10);
+	fprintf(stderr, "# %.*s", (int)(strchr(with, '\n') - with + 1), with);
+	CHECK(!strncmp(with, "NAME ", 5));
+	/* each name starts a column: the first data line has a non-blank at
+	 * that offset after a blank (LEN is right-aligned: it ends there) */
+	const char *data = strchr(with, '\n') + 1, *at = with;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		at = strstr(at, names[i]);
+		CHECK(at && at < data);
+		size_t col = (size_t)(at - with);
+		if (!strcmp(names[i], "LEN"))
+			col += 2;
+		CHECK(data[col] != ' ' && data[col] != '\n');
+		CHECK(col == 0 || data[col - 1] == ' ' || !strcmp(names[i], "LEN"));
+		at += strlen(names[i]);
+	}
+	r = run("%s list --no-header %s", djp(), example());
+	CHECK_EQ(r->status, 0);
+	CHECK_STR(r->out, data);
+	r = run("%s list --json %s", djp(), example());
+	CHECK(!strstr(r->out, "FILE:LINE"));
+	CHECK(r->out[0] == '{');
+	/* a file without markers: its note, no header over nothing */
+	r = run("%s list %s", djp(), "/bin/true");
+	CHECK_EQ(r->status, 0);
+	CHECK(!strstr(r->out, "NAME "));
 }
 
 TEST(list_json_has_every_field)
@@ -211,7 +249,7 @@ TEST(list_sdt_only_object_names_the_provider)
 {
 	const char *path = tmp("sdt-only");
 	CHECK_EQ(run("objcopy --remove-section=.markers %s %s", example(), path)->status, 0);
-	struct run *r = run("%s list %s", djp(), path);
+	struct run *r = run("%s list --no-header %s", djp(), path);
 	CHECK_EQ(r->status, 0);
 	CHECK_EQ(count_lines(r->out), 9);
 	CHECK(strstr(r->out, "djp:ex_sizes "));
@@ -226,7 +264,7 @@ TEST(list_binary_without_markers_says_so)
 	const char *path = tmp("plain");
 	CHECK_EQ(run("objcopy --remove-section=.markers --remove-section=.note.stapsdt %s %s", example(), path)->status,
 		 0);
-	struct run *r = run("%s list %s", djp(), path);
+	struct run *r = run("%s list --no-header %s", djp(), path);
 	char want[PATH_MAX + 32];
 	snprintf(want, sizeof(want), "%s: no markers\n", path);
 	CHECK_EQ(r->status, 0);
@@ -238,7 +276,7 @@ TEST(list_stripped_binary_has_no_positions)
 {
 	const char *path = tmp("stripped");
 	CHECK_EQ(run("strip -o %s %s", path, example())->status, 0);
-	struct run *r = run("%s list %s", djp(), path);
+	struct run *r = run("%s list --no-header %s", djp(), path);
 	CHECK_EQ(r->status, 0);
 	CHECK_EQ(count_lines(r->out), 9);
 	CHECK(!strstr(r->out, ".c:"));
@@ -266,7 +304,7 @@ TEST(list_finds_the_separate_debug_file)
 	snprintf(cmd, sizeof(cmd), "objcopy --only-keep-debug %s %s && strip -o %s %s && objcopy --add-gnu-debuglink=%s %s",
 		 example(), dbg, stripped, example(), dbg, stripped);
 	CHECK_EQ(run("%s%s", cmd, "")->status, 0);
-	r = run("%s list %s", djp(), stripped);
+	r = run("%s list --no-header %s", djp(), stripped);
 	CHECK_EQ(r->status, 0);
 	CHECK_EQ(count_lines(r->out), 9);
 	for (const char *p = r->out; (p = strstr(p, "markers_example.c:")); p++)
@@ -277,7 +315,7 @@ TEST(list_finds_the_separate_debug_file)
 	snprintf(cmd, sizeof(cmd), "printf 'int main(void) { return 0; }' | cc -g -x c -o %s - && cp %s %s", other, other,
 		 dbg);
 	CHECK_EQ(run("%s%s", cmd, "")->status, 0);
-	r = run("%s list %s", djp(), stripped);
+	r = run("%s list --no-header %s", djp(), stripped);
 	CHECK_EQ(r->status, 0);
 	CHECK(!strstr(r->out, ".c:"));
 	cleanup();
@@ -295,7 +333,7 @@ TEST(list_shows_sdt_semaphores)
 		djp_test_fail(__FILE__, __LINE__, "no %s: make check installs python3 (Debian 12's is 3.11)", py);
 	r = run("readelf -n %s | grep -A1 'Name: gc__start$' | sed -n 's/.*Semaphore: //p'%s", py, "");
 	CHECK(sscanf(r->out, "%llx", &sem) == 1 && sem);
-	r = run("%s list %s", djp(), py);
+	r = run("%s list --no-header %s", djp(), py);
 	CHECK_EQ(r->status, 0);
 	CHECK((at = strstr(r->out, "python:gc__start ")) != NULL);
 	snprintf(want, sizeof(want), "  0x%llx  ", sem);
@@ -304,7 +342,7 @@ TEST(list_shows_sdt_semaphores)
 	snprintf(want, sizeof(want), "\"semaphore\":\"0x%llx\"", sem);
 	CHECK(strstr(r->out, want) != NULL);
 	/* a probe without one */
-	r = run("%s list %s", djp(), example());
+	r = run("%s list --no-header %s", djp(), example());
 	CHECK(!strstr(r->out, "  0x0  "));
 }
 
@@ -424,7 +462,7 @@ TEST(list_pid_gives_runtime_addresses)
 	pid_t child = start_waiting(example(), &hold);
 	snprintf(pid, sizeof(pid), "%d", (int)child);
 
-	struct run *r = run("%s list %s", djp(), pid);
+	struct run *r = run("%s list --no-header %s", djp(), pid);
 	fprintf(stderr, "%s", r->err);
 	CHECK_EQ(r->status, 0);
 	CHECK(count_lines(r->out) >= 9);
@@ -464,11 +502,11 @@ TEST(list_pid_with_leading_zeros)
 
 	snprintf(plain, sizeof(plain), "%d", (int)getpid());
 	snprintf(zeros, sizeof(zeros), "000%d", (int)getpid());
-	struct run *r = run("%s list %s", djp(), plain);
+	struct run *r = run("%s list --no-header %s", djp(), plain);
 	CHECK_EQ(r->status, 0);
 	CHECK(count_lines(r->out) > 0);
 	memcpy(first, r->out, sizeof(first));
-	r = run("%s list %s", djp(), zeros);
+	r = run("%s list --no-header %s", djp(), zeros);
 	fprintf(stderr, "# djp list %s -> %d: %s", zeros, r->status, r->err);
 	CHECK_EQ(r->status, 0);
 	CHECK_STR(r->out, first);
@@ -480,7 +518,7 @@ TEST(list_refuses_fifo_without_blocking)
 {
 	const char *fifo = tmp("fifo");
 	CHECK(mkfifo(fifo, 0600) == 0);
-	struct run *r = run("timeout 20 %s list %s", djp(), fifo);
+	struct run *r = run("timeout 20 %s list --no-header %s", djp(), fifo);
 	fprintf(stderr, "# djp list FIFO -> %d: %s", r->status, r->err);
 	CHECK_EQ(r->status, 1);
 	CHECK(strstr(r->err, "not a regular file"));
@@ -511,7 +549,7 @@ TEST(list_escapes_control_characters)
 	CHECK(name && fmt);
 	patch(path, off + (name - sec) + 2, "\n", 1);  /* "ex\ntypes" */
 	patch(path, off + (fmt - sec) + 4, "\x1b", 1); /* "flag\x1b%d" */
-	struct run *r = run("%s list %s", djp(), path);
+	struct run *r = run("%s list --no-header %s", djp(), path);
 	CHECK_EQ(r->status, 0);
 	CHECK_EQ(count_lines(r->out), 9);
 	CHECK(strchr(r->out, '\x1b') == NULL);
@@ -534,7 +572,7 @@ static void check_listed_deleted(pid_t child, const char *file, const char *mark
 {
 	char pid[16], want[PATH_MAX + 32];
 	snprintf(pid, sizeof(pid), "%d", (int)child);
-	struct run *r = run("%s list %s", djp(), pid);
+	struct run *r = run("%s list --no-header %s", djp(), pid);
 	fprintf(stderr, "%s", r->err);
 	CHECK_EQ(r->status, 0);
 	snprintf(want, sizeof(want), "%s (deleted)", file);

@@ -103,7 +103,7 @@ static void check_build(const char *name)
 	snprintf(path, sizeof(path), "%s/%s", djp_test_path("abi"), name);
 	if (access(path, R_OK))
 		djp_test_fail(__FILE__, __LINE__, "%s was not built", path);
-	snprintf(cmd, sizeof(cmd), "%s list %s 2>&1", djp_test_path("../djp"), path);
+	snprintf(cmd, sizeof(cmd), "%s list --no-header %s 2>&1", djp_test_path("../djp"), path);
 	char *out = run_out(cmd, &status);
 	if (status)
 		fprintf(stderr, "# %s", out);

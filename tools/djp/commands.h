@@ -14,6 +14,7 @@ struct djp_command {
 	int (*run)(int argc, char **argv);
 	void (*usage)(FILE *out);
 	const char *summary;
+	const char *example; /* one command line, for djp --help */
 };
 
 int djp_cmd_list(int argc, char **argv);

@@ -198,7 +198,7 @@ static void summary(struct ktrace *t, const char *why, uint64_t events)
 {
 	fprintf(stderr, "djp trace: %s\n", why);
 	fprintf(stderr, "djp trace: kernel: %" PRIu64 " events, %" PRIu64 " lost\n", events, kdev_lost(&t->k));
-	fprintf(stderr, "  %-40s %12s\n", "MARKER", "EVENTS");
+	fprintf(stderr, "  %-40s %12s  %s\n", "MODULE:MARKER", "EVENTS", "(EVENTS recorded and read)");
 	for (size_t i = 0; i < t->k.n; i++)
 		if (t->k.v[i].events)
 			fprintf(stderr, "  %-40s %12" PRIu64 "\n", t->k.v[i].full, t->k.v[i].events);

@@ -33,7 +33,7 @@
 void djp_usage_list(FILE *out)
 {
 	fprintf(out,
-		"usage: djp list [--json] FILE|PID...\n"
+		"usage: djp list [--json] [--no-header] FILE|PID...\n"
 		"       djp list -k [--json] [PATTERN...]\n"
 		"\n"
 		"List the markers of ELF files (link-time addresses) and of running\n"
@@ -41,7 +41,8 @@ void djp_usage_list(FILE *out)
 		"An argument of digits only is a PID; write ./123 for a file named 123.\n"
 		"Objects without .markers are listed from their SDT notes (.note.stapsdt).\n"
 		"\n"
-		"One line per marker, columns separated by spaces, '-' when unknown:\n"
+		"A header line naming the columns (--no-header: none), then one line per\n"
+		"marker, columns separated by spaces, '-' when unknown:\n"
 		"  NAME ADDRESS LEN SEMAPHORE FUNCTION FILE:LINE OBJECT \"FORMAT\" ARGS...\n"
 		"  NAME      marker name; PROVIDER:NAME for an SDT probe\n"
 		"  ADDRESS   address of the site (hex), LEN its length in bytes (6, or 1 for SDT)\n"
@@ -80,7 +81,7 @@ struct row {
 };
 
 struct listing {
-	bool json;
+	bool json, header;
 	struct row *rows;
 	size_t nrows, cap;
 	struct djp_marker_list **lists; /* kept alive until printed */
@@ -383,17 +384,29 @@ static int by_object_then_address(const void *a, const void *b)
 	return p < q ? -1 : p > q;
 }
 
+/* The header line names the columns, as ps and lsof do; --no-header
+ * leaves out that line and nothing else (the widths count the names). */
+static const char *const col_names[NCOLS] = { "NAME",	  "ADDRESS",   "LEN",	"SEMAPHORE",
+					      "FUNCTION", "FILE:LINE", "OBJECT" };
+
 static void print_listing(struct listing *ls, FILE *out)
 {
 	static char cols[NCOLS][512];
 	size_t width[NCOLS] = { 0 };
 
 	qsort(ls->rows, ls->nrows, sizeof(*ls->rows), by_object_then_address);
+	for (int c = 0; c < NCOLS; c++)
+		width[c] = strlen(col_names[c]);
 	for (size_t i = 0; i < ls->nrows && !ls->json; i++) {
 		text_columns(&ls->rows[i], cols);
 		for (int c = 0; c < NCOLS; c++)
 			if (strlen(cols[c]) > width[c])
 				width[c] = strlen(cols[c]);
+	}
+	if (ls->header && ls->nrows && !ls->json) {
+		for (int c = 0; c < NCOLS; c++)
+			fprintf(out, c == COL_LEN ? "%*s  " : "%-*s  ", (int)width[c], col_names[c]);
+		fputs("FORMAT  ARGS\n", out);
 	}
 	for (size_t i = 0; i < ls->nrows; i++) {
 		const struct djp_marker_info *m = ls->rows[i].m;
@@ -411,13 +424,15 @@ static void print_listing(struct listing *ls, FILE *out)
 
 int djp_cmd_list(int argc, char **argv)
 {
-	struct listing ls = { 0 };
+	struct listing ls = { .header = true };
 	int first = 1, status = 0;
 	bool kernel = false;
 
 	for (; first < argc && argv[first][0] == '-'; first++) {
 		if (!strcmp(argv[first], "--json"))
 			ls.json = true;
+		else if (!strcmp(argv[first], "--no-header"))
+			ls.header = false;
 		else if (!strcmp(argv[first], "-k"))
 			kernel = true; /* the markers of loaded modules: klist.c */
 		else if (!strcmp(argv[first], "-h") || !strcmp(argv[first], "--help")) {
@@ -427,7 +442,7 @@ int djp_cmd_list(int argc, char **argv)
 			first++;
 			break;
 		} else {
-			fprintf(stderr, "djp: list: unknown option '%s'; usage: djp list [--json] FILE|PID...\n",
+			fprintf(stderr, "djp: list: unknown option '%s'; usage: djp list [--json] [--no-header] FILE|PID...\n",
 				argv[first]);
 			return 2;
 		}
@@ -435,7 +450,7 @@ int djp_cmd_list(int argc, char **argv)
 	if (kernel)
 		return djp_cmd_klist(argc - first, argv + first, ls.json);
 	if (first == argc) {
-		fprintf(stderr, "djp: list: usage: djp list [--json] FILE|PID...\n");
+		fprintf(stderr, "djp: list: usage: djp list [--json] [--no-header] FILE|PID...\n");
 		return 2;
 	}
 

@@ -13,16 +13,23 @@
 #include "script/script.h"
 
 static const struct djp_command commands[] = {
-	{ "list", djp_cmd_list, djp_usage_list, "list the markers of files and running processes" },
-	{ "trace", djp_cmd_trace, djp_usage_trace, "record markers of a command (-c) or a process (-x)" },
+	{ "list", djp_cmd_list, djp_usage_list, "list the markers of files and running processes",
+	  "djp list /usr/bin/python3.11" },
+	{ "trace", djp_cmd_trace, djp_usage_trace, "record markers of a command (-c) or a process (-x)",
+	  "djp trace -x PID --duration 5 'python:gc__start'" },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: djp COMMAND [ARGS...]\n\ncommands:\n");
+	fprintf(out, "usage: djp COMMAND [ARGS...]\n"
+		     "       djp [OPTIONS] SCRIPT_FILE | -e SCRIPT [ARGUMENTS]\n\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		fprintf(out, "  %-8s %s\n  %-8s e.g. %s\n", commands[i].name, commands[i].summary, "",
+			commands[i].example);
+	/* the script front end is no command, but the third thing djp does */
+	fprintf(out, "  %-8s %s\n  %-8s e.g. %s\n", "-e", "run a SystemTap-style probe script (its options: man djp)",
+		"", "djp -e 'probe process.mark(\"req_*\") { println($$name) }' -c ./reqserver");
 	for (size_t i = 0; i < NCOMMANDS; i++) {
 		fputc('\n', out);
 		commands[i].usage(out);

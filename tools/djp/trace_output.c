@@ -173,7 +173,9 @@ static void summary_of(FILE *f, struct session *s)
 	if (s->lost_noslot)
 		fprintf(f, "djp trace: %" PRIu64 " lost because no ring slot was free\n", s->lost_noslot);
 	session_report_arm_errors(s, "djp trace");
-	fprintf(f, "  %-32s %12s %12s\n", "MARKER", "EVENTS", "LOST");
+	/* the header says what the columns count */
+	fprintf(f, "  %-32s %12s %12s  %s\n", "MARKER", "EVENTS", "LOST",
+		"(EVENTS recorded and read; LOST dropped: a full ring, overwritten, or a probe in a probe)");
 	for (uint32_t id = 0; id < s->nmarkers; id++) {
 		const struct session_marker *m = &s->markers[id];
 		char name[2048];
@@ -187,7 +189,7 @@ static void summary_of(FILE *f, struct session *s)
 	}
 	if (s->lost_unattributed)
 		fprintf(f, "  %-32s %12s %12" PRIu64 "\n", "(other)", "-", s->lost_unattributed);
-	fprintf(f, "  %-32s %12s %12s\n", "THREAD", "EVENTS", "LOST");
+	fprintf(f, "  %-32s %12s %12s  %s\n", "THREAD", "EVENTS", "LOST", "(the same, by thread id)");
 	for (size_t i = 0; i < s->nthreads; i++)
 		fprintf(f, "  %-32u %12" PRIu64 " %12" PRIu64 "\n", s->threads[i].tid, s->threads[i].events,
 			s->threads[i].lost);
