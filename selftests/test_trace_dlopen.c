@@ -122,3 +122,55 @@ TEST_TIMEOUT(script_optional_point_binds_a_library_loaded_later, 60)
 	CHECK(strstr(p->obuf, "ev tp_plugin 2\n"));
 	free(p);
 }
+
+/*
+ * A backtrace at the plugin's marker, in a process that loaded the plugin
+ * and exited while the tool was stopped: the tool reads the event with the
+ * process gone, and its first frame, in the plugin, is still named, from
+ * the agent's marker log (the plugin's file and its marker's run-time
+ * address, written while the process lived).  Unlike late_plugin, the
+ * tool is stopped before the plugin is loaded, so it never saw the
+ * plugin's mapping in the process; the marker fires once the agent has
+ * armed it.
+ */
+TEST_TIMEOUT(script_ubacktrace_in_a_library_loaded_by_a_process_gone_since, 60)
+{
+	struct tproc *p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", target_cmd(), "-e",
+						    "global n; probe process.mark(\"tp_plugin\")? { if (!n++) {"
+						    " printf(\"PLUGIN\\n\"); print_ubacktrace(); printf(\"END\\n\") } }",
+						    NULL },
+				   false, -1);
+	char line[4200], frame[4400];
+	const char *r;
+	pid_t target;
+	int st;
+
+	CHECK(tt_wait_out(p, "ready ", 10000));
+	r = strstr(p->obuf, "ready ");
+	target = (pid_t)atoi(r + 6);
+	CHECK(target > 0);
+	CHECK(kill(p->pid, SIGSTOP) == 0);
+	snprintf(line, sizeof(line), "dlopen %s 0\n", tt_plugin());
+	tt_send(p, line);
+	CHECK(tt_wait_out(p, "dlopen ok", 10000)); /* the target writes it, not the tool */
+	/* the agent arms the plugin on its own (the tool is stopped) */
+	CHECK(tt_wait_armed(target, tt_plugin(), 10000));
+	tt_send(p, "fire 3\n");
+	CHECK(tt_wait_out(p, "fired 3", 10000));
+	close(p->in); /* end of input: the target exits */
+	p->in = -1;
+	for (int i = 0; i < 1000 && !exited(target); i++)
+		usleep(10000);
+	CHECK(exited(target));
+	CHECK(kill(p->pid, SIGCONT) == 0);
+	st = tt_finish(p, 20000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		djp_test_fail(__FILE__, __LINE__, "djp: status %#x: %s / %s", st, p->obuf, p->ebuf);
+	CHECK((r = strstr(p->obuf, "PLUGIN\n")) != NULL);
+	r += strlen("PLUGIN\n");
+	snprintf(frame, sizeof(frame), " : plugin_fire+0x");
+	if (strncmp(r, " 0x", 3) || !strstr(r, frame) || strstr(r, frame) > strchr(r, '\n') ||
+	    !strstr(r, tt_plugin()) || strstr(r, tt_plugin()) > strchr(r, '\n'))
+		djp_test_fail(__FILE__, __LINE__, "the plugin's frame is not named: %.*s", (int)strcspn(r, "E"), r);
+	free(p);
+}
