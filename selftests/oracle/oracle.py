@@ -18,7 +18,15 @@
 #    The same call sequence names them alike; a wrong or shifted value does
 #    not;
 #  - a value that depends on timing (PostgreSQL's background processes,
-#    lock waits) is compared by shape only, as each row's comment says.
+#    lock waits) is compared by shape only, as each row's comment says;
+#  - a hit on a thread other than its process's first is kept apart
+#    ("NAME (thread)"): the workloads call from their main thread only, so
+#    such a hit is one the tool should not report (its agent's own calls).
+# bpftrace's probes go on the file, for every process that maps it (given
+# -p, bpftrace 0.17 reports its own calls of a library's functions, not
+# the process's), and print the hits of the workload's processes only;
+# bpftrace is stopped once it has printed the workload's exit, after its
+# last hit.  Neither tool may lose a hit: a run that did fails.
 # A difference fails with the probe, the argument's location and both
 # values; the last line says how many probes and values were compared.
 #
