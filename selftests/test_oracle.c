@@ -66,6 +66,11 @@ TEST_TIMEOUT(oracle_functions, 300)
 	oracle("functions");
 }
 
+TEST_TIMEOUT(oracle_markers, 300)
+{
+	oracle("markers");
+}
+
 TEST_TIMEOUT(oracle_argkinds, 300)
 {
 	oracle("argkinds");
