@@ -26,8 +26,10 @@ DURATION ?= 10
 
 DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev libzydis-dev
 # What make check runs besides, real programs with SDT probes: python3 (an
-# injection test), PostgreSQL 15 (pgbench under djp trace, every backend).
-DEB_PACKAGES_CHECK := python3 postgresql-15 bpftrace
+# injection test), PostgreSQL 15 (pgbench under djp trace, every backend);
+# bpftrace, the oracle's other tracer; libc6-dbg, the DWARF that names the
+# parameters of the C library's functions the oracle compares.
+DEB_PACKAGES_CHECK := python3 postgresql-15 bpftrace libc6-dbg
 DEB_PACKAGES_FUZZ := clang libclang-rt-14-dev
 DEB_PACKAGES_BENCH := valgrind postgresql-15
 
