@@ -1,7 +1,8 @@
 /*
  * The oracle's function-probe workload: calls of libc and libz functions
- * with fixed arguments, for `djp trace -x` (func:NAME@OBJECT, its
- * %return) and bpftrace's uprobe/uretprobe, one after the other.
+ * with fixed arguments (the allocator, stdio, setjmp and longjmp, zlib),
+ * for `djp trace -x` (func:NAME@OBJECT, its %return) and bpftrace's
+ * uprobe/uretprobe, one after the other.
  *
  *   func_workload N
  *
@@ -12,6 +13,7 @@
  * program needs no zlib headers to build.
  */
 #include <dlfcn.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,15 @@ typedef int (*uncompress_fn)(unsigned char *, unsigned long *, const unsigned ch
 typedef unsigned long (*crc32_fn)(unsigned long, const unsigned char *, unsigned int);
 
 volatile long rounds_done;
+static jmp_buf jb;
+
+/* setjmp, then three longjmps back to it, with 1, 2 and 3 */
+__attribute__((noinline)) static void jumps(void)
+{
+	int v = setjmp(jb);
+	if (v < 3)
+		longjmp(jb, v + 1);
+}
 
 __attribute__((noinline)) void oracle_round(long r)
 {
@@ -74,6 +85,7 @@ int main(int argc, char **argv)
 			return 1;
 		free(c);
 		free(a);
+		jumps();
 		oracle_round(r);
 	}
 	printf("done\n");

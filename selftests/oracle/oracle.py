@@ -160,6 +160,11 @@ FUNC_PROBES = [
     probe("func:fopen%return@libc.so*", "p"),
     probe("func:fclose@libc.so*", "p"),
     probe("func:fclose%return@libc.so*", "v4"),
+    # glibc's setjmp and longjmp (its libc:setjmp and libc:longjmp SDT
+    # probes are not in Debian's build); _setjmp is assembly, without the
+    # DWARF of a parameter
+    probe("func:_setjmp@libc.so*", ""),
+    probe("func:longjmp@libc.so*", "pv4"),
     probe("func:compress2@libz.so*", ""),
     probe("func:compress2%return@libz.so*", "v4"),
     probe("func:uncompress@libz.so*", ""),
