@@ -174,3 +174,74 @@ TEST_TIMEOUT(script_ubacktrace_in_a_library_loaded_by_a_process_gone_since, 60)
 		djp_test_fail(__FILE__, __LINE__, "the plugin's frame is not named: %.*s", (int)strcspn(r, "E"), r);
 	free(p);
 }
+
+/* The line after the line `tag` in out, or NULL. */
+static const char *line_after(const char *out, const char *tag, int skip)
+{
+	const char *l = strstr(out, tag);
+	for (int i = 0; l && i <= skip; i++)
+		l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL;
+	return l;
+}
+
+/* Line l names function fn in object obj (" 0x... : fn+0x.../0x... [obj]"). */
+static bool frame_is(const char *l, const char *fn, const char *obj)
+{
+	char want[4400];
+	size_t len = l ? strcspn(l, "\n") : 0;
+	snprintf(want, sizeof(want), " : %s+0x", fn);
+	return l && memmem(l, len, want, strlen(want)) && memmem(l, len, obj, strlen(obj));
+}
+
+/*
+ * A backtrace through two libraries that were unloaded before the tool
+ * read the event: usym_target loads the caller library, the tool attaches
+ * (-x) and reads the process's mappings, then, with the tool stopped, the
+ * target loads the plugin, fires its marker through the caller library
+ * and unloads both.  The tool, let go, reads the mappings again (a marker
+ * it had not seen) and finds neither: the caller's frame is named from
+ * the mappings read before, which a later read adds to and does not
+ * replace, and the plugin's from the marker log.
+ */
+TEST_TIMEOUT(script_ubacktrace_in_libraries_unloaded_since, 60)
+{
+	char caller[4096], plugin[4096], target[4096], spid[16];
+	struct tproc *t, *p;
+	const char *l;
+	int st;
+
+	CHECK(realpath(djp_test_path("trace_progs/libusym_caller.so"), caller) != NULL);
+	CHECK(realpath(tt_plugin(), plugin) != NULL);
+	CHECK(realpath(djp_test_path("trace_progs/usym_target"), target) != NULL);
+	t = tt_spawn((char *const[]){ target, caller, plugin, NULL }, false, -1);
+	CHECK(tt_wait_out(t, "ready ", 10000));
+	tt_send(t, "caller\n");
+	CHECK(tt_wait_out(t, "caller loaded", 10000));
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-x", spid, "-e",
+				      "probe process.mark(\"caller_ping\") { }"
+				      " probe process.mark(\"tp_plugin\")? {"
+				      " printf(\"PLUGIN\\n\"); print_ubacktrace(); printf(\"END\\n\") }",
+				      NULL },
+		     false, -1);
+	/* armed: the tool has read the mappings, which it does before */
+	CHECK(tt_wait_armed(t->pid, caller, 20000));
+	CHECK(kill(p->pid, SIGSTOP) == 0);
+	tt_send(t, "plugin\n");
+	CHECK(tt_wait_out(t, "plugin loaded", 10000));
+	CHECK(tt_wait_armed(t->pid, plugin, 10000)); /* by the agent alone */
+	tt_send(t, "call 1\n");
+	CHECK(tt_wait_out(t, "called 1", 10000));
+	tt_send(t, "unload\n");
+	CHECK(tt_wait_out(t, "unloaded", 10000));
+	CHECK(kill(p->pid, SIGCONT) == 0);
+	CHECK(tt_wait_out(p, "END\n", 20000));
+	tt_end(t);
+	st = tt_finish(p, 20000);
+	CHECK(WIFEXITED(st));
+	l = line_after(p->obuf, "PLUGIN\n", 0);
+	if (!frame_is(l, "plugin_fire", plugin) || !frame_is(line_after(p->obuf, "PLUGIN\n", 1), "caller_call", caller))
+		djp_test_fail(__FILE__, __LINE__, "the frames in the unloaded libraries are not named: %s",
+			      line_after(p->obuf, "PLUGIN\n", -1));
+	free(p);
+}

@@ -76,3 +76,15 @@ $(USTACK_TARGET)-nofp: selftests/trace_progs/ustack_target.c include/djprobe/mar
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 -g -fomit-frame-pointer $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(USTACK_TARGET) $(USTACK_TARGET)-nofp
+# The unloaded-objects backtrace test's target (nothing of djprobe) and
+# the library it calls the plugin through.
+USYM_TARGET := $(TRACE_PROGS_DIR)/usym_target
+$(USYM_TARGET): selftests/trace_progs/usym_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -ldl
+$(TRACE_PROGS_DIR)/libusym_caller.so: selftests/trace_progs/usym_caller.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -fPIC -shared -o $@ $<
+CHECK_DEPS += $(USYM_TARGET) $(TRACE_PROGS_DIR)/libusym_caller.so
