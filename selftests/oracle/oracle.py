@@ -125,6 +125,10 @@ PG_PROBES = [
     probe("postgresql:lwlock__acquire", "sv", "set", "backend"),
     probe("postgresql:lwlock__release", "s", "set", "backend"),
     probe("postgresql:lwlock__condacquire", "sv", "set", "backend"),
+    # heavyweight lock waits: none with one client, whose locks nobody
+    # holds; if any, the lock tag and mode
+    probe("postgresql:lock__wait__start", "vvvvvv", "set", "backend"),
+    probe("postgresql:lock__wait__done", "vvvvvv", "set", "backend"),
     # the first six arguments: bpftrace 0.17 reads no arg6 of a USDT probe
     # (isExtend of the start, found of the done)
     probe("postgresql:buffer__read__start", "vvvvvv", "set", "backend"),
