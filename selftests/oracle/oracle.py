@@ -101,8 +101,8 @@ PY_PROBES = [
 # (checkpointer, background writer, WAL writer) run on timers, and whether
 # a backend finds the WAL already flushed or a lock free depends on them:
 # for the lock and buffer probes the backend's distinct hits are compared
-# (tranche names and modes; relation, fork and block of each buffer read),
-# and lock waits not at all.
+# (tranche names and modes; relation, fork and block of each buffer read;
+# the tag and mode of a lock waited for).
 PG_PROBES = [
     # LocalTransactionIds are counted per backend slot, in shared memory: the
     # benchmark's backend continues the count of the set-up connection's
@@ -188,6 +188,15 @@ def build_path(args, rel):
     return os.path.join(args.build, rel)
 
 
+# A row: argv (from the parsed arguments: the build directory), env; object,
+# the file the probes are in (None: the program); probes; and how it runs:
+# stdin, what the workload reads; attach, djp trace -x into a workload that
+# prints "ready" and waits for a line; provider, the SDT provider of
+# markers djp names without one; expect, the workload prints its probes'
+# values itself ("PROBE V1 V2 ..."); optional, not run (said) where the
+# program is not built; needs_notes, not run (said) where the object has no
+# SDT notes; postgres, the PostgreSQL cluster and pgbench.  Another
+# program of ours is one more row.
 ROWS = {
     "python": {
         "argv": lambda a: [PYTHON, "-S", os.path.join(HERE, "py_workload.py")],
@@ -210,7 +219,8 @@ ROWS = {
         "probes": LIBC_PROBES,
         "needs_notes": True,
     },
-    # -x: the tools attach to the waiting process, bpftrace with -p.
+    # -x: djp trace attaches to the waiting process, bpftrace's probes go
+    # on the files before it is told to go on.
     "functions": {
         "argv": lambda a: [build_path(a, "selftests/oracle/func_workload"), "20"],
         "attach": True,
