@@ -60,6 +60,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = [("default", []), ("--int3", ["--int3"])]
 
 
+TEMPS = []  # files main() removes at the end, whatever happened
+
+
 class Fail(Exception):
     pass
 
@@ -500,6 +503,7 @@ def djp_trace(args, mode, where, pats, env=None, stdin=None):
     input (it reads the tool's)."""
     fd, path = tempfile.mkstemp(prefix="djp-oracle-", suffix=".json")
     os.close(fd)
+    TEMPS.append(path)
     p = Proc([args.djp, "trace", "--json", "--buffer-size", DJP_RING, "-o", path] + mode + where + pats, env,
              stdin=stdin is not None)
     if stdin is not None:
@@ -513,7 +517,6 @@ def parse_djp(p, specs):
     run = Run("djp")
     with open(p.events, "rb") as f:
         out = f.read()
-    os.unlink(p.events)
     for line in out.decode(errors="surrogateescape").split("\n"):
         if not line.startswith("{"):
             continue
@@ -1057,6 +1060,10 @@ def main():
             p, v, d = run_row(args, r)
         except Fail as e:
             d, p, v = ["%s: %s" % (r, e)], 0, 0
+        finally:
+            for t in TEMPS:
+                if os.path.exists(t):
+                    os.unlink(t)
         total_p += p
         total_v += v
         fails += d
