@@ -219,12 +219,14 @@ TEST_TIMEOUT(script_ubacktrace_in_libraries_unloaded_since, 60)
 	CHECK(tt_wait_out(t, "caller loaded", 10000));
 	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
 	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-x", spid, "-e",
-				      "probe process.mark(\"caller_ping\") { }"
-				      " probe process.mark(\"tp_plugin\")? {"
-				      " printf(\"PLUGIN\\n\"); print_ubacktrace(); printf(\"END\\n\") }",
+				      "probe process.mark(\"tp_plugin\")? {"
+				      " printf(\"PLUGIN\\n\"); print_ubacktrace(); printf(\"END\\n\") }"
+				      " probe process.mark(\"caller_ping\") { }",
 				      NULL },
 		     false, -1);
-	/* armed: the tool has read the mappings, which it does before */
+	/* The points are connected in the script's order, after the tool
+	 * read the mappings: caller_ping armed, the plugin's point is kept
+	 * for the plugin. */
 	CHECK(tt_wait_armed(t->pid, caller, 20000));
 	CHECK(kill(p->pid, SIGSTOP) == 0);
 	tt_send(t, "plugin\n");
