@@ -27,9 +27,11 @@ DURATION ?= 10
 DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev libzydis-dev
 # What make check runs besides, real programs with SDT probes: python3 (an
 # injection test), PostgreSQL 15 (pgbench under djp trace, every backend);
-# and bpftrace, the second count those tests compare with.  A test whose
-# package is missing fails, naming it.
-DEB_PACKAGES_CHECK := python3 postgresql-15 bpftrace
+# and bpftrace, the second count those tests compare with and the oracle's
+# other tracer; libc6-dbg, the DWARF that names the parameters of the C
+# library's functions the oracle compares.  A test whose package is missing
+# fails, naming it.
+DEB_PACKAGES_CHECK := python3 postgresql-15 bpftrace libc6-dbg
 # and man-db (with groff-base), which renders the man pages with --warnings.
 DEB_PACKAGES_CHECK += man-db groff-base
 DEB_PACKAGES_FUZZ := clang libclang-rt-14-dev

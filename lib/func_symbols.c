@@ -434,6 +434,23 @@ int djp_funcs_file_offset(const struct djp_func_table *t, uint64_t addr, uint64_
 	return -ENOENT;
 }
 
+int djp_funcs_code_segment(const struct djp_func_table *t, uint64_t addr, uint64_t page, uint64_t *start,
+			   uint64_t *size, uint64_t *off)
+{
+	const struct table_priv *p = t->priv;
+	for (size_t i = 0; i < p->nsegs; i++) {
+		const struct segment *s = &p->segs[i];
+		if ((s->flags & PF_X) && addr >= s->vaddr && addr - s->vaddr < s->memsz) {
+			uint64_t lo = s->vaddr & ~(page - 1), hi = (s->vaddr + s->memsz + page - 1) & ~(page - 1);
+			*start = lo;
+			*size = hi - lo;
+			*off = s->offset - (s->vaddr - lo);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 int djp_funcs_vaddr_of(const struct djp_func_table *t, uint64_t off, uint64_t *addr)
 {
 	const struct table_priv *p = t->priv;

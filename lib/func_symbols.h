@@ -51,6 +51,11 @@ int djp_funcs_file_offset(const struct djp_func_table *t, uint64_t addr, uint64_
 /* The reverse: the link-time address at file offset `off` (a mapping's
  * offset, from /proc/PID/maps), or -ENOENT. */
 int djp_funcs_vaddr_of(const struct djp_func_table *t, uint64_t off, uint64_t *addr);
+/* The executable PT_LOAD segment that holds link-time address `addr`: its
+ * link-time start and size in memory and its file offset, page-aligned as
+ * the loader maps it (page: the page size); 0, or -ENOENT. */
+int djp_funcs_code_segment(const struct djp_func_table *t, uint64_t addr, uint64_t page, uint64_t *start,
+			   uint64_t *size, uint64_t *off);
 
 /* Source line to link-time addresses, from the DWARF line tables.  `spec`
  * is "FILE:LINE"; FILE matches the end of a line-table file name component

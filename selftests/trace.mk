@@ -143,3 +143,15 @@ $(FAULT_TARGET): selftests/trace_progs/fault_target.c include/djprobe/marker.h |
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
 CHECK_DEPS += $(FAULT_TARGET)
+# The unloaded-objects backtrace test's target (nothing of djprobe) and
+# the library it calls the plugin through.
+USYM_TARGET := $(TRACE_PROGS_DIR)/usym_target
+$(USYM_TARGET): selftests/trace_progs/usym_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -ldl
+$(TRACE_PROGS_DIR)/libusym_caller.so: selftests/trace_progs/usym_caller.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -fPIC -shared -o $@ $<
+CHECK_DEPS += $(USYM_TARGET) $(TRACE_PROGS_DIR)/libusym_caller.so

@@ -183,6 +183,8 @@ static const struct djp_ev_desc *learn(struct live *l, uint32_t id)
 	if (!m)
 		return NULL;
 	usym_remember(l->s.pid); /* what it has loaded since */
+	/* and from the marker log, written while it lived: it may be gone */
+	usym_object(l->s.pid, m->object, m->addr, m->name);
 	if (id >= l->nids) {
 		uint32_t n = l->nids ? l->nids : 64;
 		void *v;

@@ -24,6 +24,12 @@ struct usym {
  * the fact, and the process may be gone by then. */
 void usym_remember(int32_t pid);
 
+/* An object pid loaded while traced, as the agent's marker log names it:
+ * its site `name` (as the log names it) at run-time address addr.  Its
+ * code mapping is worked out from its file, for a process that may have
+ * exited before anyone looked at its mappings again. */
+void usym_object(int32_t pid, const char *path, uint64_t addr, const char *name);
+
 /* The same in whichever traced process has an object mapped at addr (a
  * child of fork has its parent's): for what is not one event's. */
 bool usym_lookup_any(uint64_t addr, struct usym *out);
