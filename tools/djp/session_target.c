@@ -92,6 +92,8 @@ const char *session_preload_path(void)
 
 /* ---- -x PID ----------------------------------------------------------------- */
 
+bool session_inject_force;
+
 int session_attach(struct session *s)
 {
 	struct sockaddr_un a;
@@ -128,7 +130,7 @@ int session_attach(struct session *s)
 			fprintf(stderr, "djp: cannot find libdjprobe.so next to djp or in ../lib (set DJP_PRELOAD)\n");
 			return -1;
 		}
-		if (djp_inject(pid, abs, why_not, sizeof(why_not))) {
+		if (djp_inject(pid, abs, session_inject_force, why_not, sizeof(why_not))) {
 			fprintf(stderr, "djp: process %d: no djprobe agent in it, and %s\n", (int)pid, why_not);
 			return -1;
 		}

@@ -66,7 +66,7 @@ static void on_usr1(int sig)
 void djp_usage_trace(FILE *out)
 {
 	fprintf(out,
-		"usage: djp trace [-c CMD | -x PID] [--json] [-o FILE] [--snapshot] [--int3]\n"
+		"usage: djp trace [-c CMD | -x PID [--force]] [--json] [-o FILE] [--snapshot] [--int3]\n"
 		"                 [--duration SECONDS] [--buffer-size BYTES] PATTERN[=FORMAT]...\n"
 		"       djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] PATTERN...\n"
 		"\n"
@@ -81,6 +81,8 @@ void djp_usage_trace(FILE *out)
 		"                 exit with its exit status\n"
 		"  -x PID         attach to a running process (the agent is loaded into it\n"
 		"                 when it has none)\n"
+		"  --force        with -x: load the agent even where the process's seccomp\n"
+		"                 filter cannot be read (it may kill the process)\n"
 		"  --json         one JSON object per event per line\n"
 		"  -o FILE        write events to FILE instead of stdout\n"
 		"  --snapshot     flight recorder: rings overwrite the oldest events; the\n"
@@ -114,6 +116,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },	    { "snapshot", no_argument, NULL, 's' },
 		{ "duration", required_argument, NULL, 'd' }, { "buffer-size", required_argument, NULL, 'b' },
 		{ "int3", no_argument, NULL, 'i' },	    { "help", no_argument, NULL, 'h' },
+		{ "force", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -144,6 +147,9 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			break;
 		case 'i':
 			t->int3 = true;
+			break;
+		case 'f':
+			session_inject_force = true;
 			break;
 		case 'd':
 			t->duration = strtod(optarg, &end);

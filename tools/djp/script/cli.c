@@ -44,8 +44,9 @@ static void usage(FILE *f)
 		   "MAXMAPENTRIES, MAXNESTING, MAXACTION, MAXACTION_INTERRUPTIBLE, MAXERRORS,\n"
 		   "HIST_ELISION), --suppress-time-limits, -w (no warnings), -s N and -b (accepted,\n"
 		   "no effect); -g is refused.  --int3 arms int3 breakpoints only, never jumps\n"
-		   "(safe beside another tool's uprobes on the same functions).  ARGUMENTS are\n"
-		   "the script's $1.. and @1..\n");
+		   "(safe beside another tool's uprobes on the same functions).  --force with -x\n"
+		   "loads the agent even where the process's seccomp filter cannot be read.\n"
+		   "ARGUMENTS are the script's $1.. and @1..\n");
 }
 
 /* -D NAME=VALUE: one of stap's limits (lang.h).  0, or 1 after one line. */
@@ -328,6 +329,7 @@ int djp_script_main(int argc, char **argv)
 		{ "dump-functions", no_argument, NULL, 'F' },
 		{ "suppress-time-limits", no_argument, NULL, 'T' },
 		{ "int3", no_argument, NULL, 'N' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -401,6 +403,7 @@ int djp_script_main(int argc, char **argv)
 		case 'R': replay = optarg; break;
 		case 'B': bench = strtoull(optarg, NULL, 10); break;
 		case 'N': int3 = true; break;
+		case 'f': session_inject_force = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 1;
 		}

@@ -1,0 +1,398 @@
+/*
+ * `djp trace -x` against programs that set the injector's traps
+ * (trace_progs/hostile_target.c): a thread that waits in a signal handler
+ * that interrupted malloc, a thread with 3 KiB of stack left, seccomp
+ * filters that kill on a call the loader or the agent makes, a process
+ * another tracer holds, limits on memory and descriptors, a mount
+ * namespace without the library.  Each time the tool says in one line
+ * what stopped it, within seconds, and the program runs on as if nothing
+ * had happened: its own dlopen still works afterwards (the loader's lock
+ * was not left held), and it exits 0.  Where the injection is safe (a
+ * filter that allows every call of kernel/trace/agent_syscalls.c and kills
+ * on any other), it goes through and every event is counted.
+ */
+#include <dirent.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "test_trace_util.h"
+
+static const char *hostile(void)
+{
+	static char p[4096];
+	if (!p[0])
+		snprintf(p, sizeof(p), "%s", djp_test_path("trace_progs/hostile_target"));
+	return p;
+}
+
+/* hostile_target with these arguments (NULL-terminated), once ready. */
+static struct tproc *start(const char *a0, const char *a1, const char *a2, const char *a3)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)hostile(), (char *)a0, (char *)a1, (char *)a2, (char *)a3,
+						    NULL },
+				   false, -1);
+	if (!tt_wait_out(t, "ready", 10000))
+		djp_test_fail(__FILE__, __LINE__, "target not ready: %s / %s", t->obuf, t->ebuf);
+	return t;
+}
+
+/* djp trace -x PID ht_burst: for 0.3 s, or (`run`) until ^C with the
+ * events to /dev/null. */
+static struct tproc *trace_x(pid_t pid, bool run)
+{
+	char spid[16];
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	if (run)
+		return tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-o", "/dev/null", "-x", spid, "ht_burst",
+						 NULL },
+				false, -1);
+	return tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--duration", "0.3", "-x", spid, "ht_burst", NULL },
+			false, -1);
+}
+
+/* Expect djp trace -x to be refused, in one line holding `what`, within
+ * 20 s (a tool that hangs fails here). */
+static void expect_refused(struct tproc *t, const char *what)
+{
+	struct tproc *p = trace_x(t->pid, false);
+	int st = tt_finish(p, 20000);
+	if (st == -1)
+		djp_test_fail(__FILE__, __LINE__, "djp did not end within 20 s: %s", p->ebuf);
+	if (!WIFEXITED(st) || !WEXITSTATUS(st) || tt_lines(p->ebuf) != 1 || !strstr(p->ebuf, what))
+		djp_test_fail(__FILE__, __LINE__, "expected one line with \"%s\": status %#x: %s", what, st, p->ebuf);
+	printf("# %s", p->ebuf);
+	free(p);
+}
+
+/* The program answers, loads a library of its own (the loader's lock is
+ * free), and exits 0. */
+static void runs_on(struct tproc *t)
+{
+	char line[4200];
+	tt_send(t, "ping\n");
+	if (!tt_wait_out(t, "pong", 10000))
+		djp_test_fail(__FILE__, __LINE__, "target does not answer: %s / %s", t->obuf, t->ebuf);
+	snprintf(line, sizeof(line), "dlopen %s\n", tt_plugin());
+	tt_send(t, line);
+	if (!tt_wait_out(t, "dlopen ok", 10000))
+		djp_test_fail(__FILE__, __LINE__, "its own dlopen does not return: %s / %s", t->obuf, t->ebuf);
+	tt_end(t);
+}
+
+/* The main thread's handler interrupted the mmap malloc makes with its
+ * arena's lock held, and waits in read: dlopen on that thread would wait
+ * for the lock forever (the tool used to hang with it). */
+TEST_TIMEOUT(inject_refuses_a_thread_waiting_in_a_signal_handler, 90)
+{
+	struct tproc *t = start("--handler-in-malloc", NULL, NULL, NULL);
+	CHECK(tt_wait_out(t, "in handler", 10000));
+	expect_refused(t, "waits inside a signal handler");
+	tt_send(t, "go\n");
+	CHECK(tt_wait_out(t, "malloc done", 10000));
+	runs_on(t);
+}
+
+/* The same, with a second thread that could make the call: the lock the
+ * handler's thread holds is one the loader needs on any thread. */
+TEST_TIMEOUT(inject_refuses_while_any_thread_waits_in_a_signal_handler, 90)
+{
+	struct tproc *t = start("--spare", "--handler-in-malloc", NULL, NULL);
+	CHECK(tt_wait_out(t, "in handler", 10000));
+	expect_refused(t, "waits inside a signal handler");
+	tt_send(t, "go\n");
+	CHECK(tt_wait_out(t, "malloc done", 10000));
+	runs_on(t);
+}
+
+/* The only thread that waits has 3 KiB of its 64 KiB stack left: the loader
+ * would overflow it, fault, and leave its lock held. */
+TEST_TIMEOUT(inject_refuses_a_thread_short_of_stack, 60)
+{
+	struct tproc *t = start("--short-stack", "3072", NULL, NULL);
+	CHECK(tt_wait_out(t, "short ", 10000));
+	expect_refused(t, "bytes of stack left");
+	runs_on(t);
+}
+
+/* With another thread that has its stack, that one makes the call. */
+TEST_TIMEOUT(inject_passes_over_a_thread_short_of_stack, 60)
+{
+	struct tproc *t = start("--short-stack", "3072", "--spare", NULL);
+	struct tproc *p;
+	unsigned long long ev, lost;
+	int st;
+
+	CHECK(tt_wait_out(t, "short ", 10000));
+	p = trace_x(t->pid, true);
+	CHECK(tt_wait_armed(t->pid, hostile(), 10000));
+	tt_send(t, "burst 500\n");
+	CHECK(tt_wait_out(t, "burst 500", 10000));
+	kill(p->pid, SIGINT);
+	st = tt_finish(p, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!tt_summary_row(p->ebuf, "ht_burst", &ev, &lost) || ev != 500 || lost)
+		djp_test_fail(__FILE__, __LINE__, "ht_burst: expected 500: %s", p->ebuf);
+	free(p);
+	runs_on(t);
+}
+
+/* A filter that kills on one call the loader or the agent makes: refused,
+ * naming the call; the program lives. */
+TEST_TIMEOUT(inject_refuses_a_seccomp_filter_that_kills, 120)
+{
+	static const char *const calls[] = { "openat", "membarrier", "socket", "clone3", "memfd_create" };
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		char what[64];
+		struct tproc *t = start("--spare", "--seccomp-kill", calls[i], NULL);
+		snprintf(what, sizeof(what), "seccomp filter kills the process on %s,", calls[i]);
+		expect_refused(t, what);
+		tt_send(t, "ping\n");
+		if (!tt_wait_out(t, "pong", 10000))
+			djp_test_fail(__FILE__, __LINE__, "%s: target gone: %s / %s", calls[i], t->obuf, t->ebuf);
+		tt_end(t);
+	}
+}
+
+/* A filter that allows exactly the calls of kernel/trace/agent_syscalls.c
+ * (and the program's own) and kills on any other: the injection, arming
+ * (jumps, then int3), the trace and the disarming make no other call. */
+TEST_TIMEOUT(inject_under_an_allow_list_of_the_agents_calls, 60)
+{
+	struct tproc *t = start("--spare", "--seccomp-allow-list", NULL, NULL);
+	for (int int3 = 0; int3 < 2; int3++) {
+		struct tproc *p;
+		unsigned long long ev, lost;
+		char spid[16];
+		int st;
+		snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+		p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", int3 ? "--int3" : "--json", "-o", "/dev/null",
+					      "-x", spid, "ht_burst", NULL },
+			     false, -1);
+		if (!tt_wait_armed(t->pid, hostile(), 10000))
+			djp_test_fail(__FILE__, __LINE__, "not armed: %s / target: %s", p->ebuf, t->ebuf);
+		tt_send(t, "burst 300\n");
+		if (!tt_wait_out(t, int3 ? "burst 300\nburst 300" : "burst 300", 10000))
+			djp_test_fail(__FILE__, __LINE__, "target gone: %s", t->obuf);
+		kill(p->pid, SIGINT);
+		st = tt_finish(p, 10000);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		if (!tt_summary_row(p->ebuf, "ht_burst", &ev, &lost) || ev != 300 || lost)
+			djp_test_fail(__FILE__, __LINE__, "ht_burst: expected 300: %s", p->ebuf);
+		CHECK(tt_wait_restored(t->pid, hostile(), 2000));
+		free(p);
+	}
+	tt_send(t, "ping\n");
+	CHECK(tt_wait_out(t, "pong", 10000));
+	tt_end(t);
+}
+
+/* Another tracer holds it: named, with its command. */
+TEST_TIMEOUT(inject_names_the_tracer_that_holds_it, 60)
+{
+	struct tproc *t = start("--spare", NULL, NULL, NULL);
+	int st;
+	char what[64];
+
+	CHECK(ptrace(PTRACE_SEIZE, t->pid, 0, 0) == 0);
+	snprintf(what, sizeof(what), "already traced by process %d (djp-selftests)", (int)getpid());
+	expect_refused(t, what);
+	CHECK(ptrace(PTRACE_INTERRUPT, t->pid, 0, 0) == 0);
+	CHECK(waitpid(t->pid, &st, __WALL) == t->pid && WIFSTOPPED(st));
+	CHECK(ptrace(PTRACE_DETACH, t->pid, 0, 0) == 0);
+	runs_on(t);
+}
+
+/* Address space limits from just above what it maps to well above: each
+ * refusal names what failed (the loader's dlerror(), the agent's start,
+ * the rings), never "the agent did not answer"; the program lives. */
+TEST_TIMEOUT(inject_under_rlimit_as_says_why, 120)
+{
+	for (int mib = 2; mib <= 40; mib += 2) {
+		struct tproc *t = start("--spare", NULL, NULL, NULL), *p;
+		char path[64], line[256];
+		unsigned long long vm = 0;
+		struct rlimit rl;
+		FILE *f;
+		int st;
+
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)t->pid);
+		CHECK((f = fopen(path, "r")) != NULL);
+		while (fgets(line, sizeof(line), f))
+			sscanf(line, "VmSize: %llu kB", &vm);
+		fclose(f);
+		rl.rlim_cur = rl.rlim_max = (vm << 10) + ((rlim_t)mib << 20);
+		CHECK(prlimit(t->pid, RLIMIT_AS, &rl, NULL) == 0);
+		p = trace_x(t->pid, false);
+		st = tt_finish(p, 20000);
+		CHECK(st != -1 && WIFEXITED(st));
+		if (WEXITSTATUS(st) && (tt_lines(p->ebuf) != 1 || strstr(p->ebuf, "did not answer")))
+			djp_test_fail(__FILE__, __LINE__, "+%d MiB: %s", mib, p->ebuf);
+		if (WEXITSTATUS(st))
+			printf("# +%d MiB: %s", mib, p->ebuf);
+		free(p);
+		tt_send(t, "ping\n");
+		CHECK(tt_wait_out(t, "pong", 10000));
+		tt_end(t);
+	}
+}
+
+/* Descriptors: none to a few free under RLIMIT_NOFILE: the count is named
+ * (the loader's openat and the agent's accept used to fail with nobody
+ * saying so: "the agent did not answer", or a credentials error). */
+TEST_TIMEOUT(inject_with_descriptors_full_says_why, 60)
+{
+	for (int spare = 0; spare <= 3; spare++) {
+		struct tproc *t = start("--spare", NULL, NULL, NULL);
+		char path[64];
+		struct dirent *e;
+		struct rlimit rl;
+		long used = 0;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "/proc/%d/fd", (int)t->pid);
+		CHECK((d = opendir(path)) != NULL);
+		while ((e = readdir(d)))
+			used += e->d_name[0] != '.';
+		closedir(d);
+		rl.rlim_cur = rl.rlim_max = (rlim_t)(used + spare);
+		CHECK(prlimit(t->pid, RLIMIT_NOFILE, &rl, NULL) == 0);
+		expect_refused(t, "descriptors free (RLIMIT_NOFILE)");
+		runs_on(t);
+	}
+}
+
+/* A library path that is no shared object: the loader's own words. */
+TEST_TIMEOUT(inject_passes_on_the_loaders_error, 60)
+{
+	struct tproc *t = start("--spare", NULL, NULL, NULL), *p;
+	char spid[16];
+	int st;
+
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	setenv("DJP_PRELOAD", "/etc/passwd", 1);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--duration", "0.3", "-x", spid, "ht_burst", NULL },
+		     false, -1);
+	unsetenv("DJP_PRELOAD");
+	st = tt_finish(p, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st));
+	if (tt_lines(p->ebuf) != 1 || !strstr(p->ebuf, "could not load /etc/passwd: /etc/passwd: invalid ELF header"))
+		djp_test_fail(__FILE__, __LINE__, "%s", p->ebuf);
+	free(p);
+	runs_on(t);
+}
+
+/* A process in a mount namespace where the library is not there. */
+TEST_TIMEOUT(inject_into_another_mount_namespace_says_so, 60)
+{
+	char dir[4096], *slash;
+	struct tproc *t;
+
+	if (geteuid() != 0)
+		SKIP("needs root for a mount namespace");
+	snprintf(dir, sizeof(dir), "%s", tt_lib());
+	CHECK((slash = strrchr(dir, '/')) != NULL);
+	*slash = 0;
+	t = start("--hide", dir, "--spare", NULL); /* the thread in it too */
+	expect_refused(t, "another mount namespace");
+	tt_send(t, "ping\n");
+	CHECK(tt_wait_out(t, "pong", 10000));
+	tt_end(t);
+}
+
+/* Without CAP_SYS_ADMIN the filter cannot be read: refused, saying that
+ * --force injects anyway; with --force the injection goes through (this
+ * filter fails membarrier with EPERM, which the engine copes with). */
+TEST_TIMEOUT(inject_under_an_unreadable_seccomp_filter_needs_force, 60)
+{
+	struct tproc *t, *p;
+	unsigned long long ev, lost;
+	char spid[16];
+	int st;
+
+	if (geteuid() != 0)
+		SKIP("needs root to run processes as another user");
+	t = tt_spawn((char *const[]){ (char *)hostile(), "--spare", "--seccomp-errno", "membarrier", NULL }, false, 65534);
+	CHECK(tt_wait_out(t, "ready", 10000));
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--duration", "0.3", "-x", spid, "ht_burst", NULL },
+		     false, 65534);
+	st = tt_finish(p, 20000);
+	if (!WIFEXITED(st) || !WEXITSTATUS(st) || tt_lines(p->ebuf) != 1 || !strstr(p->ebuf, "cannot be read here") ||
+	    !strstr(p->ebuf, "--force"))
+		djp_test_fail(__FILE__, __LINE__, "status %#x: %s", st, p->ebuf);
+	printf("# %s", p->ebuf);
+	free(p);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--force", "-o", "/dev/null", "-x", spid, "ht_burst",
+				      NULL },
+		     false, 65534);
+	if (!tt_wait_armed(t->pid, hostile(), 10000))
+		djp_test_fail(__FILE__, __LINE__, "not armed: %s", p->ebuf);
+	tt_send(t, "burst 200\n");
+	CHECK(tt_wait_out(t, "burst 200", 10000));
+	kill(p->pid, SIGINT);
+	st = tt_finish(p, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!tt_summary_row(p->ebuf, "ht_burst", &ev, &lost) || ev != 200 || lost)
+		djp_test_fail(__FILE__, __LINE__, "ht_burst: expected 200: %s", p->ebuf);
+	free(p);
+	tt_send(t, "ping\n");
+	CHECK(tt_wait_out(t, "pong", 10000));
+	tt_end(t);
+}
+
+/* A thread of the program waits in a library's constructor, the loader's
+ * lock held, so the injected dlopen on another thread waits too: at the
+ * timeout the tool interrupts that running thread (it used to resume it,
+ * past its interrupt stop, and wait for it forever, or leave it in the
+ * loader with nobody to catch its return), gives it back, and says so.
+ * Once the constructor returns, the program loads its libraries and runs
+ * on, every thread its own. */
+TEST_TIMEOUT(inject_timeout_gives_the_thread_back, 60)
+{
+	char lib[4096], path[96], line[256], spid[16];
+	struct tproc *t, *p;
+	struct dirent *e;
+	DIR *d;
+	int st;
+
+	snprintf(lib, sizeof(lib), "%s", djp_test_path("trace_progs/libhostile_plugin.so"));
+	t = start("--spare", "--loader-waits", lib, NULL);
+	CHECK(tt_wait_out(t, "in constructor", 10000));
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	setenv("DJP_INJECT_TIMEOUT", "1", 1);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--duration", "0.3", "-x", spid, "ht_burst", NULL },
+		     false, -1);
+	unsetenv("DJP_INJECT_TIMEOUT");
+	st = tt_finish(p, 20000);
+	if (st == -1)
+		djp_test_fail(__FILE__, __LINE__, "djp did not end within 20 s: %s", p->ebuf);
+	if (!WIFEXITED(st) || !WEXITSTATUS(st) || tt_lines(p->ebuf) != 1 || !strstr(p->ebuf, "did not return within 1 s") ||
+	    !strstr(p->ebuf, "(its thread is given back"))
+		djp_test_fail(__FILE__, __LINE__, "status %#x: %s", st, p->ebuf);
+	printf("# %s", p->ebuf);
+	free(p);
+	/* no thread is left traced */
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)t->pid);
+	CHECK((d = opendir(path)) != NULL);
+	while ((e = readdir(d))) {
+		char sp[512];
+		FILE *f;
+		long tracer = -1;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(sp, sizeof(sp), "%s/%s/status", path, e->d_name);
+		CHECK((f = fopen(sp, "r")) != NULL);
+		while (fgets(line, sizeof(line), f))
+			sscanf(line, "TracerPid: %ld", &tracer);
+		fclose(f);
+		if (tracer)
+			djp_test_fail(__FILE__, __LINE__, "thread %s still traced by %ld", e->d_name, tracer);
+	}
+	closedir(d);
+	tt_send(t, "release\n");
+	CHECK(tt_wait_out(t, "loaded", 10000));
+	runs_on(t);
+}
