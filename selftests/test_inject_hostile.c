@@ -16,6 +16,7 @@
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "harness.h"
 #include "test_trace_util.h"
@@ -158,10 +159,12 @@ TEST_TIMEOUT(inject_refuses_a_seccomp_filter_that_kills, 120)
 
 /* A filter that allows exactly the calls of kernel/trace/agent_syscalls.c
  * (and the program's own) and kills on any other: the injection, arming
- * (jumps, then int3), the trace and the disarming make no other call. */
+ * (jumps, then int3), the trace and the disarming make no other call (a
+ * thread stopped in nanosleep resumes it with restart_syscall, which the
+ * list once lacked), signals arriving or not. */
 TEST_TIMEOUT(inject_under_an_allow_list_of_the_agents_calls, 60)
 {
-	struct tproc *t = start("--spare", "--seccomp-allow-list", NULL, NULL);
+	struct tproc *t = start("--sleeper", "--storm", "--seccomp-allow-list", NULL);
 	for (int int3 = 0; int3 < 2; int3++) {
 		struct tproc *p;
 		unsigned long long ev, lost;
@@ -172,7 +175,8 @@ TEST_TIMEOUT(inject_under_an_allow_list_of_the_agents_calls, 60)
 					      "-x", spid, "ht_burst", NULL },
 			     false, -1);
 		if (!tt_wait_armed(t->pid, hostile(), 10000))
-			djp_test_fail(__FILE__, __LINE__, "not armed: %s / target: %s", p->ebuf, t->ebuf);
+			djp_test_fail(__FILE__, __LINE__, "not armed (target %s): %s", kill(t->pid, 0) ? "gone" : "alive",
+				      p->ebuf);
 		tt_send(t, "burst 300\n");
 		if (!tt_wait_out(t, int3 ? "burst 300\nburst 300" : "burst 300", 10000))
 			djp_test_fail(__FILE__, __LINE__, "target gone: %s", t->obuf);
@@ -395,4 +399,85 @@ TEST_TIMEOUT(inject_timeout_gives_the_thread_back, 60)
 	tt_send(t, "release\n");
 	CHECK(tt_wait_out(t, "loaded", 10000));
 	runs_on(t);
+}
+
+/* Inject, count `n` bursts exactly, stop: the program's markers all
+ * restored. */
+static void inject_and_count(struct tproc *t, long n)
+{
+	struct tproc *p = trace_x(t->pid, true);
+	unsigned long long ev, lost;
+	char cmd[64], want[64];
+	int st;
+
+	if (!tt_wait_armed(t->pid, hostile(), 20000))
+		djp_test_fail(__FILE__, __LINE__, "not armed: %s / target: %s", p->ebuf, t->ebuf);
+	snprintf(cmd, sizeof(cmd), "burst %ld\n", n);
+	snprintf(want, sizeof(want), "burst %ld\n", n);
+	tt_send(t, cmd);
+	if (!tt_wait_out(t, want, 20000))
+		djp_test_fail(__FILE__, __LINE__, "target gone: %s / %s", t->obuf, t->ebuf);
+	kill(p->pid, SIGINT);
+	st = tt_finish(p, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!tt_summary_row(p->ebuf, "ht_burst", &ev, &lost) || ev != (unsigned long long)n || lost)
+		djp_test_fail(__FILE__, __LINE__, "ht_burst: expected %ld: %s", n, p->ebuf);
+	CHECK(tt_wait_restored(t->pid, hostile(), 5000));
+	free(p);
+}
+
+/* The stress part (make stress runs it for DJP_STRESS_SECONDS; make check
+ * for 3 s): injections, one after another, into programs whose threads
+ * sit in a signal handler inside malloc (refused, then injected once the
+ * handler returned), whose threads are short of stack or under a seccomp
+ * allow-list of the agent's calls, all with SIGUSR1 arriving every 200 us,
+ * and under filters that kill (refused).  Every program runs on and every
+ * event is counted. */
+TEST_TIMEOUT(inject_hostile_stress, 7200)
+{
+	static const char *const calls[] = { "openat", "membarrier", "socket", "clone3", "memfd_create" };
+	const char *env = getenv("DJP_STRESS_SECONDS");
+	double seconds = env ? atof(env) : 3, end;
+	struct timespec ts;
+	unsigned seed = (unsigned)getpid(), done[4] = { 0 };
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = ts.tv_sec + ts.tv_nsec / 1e9 + seconds;
+	printf("# seed %u\n", seed);
+	do {
+		int kind = rand_r(&seed) % 4;
+		long n = 1 + rand_r(&seed) % 5000;
+		struct tproc *t;
+		switch (kind) {
+		case 0:
+			t = start("--spare", "--storm", "--handler-in-malloc", NULL);
+			CHECK(tt_wait_out(t, "in handler", 10000));
+			expect_refused(t, "waits inside a signal handler");
+			tt_send(t, "go\n");
+			CHECK(tt_wait_out(t, "malloc done", 10000));
+			inject_and_count(t, n);
+			break;
+		case 1:
+			t = start("--short-stack", "3072", "--spare", "--storm");
+			CHECK(tt_wait_out(t, "short ", 10000));
+			inject_and_count(t, n);
+			break;
+		case 2:
+			t = start("--spare", "--storm", "--seccomp-allow-list", NULL);
+			inject_and_count(t, n);
+			break;
+		default:
+			t = start("--spare", "--storm", "--seccomp-kill", calls[rand_r(&seed) % 5]);
+			expect_refused(t, "seccomp filter kills the process on");
+			break;
+		}
+		done[kind]++;
+		tt_send(t, "ping\n");
+		if (!tt_wait_out(t, "pong", 10000))
+			djp_test_fail(__FILE__, __LINE__, "kind %d: target gone: %s / %s", kind, t->obuf, t->ebuf);
+		tt_end(t);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	} while (ts.tv_sec + ts.tv_nsec / 1e9 < end);
+	printf("# injections: %u into a handler's program, %u short stack, %u allow-list, %u refused for a killing filter\n",
+	       done[0], done[1], done[2], done[3]);
 }

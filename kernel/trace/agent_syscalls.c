@@ -41,6 +41,9 @@ const struct djp_agent_syscall djp_agent_syscalls[] = {
 	S(recvfrom), S(recvmsg), S(sendto), S(sendmsg), S(write), S(memfd_create), S(ftruncate),
 	S(fcntl, 0, F_ADD_SEALS), S(fcntl, 0, F_GETFL), S(fcntl, 0, F_SETFL), S(fcntl, 0, F_GETFD), S(fcntl, 0, F_SETFD),
 	S(readlink), S(getdents64),
+	/* the injector's stop: a thread stopped in nanosleep or poll resumes
+	 * its call through restart_syscall */
+	S(restart_syscall),
 	/* the engine: text writes, syncs, freezes, its signals */
 	S(pwrite64), S(process_vm_readv), S(process_vm_writev), S(membarrier, MEMBARRIER_CMD_QUERY),
 	S(membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED), S(membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED),

@@ -31,6 +31,10 @@
  *                   a filter that allows the calls of
  *                   kernel/trace/agent_syscalls.c and the few this program
  *                   makes, and kills the process on any other.
+ *   --sleeper       a thread sleeps in nanosleep, for an hour at a time.
+ *   --storm         a thread sends SIGUSR1 to the main thread and to the
+ *                   waiting threads every 200 us; the handler runs a few
+ *                   microseconds and returns (the stress's signals).
  *   --hide DIR      run in a mount namespace of its own, where DIR is an
  *                   empty tmpfs (needs root).
  *   --loader-waits LIB
@@ -61,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -209,12 +214,59 @@ static void handler_in_malloc(void)
 
 /* ---- threads the injector may choose ------------------------------------------ */
 
-static void *waiter(void *arg)
+static pid_t waiters[8];
+static int nwaiters;
+static pthread_mutex_t waiters_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void wait_forever(void)
 {
 	char c;
-	(void)arg;
 	while (read(idle_pipe[0], &c, 1) < 0)
 		;
+}
+
+/* A thread that waits, and gets --storm's signals. */
+static void *waiter(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&waiters_lock);
+	if (nwaiters < 8)
+		waiters[nwaiters++] = (pid_t)syscall(SYS_gettid);
+	pthread_mutex_unlock(&waiters_lock);
+	wait_forever();
+	return NULL;
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	for (;;)
+		nanosleep(&(struct timespec){ 3600, 0 }, NULL);
+	return NULL;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	for (volatile int i = 0; i < 5000; i++)
+		;
+}
+
+static void *storm(void *arg)
+{
+	sigset_t usr1;
+	(void)arg;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+	for (;;) {
+		syscall(SYS_tgkill, getpid(), getpid(), SIGUSR1);
+		pthread_mutex_lock(&waiters_lock);
+		for (int i = 0; i < nwaiters; i++)
+			syscall(SYS_tgkill, getpid(), waiters[i], SIGUSR1);
+		pthread_mutex_unlock(&waiters_lock);
+		nanosleep(&(struct timespec){ 0, 200000 }, NULL);
+	}
 	return NULL;
 }
 
@@ -229,7 +281,7 @@ __attribute__((noinline)) static void dig(char *lo)
 		char msg[64];
 		snprintf(msg, sizeof(msg), "short %zu\n", (size_t)(here - lo));
 		say(msg);
-		waiter(NULL);
+		wait_forever(); /* no signal: its frame would not fit */
 	}
 	pad[1] = pad[0];
 }
@@ -339,6 +391,12 @@ int main(int argc, char **argv)
 			filter_allow_list();
 		} else if (!strcmp(argv[i], "--loader-waits") && i + 1 < argc) {
 			loader_waits(argv[++i]);
+		} else if (!strcmp(argv[i], "--sleeper")) {
+			start_thread(sleeper, 0);
+		} else if (!strcmp(argv[i], "--storm")) {
+			struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+			sigaction(SIGUSR1, &sa, NULL);
+			start_thread(storm, 0);
 		} else if (!strcmp(argv[i], "--hide") && i + 1 < argc) {
 			hide(argv[++i]);
 		} else {

@@ -15,9 +15,12 @@
  *    lock it then holds for as long as it waits.  A frame is found by its
  *    first word, the handler's return address, which glibc's sigaction
  *    makes __restore_rt (`mov $15,%rax; syscall`, found in libc's code by
- *    those bytes), followed by a ucontext whose flags are the kernel's.
- *    Any thread that *waits* inside a handler refuses the whole injection:
- *    the lock it may hold is one the loader needs on any thread;
+ *    those bytes), followed by a ucontext whose flags are the kernel's;
+ *    its saved %rip says what the signal interrupted.  The lock such a
+ *    thread may hold is one the loader needs on any thread: when the
+ *    signal interrupted libc or the loader, a thread that waits in the
+ *    handler refuses the whole injection, and one that runs there makes
+ *    the round take no thread;
  *
  *  - it has INJECT_STACK_NEED bytes of stack below its %rsp, in the mapping
  *    that holds %rsp (for the main thread's [stack], down to where
@@ -254,16 +257,22 @@ static size_t stack_room(const struct target *t, uintptr_t rsp, uintptr_t *top)
 	return room;
 }
 
-/* Is there a signal frame on the stack from rsp to top: a word that is
- * libc's __restore_rt, followed by a ucontext (flags the kernel's: UC_FP_XSTATE,
- * UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS) and a saved %rip? */
-static bool signal_frame_above(const struct target *t, uintptr_t rsp, uintptr_t top)
+static bool in_libc(const struct target *t, uintptr_t pc);
+
+/* The signal frames on the stack from rsp to top: a word that is libc's
+ * __restore_rt, followed by a ucontext (flags the kernel's: UC_FP_XSTATE,
+ * UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS) and a saved %rip.  FRAME_LIBC
+ * when one of them interrupted libc's or the loader's code. */
+enum { FRAME = 1, FRAME_LIBC = 2 };
+
+static int signal_frames(const struct target *t, uintptr_t rsp, uintptr_t top)
 {
 	static uint64_t buf[8192];
 	uintptr_t a = rsp & ~(uintptr_t)7;
+	int found = 0;
 
 	if (!t->nrestorers)
-		return false;
+		return 0;
 	if (top - a > SCAN_MAX)
 		top = a + SCAN_MAX;
 	while (a < top) {
@@ -271,7 +280,7 @@ static bool signal_frame_above(const struct target *t, uintptr_t rsp, uintptr_t 
 		struct iovec local = { buf, n }, remote = { (void *)a, n };
 		ssize_t got = process_vm_readv(t->pid, &local, 1, &remote, 1, 0);
 		if (got <= 0)
-			return false;
+			break;
 		for (size_t i = 0; i < (size_t)got / 8; i++) {
 			bool restorer = false;
 			for (unsigned r = 0; r < t->nrestorers; r++)
@@ -283,35 +292,40 @@ static bool signal_frame_above(const struct target *t, uintptr_t rsp, uintptr_t 
 			 * rbp, rbx, rdx, rax, rcx, rsp, rip */
 			uint64_t w[23];
 			struct iovec l2 = { w, sizeof(w) }, r2 = { (void *)(a + i * 8), sizeof(w) };
-			if (process_vm_readv(t->pid, &l2, 1, &r2, 1, 0) == (ssize_t)sizeof(w) && w[1] <= 0xff && w[22])
-				return true;
+			if (process_vm_readv(t->pid, &l2, 1, &r2, 1, 0) != (ssize_t)sizeof(w) || w[1] > 0xff || !w[22])
+				continue;
+			found |= FRAME | (in_libc(t, w[22]) ? FRAME_LIBC : 0);
 		}
 		a += (uintptr_t)got & ~(uintptr_t)7;
 		if ((size_t)got < n)
 			break;
 	}
-	return false;
+	return found;
 }
 
 /* ---- the choice ------------------------------------------------------------- */
 
-enum verdict { PASS, TAKE, REFUSE };
+enum verdict { PASS, TAKE, BUSY, REFUSE };
 
-/* Look at thread tid, stopped in the signal path, its registers in *regs. */
+/* Look at thread tid, stopped in the signal path, its registers in *regs.
+ * A thread inside a signal handler is never taken; one whose handler
+ * interrupted libc may hold a lock of libc's: while it waits there, the
+ * injection is refused, and while it runs, no thread is taken this round
+ * (it will have left the handler, or be waiting in it, the next). */
 static enum verdict judge(struct target *t, pid_t tid, const struct user_regs_struct *regs)
 {
 	long nr = (long)regs->orig_rax;
 	bool waiting = nr >= 0 && waiting_call(nr);
 	uintptr_t top;
 	size_t room = stack_room(t, regs->rsp, &top);
+	int frames = signal_frames(t, regs->rsp, top);
 
-	if (signal_frame_above(t, regs->rsp, top)) {
-		if (waiting) {
-			t->in_handler = tid;
-			return REFUSE;
-		}
-		return PASS; /* running a handler: it may be inside malloc */
+	if (frames & FRAME_LIBC) {
+		t->in_handler = tid;
+		return waiting ? REFUSE : BUSY;
 	}
+	if (frames)
+		return PASS;
 	if (nr >= 0 ? !waiting : in_libc(t, regs->rip))
 		return PASS;
 	if (room < INJECT_STACK_NEED) {
@@ -348,6 +362,7 @@ pid_t inject_pick_thread(struct target *t, struct user_regs_struct *regs)
 		pid_t chosen = -1;
 		int kept[INJECT_MAX_PENDING]; /* the chosen one's taken signals */
 		unsigned nkept = 0;
+		bool busy = false;
 		if (!d)
 			return inject_fail(t, "cannot list its threads: %s", strerror(errno)), -1;
 		/* every thread is looked at, the chosen one held meanwhile: one
@@ -380,6 +395,7 @@ pid_t inject_pick_thread(struct target *t, struct user_regs_struct *regs)
 				continue;
 			}
 			v = judge(t, tid, &r);
+			busy |= v == BUSY;
 			if (v == TAKE && chosen < 0) {
 				chosen = tid;
 				*regs = r;
@@ -397,6 +413,10 @@ pid_t inject_pick_thread(struct target *t, struct user_regs_struct *regs)
 			}
 		}
 		closedir(d);
+		if (chosen > 0 && busy) {
+			let_go_kept(t, chosen, kept, nkept);
+			chosen = -1;
+		}
 		if (chosen > 0) {
 			memcpy(t->pending, kept, sizeof(kept));
 			t->npending = nkept;
@@ -404,6 +424,11 @@ pid_t inject_pick_thread(struct target *t, struct user_regs_struct *regs)
 		}
 		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
 	}
+	if (t->in_handler)
+		return inject_fail(t,
+				   "no thread of it could be stopped where calling the loader is safe (its thread %d was inside a signal handler that interrupted libc each time)",
+				   (int)t->in_handler),
+		       -1;
 	if (t->short_stack)
 		return inject_fail(t,
 				   "no thread of it could be stopped where calling the loader is safe (its thread %d, waiting, has %zu bytes of stack left below %%rsp; the loader needs %d)",
