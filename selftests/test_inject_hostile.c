@@ -15,10 +15,13 @@
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 
 #include "harness.h"
+#include "lib/agent_addr.h"
 #include "test_trace_util.h"
 
 static const char *hostile(void)
@@ -480,4 +483,81 @@ TEST_TIMEOUT(inject_hostile_stress, 7200)
 	} while (ts.tv_sec + ts.tv_nsec / 1e9 < end);
 	printf("# injections: %u into a handler's program, %u short stack, %u allow-list, %u refused for a killing filter\n",
 	       done[0], done[1], done[2], done[3]);
+}
+
+/* The lowest descriptor number process pid has free. */
+static long lowest_free_fd(pid_t pid)
+{
+	for (long fd = 0;; fd++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/fd/%ld", (int)pid, fd);
+		if (access(path, F_OK))
+			return fd;
+	}
+}
+
+/* CPU ticks (utime + stime) of pid's thread named comm. */
+static long thread_ticks(pid_t pid, const char *comm)
+{
+	char path[96], buf[512], name[32];
+	struct dirent *e;
+	long ticks = -1;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	CHECK((d = opendir(path)) != NULL);
+	while (ticks < 0 && (e = readdir(d))) {
+		FILE *f;
+		unsigned long ut, st;
+		char *c;
+		snprintf(buf, sizeof(buf), "%s/%.32s/stat", path, e->d_name);
+		if (e->d_name[0] == '.' || !(f = fopen(buf, "r")))
+			continue;
+		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%*d (%31[^)])", name) == 1 && !strcmp(name, comm) &&
+		    (c = strrchr(buf, ')')) &&
+		    sscanf(c + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+			ticks = (long)(ut + st);
+		fclose(f);
+	}
+	closedir(d);
+	return ticks;
+}
+
+/* A program with the agent (preloaded) whose descriptors run out: a
+ * connection the agent cannot accept used to keep its socket readable,
+ * and the agent thread spun in poll for as long as it stayed queued (1.2
+ * CPU seconds in the 5 s the tool waited, and on after).  Now it pauses
+ * its accepts, and the tool says why before it connects. */
+TEST_TIMEOUT(agent_out_of_descriptors_neither_spins_nor_leaves_the_tool_waiting, 60)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--ticks", "0", NULL }, true, -1);
+	struct sockaddr_un a;
+	socklen_t alen;
+	struct rlimit rl, old;
+	long before, after;
+	int fd;
+
+	CHECK(tt_wait_out(t, "ready", 10000));
+	CHECK(tt_wait_agent(t->pid, 10000));
+	CHECK(prlimit(t->pid, RLIMIT_NOFILE, NULL, &old) == 0);
+	rl.rlim_cur = (rlim_t)lowest_free_fd(t->pid);
+	rl.rlim_max = old.rlim_max;
+	CHECK(prlimit(t->pid, RLIMIT_NOFILE, &rl, NULL) == 0);
+	expect_refused(t, "its agent cannot take a session: 0 of its");
+	/* the tool's look aside: a connection the agent cannot accept */
+	CHECK(djp_agent_addr_find(t->pid, &a, &alen) == 0);
+	CHECK((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
+	CHECK(connect(fd, (struct sockaddr *)&a, alen) == 0);
+	before = thread_ticks(t->pid, "djp-agent");
+	CHECK(before >= 0);
+	usleep(1000000); /* a measurement: the agent's CPU time over a second */
+	after = thread_ticks(t->pid, "djp-agent");
+	close(fd);
+	printf("# the agent thread used %ld ticks in the second after the connection\n", after - before);
+	if (after - before > 10)
+		djp_test_fail(__FILE__, __LINE__, "the agent spun: %ld ticks in a second", after - before);
+	CHECK(prlimit(t->pid, RLIMIT_NOFILE, &old, NULL) == 0);
+	tt_send(t, "burst 10\n");
+	CHECK(tt_wait_out(t, "burst 10 ", 10000));
+	tt_end(t);
 }

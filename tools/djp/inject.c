@@ -322,30 +322,41 @@ static int lib_reachable(struct target *t, const char *lib, pid_t tid)
 			   lib);
 }
 
-/* Free descriptors under its RLIMIT_NOFILE: the loader opens each file it
- * maps, the agent its sockets and memfds. */
-static int fds_free(struct target *t)
+int djp_fds_free(pid_t pid, long *nfree, unsigned long long *limit)
 {
 	char path[64];
 	struct rlimit rl;
 	struct dirent *e;
-	long used = 0;
+	long below = 0;
 	DIR *d;
 
-	if (prlimit(t->pid, RLIMIT_NOFILE, NULL, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)t->pid);
+	if (prlimit(pid, RLIMIT_NOFILE, NULL, &rl))
+		return -errno;
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > LONG_MAX)
+		rl.rlim_cur = LONG_MAX;
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
 	if (!(d = opendir(path)))
-		return 0; /* ptrace will say why */
+		return -errno;
 	while ((e = readdir(d)))
-		used += e->d_name[0] != '.';
+		if (e->d_name[0] != '.' && strtoul(e->d_name, NULL, 10) < rl.rlim_cur)
+			below++; /* a descriptor numbered above the limit takes no room */
 	closedir(d);
-	if ((long)rl.rlim_cur - used >= AGENT_FDS)
-		return 0;
-	return inject_fail(t,
-			   "it has %ld of its %llu descriptors free (RLIMIT_NOFILE): the loader and the agent need %d",
-			   (long)rl.rlim_cur - used > 0 ? (long)rl.rlim_cur - used : 0, (unsigned long long)rl.rlim_cur,
-			   AGENT_FDS);
+	*nfree = (long)rl.rlim_cur - below;
+	*limit = rl.rlim_cur;
+	return 0;
+}
+
+/* Free descriptors under its RLIMIT_NOFILE: the loader opens each file it
+ * maps, the agent its sockets and memfds. */
+static int fds_free(struct target *t)
+{
+	unsigned long long limit;
+	long nfree;
+
+	if (djp_fds_free(t->pid, &nfree, &limit) || nfree >= AGENT_FDS)
+		return 0; /* unreadable: ptrace will say why */
+	return inject_fail(t, "it has %ld of its %llu descriptors free (RLIMIT_NOFILE): the loader and the agent need %d",
+			   nfree, limit, AGENT_FDS);
 }
 
 /* ---- the call --------------------------------------------------------------- */

@@ -15,4 +15,8 @@
  * process whose seccomp filter cannot be read. */
 int djp_inject(pid_t pid, const char *lib, bool force, char *err, size_t errsz);
 
+/* The descriptors process pid may still open under its RLIMIT_NOFILE (the
+ * numbers below the limit no descriptor has), and the limit: 0 or -errno. */
+int djp_fds_free(pid_t pid, long *nfree, unsigned long long *limit);
+
 #endif

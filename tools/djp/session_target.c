@@ -48,6 +48,9 @@
 #include "session.h"
 
 #define DIAL_TIMEOUT_MS ((DJP_AGENT_DEFAULT_TIMEOUT + 5) * 1000)
+/* Descriptors an agent opens for a session: the connection, the rings'
+ * memfd, the marker log's, and one file it reads at a time. */
+#define SESSION_FDS 4
 
 /* Could we ptrace process pid?  We never talk to an agent we could not
  * trace ourselves, root's included (lib/ptrace_perm.c). */
@@ -136,6 +139,18 @@ int session_attach(struct session *s)
 		}
 		for (int i = 0; i < 200 && (err = djp_agent_addr_find(pid, &a, &alen)) == -ENOENT; i++)
 			nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	}
+	if (!err) {
+		/* its agent must accept, and open a ring and a marker log:
+		 * without descriptors it could only leave the tool waiting */
+		unsigned long long limit;
+		long nfree;
+		if (!djp_fds_free(pid, &nfree, &limit) && nfree < SESSION_FDS) {
+			fprintf(stderr,
+				"djp: process %d: its agent cannot take a session: %ld of its %llu descriptors free (RLIMIT_NOFILE), %d needed\n",
+				(int)pid, nfree < 0 ? 0 : nfree, limit, SESSION_FDS);
+			return -1;
+		}
 	}
 	fd = err ? -1 : socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, alen) < 0) {
