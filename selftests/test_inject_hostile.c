@@ -561,3 +561,29 @@ TEST_TIMEOUT(agent_out_of_descriptors_neither_spins_nor_leaves_the_tool_waiting,
 	CHECK(tt_wait_out(t, "burst 10 ", 10000));
 	tt_end(t);
 }
+
+/* A filter on the main thread alone, which kills on rt_sigreturn, while
+ * another thread, without one, makes the call: the main thread would die
+ * at its first int3 hit, on the return from the engine's SIGTRAP handler.
+ * Each thread's filters are looked at. */
+TEST_TIMEOUT(inject_looks_at_every_threads_seccomp_filter, 60)
+{
+	struct tproc *t = start("--spare", "--seccomp-kill-main", "rt_sigreturn", NULL), *p;
+	char spid[16];
+	int st;
+
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--int3", "-o", "/dev/null", "-x", spid, "ht_burst",
+				      NULL },
+		     false, -1);
+	st = tt_finish(p, 20000);
+	if (st == -1 || !WIFEXITED(st) || !WEXITSTATUS(st) || tt_lines(p->ebuf) != 1 ||
+	    !strstr(p->ebuf, "seccomp filter kills the process on rt_sigreturn,"))
+		djp_test_fail(__FILE__, __LINE__, "status %#x: %s", st, p->ebuf);
+	printf("# %s", p->ebuf);
+	free(p);
+	tt_send(t, "burst 10\n");
+	if (!tt_wait_out(t, "burst 10", 10000))
+		djp_test_fail(__FILE__, __LINE__, "target gone: %s", t->obuf);
+	tt_end(t);
+}

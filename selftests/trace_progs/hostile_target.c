@@ -5,7 +5,8 @@
  * (-z now): the short stack has no room for the lazy binder.
  *
  *   hostile_target [--handler-in-malloc] [--short-stack BYTES] [--spare]
- *                  [--seccomp-kill CALL | --seccomp-errno CALL | --seccomp-allow-list]
+ *                  [--seccomp-kill CALL | --seccomp-kill-main CALL | --seccomp-errno CALL |
+ *                   --seccomp-allow-list]
  *                  [--hide DIR]
  *
  * Its main thread reads commands with readv, a system call the injector
@@ -27,6 +28,9 @@
  *                   membarrier, socket, clone3, memfd_create), or fails it
  *                   with EPERM; everything else is allowed.  Every filter
  *                   applies to every thread (SECCOMP_FILTER_FLAG_TSYNC).
+ *   --seccomp-kill-main CALL
+ *                   the same, for the main thread alone (also rt_sigreturn:
+ *                   the return from a signal handler).
  *   --seccomp-allow-list
  *                   a filter that allows the calls of
  *                   kernel/trace/agent_syscalls.c and the few this program
@@ -98,10 +102,13 @@ static void emit(struct sock_filter f)
 	prog[ninsns++] = f;
 }
 
+static bool main_thread_only; /* --seccomp-kill-main: no TSYNC */
+
 static void install(void)
 {
 	struct sock_fprog fp = { (unsigned short)ninsns, prog };
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &fp)) {
+	unsigned flags = main_thread_only ? 0 : SECCOMP_FILTER_FLAG_TSYNC;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &fp)) {
 		perror("seccomp");
 		_exit(5);
 	}
@@ -124,6 +131,7 @@ static int call_nr(const char *name)
 	} calls[] = {
 		{ "openat", SYS_openat },	    { "membarrier", SYS_membarrier }, { "socket", SYS_socket },
 		{ "clone3", SYS_clone3 },	    { "memfd_create", SYS_memfd_create },
+		{ "rt_sigreturn", SYS_rt_sigreturn },
 	};
 	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
 		if (!strcmp(calls[i].name, name))
@@ -384,6 +392,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--spare")) {
 			start_thread(waiter, 0);
 		} else if (!strcmp(argv[i], "--seccomp-kill") && i + 1 < argc) {
+			filter_one(argv[++i], SECCOMP_RET_KILL_PROCESS);
+		} else if (!strcmp(argv[i], "--seccomp-kill-main") && i + 1 < argc) {
+			main_thread_only = true;
 			filter_one(argv[++i], SECCOMP_RET_KILL_PROCESS);
 		} else if (!strcmp(argv[i], "--seccomp-errno") && i + 1 < argc) {
 			filter_one(argv[++i], SECCOMP_RET_ERRNO | EPERM);

@@ -551,7 +551,7 @@ static int inject(struct target *t, const char *lib)
 		return inject_fail(t, "cannot read its libc's code");
 	if ((c.tid = inject_pick_thread(t, &c.saved)) < 0)
 		return -1;
-	if (lib_reachable(t, lib, c.tid) || inject_seccomp_check(t, c.tid)) {
+	if (lib_reachable(t, lib, c.tid)) {
 		inject_let_go(t, c.tid);
 		return -1;
 	}

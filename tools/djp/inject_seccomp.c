@@ -6,10 +6,12 @@
  * SECCOMP_RET_KILL_PROCESS, KILL_THREAD or TRAP for a call the loader or
  * the agent makes (openat, clone3, socket, memfd_create, membarrier, ...)
  * would kill the program or send it SIGSYS halfway through the injection
- * or later, when the agent works.  So the filters of the thread that is to
- * make the call (the agent's thread inherits them) are read
- * (PTRACE_SECCOMP_GET_FILTER, which the kernel allows with CAP_SYS_ADMIN on
- * a stopped tracee) and run here, each on every call of
+ * or later, when the agent works.  Filters are a thread's own: the thread
+ * that makes the call passes its filters to the agent's thread, and every
+ * thread runs the engine's signal handlers.  So every thread's filters are
+ * read as each is stopped to be looked at (inject_threads.c), with
+ * PTRACE_SECCOMP_GET_FILTER, which the kernel allows with CAP_SYS_ADMIN on
+ * a stopped tracee, and run here, each on every call of
  * kernel/trace/agent_syscalls.c with the arguments listed there: a small
  * interpreter of classic BPF over struct seccomp_data, with what the
  * kernel's seccomp_check_filter lets a filter use.  The kernel runs every
@@ -174,13 +176,26 @@ static int seccomp_mode(struct target *t, pid_t tid)
 	return mode;
 }
 
+static int check_filters(struct target *t, pid_t tid, int mode);
+
 int inject_seccomp_check(struct target *t, pid_t tid)
 {
-	static struct sock_filter f[BPF_MAXINSNS_SECCOMP];
-	int mode = seccomp_mode(t, tid);
+	int mode;
 
-	if (mode <= 0)
-		return 0;
+	for (unsigned i = 0; i < t->nseccomp_ok; i++)
+		if (t->seccomp_ok[i] == tid)
+			return 0;
+	if ((mode = seccomp_mode(t, tid)) <= 0 || check_filters(t, tid, mode))
+		return mode <= 0 ? 0 : -1;
+	if (t->nseccomp_ok < sizeof(t->seccomp_ok) / sizeof(t->seccomp_ok[0]))
+		t->seccomp_ok[t->nseccomp_ok++] = tid;
+	return 0;
+}
+
+static int check_filters(struct target *t, pid_t tid, int mode)
+{
+	static struct sock_filter f[BPF_MAXINSNS_SECCOMP];
+
 	if (mode == 1)
 		return inject_fail(t, "it runs in seccomp strict mode, where the loader's calls kill it");
 	for (long k = 0; k < MAX_FILTERS; k++) {
@@ -203,8 +218,8 @@ int inject_seccomp_check(struct target *t, pid_t tid)
 			action = run(f, (unsigned)n, &d) & SECCOMP_RET_ACTION_FULL;
 			if (!harmless(action))
 				return inject_fail(t,
-						   "its seccomp filter %s on %s, a system call the loader or the agent makes (the agent is not loaded)",
-						   action_name(action), s->name);
+						   "its thread %d's seccomp filter %s on %s, a system call the loader or the agent makes (the agent is not loaded)",
+						   (int)tid, action_name(action), s->name);
 		}
 	}
 	return inject_fail(t, "it runs under more than %d seccomp filters", MAX_FILTERS);

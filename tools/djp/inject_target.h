@@ -40,6 +40,8 @@ struct target {
 	unsigned npending;
 	/* why threads were passed over, for the refusal */
 	pid_t in_handler, short_stack;
+	pid_t seccomp_ok[64]; /* threads whose filters were found harmless */
+	unsigned nseccomp_ok;
 	size_t short_room;
 	char *err;
 	size_t errsz;
@@ -63,7 +65,7 @@ void inject_take_signal(struct target *t, int sig);
 /* inject_seccomp.c */
 /* 0 when thread tid (held) has no seccomp filter that would kill it or
  * send it SIGSYS for a call of kernel/trace/agent_syscalls.c; else -1 with
- * the reason in t->err. */
+ * the reason in t->err.  Each thread's filters are read once. */
 int inject_seccomp_check(struct target *t, pid_t tid);
 
 #endif

@@ -303,6 +303,13 @@ static int signal_frames(const struct target *t, uintptr_t rsp, uintptr_t top)
 	return found;
 }
 
+static void let_go_kept(struct target *t, pid_t tid, const int *kept, unsigned nkept)
+{
+	t->npending = nkept;
+	memcpy(t->pending, kept, sizeof(t->pending));
+	inject_let_go(t, tid);
+}
+
 /* ---- the choice ------------------------------------------------------------- */
 
 enum verdict { PASS, TAKE, BUSY, REFUSE };
@@ -336,13 +343,6 @@ static enum verdict judge(struct target *t, pid_t tid, const struct user_regs_st
 		return PASS;
 	}
 	return TAKE;
-}
-
-static void let_go_kept(struct target *t, pid_t tid, const int *kept, unsigned nkept)
-{
-	t->npending = nkept;
-	memcpy(t->pending, kept, sizeof(t->pending));
-	inject_let_go(t, tid);
 }
 
 static int refuse_in_handler(struct target *t)
@@ -393,6 +393,15 @@ pid_t inject_pick_thread(struct target *t, struct user_regs_struct *regs)
 			if (s || ptrace(PTRACE_GETREGS, tid, 0, &r) < 0) {
 				inject_let_go(t, tid);
 				continue;
+			}
+			/* every thread runs the engine's signal handlers, and
+			 * filters are a thread's own: each is looked at */
+			if (inject_seccomp_check(t, tid)) {
+				inject_let_go(t, tid);
+				closedir(d);
+				if (chosen > 0)
+					let_go_kept(t, chosen, kept, nkept);
+				return -1;
 			}
 			v = judge(t, tid, &r);
 			busy |= v == BUSY;
