@@ -407,11 +407,14 @@ struct call_site {
 	bool at_return; /* in the syscall-entry stop of a call's return */
 };
 
-enum { CALL_OK, CALL_GONE, CALL_STUCK, CALL_LOST, CALL_FAULT };
+enum { CALL_OK, CALL_GONE, CALL_STUCK, CALL_LOST, CALL_FAULT, CALL_NO_STACK };
+
+static int end_calls(struct target *t, struct call_site *c);
 
 /* Call fn(a0, a1) on the held thread; *ret its value.  On CALL_OK the
- * thread is left in the stop of the return; on CALL_STUCK and CALL_FAULT
- * it has its registers back and is let go; on CALL_GONE it is gone. */
+ * thread is left in the stop of the return; on CALL_STUCK, CALL_FAULT and
+ * CALL_NO_STACK it has its registers back and is let go; on CALL_GONE it
+ * is gone. */
 static int remote_call(struct target *t, struct call_site *c, uintptr_t fn, uint64_t a0, uint64_t a1, uint64_t *ret,
 		       int *fault)
 {
@@ -419,8 +422,13 @@ static int remote_call(struct target *t, struct call_site *c, uintptr_t fn, uint
 	double t0 = inject_now_ms(), idle_since = 0;
 	int st;
 
-	if (!write_mem(t->pid, c->sp, &c->stub, 8))
-		return CALL_GONE;
+	if (!write_mem(t->pid, c->sp, &c->stub, 8)) {
+		if (c->at_return)
+			end_calls(t, c);
+		else
+			give_back(t, c->tid, &c->saved, c->xsp);
+		return CALL_NO_STACK;
+	}
 	call.rip = fn;
 	call.rdi = a0;
 	call.rsi = a1;
@@ -529,6 +537,8 @@ static int call_failed(struct target *t, pid_t tid, int r, int fault, const char
 		return inject_fail(t,
 				   "its %s did not return within %g s, and its thread %d did not stop to be given back (it is let go when djp exits)",
 				   what, t->call_timeout_ms / 1000, (int)tid);
+	if (r == CALL_NO_STACK)
+		return inject_fail(t, "cannot write to its thread %d's stack", (int)tid);
 	if (r == CALL_FAULT)
 		return inject_fail(t, "its %s faulted (signal %d) loading %s", what, fault, lib);
 	return inject_fail(t, "it exited while the agent was being loaded");
@@ -563,7 +573,7 @@ static int inject(struct target *t, const char *lib)
 	c.sp = str - 8; /* %rsp at a function's entry: 8 mod 16 */
 	if (!write_mem(t->pid, str, lib, len)) {
 		inject_let_go(t, c.tid);
-		return inject_fail(t, "cannot write to its stack: %s", strerror(errno));
+		return inject_fail(t, "cannot write to its thread %d's stack: %s", (int)c.tid, strerror(errno));
 	}
 	r = remote_call(t, &c, t->dlopen, str, (unsigned)t->mode, &handle, &fault);
 	if (r != CALL_OK)
