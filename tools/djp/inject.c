@@ -318,7 +318,7 @@ static int lib_reachable(struct target *t, const char *lib, pid_t tid)
 	if (access(path, R_OK) == 0)
 		return 0;
 	return inject_fail(t,
-			   "it runs in another mount namespace (a container?), where %s does not exist: its loader could not open it (put the library at that path there, or set DJP_PRELOAD to its path there)",
+			   "it runs in another mount namespace (a container?), where %s does not exist: its loader could not open it (make the library reachable there at this path, or set DJP_PRELOAD to a path both namespaces have)",
 			   lib);
 }
 
