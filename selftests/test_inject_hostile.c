@@ -614,3 +614,24 @@ TEST_TIMEOUT(inject_looks_at_every_threads_seccomp_filter, 60)
 		djp_test_fail(__FILE__, __LINE__, "target gone: %s", t->obuf);
 	tt_end(t);
 }
+
+/* A thread waiting in vfork sleeps uninterruptibly until its child goes:
+ * it would not stop for the injector (which used to wait for it, and
+ * then could not let it go), so it is passed over and another thread
+ * makes the call at once.  When the child goes, the thread returns from
+ * vfork, nobody's tracee. */
+TEST_TIMEOUT(inject_passes_over_a_thread_in_vfork, 60)
+{
+	struct tproc *t = start("--spare", "--vfork", NULL, NULL);
+	const char *l;
+	pid_t child;
+
+	CHECK(tt_wait_out(t, "vfork child ", 10000));
+	CHECK((l = strstr(t->obuf, "vfork child ")) != NULL);
+	child = (pid_t)atoi(l + 12);
+	CHECK(child > 0);
+	inject_and_count(t, 100);
+	CHECK(kill(child, SIGKILL) == 0);
+	CHECK(tt_wait_out(t, "vfork done", 10000));
+	runs_on(t);
+}

@@ -36,6 +36,9 @@
  *                   kernel/trace/agent_syscalls.c and the few this program
  *                   makes, and kills the process on any other.
  *   --sleeper       a thread sleeps in nanosleep, for an hour at a time.
+ *   --vfork         a thread vforks a child that sleeps until killed (the
+ *                   thread waits in vfork, uninterruptible): "vfork child
+ *                   PID"; once the child is gone, "vfork done".
  *   --storm         a thread sends SIGUSR1 to the main thread and to the
  *                   waiting threads every 200 us; the handler runs a few
  *                   microseconds and returns (the stress's signals).
@@ -74,6 +77,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -253,6 +257,28 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
+static void *vforker(void *arg)
+{
+	char msg[64];
+	pid_t child;
+	int st;
+	(void)arg;
+	/* the child shares this memory until it execs or exits: raw system
+	 * calls only */
+	child = vfork();
+	if (child == 0) {
+		char line[32];
+		int n = snprintf(line, sizeof(line), "vfork child %d\n", (int)syscall(SYS_getpid));
+		syscall(SYS_write, 1, line, n);
+		for (;;)
+			syscall(SYS_pause);
+	}
+	waitpid(child, &st, 0);
+	snprintf(msg, sizeof(msg), "vfork done\n");
+	say(msg);
+	return NULL;
+}
+
 static void on_usr1(int sig)
 {
 	(void)sig;
@@ -404,6 +430,8 @@ int main(int argc, char **argv)
 			loader_waits(argv[++i]);
 		} else if (!strcmp(argv[i], "--sleeper")) {
 			start_thread(sleeper, 0);
+		} else if (!strcmp(argv[i], "--vfork")) {
+			start_thread(vforker, 0);
 		} else if (!strcmp(argv[i], "--storm")) {
 			struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
 			sigaction(SIGUSR1, &sa, NULL);

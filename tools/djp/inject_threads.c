@@ -30,7 +30,8 @@
  *
  * Threads are seized one at a time (PTRACE_SEIZE and PTRACE_INTERRUPT,
  * which stops only that thread) and let go at once when they do not
- * qualify; the others never stop.  After a few rounds without one, the
+ * qualify; the others never stop.  A thread in uninterruptible sleep (a
+ * vfork parent) is not seized at all: it would stop only once it woke.  After a few rounds without one, the
  * injection is refused rather than risked, saying why the threads were
  * passed over.
  *
@@ -345,6 +346,24 @@ static enum verdict judge(struct target *t, pid_t tid, const struct user_regs_st
 	return TAKE;
 }
 
+/* A thread in uninterruptible sleep ('D': in vfork until the child execs
+ * or exits, on a hung file system) would not stop for PTRACE_INTERRUPT
+ * until it woke, and could then not be let go (PTRACE_DETACH needs a
+ * stop) before the tool exits: it is passed over without being seized. */
+static bool uninterruptible(const struct target *t, pid_t tid)
+{
+	char path[96], buf[512], *c;
+	bool d = false;
+	FILE *f;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)t->pid, (int)tid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	if (fgets(buf, sizeof(buf), f) && (c = strrchr(buf, ')')))
+		d = c[1] == ' ' && c[2] == 'D';
+	fclose(f);
+	return d;
+}
+
 static int refuse_in_handler(struct target *t)
 {
 	return inject_fail(t,
@@ -372,7 +391,7 @@ pid_t inject_pick_thread(struct target *t, struct user_regs_struct *regs)
 			pid_t tid = (pid_t)atoi(e->d_name);
 			enum verdict v;
 			int s;
-			if (tid <= 0)
+			if (tid <= 0 || uninterruptible(t, tid))
 				continue;
 			if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
 				if (errno != EPERM)
