@@ -635,3 +635,29 @@ TEST_TIMEOUT(inject_passes_over_a_thread_in_vfork, 60)
 	CHECK(tt_wait_out(t, "vfork done", 10000));
 	runs_on(t);
 }
+
+/* A stopped process (SIGSTOP, ^Z): an agent in it, loaded or found, is
+ * stopped too and could not answer (djp said "the agent did not answer"
+ * after 5 s, having loaded one).  Refused at once, the process left
+ * stopped and without an agent; continued, it is traced. */
+TEST_TIMEOUT(inject_refuses_a_stopped_process, 60)
+{
+	struct tproc *t = start("--spare", NULL, NULL, NULL);
+	char path[64], line[256];
+	char state = 0;
+	FILE *f;
+
+	CHECK(kill(t->pid, SIGSTOP) == 0);
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)t->pid);
+	while (state != 'T') { /* the stop takes effect */
+		CHECK((f = fopen(path, "r")) != NULL);
+		while (fgets(line, sizeof(line), f))
+			sscanf(line, "State: %c", &state);
+		fclose(f);
+	}
+	expect_refused(t, "it is stopped (SIGSTOP");
+	CHECK(!tt_wait_agent(t->pid, 100)); /* none was loaded */
+	CHECK(kill(t->pid, SIGCONT) == 0);
+	inject_and_count(t, 50);
+	runs_on(t);
+}

@@ -64,6 +64,21 @@ static bool may_trace(pid_t pid, const char **why)
 	return djp_may_trace(&me, &target, why);
 }
 
+/* Is process pid in a job-control stop (state T)? */
+static bool stopped(pid_t pid)
+{
+	char path[64], buf[512], *c;
+	bool t = false;
+	FILE *f;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	if (fgets(buf, sizeof(buf), f) && (c = strrchr(buf, ')')))
+		t = c[1] == ' ' && c[2] == 'T';
+	fclose(f);
+	return t;
+}
+
 /* libdjprobe.so next to the djp binary (the build tree), or in ../lib
  * (an installed tree); DJP_PRELOAD overrides both. */
 const char *session_preload_path(void)
@@ -118,6 +133,12 @@ int session_attach(struct session *s)
 	}
 	if (!may_trace(pid, &why)) {
 		fprintf(stderr, "djp: process %d: not allowed to trace it: %s\n", (int)pid, why);
+		return -1;
+	}
+	if (stopped(pid)) {
+		/* its agent thread is stopped with it: it could not answer */
+		fprintf(stderr, "djp: process %d: it is stopped (SIGSTOP, or ^Z in its shell): continue it first (kill -CONT %d)\n",
+			(int)pid, (int)pid);
 		return -1;
 	}
 	err = djp_agent_addr_find(pid, &a, &alen);
