@@ -661,3 +661,14 @@ TEST_TIMEOUT(inject_refuses_a_stopped_process, 60)
 	inject_and_count(t, 50);
 	runs_on(t);
 }
+
+/* A filter that kills on pages both writable and executable (systemd's
+ * MemoryDenyWriteExecute=, with KILL): the engine's look at whether it
+ * may make text writable (mprotect RWX) would kill the program.  The
+ * filter is run on the calls with the protections the code passes. */
+TEST_TIMEOUT(inject_refuses_a_filter_that_kills_writable_code, 60)
+{
+	struct tproc *t = start("--spare", "--seccomp-kill-wx", NULL, NULL);
+	expect_refused(t, "seccomp filter kills the process on mprotect,");
+	runs_on(t);
+}

@@ -10,14 +10,16 @@
  * is one the code already copes with.
  *
  * Where a filter may look at an argument (a socket's domain, membarrier's
- * command, fcntl's), the entry carries the value the code passes; one entry
- * per value.  selftests/test_inject_hostile.c runs a traced process under a
+ * command, fcntl's, the protection of a mapping: a filter may refuse
+ * pages both writable and executable), the entry carries the value the
+ * code passes; one entry per value.  selftests/test_inject_hostile.c runs a traced process under a
  * filter that allows exactly these (and what the program itself does) and
  * kills on anything else: a call added to the agent without its line here
  * kills that test's target.
  */
 #include <fcntl.h>
 #include <linux/membarrier.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -29,7 +31,15 @@
 const struct djp_agent_syscall djp_agent_syscalls[] = {
 	/* the loader, and malloc */
 	S(openat), S(open), S(read), S(pread64), S(close), S(fstat), S(newfstatat), S(lseek), S(access),
-	S(mmap), S(mprotect), S(munmap), S(mremap), S(madvise), S(brk),
+	S(mmap, 0, 0, PROT_READ, MAP_PRIVATE | MAP_DENYWRITE),
+	S(mmap, 0, 0, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED | MAP_DENYWRITE),
+	S(mmap, 0, 0, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_DENYWRITE),
+	S(mmap, 0, 0, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS),
+	S(mmap, 0, 0, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED),
+	S(mmap, 0, 0, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE),
+	S(mmap, 0, 0, PROT_READ | PROT_WRITE, MAP_SHARED),
+	S(mprotect, 0, 0, PROT_NONE), S(mprotect, 0, 0, PROT_READ), S(mprotect, 0, 0, PROT_READ | PROT_WRITE),
+	S(munmap), S(mremap), S(madvise), S(brk),
 	/* the agent's thread */
 	S(clone3), S(clone), S(set_robust_list), S(rseq), S(exit), S(futex), S(rt_sigprocmask),
 	S(sched_yield), S(nanosleep), S(clock_nanosleep), S(clock_gettime), S(gettid), S(getpid),
@@ -44,7 +54,12 @@ const struct djp_agent_syscall djp_agent_syscalls[] = {
 	/* the injector's stop: a thread stopped in nanosleep or poll resumes
 	 * its call through restart_syscall */
 	S(restart_syscall),
-	/* the engine: text writes, syncs, freezes, its signals */
+	/* the engine: text writes, syncs, freezes, its signals; its
+	 * trampolines (executable pages it maps and writes), and the look at
+	 * whether the text can be made writable (arch/x86/text.c) */
+	S(mmap, 0, 0, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS),
+	S(mmap, 0, 0, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE),
+	S(mprotect, 0, 0, PROT_READ | PROT_EXEC), S(mprotect, 0, 0, PROT_READ | PROT_WRITE | PROT_EXEC),
 	S(pwrite64), S(process_vm_readv), S(process_vm_writev), S(membarrier, MEMBARRIER_CMD_QUERY),
 	S(membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED), S(membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED),
 	S(membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE),

@@ -12,7 +12,7 @@
 struct djp_agent_syscall {
 	int nr;
 	const char *name;
-	uint64_t args[3]; /* the arguments a filter may look at; 0 elsewhere */
+	uint64_t args[4]; /* the arguments a filter may look at; 0 elsewhere */
 };
 
 extern const struct djp_agent_syscall djp_agent_syscalls[];

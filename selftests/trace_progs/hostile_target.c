@@ -6,7 +6,7 @@
  *
  *   hostile_target [--handler-in-malloc] [--short-stack BYTES] [--spare]
  *                  [--seccomp-kill CALL | --seccomp-kill-main CALL | --seccomp-errno CALL |
- *                   --seccomp-allow-list]
+ *                   --seccomp-kill-wx | --seccomp-allow-list]
  *                  [--hide DIR]
  *
  * Its main thread reads commands with readv, a system call the injector
@@ -31,6 +31,9 @@
  *   --seccomp-kill-main CALL
  *                   the same, for the main thread alone (also rt_sigreturn:
  *                   the return from a signal handler).
+ *   --seccomp-kill-wx
+ *                   a filter that kills on mmap and mprotect of pages both
+ *                   writable and executable.
  *   --seccomp-allow-list
  *                   a filter that allows the calls of
  *                   kernel/trace/agent_syscalls.c and the few this program
@@ -73,6 +76,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -150,6 +154,21 @@ static void filter_one(const char *name, unsigned action)
 	load_nr_checking_arch();
 	emit((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)call_nr(name), 0, 1));
 	emit((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, action));
+	emit((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+	install();
+}
+
+/* mmap or mprotect of pages both writable and executable kills (as
+ * systemd's MemoryDenyWriteExecute= refuses them, here with KILL). */
+static void filter_wx(void)
+{
+	load_nr_checking_arch();
+	emit((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 1, 0));
+	emit((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, 0, 4));
+	emit((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])));
+	emit((struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, PROT_WRITE | PROT_EXEC));
+	emit((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROT_WRITE | PROT_EXEC, 0, 1));
+	emit((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
 	emit((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
 	install();
 }
@@ -424,6 +443,8 @@ int main(int argc, char **argv)
 			filter_one(argv[++i], SECCOMP_RET_KILL_PROCESS);
 		} else if (!strcmp(argv[i], "--seccomp-errno") && i + 1 < argc) {
 			filter_one(argv[++i], SECCOMP_RET_ERRNO | EPERM);
+		} else if (!strcmp(argv[i], "--seccomp-kill-wx")) {
+			filter_wx();
 		} else if (!strcmp(argv[i], "--seccomp-allow-list")) {
 			filter_allow_list();
 		} else if (!strcmp(argv[i], "--loader-waits") && i + 1 < argc) {
