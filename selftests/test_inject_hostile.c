@@ -461,8 +461,8 @@ static void inject_and_count(struct tproc *t, long n)
  * sit in a signal handler inside malloc (refused, then injected once the
  * handler returned), whose threads are short of stack or under a seccomp
  * allow-list of the agent's calls, all with SIGUSR1 arriving every 200 us,
- * and under filters that kill (refused).  Every program runs on and every
- * event is counted. */
+ * and under filters that kill on one call or on writable code (refused).
+ * Every program runs on and every event is counted. */
 TEST_TIMEOUT(inject_hostile_stress, 7200)
 {
 	static const char *const calls[] = { "openat", "membarrier", "socket", "clone3", "memfd_create" };
@@ -496,10 +496,13 @@ TEST_TIMEOUT(inject_hostile_stress, 7200)
 			t = start("--spare", "--storm", "--seccomp-allow-list", NULL);
 			inject_and_count(t, n);
 			break;
-		default:
-			t = start("--spare", "--storm", "--seccomp-kill", calls[rand_r(&seed) % 5]);
+		default: {
+			int c = rand_r(&seed) % 6;
+			t = c < 5 ? start("--spare", "--storm", "--seccomp-kill", calls[c])
+				  : start("--spare", "--storm", "--seccomp-kill-wx", NULL);
 			expect_refused(t, "seccomp filter kills the process on");
 			break;
+		}
 		}
 		done[kind]++;
 		tt_send(t, "ping\n");
