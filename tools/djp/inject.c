@@ -318,7 +318,9 @@ static int lib_reachable(struct target *t, const char *lib, pid_t tid)
 	if (access(path, R_OK) == 0)
 		return 0;
 	return inject_fail(t,
-			   "it runs in another mount namespace (a container?), where %s does not exist: its loader could not open it (make the library reachable there at this path, or set DJP_PRELOAD to a path both namespaces have)",
+			   "it runs in another mount namespace (a container?), where %s does not exist: its loader "
+			   "could not open it (make the library reachable there at this path, or set DJP_PRELOAD to a "
+			   "path both namespaces have)",
 			   lib);
 }
 
@@ -531,11 +533,13 @@ static int call_failed(struct target *t, pid_t tid, int r, int fault, const char
 {
 	if (r == CALL_STUCK)
 		return inject_fail(t,
-				   "its %s did not return within %g s (its thread is given back; a lock the loader took may stay held)",
+				   "its %s did not return within %g s (its thread is given back; a lock the loader "
+				   "took may stay held)",
 				   what, t->call_timeout_ms / 1000);
 	if (r == CALL_LOST)
 		return inject_fail(t,
-				   "its %s did not return within %g s, and its thread %d did not stop to be given back (it is let go when djp exits)",
+				   "its %s did not return within %g s, and its thread %d did not stop to be given "
+				   "back (it is let go when djp exits)",
 				   what, t->call_timeout_ms / 1000, (int)tid);
 	if (r == CALL_NO_STACK)
 		return inject_fail(t, "cannot write to its thread %d's stack", (int)tid);

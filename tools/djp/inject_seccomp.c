@@ -207,7 +207,9 @@ static int check_filters(struct target *t, pid_t tid, int mode)
 			if (t->force)
 				return 0;
 			return inject_fail(t,
-					   "it runs under a seccomp filter that cannot be read here (%s%s), which could kill it for a call the loader or the agent makes: --force injects anyway",
+					   "it runs under a seccomp filter that cannot be read here (%s%s), which "
+					   "could kill it for a call the loader or the agent makes: --force injects "
+					   "anyway",
 					   strerror(errno), errno == EACCES ? ": reading it needs CAP_SYS_ADMIN" : "");
 		}
 		for (size_t c = 0; c < djp_agent_nsyscalls; c++) {
@@ -218,7 +220,8 @@ static int check_filters(struct target *t, pid_t tid, int mode)
 			action = run(f, (unsigned)n, &d) & SECCOMP_RET_ACTION_FULL;
 			if (!harmless(action))
 				return inject_fail(t,
-						   "its thread %d's seccomp filter %s on %s, a system call the loader or the agent makes (the agent is not loaded)",
+						   "its thread %d's seccomp filter %s on %s, a system call the loader "
+						   "or the agent makes (the agent is not loaded)",
 						   (int)tid, action_name(action), s->name);
 		}
 	}

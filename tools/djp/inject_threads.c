@@ -367,7 +367,8 @@ static bool uninterruptible(const struct target *t, pid_t tid)
 static int refuse_in_handler(struct target *t)
 {
 	return inject_fail(t,
-			   "its thread %d waits inside a signal handler: the code the signal interrupted may hold a lock of libc's that the loader needs (the agent is not loaded)",
+			   "its thread %d waits inside a signal handler: the code the signal interrupted may hold a "
+			   "lock of libc's that the loader needs (the agent is not loaded)",
 			   (int)t->in_handler);
 }
 
@@ -454,12 +455,14 @@ pid_t inject_pick_thread(struct target *t, struct user_regs_struct *regs)
 	}
 	if (t->in_handler)
 		return inject_fail(t,
-				   "no thread of it could be stopped where calling the loader is safe (its thread %d was inside a signal handler that interrupted libc each time)",
+				   "no thread of it could be stopped where calling the loader is safe (its thread %d "
+				   "was inside a signal handler that interrupted libc each time)",
 				   (int)t->in_handler),
 		       -1;
 	if (t->short_stack)
 		return inject_fail(t,
-				   "no thread of it could be stopped where calling the loader is safe (its thread %d, waiting, has %zu bytes of stack left below %%rsp; the loader needs %d)",
+				   "no thread of it could be stopped where calling the loader is safe (its thread %d, "
+				   "waiting, has %zu bytes of stack left below %%rsp; the loader needs %d)",
 				   (int)t->short_stack, t->short_room, INJECT_STACK_NEED),
 		       -1;
 	return inject_fail(t, "no thread of it could be stopped where calling the loader is safe (all busy in libc)"), -1;
