@@ -26,7 +26,9 @@ DURATION ?= 10
 
 DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev libzydis-dev
 # What make check runs besides, real programs with SDT probes: python3 (an
-# injection test), PostgreSQL 15 (pgbench under djp trace, every backend).
+# injection test), PostgreSQL 15 (pgbench under djp trace, every backend);
+# and bpftrace, the second count those tests compare with.  A test whose
+# package is missing fails, naming it.
 DEB_PACKAGES_CHECK := python3 postgresql-15 bpftrace
 DEB_PACKAGES_FUZZ := clang libclang-rt-14-dev
 DEB_PACKAGES_BENCH := valgrind postgresql-15

@@ -144,6 +144,10 @@ static inline void run(struct djp_hit *hit, unsigned need, bool in_lean)
 	struct djp_site *s = djp__hit_site(hit);
 	const struct djp_handler_list *l;
 	bool in;
+	/* the agent's thread, or the library's own work on this one: not
+	 * the program's hit, not even a miss (kernel/rcu.c) */
+	if (__builtin_expect(djp_rcu_is_quiet(), 0))
+		return;
 	if (__builtin_expect(entering, 0)) {
 		atomic_fetch_add_explicit(&s->misses, 1, memory_order_relaxed);
 		return;

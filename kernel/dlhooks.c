@@ -87,8 +87,13 @@ DJP_API void *dlopen(const char *file, int mode)
 	if (!real)
 		real = (void *(*)(const char *, int))djp_libc_sym("dlopen");
 	h = real(file, mode);
-	if (h)
+	if (h) {
+		/* the library's own work, on the program's thread: its calls
+		 * are not the program's (the loader's above were) */
+		void *q = djp__quiet_begin();
 		djp__engine_objects_changed();
+		djp__quiet_end(q);
+	}
 	return h;
 }
 
@@ -104,11 +109,13 @@ DJP_API int dlclose(void *handle)
 	struct link_map *lm = NULL;
 	struct djp_object **closing = NULL;
 	size_t nclosing = 0;
+	void *q;
 	int r;
 	if (!real)
 		real = (int (*)(void *))djp_libc_sym("dlclose");
 	if (!djp_engine_ready() || djp_in_handler() || dlinfo(handle, RTLD_DI_LINKMAP, &lm) || !lm)
 		return real(handle);
+	q = djp__quiet_begin(); /* as in dlopen: around the library's work only */
 	djp_engine_lock_take();
 	djp_objects_refresh();
 	for (struct djp_object *o = djp_objects; o; o = o->next)
@@ -116,6 +123,7 @@ DJP_API int dlclose(void *handle)
 	if (!(closing = calloc(nclosing ? nclosing : 1, sizeof(*closing)))) {
 		/* unloading armed objects unmarked would be worse than failing */
 		djp_engine_lock_release();
+		djp__quiet_end(q);
 		return -1;
 	}
 	nclosing = 0;
@@ -126,13 +134,16 @@ DJP_API int dlclose(void *handle)
 		}
 	background(djp_objects_detach(closing, nclosing));
 	djp_engine_lock_release();
+	djp__quiet_end(q);
 	r = real(handle);
+	q = djp__quiet_begin();
 	djp_engine_lock_take();
 	for (size_t i = 0; i < nclosing; i++)
 		closing[i]->closing--;
 	free(closing);
 	reattach_all();
 	djp_engine_lock_release();
+	djp__quiet_end(q);
 	return r;
 }
 

@@ -82,7 +82,11 @@ static void fork_parent(void)
 /* The child: put back every byte, forget every probe. */
 static void fork_child(void)
 {
+	void *q;
 	djp_rcu_fork_child();
+	/* the child's probes going, on its one thread: not its hits (the
+	 * parent's rings are still mapped here) */
+	q = djp__quiet_begin();
 	for (struct djp_object *o = djp_objects; o; o = o->next)
 		for (size_t i = 0; i < o->nsites; i++) {
 			struct djp_site *s = &o->sites[i];
@@ -105,6 +109,7 @@ static void fork_child(void)
 		}
 	djp_probes = NULL; /* likewise */
 	arch_trap_publish(NULL);
+	djp__quiet_end(q);
 	pthread_mutex_unlock(&djp_engine_lock);
 }
 

@@ -292,6 +292,15 @@ static inline struct djp_site *djp__hit_site(const struct djp_hit *hit)
 uint64_t djp_callee_saved_reg(const struct djp_hit *hit, int dwarf_reg);
 void djp_callee_saved_prepare(void);
 
+/* rcu.c: the calling thread's hits are none of the program's: from now
+ * on (the agent's thread), or from __quiet_begin to __quiet_end given what
+ * it returned (the library's own work on a program's thread; nothing
+ * changes inside a handler, whose hits are misses already).  They are
+ * dropped, not counted as misses. */
+void djp__thread_quiet(void);
+void *djp__quiet_begin(void);
+void djp__quiet_end(void *was);
+
 /* dispatch.c */
 void djp_dispatch_lean(struct djp_hit *hit);
 void djp_dispatch_full(struct djp_hit *hit);
@@ -373,9 +382,13 @@ int djp_engine_signal(void);
  * call, when the engine can keep a fault handler installed; 0, or -errno
  * when the ring keeps process_vm_readv (also safe).  Idempotent. */
 int djp_safe_copy_enable(void);
-/* Whether it is on: the fault handler serves djp_arch_copy_str and
- * djp_arch_read_word (arch/x86/copy_str.S).  Async-signal-safe. */
+/* Whether it is on, for the calling thread: the fault handler serves
+ * djp_arch_copy_str and djp_arch_read_word (arch/x86/copy_str.S).
+ * Async-signal-safe. */
 bool djp_safe_copy_on(void);
+/* The periodic look: the copy goes off for good once the program has put
+ * a handler of its own in ours' place (the raw system call). */
+void djp_safe_copy_check(void);
 
 /* got_patch.c: in an injected library, point the program's GOT slots for
  * the interposed functions at ours (every loaded object; again for objects

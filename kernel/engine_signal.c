@@ -34,9 +34,12 @@ static int engine_sig;
 static void engine_signal_handler(int sig, siginfo_t *info, void *ucv)
 {
 	int saved_errno = errno;
+	void *q;
 	(void)sig;
 	(void)info;
+	q = djp__quiet_begin(); /* the engine's work, not the program's */
 	djp_threads_check_answer(ucv); /* a jump about to be placed asks */
+	djp__quiet_end(q);
 	djp_rcu_recover_interrupted(ucv);
 	errno = saved_errno;
 }
@@ -60,6 +63,7 @@ int djp_engine_signal_init(void)
 	struct sigaction sa;
 	if (!djp_engine_signal())
 		return -EINVAL;
+	djp_keep_open(engine_sig); /* also inside a forwarded handler */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = engine_signal_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER;

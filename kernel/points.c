@@ -490,14 +490,24 @@ static struct djp_params_file *object_params(struct djp_object *o)
 	return o->params;
 }
 
+/* The printf conversion of a value whose type says conv (lib/func_params.h);
+ * hex where the type is not known. */
+static const char *conv_spec(char conv)
+{
+	return conv == 'd' ? "%ld" : conv == 'u' ? "%lu" : conv == 'p' ? "%p" : "%#lx";
+}
+
 /*
  * The arguments of the point m (of function f, link-time addresses): the
  * function's parameters where the DWARF says they are at that address,
  * as an SDT probe's are (lib/func_params.c), then, inside the function,
  * the variables in scope there (stap's locals).  The format names them,
- * so that a script's $NAME and `djp trace`'s output have them: "a=%#lx
- * ..." (hex, as stap's $$vars).  A value that cannot be read there is
- * left out, and so is a variable whose name an earlier one has.
+ * so that a script's $NAME and `djp trace`'s output have them, each
+ * converted as its C type says: "fd=%ld len=%lu buf=%p" (a signed or
+ * unsigned number in decimal, a pointer in hex).  A value that cannot be
+ * read there is left out, and so is a variable whose name an earlier one
+ * has.  The entry also keeps what the return value is, for its return
+ * site (ret_marker).
  */
 static int point_args(struct djp_marker_list *ml, struct djp_marker_info *m, struct djp_params_file *pf,
 		      const struct djp_func *f)
@@ -518,12 +528,15 @@ static int point_args(struct djp_marker_list *ml, struct djp_marker_info *m, str
 			seen |= !strcmp(ps.v[j].name, p->name);
 		if (seen || p->loc.kind == DJP_LOC_NONE || strlen(p->name) >= 32 || strchr(p->name, '%'))
 			continue;
-		n = snprintf(fmt + len, sizeof(fmt) - len, "%s%s=%%#lx", k ? " " : "", p->name);
+		n = snprintf(fmt + len, sizeof(fmt) - len, "%s%s=%s", k ? " " : "", p->name, conv_spec(p->conv));
 		if (n < 0 || (size_t)n >= sizeof(fmt) - len)
 			break;
 		len += (size_t)n;
 		m->arg[k++] = p->loc;
 	}
+	m->ret_size = ps.ret.size;
+	m->ret_signed = ps.ret.is_signed;
+	m->ret_conv = ps.ret.conv;
 	djp_params_free(&ps);
 	m->nargs = (uint8_t)k;
 	if (k && !(m->format = djp_marker_list_strdup(ml, fmt, len)))
@@ -672,7 +685,7 @@ static int ret_marker(struct djp_marker_list *ml, const struct djp_site *e)
 	snprintf(buf, sizeof(buf), "%s%%return", fn);
 	m->name = djp_marker_list_strdup(ml, buf, strlen(buf));
 	m->function = djp_marker_list_strdup(ml, fn, strlen(fn));
-	snprintf(buf, sizeof(buf), "%s%sreturn=%%#lx", k ? e->m->format : "", k ? " " : "");
+	snprintf(buf, sizeof(buf), "%s%sreturn=%s", k ? e->m->format : "", k ? " " : "", conv_spec(e->m->ret_conv));
 	m->format = djp_marker_list_strdup(ml, buf, strlen(buf));
 	if (!m->name || !m->function || !m->format)
 		return -ENOMEM;
@@ -685,7 +698,13 @@ static int ret_marker(struct djp_marker_list *ml, const struct djp_site *e)
 		m->arg[i].kind = DJP_LOC_SAVED;
 		m->arg[i].disp = i;
 	}
-	m->arg[k] = (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = DJP_REG_RAX, .index = DJP_REG_NONE };
+	/* as wide as the type: an int function leaves %rax's high half as
+	 * it was */
+	m->arg[k] = (struct djp_argloc){ .kind = DJP_LOC_REG,
+					 .size = e->m->ret_size ? e->m->ret_size : 8,
+					 .is_signed = e->m->ret_signed,
+					 .reg = DJP_REG_RAX,
+					 .index = DJP_REG_NONE };
 	m->nargs = (uint8_t)(k + 1);
 	return 0;
 }

@@ -108,8 +108,9 @@
 unsigned long djp_rcu_gp_ctr = 1;
 bool djp_rcu_has_membarrier;
 
-/* Never registered, never written: its count reads 1, not 0. */
+/* Never registered, never written: their counts read 1, not 0. */
 struct djp_rcu_reader djp_rcu_unregistered = { .ctr = 1 };
+struct djp_rcu_reader djp_rcu_quiet = { .ctr = 1 };
 __thread struct djp_rcu_reader *djp_rcu_reader
 	__attribute__((tls_model("initial-exec"))) = &djp_rcu_unregistered;
 __thread uintptr_t djp_rcu_entry_sp __attribute__((tls_model("initial-exec")));
@@ -262,6 +263,41 @@ struct djp_rcu_reader *djp_rcu_register(bool in_lean)
 		register_thread();
 	}
 	return djp_rcu_reader == &djp_rcu_unregistered ? NULL : djp_rcu_reader;
+}
+
+/* ---- threads whose hits are not the program's ------------------------------- */
+
+/*
+ * The agent's thread calls malloc, free, poll, and whatever else the
+ * program may have probed; so does a program's thread while it runs the
+ * library's own code (a dlopen's re-arming, a fork child's new agent).
+ * Those hits are djprobe's, not the program's: reported, they were 12%
+ * of a single-threaded program's malloc calls, from a thread it never
+ * made, with entries that never met their returns.  Such a thread points
+ * its reader at djp_rcu_quiet, and its hits are dropped before anything
+ * is counted.  A registered thread's own slot stays its own meanwhile,
+ * outside any section: a grace period does not wait for it.
+ */
+void djp__thread_quiet(void)
+{
+	djp_rcu_reader = &djp_rcu_quiet;
+}
+
+void *djp__quiet_begin(void)
+{
+	struct djp_rcu_reader *was = djp_rcu_reader;
+	if (djp_rcu_inside())
+		return NULL;
+	djp_rcu_reader = &djp_rcu_quiet;
+	cmm_barrier(); /* a signal handler here sees the thread quiet */
+	return was;
+}
+
+void djp__quiet_end(void *was)
+{
+	cmm_barrier();
+	if (was)
+		djp_rcu_reader = (struct djp_rcu_reader *)was;
 }
 
 /* ---- sections left by a jump ------------------------------------------------ */
@@ -437,6 +473,6 @@ void djp_rcu_fork_child(void)
 	for_each_slot(ch, i)
 		if (&ch->r[i] != self && ch->r[i].tid)
 			release(&ch->r[i]);
-	if (self != &djp_rcu_unregistered)
+	if (self != &djp_rcu_unregistered && self != &djp_rcu_quiet)
 		self->tid = gettid_();
 }

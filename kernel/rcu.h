@@ -37,6 +37,12 @@ extern bool djp_rcu_has_membarrier;
  * zero, so that the trampolines' fast path needs no NULL test). */
 extern __thread struct djp_rcu_reader *djp_rcu_reader __attribute__((tls_model("initial-exec")));
 extern struct djp_rcu_reader djp_rcu_unregistered;
+/* The reader of a thread whose hits are none of the program's: the
+ * agent's, or a program's thread while it does the library's own work
+ * (djp__quiet_begin).  Never registered, never written: its count reads
+ * 1, as the unregistered one's, so that the trampolines' fast path sends
+ * its hits to the C path, which drops them (kernel/dispatch.c), uncounted. */
+extern struct djp_rcu_reader djp_rcu_quiet;
 
 /* Where the thread's current section of ours has its frame: the stack
  * pointer of the trampoline (or the hit, on the C paths), below which the
@@ -72,6 +78,8 @@ static inline bool djp_rcu_enter(bool in_lean, uintptr_t frame)
 {
 	struct djp_rcu_reader *r = djp_rcu_reader;
 
+	if (__builtin_expect(r == &djp_rcu_quiet, 0))
+		return false;
 	if (__builtin_expect(r == &djp_rcu_unregistered, 0) && !(r = djp_rcu_register(in_lean)))
 		return false;
 	cmm_barrier();
@@ -95,7 +103,14 @@ static inline void djp_rcu_exit(void)
 /* True inside a handler of ours on this thread. */
 static inline bool djp_rcu_inside(void)
 {
-	return djp_rcu_reader != &djp_rcu_unregistered && (CMM_LOAD_SHARED(djp_rcu_reader->ctr) & DJP_RCU_NEST_MASK);
+	struct djp_rcu_reader *r = djp_rcu_reader;
+	return r != &djp_rcu_unregistered && r != &djp_rcu_quiet && (CMM_LOAD_SHARED(r->ctr) & DJP_RCU_NEST_MASK);
+}
+
+/* True when this thread's hits are not the program's (djp_rcu_quiet). */
+static inline bool djp_rcu_is_quiet(void)
+{
+	return djp_rcu_reader == &djp_rcu_quiet;
 }
 
 /* The word at `a` of this process, read or written without a fault: false

@@ -34,7 +34,8 @@
  *     sa_mask): a probe hit inside such a handler would fault blocked.
  *
  * If any does not hold, the ring keeps process_vm_readv: slower, never
- * wrong.  The stack walker's word reads (kernel/unwind.c) go the same way:
+ * wrong; and the handler is taken out again, the program's SIGSEGV and
+ * SIGBUS left as it set them.  The stack walker's word reads (kernel/unwind.c) go the same way:
  * djp_arch_read_word lies in the same fixup range, and djp_safe_copy_on()
  * says which to use.  Turning it on happens once, the first time a session asks for a
  * string (djp_safe_copy_enable), not at load: a program traced without
@@ -42,9 +43,30 @@
  *
  * The handler itself: a fault whose %rip is inside the copy routine and
  * that the kernel raised (si_code > 0; a kill() is never ours) is ours;
- * anything else goes to the program's handler, or, with none, kills the
- * process exactly as it would have died without us (the default action is
- * restored and the faulting instruction runs again).
+ * anything else goes to the program's handler as the kernel would have
+ * run it, or, with none, kills the process exactly as it would have died
+ * without us (lib/real_signal.c, djp_kept_forward).  While such a handler
+ * runs with SIGSEGV or SIGBUS blocked (its own signal, without
+ * SA_NODEFER), a fault would kill: the copy declines in that thread and
+ * the ring makes the system call (djp_faults_masked).
+ *
+ * A handler replaced behind the interposer's back.  A program may install
+ * its own SIGSEGV handler with the raw rt_sigaction system call (Go's
+ * runtime does), which no interposer sees; from then on a fault of the copy
+ * would be the program's, which may well exit.  So whether ours is still
+ * the kernel's is asked (one rt_sigaction query per signal) each time a
+ * session asks for strings (djp_safe_copy_enable) and on the agent's
+ * periodic look (djp_safe_copy_check, every 100 ms while probes are
+ * connected).  Once it is gone the copy is off for good: the ring goes back
+ * to process_vm_readv, the stack walker to its system call, and the signal
+ * taken is handed back (lib/real_signal.c, djp_release_signal) so that
+ * the program's sigaction for it reaches the kernel again.  What remains is the
+ * time between the replacement and the next look: a string copy that
+ * faults then reaches the program's handler.  Asking before every copy
+ * would close it, at the price of a system call a string (measured on a
+ * loaded 2-core machine: 350-390 ns a query, against 3 ns the copy and
+ * 1.4-2 us a process_vm_readv of 23 bytes), which is what the fast copy
+ * is there to avoid.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -88,7 +110,53 @@ static bool handler_blocks_faults(void)
 }
 
 static pthread_mutex_t enable_lock = PTHREAD_MUTEX_INITIALIZER;
-static int enabled; /* 0 not tried, 1 on, -errno refused */
+static int enabled; /* 0 not tried, 1 on, -errno refused or given up */
+
+/* The ring's copy: the routine's, unless a forwarded handler of this
+ * thread blocks the fault signals now. */
+__attribute__((target("general-regs-only"))) static uint64_t ring_copy(char *dst, const char *src, uint64_t max)
+{
+	if (__atomic_load_n(&enabled, __ATOMIC_ACQUIRE) != 1 || (djp_faults_masked && djp_faults_blocked_now()))
+		return DJP_RING_COPY_DECLINED;
+	return djp_arch_copy_str(dst, src, max);
+}
+
+/* Ours is the kernel's handler for sig. */
+static bool handler_in_place(int sig)
+{
+	struct sigaction a;
+	return !djp_real_sigaction(sig, NULL, &a) && (a.sa_flags & SA_SIGINFO) && a.sa_sigaction == fault_handler;
+}
+
+/* Under enable_lock: off for good when the program took the handler of
+ * either signal.  That one is the program's from now on; the other stays
+ * ours, forwarding as before (taking it out now could hand a copy still
+ * running in another thread to the program's disposition). */
+static void check_locked(void)
+{
+	bool segv, bus;
+	if (enabled != 1)
+		return;
+	segv = handler_in_place(SIGSEGV);
+	bus = handler_in_place(SIGBUS);
+	if (segv && bus)
+		return;
+	__atomic_store_n(&enabled, -EBUSY, __ATOMIC_RELEASE);
+	djp_ring_set_fast_copy(NULL);
+	if (!segv)
+		djp_release_signal(SIGSEGV, fault_handler);
+	if (!bus)
+		djp_release_signal(SIGBUS, fault_handler);
+}
+
+void djp_safe_copy_check(void)
+{
+	if (__atomic_load_n(&enabled, __ATOMIC_ACQUIRE) != 1)
+		return;
+	pthread_mutex_lock(&enable_lock);
+	check_locked();
+	pthread_mutex_unlock(&enable_lock);
+}
 
 int djp_safe_copy_enable(void)
 {
@@ -107,8 +175,15 @@ int djp_safe_copy_enable(void)
 				ret = -EDEADLK;
 		}
 		__atomic_store_n(&enabled, ret ? ret : 1, __ATOMIC_RELEASE);
-		if (!ret)
-			djp_ring_set_fast_copy(djp_arch_copy_str);
+		if (!ret) {
+			djp_ring_set_fast_copy(ring_copy);
+		} else {
+			/* refused: the program's dispositions as they were */
+			djp_release_signal(SIGSEGV, fault_handler);
+			djp_release_signal(SIGBUS, fault_handler);
+		}
+	} else {
+		check_locked();
 	}
 	ret = enabled < 0 ? enabled : 0;
 	pthread_mutex_unlock(&enable_lock);
@@ -117,5 +192,5 @@ int djp_safe_copy_enable(void)
 
 bool djp_safe_copy_on(void)
 {
-	return __atomic_load_n(&enabled, __ATOMIC_ACQUIRE) == 1;
+	return __atomic_load_n(&enabled, __ATOMIC_ACQUIRE) == 1 && !(djp_faults_masked && djp_faults_blocked_now());
 }

@@ -34,11 +34,17 @@
 #include "kernel/engine.h"
 #include "lib/real_signal.h"
 
-static void clean(sigset_t *set)
+/* What no handler's sa_mask may block: the engine's signals. */
+static void clean_engine(sigset_t *set)
 {
 	sigdelset(set, SIGTRAP);
 	if (djp_engine_signal())
 		sigdelset(set, djp_engine_signal());
+}
+
+static void clean(sigset_t *set)
+{
+	clean_engine(set);
 	if (djp_signal_kept(SIGSEGV)) {
 		sigdelset(set, SIGSEGV);
 		sigdelset(set, SIGBUS);
@@ -81,12 +87,18 @@ DJP_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 DJP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	struct sigaction copy;
+	bool kept = djp_signal_kept(sig);
 	if (act) {
 		copy = *act;
-		clean(&copy.sa_mask);
+		/* a kept signal's handler is run by our forwarder, which
+		 * blocks SIGSEGV and SIGBUS as asked and knows it */
+		if (kept)
+			clean_engine(&copy.sa_mask);
+		else
+			clean(&copy.sa_mask);
 		act = &copy;
 	}
-	if (djp_signal_kept(sig))
+	if (kept)
 		return djp_kept_app_sigaction(sig, act, old);
 	return djp_real_sigaction(sig, act, old);
 }

@@ -1791,6 +1791,40 @@ static bool is_cxx(Dwarf_Die *die)
 	       lang == DW_LANG_C_plus_plus_14 || lang == DW_LANG_ObjC_plus_plus;
 }
 
+/* How an integer or pointer of type ti prints: as C says (lib/format.h). */
+static char type_conv(const struct tinfo *ti)
+{
+	if (ti->kind != TK_INT)
+		return 'x';
+	switch (dwarf_tag((Dwarf_Die *)&ti->die)) {
+	case DW_TAG_pointer_type:
+	case DW_TAG_reference_type:
+	case DW_TAG_rvalue_reference_type:
+	case DW_TAG_ptr_to_member_type:
+	case DW_TAG_unspecified_type: /* decltype(nullptr) */
+		return 'p';
+	default:
+		return ti->is_signed ? 'd' : 'u';
+	}
+}
+
+/* The return value of sub, where the ABI puts it: one integer or pointer
+ * in %rax. */
+static void ret_info(Dwarf_Die *sub, struct djp_param_set *out)
+{
+	Dwarf_Die t;
+	struct tinfo ti;
+
+	if (!ref_attr(sub, DW_AT_type, &t))
+		return; /* void */
+	type_info(&t, &ti);
+	if (ti.kind != TK_INT || !ti.size || ti.size > 8)
+		return;
+	out->ret.size = (uint8_t)ti.size;
+	out->ret.is_signed = ti.is_signed;
+	out->ret.conv = type_conv(&ti);
+}
+
 /* Copy the names and types into storage the set owns. */
 static int fill(struct djp_param_set *out, const struct pwork *w, unsigned n)
 {
@@ -1810,6 +1844,7 @@ static int fill(struct djp_param_set *out, const struct pwork *w, unsigned n)
 		p->loc = w[i].loc;
 		p->why = w[i].loc.kind == DJP_LOC_NONE ? w[i].why : NULL;
 		p->is_local = w[i].is_local;
+		p->conv = w[i].has_type ? type_conv(&w[i].ti) : 'x';
 	}
 	out->n = n;
 	return 0;
@@ -1854,6 +1889,8 @@ static int params_get(struct djp_params_file *pf, uint64_t func_addr, uint64_t p
 			dwarf_location(&c, &w[i]);
 	}
 	r = fill(out, w, n);
+	if (!r)
+		ret_info(&sub, out);
 	free(w);
 	if (r)
 		return djp_errline(err, errsz, r, pf->path, "out of memory");

@@ -64,12 +64,21 @@ struct djp_param {
 	const char *type;      /* C spelling of the type, as SystemTap -L prints it: "int", "long unsigned int", "char const*", "struct foo*", "enum color", "double" */
 	struct djp_argloc loc; /* where its value is at the probe address; kind DJP_LOC_NONE when unavailable */
 	bool is_local;         /* djp_params_get_vars: a variable in scope, not a parameter */
+	char conv;             /* how its value prints, as its C type says: 'p' a pointer (hex), 'd' a signed integer, 'u' an unsigned one (bool too) */
 	const char *why;       /* when unavailable: "optimized out", "no location at this address", "location too complex", "passed in a vector register", "struct passed by value", "after a parameter passed by value in memory" ... (static strings) */
 };
 
 struct djp_param_set {
 	unsigned n;            /* parameters, in declaration order (formal parameters only; no variadic '...') */
 	struct djp_param v[DJP_PARAMS_MAX];
+	/* the return value, in %rax: its size (1, 2, 4 or 8) and sign, and
+	 * conv as a parameter's; size 0 when it is not one integer or
+	 * pointer there (void, a structure, a floating-point value) */
+	struct {
+		uint8_t size;
+		bool is_signed;
+		char conv;
+	} ret;
 	void *priv;            /* string storage */
 };
 

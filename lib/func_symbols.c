@@ -44,7 +44,13 @@
  * begins), and only rows in an executable PT_LOAD segment (the linker
  * leaves the rows of functions it dropped at address 0).  A line may have
  * several addresses: a loop's header, each inlined copy of a function;
- * each is returned, once, in address order.
+ * each is returned, once, in address order.  A probe on a line fires once
+ * each time its code is entered, as gdb's breakpoint on it stops: a row
+ * whose statement row before it, in the same sequence, is of the same
+ * line and file is that line going on, not a place where it begins.
+ * GCC at -O0 writes two rows for `acc += i * 3;` in a loop body (the
+ * multiplication, then the addition): counting both fired twice a
+ * pass.
  *
  * Prologues.  A probe on a function at its first instruction sees its
  * arguments in registers; stap and gdb place it after the prologue, where
@@ -585,14 +591,26 @@ int djp_lines_resolve(const char *path, const char *spec, uint64_t *addrs, size_
 			continue;
 		any_lines |= nlines > 0;
 		last_src = NULL; /* file names are the unit's */
+		/* the statement row before this one in its sequence: a row of
+		 * the same line right after one is that line going on */
+		const char *prev_src = NULL;
+		int prev_line = 0;
 		for (size_t i = 0; i < nlines; i++) {
 			Dwarf_Line *l = dwarf_onesrcline(lines, i);
 			Dwarf_Addr a;
-			bool stmt, endseq;
+			bool stmt, endseq, goes_on;
 			const char *src;
 			int lineno;
-			if (!l || !(src = dwarf_linesrc(l, NULL, NULL)))
+			if (!l || !(src = dwarf_linesrc(l, NULL, NULL)) || dwarf_lineno(l, &lineno) ||
+			    dwarf_lineendsequence(l, &endseq) || dwarf_linebeginstatement(l, &stmt)) {
+				prev_src = NULL;
 				continue;
+			}
+			goes_on = prev_src == src && prev_line == lineno;
+			if (endseq)
+				prev_src = NULL;
+			else if (stmt)
+				prev_src = src, prev_line = lineno;
 			if (src != last_src) {
 				last_src = src;
 				last_match = source_matches(&cudie, src, file);
@@ -600,9 +618,8 @@ int djp_lines_resolve(const char *path, const char *spec, uint64_t *addrs, size_
 			if (!last_match)
 				continue;
 			any_file = true;
-			if (dwarf_lineno(l, &lineno) || (unsigned long)lineno != line ||
-			    dwarf_lineendsequence(l, &endseq) || endseq || dwarf_linebeginstatement(l, &stmt) ||
-			    !stmt || dwarf_lineaddr(l, &a) || !in_code(f.elf, a))
+			if ((unsigned long)lineno != line || endseq || !stmt || goes_on || dwarf_lineaddr(l, &a) ||
+			    !in_code(f.elf, a))
 				continue;
 			if (n == cap) {
 				size_t c2 = cap ? 2 * cap : 16;

@@ -36,6 +36,12 @@ struct djp_marker_info {
 	/* A relocatable object (ET_REL, a kernel module): the section the
 	 * site lies in, `site` being its offset there; NULL otherwise */
 	const char *section;
+	/* A function's entry (an instruction probe, kernel/points.c): its
+	 * return value's size (0: unknown, or not one integer in %rax), sign
+	 * and conversion ('d', 'u', 'p'), for the return site's format */
+	uint8_t ret_size;
+	bool ret_signed;
+	char ret_conv;
 };
 
 struct djp_marker_list {

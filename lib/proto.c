@@ -20,10 +20,14 @@
  * The ring region travels as a file descriptor in SCM_RIGHTS, attached to
  * the first byte of its RING_FD frame.  The receiver reads the 8-byte header
  * with recvmsg, which is where that control message arrives; any descriptor
- * that comes on a frame that should not carry one is closed at once.
+ * that comes on a frame that should not carry one is closed at once.  A
+ * descriptor the kernel could not give us (the receiver at RLIMIT_NOFILE:
+ * the control message comes truncated, MSG_CTRUNC) is EMFILE, said as
+ * such, once the frame is read whole.
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -40,6 +44,7 @@ static const char *const msg_names[] = {
 	[DJP_MSG_STATS_REPLY] = "STATS_REPLY", [DJP_MSG_RING_FD] = "RING_FD",
 	[DJP_MSG_HELLO_REPLY] = "HELLO_REPLY", [DJP_MSG_MARKER_LOG] = "MARKER_LOG",
 	[DJP_MSG_MARKER_LOG_FD] = "MARKER_LOG_FD", [DJP_MSG_FOLLOW] = "FOLLOW",
+	[DJP_MSG_TABLES] = "TABLES",	 [DJP_MSG_TABLES_FD] = "TABLES_FD",
 };
 
 bool djp_msg_type_valid(unsigned type)
@@ -259,8 +264,9 @@ static int wait_readable(int fd, int timeout_ms)
 	return n == 0 ? -ETIMEDOUT : 0;
 }
 
-/* Read exactly n bytes; the first read may bring a descriptor. */
-static int read_full(int fd, uint8_t *p, size_t n, int timeout_ms, int *fd_got)
+/* Read exactly n bytes; the first read may bring a descriptor (or a
+ * truncated control message: *lost_fd). */
+static int read_full(int fd, uint8_t *p, size_t n, int timeout_ms, int *fd_got, bool *lost_fd)
 {
 	size_t done = 0;
 	while (done < n) {
@@ -281,6 +287,8 @@ static int read_full(int fd, uint8_t *p, size_t n, int timeout_ms, int *fd_got)
 				continue;
 			return -errno;
 		}
+		if (mh.msg_flags & MSG_CTRUNC)
+			*lost_fd = true;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 				continue;
@@ -304,25 +312,28 @@ long djp_proto_recv(int fd, unsigned *type, void *buf, int timeout_ms, int *fd_o
 {
 	uint8_t hdr[DJP_PROTO_HDR_SIZE];
 	int got_fd = -1, err;
+	bool lost_fd = false;
 	long len;
 
 	if (fd_out)
 		*fd_out = -1;
-	err = read_full(fd, hdr, sizeof(hdr), timeout_ms, &got_fd);
+	err = read_full(fd, hdr, sizeof(hdr), timeout_ms, &got_fd, &lost_fd);
 	if (!err) {
 		len = djp_proto_check_hdr(hdr, type);
 		if (len < 0)
 			err = (int)len;
 		else if (len > 0)
-			err = read_full(fd, buf, (size_t)len, timeout_ms, &got_fd);
+			err = read_full(fd, buf, (size_t)len, timeout_ms, &got_fd, &lost_fd);
 	}
+	if (!err && lost_fd && got_fd < 0)
+		err = -EMFILE;
 	if (err) {
 		if (got_fd >= 0)
 			close(got_fd);
 		return err;
 	}
 	if (got_fd >= 0) {
-		if (fd_out && (*type == DJP_MSG_RING_FD || *type == DJP_MSG_MARKER_LOG_FD))
+		if (fd_out && (*type == DJP_MSG_RING_FD || *type == DJP_MSG_MARKER_LOG_FD || *type == DJP_MSG_TABLES_FD))
 			*fd_out = got_fd;
 		else
 			close(got_fd);

@@ -25,7 +25,8 @@
  *                     arguments (bit i: argument i of the pattern's markers
  *                     is a pointer to a string, to copy into the event),
  *                     u32 their bound in bytes, NUL included (0: the
- *                     ring's)
+ *                     ring's); with DJP_CONNECT_AGG, u32 the TABLES plan
+ *                     whose table the hits update instead
  *              agent: CONNECTED u32 probe, u32 sites matched; or ERROR
  *                     (-ENOENT when the pattern matches no marker and
  *                     DJP_CONNECT_PENDING is not given)
@@ -44,6 +45,15 @@
  *   MARKER_LOG agent: MARKER_LOG_FD u64 size, the marker log's memfd in
  *                     SCM_RIGHTS (lib/marker_log.h): markers of objects
  *                     loaded from then on, written before they are armed
+ *   TABLES     tool:  u32 entries per table (a power of two), u32 n, n x
+ *                     {u32 key_args, u32 flags, u32 value_arg, u32
+ *                     hist_kind, u64 value_const, u64 hist_start, u64
+ *                     hist_interval, u32 nbuckets, u32 str_arg, u32
+ *                     str_bound} (struct djp_agg_plan,
+ *                     lib/agg.h); after RING, once
+ *              agent: TABLES_FD u64 size, the tables memfd in SCM_RIGHTS
+ *                     (lib/agg.h): per-marker lost counters from then on,
+ *                     and a table per plan per ring slot
  *   FOLLOW     tool:  str name, an abstract socket the tool listens on:
  *                     the child of every fork from then on dials it
  *                     before fork returns, and waits for its START
@@ -61,7 +71,7 @@
 #include <stdint.h>
 
 #define DJP_PROTO_MAGIC 0x4a504a44u /* "DJPJ" */
-#define DJP_PROTO_VERSION 7u
+#define DJP_PROTO_VERSION 8u
 #define DJP_PROTO_HDR_SIZE 8u
 #define DJP_PROTO_MAX_PAYLOAD (60u * 1024)
 #define DJP_PROTO_STR_MAX 4096u
@@ -76,6 +86,9 @@
 /* CONNECT: arm the pattern's sites as int3 breakpoints, never jumps (safe
  * beside another tool's uprobes on the same instructions: ENGINE.md) */
 #define DJP_CONNECT_INT3 8u
+/* CONNECT: the pattern's hits update the table of a plan of the session's
+ * TABLES (a u32 plan index follows the flags' fields), no event each */
+#define DJP_CONNECT_AGG 16u
 
 enum djp_msg_type {
 	/* requests (tool to agent) */
@@ -89,6 +102,7 @@ enum djp_msg_type {
 	DJP_MSG_BYE = 8,
 	DJP_MSG_MARKER_LOG = 9,
 	DJP_MSG_FOLLOW = 10,
+	DJP_MSG_TABLES = 11,
 	/* replies (agent to tool) */
 	DJP_MSG_OK = 64,
 	DJP_MSG_ERROR = 65,	/* i32 -errno, str message */
@@ -99,6 +113,7 @@ enum djp_msg_type {
 	/* the agent's own hello, answering HELLO */
 	DJP_MSG_HELLO_REPLY = 70,
 	DJP_MSG_MARKER_LOG_FD = 71,
+	DJP_MSG_TABLES_FD = 72,
 };
 
 /* Name of a message type for diagnostics ("HELLO"), or "?". */
@@ -163,7 +178,9 @@ int djp_proto_send_error(int fd, int err, const char *msg);
  * limit).  The payload goes into buf (at least DJP_PROTO_MAX_PAYLOAD bytes);
  * a file descriptor that came with it into *fd_out (or -1; closed when
  * fd_out is NULL).  Returns the payload length, -ETIMEDOUT, -ECONNRESET on
- * end of file, -EPROTO on a malformed header, or another -errno.
+ * end of file, -EPROTO on a malformed header, -EMFILE when a descriptor
+ * came that this process had no room for (the frame is read whole), or
+ * another -errno.
  */
 long djp_proto_recv(int fd, unsigned *type, void *buf, int timeout_ms, int *fd_out);
 

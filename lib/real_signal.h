@@ -31,17 +31,36 @@ int djp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *o
  */
 typedef void (*djp_sig_handler_fn)(int, siginfo_t *, void *);
 
-/* Install fn for sig (SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART);
- * what was installed becomes the application's action, unless the
- * application already told us one.  0 or -errno. */
+/* Install fn for sig (SA_SIGINFO | SA_NODEFER | SA_RESTART, and SA_ONSTACK
+ * when the application's handler has it, or for SIGTRAP); what was
+ * installed becomes the application's action, unless the application
+ * already told us one.  0 or -errno. */
 int djp_keep_signal(int sig, djp_sig_handler_fn fn);
 /* True once djp_keep_signal(sig) succeeded. */
 bool djp_signal_kept(int sig);
 /* The application's sigaction(sig, act, old) for a kept signal: recorded,
  * ours stays.  Returns 0. */
 int djp_kept_app_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
-/* Hand a signal that is not ours to the application's action; with none
- * (SIG_DFL), die as the process would have died without us. */
+/* Hand a signal that is not ours to the application's action as the
+ * kernel would have delivered it (its sa_flags and sa_mask); with none
+ * (SIG_DFL), or ignored when the kernel forces it, die as the process
+ * would have died without us. */
 void djp_kept_forward(int sig, siginfo_t *info, void *uc);
+/* sig (the engine's signal) is never blocked while a forwarded handler
+ * runs, whatever its sa_mask; SIGTRAP never is either. */
+void djp_keep_open(int sig);
+/* Stop keeping sig: the application's sigaction reaches the kernel again,
+ * and where our handler fn is still installed the application's recorded
+ * action replaces it.  For a handler the program replaced by the raw
+ * system call, which no interposer sees. */
+void djp_release_signal(int sig, djp_sig_handler_fn fn);
+
+/* Set while a forwarded handler runs with SIGSEGV or SIGBUS blocked in
+ * this thread (cleared when it returns, not when it leaves by a jump): a
+ * fault then kills, so nothing of ours may fault on purpose. */
+extern __thread bool djp_faults_masked __attribute__((tls_model("initial-exec")));
+/* Whether this thread blocks SIGSEGV or SIGBUS now (a system call);
+ * async-signal-safe. */
+bool djp_faults_blocked_now(void);
 
 #endif

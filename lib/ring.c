@@ -349,9 +349,11 @@ static uint64_t copy_string(char *dst, const char *src, uint32_t bound, uint32_t
 	if (fast) {
 		uint64_t r = fast(dst, src, want);
 		n = (uint32_t)r;
-		if (!(r >> 63) && n < want)
-			return n; /* the NUL is copied */
-		return unterminated(dst, n, r >> 63);
+		if (!(r & DJP_RING_COPY_DECLINED)) {
+			if (!(r >> 63) && n < want)
+				return n; /* the NUL is copied */
+			return unterminated(dst, n, r >> 63);
+		}
 	}
 	first = 4096 - (uint32_t)(p & 4095);
 	if (first > want)
@@ -381,6 +383,11 @@ uint32_t djp__ring_put_strings(uint64_t *ev, uint32_t size, const uint64_t *args
 		size += 8 + (((uint32_t)(d & 0xffff) + 1 + 7) & ~7u);
 	}
 	return size;
+}
+
+uint64_t djp_ring_copy_string(char *dst, const char *src, uint32_t bound)
+{
+	return copy_string(dst, src, bound, djp_ring_tls.tid);
 }
 
 /* ---- producer: regions ------------------------------------------------- */

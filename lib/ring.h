@@ -83,6 +83,9 @@ enum djp_ring_mode {
 #define DJP_RING_MIN_SIZE 4096u
 #define DJP_RING_MAX_SIZE (1ull << 30)
 #define DJP_SUBBUF_MIN_SIZE 1024u
+/* The smallest ring the default 16 sub-buffers allow: what a tool may ask
+ * an agent for (RING with nsubbufs 0). */
+#define DJP_RING_MIN_DEFAULT_SIZE (16u * DJP_SUBBUF_MIN_SIZE)
 #define DJP_RING_MAX_SLOTS 65536u
 /* How far ahead of its writes a producer asks for the ring's lines
  * (djp_ring_prefetch). */
@@ -268,11 +271,19 @@ int djp__ring_attach(struct djp_region *r);
 int djp__ring_nested(struct djp_region *r);
 /* The string copy djp_ring_record uses: NULL (the default) for
  * process_vm_readv, or a faster fault-safe one (kernel/safe_copy.c) with
- * djp_arch_copy_str's contract (arch/x86/copy_str.S). */
+ * djp_arch_copy_str's contract (arch/x86/copy_str.S), which may also
+ * answer DJP_RING_COPY_DECLINED: not now, in this thread (nothing copied;
+ * the ring uses process_vm_readv for this string). */
 typedef uint64_t (*djp_ring_copy_fn)(char *dst, const char *src, uint64_t max);
+#define DJP_RING_COPY_DECLINED (1ull << 62)
 void djp_ring_set_fast_copy(djp_ring_copy_fn fn);
 uint32_t djp__ring_put_strings(uint64_t *ev, uint32_t size, const uint64_t *args, unsigned nargs,
 			       uint32_t str_mask, uint32_t bound);
+/* The copy of a %s argument, for another recorder of the thread's (after
+ * its first event, or djp__ring_attach): at most bound - 1 bytes of src
+ * and a NUL into dst, fault-safe; the length and DJP_STR_* bits of a
+ * string descriptor. */
+uint64_t djp_ring_copy_string(char *dst, const char *src, uint32_t bound);
 
 /*
  * Record one event into the calling thread's ring of region r.

@@ -292,7 +292,7 @@ TEST(list_shows_sdt_semaphores)
 	unsigned long long sem = 0;
 	const char *at;
 	if (access(py, R_OK))
-		SKIP("no /usr/bin/python3.11");
+		djp_test_fail(__FILE__, __LINE__, "no %s: make check installs python3 (Debian 12's is 3.11)", py);
 	r = run("readelf -n %s | grep -A1 'Name: gc__start$' | sed -n 's/.*Semaphore: //p'%s", py, "");
 	CHECK(sscanf(r->out, "%llx", &sem) == 1 && sem);
 	r = run("%s list %s", djp(), py);

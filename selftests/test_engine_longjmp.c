@@ -13,6 +13,8 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -112,10 +114,28 @@ static atomic_int reader_state; /* 1: jumped and about to block; 2: read returne
 static ssize_t read_result;
 static int read_errno;
 
+static atomic_int reader_tid;
+
+/* Whether thread tid is in read(2) now (/proc/self/task/TID/syscall). */
+static bool in_read(pid_t tid)
+{
+	char path[64];
+	long nr = -2;
+	FILE *f;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	if (!(f = fopen(path, "r")))
+		return false;
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -2;
+	fclose(f);
+	return nr == SYS_read;
+}
+
 static void *jump_then_block(void *arg)
 {
 	char c;
 	(void)arg;
+	atomic_store(&reader_tid, (int)syscall(SYS_gettid));
 	if (!sigsetjmp(env, 1))
 		jump_site(1);
 	atomic_store(&reader_state, 1);
@@ -135,7 +155,11 @@ TEST_TIMEOUT(disconnect_elsewhere_after_a_jump_returns, 60)
 	CHECK_EQ(pthread_create(&t, NULL, jump_then_block, NULL), 0);
 	while (atomic_load(&reader_state) != 1)
 		usleep(1000);
-	usleep(20000); /* let it block */
+	/* blocked in its read, as the kernel says, not after a time */
+	for (int tries = 0; !in_read(atomic_load(&reader_tid)); tries++) {
+		CHECK(tries < 20000);
+		usleep(500);
+	}
 	CHECK_EQ(atomic_load(&handled), 1);
 	CHECK_EQ(djp_disconnect(id), 0); /* hung for good before */
 	CHECK_EQ(atomic_load(&reader_state), 1);

@@ -15,6 +15,8 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +31,7 @@
 
 enum { K_SLEEP, K_NANOSLEEP, K_POLL, K_READ, K_FUTEX, NKINDS };
 #define PER_KIND 3
+#define CYCLES 100
 
 static const char *const kind_name[NKINDS] = { "sleep", "nanosleep", "poll", "read", "futex" };
 static atomic_int stop;
@@ -49,9 +52,12 @@ static void bad(int k, int err)
 	atomic_fetch_add(&bad_calls[k], 1);
 }
 
+static pid_t blocker_tid[NKINDS * PER_KIND];
+
 static void *blocker(void *arg)
 {
-	int k = (int)(intptr_t)arg;
+	int i = (int)(intptr_t)arg, k = i % NKINDS;
+	atomic_store((_Atomic pid_t *)&blocker_tid[i], (pid_t)syscall(SYS_gettid));
 	while (!atomic_load(&stop)) {
 		switch (k) {
 		case K_SLEEP:
@@ -99,6 +105,31 @@ static void *runner(void *arg)
 	return NULL;
 }
 
+/* Is thread tid blocked in the system call that kind k makes?  Its
+ * /proc/self/task/TID/syscall says which call it is in, if any. */
+static bool in_call(pid_t tid, int k)
+{
+	static const long nr[NKINDS][2] = {
+		[K_SLEEP] = { SYS_clock_nanosleep, SYS_nanosleep },
+		[K_NANOSLEEP] = { SYS_clock_nanosleep, SYS_nanosleep },
+		[K_POLL] = { SYS_poll, SYS_ppoll },
+		[K_READ] = { SYS_read, SYS_read },
+		[K_FUTEX] = { SYS_futex, SYS_futex },
+	};
+	char path[64];
+	long got = -2;
+	FILE *f;
+	if (!tid)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	if (!(f = fopen(path, "r")))
+		return false;
+	if (fscanf(f, "%ld", &got) != 1)
+		got = -2;
+	fclose(f);
+	return got == nr[k][0] || got == nr[k][1];
+}
+
 static void on_hit(const struct djp_hit *hit, void *data)
 {
 	(void)hit, (void)data;
@@ -108,39 +139,50 @@ static void on_hit(const struct djp_hit *hit, void *data)
 static void blocked_calls_under_arming(const char *sync)
 {
 	pthread_t th[NKINDS * PER_KIND], run;
-	struct timespec t0, t;
-	int cycles = 0;
 
 	if (sync)
 		setenv("DJP_SYNC", sync, 1);
 	CHECK(pipe(read_pipe) == 0 && pipe(idle_pipe) == 0);
 	for (int i = 0; i < NKINDS * PER_KIND; i++)
-		CHECK(pthread_create(&th[i], NULL, blocker, (void *)(intptr_t)(i % NKINDS)) == 0);
+		CHECK(pthread_create(&th[i], NULL, blocker, (void *)(intptr_t)i) == 0);
 	CHECK(pthread_create(&run, NULL, runner, NULL) == 0);
-	usleep(100000); /* let every blocker block */
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
+	/* every blocker in its call (the kernel says so), not a time that
+	 * a loaded machine may overrun */
+	for (int i = 0, tries = 0; i < NKINDS * PER_KIND; tries++) {
+		if (in_call(atomic_load((_Atomic pid_t *)&blocker_tid[i]), i % NKINDS)) {
+			i++;
+			continue;
+		}
+		CHECK(tries < 60000);
+		usleep(500);
+	}
+	/* CYCLES connects and disconnects, each once the marker has been hit
+	 * since it was armed (the runner ran through a site being changed) */
+	for (int cycles = 0; cycles < CYCLES; cycles++) {
+		long before;
 		int id = djp_connect("sync_eintr_site", on_hit, NULL, 0);
 		CHECK(id >= 0);
-		usleep(2000);
+		before = atomic_load(&hits);
+		for (int tries = 0; atomic_load(&hits) == before; tries++) {
+			CHECK(tries < 10000000);
+			sched_yield();
+		}
 		CHECK_EQ(djp_disconnect(id), 0);
-		if (++cycles % 8 == 0) /* feed the readers now and then */
+		if ((cycles + 1) % 8 == 0) /* feed the readers now and then */
 			for (int i = 0; i < PER_KIND; i++)
 				CHECK(write(read_pipe[1], "x", 1) == 1);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 2500);
+	}
 	atomic_store(&stop, 1);
 	for (int i = 0; i < PER_KIND; i++)
 		CHECK(write(read_pipe[1], "x", 1) == 1);
 	for (int i = 0; i < NKINDS * PER_KIND; i++)
 		pthread_join(th[i], NULL);
 	pthread_join(run, NULL);
-	printf("# %d connect/disconnect cycles, %ld hits\n", cycles, atomic_load(&hits));
+	printf("# %d connect/disconnect cycles, %ld hits\n", CYCLES, atomic_load(&hits));
 	for (int k = 0; k < NKINDS; k++)
 		printf("# %s: %ld calls, %ld failed or ended early (last errno %d)\n", kind_name[k],
 		       atomic_load(&done_calls[k]), atomic_load(&bad_calls[k]), bad_errno[k]);
-	CHECK(cycles >= 20);
-	CHECK(atomic_load(&hits) > 0);
+	CHECK(atomic_load(&hits) >= CYCLES);
 	for (int k = 0; k < NKINDS; k++) {
 		CHECK_EQ(atomic_load(&bad_calls[k]), 0);
 		CHECK(atomic_load(&done_calls[k]) > 0);

@@ -210,7 +210,7 @@ static void python_gc_under_x(void)
 	char spid[16];
 
 	if (!realpath("/usr/bin/python3", py))
-		SKIP("no /usr/bin/python3");
+		djp_test_fail(__FILE__, __LINE__, "no /usr/bin/python3: make check installs python3");
 	t = tt_spawn((char *const[]){ py, "-u", "-c",
 				      "import gc, sys, os\n"
 				      "gc.disable()\n"
@@ -333,7 +333,8 @@ TEST_TIMEOUT(inject_sends_the_target_no_signal, 90)
 
 	CHECK(tt_wait_out(t, "ready", 10000));
 	if (access("/usr/bin/bpftrace", X_OK))
-		SKIP("no bpftrace to watch the signals");
+		djp_test_fail(__FILE__, __LINE__,
+			      "no /usr/bin/bpftrace to watch the signals: make check installs bpftrace");
 	/* the tracepoints live in tracefs, which a minimal system may not
 	 * have mounted */
 	if (access("/sys/kernel/tracing/events/signal", F_OK) && geteuid() == 0)
@@ -345,7 +346,8 @@ TEST_TIMEOUT(inject_sends_the_target_no_signal, 90)
 	b = tt_spawn((char *const[]){ "/usr/bin/bpftrace", "-e", prog, NULL }, false, -1);
 	if (!tt_wait_out(b, "attached\n", 30000)) { /* BEGIN runs once the probes are in */
 		tt_kill(b);
-		SKIP("bpftrace does not run here");
+		djp_test_fail(__FILE__, __LINE__, "bpftrace did not attach to signal:signal_generate in 30 s: %.500s",
+			      b->ebuf);
 	}
 	p = trace_x(t->pid, "tt_burst");
 	CHECK(tt_wait_armed(t->pid, tt_target(false), 10000));

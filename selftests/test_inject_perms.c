@@ -8,6 +8,7 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -46,6 +47,20 @@ static void expect_refused(pid_t pid, int uid, const char *what, const char *who
 	free(p);
 }
 
+/* Whether /proc/PID/maps names a file containing `name`. */
+static bool maps_name(pid_t pid, const char *name)
+{
+	char path[64], line[4096];
+	bool found = false;
+	FILE *f;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	CHECK((f = fopen(path, "r")) != NULL);
+	while (fgets(line, sizeof(line), f))
+		found |= strstr(line, name) != NULL;
+	fclose(f);
+	return found;
+}
+
 /* A trace_target without the agent, as uid. */
 static struct tproc *target_as(int uid)
 {
@@ -77,8 +92,14 @@ TEST_TIMEOUT(inject_permission_matrix, 120)
 	/* another user: refused, nothing of the target touched */
 	t = target_as(-1);
 	expect_refused(t->pid, NOBODY, "belongs to another user", "another user");
+	/* The tool has exited, so an injection would have been done; the
+	 * target has answered a command since, so it runs on.  Then: no
+	 * library loaded, no agent listening, no site changed. */
+	tt_send(t, "kinds 1\n");
+	CHECK(tt_wait_out(t, "kinds done", 10000));
+	CHECK(!maps_name(t->pid, "libdjprobe"));
+	CHECK(!tt_wait_agent(t->pid, 0));
 	CHECK_EQ(tt_sites_changed(t->pid, tt_target(false), &(int){ 0 }), 0);
-	CHECK(!tt_wait_agent(t->pid, 200)); /* no agent was loaded */
 	tt_kill(t);
 	free(t);
 }
@@ -108,4 +129,48 @@ TEST_TIMEOUT(inject_follows_yama_ptrace_scope, 120)
 	}
 	f = fopen(SCOPE, "w");
 	CHECK(f && fputs(was, f) >= 0 && fclose(f) == 0);
+}
+
+/* The Yama note of a refused attach, where the machine has no Yama (or
+ * has it at 0): a fake ptrace_scope, on a tmpfs over /proc/sys/kernel in
+ * a mount namespace of djp's own, read by the same code as the kernel's
+ * file.  The refusal itself is real: the target already has a tracer
+ * (this test), so the kernel refuses djp's PTRACE_SEIZE with EPERM, as
+ * Yama would; the target's status is hidden there (/dev/null over it),
+ * or djp would name its tracer instead. */
+TEST_TIMEOUT(inject_refusal_names_the_yama_setting, 60)
+{
+	static const char *const why[] = { [1] = ": only a parent or CAP_SYS_PTRACE may attach",
+					   [2] = ": only CAP_SYS_PTRACE may attach", [3] = ": no process may attach" };
+	struct tproc *t;
+
+	if (geteuid() != 0)
+		SKIP("needs root for a mount namespace");
+	t = target_as(-1);
+	CHECK_EQ(ptrace(PTRACE_SEIZE, t->pid, 0, 0), 0);
+	for (int scope = 1; scope <= 3; scope++) {
+		char cmd[8192], want[128];
+		struct tproc *p;
+		int st;
+		snprintf(cmd, sizeof(cmd),
+			 "mount -t tmpfs none /proc/sys/kernel && mkdir /proc/sys/kernel/yama && "
+			 "echo %d >/proc/sys/kernel/yama/ptrace_scope && mount --bind /dev/null /proc/%d/task/%d/status && "
+			 "exec '%s' trace -x %d tt_tick",
+			 scope, (int)t->pid, (int)t->pid, tt_djp(), (int)t->pid);
+		p = tt_spawn((char *const[]){ "/usr/bin/unshare", "-m", "/bin/sh", "-c", cmd, NULL }, false, -1);
+		st = tt_finish(p, 20000);
+		snprintf(want, sizeof(want), "ptrace refused (kernel.yama.ptrace_scope = %d%s)", scope, why[scope]);
+		if (!WIFEXITED(st) || !WEXITSTATUS(st) || tt_lines(p->ebuf) != 1 || !strstr(p->ebuf, want))
+			djp_test_fail(__FILE__, __LINE__, "scope %d: status %#x: %s", scope, st, p->ebuf);
+		if (scope == 1)
+			printf("# %s", p->ebuf);
+		free(p);
+	}
+	/* left as it was */
+	tt_send(t, "kinds 1\n");
+	CHECK(tt_wait_out(t, "kinds done", 10000));
+	CHECK(!maps_name(t->pid, "libdjprobe"));
+	CHECK_EQ(tt_sites_changed(t->pid, tt_target(false), &(int){ 0 }), 0);
+	tt_kill(t);
+	free(t);
 }

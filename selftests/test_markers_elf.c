@@ -215,10 +215,10 @@ TEST(reader_reads_libstdcxx_sdt_notes)
 	}
 	path[strcspn(path, "\n")] = 0;
 	if (path[0] != '/' || access(path, R_OK))
-		SKIP("no libstdc++.so.6");
+		djp_test_fail(__FILE__, __LINE__, "no libstdc++.so.6 (g++ installs it, and make needs g++)");
 	struct djp_marker_list *l = read_ok(path, DJP_READ_NO_DWARF);
 	if (!l->count)
-		SKIP("this libstdc++ has no SDT notes");
+		djp_test_fail(__FILE__, __LINE__, "%s has no SDT notes (Debian 12's has them)", path);
 	for (size_t i = 0; i < l->count; i++) {
 		CHECK(l->v[i].from_sdt);
 		CHECK_EQ(l->v[i].site_len, 1);

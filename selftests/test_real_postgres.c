@@ -8,14 +8,17 @@
  *  - `-x POSTMASTER`: the server started without djprobe, the agent
  *    injected, and the backends pgbench's connections fork after that
  *    followed.
- * Every backend's transactions are recorded: at least the transactions
- * pgbench reports, in at least its four backends.  And exactly as many as
- * bpftrace sees end over the same run, where bpftrace works: it counts
- * transaction__commit and transaction__abort (it cannot share the start
- * probe: the kernel's uprobe and our int3 would claim the same byte), and
- * with autovacuum off every transaction that starts ends in one of them
- * before the server is idle.  Needs root (to start the server as the
- * postgres user) and the postgresql-15 package, which make check installs.
+ * Every backend's transactions are recorded, process by process exactly
+ * as bpftrace sees them end over the same run: it counts
+ * transaction__commit and transaction__abort per pid, of the server's own
+ * processes (the probes are on the file, which other servers on the
+ * machine run too); it cannot share the start probe: the kernel's uprobe
+ * and our int3 would claim the same byte.  With autovacuum off every
+ * transaction that starts ends in one of them before the server is idle.
+ * Four of those processes are pgbench's clients, 501 transactions each
+ * (its 500 and their start's).  Needs root (to start the server as the
+ * postgres user), postgresql-15 and bpftrace, which make check installs:
+ * without them the tests fail.
  */
 #include <pwd.h>
 #include <signal.h>
@@ -55,7 +58,8 @@ static void cluster_init(struct cluster *c)
 	if (geteuid() != 0)
 		SKIP("needs root, to start the server as the postgres user");
 	if (access(PGBIN "/postgres", X_OK) || access(PGBIN "/pgbench", X_OK) || !pw)
-		SKIP("PostgreSQL 15 is not installed");
+		djp_test_fail(__FILE__, __LINE__,
+			      "no " PGBIN "/postgres, pgbench or user postgres: make check installs postgresql-15");
 	snprintf(c->dir, sizeof(c->dir), "/tmp/djp-pg-XXXXXX");
 	CHECK(mkdtemp(c->dir) != NULL);
 	CHECK(chown(c->dir, pw->pw_uid, pw->pw_gid) == 0);
@@ -96,74 +100,185 @@ static long pgbench_run(const struct cluster *c)
 	const char *s;
 	snprintf(cmd, sizeof(cmd), "runuser -u postgres -- " PGBIN "/pgbench -h %s -p %d -c 4 -t 500 postgres 2>&1",
 		 c->dir, c->port);
-	CHECK_EQ(sh(cmd, out, sizeof(out)), 0);
-	CHECK((s = strstr(out, "number of transactions actually processed: ")) != NULL);
+	if (sh(cmd, out, sizeof(out)) || !(s = strstr(out, "number of transactions actually processed: ")))
+		djp_test_fail(__FILE__, __LINE__, "pgbench failed: %.3000s", out);
 	return atol(s + strlen("number of transactions actually processed: "));
 }
 
-/* bpftrace counting the transactions that end, or NULL where it cannot
- * run (no bpftrace, no BPF in this kernel): said as a note. */
+/* Transactions per process: pid and count, as one side saw them. */
+struct counts {
+	int n;
+	struct {
+		int pid;
+		long long n;
+	} v[256];
+};
+
+static long long *count_of(struct counts *c, int pid)
+{
+	for (int i = 0; i < c->n; i++)
+		if (c->v[i].pid == pid)
+			return &c->v[i].n;
+	CHECK(c->n < (int)(sizeof(c->v) / sizeof(c->v[0])));
+	c->v[c->n].pid = pid;
+	c->v[c->n].n = 0;
+	return &c->v[c->n++].n;
+}
+
+/* bpftrace counting, per process, the transactions that end.  make check
+ * installs it: missing, or not attached within 30 s, is a failure. */
 static struct tproc *bpftrace_start(void)
 {
 	struct tproc *b;
-	if (access("/usr/bin/bpftrace", X_OK)) {
-		printf("# no bpftrace: no second count\n");
-		return NULL;
-	}
+	if (access("/usr/bin/bpftrace", X_OK))
+		djp_test_fail(__FILE__, __LINE__,
+			      "no /usr/bin/bpftrace for the second count: make check installs bpftrace");
 	b = tt_spawn((char *const[]){ "/usr/bin/bpftrace", "-e",
 				      "usdt:" PGBIN "/postgres:postgresql:transaction__commit,"
-				      "usdt:" PGBIN "/postgres:postgresql:transaction__abort { @ended = count(); }"
+				      "usdt:" PGBIN "/postgres:postgresql:transaction__abort"
+				      " { @ended[pid, curtask->real_parent->tgid] = count(); }"
 				      " BEGIN { printf(\"attached\\n\"); }",
 				      NULL },
 		     false, -1);
 	if (!tt_wait_out(b, "attached\n", 30000)) { /* BEGIN runs once the probes are in */
-		printf("# bpftrace does not run here: no second count (%.200s)\n", b->ebuf);
 		tt_kill(b);
-		free(b);
-		return NULL;
+		djp_test_fail(__FILE__, __LINE__, "bpftrace did not attach to postgres's probes in 30 s: %.500s",
+			      b->ebuf);
 	}
 	return b;
 }
 
-static long long bpftrace_count(struct tproc *b)
+/* Stop bpftrace: its "@ended[PID, PPID]: N" lines, of the postmaster and
+ * its children only (the probes are on the file: other servers of the
+ * machine fire them too).  The counts are final: a backend fires
+ * transaction__commit before it answers the COMMIT, and pgbench has had
+ * every answer. */
+static void bpftrace_counts(struct tproc *b, int postmaster, struct counts *c)
 {
 	const char *s;
 	int st;
 	kill(b->pid, SIGINT);
 	st = tt_finish(b, 30000);
-	s = strstr(b->obuf, "@ended: ");
-	if (!s) /* what it did instead, for the failure that follows */
-		printf("# bpftrace printed no count: %s %d; its stderr: %.500s\n",
-		       st == -1 ? "killed after 30 s," : WIFEXITED(st) ? "exit status" : "signal",
-		       st == -1 ? 0 : WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), b->ebuf);
-	return s ? atoll(s + 8) : -1;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) || !strstr(b->obuf, "@ended["))
+		djp_test_fail(__FILE__, __LINE__, "bpftrace: status %#x, no count: %.300s; its stderr: %.500s", st,
+			      b->obuf, b->ebuf);
+	for (s = b->obuf; (s = strstr(s, "@ended[")); s++) {
+		int pid, ppid;
+		long long n;
+		CHECK_EQ(sscanf(s, "@ended[%d, %d]: %lld", &pid, &ppid, &n), 3);
+		if (pid == postmaster || ppid == postmaster)
+			*count_of(c, pid) += n;
+	}
 }
 
-/* The server idle (autovacuum off: no transaction starts on its own), the
- * trace stopped; the events counted and checked against pgbench and
- * bpftrace. */
-static void check_counts(struct tproc *p, struct tproc *bpf, long txns, const char *how)
+/* The server's postmaster, from its pid file. */
+static int postmaster_of(const struct cluster *c)
 {
-	unsigned long long total;
-	int blocks, others, st;
-	long long ended = -1;
+	char path[128], line[32] = "";
+	FILE *f;
+	snprintf(path, sizeof(path), "%s/postmaster.pid", c->dir);
+	CHECK((f = fopen(path, "r")) != NULL);
+	CHECK(fgets(line, sizeof(line), f) != NULL);
+	fclose(f);
+	CHECK(atoi(line) > 0);
+	return atoi(line);
+}
 
-	usleep(500000); /* the last transactions' commits reach both */
-	if (bpf)
-		ended = bpftrace_count(bpf);
+/* The transaction__start lines djp trace printed, per process. */
+static void printed_counts(const char *out, struct counts *c)
+{
+	c->n = 0;
+	for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		char name[64];
+		int pid;
+		if (sscanf(l, "%*s %d %*u %63s", &pid, name) == 2 && !strcmp(name, "postgresql:transaction__start"))
+			(*count_of(c, pid))++;
+	}
+}
+
+static bool same_counts(struct counts *a, struct counts *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (int i = 0; i < a->n; i++)
+		if (*count_of(b, a->v[i].pid) != a->v[i].n)
+			return false;
+	return true;
+}
+
+static void say_counts(const char *who, struct counts *c)
+{
+	printf("# %s:", who);
+	for (int i = 0; i < c->n; i++)
+		printf(" %d:%lld", c->v[i].pid, c->v[i].n);
+	printf("\n");
+}
+
+/* Four processes are pgbench's clients: 501 transactions each, exactly,
+ * the `-t 500` asked and the one every backend runs as it starts (it
+ * reads the catalogues in a transaction); the rest (pgbench -i, its
+ * vacuum) are other processes, with other counts. */
+static void check_clients(struct counts *c, const char *how)
+{
+	int clients = 0;
+	for (int i = 0; i < c->n; i++)
+		clients += c->v[i].n == 501;
+	if (clients != 4) {
+		say_counts(how, c);
+		djp_test_fail(__FILE__, __LINE__, "%s: %d processes with pgbench's 500 transactions and 1, not 4", how,
+			      clients);
+	}
+}
+
+/* The server idle (autovacuum off: no transaction starts on its own):
+ * bpftrace stopped, djp trace's lines awaited until they match bpftrace's
+ * counts process by process, the trace stopped, and its summary checked
+ * process by process too: a transaction counted twice, or in the wrong
+ * backend, is a difference. */
+static void check_counts(struct tproc *p, struct tproc *bpf, int postmaster, const char *how)
+{
+	struct counts ended = { 0 }, printed = { 0 }, summed = { 0 };
+	long long end;
+	const char *b;
+	int st;
+
+	bpftrace_counts(bpf, postmaster, &ended);
+	for (end = 0; end < 3000; end++) { /* 30 s for djp trace to print them */
+		tt_read_now(p);
+		printed_counts(p->obuf, &printed);
+		if (same_counts(&ended, &printed))
+			break;
+		usleep(10000);
+	}
 	kill(p->pid, SIGINT);
 	st = tt_finish(p, 60000);
 	CHECK(WIFEXITED(st));
-	blocks = tt_summary_sum(p->ebuf, "postgresql:transaction__start", &total, &others);
-	if (total < (unsigned long long)txns || blocks < 4)
-		djp_test_fail(__FILE__, __LINE__, "%s: %llu events in %d processes for %ld transactions: %.3000s", how,
-			      total, blocks, txns, p->ebuf);
-	if (bpf && ended != (long long)total)
-		djp_test_fail(__FILE__, __LINE__, "%s: djp saw %llu transactions start, bpftrace %lld end: %.500s", how,
-			      total, ended, bpf->obuf);
-	printf("# %s: %llu transaction__start events in %d processes (%d without), pgbench %ld transactions, "
-	       "bpftrace %lld ended\n",
-	       how, total, blocks, others, txns, ended);
+	printed_counts(p->obuf, &printed);
+	for (b = p->ebuf; (b = strstr(b, "djp trace: process ")); b++) {
+		unsigned long long ev, lost;
+		const char *next = strstr(b + 1, "djp trace: process ");
+		const char *row = strstr(b, "  postgresql:transaction__start ");
+		int pid = atoi(b + strlen("djp trace: process "));
+		if (!row || (next && row > next))
+			continue;
+		CHECK(tt_summary_row(row, "postgresql:transaction__start", &ev, &lost));
+		if (lost)
+			djp_test_fail(__FILE__, __LINE__, "%s: process %d lost %llu events", how, pid, lost);
+		if (ev)
+			*count_of(&summed, pid) += (long long)ev;
+	}
+	say_counts("bpftrace ended", &ended);
+	if (!same_counts(&ended, &printed) || !same_counts(&printed, &ended)) {
+		say_counts("djp printed", &printed);
+		djp_test_fail(__FILE__, __LINE__, "%s: djp's transaction__start per process is not bpftrace's end",
+			      how);
+	}
+	if (!same_counts(&ended, &summed) || !same_counts(&summed, &ended)) {
+		say_counts("djp summary", &summed);
+		djp_test_fail(__FILE__, __LINE__, "%s: djp's summary per process is not bpftrace's: %.3000s", how,
+			      p->ebuf);
+	}
+	check_clients(&ended, how);
 }
 
 TEST_TIMEOUT(postgres_pgbench_every_backend_traced, 300)
@@ -179,7 +294,7 @@ TEST_TIMEOUT(postgres_pgbench_every_backend_traced, 300)
 	pgbench_init(&c);
 	txns = pgbench_run(&c);
 	CHECK_EQ(txns, 2000);
-	check_counts(p, bpf, txns, "-c"); /* the tool stops the server */
+	check_counts(p, bpf, postmaster_of(&c), "-c"); /* the tool stops the server */
 	free(bpf);
 	free(p);
 	cluster_remove(&c);
@@ -208,7 +323,7 @@ TEST_TIMEOUT(postgres_attach_to_a_running_postmaster, 300)
 	bpf = bpftrace_start();
 	txns = pgbench_run(&c); /* its backends are forked after the attach */
 	CHECK_EQ(txns, 2000);
-	check_counts(p, bpf, txns, "-x");
+	check_counts(p, bpf, atoi(spid), "-x");
 	/* the server was not ours to stop: it is still there, unharmed */
 	CHECK_EQ(kill((pid_t)atoi(spid), 0), 0);
 	CHECK(tt_wait_restored((pid_t)atoi(spid), PGBIN "/postgres", 5000));
@@ -228,13 +343,15 @@ TEST_TIMEOUT(postgres_attach_to_a_running_postmaster, 300)
  * the backend's pid. */
 TEST_TIMEOUT(postgres_script_through_runuser, 300)
 {
+	struct counts ended = { 0 }, counted = { 0 };
 	struct cluster c;
-	struct tproc *p;
-	long txns, total = 0;
-	int procs = 0, st;
+	struct tproc *p, *bpf;
+	long txns;
+	int st;
 	const char *l;
 
 	cluster_init(&c);
+	bpf = bpftrace_start();
 	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", c.server, "-e",
 				      "global c\n"
 				      "probe process(\"" PGBIN "/postgres\").provider(\"postgresql\")"
@@ -245,21 +362,26 @@ TEST_TIMEOUT(postgres_script_through_runuser, 300)
 	pgbench_init(&c);
 	txns = pgbench_run(&c);
 	CHECK_EQ(txns, 2000);
-	usleep(500000);
-	kill(p->pid, SIGINT); /* end probes, then the server is stopped */
+	bpftrace_counts(bpf, postmaster_of(&c), &ended);
+	/* ^C: every hit recorded before it is counted, then the end probes
+	 * run, then the server is stopped */
+	kill(p->pid, SIGINT);
 	st = tt_finish(p, 60000);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	for (l = p->obuf; (l = strstr(l, "pid ")); l++) {
 		int pid;
-		long n;
-		CHECK_EQ(sscanf(l, "pid %d %ld", &pid, &n), 2);
-		total += n;
-		procs++;
+		long long n;
+		CHECK_EQ(sscanf(l, "pid %d %lld", &pid, &n), 2);
+		*count_of(&counted, pid) += n;
 	}
-	if (total < txns || procs < 4)
-		djp_test_fail(__FILE__, __LINE__, "%ld transactions in %d processes: %s / %.2000s", total, procs, p->obuf,
-			      p->ebuf);
-	printf("# script: %ld transaction__start in %d processes\n", total, procs);
+	say_counts("bpftrace ended", &ended);
+	if (!same_counts(&ended, &counted) || !same_counts(&counted, &ended)) {
+		say_counts("the script counted", &counted);
+		djp_test_fail(__FILE__, __LINE__, "the script's count per process is not bpftrace's: %s / %.2000s",
+			      p->obuf, p->ebuf);
+	}
+	check_clients(&counted, "script");
+	free(bpf);
 	free(p);
 	cluster_remove(&c);
 }

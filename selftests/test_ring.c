@@ -296,9 +296,14 @@ TEST(ring_nested_record_is_counted_not_corrupting)
 			continue;
 		CHECK_EQ(st.lost_nested, 1 + sig_nested);
 		CHECK_EQ(st.produced, 1 + main_ok + sig_ok);
-		CHECK_EQ(st.delivered + st.overwritten, st.produced);
+		/* This thread drains after each 1000 records (a few more from the
+		 * timer), far less than the 1 MiB ring: none was overwritten,
+		 * and every one is delivered, snapshot after snapshot. */
+		CHECK_EQ(st.overwritten, 0);
+		CHECK_EQ(st.delivered, st.produced);
 		CHECK_EQ(st.corrupt, 0);
 	}
+	CHECK_EQ(delivered, main_ok + sig_ok);
 	djp_consumer_close(c);
 	djp_region_destroy(r);
 }

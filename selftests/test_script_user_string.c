@@ -145,7 +145,7 @@ TEST_TIMEOUT(inject_python3_function_names, 60)
 	int st;
 
 	if (!realpath("/usr/bin/python3", py))
-		SKIP("no /usr/bin/python3");
+		djp_test_fail(__FILE__, __LINE__, "no /usr/bin/python3: make check installs python3");
 	t = tt_spawn((char *const[]){ py, "-u", "-c",
 				      "import sys, os\n"
 				      "def djp_probe_me(n): return n + 1\n"

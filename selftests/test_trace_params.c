@@ -33,15 +33,18 @@ static const char *seen_line(const char *out, const char *name, int n)
 	return NULL;
 }
 
-/* The value of " key=0x..." in the line at `line`, or false. */
+/* The value of " key=..." in the line at `line` (signed or unsigned
+ * decimal, or a pointer's 0x...: as its C type prints), as its 64 bits,
+ * or false. */
 static bool shown_value(const char *line, const char *key, unsigned long long *v)
 {
 	char pat[128];
 	const char *eol = strchr(line, '\n'), *k;
-	snprintf(pat, sizeof(pat), "%s=0x", key);
+	snprintf(pat, sizeof(pat), "%s=", key);
 	for (k = line; (k = strstr(k, pat)) && (!eol || k < eol); k++)
 		if (k == line || k[-1] == ' ') {
-			*v = strtoull(k + strlen(pat) - 2, NULL, 16);
+			const char *val = k + strlen(pat);
+			*v = *val == '-' ? (unsigned long long)strtoll(val, NULL, 10) : strtoull(val, NULL, 0);
 			return true;
 		}
 	return false;

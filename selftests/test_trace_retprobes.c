@@ -15,7 +15,7 @@
 #include "harness.h"
 #include "test_trace_util.h"
 
-/* Sum of the values of the lines " func:NAME%return ARGS return=0x..." */
+/* Sum of the values of the lines " func:NAME%return ARGS return=N" */
 static long long return_sum(const char *out, const char *name)
 {
 	char pat[256];
@@ -151,7 +151,7 @@ TEST_TIMEOUT(trace_python3_with_every_function_return_probed, 180)
 	struct tproc *p;
 
 	if (!realpath("/usr/bin/python3", py))
-		SKIP("no /usr/bin/python3");
+		djp_test_fail(__FILE__, __LINE__, "no /usr/bin/python3: make check installs python3");
 	snprintf(cmd, sizeof(cmd), "%s -c \"%s\"", py, script);
 	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-o", "/dev/null", "--buffer-size", "16777216", "-c", cmd, "func:*",
 				     "func:*%return",

@@ -15,8 +15,6 @@
 
 #include "harness.h"
 #include "kernel/trace/agent.h"
-#include "lib/func_symbols.h"
-#include "lib/markers.h"
 #include "test_trace_util.h"
 #include "lib/agent_addr.h"
 
@@ -143,6 +141,11 @@ static bool wait_in(struct tproc *p, const char *buf, const char *needle, int ti
 	return true;
 }
 
+void tt_read_now(struct tproc *p)
+{
+	pump(p, 0);
+}
+
 bool tt_wait_out(struct tproc *p, const char *needle, int timeout_ms)
 {
 	return wait_in(p, p->obuf, needle, timeout_ms);
@@ -253,36 +256,150 @@ static int maps_of(pid_t pid, const char *binary, struct mapping *v, int max)
 	return n;
 }
 
+/*
+ * Where the sites are, from binutils rather than from the library under
+ * test: a reader that misplaced sites would otherwise have "restored"
+ * compare the wrong bytes, and pass.  Every marker has a .note.stapsdt
+ * note (provider "djp": its 6-byte NOP), as every SDT probe has (a 1-byte
+ * nop; a jump armed there covers 5).  `readelf -n` gives each note's
+ * address, `readelf -l` the segments that turn it into a file offset, and
+ * /proc/PID/maps the address that offset is mapped at.
+ */
+struct site {
+	uint64_t off; /* in the file */
+	unsigned len; /* bytes to compare */
+	char name[260]; /* PROVIDER:NAME */
+};
+
+struct segment {
+	uint64_t off, vaddr, filesz;
+};
+
+/* Run cmd; its output (a fresh string, NUL-terminated), or NULL. */
+static char *command_output(const char *cmd)
+{
+	FILE *f = popen(cmd, "r");
+	size_t len = 0, cap = 1 << 16;
+	char *out = malloc(cap);
+	size_t got;
+	CHECK(f && out);
+	while ((got = fread(out + len, 1, cap - 1 - len, f)) > 0) {
+		len += got;
+		if (len == cap - 1) {
+			cap *= 2;
+			CHECK((out = realloc(out, cap)) != NULL);
+		}
+	}
+	out[len] = 0;
+	if (pclose(f)) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* The LOAD segments of binary (readelf -lW). */
+static int segments_of(const char *binary, struct segment *v, int max)
+{
+	char cmd[PATH_MAX + 64], *out, *l;
+	int n = 0;
+	snprintf(cmd, sizeof(cmd), "readelf -lW '%s'", binary);
+	if (!(out = command_output(cmd)))
+		return -1;
+	for (l = out; (l = strstr(l, "  LOAD ")) && n < max; l++) {
+		unsigned long long off, vaddr, filesz;
+		if (sscanf(l, "  LOAD %llx %llx %*x %llx", &off, &vaddr, &filesz) == 3)
+			v[n++] = (struct segment){ off, vaddr, filesz };
+	}
+	free(out);
+	return n;
+}
+
+static int64_t file_offset(const struct segment *seg, int nseg, uint64_t vaddr)
+{
+	for (int i = 0; i < nseg; i++)
+		if (vaddr >= seg[i].vaddr && vaddr < seg[i].vaddr + seg[i].filesz)
+			return (int64_t)(vaddr - seg[i].vaddr + seg[i].off);
+	return -1;
+}
+
+static int by_off(const void *a, const void *b)
+{
+	const struct site *x = a, *y = b;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The SDT notes of binary (readelf -nW) as sites, sorted; how many, -1 on
+ * error.  *v is malloc'd. */
+static int sites_of(const char *binary, struct site **v)
+{
+	struct segment seg[16];
+	char cmd[PATH_MAX + 64], *out, *l;
+	int nseg = segments_of(binary, seg, 16), n = 0, cap = 64;
+
+	*v = NULL;
+	snprintf(cmd, sizeof(cmd), "readelf -nW '%s'", binary);
+	if (nseg <= 0 || !(out = command_output(cmd)))
+		return -1;
+	CHECK((*v = malloc(sizeof(**v) * (size_t)cap)) != NULL);
+	for (l = out; (l = strstr(l, "Provider: ")); l++) {
+		char prov[128], name[128];
+		unsigned long long loc;
+		const char *nm = strstr(l, "Name: "), *at = strstr(l, "Location: ");
+		int64_t off;
+		if (!nm || !at || sscanf(l, "Provider: %127s", prov) != 1 || sscanf(nm, "Name: %127s", name) != 1 ||
+		    sscanf(at, "Location: %llx", &loc) != 1 || (off = file_offset(seg, nseg, loc)) < 0) {
+			free(out);
+			return -1;
+		}
+		if (n == cap)
+			CHECK((*v = realloc(*v, sizeof(**v) * (size_t)(cap *= 2))) != NULL);
+		(*v)[n] = (struct site){ .off = (uint64_t)off, .len = strcmp(prov, "djp") ? 5 : 6 };
+		snprintf((*v)[n].name, sizeof((*v)[n].name), "%s:%s", prov, name);
+		n++;
+	}
+	free(out);
+	qsort(*v, (size_t)n, sizeof(**v), by_off);
+	/* two probes closer than that: each compares its own bytes only */
+	for (int i = 0; i + 1 < n; i++)
+		if ((*v)[i].off + (*v)[i].len > (*v)[i + 1].off)
+			(*v)[i].len = (unsigned)((*v)[i + 1].off - (*v)[i].off);
+	return n;
+}
+
 /* As tt_sites_changed; `say`: each changed site as a TAP comment. */
 static int sites_changed(pid_t pid, const char *binary, int *nsites, bool say)
 {
-	struct djp_marker_list *list;
 	struct mapping maps[32];
-	char err[256], mem[64];
-	uint64_t bias = 0;
-	int nmaps, changed = 0, memfd, filefd;
+	struct site *sites;
+	char mem[64];
+	int nmaps, n, changed = 0, memfd, filefd;
 
 	*nsites = 0;
-	if (djp_markers_read_file(binary, DJP_READ_NO_DWARF, &list, err, sizeof(err))) /* SDT sites too */
+	if ((n = sites_of(binary, &sites)) < 0)
 		return -1;
 	nmaps = maps_of(pid, binary, maps, 32);
-	if (nmaps <= 0 || djp_marker_list_bias(list, maps[0].start, maps[0].off, &bias)) {
-		djp_marker_list_free(list);
+	if (nmaps <= 0) {
+		free(sites);
 		return -1;
 	}
 	snprintf(mem, sizeof(mem), "/proc/%d/mem", (int)pid);
 	memfd = open(mem, O_RDONLY | O_CLOEXEC);
 	filefd = open(binary, O_RDONLY | O_CLOEXEC);
-	for (size_t i = 0; memfd >= 0 && filefd >= 0 && i < list->count; i++) {
-		uint64_t a = list->v[i].site + bias;
+	for (int i = 0; memfd >= 0 && filefd >= 0 && i < n; i++) {
 		uint8_t live[16], file[16];
-		unsigned len = list->v[i].site_len;
+		unsigned len = sites[i].len;
+		uint64_t a = 0;
 		int k;
-		for (k = 0; k < nmaps && !(a >= maps[k].start && a + len <= maps[k].end); k++)
-			;
-		if (k == nmaps || len > sizeof(live) ||
-		    pread(memfd, live, len, (off_t)a) != (ssize_t)len ||
-		    pread(filefd, file, len, (off_t)(a - maps[k].start + maps[k].off)) != (ssize_t)len) {
+		for (k = 0; k < nmaps; k++) {
+			uint64_t size = maps[k].end - maps[k].start;
+			if (sites[i].off >= maps[k].off && sites[i].off + len <= maps[k].off + size) {
+				a = maps[k].start + (sites[i].off - maps[k].off);
+				break;
+			}
+		}
+		if (k == nmaps || pread(memfd, live, len, (off_t)a) != (ssize_t)len ||
+		    pread(filefd, file, len, (off_t)sites[i].off) != (ssize_t)len) {
 			changed = -1;
 			break;
 		}
@@ -294,8 +411,8 @@ static int sites_changed(pid_t pid, const char *binary, int *nsites, bool say)
 				snprintf(hex[0] + 3 * b, 4, " %02x", live[b]);
 				snprintf(hex[1] + 3 * b, 4, " %02x", file[b]);
 			}
-			printf("# %s: %s at %#lx holds%s, the file%s\n", binary, list->v[i].name, (unsigned long)a, hex[0],
-			       hex[1]);
+			printf("# %s: %s at %#lx holds%s, the file%s\n", binary, sites[i].name, (unsigned long)a,
+			       hex[0], hex[1]);
 		}
 	}
 	if (memfd < 0 || filefd < 0)
@@ -304,7 +421,7 @@ static int sites_changed(pid_t pid, const char *binary, int *nsites, bool say)
 		close(memfd);
 	if (filefd >= 0)
 		close(filefd);
-	djp_marker_list_free(list);
+	free(sites);
 	return changed;
 }
 
@@ -407,6 +524,12 @@ const char *tt_func_target(void)
 	return p ? p : (p = copy_path("trace_progs/func_target"));
 }
 
+const char *tt_typed_target(bool mark)
+{
+	static const char *p[2];
+	return p[mark] ? p[mark] : (p[mark] = copy_path(mark ? "trace_progs/typed_target_mark" : "trace_progs/typed_target"));
+}
+
 void tt_wait_func_target_sum(struct tproc *t, long n)
 {
 	char want[64];
@@ -442,46 +565,86 @@ long tt_script_count_calls(struct tproc *t, const char *func, const char *opt, i
 	return got;
 }
 
-uintptr_t tt_func_addr(pid_t pid, const char *binary, const char *func)
+/* The address file offset `off` of binary is mapped at in pid, or 0. */
+static uintptr_t runtime_addr(pid_t pid, const char *binary, uint64_t off)
 {
-	struct djp_func_table *t = NULL;
-	char err[256], path[64], line[4096], real[4096];
-	uintptr_t lo = 0, addr = 0;
-	unsigned long long off;
-	FILE *f;
-
-	CHECK(realpath(binary, real) != NULL);
-	CHECK_EQ(djp_funcs_read(real, &t, err, sizeof(err)), 0);
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	CHECK((f = fopen(path, "r")) != NULL);
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, real) && sscanf(line, "%lx-%*x %*s %llx", &lo, &off) == 2 && off == 0)
-			break;
-	fclose(f);
-	for (size_t i = 0; i < t->count; i++)
-		if (!strcmp(t->v[i].name, func))
-			addr = (uintptr_t)t->v[i].addr + (t->is_dyn ? lo : 0);
-	djp_funcs_free(t);
-	CHECK(addr != 0);
-	return addr;
+	struct mapping maps[32];
+	int n = maps_of(pid, binary, maps, 32);
+	for (int k = 0; k < n; k++)
+		if (off >= maps[k].off && off < maps[k].off + (maps[k].end - maps[k].start))
+			return (uintptr_t)(maps[k].start + (off - maps[k].off));
+	return 0;
 }
 
+/* From nm's symbol tables (the static one, else the dynamic one), not
+ * from the library's reader: a reader that misplaced functions would
+ * have the tests look at the wrong byte. */
+uintptr_t tt_func_addr(pid_t pid, const char *binary, const char *func)
+{
+	static const char *const opts[] = { "", "-D" };
+	struct segment seg[16];
+	char real[PATH_MAX], cmd[PATH_MAX + 64], *out;
+	int64_t off = -1;
+	int nseg;
+
+	CHECK(realpath(binary, real) != NULL);
+	CHECK((nseg = segments_of(real, seg, 16)) > 0);
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]) && off < 0; i++) {
+		snprintf(cmd, sizeof(cmd), "nm %s --defined-only '%s' 2>/dev/null", opts[i], real);
+		if (!(out = command_output(cmd)))
+			continue;
+		for (char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+			unsigned long long a;
+			char type, name[512];
+			if (sscanf(l, "%llx %c %511s", &a, &type, name) == 3 && strchr("tTwWi", type) &&
+			    !strcmp(name, func)) {
+				off = file_offset(seg, nseg, a);
+				break;
+			}
+		}
+		free(out);
+	}
+	if (off < 0)
+		djp_test_fail(__FILE__, __LINE__, "nm finds no function %s in %s", func, real);
+	return runtime_addr(pid, real, (uint64_t)off) ?: (djp_test_fail(__FILE__, __LINE__, "%s is not mapped in %d",
+									   real, (int)pid), 0);
+}
+
+/* name: a marker or PROVIDER:NAME; looked for in every file pid maps
+ * (readelf's notes, as sites_changed). */
 uintptr_t tt_site_addr(pid_t pid, const char *name)
 {
-	char pids[32], *line;
+	char path[64], line[PATH_MAX + 256], done[64][PATH_MAX];
+	int ndone = 0;
 	uintptr_t a = 0;
-	struct tproc *l;
-	int st;
+	FILE *f;
 
-	snprintf(pids, sizeof(pids), "%d", (int)pid);
-	l = tt_spawn((char *const[]){ (char *)tt_djp(), "list", pids, NULL }, false, -1);
-	st = tt_finish(l, 30000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	for (line = l->obuf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-		if (!strncmp(line, name, strlen(name)) && line[strlen(name)] == ' ')
-			a = (uintptr_t)strtoull(line + strlen(name), NULL, 16);
-	free(l);
-	CHECK(a != 0);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	CHECK((f = fopen(path, "r")) != NULL);
+	while (!a && fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/');
+		struct site *v;
+		int n, seen = 0;
+		if (!file)
+			continue;
+		file[strcspn(file, "\n")] = 0;
+		for (int i = 0; i < ndone; i++)
+			seen |= !strcmp(done[i], file);
+		if (seen || ndone == 64)
+			continue;
+		snprintf(done[ndone++], PATH_MAX, "%s", file);
+		if ((n = sites_of(file, &v)) <= 0)
+			continue;
+		for (int i = 0; i < n && !a; i++) {
+			const char *colon = strchr(v[i].name, ':');
+			if (!strcmp(v[i].name, name) || (!strchr(name, ':') && !strcmp(colon + 1, name)))
+				a = runtime_addr(pid, file, v[i].off);
+		}
+		free(v);
+	}
+	fclose(f);
+	if (!a)
+		djp_test_fail(__FILE__, __LINE__, "readelf finds no site %s in what process %d maps", name, (int)pid);
 	return a;
 }
 

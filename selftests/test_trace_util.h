@@ -31,6 +31,10 @@ const char *tt_sdt_target(void);
 /* trace_progs/func_target.c: no marker, nothing of djprobe (instruction
  * probes) */
 const char *tt_func_target(void);
+/* trace_progs/typed_target.c: signed, unsigned and pointer parameters and
+ * return values, SDT probes without a format; mark: its build with a
+ * marker holding a long %s instead */
+const char *tt_typed_target(bool mark);
 /* Wait for func_target's "sum N" after n calls (the sum it must print);
  * fails the test when it does not come within 20 s. */
 void tt_wait_func_target_sum(struct tproc *t, long n);
@@ -46,6 +50,8 @@ struct tproc *tt_spawn(char *const argv[], bool preload, int uid);
 /* Read stdout (or stderr) until `needle` shows up; false on timeout/EOF. */
 bool tt_wait_out(struct tproc *p, const char *needle, int timeout_ms);
 bool tt_wait_err(struct tproc *p, const char *needle, int timeout_ms);
+/* Read what its stdout and stderr hold now, waiting for nothing. */
+void tt_read_now(struct tproc *p);
 /* Read both to end of file and reap; returns the wait status, or -1 when
  * it did not exit within timeout_ms (it is then killed). */
 int tt_finish(struct tproc *p, int timeout_ms);

@@ -365,7 +365,7 @@ TEST(unwind_table_debug_frame_and_debug_file)
 	CHECK(fclose(f) == 0);
 	snprintf(cmd, sizeof(cmd), "cd '%s' && gcc -g -O2 -fno-asynchronous-unwind-tables -o prog prog.c", dir);
 	if (run(cmd))
-		SKIP("no C compiler");
+		djp_test_fail(__FILE__, __LINE__, "gcc failed: %s", cmd);
 	readelf_frames(prog, &d);
 	for (size_t i = 0; i < d.nfdes; i++)
 		per_sec[d.fdes[i].sec]++;
@@ -858,7 +858,7 @@ TEST(unwind_tables_follow_dlopen_and_dlclose)
 	Dl_info info;
 
 	if (access(lib, R_OK))
-		SKIP("libdjp_dltest.so not built");
+		djp_test_fail(__FILE__, __LINE__, "%s: %s (make builds it)", lib, strerror(errno));
 	prepare();
 	CHECK((h = dlopen(lib, RTLD_NOW)) != NULL);
 	CHECK((fn = dlsym(h, "dltest_run")) != NULL);
@@ -1205,7 +1205,7 @@ TEST_TIMEOUT(unwind_walks_while_objects_come_and_go, 120)
 	int id;
 
 	if (access(lib, R_OK))
-		SKIP("libdjp_dltest.so not built");
+		djp_test_fail(__FILE__, __LINE__, "%s: %s (make builds it)", lib, strerror(errno));
 	prepare();
 	CHECK((id = djp_connect("unwind_marked", on_hit_count, NULL, DJP_FORCE_INT3)) >= 0);
 	CHECK_EQ(pthread_create(&th, NULL, hitter, NULL), 0);

@@ -31,6 +31,14 @@ $(BUSY_TARGET)-static: selftests/trace_progs/busy_target.c include/djprobe/marke
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -static -o $@ $< -lpthread
 CHECK_DEPS += $(BUSY_TARGET) $(BUSY_TARGET)-static
+# The in-target aggregation tests' target: threads hitting markers as fast
+# as they can (no libdjprobe, as above).
+AGG_TARGET := $(TRACE_PROGS_DIR)/agg_target
+$(AGG_TARGET): selftests/trace_progs/agg_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
+CHECK_DEPS += $(AGG_TARGET)
 # A C++ target: libstdc++'s SDT probes, for the provider patterns.
 TRACE_CXX := $(TRACE_PROGS_DIR)/trace_cxx
 $(TRACE_CXX): selftests/trace_progs/trace_cxx.cc include/djprobe/marker.h | $(DEPS_STAMP)
@@ -64,6 +72,18 @@ $(FUNC_TARGET): selftests/trace_progs/func_target.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(FUNC_TARGET)
+# The typed values' target: signed, unsigned and pointer parameters and
+# return values, SDT probes without a format; _mark: a marker with a long %s.
+TYPED_TARGET := $(TRACE_PROGS_DIR)/typed_target
+$(TYPED_TARGET): selftests/trace_progs/typed_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+$(TYPED_TARGET)_mark: selftests/trace_progs/typed_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -DTYPED_MARKER -o $@ $<
+CHECK_DEPS += $(TYPED_TARGET) $(TYPED_TARGET)_mark
 # The user backtraces' target: call chains, a qsort comparator, an SDT probe
 # that stays int3; -O2 -g with frame pointers, and without (the default).
 USTACK_TARGET := $(TRACE_PROGS_DIR)/ustack_target
@@ -76,6 +96,53 @@ $(USTACK_TARGET)-nofp: selftests/trace_progs/ustack_target.c include/djprobe/mar
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 -g -fomit-frame-pointer $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(USTACK_TARGET) $(USTACK_TARGET)-nofp
+# The line probes' target: -O0, where a line's code has several rows.
+LINE_TARGET := $(TRACE_PROGS_DIR)/line_target
+$(LINE_TARGET): selftests/trace_progs/line_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O0 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(LINE_TARGET)
+# One thread calling malloc and free, and dlopen: whose hits are whose.
+MALLOC_TARGET := $(TRACE_PROGS_DIR)/malloc_target
+$(MALLOC_TARGET): selftests/trace_progs/malloc_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -ldl
+CHECK_DEPS += $(MALLOC_TARGET)
+# Every kind of argument location, with known values: SDT probes (1-byte
+# nops), the same as djprobe markers, and not position independent.
+ARGKINDS_TARGET := $(TRACE_PROGS_DIR)/argkinds_target
+$(ARGKINDS_TARGET): selftests/trace_progs/argkinds_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+$(ARGKINDS_TARGET)-mark: selftests/trace_progs/argkinds_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -DARGKINDS_MARK $(CFLAGS) -o $@ $<
+$(ARGKINDS_TARGET)-nopie: selftests/trace_progs/argkinds_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -fno-pie -no-pie $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(ARGKINDS_TARGET) $(ARGKINDS_TARGET)-mark $(ARGKINDS_TARGET)-nopie
+# The same with handlers of the in-process API: full, lean and int3.
+$(TRACE_PROGS_DIR)/argkinds_engine: selftests/trace_progs/argkinds_target.c $(LIB_A) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -DARGKINDS_ENGINE $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_LIB) -lm
+$(TRACE_PROGS_DIR)/argkinds_engine-mark: selftests/trace_progs/argkinds_target.c $(LIB_A) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -DARGKINDS_ENGINE -DARGKINDS_MARK $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_LIB) -lm
+CHECK_DEPS += $(TRACE_PROGS_DIR)/argkinds_engine $(TRACE_PROGS_DIR)/argkinds_engine-mark
+# The fault forwarder's target: SIGSEGV handlers of every kind, a %s marker.
+FAULT_TARGET := $(TRACE_PROGS_DIR)/fault_target
+$(FAULT_TARGET): selftests/trace_progs/fault_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
+CHECK_DEPS += $(FAULT_TARGET)
 # The hostile injection tests' target (selftests/test_inject_hostile.c): it
 # takes the agent's list of system calls for its seccomp allow-list.
 HOSTILE_TARGET := $(TRACE_PROGS_DIR)/hostile_target

@@ -185,7 +185,7 @@ size_t djp_tramp_gen_full(struct emit *e, const struct djp_tramp_req *r, uintptr
 	const enum vclass vc = (use & DJP_VEC_CLASS) < (int)vclass ? (enum vclass)(use & DJP_VEC_CLASS) : vclass;
 	const int x87 = !!(use & DJP_VEC_X87);
 	const struct vlayout *l = &vlayouts[vc];
-	struct frame f = { 0, VIEW, 0, RED_ZONE };
+	struct frame f = { 0, VIEW, 0, RED_ZONE + point_pre(r) };
 	uintptr_t hdr = (e->at & ~(DJP_TRAMP_CHUNK - 1));
 	size_t slow, to_back, x87s, to_x87s, x87r, to_x87r, resume_s, resume_r, back;
 

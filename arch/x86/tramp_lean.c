@@ -73,10 +73,10 @@ void djp_tramp_save_view(struct emit *e, const struct frame *f, uint32_t save, c
 			mov_rsp(e, i, f->view + 8 * i, 1);
 	if (r->regs_used & (1u << DJP_REG_RSP)) {
 		if (f->saved_rsp < 0) {
-			lea_rsp(e, DJP_REG_RAX, f->to_site_rsp + point_pre(r));
+			lea_rsp(e, DJP_REG_RAX, f->to_site_rsp);
 		} else {
 			mov_rsp(e, DJP_REG_RAX, f->saved_rsp, 0);
-			EMIT(e, "\x48\x05"), b4(e, (uint32_t)(f->to_site_rsp + point_pre(r))); /* add $n,%rax */
+			EMIT(e, "\x48\x05"), b4(e, (uint32_t)f->to_site_rsp); /* add $n,%rax */
 		}
 		mov_rsp(e, DJP_REG_RAX, f->view + 8 * DJP_REG_RSP, 1);
 	}
@@ -163,7 +163,7 @@ size_t djp_tramp_gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr
 		int32_t above = (r->regs_used & ~ARCH_CALLER_SAVED) ? upper : 0;
 		int32_t pad = (sp_align - RED_ZONE - above - 8 * (DJP_REG_R11 + 1)) & 15;
 		f.size = RED_ZONE + pad + above;
-		f.to_site_rsp = f.size + 8 * (DJP_REG_R11 + 1);
+		f.to_site_rsp = f.size + 8 * (DJP_REG_R11 + 1) + point_pre(r);
 		lea_rsp(e, DJP_REG_RSP, -f.size);
 	} else {
 		/* Step over the red zone, align, keep the old %rsp just above
@@ -176,7 +176,7 @@ size_t djp_tramp_gen_lean(struct emit *e, const struct djp_tramp_req *r, uintptr
 		mov_rsp(e, DJP_REG_RAX, upper, 1);
 		EMIT(e, "\x48\x8b\x40\xf8"); /* mov -8(%rax),%rax */
 		f.saved_rsp = VIEW;
-		f.to_site_rsp = RED_ZONE;
+		f.to_site_rsp = RED_ZONE + point_pre(r);
 	}
 	for (int i = DJP_REG_R11; i >= DJP_REG_RAX; i--)
 		push_pop(e, i, 0);

@@ -8,6 +8,9 @@
  *   forker cost N          hit the marker N times and print "parent ns/call
  *                          X", then fork a child that does the same and
  *                          prints "child ns/call Y"
+ *   forker storm N K       fork N short-lived children, ten at a time, each
+ *                          hitting the marker K times and exiting; "children
+ *                          M" on stdout after every tenth of them
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +82,26 @@ int main(int argc, char **argv)
 		wait(NULL);
 		return 0;
 	}
-	fprintf(stderr, "usage: forker many N K RATE | forker cost N\n");
+	if (argc == 4 && !strcmp(argv[1], "storm")) {
+		long n = atol(argv[2]), k = atol(argv[3]), done = 0;
+		while (done < n) {
+			long wave = n - done < 10 ? n - done : 10;
+			for (long i = 0; i < wave; i++)
+				if (fork() == 0) {
+					for (long j = 0; j < k; j++)
+						many_site((int)j, j);
+					_exit(0);
+				}
+			while (wait(NULL) > 0)
+				;
+			done += wave;
+			if (n >= 10 && done % (n / 10) == 0) {
+				printf("children %ld\n", done);
+				fflush(stdout);
+			}
+		}
+		return 0;
+	}
+	fprintf(stderr, "usage: forker many N K RATE | forker cost N | forker storm N K\n");
 	return 2;
 }

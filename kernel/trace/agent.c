@@ -53,7 +53,10 @@
  * and the kernel writes the first byte back, and int3 probes whose int3 a
  * uprobe that went wrote the file's byte over (kernel/arm.c): counted as
  * arming errors, which the tool reports, and armed again on a later look
- * once the uprobe is gone.
+ * once the uprobe is gone.  And it asks whether the string copy's fault
+ * handler is still installed: a program that replaced it by the raw
+ * system call gets its handler back to itself and the copies go through
+ * process_vm_readv from then on (kernel/safe_copy.c).
  *
  * fork: the child has no agent thread (threads do not survive fork), and
  * the engine disarms every site in it; the child closes its copies of the
@@ -233,6 +236,9 @@ static void *agent_main(void *arg)
 	sigset_t set;
 
 	(void)arg;
+	/* What this thread calls (malloc, poll, ...) the program may have
+	 * probed: its hits are not the program's */
+	djp__thread_quiet();
 	/* Asynchronous signals are the application's; the engine's own
 	 * (SIGTRAP, the engine's real-time signal) and the synchronous ones
 	 * stay open. */
@@ -268,6 +274,7 @@ static void *agent_main(void *arg)
 		if (any_probes()) {
 			check_new_objects();
 			djp__engine_check_foreign_traps();
+			djp_safe_copy_check();
 			timeout = 100;
 		}
 		if (poll(pf, (nfds_t)n, timeout) < 0 && errno != EINTR)
@@ -294,6 +301,7 @@ static void *agent_main(void *arg)
 /* The child of a fork: no agent thread here; let go of the sockets. */
 static void atfork_child(void)
 {
+	void *q = djp__quiet_begin();
 	if (listen_fd >= 0)
 		close(listen_fd);
 	listen_fd = -1;
@@ -302,6 +310,7 @@ static void atfork_child(void)
 			close(sessions[i].fd);
 			sessions[i].fd = -1;
 		}
+	djp__quiet_end(q);
 }
 
 /* The agent's own socket, and the tool's connection `first` (-1: none),
@@ -318,7 +327,7 @@ static void open_sessions(int first)
 
 /* The child of a fork whose parent follows forks: a new agent, dialled in
  * to the tool, and the wait for its START (see the essay). */
-static void follow_child(void)
+static void follow_child_quiet(void)
 {
 	int fd;
 	if (!follow_name[0] || !sessions)
@@ -336,6 +345,14 @@ static void follow_child(void)
 	start_thread();
 	if (start_err == 0)
 		djp_agent_launch_wait();
+}
+
+/* In the child's one thread, the program's: the library's own work. */
+static void follow_child(void)
+{
+	void *q = djp__quiet_begin();
+	follow_child_quiet();
+	djp__quiet_end(q);
 }
 
 static void register_follow(void)
@@ -411,13 +428,19 @@ DJP_API int djp_agent_start(void)
 	return start_err;
 }
 
+/* On the program's thread that loaded the library (its main thread, or
+ * the one an injection borrowed): the library's own work, which goes on
+ * after the tool's first configuration has armed its probes. */
 __attribute__((constructor)) static void agent_constructor(void)
 {
 	const char *env = getenv(DJP_AGENT_ENV);
+	void *q;
 
 	if (env && !strcmp(env, "0"))
 		return;
+	q = djp__quiet_begin();
 	initial_fd = djp_agent_launch_dial();
 	if (djp_agent_start() == 0 && initial_fd >= 0)
 		djp_agent_launch_wait();
+	djp__quiet_end(q);
 }

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "djprobe/djprobe.h"
+#include "kernel/trace/agg.h"
 #include "kernel/trace/recorder.h"
 #include "lib/agent_addr.h"
 #include "lib/proto.h"
@@ -48,6 +49,7 @@ struct djp_agent_session {
 	 * STATS reports those since */
 	unsigned arm_errors_at_open;
 	struct djp_recorder *rec;
+	struct djp_agg *agg; /* TABLES: lost counters and aggregation tables */
 	int probe[DJP_AGENT_MAX_PROBES]; /* engine probe ids, -1 when free */
 	unsigned nprobes;
 	size_t inlen;

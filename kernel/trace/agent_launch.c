@@ -23,11 +23,12 @@
  * inherits the environment, so the first process with LD_PRELOAD may be a
  * shell: then the agent dials only from a process that has probes of its
  * own, djprobe markers in a loaded object or SDT notes in the program
- * itself (libc's SDT notes, which every shell loads, do not count).  The
- * one that dials removes DJP_AGENT_TOOL_PID, and keeps DJP_AGENT_TOOL: any
- * program a process of the trace execs later (a wrapper's program, a
- * worker a child of fork execs) dials in when it has probes, so that a
- * fork-and-exec is traced too.  A child of fork runs no constructor; it
+ * itself (libc's SDT notes, which every shell loads, do not count).  Both
+ * variables stay in the environment: a program the command execs in the
+ * same process (a wrapper's program) dials in as the command did, and any
+ * program another process of the trace execs later (a worker a child of
+ * fork execs) dials in when it has probes, so that a fork-and-exec is
+ * traced too.  A child of fork runs no constructor; it
  * is followed through fork instead (FOLLOW, agent.c).
  */
 #include <errno.h>
@@ -82,9 +83,12 @@ int djp_agent_launch_dial(void)
 	own = dl_iterate_phdr(object_has_markers, NULL) != 0;
 	if ((!cmd_pid || atol(cmd_pid) != (long)getpid()) && !own)
 		return -1;
-	unsetenv(DJP_AGENT_TOOL_PID_ENV);
-	/* DJP_AGENT_TOOL stays: a program that a process of the trace execs
-	 * (a wrapper's, or a child's after fork) dials in too, if it has
+	/* Both stay.  DJP_AGENT_TOOL_PID: the program the command execs in
+	 * the same process (a wrapper's: env, runuser, the interpreter of a
+	 * PATH shim and what that execs) dials in whatever it holds, for
+	 * the function and line patterns the tool keeps for it; children
+	 * have other pids.  DJP_AGENT_TOOL: a program that another process
+	 * of the trace execs (a child's after fork) dials in too, if it has
 	 * probes of its own.  A child of fork runs no constructor: it is
 	 * followed (FOLLOW), never dials twice. */
 	return djp_agent_dial_tool(tool);

@@ -47,6 +47,7 @@ void djp_agent_session_open(struct djp_agent_session *s, int fd, pid_t pid, uid_
 	s->launch = launch;
 	s->ending = false;
 	s->rec = NULL;
+	s->agg = NULL;
 	s->nprobes = 0;
 	s->inlen = 0;
 	s->arm_errors_at_open = djp__engine_background_error(NULL);
@@ -111,6 +112,25 @@ struct gather {
 	int err;
 };
 
+/*
+ * The format the tool gets for marker m: its own, or for an SDT probe,
+ * which has none, one its argument locations say ("-4@%ebx 8@%rax": a
+ * signed and an unsigned number, "%d %u"), so that the tool prints each
+ * as its type is, in decimal (bpftrace's arg0), not as bare hex words.
+ * The recorder extends each value to 64 bits by the same size and sign.
+ */
+static const char *wire_format(const struct djp_marker_info *m, char *buf, size_t sz)
+{
+	size_t len = 0;
+
+	if ((m->format && m->format[0]) || !m->from_sdt || !m->nargs)
+		return m->format ? m->format : "";
+	buf[0] = 0;
+	for (unsigned i = 0; i < m->nargs && len + 4 < sz; i++)
+		len += (size_t)snprintf(buf + len, sz - len, "%s%%%c", i ? " " : "", m->arg[i].is_signed ? 'd' : 'u');
+	return buf;
+}
+
 static int gather_site(void *ctx, uint32_t id, const char *object, uintptr_t addr, const struct djp_marker_info *m)
 {
 	struct gather *g = ctx;
@@ -132,7 +152,10 @@ static int gather_site(void *ctx, uint32_t id, const char *object, uintptr_t add
 		char full[512]; /* an SDT probe by its full name, provider:name */
 		e->name = strdup(djp_marker_full_name(full, sizeof(full), m->provider, m->name ? m->name : ""));
 	}
-	e->format = strdup(m->format ? m->format : "");
+	{
+		char fmt[64];
+		e->format = strdup(wire_format(m, fmt, sizeof(fmt)));
+	}
 	e->object = strdup(object ? object : "");
 	if (!e->name || !e->format || !e->object) {
 		free(e->name);
@@ -246,6 +269,40 @@ static int do_ring(struct djp_agent_session *s, struct djp_preader *r)
 	return djp_proto_send(s->fd, DJP_MSG_RING_FD, &b, djp_region_fd(s->rec->region));
 }
 
+/* ---- TABLES ---------------------------------------------------------------- */
+
+static int do_tables(struct djp_agent_session *s, struct djp_preader *r)
+{
+	struct djp_agg_plan plans[DJP_AGG_MAX_PLANS];
+	uint32_t capacity = djp_get_u32(r), n = djp_get_u32(r);
+	struct djp_pbuf b;
+
+	memset(plans, 0, sizeof(plans));
+	for (uint32_t i = 0; i < n && i < DJP_AGG_MAX_PLANS; i++) {
+		plans[i].key_args = djp_get_u32(r);
+		plans[i].flags = djp_get_u32(r);
+		plans[i].value_arg = djp_get_u32(r);
+		plans[i].hist_kind = djp_get_u32(r);
+		plans[i].value_const = (int64_t)djp_get_u64(r);
+		plans[i].hist_start = (int64_t)djp_get_u64(r);
+		plans[i].hist_interval = (int64_t)djp_get_u64(r);
+		plans[i].nbuckets = djp_get_u32(r);
+		plans[i].str_arg = djp_get_u32(r);
+		plans[i].str_bound = djp_get_u32(r);
+	}
+	if (n > DJP_AGG_MAX_PLANS || !djp_preader_done(r))
+		return -EPROTO;
+	if (!s->rec)
+		return reply_error(s, -EINVAL, "%s", "TABLES before RING");
+	if (s->agg)
+		return reply_error(s, -EBUSY, "%s", "this session has its tables already");
+	if (!(s->agg = djp_agg_create(s->rec, plans, n, capacity)))
+		return reply_error(s, -errno, "cannot create the aggregation tables: %s", strerror(errno));
+	djp_pbuf_init(&b);
+	djp_put_u64(&b, s->agg->size);
+	return djp_proto_send(s->fd, DJP_MSG_TABLES_FD, &b, s->agg->fd);
+}
+
 /* ---- MARKER_LOG ------------------------------------------------------------ */
 
 /* One log for the process, made at the first request (the agent thread is
@@ -255,9 +312,9 @@ static struct djp_mlog marker_log = { .fd = -1 };
 
 static int log_site(void *ctx, uint32_t id, const char *object, uintptr_t addr, const struct djp_marker_info *m)
 {
-	char full[512];
+	char full[512], fmt[64];
 	djp_mlog_append(ctx, id, addr, m->nargs, djp_marker_full_name(full, sizeof(full), m->provider, m->name),
-			m->format, object);
+			wire_format(m, fmt, sizeof(fmt)), object);
 	return 0;
 }
 
@@ -328,15 +385,17 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 	unsigned nsites = 0;
 	struct djp_recorder_strings strings;
 	struct djp_pbuf b;
-	uint32_t flags;
+	uint32_t flags, plan = 0;
 	int id;
 
 	djp_get_str(r, pattern, sizeof(pattern));
 	flags = djp_get_u32(r);
 	strings.args = djp_get_u32(r);
 	strings.bound = djp_get_u32(r);
-	if (!djp_preader_done(r) ||
-	    (flags & ~(DJP_CONNECT_PENDING | DJP_CONNECT_CPU | DJP_CONNECT_USTACK | DJP_CONNECT_INT3)))
+	if (flags & DJP_CONNECT_AGG)
+		plan = djp_get_u32(r);
+	if (!djp_preader_done(r) || (flags & ~(DJP_CONNECT_PENDING | DJP_CONNECT_CPU | DJP_CONNECT_USTACK |
+					       DJP_CONNECT_INT3 | DJP_CONNECT_AGG)))
 		return -EPROTO;
 	if (strings.bound > DJP_RING_STR_BOUND_MAX)
 		return reply_error(s, -EINVAL, "%s", "string bound over the ring's largest");
@@ -346,9 +405,17 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 		return reply_error(s, -EINVAL, "%s", "CONNECT before RING");
 	if (s->nprobes == DJP_AGENT_MAX_PROBES)
 		return reply_error(s, -E2BIG, "%s", "too many patterns in one session");
+	if ((flags & DJP_CONNECT_AGG) && (!s->agg || plan >= s->agg->nplans))
+		return reply_error(s, -EINVAL, "%s", "no such aggregation plan");
 	if (flags & DJP_CONNECT_CPU)
 		__atomic_store_n(&s->rec->cpu, true, __ATOMIC_RELAXED); /* before the connect: its plans read it */
-	id = djp_recorder_connect(s->rec, pattern,
+	if (flags & DJP_CONNECT_AGG)
+		id = djp_agg_connect(s->agg, plan, pattern,
+				     (flags & DJP_CONNECT_PENDING ? DJP_RECORD_PENDING : 0) |
+					     (flags & DJP_CONNECT_INT3 ? DJP_RECORD_INT3 : 0),
+				     &nsites);
+	else
+		id = djp_recorder_connect(s->rec, pattern,
 				  (flags & DJP_CONNECT_PENDING ? DJP_RECORD_PENDING : 0) |
 					  (flags & DJP_CONNECT_USTACK ? DJP_RECORD_USTACK : 0) |
 					  (flags & DJP_CONNECT_INT3 ? DJP_RECORD_INT3 : 0),
@@ -455,7 +522,10 @@ static int do_stats(struct djp_agent_session *s, struct djp_preader *r)
 	at = b->len;
 	djp_put_u32(b, 0);
 	for (uint32_t id = 0; s->rec && s->rec->lost_by_id && id < DJP_RECORDER_MAX_IDS && djp_pbuf_room(b) > 16; id++) {
-		uint32_t lost = __atomic_load_n(&s->rec->lost_by_id[id], __ATOMIC_RELAXED);
+		uint64_t *shared = s->rec->lost_shared;
+		uint64_t lost = __atomic_load_n(&s->rec->lost_by_id[id], __ATOMIC_RELAXED);
+		if (shared && id < DJP_TABLES_NIDS)
+			lost += __atomic_load_n(&shared[id], __ATOMIC_RELAXED);
 		if (!lost)
 			continue;
 		djp_put_u32(b, id);
@@ -518,6 +588,8 @@ static int handle(struct djp_agent_session *s, unsigned type, const uint8_t *pay
 		return do_stats(s, &r);
 	case DJP_MSG_FOLLOW:
 		return do_follow(s, &r);
+	case DJP_MSG_TABLES:
+		return do_tables(s, &r);
 	case DJP_MSG_START:
 		if (!djp_preader_done(&r))
 			return -EPROTO;
@@ -577,6 +649,8 @@ int djp_agent_session_end(struct djp_agent_session *s)
 	}
 	if (drop_all(s, NULL))
 		return -EAGAIN;
+	djp_agg_destroy(s->agg);
+	s->agg = NULL;
 	djp_recorder_destroy(s->rec);
 	s->rec = NULL;
 	s->nprobes = 0;

@@ -80,6 +80,7 @@
 #include "kernel/hit_args.h"
 #include "kernel/trace/recorder.h"
 #include "kernel/unwind.h"
+#include "lib/agg.h"
 #include "lib/format.h"
 #include "lib/marker_match.h"
 
@@ -128,7 +129,10 @@ known:
 
 static __attribute__((noinline, cold)) void count_lost(struct djp_recorder *rec, uint32_t id)
 {
-	if (rec->lost_by_id && id < DJP_RECORDER_MAX_IDS)
+	uint64_t *shared = __atomic_load_n(&rec->lost_shared, __ATOMIC_ACQUIRE);
+	if (shared && id < DJP_TABLES_NIDS)
+		__atomic_fetch_add(&shared[id], 1, __ATOMIC_RELAXED);
+	else if (rec->lost_by_id && id < DJP_RECORDER_MAX_IDS)
 		__atomic_fetch_add(&rec->lost_by_id[id], 1, __ATOMIC_RELAXED);
 	else
 		__atomic_fetch_add(&rec->lost_other, 1, __ATOMIC_RELAXED);
@@ -155,7 +159,7 @@ static inline __attribute__((always_inline)) void record_hit(const struct djp_hi
 		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, sched_getcpu(), pcs, npcs);
 	else
 		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, -1, pcs, npcs);
-	if (__builtin_expect(err == -ENOBUFS, 0))
+	if (__builtin_expect(err < 0, 0)) /* full, nested or no slot: the ring counted it */
 		count_lost(rec, id);
 }
 
@@ -192,7 +196,7 @@ static __attribute__((noinline)) void record_words(const struct djp_fast_plan *p
 						   uint64_t a2, uint64_t a3)
 {
 	struct djp_recorder *rec = p->data;
-	if (djp_ring_record(rec->region, p->id, (const uint64_t[4]){ a0, a1, a2, a3 }, p->nargs, 0, 0) == -ENOBUFS)
+	if (djp_ring_record(rec->region, p->id, (const uint64_t[4]){ a0, a1, a2, a3 }, p->nargs, 0, 0) < 0)
 		count_lost(rec, p->id);
 }
 
@@ -295,6 +299,13 @@ static int add_strings(struct djp_recorder *rec, const char *pattern, const stru
 	__atomic_store_n(&rec->nstr_pat, n + 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&rec->str_gen, rec->str_gen + 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+unsigned djp_recorder_count_sites(const char *pattern)
+{
+	struct count_ctx c = { pattern, 0, false };
+	djp__sites_foreach(count_site, &c);
+	return c.n;
 }
 
 int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned flags,

@@ -42,6 +42,9 @@ struct djp_recorder {
 	unsigned str_bound;	  /* %s bound, NUL included (0: the region's) */
 	uint32_t *lost_by_id;	  /* DJP_RECORDER_MAX_IDS counters, or NULL */
 	uint64_t lost_other;	  /* lost events of ids beyond the table */
+	/* the tables region's lost counters (kernel/trace/agg.c), once a
+	 * session has one: counted there instead, where the tool reads them */
+	uint64_t *lost_shared;
 	/* string arguments by pattern, and by marker id as computed from
 	 * them and the marker's format (recorder.c) */
 	struct {
@@ -73,6 +76,9 @@ void djp_recorder_destroy(struct djp_recorder *rec);
  * formats. */
 int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned flags,
 			 const struct djp_recorder_strings *strings, unsigned *nsites);
+
+/* The sites `pattern` matches now. */
+unsigned djp_recorder_count_sites(const char *pattern);
 
 /* The handlers themselves (data is the struct djp_recorder): the event, and
  * the event with the user stack of the hit. */

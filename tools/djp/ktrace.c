@@ -86,7 +86,7 @@ static int parse_args(struct ktrace *t, int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+ko:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ko:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'k':
 			break;

@@ -48,6 +48,7 @@ void session_free(struct session *s)
 		close(s->fd);
 	if (s->cons)
 		djp_consumer_close(s->cons);
+	djp_tables_close(s->tables);
 	djp_mlog_close(&s->mlog);
 	if (s->ring_fd >= 0)
 		close(s->ring_fd);
@@ -213,7 +214,17 @@ uint64_t session_count_lost(struct session *s)
 	for (size_t i = 0; i < s->nthreads; i++)
 		lost += s->threads[i].lost;
 	s->lost_noslot = djp_consumer_lost_noslot(s->cons);
-	return lost + s->lost_noslot;
+	lost += s->lost_noslot;
+	/* Per marker: the recorder counts each event the ring drops where we
+	 * read it after the process is gone too (TABLES); what no marker
+	 * accounts for (snapshot mode's overwritten events) is "other". */
+	if (s->tables) {
+		uint64_t by_marker = 0;
+		for (uint32_t id = 0; id < s->nmarkers; id++)
+			by_marker += s->markers[id].lost = djp_tables_lost(s->tables, id);
+		s->lost_unattributed = lost > by_marker ? lost - by_marker : 0;
+	}
+	return lost;
 }
 
 void session_report_arm_errors(const struct session *s, const char *who)

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agg_tables.h"
 #include "lib/format.h"
 #include "lib/marker_log.h"
 #include "lib/proto.h"
@@ -57,16 +58,23 @@ struct session {
 	pid_t attach_pid;
 	bool snapshot;	    /* rings overwrite their oldest events */
 	size_t buffer_size; /* ring bytes per thread, 0: the agent's default */
+	unsigned str_bound; /* bytes a %s copy keeps, NUL included (MAXSTRINGLEN); 0: the agent's default */
 	/* formats that replace the markers' own (djp trace's PATTERN=FORMAT):
 	 * a marker the i-th pattern matches prints with the i-th format */
 	char *const *fmt_patterns, *const *fmt_formats;
 	int nfmt;
+	/* a script's aggregation plans (TABLES, with the rings): the tables
+	 * of the probes it aggregates where they fire */
+	const struct djp_agg_plan *agg_plans;
+	unsigned nagg_plans;
+	uint32_t agg_capacity;
 
 	/* the agent */
 	int fd;
 	bool alive; /* the agent is still there */
 	uint64_t exec_id; /* the program the agent is in (session_exec_id) */
 	bool exec_followed; /* its exec was looked for once it went */
+	bool pinned;	    /* a reader points into its marker table: kept to the end */
 	const char *end_note; /* how it ended before the trace did, or NULL */
 	pid_t pid;  /* the traced process */
 	char program[1024];
@@ -81,6 +89,7 @@ struct session {
 	/* the rings and the markers */
 	struct djp_consumer *cons;
 	int ring_fd;
+	struct djp_tables *tables; /* per-marker lost counts, aggregation tables */
 	struct session_marker *markers; /* indexed by marker id */
 	uint32_t nmarkers;		/* ids below this have a slot */
 	uint32_t next_id;		/* LIST from here for new ids */
@@ -156,6 +165,9 @@ struct session *session_accept(int lfd);
 int session_hello(struct session *s);
 /* The rings (RING), then the marker log (MARKER_LOG). */
 int session_ring(struct session *s);
+/* TABLES, after RING and before any CONNECT: the per-marker lost
+ * counters, and the tables of s->agg_plans. */
+int session_tables(struct session *s);
 int session_list(struct session *s);
 /* Add what the marker log holds that the table does not: works after the
  * process is gone.  0 or -EPROTO (said once on stderr). */
@@ -165,6 +177,8 @@ int session_marker_log_read(struct session *s);
  * str_bound bytes with the NUL (0: the ring's bound). */
 int session_connect(struct session *s, const char *pattern, unsigned flags, uint32_t str_args, unsigned str_bound,
 		    unsigned *nsites);
+/* CONNECT with DJP_CONNECT_AGG: the pattern's hits update plan's tables. */
+int session_connect_agg(struct session *s, const char *pattern, unsigned flags, unsigned plan, unsigned *nsites);
 int session_start(struct session *s);
 /* FOLLOW: the children of fork dial the tool's socket `name`. */
 int session_follow(struct session *s, const char *name);
@@ -203,6 +217,9 @@ uint64_t session_exec_id(pid_t pid);
 struct session *session_kids_exec(const struct session *main, struct session *gone);
 /* Keep c among k's (discarded when there is no memory). */
 void session_kids_keep(struct session_kids *k, struct session *c);
+/* Take the i-th out of k's, the others kept in order (the caller has
+ * discarded it). */
+void session_kids_remove(struct session_kids *k, size_t i);
 /* BYE (which releases a waiting fork) when its agent is there; free it. */
 void session_discard(struct session *c);
 /* Discard them all; close the socket. */

@@ -125,6 +125,49 @@ static int marker_log(struct session *s)
 	return err;
 }
 
+int session_tables(struct session *s)
+{
+	static struct djp_pbuf b;
+	int fd = -1;
+	long n;
+
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, s->agg_capacity ? s->agg_capacity : 1);
+	djp_put_u32(&b, s->nagg_plans);
+	for (unsigned i = 0; i < s->nagg_plans; i++) {
+		const struct djp_agg_plan *p = &s->agg_plans[i];
+		djp_put_u32(&b, p->key_args);
+		djp_put_u32(&b, p->flags);
+		djp_put_u32(&b, p->value_arg);
+		djp_put_u32(&b, p->hist_kind);
+		djp_put_u64(&b, (uint64_t)p->value_const);
+		djp_put_u64(&b, (uint64_t)p->hist_start);
+		djp_put_u64(&b, (uint64_t)p->hist_interval);
+		djp_put_u32(&b, p->nbuckets);
+		djp_put_u32(&b, p->str_arg);
+		djp_put_u32(&b, p->str_bound);
+	}
+	n = request(s, DJP_MSG_TABLES, &b, DJP_MSG_TABLES_FD, &fd);
+	if (n < 0)
+		return (int)n;
+	if (n != 8 || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return bad_reply(s, "TABLES");
+	}
+	s->tables = djp_tables_open(fd);
+	close(fd);
+	if (!s->tables || djp_tables_nplans(s->tables) != s->nagg_plans) {
+		int err = s->tables ? -EPROTO : -errno;
+		djp_tables_close(s->tables);
+		s->tables = NULL;
+		s->errcode = err;
+		snprintf(s->errmsg, sizeof(s->errmsg), "cannot map the aggregation tables: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
 int session_ring(struct session *s)
 {
 	static struct djp_pbuf b;
@@ -136,7 +179,7 @@ int session_ring(struct session *s)
 	djp_put_u32(&b, 0);
 	djp_put_u64(&b, s->buffer_size);
 	djp_put_u32(&b, 0);
-	djp_put_u32(&b, 0);
+	djp_put_u32(&b, s->str_bound);
 	n = request(s, DJP_MSG_RING, &b, DJP_MSG_RING_FD, &fd);
 	if (n < 0)
 		return (int)n;
@@ -228,6 +271,27 @@ int session_connect(struct session *s, const char *pattern, unsigned flags, uint
 	djp_put_u32(&b, flags);
 	djp_put_u32(&b, str_args);
 	djp_put_u32(&b, str_bound);
+	n = request(s, DJP_MSG_CONNECT, &b, DJP_MSG_CONNECTED, NULL);
+	if (n < 0)
+		return (int)n;
+	djp_preader_init(&r, s->buf, (size_t)n);
+	djp_get_u32(&r);
+	*nsites = djp_get_u32(&r);
+	return djp_preader_done(&r) ? 0 : bad_reply(s, "CONNECT");
+}
+
+int session_connect_agg(struct session *s, const char *pattern, unsigned flags, unsigned plan, unsigned *nsites)
+{
+	static struct djp_pbuf b;
+	struct djp_preader r;
+	long n;
+
+	djp_pbuf_init(&b);
+	djp_put_str(&b, pattern);
+	djp_put_u32(&b, flags | DJP_CONNECT_AGG);
+	djp_put_u32(&b, 0);
+	djp_put_u32(&b, 0);
+	djp_put_u32(&b, plan);
 	n = request(s, DJP_MSG_CONNECT, &b, DJP_MSG_CONNECTED, NULL);
 	if (n < 0)
 		return (int)n;

@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +49,10 @@ static void inherit(struct session *c, const struct session *main)
 {
 	c->snapshot = main->snapshot;
 	c->buffer_size = main->buffer_size;
+	c->str_bound = main->str_bound;
+	c->agg_plans = main->agg_plans;
+	c->nagg_plans = main->nagg_plans;
+	c->agg_capacity = main->agg_capacity;
 	c->fmt_patterns = main->fmt_patterns;
 	c->fmt_formats = main->fmt_formats;
 	c->nfmt = main->nfmt;
@@ -76,6 +81,12 @@ void session_kids_keep(struct session_kids *k, struct session *c)
 	}
 	k->v = v;
 	k->v[k->n++] = c;
+}
+
+void session_kids_remove(struct session_kids *k, size_t i)
+{
+	memmove(&k->v[i], &k->v[i + 1], (k->n - i - 1) * sizeof(*k->v));
+	k->n--;
 }
 
 void session_discard(struct session *c)

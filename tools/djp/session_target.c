@@ -43,6 +43,7 @@
 
 #include "kernel/trace/agent.h"
 #include "lib/agent_addr.h"
+#include "lib/escape.h"
 #include "lib/ptrace_perm.h"
 #include "inject.h"
 #include "session.h"
@@ -205,6 +206,37 @@ int session_attach(struct session *s)
 
 /* ---- children of fork ----------------------------------------------------- */
 
+/* A descriptor held in reserve for the moment the tool has no other: it is
+ * given up to take a connection that could not be accepted and close it,
+ * so that the process dialling goes on untraced at once (its agent sees
+ * the session end) rather than after its launch timeout, and the
+ * listening socket, drained, stops waking the tool in a loop. */
+static int spare_fd = -1;
+
+static void refuse_one(int lfd)
+{
+	int fd;
+	if (spare_fd < 0)
+		return;
+	close(spare_fd);
+	if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		close(fd);
+	spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* Out of descriptors (err): said once; the process goes on untraced. */
+static bool no_room(int err)
+{
+	static bool said;
+	if (err != EMFILE && err != ENFILE)
+		return false;
+	if (!said) {
+		said = true;
+		fprintf(stderr, "djp: cannot take a process that dialled in: %s\n", strerror(err));
+	}
+	return true;
+}
+
 /* An agent dialling in on lfd from a process we may trace: its socket, its
  * pid in *pid; -1 when none is there, or refused (closed). */
 static int accept_traceable(int lfd, pid_t *pid)
@@ -212,11 +244,18 @@ static int accept_traceable(int lfd, pid_t *pid)
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
 	const char *why;
-	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	int fd;
 
-	if (fd < 0)
+	if (spare_fd < 0)
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0) {
+		if (no_room(errno))
+			refuse_one(lfd);
 		return -1;
+	}
+	errno = 0;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || !may_trace(cred.pid, &why)) {
+		no_room(errno); /* its /proc could not be read */
 		close(fd);
 		return -1;
 	}
@@ -309,13 +348,20 @@ fail:
 	_exit(127);
 }
 
+/* The command as messages name it: C-escaped, a path may hold anything. */
+static const char *cmd_text(const struct session *s)
+{
+	static char buf[4096];
+	return djp_escape_c(buf, sizeof(buf), s->cmd, false);
+}
+
 static void set_status_message(struct session *s)
 {
 	if (WIFEXITED(s->child_status))
 		fprintf(stderr, "djp: %s: exited with status %d before its agent connected\n",
-			s->cmd, WEXITSTATUS(s->child_status));
+			cmd_text(s), WEXITSTATUS(s->child_status));
 	else
-		fprintf(stderr, "djp: %s: killed by signal %d before its agent connected\n", s->cmd,
+		fprintf(stderr, "djp: %s: killed by signal %d before its agent connected\n", cmd_text(s),
 			WTERMSIG(s->child_status));
 }
 
@@ -359,7 +405,7 @@ int session_launch(struct session *s)
 	while (n < 0 && errno == EINTR);
 	close(pfd[0]);
 	if (n == sizeof(err)) {
-		fprintf(stderr, "djp: %s: cannot execute: %s\n", s->cmd, strerror(err));
+		fprintf(stderr, "djp: %s: cannot execute: %s\n", cmd_text(s), strerror(err));
 		session_reap(s, -1);
 		close(lfd);
 		return -1;
@@ -381,7 +427,7 @@ int session_launch(struct session *s)
 		if (session_stop_signal) {
 			close(lfd);
 			session_stop_child(s);
-			fprintf(stderr, "djp: %s: interrupted before its agent connected\n", s->cmd);
+			fprintf(stderr, "djp: %s: interrupted before its agent connected\n", cmd_text(s));
 			return -1;
 		}
 		if (waited == DIAL_TIMEOUT_MS)
@@ -390,7 +436,7 @@ int session_launch(struct session *s)
 			fprintf(stderr,
 				"djp: %s: no process of it has dialled in after %d s (none has djprobe markers or SDT "
 				"probes of its own?); waiting for it\n",
-				s->cmd, DIAL_TIMEOUT_MS / 1000);
+				cmd_text(s), DIAL_TIMEOUT_MS / 1000);
 	}
 	s->launch_fd = lfd; /* more of the command's processes may dial in */
 	s->fd = fd;

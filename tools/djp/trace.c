@@ -37,14 +37,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmd_path.h"
 #include "commands.h"
 #include "lib/escape.h"
 #include "lib/mapped_file.h"
+#include "lib/marker_match.h"
 #include "line_out.h"
 #include "kernel/trace/agent.h"
 #include "kernel/trace/recorder.h"
 #include "trace.h"
 
+/* A %s argument keeps at most this many bytes, NUL included: SystemTap's
+ * MAXSTRINGLEN, 512 (--max-string-len). */
+#define DJP_TRACE_MAXSTRINGLEN 512
 #define DRAIN_PERIOD_MS 5
 #define DRAIN_IDLE_MS 20
 #define BUSY_DRAIN 1024 /* a drain that brought this many: drain again at once */
@@ -67,7 +72,8 @@ void djp_usage_trace(FILE *out)
 {
 	fprintf(out,
 		"usage: djp trace [-c CMD | -x PID [--force]] [--json] [-o FILE] [--snapshot] [--int3]\n"
-		"                 [--duration SECONDS] [--buffer-size BYTES] PATTERN[=FORMAT]...\n"
+		"                 [--duration SECONDS] [--buffer-size BYTES] [--max-string-len N]\n"
+		"                 PATTERN[=FORMAT]...\n"
 		"       djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] PATTERN...\n"
 		"\n"
 		"Record every hit of the markers matching the PATTERNs (globs over marker\n"
@@ -76,6 +82,7 @@ void djp_usage_trace(FILE *out)
 		"TIMESTAMP is CLOCK_MONOTONIC in seconds.nanoseconds; the fields are named\n"
 		"and converted as the marker's format says (argN= where it names none), or\n"
 		"as FORMAT says (its %%s arguments copied as strings when the probe fires).\n"
+		"Options may come before or after the patterns.\n"
 		"\n"
 		"  -c CMD         run CMD with the agent preloaded, armed before its main;\n"
 		"                 exit with its exit status\n"
@@ -89,6 +96,8 @@ void djp_usage_trace(FILE *out)
 		"                 last events are written on SIGUSR1 and at the end\n"
 		"  --duration S   stop after S seconds\n"
 		"  --buffer-size B  ring bytes per thread, a power of two (default 1 MiB)\n"
+		"  --max-string-len N  a %%s argument keeps N - 1 bytes at most (stap's\n"
+		"                 MAXSTRINGLEN, 8 to 1024, default 512); a cut one ends in ...\n"
 		"  --int3         arm int3 breakpoints only, never jumps: slower, but safe\n"
 		"                 beside another tool's uprobes on the same functions\n"
 		"                 (bpftrace, perf probe, SystemTap)\n"
@@ -116,15 +125,18 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },	    { "snapshot", no_argument, NULL, 's' },
 		{ "duration", required_argument, NULL, 'd' }, { "buffer-size", required_argument, NULL, 'b' },
 		{ "int3", no_argument, NULL, 'i' },	    { "help", no_argument, NULL, 'h' },
+		{ "max-string-len", required_argument, NULL, 'm' },
 		{ "force", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
 	int c;
 
+	/* Options anywhere, as scripts take them (GNU getopt permutes): a
+	 * pattern never starts with '-', and "--" ends the options. */
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+c:x:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:x:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			t->s.cmd = optarg;
@@ -158,9 +170,17 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			break;
 		case 'b': {
 			unsigned long long v = strtoull(optarg, &end, 0);
-			if (!*optarg || *end || v < DJP_RING_MIN_SIZE || v > (1ull << 28) || (v & (v - 1)))
-				return usage_error("--buffer-size needs a power of two from 4096 to 256 MiB");
+			if (!*optarg || *end || v < DJP_RING_MIN_DEFAULT_SIZE || v > (1ull << 28) || (v & (v - 1)))
+				return usage_error("--buffer-size needs a power of two from 16384 to 256 MiB");
 			t->s.buffer_size = (size_t)v;
+			break;
+		}
+		case 'm': {
+			/* stap's MAXSTRINGLEN: the copy's size, NUL included */
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || v < 8 || v > DJP_RING_STR_BOUND_MAX)
+				return usage_error("--max-string-len needs a number of bytes from 8 to 1024");
+			t->s.str_bound = (unsigned)v;
 			break;
 		}
 		case 'h':
@@ -179,7 +199,8 @@ static int parse_args(struct trace *t, int argc, char **argv)
 	t->npatterns = argc - optind;
 	t->formats = calloc((size_t)t->npatterns, sizeof(*t->formats));
 	t->str_args = calloc((size_t)t->npatterns, sizeof(*t->str_args));
-	if (!t->formats || !t->str_args) {
+	t->matched = calloc((size_t)t->npatterns, sizeof(*t->matched));
+	if (!t->formats || !t->str_args || !t->matched) {
 		perror("djp trace");
 		return 1;
 	}
@@ -227,10 +248,12 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* What the messages name the target by: the command (escaped: a path may
+ * hold anything), or its pid. */
 static void where(struct session *s, char *buf, size_t sz)
 {
 	if (s->cmd)
-		snprintf(buf, sz, "%s", s->cmd);
+		djp_escape_c(buf, sz, s->cmd, false);
 	else
 		snprintf(buf, sz, "process %d", (int)s->pid);
 }
@@ -250,41 +273,74 @@ static bool is_point(const char *pattern)
 	return !strncmp(pattern, "func:", 5) || !strncmp(pattern, "line:", 5);
 }
 
+/*
+ * May s be a wrapper or an interpreter of the command (env, runuser, a
+ * shell, a PATH shim's interpreter), so that a pattern may yet match in the
+ * program it execs in the same process?  When it has no probes but libc's,
+ * or when the program it runs is not the file the command names
+ * (cmd_path.c: the interpreter of a script).
+ */
+static bool waits_for_exec(struct trace *t, struct session *s)
+{
+	return only_libc_probes(s) || cmd_path_runs_other(t->s.cmd, s->program);
+}
+
+/* The -c command's own process has nothing a pattern names: say so and
+ * which program that is, since what the trace waits for may never come
+ * (a wrapper that runs nothing, or whose program has no such function). */
+static void waiting_note(struct session *s, const char *why)
+{
+	char cmd[1024], msg[4 * sizeof(s->errmsg)], prog[4096];
+
+	fprintf(stderr, "djp: %s: %s in %s, the program that was run; waiting for a program it execs\n",
+		djp_escape_c(cmd, sizeof(cmd), s->cmd, false), djp_escape_c(msg, sizeof(msg), why, false),
+		djp_escape_c(prog, sizeof(prog), s->program[0] ? s->program : "?", false));
+}
+
 /* Ring, marker table, patterns, FOLLOW, START (when `start`: a launched
  * command, a child of fork).  0, or 1 after one line on stderr. */
 static int configure(struct trace *t, struct session *s, bool start)
 {
-	char what[256];
+	char what[1024], msg[4 * sizeof(s->errmsg)], pat[4 * DJP_AGENT_PATTERN_MAX + 4];
 	unsigned nsites;
 
 	where(s, what, sizeof(what));
-	if (session_hello(s) || session_ring(s) || session_list(s)) {
-		fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
+	if (session_hello(s) || session_ring(s) || session_tables(s) || session_list(s)) {
+		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	for (int i = 0; i < t->npatterns; i++) {
 		unsigned how = t->int3 ? DJP_CONNECT_INT3 : 0;
-		if (session_connect(s, t->patterns[i], how, t->str_args[i], 0, &nsites) == 0)
+		if (session_connect(s, t->patterns[i], how, t->str_args[i], 0, &nsites) == 0) {
+			t->matched[i] = true; /* not pending: it matched */
 			continue;
-		/* a wrapper (runuser, env) or a child that has not exec'd yet:
-		 * kept for what it loads or execs */
-		/* (not a function or a line: those name the command's own code,
-		 * and one that is not there is a mistake to say now) */
-		if (s->errcode == -ENOENT && (start || s->cmd) && only_libc_probes(s) && !is_point(t->patterns[i]) &&
-		    session_connect(s, t->patterns[i], how | DJP_CONNECT_PENDING, t->str_args[i], 0, &nsites) == 0)
-			continue;
+		}
+		/* a wrapper (runuser, env, a shim) or a child that has not
+		 * exec'd yet: kept for what it loads or execs; one that never
+		 * matches is said at the end (unmatched()) */
+		if (s->errcode == -ENOENT && (start || s->cmd) && waits_for_exec(t, s)) {
+			char why[sizeof(s->errmsg)]; /* the agent's: "pattern 'P': matches no ..." */
+			snprintf(why, sizeof(why), "%s", s->errmsg);
+			if (session_connect(s, t->patterns[i], how | DJP_CONNECT_PENDING, t->str_args[i], 0, &nsites) ==
+			    0) {
+				if (s == &t->s)
+					waiting_note(s, why);
+				continue;
+			}
+		}
 		if (s->errcode == -ENOENT && !is_point(t->patterns[i]))
-			fprintf(stderr, "djp: %s: pattern '%s' matches no marker\n", what, t->patterns[i]);
+			fprintf(stderr, "djp: %s: pattern '%s' matches no marker\n", what,
+				djp_escape_c(pat, sizeof(pat), t->patterns[i], false));
 		else
-			fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
+			fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	if (s == &t->s ? session_kids_listen(&t->kids, s) : session_kids_follow(&t->kids, s)) {
-		fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
+		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	if (start && session_start(s)) {
-		fprintf(stderr, "djp: %s: %s\n", what, s->errmsg);
+		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	return 0;
@@ -440,14 +496,59 @@ static bool write_failed(struct trace *t)
 	return bad;
 }
 
+/* Does a marker a process loaded later (dlopen) match pattern i? */
+static bool matched_later(struct trace *t, int i)
+{
+	for (size_t k = 0; k <= t->kids.n; k++) {
+		struct session *s = k ? t->kids.v[k - 1] : &t->s;
+		for (uint32_t id = 0; id < s->nmarkers && !is_point(t->patterns[i]); id++) {
+			const struct session_marker *m = &s->markers[id];
+			size_t plen;
+			const char *name = m->known ? djp_marker_split(m->name, &plen) : NULL;
+			if (name && djp_marker_match_n(t->patterns[i], m->name, plen, name))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* A -c command's patterns that matched nothing in any of its programs
+ * (they were kept for the program a wrapper would exec, which never came
+ * or never had them): one line each, naming the program that was run, and
+ * true.  A pattern that matches nothing is an error. */
+static bool unmatched(struct trace *t)
+{
+	char pat[1024], prog[4096], cmd[4096], last[4096 + 64] = "";
+	bool any = false;
+
+	/* the last program the command's own process exec'd */
+	for (size_t k = t->kids.n; k-- > 0;)
+		if (t->kids.v[k]->pid == t->s.pid && t->kids.v[k]->program[0]) {
+			snprintf(last, sizeof(last), ", nor in the programs it exec'd (the last: %s)",
+				 djp_escape_c(prog, sizeof(prog), t->kids.v[k]->program, false));
+			break;
+		}
+	for (int i = 0; i < t->npatterns; i++) {
+		if (t->matched[i] || matched_later(t, i))
+			continue;
+		fprintf(stderr, "djp: %s: pattern '%s' matched nothing in %s, the program that was run%s\n",
+			djp_escape_c(cmd, sizeof(cmd), t->s.cmd, false),
+			djp_escape_c(pat, sizeof(pat), t->patterns[i], false),
+			djp_escape_c(prog, sizeof(prog), t->s.program[0] ? t->s.program : "?", false), last);
+		any = true;
+	}
+	return any;
+}
+
 /* -k among the options: the kernel's markers (ktrace.c). */
 static bool kernel_trace(int argc, char **argv)
 {
-	for (int i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
 		if (!strcmp(argv[i], "-k"))
 			return true;
 		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "-x") || !strcmp(argv[i], "-o") ||
-		    !strcmp(argv[i], "--duration") || !strcmp(argv[i], "--buffer-size"))
+		    !strcmp(argv[i], "--duration") || !strcmp(argv[i], "--buffer-size") ||
+		    !strcmp(argv[i], "--max-string-len"))
 			i++; /* and its value */
 	}
 	return false;
@@ -457,7 +558,7 @@ int djp_cmd_trace(int argc, char **argv)
 {
 	if (kernel_trace(argc, argv))
 		return djp_cmd_ktrace(argc, argv);
-	struct trace t = { .kids.follow_fd = -1, .dialled = true };
+	struct trace t = { .kids.follow_fd = -1, .dialled = true, .s.str_bound = DJP_TRACE_MAXSTRINGLEN };
 	struct session *s = &t.s;
 	char why[128];
 	const char *reason;
@@ -505,13 +606,19 @@ int djp_cmd_trace(int argc, char **argv)
 		if (!s->child_done)
 			session_stop_child(s);
 		rc = exit_status(s, 1);
+		if (unmatched(&t))
+			rc = 1;
 	}
 out:
 	if (t.out && write_failed(&t))
 		rc = 1; /* events that did not reach the output: as djp list */
 	session_free(s);
 	session_kids_free(&t.kids);
+	if (t.released)
+		fclose(t.released);
+	free(t.released_text);
 	free(t.formats);
 	free(t.str_args);
+	free(t.matched);
 	return rc;
 }

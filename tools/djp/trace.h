@@ -28,12 +28,18 @@ struct trace {
 	int npatterns;
 	char **formats;	   /* PATTERN=FORMAT: the format, else NULL */
 	uint32_t *str_args; /* the %s arguments of formats[i] */
+	bool *matched;	    /* patterns[i] matched a site in some process */
 
 	FILE *out; /* where events go */
 	struct session s;
 	/* children of fork and a -c wrapper's program, each a session of
 	 * its own */
 	struct session_kids kids;
+	/* the summaries of children released once they had exited and been
+	 * drained (their descriptors and rings let go), in that order */
+	FILE *released;
+	char *released_text;
+	size_t released_len;
 	bool main_exec_traced; /* -x: the process exec'd and is traced again */
 	bool dialled;		/* a process is dialling in: accept it */
 };
@@ -43,7 +49,9 @@ struct trace {
  * not known (JSON leaves it out).  djp trace -k prints kernel events so. */
 void trace_print_event(FILE *out, bool json, uint64_t ns, int pid, uint32_t tid, int cpu, const char *name,
 		       const struct djp_fmt *fmt, unsigned n, const int64_t *args, const char *const *strs);
-/* Drain the rings and print what came; returns the number of events. */
+/* Drain the rings and print what came; returns the number of events.  A
+ * child that had exited before a drain that found nothing is released:
+ * its summary kept as text, the rest freed. */
 long trace_drain(struct trace *t); /* every process's */
 long trace_drain_session(struct trace *t, struct session *s);
 /* Final counts from the rings, then the summary on stderr. */

@@ -26,7 +26,8 @@
 void trace_print_event(FILE *out, bool json, uint64_t ns, int pid, uint32_t tid, int cpu, const char *name,
 		       const struct djp_fmt *fmt, unsigned n, const int64_t *args, const char *const *strs)
 {
-	char text[4096], safe[4 * sizeof(text)], safe_name[512];
+	/* twelve strings of DJP_RING_STR_BOUND_MAX bytes fit */
+	char text[16384], safe[4 * sizeof(text)], safe_name[512];
 
 	if (!json) {
 		/* One line per event, whatever the strings hold. */
@@ -78,14 +79,21 @@ static void print_event(struct trace *t, struct session *s, const struct djp_eve
 	const struct session_marker *m = session_marker_of(s, ev->marker_id);
 	const char *strs[DJP_RING_MAX_ARGS];
 	int64_t args[DJP_RING_MAX_ARGS];
-	char name[32];
+	char name[32], cut[DJP_RING_MAX_ARGS][DJP_RING_STR_BOUND_MAX + 4];
 	unsigned n = ev->nargs < DJP_RING_MAX_ARGS ? ev->nargs : DJP_RING_MAX_ARGS;
 
 	if (!m)
 		snprintf(name, sizeof(name), "marker#%u", ev->marker_id);
+
 	for (unsigned i = 0; i < n; i++) {
+		uint64_t flags = 0;
 		args[i] = (int64_t)ev->args[i];
-		strs[i] = djp_event_str(ev, i, NULL, NULL);
+		strs[i] = djp_event_str(ev, i, NULL, &flags);
+		/* a string longer than the copy's bound says so: "..." */
+		if (strs[i] && (flags & DJP_STR_TRUNCATED)) {
+			snprintf(cut[i], sizeof(cut[i]), "%s...", strs[i]);
+			strs[i] = cut[i];
+		}
 	}
 	trace_print_event(t->out, t->json, ns, (int)s->pid, tid, -1, m ? m->name : name, m ? m->fmt : NULL, n, args,
 			  strs);
@@ -108,11 +116,38 @@ long trace_drain_session(struct trace *t, struct session *s)
 	return total;
 }
 
+static void summary_of(FILE *f, struct session *s);
+
+/* A child that has exited and whose rings are read to the end: its
+ * summary as text, and everything else (socket, ring and marker log
+ * memfds and mappings, tables) let go, so that a fork storm costs the tool
+ * a line of summary per child, not two descriptors and 100 KB.  false
+ * (kept as it is) when there is no memory for the text. */
+static bool release_kid(struct trace *t, struct session *k)
+{
+	if (!t->released && !(t->released = open_memstream(&t->released_text, &t->released_len)))
+		return false;
+	summary_of(t->released, k);
+	if (fflush(t->released))
+		return false;
+	session_discard(k);
+	return true;
+}
+
 long trace_drain(struct trace *t)
 {
 	long total = trace_drain_session(t, &t->s);
-	for (size_t i = 0; i < t->kids.n; i++)
-		total += trace_drain_session(t, t->kids.v[i]);
+	for (size_t i = 0; i < t->kids.n;) {
+		struct session *k = t->kids.v[i];
+		/* gone before this drain: the drain saw all it wrote */
+		bool gone = !k->alive;
+		long n = trace_drain_session(t, k);
+		total += n;
+		if (gone && !n && session_process_exited(k->pid) && release_kid(t, k))
+			session_kids_remove(&t->kids, i);
+		else
+			i++;
+	}
 	if (total)
 		fflush(t->out); /* once a round, not once a process */
 	return total;
@@ -120,45 +155,52 @@ long trace_drain(struct trace *t)
 
 /* ---- the summary ------------------------------------------------------------ */
 
-static void summary_of(struct session *s)
+static void summary_of(FILE *f, struct session *s)
 {
 	uint64_t lost = session_count_lost(s);
+	char prog[4 * sizeof(s->program)];
 
-	fprintf(stderr, "djp trace: process %d (%s): %" PRIu64 " events, %" PRIu64 " lost", (int)s->pid,
-		s->program[0] ? s->program : "?", s->events, lost);
+	/* the program's path and the markers' names come from the target:
+	 * escaped, as on the event lines */
+	fprintf(f, "djp trace: process %d (%s): %" PRIu64 " events, %" PRIu64 " lost", (int)s->pid,
+		djp_escape_c(prog, sizeof(prog), s->program[0] ? s->program : "?", false), s->events, lost);
 	if (s->stats_ok)
-		fprintf(stderr, ", %" PRIu64 " missed (hit inside a handler, or while its site changed trampolines)",
+		fprintf(f, ", %" PRIu64 " missed (hit inside a handler, or while its site changed trampolines)",
 			s->misses);
 	if (s->end_note)
-		fprintf(stderr, "; %s", s->end_note);
-	fputc('\n', stderr);
+		fprintf(f, "; %s", s->end_note);
+	fputc('\n', f);
 	if (s->lost_noslot)
-		fprintf(stderr, "djp trace: %" PRIu64 " lost because no ring slot was free\n", s->lost_noslot);
+		fprintf(f, "djp trace: %" PRIu64 " lost because no ring slot was free\n", s->lost_noslot);
 	session_report_arm_errors(s, "djp trace");
-	fprintf(stderr, "  %-32s %12s %12s\n", "MARKER", "EVENTS", "LOST");
+	fprintf(f, "  %-32s %12s %12s\n", "MARKER", "EVENTS", "LOST");
 	for (uint32_t id = 0; id < s->nmarkers; id++) {
 		const struct session_marker *m = &s->markers[id];
-		char name[48];
+		char name[2048];
 		if (!m->events && !m->lost)
 			continue;
 		if (!m->known)
 			snprintf(name, sizeof(name), "marker#%u", id);
-		fprintf(stderr, "  %-32s %12" PRIu64 " %12" PRIu64 "\n", m->known ? m->name : name, m->events, m->lost);
+		else
+			djp_escape_c(name, sizeof(name), m->name, false);
+		fprintf(f, "  %-32s %12" PRIu64 " %12" PRIu64 "\n", name, m->events, m->lost);
 	}
 	if (s->lost_unattributed)
-		fprintf(stderr, "  %-32s %12s %12" PRIu64 "\n", "(other)", "-", s->lost_unattributed);
-	fprintf(stderr, "  %-32s %12s %12s\n", "THREAD", "EVENTS", "LOST");
+		fprintf(f, "  %-32s %12s %12" PRIu64 "\n", "(other)", "-", s->lost_unattributed);
+	fprintf(f, "  %-32s %12s %12s\n", "THREAD", "EVENTS", "LOST");
 	for (size_t i = 0; i < s->nthreads; i++)
-		fprintf(stderr, "  %-32u %12" PRIu64 " %12" PRIu64 "\n", s->threads[i].tid, s->threads[i].events,
+		fprintf(f, "  %-32u %12" PRIu64 " %12" PRIu64 "\n", s->threads[i].tid, s->threads[i].events,
 			s->threads[i].lost);
-	if (!s->stats_ok && lost)
-		fprintf(stderr, "djp trace: lost events per marker unknown (the agent was gone before the end)\n");
+	if (!s->stats_ok && !s->tables && lost)
+		fprintf(f, "djp trace: lost events per marker unknown (the agent was gone before the end)\n");
 }
 
 void trace_summary(struct trace *t, const char *why)
 {
 	fprintf(stderr, "djp trace: %s\n", why);
-	summary_of(&t->s);
+	summary_of(stderr, &t->s);
+	if (t->released_len)
+		fwrite(t->released_text, 1, t->released_len, stderr);
 	for (size_t i = 0; i < t->kids.n; i++)
-		summary_of(t->kids.v[i]);
+		summary_of(stderr, t->kids.v[i]);
 }

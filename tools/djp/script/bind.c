@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "lang.h"
+#include "lib/escape.h"
 #include "lib/marker_match.h"
 #include "usym.h"
 
@@ -89,6 +90,18 @@ bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
 	return djp_marker_match_n(pp->glob, d->provider, d->provider_len, d->name);
 }
 
+/* len bytes of s (or all of it, len < 0) C-escaped, in the script's pool:
+ * names and paths come from the target's files, and pp() reaches the
+ * terminal (lib/escape.h). */
+static const char *pp_escaped(struct script *sc, const char *s, int len)
+{
+	size_t n = len < 0 ? strlen(s) : (size_t)len;
+	char *raw = pool_alloc(sc, n + 1), *out = pool_alloc(sc, 4 * n + 1);
+	memcpy(raw, s, n);
+	raw[n] = 0;
+	return djp_escape_c(out, 4 * n + 1, raw, false);
+}
+
 static void add_binding(struct script *sc, struct probe *p, const struct probe_point *pt, const struct djp_ev_desc *d)
 {
 	struct binding *b;
@@ -101,26 +114,29 @@ static void add_binding(struct script *sc, struct probe *p, const struct probe_p
 	b->desc = d;
 	b->pn = pt->text;
 	b->pid = pt->pid;
-	b->name_hash = str_hash(d->name);
+	b->name = pp_escaped(sc, d->name, -1);
+	b->format = pp_escaped(sc, d->format ? d->format : "", -1);
+	b->name_hash = str_hash(b->name);
 	{
-		size_t n = strlen(d->name) + (d->object ? strlen(d->object) : 1) + d->provider_len + 40;
-		char *pp = pool_alloc(sc, n);
 		const char *ret = strstr(d->name, "%return");
+		const char *obj = pp_escaped(sc, d->object ? d->object : "?", -1);
+		const char *name = pp_escaped(sc, d->name, ret ? (int)(ret - d->name) : -1);
+		const char *prov = pp_escaped(sc, d->provider_len ? d->provider : "", (int)d->provider_len);
+		size_t n = strlen(name) + strlen(obj) + strlen(prov) + 48;
+		char *pp = pool_alloc(sc, n);
 		if (d->kernel && !pt->module) /* stap's pp() of a kernel marker */
-			snprintf(pp, n, "kernel.mark(\"%s\")", d->name);
+			snprintf(pp, n, "kernel.mark(\"%s\")", name);
 		else if (d->kernel)
-			snprintf(pp, n, "module(\"%s\").mark(\"%s\")", d->object ? d->object : "?", d->name);
+			snprintf(pp, n, "module(\"%s\").mark(\"%s\")", obj, name);
 		else if (d->provider_len == 4 && !memcmp(d->provider, "func", 4) && ret) /* a return probe's */
-			snprintf(pp, n, "process(\"%s\").function(\"%.*s\").return", d->object ? d->object : "?",
-				 (int)(ret - d->name), d->name);
+			snprintf(pp, n, "process(\"%s\").function(\"%s\").return", obj, name);
 		else if (d->provider_len == 4 && !memcmp(d->provider, "func", 4)) /* an instruction probe's */
-			snprintf(pp, n, "process(\"%s\").%s(\"%s\")", d->object ? d->object : "?",
-				 strchr(d->name, '+') ? "statement" : "function", d->name);
+			snprintf(pp, n, "process(\"%s\").%s(\"%s\")", obj, strchr(d->name, '+') ? "statement" : "function",
+				 name);
 		else if (d->provider_len) /* stap's pp() of an SDT probe */
-			snprintf(pp, n, "process(\"%s\").provider(\"%.*s\").mark(\"%s\")", d->object ? d->object : "?",
-				 (int)d->provider_len, d->provider, d->name);
+			snprintf(pp, n, "process(\"%s\").provider(\"%s\").mark(\"%s\")", obj, prov, name);
 		else
-			snprintf(pp, n, "process(\"%s\").mark(\"%s\")", d->object ? d->object : "?", d->name);
+			snprintf(pp, n, "process(\"%s\").mark(\"%s\")", obj, name);
 		b->pp = pp;
 	}
 	if ((p->nbinds & (p->nbinds - 1)) == 0) {
@@ -194,7 +210,17 @@ int resolve_probes(struct script *sc, const struct djp_source *src)
 						n++;
 					}
 				}
-				if (!n && !pp->optional && !pp->point)
+				if (!n && !pp->optional && !pp->point && src && src->wrapper && !pp->path) {
+					/* a wrapper's: the program it execs dials in
+					 * later and binds then (bind_late), as djp
+					 * trace waits for it; say so, naming it */
+					char prog[4096];
+					p->waits_exec = true;
+					fprintf(stderr,
+						"djp: %s matches nothing in %s, the program the command ran; waiting for a "
+						"program it execs\n",
+						pp->text, djp_escape_c(prog, sizeof(prog), src->wrapper, false));
+				} else if (!n && !pp->optional && !pp->point)
 					diag(sc, pp->line, pp->col, "semantic error",
 					     "while resolving probe point %s: no match", pp->text);
 				if ((enough = n && pp->sufficient))
@@ -338,4 +364,20 @@ void script_release(struct script *sc)
 	sc->timers = NULL;
 	sc->by_desc = NULL;
 	sc->nby_desc = NULL;
+}
+
+bool report_never_bound(const struct script *sc, const struct djp_source *src)
+{
+	char prog[4096], text[1024];
+	bool any = false;
+
+	for (const struct probe *p = sc->probes; p; p = p->next) {
+		if (!p->waits_exec || p->nbinds)
+			continue;
+		fprintf(stderr, "djp: %s matched nothing in %s, the program the command ran, nor in a program it exec'd\n",
+			djp_escape_c(text, sizeof(text), p->points->text, false),
+			djp_escape_c(prog, sizeof(prog), src && src->wrapper ? src->wrapper : "?", false));
+		any = true;
+	}
+	return any;
 }

@@ -432,7 +432,9 @@ static int ctx_ref(struct checker *ck, struct node *n)
 	 * made: a function's parameters and return value are numbers (a
 	 * char * too: user_string($p) reads it), and each site is bound
 	 * when it is made if it has them all (bind_late). */
-	points = !p->nbinds && !p->has_nonmark && points_only(p);
+	/* So are those of a probe waiting for the program a -c wrapper
+	 * execs: a marker there binds if its fields are numbers. */
+	points = !p->nbinds && !p->has_nonmark && (points_only(p) || p->waits_exec);
 	if (!points && (p->has_nonmark || !p->nbinds)) {
 		ERR(ck, n, "context variable '$%s' is only available in process.mark probes", n->str);
 		return TY_UNK;

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "lang.h"
+#include "lib/escape.h"
 #include "func_points.h"
 #include "script.h"
 #include "tools/djp/line_out.h"
@@ -42,8 +43,9 @@ static void usage(FILE *f)
 		   "OPTIONS, anywhere on the line as stap takes them: -c CMD, -x PID, -o FILE,\n"
 		   "-v, -p 1|2 (parse, elaborate: print and stop), -D NAME=VALUE (MAXSTRINGLEN,\n"
 		   "MAXMAPENTRIES, MAXNESTING, MAXACTION, MAXACTION_INTERRUPTIBLE, MAXERRORS,\n"
-		   "HIST_ELISION), --suppress-time-limits, -w (no warnings), -s N and -b (accepted,\n"
-		   "no effect); -g is refused.  --int3 arms int3 breakpoints only, never jumps\n"
+		   "HIST_ELISION), --suppress-time-limits, -w (no warnings), -s MB (each thread's\n"
+		   "ring, a power of two up to 256), -b (bulk: 16 MB rings), --buffer-size BYTES (as\n"
+		   "djp trace's); -g is refused.  --int3 arms int3 breakpoints only, never jumps\n"
 		   "(safe beside another tool's uprobes on the same functions).  --force with -x\n"
 		   "loads the agent even where the process's seccomp filter cannot be read.\n"
 		   "ARGUMENTS are the script's $1.. and @1..\n");
@@ -148,6 +150,12 @@ static char *read_file(const char *path)
 	return buf;
 }
 
+/* Each thread's ring, in bytes: -s, -b or --buffer-size; 0 the default. */
+static size_t ring_bytes;
+
+/* stap's bulk mode: rings of this many MB, unless -s says otherwise. */
+#define BULK_RING_MB 16
+
 static int open_source(const char *replay, const char *cmd, int32_t pid, struct script *sc, bool need_markers,
 		       bool list_only, struct djp_source **src)
 {
@@ -177,7 +185,7 @@ static int open_source(const char *replay, const char *cmd, int32_t pid, struct 
 		rc = djp_null_open(src);
 		snprintf(err, sizeof(err), "%s", strerror(-rc));
 	} else {
-		struct djp_source_opts o = { .cmd = cmd, .pid = pid, .list_only = list_only };
+		struct djp_source_opts o = { .cmd = cmd, .pid = pid, .list_only = list_only, .buffer_size = ring_bytes };
 		for (struct probe *p = sc->probes; p; p = p->next)
 			for (struct probe_point *pp = p->points; pp; pp = pp->next)
 				if (pp->kind == PP_MARK && pp->path && npaths < 64)
@@ -186,8 +194,10 @@ static int open_source(const char *replay, const char *cmd, int32_t pid, struct 
 		o.npaths = npaths;
 		rc = djp_script_live_open(&o, src, err, sizeof(err));
 	}
-	if (rc < 0 && err[0])
-		fprintf(stderr, "djp: %s\n", err);
+	if (rc < 0 && err[0]) {
+		char safe[4 * sizeof(err)]; /* it may name the command, a file, a marker */
+		fprintf(stderr, "djp: %s\n", djp_escape_c(safe, sizeof(safe), err, false));
+	}
 	return rc;
 }
 
@@ -303,8 +313,11 @@ static int list_points(struct script *sc, struct djp_source *src, bool fields, F
 	}
 	qsort(lines, n, sizeof(*lines), cmp_str);
 	for (unsigned i = 0; i < n; i++) {
+		/* names, functions and paths come from the target's files: C
+		 * escapes for what a terminal would act on (lib/escape.h) */
+		char safe[4 * 4096 + 1];
 		if (!i || strcmp(lines[i], lines[i - 1]))
-			fprintf(out, "%s\n", lines[i]);
+			fprintf(out, "%s\n", djp_escape_c(safe, sizeof(safe), lines[i], false));
 	}
 	for (unsigned i = 0; i < n; i++)
 		free(lines[i]);
@@ -329,13 +342,14 @@ int djp_script_main(int argc, char **argv)
 		{ "dump-functions", no_argument, NULL, 'F' },
 		{ "suppress-time-limits", no_argument, NULL, 'T' },
 		{ "int3", no_argument, NULL, 'N' },
+		{ "buffer-size", required_argument, NULL, 'Z' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *script_text = NULL, *script_file = NULL, *cmd = NULL, *outpath = NULL, *list = NULL,
 		   *replay = NULL;
-	bool list_fields = false, int3 = false;
+	bool list_fields = false, int3 = false, bulk = false;
 	int32_t pid = 0;
 	int verbose = 0, last_pass = 5;
 	uint64_t bench = 0;
@@ -346,6 +360,7 @@ int djp_script_main(int argc, char **argv)
 	int opt, status = 1;
 
 	memset(&sc, 0, sizeof(sc));
+	ring_bytes = 0;
 	optind = 0;
 	/* As stap parses its command line: options anywhere (GNU getopt
 	 * permutes), the first other word the script file unless -e gave the
@@ -370,9 +385,32 @@ int djp_script_main(int argc, char **argv)
 				return 1;
 			break;
 		case 'w': script_no_warnings = true; break;
-		case 's': /* stap's buffer size, MB: the rings have their own */
-		case 'b': /* stap's bulk mode: every thread has a ring already */
+		case 's': { /* stap's buffer size, MB: each thread's ring here */
+			char *end;
+			unsigned long mb = strtoul(optarg, &end, 10), p2 = 1;
+			if (!*optarg || *end || mb < 1 || mb > 256) {
+				fprintf(stderr, "djp: -s %s: the size of each thread's ring is 1 to 256 MB\n", optarg);
+				return 1;
+			}
+			while (p2 < mb) /* rings are powers of two */
+				p2 *= 2;
+			ring_bytes = (size_t)p2 << 20;
 			break;
+		}
+		case 'b': /* stap's bulk mode: bigger buffers, one a thread */
+			bulk = true;
+			break;
+		case 'Z': {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 0);
+			if (!*optarg || *end || v < DJP_RING_MIN_DEFAULT_SIZE || v > (1ull << 28) || (v & (v - 1))) {
+				fprintf(stderr, "djp: --buffer-size %s: needs a power of two from 16384 to 256 MiB\n",
+					optarg);
+				return 1;
+			}
+			ring_bytes = (size_t)v;
+			break;
+		}
 		case 'I':
 			fprintf(stderr, "djp: -I %s: tapset directories are not supported: the tapset functions are "
 					"built in (djp --dump-functions lists them)\n",
@@ -412,6 +450,8 @@ int djp_script_main(int argc, char **argv)
 		fprintf(stderr, "djp: -c and -x are mutually exclusive\n");
 		return 1;
 	}
+	if (bulk && !ring_bytes)
+		ring_bytes = (size_t)BULK_RING_MB << 20;
 	if (list) {
 		size_t n = strlen(list) + 16;
 		listing = malloc(n);
@@ -497,7 +537,7 @@ int djp_script_main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		errors = run_script(&sc, src, &ro, &nev);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		status = errors ? 1 : 0;
+		status = errors || report_never_bound(&sc, src) ? 1 : 0;
 		if (bench) {
 			double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 			fprintf(out, "script count | %.1f | M events/s\n", s > 0 ? (double)nev / s / 1e6 : 0.0);

@@ -4,8 +4,9 @@
  *
  * A marker's arguments are all parameters: $$parms and $$vars are its
  * whole format rendered, $$locals is empty.  A function point's site
- * carries, as "name=%#lx" fields of its format, the function's parameters
- * and, inside the function, the variables in scope there
+ * carries, as "name=%ld" fields of its format (%lu, %p: as the C type
+ * says), the function's parameters and, inside the function, the
+ * variables in scope there
  * (kernel/points.c), and a return site the entry's parameters and
  * "return".  Which fields are parameters is not in the event: the tool
  * asks the object's DWARF for the function's formal parameters, once a
@@ -140,8 +141,14 @@ void ctx_vars_render(char *buf, size_t sz, const struct djp_ev_desc *d, const ch
 		/* an argument beyond the format's fields is a marker's */
 		if (!(k[i] & want))
 			continue;
-		if (i < d->fmt.nfields)
-			f.field[f.nfields++] = d->fmt.field[i];
+		if (i < d->fmt.nfields) {
+			f.field[f.nfields] = d->fmt.field[i];
+			/* stap prints a function's $$vars in hex, whatever
+			 * their type (its format, for djp trace, is typed) */
+			if (is_func_site(d) && f.field[f.nfields].conv != 's')
+				f.field[f.nfields].conv = 'x';
+			f.nfields++;
+		}
 		args[n] = ev->args[i];
 		strs[n++] = ev->strs[i];
 	}

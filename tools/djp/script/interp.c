@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agg.h"
 #include "ctx_vars.h"
 #include "func_points.h"
 #include "lang.h"
@@ -221,7 +222,7 @@ static uint64_t eval_keys(struct run *r, struct node *n, const struct map *m, un
 		uint64_t hi;
 		if (m->kty[i] == TY_STR) {
 			if (k->kind == N_CTXNAME) {
-				key[i].s = r->bind->desc->name;
+				key[i].s = r->bind->name;
 				hi = r->bind->name_hash;
 			} else {
 				key[i].s = eval_s(r, k);
@@ -1059,7 +1060,7 @@ static void slice_eval(struct run *r, struct node *n, const struct map *m, struc
 		if (!sl->fixed[i])
 			continue;
 		if (m->kty[i] == TY_STR)
-			sl->key[i].s = k->kind == N_CTXNAME ? r->bind->desc->name : eval_s(r, k);
+			sl->key[i].s = k->kind == N_CTXNAME ? r->bind->name : eval_s(r, k);
 		else
 			sl->key[i].n = eval_n(r, k);
 	}
@@ -1263,9 +1264,9 @@ static const char *eval_s(struct run *r, struct node *n)
 		return s ? s : "";
 	}
 	case N_CTXNAME:
-		return r->bind->desc->name;
+		return r->bind->name;
 	case N_CTXFORMAT:
-		return r->bind->desc->format ? r->bind->desc->format : "";
+		return r->bind->format;
 	case N_CTXPARMS: {
 		char *buf = arena_alloc(r, MAXSTRINGLEN);
 		ctx_vars_render(buf, MAXSTRINGLEN, r->bind->desc, n->str, r->ev);
@@ -1588,6 +1589,9 @@ static void run_probe(struct run *r, struct probe *p, const struct binding *b, c
 	jmp_buf jb, *saved = r->jb;
 	int code;
 
+	/* the target's aggregates, for a probe that may read them */
+	if (r->sc->agg && (!b || p->reads_agg))
+		agg_sync(r, r->sc, r->src);
 	r->ev = ev;
 	r->bind = b;
 	r->probe = p;
@@ -1627,6 +1631,36 @@ static void run_probe(struct run *r, struct probe *p, const struct binding *b, c
 	arena_reset(r);
 	if (r->ncommands)
 		run_commands(r);
+}
+
+bool run_agg_target(struct run *r, struct node *lv, const struct binding *b, const struct djp_ev *ev,
+		    struct map_ent **e)
+{
+	jmp_buf jb, *saved = r->jb;
+	int code, try_depth = r->try_depth;
+	volatile bool ok = false;
+
+	r->ev = ev;
+	r->bind = b;
+	r->probe = b->probe;
+	r->pp = b->pp;
+	r->jb = &jb;
+	r->try_depth = 0; /* an error is the merge's, never a catch block's */
+	*e = NULL;
+	code = setjmp(jb);
+	if (code == 0) {
+		if (lv->kind == N_INDEX)
+			*e = element(r, lv, true);
+		ok = true;
+	} else if (code == 1 && ++r->errors > MAXERRORS) {
+		r->exiting = true;
+		r->failed = true;
+	}
+	r->jb = saved;
+	r->try_depth = try_depth;
+	r->ev = NULL;
+	arena_reset(r);
+	return ok;
 }
 
 static void init_globals(struct script *sc)
@@ -1753,7 +1787,7 @@ static void dispatch(struct run *r, const struct djp_ev *ev)
 	v = r->sc->by_desc[id];
 	n = r->sc->nby_desc[id];
 	for (int i = 0; i < n && !r->exiting; i++)
-		if (!v[i]->pid || v[i]->pid == ev->pid)
+		if ((!v[i]->pid || v[i]->pid == ev->pid) && !v[i]->probe->agg) /* agg: run in the target */
 			run_probe(r, v[i]->probe, v[i], ev, v[i]->pp, false);
 }
 
@@ -1895,7 +1929,7 @@ static void add_line_globs(struct djp_arm_glob **globs, unsigned *nglobs, const 
 		if (!g || !(*globs = realloc(*globs, sizeof(**globs) * (*nglobs + 1))))
 			abort();
 		snprintf(g, n, "func:%s%s", pp->names[i], at ? at : "");
-		(*globs)[(*nglobs)++] = (struct djp_arm_glob){ g, 0, 0, !pp->optional, p->uses_ustack };
+		(*globs)[(*nglobs)++] = (struct djp_arm_glob){ g, 0, 0, !pp->optional, p->uses_ustack, 0 };
 		probe_strings(p, &(*globs)[*nglobs - 1]);
 	}
 }
@@ -1929,6 +1963,7 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 			r->errors++;
 			goto out;
 		}
+		agg_prepare(sc, src);
 		for (struct probe *p = sc->probes; p; p = p->next)
 			for (struct probe_point *pp = p->points; pp; pp = pp->next) {
 				unsigned k = 0;
@@ -1939,12 +1974,13 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 					add_line_globs(&globs, &nglobs, pp, p);
 					continue;
 				}
-				while (k < nglobs && strcmp(globs[k].glob, g))
+				/* a probe the target runs has globs of its own */
+				while (k < nglobs && (strcmp(globs[k].glob, g) || globs[k].plan1 != (unsigned)p->agg))
 					k++;
 				if (k == nglobs) {
 					if (!(globs = realloc(globs, sizeof(*globs) * (nglobs + 1))))
 						abort();
-					globs[nglobs++] = (struct djp_arm_glob){ g, 0, 0, false, false };
+					globs[nglobs++] = (struct djp_arm_glob){ g, 0, 0, false, false, (unsigned)p->agg };
 				}
 				globs[k].now |= pp->point && !pp->optional;
 				globs[k].ustack |= p->uses_ustack;
@@ -2028,8 +2064,17 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 			}
 		}
 	}
-	/* step 4: end probes, then unread globals; after more errors than
-	 * MAXERRORS, the error probes instead (stap); after abort(), none */
+	/* step 4: the probes stop, the target's aggregates are merged for
+	 * good and the losses said, before the end probes' output; then end
+	 * probes, then unread globals; after more errors than MAXERRORS, the
+	 * error probes instead (stap); after abort(), none */
+	if (src) {
+		if (src->ops->finish)
+			src->ops->finish(src);
+		line_out_flush(r->out);
+		agg_sync(r, sc, src);
+		agg_report_lost(sc, src);
+	}
 	if (r->aborting)
 		goto out;
 	r->exiting = false;
@@ -2046,6 +2091,7 @@ out:
 	if (r->errors && !script_no_warnings)
 		fprintf(stderr, "WARNING: Number of errors: %d, skipped probes: 0\n", r->errors);
 	errors = r->errors;
+	agg_free(sc);
 	free_globals(sc);
 	arena_reset(r);
 	free(r->arena);

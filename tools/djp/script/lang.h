@@ -223,6 +223,9 @@ struct sym {
 	bool wrap;		/* global a%[N]: a full array drops its oldest entry */
 	struct node *init;	/* global initialiser (literal) or NULL */
 	struct hist_cfg hist;
+	/* aggregated in the target (agg.c); deleted somewhere; its @min or
+	 * @max read */
+	bool agg, agg_other, agg_minmax;
 	struct sym *next;	/* in its scope's list */
 	/* run time, globals only */
 	union cell *cell;
@@ -306,19 +309,23 @@ struct probe {
 	struct binding **binds; /* the markers this probe is attached to */
 	int nbinds;
 	bool has_nonmark;	/* begin, end or timer among its points */
+	bool waits_exec;	/* a point matched nothing in a -c wrapper: bound in the program it execs */
 	/* its body reads the hit's user stack (ubacktrace() and the like,
 	 * here or in a function it calls): its hits record it */
 	bool uses_ustack;
 	struct probe *next;
 	int index;
 	bool synthetic; /* generated display of unread globals */
+	int agg;	/* run in the target: its plan + 1 (agg.c); 0 not */
+	bool reads_agg; /* reads a global the target aggregates */
 };
 
 /* A probe attached to one marker: where each context reference lives. */
 struct binding {
 	struct probe *probe;
 	const struct djp_ev_desc *desc;
-	uint64_t name_hash; /* hash of desc->name, for c[$$name] */
+	const char *name, *format; /* desc's, C-escaped (they come from the target's files): $$name, $$format */
+	uint64_t name_hash; /* hash of name, for c[$$name] */
 	const char *pp;	    /* process("OBJECT").mark("NAME"), for pp() and errors */
 	const char *pn;	    /* the probe point as written that matched, for pn() */
 	int32_t pid;	    /* process(PID) points: the process whose hits run it; 0 any */
@@ -356,6 +363,7 @@ struct script {
 	void **regexes;
 	int nregexes;
 	bool uses_cpu; /* cpu() is called: the events must carry their CPU */
+	struct script_agg *agg; /* the probes run in the target (agg.c), or NULL */
 	/* the tokens the parser read, kept for -p1 */
 	struct tok *toks;
 	size_t ntoks;
@@ -386,6 +394,10 @@ void bind_fields(struct script *sc);
  * has with the checked types; a probe it does not fit is skipped with a
  * warning.  Once per descriptor. */
 void bind_late(struct script *sc, const struct djp_ev_desc *d);
+/* After the run: the mark points that waited for the program a -c wrapper
+ * execs and never bound, one line each on stderr; true when there was one
+ * (a point that matches nothing is an error). */
+bool report_never_bound(const struct script *sc, const struct djp_source *src);
 /* free everything the passes allocated (the pool included) */
 void script_release(struct script *sc);
 int ctx_field(const struct djp_ev_desc *d, const char *name);
@@ -508,6 +520,11 @@ struct run_opts {
  * number of run-time errors. */
 int run_script(struct script *sc, struct djp_source *src, const struct run_opts *opts, uint64_t *nevents);
 extern volatile int run_interrupted; /* set by SIGINT/SIGTERM: end the run */
+/* agg.c's merge: the element lvalue lv (N_INDEX) names when the hit ev
+ * runs b's probe, made if new (NULL for a scalar, N_VAR); false after a
+ * run-time error (a full array), printed and counted as the probe's. */
+bool run_agg_target(struct run *r, struct node *lv, const struct binding *b, const struct djp_ev *ev,
+		    struct map_ent **e);
 extern bool script_no_warnings;	     /* -w */
 /* --dump-functions: the built-in functions, as stap lists its tapset's */
 void dump_functions(FILE *out);

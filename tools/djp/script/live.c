@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "lang.h"
+#include "lib/escape.h"
 #include "lib/func_symbols.h"
 #include "script.h"
 #include "site_function.h"
@@ -55,7 +56,9 @@
 #include "tapset.h"
 #include "usym.h"
 #include "lib/marker_match.h"
+#include "lib/mapped_file.h"
 #include "lib/markers.h"
+#include "tools/djp/cmd_path.h"
 #include "tools/djp/session.h"
 
 #define LIVE_POLL_MS 5
@@ -85,6 +88,7 @@ struct live {
 	 * in it (checked by name and object: ids may part after a fork). */
 	struct session_kids kids;
 	size_t cur;
+	uint64_t released_lost; /* events lost by kids let go (release_kid) */
 	struct djp_arm_glob *globs; /* their glob strings our own */
 	unsigned nglobs;
 	bool main_exec_traced; /* -x: the process exec'd and is traced again */
@@ -234,26 +238,55 @@ static const struct djp_ev_desc *kid_wanted(struct live *l, struct session *k, u
 	for (size_t i = 0; i < l->nlate; i++)
 		if (same_marker(l->late[i], km))
 			return l->late[i];
+	k->pinned = true; /* the descriptor points into k's table */
 	return late_desc(l, km);
 }
 
-/* Configure another process of the trace as the main session was (ring,
- * globs, FOLLOW), START it when it waits for that, and keep it. */
-static void keep_kid(struct live *l, struct session *k, bool start)
+/* CONNECT glob g: the recorder, or the handler of its aggregation plan. */
+static int connect_glob(struct live *l, struct session *s, const struct djp_arm_glob *g, unsigned flags)
 {
 	unsigned nsites;
-	bool ok = !session_hello(k) && !session_ring(k) && !session_list(k);
+	if (g->plan1)
+		return session_connect_agg(s, g->glob, flags & (DJP_CONNECT_PENDING | DJP_CONNECT_INT3), g->plan1 - 1,
+					   &nsites);
+	(void)l;
+	return session_connect(s, g->glob, flags | (g->ustack ? DJP_CONNECT_USTACK : 0), g->str_args, g->str_bound,
+			       &nsites);
+}
+
+/* Configure another process of the trace as the main session was (ring,
+ * tables, globs, FOLLOW), START it when it waits for that, and keep it. */
+static void keep_kid(struct live *l, struct session *k, bool start)
+{
+	bool ok = !session_hello(k) && !session_ring(k) && !session_tables(k) && !session_list(k);
 	if (ok) {
 		tapset_remember(k->pid);
 		usym_remember(k->pid);
 	}
 	for (unsigned i = 0; ok && i < l->nglobs; i++)
-		ok = !session_connect(k, l->globs[i].glob, connect_flags(l) | (l->globs[i].ustack ? DJP_CONNECT_USTACK : 0),
-				      l->globs[i].str_args, l->globs[i].str_bound, &nsites);
+		ok = !connect_glob(l, k, &l->globs[i], connect_flags(l));
 	if (ok && !session_kids_follow(&l->kids, k) && (!start || !session_start(k)))
 		session_kids_keep(&l->kids, k);
 	else
 		session_discard(k);
+}
+
+/* Kid i, which had exited before a drain that found nothing: its socket,
+ * rings and marker table let go at once, so that a fork storm keeps the
+ * tool's descriptors and memory flat; its lost events counted for the
+ * end.  Not one whose table a late descriptor points into (pinned), nor
+ * one with aggregation tables: what they hold reaches the script only at
+ * its next merge (agg.c). */
+static bool release_kid(struct live *l, size_t i)
+{
+	struct session *k = l->kids.v[i];
+	if (k->pinned || k->nagg_plans || !session_process_exited(k->pid))
+		return false;
+	if (k->cons)
+		l->released_lost += session_count_lost(k);
+	session_discard(k);
+	session_kids_remove(&l->kids, i);
+	return true;
 }
 
 /* Processes dialling in (children of fork, a wrapper's program); and, in
@@ -346,7 +379,11 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 		for (size_t tries = 0; tries <= l->kids.n && !got; tries++) {
 			l->cur = (l->cur + 1) % (l->kids.n + 1);
 			s = session_at(l, l->cur);
+			/* gone before this drain: the drain saw all it wrote */
+			bool gone = l->cur && !s->alive;
 			got = session_drain(s) > 0 || s->nbatch;
+			if (!got && gone && release_kid(l, l->cur - 1))
+				l->cur--; /* the next one moved into its place */
 		}
 		if (got)
 			continue;
@@ -377,14 +414,33 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 			return -EINVAL;
 		l->armed[ids[i]] = true;
 	}
+	/* the tables first: the lost counters, and the target's aggregates */
+	l->s.agg_plans = src->agg_plans;
+	l->s.nagg_plans = src->nagg_plans;
+	l->s.agg_capacity = src->agg_capacity;
+	if (session_tables(&l->s)) {
+		fprintf(stderr, "djp: %s\n", l->s.errmsg);
+		return l->s.errcode ? l->s.errcode : -EIO;
+	}
 	for (unsigned i = 0; i < nglobs; i++) {
-		unsigned nsites;
 		/* pending: an optional point ('?') may match nothing yet */
-		unsigned flags = (connect_flags(l) & ~(globs[i].now ? DJP_CONNECT_PENDING : 0u)) |
-				 (globs[i].ustack ? DJP_CONNECT_USTACK : 0u);
-		if (!session_connect(&l->s, globs[i].glob, flags, globs[i].str_args, globs[i].str_bound, &nsites))
+		unsigned flags = connect_flags(l) & ~(globs[i].now ? DJP_CONNECT_PENDING : 0u);
+		if (!connect_glob(l, &l->s, &globs[i], flags))
 			continue;
-		fprintf(stderr, "djp: %s: %s\n", globs[i].glob, l->s.errmsg);
+		/* a function or a line a -c wrapper does not have: kept for
+		 * the program it execs, which dials in (as djp trace) */
+		if (l->s.errcode == -ENOENT && l->src.wrapper && !(flags & DJP_CONNECT_PENDING) &&
+		    !connect_glob(l, &l->s, &globs[i], flags | DJP_CONNECT_PENDING)) {
+			char glob[1024], prog[4096];
+			fprintf(stderr, "djp: %s matches nothing in %s, the program the command ran; waiting for a "
+					"program it execs\n",
+				djp_escape_c(glob, sizeof(glob), globs[i].glob, false),
+				djp_escape_c(prog, sizeof(prog), l->src.wrapper, false));
+			continue;
+		}
+		char glob[1024], msg[4 * sizeof(l->s.errmsg)];
+		fprintf(stderr, "djp: %s: %s\n", djp_escape_c(glob, sizeof(glob), globs[i].glob, false),
+			djp_escape_c(msg, sizeof(msg), l->s.errmsg, false));
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}
 	/* the same globs for the processes that dial in later */
@@ -404,7 +460,9 @@ static int live_start(struct djp_source *src)
 {
 	struct live *l = (struct live *)src;
 	if (l->s.cmd && session_start(&l->s)) {
-		fprintf(stderr, "djp: %s: %s\n", l->s.cmd, l->s.errmsg);
+		char cmd[1024], msg[4 * sizeof(l->s.errmsg)];
+		fprintf(stderr, "djp: %s: %s\n", djp_escape_c(cmd, sizeof(cmd), l->s.cmd, false),
+			djp_escape_c(msg, sizeof(msg), l->s.errmsg, false));
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}
 	return 0;
@@ -414,6 +472,15 @@ static uint64_t live_now(struct djp_source *src)
 {
 	(void)src;
 	return clock_ns(CLOCK_REALTIME);
+}
+
+/* No probes but libc's: a shell, env, runuser. */
+static bool only_libc_probes(const struct session *s)
+{
+	for (uint32_t id = 0; id < s->nmarkers; id++)
+		if (s->markers[id].known && s->markers[id].object && !djp_path_is_libc(s->markers[id].object))
+			return false;
+	return true;
 }
 
 /* ^C, as stap has it: the probes stop, what they recorded before is read
@@ -431,28 +498,88 @@ static int live_stop(struct djp_source *src)
 	return 0;
 }
 
+/* The run is over: every process disarmed (counts, then BYE), so that
+ * the tables and the lost counts are final. */
+static int live_finish(struct djp_source *src)
+{
+	struct live *l = (struct live *)src;
+	session_end(&l->s);
+	for (size_t i = 0; i < l->kids.n; i++)
+		session_end(l->kids.v[i]);
+	l->stopped = l->ended = true;
+	return 0;
+}
+
+/* The descriptor of session i's marker id, armed or not. */
+static const struct djp_ev_desc *desc_of(struct live *l, size_t i, uint32_t id)
+{
+	if (i)
+		return kid_wanted(l, session_at(l, i), id);
+	return id < l->nids && l->desc_of_id[id] ? l->desc_of_id[id] : learn(l, id);
+}
+
+static uint64_t live_lost(struct djp_source *src, djp_src_lost_fn fn, void *ctx)
+{
+	struct live *l = (struct live *)src;
+	uint64_t lost = l->released_lost; /* kids let go: their total only */
+	for (size_t i = 0; i <= l->kids.n; i++) {
+		struct session *s = session_at(l, i);
+		if (!s->cons)
+			continue;
+		lost += session_count_lost(s); /* and each marker's */
+		for (uint32_t id = 0; id < s->nmarkers; id++) {
+			const struct djp_ev_desc *d;
+			if (s->markers[id].lost && (d = desc_of(l, i, id)))
+				fn(ctx, d, s->markers[id].lost);
+		}
+	}
+	return lost;
+}
+
+struct agg_read_ctx {
+	struct live *l;
+	size_t i;
+	djp_src_agg_fn fn;
+	void *ctx;
+};
+
+static void agg_entry(void *ctx, const struct djp_agg_delta *dl)
+{
+	struct agg_read_ctx *c = ctx;
+	c->fn(c->ctx, desc_of(c->l, c->i, dl->id), session_at(c->l, c->i)->pid, dl);
+}
+
+static void live_agg_read(struct djp_source *src, djp_src_agg_fn fn, void *ctx)
+{
+	struct live *l = (struct live *)src;
+	for (size_t i = 0; i <= l->kids.n; i++) {
+		struct session *s = session_at(l, i);
+		struct agg_read_ctx c = { l, i, fn, ctx };
+		if (s->tables && s->cons)
+			djp_tables_read(s->tables, djp_consumer_slots_used(s->cons), agg_entry, &c);
+	}
+}
+
+static uint64_t live_agg_lost(struct djp_source *src, unsigned p)
+{
+	struct live *l = (struct live *)src;
+	uint64_t lost = 0;
+	for (size_t i = 0; i <= l->kids.n; i++) {
+		struct session *s = session_at(l, i);
+		if (s->tables && s->cons)
+			lost += djp_tables_plan_lost(s->tables, p, djp_consumer_slots_used(s->cons));
+	}
+	return lost;
+}
+
 static void live_close(struct djp_source *src)
 {
 	struct live *l = (struct live *)src;
 	struct session *s = &l->s;
-	uint64_t lost = 0;
 	session_end(s); /* counts, then BYE: disarmed when it answers */
 	session_report_arm_errors(s, "djp");
-	for (size_t i = 0; i < l->kids.n; i++) {
+	for (size_t i = 0; i < l->kids.n; i++)
 		session_end(l->kids.v[i]);
-		if (l->kids.v[i]->cons)
-			lost += session_count_lost(l->kids.v[i]);
-	}
-	if (s->cons) {
-		/* as stap warns of skipped probes: a count the script printed is
-		 * short by these */
-		lost += session_count_lost(s);
-		if (lost && !script_no_warnings)
-			fprintf(stderr,
-				"djp: WARNING: %" PRIu64 " events lost (a ring was full: the script fell behind "
-				"the target, or no ring slot was free)\n",
-				lost);
-	}
 	if (s->cmd && s->child > 0 && !s->child_done)
 		session_stop_child(s);
 	session_free(s);
@@ -558,6 +685,10 @@ static const struct djp_source_ops live_ops = {
 	.start = live_start,
 	.next = live_next,
 	.stop = live_stop,
+	.finish = live_finish,
+	.lost = live_lost,
+	.agg_read = live_agg_read,
+	.agg_lost = live_agg_lost,
 	.now_ns = live_now,
 	.close = live_close,
 };
@@ -708,6 +839,11 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	s = &l->s;
 	s->cmd = o->cmd;
 	s->attach_pid = o->pid;
+	/* a marker's %s arguments keep what a script string can (-D
+	 * MAXSTRINGLEN), as far as the agent copies */
+	s->str_bound = MAXSTRINGLEN < 8 ? 8 : MAXSTRINGLEN < DJP_RING_STR_BOUND_MAX ? (unsigned)MAXSTRINGLEN
+										 : DJP_RING_STR_BOUND_MAX;
+	s->buffer_size = o->buffer_size;
 	if (o->cmd ? session_launch(s) : session_attach(s)) {
 		/* session_launch/attach said why on stderr */
 		snprintf(err, errsz, "%s: cannot start the trace", o->cmd ? o->cmd : "process");
@@ -747,6 +883,8 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	l->src.descs = l->descs;
 	l->src.ndescs = nd;
 	l->src.target_pid = s->pid;
+	if (s->cmd && s->program[0] && (only_libc_probes(s) || cmd_path_runs_other(s->cmd, s->program)))
+		l->src.wrapper = s->program;
 	*out = &l->src;
 	return 0;
 fail_quiet:

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "lang.h"
+#include "lib/escape.h"
 #include "lib/markers.h"
 #include "site_function.h"
 
@@ -169,7 +170,13 @@ const char *site_function(struct site_functions *c, int32_t pid, const struct dj
 		c->by_id = v;
 		c->nids = n;
 	}
-	if (!c->by_id[d->id] && !(c->by_id[d->id] = strdup(lookup(c, pid, d))))
-		abort();
+	if (!c->by_id[d->id]) {
+		/* a symbol name from the target's file: escaped, as pp() */
+		const char *fn = lookup(c, pid, d);
+		size_t n = 4 * strlen(fn) + 1;
+		if (!(c->by_id[d->id] = malloc(n)))
+			abort();
+		djp_escape_c(c->by_id[d->id], n, fn, false);
+	}
 	return c->by_id[d->id];
 }

@@ -85,7 +85,15 @@ struct djp_arm_glob {
 	bool now;	    /* a function or statement point, not optional: it
 			       must match when connected, not in a later object */
 	bool ustack;	    /* each hit records the user stack (ubacktrace()) */
+	unsigned plan1;	    /* run in the target: aggregation plan + 1, 0 not */
 };
+
+struct djp_agg_plan;
+struct djp_agg_delta;
+/* One entry's gains in an aggregation table, with its marker's
+ * descriptor (NULL when unknown) and the process it ran in. */
+typedef void (*djp_src_agg_fn)(void *ctx, const struct djp_ev_desc *d, int32_t pid, const struct djp_agg_delta *dl);
+typedef void (*djp_src_lost_fn)(void *ctx, const struct djp_ev_desc *d, uint64_t n);
 
 struct djp_source_ops {
 	/* Enable the markers whose ids are listed, and those of objects loaded
@@ -118,6 +126,18 @@ struct djp_source_ops {
 	 * returns what they recorded before it, then DJP_SRC_END; 0 or
 	 * -errno.  May be NULL: the events not yet read are dropped. */
 	int (*stop)(struct djp_source *src);
+	/* The run ends (exit(), the target's end, ^C after its events): stop
+	 * recording, every probe disarmed and the counts taken; what the
+	 * rings still hold is not read.  May be NULL. */
+	int (*finish)(struct djp_source *src);
+	/* Events the rings dropped: per descriptor to fn, and their total
+	 * (final after finish).  May be NULL. */
+	uint64_t (*lost)(struct djp_source *src, djp_src_lost_fn fn, void *ctx);
+	/* What the aggregation tables (src->agg_plans) gained since the last
+	 * call, entry by entry.  NULL: the source has no tables. */
+	void (*agg_read)(struct djp_source *src, djp_src_agg_fn fn, void *ctx);
+	/* Hits of plan p a full table had no room for. */
+	uint64_t (*agg_lost)(struct djp_source *src, unsigned p);
 	/* The source's clock, in ns (for timers and gettimeofday_*()). */
 	uint64_t (*now_ns)(struct djp_source *src);
 	/* Disarm everything and free the source. */
@@ -131,6 +151,15 @@ struct djp_source {
 	int32_t target_pid; /* the -c or -x process, or 0 */
 	bool want_cpu;	    /* set before arm: events should carry their CPU */
 	bool want_int3;	    /* set before arm: int3 breakpoints only (--int3) */
+	/* -c: the program the command's process runs when it may be a
+	 * wrapper that execs another (no probes but libc's, or not the file
+	 * the command names: cmd_path.h), for the hint of a point that
+	 * matches nothing; NULL otherwise */
+	const char *wrapper;
+	/* set before arm: the probes the target runs (agg.c) */
+	const struct djp_agg_plan *agg_plans;
+	unsigned nagg_plans;
+	uint32_t agg_capacity; /* entries of a thread's table */
 };
 
 struct djp_source_opts {
@@ -139,6 +168,7 @@ struct djp_source_opts {
 	const char *const *paths; /* objects named by process("PATH") points */
 	unsigned npaths;
 	bool list_only;		  /* -l/-L: the markers are wanted, not events */
+	size_t buffer_size;	  /* ring bytes per thread (-s, --buffer-size); 0: the default */
 };
 
 /* Opens a source; 0 or -errno with a one-line message in err. */
