@@ -71,6 +71,13 @@ static void expect_refused(struct tproc *t, const char *what)
 	free(p);
 }
 
+/* Reading a process's seccomp filter takes CAP_SYS_ADMIN. */
+static void need_cap_sys_admin(void)
+{
+	if (geteuid() != 0)
+		SKIP("needs root to read a seccomp filter (PTRACE_SECCOMP_GET_FILTER)");
+}
+
 /* The program answers, loads a library of its own (the loader's lock is
  * free), and exits 0. */
 static void runs_on(struct tproc *t)
@@ -91,7 +98,10 @@ static void runs_on(struct tproc *t)
  * for the lock forever (the tool used to hang with it). */
 TEST_TIMEOUT(inject_refuses_a_thread_waiting_in_a_signal_handler, 90)
 {
-	struct tproc *t = start("--handler-in-malloc", NULL, NULL, NULL);
+	struct tproc *t;
+
+	need_cap_sys_admin(); /* the SIGSYS comes from a seccomp filter */
+	t = start("--handler-in-malloc", NULL, NULL, NULL);
 	CHECK(tt_wait_out(t, "in handler", 10000));
 	expect_refused(t, "waits inside a signal handler");
 	tt_send(t, "go\n");
@@ -103,7 +113,10 @@ TEST_TIMEOUT(inject_refuses_a_thread_waiting_in_a_signal_handler, 90)
  * handler's thread holds is one the loader needs on any thread. */
 TEST_TIMEOUT(inject_refuses_while_any_thread_waits_in_a_signal_handler, 90)
 {
-	struct tproc *t = start("--spare", "--handler-in-malloc", NULL, NULL);
+	struct tproc *t;
+
+	need_cap_sys_admin();
+	t = start("--spare", "--handler-in-malloc", NULL, NULL);
 	CHECK(tt_wait_out(t, "in handler", 10000));
 	expect_refused(t, "waits inside a signal handler");
 	tt_send(t, "go\n");
@@ -148,6 +161,8 @@ TEST_TIMEOUT(inject_passes_over_a_thread_short_of_stack, 60)
 TEST_TIMEOUT(inject_refuses_a_seccomp_filter_that_kills, 120)
 {
 	static const char *const calls[] = { "openat", "membarrier", "socket", "clone3", "memfd_create" };
+
+	need_cap_sys_admin();
 	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
 		char what[64];
 		struct tproc *t = start("--spare", "--seccomp-kill", calls[i], NULL);
@@ -167,7 +182,10 @@ TEST_TIMEOUT(inject_refuses_a_seccomp_filter_that_kills, 120)
  * list once lacked), signals arriving or not. */
 TEST_TIMEOUT(inject_under_an_allow_list_of_the_agents_calls, 60)
 {
-	struct tproc *t = start("--sleeper", "--storm", "--seccomp-allow-list", NULL);
+	struct tproc *t;
+
+	need_cap_sys_admin();
+	t = start("--sleeper", "--storm", "--seccomp-allow-list", NULL);
 	for (int int3 = 0; int3 < 2; int3++) {
 		struct tproc *p;
 		unsigned long long ev, lost;
@@ -471,6 +489,8 @@ TEST_TIMEOUT(inject_hostile_stress, 7200)
 	struct timespec ts;
 	unsigned seed = (unsigned)getpid(), done[4] = { 0 };
 
+	need_cap_sys_admin();
+
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	end = ts.tv_sec + ts.tv_nsec / 1e9 + seconds;
 	printf("# seed %u\n", seed);
@@ -598,9 +618,12 @@ TEST_TIMEOUT(agent_out_of_descriptors_neither_spins_nor_leaves_the_tool_waiting,
  * Each thread's filters are looked at. */
 TEST_TIMEOUT(inject_looks_at_every_threads_seccomp_filter, 60)
 {
-	struct tproc *t = start("--spare", "--seccomp-kill-main", "rt_sigreturn", NULL), *p;
+	struct tproc *t, *p;
 	char spid[16];
 	int st;
+
+	need_cap_sys_admin();
+	t = start("--spare", "--seccomp-kill-main", "rt_sigreturn", NULL);
 
 	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
 	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--int3", "-o", "/dev/null", "-x", spid, "ht_burst",
@@ -671,7 +694,10 @@ TEST_TIMEOUT(inject_refuses_a_stopped_process, 60)
  * filter is run on the calls with the protections the code passes. */
 TEST_TIMEOUT(inject_refuses_a_filter_that_kills_writable_code, 60)
 {
-	struct tproc *t = start("--spare", "--seccomp-kill-wx", NULL, NULL);
+	struct tproc *t;
+
+	need_cap_sys_admin();
+	t = start("--spare", "--seccomp-kill-wx", NULL, NULL);
 	expect_refused(t, "seccomp filter kills the process on mprotect,");
 	runs_on(t);
 }
