@@ -136,7 +136,8 @@ TEST_TIMEOUT(inject_follows_yama_ptrace_scope, 120)
  * a mount namespace of djp's own, read by the same code as the kernel's
  * file.  The refusal itself is real: the target already has a tracer
  * (this test), so the kernel refuses djp's PTRACE_SEIZE with EPERM, as
- * Yama would. */
+ * Yama would; the target's status is hidden there (/dev/null over it),
+ * or djp would name its tracer instead. */
 TEST_TIMEOUT(inject_refusal_names_the_yama_setting, 60)
 {
 	static const char *const why[] = { [1] = ": only a parent or CAP_SYS_PTRACE may attach",
@@ -153,8 +154,9 @@ TEST_TIMEOUT(inject_refusal_names_the_yama_setting, 60)
 		int st;
 		snprintf(cmd, sizeof(cmd),
 			 "mount -t tmpfs none /proc/sys/kernel && mkdir /proc/sys/kernel/yama && "
-			 "echo %d >/proc/sys/kernel/yama/ptrace_scope && exec '%s' trace -x %d tt_tick",
-			 scope, tt_djp(), (int)t->pid);
+			 "echo %d >/proc/sys/kernel/yama/ptrace_scope && mount --bind /dev/null /proc/%d/task/%d/status && "
+			 "exec '%s' trace -x %d tt_tick",
+			 scope, (int)t->pid, (int)t->pid, tt_djp(), (int)t->pid);
 		p = tt_spawn((char *const[]){ "/usr/bin/unshare", "-m", "/bin/sh", "-c", cmd, NULL }, false, -1);
 		st = tt_finish(p, 20000);
 		snprintf(want, sizeof(want), "ptrace refused (kernel.yama.ptrace_scope = %d%s)", scope, why[scope]);

@@ -9,11 +9,11 @@ TRACE_PLUGIN := $(TRACE_PROGS_DIR)/libtrace_plugin.so
 $(TRACE_PROGS_DIR)/trace_target: selftests/trace_progs/trace_target.c | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread -ldl
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread -ldl -Wl,-z,now
 $(TRACE_PROGS_DIR)/trace_target-O0: selftests/trace_progs/trace_target.c | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) -O0 $(CFLAGS) -o $@ $< -lpthread -ldl
+	$(Q)$(CC) $(BASE_CFLAGS) -O0 $(CFLAGS) -o $@ $< -lpthread -ldl -Wl,-z,now
 # A shared object with a marker of its own, for the dlopen test.
 $(TRACE_PLUGIN): selftests/trace_progs/trace_plugin.c | $(DEPS_STAMP)
 	$(call msg,CC,$@)
@@ -155,3 +155,19 @@ $(TRACE_PROGS_DIR)/libusym_caller.so: selftests/trace_progs/usym_caller.c includ
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -fPIC -shared -o $@ $<
 CHECK_DEPS += $(USYM_TARGET) $(TRACE_PROGS_DIR)/libusym_caller.so
+# The hostile injection tests' target (selftests/test_inject_hostile.c): it
+# takes the agent's list of system calls for its seccomp allow-list.
+HOSTILE_TARGET := $(TRACE_PROGS_DIR)/hostile_target
+$(HOSTILE_TARGET): selftests/trace_progs/hostile_target.c kernel/trace/agent_syscalls.c kernel/trace/agent_syscalls.h \
+		include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ selftests/trace_progs/hostile_target.c kernel/trace/agent_syscalls.c \
+		-lpthread -ldl -Wl,-z,now
+CHECK_DEPS += $(HOSTILE_TARGET)
+HOSTILE_PLUGIN := $(TRACE_PROGS_DIR)/libhostile_plugin.so
+$(HOSTILE_PLUGIN): selftests/trace_progs/hostile_plugin.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
+CHECK_DEPS += $(HOSTILE_PLUGIN)

@@ -158,7 +158,8 @@ static struct djp_agent_session *session_slot(void)
 	return NULL;
 }
 
-static void accept_one(void)
+/* A connection, or -errno of accept. */
+static int accept_one(void)
 {
 	struct ucred cred = { 0, (uid_t)-1, (gid_t)-1 };
 	socklen_t len = sizeof(cred);
@@ -168,21 +169,22 @@ static void accept_one(void)
 	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 
 	if (fd < 0)
-		return;
+		return -errno;
 	session_setup_fd(fd);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !djp_agent_peer_allowed(&cred, &why)) {
 		snprintf(msg, sizeof(msg), "permission denied: uid %u may not trace process %d: %s", (unsigned)cred.uid,
 			 (int)getpid(), why);
 		djp_proto_send_error(fd, -EACCES, msg);
 		close(fd);
-		return;
+		return 0;
 	}
 	if (!(s = session_slot())) {
 		djp_proto_send_error(fd, -EBUSY, "too many tools attached to this process");
 		close(fd);
-		return;
+		return 0;
 	}
 	djp_agent_session_open(s, fd, cred.pid, cred.uid, false);
+	return 0;
 }
 
 static void end_session(struct djp_agent_session *s)
@@ -222,8 +224,13 @@ static bool any_probes(void)
 	return false;
 }
 
+/* How long the agent stops accepting after an accept failed for want of
+ * a descriptor (RLIMIT_NOFILE) or memory. */
+#define ACCEPT_PAUSE_MS 100
+
 static void *agent_main(void *arg)
 {
+	bool listen_paused = false;
 	struct pollfd pf[1 + DJP_AGENT_MAX_SESSIONS];
 	int map[1 + DJP_AGENT_MAX_SESSIONS];
 	sigset_t set;
@@ -247,9 +254,12 @@ static void *agent_main(void *arg)
 
 	for (;;) {
 		int n = 0, timeout = -1;
-		if (listen_fd >= 0) {
+		if (listen_fd >= 0 && !listen_paused) {
 			pf[n] = (struct pollfd){ listen_fd, POLLIN, 0 };
 			map[n++] = -1;
+		} else if (listen_paused) {
+			timeout = ACCEPT_PAUSE_MS;
+			listen_paused = false;
 		}
 		for (int i = 0; i < DJP_AGENT_MAX_SESSIONS; i++) {
 			if (!sessions[i].used)
@@ -272,9 +282,13 @@ static void *agent_main(void *arg)
 		for (int k = 0; k < n; k++) {
 			if (!pf[k].revents)
 				continue;
-			if (map[k] < 0)
-				accept_one();
-			else if (djp_agent_session_input(&sessions[map[k]]) < 0)
+			if (map[k] < 0) {
+				int err = accept_one();
+				/* no descriptor or memory for the connection: it
+				 * stays queued and the socket readable, so poll
+				 * would return at once, for ever */
+				listen_paused = err == -EMFILE || err == -ENFILE || err == -ENOBUFS || err == -ENOMEM;
+			} else if (djp_agent_session_input(&sessions[map[k]]) < 0)
 				end_session(&sessions[map[k]]);
 		}
 		for (int i = 0; i < DJP_AGENT_MAX_SESSIONS; i++)

@@ -115,6 +115,10 @@ struct session {
 	bool more; /* the drain stopped at its bound: drain again */
 };
 
+/* --force: load the agent into a process whose seccomp filter cannot be
+ * read (tools/djp/inject_seccomp.c); -x and the processes it follows. */
+extern bool session_inject_force;
+
 /* The other processes of a trace (session_kids.c): children of fork and a
  * -c wrapper's program, a session each. */
 struct session_kids {

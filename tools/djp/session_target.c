@@ -49,6 +49,9 @@
 #include "session.h"
 
 #define DIAL_TIMEOUT_MS ((DJP_AGENT_DEFAULT_TIMEOUT + 5) * 1000)
+/* Descriptors an agent opens for a session: the connection, the rings'
+ * memfd, the marker log's, and one file it reads at a time. */
+#define SESSION_FDS 4
 
 /* Could we ptrace process pid?  We never talk to an agent we could not
  * trace ourselves, root's included (lib/ptrace_perm.c). */
@@ -60,6 +63,21 @@ static bool may_trace(pid_t pid, const char **why)
 	if (djp_creds_self(&me) || djp_creds_of(pid, &target))
 		return false;
 	return djp_may_trace(&me, &target, why);
+}
+
+/* Is process pid in a job-control stop (state T)? */
+static bool stopped(pid_t pid)
+{
+	char path[64], buf[512], *c;
+	bool t = false;
+	FILE *f;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	if (fgets(buf, sizeof(buf), f) && (c = strrchr(buf, ')')))
+		t = c[1] == ' ' && c[2] == 'T';
+	fclose(f);
+	return t;
 }
 
 /* libdjprobe.so next to the djp binary (the build tree), or in ../lib
@@ -93,6 +111,8 @@ const char *session_preload_path(void)
 
 /* ---- -x PID ----------------------------------------------------------------- */
 
+bool session_inject_force;
+
 int session_attach(struct session *s)
 {
 	struct sockaddr_un a;
@@ -116,6 +136,12 @@ int session_attach(struct session *s)
 		fprintf(stderr, "djp: process %d: not allowed to trace it: %s\n", (int)pid, why);
 		return -1;
 	}
+	if (stopped(pid)) {
+		/* its agent thread is stopped with it: it could not answer */
+		fprintf(stderr, "djp: process %d: it is stopped (SIGSTOP, or ^Z in its shell): continue it first (kill -CONT %d)\n",
+			(int)pid, (int)pid);
+		return -1;
+	}
 	err = djp_agent_addr_find(pid, &a, &alen);
 	if (err == -EACCES) {
 		fprintf(stderr, "djp: process %d: not allowed to trace it: its descriptors cannot be read\n", (int)pid);
@@ -129,12 +155,24 @@ int session_attach(struct session *s)
 			fprintf(stderr, "djp: cannot find libdjprobe.so next to djp or in ../lib (set DJP_PRELOAD)\n");
 			return -1;
 		}
-		if (djp_inject(pid, abs, why_not, sizeof(why_not))) {
+		if (djp_inject(pid, abs, session_inject_force, why_not, sizeof(why_not))) {
 			fprintf(stderr, "djp: process %d: no djprobe agent in it, and %s\n", (int)pid, why_not);
 			return -1;
 		}
 		for (int i = 0; i < 200 && (err = djp_agent_addr_find(pid, &a, &alen)) == -ENOENT; i++)
 			nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	}
+	if (!err) {
+		/* its agent must accept, and open a ring and a marker log:
+		 * without descriptors it could only leave the tool waiting */
+		unsigned long long limit;
+		long nfree;
+		if (!djp_fds_free(pid, &nfree, &limit) && nfree < SESSION_FDS) {
+			fprintf(stderr,
+				"djp: process %d: its agent cannot take a session: %ld of its %llu descriptors free (RLIMIT_NOFILE), %d needed\n",
+				(int)pid, nfree < 0 ? 0 : nfree, limit, SESSION_FDS);
+			return -1;
+		}
 	}
 	fd = err ? -1 : socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, alen) < 0) {

@@ -71,7 +71,7 @@ static void on_usr1(int sig)
 void djp_usage_trace(FILE *out)
 {
 	fprintf(out,
-		"usage: djp trace [-c CMD | -x PID] [--json] [-o FILE] [--snapshot] [--int3]\n"
+		"usage: djp trace [-c CMD | -x PID [--force]] [--json] [-o FILE] [--snapshot] [--int3]\n"
 		"                 [--duration SECONDS] [--buffer-size BYTES] [--max-string-len N]\n"
 		"                 PATTERN[=FORMAT]...\n"
 		"       djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] PATTERN...\n"
@@ -88,6 +88,8 @@ void djp_usage_trace(FILE *out)
 		"                 exit with its exit status (stap -c, bpftrace -c)\n"
 		"  -x PID         attach to a running process (the agent is loaded into it\n"
 		"                 when it has none) (stap -x, bpftrace -p)\n"
+		"  --force        with -x: load the agent even where the process's seccomp\n"
+		"                 filter cannot be read (it may kill the process)\n"
 		"  --json         one JSON object per event per line (bpftrace -f json)\n"
 		"  -o FILE        write events to FILE instead of stdout (stap -o, bpftrace -o)\n"
 		"  --snapshot     flight recorder: rings overwrite the oldest events; the\n"
@@ -124,6 +126,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' }, { "buffer-size", required_argument, NULL, 'b' },
 		{ "int3", no_argument, NULL, 'i' },	    { "help", no_argument, NULL, 'h' },
 		{ "max-string-len", required_argument, NULL, 'm' },
+		{ "force", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -156,6 +159,9 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			break;
 		case 'i':
 			t->int3 = true;
+			break;
+		case 'f':
+			session_inject_force = true;
 			break;
 		case 'd':
 			t->duration = strtod(optarg, &end);

@@ -46,8 +46,9 @@ static void usage(FILE *f)
 		   "HIST_ELISION), --suppress-time-limits, -w (no warnings), -s MB (each thread's\n"
 		   "ring, a power of two up to 256), -b (bulk: 16 MB rings), --buffer-size BYTES (as\n"
 		   "djp trace's); -g is refused.  --int3 arms int3 breakpoints only, never jumps\n"
-		   "(safe beside another tool's uprobes on the same functions).  ARGUMENTS are\n"
-		   "the script's $1.. and @1..\n");
+		   "(safe beside another tool's uprobes on the same functions).  --force with -x\n"
+		   "loads the agent even where the process's seccomp filter cannot be read.\n"
+		   "ARGUMENTS are the script's $1.. and @1..\n");
 }
 
 /* -D NAME=VALUE: one of stap's limits (lang.h).  0, or 1 after one line. */
@@ -342,6 +343,7 @@ int djp_script_main(int argc, char **argv)
 		{ "suppress-time-limits", no_argument, NULL, 'T' },
 		{ "int3", no_argument, NULL, 'N' },
 		{ "buffer-size", required_argument, NULL, 'Z' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -439,6 +441,7 @@ int djp_script_main(int argc, char **argv)
 		case 'R': replay = optarg; break;
 		case 'B': bench = strtoull(optarg, NULL, 10); break;
 		case 'N': int3 = true; break;
+		case 'f': session_inject_force = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 1;
 		}
