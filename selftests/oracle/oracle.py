@@ -14,9 +14,11 @@
 #  - a pointer into memory the run laid out (the heap, an exception object)
 #    differs between two runs of the same program (ASLR, and the agent's
 #    own allocations move the heap), so it is compared by identity: each
-#    run's pointers are named in the order they first appear, 0 stays 0.
-#    The same call sequence names them alike; a wrong or shifted value does
-#    not;
+#    pointer a function returns is a new name, in the order of the returns,
+#    and an argument takes the latest name at its address (one never
+#    returned, a new name); 0 stays 0.  The same call sequence names them
+#    alike, whether realloc moved or the heap reused an address; a wrong or
+#    shifted value does not;
 #  - a value that depends on timing (PostgreSQL's background processes,
 #    lock waits) is compared by shape only, as each row's comment says;
 #  - a hit on a thread other than its process's first is kept apart
@@ -160,6 +162,7 @@ FUNC_PROBES = [
     probe("func:malloc@libc.so*", "v"),
     probe("func:malloc%return@libc.so*", "p"),
     probe("func:calloc@libc.so*", "vv"),
+    probe("func:calloc%return@libc.so*", "p"),
     probe("func:realloc@libc.so*", "pv"),
     probe("func:realloc%return@libc.so*", "p"),
     probe("func:free@libc.so*", "p"),
@@ -578,8 +581,14 @@ def canonical(run, specs, keep_pids):
             if signed and n >> (8 * size - 1):
                 n -= 1 << (8 * size)
             if k[0] == "p":
-                names = ptrs.setdefault(tid, {0: "NULL"})
-                names.setdefault(n, "ptr#%d" % len(names))
+                # a return hands out a new object, realloc's own address
+                # included (whether it moves depends on the heap around it,
+                # which the agent's allocations change); an argument names
+                # the latest object at its address
+                names = ptrs.setdefault(tid, {"n": 0, 0: "NULL"})
+                if n not in names or (n and "%return" in name):
+                    names["n"] += 1
+                    names[n] = "ptr#%d" % names["n"]
                 cv.append(names[n])
             else:
                 cv.append(n)
