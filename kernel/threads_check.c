@@ -37,6 +37,15 @@
  * from /proc/self/maps before the signals), so a stale bound costs a
  * failed read, never a fault.
  *
+ * In a process whose threads are stopped for the batch (kernel/freeze.c:
+ * a thread blocks SIGTRAP, and so the engine's signal too), none can
+ * answer a signal, and none needs to: a stopped thread's stack does not
+ * change under the reader.  djp_threads_outside_stopped reads where each
+ * is from /proc/self/task/TID/syscall (its stack pointer and instruction
+ * pointer; in a system call, the instruction it restarts at too, two bytes
+ * back) and scans its stack for signal frames the same way, the restorer
+ * taken from the kernel's record of the SIGTRAP handler.
+ *
  * Cost and side effect: one signal per thread per batch that turns an
  * instruction probe into a jump (never for markers, whose NOP is one
  * instruction).  The signal is SA_RESTART: reads, writes and futex waits
@@ -45,6 +54,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdatomic.h>
@@ -246,6 +256,94 @@ static bool one_round(struct djp_poke *p, size_t n, atomic_uchar *busy, unsigned
 	free(tids);
 	free((void *)q.answer);
 	return !any;
+}
+
+/* The restorer every handler of the process returns through, as the
+ * kernel holds it for SIGTRAP's (the engine's handler, installed by libc's
+ * sigaction); 0 when it cannot tell. */
+static uintptr_t restorer_of_sigtrap(void)
+{
+	struct {
+		uintptr_t handler;
+		unsigned long flags;
+		uintptr_t restorer;
+		uint64_t mask;
+	} k;
+	if (syscall(SYS_rt_sigaction, SIGTRAP, NULL, &k, sizeof(k.mask)))
+		return 0;
+	return k.flags & 0x04000000 /* SA_RESTORER */ ? k.restorer : 0;
+}
+
+/* Where stopped thread tid is: its stack and instruction pointers, and
+ * whether it is in a system call.  False when it cannot be read (running:
+ * not stopped after all). */
+static bool stopped_at(pid_t tid, uintptr_t *sp, uintptr_t *pc, bool *in_call)
+{
+	char path[64], buf[512], *end;
+	unsigned long v[9];
+	int fd, k = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* "NR ARG1..ARG6 SP PC", or "-1 SP PC" out of a call, or "running" */
+	for (char *at = buf; k < 9; at = end, k++) {
+		v[k] = strtoul(at, &end, 0);
+		if (end == at)
+			break;
+	}
+	if (k != 3 && k != 9)
+		return false;
+	*in_call = k == 9;
+	*sp = v[k - 2];
+	*pc = v[k - 1];
+	return true;
+}
+
+int djp_threads_outside_stopped(struct djp_poke *p, size_t n)
+{
+	atomic_uchar *busy = calloc(n ? n : 1, sizeof(*busy));
+	struct check_req q = { .p = p, .n = n, .busy = busy };
+	struct djp_maps maps = { 0 };
+	uintptr_t restorer = restorer_of_sigtrap();
+	pid_t me = (pid_t)syscall(SYS_gettid), *tids;
+	size_t ntids = 0;
+	bool any = false;
+
+	djp_maps_read(&maps);
+	tids = read_tids(&ntids);
+	if (!busy || !maps.m || !tids || !restorer)
+		atomic_store(&q.unknown, true);
+	q.maps = &maps;
+	for (size_t i = 0; i < ntids && !atomic_load(&q.unknown); i++) {
+		uintptr_t sp, pc;
+		bool in_call;
+		if (tids[i] == me)
+			continue; /* the writer runs none of the text */
+		if (!stopped_at(tids[i], &sp, &pc, &in_call)) {
+			char path[64];
+			snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tids[i]);
+			if (access(path, F_OK) == 0) /* not gone: cannot tell */
+				atomic_store(&q.unknown, true);
+			continue;
+		}
+		mark(&q, pc);
+		if (in_call) /* a restarted call goes back to its syscall */
+			mark(&q, pc - 2);
+		scan(&q, sp, restorer, 0);
+	}
+	for (size_t i = 0; i < n; i++)
+		any |= p[i].check && (atomic_load(&q.unknown) || (busy && atomic_load(&busy[i])));
+	free(maps.m);
+	free(tids);
+	free(busy);
+	return any ? -EAGAIN : 0;
 }
 
 void djp_threads_outside(struct djp_poke *p, size_t n)

@@ -40,6 +40,7 @@ static const char *const msg_names[] = {
 	[DJP_MSG_STATS_REPLY] = "STATS_REPLY", [DJP_MSG_RING_FD] = "RING_FD",
 	[DJP_MSG_HELLO_REPLY] = "HELLO_REPLY", [DJP_MSG_MARKER_LOG] = "MARKER_LOG",
 	[DJP_MSG_MARKER_LOG_FD] = "MARKER_LOG_FD", [DJP_MSG_FOLLOW] = "FOLLOW",
+	[DJP_MSG_FREEZE] = "FREEZE",	 [DJP_MSG_THAW] = "THAW",
 };
 
 bool djp_msg_type_valid(unsigned type)

@@ -257,7 +257,7 @@ static int maps_of(pid_t pid, const char *binary, struct mapping *v, int max)
 static int sites_changed(pid_t pid, const char *binary, int *nsites, bool say)
 {
 	struct djp_marker_list *list;
-	struct mapping maps[32];
+	struct mapping maps[512];
 	char err[256], mem[64];
 	uint64_t bias = 0;
 	int nmaps, changed = 0, memfd, filefd;
@@ -265,7 +265,7 @@ static int sites_changed(pid_t pid, const char *binary, int *nsites, bool say)
 	*nsites = 0;
 	if (djp_markers_read_file(binary, DJP_READ_NO_DWARF, &list, err, sizeof(err))) /* SDT sites too */
 		return -1;
-	nmaps = maps_of(pid, binary, maps, 32);
+	nmaps = maps_of(pid, binary, maps, 512);
 	if (nmaps <= 0 || djp_marker_list_bias(list, maps[0].start, maps[0].off, &bias)) {
 		djp_marker_list_free(list);
 		return -1;

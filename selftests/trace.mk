@@ -31,6 +31,13 @@ $(BUSY_TARGET)-static: selftests/trace_progs/busy_target.c include/djprobe/marke
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -static -o $@ $< -lpthread
 CHECK_DEPS += $(BUSY_TARGET) $(BUSY_TARGET)-static
+# Threads (and children of fork) that block every signal, SIGTRAP too.
+SIGBLOCK_TARGET := $(TRACE_PROGS_DIR)/sigblock_target
+$(SIGBLOCK_TARGET): selftests/trace_progs/sigblock_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
+CHECK_DEPS += $(SIGBLOCK_TARGET)
 # A C++ target: libstdc++'s SDT probes, for the provider patterns.
 TRACE_CXX := $(TRACE_PROGS_DIR)/trace_cxx
 $(TRACE_CXX): selftests/trace_progs/trace_cxx.cc include/djprobe/marker.h | $(DEPS_STAMP)
