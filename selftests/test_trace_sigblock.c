@@ -290,3 +290,52 @@ TEST_TIMEOUT(postgres_c_autovacuum_every_second, 300)
 {
 	postgres_autovacuum(true);
 }
+
+/* A child that cannot be armed (func:sb_tiny, an int3 breakpoint only, in
+ * a child that blocks SIGTRAP, its parent not) is reported in one line
+ * that names the site and left untraced; the trace goes on, the parent's
+ * calls counted exactly, and ends 0 with its summary. */
+TEST_TIMEOUT(trace_x_skips_a_child_that_cannot_be_armed, 60)
+{
+	struct tproc *t = start_how(0, true), *p = trace_x(t->pid, NULL, "func:sb_tiny");
+	tt_wait_byte(t->pid, tt_func_addr(t->pid, target(), "sb_tiny"), 0xcc, 10000);
+	tt_send(t, "fork 50\n");
+	CHECK(tt_wait_out(t, "forked 50", 20000));
+	CHECK(tt_wait_err(p, "can only be an int3 breakpoint", 10000));
+	tt_send(t, "run 100\n");
+	CHECK(tt_wait_out(t, "ran 100", 10000));
+	for (int i = 0; i < 1000 && tt_count(p->obuf, " func:sb_tiny") < 100; i++)
+		tt_wait_out(p, "\n\n", 20);
+	stop_and_count(p, "func:sb_tiny", 100);
+	if (tt_count(p->ebuf, "djp: process ") != 1 || !strstr(p->ebuf, "the site sb_tiny at "))
+		djp_test_fail(__FILE__, __LINE__, "djp trace: %s", p->ebuf);
+	free(p);
+	intact(t);
+}
+
+/* The tool killed while a process whose threads block SIGTRAP is armed:
+ * nobody is left to stop its threads, so the agent does not disarm (an
+ * int3 on the way would kill them) and retries; the jumps stay whole and
+ * the program runs on through them, then exits well. */
+TEST_TIMEOUT(trace_x_killed_tool_leaves_whole_jumps_where_sigtrap_is_blocked, 60)
+{
+	struct tproc *t = start(2), *p = trace_x(t->pid, NULL, "sb_*");
+	uintptr_t at = tt_site_addr(t->pid, "sb_tick");
+	int st;
+	tt_wait_byte(t->pid, at, 0xe9, 10000);
+	kill(p->pid, SIGKILL);
+	st = tt_finish(p, 10000);
+	CHECK(WIFSIGNALED(st));
+	free(p);
+	tt_send(t, "tick 1000\n");
+	CHECK(tt_wait_out(t, "ticked 1000", 10000));
+	tt_send(t, "run 1000\n");
+	CHECK(tt_wait_out(t, "ran 1000", 10000));
+	CHECK_EQ(tt_byte_at(t->pid, at), 0xe9);
+	close(t->in);
+	t->in = -1;
+	st = tt_finish(t, 10000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		djp_test_fail(__FILE__, __LINE__, "target: status %d", st);
+	free(t);
+}
