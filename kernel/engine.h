@@ -361,10 +361,15 @@ int djp__internal_probe_drop(int id);
  * thread is inside them (arch_poke_batch's check); and the engine signal
  * handler's part of it. */
 void djp_threads_outside(struct djp_poke *p, size_t n);
-/* The same while every other thread is stopped (kernel/freeze.c): 0 when
- * none is inside a range of a poke marked `check`, -EAGAIN when one is or
- * when a thread's place cannot be read. */
-int djp_threads_outside_stopped(struct djp_poke *p, size_t n);
+/* The same while every other thread is stopped (kernel/freeze.c): _new,
+ * before they are, allocates what _run needs; _run, while they are,
+ * allocates nothing and returns 0 when every other thread is stopped and
+ * none is inside a range of a poke marked `check`, -EAGAIN when one is
+ * (or a thread's place cannot be read), -EDEADLK when one is not stopped. */
+struct djp_stopped_check;
+struct djp_stopped_check *djp_stopped_check_new(struct djp_poke *p, size_t n);
+int djp_stopped_check_run(struct djp_stopped_check *c);
+void djp_stopped_check_free(struct djp_stopped_check *c);
 void djp_threads_check_answer(void *ucontext);
 
 /* sync.c, engine_signal.c */

@@ -21,7 +21,9 @@
  *      placed, or the site goes back to its bytes): one that would is
  *      refused, named (djp__refused_site), nothing written;
  *   2. the freezer stops every thread but this one; each is checked to be
- *      stopped (/proc/self/task/TID/stat: 't' or 'T', or gone);
+ *      stopped (/proc/self/task/TID/stat: 't' or 'T', or gone); from here
+ *      to step 5 nothing is allocated (a thread may have been stopped
+ *      inside malloc), only system calls made;
  *   3. no stopped thread may be inside the instructions a jump is about to
  *      cover, nor return there from a signal handler
  *      (djp_threads_outside_stopped): if one is, the threads go on for a
@@ -43,13 +45,8 @@
  * batch in such a process, and retried until the threads stop blocking
  * SIGTRAP (kernel/trace/agent.c): the jumps stay, whole, and harmless.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kernel/engine.h"
@@ -93,33 +90,21 @@ int djp_freeze_needed(struct djp_site *const *sites, const struct djp_poke *p, s
 	return 1;
 }
 
-/* Is every thread but this one stopped (or gone)? */
-static bool others_stopped(void)
+/* arch_poke_whole's hold and release: the threads stopped and checked. */
+static int hold(void *ctx)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	pid_t me = (pid_t)syscall(SYS_gettid);
-	bool all = d != NULL;
+	int err;
+	if (freezer->freeze(freezer->ctx))
+		return -EDEADLK;
+	if ((err = djp_stopped_check_run(ctx)))
+		freezer->thaw(freezer->ctx);
+	return err;
+}
 
-	while (all && (de = readdir(d))) {
-		char path[300], buf[512], *p;
-		FILE *f;
-		size_t n;
-		if (de->d_name[0] < '0' || de->d_name[0] > '9' || atoi(de->d_name) == me)
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", de->d_name);
-		if (!(f = fopen(path, "re")))
-			continue; /* gone */
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = 0;
-		/* "TID (COMM) S ...": the state after the last ')' */
-		if ((p = strrchr(buf, ')')) && p[1] == ' ')
-			all = strchr("tTZX", p[2]) != NULL;
-	}
-	if (d)
-		closedir(d);
-	return all;
+static void release(void *ctx)
+{
+	(void)ctx;
+	freezer->thaw(freezer->ctx);
 }
 
 int djp_freeze_poke(struct djp_poke *p, size_t n)
@@ -127,13 +112,12 @@ int djp_freeze_poke(struct djp_poke *p, size_t n)
 	int err = -EDEADLK;
 
 	for (unsigned round = 1; round <= FREEZE_ROUNDS; round++) {
-		if (freezer->freeze(freezer->ctx))
-			return -EDEADLK;
-		if (!others_stopped())
-			err = -EDEADLK;
-		else if ((err = djp_threads_outside_stopped(p, n)) == 0)
-			err = arch_poke_whole(p, n, djp_sync_cores);
-		freezer->thaw(freezer->ctx);
+		/* allocated before the threads stop: one may stop in malloc */
+		struct djp_stopped_check *c = djp_stopped_check_new(p, n);
+		if (!c)
+			return -ENOMEM;
+		err = arch_poke_whole(p, n, djp_sync_cores, hold, release, c);
+		djp_stopped_check_free(c);
 		if (err != -EAGAIN)
 			return err;
 		usleep(round * 500); /* let the thread inside leave */

@@ -30,19 +30,19 @@ static const char *target(void)
 	return p;
 }
 
-static struct tproc *start_how(int threads, bool open)
+static struct tproc *start_how(int threads, const char *opt)
 {
 	char n[16];
 	struct tproc *t;
 	snprintf(n, sizeof(n), "%d", threads);
-	t = tt_spawn((char *const[]){ (char *)target(), "--threads", n, open ? "--open" : NULL, NULL }, false, -1);
+	t = tt_spawn((char *const[]){ (char *)target(), "--threads", n, (char *)opt, NULL }, false, -1);
 	CHECK(tt_wait_out(t, "ready", 10000));
 	return t;
 }
 
 static struct tproc *start(int threads)
 {
-	return start_how(threads, false);
+	return start_how(threads, NULL);
 }
 
 /* djp trace -x PID [opt] PATTERN */
@@ -139,12 +139,14 @@ TEST_TIMEOUT(trace_x_int3_refused_where_sigtrap_is_blocked, 60)
 	int3_refused("--int3", "sb_tick", "sb_tick");
 }
 
-/* Two threads call sb_hot without end (never a system call) while the
- * trace arms and disarms, five times over; each time the ticks they make
- * while armed are counted exactly. */
-TEST_TIMEOUT(trace_x_arms_and_disarms_hot_threads_that_block_sigtrap, 120)
+/* Two threads call sb_hot without end (never a system call, or with
+ * `opt` --stdio, fopen, fclose, malloc and free each turn: a thread may be
+ * stopped holding their locks, which the agent must not need then) while
+ * the trace arms and disarms, five times over; each time the ticks they
+ * make while armed are counted exactly. */
+static void hot_rounds(const char *opt)
 {
-	struct tproc *t = start(2);
+	struct tproc *t = start_how(2, opt);
 	for (int round = 0; round < 5; round++) {
 		char spid[16];
 		struct tproc *p;
@@ -169,13 +171,23 @@ TEST_TIMEOUT(trace_x_arms_and_disarms_hot_threads_that_block_sigtrap, 120)
 	intact(t);
 }
 
+TEST_TIMEOUT(trace_x_arms_and_disarms_hot_threads_that_block_sigtrap, 120)
+{
+	hot_rounds(NULL);
+}
+
+TEST_TIMEOUT(trace_x_arms_threads_stopped_in_malloc_and_stdio, 120)
+{
+	hot_rounds("--stdio");
+}
+
 /* A child of fork inherits the blocked SIGTRAP: it is armed the same way
  * before fork returns in it, and its ticks counted exactly.  Its parent
  * blocks every signal too, or (open) only the handler it forks in does,
  * as PostgreSQL's postmaster starts its workers. */
 static void child_blocks(bool open)
 {
-	struct tproc *t = start_how(0, open), *p = trace_x(t->pid, NULL, "sb_tick");
+	struct tproc *t = start_how(0, open ? "--open" : NULL), *p = trace_x(t->pid, NULL, "sb_tick");
 	CHECK(tt_wait_armed(t->pid, target(), 10000) || tt_wait_err(p, "djp", 1));
 	if (p->elen)
 		djp_test_fail(__FILE__, __LINE__, "djp trace: %s", p->ebuf);
@@ -297,7 +309,7 @@ TEST_TIMEOUT(postgres_c_autovacuum_every_second, 300)
  * calls counted exactly, and ends 0 with its summary. */
 TEST_TIMEOUT(trace_x_skips_a_child_that_cannot_be_armed, 60)
 {
-	struct tproc *t = start_how(0, true), *p = trace_x(t->pid, NULL, "func:sb_tiny");
+	struct tproc *t = start_how(0, "--open"), *p = trace_x(t->pid, NULL, "func:sb_tiny");
 	tt_wait_byte(t->pid, tt_func_addr(t->pid, target(), "sb_tiny"), 0xcc, 10000);
 	tt_send(t, "fork 50\n");
 	CHECK(tt_wait_out(t, "forked 50", 20000));

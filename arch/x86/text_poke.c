@@ -110,7 +110,8 @@ static int text_open(struct djp_text_session *s, const struct djp_poke *p, size_
 	return err;
 }
 
-int arch_poke_whole(struct djp_poke *p, size_t n, int (*sync)(void))
+int arch_poke_whole(struct djp_poke *p, size_t n, int (*sync)(void), int (*hold)(void *ctx),
+		    void (*release)(void *ctx), void *ctx)
 {
 	struct djp_text_session s;
 	int err, closed;
@@ -119,6 +120,10 @@ int arch_poke_whole(struct djp_poke *p, size_t n, int (*sync)(void))
 		return 0;
 	if ((err = text_open(&s, p, n)))
 		return err;
+	if ((err = hold(ctx))) {
+		arch_text_close(&s);
+		return err;
+	}
 	for (size_t i = 0; i < n && !err; i++)
 		err = write_runs(&s, &p[i], p[i].old, p[i].new);
 	if (!err)
@@ -131,6 +136,7 @@ int arch_poke_whole(struct djp_poke *p, size_t n, int (*sync)(void))
 				usleep(100);
 		retry_sync(sync);
 	}
+	release(ctx);
 	closed = arch_text_close(&s);
 	return err ? err : closed;
 }

@@ -20,6 +20,9 @@
  *             once it is reaped, with its exit status checked
  * At end of input it exits 0.
  *
+ * --stdio: each turn of a spinning thread also opens and closes a FILE
+ * and frees what it mallocs (its locks are held much of the time).
+ *
  * --open: main blocks nothing; `fork` forks in a SIGUSR1 handler installed
  * at the start with every signal in its mask, as PostgreSQL's postmaster
  * starts its workers: only the child blocks SIGTRAP (and every signal).
@@ -64,11 +67,19 @@ __attribute__((noinline)) static void hot(long i)
 	MARK(sb_hot, "i=%ld", i);
 }
 
+static int use_stdio;
+
 static void *spinner(void *arg)
 {
 	(void)arg;
 	for (long i = 0; !atomic_load_explicit(&stop, memory_order_relaxed); i++) {
 		hot(i);
+		if (use_stdio) { /* malloc's and stdio's locks, held often */
+			FILE *f = fopen("/dev/null", "r");
+			if (f)
+				fclose(f);
+			free(malloc(100 + i % 1000));
+		}
 		/* a few microseconds a turn: the site runs tens of thousands
 		 * of times a second, and a ring keeps up with it */
 		for (int k = 0; k < 100; k++)
@@ -117,6 +128,8 @@ int main(int argc, char **argv)
 			nthreads = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--open"))
 			open = 1;
+		else if (!strcmp(argv[i], "--stdio"))
+			use_stdio = 1;
 	sigfillset(&all);
 	if (!open) {
 		pthread_sigmask(SIG_BLOCK, &all, NULL);

@@ -16,10 +16,13 @@
 
 #include "session.h"
 
-/* Wait for one frame; an ERROR frame becomes its -errno. */
+/* Wait for one frame; an ERROR frame becomes its -errno.  While the
+ * process's threads are stopped for the agent (FREEZE), the agent is
+ * writing its text: they are let go only when it says so, or after a
+ * minute (were it dead, its socket would say so at once). */
 static long recv_reply(struct session *s, unsigned *type, int *fd_out)
 {
-	long n = djp_proto_recv(s->fd, type, s->buf, SESSION_REPLY_TIMEOUT_MS, fd_out);
+	long n = djp_proto_recv(s->fd, type, s->buf, s->frozen.n ? 60000 : SESSION_REPLY_TIMEOUT_MS, fd_out);
 	struct djp_preader r;
 
 	if (n < 0) {
