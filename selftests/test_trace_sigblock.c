@@ -351,3 +351,29 @@ TEST_TIMEOUT(trace_x_killed_tool_leaves_whole_jumps_where_sigtrap_is_blocked, 60
 		djp_test_fail(__FILE__, __LINE__, "target: status %d", st);
 	free(t);
 }
+
+/* A script the same way: `djp -x PID -e` counts sb_tick in the process
+ * whose one thread blocks every signal, exactly. */
+TEST_TIMEOUT(script_x_counts_in_a_process_that_blocks_every_signal, 60)
+{
+	struct tproc *t = start(0), *p;
+	char spid[16];
+	int st;
+
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-x", spid, "-e",
+				      "global c\n"
+				      "probe process.mark(\"sb_tick\") { c++ }\n"
+				      "probe end { printf(\"count %d\\n\", c) }",
+				      NULL },
+		     false, -1);
+	tt_wait_byte(t->pid, tt_site_addr(t->pid, "sb_tick"), 0xe9, 10000);
+	tt_send(t, "run 1000\n");
+	CHECK(tt_wait_out(t, "ran 1000", 10000));
+	kill(p->pid, SIGINT);
+	st = tt_finish(p, 20000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !strstr(p->obuf, "count 1000\n"))
+		djp_test_fail(__FILE__, __LINE__, "djp: status %d: %s / %s", st, p->obuf, p->ebuf);
+	free(p);
+	intact(t);
+}
