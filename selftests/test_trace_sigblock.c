@@ -377,3 +377,38 @@ TEST_TIMEOUT(script_x_counts_in_a_process_that_blocks_every_signal, 60)
 	free(p);
 	intact(t);
 }
+
+/* A function probe's jump covers sb_ranged's three pauses,
+ * which two threads that block SIGTRAP run through without end: each time
+ * it is armed or taken away, the threads are stopped outside them (asked
+ * again when one is inside), never resumed into the middle of the jump.
+ * Ten rounds; the threads keep ticking, the trace ends 0 with hits. */
+TEST_TIMEOUT(trace_x_function_jump_keeps_out_of_threads_inside_it, 120)
+{
+	struct tproc *t = start_how(2, "--ranged");
+	uintptr_t at = tt_func_addr(t->pid, target(), "sb_ranged");
+	for (int round = 0; round < 10; round++) {
+		char spid[16];
+		struct tproc *p;
+		unsigned long long ev = 0, lost = 0;
+		int st;
+		snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+		p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, "-o", "/dev/null", "func:sb_ranged",
+					      NULL },
+			     false, -1);
+		tt_wait_byte(t->pid, at, 0xe9, 10000);
+		tt_send(t, "tick 100\n");
+		if (!tt_wait_out(t, "ticked 100", 10000))
+			djp_test_fail(__FILE__, __LINE__, "round %d: target: %s / djp: %s", round, t->obuf, p->ebuf);
+		t->olen = 0;
+		t->obuf[0] = 0;
+		kill(p->pid, SIGINT);
+		st = tt_finish(p, 20000);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !tt_summary_row(p->ebuf, "func:sb_ranged", &ev, &lost) ||
+		    ev == 0)
+			djp_test_fail(__FILE__, __LINE__, "round %d: djp trace: status %d: %s", round, st, p->ebuf);
+		free(p);
+		tt_wait_byte(t->pid, at, 0xf3, 5000);
+	}
+	intact(t);
+}

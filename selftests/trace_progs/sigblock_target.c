@@ -20,6 +20,9 @@
  *             once it is reaped, with its exit status checked
  * At end of input it exits 0.
  *
+ * --ranged: each turn of a spinning thread also calls sb_ranged, three
+ * pauses and a ret, ten times (a fifth of its time or so).
+ *
  * --stdio: each turn of a spinning thread also opens and closes a FILE
  * and frees what it mallocs (its locks are held much of the time).
  *
@@ -46,6 +49,19 @@ __asm__(".text\n"
 	"\tret\n"
 	".size sb_tiny, .-sb_tiny\n");
 
+/* Three pauses (two bytes each, a hundred cycles or so), then ret: a
+ * thread that calls it without end is between two of the instructions a
+ * function probe's jump covers most of the time, and is interrupted there
+ * (a run of nops retires together: a stop lands at its start). */
+void sb_ranged(void);
+__asm__(".text\n"
+	".globl sb_ranged\n"
+	".type sb_ranged, @function\n"
+	"sb_ranged:\n"
+	"\tpause\n\tpause\n\tpause\n"
+	"\tret\n"
+	".size sb_ranged, .-sb_ranged\n");
+
 static atomic_long budget, ticked, stop;
 static volatile long sum;
 
@@ -67,13 +83,16 @@ __attribute__((noinline)) static void hot(long i)
 	MARK(sb_hot, "i=%ld", i);
 }
 
-static int use_stdio;
+static int use_stdio, use_ranged;
 
 static void *spinner(void *arg)
 {
 	(void)arg;
 	for (long i = 0; !atomic_load_explicit(&stop, memory_order_relaxed); i++) {
 		hot(i);
+		if (use_ranged)
+			for (int k = 0; k < 10; k++)
+				sb_ranged();
 		if (use_stdio) { /* malloc's and stdio's locks, held often */
 			FILE *f = fopen("/dev/null", "r");
 			if (f)
@@ -130,6 +149,8 @@ int main(int argc, char **argv)
 			open = 1;
 		else if (!strcmp(argv[i], "--stdio"))
 			use_stdio = 1;
+		else if (!strcmp(argv[i], "--ranged"))
+			use_ranged = 1;
 	sigfillset(&all);
 	if (!open) {
 		pthread_sigmask(SIG_BLOCK, &all, NULL);
