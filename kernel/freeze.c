@@ -26,9 +26,9 @@
  *      inside malloc), only system calls made;
  *   3. no stopped thread may be inside the instructions a jump is about to
  *      cover, nor return there from a signal handler
- *      (djp_threads_outside_stopped): if one is, the threads go on for a
- *      moment and the check is made again, a few times, then the batch is
- *      refused (-EAGAIN);
+ *      (djp_stopped_check_run): if one is, the threads go on for a moment
+ *      and the check is made again, for up to three seconds, then the
+ *      batch is refused (-EAGAIN);
  *   4. each site's new bytes are written whole, one sync for the batch
  *      (arch_poke_whole): no thread runs while the text changes, so none
  *      can meet an int3 or half a jump;
@@ -51,7 +51,9 @@
 
 #include "kernel/engine.h"
 
-#define FREEZE_ROUNDS 20 /* freezes before a busy range refuses the batch */
+/* how long a busy range is waited for, in naps between freezes, before
+ * the batch is refused */
+#define FREEZE_WAIT_US 3000000
 
 static __thread const struct djp_freezer *freezer;
 static __thread const struct djp_site *refused;
@@ -110,8 +112,9 @@ static void release(void *ctx)
 int djp_freeze_poke(struct djp_poke *p, size_t n)
 {
 	int err = -EDEADLK;
+	unsigned slept = 0;
 
-	for (unsigned round = 1; round <= FREEZE_ROUNDS; round++) {
+	for (unsigned round = 1; slept < FREEZE_WAIT_US; round++) {
 		/* allocated before the threads stop: one may stop in malloc */
 		struct djp_stopped_check *c = djp_stopped_check_new(p, n);
 		if (!c)
@@ -120,7 +123,10 @@ int djp_freeze_poke(struct djp_poke *p, size_t n)
 		djp_stopped_check_free(c);
 		if (err != -EAGAIN)
 			return err;
-		usleep(round * 500); /* let the thread inside leave */
+		/* let the thread inside leave (a thread preempted there
+		 * needs a core first) */
+		usleep(round * 500 < 20000 ? round * 500 : 20000);
+		slept += round * 500 < 20000 ? round * 500 : 20000;
 	}
 	return err;
 }

@@ -339,6 +339,9 @@ static const char *connect_problem(int err)
 		return "a matching site holds bytes that are not djprobe's (a debugger or uprobe?)";
 	case -EDEADLK:
 		return "a thread of the process blocks SIGTRAP";
+	case -EAGAIN: /* kernel/freeze.c */
+		return "a thread of the process stays inside the instructions a jump would cover, and it blocks "
+		       "SIGTRAP (no int3 can stand in for the jump meanwhile)";
 	default:
 		return strerror(-err);
 	}
