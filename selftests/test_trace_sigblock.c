@@ -396,10 +396,20 @@ TEST_TIMEOUT(trace_x_function_jump_keeps_out_of_threads_inside_it, 120)
 		p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, "-o", "/dev/null", "func:sb_ranged",
 					      NULL },
 			     false, -1);
-		tt_wait_byte(t->pid, at, 0xe9, 10000);
+		for (int i = 0; i < 2000 && tt_byte_at(t->pid, at) != 0xe9; i++)
+			if (tt_wait_err(p, "\n", 5)) /* djp said something: it failed */
+				break;
+		if (tt_byte_at(t->pid, at) != 0xe9) {
+			st = tt_finish(p, 10000);
+			djp_test_fail(__FILE__, __LINE__, "round %d: not armed; djp trace: status %d: %s", round, st,
+				      p->ebuf);
+		}
 		tt_send(t, "tick 100\n");
-		if (!tt_wait_out(t, "ticked 100", 10000))
-			djp_test_fail(__FILE__, __LINE__, "round %d: target: %s / djp: %s", round, t->obuf, p->ebuf);
+		if (!tt_wait_out(t, "ticked 100", 10000)) {
+			st = tt_finish(t, 1000);
+			djp_test_fail(__FILE__, __LINE__, "round %d: target status %d: %s / djp: %s", round, st, t->obuf,
+				      p->ebuf);
+		}
 		t->olen = 0;
 		t->obuf[0] = 0;
 		kill(p->pid, SIGINT);

@@ -103,7 +103,12 @@ static void *spinner(void *arg)
 		 * of times a second, and a ring keeps up with it */
 		for (int k = 0; k < 100; k++)
 			__builtin_ia32_pause();
-		if (atomic_load_explicit(&budget, memory_order_relaxed) > 0 && atomic_fetch_sub(&budget, 1) > 0) {
+		/* one from the budget, never below 0: two threads that both
+		 * took the last one would leave -1, one tick short next time */
+		long b = atomic_load_explicit(&budget, memory_order_relaxed);
+		while (b > 0 && !atomic_compare_exchange_weak(&budget, &b, b - 1))
+			;
+		if (b > 0) {
 			tick(i);
 			atomic_fetch_add(&ticked, 1);
 		}
