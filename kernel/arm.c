@@ -13,13 +13,16 @@
  * Step 2: make the missing trampolines (one text session for the batch);
  *         a site that cannot have one falls back to int3.
  * Step 3: refuse before writing anything: a thread that blocks SIGTRAP
- *         (-EDEADLK), or a site whose bytes are not what its state says
+ *         (-EDEADLK) unless the other threads can be stopped for the
+ *         writes and no site is left an int3 (kernel/freeze.c), or a site
+ *         whose bytes are not what its state says
  *         (-EBUSY: a debugger's breakpoint, a uprobe, a foreign patcher).
  *         Only the shadow copy is ever compared, never re-read text.
  * Step 4: publish the new handler lists (and raise the SDT semaphores of
  *         the sites being armed), then a trap table that tells the
  *         SIGTRAP handler what each site in flight is becoming.
- * Step 5: the int3 bootstrap (arch_poke_batch), three syncs for all.
+ * Step 5: the int3 bootstrap (arch_poke_batch), three syncs for all; or,
+ *         the other threads stopped, each site written whole, one sync.
  * Step 6: on failure, the text is as before: put the old lists back.  On
  *         success, record the states and publish the table of int3 probes.
  *         Either way wait for a grace period, then free the lists that no
@@ -200,6 +203,7 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 	size_t *req_idx = NULL, *poke_site = NULL;
 	struct djp_trap_table *t;
 	size_t npokes = 0, nreqs = 0;
+	int frozen = 0;
 
 	state = calloc(n, sizeof(*state));
 	flavour = calloc(n, sizeof(*flavour));
@@ -299,8 +303,12 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 			entries[npokes] = (struct djp_trap_entry){ s->addr, s->ool, s, DJP_TRAP_PROBE, s->len };
 		changing[npokes++] = s;
 	}
-	if (npokes && (err = djp_check_sigblk()))
+	/* a thread that blocks SIGTRAP: the batch is written with the other
+	 * threads stopped, or refused (freeze.c) */
+	if (npokes && (frozen = djp_freeze_needed(changing, pokes, npokes)) < 0) {
+		err = frozen;
 		goto unpublished;
+	}
 
 	/* Step 4.  An SDT semaphore goes up with the lists, before the text
 	 * changes: a program that tests it before reaching the nop then
@@ -317,7 +325,8 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 		} else {
 			arch_trap_publish(t);
 			/* Step 5. */
-			err = arch_poke_batch(pokes, npokes, djp_sync_cores, djp_threads_outside);
+			err = frozen ? djp_freeze_poke(pokes, npokes)
+				     : arch_poke_batch(pokes, npokes, djp_sync_cores, djp_threads_outside);
 		}
 	}
 

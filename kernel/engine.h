@@ -370,6 +370,15 @@ int djp__internal_probe_drop(int id);
  * thread is inside them (arch_poke_batch's check); and the engine signal
  * handler's part of it. */
 void djp_threads_outside(struct djp_poke *p, size_t n);
+/* The same while every other thread is stopped (kernel/freeze.c): _new,
+ * before they are, allocates what _run needs; _run, while they are,
+ * allocates nothing and returns 0 when every other thread is stopped and
+ * none is inside a range of a poke marked `check`, -EAGAIN when one is
+ * (or a thread's place cannot be read), -EDEADLK when one is not stopped. */
+struct djp_stopped_check;
+struct djp_stopped_check *djp_stopped_check_new(struct djp_poke *p, size_t n);
+int djp_stopped_check_run(struct djp_stopped_check *c);
+void djp_stopped_check_free(struct djp_stopped_check *c);
 void djp_threads_check_answer(void *ucontext);
 
 /* sync.c, engine_signal.c */
@@ -405,7 +414,37 @@ extern __typeof(dlclose) djp__dlclose;
 
 /* sigmask.c */
 int djp_check_sigblk(void);
+/* One look, no waiting: -EDEADLK when a thread blocks a signal of `bad`
+ * (bit sig - 1) now. */
+int djp_sigblk_now(unsigned long long bad);
 /* The same for the signals of `bad` (bit sig - 1). */
 int djp_check_blocked(unsigned long long bad);
+
+/* freeze.c: a process whose threads block SIGTRAP, armed with every other
+ * thread stopped.  The freezer is the caller's (the agent asks its tool,
+ * which ptrace-stops them), and serves the batches of the thread that set
+ * it: freeze returns 0 once every thread but the caller is stopped until
+ * thaw.  NULL: none (the thread's batches refuse such a process). */
+struct djp_freezer {
+	int (*freeze)(void *ctx);
+	void (*thaw)(void *ctx);
+	void *ctx;
+};
+void djp__engine_set_freezer(const struct djp_freezer *f);
+/* For a batch of pokes (sites[i] each's site): 0 when no thread blocks
+ * SIGTRAP or the engine's signal (the int3 bootstrap serves), 1 when one
+ * does and this thread has a freezer (djp_freeze_poke then writes the
+ * batch), or -EDEADLK: one does and there is no freezer, or a site would
+ * be left an int3 probe where a thread blocks SIGTRAP (remembered:
+ * djp__refused_site). */
+int djp_freeze_needed(struct djp_site *const *sites, const struct djp_poke *p, size_t n);
+/* Stop the other threads, check that none is inside a range a poke covers
+ * (retried a few times, the threads let go between), write the batch
+ * whole, let them go.  0 or -errno (nothing written). */
+int djp_freeze_poke(struct djp_poke *p, size_t n);
+/* The site that the last -EDEADLK of this thread's batch refused for
+ * being an int3 probe in a process where a thread blocks SIGTRAP, or NULL
+ * (the refusal was the thread's block itself). */
+const struct djp_site *djp__refused_site(void);
 
 #endif

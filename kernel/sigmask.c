@@ -167,6 +167,11 @@ int djp_check_sigblk(void)
 	return djp_check_blocked(bad);
 }
 
+int djp_sigblk_now(unsigned long long bad)
+{
+	return sigblk_scan(bad);
+}
+
 int djp_check_blocked(unsigned long long bad)
 {
 	int err = 0;

@@ -37,6 +37,18 @@
  * from /proc/self/maps before the signals), so a stale bound costs a
  * failed read, never a fault.
  *
+ * In a process whose threads are stopped for the batch (kernel/freeze.c:
+ * a thread blocks SIGTRAP, and so the engine's signal too), none can
+ * answer a signal, and none needs to: a stopped thread's stack does not
+ * change under the reader.  djp_stopped_check_run checks that each is
+ * stopped, reads where it is from /proc/self/task/TID/syscall (its stack
+ * pointer and instruction pointer; in a system call, the instruction it
+ * restarts at too, two bytes back) and scans its stack for signal frames
+ * the same way, the restorer taken from the kernel's record of the SIGTRAP
+ * handler.  It makes system calls only, into what djp_stopped_check_new
+ * allocated before the threads were stopped: one of them may have been
+ * stopped inside malloc, or holding a stdio lock.
+ *
  * Cost and side effect: one signal per thread per batch that turns an
  * instruction probe into a jump (never for markers, whose NOP is one
  * instruction).  The signal is SA_RESTART: reads, writes and futex waits
@@ -45,6 +57,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdatomic.h>
@@ -246,6 +259,193 @@ static bool one_round(struct djp_poke *p, size_t n, atomic_uchar *busy, unsigned
 	free(tids);
 	free((void *)q.answer);
 	return !any;
+}
+
+/* The restorer every handler of the process returns through, as the
+ * kernel holds it for SIGTRAP's (the engine's handler, installed by libc's
+ * sigaction); 0 when it cannot tell. */
+static uintptr_t restorer_of_sigtrap(void)
+{
+	struct {
+		uintptr_t handler;
+		unsigned long flags;
+		uintptr_t restorer;
+		uint64_t mask;
+	} k;
+	if (syscall(SYS_rt_sigaction, SIGTRAP, NULL, &k, sizeof(k.mask)))
+		return 0;
+	return k.flags & 0x04000000 /* SA_RESTORER */ ? k.restorer : 0;
+}
+
+/* A file of /proc/self/task/TID read whole into buf (NUL-terminated):
+ * its length, or -1.  System calls only: this runs while the other
+ * threads are stopped, one of them perhaps inside malloc. */
+static ssize_t task_file(pid_t tid, const char *name, char *buf, size_t sz)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, name);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sz - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
+/* Where stopped thread tid is: its stack and instruction pointers, and
+ * whether it is in a system call.  False when it cannot be read (running:
+ * not stopped after all). */
+static bool stopped_at(pid_t tid, uintptr_t *sp, uintptr_t *pc, bool *in_call)
+{
+	char buf[512], *end;
+	unsigned long v[9];
+	int k = 0;
+
+	if (task_file(tid, "syscall", buf, sizeof(buf)) <= 0)
+		return false;
+	/* "NR ARG1..ARG6 SP PC", or "-1 SP PC" out of a call, or "running" */
+	for (char *at = buf; k < 9; at = end, k++) {
+		v[k] = strtoul(at, &end, 0);
+		if (end == at)
+			break;
+	}
+	if (k != 3 && k != 9)
+		return false;
+	*in_call = k == 9;
+	*sp = v[k - 2];
+	*pc = v[k - 1];
+	return true;
+}
+
+/* 1: thread tid is stopped (or on its way out); 0: it runs; -1: gone. */
+static int is_stopped(pid_t tid)
+{
+	char buf[512], *p;
+	if (task_file(tid, "stat", buf, sizeof(buf)) <= 0)
+		return -1;
+	/* "TID (COMM) S ...": the state after the last ')' */
+	if (!(p = strrchr(buf, ')')) || p[1] != ' ')
+		return 0;
+	return strchr("tTZX", p[2]) != NULL;
+}
+
+struct djp_stopped_check {
+	struct check_req q;
+	struct djp_maps maps;
+	uintptr_t restorer;
+	pid_t *tids;
+	size_t cap;
+	char dents[4096];
+};
+
+struct djp_stopped_check *djp_stopped_check_new(struct djp_poke *p, size_t n)
+{
+	struct djp_stopped_check *c = calloc(1, sizeof(*c));
+	size_t now = 0;
+	pid_t *tids;
+
+	if (!c)
+		return NULL;
+	c->q.p = p;
+	c->q.n = n;
+	c->q.busy = calloc(n ? n : 1, sizeof(*c->q.busy));
+	c->restorer = restorer_of_sigtrap();
+	djp_maps_read(&c->maps);
+	c->q.maps = &c->maps;
+	/* room for the threads there are now and as many more again: a
+	 * stopped process makes none, and more is a round to try again */
+	free(read_tids(&now));
+	c->cap = 2 * now + 64;
+	tids = calloc(c->cap, sizeof(*tids));
+	c->tids = tids;
+	if (!c->q.busy || !c->maps.m || !tids || !c->restorer) {
+		djp_stopped_check_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void djp_stopped_check_free(struct djp_stopped_check *c)
+{
+	if (!c)
+		return;
+	free((void *)c->q.busy);
+	free(c->maps.m);
+	free(c->tids);
+	free(c);
+}
+
+/* The threads of the process now, by getdents64 into c->tids: how many,
+ * or -1 (more than there is room for, or unreadable). */
+static long list_tids(struct djp_stopped_check *c)
+{
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	size_t n = 0;
+	long got;
+
+	if (fd < 0)
+		return -1;
+	while ((got = syscall(SYS_getdents64, fd, c->dents, sizeof(c->dents))) > 0)
+		for (long at = 0; at < got;) {
+			struct {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *d = (void *)(c->dents + at);
+			at += d->reclen;
+			if (d->name[0] < '0' || d->name[0] > '9')
+				continue;
+			if (n == c->cap) {
+				close(fd);
+				return -1;
+			}
+			c->tids[n++] = (pid_t)atoi(d->name);
+		}
+	close(fd);
+	return got < 0 ? -1 : (long)n;
+}
+
+int djp_stopped_check_run(struct djp_stopped_check *c)
+{
+	struct check_req *q = &c->q;
+	pid_t me = (pid_t)syscall(SYS_gettid);
+	long ntids = list_tids(c);
+	bool any = false;
+
+	if (ntids < 0)
+		return -EAGAIN;
+	atomic_store(&q->unknown, false);
+	for (size_t i = 0; i < q->n; i++)
+		atomic_store(&q->busy[i], 0);
+	for (long i = 0; i < ntids; i++) { /* every one stopped first */
+		if (c->tids[i] != me && is_stopped(c->tids[i]) == 0)
+			return -EDEADLK;
+	}
+	for (long i = 0; i < ntids && !atomic_load(&q->unknown); i++) {
+		uintptr_t sp, pc;
+		bool in_call;
+		if (c->tids[i] == me)
+			continue; /* the writer runs none of the text */
+		if (!stopped_at(c->tids[i], &sp, &pc, &in_call)) {
+			if (is_stopped(c->tids[i]) >= 0) /* not gone: cannot tell */
+				atomic_store(&q->unknown, true);
+			continue;
+		}
+		mark(q, pc);
+		if (in_call) /* a restarted call goes back to its syscall */
+			mark(q, pc - 2);
+		scan(q, sp, c->restorer, 0);
+	}
+	for (size_t i = 0; i < q->n; i++)
+		any |= q->p[i].check && (atomic_load(&q->unknown) || atomic_load(&q->busy[i]));
+	return any ? -EAGAIN : 0;
 }
 
 void djp_threads_outside(struct djp_poke *p, size_t n)

@@ -45,6 +45,7 @@ static const char *const msg_names[] = {
 	[DJP_MSG_HELLO_REPLY] = "HELLO_REPLY", [DJP_MSG_MARKER_LOG] = "MARKER_LOG",
 	[DJP_MSG_MARKER_LOG_FD] = "MARKER_LOG_FD", [DJP_MSG_FOLLOW] = "FOLLOW",
 	[DJP_MSG_TABLES] = "TABLES",	 [DJP_MSG_TABLES_FD] = "TABLES_FD",
+	[DJP_MSG_FREEZE] = "FREEZE",	 [DJP_MSG_THAW] = "THAW",
 };
 
 bool djp_msg_type_valid(unsigned type)

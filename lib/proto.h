@@ -59,6 +59,14 @@
  *                     before fork returns, and waits for its START
  *              agent: OK u32 0
  *
+ * The agent asks, while it answers CONNECT, DISCONNECT or BYE:
+ *
+ *   FREEZE     agent: u32 tid, its own thread: stop every other thread of
+ *              the process until THAW (a thread blocks SIGTRAP, which
+ *              an int3 would kill: kernel/freeze.c)
+ *              tool:  OK u32 0 once they are all stopped; or ERROR
+ *   THAW       agent: u32 tid; tool: let them go, then OK u32 0
+ *
  * A malformed frame (bad length, type or flags, a field past the end, bytes
  * left over) ends the session: the agent disarms every probe it armed for it
  * and closes the socket.
@@ -114,6 +122,9 @@ enum djp_msg_type {
 	DJP_MSG_HELLO_REPLY = 70,
 	DJP_MSG_MARKER_LOG_FD = 71,
 	DJP_MSG_TABLES_FD = 72,
+	/* the agent's own requests, in the middle of its answer to one */
+	DJP_MSG_FREEZE = 73,
+	DJP_MSG_THAW = 74,
 };
 
 /* Name of a message type for diagnostics ("HELLO"), or "?". */

@@ -370,7 +370,7 @@ static int sites_of(const char *binary, struct site **v)
 /* As tt_sites_changed; `say`: each changed site as a TAP comment. */
 static int sites_changed(pid_t pid, const char *binary, int *nsites, bool say)
 {
-	struct mapping maps[32];
+	struct mapping maps[512];
 	struct site *sites;
 	char mem[64];
 	int nmaps, n, changed = 0, memfd, filefd;
@@ -378,7 +378,7 @@ static int sites_changed(pid_t pid, const char *binary, int *nsites, bool say)
 	*nsites = 0;
 	if ((n = sites_of(binary, &sites)) < 0)
 		return -1;
-	nmaps = maps_of(pid, binary, maps, 32);
+	nmaps = maps_of(pid, binary, maps, 512);
 	if (nmaps <= 0) {
 		free(sites);
 		return -1;

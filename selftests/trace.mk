@@ -39,6 +39,13 @@ $(AGG_TARGET): selftests/trace_progs/agg_target.c include/djprobe/marker.h | $(D
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
 CHECK_DEPS += $(AGG_TARGET)
+# Threads (and children of fork) that block every signal, SIGTRAP too.
+SIGBLOCK_TARGET := $(TRACE_PROGS_DIR)/sigblock_target
+$(SIGBLOCK_TARGET): selftests/trace_progs/sigblock_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
+CHECK_DEPS += $(SIGBLOCK_TARGET)
 # A C++ target: libstdc++'s SDT probes, for the provider patterns.
 TRACE_CXX := $(TRACE_PROGS_DIR)/trace_cxx
 $(TRACE_CXX): selftests/trace_progs/trace_cxx.cc include/djprobe/marker.h | $(DEPS_STAMP)

@@ -27,6 +27,13 @@
  * Three syncs a batch however many sites.  `sync` is membarrier
  * SYNC_CORE, or a TLB shootdown where that is missing (kernel/sync.c).
  *
+ * A process whose every thread but the writer is stopped (kernel/freeze.c:
+ * threads that block SIGTRAP, which an int3 would kill) needs none of it:
+ * no thread runs the text while it changes, so arch_poke_whole writes each
+ * site's new bytes at once and syncs once, before the threads go on; no
+ * int3 is ever in the text.  (The writer itself needs only the branch that
+ * follows its stores.)
+ *
  * Failure: whatever step fails, the batch is rolled back with the same
  * protocol in reverse (0xcc everywhere, sync, old tails, sync, old first
  * bytes, sync), so every site ends holding exactly its old bytes.  Rollback
@@ -71,16 +78,26 @@ static void rollback(struct djp_text_session *s, struct djp_poke *p, size_t n, i
 	retry_sync(sync);
 }
 
-int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void), djp_poke_check_fn check)
+/* Write `to` over site p where it differs from `from`, in runs around
+ * every byte that is an int3 in both (another tool's, see below). */
+static int write_runs(struct djp_text_session *s, const struct djp_poke *p, const uint8_t *from, const uint8_t *to)
 {
-	struct djp_text_session s;
-	uintptr_t *addrs;
-	uint8_t *lens;
-	int err = 0, tails = 0, closed;
+	int err = 0;
+	for (unsigned b = 0, e; b < p->len && !err; b = e + 1) {
+		for (e = b; e < p->len && !(from[e] == X86_INT3 && to[e] == X86_INT3); e++)
+			;
+		if (e > b && memcmp(from + b, to + b, e - b))
+			err = arch_text_write(s, p->addr + b, to + b, e - b);
+	}
+	return err;
+}
 
-	if (n == 0)
-		return 0;
-	addrs = malloc(n * (sizeof(*addrs) + 1));
+static int text_open(struct djp_text_session *s, const struct djp_poke *p, size_t n)
+{
+	uintptr_t *addrs = malloc(n * (sizeof(*addrs) + 1));
+	uint8_t *lens;
+	int err;
+
 	if (!addrs)
 		return -ENOMEM;
 	lens = (uint8_t *)(addrs + n);
@@ -88,9 +105,50 @@ int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void), djp_poke_ch
 		addrs[i] = p[i].addr;
 		lens[i] = p[i].len;
 	}
-	err = arch_text_open(&s, addrs, lens, n);
+	err = arch_text_open(s, addrs, lens, n);
 	free(addrs);
-	if (err)
+	return err;
+}
+
+int arch_poke_whole(struct djp_poke *p, size_t n, int (*sync)(void), int (*hold)(void *ctx),
+		    void (*release)(void *ctx), void *ctx)
+{
+	struct djp_text_session s;
+	int err, closed;
+
+	if (n == 0)
+		return 0;
+	if ((err = text_open(&s, p, n)))
+		return err;
+	if ((err = hold(ctx))) {
+		arch_text_close(&s);
+		return err;
+	}
+	for (size_t i = 0; i < n && !err; i++)
+		err = write_runs(&s, &p[i], p[i].old, p[i].new);
+	if (!err)
+		err = sync();
+	if (err) { /* still nobody running: the old bytes whole, too */
+		for (size_t i = 0; i < n; i++)
+			for (int k = 0; k < 1000 && memcmp((void *)p[i].addr, p[i].old, p[i].len) &&
+					write_runs(&s, &p[i], (const uint8_t *)p[i].addr, p[i].old);
+			     k++)
+				usleep(100);
+		retry_sync(sync);
+	}
+	release(ctx);
+	closed = arch_text_close(&s);
+	return err ? err : closed;
+}
+
+int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void), djp_poke_check_fn check)
+{
+	struct djp_text_session s;
+	int err = 0, tails = 0, closed;
+
+	if (n == 0)
+		return 0;
+	if ((err = text_open(&s, p, n)))
 		return err;
 
 	/* Step 1: int3 at every site whose first byte is not one already. */

@@ -37,5 +37,16 @@ typedef void (*djp_poke_check_fn)(struct djp_poke *p, size_t n);
  * tails when a poke asks for it.  On failure every site holds its `old`
  * bytes again and -errno is returned. */
 int arch_poke_batch(struct djp_poke *p, size_t n, int (*sync)(void), djp_poke_check_fn check);
+/* The same batch written whole, for a process whose every other thread is
+ * stopped (no thread runs the text while it changes, so none may meet an
+ * int3 the bootstrap would leave there for a moment: text_poke.c): the
+ * text made writable, then `hold(ctx)`, which stops the other threads and
+ * returns 0 (or its error: nothing is written, and it is returned), then
+ * each site's new bytes in one write, one sync, and `release(ctx)`.
+ * Nothing between hold and release allocates.  Neither `check` nor
+ * `demoted` is used.  On failure every site holds its `old` bytes again
+ * and -errno is returned. */
+int arch_poke_whole(struct djp_poke *p, size_t n, int (*sync)(void), int (*hold)(void *ctx),
+		    void (*release)(void *ctx), void *ctx);
 
 #endif

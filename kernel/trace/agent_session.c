@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kernel/trace/agent.h"
@@ -337,6 +338,51 @@ static int do_marker_log(struct djp_agent_session *s, struct djp_preader *r)
 	return djp_proto_send(s->fd, DJP_MSG_MARKER_LOG_FD, &b, marker_log.fd);
 }
 
+/* ---- FREEZE, THAW ------------------------------------------------------------ */
+
+/*
+ * The session's freezer (kernel/freeze.c): a thread of the process blocks
+ * SIGTRAP, so a batch is written with every other thread stopped, and the
+ * tool, which may ptrace them, stops them.  The agent asks it in the middle
+ * of its answer to the request that arms or disarms (the tool waits for
+ * that answer, reading what comes), and waits FREEZE_REPLY_MS at most.
+ */
+#define FREEZE_REPLY_MS 5000
+
+static int ask_tool(struct djp_agent_session *s, unsigned type)
+{
+	static uint8_t reply[DJP_PROTO_MAX_PAYLOAD]; /* the agent thread's */
+	struct djp_pbuf b;
+	unsigned rtype;
+	long n;
+
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, (uint32_t)syscall(SYS_gettid));
+	if (djp_proto_send(s->fd, type, &b, -1))
+		return -EDEADLK;
+	n = djp_proto_recv(s->fd, &rtype, reply, FREEZE_REPLY_MS, NULL);
+	return n == 4 && rtype == DJP_MSG_OK ? 0 : -EDEADLK;
+}
+
+static int freeze_by_tool(void *ctx)
+{
+	return ask_tool(ctx, DJP_MSG_FREEZE);
+}
+
+static void thaw_by_tool(void *ctx)
+{
+	ask_tool(ctx, DJP_MSG_THAW);
+}
+
+/* The session's tool stops the other threads for the batches of the
+ * request being answered (NULL: for none). */
+static void freezer_for(struct djp_agent_session *s)
+{
+	static struct djp_freezer f = { freeze_by_tool, thaw_by_tool, NULL };
+	f.ctx = s;
+	djp__engine_set_freezer(s ? &f : NULL);
+}
+
 /* ---- CONNECT, DISCONNECT ---------------------------------------------------- */
 
 static const char *connect_problem(int err)
@@ -350,6 +396,9 @@ static const char *connect_problem(int err)
 		return "a matching site holds bytes that are not djprobe's (a debugger or uprobe?)";
 	case -EDEADLK:
 		return "a thread of the process blocks SIGTRAP";
+	case -EAGAIN: /* kernel/freeze.c */
+		return "a thread of the process stays inside the instructions a jump would cover, and it blocks "
+		       "SIGTRAP (no int3 can stand in for the jump meanwhile)";
 	default:
 		return strerror(-err);
 	}
@@ -409,6 +458,7 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 		return reply_error(s, -EINVAL, "%s", "no such aggregation plan");
 	if (flags & DJP_CONNECT_CPU)
 		__atomic_store_n(&s->rec->cpu, true, __ATOMIC_RELAXED); /* before the connect: its plans read it */
+	freezer_for(s);
 	if (flags & DJP_CONNECT_AGG)
 		id = djp_agg_connect(s->agg, plan, pattern,
 				     (flags & DJP_CONNECT_PENDING ? DJP_RECORD_PENDING : 0) |
@@ -420,8 +470,17 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 					  (flags & DJP_CONNECT_USTACK ? DJP_RECORD_USTACK : 0) |
 					  (flags & DJP_CONNECT_INT3 ? DJP_RECORD_INT3 : 0),
 				  &strings, &nsites);
+	freezer_for(NULL);
 	if (id < 0) {
-		snprintf(msg, sizeof(msg), "pattern '%s': %s", pattern, point_problem(pattern, id));
+		const struct djp_site *site = id == -EDEADLK ? djp__refused_site() : NULL;
+		if (site)
+			snprintf(msg, sizeof(msg),
+				 "pattern '%s': the site %s at %s+0x%lx can only be an int3 breakpoint, "
+				 "and a thread of the process blocks SIGTRAP",
+				 pattern, site->m->name ? site->m->name : "?", site->obj->path,
+				 (unsigned long)(site->addr - site->obj->bias));
+		else
+			snprintf(msg, sizeof(msg), "pattern '%s': %s", pattern, point_problem(pattern, id));
 		return djp_proto_send_error(s->fd, id, msg);
 	}
 	s->probe[s->nprobes] = id;
@@ -464,14 +523,18 @@ static int do_disconnect(struct djp_agent_session *s, struct djp_preader *r)
 
 	if (!djp_preader_done(r))
 		return -EPROTO;
+	freezer_for(s);
 	if (which == DJP_PROBE_ALL) {
 		err = drop_all(s, &count);
 	} else if (which < s->nprobes) {
 		count = s->probe[which] >= 0;
 		err = drop_probe(s, which);
 	} else {
-		return reply_error(s, -ENOENT, "%s", "no such probe");
+		err = -ENOENT;
 	}
+	freezer_for(NULL);
+	if (err == -ENOENT)
+		return reply_error(s, -ENOENT, "%s", "no such probe");
 	if (err)
 		return reply_error(s, err, "cannot disconnect: %s", strerror(-err));
 	return reply_ok(s, count);
@@ -602,7 +665,9 @@ static int handle(struct djp_agent_session *s, unsigned type, const uint8_t *pay
 	case DJP_MSG_BYE:
 		if (!djp_preader_done(&r))
 			return -EPROTO;
+		freezer_for(s);
 		err = drop_all(s, NULL);
+		freezer_for(NULL);
 		if (err)
 			reply_error(s, err, "cannot disconnect: %s", strerror(-err));
 		else

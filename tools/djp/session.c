@@ -44,6 +44,7 @@ int session_init(struct session *s)
 
 void session_free(struct session *s)
 {
+	freeze_free(&s->frozen);
 	if (s->fd >= 0)
 		close(s->fd);
 	if (s->cons)

@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "agg_tables.h"
+#include "freeze.h"
 #include "lib/format.h"
 #include "lib/marker_log.h"
 #include "lib/proto.h"
@@ -82,6 +83,7 @@ struct session {
 	int launch_fd;	  /* -c: the socket the command's processes dial, or -1 */
 	int child_status; /* its wait status once reaped */
 	bool child_done;
+	struct freeze frozen; /* the threads stopped for the agent (FREEZE) */
 	char errmsg[600]; /* the agent's last ERROR text */
 	int errcode;
 	uint8_t *buf; /* one payload */

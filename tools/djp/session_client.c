@@ -16,10 +16,13 @@
 
 #include "session.h"
 
-/* Wait for one frame; an ERROR frame becomes its -errno. */
+/* Wait for one frame; an ERROR frame becomes its -errno.  While the
+ * process's threads are stopped for the agent (FREEZE), the agent is
+ * writing its text: they are let go only when it says so, or after a
+ * minute (were it dead, its socket would say so at once). */
 static long recv_reply(struct session *s, unsigned *type, int *fd_out)
 {
-	long n = djp_proto_recv(s->fd, type, s->buf, SESSION_REPLY_TIMEOUT_MS, fd_out);
+	long n = djp_proto_recv(s->fd, type, s->buf, s->frozen.n ? 60000 : SESSION_REPLY_TIMEOUT_MS, fd_out);
 	struct djp_preader r;
 
 	if (n < 0) {
@@ -45,6 +48,33 @@ static long recv_reply(struct session *s, unsigned *type, int *fd_out)
 	return s->errcode;
 }
 
+/* The agent's FREEZE or THAW (lib/proto.h), answered: 0, or -errno when
+ * the answer could not be sent. */
+static int answer_agent(struct session *s, unsigned type, long n)
+{
+	static struct djp_pbuf b;
+	struct djp_preader r;
+	pid_t tid;
+	int err = 0;
+
+	djp_preader_init(&r, s->buf, (size_t)n);
+	tid = (pid_t)djp_get_u32(&r);
+	if (!djp_preader_done(&r))
+		err = -EPROTO;
+	else if (type == DJP_MSG_FREEZE)
+		err = freeze_stop(&s->frozen, s->pid, tid);
+	else
+		freeze_thaw(&s->frozen);
+	if (err) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "cannot stop the threads of process %d: %s", (int)s->pid, strerror(-err));
+		return djp_proto_send_error(s->fd, err, msg);
+	}
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, 0);
+	return djp_proto_send(s->fd, DJP_MSG_OK, &b, -1);
+}
+
 static long request(struct session *s, unsigned type, struct djp_pbuf *b, unsigned want, int *fd_out)
 {
 	unsigned got;
@@ -60,7 +90,17 @@ static long request(struct session *s, unsigned type, struct djp_pbuf *b, unsign
 		snprintf(s->errmsg, sizeof(s->errmsg), "cannot send %s: %s", djp_msg_name(type), strerror(-err));
 		return err;
 	}
-	n = recv_reply(s, &got, fd_out);
+	/* a thread blocks SIGTRAP: the agent has the others stopped while it
+	 * writes (FREEZE ... THAW), then answers */
+	while ((n = recv_reply(s, &got, fd_out)) >= 0 && (got == DJP_MSG_FREEZE || got == DJP_MSG_THAW))
+		if ((err = answer_agent(s, got, n))) {
+			freeze_thaw(&s->frozen);
+			s->alive = false;
+			s->errcode = err;
+			snprintf(s->errmsg, sizeof(s->errmsg), "cannot answer the agent: %s", strerror(-err));
+			return err;
+		}
+	freeze_thaw(&s->frozen); /* (an agent that left them stopped) */
 	if (n >= 0 && got != want) {
 		s->alive = false;
 		s->errcode = -EPROTO;
