@@ -135,7 +135,8 @@ static int reloc_targets(const struct djp_image *im, djp_addr_fn fn, void *ctx)
 		GElf_Shdr sh, symsh;
 		Elf_Data *d, *syms = NULL;
 		Elf_Scn *symscn;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
 			continue;
 		if ((symscn = elf_getscn(im->elf, sh.sh_link)) && gelf_getshdr(symscn, &symsh) &&
 		    (symsh.sh_type == SHT_DYNSYM || symsh.sh_type == SHT_SYMTAB))
@@ -205,7 +206,8 @@ static ZydisRegister whole(ZydisRegister r)
 static bool writes(const struct dinsn *d, ZydisRegister r)
 {
 	for (unsigned i = 0; i < d->in.operand_count; i++)
-		if (d->op[i].type == ZYDIS_OPERAND_TYPE_REGISTER && (d->op[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
+		if (d->op[i].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		    (d->op[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
 		    whole(d->op[i].reg.value) == whole(r))
 			return true;
 	return false;
@@ -249,7 +251,8 @@ static uint64_t lea_riprel(const struct dinsn *d)
 {
 	ZyanU64 a;
 	if (d->in.mnemonic != ZYDIS_MNEMONIC_LEA || !is_reg(&d->op[0], 64) || d->op[1].mem.base != ZYDIS_REGISTER_RIP ||
-	    d->op[1].mem.index != ZYDIS_REGISTER_NONE || ZYAN_FAILED(ZydisCalcAbsoluteAddress(&d->in, &d->op[1], d->addr, &a)))
+	    d->op[1].mem.index != ZYDIS_REGISTER_NONE ||
+	    ZYAN_FAILED(ZydisCalcAbsoluteAddress(&d->in, &d->op[1], d->addr, &a)))
 		return 0;
 	return a;
 }
@@ -304,7 +307,8 @@ static uint64_t switch_bound(const struct dinsn *d, int mv, ZydisRegister idx, u
 
 /* GCC's position-independent switch: the add at d[a] that makes the
  * jump's register.  1 with the entries handed to fn, 0 not understood. */
-static int switch_table(const struct djp_image *im, const struct dinsn *d, int a, djp_addr_fn fn, void *ctx, uint64_t *lo)
+static int switch_table(const struct djp_image *im, const struct dinsn *d, int a, djp_addr_fn fn, void *ctx,
+			uint64_t *lo)
 {
 	ZydisRegister r = d[a].op[0].reg.value, s = d[a].op[1].reg.value, base;
 	int dr = def_of(d, a, r), ds = def_of(d, a, s), mv, le;
@@ -317,7 +321,8 @@ static int switch_table(const struct djp_image *im, const struct dinsn *d, int a
 	mv = d[dr].in.mnemonic == ZYDIS_MNEMONIC_MOVSXD ? dr : ds;
 	le = mv == dr ? ds : dr;
 	if (d[mv].in.mnemonic != ZYDIS_MNEMONIC_MOVSXD || !is_reg(&d[mv].op[0], 64) ||
-	    d[mv].op[1].type != ZYDIS_OPERAND_TYPE_MEMORY || d[mv].op[1].mem.scale != 4 || d[mv].op[1].size != 32 || d[mv].op[1].mem.disp.value ||
+	    d[mv].op[1].type != ZYDIS_OPERAND_TYPE_MEMORY || d[mv].op[1].mem.scale != 4 || d[mv].op[1].size != 32 ||
+	    d[mv].op[1].mem.disp.value ||
 	    d[mv].op[1].mem.segment != ZYDIS_REGISTER_DS || !(table = lea_riprel(&d[le])))
 		return 0;
 	base = d[mv].op[1].mem.base;
