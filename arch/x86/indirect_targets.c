@@ -13,12 +13,15 @@
  *  - it is stored in the object's data.  In a PIE or shared object every
  *    such word carries a relocation, since the loader must add the load
  *    address: R_X86_64_RELATIVE (and IRELATIVE) with the address as its
- *    addend, R_X86_64_64 with a symbol plus addend.  In an ET_EXEC (a
+ *    addend, R_X86_64_64 with a symbol plus addend, a GOT slot (GLOB_DAT,
+ *    JUMP_SLOT) with a symbol this object defines.  In an ET_EXEC (a
  *    non-PIE program, such as Debian's python3.11) nothing is relocated,
- *    and the linker wrote the address itself: every 8-byte aligned word of
- *    the allocated data that falls inside the code is taken as one (a word
- *    that only looks like one adds a target, which can only refuse a
- *    jump).  CPython's `opcode_targets[]` is such a table;
+ *    and the linker wrote the address itself: every 8-byte aligned word
+ *    of the allocated data that falls inside the code is taken as one
+ *    where it is an instruction boundary (a string's bytes may look like
+ *    an address, "ABC" is 0x434241, and an address in the middle of an
+ *    instruction is none: compiled code does not overlap its
+ *    instructions).  CPython's `opcode_targets[]` is such a table;
  *  - the code computes it: a rip-relative `lea label(%rip)` (GCC's
  *    `&&label`, a function's address), or in an ET_EXEC an immediate
  *    (`mov $label, %eax`).  branch_targets.c adds these as it decodes;
@@ -153,6 +156,8 @@ static int reloc_targets(const struct djp_image *im, djp_addr_fn fn, void *ctx)
 				a = (uint64_t)r.r_addend;
 				break;
 			case R_X86_64_64:
+			case R_X86_64_GLOB_DAT:
+			case R_X86_64_JUMP_SLOT:
 				if (!syms || !gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym) ||
 				    sym.st_shndx == SHN_UNDEF)
 					continue;

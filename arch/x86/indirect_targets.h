@@ -36,7 +36,8 @@ bool djp_image_is_code(const struct djp_image *im, uint64_t addr);
 /*
  * Every code address the object holds outside its instructions: the
  * targets of its relocations (R_X86_64_RELATIVE, R_X86_64_IRELATIVE,
- * R_X86_64_64 to a defined symbol, with their addends), each handed to
+ * R_X86_64_64, GLOB_DAT and JUMP_SLOT to a defined symbol, with their
+ * addends), each handed to
  * fn, and, in an ET_EXEC, every 8-byte aligned word of its allocated data
  * that lies in its code, each handed to guess (a word may only look like
  * an address: "ABC" is 0x434241).  0, or fn's error.
