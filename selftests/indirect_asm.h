@@ -115,6 +115,43 @@ __asm__(".pushsection .text\n"
 long sw_run(long op, long x);
 extern const char sw_site[], sw_case3[];
 
+/*
+ * long swm_run(const int *op, long x): the same switch on a field, as GCC
+ * makes of `switch (p->field)`: compared in memory, then loaded.  0: x+10,
+ * 1: 3x+7, else -1.  swm_site, between case 1's label and the default's:
+ * a jump may cover it.
+ */
+__asm__(".pushsection .text\n"
+	".globl swm_run\n"
+	".type swm_run,@function\n"
+	"swm_run:\n"
+	"	cmpl $1,(%rdi)\n"
+	"	ja 9f\n"
+	"	mov (%rdi),%eax\n"
+	"	lea swm_table(%rip),%rdx\n"
+	"	movslq (%rdx,%rax,4),%rax\n"
+	"	add %rdx,%rax\n"
+	"	jmp *%rax\n"
+	"swm_case0:\n"
+	"	lea 10(%rsi),%rax\n"
+	"	ret\n"
+	"swm_case1:\n"
+	"	imul $3,%rsi,%rax\n"
+	".globl swm_site\n"
+	"swm_site:\n"
+	"	add $7,%rax\n"
+	"	ret\n"
+	"9:	mov $-1,%rax\n"
+	"	ret\n"
+	".size swm_run, .-swm_run\n"
+	".section .rodata\n"
+	".balign 4\n"
+	"swm_table:\n"
+	"	.long swm_case0-swm_table, swm_case1-swm_table\n"
+	".popsection\n");
+long swm_run(const int *op, long x);
+extern const char swm_site[];
+
 static inline long ig_ref(const unsigned char *p, long acc)
 {
 	for (;; p++)

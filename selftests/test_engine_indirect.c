@@ -85,6 +85,23 @@ TEST(indirect_switch_table_sites_become_jumps)
 	CHECK(memcmp(before, (void *)sw_run, sizeof(before)) == 0);
 }
 
+/* The switch on a field compared in memory (PostgreSQL's
+ * CommitTransaction has one). */
+TEST(indirect_switch_on_a_field_site_becomes_a_jump)
+{
+	int id = connect_addr(swm_site, 0);
+
+	CHECK(id >= 0);
+	CHECK_EQ(*(const uint8_t *)swm_site, 0xe9);
+	atomic_store(&hits, 0);
+	for (long i = 0; i < 3000; i++) {
+		int op = (int)(i % 3);
+		CHECK_EQ(swm_run(&op, i), op == 0 ? i + 10 : op == 1 ? 3 * i + 7 : -1);
+	}
+	CHECK_EQ(atomic_load(&hits), 1000);
+	CHECK_EQ(djp_disconnect(id), 0);
+}
+
 /* Four threads run both functions while their sites are armed and
  * disarmed: every result stays the unprobed one. */
 static atomic_int stop;

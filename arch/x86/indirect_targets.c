@@ -262,28 +262,56 @@ static uint64_t lea_riprel(const struct dinsn *d)
 	return a;
 }
 
+/* Does d write memory, or the registers that address m? */
+static bool disturbs(const struct dinsn *d, const ZydisDecodedOperand *m)
+{
+	for (unsigned i = 0; i < d->in.operand_count; i++)
+		if (d->op[i].type == ZYDIS_OPERAND_TYPE_MEMORY && (d->op[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+			return true;
+	return (m->mem.base != ZYDIS_REGISTER_NONE && writes(d, m->mem.base)) ||
+	       (m->mem.index != ZYDIS_REGISTER_NONE && writes(d, m->mem.index));
+}
+
+static bool same_mem(const ZydisDecodedOperand *a, const ZydisDecodedOperand *b)
+{
+	return a->type == ZYDIS_OPERAND_TYPE_MEMORY && b->type == ZYDIS_OPERAND_TYPE_MEMORY && a->size == b->size &&
+	       a->mem.base == b->mem.base && a->mem.index == b->mem.index && a->mem.scale == b->mem.scale &&
+	       a->mem.disp.value == b->mem.disp.value && a->mem.segment == b->mem.segment &&
+	       a->mem.base != ZYDIS_REGISTER_RIP;
+}
+
 /*
  * How many entries the index of the movslq at d[mv] can select: a `cmp
  * $MAX, %I` then `ja`/`jae` before it, with nothing but a zero-extending
- * `mov %eI, %eI` writing I after the compare.  0 when not found.  *lo is
- * the compare.
+ * `mov %eI, %eI` writing I after the compare; or a `cmp $MAX, MEM`, `ja`,
+ * then `mov MEM, %eI` from the same memory, nothing storing to memory or
+ * changing its address between (PostgreSQL's CommitTransaction switches
+ * on a field so).  0 when not found.  *lo is the compare.
  */
 static uint64_t switch_bound(const struct dinsn *d, int mv, ZydisRegister idx, uint64_t *lo)
 {
+	const ZydisDecodedOperand *load = NULL;
 	int j = mv - 1;
 	uint64_t max;
 	bool ja;
 
 	for (; j >= 0; j--) {
 		const struct dinsn *x = &d[j];
-		if (barrier(x))
+		if (barrier(x) || (load && disturbs(x, load)))
 			return 0;
 		if (x->in.meta.category == ZYDIS_CATEGORY_COND_BR)
 			break;
-		if (writes(x, idx) &&
-		    !(x->in.mnemonic == ZYDIS_MNEMONIC_MOV && is_reg(&x->op[0], 32) && is_reg(&x->op[1], 32) &&
-		      whole(x->op[1].reg.value) == whole(idx) && whole(x->op[0].reg.value) == whole(idx)))
-			return 0;
+		if (!writes(x, idx))
+			continue;
+		if (x->in.mnemonic == ZYDIS_MNEMONIC_MOV && is_reg(&x->op[0], 32) && is_reg(&x->op[1], 32) &&
+		    whole(x->op[1].reg.value) == whole(idx) && whole(x->op[0].reg.value) == whole(idx) && !load)
+			continue;
+		if (x->in.mnemonic == ZYDIS_MNEMONIC_MOV && is_reg(&x->op[0], 32) &&
+		    x->op[1].type == ZYDIS_OPERAND_TYPE_MEMORY && !load) {
+			load = &x->op[1];
+			continue;
+		}
+		return 0;
 	}
 	if (j < 1 || (d[j].in.mnemonic != ZYDIS_MNEMONIC_JNBE && d[j].in.mnemonic != ZYDIS_MNEMONIC_JNB))
 		return 0;
@@ -291,14 +319,18 @@ static uint64_t switch_bound(const struct dinsn *d, int mv, ZydisRegister idx, u
 	/* the flags the jcc tests are the compare's */
 	for (j--; j >= 0; j--) {
 		const struct dinsn *x = &d[j];
-		if (barrier(x) || writes(x, idx))
+		if (barrier(x) || (!load && writes(x, idx)))
 			return 0;
 		if (x->in.cpu_flags && (x->in.cpu_flags->modified & ZYDIS_CPUFLAG_CF))
 			break;
+		if (load && disturbs(x, load))
+			return 0;
 	}
-	if (j < 0 || d[j].in.mnemonic != ZYDIS_MNEMONIC_CMP || d[j].op[0].type != ZYDIS_OPERAND_TYPE_REGISTER ||
-	    whole(d[j].op[0].reg.value) != whole(idx) || d[j].op[1].type != ZYDIS_OPERAND_TYPE_IMMEDIATE ||
+	if (j < 0 || d[j].in.mnemonic != ZYDIS_MNEMONIC_CMP || d[j].op[1].type != ZYDIS_OPERAND_TYPE_IMMEDIATE ||
 	    d[j].op[0].size < 32)
+		return 0;
+	if (load ? !same_mem(&d[j].op[0], load)
+		 : d[j].op[0].type != ZYDIS_OPERAND_TYPE_REGISTER || whole(d[j].op[0].reg.value) != whole(idx))
 		return 0;
 	/* the immediate sign-extended to the compare's width, read unsigned */
 	max = d[j].op[1].imm.value.u;
