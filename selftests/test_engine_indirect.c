@@ -188,3 +188,107 @@ TEST(indirect_jump_not_understood_keeps_the_refusal)
 	CHECK_EQ(atomic_load(&hits), 1000);
 	CHECK_EQ(djp_disconnect(id), 0);
 }
+
+/*
+ * void swr_run(long op, long *out): a switch whose case 1 sets every
+ * general register and the flags (0x1111 < 0x2222: CF and SF set), then
+ * at swr_site, between the case labels, stores them all, the flags last
+ * with pushfq.  A jump at swr_site must leave every one as it was.
+ */
+__asm__(".pushsection .text\n"
+	".globl swr_run\n"
+	".type swr_run,@function\n"
+	"swr_run:\n"
+	"	cmp $1,%rdi\n"
+	"	ja 9f\n"
+	"	lea swr_table(%rip),%rdx\n"
+	"	movslq (%rdx,%rdi,4),%rax\n"
+	"	add %rdx,%rax\n"
+	"	jmp *%rax\n"
+	"swr_case0:\n"
+	"	ret\n"
+	"swr_case1:\n"
+	"	push %rbx\n"
+	"	push %rbp\n"
+	"	push %r12\n"
+	"	push %r13\n"
+	"	push %r14\n"
+	"	push %r15\n"
+	"	mov %rsi,%r15\n"
+	"	mov $0x1111,%rax\n"
+	"	mov $0x2222,%rbx\n"
+	"	mov $0x3333,%rcx\n"
+	"	mov $0x4444,%rdx\n"
+	"	mov $0x5555,%rsi\n"
+	"	mov $0x6666,%rdi\n"
+	"	mov $0x7777,%rbp\n"
+	"	mov $0x8888,%r8\n"
+	"	mov $0x9999,%r9\n"
+	"	mov $0xaaaa,%r10\n"
+	"	mov $0xbbbb,%r11\n"
+	"	mov $0xcccc,%r12\n"
+	"	mov $0xdddd,%r13\n"
+	"	mov $0xeeee,%r14\n"
+	"	cmp %rbx,%rax\n"
+	".globl swr_site\n"
+	"swr_site:\n"
+	"	mov %rax,0(%r15)\n"
+	"	mov %rbx,8(%r15)\n"
+	"	mov %rcx,16(%r15)\n"
+	"	mov %rdx,24(%r15)\n"
+	"	mov %rsi,32(%r15)\n"
+	"	mov %rdi,40(%r15)\n"
+	"	mov %rbp,48(%r15)\n"
+	"	mov %r8,56(%r15)\n"
+	"	mov %r9,64(%r15)\n"
+	"	mov %r10,72(%r15)\n"
+	"	mov %r11,80(%r15)\n"
+	"	mov %r12,88(%r15)\n"
+	"	mov %r13,96(%r15)\n"
+	"	mov %r14,104(%r15)\n"
+	"	mov %rsp,112(%r15)\n"
+	"	pushfq\n"
+	"	pop %rax\n"
+	"	mov %rax,120(%r15)\n"
+	"	pop %r15\n"
+	"	pop %r14\n"
+	"	pop %r13\n"
+	"	pop %r12\n"
+	"	pop %rbp\n"
+	"	pop %rbx\n"
+	"	ret\n"
+	"9:	ret\n"
+	".size swr_run, .-swr_run\n"
+	".section .rodata\n"
+	".balign 4\n"
+	"swr_table:\n"
+	"	.long swr_case0-swr_table, swr_case1-swr_table\n"
+	".popsection\n");
+void swr_run(long op, long *out);
+extern const char swr_site[];
+
+/* Every general register, %rsp and the status flags are as unprobed after
+ * a jump-armed site between a switch's cases, lean and full. */
+TEST(indirect_site_keeps_every_register_and_flag)
+{
+	long want[16], got[16];
+
+	memset(want, 0, sizeof(want));
+	swr_run(1, want);
+	CHECK_EQ(want[0], 0x1111);
+	CHECK((want[15] & 0x81) == 0x81); /* the premise: CF and SF set */
+	for (int m = 0; m < 2; m++) {
+		int id = connect_addr(swr_site, m ? DJP_GPR_ONLY : 0);
+		CHECK(id >= 0);
+		CHECK_EQ(*(const uint8_t *)swr_site, 0xe9);
+		atomic_store(&hits, 0);
+		for (int i = 0; i < 1000; i++) {
+			memset(got, 0, sizeof(got));
+			swr_run(1, got);
+			for (int r = 0; r < 16; r++)
+				CHECK_EQ(got[r], want[r]);
+		}
+		CHECK_EQ(atomic_load(&hits), 1000);
+		CHECK_EQ(djp_disconnect(id), 0);
+	}
+}
