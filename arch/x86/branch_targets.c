@@ -25,7 +25,11 @@
  * the first rule covers; C++ landing pads are reached from the unwinder
  * and land after a call, at the end of a run at most.
  *
- * A megabyte of text decodes in a few milliseconds, once per object.
+ * The analysis is made once per object, when a jump is first considered
+ * in it.  Joins into a proof are checked in a second pass over the code
+ * (every branch to them, wherever it is), so an object with such proofs
+ * is decoded twice: python3.11's 2.8 MB of text and PostgreSQL's 5.4 MB
+ * take 0.3 and 0.5 s of CPU in all.
  */
 #include <errno.h>
 #include <fcntl.h>
