@@ -295,7 +295,7 @@ int main(int argc, char **argv)
 			char pat[64];
 			int *cov = probes[nprobes].cov, id;
 			bool point = rand_r(&seed) % 3 == 0;
-			bool indirect = !point && rand_r(&seed) % 5 == 0;
+			bool indirect = !point && (rand_r(&seed) % 5 == 0 || !indirect_batches);
 			int which = (int)(rand_r(&seed) % 2);
 			_Atomic uint64_t *w = probes[nprobes].w = indirect ? &iword[which] : point ? pword : word;
 			random_pattern(&seed, point ? "fn_" : "stress_s", pat, cov);
