@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "arch/x86/arch.h"
+#include "arch/x86/branch_targets.h"
 #include "djprobe/djprobe.h"
 #include "lib/markers.h"
 
@@ -169,9 +170,9 @@ struct djp_object {
 	 * opened when a point is first made in it; NULL when it has none */
 	struct djp_params_file *params;
 	bool params_tried;
-	/* its direct branch targets, read when a jump is first considered */
-	uint64_t *targets;
-	size_t ntargets;
+	/* where its branches can land, read when a jump is first considered */
+	struct djp_branch_map map;
+	bool map_ok;
 	bool targets_read;
 	struct djp_object *parent;
 };

@@ -76,8 +76,8 @@ void djp_point_object_free(struct djp_object *o)
 	if (o->funcs)
 		djp_funcs_free(o->funcs);
 	o->funcs = NULL;
-	free(o->targets);
-	o->targets = NULL;
+	djp_branch_map_free(&o->map);
+	o->map_ok = false;
 	if (o->params)
 		djp_params_close(o->params);
 	o->params = NULL;
@@ -238,24 +238,24 @@ static struct djp_site *site_overlapping(struct djp_object *o, uintptr_t lo, uin
 	return NULL;
 }
 
-/* The direct branch targets of o's code (arch/x86/branch_targets.c), read
- * the first time a jump is considered in it; NULL when it cannot be read
- * (then no jump: what lands inside a run is not known). */
-static const uint64_t *object_targets(struct djp_object *o, size_t *n)
+/* Where o's branches, direct and indirect, can land
+ * (arch/x86/branch_targets.c), read the first time a jump is considered in
+ * it; NULL when it cannot be read (then no jump: what lands inside a run
+ * is not known). */
+static const struct djp_branch_map *object_targets(struct djp_object *o)
 {
 	if (!o->targets_read) {
 		o->targets_read = true;
-		if (!o->file || djp_branch_targets_of_file(o->file, &o->targets, &o->ntargets))
-			o->targets = NULL;
+		o->map_ok = o->file && !djp_branch_targets_of_file(o->file, &o->map);
 	}
-	*n = o->ntargets;
-	return o->targets;
+	return o->map_ok ? &o->map : NULL;
 }
 
 /*
  * Can a jump cover [a, a + len) in function f (whose bytes are b)?  The
  * rules of djp_jump_run (whole instructions inside the function, no jump
- * of the function into the range, no indirect jump, a call only last,
+ * of the function into the range, no indirect jump whose targets are not
+ * known, a call only last,
  * every instruction relocatable, and no direct branch anywhere in the
  * object into it: GCC's NAME.cold parts jump back into NAME, with no
  * symbol in a stripped object to say whose they are), and no other site
@@ -263,12 +263,9 @@ static const uint64_t *object_targets(struct djp_object *o, size_t *n)
  */
 static unsigned jump_range(struct resolve *r, const struct djp_func *f, const uint8_t *b, uintptr_t start, uintptr_t a)
 {
-	const uint64_t *targets;
 	unsigned len = 0;
-	size_t n;
 
-	targets = object_targets(r->o, &n);
-	if (djp_jump_run(b, f->size, start, a, targets, n, bias_of(r->o, r->t), &len, NULL) ||
+	if (djp_jump_run(b, f->size, start, a, object_targets(r->o), bias_of(r->o, r->t), &len, NULL) ||
 	    site_overlapping(r->o, a, a + len))
 		return 0;
 	return len;

@@ -751,18 +751,131 @@ out:
 	return ret;
 }
 
+/* A DW_EH_PE-encoded value at p (the field at run-time address `at`) of
+ * the given encoding: 0 and *v, or -1 for an encoding not read here. */
+static int eh_value(const uint8_t *p, const uint8_t *end, uint8_t enc, uint64_t at, uint64_t *v)
+{
+	static const uint8_t size[16] = { [DW_EH_PE_absptr] = 8, [DW_EH_PE_udata2] = 2, [DW_EH_PE_udata4] = 4,
+					  [DW_EH_PE_udata8] = 8, [DW_EH_PE_sdata2] = 2, [DW_EH_PE_sdata4] = 4,
+					  [DW_EH_PE_sdata8] = 8 };
+	uint8_t n = size[enc & 0xf];
+	uint64_t x = 0;
+
+	if (!n || end - p < n || ((enc & 0x70) != 0 && (enc & 0x70) != DW_EH_PE_pcrel))
+		return -1;
+	memcpy(&x, p, n);
+	if ((enc & 0x8) && n < 8 && (x >> (8 * n - 1)) & 1)
+		x |= ~0ULL << (8 * n); /* signed */
+	*v = x + ((enc & 0x70) == DW_EH_PE_pcrel ? at : 0);
+	return 0;
+}
+
+/* The encoding of a CIE's FDE addresses (its augmentation's 'R'). */
+static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
+{
+	const uint8_t *d = cie->augmentation_data, *end = d + cie->augmentation_data_size;
+	const char *a = cie->augmentation;
+
+	*enc = DW_EH_PE_absptr;
+	if (!a || a[0] != 'z')
+		return a && a[0] ? -1 : 0;
+	for (a++; *a; a++)
+		switch (*a) {
+		case 'R':
+			if (d >= end)
+				return -1;
+			*enc = *d++;
+			break;
+		case 'L':
+			d++;
+			break;
+		case 'P': {
+			static const uint8_t psize[16] = { 8, 0, 2, 4, 8, 0, 0, 0, 0, 0, 2, 4, 8 };
+			if (d >= end || !psize[*d & 0xf])
+				return -1;
+			d += 1 + psize[*d & 0xf];
+			break;
+		}
+		case 'S':
+		case 'B':
+			break;
+		default:
+			return -1;
+		}
+	return 0;
+}
+
+/*
+ * The range of the FDE of .eh_frame that covers addr: a whole function (or
+ * a GCC .cold part).  libdw gives a frame's rows, each the range over
+ * which one rule holds: a row ends at every push and pop, which is not
+ * where the function ends.
+ */
+static int fde_range(Elf *elf, uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (!ident || elf_getshdrstrndx(elf, &shstrndx))
+		return -1;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		const char *name;
+		Dwarf_Off off = 0, next, cie_off = (Dwarf_Off)-1;
+		uint8_t enc = 0;
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+		    strcmp(name, ".eh_frame") || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (; off < d->d_size; off = next) {
+			Dwarf_CFI_Entry e, c;
+			uint64_t start, len;
+			const uint8_t *p;
+			if (dwarf_next_cfi(ident, d, true, off, &next, &e) || next == (Dwarf_Off)-1)
+				break;
+			if (dwarf_cfi_cie_p(&e))
+				continue;
+			if (e.fde.CIE_pointer != cie_off) {
+				Dwarf_Off cnext;
+				if (dwarf_next_cfi(ident, d, true, e.fde.CIE_pointer, &cnext, &c) || !dwarf_cfi_cie_p(&c) ||
+				    cie_fde_encoding(&c.cie, &enc))
+					return -1;
+				cie_off = e.fde.CIE_pointer;
+			}
+			p = e.fde.start;
+			if (eh_value(p, e.fde.end, enc, sh.sh_addr + (uint64_t)(p - (const uint8_t *)d->d_buf), &start))
+				return -1;
+			p += (enc & 0xf) == DW_EH_PE_absptr ? 8 : (enc & 0x7) == 2 ? 2 : (enc & 0x7) == 3 ? 4 : 8;
+			if (eh_value(p, e.fde.end, enc & 0xf, 0, &len))
+				return -1;
+			if (start <= addr && addr - start < len) {
+				*lo = start;
+				*hi = start + len;
+				return 0;
+			}
+		}
+	}
+	return -1;
+}
+
 int djp_func_from_cfi(const char *path, uint64_t addr, struct djp_func *f)
 {
 	Dwarf_CFI *cfi;
 	Dwarf_Frame *frame = NULL;
 	Dwarf_Addr start, end;
+	uint64_t lo, hi;
 	Elf *elf;
 	int fd, ret = -ENOENT;
 
 	if (elf_version(EV_CURRENT) == EV_NONE || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -ENOENT;
 	if ((elf = elf_begin(fd, ELF_C_READ_MMAP, NULL))) {
-		if ((cfi = dwarf_getcfi_elf(elf))) {
+		if (!fde_range(elf, addr, &lo, &hi)) {
+			*f = (struct djp_func){ "?", lo, hi - lo, false };
+			ret = 0;
+		} else if ((cfi = dwarf_getcfi_elf(elf))) {
+			/* an FDE not read here: its row, a part of it */
 			if (dwarf_cfi_addrframe(cfi, addr, &frame) == 0 &&
 			    dwarf_frame_info(frame, &start, &end, NULL) >= 0 && start <= addr && addr < end) {
 				*f = (struct djp_func){ "?", start, end - start, false };

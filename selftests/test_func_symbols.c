@@ -627,3 +627,44 @@ TEST(func_symbols_errors)
 	/* no room for an error: still the code */
 	CHECK_EQ(djp_funcs_read(src, &t, NULL, 0), -ENOEXEC);
 }
+
+/*
+ * cfi_pushes(): push, a nop between, pop, ret, its FDE from .cfi_startproc
+ * to .cfi_endproc.  The call-frame information's rules change at the push
+ * and at the pop; the function is still all of it.
+ */
+__asm__(".pushsection .text\n"
+	".globl cfi_pushes\n"
+	".type cfi_pushes,@function\n"
+	"cfi_pushes:\n"
+	"	.cfi_startproc\n"
+	"	push %rbx\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	.cfi_rel_offset %rbx, 0\n"
+	".globl cfi_pushes_nop\n"
+	"cfi_pushes_nop:\n"
+	"	nop\n"
+	"	pop %rbx\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	.cfi_restore %rbx\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".size cfi_pushes, .-cfi_pushes\n"
+	".popsection\n");
+extern const char cfi_pushes[], cfi_pushes_nop[];
+
+/* The bounds from the call-frame information are the FDE's, not those of
+ * the row of rules around the address: an SDT probe's nop before a
+ * function's epilogue was bounded by its last pop, and "crossed the
+ * function's end" (python3.11's function__entry and function__return). */
+TEST(func_from_cfi_is_the_whole_fde)
+{
+	struct object self = { .want = NULL };
+	struct djp_func f;
+
+	dl_iterate_phdr(find_object, &self);
+	CHECK(self.found);
+	CHECK_EQ(djp_func_from_cfi(self.path, (uintptr_t)cfi_pushes_nop - self.bias, &f), 0);
+	CHECK_EQ(f.addr, (uintptr_t)cfi_pushes - self.bias);
+	CHECK_EQ(f.size, 4);
+}

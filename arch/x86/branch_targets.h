@@ -9,19 +9,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The link-time addresses every direct jmp, jcc and call of the file's
- * executable sections goes to, sorted (repeats kept); 0, or -errno. */
-int djp_branch_targets_of_file(const char *path, uint64_t **out, size_t *n);
+/* What may land in an object's code, at link-time addresses. */
+struct djp_branch_map {
+	/* every address a branch of the object can go to, sorted (repeats
+	 * kept): direct jmp, jcc and call targets, code addresses the object
+	 * holds, switch-table entries */
+	uint64_t *targets;
+	size_t ntargets;
+	/* the indirect jumps whose targets are not known, sorted */
+	uint64_t *blind;
+	size_t nblind;
+	size_t indirect; /* how many indirect jumps there are */
+	/* words of an ET_EXEC's data and immediates of its code that lie in
+	 * its code, sorted: addresses if they are instruction boundaries */
+	uint64_t *guess;
+	size_t nguess;
+};
+
+/* The map of the file's executable sections; 0, or -errno. */
+int djp_branch_targets_of_file(const char *path, struct djp_branch_map *m);
+void djp_branch_map_free(struct djp_branch_map *m);
 /* Is a target strictly between lo and hi? */
 bool djp_branch_target_inside(const uint64_t *v, size_t n, uint64_t lo, uint64_t hi);
 /*
  * The run of instructions a jump at `addr` may cover in the function whose
- * bytes are code[0..size) at `start`: djp_insn_jump_range's rules, at most
- * DJP_SITE_MAX_LEN bytes, and no target of the object (targets[0..n), at
- * link-time addresses, `bias` below the run's) strictly inside.  0 and
- * *len, or -errno with *why (targets NULL: not known, refused).
+ * bytes are code[0..size) at `start`: djp_insn_jump_range's rules but for
+ * indirect jumps, at most DJP_SITE_MAX_LEN bytes, no indirect jump of the
+ * function whose targets are not known, and no target of the object (m,
+ * at link-time addresses, `bias` below the run's) strictly inside.  0 and
+ * *len, or -errno with *why (m NULL: not known, refused).
  */
-int djp_jump_run(const uint8_t *code, size_t size, uintptr_t start, uintptr_t addr, const uint64_t *targets, size_t n,
+int djp_jump_run(const uint8_t *code, size_t size, uintptr_t start, uintptr_t addr, const struct djp_branch_map *m,
 		 uintptr_t bias, unsigned *len, const char **why);
 
 #endif

@@ -86,7 +86,9 @@
  *  - no direct branch of the function may target a byte strictly inside
  *    the run (the site itself is fine: it holds the jump);
  *  - no indirect jmp in the function, since a jump table's targets are not
- *    known and one of them may be inside the run (an indirect call goes to
+ *    known here and one of them may be inside the run, unless the caller
+ *    has proven where they land (djp_insn_jump_range_known, with
+ *    arch/x86/indirect_targets.c) and checks that (an indirect call goes to
  *    another function's entry, which is fine);
  *  - a call may only be the run's last instruction, else the callee returns
  *    into the overwritten bytes;
@@ -396,8 +398,8 @@ ssize_t djp_insn_relocate(const uint8_t *code, size_t len, uintptr_t from, uintp
 	return o + X86_JMP_REL32_LEN;
 }
 
-int djp_insn_jump_range(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, unsigned *len,
-			const char **why)
+int djp_insn_jump_range_known(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, bool indirect_known,
+			      unsigned *len, const char **why)
 {
 	ZydisDecoder dec;
 	struct xinsn x;
@@ -443,11 +445,17 @@ int djp_insn_jump_range(const uint8_t *fcode, size_t fsize, uintptr_t fstart, ui
 		decode(&dec, fcode + off, fsize - off, fstart + off, &x);
 		if (x.relbranch && x.pub.target > addr && x.pub.target < fstart + end)
 			return set_why(why, "a jump in the function lands inside the range", -EBUSY);
-		if (x.pub.kind == DJP_INSN_JMP_IND)
+		if (x.pub.kind == DJP_INSN_JMP_IND && !indirect_known)
 			return set_why(why, "the function has an indirect jump (a jump table may land inside)", -EBUSY);
 	}
 	*len = end - site;
 	return 0;
+}
+
+int djp_insn_jump_range(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, unsigned *len,
+			const char **why)
+{
+	return djp_insn_jump_range_known(fcode, fsize, fstart, addr, false, len, why);
 }
 
 bool djp_insn_flags_dead(const uint8_t *code, size_t avail, uintptr_t at)

@@ -80,6 +80,12 @@ ssize_t djp_insn_relocate(const uint8_t *code, size_t len, uintptr_t from, uintp
 int djp_insn_jump_range(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, unsigned *len,
 			const char **why);
 
+/* The same, where the caller has proven where every indirect jmp of the
+ * function lands (indirect_known; arch/x86/indirect_targets.c) and checks
+ * those targets itself: an indirect jmp is then no reason to refuse. */
+int djp_insn_jump_range_known(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, bool indirect_known,
+			      unsigned *len, const char **why);
+
 /*
  * Are the status flags (CF PF AF ZF SF OF) dead at the instruction at
  * code[0], which runs at `at`?  True when, following the code straight on

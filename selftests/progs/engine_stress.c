@@ -21,6 +21,10 @@
  * checked after every call, so a displaced instruction run wrong out of
  * line, or a diverted return that lost its way, shows.
  *
+ * Functions with indirect jumps (selftests/indirect_asm.h: a computed-goto
+ * interpreter and a switch table) join in too, probed in the middle of a
+ * dispatch block and between two cases, under the same exact count.
+ *
  * usage: engine_stress SECONDS   (DJP_SYNC=shootdown for the TLB-shootdown sync)
  */
 #include <errno.h>
@@ -36,6 +40,7 @@
 #include "djprobe/djprobe.h"
 #include "djprobe/marker.h"
 #include "arch/x86/insn_reloc.h"
+#include "selftests/indirect_asm.h"
 
 #define NSITES 64
 #define NTHREADS 8
@@ -115,6 +120,52 @@ static void return_handler(const struct djp_hit *hit, void *data)
 	}
 }
 
+/* The interpreter runs op 0, and so ig_add_site, three times a call. */
+static const unsigned char ig_prog[] = { 0, 1, 0, 4, 2, 3, 0, 5 };
+static _Atomic uint64_t iword[2]; /* ig_add_site, sw_site */
+static __thread long tls_ihits[2];
+static unsigned char ig_text[64], sw_text[64];
+
+static void indirect_handler(const struct djp_hit *hit, void *data)
+{
+	(void)data;
+	tls_ihits[djp_hit_site(hit) == (uintptr_t)sw_site]++;
+}
+
+/* One run of each, checked as the sites are. */
+static void call_indirect(long t, long n, long *checked, long *hits)
+{
+	uint64_t a1 = atomic_load(&iword[0]), b1 = atomic_load(&iword[1]), a2, b2;
+	long op = n % 6, x = t * 1000003 + n, r, q;
+	tls_ihits[0] = tls_ihits[1] = 0;
+	r = ig_run(ig_prog, x);
+	q = sw_run(op, x);
+	a2 = atomic_load(&iword[0]);
+	b2 = atomic_load(&iword[1]);
+	*hits += tls_ihits[0] + tls_ihits[1];
+	if (r != ig_ref(ig_prog, x) || q != sw_ref(op, x)) {
+		atomic_fetch_add(&bad, 1);
+		fprintf(stderr, "ig_run %ld (not %ld), sw_run(%ld) %ld (not %ld)\n", r, ig_ref(ig_prog, x), op, q,
+			sw_ref(op, x));
+	}
+	if (a1 == a2 && !((a1 >> 16) & 1)) {
+		(*checked)++;
+		if ((uint64_t)tls_ihits[0] != 3 * (a1 & 0xffff)) {
+			atomic_fetch_add(&bad, 1);
+			fprintf(stderr, "ig_add_site: %ld hits, %u probes armed throughout\n", tls_ihits[0],
+				(unsigned)(a1 & 0xffff));
+		}
+	}
+	if (b1 == b2 && !((b1 >> 16) & 1)) {
+		(*checked)++;
+		if ((uint64_t)tls_ihits[1] != (op == 1) * (b1 & 0xffff)) {
+			atomic_fetch_add(&bad, 1);
+			fprintf(stderr, "sw_site: %ld hits, %u probes armed throughout\n", tls_ihits[1],
+				(unsigned)(b1 & 0xffff));
+		}
+	}
+}
+
 /* One call of plain function s, checked as the sites are. */
 static void call_plain(long t, int s, long *checked, long *hits)
 {
@@ -150,7 +201,8 @@ static void *worker(void *arg)
 		sites[s](t, s);
 		w2 = atomic_load(&word[s]);
 		call_plain(t, (s * 7 + (int)calls) % NSITES, &checked, &hits);
-		calls += 2;
+		call_indirect(t, calls, &checked, &hits);
+		calls += 4;
 		hits += tls_hits;
 		if (tls_hits > MAXPROBES) {
 			atomic_fetch_add(&bad, 1);
@@ -208,7 +260,7 @@ int main(int argc, char **argv)
 		int cov[NSITES];
 		_Atomic uint64_t *w; /* word (markers) or pword (points) */
 	} probes[MAXPROBES];
-	long point_batches = 0, return_batches = 0;
+	long point_batches = 0, return_batches = 0, indirect_batches = 0;
 	int nprobes = 0;
 	long batches = 0;
 	pthread_t th[NTHREADS];
@@ -218,6 +270,8 @@ int main(int argc, char **argv)
 
 	for (int s = 0; s < NSITES; s++)
 		memcpy(fn_text[s], (void *)fns[s], sizeof(fn_text[s]));
+	memcpy(ig_text, (void *)ig_run, sizeof(ig_text));
+	memcpy(sw_text, (void *)sw_run, sizeof(sw_text));
 	{
 		/* every fn_AB has the same code: the statement probes go at the
 		 * first instruction past what a jump at the entry covers (the
@@ -241,13 +295,24 @@ int main(int argc, char **argv)
 			char pat[64];
 			int *cov = probes[nprobes].cov, id;
 			bool point = rand_r(&seed) % 3 == 0;
-			_Atomic uint64_t *w = probes[nprobes].w = point ? pword : word;
+			bool indirect = !point && (rand_r(&seed) % 5 == 0 || !indirect_batches);
+			int which = (int)(rand_r(&seed) % 2);
+			_Atomic uint64_t *w = probes[nprobes].w = indirect ? &iword[which] : point ? pword : word;
 			random_pattern(&seed, point ? "fn_" : "stress_s", pat, cov);
+			if (indirect) {
+				memset(cov, 0, sizeof(probes[nprobes].cov));
+				cov[0] = 1;
+			}
 			bump(w, cov, 0); /* odd: in flight */
 			/* return, entry, statement in turn, so that a short run
 			 * has each */
 			unsigned where = (unsigned)((point_batches + 2) % 3);
-			if (point)
+			if (indirect)
+				id = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts),
+									 .addr = (uintptr_t)(which ? sw_site
+												   : ig_add_site) },
+						    indirect_handler, NULL, flagset[rand_r(&seed) % 4]);
+			else if (point)
 				/* the entry, a statement in the middle, or the return */
 				id = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts),
 									 .func = pat,
@@ -258,6 +323,7 @@ int main(int argc, char **argv)
 			else
 				id = djp_connect(pat, handler, NULL, flagset[rand_r(&seed) % 4]);
 			point_batches += point;
+			indirect_batches += indirect;
 			return_batches += point && where == 2;
 			if (id < 0) {
 				fprintf(stderr, "connect %s: %s\n", pat, strerror(-id));
@@ -309,9 +375,15 @@ int main(int argc, char **argv)
 			fprintf(stderr, "fn %d not restored\n", s);
 			atomic_fetch_add(&bad, 1);
 		}
-	printf("%s: %ld batches (%ld of instruction probes, %ld of them return probes), %ld calls, %ld hits, "
-	       "%ld calls checked exactly, %ld errors\n",
+	if (memcmp((void *)ig_run, ig_text, sizeof(ig_text)) || memcmp((void *)sw_run, sw_text, sizeof(sw_text))) {
+		fprintf(stderr, "ig_run or sw_run not restored\n");
+		atomic_fetch_add(&bad, 1);
+	}
+	printf("%s: %ld batches (%ld of instruction probes, %ld of them return probes, %ld in functions with "
+	       "indirect jumps), %ld calls, %ld hits, %ld calls checked exactly, %ld errors\n",
 	       getenv("DJP_SYNC") ? getenv("DJP_SYNC") : "membarrier", batches, point_batches, return_batches,
+	       indirect_batches,
 	       atomic_load(&total_calls), atomic_load(&total_hits), atomic_load(&calls_checked), atomic_load(&bad));
-	return atomic_load(&bad) || atomic_load(&calls_checked) < 1000 || batches < 10 || !point_batches || !return_batches ? 1 : 0;
+	return atomic_load(&bad) || atomic_load(&calls_checked) < 1000 || batches < 10 || !point_batches || !return_batches ||
+			       !indirect_batches ? 1 : 0;
 }

@@ -8,7 +8,8 @@
  * it (with a size; else the bounds of its call-frame information), the
  * decoder's rules for the run (arch/x86/insn_reloc.c:
  * whole instructions inside the function, a call only last, every one
- * relocatable, no jump of the function into the run, no indirect jump),
+ * relocatable, no jump of the function into the run, no indirect jump
+ * whose targets are not known),
  * and no direct branch anywhere in the object into it
  * (arch/x86/branch_targets.c).  The same functions on the file's bytes
  * give the same verdict, but for what only the running process knows: a
@@ -32,8 +33,7 @@
 static struct {
 	char *path;
 	struct djp_func_table *t;
-	uint64_t *targets;
-	size_t ntargets;
+	struct djp_branch_map map;
 	int fd;
 	bool ok;
 } cache = { .fd = -1 };
@@ -45,15 +45,14 @@ static bool load(const char *path)
 		return cache.ok;
 	free(cache.path);
 	djp_funcs_free(cache.t);
-	free(cache.targets);
+	djp_branch_map_free(&cache.map);
 	if (cache.fd >= 0)
 		close(cache.fd);
 	cache.t = NULL;
-	cache.targets = NULL;
 	cache.path = strdup(path);
 	cache.fd = open(path, O_RDONLY | O_CLOEXEC);
 	cache.ok = cache.path && cache.fd >= 0 && !djp_funcs_read(path, &cache.t, err, sizeof(err)) &&
-		   !djp_branch_targets_of_file(path, &cache.targets, &cache.ntargets);
+		   !djp_branch_targets_of_file(path, &cache.map);
 	return cache.ok;
 }
 
@@ -86,7 +85,7 @@ bool djp_site_arming(const char *path, const struct djp_marker_info *m, const ch
 		*why = "the function's bytes cannot be read";
 		return false;
 	}
-	err = djp_jump_run(b, f->size, f->addr, m->site, cache.targets, cache.ntargets, 0, &len, why);
+	err = djp_jump_run(b, f->size, f->addr, m->site, &cache.map, 0, &len, why);
 	free(b);
 	if (err)
 		return false;
