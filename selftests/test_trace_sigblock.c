@@ -164,7 +164,10 @@ static void hot_rounds(const char *opt)
 		t->olen = 0; /* the next round waits for its own line */
 		t->obuf[0] = 0;
 		stop_and_count(p, "sb_tick", 500);
-		CHECK(tt_summary_row(p->ebuf, "sb_hot", &hot, &lost) && hot > 0 && lost == 0);
+		/* sb_hot floods the rings into /dev/null: what a full ring drops
+		 * is counted on its own row (LOST), and sb_tick's count above is
+		 * the exact one */
+		CHECK(tt_summary_row(p->ebuf, "sb_hot", &hot, &lost) && hot > 0);
 		free(p);
 		CHECK(tt_wait_restored(t->pid, target(), 5000));
 	}
