@@ -1,7 +1,7 @@
 /*
  * `djp trace`: record markers in a process and print each event.
  *
- *   djp trace [-c CMD | -x PID] [--json] [-o FILE] [--snapshot]
+ *   djp trace [-c CMD | -x PID | -p PID] [--json | -f json] [-o FILE] [--snapshot]
  *             [--duration SECONDS] [--buffer-size BYTES] PATTERN[=FORMAT]...
  *
  * The target records, the tool prints.  The tool gets a session with the
@@ -86,11 +86,12 @@ void djp_usage_trace(FILE *out)
 		"\n"
 		"  -c CMD         run CMD with the agent preloaded, armed before its main;\n"
 		"                 exit with its exit status (stap -c, bpftrace -c)\n"
-		"  -x PID         attach to a running process (the agent is loaded into it\n"
+		"  -x PID, -p PID attach to a running process (the agent is loaded into it\n"
 		"                 when it has none) (stap -x, bpftrace -p)\n"
 		"  --force        with -x: load the agent even where the process's seccomp\n"
 		"                 filter cannot be read (it may kill the process)\n"
-		"  --json         one JSON object per event per line (bpftrace -f json)\n"
+		"  --json, -f json  one JSON object per event per line (bpftrace -f json;\n"
+		"                 -f text, the default, is the line above)\n"
 		"  -o FILE        write events to FILE instead of stdout (stap -o, bpftrace -o)\n"
 		"  --snapshot     flight recorder: rings overwrite the oldest events; the\n"
 		"                 last events are written on SIGUSR1 and at the end\n"
@@ -126,7 +127,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' }, { "buffer-size", required_argument, NULL, 'b' },
 		{ "int3", no_argument, NULL, 'i' },	    { "help", no_argument, NULL, 'h' },
 		{ "max-string-len", required_argument, NULL, 'm' },
-		{ "force", no_argument, NULL, 'f' },
+		{ "force", no_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -136,12 +137,13 @@ static int parse_args(struct trace *t, int argc, char **argv)
 	 * pattern never starts with '-', and "--" ends the options. */
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "c:x:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:x:p:o:f:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			t->s.cmd = optarg;
 			break;
-		case 'x': {
+		case 'x':
+		case 'p': { /* -p: bpftrace's spelling */
 			long v = strtol(optarg, &end, 10);
 			if (!*optarg || *end || v <= 0 || v > 0x7fffffff)
 				return usage_error("-x needs a process id");
@@ -160,8 +162,13 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		case 'i':
 			t->int3 = true;
 			break;
-		case 'f':
+		case 'F':
 			session_inject_force = true;
+			break;
+		case 'f': /* bpftrace's -f FORMAT */
+			if (strcmp(optarg, "json") && strcmp(optarg, "text"))
+				return usage_error("-f takes json or text");
+			t->json = !strcmp(optarg, "json");
 			break;
 		case 'd':
 			t->duration = strtod(optarg, &end);
@@ -187,8 +194,8 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			djp_usage_trace(stdout);
 			return 0;
 		default:
-			return usage_error(optopt == 'c' || optopt == 'x' || optopt == 'o' ? "option needs an argument"
-											    : "unknown option");
+			return usage_error(optopt && strchr("cxpof", optopt) ? "option needs an argument"
+									      : "unknown option");
 		}
 	}
 	if (!t->s.cmd == !t->s.attach_pid)
