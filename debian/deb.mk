@@ -2,8 +2,9 @@
 # built by dpkg-buildpackage from debian/ in a copy of the tree under
 # $(O)/deb/src (the worktree stays clean; the copy leaves $(O) and .git
 # out), written to $(O)/deb/, and checked by lintian, which must report no
-# error.  About a minute on two cores: the copy builds the library and djp
-# again.
+# error.  make check builds them when a packaged file changed (about a
+# minute on two cores: the copy builds the library and djp again) and its
+# deb_* tests unpack and use them (selftests/test_deb.c).
 DEB_PACKAGES_DEB := dpkg-dev debhelper dh-dkms dkms lintian
 DEB_DIR := $(O)/deb
 DEB_VERSION := $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog)
@@ -26,3 +27,9 @@ deb: $(DEB_CHANGES)
 
 .PHONY: deb
 
+# make check installs what the deb_* tests use (dkms and modinfo; kernel.sh
+# installs Debian's kernel headers), and builds the packages first.
+CHECK_DEPS += $(DEB_CHANGES)
+DEB_PACKAGES_CHECK += $(DEB_PACKAGES_DEB)
+$(O)/selftests/test_deb.o: CFLAGS += -DDJP_SRC_DIR='"$(CURDIR)"' \
+	-DDJP_DEB_CHANGES='"../deb/djprobe_$(DEB_VERSION)_amd64.changes"'
