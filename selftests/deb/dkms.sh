@@ -13,7 +13,14 @@ kcheck=$3
 work=$4
 fail() { echo "dkms: $*"; exit 1; }
 
-env=$("$src/selftests/kcheck/host/kernel.sh" "$kcheck" stock) || fail "kernel.sh found no Debian kernel headers"
+# (what kernel.sh says while it fetches the headers is not this script's
+# one line: it is kept for a failure)
+klog=$(mktemp) || fail "cannot make a temporary file"
+env=$("$src/selftests/kcheck/host/kernel.sh" "$kcheck" stock 2>"$klog") || {
+	msg=$(tail -n 1 "$klog"); rm -f "$klog"
+	fail "kernel.sh found no Debian kernel headers: $msg"
+}
+rm -f "$klog"
 kdir=$(echo "$env" | sed -n 's/^KDIR=//p')
 abi=${kdir##*/linux-headers-}
 [ -d "$kdir" ] && [ -n "$abi" ] || fail "no kernel headers at '$kdir'"
