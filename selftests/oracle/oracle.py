@@ -26,7 +26,13 @@
 #    such a hit is one the tool should not report (its agent's own calls).
 # bpftrace's probes go on the file, for every process that maps it (given
 # -p, bpftrace 0.17 reports its own calls of a library's functions, not
-# the process's), and print the hits of the workload's processes only;
+# the process's, and still puts its breakpoints in every process), and
+# print the hits of the workload's processes only.  A library's functions
+# are therefore probed in a private copy of the library, which only the
+# workload loads (LD_LIBRARY_PATH): a uprobe over the first byte of a
+# function djprobe has armed with a jump in another process (a test
+# tracing every function of libc) steps the file's first instruction and
+# resumes in the middle of the jump, and that process dies;
 # bpftrace is stopped once it has printed the workload's exit, after its
 # last hit.  Neither tool may lose a hit: a run that did fails.
 # A difference fails with the probe, the argument's location and both
@@ -35,7 +41,9 @@
 # usage: oracle.py --build DIR [--only-mode MODE] ROW...
 #   ROW: python, postgres, libstdcxx, libc, functions, markers, argkinds
 import argparse
+import atexit
 import collections
+import ctypes
 import json
 import os
 import pwd
@@ -53,6 +61,9 @@ PYTHON = "/usr/bin/python3.11"
 PGBIN = "/usr/lib/postgresql/15/bin"
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 LIBZ = "/lib/x86_64-linux-gnu/libz.so.1"
+# The copies of LIBC and LIBZ a row with "private_libs" loads and
+# bpftrace probes (private_libs()): the files bpftrace's uprobes go on.
+UPROBE_LIB = {"libc": LIBC, "libz": LIBZ}
 # bpftrace drops what its perf buffers cannot hold: large ones, per CPU
 os.environ["BPFTRACE_PERF_RB_PAGES"] = "4096"
 # a ring per thread that holds a whole run: djp never drops, it counts
@@ -230,6 +241,7 @@ ROWS = {
     "functions": {
         "argv": lambda a: [build_path(a, "selftests/oracle/func_workload"), "20"],
         "attach": True,
+        "private_libs": True,
         "probes": FUNC_PROBES,
     },
     # The markers of an -O2 program of ours (MARK(): a .markers record
@@ -405,7 +417,7 @@ def resolve(args, row):
         if name.startswith("func:"):
             m = re.match(r"func:([^@%]+)(%return)?@(.*)$", name)
             fn, ret, obj = m.group(1), m.group(2), m.group(3)
-            objpath = LIBC if obj.startswith("libc") else LIBZ
+            objpath = UPROBE_LIB["libc" if obj.startswith("libc") else "libz"]
             event = "func:%s%s" % (fn, ret or "")
             locs = ["%rax"] if ret else ABI_REGS[:len(re.findall(r"[svpr]\d*", pr["kinds"]))]
             s = Spec(pr, event, locs, objpath)
@@ -691,12 +703,42 @@ def djp_lost(err):
 # ---- rows that run a command -----------------------------------------------------
 
 
+def private_libs(row):
+    """Copies of LIBC and LIBZ in a directory of their own, loaded by the
+    row's workload (LD_LIBRARY_PATH) and probed by bpftrace in its place:
+    a uprobe is on a file, in every process that maps that file."""
+    d = tempfile.mkdtemp(prefix="djp-oracle-libs-")
+    atexit.register(shutil.rmtree, d, True)
+    for key, path in (("libc", LIBC), ("libz", LIBZ)):
+        UPROBE_LIB[key] = os.path.join(d, os.path.basename(path))
+        shutil.copy(path, UPROBE_LIB[key])
+    row.setdefault("env", {})["LD_LIBRARY_PATH"] = d
+
+
+def system_libc_breakpoints(specs):
+    """The functions of LIBC (which this process maps) that begin with an
+    int3 here while bpftrace runs: its uprobes, in a process not its own."""
+    libc = ctypes.CDLL(LIBC)
+    hit = []
+    for s in specs:
+        if s.func and os.path.basename(s.obj) == os.path.basename(LIBC) and hasattr(libc, s.func):
+            if ctypes.string_at(ctypes.cast(getattr(libc, s.func), ctypes.c_void_p).value, 1) == b"\xcc":
+                hit.append(s.func)
+    return hit
+
+
 def bpftrace_for(specs, pid, tree=False):
-    """bpftrace on every process, printing pid's hits, its probes in."""
+    """bpftrace, its probes on their files (in every process that maps
+    one), printing pid's hits, its probes in."""
     b = Proc([BPFTRACE, "-e", bpftrace_program(specs, only=pid, tree=tree)])
     if not b.wait_for(b"oracle-begin", "out", 60):
         b.finish(10, signal.SIGINT)
         raise Fail("bpftrace did not start: %s" % b.err.decode(errors="replace")[-800:])
+    hit = system_libc_breakpoints(specs)
+    if hit:
+        b.finish(10, signal.SIGINT)
+        raise Fail("bpftrace's uprobes are in every process that maps %s (%s): a process another tool armed "
+                   "with jumps there dies on them" % (LIBC, ", ".join(sorted(set(hit)))))
     return b
 
 
@@ -987,6 +1029,8 @@ def run_row(args, name):
         if "stapsdt" not in out:
             note("%s: %s has no SDT probes (this glibc was built without them): row not run" % (name, row["object"]))
             return 0, 0, []
+    if row.get("private_libs"):
+        private_libs(row)
     specs = resolve(args, row)
     if not specs:
         raise Fail("%s: no probe of the row is in %s" % (name, row.get("object")))
