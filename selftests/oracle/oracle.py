@@ -28,11 +28,13 @@
 # -p, bpftrace 0.17 reports its own calls of a library's functions, not
 # the process's, and still puts its breakpoints in every process), and
 # print the hits of the workload's processes only.  A library's functions
-# are therefore probed in a private copy of the library, which only the
-# workload loads (LD_LIBRARY_PATH): a uprobe over the first byte of a
-# function djprobe has armed with a jump in another process (a test
-# tracing every function of libc) steps the file's first instruction and
-# resumes in the middle of the jump, and that process dies;
+# and SDT probes are therefore probed in a private copy of the library,
+# which only the workload loads (LD_LIBRARY_PATH), and a row fails if its
+# uprobes show in the oracle's own copy of the system's library: a uprobe
+# over the first byte of a function or SDT nop djprobe has armed with a
+# jump in another process (a test tracing every function of libc) steps
+# the file's first instruction and resumes in the middle of the jump, and
+# that process dies;
 # bpftrace is stopped once it has printed the workload's exit, after its
 # last hit.  Neither tool may lose a hit: a run that did fails.
 # A difference fails with the probe, the argument's location and both
@@ -225,6 +227,7 @@ ROWS = {
     "libstdcxx": {
         "argv": lambda a: [build_path(a, "selftests/oracle/cxx_workload"), "30"],
         "object": "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+        "private_libs": True,
         "probes": CXX_PROBES,
     },
     # Debian builds glibc without its SDT probes: the row says so and
@@ -703,27 +706,76 @@ def djp_lost(err):
 # ---- rows that run a command -----------------------------------------------------
 
 
+# The system's libraries a row's private copies stand for: {copy: original}.
+PRIVATE_OF = {}
+
+
 def private_libs(row):
-    """Copies of LIBC and LIBZ in a directory of their own, loaded by the
-    row's workload (LD_LIBRARY_PATH) and probed by bpftrace in its place:
-    a uprobe is on a file, in every process that maps that file."""
+    """Copies of LIBC and LIBZ, and of the row's object where it is a
+    library, in a directory of their own, loaded by the row's workload
+    (LD_LIBRARY_PATH) and probed by bpftrace in their place: a uprobe is
+    on a file, in every process that maps that file."""
     d = tempfile.mkdtemp(prefix="djp-oracle-libs-")
     atexit.register(shutil.rmtree, d, True)
     for key, path in (("libc", LIBC), ("libz", LIBZ)):
         UPROBE_LIB[key] = os.path.join(d, os.path.basename(path))
         shutil.copy(path, UPROBE_LIB[key])
+        PRIVATE_OF[UPROBE_LIB[key]] = path
+    obj = row.get("object")
+    if obj and ".so" in os.path.basename(obj):
+        row["object"] = os.path.join(d, os.path.basename(obj))
+        shutil.copy(obj, row["object"])
+        PRIVATE_OF[row["object"]] = obj
     row.setdefault("env", {})["LD_LIBRARY_PATH"] = d
 
 
-def system_libc_breakpoints(specs):
-    """The functions of LIBC (which this process maps) that begin with an
-    int3 here while bpftrace runs: its uprobes, in a process not its own."""
-    libc = ctypes.CDLL(LIBC)
+def sdt_addresses(path, names):
+    """The link-time addresses of the SDT probes of path named in names."""
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    addrs, name = [], None
+    for line in out.splitlines():
+        m = re.match(r"\s*Name: (\S+)", line)
+        if m:
+            name = m.group(1)
+        m = re.match(r"\s*Location: (0x[0-9a-f]+)", line)
+        if m and name in names:
+            addrs.append(int(m.group(1), 16))
+    return addrs
+
+
+def load_base(path):
+    """Where this process has the library at path (loaded here if it was
+    not): the start of its mapping at file offset 0."""
+    ctypes.CDLL(path)
+    real = os.path.realpath(path)
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 6 and os.path.realpath(fields[5]) == real and int(fields[2], 16) == 0:
+                return int(fields[0].split("-")[0], 16)
+    raise Fail("%s is not mapped in the oracle" % path)
+
+
+def system_breakpoints(specs):
+    """The probed functions and SDT probes of the system's libraries that
+    begin with an int3 in this process (which maps them) while bpftrace
+    runs: its uprobes, in a process not its own.  bpftrace must probe the
+    row's private copies (private_libs) or the program, never these."""
     hit = []
     for s in specs:
-        if s.func and os.path.basename(s.obj) == os.path.basename(LIBC) and hasattr(libc, s.func):
-            if ctypes.string_at(ctypes.cast(getattr(libc, s.func), ctypes.c_void_p).value, 1) == b"\xcc":
-                hit.append(s.func)
+        path = PRIVATE_OF.get(s.obj, s.obj)
+        if not path.startswith(("/lib/", "/usr/lib/")) or ".so" not in os.path.basename(path):
+            continue
+        if s.func:
+            lib = ctypes.CDLL(path)
+            if not hasattr(lib, s.func):
+                continue
+            addrs = [ctypes.cast(getattr(lib, s.func), ctypes.c_void_p).value]
+        else:
+            base = load_base(path)
+            addrs = [base + a for a in sdt_addresses(path, {s.name.split(":")[-1]})]
+        if any(ctypes.string_at(a, 1) == b"\xcc" for a in addrs):
+            hit.append("%s in %s" % (s.func or s.name, path))
     return hit
 
 
@@ -734,11 +786,11 @@ def bpftrace_for(specs, pid, tree=False):
     if not b.wait_for(b"oracle-begin", "out", 60):
         b.finish(10, signal.SIGINT)
         raise Fail("bpftrace did not start: %s" % b.err.decode(errors="replace")[-800:])
-    hit = system_libc_breakpoints(specs)
+    hit = system_breakpoints(specs)
     if hit:
         b.finish(10, signal.SIGINT)
-        raise Fail("bpftrace's uprobes are in every process that maps %s (%s): a process another tool armed "
-                   "with jumps there dies on them" % (LIBC, ", ".join(sorted(set(hit)))))
+        raise Fail("bpftrace's uprobes are in every process that maps the system's libraries (%s): a process "
+                   "another tool armed with jumps there dies on them" % ", ".join(sorted(set(hit))))
     return b
 
 
