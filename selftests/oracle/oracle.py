@@ -730,7 +730,12 @@ def private_libs(row):
 
 
 def sdt_addresses(path, names):
-    """The link-time addresses of the SDT probes of path named in names."""
+    """The SDT probes of path named in names: their link-time addresses,
+    less the address path's first segment is linked at (0 for a library
+    or a PIE), so that they add to where it is mapped."""
+    out = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True).stdout
+    m = re.search(r"^\s*LOAD\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)", out, re.M)
+    first = int(m.group(1), 16) if m else 0
     out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
     addrs, name = [], None
     for line in out.splitlines():
@@ -739,7 +744,7 @@ def sdt_addresses(path, names):
             name = m.group(1)
         m = re.match(r"\s*Location: (0x[0-9a-f]+)", line)
         if m and name in names:
-            addrs.append(int(m.group(1), 16))
+            addrs.append(int(m.group(1), 16) - first)
     return addrs
 
 
@@ -756,6 +761,16 @@ def load_base(path):
     raise Fail("%s is not mapped in the oracle" % path)
 
 
+def program_base():
+    """Where this process's program is: its mapping at file offset 0."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 6 and fields[5] == os.path.realpath("/proc/self/exe") and int(fields[2], 16) == 0:
+                return int(fields[0].split("-")[0], 16)
+    raise Fail("the oracle's own program is not in its maps")
+
+
 def system_breakpoints(specs):
     """The probed functions and SDT probes of the system's libraries that
     begin with an int3 in this process (which maps them) while bpftrace
@@ -764,9 +779,14 @@ def system_breakpoints(specs):
     hit = []
     for s in specs:
         path = PRIVATE_OF.get(s.obj, s.obj)
-        if not path.startswith(("/lib/", "/usr/lib/")) or ".so" not in os.path.basename(path):
+        this_program = os.path.realpath(path) == os.path.realpath("/proc/self/exe")
+        if not this_program and (not path.startswith(("/lib/", "/usr/lib/")) or ".so" not in os.path.basename(path)):
             continue
-        if s.func:
+        if this_program:
+            if s.func:
+                continue
+            addrs = [program_base() + a for a in sdt_addresses(path, {s.name.split(":")[-1]})]
+        elif s.func:
             lib = ctypes.CDLL(path)
             if not hasattr(lib, s.func):
                 continue
@@ -836,6 +856,12 @@ def run_bpftrace_cmd(args, row, specs):
         # probes in the program itself: on that process only (its stdout
         # is bpftrace's: the workload must write nothing there)
         b = Proc([BPFTRACE, "-c", " ".join(argv), "-e", bpftrace_program(specs, True)], env)
+        if b.wait_for(b"oracle-begin", "out", 60):
+            hit = system_breakpoints(specs)
+            if hit:
+                b.finish(10, signal.SIGINT)
+                raise Fail("bpftrace's uprobes are in every process that maps the system's files (%s): a "
+                           "process another tool armed with jumps there dies on them" % ", ".join(sorted(set(hit))))
         st = b.finish(120)
         m = re.search(rb"oracle-begin (\d+)", b.out)
         if st or not m:
