@@ -29,8 +29,9 @@
 # the process's, and still puts its breakpoints in every process), and
 # print the hits of the workload's processes only.  A library's functions
 # and SDT probes are therefore probed in a private copy of the library,
-# which only the workload loads (LD_LIBRARY_PATH), and a row fails if its
-# uprobes show in the oracle's own copy of the system's library: a uprobe
+# which only the workload loads (LD_LIBRARY_PATH), PostgreSQL's in a copy
+# of postgres that only bpftrace's server runs, and a row fails if its
+# uprobes show in the system's file, as the oracle maps it: a uprobe
 # over the first byte of a function or SDT nop djprobe has armed with a
 # jump in another process (a test tracing every function of libc) steps
 # the file's first instruction and resumes in the middle of the jump, and
@@ -47,6 +48,7 @@ import atexit
 import collections
 import ctypes
 import json
+import mmap
 import os
 import pwd
 import re
@@ -706,7 +708,7 @@ def djp_lost(err):
 # ---- rows that run a command -----------------------------------------------------
 
 
-# The system's libraries a row's private copies stand for: {copy: original}.
+# The system's files the private copies stand for: {copy: original}.
 PRIVATE_OF = {}
 
 
@@ -761,6 +763,25 @@ def load_base(path):
     raise Fail("%s is not mapped in the oracle" % path)
 
 
+def mapped_sdt_int3(path, name):
+    """Does an SDT probe `name` of path begin with an int3 in a fresh
+    executable mapping of the file?"""
+    out = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True).stdout
+    segs = [(int(o, 16), int(v, 16), int(n, 16)) for o, v, n in
+            re.findall(r"^\s*LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)", out, re.M)]
+    first = segs[0][1] if segs else 0
+    with open(path, "rb") as f:
+        m = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC)
+    try:
+        for a in sdt_addresses(path, {name}):
+            for off, vaddr, size in segs:
+                if vaddr <= a + first < vaddr + size and m[a + first - vaddr + off] == 0xcc:
+                    return True
+    finally:
+        m.close()
+    return False
+
+
 def program_base():
     """Where this process's program is: its mapping at file offset 0."""
     with open("/proc/self/maps") as f:
@@ -772,7 +793,7 @@ def program_base():
 
 
 def system_breakpoints(specs):
-    """The probed functions and SDT probes of the system's libraries that
+    """The probed functions and SDT probes of the system's files that
     begin with an int3 in this process (which maps them) while bpftrace
     runs: its uprobes, in a process not its own.  bpftrace must probe the
     row's private copies (private_libs) or the program, never these."""
@@ -780,7 +801,13 @@ def system_breakpoints(specs):
     for s in specs:
         path = PRIVATE_OF.get(s.obj, s.obj)
         this_program = os.path.realpath(path) == os.path.realpath("/proc/self/exe")
-        if not this_program and (not path.startswith(("/lib/", "/usr/lib/")) or ".so" not in os.path.basename(path)):
+        if not path.startswith(("/lib/", "/usr/lib/")):
+            continue
+        if not this_program and ".so" not in os.path.basename(path):
+            # a program of the system's (postgres): mapped here as the
+            # kernel maps it to run it, which puts a uprobe's int3 in
+            if not s.func and mapped_sdt_int3(path, s.name.split(":")[-1]):
+                hit.append("%s in %s" % (s.name, path))
             continue
         if this_program:
             if s.func:
@@ -809,7 +836,7 @@ def bpftrace_for(specs, pid, tree=False):
     hit = system_breakpoints(specs)
     if hit:
         b.finish(10, signal.SIGINT)
-        raise Fail("bpftrace's uprobes are in every process that maps the system's libraries (%s): a process "
+        raise Fail("bpftrace's uprobes are in every process that maps the system's files (%s): a process "
                    "another tool armed with jumps there dies on them" % ", ".join(sorted(set(hit))))
     return b
 
@@ -1015,8 +1042,24 @@ class Cluster:
             time.sleep(0.2)
         raise Fail("%s: %s" % (" ".join(argv[:2]), r.stderr.strip()[-500:]))
 
-    def server(self, d):
-        return ["runuser", "-u", "postgres", "--", PGBIN + "/postgres", "-D", d, "-k", d, "-p", str(self.port),
+    def private_postgres(self):
+        """A copy of postgres for bpftrace's probes (see the top), in a tree
+        laid out as the system's: postgres finds its lib and share
+        directories relative to where it runs from."""
+        tree = os.path.join(self.top, "tree")
+        bindir = tree + PGBIN
+        os.makedirs(bindir)
+        shutil.copy(PGBIN + "/postgres", bindir + "/postgres")
+        os.symlink(os.path.dirname(PGBIN) + "/lib", os.path.dirname(bindir) + "/lib")
+        share = "/usr/share/postgresql/" + os.path.basename(os.path.dirname(PGBIN))
+        os.makedirs(os.path.dirname(tree + share), exist_ok=True)
+        os.symlink(share, tree + share)
+        PRIVATE_OF[bindir + "/postgres"] = PGBIN + "/postgres"
+        self.postgres = bindir + "/postgres"
+        return self.postgres
+
+    def server(self, d, postgres=PGBIN + "/postgres"):
+        return ["runuser", "-u", "postgres", "--", postgres, "-D", d, "-k", d, "-p", str(self.port),
                 "-c", "listen_addresses=", "-c", "autovacuum=off"]
 
     def start(self, d):
@@ -1057,7 +1100,11 @@ def run_bpftrace_pg(args, cl, specs):
     execs runuser, which forks the postmaster, which forks the backends:
     bpftrace prints the hits of that tree only (other servers may run)."""
     d = cl.fresh("bpftrace")
-    srv = Proc(["/bin/sh", "-c", 'read go && exec "$@"', "sh"] + cl.server(d), stdin=True)
+    copy = cl.private_postgres()
+    for s in specs:
+        if s.obj == PGBIN + "/postgres":
+            s.obj = copy
+    srv = Proc(["/bin/sh", "-c", 'read go && exec "$@"', "sh"] + cl.server(d, cl.postgres), stdin=True)
     b = bpftrace_for(specs, srv.p.pid, tree=True)
     srv.p.stdin.write(b"go\n")
     srv.p.stdin.close()
