@@ -92,11 +92,27 @@ struct check_req {
 static _Atomic(struct check_req *) active;
 static atomic_int inflight;
 
+/*
+ * A thread inside a range, or inside a trampoline or an out-of-line copy
+ * that will send it into one: each ends with a jump back to its site's
+ * instructions after the ones it ran, at the end of the range the site
+ * had when the code was made (DJP_SITE_MAX_LEN bytes at most; a site may
+ * since have shrunk, kernel/points.c).  A thread preempted there, its
+ * site disarmed and a neighbour's jump armed over that place, would go
+ * on with the middle of the jump: the stress of arming every offset of
+ * a function while threads run it died so, at the end of a jump's cmp.
+ */
 static void mark(struct check_req *q, uintptr_t rip)
 {
-	for (size_t i = 0; i < q->n; i++)
-		if (q->p[i].check && rip > q->p[i].addr && rip < q->p[i].addr + q->p[i].len)
+	const struct djp_site *from = arch_tramp_site_of(rip);
+	for (size_t i = 0; i < q->n; i++) {
+		uintptr_t a = q->p[i].addr, end = a + q->p[i].len;
+		/* (the site's own code returns to the end of its range: a site
+		 * is armed as a jump only with the range its jump was made for) */
+		bool near = from && from->addr != a && from->addr < end && from->addr + DJP_SITE_MAX_LEN > a;
+		if (q->p[i].check && ((rip > a && rip < end) || near))
 			atomic_store(&q->busy[i], 1);
+	}
 }
 
 /* The writable mapping holding a, where a stack is; NULL: none. */

@@ -195,6 +195,9 @@ int arch_tramp_prefetches(const struct djp_argloc *args, unsigned nargs);
 int arch_tramp_create(struct djp_tramp_req *r, size_t n);
 /* True when `addr` is inside the trampoline pool; async-signal-safe. */
 bool arch_tramp_owns(uintptr_t addr);
+/* The site whose trampoline or out-of-line copy holds `addr` (NULL: none),
+ * the one a thread there goes back to; async-signal-safe. */
+const struct djp_site *arch_tramp_site_of(uintptr_t addr);
 /* Bytes of the XSAVE area the full flavour uses (0 until init or without
  * XSAVE), and saving/restoring the extended state into such an area
  * (64-byte aligned, header zeroed by the caller). */

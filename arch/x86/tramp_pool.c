@@ -229,6 +229,17 @@ bool arch_tramp_owns(uintptr_t addr)
 	return false;
 }
 
+const struct djp_site *arch_tramp_site_of(uintptr_t addr)
+{
+	for (const struct chunk *c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c; c = c->next)
+		if (addr - c->base < DJP_TRAMP_CHUNK)
+			return addr - c->base < DJP_TRAMP_DATA
+				       ? NULL
+				       : ((struct djp_site *const *)(c->base + DJP_TRAMP_SITES_AT))[(addr - c->base - DJP_TRAMP_DATA) /
+													DJP_TRAMP_SLOT];
+	return NULL;
+}
+
 /* A chunk with `slots` free slots for the site: one in its 1 MiB region,
  * a new one there, one in reach, or a new one in reach, in that order. */
 static struct chunk *chunk_for(uintptr_t site, unsigned len, unsigned slots, uintptr_t *full_region,

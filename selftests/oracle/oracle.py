@@ -26,7 +26,16 @@
 #    such a hit is one the tool should not report (its agent's own calls).
 # bpftrace's probes go on the file, for every process that maps it (given
 # -p, bpftrace 0.17 reports its own calls of a library's functions, not
-# the process's), and print the hits of the workload's processes only;
+# the process's, and still puts its breakpoints in every process), and
+# print the hits of the workload's processes only.  A library's functions
+# and SDT probes are therefore probed in a private copy of the library,
+# which only the workload loads (LD_LIBRARY_PATH), PostgreSQL's in a copy
+# of postgres that only bpftrace's server runs, and a row fails if its
+# uprobes show in the system's file, as the oracle maps it: a uprobe
+# over the first byte of a function or SDT nop djprobe has armed with a
+# jump in another process (a test tracing every function of libc) steps
+# the file's first instruction and resumes in the middle of the jump, and
+# that process dies;
 # bpftrace is stopped once it has printed the workload's exit, after its
 # last hit.  Neither tool may lose a hit: a run that did fails.
 # A difference fails with the probe, the argument's location and both
@@ -35,8 +44,11 @@
 # usage: oracle.py --build DIR [--only-mode MODE] ROW...
 #   ROW: python, postgres, libstdcxx, libc, functions, markers, argkinds
 import argparse
+import atexit
 import collections
+import ctypes
 import json
+import mmap
 import os
 import pwd
 import re
@@ -53,6 +65,9 @@ PYTHON = "/usr/bin/python3.11"
 PGBIN = "/usr/lib/postgresql/15/bin"
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 LIBZ = "/lib/x86_64-linux-gnu/libz.so.1"
+# The copies of LIBC and LIBZ a row with "private_libs" loads and
+# bpftrace probes (private_libs()): the files bpftrace's uprobes go on.
+UPROBE_LIB = {"libc": LIBC, "libz": LIBZ}
 # bpftrace drops what its perf buffers cannot hold: large ones, per CPU
 os.environ["BPFTRACE_PERF_RB_PAGES"] = "4096"
 # a ring per thread that holds a whole run: djp never drops, it counts
@@ -214,6 +229,7 @@ ROWS = {
     "libstdcxx": {
         "argv": lambda a: [build_path(a, "selftests/oracle/cxx_workload"), "30"],
         "object": "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+        "private_libs": True,
         "probes": CXX_PROBES,
     },
     # Debian builds glibc without its SDT probes: the row says so and
@@ -230,6 +246,7 @@ ROWS = {
     "functions": {
         "argv": lambda a: [build_path(a, "selftests/oracle/func_workload"), "20"],
         "attach": True,
+        "private_libs": True,
         "probes": FUNC_PROBES,
     },
     # The markers of an -O2 program of ours (MARK(): a .markers record
@@ -405,7 +422,7 @@ def resolve(args, row):
         if name.startswith("func:"):
             m = re.match(r"func:([^@%]+)(%return)?@(.*)$", name)
             fn, ret, obj = m.group(1), m.group(2), m.group(3)
-            objpath = LIBC if obj.startswith("libc") else LIBZ
+            objpath = UPROBE_LIB["libc" if obj.startswith("libc") else "libz"]
             event = "func:%s%s" % (fn, ret or "")
             locs = ["%rax"] if ret else ABI_REGS[:len(re.findall(r"[svpr]\d*", pr["kinds"]))]
             s = Spec(pr, event, locs, objpath)
@@ -691,12 +708,136 @@ def djp_lost(err):
 # ---- rows that run a command -----------------------------------------------------
 
 
+# The system's files the private copies stand for: {copy: original}.
+PRIVATE_OF = {}
+
+
+def private_libs(row):
+    """Copies of LIBC and LIBZ, and of the row's object where it is a
+    library, in a directory of their own, loaded by the row's workload
+    (LD_LIBRARY_PATH) and probed by bpftrace in their place: a uprobe is
+    on a file, in every process that maps that file."""
+    d = tempfile.mkdtemp(prefix="djp-oracle-libs-")
+    atexit.register(shutil.rmtree, d, True)
+    for key, path in (("libc", LIBC), ("libz", LIBZ)):
+        UPROBE_LIB[key] = os.path.join(d, os.path.basename(path))
+        shutil.copy(path, UPROBE_LIB[key])
+        PRIVATE_OF[UPROBE_LIB[key]] = path
+    obj = row.get("object")
+    if obj and ".so" in os.path.basename(obj):
+        row["object"] = os.path.join(d, os.path.basename(obj))
+        shutil.copy(obj, row["object"])
+        PRIVATE_OF[row["object"]] = obj
+    row.setdefault("env", {})["LD_LIBRARY_PATH"] = d
+
+
+def sdt_addresses(path, names):
+    """The SDT probes of path named in names: their link-time addresses,
+    less the address path's first segment is linked at (0 for a library
+    or a PIE), so that they add to where it is mapped."""
+    out = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True).stdout
+    m = re.search(r"^\s*LOAD\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)", out, re.M)
+    first = int(m.group(1), 16) if m else 0
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    addrs, name = [], None
+    for line in out.splitlines():
+        m = re.match(r"\s*Name: (\S+)", line)
+        if m:
+            name = m.group(1)
+        m = re.match(r"\s*Location: (0x[0-9a-f]+)", line)
+        if m and name in names:
+            addrs.append(int(m.group(1), 16) - first)
+    return addrs
+
+
+def load_base(path):
+    """Where this process has the library at path (loaded here if it was
+    not): the start of its mapping at file offset 0."""
+    ctypes.CDLL(path)
+    real = os.path.realpath(path)
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 6 and os.path.realpath(fields[5]) == real and int(fields[2], 16) == 0:
+                return int(fields[0].split("-")[0], 16)
+    raise Fail("%s is not mapped in the oracle" % path)
+
+
+def mapped_sdt_int3(path, name):
+    """Does an SDT probe `name` of path begin with an int3 in a fresh
+    executable mapping of the file?"""
+    out = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True).stdout
+    segs = [(int(o, 16), int(v, 16), int(n, 16)) for o, v, n in
+            re.findall(r"^\s*LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)", out, re.M)]
+    first = segs[0][1] if segs else 0
+    with open(path, "rb") as f:
+        m = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC)
+    try:
+        for a in sdt_addresses(path, {name}):
+            for off, vaddr, size in segs:
+                if vaddr <= a + first < vaddr + size and m[a + first - vaddr + off] == 0xcc:
+                    return True
+    finally:
+        m.close()
+    return False
+
+
+def program_base():
+    """Where this process's program is: its mapping at file offset 0."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 6 and fields[5] == os.path.realpath("/proc/self/exe") and int(fields[2], 16) == 0:
+                return int(fields[0].split("-")[0], 16)
+    raise Fail("the oracle's own program is not in its maps")
+
+
+def system_breakpoints(specs):
+    """The probed functions and SDT probes of the system's files that
+    begin with an int3 in this process (which maps them) while bpftrace
+    runs: its uprobes, in a process not its own.  bpftrace must probe the
+    row's private copies (private_libs) or the program, never these."""
+    hit = []
+    for s in specs:
+        path = PRIVATE_OF.get(s.obj, s.obj)
+        this_program = os.path.realpath(path) == os.path.realpath("/proc/self/exe")
+        if not path.startswith(("/lib/", "/usr/lib/")):
+            continue
+        if not this_program and ".so" not in os.path.basename(path):
+            # a program of the system's (postgres): mapped here as the
+            # kernel maps it to run it, which puts a uprobe's int3 in
+            if not s.func and mapped_sdt_int3(path, s.name.split(":")[-1]):
+                hit.append("%s in %s" % (s.name, path))
+            continue
+        if this_program:
+            if s.func:
+                continue
+            addrs = [program_base() + a for a in sdt_addresses(path, {s.name.split(":")[-1]})]
+        elif s.func:
+            lib = ctypes.CDLL(path)
+            if not hasattr(lib, s.func):
+                continue
+            addrs = [ctypes.cast(getattr(lib, s.func), ctypes.c_void_p).value]
+        else:
+            base = load_base(path)
+            addrs = [base + a for a in sdt_addresses(path, {s.name.split(":")[-1]})]
+        if any(ctypes.string_at(a, 1) == b"\xcc" for a in addrs):
+            hit.append("%s in %s" % (s.func or s.name, path))
+    return hit
+
+
 def bpftrace_for(specs, pid, tree=False):
-    """bpftrace on every process, printing pid's hits, its probes in."""
+    """bpftrace, its probes on their files (in every process that maps
+    one), printing pid's hits, its probes in."""
     b = Proc([BPFTRACE, "-e", bpftrace_program(specs, only=pid, tree=tree)])
     if not b.wait_for(b"oracle-begin", "out", 60):
         b.finish(10, signal.SIGINT)
         raise Fail("bpftrace did not start: %s" % b.err.decode(errors="replace")[-800:])
+    hit = system_breakpoints(specs)
+    if hit:
+        b.finish(10, signal.SIGINT)
+        raise Fail("bpftrace's uprobes are in every process that maps the system's files (%s): a process "
+                   "another tool armed with jumps there dies on them" % ", ".join(sorted(set(hit))))
     return b
 
 
@@ -742,6 +883,12 @@ def run_bpftrace_cmd(args, row, specs):
         # probes in the program itself: on that process only (its stdout
         # is bpftrace's: the workload must write nothing there)
         b = Proc([BPFTRACE, "-c", " ".join(argv), "-e", bpftrace_program(specs, True)], env)
+        if b.wait_for(b"oracle-begin", "out", 60):
+            hit = system_breakpoints(specs)
+            if hit:
+                b.finish(10, signal.SIGINT)
+                raise Fail("bpftrace's uprobes are in every process that maps the system's files (%s): a "
+                           "process another tool armed with jumps there dies on them" % ", ".join(sorted(set(hit))))
         st = b.finish(120)
         m = re.search(rb"oracle-begin (\d+)", b.out)
         if st or not m:
@@ -895,8 +1042,24 @@ class Cluster:
             time.sleep(0.2)
         raise Fail("%s: %s" % (" ".join(argv[:2]), r.stderr.strip()[-500:]))
 
-    def server(self, d):
-        return ["runuser", "-u", "postgres", "--", PGBIN + "/postgres", "-D", d, "-k", d, "-p", str(self.port),
+    def private_postgres(self):
+        """A copy of postgres for bpftrace's probes (see the top), in a tree
+        laid out as the system's: postgres finds its lib and share
+        directories relative to where it runs from."""
+        tree = os.path.join(self.top, "tree")
+        bindir = tree + PGBIN
+        os.makedirs(bindir)
+        shutil.copy(PGBIN + "/postgres", bindir + "/postgres")
+        os.symlink(os.path.dirname(PGBIN) + "/lib", os.path.dirname(bindir) + "/lib")
+        share = "/usr/share/postgresql/" + os.path.basename(os.path.dirname(PGBIN))
+        os.makedirs(os.path.dirname(tree + share), exist_ok=True)
+        os.symlink(share, tree + share)
+        PRIVATE_OF[bindir + "/postgres"] = PGBIN + "/postgres"
+        self.postgres = bindir + "/postgres"
+        return self.postgres
+
+    def server(self, d, postgres=PGBIN + "/postgres"):
+        return ["runuser", "-u", "postgres", "--", postgres, "-D", d, "-k", d, "-p", str(self.port),
                 "-c", "listen_addresses=", "-c", "autovacuum=off"]
 
     def start(self, d):
@@ -937,7 +1100,11 @@ def run_bpftrace_pg(args, cl, specs):
     execs runuser, which forks the postmaster, which forks the backends:
     bpftrace prints the hits of that tree only (other servers may run)."""
     d = cl.fresh("bpftrace")
-    srv = Proc(["/bin/sh", "-c", 'read go && exec "$@"', "sh"] + cl.server(d), stdin=True)
+    copy = cl.private_postgres()
+    for s in specs:
+        if s.obj == PGBIN + "/postgres":
+            s.obj = copy
+    srv = Proc(["/bin/sh", "-c", 'read go && exec "$@"', "sh"] + cl.server(d, cl.postgres), stdin=True)
     b = bpftrace_for(specs, srv.p.pid, tree=True)
     srv.p.stdin.write(b"go\n")
     srv.p.stdin.close()
@@ -987,6 +1154,8 @@ def run_row(args, name):
         if "stapsdt" not in out:
             note("%s: %s has no SDT probes (this glibc was built without them): row not run" % (name, row["object"]))
             return 0, 0, []
+    if row.get("private_libs"):
+        private_libs(row)
     specs = resolve(args, row)
     if not specs:
         raise Fail("%s: no probe of the row is in %s" % (name, row.get("object")))
