@@ -500,16 +500,11 @@ static int live_stop(struct djp_source *src)
 	return 0;
 }
 
-/* The run is over: every process disarmed (counts, then BYE), so that
- * the tables and the lost counts are final. */
+/* The run is over: every process disarmed as at a ^C (counts, then
+ * BYE), so that the tables and the lost counts are final. */
 static int live_finish(struct djp_source *src)
 {
-	struct live *l = (struct live *)src;
-	session_end(&l->s);
-	for (size_t i = 0; i < l->kids.n; i++)
-		session_end(l->kids.v[i]);
-	l->stopped = l->ended = true;
-	return 0;
+	return live_stop(src);
 }
 
 /* The descriptor of session i's marker id, armed or not. */
