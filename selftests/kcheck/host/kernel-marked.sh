@@ -75,7 +75,7 @@ for o in $opts; do
 	grep -q "^CONFIG_$o=y" "$dir/obj/.config" ||
 		{ echo "kernel-marked.sh: CONFIG_$o did not survive olddefconfig" >&2; exit 1; }
 done
-echo "kcheck: building the marked kernel in $dir/obj (about 10 minutes on 2 idle cores the first time)" >&2
+echo "kcheck: building the marked kernel in $dir/obj (from 10 minutes on 2 idle cores to half an hour under load, the first time)" >&2
 start=$(date +%s)
 make -s -C "$dir/src" O="$dir/obj" -j"$(nproc)"
 echo "kcheck: the marked kernel built in $(($(date +%s) - start)) s" >&2
