@@ -11,7 +11,7 @@
 #   make stress DURATION=600   the long concurrency stress
 #   make install PREFIX=/usr/local
 #   make kmod       djprobe.ko against KDIR (default: the running kernel's)
-#   make kcheck     the kernel selftests in a QEMU guest (KERNEL=debug, KVM=0)
+#   make kcheck     the kernel selftests in a QEMU guest (KERNEL=debug or marked, KVM=0)
 #   make kbench     the in-kernel benchmark table, in the same guest (make
 #                   bench runs it too)
 #   V=1             show full command lines
