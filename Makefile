@@ -11,7 +11,7 @@
 #   make stress DURATION=600   the long concurrency stress
 #   make install PREFIX=/usr/local
 #   make kmod       djprobe.ko against KDIR (default: the running kernel's)
-#   make kcheck     the kernel selftests in a QEMU guest (KERNEL=debug, KVM=0)
+#   make kcheck     the kernel selftests in a QEMU guest (KERNEL=debug or marked, KVM=0)
 #   make kbench     the in-kernel benchmark table, in the same guest (make
 #                   bench runs it too)
 #   V=1             show full command lines
@@ -176,7 +176,10 @@ include $(sort $(wildcard */*.mk */*/*.mk))
 # kernel built against, so the worktree keeps sources only.  The guest
 # kernel for kcheck is Debian 12's current 6.1, resolved and fetched by
 # selftests/kcheck/host/kernel.sh; the guest is a busybox initramfs that
-# runs every test and powers off (selftests/kcheck/init).
+# runs every test and powers off (selftests/kcheck/init).  KERNEL=marked is
+# Debian's 6.1 source with the patch series of kernel-patches/linux-6.1
+# (MARK() in the image), built small under $(O)/kcheck/marked and kept;
+# its run adds the host's inspection of the image (kcheck/host/vmlinux.sh).
 KDIR ?= /lib/modules/$(shell uname -r)/build
 KERNEL ?= stock
 KCHECK_SMP ?= 4
@@ -189,7 +192,10 @@ KCHECK := $(O)/kcheck
 KCHECK_SCRIPTS := $(sort $(wildcard selftests/kcheck/*.sh))
 # Every source of TAP lines that must report: /init, the selftest module,
 # each guest script under its own name.
-KCHECK_EXPECT := kcheck djp_kselftest $(notdir $(KCHECK_SCRIPTS:.sh=))
+KCHECK_EXPECT := kcheck djp_kselftest $(notdir $(KCHECK_SCRIPTS:.sh=)) $(if $(filter marked,$(KERNEL)),vmlinux)
+# The marked kernel's build, when it has been made once: make check runs
+# KERNEL=marked then, and never builds that kernel itself.
+KMARKED_BUILT := $(wildcard $(KCHECK)/marked/obj/.kcheck-built)
 
 # $(call kbuild,TREE,KDIR,FOLDERS): build the modules of each folder
 # against KDIR, in TREE/FOLDER (with / as -) made of symlinks by ktree.sh;
@@ -223,8 +229,11 @@ kcheck-guest:
 		$(KTREE)/kmod/djprobe.ko $(KTREE)/selftests-kmod/djp_kselftest.ko \
 		$(KTREE)/selftests-kmod/djp_kmarkers2.ko $(KCHECK_SCRIPTS) $(DJP)
 	$(Q)selftests/kcheck/host/qemu.sh $(BZIMAGE) $(KCHECK)/test.cpio.gz $(KCHECK)/test.log \
-		$(KCHECK_TIMEOUT) $(KCHECK_SMP) kcheck.mode=test kcheck.duration=$(KCHECK_DURATION); \
-	awk -v expect="$(KCHECK_EXPECT)" -v status=$$? -f selftests/kcheck/host/summary.awk $(KCHECK)/test.log \
+		$(KCHECK_TIMEOUT) $(KCHECK_SMP) kcheck.mode=test kcheck.duration=$(KCHECK_DURATION) \
+		$(if $(filter marked,$(KERNEL)),kcheck.marked=1); \
+	status=$$?; \
+	$(if $(filter marked,$(KERNEL)),selftests/kcheck/host/vmlinux.sh $(VMLINUX) $(DJP) >>$(KCHECK)/test.log;) \
+	awk -v expect="$(KCHECK_EXPECT)" -v status=$$status -f selftests/kcheck/host/summary.awk $(KCHECK)/test.log \
 		|| { echo "kcheck: the guest's console is in $(KCHECK)/test.log"; exit 1; }
 
 kbench-guest:
@@ -239,6 +248,7 @@ check: $(CHECK_DEPS)
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES_CHECK)
 	$(Q)$(SELFTESTS)
 	$(Q)$(MAKE) --no-print-directory kcheck
+	$(if $(KMARKED_BUILT),$(Q)$(MAKE) --no-print-directory kcheck KERNEL=marked)
 
 demo: all $(EXAMPLES)
 	$(Q)examples/demo.sh $(O)

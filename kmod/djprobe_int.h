@@ -86,8 +86,8 @@ struct djp_ksite {
 
 struct djp_kmod {
 	struct list_head node;
-	struct module *mod;
-	const char *name;	     /* mod->name */
+	struct module *mod;	     /* NULL for the kernel image */
+	const char *name;	     /* mod->name, or "vmlinux" */
 	unsigned int nsites;
 	struct djp_ksite *sites;
 };
@@ -105,6 +105,10 @@ void djp_core_exit(void);
  * with nsites 0 when it has none).  Sleeps; `mod` must not go away. */
 int djp_kmod_read(struct module *mod, struct djp_kmod **out);
 void djp_kmod_free(struct djp_kmod *km);
+/* The kernel image's markers (kimage.c), found through the patch series'
+ * exported kernel_markers: a new kmod named "vmlinux", or NULL when the
+ * kernel has no such symbol.  Sleeps. */
+int djp_kimage_read(struct djp_kmod **out);
 
 /* ---- text (ktext.c) ---- */
 

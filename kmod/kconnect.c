@@ -698,17 +698,30 @@ static struct module **loaded_modules(size_t *count)
 
 int djp_core_init(void)
 {
+	struct djp_kmod *km = NULL;
 	struct module **v;
 	size_t n, i;
 	int ret;
 
-	ret = register_module_notifier(&module_nb);
+	ret = djp_kimage_read(&km);
 	if (ret)
 		return ret;
+	if (km && km->nsites) {
+		/* no probe yet: listed, armed when one connects */
+		mutex_lock(&djp_mutex);
+		list_add_tail(&km->node, &kmods);
+		mutex_unlock(&djp_mutex);
+	} else {
+		djp_kmod_free(km);
+	}
+	ret = register_module_notifier(&module_nb);
+	if (ret)
+		goto err_image;
 	v = loaded_modules(&n);
 	if (!v) {
 		unregister_module_notifier(&module_nb);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto err_image;
 	}
 	for (i = 0; i < n; i++) {
 		mutex_lock(&djp_mutex);
@@ -718,6 +731,17 @@ int djp_core_init(void)
 	}
 	kvfree(v);
 	return 0;
+
+err_image:
+	mutex_lock(&djp_mutex);
+	list_for_each_entry(km, &kmods, node)
+		if (!km->mod) {
+			list_del(&km->node);
+			djp_kmod_free(km);
+			break;
+		}
+	mutex_unlock(&djp_mutex);
+	return ret;
 }
 
 void djp_core_exit(void)

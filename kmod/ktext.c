@@ -130,10 +130,16 @@ static struct djp_text_alias *alias_map(const unsigned long *addr, const u8 *len
 	if (!pages)
 		goto fail;
 	for (i = 0; i < a->npages; i++) {
-		/* module text only: the modules area, vmalloc-mapped */
-		if (a->base[i] < MODULES_VADDR || a->base[i] >= MODULES_END)
+		/* module text, vmalloc-mapped in the modules area, or the
+		 * kernel image's text (a marked kernel's), which lies in the
+		 * image mapping below it: its page is found from the
+		 * physical address, as __pa_symbol() gives it */
+		if (a->base[i] >= MODULES_VADDR && a->base[i] < MODULES_END)
+			pages[i] = vmalloc_to_page((void *)a->base[i]);
+		else if (a->base[i] >= __START_KERNEL_map && a->base[i] < MODULES_VADDR)
+			pages[i] = pfn_to_page(__pa_symbol(a->base[i]) >> PAGE_SHIFT);
+		else
 			goto fail;
-		pages[i] = vmalloc_to_page((void *)a->base[i]);
 		if (!pages[i])
 			goto fail;
 	}

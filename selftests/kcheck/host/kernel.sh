@@ -11,14 +11,26 @@
 # debug: the same 6.1 built from linux-source-6.1 with Debian's config plus
 # KASAN, lockdep and DEBUG_ATOMIC_SLEEP (kernel-debug.sh).
 #
+# marked: the same 6.1 with djprobe's patch series (kernel-patches/linux-6.1),
+# MARK() sites in the image itself, built small for the guest, in DIR/marked
+# (kernel-marked.sh).  It needs no Debian image.
+#
 # Prints two lines, "KDIR=..." and "BZIMAGE=...", for the Makefile.
-# Usage: selftests/kcheck/host/kernel.sh DIR stock|debug
+# Usage: selftests/kcheck/host/kernel.sh DIR stock|debug|marked
 set -e
 dir=$1
 kind=${2:-stock}
 here=$(dirname "$0")
-[ -n "$dir" ] || { echo "kernel.sh: usage: kernel.sh DIR stock|debug" >&2; exit 2; }
+[ -n "$dir" ] || { echo "kernel.sh: usage: kernel.sh DIR stock|debug|marked" >&2; exit 2; }
 mkdir -p "$dir"
+
+if [ "$kind" = marked ]; then
+	"$here/kernel-marked.sh" "$dir/marked" "$here/../../../kernel-patches/linux-6.1"
+	echo "KDIR=$(cd "$dir/marked/obj" && pwd)"
+	echo "BZIMAGE=$(cd "$dir/marked/obj" && pwd)/arch/x86/boot/bzImage"
+	echo "VMLINUX=$(cd "$dir/marked/obj" && pwd)/vmlinux"
+	exit 0
+fi
 
 abi=$(apt-cache depends linux-headers-amd64 2>/dev/null |
 	sed -n 's/^ *Depends: linux-headers-\(6\.1\.[0-9]*-[0-9]*-amd64\)$/\1/p' | head -n 1)
@@ -53,7 +65,7 @@ debug)
 	echo "BZIMAGE=$(cd "$dir/debug/obj" && pwd)/arch/x86/boot/bzImage"
 	;;
 *)
-	echo "kernel.sh: unknown kernel '$kind' (stock or debug)" >&2
+	echo "kernel.sh: unknown kernel '$kind' (stock, debug or marked)" >&2
 	exit 2
 	;;
 esac
