@@ -117,6 +117,7 @@ long trace_drain_session(struct trace *t, struct session *s)
 }
 
 static void summary_of(FILE *f, struct session *s);
+static void kid_summary(FILE *f, struct session *k);
 
 /* A child that has exited and whose rings are read to the end: its
  * summary as text, and everything else (socket, ring and marker log
@@ -127,7 +128,7 @@ static bool release_kid(struct trace *t, struct session *k)
 {
 	if (!t->released && !(t->released = open_memstream(&t->released_text, &t->released_len)))
 		return false;
-	summary_of(t->released, k);
+	kid_summary(t->released, k);
 	if (fflush(t->released))
 		return false;
 	session_discard(k);
@@ -197,6 +198,16 @@ static void summary_of(FILE *f, struct session *s)
 		fprintf(f, "djp trace: lost events per marker unknown (the agent was gone before the end)\n");
 }
 
+/* A child's block.  One whose process was gone before the tool's last
+ * request to it noticed (killed between a poll and the end's counts) lost
+ * that request, not its end: it ended during the trace all the same. */
+static void kid_summary(FILE *f, struct session *k)
+{
+	if (!k->end_note && !k->alive && session_process_exited(k->pid))
+		k->end_note = "ended during the trace";
+	summary_of(f, k);
+}
+
 void trace_summary(struct trace *t, const char *why)
 {
 	fprintf(stderr, "djp trace: %s\n", why);
@@ -204,5 +215,5 @@ void trace_summary(struct trace *t, const char *why)
 	if (t->released_len)
 		fwrite(t->released_text, 1, t->released_len, stderr);
 	for (size_t i = 0; i < t->kids.n; i++)
-		summary_of(stderr, t->kids.v[i]);
+		kid_summary(stderr, t->kids.v[i]);
 }
