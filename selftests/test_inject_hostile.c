@@ -291,27 +291,44 @@ TEST_TIMEOUT(inject_under_rlimit_as_says_why, 120)
 	}
 }
 
+/* How many descriptors process `pid` has open. */
+static long open_fds(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	long used = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if (!(d = opendir(path)))
+		return -1;
+	while ((e = readdir(d)))
+		used += e->d_name[0] != '.';
+	closedir(d);
+	return used;
+}
+
 /* Descriptors: none to a few free under RLIMIT_NOFILE: the count is named
  * (the loader's openat and the agent's accept used to fail with nobody
- * saying so: "the agent did not answer", or a credentials error). */
+ * saying so: "the agent did not answer", or a credentials error), and the
+ * refusal leaves the program every descriptor it had. */
 TEST_TIMEOUT(inject_with_descriptors_full_says_why, 60)
 {
 	for (int spare = 0; spare <= 3; spare++) {
 		struct tproc *t = start("--spare", NULL, NULL, NULL);
-		char path[64];
-		struct dirent *e;
-		struct rlimit rl;
-		long used = 0;
-		DIR *d;
+		struct rlimit rl, was;
+		long used = open_fds(t->pid);
 
-		snprintf(path, sizeof(path), "/proc/%d/fd", (int)t->pid);
-		CHECK((d = opendir(path)) != NULL);
-		while ((e = readdir(d)))
-			used += e->d_name[0] != '.';
-		closedir(d);
-		rl.rlim_cur = rl.rlim_max = (rlim_t)(used + spare);
+		CHECK(used > 0);
+		CHECK(prlimit(t->pid, RLIMIT_NOFILE, NULL, &was) == 0);
+		rl.rlim_cur = (rlim_t)(used + spare);
+		rl.rlim_max = was.rlim_max;
 		CHECK(prlimit(t->pid, RLIMIT_NOFILE, &rl, NULL) == 0);
 		expect_refused(t, "descriptors free (RLIMIT_NOFILE)");
+		CHECK_EQ(open_fds(t->pid), used);
+		/* Its own dlopen needs a descriptor of its own: with the limit
+		 * it had, the program goes on as before the attempt. */
+		CHECK(prlimit(t->pid, RLIMIT_NOFILE, &was, NULL) == 0);
 		runs_on(t);
 	}
 }
