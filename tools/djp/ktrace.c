@@ -1,47 +1,44 @@
 /*
  * `djp trace -k`: record markers of loaded kernel modules and print each
- * event.
+ * event (trace.c parses the options and comes here).
  *
  *   djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe]
- *                PATTERN...
+ *                [--max-string-len N] PATTERN...
  *
  * The kernel records, the tool prints, as for a process (trace.c), through
- * /dev/djprobe instead of an agent (kdev_client.c): the device gives this
- * trace its own per-CPU rings, each PATTERN ("NAMEGLOB" or
- * "MODGLOB:NAMEGLOB") is connected to the recorder there, and the tool
- * drains the rings as events come (poll, at most 20 ms apart).  A pattern
+ * the kernel source (source/kernel.c: /dev/djprobe, its own per-CPU rings
+ * for this trace) and the same output (output/).  Each PATTERN
+ * ("NAMEGLOB" or "MODGLOB:NAMEGLOB") is armed on the source; a pattern
  * that matches nothing is an error, and nothing stays armed: closing the
- * device disconnects.  A pattern also covers modules loaded later.
+ * device disconnects.  A pattern also covers modules loaded later.  The
+ * source hands out the events in time order across CPUs, each named (a
+ * marker nobody can name any more, its module gone, as "marker#ID"); the
+ * output is flushed whenever the source has nothing more for 20 ms.
  *
  * Lines are `djp trace`'s, "SECONDS.NANOS PID TID NAME field=value ...",
  * with NAME written MODULE:NAME, and PID and TID those of the task the hit
  * ran in, 0 0 when it interrupted something (a hard interrupt, a
- * softirq); --json adds "cpu".  The rings are per CPU: each drain is
- * copied out and sorted by time before it is printed, as a process's
- * threads are.  The end (SIGINT, SIGTERM, --duration):
- * every probe is disconnected first, so that the last drain holds every
- * event recorded, then the summary on stderr: events and losses (the
- * kernel drops an event when a CPU's ring is full, and a hit that
- * interrupts a hit on the same CPU), per marker.
+ * softirq); --json adds "cpu".  A %s argument is what the kernel copied at
+ * the hit, at most 63 bytes, or --max-string-len N - 1 when that is less;
+ * a cut one ends in "...".  The end (SIGINT, SIGTERM, --duration): the
+ * source stops (every probe disconnected first, so that what it hands out
+ * next is every event recorded), then the summary on stderr: events and
+ * losses (the kernel drops an event when a CPU's ring is full, and a hit
+ * that interrupts a hit on the same CPU), per marker.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <djprobe/djprobe.h>
-
-#include "commands.h"
 #include "grow.h"
-#include "kdev_client.h"
+#include "output/output.h"
+#include "source/source.h"
 #include "trace.h"
 
-#define KTRACE_POLL_MS 20
+#define KTRACE_FLUSH_NS 20000000u /* output flushed when idle this long */
 
 static volatile sig_atomic_t stop_sig;
 
@@ -50,232 +47,175 @@ static void on_stop(int sig)
 	stop_sig = sig;
 }
 
-struct ktrace {
-	FILE *out;
-	bool json;
-	const char *outfile;
-	double duration;
-	unsigned flags;
-	char **patterns;
-	int npatterns;
-	int ids[64];
-	int nids;
-	struct kdev k;
-	/* the last drain, sorted by time before it is printed */
-	struct kept *kept;
-	size_t nkept, capkept;
-	uint8_t *arena;
-	size_t arena_len, arena_cap;
+/* Events per descriptor, for the summary. */
+struct kcount {
+	const struct djp_ev_desc *d;
+	uint64_t events;
 };
 
-static int usage_error(const char *why)
+struct ktrace {
+	struct trace *t; /* the options */
+	FILE *out;
+	struct djp_source *src;
+	struct djp_output output;
+	uint64_t events;
+	struct kcount *counts; /* by descriptor id */
+	size_t ncounts, capcounts;
+};
+
+/* Every marker the patterns match, those of modules loaded later too. */
+static int arm(struct ktrace *k)
 {
-	fprintf(stderr, "djp trace -k: %s (djp trace --help for usage)\n", why);
-	return 2;
+	struct trace *t = k->t;
+	struct djp_source *src = k->src;
+	struct djp_arm_glob globs[64];
+	uint32_t *ids = calloc(src->ndescs + 1, sizeof(*ids));
+	int rc;
+
+	if (!ids) {
+		fprintf(stderr, "djp: out of memory\n");
+		return -ENOMEM;
+	}
+	/* the rings are this trace's: an event is of one of its patterns */
+	for (unsigned i = 0; i < src->ndescs; i++)
+		ids[i] = i;
+	for (int i = 0; i < t->npatterns; i++)
+		globs[i] = (struct djp_arm_glob){ .glob = t->patterns[i], .now = true };
+	src->want_monotonic = true;
+	src->want_unknown = true;
+	src->want_int3 = t->kprobe;
+	src->str_bound = t->s.str_bound;
+	src->interrupted = &stop_sig;
+	src->quiet = true; /* the summary says the losses */
+	src->who = "trace -k";
+	rc = src->ops->arm(src, ids, src->ndescs, globs, (unsigned)t->npatterns);
+	free(ids);
+	return rc;
 }
 
-static int parse_args(struct ktrace *t, int argc, char **argv)
+static void put(struct ktrace *k, const struct djp_ev *ev)
 {
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },	    { "duration", required_argument, NULL, 'd' },
-		{ "kprobe", no_argument, NULL, 'K' },	    { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char *end;
-	int c;
+	uint32_t id = ev->desc->id;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "ko:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'k':
-			break;
-		case 'o':
-			t->outfile = optarg;
-			break;
-		case 'j':
-			t->json = true;
-			break;
-		case 'K':
-			t->flags |= DJP_FORCE_KPROBE;
-			break;
-		case 'd':
-			t->duration = strtod(optarg, &end);
-			if (!*optarg || *end || !(t->duration > 0) || !isfinite(t->duration))
-				return usage_error("--duration needs a positive number of seconds");
-			break;
-		case 'h':
-			djp_usage_trace(stdout);
-			return 0;
-		default:
-			return usage_error(optopt == 'o' ? "option needs an argument"
-							  : "unknown option (-c, -x, --snapshot and --buffer-size are "
-							    "for processes)");
+	if (!djp_grow((void **)&k->counts, &k->capcounts, (size_t)id + 1, 256, sizeof(*k->counts)))
+		abort();
+	if (id >= k->ncounts) {
+		memset(k->counts + k->ncounts, 0, (id + 1 - k->ncounts) * sizeof(*k->counts));
+		k->ncounts = id + 1;
+	}
+	k->counts[id].d = ev->desc;
+	k->counts[id].events++;
+	k->events++;
+	djp_output_event(&k->output, ev);
+}
+
+/* Events until ^C, --duration or a failed write; why it ended in why. */
+static void run(struct ktrace *k, char *why, size_t whysz)
+{
+	struct djp_source *src = k->src;
+	double duration = k->t->duration;
+	uint64_t start = src->ops->now_ns(src), end = UINT64_MAX, printed = 0;
+	struct djp_ev ev;
+
+	if (duration > 0)
+		end = start + (uint64_t)(duration * 1e9);
+	for (;;) {
+		uint64_t now = src->ops->now_ns(src);
+		uint64_t deadline = end - now > KTRACE_FLUSH_NS ? now + KTRACE_FLUSH_NS : end;
+		int rc = src->ops->next(src, &ev, deadline);
+		if (rc == DJP_SRC_EVENT) {
+			put(k, &ev);
+			continue;
+		}
+		if (printed != k->events) {
+			printed = k->events;
+			fflush(k->out);
+		}
+		if (rc < DJP_SRC_END) {
+			snprintf(why, whysz, "stopped: the device failed: %s", strerror(-rc));
+			return;
+		}
+		if (stop_sig) {
+			snprintf(why, whysz, "stopped by %s", strsignal(stop_sig));
+			return;
+		}
+		if (src->ops->now_ns(src) >= end) {
+			snprintf(why, whysz, "stopped after %g s", duration);
+			return;
+		}
+		if (ferror(k->out)) {
+			snprintf(why, whysz, "stopped: cannot write the events (output closed?)");
+			return;
 		}
 	}
-	if (optind >= argc)
-		return usage_error("no PATTERN");
-	t->patterns = argv + optind;
-	t->npatterns = argc - optind;
-	if (t->npatterns > (int)(sizeof(t->ids) / sizeof(t->ids[0])))
-		return usage_error("too many PATTERNs (at most 64)");
-	return -1;
 }
 
-/* One event of a drain, kept until the drain is sorted: a copy of it
- * in the arena, and what the drain said of it. */
-struct kept {
-	size_t off;
-	uint64_t ns, seq;
-	int32_t pid, tid;
-	int cpu;
-};
-
-static int keep_one(void *arg, const struct kevent *e)
+static void no_lost(void *ctx, const struct djp_ev_desc *d, uint64_t n)
 {
-	struct ktrace *t = arg;
-	struct kept *k;
-
-	if (!djp_grow((void **)&t->kept, &t->capkept, t->nkept + 1, 1024, sizeof(*t->kept)) ||
-	    !djp_grow((void **)&t->arena, &t->arena_cap, t->arena_len + e->ev->size, 1 << 16, 1))
-		abort();
-	k = &t->kept[t->nkept];
-	*k = (struct kept){ t->arena_len, e->ns, t->nkept, e->pid, e->tid, e->cpu };
-	t->nkept++;
-	memcpy(t->arena + t->arena_len, e->ev, e->ev->size);
-	t->arena_len += (e->ev->size + 7) & ~7u;
-	return 0;
+	(void)ctx, (void)d, (void)n;
 }
 
-static int by_time(const void *a, const void *b)
+static void summary(struct ktrace *k, const char *why)
 {
-	const struct kept *x = a, *y = b;
-	if (x->ns != y->ns)
-		return x->ns < y->ns ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
+	uint64_t unknown = 0;
 
-static void print_one(struct ktrace *t, const struct kept *k)
-{
-	const struct djp_event *ev = (const struct djp_event *)(t->arena + k->off);
-	const struct kmarker *m = kdev_marker_of(&t->k, ev->marker_id); /* listed in the drain if new */
-	const char *strs[DJP_KRING_MAX_ARGS] = { 0 };
-	int64_t args[DJP_KRING_MAX_ARGS];
-	unsigned n = ev->nargs < DJP_KRING_MAX_ARGS ? ev->nargs : DJP_KRING_MAX_ARGS;
-	char name[32];
-
-	if (!m)
-		snprintf(name, sizeof(name), "marker#%u", ev->marker_id);
-	for (unsigned i = 0; i < n; i++) {
-		args[i] = (int64_t)ev->args[i];
-		strs[i] = djp_event_str(ev, i, NULL, NULL); /* copied by the kernel */
-	}
-	trace_print_event(t->out, t->json, k->ns, k->pid, (uint32_t)k->tid, k->cpu, m ? m->full : name,
-			  m && m->fmt.nfields ? &m->fmt : NULL, n, args, strs);
-}
-
-/* Drain, then print in time order across CPUs; the number of events. */
-static long drain_print(struct ktrace *t)
-{
-	long n;
-
-	t->nkept = t->arena_len = 0;
-	n = kdev_drain(&t->k, keep_one, t);
-	qsort(t->kept, t->nkept, sizeof(*t->kept), by_time);
-	for (size_t i = 0; i < t->nkept; i++)
-		print_one(t, &t->kept[i]);
-	return n;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void summary(struct ktrace *t, const char *why, uint64_t events)
-{
 	fprintf(stderr, "djp trace: %s\n", why);
-	fprintf(stderr, "djp trace: kernel: %" PRIu64 " events, %" PRIu64 " lost\n", events, kdev_lost(&t->k));
+	fprintf(stderr, "djp trace: kernel: %" PRIu64 " events, %" PRIu64 " lost\n", k->events,
+		k->src->ops->lost(k->src, no_lost, NULL));
 	fprintf(stderr, "  %-40s %12s  %s\n", "MODULE:MARKER", "EVENTS", "(EVENTS recorded and read)");
-	for (size_t i = 0; i < t->k.n; i++)
-		if (t->k.v[i].events)
-			fprintf(stderr, "  %-40s %12" PRIu64 "\n", t->k.v[i].full, t->k.v[i].events);
-	if (t->k.unknown)
-		fprintf(stderr, "  %-40s %12" PRIu64 "\n", "(unknown: a module gone)", t->k.unknown);
+	for (size_t i = 0; i < k->ncounts; i++) {
+		const struct kcount *c = &k->counts[i];
+		if (c->events && c->d->unknown)
+			unknown += c->events;
+		else if (c->events)
+			fprintf(stderr, "  %-40s %12" PRIu64 "\n", c->d->label, c->events);
+	}
+	if (unknown)
+		fprintf(stderr, "  %-40s %12" PRIu64 "\n", "(unknown: a module gone)", unknown);
 }
 
-int djp_cmd_ktrace(int argc, char **argv)
+int ktrace_run(struct trace *t)
 {
-	struct ktrace t = { .out = stdout };
+	struct ktrace k = { .t = t, .out = stdout };
 	struct sigaction sa = { .sa_handler = on_stop };
+	struct djp_ev ev;
 	char err[512], why[128];
-	uint64_t events = 0;
-	double start;
 	int rc;
-	long n;
 
-	if ((rc = parse_args(&t, argc, argv)) >= 0)
-		return rc;
-	if (kdev_open(&t.k, err, sizeof(err))) {
+	if (djp_kernel_source_open(&k.src, err, sizeof(err))) {
 		fprintf(stderr, "djp: trace -k: %s\n", err);
 		return 1;
 	}
-	for (int i = 0; i < t.npatterns; i++) {
-		int id = kdev_connect(&t.k, t.patterns[i], t.flags, err, sizeof(err));
-		if (id < 0) {
-			fprintf(stderr, "djp: trace -k: %s\n", err);
-			kdev_close(&t.k); /* disconnects the others */
-			return 1;
-		}
-		t.ids[t.nids++] = id;
-	}
-	if (t.outfile && !(t.out = fopen(t.outfile, "w"))) {
-		fprintf(stderr, "djp: %s: %s\n", t.outfile, strerror(errno));
-		kdev_close(&t.k);
+	if (arm(&k)) {
+		k.src->ops->close(k.src); /* disconnects what was connected */
 		return 1;
 	}
-	setvbuf(t.out, NULL, _IOFBF, 1 << 16);
+	if (t->outfile && !(k.out = fopen(t->outfile, "w"))) {
+		fprintf(stderr, "djp: %s: %s\n", t->outfile, strerror(errno));
+		k.src->ops->close(k.src);
+		return 1;
+	}
+	setvbuf(k.out, NULL, _IOFBF, 1 << 16);
+	djp_output_init(&k.output, t->json ? "json" : "text", k.out);
+	djp_output_begin(&k.output);
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	start = now_s();
-	for (;;) {
-		if ((n = drain_print(&t)) > 0) {
-			events += (uint64_t)n;
-			fflush(t.out);
-		}
-		if (stop_sig) {
-			snprintf(why, sizeof(why), "stopped by %s", strsignal(stop_sig));
-			break;
-		}
-		if (t.duration > 0 && now_s() - start >= t.duration) {
-			snprintf(why, sizeof(why), "stopped after %g s", t.duration);
-			break;
-		}
-		if (ferror(t.out)) {
-			snprintf(why, sizeof(why), "stopped: cannot write the events (output closed?)");
-			break;
-		}
-		if (n <= 0)
-			kdev_wait(&t.k, KTRACE_POLL_MS);
-	}
+	run(&k, why, sizeof(why));
 	/* nothing armed, then everything recorded until then */
-	for (int i = 0; i < t.nids; i++)
-		kdev_disconnect(&t.k, t.ids[i]);
-	if ((n = drain_print(&t)) > 0)
-		events += (uint64_t)n;
-	summary(&t, why, events);
-	rc = fflush(t.out) || ferror(t.out) ? 1 : 0;
+	k.src->ops->stop(k.src);
+	while (k.src->ops->next(k.src, &ev, UINT64_MAX) == DJP_SRC_EVENT)
+		put(&k, &ev);
+	djp_output_end(&k.output);
+	summary(&k, why);
+	rc = fflush(k.out) || ferror(k.out) ? 1 : 0;
 	if (rc)
-		fprintf(stderr, "djp: %s: cannot write the trace\n", t.outfile ? t.outfile : "standard output");
-	if (t.out != stdout)
-		fclose(t.out);
-	kdev_close(&t.k);
-	free(t.kept);
-	free(t.arena);
+		fprintf(stderr, "djp: %s: cannot write the trace\n", t->outfile ? t->outfile : "standard output");
+	if (k.out != stdout)
+		fclose(k.out);
+	k.src->ops->close(k.src);
+	free(k.counts);
 	return rc;
 }

@@ -74,7 +74,8 @@ void djp_usage_trace(FILE *out)
 		"usage: djp trace [-c CMD | -x PID [--force]] [--json] [-o FILE] [--snapshot] [--int3]\n"
 		"                 [--duration SECONDS] [--buffer-size BYTES] [--max-string-len N]\n"
 		"                 PATTERN[=FORMAT]...\n"
-		"       djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] PATTERN...\n"
+		"       djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] [--max-string-len N]\n"
+		"                 PATTERN...\n"
 		"\n"
 		"Record every hit of the markers matching the PATTERNs (globs over marker\n"
 		"names; PROVIDER:NAME for SDT probes) and print one line per event:\n"
@@ -99,6 +100,7 @@ void djp_usage_trace(FILE *out)
 		"  --buffer-size B  ring bytes per thread, a power of two (default 1 MiB)\n"
 		"  --max-string-len N  a %%s argument keeps N - 1 bytes at most (stap's\n"
 		"                 MAXSTRINGLEN, 8 to 1024, default 512); a cut one ends in ...\n"
+		"                 (-k: djprobe.ko copies 63 bytes at most)\n"
 		"  --int3         arm int3 breakpoints only, never jumps: slower, but safe\n"
 		"                 beside another tool's uprobes on the same functions\n"
 		"                 (bpftrace, perf probe, SystemTap)\n"
@@ -114,9 +116,11 @@ void djp_usage_trace(FILE *out)
 		"waits.\n");
 }
 
-static int usage_error(const char *why)
+static bool kernel_trace(int argc, char **argv);
+
+static int usage_error(const struct trace *t, const char *why)
 {
-	fprintf(stderr, "djp trace: %s (djp trace --help for usage)\n", why);
+	fprintf(stderr, "djp trace%s: %s (djp trace --help for usage)\n", t->kernel ? " -k" : "", why);
 	return 2;
 }
 
@@ -128,17 +132,30 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		{ "int3", no_argument, NULL, 'i' },	    { "help", no_argument, NULL, 'h' },
 		{ "max-string-len", required_argument, NULL, 'm' },
 		{ "force", no_argument, NULL, 'F' },
+		{ "kprobe", no_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
 	int c;
 
 	/* Options anywhere, as scripts take them (GNU getopt permutes): a
-	 * pattern never starts with '-', and "--" ends the options. */
+	 * pattern never starts with '-', and "--" ends the options.  -k
+	 * anywhere chooses the kernel's markers, for which the options of
+	 * processes are unknown. */
+	t->kernel = kernel_trace(argc, argv);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "c:x:p:o:f:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:x:p:o:f:hk", longopts, NULL)) != -1) {
+		if (t->kernel ? c && strchr("cxpsbiFf", c) : c == 'K')
+			return usage_error(t, t->kernel ? "unknown option (-c, -x, --snapshot and --buffer-size are "
+							  "for processes)"
+							: "unknown option");
 		switch (c) {
+		case 'k':
+			break;
+		case 'K':
+			t->kprobe = true;
+			break;
 		case 'c':
 			t->s.cmd = optarg;
 			break;
@@ -146,7 +163,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		case 'p': { /* -p: bpftrace's spelling */
 			long v = strtol(optarg, &end, 10);
 			if (!*optarg || *end || v <= 0 || v > 0x7fffffff)
-				return usage_error("-x needs a process id");
+				return usage_error(t, "-x needs a process id");
 			t->s.attach_pid = (pid_t)v;
 			break;
 		}
@@ -167,18 +184,18 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			break;
 		case 'f': /* bpftrace's -f FORMAT */
 			if (strcmp(optarg, "json") && strcmp(optarg, "text"))
-				return usage_error("-f takes json or text");
+				return usage_error(t, "-f takes json or text");
 			t->json = !strcmp(optarg, "json");
 			break;
 		case 'd':
 			t->duration = strtod(optarg, &end);
 			if (!*optarg || *end || !(t->duration > 0) || !isfinite(t->duration))
-				return usage_error("--duration needs a positive number of seconds");
+				return usage_error(t, "--duration needs a positive number of seconds");
 			break;
 		case 'b': {
 			unsigned long long v = strtoull(optarg, &end, 0);
 			if (!*optarg || *end || v < DJP_RING_MIN_DEFAULT_SIZE || v > (1ull << 28) || (v & (v - 1)))
-				return usage_error("--buffer-size needs a power of two from 16384 to 256 MiB");
+				return usage_error(t, "--buffer-size needs a power of two from 16384 to 256 MiB");
 			t->s.buffer_size = (size_t)v;
 			break;
 		}
@@ -186,7 +203,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			/* stap's MAXSTRINGLEN: the copy's size, NUL included */
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (!*optarg || *end || v < 8 || v > DJP_RING_STR_BOUND_MAX)
-				return usage_error("--max-string-len needs a number of bytes from 8 to 1024");
+				return usage_error(t, "--max-string-len needs a number of bytes from 8 to 1024");
 			t->s.str_bound = (unsigned)v;
 			break;
 		}
@@ -194,16 +211,22 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			djp_usage_trace(stdout);
 			return 0;
 		default:
-			return usage_error(optopt && strchr("cxpof", optopt) ? "option needs an argument"
-									      : "unknown option");
+			if (t->kernel)
+				return usage_error(t, optopt == 'o' ? "option needs an argument"
+								    : "unknown option (-c, -x, --snapshot and "
+								      "--buffer-size are for processes)");
+			return usage_error(t, optopt && strchr("cxpof", optopt) ? "option needs an argument"
+										 : "unknown option");
 		}
 	}
-	if (!t->s.cmd == !t->s.attach_pid)
-		return usage_error("give exactly one of -c CMD and -x PID");
+	if (!t->kernel && !t->s.cmd == !t->s.attach_pid)
+		return usage_error(t, "give exactly one of -c CMD and -x PID");
 	if (optind >= argc)
-		return usage_error("no PATTERN");
+		return usage_error(t, "no PATTERN");
 	t->patterns = argv + optind;
 	t->npatterns = argc - optind;
+	if (t->kernel) /* NAMEGLOB or MODGLOB:NAMEGLOB, as they are */
+		return t->npatterns > 64 ? usage_error(t, "too many PATTERNs (at most 64)") : -1;
 	t->formats = calloc((size_t)t->npatterns, sizeof(*t->formats));
 	t->str_args = calloc((size_t)t->npatterns, sizeof(*t->str_args));
 	t->matched = calloc((size_t)t->npatterns, sizeof(*t->matched));
@@ -547,7 +570,8 @@ static bool unmatched(struct trace *t)
 	return any;
 }
 
-/* -k among the options: the kernel's markers (ktrace.c). */
+/* -k among the options: the kernel's markers (ktrace.c); its options'
+ * values are not looked at. */
 static bool kernel_trace(int argc, char **argv)
 {
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
@@ -563,8 +587,6 @@ static bool kernel_trace(int argc, char **argv)
 
 int djp_cmd_trace(int argc, char **argv)
 {
-	if (kernel_trace(argc, argv))
-		return djp_cmd_ktrace(argc, argv);
 	struct trace t = { .kids.follow_fd = -1, .dialled = true, .s.str_bound = DJP_TRACE_MAXSTRINGLEN };
 	struct session *s = &t.s;
 	char why[128];
@@ -577,12 +599,17 @@ int djp_cmd_trace(int argc, char **argv)
 	}
 	if ((rc = parse_args(&t, argc, argv)) >= 0)
 		goto out;
+	if (t.kernel) {
+		rc = ktrace_run(&t);
+		goto out;
+	}
 	/* in whole lines: the command may write to the same output */
 	if (!(t.out = line_out_open(t.outfile))) {
 		fprintf(stderr, "djp: %s: %s\n", t.outfile ? t.outfile : "standard output", strerror(errno));
 		rc = 1;
 		goto out;
 	}
+	djp_output_init(&t.output, t.json ? "json" : "text", t.out);
 	install_signals();
 	if (s->cmd ? session_launch(s) : session_attach(s)) {
 		rc = 1;

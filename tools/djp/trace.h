@@ -2,7 +2,8 @@
  * `djp trace`: the pieces of the command and what they share.
  *
  *   trace.c         options, the main loop, the end
- *   trace_output.c  event lines (text or JSON), the summary
+ *   trace_output.c  events to the output (output/), the summary
+ *   ktrace.c        -k: the kernel's markers (source/kernel.c)
  *
  * The session with the agent (launch or attach, requests, rings, the
  * marker table, the drain) is session.h's, shared with the live source of
@@ -16,10 +17,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "output/output.h"
 #include "session.h"
 
 struct trace {
 	/* options (the session's own are in s) */
+	bool kernel; /* -k: the kernel's markers (ktrace.c) */
+	bool kprobe; /* --kprobe: with -k, arm with register_kprobe() */
 	bool json;
 	bool int3; /* --int3: breakpoints only, never jumps */
 	const char *outfile;
@@ -31,6 +35,7 @@ struct trace {
 	bool *matched;	    /* patterns[i] matched a site in some process */
 
 	FILE *out; /* where events go */
+	struct djp_output output; /* how: text or JSON, onto out */
 	struct session s;
 	/* children of fork and a -c wrapper's program, each a session of
 	 * its own */
@@ -44,11 +49,10 @@ struct trace {
 	bool dialled;		/* a process is dialling in: accept it */
 };
 
+/* ktrace.c: -k, the options parsed; the exit status. */
+int ktrace_run(struct trace *t);
+
 /* trace_output.c */
-/* One event line (text, or JSON when json), as djp trace prints it; cpu < 0:
- * not known (JSON leaves it out).  djp trace -k prints kernel events so. */
-void trace_print_event(FILE *out, bool json, uint64_t ns, int pid, uint32_t tid, int cpu, const char *name,
-		       const struct djp_fmt *fmt, unsigned n, const int64_t *args, const char *const *strs);
 /* Drain the rings and print what came; returns the number of events.  A
  * child that had exited before a drain that found nothing is released:
  * its summary kept as text, the rest freed. */

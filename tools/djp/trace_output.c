@@ -1,102 +1,46 @@
 /*
- * `djp trace`: turning events into lines, and the summary.
+ * `djp trace` of processes: their events to the output, and the summary.
  *
  * The session (session.h) drains the rings, in time order per drain, and
- * names each event's marker; this file prints the events one per line.
- * Timestamps are CLOCK_MONOTONIC, printed as seconds.nanoseconds (the epoch
- * is the boot, as for perf and ftrace).  An event whose marker nobody can
- * name is printed as "marker#ID".
- *
- * Text: "SECONDS.NANOS TID NAME field=value ...", the fields as the marker's
- * format names and converts them (argN= where it names none).  JSON: one
- * object per line, {"ts_ns":N,"tid":N,"name":"...","args":{...}}, with the
- * decimal conversions as numbers and everything else as strings.
+ * names each event's marker; this file hands the events to the output
+ * (output/output.h: text or JSON).  Timestamps are CLOCK_MONOTONIC (the
+ * epoch is the boot, as for perf and ftrace).  An event whose marker
+ * nobody can name goes out as "marker#ID".
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
 #include "lib/escape.h"
 #include "trace.h"
 
 /* ---- one event ------------------------------------------------------------- */
 
-void trace_print_event(FILE *out, bool json, uint64_t ns, int pid, uint32_t tid, int cpu, const char *name,
-		       const struct djp_fmt *fmt, unsigned n, const int64_t *args, const char *const *strs)
-{
-	/* twelve strings of DJP_RING_STR_BOUND_MAX bytes fit */
-	char text[16384], safe[4 * sizeof(text)], safe_name[512];
-
-	if (!json) {
-		/* One line per event, whatever the strings hold. */
-		djp_format_render(text, sizeof(text), fmt, n, args, strs);
-		djp_escape_c(safe, sizeof(safe), text, false);
-		djp_escape_c(safe_name, sizeof(safe_name), name, false);
-		fprintf(out, "%" PRIu64 ".%09" PRIu64 " %d %u %s%s%s\n", ns / 1000000000u, ns % 1000000000u, pid, tid,
-			safe_name, safe[0] ? " " : "", safe);
-		return;
-	}
-	fprintf(out, "{\"ts_ns\":%" PRIu64 ",\"pid\":%d,\"tid\":%u,", ns, pid, tid);
-	if (cpu >= 0)
-		fprintf(out, "\"cpu\":%d,", cpu);
-	fputs("\"name\":", out);
-	djp_json_string(out, name);
-	fputs(",\"args\":{", out);
-	for (unsigned i = 0; i < n; i++) {
-		struct djp_fmt one = { .nfields = 1 };
-		const struct djp_fmt_field *f = fmt && i < fmt->nfields ? &fmt->field[i] : NULL;
-		char key[48];
-		const char *val;
-		if (f)
-			one.field[0] = *f;
-		else
-			one.field[0].conv = 'x', one.field[0].width = one.field[0].prec = -1;
-		one.field[0].name[0] = 0;
-		djp_format_render(text, sizeof(text), &one, 1, &args[i], &strs[i]);
-		val = strchr(text, '=');
-		val = val ? val + 1 : text;
-		if (f && f->name[0])
-			snprintf(key, sizeof(key), "%s", f->name);
-		else
-			snprintf(key, sizeof(key), "arg%u", i + 1);
-		fputs(i ? "," : "", out);
-		djp_json_string(out, key);
-		fputc(':', out);
-		if (f && (f->conv == 'd' || f->conv == 'i' || f->conv == 'u') && !(f->flags & DJP_FMT_ZERO) && f->width < 0)
-			fputs(val, out);
-		else
-			djp_json_string(out, val);
-	}
-	fputs("}}\n", out);
-}
-
-static void print_event(struct trace *t, struct session *s, const struct djp_event *ev, uint32_t tid)
+/* The event decoded as the sources deliver them (source/source.h), for
+ * the output: named here, where the session's marker table is, so that
+ * the output does no I/O. */
+static void print_event(struct trace *t, struct session *s, const struct djp_event *e, uint32_t tid)
 {
 	const struct djp_clock_params *cp = djp_consumer_clock(s->cons);
-	uint64_t ns = djp_clock_to_ns(cp, ev->timestamp);
-	const struct session_marker *m = session_marker_of(s, ev->marker_id);
-	const char *strs[DJP_RING_MAX_ARGS];
-	int64_t args[DJP_RING_MAX_ARGS];
-	char name[32], cut[DJP_RING_MAX_ARGS][DJP_RING_STR_BOUND_MAX + 4];
-	unsigned n = ev->nargs < DJP_RING_MAX_ARGS ? ev->nargs : DJP_RING_MAX_ARGS;
+	const struct session_marker *m = session_marker_of(s, e->marker_id);
+	struct djp_ev ev;
+	char name[32];
 
 	if (!m)
-		snprintf(name, sizeof(name), "marker#%u", ev->marker_id);
-
-	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "marker#%u", e->marker_id);
+	ev.ts_ns = djp_clock_to_ns(cp, e->timestamp);
+	ev.pid = (int32_t)s->pid;
+	ev.tid = (int32_t)tid;
+	ev.cpu = -1;
+	ev.nargs = e->nargs < DJP_EV_MAX_ARGS ? e->nargs : DJP_EV_MAX_ARGS;
+	for (unsigned i = 0; i < ev.nargs; i++) {
 		uint64_t flags = 0;
-		args[i] = (int64_t)ev->args[i];
-		strs[i] = djp_event_str(ev, i, NULL, &flags);
-		/* a string longer than the copy's bound says so: "..." */
-		if (strs[i] && (flags & DJP_STR_TRUNCATED)) {
-			snprintf(cut[i], sizeof(cut[i]), "%s...", strs[i]);
-			strs[i] = cut[i];
-		}
+		ev.args[i] = (int64_t)e->args[i];
+		ev.strs[i] = djp_event_str(e, i, NULL, &flags);
+		ev.str_cut[i] = flags & DJP_STR_TRUNCATED;
 	}
-	trace_print_event(t->out, t->json, ns, (int)s->pid, tid, -1, m ? m->name : name, m ? m->fmt : NULL, n, args,
-			  strs);
+	t->output.ops->event(&t->output, &ev, m ? m->name : name, m ? m->fmt : NULL);
 }
 
 /* ---- a drain --------------------------------------------------------------- */
