@@ -2,7 +2,7 @@
  * The tool's side of /dev/djprobe (kdev_client.c): the markers of loaded
  * modules, probes on them, and the rings their events come through.
  * Shared by `djp list -k`, `djp trace -k` and the kernel source of probe
- * scripts (script/klive.c).
+ * scripts (source/kernel.c).
  */
 #ifndef DJP_TOOLS_KDEV_CLIENT_H
 #define DJP_TOOLS_KDEV_CLIENT_H

@@ -86,19 +86,15 @@ struct ksrc {
 	int64_t mono_to_real;
 	bool stopped;		 /* every probe disconnected (stop) */
 	bool drained_after_stop; /* and the rings drained since: the end */
+	uint64_t events;   /* handed out */
+	uint64_t *counts;  /* handed out, by descriptor id */
+	size_t ncounts;	   /* room in counts */
 	struct kq *q;
 	size_t nq, capq, next;
 	char *strbuf; /* the strings of the queued events */
 	size_t nstr, capstr;
 	struct comm_entry comms[COMM_CACHE];
 };
-
-static uint64_t clock_ns(clockid_t c)
-{
-	struct timespec ts;
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static const char *keep(struct ksrc *l, const char *s)
 {
@@ -248,6 +244,13 @@ static const char *comm_of(struct ksrc *l, int32_t tid)
 
 static void fill(struct ksrc *l, const struct kq *q, struct djp_ev *ev)
 {
+	size_t had = l->ncounts;
+
+	if (!djp_grow((void **)&l->counts, &l->ncounts, q->desc->id + 1, 256, sizeof(*l->counts)))
+		abort();
+	memset(l->counts + had, 0, (l->ncounts - had) * sizeof(*l->counts));
+	l->counts[q->desc->id]++;
+	l->events++;
 	memset(ev, 0, sizeof(*ev));
 	ev->desc = q->desc;
 	ev->ts_ns = q->ns + (l->src.want_monotonic ? 0 : (uint64_t)l->mono_to_real);
@@ -345,9 +348,28 @@ static uint64_t ksrc_lost(struct djp_source *src, djp_src_lost_fn fn, void *ctx)
 	return kdev_lost(&((struct ksrc *)src)->k);
 }
 
+/* djp trace -k's summary: events and losses, per marker. */
+static void ksrc_report(struct djp_source *src, FILE *f)
+{
+	struct ksrc *l = (struct ksrc *)src;
+	uint64_t unknown = 0;
+
+	fprintf(f, "djp trace: kernel: %" PRIu64 " events, %" PRIu64 " lost\n", l->events, kdev_lost(&l->k));
+	fprintf(f, "  %-40s %12s  %s\n", "MODULE:MARKER", "EVENTS", "(EVENTS recorded and read)");
+	for (uint32_t id = 0; id < l->src.ndescs + l->nlate && id < l->ncounts; id++) {
+		const struct djp_ev_desc *d = id < l->src.ndescs ? &l->descs[id] : l->late[id - l->src.ndescs];
+		if (l->counts[id] && d->unknown)
+			unknown += l->counts[id];
+		else if (l->counts[id])
+			fprintf(f, "  %-40s %12" PRIu64 "\n", d->label, l->counts[id]);
+	}
+	if (unknown)
+		fprintf(f, "  %-40s %12" PRIu64 "\n", "(unknown: a module gone)", unknown);
+}
+
 static uint64_t ksrc_now(struct djp_source *src)
 {
-	return clock_ns(src->want_monotonic ? CLOCK_MONOTONIC : CLOCK_REALTIME);
+	return djp_clock_ns(src->want_monotonic ? CLOCK_MONOTONIC : CLOCK_REALTIME);
 }
 
 static void ksrc_close(struct djp_source *src)
@@ -369,6 +391,7 @@ static void ksrc_close(struct djp_source *src)
 	free(l->bound);
 	free(l->q);
 	free(l->strbuf);
+	free(l->counts);
 	free(l);
 }
 
@@ -377,6 +400,7 @@ static const struct djp_source_ops ksrc_ops = {
 	.next = ksrc_next,
 	.stop = ksrc_stop,
 	.lost = ksrc_lost,
+	.report = ksrc_report,
 	.now_ns = ksrc_now,
 	.close = ksrc_close,
 };
@@ -402,7 +426,7 @@ int djp_kernel_source_open(struct djp_source **out, char *err, size_t errsz)
 		desc_from_kmarker(l, &l->descs[i], (uint32_t)i, &l->k.v[i]);
 		l->k.v[i].user = &l->descs[i];
 	}
-	l->mono_to_real = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
+	l->mono_to_real = (int64_t)(djp_clock_ns(CLOCK_REALTIME) - djp_clock_ns(CLOCK_MONOTONIC));
 	l->src.ops = &ksrc_ops;
 	l->src.descs = l->descs;
 	l->src.ndescs = (unsigned)l->k.n;

@@ -1,6 +1,6 @@
 /*
  * The event source: the one way events reach anything in the tool, probe
- * scripts (script/) and `djp trace` (trace.c, ktrace.c) alike.
+ * scripts (script/) and `djp trace` (trace.c) alike.
  *
  * A source knows the markers of the traced process (descriptors, known when
  * it is opened, with dense ids 0..ndescs-1) and delivers their hits as
@@ -20,9 +20,12 @@
  * descriptor, and never does I/O to print it.
  *
  * Implementations: the replay source (replay.c; a text file, for tests
- * and benchmarks), the live source (script/live.c: a session with the
- * agent of the traced process, tools/djp/session.h) and the kernel source
- * (kernel.c: the markers of loaded modules through /dev/djprobe).
+ * and benchmarks), the process sources (sessions with the agents of a
+ * traced process and its children, tools/djp/session.h: process.c for
+ * djp trace, script/live.c for scripts, which adds what only a script
+ * asks: aggregation in the target, reads of the target's memory, the
+ * function around a site) and the kernel source (kernel.c: the markers of
+ * loaded modules through /dev/djprobe).
  */
 #ifndef DJP_SOURCE_SOURCE_H
 #define DJP_SOURCE_SOURCE_H
@@ -30,6 +33,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <time.h>
 
 #include "lib/format.h"
 
@@ -148,6 +153,13 @@ struct djp_source_ops {
 	void (*agg_read)(struct djp_source *src, djp_src_agg_fn fn, void *ctx);
 	/* Hits of plan p a full table had no room for. */
 	uint64_t (*agg_lost)(struct djp_source *src, unsigned p);
+	/* djp trace's summary of the run, on f (per process, marker and
+	 * thread; per marker for the kernel).  May be NULL. */
+	void (*report)(struct djp_source *src, FILE *f);
+	/* djp trace's exit status once the run is over: a -c command's (ended
+	 * first if it still runs), 1 when a pattern matched nothing in it; 0
+	 * otherwise.  May be NULL (0). */
+	int (*exit_status)(struct djp_source *src);
 	/* The source's clock, in ns (for timers and gettimeofday_*()). */
 	uint64_t (*now_ns)(struct djp_source *src);
 	/* Disarm everything and free the source. */
@@ -174,6 +186,7 @@ struct djp_source {
 	 * DJP_SRC_TIMEOUT as soon as what it drained is handed out */
 	const volatile int *interrupted;
 	bool quiet; /* close() says nothing of lost events (-w) */
+	const char *end_why; /* once next() said DJP_SRC_END: why ("the command exited") */
 	const char *who; /* its messages start "djp: WHO: " ("trace -k"); NULL: "djp: " */
 	/* -c: the program the command's process runs when it may be a
 	 * wrapper that execs another (no probes but libc's, or not the file
@@ -193,7 +206,23 @@ struct djp_source_opts {
 	unsigned npaths;
 	bool list_only;		  /* -l/-L: the markers are wanted, not events */
 	size_t buffer_size;	  /* ring bytes per thread (-s, --buffer-size); 0: the default */
+	/* djp trace's (the process source's) */
+	bool snapshot;		      /* the rings overwrite their oldest events */
+	unsigned str_bound;	      /* a %s copy's bytes, NUL included; 0: the agent's */
+	volatile int *snapshot_asked; /* --snapshot: read the rings now (SIGUSR1) */
+	/* PATTERN=FORMAT: the markers of arm's i-th glob are named and
+	 * converted by formats[i] (its %s the glob's str_args); NULL, or a
+	 * NULL format: their own */
+	char *const *formats;
 };
+
+/* A clock's time in ns, for the sources' now_ns and their events. */
+static inline uint64_t djp_clock_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* Opens a source; 0 or -errno with a one-line message in err. */
 typedef int (*djp_source_open_fn)(const struct djp_source_opts *opts, struct djp_source **out, char *err,
@@ -209,6 +238,12 @@ int djp_synth_open(const struct djp_source *base, uint64_t n, struct djp_source 
 /* A source with no markers and no events whose clock is the wall clock: for
  * scripts made only of begin, end and timer probes. */
 int djp_null_open(struct djp_source **out);
+
+/* The process source of djp trace (process.c): -c CMD or -x PID, the
+ * processes it forks and execs; events named by the agent's ids (no
+ * descriptors at open: djp trace arms patterns).  -errno, with a line in
+ * err or (err "") the reason said on stderr already. */
+int djp_process_source_open(const struct djp_source_opts *o, struct djp_source **out, char *err, size_t errsz);
 
 /* The kernel source (kernel.c): the markers of loaded modules through
  * /dev/djprobe; every marker is a descriptor, kernel = true. */
