@@ -449,7 +449,8 @@ int djp_cmd_trace(int argc, char **argv)
 		djp_output_event(&t.output, &ev);
 	djp_output_end(&t.output);
 	fprintf(stderr, "djp trace: %s\n", reason);
-	t.src->ops->report(t.src, stderr);
+	if (t.src->ops->report)
+		t.src->ops->report(t.src, stderr);
 	rc = t.src->ops->exit_status ? t.src->ops->exit_status(t.src) : 0;
 out:
 	if (t.out && write_failed(&t))
