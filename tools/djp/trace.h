@@ -7,7 +7,6 @@
 #define DJP_TOOLS_TRACE_H
 
 #include <stdbool.h>
-#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 
