@@ -2,7 +2,7 @@
  * `djp trace -c` over a fork storm (bench-targets/forker storm): 10,000
  * short-lived children, ten at a time, each hitting the marker 3 times.
  * Each child is a session of the tool's own while it lives; one that has
- * exited and been drained is let go (tools/djp/trace_output.c), its
+ * exited and been drained is let go (tools/djp/source/process.c), its
  * summary block kept as text.  Rows: the tool's descriptors after 1,000
  * children and after 10,000 (target: no more at the end); its resident
  * memory per child between the two (target: 1 kB, the summary's text,

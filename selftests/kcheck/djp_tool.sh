@@ -116,19 +116,33 @@ djp list -k 'djp_kmarkers2:*' | awk '$3 == "off" && $4 == 0 { k++ } END { exit k
 tap $? "after the script ends, nothing is armed"
 
 # --- %s arguments: copied by the kernel's recorder when the marker hits,
-# NULL said so, a string longer than 63 bytes cut there -------------------
+# NULL said so, a string longer than 63 bytes cut there and marked "...",
+# as djp trace marks a process's; --max-string-len cuts shorter ----------
 djp trace -k 'djp_kmarkers2:km2_name' >/tmp/strace.out 2>/tmp/strace.err &
 pid=$!
+djp trace -k --max-string-len 8 'djp_kmarkers2:km2_name' >/tmp/strace8.out 2>/tmp/strace8.err &
+pid8=$!
 wait_probe djp_kmarkers2:km2_name
+i=0
+while [ $i -lt 300 ] && [ "$(djp list -k djp_kmarkers2:km2_name | awk '{ print $4 }')" != 2 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
 rmmod djp_kmarkers2
 insmod $ko passes=0 names=3 && rmmod djp_kmarkers2
-kill -TERM $pid
+kill -TERM $pid $pid8
 wait $pid
 st=$?
+wait $pid8
+st8=$?
 long=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde
 [ $st = 0 ] && [ "$(wc -l </tmp/strace.out)" = 6 ] &&
 	[ "$(grep -c ' djp_kmarkers2:km2_name mod=djp_kmarkers2 word=alpha pass=0$' /tmp/strace.out)" = 2 ] &&
 	[ "$(grep -c ' djp_kmarkers2:km2_name mod=djp_kmarkers2 word=(null) pass=1$' /tmp/strace.out)" = 2 ] &&
-	[ "$(grep -c " djp_kmarkers2:km2_name mod=djp_kmarkers2 word=$long pass=2\$" /tmp/strace.out)" = 2 ]
-tap $? "djp trace -k: %s arguments copied in the kernel, (null), and cut at 63 bytes" \
-	"status $st: $(cat /tmp/strace.out) / $(cat /tmp/strace.err)"
+	[ "$(grep -c " djp_kmarkers2:km2_name mod=djp_kmarkers2 word=$long\\.\\.\\. pass=2\$" /tmp/strace.out)" = 2 ] &&
+	[ $st8 = 0 ] && [ "$(wc -l </tmp/strace8.out)" = 6 ] &&
+	[ "$(grep -c ' djp_kmarkers2:km2_name mod=djp_kma\.\.\. word=alpha pass=0$' /tmp/strace8.out)" = 2 ] &&
+	[ "$(grep -c ' djp_kmarkers2:km2_name mod=djp_kma\.\.\. word=(null) pass=1$' /tmp/strace8.out)" = 2 ] &&
+	[ "$(grep -c ' djp_kmarkers2:km2_name mod=djp_kma\.\.\. word=0123456\.\.\. pass=2$' /tmp/strace8.out)" = 2 ]
+tap $? "djp trace -k: %s arguments copied in the kernel, (null), cut at 63 bytes or --max-string-len with ..." \
+	"status $st, $st8: $(cat /tmp/strace.out) / $(cat /tmp/strace.err) / $(cat /tmp/strace8.out)"

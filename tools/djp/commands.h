@@ -20,10 +20,9 @@ struct djp_command {
 int djp_cmd_list(int argc, char **argv);
 void djp_usage_list(FILE *out);
 int djp_cmd_trace(int argc, char **argv);
-/* The kernel variants (-k): klist.c, ktrace.c; argv holds what follows
- * the options (klist) or the whole command line (ktrace). */
+/* The kernel variant of list (-k, klist.c); argv holds what follows the
+ * options.  trace -k is trace.c's. */
 int djp_cmd_klist(int argc, char **argv, bool json);
-int djp_cmd_ktrace(int argc, char **argv);
 void djp_usage_trace(FILE *out);
 
 #endif

@@ -98,10 +98,10 @@ int kdev_list(struct kdev *k, char *err, size_t errsz)
 		snprintf(m->full, sizeof(m->full), "%s:%s", m->m.module, m->m.name);
 		if (djp_format_parse(m->m.format, &m->fmt, &why) < 0)
 			memset(&m->fmt, 0, sizeof(m->fmt));
-		/* counts survive a new listing */
+		/* what the reader keeps survives a new listing */
 		for (size_t j = 0; j < k->n; j++)
 			if (k->v[j].m.site == m->m.site && !strcmp(k->v[j].full, m->full))
-				m->events = k->v[j].events;
+				m->user = k->v[j].user;
 	}
 	free(v);
 	qsort(nv, req.count, sizeof(*nv), by_id);
@@ -235,10 +235,6 @@ static int on_event(void *arg, const struct djp_event *ev, uint32_t tid, unsigne
 
 	(void)tid, (void)slot;
 	e.marker = kdev_marker_of(d->k, ev->marker_id);
-	if (e.marker)
-		((struct kmarker *)e.marker)->events++;
-	else
-		d->k->unknown++;
 	e.ns = djp_clock_to_ns(djp_consumer_clock(d->k->cons), ev->timestamp);
 	djp_event_task(ev, &task);
 	e.pid = (int32_t)(task >> 32);

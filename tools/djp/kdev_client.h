@@ -2,7 +2,7 @@
  * The tool's side of /dev/djprobe (kdev_client.c): the markers of loaded
  * modules, probes on them, and the rings their events come through.
  * Shared by `djp list -k`, `djp trace -k` and the kernel source of probe
- * scripts (script/klive.c).
+ * scripts (source/kernel.c).
  */
 #ifndef DJP_TOOLS_KDEV_CLIENT_H
 #define DJP_TOOLS_KDEV_CLIENT_H
@@ -21,7 +21,7 @@ struct kmarker {
 	struct djp_kdev_marker m;
 	char full[128];	     /* "MODULE:NAME", how events print it */
 	struct djp_fmt fmt;  /* m.format parsed; nfields 0 when it does not */
-	uint64_t events;     /* delivered by this tool */
+	void *user;	     /* the reader's own (its descriptor), kept by a new listing */
 };
 
 /* One event of a drain, with what the kernel recorded besides. */
@@ -40,7 +40,6 @@ struct kdev {
 	struct kmarker *v; /* sorted by (uint32_t)site, the events' marker id */
 	size_t n;
 	bool relisted;	   /* this drain listed again for an unknown id */
-	uint64_t unknown;  /* events whose marker could not be named */
 };
 
 /* Open the device, map its rings and list the markers.  0, or -errno with

@@ -1,7 +1,7 @@
 /*
- * A session with the agent of a traced process: what `djp trace` and the
- * live source of probe scripts (script/live.c) share, so that there is one
- * of each.
+ * A session with the agent of a traced process: what the process sources
+ * (source/process.c, for djp trace; script/live.c, for probe scripts)
+ * share, so that there is one of each.
  *
  *   session_target.c  getting a session: launch a command (-c) or attach (-x)
  *   session_client.c  requests to the agent (lib/proto.h)

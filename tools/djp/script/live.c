@@ -109,13 +109,6 @@ static unsigned connect_flags(const struct live *l)
 	return DJP_CONNECT_PENDING | (l->src.want_cpu ? DJP_CONNECT_CPU : 0) | (l->src.want_int3 ? DJP_CONNECT_INT3 : 0);
 }
 
-static uint64_t clock_ns(clockid_t c)
-{
-	struct timespec ts;
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Descriptor `id` of the agent's marker m, whose format the session has
  * parsed already (m->fmt, NULL when it does not parse). */
 static void desc_from_marker(struct djp_ev_desc *d, uint32_t id, const struct session_marker *m)
@@ -297,8 +290,8 @@ static void accept_kids(struct live *l)
 {
 	struct session *k;
 	/* a few ms' worth a round, the rings drained between (as djp trace) */
-	uint64_t until = clock_ns(CLOCK_MONOTONIC) + ACCEPT_BUDGET_NS;
-	while (clock_ns(CLOCK_MONOTONIC) < until && (k = session_kids_accept(&l->kids, &l->s)))
+	uint64_t until = djp_clock_ns(CLOCK_MONOTONIC) + ACCEPT_BUDGET_NS;
+	while (djp_clock_ns(CLOCK_MONOTONIC) < until && (k = session_kids_accept(&l->kids, &l->s)))
 		keep_kid(l, k, true);
 }
 
@@ -370,7 +363,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 		/* The batch is spent: a timer that is due (exit() in one, say)
 		 * comes before the next, or a target that never lets the rings
 		 * run dry would starve it. */
-		if (deadline != UINT64_MAX && clock_ns(CLOCK_REALTIME) >= deadline)
+		if (deadline != UINT64_MAX && djp_clock_ns(CLOCK_REALTIME) >= deadline)
 			return DJP_SRC_TIMEOUT;
 		l->next = 0;
 		if (l->dialled && !l->stopped) {
@@ -396,7 +389,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			l->ended = true;
 			continue;
 		}
-		uint64_t now = clock_ns(CLOCK_REALTIME);
+		uint64_t now = djp_clock_ns(CLOCK_REALTIME);
 		if (deadline != UINT64_MAX && now >= deadline)
 			return DJP_SRC_TIMEOUT;
 		uint64_t wait = (uint64_t)LIVE_POLL_MS * 1000000u;
@@ -473,7 +466,7 @@ static int live_start(struct djp_source *src)
 static uint64_t live_now(struct djp_source *src)
 {
 	(void)src;
-	return clock_ns(CLOCK_REALTIME);
+	return djp_clock_ns(CLOCK_REALTIME);
 }
 
 /* No probes but libc's: a shell, env, runuser. */
@@ -852,7 +845,7 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	}
 	tapset_remember(s->pid);
 	usym_remember(s->pid);
-	l->mono_to_real = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
+	l->mono_to_real = (int64_t)(djp_clock_ns(CLOCK_REALTIME) - djp_clock_ns(CLOCK_MONOTONIC));
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)s->pid);
 	if ((f = fopen(path, "r"))) {
 		if (fgets(l->comm, sizeof(l->comm), f))

@@ -14,7 +14,8 @@ int djp_script_main(int argc, char **argv);
 /* The live source (live.c): a -c command or -x process through its agent. */
 int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **out, char *err, size_t errsz);
 
-/* The kernel source (klive.c): the markers of loaded modules through
+/* The kernel source (tools/djp/source/kernel.c) with the script's ^C and
+ * -w (klive.c): the markers of loaded modules through
  * /dev/djprobe, for kernel.mark and module(...).mark points. */
 int djp_script_klive_open(struct djp_source **out, char *err, size_t errsz);
 

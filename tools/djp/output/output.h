@@ -1,0 +1,66 @@
+/*
+ * Where `djp trace` puts its events: one small interface, an
+ * implementation a file (text.c, json.c), chosen by name (-f FORMAT).
+ *
+ * A consumer opens an output over a stream, calls begin() once, event()
+ * for each event in the order the source delivered it, and end() once;
+ * the events are the source's own (source/source.h), decoded and named,
+ * so an output never asks anything of the target: it formats and writes.
+ * A new format is a new file and a line in output.c's table; no consumer
+ * changes.
+ */
+#ifndef DJP_OUTPUT_OUTPUT_H
+#define DJP_OUTPUT_OUTPUT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "lib/ring.h"
+#include "tools/djp/source/source.h"
+
+struct djp_output;
+
+struct djp_output_ops {
+	const char *name; /* as -f names it: "text", "json" */
+	/* Before the first event; may be NULL. */
+	void (*begin)(struct djp_output *o);
+	/* One event under `name`, its arguments rendered with fmt (NULL or
+	 * no fields: argN=, in hex); ev->ts_ns on CLOCK_MONOTONIC, ev->cpu < 0
+	 * when not known.  ev->desc is not read (djp_output_event passes
+	 * its label and format). */
+	void (*event)(struct djp_output *o, const struct djp_ev *ev, const char *name, const struct djp_fmt *fmt);
+	/* After the last event (a file format's trailer); may be NULL. */
+	void (*end)(struct djp_output *o);
+};
+
+struct djp_output {
+	const struct djp_output_ops *ops;
+	FILE *out;
+};
+
+/* The output named `name` over out; false when there is none of that name. */
+bool djp_output_init(struct djp_output *o, const char *name, FILE *out);
+
+static inline void djp_output_begin(struct djp_output *o)
+{
+	if (o->ops->begin)
+		o->ops->begin(o);
+}
+
+static inline void djp_output_end(struct djp_output *o)
+{
+	if (o->ops->end)
+		o->ops->end(o);
+}
+
+/* An event under its descriptor's label (or name) and format. */
+void djp_output_event(struct djp_output *o, const struct djp_ev *ev);
+
+/* For implementations: the event's strings, with "..." after those that
+ * were cut (cut[i] is the room for strs[i]). */
+void djp_output_strs(const struct djp_ev *ev, const char *strs[DJP_EV_MAX_ARGS],
+		     char cut[][DJP_RING_STR_BOUND_MAX + 4]);
+
+extern const struct djp_output_ops djp_output_text, djp_output_json;
+
+#endif

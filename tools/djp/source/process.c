@@ -1,0 +1,655 @@
+/*
+ * The process source of `djp trace`: a launched (-c) or attached (-x)
+ * process, its children of fork and the programs they exec, each through
+ * a session with its agent (tools/djp/session.h).
+ *
+ * open:  launch the command with the agent preloaded, or attach to the
+ *        process (the agent injected when it has none); the command waits
+ *        in the agent's constructor.
+ * arm:   HELLO, RING, TABLES, LIST, then CONNECT the recorder to each
+ *        pattern (PATTERN=FORMAT: the session prints its markers with
+ *        FORMAT and copies its %s arguments).  A pattern that matches
+ *        nothing is an error, unless the -c command's process may be a
+ *        wrapper that execs the program that has it (then kept pending,
+ *        and said); the processes that dial in later (FOLLOW) get the same.
+ * start: START: the command runs its main.
+ * next:  a round at a time.  A round drains every process in turn (the
+ *        main one, then the children), each drain's events in time order
+ *        (session.c), handing them out one by one; a child that had
+ *        exited before a drain that found nothing is released (its
+ *        summary kept as text, its rings and table let go).  After a
+ *        round, processes that dialled in are configured (a few ms'
+ *        worth), and next() returns DJP_SRC_TIMEOUT so that the consumer
+ *        checks its own ends (^C, --duration, a failed write).  Before the
+ *        next round it sees whether the target ended (the command exited;
+ *        the process died, or its agent went without an exec to follow),
+ *        then DJP_SRC_END, and otherwise waits for the agents' sockets, a
+ *        process dialling in, or a few ms: at once again after a busy
+ *        round, every 5 ms while events come, backing off to 20 ms.  In
+ *        --snapshot mode a round drains only when SIGUSR1 asked.
+ * stop:  STATS and BYE to every process (the agent disarms before it
+ *        answers); next() then makes one last round, whatever the mode,
+ *        and says the end.
+ *
+ * Each event's marker is named here, as the round hands it out: its
+ * descriptor is made from the session's table the first time its id comes
+ * (the label the agent's full name, the format the session's, which is
+ * PATTERN=FORMAT's where one matched), so that an output never asks the
+ * agent anything.  An id nobody can name goes out as "marker#ID".
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "kernel/trace/agent.h"
+#include "lib/escape.h"
+#include "lib/mapped_file.h"
+#include "lib/marker_match.h"
+#include "process.h"
+#include "tools/djp/cmd_path.h"
+#include "tools/djp/grow.h"
+
+#define DRAIN_PERIOD_MS 5
+#define DRAIN_IDLE_MS 20
+#define BUSY_DRAIN 1024		 /* a round that brought this many: again at once */
+#define ACCEPT_BUDGET_NS 3000000 /* configuring processes that dial in, per round */
+
+static struct session *session_at(struct proc *p, size_t i)
+{
+	return i ? p->kids.v[i - 1] : &p->s;
+}
+
+/* ---- descriptors --------------------------------------------------------- */
+
+static struct proc_descs *descs_of(struct proc *p, struct session *s)
+{
+	for (size_t i = 0; i < p->ntabs; i++)
+		if (p->tabs[i].s == s)
+			return &p->tabs[i];
+	struct proc_descs *v = realloc(p->tabs, (p->ntabs + 1) * sizeof(*v));
+	if (!v)
+		abort();
+	p->tabs = v;
+	p->tabs[p->ntabs] = (struct proc_descs){ .s = s };
+	return &p->tabs[p->ntabs++];
+}
+
+static void descs_drop(struct proc *p, struct proc_descs *t)
+{
+	for (uint32_t id = 0; id < t->n; id++)
+		free(t->v[id]);
+	free(t->v);
+	*t = p->tabs[--p->ntabs];
+}
+
+static const struct djp_ev_desc *desc_of(struct proc *p, struct session *s, uint32_t id)
+{
+	struct proc_descs *t = p->tab;
+	const struct session_marker *m;
+	struct djp_ev_desc *d;
+	size_t plen;
+
+	if (id < t->n && t->v[id])
+		return t->v[id];
+	if (!(m = session_marker_of(s, id))) {
+		snprintf(p->unknown_name, sizeof(p->unknown_name), "marker#%u", id);
+		p->unknown.id = id;
+		return &p->unknown;
+	}
+	if (id >= t->n) {
+		uint32_t n = t->n ? t->n : 64;
+		while (n <= id)
+			n *= 2;
+		void *v = realloc(t->v, n * sizeof(*t->v));
+		if (!v)
+			abort();
+		t->v = v;
+		memset(t->v + t->n, 0, (n - t->n) * sizeof(*t->v));
+		t->n = n;
+	}
+	if (!(d = calloc(1, sizeof(*d))))
+		abort();
+	d->id = id;
+	d->label = m->name;
+	d->name = djp_marker_split(m->name, &plen); /* an SDT probe: provider:name */
+	d->provider = m->name;
+	d->provider_len = (unsigned)plen;
+	d->format = m->format ? m->format : "";
+	d->object = m->object;
+	d->nargs = m->nargs;
+	d->site = m->addr;
+	d->site_runtime = true;
+	if (m->fmt)
+		d->fmt = *m->fmt;
+	return t->v[id] = d;
+}
+
+/* ---- configuring a process --------------------------------------------- */
+
+/* What the messages name the target by: the command (escaped: a path may
+ * hold anything), or its pid. */
+static void where(struct session *s, char *buf, size_t sz)
+{
+	if (s->cmd)
+		djp_escape_c(buf, sz, s->cmd, false);
+	else
+		snprintf(buf, sz, "process %d", (int)s->pid);
+}
+
+/* No probes but libc's (a wrapper, a shell)? */
+static bool only_libc_probes(struct session *s)
+{
+	for (uint32_t id = 0; id < s->nmarkers; id++)
+		if (s->markers[id].known && s->markers[id].object && !djp_path_is_libc(s->markers[id].object))
+			return false;
+	return true;
+}
+
+/* func:NAME, line:FILE:LINE: instruction probes (docs/TRACE.md) */
+static bool is_point(const char *pattern)
+{
+	return !strncmp(pattern, "func:", 5) || !strncmp(pattern, "line:", 5);
+}
+
+/*
+ * May s be a wrapper or an interpreter of the command (env, runuser, a
+ * shell, a PATH shim's interpreter), so that a pattern may yet match in the
+ * program it execs in the same process?  When it has no probes but libc's,
+ * or when the program it runs is not the file the command names
+ * (cmd_path.c: the interpreter of a script).
+ */
+static bool waits_for_exec(struct proc *p, struct session *s)
+{
+	return only_libc_probes(s) || cmd_path_runs_other(p->s.cmd, s->program);
+}
+
+/* The -c command's own process has nothing a pattern names: say so and
+ * which program that is, since what the trace waits for may never come
+ * (a wrapper that runs nothing, or whose program has no such function). */
+static void waiting_note(struct session *s, const char *why)
+{
+	char cmd[1024], msg[4 * sizeof(s->errmsg)], prog[4096];
+
+	fprintf(stderr, "djp: %s: %s in %s, the program that was run; waiting for a program it execs\n",
+		djp_escape_c(cmd, sizeof(cmd), s->cmd, false), djp_escape_c(msg, sizeof(msg), why, false),
+		djp_escape_c(prog, sizeof(prog), s->program[0] ? s->program : "?", false));
+}
+
+/* Ring, marker table, patterns, FOLLOW, and START when `start` (a child of
+ * fork; the main process's START is start()'s).  `launched`: a launched
+ * command or a child of fork, whose patterns may wait for its exec.  0,
+ * or 1 after one line on stderr. */
+static int configure(struct proc *p, struct session *s, bool launched, bool start)
+{
+	char what[1024], msg[4 * sizeof(s->errmsg)], pat[4 * DJP_AGENT_PATTERN_MAX + 4];
+	unsigned nsites;
+
+	where(s, what, sizeof(what));
+	if (session_hello(s) || session_ring(s) || session_tables(s) || session_list(s)) {
+		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+		return 1;
+	}
+	for (int i = 0; i < p->npatterns; i++) {
+		unsigned how = p->int3 ? DJP_CONNECT_INT3 : 0;
+		if (session_connect(s, p->patterns[i], how, p->str_args[i], 0, &nsites) == 0) {
+			p->matched[i] = true; /* not pending: it matched */
+			continue;
+		}
+		/* a wrapper (runuser, env, a shim) or a child that has not
+		 * exec'd yet: kept for what it loads or execs; one that never
+		 * matches is said at the end (unmatched()) */
+		if (s->errcode == -ENOENT && (launched || s->cmd) && waits_for_exec(p, s)) {
+			char why[sizeof(s->errmsg)]; /* the agent's: "pattern 'P': matches no ..." */
+			snprintf(why, sizeof(why), "%s", s->errmsg);
+			if (session_connect(s, p->patterns[i], how | DJP_CONNECT_PENDING, p->str_args[i], 0, &nsites) ==
+			    0) {
+				if (s == &p->s)
+					waiting_note(s, why);
+				continue;
+			}
+		}
+		if (s->errcode == -ENOENT && !is_point(p->patterns[i]))
+			fprintf(stderr, "djp: %s: pattern '%s' matches no marker\n", what,
+				djp_escape_c(pat, sizeof(pat), p->patterns[i], false));
+		else
+			fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+		return 1;
+	}
+	if (s == &p->s ? session_kids_listen(&p->kids, s) : session_kids_follow(&p->kids, s)) {
+		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+		return 1;
+	}
+	if (start && session_start(s)) {
+		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+		return 1;
+	}
+	return 0;
+}
+
+/* Children of fork dialling in: each gets the same patterns and FOLLOW,
+ * then START (its fork returns then).  A few milliseconds' worth at a
+ * time: a configuration is several round trips with an agent that may be
+ * waiting for a core among a hundred busy siblings (30 ms each was seen),
+ * and the rings of the processes already traced must be drained
+ * meanwhile, or a pre-fork server that starts a hundred workers at once
+ * loses their first events.  The others wait in fork, losing nothing. */
+static void accept_kids(struct proc *p)
+{
+	struct session *k;
+	uint64_t until = djp_clock_ns(CLOCK_MONOTONIC) + ACCEPT_BUDGET_NS;
+	while (djp_clock_ns(CLOCK_MONOTONIC) < until && (k = session_kids_accept(&p->kids, &p->s))) {
+		if (configure(p, k, true, true))
+			session_discard(k);
+		else
+			session_kids_keep(&p->kids, k);
+	}
+}
+
+/* A process of an -x trace that exec'd: the agent injected again and the
+ * same patterns armed (session_kids.c). */
+static void follow_exec(struct proc *p, struct session *gone)
+{
+	struct session *c = session_kids_exec(&p->s, gone);
+	gone->end_note = "ended during the trace";
+	if (!c)
+		return;
+	gone->end_note = "exec'd; traced on in the block of its new program";
+	if (configure(p, c, false, false))
+		session_discard(c);
+	else
+		session_kids_keep(&p->kids, c);
+}
+
+/* A child whose agent is gone (it exited, was killed or exec'd): its rings
+ * stay mapped here, for the last drain, and hold its events up to its
+ * end; one that exec'd is followed. */
+static void kid_gone_cb(void *ctx, struct session *k)
+{
+	follow_exec(ctx, k);
+}
+
+/* ---- the rounds ------------------------------------------------------------ */
+
+static void begin_session(struct proc *p)
+{
+	struct session *s = session_at(p, p->cur);
+	p->tab = descs_of(p, s);
+	p->cur_gone = !s->alive; /* gone before its drain: the drain sees all it wrote */
+	p->cur_total = 0;
+	p->drain_due = true;
+	p->bi = s->nbatch; /* the last round's batch is spent */
+}
+
+static void begin_round(struct proc *p)
+{
+	p->in_round = true;
+	p->round_total = 0;
+	p->cur = 0;
+	begin_session(p);
+}
+
+static void fill(struct proc *p, struct session *s, struct djp_ev *ev)
+{
+	size_t i = p->bi++;
+	const struct djp_event *e = session_event(s, i);
+	uint64_t ns = djp_clock_to_ns(djp_consumer_clock(s->cons), e->timestamp);
+
+	ev->desc = desc_of(p, s, e->marker_id);
+	ev->ts_ns = p->src.want_monotonic ? ns : ns + (uint64_t)p->mono_to_real;
+	ev->pid = (int32_t)s->pid;
+	ev->tid = (int32_t)s->batch[i].tid;
+	ev->comm = NULL;
+	ev->cpu = p->src.want_cpu ? djp_event_cpu(e) : -1;
+	ev->ustack = NULL;
+	ev->nustack = 0;
+	ev->nargs = e->nargs < DJP_EV_MAX_ARGS ? e->nargs : DJP_EV_MAX_ARGS;
+	for (unsigned a = 0; a < ev->nargs; a++) {
+		uint64_t flags = 0;
+		ev->args[a] = (int64_t)e->args[a];
+		ev->strs[a] = djp_event_str(e, a, NULL, &flags);
+		ev->str_fault[a] = flags & DJP_STR_FAULT;
+		ev->str_cut[a] = flags & DJP_STR_TRUNCATED;
+	}
+}
+
+/* The round goes on: the next batch of the process being drained, or the
+ * next process.  false when the round is over. */
+static bool round_step(struct proc *p)
+{
+	struct session *s = session_at(p, p->cur);
+
+	if (p->drain_due) {
+		long n = session_drain(s);
+		p->bi = 0;
+		if (n > 0) {
+			p->cur_total += n;
+			p->drain_due = s->more; /* the drain stopped at its bound */
+			return true;
+		}
+		p->drain_due = false;
+		p->bi = s->nbatch;
+	}
+	p->round_total += p->cur_total;
+	if (p->cur && p->cur_gone && !p->cur_total && session_process_exited(s->pid) && proc_release_kid(p, s)) {
+		descs_drop(p, p->tab);
+		session_kids_remove(&p->kids, p->cur - 1); /* the next one moves into its place */
+	} else {
+		p->cur++;
+	}
+	if (p->cur > p->kids.n)
+		return false;
+	begin_session(p);
+	return true;
+}
+
+/* Between rounds: has the target ended (its reason in end_why)?  If not,
+ * wait for something to do. */
+static bool ended(struct proc *p)
+{
+	struct session *s = &p->s;
+	long n = p->round_total;
+
+	if (s->cmd && session_reap(s, 0)) {
+		p->src.end_why = "the command exited";
+		return true;
+	}
+	/* while its agent answers, the process lives (its death hangs the
+	 * socket up, which wakes session_kids_wait) */
+	if (!s->cmd && !s->alive && session_process_exited(s->pid)) {
+		p->src.end_why = "the process exited";
+		return true;
+	}
+	/* Drain again at once when busy, every 5 ms while events come, and
+	 * back off to 20 ms while none do: a quiet process costs the machine
+	 * less, and 20 ms of events fit a ring at any rate short of a million
+	 * a second per thread. */
+	if (n >= BUSY_DRAIN)
+		p->idle_ms = 0;
+	else if (n > 0)
+		p->idle_ms = DRAIN_PERIOD_MS;
+	else if ((p->idle_ms = p->idle_ms * 2 + 1) > DRAIN_IDLE_MS)
+		p->idle_ms = DRAIN_IDLE_MS;
+	if (session_kids_wait(&p->kids, s, p->idle_ms, kid_gone_cb, p))
+		p->dialled = true;
+	/* The agent gone: the process exited, exec'd or crashed.  A -c trace
+	 * lasts as long as the command (a shell may go on after the traced
+	 * process); -x ends here unless it exec'd and is traced again. */
+	if (session_agent_gone(s, 0) && !s->cmd) {
+		if (session_process_exited(s->pid)) {
+			p->src.end_why = "the process exited";
+			return true;
+		}
+		size_t kids = p->kids.n;
+		if (!s->exec_followed) {
+			follow_exec(p, s);
+			p->main_exec_traced = p->kids.n > kids;
+		}
+		if (!p->main_exec_traced) {
+			p->src.end_why = "the agent closed the session";
+			return true;
+		}
+	}
+	return false;
+}
+
+static int proc_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadline)
+{
+	struct proc *p = (struct proc *)src;
+
+	(void)deadline; /* a round at a time: the consumer looks at its clock between */
+	for (;;) {
+		if (p->in_round) {
+			struct session *s = session_at(p, p->cur);
+			if (p->bi < s->nbatch) {
+				fill(p, s, ev);
+				return DJP_SRC_EVENT;
+			}
+			if (round_step(p))
+				continue;
+			p->in_round = false;
+			if (p->stopped) {
+				p->last_round_done = true;
+				return DJP_SRC_END;
+			}
+			if (p->dialled) {
+				p->dialled = false;
+				accept_kids(p);
+			}
+			if (!p->counting) /* --snapshot: no events to pace by */
+				p->round_total = 0;
+			p->after_round = true;
+			return DJP_SRC_TIMEOUT;
+		}
+		if (p->stopped) {
+			if (p->last_round_done)
+				return DJP_SRC_END;
+			begin_round(p);
+			continue;
+		}
+		if (p->after_round) {
+			p->after_round = false;
+			if (ended(p))
+				return DJP_SRC_END;
+		}
+		/* --snapshot: the rings are read on SIGUSR1 only */
+		p->counting = !p->s.snapshot;
+		if (p->s.snapshot && !(p->snapshot_asked && *p->snapshot_asked)) {
+			p->round_total = 0;
+			p->after_round = true;
+			if (p->dialled) {
+				p->dialled = false;
+				accept_kids(p);
+			}
+			return DJP_SRC_TIMEOUT;
+		}
+		if (p->s.snapshot)
+			*p->snapshot_asked = 0;
+		begin_round(p);
+	}
+}
+
+/* ---- the rest of the interface -------------------------------------------- */
+
+static int proc_arm(struct djp_source *src, const uint32_t *ids, unsigned n, const struct djp_arm_glob *globs,
+		    unsigned nglobs)
+{
+	struct proc *p = (struct proc *)src;
+	struct session *s = &p->s;
+
+	(void)ids, (void)n; /* patterns, not descriptors */
+	p->patterns = calloc(nglobs + 1, sizeof(*p->patterns));
+	p->formats = calloc(nglobs + 1, sizeof(*p->formats));
+	p->str_args = calloc(nglobs + 1, sizeof(*p->str_args));
+	p->matched = calloc(nglobs + 1, sizeof(*p->matched));
+	if (!p->patterns || !p->formats || !p->str_args || !p->matched) {
+		fprintf(stderr, "djp: out of memory\n");
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < nglobs; i++) {
+		p->patterns[i] = globs[i].glob;
+		p->formats[i] = p->fmt_of ? p->fmt_of[i] : NULL;
+		p->str_args[i] = globs[i].str_args;
+	}
+	p->npatterns = (int)nglobs;
+	p->int3 = src->want_int3;
+	s->fmt_patterns = (char *const *)p->patterns;
+	s->fmt_formats = p->formats;
+	s->nfmt = p->npatterns;
+	if (configure(p, s, s->cmd != NULL, false) == 0)
+		return 0;
+	/* Nothing stays armed: a command that never ran its main is killed;
+	 * an attached process is told BYE (or sees the session end), which
+	 * disarms. */
+	if (s->cmd)
+		session_kill_unstarted(s);
+	else if (s->alive)
+		session_bye(s);
+	return -EINVAL;
+}
+
+static int proc_start(struct djp_source *src)
+{
+	struct proc *p = (struct proc *)src;
+	struct session *s = &p->s;
+	char what[1024], msg[4 * sizeof(s->errmsg)];
+
+	if (!s->cmd)
+		return 0;
+	if (session_start(s)) {
+		where(s, what, sizeof(what));
+		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+		session_kill_unstarted(s);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Counts, then BYE, to every process: disarmed when they answer. */
+static int proc_stop(struct djp_source *src)
+{
+	struct proc *p = (struct proc *)src;
+	session_end(&p->s);
+	for (size_t i = 0; i < p->kids.n; i++)
+		session_end(p->kids.v[i]);
+	p->stopped = true;
+	p->in_round = p->after_round = p->last_round_done = false;
+	return 0;
+}
+
+/* Does a marker a process loaded later (dlopen) match pattern i? */
+static bool matched_later(struct proc *p, int i)
+{
+	for (size_t k = 0; k <= p->kids.n; k++) {
+		struct session *s = session_at(p, k);
+		for (uint32_t id = 0; id < s->nmarkers && !is_point(p->patterns[i]); id++) {
+			const struct session_marker *m = &s->markers[id];
+			size_t plen;
+			const char *name = m->known ? djp_marker_split(m->name, &plen) : NULL;
+			if (name && djp_marker_match_n(p->patterns[i], m->name, plen, name))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* A -c command's patterns that matched nothing in any of its programs
+ * (they were kept for the program a wrapper would exec, which never came
+ * or never had them): one line each, naming the program that was run, and
+ * true.  A pattern that matches nothing is an error. */
+static bool unmatched(struct proc *p)
+{
+	char pat[1024], prog[4096], cmd[4096], last[4096 + 64] = "";
+	bool any = false;
+
+	/* the last program the command's own process exec'd */
+	for (size_t k = p->kids.n; k-- > 0;)
+		if (p->kids.v[k]->pid == p->s.pid && p->kids.v[k]->program[0]) {
+			snprintf(last, sizeof(last), ", nor in the programs it exec'd (the last: %s)",
+				 djp_escape_c(prog, sizeof(prog), p->kids.v[k]->program, false));
+			break;
+		}
+	for (int i = 0; i < p->npatterns; i++) {
+		if (p->matched[i] || matched_later(p, i))
+			continue;
+		fprintf(stderr, "djp: %s: pattern '%s' matched nothing in %s, the program that was run%s\n",
+			djp_escape_c(cmd, sizeof(cmd), p->s.cmd, false),
+			djp_escape_c(pat, sizeof(pat), p->patterns[i], false),
+			djp_escape_c(prog, sizeof(prog), p->s.program[0] ? p->s.program : "?", false), last);
+		any = true;
+	}
+	return any;
+}
+
+/* -c: the command's exit status (128 + signal when it was killed), ending
+ * it first if the trace ended before it did, and 1 when a pattern matched
+ * nothing in it; -x: 0. */
+static int proc_exit_status(struct djp_source *src)
+{
+	struct proc *p = (struct proc *)src;
+	struct session *s = &p->s;
+	int rc = 1;
+
+	if (!s->cmd)
+		return 0;
+	if (!s->child_done)
+		session_stop_child(s);
+	if (s->child > 0 && s->child_done) {
+		if (WIFEXITED(s->child_status))
+			rc = WEXITSTATUS(s->child_status);
+		else if (WIFSIGNALED(s->child_status))
+			rc = 128 + WTERMSIG(s->child_status);
+	}
+	return unmatched(p) ? 1 : rc;
+}
+
+static uint64_t proc_now(struct djp_source *src)
+{
+	return djp_clock_ns(src->want_monotonic ? CLOCK_MONOTONIC : CLOCK_REALTIME);
+}
+
+static void proc_close(struct djp_source *src)
+{
+	struct proc *p = (struct proc *)src;
+	session_free(&p->s);
+	session_kids_free(&p->kids);
+	while (p->ntabs)
+		descs_drop(p, &p->tabs[0]);
+	free(p->tabs);
+	if (p->released)
+		fclose(p->released);
+	free(p->released_text);
+	free(p->patterns);
+	free(p->formats);
+	free(p->str_args);
+	free(p->matched);
+	free(p);
+}
+
+static const struct djp_source_ops proc_ops = {
+	.arm = proc_arm,
+	.start = proc_start,
+	.next = proc_next,
+	.stop = proc_stop,
+	.report = proc_report,
+	.exit_status = proc_exit_status,
+	.now_ns = proc_now,
+	.close = proc_close,
+};
+
+int djp_process_source_open(const struct djp_source_opts *o, struct djp_source **out, char *err, size_t errsz)
+{
+	struct proc *p = calloc(1, sizeof(*p));
+
+	err[0] = 0;
+	if (!p || session_init(&p->s)) {
+		free(p);
+		snprintf(err, errsz, "out of memory");
+		return -ENOMEM;
+	}
+	p->kids.follow_fd = -1;
+	p->dialled = true;
+	p->idle_ms = DRAIN_PERIOD_MS;
+	p->s.cmd = o->cmd;
+	p->s.attach_pid = o->pid;
+	p->s.snapshot = o->snapshot;
+	p->s.buffer_size = o->buffer_size;
+	p->s.str_bound = o->str_bound;
+	p->snapshot_asked = o->snapshot_asked;
+	p->fmt_of = o->formats;
+	p->unknown.name = p->unknown.label = p->unknown_name;
+	p->unknown.format = "";
+	p->unknown.unknown = true;
+	p->src.ops = &proc_ops;
+	if (o->cmd ? session_launch(&p->s) : session_attach(&p->s)) {
+		proc_close(&p->src); /* session_launch and session_attach said why */
+		return -EIO;
+	}
+	p->src.target_pid = p->s.pid;
+	p->mono_to_real = (int64_t)(djp_clock_ns(CLOCK_REALTIME) - djp_clock_ns(CLOCK_MONOTONIC));
+	*out = &p->src;
+	return 0;
+}

@@ -1,0 +1,93 @@
+/*
+ * The summary of `djp trace` of processes, on stderr at the end: a block
+ * per process (the main one, then each child of fork or program followed
+ * through exec, in the order they came), each with its events, losses and
+ * misses, per marker and per thread.  A child released during the trace
+ * (exited, drained to the end) left its block here as text.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/escape.h"
+#include "process.h"
+
+void proc_summary_of(FILE *f, struct session *s)
+{
+	uint64_t lost = session_count_lost(s);
+	char prog[4 * sizeof(s->program)];
+
+	/* the program's path and the markers' names come from the target:
+	 * escaped, as on the event lines */
+	fprintf(f, "djp trace: process %d (%s): %" PRIu64 " events, %" PRIu64 " lost", (int)s->pid,
+		djp_escape_c(prog, sizeof(prog), s->program[0] ? s->program : "?", false), s->events, lost);
+	if (s->stats_ok)
+		fprintf(f, ", %" PRIu64 " missed (hit inside a handler, or while its site changed trampolines)",
+			s->misses);
+	if (s->end_note)
+		fprintf(f, "; %s", s->end_note);
+	fputc('\n', f);
+	if (s->lost_noslot)
+		fprintf(f, "djp trace: %" PRIu64 " lost because no ring slot was free\n", s->lost_noslot);
+	session_report_arm_errors(s, "djp trace");
+	/* the header says what the columns count */
+	fprintf(f, "  %-32s %12s %12s  %s\n", "MARKER", "EVENTS", "LOST",
+		"(EVENTS recorded and read; LOST dropped: a full ring, overwritten, or a probe in a probe)");
+	for (uint32_t id = 0; id < s->nmarkers; id++) {
+		const struct session_marker *m = &s->markers[id];
+		char name[2048];
+		if (!m->events && !m->lost)
+			continue;
+		if (!m->known)
+			snprintf(name, sizeof(name), "marker#%u", id);
+		else
+			djp_escape_c(name, sizeof(name), m->name, false);
+		fprintf(f, "  %-32s %12" PRIu64 " %12" PRIu64 "\n", name, m->events, m->lost);
+	}
+	if (s->lost_unattributed)
+		fprintf(f, "  %-32s %12s %12" PRIu64 "\n", "(other)", "-", s->lost_unattributed);
+	fprintf(f, "  %-32s %12s %12s  %s\n", "THREAD", "EVENTS", "LOST", "(the same, by thread id)");
+	for (size_t i = 0; i < s->nthreads; i++)
+		fprintf(f, "  %-32u %12" PRIu64 " %12" PRIu64 "\n", s->threads[i].tid, s->threads[i].events,
+			s->threads[i].lost);
+	if (!s->stats_ok && !s->tables && lost)
+		fprintf(f, "djp trace: lost events per marker unknown (the agent was gone before the end)\n");
+}
+
+/* A child's block.  One whose process was gone before the tool's last
+ * request to it noticed (killed between a poll and the end's counts) lost
+ * that request, not its end: it ended during the trace all the same. */
+void proc_kid_summary(FILE *f, struct session *k)
+{
+	if (!k->end_note && !k->alive && session_process_exited(k->pid))
+		k->end_note = "ended during the trace";
+	proc_summary_of(f, k);
+}
+
+void proc_report(struct djp_source *src, FILE *f)
+{
+	struct proc *p = (struct proc *)src;
+	proc_summary_of(f, &p->s);
+	if (p->released_len)
+		fwrite(p->released_text, 1, p->released_len, f);
+	for (size_t i = 0; i < p->kids.n; i++)
+		proc_kid_summary(f, p->kids.v[i]);
+}
+
+/* A child that has exited and whose rings are read to the end: its
+ * summary as text, and everything else (socket, ring and marker log
+ * memfds and mappings, tables) let go, so that a fork storm costs the tool
+ * a line of summary per child, not two descriptors and 100 KB.  false
+ * (kept as it is) when there is no memory for the text. */
+bool proc_release_kid(struct proc *p, struct session *k)
+{
+	if (!p->released && !(p->released = open_memstream(&p->released_text, &p->released_len)))
+		return false;
+	proc_kid_summary(p->released, k);
+	if (fflush(p->released))
+		return false;
+	session_discard(k);
+	return true;
+}
+
