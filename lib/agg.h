@@ -36,10 +36,11 @@
 #ifndef DJP_LIB_AGG_H
 #define DJP_LIB_AGG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define DJP_TABLES_MAGIC 0x3142415450524a44ull /* "DJPRTAB1" */
-#define DJP_TABLES_VERSION 1u
+#define DJP_TABLES_VERSION 2u
 #define DJP_TABLES_HDR_SIZE 4096u
 /* lost counters: marker ids below this (the recorder's table size) */
 #define DJP_TABLES_NIDS 65536u
@@ -52,6 +53,14 @@
 /* plan flags */
 #define DJP_AGG_TID 1u	    /* the thread id is part of the key */
 #define DJP_AGG_VALUE_ARG 2u /* the value is argument value_arg, else value_const */
+/* The plan's arguments are named: its argument i is the site's context
+ * variable names[i] ("fd", "return", "arg2"), wherever each site has it
+ * (function and statement points, whose sites are made at connect, each
+ * with the parameters and variables its DWARF places there); a site
+ * without it gives 0.  key_args, value_arg and str_arg count in names. */
+#define DJP_AGG_NAMED 4u
+#define DJP_AGG_MAX_NAMES (DJP_AGG_MAX_KEY_ARGS + 1)
+#define DJP_AGG_NAME_MAX 32u
 
 enum { DJP_AGG_HIST_NONE = 0, DJP_AGG_HIST_LOG = 1, DJP_AGG_HIST_LINEAR = 2 };
 
@@ -72,6 +81,7 @@ struct djp_agg_plan {
 	uint64_t table_offset;
 	uint64_t table_stride;
 	uint64_t lost_noslot; /* hits dropped because no ring slot was free */
+	char names[DJP_AGG_MAX_NAMES][DJP_AGG_NAME_MAX]; /* DJP_AGG_NAMED: NUL-terminated */
 };
 
 struct djp_agg_table_hdr {
@@ -98,6 +108,26 @@ struct djp_tables_hdr {
 static inline uint32_t djp_agg_entry_words(const struct djp_agg_plan *p)
 {
 	return DJP_AGG_ENTRY_FIXED + p->nbuckets + (p->str_arg ? 2 + p->str_bound / 8 : 0);
+}
+
+/* A named plan's names (DJP_AGG_NAMED): every one its key, value or
+ * string reads is there, NUL-terminated, and nothing counts past them. */
+static inline bool djp_agg_names_ok(const struct djp_agg_plan *p)
+{
+	uint32_t used = p->key_args | (p->flags & DJP_AGG_VALUE_ARG ? 1u << p->value_arg : 0);
+
+	if (!(p->flags & DJP_AGG_NAMED))
+		return true;
+	if (used >> DJP_AGG_MAX_NAMES || p->value_arg >= DJP_AGG_MAX_NAMES || p->str_arg > DJP_AGG_MAX_NAMES)
+		return false;
+	for (unsigned i = 0; i < DJP_AGG_MAX_NAMES; i++) {
+		unsigned n = 0;
+		while (n < DJP_AGG_NAME_MAX && p->names[i][n])
+			n++;
+		if (n == DJP_AGG_NAME_MAX || (!n && (used >> i & 1)))
+			return false;
+	}
+	return true;
 }
 
 /* A table: its header, the writer's scratch copy of a string key, the

@@ -47,6 +47,8 @@ static int tables(int fd, uint32_t capacity, const struct djp_agg_plan *p)
 	djp_put_u32(&b, p->nbuckets);
 	djp_put_u32(&b, p->str_arg);
 	djp_put_u32(&b, p->str_bound);
+	for (unsigned k = 0; p->flags & DJP_AGG_NAMED && k < DJP_AGG_MAX_NAMES; k++)
+		djp_put_str(&b, p->names[k]);
 	n = request(fd, DJP_MSG_TABLES, &type, &rfd);
 	CHECK(n > 0);
 	if (type == DJP_MSG_TABLES_FD) {
@@ -70,6 +72,9 @@ TEST(agent_tables_refuses_bad_plans)
 		{ .hist_kind = DJP_AGG_HIST_LINEAR, .nbuckets = 10 },	 /* interval 0 */
 		{ .key_args = 1, .str_arg = 2, .str_bound = 64 },	 /* a string not in the key */
 		{ .key_args = 1, .str_arg = 1, .str_bound = 4000 },	 /* past the largest copy */
+		{ .key_args = 2, .flags = DJP_AGG_NAMED, .names = { "fd" } }, /* its name 1 is empty */
+		{ .flags = DJP_AGG_NAMED | DJP_AGG_VALUE_ARG, .value_arg = 5 }, /* names 0 to 4 only */
+		{ .key_args = 0x20, .flags = DJP_AGG_NAMED },			 /* the same */
 	};
 	const struct djp_agg_plan good = { .key_args = 1, .flags = DJP_AGG_TID };
 	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--tick-us", "1000", NULL }, true, -1);

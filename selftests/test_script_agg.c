@@ -50,36 +50,9 @@ static struct tproc *run(const char *const *opts, int threads, long hits, const 
 			 bool no_agg)
 {
 	char cmd[4400];
-	char *argv[32];
-	int n = 0, st;
-	struct tproc *p;
 
 	snprintf(cmd, sizeof(cmd), "%s --threads %d --hits %ld%s", agg_target(), threads, hits, target_extra);
-	argv[n++] = (char *)tt_djp();
-	for (; opts && *opts; opts++)
-		argv[n++] = (char *)*opts;
-	argv[n++] = "-c";
-	argv[n++] = cmd;
-	argv[n++] = "-e";
-	argv[n++] = (char *)script;
-	argv[n] = NULL;
-	if (no_agg)
-		setenv("DJP_NO_AGG", "1", 1);
-	p = tt_spawn(argv, false, -1);
-	unsetenv("DJP_NO_AGG");
-	CHECK(tt_wait_out(p, "ready ", 20000)); /* armed before its main */
-	if (stall)
-		kill(p->pid, SIGSTOP);
-	tt_send(p, "go\n");
-	CHECK(tt_wait_out(p, "\ndone\n", 120000));
-	if (stall)
-		kill(p->pid, SIGCONT);
-	close(p->in); /* end of input: the target exits */
-	p->in = -1;
-	st = tt_finish(p, 120000);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		djp_test_fail(__FILE__, __LINE__, "status %#x: %s / %s", st, p->obuf, p->ebuf);
-	return p;
+	return tt_run_worker(cmd, opts, script, stall, no_agg);
 }
 
 static long long value_after(const char *out, const char *key)

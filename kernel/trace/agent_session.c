@@ -290,6 +290,9 @@ static int do_tables(struct djp_agent_session *s, struct djp_preader *r)
 		plans[i].nbuckets = djp_get_u32(r);
 		plans[i].str_arg = djp_get_u32(r);
 		plans[i].str_bound = djp_get_u32(r);
+		/* a named plan's names (lib/agg.h) */
+		for (unsigned k = 0; plans[i].flags & DJP_AGG_NAMED && k < DJP_AGG_MAX_NAMES; k++)
+			djp_get_str(r, plans[i].names[k], sizeof(plans[i].names[k]));
 	}
 	if (n > DJP_AGG_MAX_PLANS || !djp_preader_done(r))
 		return -EPROTO;

@@ -186,6 +186,8 @@ int session_tables(struct session *s)
 		djp_put_u32(&b, p->nbuckets);
 		djp_put_u32(&b, p->str_arg);
 		djp_put_u32(&b, p->str_bound);
+		for (unsigned k = 0; p->flags & DJP_AGG_NAMED && k < DJP_AGG_MAX_NAMES; k++)
+			djp_put_str(&b, p->names[k]);
 	}
 	n = request(s, DJP_MSG_TABLES, &b, DJP_MSG_TABLES_FD, &fd);
 	if (n < 0)

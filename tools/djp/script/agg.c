@@ -3,7 +3,9 @@
  * or feed statistics are run where they fire, and the tool merges what
  * they gathered (kernel/trace/agg.c is the target's half).
  *
- * Which probes.  A probe on markers whose body is nothing but statements
+ * Which probes.  A probe on markers, function, return and statement
+ * points (not kernel ones, nor process(PID) ones) whose body is nothing
+ * but statements
  *
  *     G++   G--   G += V   G -= V   S <<< V
  *     G[K, ...]++   G[K, ...] += V   S[K, ...] <<< V   (and the like)
@@ -32,6 +34,16 @@
  * event by event; then adds the entry's gains: its count for ++, its sum
  * (or the constant times its count) for +=, the whole statistic for <<<.
  * Counts, sums, min, max and buckets merge exactly.
+ *
+ * Named plans.  A marker's variable is the same argument in every
+ * marker a probe is bound to at the start, and the plan says which.  A
+ * function or statement point binds nothing before its sites are made,
+ * when it is connected, and `$fd` or `$return` may be a different
+ * argument of each function: its plan names the variables instead (the
+ * probe's context references, DJP_AGG_NAMED), and the target finds each
+ * name at each site (kernel/trace/agg.c).  Merging, the name's plan
+ * argument goes back to where the entry's binding has that variable.  A
+ * probe that reads no variable has a plain plan wherever it is.
  *
  * When.  The tool reads the tables' gains (tools/djp/agg_tables.c) before
  * a timer, end or error probe runs, before an event probe that reads an
@@ -76,6 +88,11 @@ struct agg_probe {
 	int str_slot;	    /* the one reference read as a string, or -1 */
 	unsigned str_bound; /* its copy's bytes, NUL included */
 	const struct hist_cfg *hist; /* the histogram of the statistic it feeds, or NULL */
+	/* a named plan (the essay): plan argument i is context reference
+	 * slot_of[i] */
+	bool named;
+	int8_t slot_of[DJP_AGG_MAX_NAMES];
+	unsigned nnamed;
 };
 
 struct script_agg {
@@ -93,12 +110,32 @@ static bool is_global_lv(const struct node *n, uint8_t ty)
 	       (n->kind == N_INDEX) == (n->sym->nkeys > 0);
 }
 
-/* Context reference slot of probe p, numeric, that every binding reads
- * from an argument: its argument index in each, through *mask. */
-static bool ctx_ok(const struct probe *p, const struct node *n, uint32_t *mask)
+/* A named plan's argument for context reference slot: the one it has, or
+ * a new one; -1 when all are taken. */
+static int named_arg(struct agg_probe *ap, int slot)
 {
+	for (unsigned i = 0; i < ap->nnamed; i++)
+		if (ap->slot_of[i] == slot)
+			return (int)i;
+	if (ap->nnamed == DJP_AGG_MAX_NAMES || strlen(ap->p->refs[slot]) >= DJP_AGG_NAME_MAX)
+		return -1;
+	ap->slot_of[ap->nnamed] = (int8_t)slot;
+	return (int)ap->nnamed++;
+}
+
+/* Context reference slot of probe p, numeric, that every binding reads
+ * from an argument: its argument index in each, through *mask (a named
+ * plan's argument). */
+static bool ctx_ok(struct agg_probe *ap, const struct node *n, uint32_t *mask)
+{
+	const struct probe *p = ap->p;
 	if (n->ty != TY_LONG || n->slot < 0 || n->slot >= 32 || p->ref_strbound[n->slot])
 		return false;
+	if (ap->named) {
+		int i = named_arg(ap, n->slot);
+		*mask |= i >= 0 ? 1u << i : 0;
+		return i >= 0;
+	}
 	for (int b = 0; b < p->nbinds; b++) {
 		int f = p->binds[b]->field[n->slot];
 		if (f < 0 || f >= 16)
@@ -118,7 +155,9 @@ static bool str_ok(struct agg_probe *ap, const struct node *n, unsigned bound, u
 
 	if (n->slot < 0 || n->slot >= 32 || !bound || (ap->str_slot >= 0 && ap->str_slot != n->slot))
 		return false;
-	for (int b = 0; b < p->nbinds; b++) {
+	if (ap->named)
+		f = named_arg(ap, n->slot);
+	for (int b = 0; !ap->named && b < p->nbinds; b++) {
 		int bf = p->binds[b]->field[n->slot];
 		if (bf < 0 || bf >= 16 || (f >= 0 && bf != f))
 			return false;
@@ -138,6 +177,7 @@ static bool str_ok(struct agg_probe *ap, const struct node *n, unsigned bound, u
 static bool key_ok(struct agg_probe *ap, const struct node *n, uint32_t *mask, bool *tid)
 {
 	const struct probe *p = ap->p;
+
 	switch (n->kind) {
 	case N_NUM:
 	case N_STR:
@@ -147,7 +187,7 @@ static bool key_ok(struct agg_probe *ap, const struct node *n, uint32_t *mask, b
 		if (n->ty == TY_STR) /* a %s field: copied as the recorder does */
 			return str_ok(ap, n, DJP_RING_STR_BOUND, mask);
 		ap->key_slots |= 1u << (n->slot & 31);
-		return ctx_ok(p, n, mask);
+		return ctx_ok(ap, n, mask);
 	case N_NEG:
 	case N_BITNOT:
 	case N_NOT:
@@ -200,7 +240,7 @@ static bool value_ok(struct agg_probe *ap, struct node *n)
 	uint32_t mask = 0;
 	if (n->kind == N_NUM)
 		return true;
-	if (n->kind != N_CTX || !ctx_ok(ap->p, n, &mask) || __builtin_popcount(mask) > 1)
+	if (n->kind != N_CTX || !ctx_ok(ap, n, &mask) || __builtin_popcount(mask) > 1)
 		return false;
 	if (ap->value && ap->value->slot != n->slot)
 		return false;
@@ -298,22 +338,29 @@ static bool reads_agg(struct node *n, int depth)
 	return false;
 }
 
-static bool candidate(struct probe *p)
+/* A probe the target may run: false when not.  *named: its plan names
+ * its variables (the essay). */
+static bool candidate(struct probe *p, bool *named)
 {
-	if (p->cond || p->has_nonmark || p->uses_ustack || !p->nbinds)
+	*named = !p->nbinds; /* its markers come later: a -c wrapper's program */
+	if (p->cond || p->has_nonmark || p->uses_ustack)
 		return false;
-	for (struct probe_point *pp = p->points; pp; pp = pp->next)
-		if (pp->kind != PP_MARK || pp->kernel || pp->point || pp->pid || pp->names)
+	for (struct probe_point *pp = p->points; pp; pp = pp->next) {
+		if (pp->kind != PP_MARK || pp->kernel || pp->pid)
 			return false;
+		*named |= pp->point;
+	}
 	return true;
 }
 
 /* The plan of a probe the target can run: false when it cannot. */
-static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl)
+static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl, bool named)
 {
 	uint32_t mask = 0;
 	bool tid = false;
 
+	ap->named = named;
+	ap->nnamed = 0;
 	ap->nst = 0;
 	ap->key_slots = 0;
 	ap->str_slot = -1;
@@ -327,12 +374,20 @@ static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl)
 	memset(pl, 0, sizeof(*pl));
 	pl->key_args = mask;
 	pl->flags = tid ? DJP_AGG_TID : 0;
+	if (ap->nnamed) {
+		pl->flags |= DJP_AGG_NAMED;
+		for (unsigned i = 0; i < ap->nnamed; i++)
+			snprintf(pl->names[i], sizeof(pl->names[i]), "%s", ap->p->refs[ap->slot_of[i]]);
+	} else {
+		ap->named = false; /* no variable: a plain plan, wherever it is */
+	}
 	if (ap->value) {
 		pl->flags |= DJP_AGG_VALUE_ARG;
-		pl->value_arg = (uint32_t)ap->p->binds[0]->field[ap->value->slot];
+		pl->value_arg = (uint32_t)(ap->named ? named_arg(ap, ap->value->slot)
+						     : ap->p->binds[0]->field[ap->value->slot]);
 	}
 	if (ap->str_slot >= 0) {
-		int f = ap->p->binds[0]->field[ap->str_slot];
+		int f = ap->named ? named_arg(ap, ap->str_slot) : ap->p->binds[0]->field[ap->str_slot];
 		/* read as a string and as a number: the key holds the text */
 		if ((ap->key_slots >> ap->str_slot & 1) || (ap->value && ap->value->slot == ap->str_slot))
 			return false;
@@ -359,8 +414,9 @@ void agg_prepare(struct script *sc, struct djp_source *src)
 	if (!(a = calloc(1, sizeof(*a))))
 		abort();
 	for (struct probe *p = sc->probes; p && a->n < DJP_AGG_MAX_PLANS; p = p->next) {
+		bool named;
 		a->v[a->n].p = p;
-		if (candidate(p) && plan_probe(&a->v[a->n], &a->plans[a->n]))
+		if (candidate(p, &named) && plan_probe(&a->v[a->n], &a->plans[a->n], named))
 			a->n++;
 	}
 	/* a statistic deleted and read for its extremes rules out every
@@ -463,6 +519,13 @@ static void stat_merge(struct script_stat *st, const struct hist_cfg *h, const s
  * later must have the key's and the value's variables where they were. */
 static bool fits(const struct agg_probe *ap, const struct djp_agg_plan *pl, const struct binding *b)
 {
+	/* named: wherever this marker has them (bind_late bound it only if
+	 * it has every variable the probe reads) */
+	for (unsigned i = 0; ap->named && i < ap->nnamed; i++)
+		if (b->field[ap->slot_of[i]] < 0 || b->field[ap->slot_of[i]] >= DJP_EV_MAX_ARGS)
+			return false;
+	if (ap->named)
+		return true;
 	for (uint32_t bits = ap->key_slots; bits; bits &= bits - 1) {
 		int f = b->field[__builtin_ctz(bits)];
 		if (f < 0 || f >= 16 || !(pl->key_args & 1u << f))
@@ -471,6 +534,14 @@ static bool fits(const struct agg_probe *ap, const struct djp_agg_plan *pl, cons
 	if (ap->str_slot >= 0 && (uint32_t)b->field[ap->str_slot] + 1 != pl->str_arg)
 		return false;
 	return !ap->value || (uint32_t)b->field[ap->value->slot] == pl->value_arg;
+}
+
+/* Plan argument i as binding b's argument. */
+static unsigned arg_of(const struct agg_probe *ap, const struct binding *b, unsigned i)
+{
+	if (!ap->named)
+		return i;
+	return i < ap->nnamed ? (unsigned)b->field[ap->slot_of[i]] : ~0u;
 }
 
 static void merge_one(void *ctx, const struct djp_ev_desc *d, int32_t pid, const struct djp_agg_delta *dl)
@@ -494,13 +565,13 @@ static void merge_one(void *ctx, const struct djp_ev_desc *d, int32_t pid, const
 	ev.cpu = -1;
 	ev.nargs = d->nargs < DJP_EV_MAX_ARGS ? d->nargs : DJP_EV_MAX_ARGS;
 	for (uint32_t bits = a->plans[dl->plan].key_args; bits && k < dl->nkey; bits &= bits - 1, k++) {
-		unsigned i = (unsigned)__builtin_ctz(bits);
+		unsigned i = arg_of(ap, b, (unsigned)__builtin_ctz(bits));
 		if (i < DJP_EV_MAX_ARGS)
 			ev.args[i] = (int64_t)dl->key[k];
 	}
-	if (dl->str && a->plans[dl->plan].str_arg - 1 < DJP_EV_MAX_ARGS) {
+	if (dl->str && arg_of(ap, b, a->plans[dl->plan].str_arg - 1) < DJP_EV_MAX_ARGS) {
 		/* as an event carries a copied string: its text, its pointer */
-		unsigned i = a->plans[dl->plan].str_arg - 1;
+		unsigned i = arg_of(ap, b, a->plans[dl->plan].str_arg - 1);
 		ev.strs[i] = dl->str;
 		ev.args[i] = (int64_t)dl->str_ptr;
 		ev.str_fault[i] = dl->str_bits & DJP_STR_FAULT;

@@ -1929,7 +1929,7 @@ static void add_line_globs(struct djp_arm_glob **globs, unsigned *nglobs, const 
 		if (!g || !(*globs = realloc(*globs, sizeof(**globs) * (*nglobs + 1))))
 			abort();
 		snprintf(g, n, "func:%s%s", pp->names[i], at ? at : "");
-		(*globs)[(*nglobs)++] = (struct djp_arm_glob){ g, 0, 0, !pp->optional, p->uses_ustack, 0 };
+		(*globs)[(*nglobs)++] = (struct djp_arm_glob){ g, 0, 0, !pp->optional, p->uses_ustack, (unsigned)p->agg };
 		probe_strings(p, &(*globs)[*nglobs - 1]);
 	}
 }
