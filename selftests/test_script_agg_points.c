@@ -159,25 +159,6 @@ TEST_TIMEOUT(script_agg_return_probe_hist_and_sum, 300)
 	free(p);
 }
 
-/* The line of aggcall_target.c that carries "tag: TAG". */
-static int tagged_line(const char *tag)
-{
-	char buf[256], want[64];
-	FILE *f = fopen(djp_test_path("../../selftests/trace_progs/aggcall_target.c"), "r");
-	int at = 0, no = 0;
-
-	CHECK(f != NULL);
-	snprintf(want, sizeof(want), "tag: %s ", tag);
-	while (!no && fgets(buf, sizeof(buf), f)) {
-		at++;
-		if (strstr(buf, want))
-			no = at;
-	}
-	fclose(f);
-	CHECK(no > 0);
-	return no;
-}
-
 /* A statement point inside ac_work: every pass counted, with a local. */
 TEST_TIMEOUT(script_agg_statement_probe_counts_every_pass, 300)
 {
@@ -190,7 +171,7 @@ TEST_TIMEOUT(script_agg_statement_probe_counts_every_pass, 300)
 		 "global n, st\n"
 		 "probe process.statement(\"ac_work@aggcall_target.c:%d\") { n++; st <<< $v }\n"
 		 "probe end { printf(\"n=%%d st %%d %%d\\n\", n, @count(st), @sum(st)) }",
-		 tagged_line("work-line"));
+		 tt_source_line("aggcall_target.c", "tag: work-line "));
 	p = run(script, false);
 	out = script_out(p);
 	two_after(p->obuf, "\nwork ", &work, &work_sum);

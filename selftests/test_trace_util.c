@@ -245,6 +245,24 @@ struct tproc *tt_run_worker(const char *cmd, const char *const *opts, const char
 	return p;
 }
 
+int tt_source_line(const char *source, const char *text)
+{
+	char path[256], buf[512];
+	FILE *f;
+	int at = 0, no = 0;
+
+	snprintf(path, sizeof(path), "../../selftests/trace_progs/%s", source);
+	CHECK((f = fopen(djp_test_path(path), "r")) != NULL);
+	while (!no && fgets(buf, sizeof(buf), f)) {
+		at++;
+		if (strstr(buf, text))
+			no = at;
+	}
+	fclose(f);
+	CHECK(no > 0);
+	return no;
+}
+
 int tt_lines(const char *s)
 {
 	int n = 0;

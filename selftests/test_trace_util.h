@@ -68,6 +68,9 @@ int tt_count(const char *hay, const char *needle);
  * process (stdout: the target's lines and the script's), which must have
  * exited 0. */
 struct tproc *tt_run_worker(const char *cmd, const char *const *opts, const char *script, bool stall, bool no_agg);
+/* The first line of selftests/trace_progs/SOURCE that holds `text`; fails
+ * the test when none does. */
+int tt_source_line(const char *source, const char *text);
 /* Lines of s (stderr) that are not empty. */
 int tt_lines(const char *s);
 
