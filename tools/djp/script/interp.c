@@ -1922,14 +1922,12 @@ static int resolve_lines(struct script *sc, struct djp_source *src)
 static void add_line_globs(struct djp_arm_glob **globs, unsigned *nglobs, const struct probe_point *pp,
 			   struct probe *p)
 {
-	const char *at = pp->connect ? strrchr(pp->connect, '@') : NULL;
 	for (unsigned i = 0; i < pp->nnames; i++) {
-		size_t n = strlen(pp->names[i]) + (at ? strlen(at) : 0) + 8;
-		char *g = malloc(n);
-		if (!g || !(*globs = realloc(*globs, sizeof(**globs) * (*nglobs + 1))))
+		char *g = func_point_line_glob(pp, i);
+		if (!(*globs = realloc(*globs, sizeof(**globs) * (*nglobs + 1))))
 			abort();
-		snprintf(g, n, "func:%s%s", pp->names[i], at ? at : "");
-		(*globs)[(*nglobs)++] = (struct djp_arm_glob){ g, 0, 0, !pp->optional, p->uses_ustack, (unsigned)p->agg };
+		(*globs)[(*nglobs)++] =
+			(struct djp_arm_glob){ g, 0, 0, !pp->optional, p->uses_ustack, (unsigned)p->agg, pp->text, false };
 		probe_strings(p, &(*globs)[*nglobs - 1]);
 	}
 }
@@ -1980,7 +1978,8 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 				if (k == nglobs) {
 					if (!(globs = realloc(globs, sizeof(*globs) * (nglobs + 1))))
 						abort();
-					globs[nglobs++] = (struct djp_arm_glob){ g, 0, 0, false, false, (unsigned)p->agg };
+					globs[nglobs++] =
+						(struct djp_arm_glob){ g, 0, 0, false, false, (unsigned)p->agg, pp->text, false };
 				}
 				globs[k].now |= pp->point && !pp->optional;
 				globs[k].ustack |= p->uses_ustack;

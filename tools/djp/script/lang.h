@@ -395,8 +395,9 @@ void bind_fields(struct script *sc);
  * warning.  Once per descriptor. */
 void bind_late(struct script *sc, const struct djp_ev_desc *d);
 /* After the run: the mark points that waited for the program a -c wrapper
- * execs and never bound, one line each on stderr; true when there was one
- * (a point that matches nothing is an error). */
+ * execs and never bound, and the function and statement points whose
+ * sites came in no program of the run, one line each on stderr; true when
+ * there was one (a point that matches nothing is an error). */
 bool report_never_bound(const struct script *sc, const struct djp_source *src);
 /* free everything the passes allocated (the pool included) */
 void script_release(struct script *sc);
