@@ -49,6 +49,20 @@ static int tables(int fd, uint32_t capacity, const struct djp_agg_plan *p)
 	djp_put_u32(&b, p->str_bound);
 	for (unsigned k = 0; p->flags & DJP_AGG_NAMED && k < DJP_AGG_MAX_NAMES; k++)
 		djp_put_str(&b, p->names[k]);
+	if (p->flags & (DJP_AGG_VALUE_CODE | DJP_AGG_COND)) { /* ops eight to a word, constants */
+		const struct djp_agg_code *codes[2] = { &p->value_code, &p->cond_code };
+		djp_put_u32(&b, p->code_args);
+		for (unsigned i = 0; i < 2; i++) {
+			for (unsigned w = 0; w < DJP_AGG_MAX_CODE / 8; w++) {
+				uint64_t v = 0;
+				for (unsigned k = 0; k < 8; k++)
+					v |= (uint64_t)codes[i]->op[w * 8 + k] << (8 * k);
+				djp_put_u64(&b, v);
+			}
+			for (unsigned k = 0; k < DJP_AGG_MAX_IMM; k++)
+				djp_put_u64(&b, (uint64_t)codes[i]->imm[k]);
+		}
+	}
 	n = request(fd, DJP_MSG_TABLES, &type, &rfd);
 	CHECK(n > 0);
 	if (type == DJP_MSG_TABLES_FD) {
@@ -75,6 +89,10 @@ TEST(agent_tables_refuses_bad_plans)
 		{ .key_args = 2, .flags = DJP_AGG_NAMED, .names = { "fd" } }, /* its name 1 is empty */
 		{ .flags = DJP_AGG_NAMED | DJP_AGG_VALUE_ARG, .value_arg = 5 }, /* names 0 to 4 only */
 		{ .key_args = 0x20, .flags = DJP_AGG_NAMED },			 /* the same */
+		{ .flags = DJP_AGG_COND, .code_args = 1, .cond_code = { .op = { DJP_AGG_OP_ARG, 0, DJP_AGG_OP_ADD } } },
+		/* ^ an operand short; v an argument it does not say it reads */
+		{ .flags = DJP_AGG_VALUE_CODE, .value_code = { .op = { DJP_AGG_OP_ARG, 0 } } },
+		{ .flags = DJP_AGG_VALUE_CODE, .value_code = { .op = { DJP_AGG_OP_IMM, 4 } } }, /* constant 4 of 4 */
 	};
 	const struct djp_agg_plan good = { .key_args = 1, .flags = DJP_AGG_TID };
 	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--tick-us", "1000", NULL }, true, -1);

@@ -3,7 +3,8 @@
  * only aggregates there is run in the target (tools/djp/script/agg.c,
  * kernel/trace/agg.c), with its context variables found by name at each
  * site ($v is the first parameter of one function and the second of
- * another; $return comes after a function's parameters).
+ * another; $return comes after a function's parameters), and values and
+ * conditions that are expressions of them computed there.
  *
  * The target is trace_progs/aggcall_target.c: four threads (more than the
  * machine's cores) calling two functions as fast as they can, which print
@@ -156,6 +157,35 @@ TEST_TIMEOUT(script_agg_return_probe_hist_and_sum, 300)
 	}
 	no_loss(p);
 	printf("# %lld returns in %d buckets, exact; by_w exact\n", rows, nrows);
+	free(p);
+}
+
+/* A condition and values that are expressions of the hit's variables,
+ * computed in the target. */
+TEST_TIMEOUT(script_agg_condition_and_value_expressions, 300)
+{
+	struct tproc *p = run("global big, twice, diff\n"
+			      "probe process.function(\"ac_work\").return {\n"
+			      "  if ($return > 150000) { big++; twice += $return * 2 } }\n"
+			      "probe process.function(\"ac_work\").return { diff <<< $return - $v }\n"
+			      "probe end { printf(\"big=%d twice=%d diff %d %d %d %d\\n\", big, twice,\n"
+			      "  @count(diff), @sum(diff), @min(diff), @max(diff)) }",
+			      false);
+	const char *out = script_out(p);
+	long long work, work_sum, big, big_sum, ret_sum;
+	char want[256];
+
+	two_after(p->obuf, "\nwork ", &work, &work_sum);
+	two_after(p->obuf, "\nbig ", &big, &big_sum);
+	ret_sum = after(p->obuf, "\nret ");
+	CHECK_EQ(work, THREADS * CALLS);
+	/* r - v = 2 v + 1: from 1 to 199999 */
+	snprintf(want, sizeof(want), "big=%lld twice=%lld diff %lld %lld 1 199999\n", big, 2 * big_sum, work,
+		 ret_sum - work_sum);
+	if (!big || !strstr(out, want))
+		djp_test_fail(__FILE__, __LINE__, "want %s:\n%s\n%s", want, p->obuf, p->ebuf);
+	no_loss(p);
+	printf("# %lld of %lld returns over 150000, every difference, exact\n", big, work);
 	free(p);
 }
 

@@ -111,6 +111,8 @@ static inline __attribute__((always_inline)) void agg_update(struct djp_agg_prob
 	char *str = NULL;
 	uint64_t str_ptr = 0, str_desc = 0;
 
+	if ((p->flags & DJP_AGG_COND) && !djp_agg_eval(&p->cond_code, args))
+		return; /* the probe's condition: not this hit */
 	if (__builtin_expect(t->region_id != a->ring->id, 0)) {
 		int err;
 		if (t->nesting)
@@ -136,6 +138,8 @@ static inline __attribute__((always_inline)) void agg_update(struct djp_agg_prob
 	}
 	if (p->flags & DJP_AGG_VALUE_ARG)
 		v = p->value_arg < nargs ? (int64_t)args[p->value_arg] : 0;
+	else if (p->flags & DJP_AGG_VALUE_CODE)
+		v = djp_agg_eval(&p->value_code, args);
 	else
 		v = p->value_const;
 	id_tid = id | (p->flags & DJP_AGG_TID ? (uint64_t)t->tid << 32 : 0);
@@ -305,7 +309,7 @@ void djp_agg_hit(const struct djp_hit *hit, void *data)
 	const struct djp_site *s = djp__hit_site(hit);
 	const struct djp_marker_info *m = s->m;
 	unsigned nargs = m->nargs < DJP_MARKER_MAX_ARGS ? m->nargs : DJP_MARKER_MAX_ARGS;
-	uint32_t want = p->key_args | (p->flags & DJP_AGG_VALUE_ARG ? 1u << p->value_arg : 0);
+	uint32_t want = djp_agg_wanted(p);
 	uint64_t args[16];
 
 	if (p->flags & DJP_AGG_NAMED) {
@@ -339,7 +343,7 @@ static djp_fast_entry_fn agg_plan_fast(void *data, const struct djp_site *s, str
 	struct djp_agg_probe *ap = data;
 	const struct djp_agg_plan *p = &ap->agg->plan[ap->plan];
 	const struct djp_marker_info *m = s->m;
-	uint32_t want = p->key_args | (p->flags & DJP_AGG_VALUE_ARG ? 1u << p->value_arg : 0);
+	uint32_t want = djp_agg_wanted(p);
 
 	if ((p->flags & DJP_AGG_NAMED) || want >> DJP_TRAMP_PREFETCH || !arch_tramp_prefetches(m->arg, m->nargs))
 		return NULL;
@@ -355,8 +359,8 @@ static bool plan_ok(const struct djp_agg_plan *p)
 					       !(p->key_args >> (p->str_arg - 1) & 1))))
 		return false;
 	if (__builtin_popcount(p->key_args) > (int)DJP_AGG_MAX_KEY_ARGS || p->key_args >> 16 ||
-	    (p->flags & ~(DJP_AGG_TID | DJP_AGG_VALUE_ARG | DJP_AGG_NAMED)) ||
-	    (p->flags & DJP_AGG_VALUE_ARG && p->value_arg >= 16) || !djp_agg_names_ok(p))
+	    (p->flags & ~(DJP_AGG_TID | DJP_AGG_VALUE_ARG | DJP_AGG_NAMED | DJP_AGG_VALUE_CODE | DJP_AGG_COND)) ||
+	    (p->flags & DJP_AGG_VALUE_ARG && p->value_arg >= 16) || !djp_agg_names_ok(p) || !djp_agg_codes_ok(p))
 		return false;
 	switch (p->hist_kind) {
 	case DJP_AGG_HIST_NONE:

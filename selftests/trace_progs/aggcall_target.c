@@ -20,6 +20,7 @@
  *   work COUNT SUM    calls of ac_work and the sum of their v
  *   pair COUNT SUM    the same of ac_pair
  *   ret SUM MIN MAX   of ac_work's return values
+ *   big COUNT SUM     of those over 150000
  *   by_w W COUNT SUM  for each W: calls of ac_pair with w = W, the sum of
  *                     what they returned
  *   hist LOW COUNT    ac_work's return values in stap's @hist_log bucket
@@ -56,8 +57,8 @@ struct worker {
 	int index;
 	long calls;
 	long work, pair;
-	long long work_sum, pair_sum, ret_sum, ret_min, ret_max, by_w_sum[8];
-	long by_w[8];
+	long long work_sum, pair_sum, ret_sum, ret_min, ret_max, by_w_sum[8], big_sum;
+	long by_w[8], big;
 	long hist[64];
 };
 
@@ -73,6 +74,10 @@ static void *turns(void *arg)
 			w->ret_max = r;
 		w->work_sum += v;
 		w->ret_sum += r;
+		if (r > 150000) {
+			w->big++;
+			w->big_sum += r;
+		}
 		w->hist[63 - __builtin_clzl((unsigned long)r)]++;
 		if (i % 4 == 0) {
 			long pw = (i / 4) & 7;
@@ -90,8 +95,8 @@ int main(int argc, char **argv)
 	static struct worker w[MAX_THREADS];
 	int nthreads = 4;
 	long calls = 500000, work = 0, pair = 0, hist[64] = { 0 };
-	long long work_sum = 0, pair_sum = 0, ret_sum = 0, ret_min = 0, ret_max = 0, by_w_sum[8] = { 0 };
-	long by_w[8] = { 0 };
+	long long work_sum = 0, pair_sum = 0, ret_sum = 0, ret_min = 0, ret_max = 0, by_w_sum[8] = { 0 }, big_sum = 0;
+	long by_w[8] = { 0 }, big = 0;
 	char line[64];
 
 	for (int i = 1; i < argc; i++) {
@@ -124,6 +129,8 @@ int main(int argc, char **argv)
 		work_sum += w[i].work_sum;
 		pair_sum += w[i].pair_sum;
 		ret_sum += w[i].ret_sum;
+		big += w[i].big;
+		big_sum += w[i].big_sum;
 		for (int k = 0; k < 8; k++) {
 			by_w[k] += w[i].by_w[k];
 			by_w_sum[k] += w[i].by_w_sum[k];
@@ -134,6 +141,7 @@ int main(int argc, char **argv)
 	printf("work %ld %lld\n", work, work_sum);
 	printf("pair %ld %lld\n", pair, pair_sum);
 	printf("ret %lld %lld %lld\n", ret_sum, ret_min, ret_max);
+	printf("big %ld %lld\n", big, big_sum);
 	for (int k = 0; k < 8; k++)
 		printf("by_w %d %ld %lld\n", k, by_w[k], by_w_sum[k]);
 	for (int b = 0; b < 64; b++)

@@ -63,7 +63,7 @@ static bool geometry_ok(struct djp_tables *t)
 		if (p->nbuckets > DJP_AGG_MAX_BUCKETS || __builtin_popcount(p->key_args) > (int)DJP_AGG_MAX_KEY_ARGS ||
 		    p->str_arg > 16 || (p->str_arg && (p->str_bound < 8 || p->str_bound > DJP_AGG_MAX_STR ||
 						       p->str_bound % 8 || !(p->key_args >> (p->str_arg - 1) & 1))) ||
-		    p->entry_words != djp_agg_entry_words(p) || !djp_agg_names_ok(p))
+		    p->entry_words != djp_agg_entry_words(p) || !djp_agg_names_ok(p) || !djp_agg_codes_ok(p))
 			return false;
 		if (p->hist_kind == DJP_AGG_HIST_LINEAR && p->hist_interval <= 0)
 			return false;

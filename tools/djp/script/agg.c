@@ -16,8 +16,10 @@
  * constants, one string argument, user_string($argN) or a %s field, and
  * pure functions of those: usymname(), usymdata(), umodname(),
  * arithmetic, concatenation), and every value V is a constant or a
- * numeric context variable (at most one such variable a probe).  No
- * condition, no other statement.  Other code may write those globals too
+ * numeric context variable, or an expression of those (+ - * & | ^ << >>,
+ * comparisons, && || ! ~ and unary -: at most one such value a probe).
+ * The whole body may be `if (COND) { ... }`, COND such an expression: the
+ * target counts the hits where it holds.  No other statement.  Other code may write those globals too
  * (the merge adds to what they hold: see walk()), except delete a
  * statistic whose @min or @max is read.
  *
@@ -34,6 +36,10 @@
  * event by event; then adds the entry's gains: its count for ++, its sum
  * (or the constant times its count) for +=, the whole statistic for <<<.
  * Counts, sums, min, max and buckets merge exactly.
+ *
+ * Values and conditions that are expressions are compiled into small
+ * stack programs (lib/agg.h) that the target runs on the hit's
+ * arguments; no division, whose 0 would be a run-time error.
  *
  * Named plans.  A marker's variable is the same argument in every
  * marker a probe is bound to at the start, and the plan says which.  A
@@ -83,7 +89,9 @@ struct agg_probe {
 	struct probe *p;
 	struct agg_stmt st[32];
 	int nst;
-	struct node *value; /* the one N_CTX value, or NULL */
+	struct node *value; /* the one value that is not a constant, or NULL */
+	struct node *cond;  /* the body's `if`, whose then-block is the rest */
+	uint32_t code_slots; /* context references the target's programs read */
 	uint32_t key_slots; /* context references the indexes read */
 	int str_slot;	    /* the one reference read as a string, or -1 */
 	unsigned str_bound; /* its copy's bytes, NUL included */
@@ -233,16 +241,133 @@ static bool key_ok(struct agg_probe *ap, const struct node *n, uint32_t *mask, b
 	}
 }
 
-/* A value the target computes: a constant, or one numeric context
- * variable at the same argument in every marker of the probe. */
-static bool value_ok(struct agg_probe *ap, struct node *n)
+/* ---- values and conditions the target computes (lib/agg.h's programs) ---- */
+
+struct emit {
+	struct djp_agg_code *c;
+	unsigned pc, nimm, sp;
+	uint32_t *args; /* the plan arguments read */
+};
+
+static bool emit_op(struct emit *e, unsigned op)
+{
+	if (e->pc + 1 >= DJP_AGG_MAX_CODE) /* and the END after it */
+		return false;
+	e->c->op[e->pc++] = (uint8_t)op;
+	return true;
+}
+
+static bool emit_push(struct emit *e, unsigned op, unsigned i)
+{
+	if (++e->sp > DJP_AGG_MAX_STACK || !emit_op(e, op))
+		return false;
+	return emit_op(e, i);
+}
+
+/* The program's op for a binary node, 0 for none. */
+static unsigned binop_code(const struct node *n)
+{
+	static const struct {
+		int op;
+		uint8_t code;
+	} arith[] = { { '+', DJP_AGG_OP_ADD },	{ '-', DJP_AGG_OP_SUB },	   { '*', DJP_AGG_OP_MUL },
+		      { '&', DJP_AGG_OP_AND },	{ '|', DJP_AGG_OP_OR },		   { '^', DJP_AGG_OP_XOR },
+		      { '<' | '<' << 8, DJP_AGG_OP_SHL }, { '>' | '>' << 8, DJP_AGG_OP_SHR } },
+	  cmp[] = { { '<', DJP_AGG_OP_LT },	    { '>', DJP_AGG_OP_GT },	       { '<' | '=' << 8, DJP_AGG_OP_LE },
+		    { '>' | '=' << 8, DJP_AGG_OP_GE }, { '=' | '=' << 8, DJP_AGG_OP_EQ }, { '!' | '=' << 8, DJP_AGG_OP_NE } };
+
+	if (n->kind == N_LOGAND || n->kind == N_LOGOR)
+		return n->kind == N_LOGAND ? DJP_AGG_OP_LAND : DJP_AGG_OP_LOR;
+	for (size_t i = 0; n->kind == N_BINOP && i < sizeof(arith) / sizeof(arith[0]); i++)
+		if (arith[i].op == n->op)
+			return arith[i].code;
+	/* numbers only: a string comparison or a regex runs in the tool */
+	for (size_t i = 0; n->kind == N_CMP && !n->re && n->a->ty == TY_LONG && i < sizeof(cmp) / sizeof(cmp[0]); i++)
+		if (cmp[i].op == n->op)
+			return cmp[i].code;
+	return 0;
+}
+
+/* Emit n: an expression of numeric context variables and constants the
+ * target can compute (no division, whose 0 is a run-time error). */
+static bool emit(struct agg_probe *ap, struct emit *e, const struct node *n, int depth)
 {
 	uint32_t mask = 0;
+	unsigned code;
+
+	if (depth > 32)
+		return false;
+	switch (n->kind) {
+	case N_NUM: {
+		unsigned i = 0;
+		while (i < e->nimm && e->c->imm[i] != n->num)
+			i++;
+		if (i == DJP_AGG_MAX_IMM)
+			return false;
+		if (i == e->nimm)
+			e->c->imm[e->nimm++] = n->num;
+		return emit_push(e, DJP_AGG_OP_IMM, i);
+	}
+	case N_CTX:
+		/* one argument: a named plan's, or where every binding has it */
+		if (!ctx_ok(ap, n, &mask) || __builtin_popcount(mask) != 1)
+			return false;
+		ap->code_slots |= 1u << n->slot;
+		*e->args |= mask;
+		return emit_push(e, DJP_AGG_OP_ARG, (unsigned)__builtin_ctz(mask));
+	case N_NEG:
+	case N_BITNOT:
+	case N_NOT:
+		code = n->kind == N_NEG ? DJP_AGG_OP_NEG : n->kind == N_BITNOT ? DJP_AGG_OP_BITNOT : DJP_AGG_OP_NOT;
+		return emit(ap, e, n->a, depth + 1) && emit_op(e, code);
+	default:
+		if (!(code = binop_code(n)) || !emit(ap, e, n->a, depth + 1) || !emit(ap, e, n->b, depth + 1))
+			return false;
+		e->sp--;
+		return emit_op(e, code);
+	}
+}
+
+/* The program of n into c (zeroed here), the arguments it reads added to
+ * *args; false when the target cannot compute n. */
+static bool compile(struct agg_probe *ap, struct djp_agg_code *c, const struct node *n, uint32_t *args)
+{
+	struct emit e = { c, 0, 0, 0, args };
+	memset(c, 0, sizeof(*c));
+	return emit(ap, &e, n, 0); /* c->op[e.pc] is the END */
+}
+
+static bool same_expr(const struct node *a, const struct node *b)
+{
+	if (a->kind != b->kind || a->op != b->op)
+		return false;
+	switch (a->kind) {
+	case N_NUM: return a->num == b->num;
+	case N_CTX: return a->slot == b->slot;
+	case N_NEG:
+	case N_BITNOT:
+	case N_NOT: return same_expr(a->a, b->a);
+	case N_BINOP:
+	case N_CMP:
+	case N_LOGAND:
+	case N_LOGOR: return !a->re && !b->re && same_expr(a->a, b->a) && same_expr(a->b, b->b);
+	default: return false;
+	}
+}
+
+/* A value the target computes: a constant, or one numeric context
+ * variable at the same argument in every marker of the probe, or one
+ * expression of those (the same throughout the probe). */
+static bool value_ok(struct agg_probe *ap, struct node *n)
+{
+	struct djp_agg_code scratch;
+	uint32_t mask = 0;
+
 	if (n->kind == N_NUM)
 		return true;
-	if (n->kind != N_CTX || !ctx_ok(ap, n, &mask) || __builtin_popcount(mask) > 1)
-		return false;
-	if (ap->value && ap->value->slot != n->slot)
+	if (ap->value)
+		return same_expr(ap->value, n);
+	if (n->kind == N_CTX ? !ctx_ok(ap, n, &mask) || __builtin_popcount(mask) > 1 : !compile(ap, &scratch, n, &mask))
 		return false;
 	ap->value = n;
 	return true;
@@ -356,7 +481,9 @@ static bool candidate(struct probe *p, bool *named)
 /* The plan of a probe the target can run: false when it cannot. */
 static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl, bool named)
 {
-	uint32_t mask = 0;
+	uint32_t mask = 0, code_args = 0;
+	struct node *body = ap->p->body;
+	struct djp_agg_code scratch;
 	bool tid = false;
 
 	ap->named = named;
@@ -366,8 +493,18 @@ static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl, bool named
 	ap->str_slot = -1;
 	ap->str_bound = 0;
 	ap->value = NULL;
+	ap->cond = NULL;
+	ap->code_slots = 0;
 	ap->hist = NULL;
-	if (!stmt_ok(ap, ap->p->body, &mask, &tid) || !ap->nst)
+	/* `if (COND) { ... }` as the whole body, COND of the hit: the
+	 * target counts the hits where it holds */
+	if (body->kind == S_BLOCK && body->nargs == 1)
+		body = body->args[0];
+	if (body->kind == S_IF && !body->c && compile(ap, &scratch, body->a, &code_args)) {
+		ap->cond = body->a;
+		body = body->b;
+	}
+	if (!stmt_ok(ap, body, &mask, &tid) || !ap->nst)
 		return false;
 	if (__builtin_popcount(mask) > (int)DJP_AGG_MAX_KEY_ARGS)
 		return false;
@@ -381,7 +518,14 @@ static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl, bool named
 	} else {
 		ap->named = false; /* no variable: a plain plan, wherever it is */
 	}
-	if (ap->value) {
+	if (ap->cond) {
+		pl->flags |= DJP_AGG_COND;
+		compile(ap, &pl->cond_code, ap->cond, &pl->code_args);
+	}
+	if (ap->value && ap->value->kind != N_CTX) {
+		pl->flags |= DJP_AGG_VALUE_CODE;
+		compile(ap, &pl->value_code, ap->value, &pl->code_args);
+	} else if (ap->value) {
 		pl->flags |= DJP_AGG_VALUE_ARG;
 		pl->value_arg = (uint32_t)(ap->named ? named_arg(ap, ap->value->slot)
 						     : ap->p->binds[0]->field[ap->value->slot]);
@@ -389,7 +533,8 @@ static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl, bool named
 	if (ap->str_slot >= 0) {
 		int f = ap->named ? named_arg(ap, ap->str_slot) : ap->p->binds[0]->field[ap->str_slot];
 		/* read as a string and as a number: the key holds the text */
-		if ((ap->key_slots >> ap->str_slot & 1) || (ap->value && ap->value->slot == ap->str_slot))
+		if ((ap->key_slots >> ap->str_slot & 1) || (ap->code_slots >> ap->str_slot & 1) ||
+		    (ap->value && ap->value->kind == N_CTX && ap->value->slot == ap->str_slot))
 			return false;
 		pl->str_arg = (uint32_t)f + 1;
 		pl->str_bound = ap->str_bound;
@@ -533,7 +678,11 @@ static bool fits(const struct agg_probe *ap, const struct djp_agg_plan *pl, cons
 	}
 	if (ap->str_slot >= 0 && (uint32_t)b->field[ap->str_slot] + 1 != pl->str_arg)
 		return false;
-	return !ap->value || (uint32_t)b->field[ap->value->slot] == pl->value_arg;
+	/* the programs read each variable where the first marker has it */
+	for (uint32_t bits = ap->code_slots; bits; bits &= bits - 1)
+		if (b->field[__builtin_ctz(bits)] != ap->p->binds[0]->field[__builtin_ctz(bits)])
+			return false;
+	return !ap->value || ap->value->kind != N_CTX || (uint32_t)b->field[ap->value->slot] == pl->value_arg;
 }
 
 /* Plan argument i as binding b's argument. */
