@@ -20,7 +20,8 @@
  *
  *   u64 tag       0: empty; else the key's hash | 1, stored last (release)
  *   u64 id_tid    marker id | tid << 32 (tid 0 unless the key has it)
- *   u64 key[4]    the key's argument words, in the order of key_args' bits
+ *   u64 key[4]    the key's argument words, in the order of key_args' bits,
+ *                 then the CPU with DJP_AGG_CPU
  *   u64 count, sum, min, max, sumsq_lo, sumsq_hi
  *   u64 hist[nbuckets]   with a histogram only, stap's buckets (stats.c)
  *   u64 str_ptr, str_desc, text[str_bound / 8]
@@ -67,6 +68,9 @@
  * unary - on arguments and constants, as a stack program. */
 #define DJP_AGG_VALUE_CODE 8u
 #define DJP_AGG_COND 16u
+/* The CPU of the hit is part of the key: its last word, after the
+ * arguments' (so key_args has three bits at most). */
+#define DJP_AGG_CPU 32u
 
 #define DJP_AGG_MAX_CODE 32u
 #define DJP_AGG_MAX_IMM 4u
@@ -286,6 +290,12 @@ static inline uint64_t djp_agg_entries_off(const struct djp_agg_plan *p, uint32_
 static inline uint64_t djp_agg_table_stride(const struct djp_agg_plan *p, uint32_t cap)
 {
 	return (djp_agg_entries_off(p, cap) + (uint64_t)cap * djp_agg_entry_words(p) * 8 + 4095) & ~4095ull;
+}
+
+/* The key words of an entry of plan p. */
+static inline unsigned djp_agg_nkey(const struct djp_agg_plan *p)
+{
+	return (unsigned)__builtin_popcount(p->key_args) + !!(p->flags & DJP_AGG_CPU);
 }
 
 /* The arguments a hit of plan p fetches. */

@@ -93,6 +93,7 @@ TEST(agent_tables_refuses_bad_plans)
 		/* ^ an operand short; v an argument it does not say it reads */
 		{ .flags = DJP_AGG_VALUE_CODE, .value_code = { .op = { DJP_AGG_OP_ARG, 0 } } },
 		{ .flags = DJP_AGG_VALUE_CODE, .value_code = { .op = { DJP_AGG_OP_IMM, 4 } } }, /* constant 4 of 4 */
+		{ .key_args = 0xf, .flags = DJP_AGG_CPU }, /* the CPU a fifth key word */
 	};
 	const struct djp_agg_plan good = { .key_args = 1, .flags = DJP_AGG_TID };
 	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--tick-us", "1000", NULL }, true, -1);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "test_trace_util.h"
@@ -186,6 +187,34 @@ TEST_TIMEOUT(script_agg_condition_and_value_expressions, 300)
 		djp_test_fail(__FILE__, __LINE__, "want %s:\n%s\n%s", want, p->obuf, p->ebuf);
 	no_loss(p);
 	printf("# %lld of %lld returns over 150000, every difference, exact\n", big, work);
+	free(p);
+}
+
+/* cpu() as an index: the CPU each hit ran on, every hit counted under
+ * one of the machine's CPUs. */
+TEST_TIMEOUT(script_agg_cpu_key, 300)
+{
+	struct tproc *p = run("global by_cpu\n"
+			      "probe process.function(\"ac_work\") { by_cpu[cpu()]++ }\n"
+			      "probe end { foreach (c in by_cpu+) printf(\"cpu %d %d\\n\", c, by_cpu[c]) }",
+			      false);
+	const char *out = script_out(p);
+	long long work, work_sum, total = 0, cpu, n;
+	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	int rows = 0;
+
+	two_after(p->obuf, "\nwork ", &work, &work_sum);
+	for (const char *l = strstr(out, "cpu "); l; l = strstr(l + 1, "\ncpu ")) {
+		CHECK(sscanf(l + (*l == '\n'), "cpu %lld %lld", &cpu, &n) == 2);
+		if (cpu < 0 || cpu >= ncpus)
+			djp_test_fail(__FILE__, __LINE__, "cpu %lld of %ld:\n%s", cpu, ncpus, out);
+		total += n;
+		rows++;
+	}
+	if (total != work || !rows)
+		djp_test_fail(__FILE__, __LINE__, "%lld of %lld calls:\n%s\n%s", total, work, p->obuf, p->ebuf);
+	no_loss(p);
+	printf("# %lld calls counted on %d CPUs\n", total, rows);
 	free(p);
 }
 

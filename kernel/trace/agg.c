@@ -51,6 +51,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -136,6 +137,8 @@ static inline __attribute__((always_inline)) void agg_update(struct djp_agg_prob
 		unsigned arg = (unsigned)__builtin_ctz(bits);
 		key[n++] = arg < nargs ? args[arg] : 0;
 	}
+	if (p->flags & DJP_AGG_CPU) /* the rseq area's word, as the recorder's */
+		key[n++] = (uint64_t)(int64_t)sched_getcpu();
 	if (p->flags & DJP_AGG_VALUE_ARG)
 		v = p->value_arg < nargs ? (int64_t)args[p->value_arg] : 0;
 	else if (p->flags & DJP_AGG_VALUE_CODE)
@@ -358,8 +361,9 @@ static bool plan_ok(const struct djp_agg_plan *p)
 	if (p->str_arg > 16 || (p->str_arg && (p->str_bound < 8 || p->str_bound > DJP_AGG_MAX_STR || p->str_bound % 8 ||
 					       !(p->key_args >> (p->str_arg - 1) & 1))))
 		return false;
-	if (__builtin_popcount(p->key_args) > (int)DJP_AGG_MAX_KEY_ARGS || p->key_args >> 16 ||
-	    (p->flags & ~(DJP_AGG_TID | DJP_AGG_VALUE_ARG | DJP_AGG_NAMED | DJP_AGG_VALUE_CODE | DJP_AGG_COND)) ||
+	if (djp_agg_nkey(p) > DJP_AGG_MAX_KEY_ARGS || p->key_args >> 16 ||
+	    (p->flags & ~(DJP_AGG_TID | DJP_AGG_VALUE_ARG | DJP_AGG_NAMED | DJP_AGG_VALUE_CODE | DJP_AGG_COND |
+			  DJP_AGG_CPU)) ||
 	    (p->flags & DJP_AGG_VALUE_ARG && p->value_arg >= 16) || !djp_agg_names_ok(p) || !djp_agg_codes_ok(p))
 		return false;
 	switch (p->hist_kind) {

@@ -12,7 +12,7 @@
  *
  * on global numbers G and statistics S, where every index K is made of
  * what the hit itself says (numeric context variables, tid(), pid(),
- * execname(), pp(), pn(), ppfunc(), probefunc(), uaddr(), $$name,
+ * execname(), pp(), pn(), ppfunc(), probefunc(), uaddr(), cpu(), $$name,
  * constants, one string argument, user_string($argN) or a %s field, and
  * pure functions of those: usymname(), usymdata(), umodname(),
  * arithmetic, concatenation), and every value V is a constant or a
@@ -92,6 +92,7 @@ struct agg_probe {
 	struct node *value; /* the one value that is not a constant, or NULL */
 	struct node *cond;  /* the body's `if`, whose then-block is the rest */
 	uint32_t code_slots; /* context references the target's programs read */
+	bool cpu;	     /* cpu() is an index: part of the key */
 	uint32_t key_slots; /* context references the indexes read */
 	int str_slot;	    /* the one reference read as a string, or -1 */
 	unsigned str_bound; /* its copy's bytes, NUL included */
@@ -209,6 +210,9 @@ static bool key_ok(struct agg_probe *ap, const struct node *n, uint32_t *mask, b
 		switch (n->op) {
 		case B_TID:
 			*tid = true;
+			return true;
+		case B_CPU: /* the hit's, a word of the key after the arguments */
+			ap->cpu = true;
 			return true;
 		case B_USTR: /* user_string($argN), user_string($argN, "error") */
 			if (n->args[0]->kind != N_CTX || n->args[0]->ty != TY_LONG || (n->nargs == 2 && n->args[1]->kind != N_STR))
@@ -495,6 +499,7 @@ static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl, bool named
 	ap->value = NULL;
 	ap->cond = NULL;
 	ap->code_slots = 0;
+	ap->cpu = false;
 	ap->hist = NULL;
 	/* `if (COND) { ... }` as the whole body, COND of the hit: the
 	 * target counts the hits where it holds */
@@ -506,11 +511,11 @@ static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl, bool named
 	}
 	if (!stmt_ok(ap, body, &mask, &tid) || !ap->nst)
 		return false;
-	if (__builtin_popcount(mask) > (int)DJP_AGG_MAX_KEY_ARGS)
+	if (__builtin_popcount(mask) + ap->cpu > (int)DJP_AGG_MAX_KEY_ARGS)
 		return false;
 	memset(pl, 0, sizeof(*pl));
 	pl->key_args = mask;
-	pl->flags = tid ? DJP_AGG_TID : 0;
+	pl->flags = (tid ? DJP_AGG_TID : 0) | (ap->cpu ? DJP_AGG_CPU : 0);
 	if (ap->nnamed) {
 		pl->flags |= DJP_AGG_NAMED;
 		for (unsigned i = 0; i < ap->nnamed; i++)
@@ -711,7 +716,7 @@ static void merge_one(void *ctx, const struct djp_ev_desc *d, int32_t pid, const
 	ev.desc = d;
 	ev.pid = pid;
 	ev.tid = dl->tid ? (int32_t)dl->tid : pid;
-	ev.cpu = -1;
+	ev.cpu = ap->cpu && dl->nkey ? (int32_t)dl->key[dl->nkey - 1] : -1;
 	ev.nargs = d->nargs < DJP_EV_MAX_ARGS ? d->nargs : DJP_EV_MAX_ARGS;
 	for (uint32_t bits = a->plans[dl->plan].key_args; bits && k < dl->nkey; bits &= bits - 1, k++) {
 		unsigned i = arg_of(ap, b, (unsigned)__builtin_ctz(bits));
