@@ -257,6 +257,31 @@ TEST_TIMEOUT(script_agg_exact_whatever_the_rings, 120)
 	free(p);
 }
 
+/* Through a -c wrapper (sh -c 'exec ...'): the marker is bound only in
+ * the program the shell execs, with its variables taken as numbers, and
+ * the probe still runs there, every hit counted with the tool stopped
+ * and the rings tiny. */
+TEST_TIMEOUT(script_agg_in_the_program_a_wrapper_execs, 120)
+{
+	const char *tiny[] = { "--buffer-size", "16384", NULL };
+	char cmd[4400], want[160];
+	struct totals t;
+	struct tproc *p;
+
+	snprintf(cmd, sizeof(cmd), "sh -c 'exec %s --threads 4 --hits 250000'", agg_target());
+	p = tt_run_worker(cmd, tiny,
+			  "global n, s\n"
+			  "probe process.mark(\"agg_hit\") { n++; s <<< $v }\n"
+			  "probe end { printf(\"n=%d s %d %d %d %d\\n\", n, @count(s), @sum(s), @min(s), @max(s)) }",
+			  true, false);
+	target_totals(p->obuf, &t);
+	snprintf(want, sizeof(want), "n=%lld s %lld %lld %lld %lld\n", t.count, t.count, t.sum, t.min, t.max);
+	if (!strstr(p->obuf, want) || strstr(p->ebuf, "lost") || !strstr(p->ebuf, "waiting for a program it execs"))
+		djp_test_fail(__FILE__, __LINE__, "want %s: %s / %s", want, p->obuf, p->ebuf);
+	printf("# %lld hits counted in the program the shell exec'd\n", t.count);
+	free(p);
+}
+
 /* The warning of lost events comes before the end probes' output, also
  * when exit() ended the run. */
 TEST_TIMEOUT(script_lost_warning_before_end_output, 120)
