@@ -40,6 +40,16 @@
  * never reused): a load a hit after that.  The hit then goes on as a
  * marker's, with the named arguments in the plan's order.
  *
+ * Values and conditions.  A value that is an expression of the hit's
+ * arguments (`s <<< $return - $v`), and a condition on them that the
+ * whole probe body waits on (`if ($return < 0) ...`), come as small
+ * stack programs (lib/agg.h), checked once when the tables are made (a
+ * bounded stack, only the arguments the plan fetches) and run at the hit
+ * before anything is stored: a hit the condition refuses costs the
+ * arguments' loads and the program.  cpu() as an index is the hit's CPU
+ * as the recorder reads it (sched_getcpu: the rseq area's word), a key
+ * word after the arguments'.
+ *
  * The region also carries the per-marker lost counters (lost[id]): the
  * recorder counts there the events its rings drop, so the tool reads them
  * even after the process is gone.
