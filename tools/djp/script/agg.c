@@ -19,9 +19,9 @@
  * numeric context variable, or an expression of those (+ - * & | ^ << >>,
  * comparisons, && || ! ~ and unary -: at most one such value a probe).
  * The whole body may be `if (COND) { ... }`, COND such an expression: the
- * target counts the hits where it holds.  No other statement.  Other code may write those globals too
- * (the merge adds to what they hold: see walk()), except delete a
- * statistic whose @min or @max is read.
+ * target counts the hits where it holds.  No other statement.  Other code
+ * may write those globals too (the merge adds to what they hold: see
+ * walk()), except delete a statistic whose @min or @max is read.
  *
  * The plan.  The target cannot run usymname(), but it need not: what an
  * index depends on is a few words of the hit, the marker, its thread, and
