@@ -21,7 +21,8 @@
  *   u64 tag       0: empty; else the key's hash | 1, stored last (release)
  *   u64 id_tid    marker id | tid << 32 (tid 0 unless the key has it)
  *   u64 key[4]    the key's argument words, in the order of key_args' bits,
- *                 then the CPU with DJP_AGG_CPU
+ *                 then the computed indexes (DJP_AGG_KEY_CODE), then the
+ *                 CPU with DJP_AGG_CPU
  *   u64 count, sum, min, max, sumsq_lo, sumsq_hi
  *   u64 hist[nbuckets]   with a histogram only, stap's buckets (stats.c)
  *   u64 str_ptr, str_desc, text[str_bound / 8]
@@ -71,6 +72,11 @@
 /* The CPU of the hit is part of the key: its last word, after the
  * arguments' (so key_args has three bits at most). */
 #define DJP_AGG_CPU 32u
+/* Indexes that are expressions of the hit's arguments (`c[$fd & 7]`)
+ * are computed in the target, each a key word (key_code[nkeycode]) after
+ * the arguments' and before the CPU: the key is what the index is, not
+ * the arguments it is computed from. */
+#define DJP_AGG_KEY_CODE 64u
 
 #define DJP_AGG_MAX_CODE 32u
 #define DJP_AGG_MAX_IMM 4u
@@ -131,8 +137,9 @@ struct djp_agg_plan {
 	/* DJP_AGG_VALUE_CODE, DJP_AGG_COND: the programs, and the arguments
 	 * they read (bit i: argument i), which the hit fetches */
 	uint32_t code_args;
-	uint32_t pad2;
+	uint32_t nkeycode; /* DJP_AGG_KEY_CODE: computed indexes */
 	struct djp_agg_code value_code, cond_code;
+	struct djp_agg_code key_code[DJP_AGG_MAX_KEY_ARGS];
 };
 
 struct djp_agg_table_hdr {
@@ -271,7 +278,12 @@ static inline bool djp_agg_codes_ok(const struct djp_agg_plan *p)
 		return false;
 	if ((p->flags & DJP_AGG_COND) && !djp_agg_code_ok(&p->cond_code, nargs, p->code_args))
 		return false;
-	return (p->flags & (DJP_AGG_VALUE_CODE | DJP_AGG_COND)) || !p->code_args;
+	if (p->nkeycode > DJP_AGG_MAX_KEY_ARGS || (p->nkeycode != 0) != !!(p->flags & DJP_AGG_KEY_CODE))
+		return false;
+	for (unsigned i = 0; i < p->nkeycode; i++)
+		if (!djp_agg_code_ok(&p->key_code[i], nargs, p->code_args))
+			return false;
+	return (p->flags & (DJP_AGG_VALUE_CODE | DJP_AGG_COND | DJP_AGG_KEY_CODE)) || !p->code_args;
 }
 
 /* A table: its header, the writer's scratch copy of a string key, the
@@ -295,7 +307,7 @@ static inline uint64_t djp_agg_table_stride(const struct djp_agg_plan *p, uint32
 /* The key words of an entry of plan p. */
 static inline unsigned djp_agg_nkey(const struct djp_agg_plan *p)
 {
-	return (unsigned)__builtin_popcount(p->key_args) + !!(p->flags & DJP_AGG_CPU);
+	return (unsigned)__builtin_popcount(p->key_args) + p->nkeycode + !!(p->flags & DJP_AGG_CPU);
 }
 
 /* The arguments a hit of plan p fetches. */

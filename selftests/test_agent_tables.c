@@ -26,6 +26,19 @@ static long request(int fd, unsigned type, unsigned *rtype, int *rfd)
 	return djp_proto_recv(fd, rtype, buf, 3000, rfd);
 }
 
+/* A plan's program as TABLES carries it: ops eight to a word, constants. */
+static void put_code(const struct djp_agg_code *c)
+{
+	for (unsigned w = 0; w < DJP_AGG_MAX_CODE / 8; w++) {
+		uint64_t v = 0;
+		for (unsigned k = 0; k < 8; k++)
+			v |= (uint64_t)c->op[w * 8 + k] << (8 * k);
+		djp_put_u64(&b, v);
+	}
+	for (unsigned k = 0; k < DJP_AGG_MAX_IMM; k++)
+		djp_put_u64(&b, (uint64_t)c->imm[k]);
+}
+
 /* TABLES with one plan; 0 when TABLES_FD came (its fd closed), else the
  * ERROR's -errno, its message in buf. */
 static int tables(int fd, uint32_t capacity, const struct djp_agg_plan *p)
@@ -49,19 +62,13 @@ static int tables(int fd, uint32_t capacity, const struct djp_agg_plan *p)
 	djp_put_u32(&b, p->str_bound);
 	for (unsigned k = 0; p->flags & DJP_AGG_NAMED && k < DJP_AGG_MAX_NAMES; k++)
 		djp_put_str(&b, p->names[k]);
-	if (p->flags & (DJP_AGG_VALUE_CODE | DJP_AGG_COND)) { /* ops eight to a word, constants */
-		const struct djp_agg_code *codes[2] = { &p->value_code, &p->cond_code };
+	if (p->flags & (DJP_AGG_VALUE_CODE | DJP_AGG_COND | DJP_AGG_KEY_CODE)) {
 		djp_put_u32(&b, p->code_args);
-		for (unsigned i = 0; i < 2; i++) {
-			for (unsigned w = 0; w < DJP_AGG_MAX_CODE / 8; w++) {
-				uint64_t v = 0;
-				for (unsigned k = 0; k < 8; k++)
-					v |= (uint64_t)codes[i]->op[w * 8 + k] << (8 * k);
-				djp_put_u64(&b, v);
-			}
-			for (unsigned k = 0; k < DJP_AGG_MAX_IMM; k++)
-				djp_put_u64(&b, (uint64_t)codes[i]->imm[k]);
-		}
+		put_code(&p->value_code);
+		put_code(&p->cond_code);
+		djp_put_u32(&b, p->nkeycode);
+		for (unsigned k = 0; k < p->nkeycode && k < DJP_AGG_MAX_KEY_ARGS; k++)
+			put_code(&p->key_code[k]);
 	}
 	n = request(fd, DJP_MSG_TABLES, &type, &rfd);
 	CHECK(n > 0);
@@ -94,6 +101,9 @@ TEST(agent_tables_refuses_bad_plans)
 		{ .flags = DJP_AGG_VALUE_CODE, .value_code = { .op = { DJP_AGG_OP_ARG, 0 } } },
 		{ .flags = DJP_AGG_VALUE_CODE, .value_code = { .op = { DJP_AGG_OP_IMM, 4 } } }, /* constant 4 of 4 */
 		{ .key_args = 0xf, .flags = DJP_AGG_CPU }, /* the CPU a fifth key word */
+		/* a computed index a fifth key word */
+		{ .key_args = 0xf, .flags = DJP_AGG_KEY_CODE, .code_args = 1, .nkeycode = 1,
+		  .key_code = { { .op = { DJP_AGG_OP_ARG, 0 } } } },
 	};
 	const struct djp_agg_plan good = { .key_args = 1, .flags = DJP_AGG_TID };
 	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--tick-us", "1000", NULL }, true, -1);

@@ -190,6 +190,32 @@ TEST_TIMEOUT(script_agg_condition_and_value_expressions, 300)
 	free(p);
 }
 
+/* An index that is an expression of the hit's variables ($v & 3) is
+ * computed in the target: four entries a thread, not one per $v (100,000
+ * values, past what a table holds). */
+TEST_TIMEOUT(script_agg_computed_index, 300)
+{
+	struct tproc *p = run("global q, qs\n"
+			      "probe process.function(\"ac_work\") { q[$v & 3]++; qs[$v & 3] <<< $v }\n"
+			      "probe end { foreach (k in q+) printf(\"q %d %d %d %d\\n\", k, q[k], @count(qs[k]),\n"
+			      "  @sum(qs[k])) }",
+			      false);
+	const char *out = script_out(p);
+	char want[160];
+
+	for (int k = 0; k < 4; k++) {
+		long long count, sum;
+		snprintf(want, sizeof(want), "\nquarter %d ", k);
+		two_after(p->obuf, want, &count, &sum);
+		snprintf(want, sizeof(want), "q %d %lld %lld %lld\n", k, count, count, sum);
+		if (!strstr(out, want))
+			djp_test_fail(__FILE__, __LINE__, "want %s:\n%s\n%s", want, p->obuf, p->ebuf);
+	}
+	no_loss(p);
+	printf("# %lld calls in 4 computed indexes, exact\n", (long long)(THREADS * CALLS));
+	free(p);
+}
+
 /* cpu() as an index: the CPU each hit ran on, every hit counted under
  * one of the machine's CPUs. */
 TEST_TIMEOUT(script_agg_cpu_key, 300)

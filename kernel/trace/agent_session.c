@@ -306,10 +306,13 @@ static int do_tables(struct djp_agent_session *s, struct djp_preader *r)
 		for (unsigned k = 0; plans[i].flags & DJP_AGG_NAMED && k < DJP_AGG_MAX_NAMES; k++)
 			djp_get_str(r, plans[i].names[k], sizeof(plans[i].names[k]));
 		/* its programs (lib/agg.h), checked by djp_agg_create */
-		if (plans[i].flags & (DJP_AGG_VALUE_CODE | DJP_AGG_COND)) {
+		if (plans[i].flags & (DJP_AGG_VALUE_CODE | DJP_AGG_COND | DJP_AGG_KEY_CODE)) {
 			plans[i].code_args = djp_get_u32(r);
 			djp_agg_get_code(r, &plans[i].value_code);
 			djp_agg_get_code(r, &plans[i].cond_code);
+			plans[i].nkeycode = djp_get_u32(r);
+			for (unsigned k = 0; k < plans[i].nkeycode && k < DJP_AGG_MAX_KEY_ARGS; k++)
+				djp_agg_get_code(r, &plans[i].key_code[k]);
 		}
 	}
 	if (n > DJP_AGG_MAX_PLANS || !djp_preader_done(r))

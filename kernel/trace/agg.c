@@ -46,7 +46,9 @@
  * stack programs (lib/agg.h), checked once when the tables are made (a
  * bounded stack, only the arguments the plan fetches) and run at the hit
  * before anything is stored: a hit the condition refuses costs the
- * arguments' loads and the program.  cpu() as an index is the hit's CPU
+ * arguments' loads and the program.  An index that is such an expression
+ * (`c[$fd & 7]`) is a key word computed the same way, so that a table
+ * holds one entry per index, not per argument value.  cpu() as an index is the hit's CPU
  * as the recorder reads it (sched_getcpu: the rseq area's word), a key
  * word after the arguments'.
  *
@@ -147,6 +149,8 @@ static inline __attribute__((always_inline)) void agg_update(struct djp_agg_prob
 		unsigned arg = (unsigned)__builtin_ctz(bits);
 		key[n++] = arg < nargs ? args[arg] : 0;
 	}
+	for (uint32_t k = 0; k < p->nkeycode; k++) /* computed indexes */
+		key[n++] = (uint64_t)djp_agg_eval(&p->key_code[k], args);
 	if (p->flags & DJP_AGG_CPU) /* the rseq area's word, as the recorder's */
 		key[n++] = (uint64_t)(int64_t)sched_getcpu();
 	if (p->flags & DJP_AGG_VALUE_ARG)
@@ -373,7 +377,7 @@ static bool plan_ok(const struct djp_agg_plan *p)
 		return false;
 	if (djp_agg_nkey(p) > DJP_AGG_MAX_KEY_ARGS || p->key_args >> 16 ||
 	    (p->flags & ~(DJP_AGG_TID | DJP_AGG_VALUE_ARG | DJP_AGG_NAMED | DJP_AGG_VALUE_CODE | DJP_AGG_COND |
-			  DJP_AGG_CPU)) ||
+			  DJP_AGG_CPU | DJP_AGG_KEY_CODE)) ||
 	    (p->flags & DJP_AGG_VALUE_ARG && p->value_arg >= 16) || !djp_agg_names_ok(p) || !djp_agg_codes_ok(p))
 		return false;
 	switch (p->hist_kind) {

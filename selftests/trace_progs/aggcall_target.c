@@ -21,6 +21,8 @@
  *   pair COUNT SUM    the same of ac_pair
  *   ret SUM MIN MAX   of ac_work's return values
  *   big COUNT SUM     of those over 150000
+ *   quarter Q COUNT SUM   for each Q: calls of ac_work with v & 3 = Q,
+ *                     the sum of their v
  *   by_w W COUNT SUM  for each W: calls of ac_pair with w = W, the sum of
  *                     what they returned
  *   hist LOW COUNT    ac_work's return values in stap's @hist_log bucket
@@ -58,7 +60,8 @@ struct worker {
 	long calls;
 	long work, pair;
 	long long work_sum, pair_sum, ret_sum, ret_min, ret_max, by_w_sum[8], big_sum;
-	long by_w[8], big;
+	long by_w[8], big, quarter[4];
+	long long quarter_sum[4];
 	long hist[64];
 };
 
@@ -73,6 +76,8 @@ static void *turns(void *arg)
 		if (w->work == 1 || r > w->ret_max)
 			w->ret_max = r;
 		w->work_sum += v;
+		w->quarter[v & 3]++;
+		w->quarter_sum[v & 3] += v;
 		w->ret_sum += r;
 		if (r > 150000) {
 			w->big++;
@@ -96,7 +101,8 @@ int main(int argc, char **argv)
 	int nthreads = 4;
 	long calls = 500000, work = 0, pair = 0, hist[64] = { 0 };
 	long long work_sum = 0, pair_sum = 0, ret_sum = 0, ret_min = 0, ret_max = 0, by_w_sum[8] = { 0 }, big_sum = 0;
-	long by_w[8] = { 0 }, big = 0;
+	long by_w[8] = { 0 }, big = 0, quarter[4] = { 0 };
+	long long quarter_sum[4] = { 0 };
 	char line[64];
 
 	for (int i = 1; i < argc; i++) {
@@ -130,6 +136,10 @@ int main(int argc, char **argv)
 		pair_sum += w[i].pair_sum;
 		ret_sum += w[i].ret_sum;
 		big += w[i].big;
+		for (int q = 0; q < 4; q++) {
+			quarter[q] += w[i].quarter[q];
+			quarter_sum[q] += w[i].quarter_sum[q];
+		}
 		big_sum += w[i].big_sum;
 		for (int k = 0; k < 8; k++) {
 			by_w[k] += w[i].by_w[k];
@@ -142,6 +152,8 @@ int main(int argc, char **argv)
 	printf("pair %ld %lld\n", pair, pair_sum);
 	printf("ret %lld %lld %lld\n", ret_sum, ret_min, ret_max);
 	printf("big %ld %lld\n", big, big_sum);
+	for (int q = 0; q < 4; q++)
+		printf("quarter %d %ld %lld\n", q, quarter[q], quarter_sum[q]);
 	for (int k = 0; k < 8; k++)
 		printf("by_w %d %ld %lld\n", k, by_w[k], by_w_sum[k]);
 	for (int b = 0; b < 64; b++)

@@ -201,10 +201,13 @@ int session_tables(struct session *s)
 		djp_put_u32(&b, p->str_bound);
 		for (unsigned k = 0; p->flags & DJP_AGG_NAMED && k < DJP_AGG_MAX_NAMES; k++)
 			djp_put_str(&b, p->names[k]);
-		if (p->flags & (DJP_AGG_VALUE_CODE | DJP_AGG_COND)) { /* as the agent reads them */
+		if (p->flags & (DJP_AGG_VALUE_CODE | DJP_AGG_COND | DJP_AGG_KEY_CODE)) { /* as the agent reads them */
 			djp_put_u32(&b, p->code_args);
 			put_code(&b, &p->value_code);
 			put_code(&b, &p->cond_code);
+			djp_put_u32(&b, p->nkeycode);
+			for (unsigned k = 0; k < p->nkeycode && k < DJP_AGG_MAX_KEY_ARGS; k++)
+				put_code(&b, &p->key_code[k]);
 		}
 	}
 	n = request(s, DJP_MSG_TABLES, &b, DJP_MSG_TABLES_FD, &fd);

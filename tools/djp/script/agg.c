@@ -83,6 +83,9 @@ struct agg_stmt {
 	struct node *lv;  /* N_VAR or N_INDEX */
 	struct node *val; /* ST_ADD, ST_STAT: the value */
 	int sign;	  /* ST_INC, ST_ADD: +1 or -1 */
+	/* indexes the target computes: bit i, index i is key program kc[i] */
+	uint32_t given;
+	uint8_t kc[MAXKEYS];
 };
 
 struct agg_probe {
@@ -93,6 +96,9 @@ struct agg_probe {
 	struct node *cond;  /* the body's `if`, whose then-block is the rest */
 	uint32_t code_slots; /* context references the target's programs read */
 	bool cpu;	     /* cpu() is an index: part of the key */
+	/* indexes computed in the target, each a key word (lib/agg.h) */
+	struct node *keyexpr[DJP_AGG_MAX_KEY_ARGS];
+	unsigned nkeyexpr;
 	uint32_t key_slots; /* context references the indexes read */
 	int str_slot;	    /* the one reference read as a string, or -1 */
 	unsigned str_bound; /* its copy's bytes, NUL included */
@@ -359,6 +365,25 @@ static bool same_expr(const struct node *a, const struct node *b)
 	}
 }
 
+/* An index the target computes (an expression of the hit's variables,
+ * not one alone): its key program, an existing one for the same
+ * expression; -1 when the index is keyed on what it reads instead. */
+static int key_code_of(struct agg_probe *ap, struct node *n)
+{
+	struct djp_agg_code scratch;
+	uint32_t args = 0;
+
+	if (n->ty != TY_LONG || n->kind == N_CTX || n->kind == N_NUM || !compile(ap, &scratch, n, &args) || !args)
+		return -1;
+	for (unsigned j = 0; j < ap->nkeyexpr; j++)
+		if (same_expr(ap->keyexpr[j], n))
+			return (int)j;
+	if (ap->nkeyexpr == DJP_AGG_MAX_KEY_ARGS)
+		return -1;
+	ap->keyexpr[ap->nkeyexpr] = n;
+	return (int)ap->nkeyexpr++;
+}
+
 /* A value the target computes: a constant, or one numeric context
  * variable at the same argument in every marker of the probe, or one
  * expression of those (the same throughout the probe). */
@@ -393,12 +418,12 @@ static bool stmt_ok(struct agg_probe *ap, struct node *s, uint32_t *mask, bool *
 	if (s->kind != S_EXPR || ap->nst == (int)(sizeof(ap->st) / sizeof(ap->st[0])))
 		return false;
 	if (e->kind == N_INCDEC && is_global_lv(e->a, TY_LONG)) {
-		st = (struct agg_stmt){ ST_INC, e->a, NULL, e->op == '+' ? 1 : -1 };
+		st = (struct agg_stmt){ .kind = ST_INC, .lv = e->a, .sign = e->op == '+' ? 1 : -1 };
 	} else if (e->kind == N_ASSIGN && (e->op == '+' || e->op == '-') && is_global_lv(e->a, TY_LONG) &&
 		   value_ok(ap, e->b)) {
-		st = (struct agg_stmt){ ST_ADD, e->a, e->b, e->op == '+' ? 1 : -1 };
+		st = (struct agg_stmt){ .kind = ST_ADD, .lv = e->a, .val = e->b, .sign = e->op == '+' ? 1 : -1 };
 	} else if (e->kind == N_STATADD && is_global_lv(e->a, TY_STAT) && value_ok(ap, e->b)) {
-		st = (struct agg_stmt){ ST_STAT, e->a, e->b, 1 };
+		st = (struct agg_stmt){ .kind = ST_STAT, .lv = e->a, .val = e->b, .sign = 1 };
 		/* the target keeps one histogram: of the value it tracks */
 		if (e->a->sym->hist.kind && e->b->kind != N_NUM) {
 			if (ap->hist && memcmp(ap->hist, &e->a->sym->hist, sizeof(*ap->hist)))
@@ -409,10 +434,15 @@ static bool stmt_ok(struct agg_probe *ap, struct node *s, uint32_t *mask, bool *
 		return false;
 	}
 	lv = st.lv;
-	if (lv->kind == N_INDEX)
-		for (int i = 0; i < lv->nargs; i++)
-			if (!key_ok(ap, lv->args[i], mask, tid))
-				return false;
+	for (int i = 0; lv->kind == N_INDEX && i < lv->nargs && i < MAXKEYS; i++) {
+		int j = key_code_of(ap, lv->args[i]);
+		if (j >= 0) { /* c[$fd & 7]: one entry per index, not per $fd */
+			st.given |= 1u << i;
+			st.kc[i] = (uint8_t)j;
+		} else if (!key_ok(ap, lv->args[i], mask, tid)) {
+			return false;
+		}
+	}
 	ap->st[ap->nst++] = st;
 	return true;
 }
@@ -500,6 +530,7 @@ static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl, bool named
 	ap->cond = NULL;
 	ap->code_slots = 0;
 	ap->cpu = false;
+	ap->nkeyexpr = 0;
 	ap->hist = NULL;
 	/* `if (COND) { ... }` as the whole body, COND of the hit: the
 	 * target counts the hits where it holds */
@@ -511,7 +542,7 @@ static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl, bool named
 	}
 	if (!stmt_ok(ap, body, &mask, &tid) || !ap->nst)
 		return false;
-	if (__builtin_popcount(mask) + ap->cpu > (int)DJP_AGG_MAX_KEY_ARGS)
+	if (__builtin_popcount(mask) + (int)ap->nkeyexpr + ap->cpu > (int)DJP_AGG_MAX_KEY_ARGS)
 		return false;
 	memset(pl, 0, sizeof(*pl));
 	pl->key_args = mask;
@@ -523,6 +554,10 @@ static bool plan_probe(struct agg_probe *ap, struct djp_agg_plan *pl, bool named
 	} else {
 		ap->named = false; /* no variable: a plain plan, wherever it is */
 	}
+	for (unsigned j = 0; j < ap->nkeyexpr; j++)
+		compile(ap, &pl->key_code[j], ap->keyexpr[j], &pl->code_args);
+	pl->nkeycode = ap->nkeyexpr;
+	pl->flags |= ap->nkeyexpr ? DJP_AGG_KEY_CODE : 0;
 	if (ap->cond) {
 		pl->flags |= DJP_AGG_COND;
 		compile(ap, &pl->cond_code, ap->cond, &pl->code_args);
@@ -734,7 +769,13 @@ static void merge_one(void *ctx, const struct djp_ev_desc *d, int32_t pid, const
 		const struct agg_stmt *st = &ap->st[i];
 		struct sym *g = st->lv->sym;
 		struct map_ent *e = NULL;
-		if (!run_agg_target(m->r, st->lv, b, &ev, &e))
+		int64_t vals[MAXKEYS];
+		unsigned nraw = (unsigned)__builtin_popcount(a->plans[dl->plan].key_args);
+		for (uint32_t bits = st->given; bits; bits &= bits - 1) {
+			unsigned k = (unsigned)__builtin_ctz(bits);
+			vals[k] = nraw + st->kc[k] < dl->nkey ? (int64_t)dl->key[nraw + st->kc[k]] : 0;
+		}
+		if (!run_agg_target(m->r, st->lv, b, &ev, st->given, vals, &e))
 			return;
 		switch (st->kind) {
 		case ST_INC:

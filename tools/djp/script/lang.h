@@ -523,9 +523,11 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 extern volatile int run_interrupted; /* set by SIGINT/SIGTERM: end the run */
 /* agg.c's merge: the element lvalue lv (N_INDEX) names when the hit ev
  * runs b's probe, made if new (NULL for a scalar, N_VAR); false after a
- * run-time error (a full array), printed and counted as the probe's. */
+ * run-time error (a full array), printed and counted as the probe's.
+ * Index i is given[i] for each bit i of `given` (one the target
+ * computed), not evaluated. */
 bool run_agg_target(struct run *r, struct node *lv, const struct binding *b, const struct djp_ev *ev,
-		    struct map_ent **e);
+		    uint32_t given, const int64_t *vals, struct map_ent **e);
 extern bool script_no_warnings;	     /* -w */
 /* --dump-functions: the built-in functions, as stap lists its tapset's */
 void dump_functions(FILE *out);
