@@ -38,7 +38,9 @@
  * indexes of those names are found from its format at its first hit, by
  * the rule lib/format.c names fields with, and kept per site id (ids are
  * never reused): a load a hit after that.  The hit then goes on as a
- * marker's, with the named arguments in the plan's order.
+ * marker's, with the named arguments in the plan's order.  A site whose
+ * trampoline prefetches the arguments gets its map when its list is
+ * sealed, and the fast entry (agg_fast_named) only reorders them.
  *
  * Values and conditions.  A value that is an expression of the hit's
  * arguments (`s <<< $return - $v`), and a condition on them that the
@@ -355,17 +357,46 @@ static void agg_fast(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_
 	agg_update(fp->data, fp->id, args, fp->nargs);
 }
 
+/* A named plan's: the site's map of names (names_map) is made with the
+ * plan, when the site's list is sealed, and the prefetched arguments are
+ * put in the plan's order. */
+static void agg_fast_named(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, uint64_t a2,
+			   uint64_t a3)
+{
+	const struct djp_fast_plan *fp = plan;
+	const uint64_t pre[4] = { a0, a1, a2, a3 };
+	uint64_t args[DJP_AGG_MAX_NAMES];
+	(void)hit;
+	for (unsigned i = 0; i < DJP_AGG_MAX_NAMES; i++) {
+		unsigned at = (unsigned)(fp->aux >> (5 * i)) & 31;
+		args[i] = at < fp->nargs ? pre[at] : 0;
+	}
+	agg_update(fp->data, fp->id, args, DJP_AGG_MAX_NAMES);
+}
+
 static djp_fast_entry_fn agg_plan_fast(void *data, const struct djp_site *s, struct djp_fast_plan *plan)
 {
 	struct djp_agg_probe *ap = data;
 	const struct djp_agg_plan *p = &ap->agg->plan[ap->plan];
 	const struct djp_marker_info *m = s->m;
-	uint32_t want = djp_agg_wanted(p);
+	unsigned nargs = m->nargs < DJP_MARKER_MAX_ARGS ? m->nargs : DJP_MARKER_MAX_ARGS;
+	uint32_t want = djp_agg_wanted(p), map = 0;
 
-	if ((p->flags & DJP_AGG_NAMED) || want >> DJP_TRAMP_PREFETCH || !arch_tramp_prefetches(m->arg, m->nargs))
+	if (!arch_tramp_prefetches(m->arg, m->nargs))
 		return NULL;
-	*plan = (struct djp_fast_plan){ data, s->id, m->nargs < DJP_TRAMP_PREFETCH ? m->nargs : DJP_TRAMP_PREFETCH, 0 };
-	return agg_fast;
+	if (p->flags & DJP_AGG_NAMED) {
+		/* every name it reads among the four prefetched, or none */
+		map = names_map(p, m, nargs);
+		for (uint32_t bits = want; bits; bits &= bits - 1) {
+			unsigned at = map >> (5 * __builtin_ctz(bits)) & 31;
+			if (at < nargs && at >= DJP_TRAMP_PREFETCH)
+				return NULL;
+		}
+	} else if (want >> DJP_TRAMP_PREFETCH) {
+		return NULL;
+	}
+	*plan = (struct djp_fast_plan){ data, s->id, m->nargs < DJP_TRAMP_PREFETCH ? m->nargs : DJP_TRAMP_PREFETCH, map };
+	return p->flags & DJP_AGG_NAMED ? agg_fast_named : agg_fast;
 }
 
 /* ---- set-up (not on the hit path) ---------------------------------------- */
