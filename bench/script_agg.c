@@ -10,7 +10,10 @@
  *    trace lost at that rate;
  *  - the cost per hit in the target, over the idle marker, of the count
  *    and of djp trace's recorded event (target: the count at most the
- *    event's).
+ *    event's);
+ *  - the same at a function's entry (a function point, no marker): the
+ *    hits not counted (target: 0) and the cost of each over the plain
+ *    call.
  *
  * Medians of 3 runs of each, interleaved.
  */
@@ -48,6 +51,9 @@ int main(void)
 {
 	static const char *const keys[] = { "ns/call ", "rate ", "hits ", "counted ", "WARNING: ", " events, " };
 	const char *count = "global n; probe process.mark(\"bench_hot\") { n++ } probe end { printf(\"counted %d\\n\", n) }";
+	const char *fcount =
+		"global n; probe process.function(\"hot_plain\") { n++ } probe end { printf(\"counted %d\\n\", n) }";
+	double fplain[RUNS], fscript[RUNS], ftrace[RUNS], fmissed[RUNS];
 	char exe[PATH_MAX], dir[PATH_MAX], cmd[3 * PATH_MAX + 512];
 	double plain[RUNS], script[RUNS], trace[RUNS], rate[RUNS], missed[RUNS], tlost[RUNS], v[6];
 	long threads = sysconf(_SC_NPROCESSORS_ONLN), calls = 10000000;
@@ -76,6 +82,20 @@ int main(void)
 		ok &= run_values(cmd, keys, v, 6);
 		trace[r] = v[0];
 		tlost[r] = v[5]; /* "N events, M lost" */
+		/* at a function's entry */
+		snprintf(cmd, sizeof(cmd), "%s/bench-targets/hot_threads %ld %ld func", dir, threads, calls);
+		ok &= run_values(cmd, keys, v, 6);
+		fplain[r] = v[0];
+		snprintf(cmd, sizeof(cmd), "%s/djp -c '%s/bench-targets/hot_threads %ld %ld func' -e '%s' 2>&1", dir,
+			 dir, threads, calls, fcount);
+		ok &= run_values(cmd, keys, v, 6);
+		fscript[r] = v[0];
+		fmissed[r] = v[3] < 0 ? v[2] : v[2] - v[3] + (v[4] > 0 ? v[4] : 0);
+		snprintf(cmd, sizeof(cmd),
+			 "%s/djp trace -o /dev/null -c '%s/bench-targets/hot_threads %ld %ld func' func:hot_plain 2>&1", dir,
+			 dir, threads, calls);
+		ok &= run_values(cmd, keys, v, 6);
+		ftrace[r] = v[0];
 	}
 	{
 		double p = median_of(plain, RUNS), s = median_of(script, RUNS) - p, t = median_of(trace, RUNS) - p,
@@ -88,6 +108,16 @@ int main(void)
 		       s <= t ? "ok" : "over");
 		printf("djp trace, recorded event, cost per hit in the target | %.2f ns | - | -\n", t);
 		printf("djp trace, events lost at that rate | %.0f | - | -\n", median_of(tlost, RUNS));
+		p = median_of(fplain, RUNS);
+		s = median_of(fscript, RUNS) - p;
+		t = median_of(ftrace, RUNS) - p;
+		m = median_of(fmissed, RUNS);
+		printf("function hot_plain idle | %.2f ns/call | - | -\n", p);
+		printf("counting script at a function entry, hits not counted or lost | %.0f | 0 | %s\n", m,
+		       m == 0 ? "ok" : "over");
+		printf("counting script at a function entry, cost per hit in the target | %.2f ns | <= djp trace's | %s\n",
+		       s, s <= t ? "ok" : "over");
+		printf("djp trace func:hot_plain, recorded event, cost per hit in the target | %.2f ns | - | -\n", t);
 	}
 	return ok ? 0 : 1;
 }

@@ -26,6 +26,19 @@ static long request(int fd, unsigned type, unsigned *rtype, int *rfd)
 	return djp_proto_recv(fd, rtype, buf, 3000, rfd);
 }
 
+/* A plan's program as TABLES carries it: ops eight to a word, constants. */
+static void put_code(const struct djp_agg_code *c)
+{
+	for (unsigned w = 0; w < DJP_AGG_MAX_CODE / 8; w++) {
+		uint64_t v = 0;
+		for (unsigned k = 0; k < 8; k++)
+			v |= (uint64_t)c->op[w * 8 + k] << (8 * k);
+		djp_put_u64(&b, v);
+	}
+	for (unsigned k = 0; k < DJP_AGG_MAX_IMM; k++)
+		djp_put_u64(&b, (uint64_t)c->imm[k]);
+}
+
 /* TABLES with one plan; 0 when TABLES_FD came (its fd closed), else the
  * ERROR's -errno, its message in buf. */
 static int tables(int fd, uint32_t capacity, const struct djp_agg_plan *p)
@@ -47,6 +60,16 @@ static int tables(int fd, uint32_t capacity, const struct djp_agg_plan *p)
 	djp_put_u32(&b, p->nbuckets);
 	djp_put_u32(&b, p->str_arg);
 	djp_put_u32(&b, p->str_bound);
+	for (unsigned k = 0; p->flags & DJP_AGG_NAMED && k < DJP_AGG_MAX_NAMES; k++)
+		djp_put_str(&b, p->names[k]);
+	if (p->flags & (DJP_AGG_VALUE_CODE | DJP_AGG_COND | DJP_AGG_KEY_CODE)) {
+		djp_put_u32(&b, p->code_args);
+		put_code(&p->value_code);
+		put_code(&p->cond_code);
+		djp_put_u32(&b, p->nkeycode);
+		for (unsigned k = 0; k < p->nkeycode && k < DJP_AGG_MAX_KEY_ARGS; k++)
+			put_code(&p->key_code[k]);
+	}
 	n = request(fd, DJP_MSG_TABLES, &type, &rfd);
 	CHECK(n > 0);
 	if (type == DJP_MSG_TABLES_FD) {
@@ -70,6 +93,17 @@ TEST(agent_tables_refuses_bad_plans)
 		{ .hist_kind = DJP_AGG_HIST_LINEAR, .nbuckets = 10 },	 /* interval 0 */
 		{ .key_args = 1, .str_arg = 2, .str_bound = 64 },	 /* a string not in the key */
 		{ .key_args = 1, .str_arg = 1, .str_bound = 4000 },	 /* past the largest copy */
+		{ .key_args = 2, .flags = DJP_AGG_NAMED, .names = { "fd" } }, /* its name 1 is empty */
+		{ .flags = DJP_AGG_NAMED | DJP_AGG_VALUE_ARG, .value_arg = 5 }, /* names 0 to 4 only */
+		{ .key_args = 0x20, .flags = DJP_AGG_NAMED },			 /* the same */
+		{ .flags = DJP_AGG_COND, .code_args = 1, .cond_code = { .op = { DJP_AGG_OP_ARG, 0, DJP_AGG_OP_ADD } } },
+		/* ^ an operand short; v an argument it does not say it reads */
+		{ .flags = DJP_AGG_VALUE_CODE, .value_code = { .op = { DJP_AGG_OP_ARG, 0 } } },
+		{ .flags = DJP_AGG_VALUE_CODE, .value_code = { .op = { DJP_AGG_OP_IMM, 4 } } }, /* constant 4 of 4 */
+		{ .key_args = 0xf, .flags = DJP_AGG_CPU }, /* the CPU a fifth key word */
+		/* a computed index a fifth key word */
+		{ .key_args = 0xf, .flags = DJP_AGG_KEY_CODE, .code_args = 1, .nkeycode = 1,
+		  .key_code = { { .op = { DJP_AGG_OP_ARG, 0 } } } },
 	};
 	const struct djp_agg_plan good = { .key_args = 1, .flags = DJP_AGG_TID };
 	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--tick-us", "1000", NULL }, true, -1);

@@ -50,36 +50,9 @@ static struct tproc *run(const char *const *opts, int threads, long hits, const 
 			 bool no_agg)
 {
 	char cmd[4400];
-	char *argv[32];
-	int n = 0, st;
-	struct tproc *p;
 
 	snprintf(cmd, sizeof(cmd), "%s --threads %d --hits %ld%s", agg_target(), threads, hits, target_extra);
-	argv[n++] = (char *)tt_djp();
-	for (; opts && *opts; opts++)
-		argv[n++] = (char *)*opts;
-	argv[n++] = "-c";
-	argv[n++] = cmd;
-	argv[n++] = "-e";
-	argv[n++] = (char *)script;
-	argv[n] = NULL;
-	if (no_agg)
-		setenv("DJP_NO_AGG", "1", 1);
-	p = tt_spawn(argv, false, -1);
-	unsetenv("DJP_NO_AGG");
-	CHECK(tt_wait_out(p, "ready ", 20000)); /* armed before its main */
-	if (stall)
-		kill(p->pid, SIGSTOP);
-	tt_send(p, "go\n");
-	CHECK(tt_wait_out(p, "\ndone\n", 120000));
-	if (stall)
-		kill(p->pid, SIGCONT);
-	close(p->in); /* end of input: the target exits */
-	p->in = -1;
-	st = tt_finish(p, 120000);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		djp_test_fail(__FILE__, __LINE__, "status %#x: %s / %s", st, p->obuf, p->ebuf);
-	return p;
+	return tt_run_worker(cmd, opts, script, stall, no_agg);
 }
 
 static long long value_after(const char *out, const char *key)
@@ -281,6 +254,31 @@ TEST_TIMEOUT(script_agg_exact_whatever_the_rings, 120)
 		djp_test_fail(__FILE__, __LINE__, "n %lld, printed %lld, lost %lld of %lld: %s", n, printed, lost, t.count,
 			      p->ebuf);
 	printf("# %lld of %lld events lost, every hit counted\n", lost, t.count);
+	free(p);
+}
+
+/* Through a -c wrapper (sh -c 'exec ...'): the marker is bound only in
+ * the program the shell execs, with its variables taken as numbers, and
+ * the probe still runs there, every hit counted with the tool stopped
+ * and the rings tiny. */
+TEST_TIMEOUT(script_agg_in_the_program_a_wrapper_execs, 120)
+{
+	const char *tiny[] = { "--buffer-size", "16384", NULL };
+	char cmd[4400], want[160];
+	struct totals t;
+	struct tproc *p;
+
+	snprintf(cmd, sizeof(cmd), "sh -c 'exec %s --threads 4 --hits 250000'", agg_target());
+	p = tt_run_worker(cmd, tiny,
+			  "global n, s\n"
+			  "probe process.mark(\"agg_hit\") { n++; s <<< $v }\n"
+			  "probe end { printf(\"n=%d s %d %d %d %d\\n\", n, @count(s), @sum(s), @min(s), @max(s)) }",
+			  true, false);
+	target_totals(p->obuf, &t);
+	snprintf(want, sizeof(want), "n=%lld s %lld %lld %lld %lld\n", t.count, t.count, t.sum, t.min, t.max);
+	if (!strstr(p->obuf, want) || strstr(p->ebuf, "lost") || !strstr(p->ebuf, "waiting for a program it execs"))
+		djp_test_fail(__FILE__, __LINE__, "want %s: %s / %s", want, p->obuf, p->ebuf);
+	printf("# %lld hits counted in the program the shell exec'd\n", t.count);
 	free(p);
 }
 

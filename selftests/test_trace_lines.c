@@ -21,20 +21,9 @@ static const char *line_target(void)
 /* The line of line_target.c that carries "tag: TAG". */
 static int lt_line(const char *tag)
 {
-	char buf[256], want[64];
-	FILE *f = fopen(djp_test_path("../../selftests/trace_progs/line_target.c"), "r");
-	int at = 0, no = 0;
-
-	CHECK(f != NULL);
+	char want[64];
 	snprintf(want, sizeof(want), "tag: %s ", tag);
-	while (!no && fgets(buf, sizeof(buf), f)) {
-		at++;
-		if (strstr(buf, want))
-			no = at;
-	}
-	fclose(f);
-	CHECK(no > 0);
-	return no;
+	return tt_source_line("line_target.c", want);
 }
 
 /* Events of `djp trace -c "line_target N" line:line_target.c:LINE`. */

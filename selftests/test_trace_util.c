@@ -212,6 +212,57 @@ int tt_count(const char *hay, const char *needle)
 	return n;
 }
 
+struct tproc *tt_run_worker(const char *cmd, const char *const *opts, const char *script, bool stall, bool no_agg)
+{
+	char *argv[32];
+	int n = 0, st;
+	struct tproc *p;
+
+	argv[n++] = (char *)tt_djp();
+	for (; opts && *opts && n < 26; opts++)
+		argv[n++] = (char *)*opts;
+	argv[n++] = "-c";
+	argv[n++] = (char *)cmd;
+	argv[n++] = "-e";
+	argv[n++] = (char *)script;
+	argv[n] = NULL;
+	if (no_agg)
+		setenv("DJP_NO_AGG", "1", 1);
+	p = tt_spawn(argv, false, -1);
+	unsetenv("DJP_NO_AGG");
+	CHECK(tt_wait_out(p, "ready ", 20000)); /* armed before its main */
+	if (stall)
+		kill(p->pid, SIGSTOP);
+	tt_send(p, "go\n");
+	CHECK(tt_wait_out(p, "\ndone\n", 120000));
+	if (stall)
+		kill(p->pid, SIGCONT);
+	close(p->in); /* end of input: the target exits */
+	p->in = -1;
+	st = tt_finish(p, 120000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		djp_test_fail(__FILE__, __LINE__, "status %#x: %s / %s", st, p->obuf, p->ebuf);
+	return p;
+}
+
+int tt_source_line(const char *source, const char *text)
+{
+	char path[256], buf[512];
+	FILE *f;
+	int at = 0, no = 0;
+
+	snprintf(path, sizeof(path), "../../selftests/trace_progs/%s", source);
+	CHECK((f = fopen(djp_test_path(path), "r")) != NULL);
+	while (!no && fgets(buf, sizeof(buf), f)) {
+		at++;
+		if (strstr(buf, text))
+			no = at;
+	}
+	fclose(f);
+	CHECK(no > 0);
+	return no;
+}
+
 int tt_lines(const char *s)
 {
 	int n = 0;

@@ -60,6 +60,17 @@ void tt_kill(struct tproc *p);
 void tt_end(struct tproc *p);
 void tt_send(struct tproc *p, const char *line);
 int tt_count(const char *hay, const char *needle);
+/* djp OPTS... -c CMD -e SCRIPT, CMD a target that prints "ready PID",
+ * works at a line "go" and prints "done" when finished (agg_target,
+ * aggcall_target); the tool stopped (SIGSTOP) while the target works
+ * when `stall`, so that its rings fill whatever the machine's load;
+ * DJP_NO_AGG=1 in its environment when no_agg.  Returns the finished
+ * process (stdout: the target's lines and the script's), which must have
+ * exited 0. */
+struct tproc *tt_run_worker(const char *cmd, const char *const *opts, const char *script, bool stall, bool no_agg);
+/* The first line of selftests/trace_progs/SOURCE that holds `text`; fails
+ * the test when none does. */
+int tt_source_line(const char *source, const char *text);
 /* Lines of s (stderr) that are not empty. */
 int tt_lines(const char *s);
 

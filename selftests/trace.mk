@@ -39,6 +39,14 @@ $(AGG_TARGET): selftests/trace_progs/agg_target.c include/djprobe/marker.h | $(D
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
 CHECK_DEPS += $(AGG_TARGET)
+# The same at function, return and statement points: threads calling
+# functions as fast as they can, nothing of djprobe.
+AGGCALL_TARGET := $(TRACE_PROGS_DIR)/aggcall_target
+$(AGGCALL_TARGET): selftests/trace_progs/aggcall_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
+CHECK_DEPS += $(AGGCALL_TARGET)
 # Threads (and children of fork) that block every signal, SIGTRAP too.
 SIGBLOCK_TARGET := $(TRACE_PROGS_DIR)/sigblock_target
 $(SIGBLOCK_TARGET): selftests/trace_progs/sigblock_target.c include/djprobe/marker.h | $(DEPS_STAMP)

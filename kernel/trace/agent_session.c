@@ -272,6 +272,18 @@ static int do_ring(struct djp_agent_session *s, struct djp_preader *r)
 
 /* ---- TABLES ---------------------------------------------------------------- */
 
+/* A program: its ops eight to a word, then its constants. */
+static void djp_agg_get_code(struct djp_preader *r, struct djp_agg_code *c)
+{
+	for (unsigned w = 0; w < DJP_AGG_MAX_CODE / 8; w++) {
+		uint64_t v = djp_get_u64(r);
+		for (unsigned k = 0; k < 8; k++)
+			c->op[w * 8 + k] = (uint8_t)(v >> (8 * k));
+	}
+	for (unsigned k = 0; k < DJP_AGG_MAX_IMM; k++)
+		c->imm[k] = (int64_t)djp_get_u64(r);
+}
+
 static int do_tables(struct djp_agent_session *s, struct djp_preader *r)
 {
 	struct djp_agg_plan plans[DJP_AGG_MAX_PLANS];
@@ -290,6 +302,18 @@ static int do_tables(struct djp_agent_session *s, struct djp_preader *r)
 		plans[i].nbuckets = djp_get_u32(r);
 		plans[i].str_arg = djp_get_u32(r);
 		plans[i].str_bound = djp_get_u32(r);
+		/* a named plan's names (lib/agg.h) */
+		for (unsigned k = 0; plans[i].flags & DJP_AGG_NAMED && k < DJP_AGG_MAX_NAMES; k++)
+			djp_get_str(r, plans[i].names[k], sizeof(plans[i].names[k]));
+		/* its programs (lib/agg.h), checked by djp_agg_create */
+		if (plans[i].flags & (DJP_AGG_VALUE_CODE | DJP_AGG_COND | DJP_AGG_KEY_CODE)) {
+			plans[i].code_args = djp_get_u32(r);
+			djp_agg_get_code(r, &plans[i].value_code);
+			djp_agg_get_code(r, &plans[i].cond_code);
+			plans[i].nkeycode = djp_get_u32(r);
+			for (unsigned k = 0; k < plans[i].nkeycode && k < DJP_AGG_MAX_KEY_ARGS; k++)
+				djp_agg_get_code(r, &plans[i].key_code[k]);
+		}
 	}
 	if (n > DJP_AGG_MAX_PLANS || !djp_preader_done(r))
 		return -EPROTO;

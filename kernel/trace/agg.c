@@ -27,6 +27,33 @@
  * `lost`, which the tool reports with the probe; a thread that gets no
  * ring slot is counted by the ring's lost_noslot.  Never silent.
  *
+ * Named arguments.  A marker's plan reads its arguments by index, the
+ * same in every marker of the probe, which the tool knows from the
+ * markers before it connects.  A function or statement point's sites are
+ * made when it is connected, each with the parameters and variables the
+ * DWARF places at its address (kernel/points.c), so `$fd` may be the
+ * first argument of one function, the third of another, and `$return`
+ * is whatever comes after a function's parameters.  Such a plan names
+ * its arguments instead (DJP_AGG_NAMED, lib/agg.h), and each site's
+ * indexes of those names are found from its format at its first hit, by
+ * the rule lib/format.c names fields with, and kept per site id (ids are
+ * never reused): a load a hit after that.  The hit then goes on as a
+ * marker's, with the named arguments in the plan's order.  A site whose
+ * trampoline prefetches the arguments gets its map when its list is
+ * sealed, and the fast entry (agg_fast_named) only reorders them.
+ *
+ * Values and conditions.  A value that is an expression of the hit's
+ * arguments (`s <<< $return - $v`), and a condition on them that the
+ * whole probe body waits on (`if ($return < 0) ...`), come as small
+ * stack programs (lib/agg.h), checked once when the tables are made (a
+ * bounded stack, only the arguments the plan fetches) and run at the hit
+ * before anything is stored: a hit the condition refuses costs the
+ * arguments' loads and the program.  An index that is such an expression
+ * (`c[$fd & 7]`) is a key word computed the same way, so that a table
+ * holds one entry per index, not per argument value.  cpu() as an index is the hit's CPU
+ * as the recorder reads it (sched_getcpu: the rseq area's word), a key
+ * word after the arguments'.
+ *
  * The region also carries the per-marker lost counters (lost[id]): the
  * recorder counts there the events its rings drop, so the tool reads them
  * even after the process is gone.
@@ -38,6 +65,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -46,6 +74,7 @@
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
 #include "kernel/trace/agg.h"
+#include "lib/format.h"
 
 /* Entry i's words of a table at t. */
 static inline uint64_t *entry_at(uint8_t *t, const struct djp_agg_plan *p, uint32_t cap, uint32_t i)
@@ -97,6 +126,8 @@ static inline __attribute__((always_inline)) void agg_update(struct djp_agg_prob
 	char *str = NULL;
 	uint64_t str_ptr = 0, str_desc = 0;
 
+	if ((p->flags & DJP_AGG_COND) && !djp_agg_eval(&p->cond_code, args))
+		return; /* the probe's condition: not this hit */
 	if (__builtin_expect(t->region_id != a->ring->id, 0)) {
 		int err;
 		if (t->nesting)
@@ -120,8 +151,14 @@ static inline __attribute__((always_inline)) void agg_update(struct djp_agg_prob
 		unsigned arg = (unsigned)__builtin_ctz(bits);
 		key[n++] = arg < nargs ? args[arg] : 0;
 	}
+	for (uint32_t k = 0; k < p->nkeycode; k++) /* computed indexes */
+		key[n++] = (uint64_t)djp_agg_eval(&p->key_code[k], args);
+	if (p->flags & DJP_AGG_CPU) /* the rseq area's word, as the recorder's */
+		key[n++] = (uint64_t)(int64_t)sched_getcpu();
 	if (p->flags & DJP_AGG_VALUE_ARG)
 		v = p->value_arg < nargs ? (int64_t)args[p->value_arg] : 0;
+	else if (p->flags & DJP_AGG_VALUE_CODE)
+		v = djp_agg_eval(&p->value_code, args);
 	else
 		v = p->value_const;
 	id_tid = id | (p->flags & DJP_AGG_TID ? (uint64_t)t->tid << 32 : 0);
@@ -202,6 +239,88 @@ update:
 	__atomic_store_n(&e[6], e[6] + 1, __ATOMIC_RELEASE);
 }
 
+static inline bool ident_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* The argument of m that `name` is, as the tool's ctx_field finds it: the
+ * format's field of that name (the identifier right before "=%", as
+ * lib/format.c reads it), else argN; -1 when m has none.  No libc here:
+ * it runs at a hit (the essay). */
+static int arg_named(const struct djp_marker_info *m, unsigned nargs, const char *name)
+{
+	const char *f = m->format ? m->format : "", *p = f;
+	unsigned len = 0, k = 0, n = 0;
+
+	while (name[len])
+		len++;
+	while (*p && k < nargs) {
+		const char *pct = p;
+		struct djp_fmt_spec sp;
+		unsigned i = 0;
+		if (*p++ != '%')
+			continue;
+		if (*p == '%') {
+			p++;
+			continue;
+		}
+		djp_format_spec(&p, &sp);
+		if (!sp.conv)
+			break;
+		if ((unsigned)(pct - f) > len && pct[-1] == '=') {
+			const char *at = pct - 1 - len;
+			while (i < len && at[i] == name[i])
+				i++;
+			if (i == len && (at == f || !ident_char(at[-1])))
+				return (int)k;
+		}
+		k++;
+	}
+	if (name[0] != 'a' || name[1] != 'r' || name[2] != 'g' || name[3] < '1' || name[3] > '9')
+		return -1;
+	for (const char *d = name + 3; *d; d++) {
+		if (*d < '0' || *d > '9' || n > 1000)
+			return -1;
+		n = n * 10 + (unsigned)(*d - '0');
+	}
+	return n >= 1 && n <= nargs ? (int)n - 1 : -1;
+}
+
+/* Plan p's arguments at a site of marker m: argument i of the plan is the
+ * site's (map >> 5 * i) & 31, 31 when it has none; bit 31 says known. */
+static __attribute__((noinline, cold)) uint32_t names_map(const struct djp_agg_plan *p,
+							  const struct djp_marker_info *m, unsigned nargs)
+{
+	uint32_t map = 1u << 31;
+	for (unsigned i = 0; i < DJP_AGG_MAX_NAMES; i++) {
+		int a = p->names[i][0] ? arg_named(m, nargs, p->names[i]) : -1;
+		map |= (uint32_t)(a < 0 ? 31 : a) << (5 * i);
+	}
+	return map;
+}
+
+/* A named plan's hit (the essay): its arguments by name. */
+static __attribute__((noinline)) void agg_hit_named(const struct djp_hit *hit, struct djp_agg_probe *ap,
+						    const struct djp_site *s, unsigned nargs, uint32_t want)
+{
+	const struct djp_agg_plan *p = &ap->agg->plan[ap->plan];
+	uint32_t *cache = ap->agg->argmap[ap->plan];
+	uint32_t map = cache && s->id < DJP_TABLES_NIDS ? __atomic_load_n(&cache[s->id], __ATOMIC_RELAXED) : 0;
+	uint64_t args[DJP_AGG_MAX_NAMES];
+
+	if (__builtin_expect(!map, 0)) {
+		map = names_map(p, s->m, nargs);
+		if (cache && s->id < DJP_TABLES_NIDS) /* racing threads store the same */
+			__atomic_store_n(&cache[s->id], map, __ATOMIC_RELAXED);
+	}
+	for (uint32_t bits = want; bits; bits &= bits - 1) {
+		unsigned arg = (unsigned)__builtin_ctz(bits), at = map >> (5 * arg) & 31;
+		args[arg] = at < nargs ? djp_arg_fetch(hit, s, &s->m->arg[at]) : 0;
+	}
+	agg_update(ap, s->id, args, DJP_AGG_MAX_NAMES);
+}
+
 void djp_agg_hit(const struct djp_hit *hit, void *data)
 {
 	struct djp_agg_probe *ap = data;
@@ -209,9 +328,13 @@ void djp_agg_hit(const struct djp_hit *hit, void *data)
 	const struct djp_site *s = djp__hit_site(hit);
 	const struct djp_marker_info *m = s->m;
 	unsigned nargs = m->nargs < DJP_MARKER_MAX_ARGS ? m->nargs : DJP_MARKER_MAX_ARGS;
-	uint32_t want = p->key_args | (p->flags & DJP_AGG_VALUE_ARG ? 1u << p->value_arg : 0);
+	uint32_t want = djp_agg_wanted(p);
 	uint64_t args[16];
 
+	if (p->flags & DJP_AGG_NAMED) {
+		agg_hit_named(hit, ap, s, nargs, want);
+		return;
+	}
 	/* only the arguments the plan reads */
 	for (uint32_t bits = want; bits; bits &= bits - 1) {
 		unsigned arg = (unsigned)__builtin_ctz(bits);
@@ -234,17 +357,46 @@ static void agg_fast(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_
 	agg_update(fp->data, fp->id, args, fp->nargs);
 }
 
+/* A named plan's: the site's map of names (names_map) is made with the
+ * plan, when the site's list is sealed, and the prefetched arguments are
+ * put in the plan's order. */
+static void agg_fast_named(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, uint64_t a2,
+			   uint64_t a3)
+{
+	const struct djp_fast_plan *fp = plan;
+	const uint64_t pre[4] = { a0, a1, a2, a3 };
+	uint64_t args[DJP_AGG_MAX_NAMES];
+	(void)hit;
+	for (unsigned i = 0; i < DJP_AGG_MAX_NAMES; i++) {
+		unsigned at = (unsigned)(fp->aux >> (5 * i)) & 31;
+		args[i] = at < fp->nargs ? pre[at] : 0;
+	}
+	agg_update(fp->data, fp->id, args, DJP_AGG_MAX_NAMES);
+}
+
 static djp_fast_entry_fn agg_plan_fast(void *data, const struct djp_site *s, struct djp_fast_plan *plan)
 {
 	struct djp_agg_probe *ap = data;
 	const struct djp_agg_plan *p = &ap->agg->plan[ap->plan];
 	const struct djp_marker_info *m = s->m;
-	uint32_t want = p->key_args | (p->flags & DJP_AGG_VALUE_ARG ? 1u << p->value_arg : 0);
+	unsigned nargs = m->nargs < DJP_MARKER_MAX_ARGS ? m->nargs : DJP_MARKER_MAX_ARGS;
+	uint32_t want = djp_agg_wanted(p), map = 0;
 
-	if (want >> DJP_TRAMP_PREFETCH || !arch_tramp_prefetches(m->arg, m->nargs))
+	if (!arch_tramp_prefetches(m->arg, m->nargs))
 		return NULL;
-	*plan = (struct djp_fast_plan){ data, s->id, m->nargs < DJP_TRAMP_PREFETCH ? m->nargs : DJP_TRAMP_PREFETCH, 0 };
-	return agg_fast;
+	if (p->flags & DJP_AGG_NAMED) {
+		/* every name it reads among the four prefetched, or none */
+		map = names_map(p, m, nargs);
+		for (uint32_t bits = want; bits; bits &= bits - 1) {
+			unsigned at = map >> (5 * __builtin_ctz(bits)) & 31;
+			if (at < nargs && at >= DJP_TRAMP_PREFETCH)
+				return NULL;
+		}
+	} else if (want >> DJP_TRAMP_PREFETCH) {
+		return NULL;
+	}
+	*plan = (struct djp_fast_plan){ data, s->id, m->nargs < DJP_TRAMP_PREFETCH ? m->nargs : DJP_TRAMP_PREFETCH, map };
+	return p->flags & DJP_AGG_NAMED ? agg_fast_named : agg_fast;
 }
 
 /* ---- set-up (not on the hit path) ---------------------------------------- */
@@ -254,8 +406,10 @@ static bool plan_ok(const struct djp_agg_plan *p)
 	if (p->str_arg > 16 || (p->str_arg && (p->str_bound < 8 || p->str_bound > DJP_AGG_MAX_STR || p->str_bound % 8 ||
 					       !(p->key_args >> (p->str_arg - 1) & 1))))
 		return false;
-	if (__builtin_popcount(p->key_args) > (int)DJP_AGG_MAX_KEY_ARGS || p->key_args >> 16 ||
-	    (p->flags & ~(DJP_AGG_TID | DJP_AGG_VALUE_ARG)) || (p->flags & DJP_AGG_VALUE_ARG && p->value_arg >= 16))
+	if (djp_agg_nkey(p) > DJP_AGG_MAX_KEY_ARGS || p->key_args >> 16 ||
+	    (p->flags & ~(DJP_AGG_TID | DJP_AGG_VALUE_ARG | DJP_AGG_NAMED | DJP_AGG_VALUE_CODE | DJP_AGG_COND |
+			  DJP_AGG_CPU | DJP_AGG_KEY_CODE)) ||
+	    (p->flags & DJP_AGG_VALUE_ARG && p->value_arg >= 16) || !djp_agg_names_ok(p) || !djp_agg_codes_ok(p))
 		return false;
 	switch (p->hist_kind) {
 	case DJP_AGG_HIST_NONE:
@@ -299,6 +453,10 @@ struct djp_agg *djp_agg_create(struct djp_recorder *rec, const struct djp_agg_pl
 		p->table_stride = djp_agg_table_stride(p, capacity);
 		off += p->table_stride * a->nslots;
 		a->probe[i] = (struct djp_agg_probe){ a, i };
+		/* a named plan's indexes per site id (untouched pages cost
+		 * nothing) */
+		if ((p->flags & DJP_AGG_NAMED) && !(a->argmap[i] = calloc(DJP_TABLES_NIDS, sizeof(uint32_t))))
+			goto fail_free;
 	}
 	total = off;
 	/* as the rings: no more than a tracer should map into a process
@@ -336,6 +494,8 @@ fail_fd:
 	err = errno;
 	close(a->fd);
 fail_free:
+	for (unsigned i = 0; i < nplans; i++)
+		free(a->argmap[i]);
 	free(a);
 fail:
 	errno = err;
@@ -348,6 +508,8 @@ void djp_agg_destroy(struct djp_agg *a)
 		return;
 	munmap(a->base, a->size);
 	close(a->fd);
+	for (unsigned i = 0; i < a->nplans; i++)
+		free(a->argmap[i]);
 	free(a);
 }
 
@@ -356,14 +518,18 @@ int djp_agg_connect(struct djp_agg *a, unsigned plan, const char *pattern, unsig
 	/* once: two patterns of one plan that match one site count a hit once */
 	struct djp_connect_opts o = { .plan = agg_plan_fast, .pending = flags & DJP_RECORD_PENDING, .once = true };
 	unsigned how = DJP_GPR_ONLY | (flags & DJP_RECORD_INT3 ? DJP_FORCE_INT3 : 0);
-	int id;
+	int id, err;
 
 	if (plan >= a->nplans || (flags & ~(DJP_RECORD_PENDING | DJP_RECORD_INT3)))
 		return -EINVAL;
 	if (a->plan[plan].str_arg) /* the fast copy if the engine can have it */
 		(void)djp_safe_copy_enable();
-	if (!strncmp(pattern, "func:", 5) || !strncmp(pattern, "line:", 5))
-		return -EINVAL; /* markers only: points have no marker arguments */
+	/* function and statement points, as the recorder connects them:
+	 * their sites are made now, and have the arguments DWARF gives */
+	if ((err = djp__point_parse(pattern, &o.point)) < 0)
+		return err;
+	if (o.point)
+		return djp__connect(NULL, djp_agg_hit, &a->probe[plan], how, &o);
 	id = djp__connect(pattern, djp_agg_hit, &a->probe[plan], how, &o);
 	if (id >= 0 && nsites)
 		*nsites = djp_recorder_count_sites(pattern);

@@ -31,6 +31,8 @@ struct djp_agg {
 	uint32_t nslots, capacity, nplans;
 	struct djp_agg_plan plan[DJP_AGG_MAX_PLANS]; /* private copies: the geometry the writers trust */
 	struct djp_agg_probe probe[DJP_AGG_MAX_PLANS];
+	/* a named plan's: per site id, its arguments' indexes (agg.c) */
+	uint32_t *argmap[DJP_AGG_MAX_PLANS];
 };
 
 /* A tables region for the recorder's ring with these plans (their

@@ -60,10 +60,10 @@ static bool geometry_ok(struct djp_tables *t)
 	for (unsigned i = 0; i < h->nplans; i++) {
 		struct djp_agg_plan *p = &t->plan[i];
 		uint64_t stride;
-		if (p->nbuckets > DJP_AGG_MAX_BUCKETS || __builtin_popcount(p->key_args) > (int)DJP_AGG_MAX_KEY_ARGS ||
+		if (p->nbuckets > DJP_AGG_MAX_BUCKETS || djp_agg_nkey(p) > DJP_AGG_MAX_KEY_ARGS ||
 		    p->str_arg > 16 || (p->str_arg && (p->str_bound < 8 || p->str_bound > DJP_AGG_MAX_STR ||
 						       p->str_bound % 8 || !(p->key_args >> (p->str_arg - 1) & 1))) ||
-		    p->entry_words != djp_agg_entry_words(p))
+		    p->entry_words != djp_agg_entry_words(p) || !djp_agg_names_ok(p) || !djp_agg_codes_ok(p))
 			return false;
 		if (p->hist_kind == DJP_AGG_HIST_LINEAR && p->hist_interval <= 0)
 			return false;
@@ -154,7 +154,7 @@ static void read_table(struct djp_tables *t, unsigned p, unsigned s, djp_agg_del
 	const uint8_t *tb = table_at(t, p, s);
 	const uint64_t *ents = (const uint64_t *)(tb + djp_agg_entries_off(pl, t->h.capacity));
 	struct shadow *sh = &t->shadow[(size_t)p * t->h.nslots + s];
-	unsigned nw = 4 + pl->nbuckets, nkey = (unsigned)__builtin_popcount(pl->key_args);
+	unsigned nw = 4 + pl->nbuckets, nkey = djp_agg_nkey(pl);
 	uint64_t used = __atomic_load_n(&((const struct djp_agg_table_hdr *)tb)->used, __ATOMIC_ACQUIRE);
 	int64_t hist[DJP_AGG_MAX_BUCKETS];
 	uint64_t key[DJP_AGG_MAX_KEY_ARGS];

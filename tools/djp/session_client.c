@@ -165,6 +165,19 @@ static int marker_log(struct session *s)
 	return err;
 }
 
+/* An aggregation plan's program: its ops eight to a word, its constants. */
+static void put_code(struct djp_pbuf *b, const struct djp_agg_code *c)
+{
+	for (unsigned w = 0; w < DJP_AGG_MAX_CODE / 8; w++) {
+		uint64_t v = 0;
+		for (unsigned k = 0; k < 8; k++)
+			v |= (uint64_t)c->op[w * 8 + k] << (8 * k);
+		djp_put_u64(b, v);
+	}
+	for (unsigned k = 0; k < DJP_AGG_MAX_IMM; k++)
+		djp_put_u64(b, (uint64_t)c->imm[k]);
+}
+
 int session_tables(struct session *s)
 {
 	static struct djp_pbuf b;
@@ -186,6 +199,16 @@ int session_tables(struct session *s)
 		djp_put_u32(&b, p->nbuckets);
 		djp_put_u32(&b, p->str_arg);
 		djp_put_u32(&b, p->str_bound);
+		for (unsigned k = 0; p->flags & DJP_AGG_NAMED && k < DJP_AGG_MAX_NAMES; k++)
+			djp_put_str(&b, p->names[k]);
+		if (p->flags & (DJP_AGG_VALUE_CODE | DJP_AGG_COND | DJP_AGG_KEY_CODE)) { /* as the agent reads them */
+			djp_put_u32(&b, p->code_args);
+			put_code(&b, &p->value_code);
+			put_code(&b, &p->cond_code);
+			djp_put_u32(&b, p->nkeycode);
+			for (unsigned k = 0; k < p->nkeycode && k < DJP_AGG_MAX_KEY_ARGS; k++)
+				put_code(&b, &p->key_code[k]);
+		}
 	}
 	n = request(s, DJP_MSG_TABLES, &b, DJP_MSG_TABLES_FD, &fd);
 	if (n < 0)

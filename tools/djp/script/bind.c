@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "func_points.h"
 #include "lang.h"
 #include "lib/escape.h"
 #include "lib/marker_match.h"
@@ -366,18 +367,54 @@ void script_release(struct script *sc)
 	sc->nby_desc = NULL;
 }
 
+/* The end's line of a point that matched in no program of the run: the
+ * one the command ran, and the last one it exec'd when it did (as djp
+ * trace says it, trace.c). */
+static void never_line(const char *point, const struct djp_source *src)
+{
+	char prog[4096], text[1024], last[4096];
+	const char *lp = src && src->ops->last_program ? src->ops->last_program(src) : NULL;
+
+	fprintf(stderr, "djp: %s matched nothing in %s, the program the command ran, nor in %s%s%s\n",
+		djp_escape_c(text, sizeof(text), point, false),
+		djp_escape_c(prog, sizeof(prog), src && src->wrapper ? src->wrapper : "?", false),
+		lp ? "the programs it exec'd (the last: " : "a program it exec'd",
+		lp ? djp_escape_c(last, sizeof(last), lp, false) : "", lp ? ")" : "");
+}
+
+/* A function or statement point: did its sites come, in the program the
+ * command ran or in one a -c wrapper exec'd (live.c keeps a point the
+ * wrapper does not have for those)? */
+static bool point_matched(const struct probe_point *pp, const struct djp_source *src)
+{
+	bool any = false;
+
+	if (pp->kind != PP_MARK || !pp->point || pp->optional || !src || !src->ops->glob_matched)
+		return true;
+	if (!pp->names || strncmp(pp->glob, "line:", 5))
+		return src->ops->glob_matched(src, pp->connect ? pp->connect : pp->glob);
+	for (unsigned i = 0; i < pp->nnames && !any; i++) { /* a statement point: its sites by name */
+		char *g = func_point_line_glob(pp, i);
+		any = src->ops->glob_matched(src, g);
+		free(g);
+	}
+	return any;
+}
+
 bool report_never_bound(const struct script *sc, const struct djp_source *src)
 {
-	char prog[4096], text[1024];
 	bool any = false;
 
 	for (const struct probe *p = sc->probes; p; p = p->next) {
-		if (!p->waits_exec || p->nbinds)
-			continue;
-		fprintf(stderr, "djp: %s matched nothing in %s, the program the command ran, nor in a program it exec'd\n",
-			djp_escape_c(text, sizeof(text), p->points->text, false),
-			djp_escape_c(prog, sizeof(prog), src && src->wrapper ? src->wrapper : "?", false));
-		any = true;
+		if (p->waits_exec && !p->nbinds) {
+			never_line(p->points->text, src);
+			any = true;
+		}
+		for (const struct probe_point *pp = p->points; pp; pp = pp->next)
+			if (!point_matched(pp, src)) {
+				never_line(pp->text, src);
+				any = true;
+			}
 	}
 	return any;
 }

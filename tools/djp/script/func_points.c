@@ -72,3 +72,14 @@ void func_point_spec(const struct probe_point *pp, char *buf, size_t sz)
 {
 	snprintf(buf, sz, "%.*s", (int)(strlen(pp->glob + 5) - (pp->ret ? 7 : 0)), pp->glob + 5);
 }
+
+char *func_point_line_glob(const struct probe_point *pp, unsigned i)
+{
+	const char *at = pp->connect ? strrchr(pp->connect, '@') : NULL;
+	size_t n = strlen(pp->names[i]) + (at ? strlen(at) : 0) + 8;
+	char *g = malloc(n);
+	if (!g)
+		abort();
+	snprintf(g, n, "func:%s%s", pp->names[i], at ? at : "");
+	return g;
+}

@@ -25,5 +25,8 @@ struct probe_point;
  * spec for func_points_each: the glob after "func:", without "%return". */
 char *func_point_object(const struct probe_point *pp, int32_t pid);
 void func_point_spec(const struct probe_point *pp, char *buf, size_t sz);
+/* The glob of site i of a statement point (pp->names[i]): "func:NAME+0xOFF",
+ * with the object when the point names one; malloc'd. */
+char *func_point_line_glob(const struct probe_point *pp, unsigned i);
 
 #endif

@@ -71,6 +71,9 @@ bool script_no_warnings; /* -w */
 struct run {
 	struct script *sc;
 	struct djp_source *src;
+	/* run_agg_target's indexes the target computed: bit i, key_vals[i] */
+	uint32_t key_given;
+	const int64_t *key_vals;
 	FILE *out;
 	union cell stack[STACK_CELLS];
 	int sp;
@@ -216,7 +219,10 @@ static void eval_any(struct run *r, struct node *n, union cell *c)
 
 static uint64_t eval_keys(struct run *r, struct node *n, const struct map *m, union cell *key)
 {
+	uint32_t given = r->key_given; /* this lvalue's only */
 	uint64_t h = 0;
+
+	r->key_given = 0;
 	for (int i = 0; i < n->nargs; i++) {
 		struct node *k = n->args[i];
 		uint64_t hi;
@@ -229,7 +235,8 @@ static uint64_t eval_keys(struct run *r, struct node *n, const struct map *m, un
 				hi = str_hash(key[i].s);
 			}
 		} else {
-			key[i].n = eval_n(r, k);
+			/* an index the target computed (agg.c), or this one */
+			key[i].n = given >> i & 1 ? r->key_vals[i] : eval_n(r, k);
 			hi = num_hash((uint64_t)key[i].n);
 		}
 		h = h * 31 + hi;
@@ -1634,7 +1641,7 @@ static void run_probe(struct run *r, struct probe *p, const struct binding *b, c
 }
 
 bool run_agg_target(struct run *r, struct node *lv, const struct binding *b, const struct djp_ev *ev,
-		    struct map_ent **e)
+		    uint32_t given, const int64_t *vals, struct map_ent **e)
 {
 	jmp_buf jb, *saved = r->jb;
 	int code, try_depth = r->try_depth;
@@ -1649,6 +1656,8 @@ bool run_agg_target(struct run *r, struct node *lv, const struct binding *b, con
 	*e = NULL;
 	code = setjmp(jb);
 	if (code == 0) {
+		r->key_given = given;
+		r->key_vals = vals;
 		if (lv->kind == N_INDEX)
 			*e = element(r, lv, true);
 		ok = true;
@@ -1656,6 +1665,7 @@ bool run_agg_target(struct run *r, struct node *lv, const struct binding *b, con
 		r->exiting = true;
 		r->failed = true;
 	}
+	r->key_given = 0;
 	r->jb = saved;
 	r->try_depth = try_depth;
 	r->ev = NULL;
@@ -1922,14 +1932,12 @@ static int resolve_lines(struct script *sc, struct djp_source *src)
 static void add_line_globs(struct djp_arm_glob **globs, unsigned *nglobs, const struct probe_point *pp,
 			   struct probe *p)
 {
-	const char *at = pp->connect ? strrchr(pp->connect, '@') : NULL;
 	for (unsigned i = 0; i < pp->nnames; i++) {
-		size_t n = strlen(pp->names[i]) + (at ? strlen(at) : 0) + 8;
-		char *g = malloc(n);
-		if (!g || !(*globs = realloc(*globs, sizeof(**globs) * (*nglobs + 1))))
+		char *g = func_point_line_glob(pp, i);
+		if (!(*globs = realloc(*globs, sizeof(**globs) * (*nglobs + 1))))
 			abort();
-		snprintf(g, n, "func:%s%s", pp->names[i], at ? at : "");
-		(*globs)[(*nglobs)++] = (struct djp_arm_glob){ g, 0, 0, !pp->optional, p->uses_ustack, 0 };
+		(*globs)[(*nglobs)++] =
+			(struct djp_arm_glob){ g, 0, 0, !pp->optional, p->uses_ustack, (unsigned)p->agg, pp->text, false };
 		probe_strings(p, &(*globs)[*nglobs - 1]);
 	}
 }
@@ -1980,7 +1988,8 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 				if (k == nglobs) {
 					if (!(globs = realloc(globs, sizeof(*globs) * (nglobs + 1))))
 						abort();
-					globs[nglobs++] = (struct djp_arm_glob){ g, 0, 0, false, false, (unsigned)p->agg };
+					globs[nglobs++] =
+						(struct djp_arm_glob){ g, 0, 0, false, false, (unsigned)p->agg, pp->text, false };
 				}
 				globs[k].now |= pp->point && !pp->optional;
 				globs[k].ustack |= p->uses_ustack;

@@ -395,8 +395,9 @@ void bind_fields(struct script *sc);
  * warning.  Once per descriptor. */
 void bind_late(struct script *sc, const struct djp_ev_desc *d);
 /* After the run: the mark points that waited for the program a -c wrapper
- * execs and never bound, one line each on stderr; true when there was one
- * (a point that matches nothing is an error). */
+ * execs and never bound, and the function and statement points whose
+ * sites came in no program of the run, one line each on stderr; true when
+ * there was one (a point that matches nothing is an error). */
 bool report_never_bound(const struct script *sc, const struct djp_source *src);
 /* free everything the passes allocated (the pool included) */
 void script_release(struct script *sc);
@@ -522,9 +523,11 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 extern volatile int run_interrupted; /* set by SIGINT/SIGTERM: end the run */
 /* agg.c's merge: the element lvalue lv (N_INDEX) names when the hit ev
  * runs b's probe, made if new (NULL for a scalar, N_VAR); false after a
- * run-time error (a full array), printed and counted as the probe's. */
+ * run-time error (a full array), printed and counted as the probe's.
+ * Index i is given[i] for each bit i of `given` (one the target
+ * computed), not evaluated. */
 bool run_agg_target(struct run *r, struct node *lv, const struct binding *b, const struct djp_ev *ev,
-		    struct map_ent **e);
+		    uint32_t given, const int64_t *vals, struct map_ent **e);
 extern bool script_no_warnings;	     /* -w */
 /* --dump-functions: the built-in functions, as stap lists its tapset's */
 void dump_functions(FILE *out);

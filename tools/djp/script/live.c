@@ -92,6 +92,7 @@ struct live {
 	struct djp_arm_glob *globs; /* their glob strings our own */
 	unsigned nglobs;
 	bool main_exec_traced; /* -x: the process exec'd and is traced again */
+	char last_program[1024]; /* the last program the -c process exec'd */
 	bool dialled;	       /* a process is dialling in: accept it */
 	/* markers of the files that process("PATH") points name and the
 	 * process did not have at open (a -c wrapper's program, a child's
@@ -249,6 +250,23 @@ static int connect_glob(struct live *l, struct session *s, const struct djp_arm_
 			       &nsites);
 }
 
+/* Glob g in process k: a point a -c wrapper did not have and that has
+ * matched nowhere yet is first connected as one that must match, so that
+ * the end knows whether it ever did (live_glob_matched); kept pending
+ * where it does not. */
+static int connect_kid_glob(struct live *l, struct session *k, struct djp_arm_glob *g)
+{
+	if (g->now && !g->matched) {
+		if (!connect_glob(l, k, g, connect_flags(l) & ~DJP_CONNECT_PENDING)) {
+			g->matched = true;
+			return 0;
+		}
+		if (k->errcode != -ENOENT)
+			return -1;
+	}
+	return connect_glob(l, k, g, connect_flags(l));
+}
+
 /* Configure another process of the trace as the main session was (ring,
  * tables, globs, FOLLOW), START it when it waits for that, and keep it. */
 static void keep_kid(struct live *l, struct session *k, bool start)
@@ -257,9 +275,11 @@ static void keep_kid(struct live *l, struct session *k, bool start)
 	if (ok) {
 		tapset_remember(k->pid);
 		usym_remember(k->pid);
+		if (k->pid == l->s.pid && k->program[0]) /* the -c process exec'd it */
+			snprintf(l->last_program, sizeof(l->last_program), "%s", k->program);
 	}
 	for (unsigned i = 0; ok && i < l->nglobs; i++)
-		ok = !connect_glob(l, k, &l->globs[i], connect_flags(l));
+		ok = !connect_kid_glob(l, k, &l->globs[i]);
 	if (ok && !session_kids_follow(&l->kids, k) && (!start || !session_start(k)))
 		session_kids_keep(&l->kids, k);
 	else
@@ -417,27 +437,6 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 		fprintf(stderr, "djp: %s\n", l->s.errmsg);
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}
-	for (unsigned i = 0; i < nglobs; i++) {
-		/* pending: an optional point ('?') may match nothing yet */
-		unsigned flags = connect_flags(l) & ~(globs[i].now ? DJP_CONNECT_PENDING : 0u);
-		if (!connect_glob(l, &l->s, &globs[i], flags))
-			continue;
-		/* a function or a line a -c wrapper does not have: kept for
-		 * the program it execs, which dials in (as djp trace) */
-		if (l->s.errcode == -ENOENT && l->src.wrapper && !(flags & DJP_CONNECT_PENDING) &&
-		    !connect_glob(l, &l->s, &globs[i], flags | DJP_CONNECT_PENDING)) {
-			char glob[1024], prog[4096];
-			fprintf(stderr, "djp: %s matches nothing in %s, the program the command ran; waiting for a "
-					"program it execs\n",
-				djp_escape_c(glob, sizeof(glob), globs[i].glob, false),
-				djp_escape_c(prog, sizeof(prog), l->src.wrapper, false));
-			continue;
-		}
-		char glob[1024], msg[4 * sizeof(l->s.errmsg)];
-		fprintf(stderr, "djp: %s: %s\n", djp_escape_c(glob, sizeof(glob), globs[i].glob, false),
-			djp_escape_c(msg, sizeof(msg), l->s.errmsg, false));
-		return l->s.errcode ? l->s.errcode : -EIO;
-	}
 	/* the same globs for the processes that dial in later */
 	if (!(l->globs = calloc(nglobs ? nglobs : 1, sizeof(*l->globs))))
 		return -ENOMEM;
@@ -445,6 +444,29 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 		l->globs[l->nglobs] = globs[i];
 		if (!(l->globs[l->nglobs++].glob = strdup(globs[i].glob)))
 			return -ENOMEM;
+	}
+	for (unsigned i = 0; i < nglobs; i++) {
+		/* pending: an optional point ('?') may match nothing yet */
+		unsigned flags = connect_flags(l) & ~(globs[i].now ? DJP_CONNECT_PENDING : 0u);
+		if (!connect_glob(l, &l->s, &l->globs[i], flags)) {
+			l->globs[i].matched = !(flags & DJP_CONNECT_PENDING);
+			continue;
+		}
+		/* a function or a line a -c wrapper does not have: kept for
+		 * the program it execs, which dials in (as djp trace) */
+		if (l->s.errcode == -ENOENT && l->src.wrapper && !(flags & DJP_CONNECT_PENDING) &&
+		    !connect_glob(l, &l->s, &globs[i], flags | DJP_CONNECT_PENDING)) {
+			char glob[1024], prog[4096];
+			fprintf(stderr, "djp: %s matches nothing in %s, the program the command ran; waiting for a "
+					"program it execs\n",
+				djp_escape_c(glob, sizeof(glob), globs[i].text ? globs[i].text : globs[i].glob, false),
+				djp_escape_c(prog, sizeof(prog), l->src.wrapper, false));
+			continue;
+		}
+		char glob[1024], msg[4 * sizeof(l->s.errmsg)];
+		fprintf(stderr, "djp: %s: %s\n", djp_escape_c(glob, sizeof(glob), globs[i].glob, false),
+			djp_escape_c(msg, sizeof(msg), l->s.errmsg, false));
+		return l->s.errcode ? l->s.errcode : -EIO;
 	}
 	/* children of fork dial in; if that cannot be had, the process only */
 	session_kids_listen(&l->kids, &l->s);
@@ -666,6 +688,21 @@ static int live_resolve_line(struct djp_source *src, const char *object, const c
 	return n < 0 ? n : k;
 }
 
+static bool live_glob_matched(const struct djp_source *src, const char *glob)
+{
+	const struct live *l = (const struct live *)src;
+	for (unsigned i = 0; i < l->nglobs; i++)
+		if (l->globs[i].matched && !strcmp(l->globs[i].glob, glob))
+			return true;
+	return false;
+}
+
+static const char *live_last_program(const struct djp_source *src)
+{
+	const struct live *l = (const struct live *)src;
+	return l->last_program[0] ? l->last_program : NULL;
+}
+
 static const struct djp_source_ops live_ops = {
 	.resolve_line = live_resolve_line,
 	.function_of = live_function_of,
@@ -679,6 +716,8 @@ static const struct djp_source_ops live_ops = {
 	.lost = live_lost,
 	.agg_read = live_agg_read,
 	.agg_lost = live_agg_lost,
+	.glob_matched = live_glob_matched,
+	.last_program = live_last_program,
 	.now_ns = live_now,
 	.close = live_close,
 };

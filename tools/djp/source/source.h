@@ -101,6 +101,8 @@ struct djp_arm_glob {
 			       must match when connected, not in a later object */
 	bool ustack;	    /* each hit records the user stack (ubacktrace()) */
 	unsigned plan1;	    /* run in the target: aggregation plan + 1, 0 not */
+	const char *text;   /* the point as written, for messages; NULL: the glob */
+	bool matched;	    /* the source's own: a connect made its sites */
 };
 
 struct djp_agg_plan;
@@ -153,6 +155,12 @@ struct djp_source_ops {
 	void (*agg_read)(struct djp_source *src, djp_src_agg_fn fn, void *ctx);
 	/* Hits of plan p a full table had no room for. */
 	uint64_t (*agg_lost)(struct djp_source *src, unsigned p);
+	/* A `now` glob of arm that a -c wrapper did not have, kept for the
+	 * programs it execs: did a connect make its sites in some process of
+	 * the run?  May be NULL: every glob arm accepted matched. */
+	bool (*glob_matched)(const struct djp_source *src, const char *glob);
+	/* The last program the -c command's own process exec'd, or NULL. */
+	const char *(*last_program)(const struct djp_source *src);
 	/* djp trace's summary of the run, on f (per process, marker and
 	 * thread; per marker for the kernel).  May be NULL. */
 	void (*report)(struct djp_source *src, FILE *f);
