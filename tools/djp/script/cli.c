@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "lang.h"
+#include "run/run.h"
 #include "lib/escape.h"
 #include "func_points.h"
 #include "script.h"

@@ -37,7 +37,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lang.h"
+#include "run/run.h"
 #include "script.h"
 #include "source.h"
 #include "tools/djp/grow.h"

@@ -28,7 +28,8 @@
 #include "lang.h"
 #include "lib/escape.h"
 #include "lib/marker_match.h"
-#include "usym.h"
+#include "tools/djp/script/run/run.h" /* str_hash: the arrays' hash of $$name */
+#include "tools/djp/script/usym.h"
 
 static bool same_object(const char *path, const char *object)
 {

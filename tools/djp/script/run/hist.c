@@ -18,7 +18,7 @@
  */
 #include <string.h>
 
-#include "lang.h"
+#include "run.h"
 
 #define HIST_WIDTH 50
 

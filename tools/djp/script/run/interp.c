@@ -35,15 +35,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agg.h"
+#include "tools/djp/script/agg.h"
 #include "ctx_vars.h"
-#include "func_points.h"
-#include "lang.h"
+#include "tools/djp/script/func_points.h"
+#include "run.h"
 #include "tools/djp/line_out.h"
-#include "tapset.h"
-#include "tapset_named.h"
-#include "ubacktrace.h"
-#include "usym.h"
+#include "builtins/tapset.h"
+#include "builtins/tapset_named.h"
+#include "builtins/ubacktrace.h"
+#include "tools/djp/script/usym.h"
 
 volatile int run_interrupted;
 
@@ -66,7 +66,6 @@ struct iter {
 struct script_limits script_limits = { .maxstringlen = 512, .maxmapentries = 2048, .maxnesting = 10,
 				       .maxaction = 1000, .maxaction_interruptible = 0, .maxerrors = 0,
 				       .hist_elision = 2 };
-bool script_no_warnings; /* -w */
 
 struct run {
 	struct script *sc;

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang.h"
+#include "run.h"
 
 uint64_t str_hash(const char *s)
 {

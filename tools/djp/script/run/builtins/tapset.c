@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lang.h"
+#include "tools/djp/script/run/run.h"
 #include "tapset.h"
 
 #define CACHE 64
