@@ -100,7 +100,7 @@ enum node_kind {
 	N_CTXPARMS,/* $$parms, $$vars, $$locals, $$return (str says which) */
 	N_CTXFORMAT,/* $$format: the marker's format string */
 	N_CALL,	   /* fn(args) */
-	N_BUILTIN, /* op = enum builtin, args */
+	N_BUILTIN, /* op = enum builtin (run/builtins/builtins.h), args */
 	N_BINOP,   /* op: + - * / % << >> & | ^ */
 	N_CONCAT,  /* a . b */
 	N_CMP,	   /* op: < > <= >= == != ; on longs or strings */
@@ -135,43 +135,6 @@ enum node_kind {
 	S_NOP,
 };
 
-enum builtin {
-	B_PID, B_TID, B_EXECNAME, B_TOD_NS, B_TOD_US, B_TOD_MS, B_TOD_S, B_EXIT, B_STRLEN, B_SUBSTR,
-	B_ISINSTR, B_STRTOL, B_STRINGAT, B_ERROR, B_TARGET, B_PP,
-	B_USTR, B_USTR_N, B_USTR_QUOTED, B_USTR_N_QUOTED, /* user_string*() */
-	/* process context (tapset.c) */
-	B_PPID, B_UID, B_EUID, B_GID, B_EGID, B_PEXECNAME, B_CMDLINE_STR, B_CMDLINE_ARG, B_STP_PID, B_IS_RETURN, B_PN,
-	B_THREAD_INDENT,
-	/* time */
-	B_LOCAL_CLOCK_NS, B_CPU_CLOCK_NS, B_CTIME, B_TZ_CTIME, B_GET_CYCLES, B_JIFFIES, B_HZ,
-	/* strings */
-	B_STRPOS, B_STR_REPLACE, B_TOKENIZE, B_TEXT_STR, B_TEXT_STRN, B_STRING_QUOTED, B_ISDIGIT, B_ERRNO_STR,
-	/* output and control */
-	B_LOG, B_WARN, B_ABORT,
-	/* regular expressions: the groups of the last =~ that matched */
-	B_MATCHED, B_NGROUPS,
-	B_SYSTEM, B_TARGET_SET_PID,
-	/* state by name or id (tapset_named.c) */
-	B_SW_START, B_SW_STOP, B_SW_DELETE, B_SW_READ_S, B_SW_READ_MS, B_SW_READ_US, B_SW_READ_NS,
-	B_QS_WAIT, B_QS_RUN, B_QS_DONE, B_QSQ_START, B_QSQ_PRINT, B_QSQ_UTILIZATION, B_QSQ_BLOCKED,
-	B_QSQ_WAIT_QUEUE_LENGTH, B_QSQ_SERVICE_TIME, B_QSQ_WAIT_TIME, B_QSQ_THROUGHPUT,
-	B_SPECULATION, B_SPECULATE, B_COMMIT, B_DISCARD,
-	/* terminal control (ansi.stp), clocks in other units, byte order */
-	B_ANSI_CLEAR_SCREEN, B_ANSI_SET_COLOR, B_ANSI_RESET_COLOR, B_ANSI_NEW_LINE, B_ANSI_CURSOR_MOVE,
-	B_ANSI_CURSOR_HIDE, B_ANSI_CURSOR_SHOW, B_ANSI_CURSOR_SAVE, B_ANSI_CURSOR_RESTORE,
-	B_LOCAL_CLOCK_US, B_LOCAL_CLOCK_MS, B_LOCAL_CLOCK_S, B_CPU_CLOCK_US, B_CPU_CLOCK_MS, B_CPU_CLOCK_S,
-	B_NTOHL, B_NTOHS, B_HTONL, B_HTONS, B_RANDINT, B_NUM_ONLINE_CPUS,
-	/* integers of the target: user_int8 .. user_uint64 and stap's C-named aliases */
-	B_USER_I8, B_USER_I16, B_USER_I32, B_USER_I64, B_USER_U8, B_USER_U16, B_USER_U32, B_USER_U64,
-	B_PROBEFUNC, /* probefunc(), ppfunc(): the function around the marker */
-	B_ENV_VAR, B_CPU,
-	B_USYMNAME, B_USYMDATA, B_UMODNAME, /* the target's symbols (usym.c) */
-	B_UADDR, /* the probe's address in the target */
-	/* user backtraces (ubacktrace.c): of the stack the hit recorded ... */
-	B_UBACKTRACE, B_SPRINT_UBACKTRACE, B_PRINT_UBACKTRACE, B_PRINT_UBACKTRACE_BRIEF, B_UCALLERS, B_USTACK,
-	/* ... and of addresses in a string */
-	B_PRINT_USTACK, B_SPRINT_USTACK, B_PRINT_USYMS, B_SPRINT_USYMS,
-};
 enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG, A_VARIANCE };
 enum print_kind { P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD };
 
@@ -436,8 +399,6 @@ struct print_fmt {
 /* parse a printf format at check time; NULL + *why on error */
 struct print_fmt *print_fmt_parse(struct script *sc, const char *fmt, const char **why);
 
-/* --dump-functions: the built-in functions, as stap lists its tapset's */
-void dump_functions(FILE *out);
 /* -p1: the script as the parser read it (after preproc.c) */
 void print_script_tokens(const struct script *sc, FILE *out);
 /* -p2: the globals, functions and the probe points each probe resolved to */

@@ -12,6 +12,7 @@
 #define DJP_SCRIPT_RUN_H
 
 #include "tools/djp/script/lang/lang.h"
+#include "tools/djp/script/run/builtins/builtins.h"
 
 union cell {
 	int64_t n;
