@@ -404,70 +404,73 @@ static void add_line_globs(struct djp_arm_glob **globs, unsigned *nglobs, const 
 	}
 }
 
-int run_script(struct script *sc, struct djp_source *src, const struct run_opts *opts, uint64_t *nevents)
+/* One glob per probe point of the marker kind to arm (a statement point's
+ * sites one each, by name); the probes the target runs have globs of their
+ * own.  *nglobs of them, malloc'd. */
+static struct djp_arm_glob *arm_globs(struct script *sc, unsigned *nglobs)
 {
-	struct run *r = calloc(1, sizeof(*r));
-	uint64_t events = 0;
-	int errors;
+	struct djp_arm_glob *globs = NULL;
 
-	if (!r)
-		abort();
-	r->sc = sc;
-	r->src = src;
-	r->out = opts->out;
-	init_globals(sc);
-
-	/* step 1: arm the markers some probe is bound to */
-	if (src && src->ops->arm) {
-		uint32_t *ids = malloc(sizeof(*ids) * (src->ndescs + 1));
-		unsigned n = 0;
-		if (!ids)
-			abort();
-		struct djp_arm_glob *globs = NULL;
-		unsigned nglobs = 0;
-		for (unsigned i = 0; i < src->ndescs; i++)
-			if (sc->nby_desc[i])
-				ids[n++] = i;
-		if (resolve_lines(sc, src)) {
-			free(ids);
-			r->errors++;
-			goto out;
-		}
-		agg_prepare(sc, src);
-		for (struct probe *p = sc->probes; p; p = p->next)
-			for (struct probe_point *pp = p->points; pp; pp = pp->next) {
-				unsigned k = 0;
-				const char *g = pp->connect ? pp->connect : pp->glob;
-				if (pp->kind != PP_MARK)
-					continue;
-				if (pp->names && !strncmp(pp->glob, "line:", 5)) { /* a statement point: its sites by name */
-					add_line_globs(&globs, &nglobs, pp, p);
-					continue;
-				}
-				/* a probe the target runs has globs of its own */
-				while (k < nglobs && (strcmp(globs[k].glob, g) || globs[k].plan1 != (unsigned)p->agg))
-					k++;
-				if (k == nglobs) {
-					if (!(globs = realloc(globs, sizeof(*globs) * (nglobs + 1))))
-						abort();
-					globs[nglobs++] = (struct djp_arm_glob){ g, 0, 0, false, false, (unsigned)p->agg };
-				}
-				globs[k].now |= pp->point && !pp->optional;
-				globs[k].ustack |= p->uses_ustack;
-				probe_strings(p, &globs[k]);
+	*nglobs = 0;
+	for (struct probe *p = sc->probes; p; p = p->next)
+		for (struct probe_point *pp = p->points; pp; pp = pp->next) {
+			unsigned k = 0;
+			const char *g = pp->connect ? pp->connect : pp->glob;
+			if (pp->kind != PP_MARK)
+				continue;
+			if (pp->names && !strncmp(pp->glob, "line:", 5)) { /* a statement point: its sites by name */
+				add_line_globs(&globs, nglobs, pp, p);
+				continue;
 			}
-		int rc;
-		src->want_cpu = sc->uses_cpu;
-		rc = src->ops->arm(src, ids, n, globs, nglobs);
-		free(globs);
-		free(ids);
-		if (rc < 0) {
-			fprintf(stderr, "ERROR: cannot arm the probes: %s\n", strerror(-rc));
-			r->errors++;
-			goto out;
+			/* a probe the target runs has globs of its own */
+			while (k < *nglobs && (strcmp(globs[k].glob, g) || globs[k].plan1 != (unsigned)p->agg))
+				k++;
+			if (k == *nglobs) {
+				if (!(globs = realloc(globs, sizeof(*globs) * (*nglobs + 1))))
+					abort();
+				globs[(*nglobs)++] = (struct djp_arm_glob){ g, 0, 0, false, false, (unsigned)p->agg };
+			}
+			globs[k].now |= pp->point && !pp->optional;
+			globs[k].ustack |= p->uses_ustack;
+			probe_strings(p, &globs[k]);
 		}
+	return globs;
+}
+
+/* Step 1: arm the markers some probe is bound to.  0, or -1 after an
+ * error line. */
+static int arm(struct script *sc, struct djp_source *src)
+{
+	uint32_t *ids = malloc(sizeof(*ids) * (src->ndescs + 1));
+	struct djp_arm_glob *globs;
+	unsigned n = 0, nglobs;
+	int rc;
+
+	if (!ids)
+		abort();
+	for (unsigned i = 0; i < src->ndescs; i++)
+		if (sc->nby_desc[i])
+			ids[n++] = i;
+	if (resolve_lines(sc, src)) {
+		free(ids);
+		return -1;
 	}
-	/* step 2: begin probes, then let the target run */
+	agg_prepare(sc, src);
+	globs = arm_globs(sc, &nglobs);
+	src->want_cpu = sc->uses_cpu;
+	rc = src->ops->arm(src, ids, n, globs, nglobs);
+	free(globs);
+	free(ids);
+	if (rc < 0) {
+		fprintf(stderr, "ERROR: cannot arm the probes: %s\n", strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* Step 2: begin probes, then let the target run. */
+static void begin(struct run *r, struct script *sc, struct djp_source *src)
+{
 	for (int i = 0; i < sc->nbegins && !r->exiting; i++) {
 		run_probe(r, sc->begins[i], NULL, NULL, point_text(sc->begins[i], PP_BEGIN), true);
 		for (struct probe_point *pp = sc->begins[i]->points; pp; pp = pp->next)
@@ -482,62 +485,80 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 			r->exiting = true;
 		}
 	}
-	/* step 3: events and timers until exit(), an error or the end */
-	if (src) {
-		uint64_t t0 = src->ops->now_ns(src), flush_at = UINT64_MAX;
-		struct djp_ev ev;
-		bool stopping = false;
-		for (int i = 0; i < sc->ntimers; i++)
-			sc->timers[i].due = t0 + timer_period(&sc->timers[i]);
-		while (!r->exiting) {
-			uint64_t deadline = flush_at;
-			int rc;
-			/* ^C: the events recorded before it, then the end
-			 * probes, and no timer meanwhile */
-			if (run_interrupted && !stopping) {
-				stopping = true;
-				if (!src->ops->stop || src->ops->stop(src) < 0)
-					break;
-			}
-			for (int i = 0; i < sc->ntimers && !stopping; i++)
-				if (sc->timers[i].due < deadline)
-					deadline = sc->timers[i].due;
-			rc = src->ops->next(src, &ev, deadline);
-			if (rc == DJP_SRC_EVENT) {
-				events++;
-				dispatch(r, &ev);
-				if (r->dirty && flush_at == UINT64_MAX && !opts->bench)
-					flush_at = ev.ts_ns + 100000000ull;
-				continue;
-			}
-			if (rc == DJP_SRC_END)
+}
+
+/* The timers due at now, each once, then set to their next time. */
+static void fire_timers(struct run *r, struct script *sc, uint64_t now)
+{
+	for (int i = 0; i < sc->ntimers && !r->exiting; i++) {
+		struct timer *t = &sc->timers[i];
+		if (t->due > now)
+			continue;
+		run_probe(r, t->probe, NULL, NULL, point_text(t->probe, PP_TIMER), false);
+		t->due += timer_period(t);
+		if (t->due <= now)
+			t->due = now + timer_period(t);
+	}
+}
+
+/* Step 3: events and timers until exit(), an error or the end; the number
+ * of events.  What the probes wrote is flushed 100 ms of event time
+ * later (never, in a benchmark), or when the source comes back without an
+ * event. */
+static uint64_t take_events(struct run *r, struct script *sc, struct djp_source *src, const struct run_opts *opts)
+{
+	uint64_t t0 = src->ops->now_ns(src), flush_at = UINT64_MAX, events = 0;
+	struct djp_ev ev;
+	bool stopping = false;
+
+	for (int i = 0; i < sc->ntimers; i++)
+		sc->timers[i].due = t0 + timer_period(&sc->timers[i]);
+	while (!r->exiting) {
+		uint64_t deadline = flush_at;
+		int rc;
+		/* ^C: the events recorded before it, then the end probes, and
+		 * no timer meanwhile */
+		if (run_interrupted && !stopping) {
+			stopping = true;
+			if (!src->ops->stop || src->ops->stop(src) < 0)
 				break;
-			if (rc < DJP_SRC_END) {
-				fprintf(stderr, "ERROR: event source: %s\n", strerror(-rc));
-				r->errors++;
-				break;
-			}
-			uint64_t now = src->ops->now_ns(src);
-			for (int i = 0; i < sc->ntimers && !r->exiting && !stopping; i++) {
-				struct timer *t = &sc->timers[i];
-				if (t->due > now)
-					continue;
-				run_probe(r, t->probe, NULL, NULL, point_text(t->probe, PP_TIMER), false);
-				t->due += timer_period(t);
-				if (t->due <= now)
-					t->due = now + timer_period(t);
-			}
-			if (now >= flush_at || r->dirty) {
-				line_out_flush(r->out);
-				r->dirty = false;
-				flush_at = UINT64_MAX;
-			}
+		}
+		for (int i = 0; i < sc->ntimers && !stopping; i++)
+			if (sc->timers[i].due < deadline)
+				deadline = sc->timers[i].due;
+		rc = src->ops->next(src, &ev, deadline);
+		if (rc == DJP_SRC_EVENT) {
+			events++;
+			dispatch(r, &ev);
+			if (r->dirty && flush_at == UINT64_MAX && !opts->bench)
+				flush_at = ev.ts_ns + 100000000ull;
+			continue;
+		}
+		if (rc == DJP_SRC_END)
+			break;
+		if (rc < DJP_SRC_END) {
+			fprintf(stderr, "ERROR: event source: %s\n", strerror(-rc));
+			r->errors++;
+			break;
+		}
+		uint64_t now = src->ops->now_ns(src);
+		if (!stopping)
+			fire_timers(r, sc, now);
+		if (now >= flush_at || r->dirty) {
+			line_out_flush(r->out);
+			r->dirty = false;
+			flush_at = UINT64_MAX;
 		}
 	}
-	/* step 4: the probes stop, the target's aggregates are merged for
-	 * good and the losses said, before the end probes' output; then end
-	 * probes, then unread globals; after more errors than MAXERRORS, the
-	 * error probes instead (stap); after abort(), none */
+	return events;
+}
+
+/* Step 4: the probes stop, the target's aggregates are merged for good and
+ * the losses said, before the end probes' output; then end probes, then
+ * unread globals; after more errors than MAXERRORS, the error probes
+ * instead (stap); after abort(), none. */
+static void end(struct run *r, struct script *sc, struct djp_source *src)
+{
 	if (src) {
 		if (src->ops->finish)
 			src->ops->finish(src);
@@ -546,17 +567,38 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 		agg_report_lost(sc, src);
 	}
 	if (r->aborting)
-		goto out;
+		return;
 	r->exiting = false;
 	if (r->failed) {
 		for (int i = 0; i < sc->nerrs && !r->exiting; i++)
 			run_probe(r, sc->errs[i], NULL, NULL, point_text(sc->errs[i], PP_ERROR), true);
-		goto out;
+		return;
 	}
 	for (int i = 0; i < sc->nends && !r->exiting; i++)
 		run_probe(r, sc->ends[i], NULL, NULL, point_text(sc->ends[i], PP_END), true);
 	display_unread(r);
-out:
+}
+
+int run_script(struct script *sc, struct djp_source *src, const struct run_opts *opts, uint64_t *nevents)
+{
+	struct run *r = calloc(1, sizeof(*r));
+	uint64_t events = 0;
+	int errors;
+
+	if (!r)
+		abort();
+	r->sc = sc;
+	r->src = src;
+	r->out = opts->out;
+	init_globals(sc);
+	if (src && src->ops->arm && arm(sc, src)) {
+		r->errors++;
+	} else {
+		begin(r, sc, src);
+		if (src)
+			events = take_events(r, sc, src, opts);
+		end(r, sc, src);
+	}
 	line_out_flush(r->out);
 	if (r->errors && !script_no_warnings)
 		fprintf(stderr, "WARNING: Number of errors: %d, skipped probes: 0\n", r->errors);
