@@ -1,12 +1,14 @@
 /*
  * What runs a checked script: its values, arrays and statistics, printf's
- * output, and the interpreter's entry points.  This folder holds them:
+ * output, and the run's entry points.  This folder holds them:
  *
- *   interp.c  runs the AST on events    map.c     associative arrays
+ *   run.c     probes on events          interp.c  expressions
+ *   exec.c    statements                map.c     associative arrays
  *   stats.c   aggregates                hist.c    histogram printing
  *   print.c   printf formatting         ctx_vars.c $$parms and $$vars
  *
- * and builtins/ the built-in functions.
+ * interp.h the interpreter's state, and builtins/ the built-in functions:
+ * a row each in builtins.def, a function each in a file of its family.
  */
 #ifndef DJP_SCRIPT_RUN_H
 #define DJP_SCRIPT_RUN_H
@@ -88,7 +90,7 @@ void print_escaped(struct strbuf *b, const char *s);
  * octal; writes at most 4 bytes, returns how many. */
 size_t char_escaped(char c, char *out);
 
-/* interp.c */
+/* run.c */
 struct run;
 struct run_opts {
 	FILE *out;
