@@ -517,6 +517,75 @@ static int regex_match(struct checker *ck, struct node *n)
 	return TY_LONG;
 }
 
+/* $$name, $$parms (and its kin), $$format: a marker's, so in mark probes
+ * only */
+static int ctx_name(struct checker *ck, struct node *n)
+{
+	if (!ck->probe || ck->probe->has_nonmark) {
+		ERR(ck, n, "'$$%s' is only available in process.mark probes",
+		    n->kind == N_CTXNAME ? "name" : n->kind == N_CTXPARMS ? n->str : "format");
+		return TY_UNK;
+	}
+	return n->ty = TY_STR;
+}
+
+/* a = b, or a op= b */
+static int assign(struct checker *ck, struct node *n)
+{
+	int t, want_ty;
+
+	if (n->op == 0) {
+		int tb = expr(ck, n->b, TY_UNK);
+		int ta = var_ref(ck, n->a, tb, true, false);
+		if (ta == TY_STAT || tb == TY_STAT)
+			ERR(ck, n, "statistics can only be added to with '<<<'");
+		else if (ta != TY_UNK && tb != TY_UNK && ta != tb)
+			ERR(ck, n, "type mismatch: assigning a %s to a %s", ty_name(tb), ty_name(ta));
+		else if (ta != TY_UNK)
+			expr(ck, n->b, ta);
+		n->a->ty = (uint8_t)ta;
+		return n->ty = (uint8_t)(ta != TY_UNK ? ta : tb);
+	}
+	want_ty = n->op == '.' ? TY_STR : TY_LONG;
+	t = var_ref(ck, n->a, want_ty, true, false);
+	if (t != TY_UNK && t != want_ty)
+		ERR(ck, n, "type mismatch: '%s=' needs a %s, found %s", n->op == '.' ? "." : "arith", ty_name(want_ty),
+		    ty_name(t));
+	expect_ty(ck, n->b, want_ty);
+	n->a->ty = (uint8_t)want_ty;
+	return n->ty = (uint8_t)want_ty;
+}
+
+/* x++, --x */
+static int incdec(struct checker *ck, struct node *n)
+{
+	int t;
+	if (n->a->kind != N_VAR && n->a->kind != N_INDEX) {
+		ERR(ck, n, "'%c%c' needs a variable or array element", n->op, n->op);
+		return TY_LONG;
+	}
+	/* x++ as a statement only writes; its value used reads x, as stap
+	 * counts it for the display of unread globals */
+	t = var_ref(ck, n->a, TY_LONG, true, n != ck->unused);
+	if (t != TY_UNK && t != TY_LONG)
+		ERR(ck, n, "type mismatch: '%c%c' on a %s", n->op, n->op, ty_name(t));
+	n->a->ty = TY_LONG;
+	return n->ty = TY_LONG;
+}
+
+/* [k, ...] in a: `*` keys allowed, the array read */
+static int in_array(struct checker *ck, struct node *n)
+{
+	struct sym *s = n->sym ? n->sym : (n->sym = lookup_array(ck, n, n->str, n->nargs));
+	if (s) {
+		ck->slice_ok = true;
+		keys(ck, s, n);
+		ck->slice_ok = false;
+		s->read = true;
+	}
+	return n->ty = TY_LONG;
+}
+
 static int expr(struct checker *ck, struct node *n, int want)
 {
 	int t;
@@ -539,12 +608,7 @@ static int expr(struct checker *ck, struct node *n, int want)
 	case N_CTXNAME:
 	case N_CTXPARMS:
 	case N_CTXFORMAT:
-		if (!ck->probe || ck->probe->has_nonmark) {
-			ERR(ck, n, "'$$%s' is only available in process.mark probes",
-			    n->kind == N_CTXNAME ? "name" : n->kind == N_CTXPARMS ? n->str : "format");
-			return TY_UNK;
-		}
-		return n->ty = TY_STR;
+		return ctx_name(ck, n);
 	case N_CALL:
 	case N_BUILTIN:
 		return n->ty = (uint8_t)call(ck, n);
@@ -599,49 +663,11 @@ static int expr(struct checker *ck, struct node *n, int want)
 		}
 		return n->ty = (uint8_t)unify2(ck, n->b, n->c, want, n);
 	case N_ASSIGN:
-		if (n->op == 0) {
-			int tb = expr(ck, n->b, TY_UNK);
-			int ta = var_ref(ck, n->a, tb, true, false);
-			if (ta == TY_STAT || tb == TY_STAT)
-				ERR(ck, n, "statistics can only be added to with '<<<'");
-			else if (ta != TY_UNK && tb != TY_UNK && ta != tb)
-				ERR(ck, n, "type mismatch: assigning a %s to a %s", ty_name(tb), ty_name(ta));
-			else if (ta != TY_UNK)
-				expr(ck, n->b, ta);
-			n->a->ty = (uint8_t)ta;
-			return n->ty = (uint8_t)(ta != TY_UNK ? ta : tb);
-		} else {
-			int want_ty = n->op == '.' ? TY_STR : TY_LONG;
-			t = var_ref(ck, n->a, want_ty, true, false);
-			if (t != TY_UNK && t != want_ty)
-				ERR(ck, n, "type mismatch: '%s=' needs a %s, found %s", n->op == '.' ? "." : "arith",
-				    ty_name(want_ty), ty_name(t));
-			expect_ty(ck, n->b, want_ty);
-			n->a->ty = (uint8_t)want_ty;
-			return n->ty = (uint8_t)want_ty;
-		}
+		return assign(ck, n);
 	case N_INCDEC:
-		if (n->a->kind != N_VAR && n->a->kind != N_INDEX) {
-			ERR(ck, n, "'%c%c' needs a variable or array element", n->op, n->op);
-			return TY_LONG;
-		}
-		/* x++ as a statement only writes; its value used reads x,
-		 * as stap counts it for the display of unread globals */
-		t = var_ref(ck, n->a, TY_LONG, true, n != ck->unused);
-		if (t != TY_UNK && t != TY_LONG)
-			ERR(ck, n, "type mismatch: '%c%c' on a %s", n->op, n->op, ty_name(t));
-		n->a->ty = TY_LONG;
-		return n->ty = TY_LONG;
-	case N_IN: {
-		struct sym *s = n->sym ? n->sym : (n->sym = lookup_array(ck, n, n->str, n->nargs));
-		if (s) {
-			ck->slice_ok = true;
-			keys(ck, s, n);
-			ck->slice_ok = false;
-			s->read = true;
-		}
-		return n->ty = TY_LONG;
-	}
+		return incdec(ck, n);
+	case N_IN:
+		return in_array(ck, n);
 	case N_AGG:
 		stat_ref(ck, n->a, false);
 		return n->ty = TY_LONG;

@@ -56,6 +56,170 @@ static const struct {
 	{ "printd", P_PRINTD }, { "printdln", P_PRINTDLN }, { "sprintd", P_SPRINTD },
 };
 
+/* "a" "b": adjacent literals join, as in C */
+static struct node *string_literal(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, N_STR, t);
+	n->str = t->text;
+	while (peek(ps, 0)->kind == T_STR) {
+		struct tok *u = take(ps);
+		size_t a = strlen(n->str);
+		char *s = pool_alloc(ps->sc, a + u->len + 1);
+		memcpy(s, n->str, a);
+		memcpy(s + a, u->text, u->len + 1);
+		n->str = s;
+	}
+	return n;
+}
+
+/* $$name, $$parms, $$vars, $$locals, $$return, $$format */
+static struct node *dollar2(struct parser *ps, struct tok *t)
+{
+	struct node *n;
+	if (!strcmp(t->text, "name"))
+		return mk(ps, N_CTXNAME, t);
+	if (!strcmp(t->text, "parms") || !strcmp(t->text, "vars") || !strcmp(t->text, "locals") ||
+	    !strcmp(t->text, "return")) {
+		n = mk(ps, N_CTXPARMS, t); /* which ones: n->str (ctx_vars.c) */
+		n->str = t->text;
+		return n;
+	}
+	if (!strcmp(t->text, "format"))
+		return mk(ps, N_CTXFORMAT, t);
+	ps->pos--;
+	fail_at(ps, t, "unsupported context variable (only $$name, $$parms, $$vars, $$locals, $$return and $$format)");
+}
+
+/* @hist_log(s), @hist_linear(s, start, stop, interval) */
+static struct node *at_hist(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, N_HIST, t);
+	n->op = t->text[5] == 'l' && t->text[6] == 'o' ? 1 : 2;
+	call_args(ps, n);
+	if (n->nargs != (n->op == 1 ? 1 : 4)) {
+		ps->pos--;
+		fail_at(ps, t, n->op == 1 ? "@hist_log takes one statistic"
+					  : "@hist_linear takes a statistic, start, stop and interval");
+	}
+	return n;
+}
+
+/* @defined(e), @choose_defined(a, b) */
+static struct node *at_defined(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, N_DEFINED, t);
+	n->op = t->text[0] == 'c';
+	expect(ps, "(");
+	n->a = parse_expr(ps);
+	if (n->op) {
+		expect(ps, ",");
+		n->b = parse_expr(ps);
+	}
+	expect(ps, ")");
+	return n;
+}
+
+/* @entry($x) in a return probe: the value $x had at the entry, which is
+ * what the return site's $x holds (the engine keeps the entry's arguments
+ * for the return) */
+static struct node *at_entry(struct parser *ps)
+{
+	struct tok *in;
+	struct node *n;
+	expect(ps, "(");
+	in = peek(ps, 0);
+	n = parse_expr(ps);
+	expect(ps, ")");
+	if (n->kind != N_CTX) {
+		diag(ps->sc, in->line, in->col, "parse error",
+		     "not supported yet: @entry of anything but a context variable ($name)");
+		longjmp(ps->fail, 1);
+	}
+	return n;
+}
+
+/* An @ operator stap has and djp does not, said as such; else unknown. */
+static _Noreturn void at_unknown(struct parser *ps, struct tok *t)
+{
+	static const char *const later[] = { "cast",  "var",   "this1", "this2",     "this3",     "this4",
+					     "this5", "this6", "this7", "this8",     "this9",     "kregister",
+					     "uregister", "probewrite", "const" };
+	ps->pos--;
+	for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++)
+		if (!strcmp(t->text, later[i])) {
+			diag(ps->sc, t->line, t->col, "parse error", "not supported yet: @%s", t->text);
+			longjmp(ps->fail, 1);
+		}
+	fail_at(ps, t, "unknown operator (expected @count @sum @min @max @avg @variance @hist_log @hist_linear)");
+}
+
+static struct node *at_operator(struct parser *ps, struct tok *t)
+{
+	static const char *const aggs[] = { "count", "sum", "min", "max", "avg", "variance" };
+	for (int i = 0; i < 6; i++) {
+		if (!strcmp(t->text, aggs[i])) {
+			struct node *n = mk(ps, N_AGG, t);
+			n->op = i;
+			expect(ps, "(");
+			n->a = parse_expr(ps);
+			expect(ps, ")");
+			return n;
+		}
+	}
+	if (!strcmp(t->text, "hist_log") || !strcmp(t->text, "hist_linear"))
+		return at_hist(ps, t);
+	if (!strcmp(t->text, "defined") || !strcmp(t->text, "choose_defined"))
+		return at_defined(ps, t);
+	if (!strcmp(t->text, "entry"))
+		return at_entry(ps);
+	at_unknown(ps, t);
+}
+
+/* A name: a call (print and its kin have nodes of their own), an array
+ * element, or a variable. */
+static struct node *identifier(struct parser *ps, struct tok *t)
+{
+	struct node *n;
+	if (is_op(peek(ps, 0), "(")) {
+		for (size_t i = 0; i < sizeof(print_fns) / sizeof(print_fns[0]); i++) {
+			if (!strcmp(t->text, print_fns[i].name)) {
+				n = mk(ps, N_PRINT, t);
+				n->op = print_fns[i].kind;
+				call_args(ps, n);
+				return n;
+			}
+		}
+		n = mk(ps, N_CALL, t);
+		n->str = t->text;
+		call_args(ps, n);
+		return n;
+	}
+	if (is_op(peek(ps, 0), "[")) {
+		take(ps);
+		n = mk(ps, N_INDEX, t);
+		n->str = t->text;
+		key_list(ps, n, "]");
+		return n;
+	}
+	n = mk(ps, N_VAR, t);
+	n->str = t->text;
+	return n;
+}
+
+/* [k, ...] in array */
+static struct node *keys_in(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, N_IN, t);
+	struct tok *arr;
+	key_list(ps, n, "]");
+	if (!is_kw(peek(ps, 0), "in"))
+		fail_at(ps, peek(ps, 0), "expected 'in'");
+	take(ps);
+	arr = expect_ident(ps, "an array name");
+	n->str = arr->text;
+	return n;
+}
+
 static struct node *primary(struct parser *ps)
 {
 	struct tok *t = take(ps);
@@ -66,145 +230,22 @@ static struct node *primary(struct parser *ps)
 		n = mk(ps, N_NUM, t);
 		n->num = t->num;
 		return n;
-	case T_STR: {
-		n = mk(ps, N_STR, t);
-		n->str = t->text;
-		/* adjacent literals join, as in C */
-		while (peek(ps, 0)->kind == T_STR) {
-			struct tok *u = take(ps);
-			size_t a = strlen(n->str);
-			char *s = pool_alloc(ps->sc, a + u->len + 1);
-			memcpy(s, n->str, a);
-			memcpy(s + a, u->text, u->len + 1);
-			n->str = s;
-		}
-		return n;
-	}
+	case T_STR: return string_literal(ps, t);
 	case T_DOLLAR:
 		n = mk(ps, N_CTX, t);
 		n->str = t->text;
 		return n;
-	case T_DOLLAR2:
-		if (!strcmp(t->text, "name"))
-			return mk(ps, N_CTXNAME, t);
-		if (!strcmp(t->text, "parms") || !strcmp(t->text, "vars") || !strcmp(t->text, "locals") ||
-		    !strcmp(t->text, "return")) {
-			n = mk(ps, N_CTXPARMS, t); /* which ones: n->str (ctx_vars.c) */
-			n->str = t->text;
-			return n;
-		}
-		if (!strcmp(t->text, "format"))
-			return mk(ps, N_CTXFORMAT, t);
-		ps->pos--;
-		fail_at(ps, t,
-			"unsupported context variable (only $$name, $$parms, $$vars, $$locals, $$return and $$format)");
-	case T_AT: {
-		static const char *const aggs[] = { "count", "sum", "min", "max", "avg", "variance" };
-		for (int i = 0; i < 6; i++) {
-			if (!strcmp(t->text, aggs[i])) {
-				n = mk(ps, N_AGG, t);
-				n->op = i;
-				expect(ps, "(");
-				n->a = parse_expr(ps);
-				expect(ps, ")");
-				return n;
-			}
-		}
-		if (!strcmp(t->text, "hist_log") || !strcmp(t->text, "hist_linear")) {
-			n = mk(ps, N_HIST, t);
-			n->op = t->text[5] == 'l' && t->text[6] == 'o' ? 1 : 2;
-			call_args(ps, n);
-			if (n->nargs != (n->op == 1 ? 1 : 4)) {
-				ps->pos--;
-				fail_at(ps, t, n->op == 1 ? "@hist_log takes one statistic"
-							  : "@hist_linear takes a statistic, start, stop and interval");
-			}
-			return n;
-		}
-		if (!strcmp(t->text, "defined") || !strcmp(t->text, "choose_defined")) {
-			n = mk(ps, N_DEFINED, t);
-			n->op = t->text[0] == 'c';
-			expect(ps, "(");
-			n->a = parse_expr(ps);
-			if (n->op) {
-				expect(ps, ",");
-				n->b = parse_expr(ps);
-			}
-			expect(ps, ")");
-			return n;
-		}
-		if (!strcmp(t->text, "entry")) {
-			/* @entry($x) in a return probe: the value $x had at the
-			 * entry, which is what the return site's $x holds (the
-			 * engine keeps the entry's arguments for the return) */
-			struct tok *in;
-			expect(ps, "(");
-			in = peek(ps, 0);
-			n = parse_expr(ps);
-			expect(ps, ")");
-			if (n->kind != N_CTX) {
-				diag(ps->sc, in->line, in->col, "parse error",
-				     "not supported yet: @entry of anything but a context variable ($name)");
-				longjmp(ps->fail, 1);
-			}
-			return n;
-		}
-		ps->pos--;
-		{
-			static const char *const later[] = { "cast", "var",
-							     "this1", "this2", "this3", "this4", "this5", "this6",
-							     "this7", "this8", "this9", "kregister", "uregister",
-							     "probewrite", "const" };
-			for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++)
-				if (!strcmp(t->text, later[i])) {
-					diag(ps->sc, t->line, t->col, "parse error", "not supported yet: @%s", t->text);
-					longjmp(ps->fail, 1);
-				}
-		}
-		fail_at(ps, t, "unknown operator (expected @count @sum @min @max @avg @variance @hist_log @hist_linear)");
-	}
-	case T_IDENT:
-		if (is_op(peek(ps, 0), "(")) {
-			for (size_t i = 0; i < sizeof(print_fns) / sizeof(print_fns[0]); i++) {
-				if (!strcmp(t->text, print_fns[i].name)) {
-					n = mk(ps, N_PRINT, t);
-					n->op = print_fns[i].kind;
-					call_args(ps, n);
-					return n;
-				}
-			}
-			n = mk(ps, N_CALL, t);
-			n->str = t->text;
-			call_args(ps, n);
-			return n;
-		}
-		if (is_op(peek(ps, 0), "[")) {
-			take(ps);
-			n = mk(ps, N_INDEX, t);
-			n->str = t->text;
-			key_list(ps, n, "]");
-			return n;
-		}
-		n = mk(ps, N_VAR, t);
-		n->str = t->text;
-		return n;
+	case T_DOLLAR2: return dollar2(ps, t);
+	case T_AT: return at_operator(ps, t);
+	case T_IDENT: return identifier(ps, t);
 	case T_OP:
 		if (is_op(t, "(")) {
 			n = parse_expr(ps);
 			expect(ps, ")");
 			return n;
 		}
-		if (is_op(t, "[")) {
-			struct tok *arr;
-			n = mk(ps, N_IN, t);
-			key_list(ps, n, "]");
-			if (!is_kw(peek(ps, 0), "in"))
-				fail_at(ps, peek(ps, 0), "expected 'in'");
-			take(ps);
-			arr = expect_ident(ps, "an array name");
-			n->str = arr->text;
-			return n;
-		}
+		if (is_op(t, "["))
+			return keys_in(ps, t);
 		break;
 	default:
 		break;

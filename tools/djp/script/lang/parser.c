@@ -194,25 +194,28 @@ static bool no_args(struct tok *const *arg, int ncomp)
 	return true;
 }
 
-static struct probe_point *probe_point(struct parser *ps)
-{
-	struct probe_point *pp = pool_alloc(ps->sc, sizeof(*pp));
-	struct tok *first = peek(ps, 0);
+/* A probe point's dotted words, each with its literal argument or NULL. */
+struct point_words {
 	const char *comp[4];
 	struct tok *arg[4];
-	int ncomp = 0;
+	int ncomp;
+};
+
+/* COMPONENT(ARG).COMPONENT...[?|!] into *w, its text as written into
+ * pp->text. */
+static void point_words(struct parser *ps, struct probe_point *pp, struct point_words *w)
+{
 	char text[512];
 	size_t len = 0;
 
-	pp->line = first->line;
-	pp->col = first->col;
+	w->ncomp = 0;
 	do {
 		struct tok *c = expect_ident(ps, "a probe point");
-		if (ncomp == 4)
+		if (w->ncomp == 4)
 			fail_at(ps, c, "probe point has too many components");
-		comp[ncomp] = c->text;
-		arg[ncomp] = NULL;
-		append_text(text, sizeof(text), &len, "%s%s", ncomp ? "." : "", c->text);
+		w->comp[w->ncomp] = c->text;
+		w->arg[w->ncomp] = NULL;
+		append_text(text, sizeof(text), &len, "%s%s", w->ncomp ? "." : "", c->text);
 		if (accept(ps, "(")) {
 			bool minus = accept(ps, "-"); /* begin(-5) */
 			struct tok *a = take(ps);
@@ -226,21 +229,131 @@ static struct probe_point *probe_point(struct parser *ps)
 				neg->num = -a->num;
 				a = neg;
 			}
-			arg[ncomp] = a;
+			w->arg[w->ncomp] = a;
 			if (a->kind == T_STR)
 				append_text(text, sizeof(text), &len, "(\"%s\")", a->text);
 			else
 				append_text(text, sizeof(text), &len, "(%lld)", (long long)a->num);
 			expect(ps, ")");
 		}
-		ncomp++;
+		w->ncomp++;
 	} while (accept(ps, "."));
 	if (accept(ps, "?"))
 		pp->optional = true;
 	else if (accept(ps, "!"))
 		pp->optional = pp->sufficient = true; /* stap: optional, and enough when it resolves */
 	pp->text = pool_strndup(ps->sc, text, len < sizeof(text) ? len : sizeof(text) - 1);
+}
 
+/* timer.UNIT(N)[.randomize(M)]: false when the period (or its spread)
+ * makes no sense */
+static bool timer_point(struct probe_point *pp, const struct point_words *w)
+{
+	static const struct {
+		const char *n;
+		int64_t mul; /* ns a unit; 0: hz (a rate) */
+	} units[] = { { "s", 1000000000 }, { "sec", 1000000000 }, { "ms", 1000000 }, { "msec", 1000000 },
+		      { "us", 1000 },	     { "usec", 1000 },	     { "ns", 1 },	{ "nsec", 1 },
+		      { "jiffies", 10000000 }, /* USER_HZ's 100 a second */
+		      { "hz", 0 } };
+	struct tok *const *arg = w->arg;
+	int64_t mul = -1;
+
+	pp->kind = PP_TIMER;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(w->comp[1], units[i].n))
+			mul = units[i].mul;
+	if (mul == 0 && arg[1]->num > 0 && arg[1]->num <= 1000000000)
+		pp->period_ns = 1000000000 / arg[1]->num;
+	else if (mul > 0)
+		pp->period_ns = arg[1]->num * mul;
+	if (pp->period_ns <= 0 || (mul > 0 && arg[1]->num > 0 && pp->period_ns / arg[1]->num != mul))
+		return false;
+	if (w->ncomp == 3) { /* .randomize(M), in the timer's unit */
+		pp->random_ns = mul > 0 ? arg[2]->num * mul : 0;
+		if (pp->random_ns < 0 || pp->random_ns >= pp->period_ns)
+			return false;
+	}
+	return true;
+}
+
+/* kernel.mark("GLOB"), module("MODGLOB").mark("GLOB"): the markers of
+ * loaded modules (script/klive.c) */
+static void kernel_point(struct parser *ps, struct probe_point *pp, const struct point_words *w)
+{
+	char glob[600];
+	pp->kind = PP_MARK;
+	pp->kernel = true;
+	pp->module = w->arg[0] ? w->arg[0]->text : NULL;
+	pp->glob = w->arg[1]->text;
+	snprintf(glob, sizeof(glob), "%s%s%s", pp->module ? pp->module : "", pp->module ? ":" : "", pp->glob);
+	pp->connect = pool_strndup(ps->sc, glob, strlen(glob));
+}
+
+/* process[(PATH|PID)].mark("GLOB"), and SystemTap's spelling of an SDT
+ * probe, process.provider("P").mark("GLOB"): the pattern P:GLOB */
+static void process_mark_point(struct parser *ps, struct probe_point *pp, const struct point_words *w)
+{
+	struct tok *const *arg = w->arg;
+	pp->kind = PP_MARK;
+	pp->path = arg[0] && arg[0]->kind == T_STR ? arg[0]->text : NULL;
+	pp->pid = arg[0] && arg[0]->kind == T_NUM ? (int32_t)arg[0]->num : 0;
+	if (w->ncomp == 2) {
+		pp->glob = arg[1]->text;
+	} else {
+		char glob[512];
+		snprintf(glob, sizeof(glob), "%s:%s", arg[1]->text, arg[2]->text);
+		pp->glob = pool_strndup(ps->sc, glob, strlen(glob));
+	}
+}
+
+/* a probe alias (a name of dotted words), or an unknown point: said after
+ * the parse */
+static void alias_point(struct parser *ps, struct probe_point *pp, const struct point_words *w)
+{
+	char name[256];
+	size_t len = 0;
+	for (int i = 0; i < w->ncomp; i++)
+		len += (size_t)snprintf(name + len, sizeof(name) - len, "%s%s", i ? "." : "", w->comp[i]);
+	pp->kind = PP_ALIAS;
+	pp->alias = pool_strndup(ps->sc, name, len < sizeof(name) ? len : sizeof(name) - 1);
+}
+
+static _Noreturn void bad_point(struct parser *ps, struct probe_point *pp, const struct point_words *w)
+{
+	const char *why = stap_point_missing(w->comp, w->ncomp);
+	if (why) {
+		diag(ps->sc, pp->line, pp->col, "semantic error", "not supported yet: probe point %s (%s)", pp->text,
+		     why);
+		longjmp(ps->fail, 1);
+	}
+	diag(ps->sc, pp->line, pp->col, "semantic error",
+	     "while resolving probe point %s: unknown probe point (expected begin, end, begin(N), end(N), oneshot, "
+	     "never, timer.ms(N), timer.s(N), timer.hz(N), timer.jiffies(N), timer.ms(N).randomize(M), "
+	     "process(\"PATH\").mark(\"GLOB\"), process.mark(\"GLOB\"), process.provider(\"P\").mark(\"GLOB\"), "
+	     "kernel.mark(\"GLOB\") or module(\"MODGLOB\").mark(\"GLOB\"))",
+	     pp->text);
+	longjmp(ps->fail, 1);
+}
+
+/* process's argument: none, a path or a pid */
+static bool process_arg(const struct tok *a)
+{
+	return !a || a->kind == T_STR || pid_arg(a);
+}
+
+static struct probe_point *probe_point(struct parser *ps)
+{
+	struct probe_point *pp = pool_alloc(ps->sc, sizeof(*pp));
+	struct point_words w;
+	const char *const *comp = w.comp;
+	struct tok *const *arg = w.arg;
+	int ncomp;
+
+	pp->line = peek(ps, 0)->line;
+	pp->col = peek(ps, 0)->col;
+	point_words(ps, pp, &w);
+	ncomp = w.ncomp;
 	if (ncomp == 1 && (!arg[0] || arg[0]->kind == T_NUM) &&
 	    (!strcmp(comp[0], "begin") || !strcmp(comp[0], "end") || !strcmp(comp[0], "error"))) {
 		/* begin(N), end(N), error(N): run in order of N, lowest first */
@@ -253,91 +366,30 @@ static struct probe_point *probe_point(struct parser *ps)
 		pp->kind = PP_NEVER; /* checked, never run */
 	} else if ((ncomp == 2 || (ncomp == 3 && !strcmp(comp[2], "randomize") && arg[2] && arg[2]->kind == T_NUM)) &&
 		   !strcmp(comp[0], "timer") && !arg[0] && arg[1] && arg[1]->kind == T_NUM) {
-		static const struct {
-			const char *n;
-			int64_t mul; /* ns a unit; 0: hz (a rate) */
-		} units[] = { { "s", 1000000000 }, { "sec", 1000000000 }, { "ms", 1000000 }, { "msec", 1000000 },
-			      { "us", 1000 },	     { "usec", 1000 },	     { "ns", 1 },	{ "nsec", 1 },
-			      { "jiffies", 10000000 }, /* USER_HZ's 100 a second */
-			      { "hz", 0 } };
-		int64_t mul = -1;
-		pp->kind = PP_TIMER;
-		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (!strcmp(comp[1], units[i].n))
-				mul = units[i].mul;
-		if (mul == 0 && arg[1]->num > 0 && arg[1]->num <= 1000000000)
-			pp->period_ns = 1000000000 / arg[1]->num;
-		else if (mul > 0)
-			pp->period_ns = arg[1]->num * mul;
-		if (pp->period_ns <= 0 || (mul > 0 && arg[1]->num > 0 && pp->period_ns / arg[1]->num != mul))
-			goto bad;
-		if (ncomp == 3) { /* .randomize(M), in the timer's unit */
-			pp->random_ns = mul > 0 ? arg[2]->num * mul : 0;
-			if (pp->random_ns < 0 || pp->random_ns >= pp->period_ns)
-				goto bad;
-		}
+		if (!timer_point(pp, &w))
+			bad_point(ps, pp, &w);
 	} else if (ncomp == 2 && (!strcmp(comp[0], "kernel") || !strcmp(comp[0], "module")) &&
 		   !strcmp(comp[1], "mark") && arg[1] && arg[1]->kind == T_STR &&
 		   (comp[0][0] == 'k' ? !arg[0] : arg[0] && arg[0]->kind == T_STR)) {
-		/* kernel.mark("GLOB"), module("MODGLOB").mark("GLOB"): the
-		 * markers of loaded modules (script/klive.c) */
-		char glob[600];
-		pp->kind = PP_MARK;
-		pp->kernel = true;
-		pp->module = arg[0] ? arg[0]->text : NULL;
-		pp->glob = arg[1]->text;
-		snprintf(glob, sizeof(glob), "%s%s%s", pp->module ? pp->module : "", pp->module ? ":" : "", pp->glob);
-		pp->connect = pool_strndup(ps->sc, glob, strlen(glob));
+		kernel_point(ps, pp, &w);
 	} else if (ncomp == 2 && !strcmp(comp[0], "process") && !strcmp(comp[1], "mark") && arg[1] &&
-		   arg[1]->kind == T_STR && (!arg[0] || arg[0]->kind == T_STR || pid_arg(arg[0]))) {
-		pp->kind = PP_MARK;
-		pp->path = arg[0] && arg[0]->kind == T_STR ? arg[0]->text : NULL;
-		pp->pid = arg[0] && arg[0]->kind == T_NUM ? (int32_t)arg[0]->num : 0;
-		pp->glob = arg[1]->text;
+		   arg[1]->kind == T_STR && process_arg(arg[0])) {
+		process_mark_point(ps, pp, &w);
 	} else if (ncomp == 3 && !strcmp(comp[0], "process") && !strcmp(comp[1], "provider") &&
 		   !strcmp(comp[2], "mark") && arg[1] && arg[1]->kind == T_STR && arg[2] && arg[2]->kind == T_STR &&
-		   (!arg[0] || arg[0]->kind == T_STR || pid_arg(arg[0]))) {
-		/* SystemTap's spelling of an SDT probe: the pattern PROVIDER:NAME */
-		char glob[512];
-		snprintf(glob, sizeof(glob), "%s:%s", arg[1]->text, arg[2]->text);
-		pp->kind = PP_MARK;
-		pp->path = arg[0] && arg[0]->kind == T_STR ? arg[0]->text : NULL;
-		pp->pid = arg[0] && arg[0]->kind == T_NUM ? (int32_t)arg[0]->num : 0;
-		pp->glob = pool_strndup(ps->sc, glob, strlen(glob));
+		   process_arg(arg[0])) {
+		process_mark_point(ps, pp, &w);
 	} else if ((ncomp == 2 || (ncomp == 3 && !arg[2] && !strcmp(comp[2], "call")) ||
 		    (ncomp == 3 && !arg[2] && !strcmp(comp[2], "return") && !strcmp(comp[1], "function"))) &&
 		   !strcmp(comp[0], "process") && (!strcmp(comp[1], "function") || !strcmp(comp[1], "statement")) &&
-		   arg[1] && arg[1]->kind == T_STR && (!arg[0] || arg[0]->kind == T_STR || pid_arg(arg[0]))) {
+		   arg[1] && arg[1]->kind == T_STR && process_arg(arg[0])) {
 		function_point(ps, pp, comp[1], arg[0], arg[1], ncomp == 3 && !strcmp(comp[2], "return"));
 	} else if (no_args(arg, ncomp) && (ncomp == 1 || !stap_point_missing(comp, ncomp))) {
-		/* a probe alias (a name of dotted words), or an unknown point:
-		 * said after the parse */
-		char name[256];
-		size_t len = 0;
-		for (int i = 0; i < ncomp; i++)
-			len += (size_t)snprintf(name + len, sizeof(name) - len, "%s%s", i ? "." : "", comp[i]);
-		pp->kind = PP_ALIAS;
-		pp->alias = pool_strndup(ps->sc, name, len < sizeof(name) ? len : sizeof(name) - 1);
+		alias_point(ps, pp, &w);
 	} else {
-		goto bad;
+		bad_point(ps, pp, &w);
 	}
 	return pp;
-bad:
-	{
-		const char *why = stap_point_missing(comp, ncomp);
-		if (why) {
-			diag(ps->sc, pp->line, pp->col, "semantic error", "not supported yet: probe point %s (%s)",
-			     pp->text, why);
-			longjmp(ps->fail, 1);
-		}
-	}
-	diag(ps->sc, pp->line, pp->col, "semantic error",
-	     "while resolving probe point %s: unknown probe point (expected begin, end, begin(N), end(N), oneshot, "
-	     "never, timer.ms(N), timer.s(N), timer.hz(N), timer.jiffies(N), timer.ms(N).randomize(M), "
-	     "process(\"PATH\").mark(\"GLOB\"), process.mark(\"GLOB\"), process.provider(\"P\").mark(\"GLOB\"), "
-	     "kernel.mark(\"GLOB\") or module(\"MODGLOB\").mark(\"GLOB\"))",
-	     pp->text);
-	longjmp(ps->fail, 1);
 }
 
 /* probe NAME = POINTS { } or probe NAME += POINTS { }: an alias. */
