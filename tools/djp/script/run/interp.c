@@ -409,6 +409,69 @@ static int64_t agg_value(struct run *r, struct node *n)
 	}
 }
 
+/* a < b and the like, of numbers or strings; =~ and !~ */
+static int64_t compare(struct run *r, struct node *n)
+{
+	int c;
+	if (n->re)
+		return regex_match(r, n) == (n->op == ('=' | '~' << 8));
+	if (n->a->ty == TY_STR) {
+		const char *x = eval_s(r, n->a);
+		c = strcmp(x, eval_s(r, n->b));
+	} else {
+		int64_t a = eval_n(r, n->a), b = eval_n(r, n->b);
+		c = a < b ? -1 : a > b;
+	}
+	switch (n->op) {
+	case '<': return c < 0;
+	case '>': return c > 0;
+	case '<' | '=' << 8: return c <= 0;
+	case '>' | '=' << 8: return c >= 0;
+	case '=' | '=' << 8: return c == 0;
+	default: return c != 0;
+	}
+}
+
+/* [k, ...] in a; [*, k] in a: any element of the slice */
+static int64_t in_array(struct run *r, struct node *n)
+{
+	union cell key[MAXKEYS];
+	struct map *m = n->sym->map;
+	if (n->post) {
+		struct slice sl;
+		slice_eval(r, n, m, &sl);
+		for (uint32_t i = 0; i < m->nent; i++)
+			if (slice_has(m, &sl, &m->ent[i]))
+				return 1;
+		return 0;
+	}
+	uint64_t h = eval_keys(r, n, m, key);
+	return map_find(m, key, h) != NULL;
+}
+
+/* print(@hist_log(s)) and the other print functions as statements */
+static int64_t print_stmt(struct run *r, struct node *n)
+{
+	if (n->nargs == 1 && n->args[0]->kind == N_HIST) {
+		struct sym *s;
+		struct script_stat *st = stat_of(r, n->args[0]->args[0], false, &s);
+		if (!st)
+			rt_error(r, n, "aggregate element not found");
+		hist_print(r->out, &s->hist, st);
+		r->dirty = true;
+		return 0;
+	}
+	if (n->ty == TY_STR) {
+		eval_s(r, n);
+		return 0;
+	}
+	print_to(r, n, &r->pb);
+	if (r->pb.len)
+		fwrite(r->pb.p, 1, r->pb.len, r->out);
+	r->dirty = true;
+	return 0;
+}
+
 int64_t eval_n(struct run *r, struct node *n)
 {
 	struct lval lv;
@@ -436,27 +499,8 @@ int64_t eval_n(struct run *r, struct node *n)
 		a = eval_n(r, n->a);
 		b = eval_n(r, n->b);
 		return arith(r, n, n->op, a, b);
-	case N_CMP: {
-		int c;
-		if (n->re)
-			return regex_match(r, n) == (n->op == ('=' | '~' << 8));
-		if (n->a->ty == TY_STR) {
-			const char *x = eval_s(r, n->a);
-			c = strcmp(x, eval_s(r, n->b));
-		} else {
-			a = eval_n(r, n->a);
-			b = eval_n(r, n->b);
-			c = a < b ? -1 : a > b;
-		}
-		switch (n->op) {
-		case '<': return c < 0;
-		case '>': return c > 0;
-		case '<' | '=' << 8: return c <= 0;
-		case '>' | '=' << 8: return c >= 0;
-		case '=' | '=' << 8: return c == 0;
-		default: return c != 0;
-		}
-	}
+	case N_CMP:
+		return compare(r, n);
 	case N_LOGAND:
 		return eval_n(r, n->a) && eval_n(r, n->b);
 	case N_LOGOR:
@@ -485,20 +529,8 @@ int64_t eval_n(struct run *r, struct node *n)
 		a = lv.c->n;
 		lv.c->n = (int64_t)((uint64_t)a + (n->op == '+' ? 1u : (uint64_t)-1));
 		return n->post ? a : lv.c->n;
-	case N_IN: {
-		union cell key[MAXKEYS];
-		struct map *m = n->sym->map;
-		if (n->post) { /* [*, k] in a: any element of the slice */
-			struct slice sl;
-			slice_eval(r, n, m, &sl);
-			for (uint32_t i = 0; i < m->nent; i++)
-				if (slice_has(m, &sl, &m->ent[i]))
-					return 1;
-			return 0;
-		}
-		uint64_t h = eval_keys(r, n, m, key);
-		return map_find(m, key, h) != NULL;
-	}
+	case N_IN:
+		return in_array(r, n);
 	case N_AGG:
 		return agg_value(r, n);
 	case N_STATADD: {
@@ -509,24 +541,7 @@ int64_t eval_n(struct run *r, struct node *n)
 		return v;
 	}
 	case N_PRINT:
-		if (n->nargs == 1 && n->args[0]->kind == N_HIST) {
-			struct sym *s;
-			struct script_stat *st = stat_of(r, n->args[0]->args[0], false, &s);
-			if (!st)
-				rt_error(r, n, "aggregate element not found");
-			hist_print(r->out, &s->hist, st);
-			r->dirty = true;
-			return 0;
-		}
-		if (n->ty == TY_STR) {
-			eval_s(r, n);
-			return 0;
-		}
-		print_to(r, n, &r->pb);
-		if (r->pb.len)
-			fwrite(r->pb.p, 1, r->pb.len, r->out);
-		r->dirty = true;
-		return 0;
+		return print_stmt(r, n);
 	default:
 		eval_s(r, n);
 		return 0;
