@@ -563,6 +563,115 @@ struct node *parse_statement(struct parser *ps)
 	return n;
 }
 
+/* try { } catch [(msg)] { } */
+static struct node *try_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, S_TRY, t);
+	n->a = parse_block(ps);
+	if (!is_kw(peek(ps, 0), "catch"))
+		fail_at(ps, peek(ps, 0), "expected 'catch' after the try block");
+	take(ps);
+	if (accept(ps, "(")) {
+		n->str = expect_ident(ps, "the name of the error message's variable")->text;
+		expect(ps, ")");
+	}
+	n->b = parse_block(ps);
+	return n;
+}
+
+static struct node *if_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, S_IF, t);
+	expect(ps, "(");
+	n->a = parse_expr(ps);
+	expect(ps, ")");
+	n->b = parse_statement(ps);
+	if (is_kw(peek(ps, 0), "else")) {
+		take(ps);
+		n->c = parse_statement(ps);
+	}
+	return n;
+}
+
+static struct node *while_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, S_WHILE, t);
+	expect(ps, "(");
+	n->a = parse_expr(ps);
+	expect(ps, ")");
+	ps->loop_depth++;
+	n->b = parse_statement(ps);
+	ps->loop_depth--;
+	return n;
+}
+
+/* for ([init]; [cond]; [step]) body */
+static struct node *for_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, S_FOR, t);
+	expect(ps, "(");
+	if (!is_op(peek(ps, 0), ";"))
+		n->a = parse_expr(ps);
+	expect(ps, ";");
+	if (!is_op(peek(ps, 0), ";"))
+		n->b = parse_expr(ps);
+	expect(ps, ";");
+	if (!is_op(peek(ps, 0), ")"))
+		n->c = parse_expr(ps);
+	expect(ps, ")");
+	ps->loop_depth++;
+	n->d = parse_statement(ps);
+	ps->loop_depth--;
+	return n;
+}
+
+/* break, continue: in a loop only */
+static struct node *jump_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n;
+	if (!ps->loop_depth)
+		fail_at(ps, t, "'%s' outside a loop", t->text);
+	n = mk(ps, t->text[0] == 'b' ? S_BREAK : S_CONTINUE, t);
+	accept(ps, ";");
+	return n;
+}
+
+static struct node *next_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, S_NEXT, t);
+	accept(ps, ";");
+	return n;
+}
+
+static struct node *return_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, S_RETURN, t);
+	if (!is_op(peek(ps, 0), ";") && !is_op(peek(ps, 0), "}"))
+		n->a = parse_expr(ps);
+	accept(ps, ";");
+	return n;
+}
+
+static struct node *delete_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, S_DELETE, t);
+	n->a = primary(ps);
+	if (n->a->kind != N_VAR && n->a->kind != N_INDEX)
+		fail_at(ps, t, "delete needs a variable, an array or an array element");
+	accept(ps, ";");
+	return n;
+}
+
+/* The statements a keyword starts, read after it. */
+static const struct {
+	const char *kw;
+	struct node *(*read)(struct parser *ps, struct tok *kw);
+} keyword_stmts[] = {
+	{ "try", try_stmt },	   { "if", if_stmt },	      { "while", while_stmt },   { "for", for_stmt },
+	{ "foreach", foreach_stmt }, { "break", jump_stmt },    { "continue", jump_stmt }, { "next", next_stmt },
+	{ "return", return_stmt }, { "delete", delete_stmt },
+};
+
 static struct node *statement_at(struct parser *ps)
 {
 	struct tok *t = peek(ps, 0);
@@ -575,98 +684,11 @@ static struct node *statement_at(struct parser *ps)
 		return mk(ps, S_NOP, t);
 	}
 	if (t->kind == T_IDENT) {
-		if (!strcmp(t->text, "try")) {
-			/* try { } catch [(msg)] { } */
-			take(ps);
-			n = mk(ps, S_TRY, t);
-			n->a = parse_block(ps);
-			if (!is_kw(peek(ps, 0), "catch"))
-				fail_at(ps, peek(ps, 0), "expected 'catch' after the try block");
-			take(ps);
-			if (accept(ps, "(")) {
-				n->str = expect_ident(ps, "the name of the error message's variable")->text;
-				expect(ps, ")");
-			}
-			n->b = parse_block(ps);
-			return n;
-		}
-		if (!strcmp(t->text, "if")) {
-			take(ps);
-			n = mk(ps, S_IF, t);
-			expect(ps, "(");
-			n->a = parse_expr(ps);
-			expect(ps, ")");
-			n->b = parse_statement(ps);
-			if (is_kw(peek(ps, 0), "else")) {
+		for (size_t i = 0; i < sizeof(keyword_stmts) / sizeof(keyword_stmts[0]); i++)
+			if (!strcmp(t->text, keyword_stmts[i].kw)) {
 				take(ps);
-				n->c = parse_statement(ps);
+				return keyword_stmts[i].read(ps, t);
 			}
-			return n;
-		}
-		if (!strcmp(t->text, "while")) {
-			take(ps);
-			n = mk(ps, S_WHILE, t);
-			expect(ps, "(");
-			n->a = parse_expr(ps);
-			expect(ps, ")");
-			ps->loop_depth++;
-			n->b = parse_statement(ps);
-			ps->loop_depth--;
-			return n;
-		}
-		if (!strcmp(t->text, "for")) {
-			take(ps);
-			n = mk(ps, S_FOR, t);
-			expect(ps, "(");
-			if (!is_op(peek(ps, 0), ";"))
-				n->a = parse_expr(ps);
-			expect(ps, ";");
-			if (!is_op(peek(ps, 0), ";"))
-				n->b = parse_expr(ps);
-			expect(ps, ";");
-			if (!is_op(peek(ps, 0), ")"))
-				n->c = parse_expr(ps);
-			expect(ps, ")");
-			ps->loop_depth++;
-			n->d = parse_statement(ps);
-			ps->loop_depth--;
-			return n;
-		}
-		if (!strcmp(t->text, "foreach")) {
-			take(ps);
-			return foreach_stmt(ps, t);
-		}
-		if (!strcmp(t->text, "break") || !strcmp(t->text, "continue")) {
-			take(ps);
-			if (!ps->loop_depth)
-				fail_at(ps, t, "'%s' outside a loop", t->text);
-			n = mk(ps, t->text[0] == 'b' ? S_BREAK : S_CONTINUE, t);
-			accept(ps, ";");
-			return n;
-		}
-		if (!strcmp(t->text, "next")) {
-			take(ps);
-			n = mk(ps, S_NEXT, t);
-			accept(ps, ";");
-			return n;
-		}
-		if (!strcmp(t->text, "return")) {
-			take(ps);
-			n = mk(ps, S_RETURN, t);
-			if (!is_op(peek(ps, 0), ";") && !is_op(peek(ps, 0), "}"))
-				n->a = parse_expr(ps);
-			accept(ps, ";");
-			return n;
-		}
-		if (!strcmp(t->text, "delete")) {
-			take(ps);
-			n = mk(ps, S_DELETE, t);
-			n->a = primary(ps);
-			if (n->a->kind != N_VAR && n->a->kind != N_INDEX)
-				fail_at(ps, t, "delete needs a variable, an array or an array element");
-			accept(ps, ";");
-			return n;
-		}
 		if (!strcmp(t->text, "global") || !strcmp(t->text, "probe") || !strcmp(t->text, "function"))
 			fail_at(ps, t, "expected a statement");
 	}
