@@ -149,6 +149,80 @@ static void print_memory(struct strbuf *b, const struct print_spec *s, unsigned 
 		pad(b, ' ', s->width - (int)len);
 }
 
+/* %*d, %.*s: the spec with its width and precision from the arguments,
+ * which *a steps over; as C's printf, a negative width left-justifies
+ * (*flags), a negative precision is none */
+static const struct print_spec *star_spec(const struct print_spec *s, struct print_spec *star, const union cell *args,
+					   int *a, unsigned *flags)
+{
+	*star = *s;
+	if (s->star_width) {
+		int64_t w = args[(*a)++].n;
+		if (w < 0) {
+			*flags |= PRINT_LEFT;
+			w = -w;
+		}
+		star->width = w > (int64_t)MAXSTRINGLEN ? (int)MAXSTRINGLEN : (int)w;
+	}
+	if (s->star_prec) {
+		int64_t pr = args[(*a)++].n;
+		star->prec = pr < 0 ? -1 : pr > (int64_t)MAXSTRINGLEN ? (int)MAXSTRINGLEN : (int)pr;
+	}
+	return star;
+}
+
+/* len bytes of p (none when p is NULL, an escape of nothing), padded to
+ * the spec's width */
+static void put_padded(struct strbuf *b, const struct print_spec *s, unsigned flags, const char *p, size_t len)
+{
+	if (!(flags & PRINT_LEFT))
+		pad(b, ' ', s->width - (int)len);
+	if (p)
+		sb_put(b, p, len);
+	if (flags & PRINT_LEFT)
+		pad(b, ' ', s->width - (int)len);
+}
+
+/* %s, at most the precision's bytes; %#s escaped */
+static void print_str(struct strbuf *b, const struct print_spec *s, unsigned flags, const char *str)
+{
+	size_t len = strlen(str);
+	if (s->prec >= 0 && (size_t)s->prec < len)
+		len = (size_t)s->prec;
+	if (flags & PRINT_ALT) {
+		struct strbuf t = { 0 };
+		char *cp = strndup(str, len);
+		if (!cp)
+			abort();
+		print_escaped(&t, cp);
+		free(cp);
+		put_padded(b, s, flags, t.p, t.len);
+		free(t.p);
+		return;
+	}
+	put_padded(b, s, flags, str, len);
+}
+
+/* %m, %M: the precision's bytes (1 by default) at addr; false when they
+ * could not be read (mem->fault) */
+static bool print_mem_at(struct strbuf *b, const struct print_spec *s, unsigned flags, uint64_t addr,
+			 struct print_mem *mem)
+{
+	size_t n = s->prec > 0 ? (size_t)s->prec : 1;
+	uint8_t *buf = malloc(n);
+	if (!buf)
+		abort();
+	if (!mem || !mem->read(mem->ctx, addr, buf, n)) {
+		free(buf);
+		if (mem)
+			mem->fault = addr;
+		return false;
+	}
+	print_memory(b, s, flags, buf, n);
+	free(buf);
+	return true;
+}
+
 bool print_format(struct strbuf *b, const struct print_fmt *pf, const union cell *args, struct print_mem *mem)
 {
 	int a = 0;
@@ -157,76 +231,28 @@ bool print_format(struct strbuf *b, const struct print_fmt *pf, const union cell
 		const struct print_spec *s = &pf->spec[i];
 		struct print_spec star;
 		unsigned flags = s->flags;
-		int base = 10;
 
-		if (s->star_width || s->star_prec) {
-			/* as C's printf: a negative width left-justifies, a
-			 * negative precision is none */
-			star = *s;
-			if (s->star_width) {
-				int64_t w = args[a++].n;
-				if (w < 0) {
-					flags |= PRINT_LEFT;
-					w = -w;
-				}
-				star.width = w > (int64_t)MAXSTRINGLEN ? (int)MAXSTRINGLEN : (int)w;
-			}
-			if (s->star_prec) {
-				int64_t pr = args[a++].n;
-				star.prec = pr < 0 ? -1 : pr > (int64_t)MAXSTRINGLEN ? (int)MAXSTRINGLEN : (int)pr;
-			}
-			s = &star;
-		}
-
+		if (s->star_width || s->star_prec)
+			s = star_spec(s, &star, args, &a, &flags);
 		if (!s->conv) {
 			sb_put(b, s->lit, s->litlen);
 			continue;
 		}
 		switch (s->conv) {
-		case 's': {
-			const char *str = args[a++].s;
-			size_t len = strlen(str);
-			if (s->prec >= 0 && (size_t)s->prec < len)
-				len = (size_t)s->prec;
-			if (flags & PRINT_ALT) {
-				struct strbuf t = { 0 };
-				char *cp = strndup(str, len);
-				if (!cp)
-					abort();
-				print_escaped(&t, cp);
-				free(cp);
-				if (!(flags & PRINT_LEFT))
-					pad(b, ' ', s->width - (int)t.len);
-				if (t.len)
-					sb_put(b, t.p, t.len);
-				if (flags & PRINT_LEFT)
-					pad(b, ' ', s->width - (int)t.len);
-				free(t.p);
-				break;
-			}
-			if (!(flags & PRINT_LEFT))
-				pad(b, ' ', s->width - (int)len);
-			sb_put(b, str, len);
-			if (flags & PRINT_LEFT)
-				pad(b, ' ', s->width - (int)len);
+		case 's':
+			print_str(b, s, flags, args[a++].s);
 			break;
-		}
 		case 'c': {
 			char tmp[4], c = (char)args[a++].n;
 			size_t n = (flags & PRINT_ALT) ? char_escaped(c, tmp) : (tmp[0] = c, 1);
-			if (!(flags & PRINT_LEFT))
-				pad(b, ' ', s->width - (int)n);
-			sb_put(b, tmp, n);
-			if (flags & PRINT_LEFT)
-				pad(b, ' ', s->width - (int)n);
+			put_padded(b, s, flags, tmp, n);
 			break;
 		}
 		case 'X':
 			flags |= PRINT_LARGE;
 			/* fall through */
 		case 'x':
-			base = 16;
-			print_number(b, (uint64_t)args[a++].n, base, s->width, s->prec, flags);
+			print_number(b, (uint64_t)args[a++].n, 16, s->width, s->prec, flags);
 			break;
 		case 'p':
 			print_number(b, (uint64_t)args[a++].n, 16, s->width, s->prec, flags | PRINT_ALT);
@@ -237,22 +263,10 @@ bool print_format(struct strbuf *b, const struct print_fmt *pf, const union cell
 			break;
 		}
 		case 'm':
-		case 'M': {
-			uint64_t addr = (uint64_t)args[a++].n;
-			size_t n = s->prec > 0 ? (size_t)s->prec : 1;
-			uint8_t *buf = malloc(n);
-			if (!buf)
-				abort();
-			if (!mem || !mem->read(mem->ctx, addr, buf, n)) {
-				free(buf);
-				if (mem)
-					mem->fault = addr;
+		case 'M':
+			if (!print_mem_at(b, s, flags, (uint64_t)args[a++].n, mem))
 				return false;
-			}
-			print_memory(b, s, flags, buf, n);
-			free(buf);
 			break;
-		}
 		case 'o':
 			print_number(b, (uint64_t)args[a++].n, 8, s->width, s->prec, flags);
 			break;
