@@ -805,6 +805,55 @@ static void foreach_stmt(struct checker *ck, struct node *n)
 	stmt(ck, n->a);
 }
 
+/* try { } catch (msg) { }: msg a string local */
+static void try_stmt(struct checker *ck, struct node *n)
+{
+	stmt(ck, n->a);
+	if (n->str) {
+		if (!n->sym)
+			n->sym = lookup(ck, n, n->str);
+		if (n->sym)
+			set_ty(ck, &n->sym->ty, TY_STR);
+		if (n->sym && n->sym->ty != TY_STR)
+			ERR(ck, n, "the message of 'catch' is a string, '%s' is not", n->str);
+	}
+	stmt(ck, n->b);
+}
+
+/* return [e]: in a function, of its result's type */
+static void return_stmt(struct checker *ck, struct node *n)
+{
+	int t;
+	if (!ck->fn) {
+		ERR(ck, n, "'return' outside a function");
+		return;
+	}
+	if (!n->a)
+		return;
+	t = expr(ck, n->a, ck->fn->ret);
+	if (t == TY_STAT)
+		ERR(ck, n->a, "statistics cannot be returned");
+	else if (t != TY_UNK && ck->fn->ret != TY_UNK && t != ck->fn->ret)
+		ERR(ck, n->a, "type mismatch: %s() returns %s, found %s", ck->fn->name, ty_name(ck->fn->ret), ty_name(t));
+	else
+		set_ty(ck, &ck->fn->ret, t);
+}
+
+/* stap counts delete as a read too: a global only deleted is not
+ * displayed at the end */
+static void delete_stmt(struct checker *ck, struct node *n)
+{
+	if (n->a->kind == N_VAR) {
+		struct sym *s = n->a->sym ? n->a->sym : (n->a->sym = lookup(ck, n->a, n->a->str));
+		s->written = true;
+		s->read = true;
+	} else {
+		ck->slice_ok = true;
+		var_ref(ck, n->a, TY_UNK, true, true);
+		ck->slice_ok = false;
+	}
+}
+
 static void stmt(struct checker *ck, struct node *n)
 {
 	if (!n)
@@ -848,47 +897,13 @@ static void stmt(struct checker *ck, struct node *n)
 		foreach_stmt(ck, n);
 		break;
 	case S_TRY:
-		stmt(ck, n->a);
-		if (n->str) {
-			if (!n->sym)
-				n->sym = lookup(ck, n, n->str);
-			if (n->sym)
-				set_ty(ck, &n->sym->ty, TY_STR);
-			if (n->sym && n->sym->ty != TY_STR)
-				ERR(ck, n, "the message of 'catch' is a string, '%s' is not", n->str);
-		}
-		stmt(ck, n->b);
+		try_stmt(ck, n);
 		break;
 	case S_RETURN:
-		if (!ck->fn) {
-			ERR(ck, n, "'return' outside a function");
-			break;
-		}
-		if (!n->a)
-			break;
-		{
-			int t = expr(ck, n->a, ck->fn->ret);
-			if (t == TY_STAT)
-				ERR(ck, n->a, "statistics cannot be returned");
-			else if (t != TY_UNK && ck->fn->ret != TY_UNK && t != ck->fn->ret)
-				ERR(ck, n->a, "type mismatch: %s() returns %s, found %s", ck->fn->name, ty_name(ck->fn->ret),
-				    ty_name(t));
-			else
-				set_ty(ck, &ck->fn->ret, t);
-		}
+		return_stmt(ck, n);
 		break;
 	case S_DELETE:
-		/* stap counts delete as a read too: a global only deleted is
-		 * not displayed at the end */
-		if (n->a->kind == N_VAR) {
-			struct sym *s = n->a->sym ? n->a->sym : (n->a->sym = lookup(ck, n->a, n->a->str));
-			s->written = true;
-			s->read = true;
-		} else {
-			ck->slice_ok = true;
-			var_ref(ck, n->a, TY_UNK, true, true);
-			ck->slice_ok = false;
-		}
+		delete_stmt(ck, n);
 		break;
 	default:
 		break;
