@@ -3,9 +3,14 @@
  * what runs the checked program (run/):
  *
  *   lexer.c   text -> tokens            preproc.c  %( %) conditionals, @define
- *   parser.c  tokens -> AST             check.c    names and types
- *   format.c  printf formats            bind.c     probe points -> markers
- *   diag.c    error messages and the pool of the program's strings
+ *   parser.c  tokens -> AST (its top level; parse_stmt.c statements and
+ *             expressions, parse.h what the two share)
+ *   check.c   names and types           format.c   printf formats
+ *   bind.c    probe points -> markers   diag.c     error messages, the
+ *                                                  program's strings
+ *
+ * A call of a built-in function is resolved by the table of
+ * run/builtins/builtins.def, which the interpreter calls through.
  *
  * The AST is also the executable form: check.c resolves every name to a
  * slot (a local's frame index, a global, a function, a context field index)
