@@ -67,7 +67,8 @@ LIB_SO_FILE := $(O)/libdjprobe.so.$(VERSION)
 LIB_SO_MAJOR := $(O)/$(LIB_SONAME)
 LIB_SO := $(O)/libdjprobe.so
 
-DJP_SRCS := $(sort $(wildcard tools/djp/*.c tools/djp/*/*.c))
+# tools/djp/script/ goes three folders deep (run/builtins/)
+DJP_SRCS := $(sort $(wildcard tools/djp/*.c tools/djp/*/*.c tools/djp/*/*/*.c tools/djp/*/*/*/*.c))
 DJP_OBJS := $(DJP_SRCS:%.c=$(O)/%.o)
 DJP := $(O)/djp
 

@@ -334,7 +334,7 @@ static inline uint64_t djp_agg_hash(uint64_t id_tid, const uint64_t *key, unsign
 	return (h ^ (h >> 32)) | 1;
 }
 
-/* stap's histogram bucket of v (tools/djp/script/stats.c does the same). */
+/* stap's histogram bucket of v (tools/djp/script/run/stats.c does the same). */
 static inline uint32_t djp_agg_bucket(const struct djp_agg_plan *p, int64_t v)
 {
 	if (p->hist_kind == DJP_AGG_HIST_LOG) {

@@ -38,7 +38,7 @@ enum djp_fmt_length {
  * One conversion, as printf has it after the '%': flags, width, precision,
  * length modifier and the conversion character.  The one parser of a
  * conversion in the project: marker formats (djp_format_parse), scripts'
- * printf (tools/djp/script/print.c) and the recorder's string mask
+ * printf (tools/djp/script/run/print.c) and the recorder's string mask
  * (kernel/trace/recorder.c) all step through formats with it.
  */
 #define DJP_FMT_STAR (-2) /* width or precision '*': taken from an argument */

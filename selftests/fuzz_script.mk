@@ -4,7 +4,9 @@
 # need a process.
 FUZZ_SCRIPT := $(O)/fuzz/fuzz_script
 FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c lib/escape.c lib/marker_match.c lib/func_symbols.c lib/func_source.c lib/func_params.c lib/elf_debug.c lib/errline.c lib/mapped_file.c \
-	$(filter-out tools/djp/script/cli.c tools/djp/script/live.c tools/djp/script/klive.c tools/djp/script/site_function.c,$(sort $(wildcard tools/djp/script/*.c)))
+	lib/markers_elf.c lib/markers_parse.c lib/argloc.c tools/djp/line_out.c \
+	$(filter-out tools/djp/script/cli.c tools/djp/script/live.c tools/djp/script/klive.c tools/djp/script/site_function.c,\
+		$(sort $(wildcard tools/djp/script/*.c tools/djp/script/*/*.c tools/djp/script/*/*/*.c)))
 
 $(FUZZ_SCRIPT): $(FUZZ_SCRIPT_SRCS)
 	$(call msg,FUZZ,$@)

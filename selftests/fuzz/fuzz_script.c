@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/djp/script/lang.h"
+#include "tools/djp/script/run/run.h"
 
 static struct djp_ev_desc descs[3];
 static struct djp_source src;

@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "lang.h"
+#include "run/run.h"
 
 /* Before arming: pick the probes the target can run (p->agg), and give
  * the source their plans (src->agg_plans). */

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "lang.h"
+#include "run/run.h"
 #include "lib/escape.h"
 #include "func_points.h"
 #include "script.h"
@@ -334,7 +334,120 @@ static bool has_marks(struct script *sc)
 	return false;
 }
 
-int djp_script_main(int argc, char **argv)
+/* What the command line asks for. */
+struct cli {
+	const char *script_text, *script_file, *cmd, *outpath, *list, *replay;
+	bool list_fields, int3, bulk;
+	int32_t pid;
+	int verbose, last_pass;
+	uint64_t bench;
+};
+
+/* -s MB: stap's buffer size, each thread's ring here (a power of two). */
+static int ring_mb_option(const char *arg)
+{
+	char *end;
+	unsigned long mb = strtoul(arg, &end, 10), p2 = 1;
+	if (!*arg || *end || mb < 1 || mb > 256) {
+		fprintf(stderr, "djp: -s %s: the size of each thread's ring is 1 to 256 MB\n", arg);
+		return 1;
+	}
+	while (p2 < mb) /* rings are powers of two */
+		p2 *= 2;
+	ring_bytes = (size_t)p2 << 20;
+	return 0;
+}
+
+/* --buffer-size BYTES, as djp trace's */
+static int buffer_size_option(const char *arg)
+{
+	char *end;
+	unsigned long long v = strtoull(arg, &end, 0);
+	if (!*arg || *end || v < DJP_RING_MIN_DEFAULT_SIZE || v > (1ull << 28) || (v & (v - 1))) {
+		fprintf(stderr, "djp: --buffer-size %s: needs a power of two from 16384 to 256 MiB\n", arg);
+		return 1;
+	}
+	ring_bytes = (size_t)v;
+	return 0;
+}
+
+static int pid_option(struct cli *c, const char *arg)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (*end || v <= 0 || v > INT32_MAX) {
+		fprintf(stderr, "djp: bad pid '%s'\n", arg);
+		return 1;
+	}
+	c->pid = (int32_t)v;
+	return 0;
+}
+
+static int pass_option(struct cli *c, const char *arg)
+{
+	if (strlen(arg) != 1 || arg[0] < '1' || arg[0] > '5') {
+		fprintf(stderr, "djp: -p %s: a pass is 1 to 5\n", arg);
+		return 1;
+	}
+	c->last_pass = arg[0] - '0';
+	return 0;
+}
+
+/* The options that are refused, each with why. */
+static int refused_option(int opt, const char *arg)
+{
+	if (opt == 'g')
+		fprintf(stderr, "djp: -g (guru mode, embedded C) is not supported: a script runs in the tool, not in "
+				"the traced process or the kernel\n");
+	else
+		fprintf(stderr, "djp: -I %s: tapset directories are not supported: the tapset functions are "
+				"built in (djp --dump-functions lists them)\n",
+			arg);
+	return 1;
+}
+
+/* One option: -1 to go on, else the status to exit with. */
+static int option(struct cli *c, int opt, const char *arg)
+{
+	switch (opt) {
+	case 'v': c->verbose++; return -1;
+	case 'p': return pass_option(c, arg) ? 1 : -1;
+	case 'g':
+	case 'I': return refused_option(opt, arg);
+	case 'D': return set_limit(arg) ? 1 : -1;
+	case 'w': script_no_warnings = true; return -1;
+	case 's': return ring_mb_option(arg) ? 1 : -1;
+	case 'b': c->bulk = true; return -1; /* stap's bulk mode: bigger buffers, one a thread */
+	case 'Z': return buffer_size_option(arg) ? 1 : -1;
+	case 'F': dump_functions(stdout); return 0;
+	case 'T': /* stap's: no MAXACTION */
+		script_limits.maxaction = script_limits.maxaction_interruptible = INT64_MAX / 20;
+		return -1;
+	case 'e': c->script_text = arg; return -1;
+	case 'c': c->cmd = arg; return -1;
+	case 'x': return pid_option(c, arg) ? 1 : -1;
+	case 'o': c->outpath = arg; return -1;
+	case 'l':
+	case 'L':
+		c->list = arg;
+		c->list_fields = opt == 'L';
+		return -1;
+	case 'R': c->replay = arg; return -1;
+	case 'B': c->bench = strtoull(arg, NULL, 10); return -1;
+	case 'N': c->int3 = true; return -1;
+	case 'f': session_inject_force = true; return -1;
+	case 'h': usage(stdout); return 0;
+	default: usage(stderr); return 1;
+	}
+}
+
+/*
+ * As stap parses its command line: options anywhere (GNU getopt permutes),
+ * the first other word the script file unless -e gave the script, the rest
+ * the script's arguments ($1.., @1..); `--` ends the options.  -1 to go on,
+ * else the status to exit with.
+ */
+static int options(struct cli *c, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "replay", required_argument, NULL, 'R' },
@@ -347,226 +460,171 @@ int djp_script_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *script_text = NULL, *script_file = NULL, *cmd = NULL, *outpath = NULL, *list = NULL,
-		   *replay = NULL;
-	bool list_fields = false, int3 = false, bulk = false;
-	int32_t pid = 0;
-	int verbose = 0, last_pass = 5;
-	uint64_t bench = 0;
-	char *owned_text = NULL, *listing = NULL;
-	struct script sc;
-	struct djp_source *src = NULL, *base = NULL;
-	FILE *out = stdout;
-	int opt, status = 1;
+	int opt, rc;
 
-	memset(&sc, 0, sizeof(sc));
-	ring_bytes = 0;
-	optind = 0;
-	/* As stap parses its command line: options anywhere (GNU getopt
-	 * permutes), the first other word the script file unless -e gave the
-	 * script, the rest the script's arguments ($1.., @1..); `--` ends
-	 * the options. */
-	while ((opt = getopt_long(argc, argv, "e:c:x:o:l:L:hvp:gD:ws:bI:", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'v': verbose++; break;
-		case 'p':
-			if (strlen(optarg) != 1 || optarg[0] < '1' || optarg[0] > '5') {
-				fprintf(stderr, "djp: -p %s: a pass is 1 to 5\n", optarg);
-				return 1;
-			}
-			last_pass = optarg[0] - '0';
-			break;
-		case 'g':
-			fprintf(stderr, "djp: -g (guru mode, embedded C) is not supported: a script runs in the tool, not in "
-					"the traced process or the kernel\n");
-			return 1;
-		case 'D':
-			if (set_limit(optarg))
-				return 1;
-			break;
-		case 'w': script_no_warnings = true; break;
-		case 's': { /* stap's buffer size, MB: each thread's ring here */
-			char *end;
-			unsigned long mb = strtoul(optarg, &end, 10), p2 = 1;
-			if (!*optarg || *end || mb < 1 || mb > 256) {
-				fprintf(stderr, "djp: -s %s: the size of each thread's ring is 1 to 256 MB\n", optarg);
-				return 1;
-			}
-			while (p2 < mb) /* rings are powers of two */
-				p2 *= 2;
-			ring_bytes = (size_t)p2 << 20;
-			break;
-		}
-		case 'b': /* stap's bulk mode: bigger buffers, one a thread */
-			bulk = true;
-			break;
-		case 'Z': {
-			char *end;
-			unsigned long long v = strtoull(optarg, &end, 0);
-			if (!*optarg || *end || v < DJP_RING_MIN_DEFAULT_SIZE || v > (1ull << 28) || (v & (v - 1))) {
-				fprintf(stderr, "djp: --buffer-size %s: needs a power of two from 16384 to 256 MiB\n",
-					optarg);
-				return 1;
-			}
-			ring_bytes = (size_t)v;
-			break;
-		}
-		case 'I':
-			fprintf(stderr, "djp: -I %s: tapset directories are not supported: the tapset functions are "
-					"built in (djp --dump-functions lists them)\n",
-				optarg);
-			return 1;
-		case 'F': dump_functions(stdout); return 0;
-		case 'T': /* stap's: no MAXACTION */
-			script_limits.maxaction = script_limits.maxaction_interruptible = INT64_MAX / 20;
-			break;
-		case 'e': script_text = optarg; break;
-		case 'c': cmd = optarg; break;
-		case 'x': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || v <= 0 || v > INT32_MAX) {
-				fprintf(stderr, "djp: bad pid '%s'\n", optarg);
-				return 1;
-			}
-			pid = (int32_t)v;
-			break;
-		}
-		case 'o': outpath = optarg; break;
-		case 'l':
-		case 'L':
-			list = optarg;
-			list_fields = opt == 'L';
-			break;
-		case 'R': replay = optarg; break;
-		case 'B': bench = strtoull(optarg, NULL, 10); break;
-		case 'N': int3 = true; break;
-		case 'f': session_inject_force = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 1;
-		}
-	}
-	if (cmd && pid) {
+	while ((opt = getopt_long(argc, argv, "e:c:x:o:l:L:hvp:gD:ws:bI:", longopts, NULL)) != -1)
+		if ((rc = option(c, opt, optarg)) >= 0)
+			return rc;
+	if (c->cmd && c->pid) {
 		fprintf(stderr, "djp: -c and -x are mutually exclusive\n");
 		return 1;
 	}
-	if (bulk && !ring_bytes)
+	if (c->bulk && !ring_bytes)
 		ring_bytes = (size_t)BULK_RING_MB << 20;
-	if (list) {
-		size_t n = strlen(list) + 16;
-		listing = malloc(n);
-		if (!listing)
+	return -1;
+}
+
+/* The script's text: -l/-L's point in a probe of its own, -e's, or the
+ * script file's (*owned, to free).  -1 to go on, else the status. */
+static int script_text(struct cli *c, int argc, char **argv, char **owned)
+{
+	if (c->list) {
+		size_t n = strlen(c->list) + 16;
+		if (!(*owned = malloc(n)))
 			abort();
-		snprintf(listing, n, "probe %s {}", list);
-		script_text = listing;
-	} else if (!script_text) {
+		snprintf(*owned, n, "probe %s {}", c->list);
+		c->script_text = *owned;
+	} else if (!c->script_text) {
 		if (optind >= argc) {
 			usage(stderr);
 			return 1;
 		}
-		script_file = argv[optind++];
-		owned_text = read_file(script_file);
-		if (!owned_text)
+		c->script_file = argv[optind++];
+		if (!(*owned = read_file(c->script_file)))
 			return 1;
-		script_text = owned_text;
+		c->script_text = *owned;
 	}
-	sc.file.name = script_file ? script_file : "<input>";
-	sc.file.text = script_text;
-	sc.args = (const char *const *)argv + optind;
-	sc.nargs = argc - optind;
+	return -1;
+}
 
-	/* pass 1: parse */
-	if (parse_script(&sc))
-		goto out;
-	if (verbose)
-		fprintf(stderr, "Pass 1: parsed user script %s\n", sc.file.name);
-	if (last_pass == 1) {
-		print_script_tokens(&sc, stdout);
-		status = 0;
-		goto out;
-	}
-	/* pass 2: markers, probe points, names and types */
-	if ((!bench || replay) && open_source(replay, cmd, pid, &sc, has_marks(&sc) || list, list != NULL, &src) < 0)
-		goto out;
-	if (list) {
-		status = list_points(&sc, src, list_fields, stdout);
-		goto out;
-	}
-	if (src)
-		src->want_int3 = int3;
-	if (bench) {
+/* Pass 2: markers, probe points, names and types, the source open in *src
+ * (and with --bench-events the synthetic one, *base its markers').  -1 to
+ * go on, else the status: -l/-L and -p2 end here. */
+static int elaborate(struct cli *c, struct script *sc, struct djp_source **src, struct djp_source **base)
+{
+	if ((!c->bench || c->replay) &&
+	    open_source(c->replay, c->cmd, c->pid, sc, has_marks(sc) || c->list, c->list != NULL, src) < 0)
+		return 1;
+	if (c->list)
+		return list_points(sc, *src, c->list_fields, stdout);
+	if (*src)
+		(*src)->want_int3 = c->int3;
+	if (c->bench) {
 		struct djp_source *synth;
-		if (djp_synth_open(src, bench, &synth) < 0)
-			goto out;
-		base = src; /* its descriptors stay in use */
-		src = synth;
+		if (djp_synth_open(*src, c->bench, &synth) < 0)
+			return 1;
+		*base = *src; /* its descriptors stay in use */
+		*src = synth;
 	}
-	if (resolve_probes(&sc, src) || check_script(&sc))
-		goto out;
-	bind_fields(&sc);
-	if (verbose)
-		fprintf(stderr, "Pass 2: analyzed script: %d probe(s), %d global(s), %d marker(s) bound\n", sc.nprobes,
-			sc.nglobals, count_bound(&sc));
-	if (last_pass <= 4) {
+	if (resolve_probes(sc, *src) || check_script(sc))
+		return 1;
+	bind_fields(sc);
+	if (c->verbose)
+		fprintf(stderr, "Pass 2: analyzed script: %d probe(s), %d global(s), %d marker(s) bound\n", sc->nprobes,
+			sc->nglobals, count_bound(sc));
+	if (c->last_pass <= 4) {
 		/* stap's -p2 prints the elaborated script; -p3 and -p4 would
 		 * build a module: here there is nothing between check and run */
-		print_elaborated(&sc, stdout);
-		status = 0;
-		goto out;
+		print_elaborated(sc, stdout);
+		return 0;
 	}
-	if (verbose)
+	return -1;
+}
+
+/* Pass 5: run, output to out; with --bench-events, the rate after. */
+static int run_pass(struct cli *c, struct script *sc, struct djp_source *src, FILE *out)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct run_opts ro = { .out = out, .bench = c->bench != 0 };
+	struct timespec t0, t1;
+	uint64_t nev = 0;
+	int errors, status;
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	errors = run_script(sc, src, &ro, &nev);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	status = errors || report_never_bound(sc, src) ? 1 : 0;
+	if (c->bench) {
+		double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		fprintf(out, "script count | %.1f | M events/s\n", s > 0 ? (double)nev / s / 1e6 : 0.0);
+		line_out_flush(out);
+	}
+	return status;
+}
+
+/* What the script printed must have reached its output: a failed write (a
+ * full disk, -o /dev/full) is an error.  1 then, else 0. */
+static int close_output(FILE *out, const char *outpath)
+{
+	bool bad = line_out_flush(out) != 0;
+	int err = bad ? errno : 0;
+	bad |= ferror(out) != 0;
+	if (out != stdout && fclose(out) && !bad) {
+		bad = true;
+		err = errno;
+	}
+	if (!bad)
+		return 0;
+	fprintf(stderr, "djp: %s: cannot write the script's output: %s\n",
+		out != stdout && outpath ? outpath : "standard output", err ? strerror(err) : "a write failed");
+	return 1;
+}
+
+/* Passes 1, 2 and 5 of the script in c; the status. */
+static int passes(struct cli *c, struct script *sc, struct djp_source **src, struct djp_source **base, FILE **out)
+{
+	int status;
+
+	if (parse_script(sc))
+		return 1;
+	if (c->verbose)
+		fprintf(stderr, "Pass 1: parsed user script %s\n", sc->file.name);
+	if (c->last_pass == 1) {
+		print_script_tokens(sc, stdout);
+		return 0;
+	}
+	if ((status = elaborate(c, sc, src, base)) >= 0)
+		return status;
+	if (c->verbose)
 		fprintf(stderr, "Pass 5: starting run.\n");
 	/* in whole lines: the command may write to the same output */
-	FILE *lines = line_out_open(outpath);
+	FILE *lines = line_out_open(c->outpath);
 	if (!lines) {
-		fprintf(stderr, "djp: %s: %s\n", outpath ? outpath : "standard output", strerror(errno));
-		goto out;
+		fprintf(stderr, "djp: %s: %s\n", c->outpath ? c->outpath : "standard output", strerror(errno));
+		return 1;
 	}
-	out = lines;
+	*out = lines;
+	return run_pass(c, sc, *src, *out);
+}
 
-	/* pass 5: run */
-	{
-		struct sigaction sa = { .sa_handler = on_signal };
-		struct run_opts ro = { .out = out, .bench = bench != 0 };
-		struct timespec t0, t1;
-		uint64_t nev = 0;
-		int errors;
+int djp_script_main(int argc, char **argv)
+{
+	struct cli c = { .last_pass = 5 };
+	char *owned = NULL;
+	struct script sc;
+	struct djp_source *src = NULL, *base = NULL;
+	FILE *out = stdout;
+	int status;
 
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		errors = run_script(&sc, src, &ro, &nev);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		status = errors || report_never_bound(&sc, src) ? 1 : 0;
-		if (bench) {
-			double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-			fprintf(out, "script count | %.1f | M events/s\n", s > 0 ? (double)nev / s / 1e6 : 0.0);
-			line_out_flush(out);
-		}
-	}
-out:
-	{
-		/* What the script printed must have reached its output: a
-		 * failed write (a full disk, -o /dev/full) is an error. */
-		bool bad = line_out_flush(out) != 0;
-		int err = bad ? errno : 0;
-		bad |= ferror(out) != 0;
-		if (out != stdout && fclose(out) && !bad) {
-			bad = true;
-			err = errno;
-		}
-		if (bad) {
-			fprintf(stderr, "djp: %s: cannot write the script's output: %s\n",
-				out != stdout && outpath ? outpath : "standard output", err ? strerror(err) : "a write failed");
-			status = 1;
-		}
-	}
+	memset(&sc, 0, sizeof(sc));
+	ring_bytes = 0;
+	optind = 0;
+	if ((status = options(&c, argc, argv)) >= 0 || (status = script_text(&c, argc, argv, &owned)) >= 0)
+		return status;
+	sc.file.name = c.script_file ? c.script_file : "<input>";
+	sc.file.text = c.script_text;
+	sc.args = (const char *const *)argv + optind;
+	sc.nargs = argc - optind;
+	status = passes(&c, &sc, &src, &base, &out);
+	if (close_output(out, c.outpath))
+		status = 1;
 	if (src)
 		src->ops->close(src);
 	if (base)
 		base->ops->close(base);
 	script_release(&sc);
-	free(owned_text);
-	free(listing);
+	free(owned);
 	return status;
 }

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "func_points.h"
-#include "lang.h"
+#include "lang/lang.h"
 #include "lib/func_source.h"
 
 struct walk {

@@ -2,7 +2,7 @@
  * Probe scripts on kernel markers: the kernel source (tools/djp/source/
  * kernel.c) with the script's ^C and -w.
  */
-#include "lang.h"
+#include "run/run.h"
 #include "script.h"
 
 int djp_script_klive_open(struct djp_source **out, char *err, size_t errsz)

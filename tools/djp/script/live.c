@@ -47,13 +47,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lang.h"
+#include "run/run.h"
 #include "lib/escape.h"
 #include "lib/func_symbols.h"
 #include "script.h"
 #include "site_function.h"
 #include "source.h"
-#include "tapset.h"
+#include "run/builtins/tapset.h"
 #include "usym.h"
 #include "lib/marker_match.h"
 #include "lib/mapped_file.h"

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang.h"
+#include "lang/lang.h"
 #include "lib/escape.h"
 #include "lib/markers.h"
 #include "site_function.h"

@@ -3,7 +3,8 @@
  * interpreter: what /proc says of a traced process, stap's time formats,
  * and stap's string functions.  Each is written after its stap namesake's
  * documented behaviour (tapset/linux/context.stp, ctime.stp, string.stp);
- * interp.c calls them with the event's pid and its own buffers.
+ * the built-in functions (process.c, time.c, strings.c) call them with the
+ * event's pid and their own buffers.
  *
  * /proc of a process that has exited is gone, while its events are still
  * being processed: the fields of a pid are read once and kept (a small
@@ -18,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lang.h"
+#include "tools/djp/script/run/run.h"
 #include "tapset.h"
 
 #define CACHE 64

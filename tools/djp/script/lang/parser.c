@@ -1,6 +1,7 @@
 /*
  * The parser: a recursive-descent reader of SystemTap's grammar (the subset
- * in docs/SCRIPTS.md) that builds the AST of engine.h.
+ * in docs/SCRIPTS.md) that builds the AST of lang.h; parse_stmt.c reads
+ * statements and expressions, this file the rest.
  *
  * The whole text is lexed first into an array of tokens, so any rule can
  * look ahead as far as it needs (foreach's header is the only one that looks
@@ -25,782 +26,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang.h"
+#include "parse.h"
 #include "lib/escape.h"
 #include "lib/func_source.h"
-
-struct parser {
-	struct script *sc;
-	struct tok *toks;
-	size_t ntoks, pos;
-	jmp_buf fail;
-	int loop_depth;
-	int depth; /* nesting levels open (see "Nesting" above) */
-};
-
-/* Deep enough for any script a person writes; shallow enough that every
- * recursive pass fits in a default 8 MiB stack many times over. */
-#define MAX_NESTING 1000
-
-static struct tok *peek(struct parser *ps, size_t ahead)
-{
-	size_t i = ps->pos + ahead;
-	return &ps->toks[i < ps->ntoks ? i : ps->ntoks - 1];
-}
-
-static struct tok *take(struct parser *ps)
-{
-	struct tok *t = peek(ps, 0);
-	if (ps->pos < ps->ntoks - 1)
-		ps->pos++;
-	return t;
-}
-
-static const char *tok_desc(const struct tok *t, char *buf, size_t sz)
-{
-	switch (t->kind) {
-	case T_EOF: return "end of input";
-	case T_NUM: snprintf(buf, sz, "number '%.*s'", (int)t->len, t->text); break;
-	case T_STR: snprintf(buf, sz, "string \"%.40s\"", t->text); break;
-	case T_IDENT: snprintf(buf, sz, "identifier '%s'", t->text); break;
-	case T_DOLLAR: snprintf(buf, sz, "'$%s'", t->text); break;
-	case T_DOLLAR2: snprintf(buf, sz, "'$$%s'", t->text); break;
-	case T_AT: snprintf(buf, sz, "'@%s'", t->text); break;
-	case T_OP: snprintf(buf, sz, "'%s'", t->text); break;
-	}
-	return buf;
-}
-
-__attribute__((noreturn, format(printf, 3, 4))) static void fail_at(struct parser *ps, struct tok *t, const char *fmt, ...)
-{
-	char msg[256], what[96];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	diag(ps->sc, t->line, t->col, "parse error", "%s, found %s", msg, tok_desc(t, what, sizeof(what)));
-	longjmp(ps->fail, 1);
-}
-
-static void enter(struct parser *ps)
-{
-	if (++ps->depth > MAX_NESTING)
-		fail_at(ps, peek(ps, 0), "nesting too deep (more than %d levels)", MAX_NESTING);
-}
-
-static void leave(struct parser *ps, int levels)
-{
-	ps->depth -= levels;
-}
-
-static bool is_op(const struct tok *t, const char *op)
-{
-	return t->kind == T_OP && !strcmp(t->text, op);
-}
-
-static bool is_kw(const struct tok *t, const char *kw)
-{
-	return t->kind == T_IDENT && !strcmp(t->text, kw);
-}
-
-static bool accept(struct parser *ps, const char *op)
-{
-	if (is_op(peek(ps, 0), op)) {
-		take(ps);
-		return true;
-	}
-	return false;
-}
-
-static struct tok *expect(struct parser *ps, const char *op)
-{
-	if (!is_op(peek(ps, 0), op))
-		fail_at(ps, peek(ps, 0), "expected '%s'", op);
-	return take(ps);
-}
-
-static struct tok *expect_ident(struct parser *ps, const char *what)
-{
-	if (peek(ps, 0)->kind != T_IDENT)
-		fail_at(ps, peek(ps, 0), "expected %s", what);
-	return take(ps);
-}
-
-static struct node *mk(struct parser *ps, int kind, struct tok *at)
-{
-	struct node *n = pool_alloc(ps->sc, sizeof(*n));
-	n->kind = (uint8_t)kind;
-	n->line = at->line;
-	n->col = at->col;
-	n->slot = -1;
-	return n;
-}
-
-/* A growable list of nodes, copied into the pool when done. */
-struct nlist {
-	struct node *v[64];
-	struct node **heap;
-	int n, cap;
-};
-
-/* Past 64 entries the list grows in the script's pool, not on the heap: a
- * parse error unwinds by longjmp, and would leak a heap buffer. */
-static void nl_add(struct parser *ps, struct nlist *l, struct node *x)
-{
-	if (l->n < 64) {
-		l->v[l->n++] = x;
-		return;
-	}
-	if (!l->heap || l->n == l->cap) {
-		struct node **bigger;
-		l->cap = l->cap ? l->cap * 2 : 256;
-		bigger = pool_alloc(ps->sc, sizeof(*bigger) * (size_t)l->cap);
-		memcpy(bigger, l->heap ? l->heap : l->v, sizeof(*bigger) * (size_t)l->n);
-		l->heap = bigger;
-	}
-	l->heap[l->n++] = x;
-}
-
-static void nl_done(struct parser *ps, struct nlist *l, struct node *into)
-{
-	into->nargs = l->n;
-	into->args = pool_alloc(ps->sc, sizeof(struct node *) * (size_t)(l->n + 1));
-	memcpy(into->args, l->heap ? l->heap : l->v, sizeof(struct node *) * (size_t)l->n);
-}
-
-static struct node *expr(struct parser *ps);
-static struct node *statement(struct parser *ps);
-
-static void call_args(struct parser *ps, struct node *n)
-{
-	struct nlist l = { .n = 0 };
-	expect(ps, "(");
-	if (!is_op(peek(ps, 0), ")")) {
-		do {
-			if (l.n >= 32)
-				fail_at(ps, peek(ps, 0), "too many arguments");
-			nl_add(ps, &l, expr(ps));
-		} while (accept(ps, ","));
-	}
-	expect(ps, ")");
-	nl_done(ps, &l, n);
-}
-
-static void key_list(struct parser *ps, struct node *n, const char *close)
-{
-	struct nlist l = { .n = 0 };
-	do {
-		struct tok *t = peek(ps, 0);
-		if (l.n >= MAXKEYS)
-			fail_at(ps, t, "more than %d array indexes", MAXKEYS);
-		/* `*` alone is a slice's wildcard; check.c allows it where a
-		 * slice means something */
-		if (is_op(t, "*") && (is_op(peek(ps, 1), ",") || is_op(peek(ps, 1), close))) {
-			take(ps);
-			nl_add(ps, &l, mk(ps, N_WILD, t));
-			n->post = 1;
-			continue;
-		}
-		nl_add(ps, &l, expr(ps));
-	} while (accept(ps, ","));
-	expect(ps, close);
-	nl_done(ps, &l, n);
-}
-
-static const struct {
-	const char *name;
-	int kind;
-} print_fns[] = {
-	{ "printf", P_PRINTF }, { "sprintf", P_SPRINTF }, { "print", P_PRINT },
-	{ "println", P_PRINTLN }, { "sprint", P_SPRINT }, { "sprintln", P_SPRINTLN },
-	{ "printd", P_PRINTD }, { "printdln", P_PRINTDLN }, { "sprintd", P_SPRINTD },
-};
-
-static struct node *primary(struct parser *ps)
-{
-	struct tok *t = take(ps);
-	struct node *n;
-
-	switch (t->kind) {
-	case T_NUM:
-		n = mk(ps, N_NUM, t);
-		n->num = t->num;
-		return n;
-	case T_STR: {
-		n = mk(ps, N_STR, t);
-		n->str = t->text;
-		/* adjacent literals join, as in C */
-		while (peek(ps, 0)->kind == T_STR) {
-			struct tok *u = take(ps);
-			size_t a = strlen(n->str);
-			char *s = pool_alloc(ps->sc, a + u->len + 1);
-			memcpy(s, n->str, a);
-			memcpy(s + a, u->text, u->len + 1);
-			n->str = s;
-		}
-		return n;
-	}
-	case T_DOLLAR:
-		n = mk(ps, N_CTX, t);
-		n->str = t->text;
-		return n;
-	case T_DOLLAR2:
-		if (!strcmp(t->text, "name"))
-			return mk(ps, N_CTXNAME, t);
-		if (!strcmp(t->text, "parms") || !strcmp(t->text, "vars") || !strcmp(t->text, "locals") ||
-		    !strcmp(t->text, "return")) {
-			n = mk(ps, N_CTXPARMS, t); /* which ones: n->str (ctx_vars.c) */
-			n->str = t->text;
-			return n;
-		}
-		if (!strcmp(t->text, "format"))
-			return mk(ps, N_CTXFORMAT, t);
-		ps->pos--;
-		fail_at(ps, t,
-			"unsupported context variable (only $$name, $$parms, $$vars, $$locals, $$return and $$format)");
-	case T_AT: {
-		static const char *const aggs[] = { "count", "sum", "min", "max", "avg", "variance" };
-		for (int i = 0; i < 6; i++) {
-			if (!strcmp(t->text, aggs[i])) {
-				n = mk(ps, N_AGG, t);
-				n->op = i;
-				expect(ps, "(");
-				n->a = expr(ps);
-				expect(ps, ")");
-				return n;
-			}
-		}
-		if (!strcmp(t->text, "hist_log") || !strcmp(t->text, "hist_linear")) {
-			n = mk(ps, N_HIST, t);
-			n->op = t->text[5] == 'l' && t->text[6] == 'o' ? 1 : 2;
-			call_args(ps, n);
-			if (n->nargs != (n->op == 1 ? 1 : 4)) {
-				ps->pos--;
-				fail_at(ps, t, n->op == 1 ? "@hist_log takes one statistic"
-							  : "@hist_linear takes a statistic, start, stop and interval");
-			}
-			return n;
-		}
-		if (!strcmp(t->text, "defined") || !strcmp(t->text, "choose_defined")) {
-			n = mk(ps, N_DEFINED, t);
-			n->op = t->text[0] == 'c';
-			expect(ps, "(");
-			n->a = expr(ps);
-			if (n->op) {
-				expect(ps, ",");
-				n->b = expr(ps);
-			}
-			expect(ps, ")");
-			return n;
-		}
-		if (!strcmp(t->text, "entry")) {
-			/* @entry($x) in a return probe: the value $x had at the
-			 * entry, which is what the return site's $x holds (the
-			 * engine keeps the entry's arguments for the return) */
-			struct tok *in;
-			expect(ps, "(");
-			in = peek(ps, 0);
-			n = expr(ps);
-			expect(ps, ")");
-			if (n->kind != N_CTX) {
-				diag(ps->sc, in->line, in->col, "parse error",
-				     "not supported yet: @entry of anything but a context variable ($name)");
-				longjmp(ps->fail, 1);
-			}
-			return n;
-		}
-		ps->pos--;
-		{
-			static const char *const later[] = { "cast", "var",
-							     "this1", "this2", "this3", "this4", "this5", "this6",
-							     "this7", "this8", "this9", "kregister", "uregister",
-							     "probewrite", "const" };
-			for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++)
-				if (!strcmp(t->text, later[i])) {
-					diag(ps->sc, t->line, t->col, "parse error", "not supported yet: @%s", t->text);
-					longjmp(ps->fail, 1);
-				}
-		}
-		fail_at(ps, t, "unknown operator (expected @count @sum @min @max @avg @variance @hist_log @hist_linear)");
-	}
-	case T_IDENT:
-		if (is_op(peek(ps, 0), "(")) {
-			for (size_t i = 0; i < sizeof(print_fns) / sizeof(print_fns[0]); i++) {
-				if (!strcmp(t->text, print_fns[i].name)) {
-					n = mk(ps, N_PRINT, t);
-					n->op = print_fns[i].kind;
-					call_args(ps, n);
-					return n;
-				}
-			}
-			n = mk(ps, N_CALL, t);
-			n->str = t->text;
-			call_args(ps, n);
-			return n;
-		}
-		if (is_op(peek(ps, 0), "[")) {
-			take(ps);
-			n = mk(ps, N_INDEX, t);
-			n->str = t->text;
-			key_list(ps, n, "]");
-			return n;
-		}
-		n = mk(ps, N_VAR, t);
-		n->str = t->text;
-		return n;
-	case T_OP:
-		if (is_op(t, "(")) {
-			n = expr(ps);
-			expect(ps, ")");
-			return n;
-		}
-		if (is_op(t, "[")) {
-			struct tok *arr;
-			n = mk(ps, N_IN, t);
-			key_list(ps, n, "]");
-			if (!is_kw(peek(ps, 0), "in"))
-				fail_at(ps, peek(ps, 0), "expected 'in'");
-			take(ps);
-			arr = expect_ident(ps, "an array name");
-			n->str = arr->text;
-			return n;
-		}
-		break;
-	default:
-		break;
-	}
-	ps->pos--;
-	fail_at(ps, t, "expected an expression");
-}
-
-/* stap constructs the parser knows but djp does not run yet: said as such,
- * at their place, rather than as a syntax error after them */
-static _Noreturn void not_yet(struct parser *ps, const struct tok *t, const char *what)
-{
-	diag(ps->sc, t->line, t->col, "parse error", "not supported yet: %s", what);
-	longjmp(ps->fail, 1);
-}
-
-static struct node *postfix(struct parser *ps)
-{
-	struct node *n = primary(ps);
-	struct tok *t = peek(ps, 0);
-
-	if (is_op(t, "->"))
-		not_yet(ps, t, "'->' (members of target variables, from debug information)");
-	if (n->kind == N_CTX && is_op(t, "["))
-		not_yet(ps, t, "indexing a target variable ($var[i], from debug information)");
-	if (is_op(t, "++") || is_op(t, "--")) {
-		struct node *u = mk(ps, N_INCDEC, t);
-		take(ps);
-		u->op = t->text[0];
-		u->post = 1;
-		u->a = n;
-		return u;
-	}
-	return n;
-}
-
-static struct node *unary(struct parser *ps)
-{
-	struct tok *t = peek(ps, 0);
-	struct node *n;
-
-	if (is_op(t, "++") || is_op(t, "--")) {
-		take(ps);
-		n = mk(ps, N_INCDEC, t);
-		n->op = t->text[0];
-		enter(ps);
-		n->a = unary(ps);
-		leave(ps, 1);
-		return n;
-	}
-	if (is_op(t, "&") && (peek(ps, 1)->kind == T_DOLLAR || peek(ps, 1)->kind == T_AT))
-		not_yet(ps, t, "'&' (the address of a target variable, from debug information)");
-	if (is_op(t, "-") || is_op(t, "!") || is_op(t, "~") || is_op(t, "+")) {
-		take(ps);
-		enter(ps);
-		if (is_op(t, "+")) {
-			n = unary(ps);
-			leave(ps, 1);
-			return n;
-		}
-		n = mk(ps, is_op(t, "-") ? N_NEG : is_op(t, "!") ? N_NOT : N_BITNOT, t);
-		n->a = unary(ps);
-		leave(ps, 1);
-		if (n->kind == N_NEG && n->a->kind == N_NUM) {
-			n->a->num = (int64_t)(0 - (uint64_t)n->a->num);
-			n->a->line = n->line;
-			n->a->col = n->col;
-			return n->a;
-		}
-		return n;
-	}
-	return postfix(ps);
-}
-
-/* One left-associative binary level: ops is a NULL-terminated list. */
-static struct node *binary(struct parser *ps, struct node *(*sub)(struct parser *), const char *const *ops, int kind)
-{
-	struct node *l = sub(ps);
-	int links = 0;
-	for (;;) {
-		struct tok *t = peek(ps, 0);
-		const char *const *o;
-		struct node *n;
-		for (o = ops; *o && !is_op(t, *o); o++)
-			;
-		if (!*o) {
-			leave(ps, links);
-			return l;
-		}
-		take(ps);
-		enter(ps); /* the tree is one level deeper for each link */
-		links++;
-		n = mk(ps, kind, t);
-		n->op = t->text[0] | (t->text[1] << 8);
-		n->a = l;
-		n->b = sub(ps);
-		l = n;
-	}
-}
-
-#define LEVEL(fn, sub, kind, ...)                                                            \
-	static struct node *fn(struct parser *ps)                                            \
-	{                                                                                    \
-		static const char *const ops[] = { __VA_ARGS__, NULL };                      \
-		return binary(ps, sub, ops, kind);                                           \
-	}
-
-LEVEL(multiplicative, unary, N_BINOP, "*", "/", "%")
-LEVEL(additive, multiplicative, N_BINOP, "+", "-")
-LEVEL(concatenation, additive, N_CONCAT, ".")
-LEVEL(shift, concatenation, N_BINOP, "<<", ">>")
-LEVEL(comparison, shift, N_CMP, "<", ">", "<=", ">=", "==", "!=", "=~", "!~")
-
-static struct node *array_in(struct parser *ps)
-{
-	struct node *l = comparison(ps);
-	int links = 0;
-	while (is_kw(peek(ps, 0), "in")) {
-		struct tok *t = take(ps), *arr = expect_ident(ps, "an array name");
-		enter(ps);
-		links++;
-		struct node *n = mk(ps, N_IN, t);
-		n->nargs = 1;
-		n->args = pool_alloc(ps->sc, sizeof(struct node *));
-		n->args[0] = l;
-		n->str = arr->text;
-		l = n;
-	}
-	leave(ps, links);
-	return l;
-}
-
-LEVEL(bit_and, array_in, N_BINOP, "&")
-LEVEL(bit_xor, bit_and, N_BINOP, "^")
-LEVEL(bit_or, bit_xor, N_BINOP, "|")
-LEVEL(logical_and, bit_or, N_LOGAND, "&&")
-LEVEL(logical_or, logical_and, N_LOGOR, "||")
-
-static struct node *ternary(struct parser *ps)
-{
-	struct node *c = logical_or(ps);
-	struct tok *t = peek(ps, 0);
-	if (is_op(t, "?")) {
-		struct node *n = mk(ps, N_TERNARY, t);
-		take(ps);
-		n->a = c;
-		n->b = expr(ps);
-		expect(ps, ":");
-		enter(ps);
-		n->c = ternary(ps);
-		leave(ps, 1);
-		return n;
-	}
-	return c;
-}
-
-static struct node *assignment(struct parser *ps);
-
-static struct node *expr(struct parser *ps)
-{
-	struct node *n;
-
-	enter(ps);
-	n = assignment(ps);
-	leave(ps, 1);
-	return n;
-}
-
-static struct node *assignment(struct parser *ps)
-{
-	static const char *const assign_ops[] = { "=", "+=", "-=", "*=", "/=", "%=", ".=",
-						  "<<=", ">>=", "&=", "|=", "^=", "<<<" };
-	struct node *l = ternary(ps);
-	struct tok *t = peek(ps, 0);
-
-	for (size_t i = 0; i < sizeof(assign_ops) / sizeof(assign_ops[0]); i++) {
-		struct node *n;
-		if (!is_op(t, assign_ops[i]))
-			continue;
-		if (l->kind != N_VAR && l->kind != N_INDEX)
-			fail_at(ps, t, "left side of '%s' is not a variable or array element", t->text);
-		take(ps);
-		if (i == 12) {
-			n = mk(ps, N_STATADD, t);
-		} else {
-			n = mk(ps, N_ASSIGN, t);
-			n->op = i == 0 ? 0 : (t->text[0] | (t->text[1] == '=' ? 0 : t->text[1] << 8));
-		}
-		n->a = l;
-		n->b = expr(ps);
-		return n;
-	}
-	return l;
-}
-
-static struct node *block(struct parser *ps)
-{
-	struct tok *t = expect(ps, "{");
-	struct node *n = mk(ps, S_BLOCK, t);
-	struct nlist l = { .n = 0 };
-	while (!is_op(peek(ps, 0), "}")) {
-		if (peek(ps, 0)->kind == T_EOF)
-			fail_at(ps, peek(ps, 0), "expected '}'");
-		nl_add(ps, &l, statement(ps));
-	}
-	take(ps);
-	nl_done(ps, &l, n);
-	return n;
-}
-
-static int sort_mark(struct parser *ps)
-{
-	if (accept(ps, "+"))
-		return 1;
-	if (accept(ps, "-"))
-		return -1;
-	return 0;
-}
-
-static void set_sort(struct parser *ps, struct node *n, struct tok *at, int col, int dir)
-{
-	if (!dir)
-		return;
-	if (n->fe_sort_dir)
-		fail_at(ps, at, "multiple sort directives");
-	n->fe_sort_col = col;
-	n->fe_sort_dir = dir;
-}
-
-static struct node *var_decl(struct parser *ps, struct tok *t)
-{
-	struct node *v = mk(ps, N_VAR, t);
-	v->str = t->text;
-	return v;
-}
-
-static struct node *foreach_stmt(struct parser *ps, struct tok *kw)
-{
-	struct node *n = mk(ps, S_FOREACH, kw);
-	struct tok *t;
-	struct node *keys[MAXKEYS];
-	int d;
-
-	n->fe_sort_col = -1;
-	expect(ps, "(");
-	t = peek(ps, 0);
-	if (t->kind == T_IDENT && (is_op(peek(ps, 1), "=") ||
-				   ((is_op(peek(ps, 1), "+") || is_op(peek(ps, 1), "-")) && is_op(peek(ps, 2), "=")))) {
-		take(ps);
-		n->d = var_decl(ps, t); /* value variable, resolved in check.c */
-		set_sort(ps, n, peek(ps, 0), 0, sort_mark(ps));
-		expect(ps, "=");
-	}
-	if (accept(ps, "[")) {
-		do {
-			struct tok *k = expect_ident(ps, "a key variable");
-			if (n->fe_nkeys == MAXKEYS)
-				fail_at(ps, k, "more than %d keys", MAXKEYS);
-			keys[n->fe_nkeys++] = var_decl(ps, k);
-			set_sort(ps, n, peek(ps, 0), n->fe_nkeys, sort_mark(ps));
-		} while (accept(ps, ","));
-		expect(ps, "]");
-	} else {
-		struct tok *k = expect_ident(ps, "a key variable or '['");
-		keys[n->fe_nkeys++] = var_decl(ps, k);
-		set_sort(ps, n, peek(ps, 0), 1, sort_mark(ps));
-	}
-	if (!is_kw(peek(ps, 0), "in"))
-		fail_at(ps, peek(ps, 0), "expected 'in'");
-	take(ps);
-	t = expect_ident(ps, "an array name");
-	n->str = t->text;
-	if (is_op(peek(ps, 0), "[")) {
-		/* foreach ([a, b] in x[*, "k"]): only the elements that match */
-		n->fe_slice = mk(ps, N_INDEX, take(ps));
-		n->fe_slice->str = t->text;
-		key_list(ps, n->fe_slice, "]");
-	}
-	if (peek(ps, 0)->kind == T_AT) {
-		/* foreach (k in stats @sum-): sort by that aggregate */
-		static const char *const aggs[] = { "count", "sum", "min", "max", "avg" };
-		struct tok *a = take(ps);
-		size_t i;
-		for (i = 0; i < sizeof(aggs) / sizeof(aggs[0]) && strcmp(a->text, aggs[i]); i++)
-			;
-		if (i == sizeof(aggs) / sizeof(aggs[0]))
-			fail_at(ps, a, "expected @count, @sum, @min, @max or @avg to sort by");
-		n->fe_sort_agg = (int)i;
-	}
-	d = sort_mark(ps);
-	set_sort(ps, n, t, 0, d);
-	if (is_kw(peek(ps, 0), "limit")) {
-		take(ps);
-		n->fe_limit = expr(ps);
-	}
-	expect(ps, ")");
-	n->nargs = n->fe_nkeys;
-	n->args = pool_alloc(ps->sc, sizeof(struct node *) * MAXKEYS);
-	memcpy(n->args, keys, sizeof(struct node *) * (size_t)n->fe_nkeys);
-	ps->loop_depth++;
-	n->a = statement(ps);
-	ps->loop_depth--;
-	return n;
-}
-
-static struct node *statement_at(struct parser *ps);
-
-static struct node *statement(struct parser *ps)
-{
-	struct node *n;
-
-	enter(ps);
-	n = statement_at(ps);
-	leave(ps, 1);
-	return n;
-}
-
-static struct node *statement_at(struct parser *ps)
-{
-	struct tok *t = peek(ps, 0);
-	struct node *n;
-
-	if (is_op(t, "{"))
-		return block(ps);
-	if (is_op(t, ";")) {
-		take(ps);
-		return mk(ps, S_NOP, t);
-	}
-	if (t->kind == T_IDENT) {
-		if (!strcmp(t->text, "try")) {
-			/* try { } catch [(msg)] { } */
-			take(ps);
-			n = mk(ps, S_TRY, t);
-			n->a = block(ps);
-			if (!is_kw(peek(ps, 0), "catch"))
-				fail_at(ps, peek(ps, 0), "expected 'catch' after the try block");
-			take(ps);
-			if (accept(ps, "(")) {
-				n->str = expect_ident(ps, "the name of the error message's variable")->text;
-				expect(ps, ")");
-			}
-			n->b = block(ps);
-			return n;
-		}
-		if (!strcmp(t->text, "if")) {
-			take(ps);
-			n = mk(ps, S_IF, t);
-			expect(ps, "(");
-			n->a = expr(ps);
-			expect(ps, ")");
-			n->b = statement(ps);
-			if (is_kw(peek(ps, 0), "else")) {
-				take(ps);
-				n->c = statement(ps);
-			}
-			return n;
-		}
-		if (!strcmp(t->text, "while")) {
-			take(ps);
-			n = mk(ps, S_WHILE, t);
-			expect(ps, "(");
-			n->a = expr(ps);
-			expect(ps, ")");
-			ps->loop_depth++;
-			n->b = statement(ps);
-			ps->loop_depth--;
-			return n;
-		}
-		if (!strcmp(t->text, "for")) {
-			take(ps);
-			n = mk(ps, S_FOR, t);
-			expect(ps, "(");
-			if (!is_op(peek(ps, 0), ";"))
-				n->a = expr(ps);
-			expect(ps, ";");
-			if (!is_op(peek(ps, 0), ";"))
-				n->b = expr(ps);
-			expect(ps, ";");
-			if (!is_op(peek(ps, 0), ")"))
-				n->c = expr(ps);
-			expect(ps, ")");
-			ps->loop_depth++;
-			n->d = statement(ps);
-			ps->loop_depth--;
-			return n;
-		}
-		if (!strcmp(t->text, "foreach")) {
-			take(ps);
-			return foreach_stmt(ps, t);
-		}
-		if (!strcmp(t->text, "break") || !strcmp(t->text, "continue")) {
-			take(ps);
-			if (!ps->loop_depth)
-				fail_at(ps, t, "'%s' outside a loop", t->text);
-			n = mk(ps, t->text[0] == 'b' ? S_BREAK : S_CONTINUE, t);
-			accept(ps, ";");
-			return n;
-		}
-		if (!strcmp(t->text, "next")) {
-			take(ps);
-			n = mk(ps, S_NEXT, t);
-			accept(ps, ";");
-			return n;
-		}
-		if (!strcmp(t->text, "return")) {
-			take(ps);
-			n = mk(ps, S_RETURN, t);
-			if (!is_op(peek(ps, 0), ";") && !is_op(peek(ps, 0), "}"))
-				n->a = expr(ps);
-			accept(ps, ";");
-			return n;
-		}
-		if (!strcmp(t->text, "delete")) {
-			take(ps);
-			n = mk(ps, S_DELETE, t);
-			n->a = primary(ps);
-			if (n->a->kind != N_VAR && n->a->kind != N_INDEX)
-				fail_at(ps, t, "delete needs a variable, an array or an array element");
-			accept(ps, ";");
-			return n;
-		}
-		if (!strcmp(t->text, "global") || !strcmp(t->text, "probe") || !strcmp(t->text, "function"))
-			fail_at(ps, t, "expected a statement");
-	}
-	n = mk(ps, S_EXPR, t);
-	n->a = expr(ps);
-	accept(ps, ";");
-	return n;
-}
 
 /* ---- top level ---------------------------------------------------------- */
 
 static struct node *literal(struct parser *ps)
 {
 	struct tok *t = peek(ps, 0);
-	struct node *n = unary(ps);
+	struct node *n = parse_unary(ps);
 	if (n->kind != N_NUM && n->kind != N_STR)
 		fail_at(ps, t, "expected a literal number or string");
 	return n;
@@ -924,7 +159,7 @@ static void function_point(struct parser *ps, struct probe_point *pp, const char
 	} else {
 		diag(ps->sc, pp->line, pp->col, "semantic error",
 		     "not supported yet: probe point %s (djp has function(\"GLOB\"), "
-		     "function(\"GLOB@FILE:LINE\") and statement(\"FUNC@FILE:LINE\"))",
+		     "function(\"GLOB@FILE:LINE\") and parse_statement(\"FUNC@FILE:LINE\"))",
 		     pp->text);
 		longjmp(ps->fail, 1);
 	}
@@ -959,25 +194,28 @@ static bool no_args(struct tok *const *arg, int ncomp)
 	return true;
 }
 
-static struct probe_point *probe_point(struct parser *ps)
-{
-	struct probe_point *pp = pool_alloc(ps->sc, sizeof(*pp));
-	struct tok *first = peek(ps, 0);
+/* A probe point's dotted words, each with its literal argument or NULL. */
+struct point_words {
 	const char *comp[4];
 	struct tok *arg[4];
-	int ncomp = 0;
+	int ncomp;
+};
+
+/* COMPONENT(ARG).COMPONENT...[?|!] into *w, its text as written into
+ * pp->text. */
+static void point_words(struct parser *ps, struct probe_point *pp, struct point_words *w)
+{
 	char text[512];
 	size_t len = 0;
 
-	pp->line = first->line;
-	pp->col = first->col;
+	w->ncomp = 0;
 	do {
 		struct tok *c = expect_ident(ps, "a probe point");
-		if (ncomp == 4)
+		if (w->ncomp == 4)
 			fail_at(ps, c, "probe point has too many components");
-		comp[ncomp] = c->text;
-		arg[ncomp] = NULL;
-		append_text(text, sizeof(text), &len, "%s%s", ncomp ? "." : "", c->text);
+		w->comp[w->ncomp] = c->text;
+		w->arg[w->ncomp] = NULL;
+		append_text(text, sizeof(text), &len, "%s%s", w->ncomp ? "." : "", c->text);
 		if (accept(ps, "(")) {
 			bool minus = accept(ps, "-"); /* begin(-5) */
 			struct tok *a = take(ps);
@@ -991,21 +229,131 @@ static struct probe_point *probe_point(struct parser *ps)
 				neg->num = -a->num;
 				a = neg;
 			}
-			arg[ncomp] = a;
+			w->arg[w->ncomp] = a;
 			if (a->kind == T_STR)
 				append_text(text, sizeof(text), &len, "(\"%s\")", a->text);
 			else
 				append_text(text, sizeof(text), &len, "(%lld)", (long long)a->num);
 			expect(ps, ")");
 		}
-		ncomp++;
+		w->ncomp++;
 	} while (accept(ps, "."));
 	if (accept(ps, "?"))
 		pp->optional = true;
 	else if (accept(ps, "!"))
 		pp->optional = pp->sufficient = true; /* stap: optional, and enough when it resolves */
 	pp->text = pool_strndup(ps->sc, text, len < sizeof(text) ? len : sizeof(text) - 1);
+}
 
+/* timer.UNIT(N)[.randomize(M)]: false when the period (or its spread)
+ * makes no sense */
+static bool timer_point(struct probe_point *pp, const struct point_words *w)
+{
+	static const struct {
+		const char *n;
+		int64_t mul; /* ns a unit; 0: hz (a rate) */
+	} units[] = { { "s", 1000000000 }, { "sec", 1000000000 }, { "ms", 1000000 }, { "msec", 1000000 },
+		      { "us", 1000 },	     { "usec", 1000 },	     { "ns", 1 },	{ "nsec", 1 },
+		      { "jiffies", 10000000 }, /* USER_HZ's 100 a second */
+		      { "hz", 0 } };
+	struct tok *const *arg = w->arg;
+	int64_t mul = -1;
+
+	pp->kind = PP_TIMER;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(w->comp[1], units[i].n))
+			mul = units[i].mul;
+	if (mul == 0 && arg[1]->num > 0 && arg[1]->num <= 1000000000)
+		pp->period_ns = 1000000000 / arg[1]->num;
+	else if (mul > 0)
+		pp->period_ns = arg[1]->num * mul;
+	if (pp->period_ns <= 0 || (mul > 0 && arg[1]->num > 0 && pp->period_ns / arg[1]->num != mul))
+		return false;
+	if (w->ncomp == 3) { /* .randomize(M), in the timer's unit */
+		pp->random_ns = mul > 0 ? arg[2]->num * mul : 0;
+		if (pp->random_ns < 0 || pp->random_ns >= pp->period_ns)
+			return false;
+	}
+	return true;
+}
+
+/* kernel.mark("GLOB"), module("MODGLOB").mark("GLOB"): the markers of
+ * loaded modules (script/klive.c) */
+static void kernel_point(struct parser *ps, struct probe_point *pp, const struct point_words *w)
+{
+	char glob[600];
+	pp->kind = PP_MARK;
+	pp->kernel = true;
+	pp->module = w->arg[0] ? w->arg[0]->text : NULL;
+	pp->glob = w->arg[1]->text;
+	snprintf(glob, sizeof(glob), "%s%s%s", pp->module ? pp->module : "", pp->module ? ":" : "", pp->glob);
+	pp->connect = pool_strndup(ps->sc, glob, strlen(glob));
+}
+
+/* process[(PATH|PID)].mark("GLOB"), and SystemTap's spelling of an SDT
+ * probe, process.provider("P").mark("GLOB"): the pattern P:GLOB */
+static void process_mark_point(struct parser *ps, struct probe_point *pp, const struct point_words *w)
+{
+	struct tok *const *arg = w->arg;
+	pp->kind = PP_MARK;
+	pp->path = arg[0] && arg[0]->kind == T_STR ? arg[0]->text : NULL;
+	pp->pid = arg[0] && arg[0]->kind == T_NUM ? (int32_t)arg[0]->num : 0;
+	if (w->ncomp == 2) {
+		pp->glob = arg[1]->text;
+	} else {
+		char glob[512];
+		snprintf(glob, sizeof(glob), "%s:%s", arg[1]->text, arg[2]->text);
+		pp->glob = pool_strndup(ps->sc, glob, strlen(glob));
+	}
+}
+
+/* a probe alias (a name of dotted words), or an unknown point: said after
+ * the parse */
+static void alias_point(struct parser *ps, struct probe_point *pp, const struct point_words *w)
+{
+	char name[256];
+	size_t len = 0;
+	for (int i = 0; i < w->ncomp; i++)
+		len += (size_t)snprintf(name + len, sizeof(name) - len, "%s%s", i ? "." : "", w->comp[i]);
+	pp->kind = PP_ALIAS;
+	pp->alias = pool_strndup(ps->sc, name, len < sizeof(name) ? len : sizeof(name) - 1);
+}
+
+static _Noreturn void bad_point(struct parser *ps, struct probe_point *pp, const struct point_words *w)
+{
+	const char *why = stap_point_missing(w->comp, w->ncomp);
+	if (why) {
+		diag(ps->sc, pp->line, pp->col, "semantic error", "not supported yet: probe point %s (%s)", pp->text,
+		     why);
+		longjmp(ps->fail, 1);
+	}
+	diag(ps->sc, pp->line, pp->col, "semantic error",
+	     "while resolving probe point %s: unknown probe point (expected begin, end, begin(N), end(N), oneshot, "
+	     "never, timer.ms(N), timer.s(N), timer.hz(N), timer.jiffies(N), timer.ms(N).randomize(M), "
+	     "process(\"PATH\").mark(\"GLOB\"), process.mark(\"GLOB\"), process.provider(\"P\").mark(\"GLOB\"), "
+	     "kernel.mark(\"GLOB\") or module(\"MODGLOB\").mark(\"GLOB\"))",
+	     pp->text);
+	longjmp(ps->fail, 1);
+}
+
+/* process's argument: none, a path or a pid */
+static bool process_arg(const struct tok *a)
+{
+	return !a || a->kind == T_STR || pid_arg(a);
+}
+
+static struct probe_point *probe_point(struct parser *ps)
+{
+	struct probe_point *pp = pool_alloc(ps->sc, sizeof(*pp));
+	struct point_words w;
+	const char *const *comp = w.comp;
+	struct tok *const *arg = w.arg;
+	int ncomp;
+
+	pp->line = peek(ps, 0)->line;
+	pp->col = peek(ps, 0)->col;
+	point_words(ps, pp, &w);
+	ncomp = w.ncomp;
 	if (ncomp == 1 && (!arg[0] || arg[0]->kind == T_NUM) &&
 	    (!strcmp(comp[0], "begin") || !strcmp(comp[0], "end") || !strcmp(comp[0], "error"))) {
 		/* begin(N), end(N), error(N): run in order of N, lowest first */
@@ -1018,91 +366,30 @@ static struct probe_point *probe_point(struct parser *ps)
 		pp->kind = PP_NEVER; /* checked, never run */
 	} else if ((ncomp == 2 || (ncomp == 3 && !strcmp(comp[2], "randomize") && arg[2] && arg[2]->kind == T_NUM)) &&
 		   !strcmp(comp[0], "timer") && !arg[0] && arg[1] && arg[1]->kind == T_NUM) {
-		static const struct {
-			const char *n;
-			int64_t mul; /* ns a unit; 0: hz (a rate) */
-		} units[] = { { "s", 1000000000 }, { "sec", 1000000000 }, { "ms", 1000000 }, { "msec", 1000000 },
-			      { "us", 1000 },	     { "usec", 1000 },	     { "ns", 1 },	{ "nsec", 1 },
-			      { "jiffies", 10000000 }, /* USER_HZ's 100 a second */
-			      { "hz", 0 } };
-		int64_t mul = -1;
-		pp->kind = PP_TIMER;
-		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (!strcmp(comp[1], units[i].n))
-				mul = units[i].mul;
-		if (mul == 0 && arg[1]->num > 0 && arg[1]->num <= 1000000000)
-			pp->period_ns = 1000000000 / arg[1]->num;
-		else if (mul > 0)
-			pp->period_ns = arg[1]->num * mul;
-		if (pp->period_ns <= 0 || (mul > 0 && arg[1]->num > 0 && pp->period_ns / arg[1]->num != mul))
-			goto bad;
-		if (ncomp == 3) { /* .randomize(M), in the timer's unit */
-			pp->random_ns = mul > 0 ? arg[2]->num * mul : 0;
-			if (pp->random_ns < 0 || pp->random_ns >= pp->period_ns)
-				goto bad;
-		}
+		if (!timer_point(pp, &w))
+			bad_point(ps, pp, &w);
 	} else if (ncomp == 2 && (!strcmp(comp[0], "kernel") || !strcmp(comp[0], "module")) &&
 		   !strcmp(comp[1], "mark") && arg[1] && arg[1]->kind == T_STR &&
 		   (comp[0][0] == 'k' ? !arg[0] : arg[0] && arg[0]->kind == T_STR)) {
-		/* kernel.mark("GLOB"), module("MODGLOB").mark("GLOB"): the
-		 * markers of loaded modules (script/klive.c) */
-		char glob[600];
-		pp->kind = PP_MARK;
-		pp->kernel = true;
-		pp->module = arg[0] ? arg[0]->text : NULL;
-		pp->glob = arg[1]->text;
-		snprintf(glob, sizeof(glob), "%s%s%s", pp->module ? pp->module : "", pp->module ? ":" : "", pp->glob);
-		pp->connect = pool_strndup(ps->sc, glob, strlen(glob));
+		kernel_point(ps, pp, &w);
 	} else if (ncomp == 2 && !strcmp(comp[0], "process") && !strcmp(comp[1], "mark") && arg[1] &&
-		   arg[1]->kind == T_STR && (!arg[0] || arg[0]->kind == T_STR || pid_arg(arg[0]))) {
-		pp->kind = PP_MARK;
-		pp->path = arg[0] && arg[0]->kind == T_STR ? arg[0]->text : NULL;
-		pp->pid = arg[0] && arg[0]->kind == T_NUM ? (int32_t)arg[0]->num : 0;
-		pp->glob = arg[1]->text;
+		   arg[1]->kind == T_STR && process_arg(arg[0])) {
+		process_mark_point(ps, pp, &w);
 	} else if (ncomp == 3 && !strcmp(comp[0], "process") && !strcmp(comp[1], "provider") &&
 		   !strcmp(comp[2], "mark") && arg[1] && arg[1]->kind == T_STR && arg[2] && arg[2]->kind == T_STR &&
-		   (!arg[0] || arg[0]->kind == T_STR || pid_arg(arg[0]))) {
-		/* SystemTap's spelling of an SDT probe: the pattern PROVIDER:NAME */
-		char glob[512];
-		snprintf(glob, sizeof(glob), "%s:%s", arg[1]->text, arg[2]->text);
-		pp->kind = PP_MARK;
-		pp->path = arg[0] && arg[0]->kind == T_STR ? arg[0]->text : NULL;
-		pp->pid = arg[0] && arg[0]->kind == T_NUM ? (int32_t)arg[0]->num : 0;
-		pp->glob = pool_strndup(ps->sc, glob, strlen(glob));
+		   process_arg(arg[0])) {
+		process_mark_point(ps, pp, &w);
 	} else if ((ncomp == 2 || (ncomp == 3 && !arg[2] && !strcmp(comp[2], "call")) ||
 		    (ncomp == 3 && !arg[2] && !strcmp(comp[2], "return") && !strcmp(comp[1], "function"))) &&
 		   !strcmp(comp[0], "process") && (!strcmp(comp[1], "function") || !strcmp(comp[1], "statement")) &&
-		   arg[1] && arg[1]->kind == T_STR && (!arg[0] || arg[0]->kind == T_STR || pid_arg(arg[0]))) {
+		   arg[1] && arg[1]->kind == T_STR && process_arg(arg[0])) {
 		function_point(ps, pp, comp[1], arg[0], arg[1], ncomp == 3 && !strcmp(comp[2], "return"));
 	} else if (no_args(arg, ncomp) && (ncomp == 1 || !stap_point_missing(comp, ncomp))) {
-		/* a probe alias (a name of dotted words), or an unknown point:
-		 * said after the parse */
-		char name[256];
-		size_t len = 0;
-		for (int i = 0; i < ncomp; i++)
-			len += (size_t)snprintf(name + len, sizeof(name) - len, "%s%s", i ? "." : "", comp[i]);
-		pp->kind = PP_ALIAS;
-		pp->alias = pool_strndup(ps->sc, name, len < sizeof(name) ? len : sizeof(name) - 1);
+		alias_point(ps, pp, &w);
 	} else {
-		goto bad;
+		bad_point(ps, pp, &w);
 	}
 	return pp;
-bad:
-	{
-		const char *why = stap_point_missing(comp, ncomp);
-		if (why) {
-			diag(ps->sc, pp->line, pp->col, "semantic error", "not supported yet: probe point %s (%s)",
-			     pp->text, why);
-			longjmp(ps->fail, 1);
-		}
-	}
-	diag(ps->sc, pp->line, pp->col, "semantic error",
-	     "while resolving probe point %s: unknown probe point (expected begin, end, begin(N), end(N), oneshot, "
-	     "never, timer.ms(N), timer.s(N), timer.hz(N), timer.jiffies(N), timer.ms(N).randomize(M), "
-	     "process(\"PATH\").mark(\"GLOB\"), process.mark(\"GLOB\"), process.provider(\"P\").mark(\"GLOB\"), "
-	     "kernel.mark(\"GLOB\") or module(\"MODGLOB\").mark(\"GLOB\"))",
-	     pp->text);
-	longjmp(ps->fail, 1);
 }
 
 /* probe NAME = POINTS { } or probe NAME += POINTS { }: an alias. */
@@ -1139,7 +426,7 @@ static bool alias_decl(struct parser *ps)
 		*tail = probe_point(ps);
 		tail = &(*tail)->next;
 	} while (accept(ps, ","));
-	a->body = block(ps);
+	a->body = parse_block(ps);
 	a->next = ps->sc->aliases;
 	ps->sc->aliases = a;
 	return true;
@@ -1279,10 +566,10 @@ static void probe_decl(struct parser *ps, struct tok *kw)
 	if (is_kw(peek(ps, 0), "if")) {
 		take(ps);
 		expect(ps, "(");
-		p->cond = expr(ps);
+		p->cond = parse_expr(ps);
 		expect(ps, ")");
 	}
-	p->body = block(ps);
+	p->body = parse_block(ps);
 	p->index = ps->sc->nprobes++;
 	struct probe **pp = &ps->sc->probes;
 	while (*pp)
@@ -1347,7 +634,7 @@ static void function_decl(struct parser *ps)
 		f->ret = type_name(ps);
 	if (is_op(peek(ps, 0), "%") && is_op(peek(ps, 1), "{"))
 		embedded_c(ps, peek(ps, 0));
-	f->body = block(ps);
+	f->body = parse_block(ps);
 	f->next = ps->sc->funcs;
 	ps->sc->funcs = f;
 }

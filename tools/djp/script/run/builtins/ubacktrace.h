@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lang.h"
+#include "tools/djp/script/run/run.h"
 
 /* How one address is written: the styles of stap's _stp_snprint_addr
  * that its user-space functions use. */

@@ -26,6 +26,7 @@
 
 #include "lang.h"
 #include "lib/ring.h"
+#include "tools/djp/script/run/builtins/builtins.h"
 
 struct checker {
 	struct script *sc;
@@ -58,162 +59,6 @@ const char *ty_name(int ty)
 			(ck)->errors++;                                                      \
 		}                                                                            \
 	} while (0)
-
-static const struct {
-	const char *name;
-	int id, nargs;
-	uint8_t ret, arg[3];
-} builtins[] = {
-	{ "pid", B_PID, 0, TY_LONG, { 0 } },
-	{ "tid", B_TID, 0, TY_LONG, { 0 } },
-	{ "execname", B_EXECNAME, 0, TY_STR, { 0 } },
-	{ "gettimeofday_ns", B_TOD_NS, 0, TY_LONG, { 0 } },
-	{ "gettimeofday_us", B_TOD_US, 0, TY_LONG, { 0 } },
-	{ "gettimeofday_ms", B_TOD_MS, 0, TY_LONG, { 0 } },
-	{ "gettimeofday_s", B_TOD_S, 0, TY_LONG, { 0 } },
-	{ "exit", B_EXIT, 0, TY_LONG, { 0 } },
-	{ "strlen", B_STRLEN, 1, TY_LONG, { TY_STR } },
-	{ "substr", B_SUBSTR, 3, TY_STR, { TY_STR, TY_LONG, TY_LONG } },
-	{ "isinstr", B_ISINSTR, 2, TY_LONG, { TY_STR, TY_STR } },
-	{ "strtol", B_STRTOL, 2, TY_LONG, { TY_STR, TY_LONG } },
-	{ "stringat", B_STRINGAT, 2, TY_LONG, { TY_STR, TY_LONG } },
-	{ "error", B_ERROR, 1, TY_LONG, { TY_STR } },
-	{ "target", B_TARGET, 0, TY_LONG, { 0 } },
-	{ "pp", B_PP, 0, TY_STR, { 0 } },
-	/* strings of the target; with an error message, returned on a fault */
-	{ "user_string", B_USTR, 1, TY_STR, { TY_LONG } },
-	{ "user_string", B_USTR, 2, TY_STR, { TY_LONG, TY_STR } },
-	{ "user_string_n", B_USTR_N, 2, TY_STR, { TY_LONG, TY_LONG } },
-	{ "user_string_n", B_USTR_N, 3, TY_STR, { TY_LONG, TY_LONG, TY_STR } },
-	{ "user_string_quoted", B_USTR_QUOTED, 1, TY_STR, { TY_LONG } },
-	{ "user_string_n_quoted", B_USTR_N_QUOTED, 2, TY_STR, { TY_LONG, TY_LONG } },
-	/* the process of the event (or the target, outside one) */
-	{ "ppid", B_PPID, 0, TY_LONG, { 0 } },
-	{ "uid", B_UID, 0, TY_LONG, { 0 } },
-	{ "euid", B_EUID, 0, TY_LONG, { 0 } },
-	{ "gid", B_GID, 0, TY_LONG, { 0 } },
-	{ "egid", B_EGID, 0, TY_LONG, { 0 } },
-	{ "pexecname", B_PEXECNAME, 0, TY_STR, { 0 } },
-	{ "cmdline_str", B_CMDLINE_STR, 0, TY_STR, { 0 } },
-	{ "cmdline_arg", B_CMDLINE_ARG, 1, TY_STR, { TY_LONG } },
-	{ "stp_pid", B_STP_PID, 0, TY_LONG, { 0 } },
-	{ "is_return", B_IS_RETURN, 0, TY_LONG, { 0 } },
-	{ "pn", B_PN, 0, TY_STR, { 0 } },
-	{ "thread_indent", B_THREAD_INDENT, 1, TY_STR, { TY_LONG } },
-	/* time */
-	{ "local_clock_ns", B_LOCAL_CLOCK_NS, 0, TY_LONG, { 0 } },
-	{ "cpu_clock_ns", B_CPU_CLOCK_NS, 1, TY_LONG, { TY_LONG } },
-	{ "ctime", B_CTIME, 1, TY_STR, { TY_LONG } },
-	{ "ctime", B_CTIME, 0, TY_STR, { 0 } },
-	{ "tz_ctime", B_TZ_CTIME, 1, TY_STR, { TY_LONG } },
-	{ "get_cycles", B_GET_CYCLES, 0, TY_LONG, { 0 } },
-	{ "jiffies", B_JIFFIES, 0, TY_LONG, { 0 } },
-	{ "HZ", B_HZ, 0, TY_LONG, { 0 } },
-	/* strings */
-	{ "strpos", B_STRPOS, 2, TY_LONG, { TY_STR, TY_STR } },
-	{ "str_replace", B_STR_REPLACE, 3, TY_STR, { TY_STR, TY_STR, TY_STR } },
-	{ "tokenize", B_TOKENIZE, 2, TY_STR, { TY_STR, TY_STR } },
-	{ "text_str", B_TEXT_STR, 1, TY_STR, { TY_STR } },
-	{ "text_strn", B_TEXT_STRN, 3, TY_STR, { TY_STR, TY_LONG, TY_LONG } },
-	{ "string_quoted", B_STRING_QUOTED, 1, TY_STR, { TY_STR } },
-	{ "isdigit", B_ISDIGIT, 1, TY_LONG, { TY_STR } },
-	{ "errno_str", B_ERRNO_STR, 1, TY_STR, { TY_LONG } },
-	/* output and control */
-	{ "log", B_LOG, 1, TY_LONG, { TY_STR } },
-	{ "warn", B_WARN, 1, TY_LONG, { TY_STR } },
-	{ "abort", B_ABORT, 0, TY_LONG, { 0 } },
-	{ "matched", B_MATCHED, 1, TY_STR, { TY_LONG } },
-	{ "system", B_SYSTEM, 1, TY_LONG, { TY_STR } },
-	{ "target_set_pid", B_TARGET_SET_PID, 1, TY_LONG, { TY_LONG } },
-	{ "ngroups", B_NGROUPS, 0, TY_LONG, { 0 } },
-	/* stopwatch.stp */
-	{ "start_stopwatch", B_SW_START, 1, TY_LONG, { TY_STR } },
-	{ "stop_stopwatch", B_SW_STOP, 1, TY_LONG, { TY_STR } },
-	{ "delete_stopwatch", B_SW_DELETE, 1, TY_LONG, { TY_STR } },
-	{ "read_stopwatch_s", B_SW_READ_S, 1, TY_LONG, { TY_STR } },
-	{ "read_stopwatch_ms", B_SW_READ_MS, 1, TY_LONG, { TY_STR } },
-	{ "read_stopwatch_us", B_SW_READ_US, 1, TY_LONG, { TY_STR } },
-	{ "read_stopwatch_ns", B_SW_READ_NS, 1, TY_LONG, { TY_STR } },
-	/* queue_stats.stp */
-	{ "qs_wait", B_QS_WAIT, 1, TY_LONG, { TY_STR } },
-	{ "qs_run", B_QS_RUN, 1, TY_LONG, { TY_STR } },
-	{ "qs_done", B_QS_DONE, 1, TY_LONG, { TY_STR } },
-	{ "qsq_start", B_QSQ_START, 1, TY_LONG, { TY_STR } },
-	{ "qsq_print", B_QSQ_PRINT, 1, TY_LONG, { TY_STR } },
-	{ "qsq_utilization", B_QSQ_UTILIZATION, 2, TY_LONG, { TY_STR, TY_LONG } },
-	{ "qsq_blocked", B_QSQ_BLOCKED, 2, TY_LONG, { TY_STR, TY_LONG } },
-	{ "qsq_wait_queue_length", B_QSQ_WAIT_QUEUE_LENGTH, 2, TY_LONG, { TY_STR, TY_LONG } },
-	{ "qsq_service_time", B_QSQ_SERVICE_TIME, 2, TY_LONG, { TY_STR, TY_LONG } },
-	{ "qsq_wait_time", B_QSQ_WAIT_TIME, 2, TY_LONG, { TY_STR, TY_LONG } },
-	{ "qsq_throughput", B_QSQ_THROUGHPUT, 2, TY_LONG, { TY_STR, TY_LONG } },
-	/* speculative output */
-	{ "speculation", B_SPECULATION, 0, TY_LONG, { 0 } },
-	{ "speculate", B_SPECULATE, 2, TY_LONG, { TY_LONG, TY_STR } },
-	{ "commit", B_COMMIT, 1, TY_LONG, { TY_LONG } },
-	{ "discard", B_DISCARD, 1, TY_LONG, { TY_LONG } },
-	/* ansi.stp */
-	{ "ansi_clear_screen", B_ANSI_CLEAR_SCREEN, 0, TY_LONG, { 0 } },
-	{ "ansi_set_color", B_ANSI_SET_COLOR, 1, TY_LONG, { TY_LONG } },
-	{ "ansi_set_color", B_ANSI_SET_COLOR, 2, TY_LONG, { TY_LONG, TY_LONG } },
-	{ "ansi_set_color", B_ANSI_SET_COLOR, 3, TY_LONG, { TY_LONG, TY_LONG, TY_LONG } },
-	{ "ansi_reset_color", B_ANSI_RESET_COLOR, 0, TY_LONG, { 0 } },
-	{ "ansi_new_line", B_ANSI_NEW_LINE, 0, TY_LONG, { 0 } },
-	{ "ansi_cursor_move", B_ANSI_CURSOR_MOVE, 2, TY_LONG, { TY_LONG, TY_LONG } },
-	{ "ansi_cursor_hide", B_ANSI_CURSOR_HIDE, 0, TY_LONG, { 0 } },
-	{ "ansi_cursor_show", B_ANSI_CURSOR_SHOW, 0, TY_LONG, { 0 } },
-	{ "ansi_cursor_save", B_ANSI_CURSOR_SAVE, 0, TY_LONG, { 0 } },
-	{ "ansi_cursor_restore", B_ANSI_CURSOR_RESTORE, 0, TY_LONG, { 0 } },
-	/* clocks in other units, byte order, numbers */
-	{ "local_clock_us", B_LOCAL_CLOCK_US, 0, TY_LONG, { 0 } },
-	{ "local_clock_ms", B_LOCAL_CLOCK_MS, 0, TY_LONG, { 0 } },
-	{ "local_clock_s", B_LOCAL_CLOCK_S, 0, TY_LONG, { 0 } },
-	{ "cpu_clock_us", B_CPU_CLOCK_US, 1, TY_LONG, { TY_LONG } },
-	{ "cpu_clock_ms", B_CPU_CLOCK_MS, 1, TY_LONG, { TY_LONG } },
-	{ "cpu_clock_s", B_CPU_CLOCK_S, 1, TY_LONG, { TY_LONG } },
-	{ "ntohl", B_NTOHL, 1, TY_LONG, { TY_LONG } },
-	{ "ntohs", B_NTOHS, 1, TY_LONG, { TY_LONG } },
-	{ "htonl", B_HTONL, 1, TY_LONG, { TY_LONG } },
-	{ "htons", B_HTONS, 1, TY_LONG, { TY_LONG } },
-	{ "randint", B_RANDINT, 1, TY_LONG, { TY_LONG } },
-	{ "num_online_cpus", B_NUM_ONLINE_CPUS, 0, TY_LONG, { 0 } },
-	/* integers read from the target (x86-64: int 32, long 64 bits) */
-	{ "user_char", B_USER_I8, 1, TY_LONG, { TY_LONG } },
-	{ "user_short", B_USER_I16, 1, TY_LONG, { TY_LONG } },
-	{ "user_ushort", B_USER_U16, 1, TY_LONG, { TY_LONG } },
-	{ "user_int", B_USER_I32, 1, TY_LONG, { TY_LONG } },
-	{ "user_uint", B_USER_U32, 1, TY_LONG, { TY_LONG } },
-	{ "user_long", B_USER_I64, 1, TY_LONG, { TY_LONG } },
-	{ "user_ulong", B_USER_U64, 1, TY_LONG, { TY_LONG } },
-	{ "user_int8", B_USER_I8, 1, TY_LONG, { TY_LONG } },
-	{ "user_int16", B_USER_I16, 1, TY_LONG, { TY_LONG } },
-	{ "user_int32", B_USER_I32, 1, TY_LONG, { TY_LONG } },
-	{ "user_int64", B_USER_I64, 1, TY_LONG, { TY_LONG } },
-	{ "user_uint8", B_USER_U8, 1, TY_LONG, { TY_LONG } },
-	{ "user_uint16", B_USER_U16, 1, TY_LONG, { TY_LONG } },
-	{ "user_uint32", B_USER_U32, 1, TY_LONG, { TY_LONG } },
-	{ "user_uint64", B_USER_U64, 1, TY_LONG, { TY_LONG } },
-	/* the function around the marker */
-	{ "probefunc", B_PROBEFUNC, 0, TY_STR, { 0 } },
-	{ "ppfunc", B_PROBEFUNC, 0, TY_STR, { 0 } },
-	{ "env_var", B_ENV_VAR, 1, TY_STR, { TY_STR } },
-	{ "cpu", B_CPU, 0, TY_LONG, { 0 } },
-	{ "usymname", B_USYMNAME, 1, TY_STR, { TY_LONG } },
-	{ "usymdata", B_USYMDATA, 1, TY_STR, { TY_LONG } },
-	{ "umodname", B_UMODNAME, 1, TY_STR, { TY_LONG } },
-	{ "uaddr", B_UADDR, 0, TY_LONG, { 0 } },
-	/* the user stack of the hit (recorded with it), as stap's
-	 * ucontext-unwind.stp and ucontext-symbols.stp */
-	{ "ubacktrace", B_UBACKTRACE, 0, TY_STR, { 0 } },
-	{ "sprint_ubacktrace", B_SPRINT_UBACKTRACE, 0, TY_STR, { 0 } },
-	{ "print_ubacktrace", B_PRINT_UBACKTRACE, 0, TY_LONG, { 0 } },
-	{ "print_ubacktrace_brief", B_PRINT_UBACKTRACE_BRIEF, 0, TY_LONG, { 0 } },
-	{ "ucallers", B_UCALLERS, 1, TY_STR, { TY_LONG } },
-	{ "ustack", B_USTACK, 1, TY_LONG, { TY_LONG } },
-	{ "print_ustack", B_PRINT_USTACK, 1, TY_LONG, { TY_STR } },
-	{ "sprint_ustack", B_SPRINT_USTACK, 1, TY_STR, { TY_STR } },
-	{ "print_usyms", B_PRINT_USYMS, 1, TY_LONG, { TY_STR } },
-	{ "sprint_usyms", B_SPRINT_USYMS, 1, TY_STR, { TY_STR } },
-};
 
 /* stap tapset functions a script may call that are not built in yet: said
  * as such, not as an unknown name. */
@@ -495,14 +340,15 @@ static int ctx_ref(struct checker *ck, struct node *n)
 static void user_string_ref(struct checker *ck, struct node *n)
 {
 	struct node *a = n->nargs ? n->args[0] : NULL;
+	unsigned flags = builtins[n->op].flags;
 	/* the agent copies at most DJP_RING_STR_BOUND_MAX bytes a string */
 	unsigned bound = MAXSTRINGLEN < DJP_RING_STR_BOUND_MAX ? (unsigned)MAXSTRINGLEN : DJP_RING_STR_BOUND_MAX;
 
-	if (n->op != B_USTR && n->op != B_USTR_N && n->op != B_USTR_QUOTED && n->op != B_USTR_N_QUOTED)
+	if (!(flags & BF_USTR))
 		return;
 	if (!ck->probe || !a || a->kind != N_CTX || a->slot < 0 || a->slot >= ck->probe->nrefs)
 		return;
-	if ((n->op == B_USTR_N || n->op == B_USTR_N_QUOTED) && n->args[1]->kind == N_NUM && n->args[1]->num >= 0 &&
+	if ((flags & BF_USTR_N) && n->args[1]->kind == N_NUM && n->args[1]->num >= 0 &&
 	    n->args[1]->num < (int64_t)bound)
 		bound = (unsigned)n->args[1]->num + 1;
 	if (ck->probe->ref_strbound[a->slot] < bound)
@@ -516,23 +362,17 @@ static int call(struct checker *ck, struct node *n)
 		for (f = ck->sc->funcs; f && strcmp(f->name, n->str); f = f->next)
 			;
 		if (!f) {
-			int named = -1; /* a builtin of that name, of another arity */
-			for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
-				if (strcmp(builtins[i].name, n->str))
-					continue;
-				if (n->nargs != builtins[i].nargs) {
-					named = (int)i;
-					continue;
-				}
+			const struct builtin_def *named;
+			int id = builtin_find(n->str, n->nargs, &named);
+			if (id >= 0) {
 				n->kind = N_BUILTIN;
-				n->op = builtins[i].id;
-				if (n->op == B_CPU)
+				n->op = id;
+				if (builtins[id].flags & BF_CPU)
 					ck->sc->uses_cpu = true;
-				break;
 			}
-			if (n->kind != N_BUILTIN && named >= 0) {
+			if (n->kind != N_BUILTIN && named) {
 				diag(ck->sc, n->line, n->col, "semantic error", "%s() takes %d argument%s, %d given",
-				     n->str, builtins[named].nargs, builtins[named].nargs == 1 ? "" : "s", n->nargs);
+				     n->str, named->max_args, named->max_args == 1 ? "" : "s", n->nargs);
 				ck->errors++;
 				n->kind = N_NUM;
 				return TY_UNK;
@@ -554,15 +394,11 @@ static int call(struct checker *ck, struct node *n)
 		}
 	}
 	if (n->kind == N_BUILTIN) {
-		for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
-			if (builtins[i].id != n->op || builtins[i].nargs != n->nargs)
-				continue;
-			for (int a = 0; a < n->nargs; a++)
-				expect_ty(ck, n->args[a], builtins[i].arg[a]);
-			user_string_ref(ck, n);
-			return builtins[i].ret;
-		}
-		return TY_UNK;
+		const struct builtin_def *b = &builtins[n->op];
+		for (int a = 0; a < n->nargs; a++)
+			expect_ty(ck, n->args[a], b->arg[a]);
+		user_string_ref(ck, n);
+		return b->ret;
 	}
 	if (n->nargs != f->nparams) {
 		ERR(ck, n, "%s() takes %d argument%s, %d given", f->name, f->nparams, f->nparams == 1 ? "" : "s",
@@ -681,6 +517,75 @@ static int regex_match(struct checker *ck, struct node *n)
 	return TY_LONG;
 }
 
+/* $$name, $$parms (and its kin), $$format: a marker's, so in mark probes
+ * only */
+static int ctx_name(struct checker *ck, struct node *n)
+{
+	if (!ck->probe || ck->probe->has_nonmark) {
+		ERR(ck, n, "'$$%s' is only available in process.mark probes",
+		    n->kind == N_CTXNAME ? "name" : n->kind == N_CTXPARMS ? n->str : "format");
+		return TY_UNK;
+	}
+	return n->ty = TY_STR;
+}
+
+/* a = b, or a op= b */
+static int assign(struct checker *ck, struct node *n)
+{
+	int t, want_ty;
+
+	if (n->op == 0) {
+		int tb = expr(ck, n->b, TY_UNK);
+		int ta = var_ref(ck, n->a, tb, true, false);
+		if (ta == TY_STAT || tb == TY_STAT)
+			ERR(ck, n, "statistics can only be added to with '<<<'");
+		else if (ta != TY_UNK && tb != TY_UNK && ta != tb)
+			ERR(ck, n, "type mismatch: assigning a %s to a %s", ty_name(tb), ty_name(ta));
+		else if (ta != TY_UNK)
+			expr(ck, n->b, ta);
+		n->a->ty = (uint8_t)ta;
+		return n->ty = (uint8_t)(ta != TY_UNK ? ta : tb);
+	}
+	want_ty = n->op == '.' ? TY_STR : TY_LONG;
+	t = var_ref(ck, n->a, want_ty, true, false);
+	if (t != TY_UNK && t != want_ty)
+		ERR(ck, n, "type mismatch: '%s=' needs a %s, found %s", n->op == '.' ? "." : "arith", ty_name(want_ty),
+		    ty_name(t));
+	expect_ty(ck, n->b, want_ty);
+	n->a->ty = (uint8_t)want_ty;
+	return n->ty = (uint8_t)want_ty;
+}
+
+/* x++, --x */
+static int incdec(struct checker *ck, struct node *n)
+{
+	int t;
+	if (n->a->kind != N_VAR && n->a->kind != N_INDEX) {
+		ERR(ck, n, "'%c%c' needs a variable or array element", n->op, n->op);
+		return TY_LONG;
+	}
+	/* x++ as a statement only writes; its value used reads x, as stap
+	 * counts it for the display of unread globals */
+	t = var_ref(ck, n->a, TY_LONG, true, n != ck->unused);
+	if (t != TY_UNK && t != TY_LONG)
+		ERR(ck, n, "type mismatch: '%c%c' on a %s", n->op, n->op, ty_name(t));
+	n->a->ty = TY_LONG;
+	return n->ty = TY_LONG;
+}
+
+/* [k, ...] in a: `*` keys allowed, the array read */
+static int in_array(struct checker *ck, struct node *n)
+{
+	struct sym *s = n->sym ? n->sym : (n->sym = lookup_array(ck, n, n->str, n->nargs));
+	if (s) {
+		ck->slice_ok = true;
+		keys(ck, s, n);
+		ck->slice_ok = false;
+		s->read = true;
+	}
+	return n->ty = TY_LONG;
+}
+
 static int expr(struct checker *ck, struct node *n, int want)
 {
 	int t;
@@ -703,12 +608,7 @@ static int expr(struct checker *ck, struct node *n, int want)
 	case N_CTXNAME:
 	case N_CTXPARMS:
 	case N_CTXFORMAT:
-		if (!ck->probe || ck->probe->has_nonmark) {
-			ERR(ck, n, "'$$%s' is only available in process.mark probes",
-			    n->kind == N_CTXNAME ? "name" : n->kind == N_CTXPARMS ? n->str : "format");
-			return TY_UNK;
-		}
-		return n->ty = TY_STR;
+		return ctx_name(ck, n);
 	case N_CALL:
 	case N_BUILTIN:
 		return n->ty = (uint8_t)call(ck, n);
@@ -763,49 +663,11 @@ static int expr(struct checker *ck, struct node *n, int want)
 		}
 		return n->ty = (uint8_t)unify2(ck, n->b, n->c, want, n);
 	case N_ASSIGN:
-		if (n->op == 0) {
-			int tb = expr(ck, n->b, TY_UNK);
-			int ta = var_ref(ck, n->a, tb, true, false);
-			if (ta == TY_STAT || tb == TY_STAT)
-				ERR(ck, n, "statistics can only be added to with '<<<'");
-			else if (ta != TY_UNK && tb != TY_UNK && ta != tb)
-				ERR(ck, n, "type mismatch: assigning a %s to a %s", ty_name(tb), ty_name(ta));
-			else if (ta != TY_UNK)
-				expr(ck, n->b, ta);
-			n->a->ty = (uint8_t)ta;
-			return n->ty = (uint8_t)(ta != TY_UNK ? ta : tb);
-		} else {
-			int want_ty = n->op == '.' ? TY_STR : TY_LONG;
-			t = var_ref(ck, n->a, want_ty, true, false);
-			if (t != TY_UNK && t != want_ty)
-				ERR(ck, n, "type mismatch: '%s=' needs a %s, found %s", n->op == '.' ? "." : "arith",
-				    ty_name(want_ty), ty_name(t));
-			expect_ty(ck, n->b, want_ty);
-			n->a->ty = (uint8_t)want_ty;
-			return n->ty = (uint8_t)want_ty;
-		}
+		return assign(ck, n);
 	case N_INCDEC:
-		if (n->a->kind != N_VAR && n->a->kind != N_INDEX) {
-			ERR(ck, n, "'%c%c' needs a variable or array element", n->op, n->op);
-			return TY_LONG;
-		}
-		/* x++ as a statement only writes; its value used reads x,
-		 * as stap counts it for the display of unread globals */
-		t = var_ref(ck, n->a, TY_LONG, true, n != ck->unused);
-		if (t != TY_UNK && t != TY_LONG)
-			ERR(ck, n, "type mismatch: '%c%c' on a %s", n->op, n->op, ty_name(t));
-		n->a->ty = TY_LONG;
-		return n->ty = TY_LONG;
-	case N_IN: {
-		struct sym *s = n->sym ? n->sym : (n->sym = lookup_array(ck, n, n->str, n->nargs));
-		if (s) {
-			ck->slice_ok = true;
-			keys(ck, s, n);
-			ck->slice_ok = false;
-			s->read = true;
-		}
-		return n->ty = TY_LONG;
-	}
+		return incdec(ck, n);
+	case N_IN:
+		return in_array(ck, n);
 	case N_AGG:
 		stat_ref(ck, n->a, false);
 		return n->ty = TY_LONG;
@@ -943,6 +805,55 @@ static void foreach_stmt(struct checker *ck, struct node *n)
 	stmt(ck, n->a);
 }
 
+/* try { } catch (msg) { }: msg a string local */
+static void try_stmt(struct checker *ck, struct node *n)
+{
+	stmt(ck, n->a);
+	if (n->str) {
+		if (!n->sym)
+			n->sym = lookup(ck, n, n->str);
+		if (n->sym)
+			set_ty(ck, &n->sym->ty, TY_STR);
+		if (n->sym && n->sym->ty != TY_STR)
+			ERR(ck, n, "the message of 'catch' is a string, '%s' is not", n->str);
+	}
+	stmt(ck, n->b);
+}
+
+/* return [e]: in a function, of its result's type */
+static void return_stmt(struct checker *ck, struct node *n)
+{
+	int t;
+	if (!ck->fn) {
+		ERR(ck, n, "'return' outside a function");
+		return;
+	}
+	if (!n->a)
+		return;
+	t = expr(ck, n->a, ck->fn->ret);
+	if (t == TY_STAT)
+		ERR(ck, n->a, "statistics cannot be returned");
+	else if (t != TY_UNK && ck->fn->ret != TY_UNK && t != ck->fn->ret)
+		ERR(ck, n->a, "type mismatch: %s() returns %s, found %s", ck->fn->name, ty_name(ck->fn->ret), ty_name(t));
+	else
+		set_ty(ck, &ck->fn->ret, t);
+}
+
+/* stap counts delete as a read too: a global only deleted is not
+ * displayed at the end */
+static void delete_stmt(struct checker *ck, struct node *n)
+{
+	if (n->a->kind == N_VAR) {
+		struct sym *s = n->a->sym ? n->a->sym : (n->a->sym = lookup(ck, n->a, n->a->str));
+		s->written = true;
+		s->read = true;
+	} else {
+		ck->slice_ok = true;
+		var_ref(ck, n->a, TY_UNK, true, true);
+		ck->slice_ok = false;
+	}
+}
+
 static void stmt(struct checker *ck, struct node *n)
 {
 	if (!n)
@@ -986,47 +897,13 @@ static void stmt(struct checker *ck, struct node *n)
 		foreach_stmt(ck, n);
 		break;
 	case S_TRY:
-		stmt(ck, n->a);
-		if (n->str) {
-			if (!n->sym)
-				n->sym = lookup(ck, n, n->str);
-			if (n->sym)
-				set_ty(ck, &n->sym->ty, TY_STR);
-			if (n->sym && n->sym->ty != TY_STR)
-				ERR(ck, n, "the message of 'catch' is a string, '%s' is not", n->str);
-		}
-		stmt(ck, n->b);
+		try_stmt(ck, n);
 		break;
 	case S_RETURN:
-		if (!ck->fn) {
-			ERR(ck, n, "'return' outside a function");
-			break;
-		}
-		if (!n->a)
-			break;
-		{
-			int t = expr(ck, n->a, ck->fn->ret);
-			if (t == TY_STAT)
-				ERR(ck, n->a, "statistics cannot be returned");
-			else if (t != TY_UNK && ck->fn->ret != TY_UNK && t != ck->fn->ret)
-				ERR(ck, n->a, "type mismatch: %s() returns %s, found %s", ck->fn->name, ty_name(ck->fn->ret),
-				    ty_name(t));
-			else
-				set_ty(ck, &ck->fn->ret, t);
-		}
+		return_stmt(ck, n);
 		break;
 	case S_DELETE:
-		/* stap counts delete as a read too: a global only deleted is
-		 * not displayed at the end */
-		if (n->a->kind == N_VAR) {
-			struct sym *s = n->a->sym ? n->a->sym : (n->a->sym = lookup(ck, n->a, n->a->str));
-			s->written = true;
-			s->read = true;
-		} else {
-			ck->slice_ok = true;
-			var_ref(ck, n->a, TY_UNK, true, true);
-			ck->slice_ok = false;
-		}
+		delete_stmt(ck, n);
 		break;
 	default:
 		break;
@@ -1091,20 +968,13 @@ static void pass(struct checker *ck)
 	ck->probe = NULL;
 }
 
-/* Builtins that read the hit's user stack. */
-static bool reads_ustack(int op)
-{
-	return op == B_UBACKTRACE || op == B_SPRINT_UBACKTRACE || op == B_PRINT_UBACKTRACE ||
-	       op == B_PRINT_UBACKTRACE_BRIEF || op == B_UCALLERS || op == B_USTACK;
-}
-
 /* Does n read the user stack, itself or through a function that is known
  * to (uses_ustack so far)? */
 static bool calls_ustack(const struct node *n)
 {
 	if (!n)
 		return false;
-	if ((n->kind == N_BUILTIN && reads_ustack(n->op)) || (n->kind == N_CALL && n->fn && n->fn->uses_ustack))
+	if ((n->kind == N_BUILTIN && (builtins[n->op].flags & BF_USTACK)) || (n->kind == N_CALL && n->fn && n->fn->uses_ustack))
 		return true;
 	if (calls_ustack(n->a) || calls_ustack(n->b) || calls_ustack(n->c) || calls_ustack(n->d) ||
 	    calls_ustack(n->fe_limit) || calls_ustack(n->fe_slice))
@@ -1171,16 +1041,6 @@ int check_script(struct script *sc)
 		mark_ustack(sc);
 	}
 	return ck.errors;
-}
-
-void dump_functions(FILE *out)
-{
-	for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
-		fprintf(out, "%s:%s (", builtins[i].name, builtins[i].ret == TY_STR ? "string" : "long");
-		for (int a = 0; a < builtins[i].nargs; a++)
-			fprintf(out, "%sarg%d:%s", a ? ", " : "", a + 1, builtins[i].arg[a] == TY_STR ? "string" : "long");
-		fputs(")\n", out);
-	}
 }
 
 static const char *decl_type(int ty)

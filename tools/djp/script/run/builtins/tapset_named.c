@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang.h"
+#include "tools/djp/script/run/run.h"
 #include "tapset_named.h"
 
 struct stopwatch {

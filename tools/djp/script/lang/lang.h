@@ -1,11 +1,16 @@
 /*
- * Internals of the probe-script engine, shared by its passes:
+ * The probe-script language, shared by its passes (this folder) and by
+ * what runs the checked program (run/):
  *
- *   lexer.c   text -> tokens            parser.c  tokens -> AST
- *   check.c   names and types           bind.c    probe points -> markers
- *   interp.c  runs the AST on events    map.c     associative arrays
- *   stats.c   aggregates                hist.c    histogram printing
- *   print.c   printf formatting         diag.c    error messages
+ *   lexer.c   text -> tokens            preproc.c  %( %) conditionals, @define
+ *   parser.c  tokens -> AST (its top level; parse_stmt.c statements and
+ *             expressions, parse.h what the two share)
+ *   check.c   names and types           format.c   printf formats
+ *   bind.c    probe points -> markers   diag.c     error messages, the
+ *                                                  program's strings
+ *
+ * A call of a built-in function is resolved by the table of
+ * run/builtins/builtins.def, which the interpreter calls through.
  *
  * The AST is also the executable form: check.c resolves every name to a
  * slot (a local's frame index, a global, a function, a context field index)
@@ -20,7 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "source.h"
+#include "tools/djp/script/source.h"
 
 /* stap's limits, with stap's defaults; -D NAME=VALUE sets them (cli.c). */
 struct script_limits {
@@ -33,6 +38,7 @@ struct script_limits {
 	int64_t hist_elision;  /* empty histogram rows kept next to data (2) */
 };
 extern struct script_limits script_limits;
+extern bool script_no_warnings; /* -w: no WARNING lines, of any pass or of the run */
 #define MAXSTRINGLEN ((size_t)script_limits.maxstringlen)
 #define MAXMAPENTRIES ((uint32_t)script_limits.maxmapentries)
 #define MAXNESTING ((int)script_limits.maxnesting)
@@ -99,7 +105,7 @@ enum node_kind {
 	N_CTXPARMS,/* $$parms, $$vars, $$locals, $$return (str says which) */
 	N_CTXFORMAT,/* $$format: the marker's format string */
 	N_CALL,	   /* fn(args) */
-	N_BUILTIN, /* op = enum builtin, args */
+	N_BUILTIN, /* op = enum builtin (run/builtins/builtins.h), args */
 	N_BINOP,   /* op: + - * / % << >> & | ^ */
 	N_CONCAT,  /* a . b */
 	N_CMP,	   /* op: < > <= >= == != ; on longs or strings */
@@ -134,43 +140,6 @@ enum node_kind {
 	S_NOP,
 };
 
-enum builtin {
-	B_PID, B_TID, B_EXECNAME, B_TOD_NS, B_TOD_US, B_TOD_MS, B_TOD_S, B_EXIT, B_STRLEN, B_SUBSTR,
-	B_ISINSTR, B_STRTOL, B_STRINGAT, B_ERROR, B_TARGET, B_PP,
-	B_USTR, B_USTR_N, B_USTR_QUOTED, B_USTR_N_QUOTED, /* user_string*() */
-	/* process context (tapset.c) */
-	B_PPID, B_UID, B_EUID, B_GID, B_EGID, B_PEXECNAME, B_CMDLINE_STR, B_CMDLINE_ARG, B_STP_PID, B_IS_RETURN, B_PN,
-	B_THREAD_INDENT,
-	/* time */
-	B_LOCAL_CLOCK_NS, B_CPU_CLOCK_NS, B_CTIME, B_TZ_CTIME, B_GET_CYCLES, B_JIFFIES, B_HZ,
-	/* strings */
-	B_STRPOS, B_STR_REPLACE, B_TOKENIZE, B_TEXT_STR, B_TEXT_STRN, B_STRING_QUOTED, B_ISDIGIT, B_ERRNO_STR,
-	/* output and control */
-	B_LOG, B_WARN, B_ABORT,
-	/* regular expressions: the groups of the last =~ that matched */
-	B_MATCHED, B_NGROUPS,
-	B_SYSTEM, B_TARGET_SET_PID,
-	/* state by name or id (tapset_named.c) */
-	B_SW_START, B_SW_STOP, B_SW_DELETE, B_SW_READ_S, B_SW_READ_MS, B_SW_READ_US, B_SW_READ_NS,
-	B_QS_WAIT, B_QS_RUN, B_QS_DONE, B_QSQ_START, B_QSQ_PRINT, B_QSQ_UTILIZATION, B_QSQ_BLOCKED,
-	B_QSQ_WAIT_QUEUE_LENGTH, B_QSQ_SERVICE_TIME, B_QSQ_WAIT_TIME, B_QSQ_THROUGHPUT,
-	B_SPECULATION, B_SPECULATE, B_COMMIT, B_DISCARD,
-	/* terminal control (ansi.stp), clocks in other units, byte order */
-	B_ANSI_CLEAR_SCREEN, B_ANSI_SET_COLOR, B_ANSI_RESET_COLOR, B_ANSI_NEW_LINE, B_ANSI_CURSOR_MOVE,
-	B_ANSI_CURSOR_HIDE, B_ANSI_CURSOR_SHOW, B_ANSI_CURSOR_SAVE, B_ANSI_CURSOR_RESTORE,
-	B_LOCAL_CLOCK_US, B_LOCAL_CLOCK_MS, B_LOCAL_CLOCK_S, B_CPU_CLOCK_US, B_CPU_CLOCK_MS, B_CPU_CLOCK_S,
-	B_NTOHL, B_NTOHS, B_HTONL, B_HTONS, B_RANDINT, B_NUM_ONLINE_CPUS,
-	/* integers of the target: user_int8 .. user_uint64 and stap's C-named aliases */
-	B_USER_I8, B_USER_I16, B_USER_I32, B_USER_I64, B_USER_U8, B_USER_U16, B_USER_U32, B_USER_U64,
-	B_PROBEFUNC, /* probefunc(), ppfunc(): the function around the marker */
-	B_ENV_VAR, B_CPU,
-	B_USYMNAME, B_USYMDATA, B_UMODNAME, /* the target's symbols (usym.c) */
-	B_UADDR, /* the probe's address in the target */
-	/* user backtraces (ubacktrace.c): of the stack the hit recorded ... */
-	B_UBACKTRACE, B_SPRINT_UBACKTRACE, B_PRINT_UBACKTRACE, B_PRINT_UBACKTRACE_BRIEF, B_UCALLERS, B_USTACK,
-	/* ... and of addresses in a string */
-	B_PRINT_USTACK, B_SPRINT_USTACK, B_PRINT_USYMS, B_SPRINT_USYMS,
-};
 enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG, A_VARIANCE };
 enum print_kind { P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD };
 
@@ -408,62 +377,8 @@ bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d);
 void add_global_display(struct script *sc);
 const char *ty_name(int ty);
 
-/* ---- run time ----------------------------------------------------------- */
-
-union cell {
-	int64_t n;
-	const char *s;
-};
-
-/* stats.c */
-struct script_stat {
-	int64_t count, sum, min, max;
-	__int128 sumsq; /* for @variance */
-	int64_t hist[]; /* buckets, when the global has a histogram */
-};
-struct script_stat *stat_new(const struct hist_cfg *h);
-void stat_add(struct script_stat *st, const struct hist_cfg *h, int64_t v);
-int64_t hist_log_bucket(int64_t v);
-int64_t stat_variance(const struct script_stat *st);
-
-/* hist.c */
-void hist_print(FILE *out, const struct hist_cfg *h, const struct script_stat *st);
-
-/* map.c: an associative array (keys of MAXKEYS cells, order of insertion). */
-struct map_ent {
-	uint64_t hash;
-	union cell key[MAXKEYS];
-	union cell val;	 /* long or owned string; stat pointer below */
-	struct script_stat *st;
-	uint32_t strcap; /* capacity of val.s when a string */
-	bool live;
-};
-struct map {
-	int nkeys;
-	uint8_t kty[MAXKEYS];
-	uint8_t vty;
-	const struct hist_cfg *hist;
-	struct map_ent *ent; /* insertion order; dead entries until compaction */
-	uint32_t nent, cap, nlive, maxentries;
-	uint32_t *index;     /* open addressing: entry index + 1, 0 empty */
-	int iterating;	     /* foreach loops walking it: no compaction */
-	uint32_t mask;
-	bool wrap;	     /* full: the oldest entry makes room (a%[N]) */
-	uint32_t oldest;     /* no live entry before this one */
-};
-uint64_t key_hash(const struct map *m, const union cell *key);
-uint64_t str_hash(const char *s);
-uint64_t num_hash(uint64_t x);
-struct map *map_new(int nkeys, const uint8_t *kty, uint8_t vty, const struct hist_cfg *h, uint32_t maxentries);
-struct map_ent *map_find(struct map *m, const union cell *key, uint64_t hash);
-/* find or insert; NULL when full (MAXMAPENTRIES) */
-struct map_ent *map_get(struct map *m, const union cell *key, uint64_t hash);
-void map_delete(struct map *m, struct map_ent *e);
-void map_clear(struct map *m);
-void map_set_str(struct map_ent *e, const char *s);
-void map_free(struct map *m);
-
-/* print.c: stap's printf on already evaluated arguments */
+/* format.c: a printf format, parsed once at check time into literal runs
+ * and conversions that run/print.c walks */
 /* print_spec.flags and print_number's: lib/format.h's flags, two more for
  * the number layout */
 enum {
@@ -489,48 +404,7 @@ struct print_fmt {
 };
 /* parse a printf format at check time; NULL + *why on error */
 struct print_fmt *print_fmt_parse(struct script *sc, const char *fmt, const char **why);
-struct strbuf {
-	char *p;
-	size_t len, cap;
-};
-void sb_put(struct strbuf *b, const char *s, size_t n);
-void sb_putc(struct strbuf *b, char c);
-/* %m and %M read the target's memory through this: true when all n bytes
- * were read */
-struct print_mem {
-	bool (*read)(void *ctx, uint64_t addr, void *buf, size_t n);
-	void *ctx;
-	uint64_t fault; /* the address that could not be read */
-};
-/* false when a %m/%M address could not be read (mem->fault) */
-bool print_format(struct strbuf *b, const struct print_fmt *pf, const union cell *args, struct print_mem *mem);
-void print_number(struct strbuf *b, uint64_t num, int base, int width, int prec, unsigned flags);
-void print_escaped(struct strbuf *b, const char *s);
-/* One byte as stap escapes it (%#s, text_str): itself, a C escape, or
- * octal; writes at most 4 bytes, returns how many. */
-size_t char_escaped(char c, char *out);
 
-/* interp.c */
-struct run;
-struct run_opts {
-	FILE *out;
-	bool bench;
-};
-/* Run begin probes, events and timers until exit() or the end of the
- * source, then end probes and the display of unread globals.  Returns the
- * number of run-time errors. */
-int run_script(struct script *sc, struct djp_source *src, const struct run_opts *opts, uint64_t *nevents);
-extern volatile int run_interrupted; /* set by SIGINT/SIGTERM: end the run */
-/* agg.c's merge: the element lvalue lv (N_INDEX) names when the hit ev
- * runs b's probe, made if new (NULL for a scalar, N_VAR); false after a
- * run-time error (a full array), printed and counted as the probe's.
- * Index i is given[i] for each bit i of `given` (one the target
- * computed), not evaluated. */
-bool run_agg_target(struct run *r, struct node *lv, const struct binding *b, const struct djp_ev *ev,
-		    uint32_t given, const int64_t *vals, struct map_ent **e);
-extern bool script_no_warnings;	     /* -w */
-/* --dump-functions: the built-in functions, as stap lists its tapset's */
-void dump_functions(FILE *out);
 /* -p1: the script as the parser read it (after preproc.c) */
 void print_script_tokens(const struct script *sc, FILE *out);
 /* -p2: the globals, functions and the probe points each probe resolved to */

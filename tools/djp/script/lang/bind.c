@@ -25,11 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "func_points.h"
+#include "tools/djp/script/func_points.h"
 #include "lang.h"
 #include "lib/escape.h"
 #include "lib/marker_match.h"
-#include "usym.h"
+#include "tools/djp/script/run/run.h" /* str_hash: the arrays' hash of $$name */
+#include "tools/djp/script/usym.h"
 
 static bool same_object(const char *path, const char *object)
 {
@@ -158,6 +159,87 @@ static int64_t probe_priority(const struct probe *p, int kind)
 	return 0;
 }
 
+/* begin(N), end(N), error(N): p into its list, by priority, in the order
+ * written within one */
+static void add_ordered(struct script *sc, struct probe *p, const struct probe_point *pp)
+{
+	struct probe ***v = pp->kind == PP_BEGIN ? &sc->begins : pp->kind == PP_END ? &sc->ends : &sc->errs;
+	int *cnt = pp->kind == PP_BEGIN ? &sc->nbegins : pp->kind == PP_END ? &sc->nends : &sc->nerrs;
+	struct probe **nv = realloc(*v, sizeof(**v) * (size_t)(*cnt + 1));
+	int at = *cnt;
+
+	if (!nv)
+		abort();
+	*v = nv;
+	while (at > 0 && probe_priority(nv[at - 1], pp->kind) > pp->priority) {
+		nv[at] = nv[at - 1];
+		at--;
+	}
+	nv[at] = p;
+	(*cnt)++;
+}
+
+static void add_timer(struct script *sc, struct probe *p, const struct probe_point *pp)
+{
+	struct timer *nt = realloc(sc->timers, sizeof(*nt) * (size_t)(sc->ntimers + 1));
+	if (!nt)
+		abort();
+	sc->timers = nt;
+	nt[sc->ntimers++] = (struct timer){ .probe = p, .period_ns = pp->period_ns, .random_ns = pp->random_ns };
+}
+
+/* A mark point: a binding per marker of src it matches.  True when it
+ * matched one and is sufficient (`!`): the probe's later points are
+ * dropped. */
+static bool bind_mark_point(struct script *sc, struct probe *p, struct probe_point *pp, const struct djp_source *src)
+{
+	int n = 0;
+	for (unsigned i = 0; src && i < src->ndescs; i++) {
+		if (pp_matches(pp, &src->descs[i])) {
+			add_binding(sc, p, pp, &src->descs[i]);
+			n++;
+		}
+	}
+	if (!n && !pp->optional && !pp->point && src && src->wrapper && !pp->path) {
+		/* a wrapper's: the program it execs dials in later and binds
+		 * then (bind_late), as djp trace waits for it; say so, naming
+		 * it */
+		char prog[4096];
+		p->waits_exec = true;
+		fprintf(stderr,
+			"djp: %s matches nothing in %s, the program the command ran; waiting for a program it "
+			"execs\n",
+			pp->text, djp_escape_c(prog, sizeof(prog), src->wrapper, false));
+	} else if (!n && !pp->optional && !pp->point) {
+		diag(sc, pp->line, pp->col, "semantic error", "while resolving probe point %s: no match", pp->text);
+	}
+	if (!n || !pp->sufficient)
+		return false;
+	pp->next = NULL; /* the later points are not used at all */
+	return true;
+}
+
+/* per marker id, the bindings of every probe to it */
+static void index_bindings(struct script *sc, const struct djp_source *src)
+{
+	sc->by_desc = calloc(src->ndescs + 1, sizeof(*sc->by_desc));
+	sc->nby_desc = calloc(src->ndescs + 1, sizeof(*sc->nby_desc));
+	sc->nby = src->ndescs;
+	if (!sc->by_desc || !sc->nby_desc)
+		abort();
+	for (struct probe *p = sc->probes; p; p = p->next) {
+		for (int i = 0; i < p->nbinds; i++) {
+			uint32_t id = p->binds[i]->desc->id;
+			if (id >= src->ndescs)
+				continue;
+			sc->by_desc[id] = realloc(sc->by_desc[id], sizeof(struct binding *) * (size_t)(sc->nby_desc[id] + 1));
+			if (!sc->by_desc[id])
+				abort();
+			sc->by_desc[id][sc->nby_desc[id]++] = p->binds[i];
+		}
+	}
+}
+
 int resolve_probes(struct script *sc, const struct djp_source *src)
 {
 	int errors = sc->nerrors;
@@ -166,88 +248,28 @@ int resolve_probes(struct script *sc, const struct djp_source *src)
 	for (struct probe *p = sc->probes; p; p = p->next) {
 		bool enough = false; /* a `!` point before resolved */
 		for (struct probe_point *pp = p->points; pp && !enough; pp = pp->next) {
-			int n = 0;
 			switch (pp->kind) {
 			case PP_BEGIN:
 			case PP_END:
-			case PP_ERROR: {
-				struct probe ***v = pp->kind == PP_BEGIN ? &sc->begins
-						    : pp->kind == PP_END ? &sc->ends : &sc->errs;
-				int *cnt = pp->kind == PP_BEGIN ? &sc->nbegins : pp->kind == PP_END ? &sc->nends : &sc->nerrs;
-				struct probe **nv = realloc(*v, sizeof(**v) * (size_t)(*cnt + 1));
-				if (!nv)
-					abort();
-				*v = nv;
-				/* by priority, the order written within one */
-				{
-					int at = *cnt;
-					while (at > 0 && probe_priority(nv[at - 1], pp->kind) > pp->priority) {
-						nv[at] = nv[at - 1];
-						at--;
-					}
-					nv[at] = p;
-					(*cnt)++;
-				}
+			case PP_ERROR:
+				add_ordered(sc, p, pp);
 				p->has_nonmark = true;
 				break;
-			}
 			case PP_NEVER:
 				p->has_nonmark = true;
 				break;
-			case PP_TIMER: {
-				struct timer *nt = realloc(sc->timers, sizeof(*nt) * (size_t)(sc->ntimers + 1));
-				if (!nt)
-					abort();
-				sc->timers = nt;
-				nt[sc->ntimers++] =
-					(struct timer){ .probe = p, .period_ns = pp->period_ns, .random_ns = pp->random_ns };
+			case PP_TIMER:
+				add_timer(sc, p, pp);
 				p->has_nonmark = true;
 				break;
-			}
 			case PP_MARK:
-				for (unsigned i = 0; src && i < src->ndescs; i++) {
-					if (pp_matches(pp, &src->descs[i])) {
-						add_binding(sc, p, pp, &src->descs[i]);
-						n++;
-					}
-				}
-				if (!n && !pp->optional && !pp->point && src && src->wrapper && !pp->path) {
-					/* a wrapper's: the program it execs dials in
-					 * later and binds then (bind_late), as djp
-					 * trace waits for it; say so, naming it */
-					char prog[4096];
-					p->waits_exec = true;
-					fprintf(stderr,
-						"djp: %s matches nothing in %s, the program the command ran; waiting for a "
-						"program it execs\n",
-						pp->text, djp_escape_c(prog, sizeof(prog), src->wrapper, false));
-				} else if (!n && !pp->optional && !pp->point)
-					diag(sc, pp->line, pp->col, "semantic error",
-					     "while resolving probe point %s: no match", pp->text);
-				if ((enough = n && pp->sufficient))
-					pp->next = NULL; /* the later points are not used at all */
+				enough = bind_mark_point(sc, p, pp, src);
 				break;
 			}
 		}
 	}
-	if (src) {
-		sc->by_desc = calloc(src->ndescs + 1, sizeof(*sc->by_desc));
-		sc->nby_desc = calloc(src->ndescs + 1, sizeof(*sc->nby_desc));
-		sc->nby = src->ndescs;
-		if (!sc->by_desc || !sc->nby_desc)
-			abort();
-		for (struct probe *p = sc->probes; p; p = p->next) {
-			for (int i = 0; i < p->nbinds; i++) {
-				uint32_t id = p->binds[i]->desc->id;
-				if (id >= src->ndescs)
-					continue;
-				sc->by_desc[id] = realloc(sc->by_desc[id], sizeof(struct binding *) * (size_t)(sc->nby_desc[id] + 1));
-				if (!sc->by_desc[id])
-					abort();
-				sc->by_desc[id][sc->nby_desc[id]++] = p->binds[i];
-			}
-		}
-	}
+	if (src)
+		index_bindings(sc, src);
 	return sc->nerrors - errors;
 }
 

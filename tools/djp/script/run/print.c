@@ -2,7 +2,7 @@
  * printf for scripts, with SystemTap's semantics.
  *
  * The format of printf/sprintf must be a literal, so it is parsed once, at
- * check time, into literal runs and conversions (each conversion by
+ * check time (lang/format.c), into literal runs and conversions (each conversion by
  * lib/format.h's djp_format_spec, the parser marker formats use too); the
  * interpreter only walks that list.  Numbers are 64-bit whatever the length modifier (which is
  * accepted and ignored, as stap does); %p is %#x (stap since 1.3); %c prints
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang.h"
+#include "run.h"
 
 void sb_put(struct strbuf *b, const char *s, size_t n)
 {
@@ -131,75 +131,6 @@ void print_escaped(struct strbuf *b, const char *s)
 		sb_put(b, tmp, char_escaped(*s, tmp));
 }
 
-struct print_fmt *print_fmt_parse(struct script *sc, const char *fmt, const char **why)
-{
-	struct print_spec specs[256];
-	int n = 0, nargs = 0;
-	const char *p = fmt;
-
-	while (*p) {
-		struct print_spec s = { .width = -1, .prec = -1 };
-		struct djp_fmt_spec spec;
-		if (n == 256) {
-			*why = "format too long";
-			return NULL;
-		}
-		if (*p != '%' || p[1] == '%') {
-			const char *start = p;
-			if (*p == '%') {
-				p += 2;
-				s.lit = "%";
-				s.litlen = 1;
-			} else {
-				while (*p && *p != '%')
-					p++;
-				s.lit = start;
-				s.litlen = (size_t)(p - start);
-			}
-			specs[n++] = s;
-			continue;
-		}
-		p++;
-		djp_format_spec(&p, &spec);
-		if (spec.width == DJP_FMT_STAR) { /* %*d: the width is an argument */
-			s.star_width = true;
-			spec.width = -1;
-			nargs++;
-		}
-		if (spec.prec == DJP_FMT_STAR) {
-			s.star_prec = true;
-			spec.prec = -1;
-			nargs++;
-		}
-		if (spec.width > (int)MAXSTRINGLEN || spec.prec > (int)MAXSTRINGLEN) {
-			*why = "field width or precision too large";
-			return NULL;
-		}
-		if (spec.conv == 'b' && spec.width > 0 && spec.width != 1 && spec.width != 2 && spec.width != 4 &&
-		    spec.width != 8) {
-			*why = "%b writes 1, 2, 4 or 8 bytes: its width must be one of those";
-			return NULL;
-		}
-		if (!djp_format_conv_known(spec.conv) && spec.conv != 'b' && spec.conv != 'm' && spec.conv != 'M') {
-			*why = spec.conv ? "unsupported conversion (use %d %i %u %x %X %o %c %s %p %b %m %M %%)"
-					 : "incomplete conversion at end";
-			return NULL;
-		}
-		s.flags = spec.flags;
-		s.width = spec.width;
-		s.prec = spec.prec;
-		s.conv = spec.conv;
-		specs[n++] = s;
-		nargs++;
-	}
-	struct print_fmt *pf = pool_alloc(sc, sizeof(*pf));
-	pf->spec = pool_alloc(sc, sizeof(*pf->spec) * (size_t)(n + 1));
-	memcpy(pf->spec, specs, sizeof(*specs) * (size_t)n);
-	pf->nspecs = n;
-	pf->nargs = nargs;
-	return pf;
-}
-
 static void print_memory(struct strbuf *b, const struct print_spec *s, unsigned flags, const uint8_t *mem, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -218,6 +149,80 @@ static void print_memory(struct strbuf *b, const struct print_spec *s, unsigned 
 		pad(b, ' ', s->width - (int)len);
 }
 
+/* %*d, %.*s: the spec with its width and precision from the arguments,
+ * which *a steps over; as C's printf, a negative width left-justifies
+ * (*flags), a negative precision is none */
+static const struct print_spec *star_spec(const struct print_spec *s, struct print_spec *star, const union cell *args,
+					   int *a, unsigned *flags)
+{
+	*star = *s;
+	if (s->star_width) {
+		int64_t w = args[(*a)++].n;
+		if (w < 0) {
+			*flags |= PRINT_LEFT;
+			w = -w;
+		}
+		star->width = w > (int64_t)MAXSTRINGLEN ? (int)MAXSTRINGLEN : (int)w;
+	}
+	if (s->star_prec) {
+		int64_t pr = args[(*a)++].n;
+		star->prec = pr < 0 ? -1 : pr > (int64_t)MAXSTRINGLEN ? (int)MAXSTRINGLEN : (int)pr;
+	}
+	return star;
+}
+
+/* len bytes of p (none when p is NULL, an escape of nothing), padded to
+ * the spec's width */
+static void put_padded(struct strbuf *b, const struct print_spec *s, unsigned flags, const char *p, size_t len)
+{
+	if (!(flags & PRINT_LEFT))
+		pad(b, ' ', s->width - (int)len);
+	if (p)
+		sb_put(b, p, len);
+	if (flags & PRINT_LEFT)
+		pad(b, ' ', s->width - (int)len);
+}
+
+/* %s, at most the precision's bytes; %#s escaped */
+static void print_str(struct strbuf *b, const struct print_spec *s, unsigned flags, const char *str)
+{
+	size_t len = strlen(str);
+	if (s->prec >= 0 && (size_t)s->prec < len)
+		len = (size_t)s->prec;
+	if (flags & PRINT_ALT) {
+		struct strbuf t = { 0 };
+		char *cp = strndup(str, len);
+		if (!cp)
+			abort();
+		print_escaped(&t, cp);
+		free(cp);
+		put_padded(b, s, flags, t.p, t.len);
+		free(t.p);
+		return;
+	}
+	put_padded(b, s, flags, str, len);
+}
+
+/* %m, %M: the precision's bytes (1 by default) at addr; false when they
+ * could not be read (mem->fault) */
+static bool print_mem_at(struct strbuf *b, const struct print_spec *s, unsigned flags, uint64_t addr,
+			 struct print_mem *mem)
+{
+	size_t n = s->prec > 0 ? (size_t)s->prec : 1;
+	uint8_t *buf = malloc(n);
+	if (!buf)
+		abort();
+	if (!mem || !mem->read(mem->ctx, addr, buf, n)) {
+		free(buf);
+		if (mem)
+			mem->fault = addr;
+		return false;
+	}
+	print_memory(b, s, flags, buf, n);
+	free(buf);
+	return true;
+}
+
 bool print_format(struct strbuf *b, const struct print_fmt *pf, const union cell *args, struct print_mem *mem)
 {
 	int a = 0;
@@ -226,76 +231,28 @@ bool print_format(struct strbuf *b, const struct print_fmt *pf, const union cell
 		const struct print_spec *s = &pf->spec[i];
 		struct print_spec star;
 		unsigned flags = s->flags;
-		int base = 10;
 
-		if (s->star_width || s->star_prec) {
-			/* as C's printf: a negative width left-justifies, a
-			 * negative precision is none */
-			star = *s;
-			if (s->star_width) {
-				int64_t w = args[a++].n;
-				if (w < 0) {
-					flags |= PRINT_LEFT;
-					w = -w;
-				}
-				star.width = w > (int64_t)MAXSTRINGLEN ? (int)MAXSTRINGLEN : (int)w;
-			}
-			if (s->star_prec) {
-				int64_t pr = args[a++].n;
-				star.prec = pr < 0 ? -1 : pr > (int64_t)MAXSTRINGLEN ? (int)MAXSTRINGLEN : (int)pr;
-			}
-			s = &star;
-		}
-
+		if (s->star_width || s->star_prec)
+			s = star_spec(s, &star, args, &a, &flags);
 		if (!s->conv) {
 			sb_put(b, s->lit, s->litlen);
 			continue;
 		}
 		switch (s->conv) {
-		case 's': {
-			const char *str = args[a++].s;
-			size_t len = strlen(str);
-			if (s->prec >= 0 && (size_t)s->prec < len)
-				len = (size_t)s->prec;
-			if (flags & PRINT_ALT) {
-				struct strbuf t = { 0 };
-				char *cp = strndup(str, len);
-				if (!cp)
-					abort();
-				print_escaped(&t, cp);
-				free(cp);
-				if (!(flags & PRINT_LEFT))
-					pad(b, ' ', s->width - (int)t.len);
-				if (t.len)
-					sb_put(b, t.p, t.len);
-				if (flags & PRINT_LEFT)
-					pad(b, ' ', s->width - (int)t.len);
-				free(t.p);
-				break;
-			}
-			if (!(flags & PRINT_LEFT))
-				pad(b, ' ', s->width - (int)len);
-			sb_put(b, str, len);
-			if (flags & PRINT_LEFT)
-				pad(b, ' ', s->width - (int)len);
+		case 's':
+			print_str(b, s, flags, args[a++].s);
 			break;
-		}
 		case 'c': {
 			char tmp[4], c = (char)args[a++].n;
 			size_t n = (flags & PRINT_ALT) ? char_escaped(c, tmp) : (tmp[0] = c, 1);
-			if (!(flags & PRINT_LEFT))
-				pad(b, ' ', s->width - (int)n);
-			sb_put(b, tmp, n);
-			if (flags & PRINT_LEFT)
-				pad(b, ' ', s->width - (int)n);
+			put_padded(b, s, flags, tmp, n);
 			break;
 		}
 		case 'X':
 			flags |= PRINT_LARGE;
 			/* fall through */
 		case 'x':
-			base = 16;
-			print_number(b, (uint64_t)args[a++].n, base, s->width, s->prec, flags);
+			print_number(b, (uint64_t)args[a++].n, 16, s->width, s->prec, flags);
 			break;
 		case 'p':
 			print_number(b, (uint64_t)args[a++].n, 16, s->width, s->prec, flags | PRINT_ALT);
@@ -306,22 +263,10 @@ bool print_format(struct strbuf *b, const struct print_fmt *pf, const union cell
 			break;
 		}
 		case 'm':
-		case 'M': {
-			uint64_t addr = (uint64_t)args[a++].n;
-			size_t n = s->prec > 0 ? (size_t)s->prec : 1;
-			uint8_t *buf = malloc(n);
-			if (!buf)
-				abort();
-			if (!mem || !mem->read(mem->ctx, addr, buf, n)) {
-				free(buf);
-				if (mem)
-					mem->fault = addr;
+		case 'M':
+			if (!print_mem_at(b, s, flags, (uint64_t)args[a++].n, mem))
 				return false;
-			}
-			print_memory(b, s, flags, buf, n);
-			free(buf);
 			break;
-		}
 		case 'o':
 			print_number(b, (uint64_t)args[a++].n, 8, s->width, s->prec, flags);
 			break;

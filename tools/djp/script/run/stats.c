@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang.h"
+#include "run.h"
 
 struct script_stat *stat_new(const struct hist_cfg *h)
 {

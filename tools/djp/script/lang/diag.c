@@ -14,6 +14,8 @@
 #include "lib/escape.h"
 #include "lang.h"
 
+bool script_no_warnings;
+
 struct strpool {
 	struct strpool *next;
 	size_t used, cap;

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang.h"
+#include "run.h"
 
 uint64_t str_hash(const char *s)
 {
@@ -100,7 +100,7 @@ static void rebuild_index(struct map *m, uint32_t slots)
 	}
 }
 
-/* Squeeze out deleted entries (never during a foreach: see interp.c). */
+/* Squeeze out deleted entries (never during a foreach: see exec.c). */
 static void compact(struct map *m)
 {
 	uint32_t o = 0;

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "source.h"
+#include "tools/djp/script/source.h"
 
 /* Render into buf (as snprintf) the "name=0x.." pairs of the hit ev of
  * site d that `which` ("parms", "vars", "locals", "return") names. */

@@ -36,7 +36,7 @@
 #include <string.h>
 
 #include "ubacktrace.h"
-#include "usym.h"
+#include "tools/djp/script/usym.h"
 
 /* Append what fmt makes (one address's line: never long but for a path). */
 static void put(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

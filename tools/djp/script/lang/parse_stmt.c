@@ -1,0 +1,699 @@
+/*
+ * Statements and expressions of the parser (parser.c has the essay):
+ * stap's precedence ladder, from assignment (right associative, with
+ * `<<<`) through ?:, || && | ^ & `in`, comparisons, shifts, `.`
+ * concatenation, + -, * / %, unary and ++/--; then the statements, foreach
+ * with its sort marks, limit and slices, try/catch.  Each nested rule
+ * counts one level against MAX_NESTING (enter/leave).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+
+static void call_args(struct parser *ps, struct node *n)
+{
+	struct nlist l = { .n = 0 };
+	expect(ps, "(");
+	if (!is_op(peek(ps, 0), ")")) {
+		do {
+			if (l.n >= 32)
+				fail_at(ps, peek(ps, 0), "too many arguments");
+			nl_add(ps, &l, parse_expr(ps));
+		} while (accept(ps, ","));
+	}
+	expect(ps, ")");
+	nl_done(ps, &l, n);
+}
+
+static void key_list(struct parser *ps, struct node *n, const char *close)
+{
+	struct nlist l = { .n = 0 };
+	do {
+		struct tok *t = peek(ps, 0);
+		if (l.n >= MAXKEYS)
+			fail_at(ps, t, "more than %d array indexes", MAXKEYS);
+		/* `*` alone is a slice's wildcard; check.c allows it where a
+		 * slice means something */
+		if (is_op(t, "*") && (is_op(peek(ps, 1), ",") || is_op(peek(ps, 1), close))) {
+			take(ps);
+			nl_add(ps, &l, mk(ps, N_WILD, t));
+			n->post = 1;
+			continue;
+		}
+		nl_add(ps, &l, parse_expr(ps));
+	} while (accept(ps, ","));
+	expect(ps, close);
+	nl_done(ps, &l, n);
+}
+
+static const struct {
+	const char *name;
+	int kind;
+} print_fns[] = {
+	{ "printf", P_PRINTF }, { "sprintf", P_SPRINTF }, { "print", P_PRINT },
+	{ "println", P_PRINTLN }, { "sprint", P_SPRINT }, { "sprintln", P_SPRINTLN },
+	{ "printd", P_PRINTD }, { "printdln", P_PRINTDLN }, { "sprintd", P_SPRINTD },
+};
+
+/* "a" "b": adjacent literals join, as in C */
+static struct node *string_literal(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, N_STR, t);
+	n->str = t->text;
+	while (peek(ps, 0)->kind == T_STR) {
+		struct tok *u = take(ps);
+		size_t a = strlen(n->str);
+		char *s = pool_alloc(ps->sc, a + u->len + 1);
+		memcpy(s, n->str, a);
+		memcpy(s + a, u->text, u->len + 1);
+		n->str = s;
+	}
+	return n;
+}
+
+/* $$name, $$parms, $$vars, $$locals, $$return, $$format */
+static struct node *dollar2(struct parser *ps, struct tok *t)
+{
+	struct node *n;
+	if (!strcmp(t->text, "name"))
+		return mk(ps, N_CTXNAME, t);
+	if (!strcmp(t->text, "parms") || !strcmp(t->text, "vars") || !strcmp(t->text, "locals") ||
+	    !strcmp(t->text, "return")) {
+		n = mk(ps, N_CTXPARMS, t); /* which ones: n->str (ctx_vars.c) */
+		n->str = t->text;
+		return n;
+	}
+	if (!strcmp(t->text, "format"))
+		return mk(ps, N_CTXFORMAT, t);
+	ps->pos--;
+	fail_at(ps, t, "unsupported context variable (only $$name, $$parms, $$vars, $$locals, $$return and $$format)");
+}
+
+/* @hist_log(s), @hist_linear(s, start, stop, interval) */
+static struct node *at_hist(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, N_HIST, t);
+	n->op = t->text[5] == 'l' && t->text[6] == 'o' ? 1 : 2;
+	call_args(ps, n);
+	if (n->nargs != (n->op == 1 ? 1 : 4)) {
+		ps->pos--;
+		fail_at(ps, t, n->op == 1 ? "@hist_log takes one statistic"
+					  : "@hist_linear takes a statistic, start, stop and interval");
+	}
+	return n;
+}
+
+/* @defined(e), @choose_defined(a, b) */
+static struct node *at_defined(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, N_DEFINED, t);
+	n->op = t->text[0] == 'c';
+	expect(ps, "(");
+	n->a = parse_expr(ps);
+	if (n->op) {
+		expect(ps, ",");
+		n->b = parse_expr(ps);
+	}
+	expect(ps, ")");
+	return n;
+}
+
+/* @entry($x) in a return probe: the value $x had at the entry, which is
+ * what the return site's $x holds (the engine keeps the entry's arguments
+ * for the return) */
+static struct node *at_entry(struct parser *ps)
+{
+	struct tok *in;
+	struct node *n;
+	expect(ps, "(");
+	in = peek(ps, 0);
+	n = parse_expr(ps);
+	expect(ps, ")");
+	if (n->kind != N_CTX) {
+		diag(ps->sc, in->line, in->col, "parse error",
+		     "not supported yet: @entry of anything but a context variable ($name)");
+		longjmp(ps->fail, 1);
+	}
+	return n;
+}
+
+/* An @ operator stap has and djp does not, said as such; else unknown. */
+static _Noreturn void at_unknown(struct parser *ps, struct tok *t)
+{
+	static const char *const later[] = { "cast",  "var",   "this1", "this2",     "this3",     "this4",
+					     "this5", "this6", "this7", "this8",     "this9",     "kregister",
+					     "uregister", "probewrite", "const" };
+	ps->pos--;
+	for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++)
+		if (!strcmp(t->text, later[i])) {
+			diag(ps->sc, t->line, t->col, "parse error", "not supported yet: @%s", t->text);
+			longjmp(ps->fail, 1);
+		}
+	fail_at(ps, t, "unknown operator (expected @count @sum @min @max @avg @variance @hist_log @hist_linear)");
+}
+
+static struct node *at_operator(struct parser *ps, struct tok *t)
+{
+	static const char *const aggs[] = { "count", "sum", "min", "max", "avg", "variance" };
+	for (int i = 0; i < 6; i++) {
+		if (!strcmp(t->text, aggs[i])) {
+			struct node *n = mk(ps, N_AGG, t);
+			n->op = i;
+			expect(ps, "(");
+			n->a = parse_expr(ps);
+			expect(ps, ")");
+			return n;
+		}
+	}
+	if (!strcmp(t->text, "hist_log") || !strcmp(t->text, "hist_linear"))
+		return at_hist(ps, t);
+	if (!strcmp(t->text, "defined") || !strcmp(t->text, "choose_defined"))
+		return at_defined(ps, t);
+	if (!strcmp(t->text, "entry"))
+		return at_entry(ps);
+	at_unknown(ps, t);
+}
+
+/* A name: a call (print and its kin have nodes of their own), an array
+ * element, or a variable. */
+static struct node *identifier(struct parser *ps, struct tok *t)
+{
+	struct node *n;
+	if (is_op(peek(ps, 0), "(")) {
+		for (size_t i = 0; i < sizeof(print_fns) / sizeof(print_fns[0]); i++) {
+			if (!strcmp(t->text, print_fns[i].name)) {
+				n = mk(ps, N_PRINT, t);
+				n->op = print_fns[i].kind;
+				call_args(ps, n);
+				return n;
+			}
+		}
+		n = mk(ps, N_CALL, t);
+		n->str = t->text;
+		call_args(ps, n);
+		return n;
+	}
+	if (is_op(peek(ps, 0), "[")) {
+		take(ps);
+		n = mk(ps, N_INDEX, t);
+		n->str = t->text;
+		key_list(ps, n, "]");
+		return n;
+	}
+	n = mk(ps, N_VAR, t);
+	n->str = t->text;
+	return n;
+}
+
+/* [k, ...] in array */
+static struct node *keys_in(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, N_IN, t);
+	struct tok *arr;
+	key_list(ps, n, "]");
+	if (!is_kw(peek(ps, 0), "in"))
+		fail_at(ps, peek(ps, 0), "expected 'in'");
+	take(ps);
+	arr = expect_ident(ps, "an array name");
+	n->str = arr->text;
+	return n;
+}
+
+static struct node *primary(struct parser *ps)
+{
+	struct tok *t = take(ps);
+	struct node *n;
+
+	switch (t->kind) {
+	case T_NUM:
+		n = mk(ps, N_NUM, t);
+		n->num = t->num;
+		return n;
+	case T_STR: return string_literal(ps, t);
+	case T_DOLLAR:
+		n = mk(ps, N_CTX, t);
+		n->str = t->text;
+		return n;
+	case T_DOLLAR2: return dollar2(ps, t);
+	case T_AT: return at_operator(ps, t);
+	case T_IDENT: return identifier(ps, t);
+	case T_OP:
+		if (is_op(t, "(")) {
+			n = parse_expr(ps);
+			expect(ps, ")");
+			return n;
+		}
+		if (is_op(t, "["))
+			return keys_in(ps, t);
+		break;
+	default:
+		break;
+	}
+	ps->pos--;
+	fail_at(ps, t, "expected an expression");
+}
+
+/* stap constructs the parser knows but djp does not run yet: said as such,
+ * at their place, rather than as a syntax error after them */
+static _Noreturn void not_yet(struct parser *ps, const struct tok *t, const char *what)
+{
+	diag(ps->sc, t->line, t->col, "parse error", "not supported yet: %s", what);
+	longjmp(ps->fail, 1);
+}
+
+static struct node *postfix(struct parser *ps)
+{
+	struct node *n = primary(ps);
+	struct tok *t = peek(ps, 0);
+
+	if (is_op(t, "->"))
+		not_yet(ps, t, "'->' (members of target variables, from debug information)");
+	if (n->kind == N_CTX && is_op(t, "["))
+		not_yet(ps, t, "indexing a target variable ($var[i], from debug information)");
+	if (is_op(t, "++") || is_op(t, "--")) {
+		struct node *u = mk(ps, N_INCDEC, t);
+		take(ps);
+		u->op = t->text[0];
+		u->post = 1;
+		u->a = n;
+		return u;
+	}
+	return n;
+}
+
+struct node *parse_unary(struct parser *ps)
+{
+	struct tok *t = peek(ps, 0);
+	struct node *n;
+
+	if (is_op(t, "++") || is_op(t, "--")) {
+		take(ps);
+		n = mk(ps, N_INCDEC, t);
+		n->op = t->text[0];
+		enter(ps);
+		n->a = parse_unary(ps);
+		leave(ps, 1);
+		return n;
+	}
+	if (is_op(t, "&") && (peek(ps, 1)->kind == T_DOLLAR || peek(ps, 1)->kind == T_AT))
+		not_yet(ps, t, "'&' (the address of a target variable, from debug information)");
+	if (is_op(t, "-") || is_op(t, "!") || is_op(t, "~") || is_op(t, "+")) {
+		take(ps);
+		enter(ps);
+		if (is_op(t, "+")) {
+			n = parse_unary(ps);
+			leave(ps, 1);
+			return n;
+		}
+		n = mk(ps, is_op(t, "-") ? N_NEG : is_op(t, "!") ? N_NOT : N_BITNOT, t);
+		n->a = parse_unary(ps);
+		leave(ps, 1);
+		if (n->kind == N_NEG && n->a->kind == N_NUM) {
+			n->a->num = (int64_t)(0 - (uint64_t)n->a->num);
+			n->a->line = n->line;
+			n->a->col = n->col;
+			return n->a;
+		}
+		return n;
+	}
+	return postfix(ps);
+}
+
+/* One left-associative binary level: ops is a NULL-terminated list. */
+static struct node *binary(struct parser *ps, struct node *(*sub)(struct parser *), const char *const *ops, int kind)
+{
+	struct node *l = sub(ps);
+	int links = 0;
+	for (;;) {
+		struct tok *t = peek(ps, 0);
+		const char *const *o;
+		struct node *n;
+		for (o = ops; *o && !is_op(t, *o); o++)
+			;
+		if (!*o) {
+			leave(ps, links);
+			return l;
+		}
+		take(ps);
+		enter(ps); /* the tree is one level deeper for each link */
+		links++;
+		n = mk(ps, kind, t);
+		n->op = t->text[0] | (t->text[1] << 8);
+		n->a = l;
+		n->b = sub(ps);
+		l = n;
+	}
+}
+
+#define LEVEL(fn, sub, kind, ...)                                                            \
+	static struct node *fn(struct parser *ps)                                            \
+	{                                                                                    \
+		static const char *const ops[] = { __VA_ARGS__, NULL };                      \
+		return binary(ps, sub, ops, kind);                                           \
+	}
+
+LEVEL(multiplicative, parse_unary, N_BINOP, "*", "/", "%")
+LEVEL(additive, multiplicative, N_BINOP, "+", "-")
+LEVEL(concatenation, additive, N_CONCAT, ".")
+LEVEL(shift, concatenation, N_BINOP, "<<", ">>")
+LEVEL(comparison, shift, N_CMP, "<", ">", "<=", ">=", "==", "!=", "=~", "!~")
+
+static struct node *array_in(struct parser *ps)
+{
+	struct node *l = comparison(ps);
+	int links = 0;
+	while (is_kw(peek(ps, 0), "in")) {
+		struct tok *t = take(ps), *arr = expect_ident(ps, "an array name");
+		enter(ps);
+		links++;
+		struct node *n = mk(ps, N_IN, t);
+		n->nargs = 1;
+		n->args = pool_alloc(ps->sc, sizeof(struct node *));
+		n->args[0] = l;
+		n->str = arr->text;
+		l = n;
+	}
+	leave(ps, links);
+	return l;
+}
+
+LEVEL(bit_and, array_in, N_BINOP, "&")
+LEVEL(bit_xor, bit_and, N_BINOP, "^")
+LEVEL(bit_or, bit_xor, N_BINOP, "|")
+LEVEL(logical_and, bit_or, N_LOGAND, "&&")
+LEVEL(logical_or, logical_and, N_LOGOR, "||")
+
+static struct node *ternary(struct parser *ps)
+{
+	struct node *c = logical_or(ps);
+	struct tok *t = peek(ps, 0);
+	if (is_op(t, "?")) {
+		struct node *n = mk(ps, N_TERNARY, t);
+		take(ps);
+		n->a = c;
+		n->b = parse_expr(ps);
+		expect(ps, ":");
+		enter(ps);
+		n->c = ternary(ps);
+		leave(ps, 1);
+		return n;
+	}
+	return c;
+}
+
+static struct node *assignment(struct parser *ps);
+
+struct node *parse_expr(struct parser *ps)
+{
+	struct node *n;
+
+	enter(ps);
+	n = assignment(ps);
+	leave(ps, 1);
+	return n;
+}
+
+static struct node *assignment(struct parser *ps)
+{
+	static const char *const assign_ops[] = { "=", "+=", "-=", "*=", "/=", "%=", ".=",
+						  "<<=", ">>=", "&=", "|=", "^=", "<<<" };
+	struct node *l = ternary(ps);
+	struct tok *t = peek(ps, 0);
+
+	for (size_t i = 0; i < sizeof(assign_ops) / sizeof(assign_ops[0]); i++) {
+		struct node *n;
+		if (!is_op(t, assign_ops[i]))
+			continue;
+		if (l->kind != N_VAR && l->kind != N_INDEX)
+			fail_at(ps, t, "left side of '%s' is not a variable or array element", t->text);
+		take(ps);
+		if (i == 12) {
+			n = mk(ps, N_STATADD, t);
+		} else {
+			n = mk(ps, N_ASSIGN, t);
+			n->op = i == 0 ? 0 : (t->text[0] | (t->text[1] == '=' ? 0 : t->text[1] << 8));
+		}
+		n->a = l;
+		n->b = parse_expr(ps);
+		return n;
+	}
+	return l;
+}
+
+struct node *parse_block(struct parser *ps)
+{
+	struct tok *t = expect(ps, "{");
+	struct node *n = mk(ps, S_BLOCK, t);
+	struct nlist l = { .n = 0 };
+	while (!is_op(peek(ps, 0), "}")) {
+		if (peek(ps, 0)->kind == T_EOF)
+			fail_at(ps, peek(ps, 0), "expected '}'");
+		nl_add(ps, &l, parse_statement(ps));
+	}
+	take(ps);
+	nl_done(ps, &l, n);
+	return n;
+}
+
+static int sort_mark(struct parser *ps)
+{
+	if (accept(ps, "+"))
+		return 1;
+	if (accept(ps, "-"))
+		return -1;
+	return 0;
+}
+
+static void set_sort(struct parser *ps, struct node *n, struct tok *at, int col, int dir)
+{
+	if (!dir)
+		return;
+	if (n->fe_sort_dir)
+		fail_at(ps, at, "multiple sort directives");
+	n->fe_sort_col = col;
+	n->fe_sort_dir = dir;
+}
+
+static struct node *var_decl(struct parser *ps, struct tok *t)
+{
+	struct node *v = mk(ps, N_VAR, t);
+	v->str = t->text;
+	return v;
+}
+
+static struct node *foreach_stmt(struct parser *ps, struct tok *kw)
+{
+	struct node *n = mk(ps, S_FOREACH, kw);
+	struct tok *t;
+	struct node *keys[MAXKEYS];
+	int d;
+
+	n->fe_sort_col = -1;
+	expect(ps, "(");
+	t = peek(ps, 0);
+	if (t->kind == T_IDENT && (is_op(peek(ps, 1), "=") ||
+				   ((is_op(peek(ps, 1), "+") || is_op(peek(ps, 1), "-")) && is_op(peek(ps, 2), "=")))) {
+		take(ps);
+		n->d = var_decl(ps, t); /* value variable, resolved in check.c */
+		set_sort(ps, n, peek(ps, 0), 0, sort_mark(ps));
+		expect(ps, "=");
+	}
+	if (accept(ps, "[")) {
+		do {
+			struct tok *k = expect_ident(ps, "a key variable");
+			if (n->fe_nkeys == MAXKEYS)
+				fail_at(ps, k, "more than %d keys", MAXKEYS);
+			keys[n->fe_nkeys++] = var_decl(ps, k);
+			set_sort(ps, n, peek(ps, 0), n->fe_nkeys, sort_mark(ps));
+		} while (accept(ps, ","));
+		expect(ps, "]");
+	} else {
+		struct tok *k = expect_ident(ps, "a key variable or '['");
+		keys[n->fe_nkeys++] = var_decl(ps, k);
+		set_sort(ps, n, peek(ps, 0), 1, sort_mark(ps));
+	}
+	if (!is_kw(peek(ps, 0), "in"))
+		fail_at(ps, peek(ps, 0), "expected 'in'");
+	take(ps);
+	t = expect_ident(ps, "an array name");
+	n->str = t->text;
+	if (is_op(peek(ps, 0), "[")) {
+		/* foreach ([a, b] in x[*, "k"]): only the elements that match */
+		n->fe_slice = mk(ps, N_INDEX, take(ps));
+		n->fe_slice->str = t->text;
+		key_list(ps, n->fe_slice, "]");
+	}
+	if (peek(ps, 0)->kind == T_AT) {
+		/* foreach (k in stats @sum-): sort by that aggregate */
+		static const char *const aggs[] = { "count", "sum", "min", "max", "avg" };
+		struct tok *a = take(ps);
+		size_t i;
+		for (i = 0; i < sizeof(aggs) / sizeof(aggs[0]) && strcmp(a->text, aggs[i]); i++)
+			;
+		if (i == sizeof(aggs) / sizeof(aggs[0]))
+			fail_at(ps, a, "expected @count, @sum, @min, @max or @avg to sort by");
+		n->fe_sort_agg = (int)i;
+	}
+	d = sort_mark(ps);
+	set_sort(ps, n, t, 0, d);
+	if (is_kw(peek(ps, 0), "limit")) {
+		take(ps);
+		n->fe_limit = parse_expr(ps);
+	}
+	expect(ps, ")");
+	n->nargs = n->fe_nkeys;
+	n->args = pool_alloc(ps->sc, sizeof(struct node *) * MAXKEYS);
+	memcpy(n->args, keys, sizeof(struct node *) * (size_t)n->fe_nkeys);
+	ps->loop_depth++;
+	n->a = parse_statement(ps);
+	ps->loop_depth--;
+	return n;
+}
+
+static struct node *statement_at(struct parser *ps);
+
+struct node *parse_statement(struct parser *ps)
+{
+	struct node *n;
+
+	enter(ps);
+	n = statement_at(ps);
+	leave(ps, 1);
+	return n;
+}
+
+/* try { } catch [(msg)] { } */
+static struct node *try_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, S_TRY, t);
+	n->a = parse_block(ps);
+	if (!is_kw(peek(ps, 0), "catch"))
+		fail_at(ps, peek(ps, 0), "expected 'catch' after the try block");
+	take(ps);
+	if (accept(ps, "(")) {
+		n->str = expect_ident(ps, "the name of the error message's variable")->text;
+		expect(ps, ")");
+	}
+	n->b = parse_block(ps);
+	return n;
+}
+
+static struct node *if_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, S_IF, t);
+	expect(ps, "(");
+	n->a = parse_expr(ps);
+	expect(ps, ")");
+	n->b = parse_statement(ps);
+	if (is_kw(peek(ps, 0), "else")) {
+		take(ps);
+		n->c = parse_statement(ps);
+	}
+	return n;
+}
+
+static struct node *while_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, S_WHILE, t);
+	expect(ps, "(");
+	n->a = parse_expr(ps);
+	expect(ps, ")");
+	ps->loop_depth++;
+	n->b = parse_statement(ps);
+	ps->loop_depth--;
+	return n;
+}
+
+/* for ([init]; [cond]; [step]) body */
+static struct node *for_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, S_FOR, t);
+	expect(ps, "(");
+	if (!is_op(peek(ps, 0), ";"))
+		n->a = parse_expr(ps);
+	expect(ps, ";");
+	if (!is_op(peek(ps, 0), ";"))
+		n->b = parse_expr(ps);
+	expect(ps, ";");
+	if (!is_op(peek(ps, 0), ")"))
+		n->c = parse_expr(ps);
+	expect(ps, ")");
+	ps->loop_depth++;
+	n->d = parse_statement(ps);
+	ps->loop_depth--;
+	return n;
+}
+
+/* break, continue: in a loop only */
+static struct node *jump_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n;
+	if (!ps->loop_depth)
+		fail_at(ps, t, "'%s' outside a loop", t->text);
+	n = mk(ps, t->text[0] == 'b' ? S_BREAK : S_CONTINUE, t);
+	accept(ps, ";");
+	return n;
+}
+
+static struct node *next_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, S_NEXT, t);
+	accept(ps, ";");
+	return n;
+}
+
+static struct node *return_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, S_RETURN, t);
+	if (!is_op(peek(ps, 0), ";") && !is_op(peek(ps, 0), "}"))
+		n->a = parse_expr(ps);
+	accept(ps, ";");
+	return n;
+}
+
+static struct node *delete_stmt(struct parser *ps, struct tok *t)
+{
+	struct node *n = mk(ps, S_DELETE, t);
+	n->a = primary(ps);
+	if (n->a->kind != N_VAR && n->a->kind != N_INDEX)
+		fail_at(ps, t, "delete needs a variable, an array or an array element");
+	accept(ps, ";");
+	return n;
+}
+
+/* The statements a keyword starts, read after it. */
+static const struct {
+	const char *kw;
+	struct node *(*read)(struct parser *ps, struct tok *kw);
+} keyword_stmts[] = {
+	{ "try", try_stmt },	   { "if", if_stmt },	      { "while", while_stmt },   { "for", for_stmt },
+	{ "foreach", foreach_stmt }, { "break", jump_stmt },    { "continue", jump_stmt }, { "next", next_stmt },
+	{ "return", return_stmt }, { "delete", delete_stmt },
+};
+
+static struct node *statement_at(struct parser *ps)
+{
+	struct tok *t = peek(ps, 0);
+	struct node *n;
+
+	if (is_op(t, "{"))
+		return parse_block(ps);
+	if (is_op(t, ";")) {
+		take(ps);
+		return mk(ps, S_NOP, t);
+	}
+	if (t->kind == T_IDENT) {
+		for (size_t i = 0; i < sizeof(keyword_stmts) / sizeof(keyword_stmts[0]); i++)
+			if (!strcmp(t->text, keyword_stmts[i].kw)) {
+				take(ps);
+				return keyword_stmts[i].read(ps, t);
+			}
+		if (!strcmp(t->text, "global") || !strcmp(t->text, "probe") || !strcmp(t->text, "function"))
+			fail_at(ps, t, "expected a statement");
+	}
+	n = mk(ps, S_EXPR, t);
+	n->a = parse_expr(ps);
+	accept(ps, ";");
+	return n;
+}

@@ -1,0 +1,130 @@
+/*
+ * Built-in functions of strings, stap's string.stp and conversions.stp:
+ * lengths, searches, slices, escapes.  A string they make comes from the
+ * probe's arena, cut at MAXSTRINGLEN - 1 bytes as stap's would be; one
+ * they only look at is not copied.  matched() and ngroups() read the
+ * groups the last =~ that matched left (interp.c's regex_match).
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tapset.h"
+#include "tools/djp/script/run/interp.h"
+
+int64_t bi_strlen(struct run *r, struct node *n)
+{
+	return (int64_t)strlen(eval_s(r, n->args[0]));
+}
+
+const char *bi_substr(struct run *r, struct node *n)
+{
+	const char *s = eval_s(r, n->args[0]);
+	int64_t start = eval_n(r, n->args[1]), len = eval_n(r, n->args[2]);
+	size_t sl = strlen(s);
+	if (start < 0 || len < 0 || (size_t)start >= sl)
+		return "";
+	if ((uint64_t)len > sl - (size_t)start)
+		len = (int64_t)(sl - (size_t)start);
+	return arena_strn(r, s + start, (size_t)len);
+}
+
+int64_t bi_isinstr(struct run *r, struct node *n)
+{
+	const char *a = eval_s(r, n->args[0]);
+	return strstr(a, eval_s(r, n->args[1])) != NULL;
+}
+
+int64_t bi_strtol(struct run *r, struct node *n)
+{
+	const char *s = eval_s(r, n->args[0]);
+	int64_t base = eval_n(r, n->args[1]);
+	if (base < 2 || base > 36)
+		rt_error(r, n, "strtol: base %lld out of range", (long long)base);
+	return strtoll(s, NULL, (int)base);
+}
+
+int64_t bi_stringat(struct run *r, struct node *n)
+{
+	const char *s = eval_s(r, n->args[0]);
+	int64_t i = eval_n(r, n->args[1]);
+	if (i < 0 || (size_t)i >= strlen(s))
+		rt_error(r, n, "Position %lld out of range", (long long)i);
+	return (unsigned char)s[i];
+}
+
+int64_t bi_strpos(struct run *r, struct node *n)
+{
+	return tapset_strpos(eval_s(r, n->args[0]), eval_s(r, n->args[1]));
+}
+
+int64_t bi_isdigit(struct run *r, struct node *n)
+{
+	return isdigit((unsigned char)eval_s(r, n->args[0])[0]) != 0;
+}
+
+const char *bi_str_replace(struct run *r, struct node *n)
+{
+	char *buf = arena_alloc(r, MAXSTRINGLEN);
+	const char *a = eval_s(r, n->args[0]), *b = eval_s(r, n->args[1]);
+	tapset_str_replace(a, b, eval_s(r, n->args[2]), buf, MAXSTRINGLEN);
+	return buf;
+}
+
+/* tokenize(s, delim) starts on s; tokenize("", delim) goes on with it */
+const char *bi_tokenize(struct run *r, struct node *n)
+{
+	char *buf = arena_alloc(r, MAXSTRINGLEN);
+	const char *in = eval_s(r, n->args[0]);
+	tapset_tokenize(&r->tokens, in, eval_s(r, n->args[1]), buf, MAXSTRINGLEN);
+	return buf;
+}
+
+/* stap's escapes of at most len bytes of s (all when len <= 0), in
+ * double quotes when quoted */
+static const char *escaped(struct run *r, const char *s, int64_t len, bool quoted)
+{
+	char *buf = arena_alloc(r, MAXSTRINGLEN);
+	tapset_text_str(s, len > 0 ? (size_t)len : MAXSTRINGLEN, quoted, false, buf, MAXSTRINGLEN);
+	return buf;
+}
+
+const char *bi_text_str(struct run *r, struct node *n)
+{
+	return escaped(r, eval_s(r, n->args[0]), 0, false);
+}
+
+const char *bi_string_quoted(struct run *r, struct node *n)
+{
+	return escaped(r, eval_s(r, n->args[0]), 0, true);
+}
+
+const char *bi_text_strn(struct run *r, struct node *n)
+{
+	const char *in = eval_s(r, n->args[0]);
+	int64_t len = eval_n(r, n->args[1]);
+	return escaped(r, in, len, eval_n(r, n->args[2]) != 0);
+}
+
+const char *bi_errno_str(struct run *r, struct node *n)
+{
+	return tapset_errno_str(eval_n(r, n->args[0]));
+}
+
+/* matched(k): group k of the last =~ that matched (0 the whole match) */
+const char *bi_matched(struct run *r, struct node *n)
+{
+	int64_t k = eval_n(r, n->args[0]);
+	if (!r->nmatch)
+		rt_error(r, n, "matched(%lld): no regular expression has matched", (long long)k);
+	if (k < 0 || k >= r->nmatch)
+		rt_error(r, n, "matched(%lld): no such group (the last match has %d)", (long long)k, r->nmatch);
+	if (r->match[k].rm_so < 0 || (size_t)r->match[k].rm_eo > strlen(r->match_text))
+		return "";
+	return arena_strn(r, r->match_text + r->match[k].rm_so, (size_t)(r->match[k].rm_eo - r->match[k].rm_so));
+}
+
+int64_t bi_ngroups(struct run *r, struct node *n)
+{
+	return r->nmatch;
+}

@@ -1,0 +1,158 @@
+/*
+ * Built-in functions that read the target's memory: user_string() and
+ * its kin, user_int() and its kin.
+ *
+ * A string whose address is a context variable the probe asked for
+ * (user_string($arg2): check.c sets the bound) was copied by the target at
+ * the hit, when the memory was there; any other address is read now,
+ * through the source.  A fault is a run-time error, or the error string
+ * the call gives; the _quoted forms say "NULL" or the address instead.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tapset.h"
+#include "tools/djp/script/run/interp.h"
+
+/*
+ * The string at the address argument a evaluates to, at most max bytes:
+ * the copy the target made at the hit when a is a context variable whose
+ * string the probe asked for, else read now through the source.  NULL on a
+ * fault, with *addr the address.
+ */
+static const char *target_string(struct run *r, struct node *a, size_t max, uint64_t *addr, bool *cut)
+{
+	char *buf;
+	*cut = false;
+	if (a->kind == N_CTX && r->ev && r->bind) {
+		int f = r->bind->field[a->slot];
+		*addr = (uint64_t)r->ev->args[f];
+		if (r->ev->strs[f]) {
+			const char *t = r->ev->strs[f];
+			if (!*addr || r->ev->str_fault[f])
+				return NULL;
+			if (strlen(t) > max)
+				return *cut = true, arena_strn(r, t, max);
+			return t;
+		}
+	} else {
+		*addr = (uint64_t)eval_n(r, a);
+	}
+	if (!r->src || !r->src->ops->read_str || !r->ev || !*addr)
+		return NULL;
+	if (max > MAXSTRINGLEN - 1)
+		max = MAXSTRINGLEN - 1;
+	buf = arena_alloc(r, max + 1);
+	if (r->src->ops->read_str(r->src, r->ev->pid, *addr, buf, max + 1) < 0)
+		return NULL;
+	*cut = strlen(buf) == max;
+	return buf;
+}
+
+/* user_string(addr[, err]), with has_n user_string_n(addr, n[, err]);
+ * quoted: the _quoted forms */
+static const char *user_string(struct run *r, struct node *n, bool has_n, bool quoted)
+{
+	int64_t want = has_n ? eval_n(r, n->args[1]) : (int64_t)MAXSTRINGLEN - 1;
+	size_t max = want < 0 ? 0 : (size_t)want > MAXSTRINGLEN - 1 ? MAXSTRINGLEN - 1 : (size_t)want;
+	uint64_t addr = 0;
+	bool cut;
+	const char *t = target_string(r, n->args[0], max, &addr, &cut);
+	int err_arg = has_n ? 2 : 1;
+
+	if (quoted) {
+		if (!addr)
+			return "NULL";
+		if (t) {
+			char *q = arena_alloc(r, MAXSTRINGLEN);
+			tapset_text_str(t, max, true, cut, q, MAXSTRINGLEN);
+			return q;
+		}
+		char *hex = arena_alloc(r, 24);
+		snprintf(hex, 24, "0x%llx", (unsigned long long)addr);
+		return hex;
+	}
+	if (t)
+		return t;
+	if (n->nargs > err_arg)
+		return eval_s(r, n->args[err_arg]);
+	rt_error(r, n, "user string copy fault -14 at 0x%llx", (unsigned long long)addr);
+}
+
+const char *bi_user_string(struct run *r, struct node *n)
+{
+	return user_string(r, n, false, false);
+}
+
+const char *bi_user_string_n(struct run *r, struct node *n)
+{
+	return user_string(r, n, true, false);
+}
+
+const char *bi_user_string_quoted(struct run *r, struct node *n)
+{
+	return user_string(r, n, false, true);
+}
+
+const char *bi_user_string_n_quoted(struct run *r, struct node *n)
+{
+	return user_string(r, n, true, true);
+}
+
+/* An integer of the target's memory, size bytes, sign-extended or not. */
+static int64_t user_integer(struct run *r, struct node *n, unsigned size, bool sign)
+{
+	static const char *const what[] = { [1] = "char", [2] = "short", [4] = "int", [8] = "long" };
+	uint64_t addr = (uint64_t)eval_n(r, n->args[0]);
+	union {
+		int8_t i8;
+		int16_t i16;
+		int32_t i32;
+		int64_t i64;
+	} v = { .i64 = 0 };
+	if (!read_target(r, addr, &v, size))
+		rt_error(r, n, "user %s copy fault -14 at 0x%llx", what[size], (unsigned long long)addr);
+	if (!sign)
+		return size == 8 ? v.i64 : (int64_t)((uint64_t)v.i64 & ((1ull << (8 * size)) - 1));
+	return size == 1 ? v.i8 : size == 2 ? v.i16 : size == 4 ? v.i32 : v.i64;
+}
+
+int64_t bi_user_int8(struct run *r, struct node *n)
+{
+	return user_integer(r, n, 1, true);
+}
+
+int64_t bi_user_int16(struct run *r, struct node *n)
+{
+	return user_integer(r, n, 2, true);
+}
+
+int64_t bi_user_int32(struct run *r, struct node *n)
+{
+	return user_integer(r, n, 4, true);
+}
+
+int64_t bi_user_int64(struct run *r, struct node *n)
+{
+	return user_integer(r, n, 8, true);
+}
+
+int64_t bi_user_uint8(struct run *r, struct node *n)
+{
+	return user_integer(r, n, 1, false);
+}
+
+int64_t bi_user_uint16(struct run *r, struct node *n)
+{
+	return user_integer(r, n, 2, false);
+}
+
+int64_t bi_user_uint32(struct run *r, struct node *n)
+{
+	return user_integer(r, n, 4, false);
+}
+
+int64_t bi_user_uint64(struct run *r, struct node *n)
+{
+	return user_integer(r, n, 8, false);
+}
