@@ -425,3 +425,127 @@ TEST_TIMEOUT(trace_x_function_jump_keeps_out_of_threads_inside_it, 120)
 	}
 	intact(t);
 }
+
+/*
+ * A library loaded after the trace began, by the program's thread that
+ * blocks every signal: the agent arms its marker there, in the dlopen
+ * hook, and no request of the tool's asks it to, so it asks the tool of
+ * its own accord to stop the other threads (two spinning ones).  Its
+ * every hit is counted, and no arming error said.  Under -c the mask is
+ * set by the raw system call, past the preloaded library's interposers.
+ */
+#define LATE_PATTERN "[st][bp]_[tp]*" /* sb_tick and tp_plugin, not sb_hot */
+
+static void late_library(bool launch)
+{
+	char line[4200], cmd[4200], spid[16];
+	struct tproc *t = NULL, *p;
+	int st;
+
+	if (launch) {
+		snprintf(cmd, sizeof(cmd), "%s --threads 2 --raw", target());
+		p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, LATE_PATTERN, NULL }, false, -1);
+		CHECK(tt_wait_out(p, "ready ", 10000));
+	} else {
+		t = start(2);
+		snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+		p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, LATE_PATTERN, NULL }, false, -1);
+		tt_wait_byte(t->pid, tt_site_addr(t->pid, "sb_tick"), 0xe9, 10000);
+	}
+	if (p->elen)
+		djp_test_fail(__FILE__, __LINE__, "djp trace: %s", p->ebuf);
+	snprintf(line, sizeof(line), "dlopen %s 300\n", tt_plugin());
+	tt_send(launch ? p : t, line);
+	CHECK(tt_wait_out(launch ? p : t, "dlopened 300", 10000));
+	tt_send(launch ? p : t, "run 100\n");
+	CHECK(tt_wait_out(launch ? p : t, "ran 100", 10000));
+	if (launch) {
+		close(p->in); /* the command exits, and the trace with it */
+		p->in = -1;
+		st = tt_finish(p, 20000);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			djp_test_fail(__FILE__, __LINE__, "djp trace: status %d: %s", st, p->ebuf);
+	} else {
+		for (int i = 0; i < 1000 && tt_count(p->obuf, " sb_tick ") < 100; i++)
+			tt_wait_out(p, "\n\n", 20); /* reads what there is */
+		stop_and_count(p, "sb_tick", 100);
+	}
+	{
+		unsigned long long n = 0, tick = 0;
+		int zero = 0;
+		tt_summary_sum(p->ebuf, "tp_plugin", &n, &zero);
+		tt_summary_sum(p->ebuf, "sb_tick", &tick, &zero);
+		if (n != 300 || tick != 100 || strstr(p->ebuf, "arming error"))
+			djp_test_fail(__FILE__, __LINE__, "%s: tp_plugin %llu of 300, sb_tick %llu of 100: %s",
+				      launch ? "-c" : "-x", n, tick, p->ebuf);
+	}
+	free(p);
+	if (t)
+		intact(t);
+}
+
+TEST_TIMEOUT(trace_x_library_loaded_later_where_sigtrap_is_blocked, 60)
+{
+	late_library(false);
+}
+
+TEST_TIMEOUT(trace_c_library_loaded_later_where_sigtrap_is_blocked, 60)
+{
+	late_library(true);
+}
+
+/* The thread's syscall number in /proc/PID/task/TID/syscall, or -1. */
+static long in_syscall(pid_t pid, pid_t tid)
+{
+	char path[64], buf[256] = "";
+	FILE *f;
+	long nr = -1;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	if ((f = fopen(path, "r"))) {
+		if (fgets(buf, sizeof(buf), f))
+			nr = strtol(buf, NULL, 10);
+		fclose(f);
+	}
+	return nr;
+}
+
+/*
+ * The tool killed while the agent waits for its answer to a FREEZE asked
+ * of its own accord (the tool stopped first, so that the ask waits: the
+ * program's thread in dlopen sits in poll, its only one there): the ask
+ * ends at once, the library's site is refused and left as the file has it,
+ * and the program goes on and exits 0.
+ */
+TEST_TIMEOUT(trace_x_tool_killed_while_asked_to_freeze_leaves_the_library_alone, 60)
+{
+	struct tproc *t = start(2), *p = trace_x(t->pid, NULL, LATE_PATTERN);
+	char line[4200];
+	uintptr_t at;
+	int st, polls = 0;
+
+	tt_wait_byte(t->pid, tt_site_addr(t->pid, "sb_tick"), 0xe9, 10000);
+	CHECK_EQ(kill(p->pid, SIGSTOP), 0);
+	snprintf(line, sizeof(line), "dlopen %s 50\n", tt_plugin());
+	tt_send(t, line);
+	for (int i = 0; i < 5000 && in_syscall(t->pid, t->pid) != 7 /* poll */; i++)
+		usleep(1000);
+	polls = in_syscall(t->pid, t->pid) == 7;
+	kill(p->pid, SIGKILL);
+	st = tt_finish(p, 10000);
+	CHECK(WIFSIGNALED(st));
+	free(p);
+	if (!polls)
+		djp_test_fail(__FILE__, __LINE__, "the program's thread never waited for the tool: %s", t->obuf);
+	CHECK(tt_wait_out(t, "dlopened 50", 10000));
+	at = tt_site_addr(t->pid, "tp_plugin");
+	CHECK(at != 0);
+	CHECK_EQ(tt_byte_at(t->pid, at), 0x66); /* the file's nop */
+	tt_send(t, "run 1000\n");
+	CHECK(tt_wait_out(t, "ran 1000", 10000));
+	close(t->in);
+	t->in = -1;
+	st = tt_finish(t, 10000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		djp_test_fail(__FILE__, __LINE__, "target: status %d", st);
+	free(t);
+}

@@ -185,6 +185,12 @@ int session_start(struct session *s);
 /* FOLLOW: the children of fork dial the tool's socket `name`. */
 int session_follow(struct session *s, const char *name);
 int session_stats(struct session *s);
+/* Answer what the agent asks of its own accord: FREEZE (and the THAW after
+ * it, waited for) when a thread of the process blocks SIGTRAP and the
+ * agent arms a library loaded meanwhile.  Never blocks otherwise.  True
+ * when the socket holds something else: its end, an error, a frame no
+ * request asked for (the agent is gone; the end is left to read). */
+bool session_serve(struct session *s);
 int session_bye(struct session *s);
 /* STATS and BYE while the agent is there (it disarms before it answers). */
 void session_end(struct session *s);

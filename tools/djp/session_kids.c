@@ -224,7 +224,7 @@ bool session_kids_wait(struct session_kids *k, struct session *main, int timeout
 			continue;
 		while (j < n && p[j].fd != c->fd)
 			j++;
-		if (j < n && p[j].revents) {
+		if (j < n && p[j].revents && session_serve(c)) {
 			c->alive = false;
 			gone(ctx, c);
 		}
