@@ -47,7 +47,8 @@ static void usage(FILE *f)
 		   "ring, a power of two up to 256), -b (bulk: 16 MB rings), --buffer-size BYTES (as\n"
 		   "djp trace's); -g is refused.  --int3 arms int3 breakpoints only, never jumps\n"
 		   "(safe beside another tool's uprobes on the same functions).  --force with -x\n"
-		   "loads the agent even where the process's seccomp filter cannot be read.\n"
+		   "loads the agent even where the process's seccomp filter cannot be read.  -x\n"
+		   "reaches PID's descendants too, --no-children PID alone (its forks followed).\n"
 		   "ARGUMENTS are the script's $1.. and @1..\n");
 }
 
@@ -344,6 +345,7 @@ int djp_script_main(int argc, char **argv)
 		{ "int3", no_argument, NULL, 'N' },
 		{ "buffer-size", required_argument, NULL, 'Z' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "no-children", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -442,6 +444,7 @@ int djp_script_main(int argc, char **argv)
 		case 'B': bench = strtoull(optarg, NULL, 10); break;
 		case 'N': int3 = true; break;
 		case 'f': session_inject_force = true; break;
+		case 'C': session_no_children = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 1;
 		}
