@@ -153,6 +153,54 @@ TEST_TIMEOUT(trace_x_skips_a_worker_it_may_not_trace, 60)
 	server_end(&s);
 }
 
+/* pid has exited (a zombie, or reaped). */
+static bool gone(pid_t pid)
+{
+	char path[64], buf[512], *c;
+	bool z = true;
+	FILE *f;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return true;
+	if (fgets(buf, sizeof(buf), f) && (c = strrchr(buf, ')')))
+		z = c[2] == 'Z' || c[2] == 'X';
+	fclose(f);
+	return z;
+}
+
+/* The tool a child of PID itself (a shell given as -x PID runs it): not
+ * taken for one of the descendants, the others traced as ever. */
+TEST_TIMEOUT(trace_x_leaves_itself_out_of_the_descendants, 60)
+{
+	struct server s;
+	char line[4200];
+	const char *r;
+	unsigned long long total = 0;
+	int zero = 0, got;
+	pid_t tool;
+
+	server_start(&s, false, -1);
+	snprintf(line, sizeof(line), "spawn exec %s trace -x %d -o /dev/null kt_tick\n", tt_djp(), (int)s.pid[0]);
+	tt_send(s.t, line);
+	CHECK(tt_wait_out(s.t, "spawned ", 10000));
+	CHECK((r = strstr(s.t->obuf, "spawned ")) != NULL);
+	CHECK((tool = (pid_t)atoi(r + 8)) > 0);
+	wait_armed(&s, -1);
+	server_run(&s, 100);
+	kill(tool, SIGINT);
+	/* its summary, on main's stderr, once it has exited (main's child,
+	 * a zombie until main ends) */
+	for (int i = 0; i < 2000 && !gone(tool); i++)
+		tt_wait_err(s.t, "\n\n\n", 10); /* reads what there is */
+	CHECK(gone(tool));
+	tt_read_now(s.t);
+	got = tt_summary_sum(s.t->ebuf, "kt_tick", &total, &zero);
+	if (got != 5 || total != 500 || strstr(s.t->ebuf, "djp: "))
+		djp_test_fail(__FILE__, __LINE__, "kt_tick: %llu events in %d processes, expected 500 in 5: %s", total,
+			      got, s.t->ebuf);
+	server_end(&s);
+}
+
 /* The same from a script: `djp -x PID -e` counts every process's ticks. */
 TEST_TIMEOUT(script_x_reaches_the_workers_forked_before_the_attach, 60)
 {

@@ -15,6 +15,10 @@
  * then prints "ready PID W1 W2 ..." (the workers' pids in their order).  Commands on stdin:
  *   run N   main and every worker call tick() N times (kt_tick each
  *           time): "ran N" once they all have
+ *   spawn CMD
+ *           a child of main runs CMD with /bin/sh (its output main's):
+ *           "spawned PID" (a tool given main's pid, which is then among
+ *           main's descendants itself)
  * At end of input main closes the workers' pipes, they exit, and it
  * exits 0 once it has reaped its children (worker 3 reaps worker 4).
  * No agent: the tests inject one.
@@ -94,7 +98,7 @@ static void start_worker(int i, int nworkers)
 int main(int argc, char **argv)
 {
 	int nworkers = 4, pids[MAXW + 1];
-	char line[64];
+	char line[4200];
 
 	if (argc == 5 && !strcmp(argv[1], "--worker"))
 		work(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
@@ -124,6 +128,15 @@ int main(int argc, char **argv)
 	printf("\n");
 	while (fgets(line, sizeof(line), stdin)) {
 		long n;
+		if (!strncmp(line, "spawn ", 6)) {
+			pid_t c = fork();
+			if (c == 0) {
+				execl("/bin/sh", "sh", "-c", line + 6, (char *)NULL);
+				_exit(127);
+			}
+			printf("spawned %d\n", (int)c);
+			continue;
+		}
 		if (sscanf(line, "run %ld", &n) != 1)
 			continue;
 		for (int i = 1; i <= nworkers; i++)

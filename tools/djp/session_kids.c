@@ -80,18 +80,32 @@ static bool among(const pid_t *v, size_t n, pid_t pid)
 	return false;
 }
 
-/* root's descendants now, children before grandchildren, into k. */
+/* The tool and its ancestors, into line (n at most): how many. */
+static size_t our_line(pid_t *line, size_t n)
+{
+	size_t k = 0;
+	for (pid_t p = getpid(), pp; p > 1 && k < n; p = pp) {
+		line[k++] = p;
+		if (parent_of(p, &pp))
+			break;
+	}
+	return k;
+}
+
+/* root's descendants now, children before grandchildren, into k; none
+ * of the tool's own line (a shell given as -x PID runs the tool, perhaps
+ * through sudo: the tool is not traced, nor what waits for it). */
 static void find_descendants(struct session_kids *k, pid_t root)
 {
-	pid_t *pids = NULL, *parents = NULL;
-	size_t n = 0, cap = 0;
+	pid_t *pids = NULL, *parents = NULL, line[64];
+	size_t n = 0, cap = 0, nline = our_line(line, 64);
 	struct dirent *de;
 	DIR *d = opendir("/proc");
 	bool more = true;
 
 	while (d && (de = readdir(d))) {
 		pid_t pid = (pid_t)atoi(de->d_name), pp;
-		if (pid <= 0 || pid == root || parent_of(pid, &pp))
+		if (pid <= 0 || pid == root || among(line, nline, pid) || parent_of(pid, &pp))
 			continue;
 		if (n == cap) {
 			size_t c = cap ? 2 * cap : 256;
