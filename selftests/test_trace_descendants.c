@@ -6,7 +6,6 @@
  * PostgreSQL's checkpointer, which the postmaster forked at its start,
  * records its checkpoint under `djp trace -x POSTMASTER`.
  */
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,7 +232,7 @@ TEST_TIMEOUT(script_x_reaches_the_workers_forked_before_the_attach, 60)
  * too, and a CHECKPOINT (psql) is recorded under the checkpointer's pid.
  * Needs root and the postgresql-15 package, which make check installs.
  */
-#define PGBIN "/usr/lib/postgresql/15/bin"
+#define PGBIN TT_PGBIN
 
 static int sh(const char *cmd)
 {
@@ -259,7 +258,6 @@ static pid_t child_titled(pid_t parent, const char *title)
 TEST_TIMEOUT(postgres_x_reaches_the_checkpointer, 300)
 {
 	char dir[64] = "/tmp/djp-pgkids-XXXXXX", cmd[8192], server[4096], pidfile[128], spid[32] = "", want[64];
-	struct passwd *pw = getpwnam("postgres");
 	struct tproc *srv, *p;
 	int port = 20000 + (int)((getpid() * 7919) % 20000), st;
 	pid_t ckpt;
@@ -267,14 +265,7 @@ TEST_TIMEOUT(postgres_x_reaches_the_checkpointer, 300)
 	int nop;
 	FILE *f;
 
-	if (geteuid() != 0)
-		djp_test_fail(__FILE__, __LINE__, "needs root, to start the server as the postgres user");
-	if (access(PGBIN "/postgres", X_OK) || !pw)
-		djp_test_fail(__FILE__, __LINE__, "PostgreSQL 15 is not installed (make check installs it)");
-	CHECK(mkdtemp(dir) != NULL);
-	CHECK(chown(dir, pw->pw_uid, pw->pw_gid) == 0);
-	snprintf(cmd, sizeof(cmd), "runuser -u postgres -- " PGBIN "/initdb -D %s >/dev/null 2>&1", dir);
-	CHECK_EQ(sh(cmd), 0);
+	tt_pg_initdb(dir);
 	snprintf(server, sizeof(server),
 		 "exec runuser -u postgres -- " PGBIN "/postgres -D %s -k %s -p %d -c listen_addresses=", dir, dir,
 		 port);

@@ -292,7 +292,7 @@ TEST_TIMEOUT(trace_x_jump_retaken_where_sigtrap_is_blocked, 90)
 	struct tproc *t, *d;
 	uint8_t orig[8];
 	uintptr_t a;
-	int fd, i, st;
+	int fd, i;
 
 	CHECK(realpath(djp_test_path("trace_progs/sigblock_target"), prog) != NULL);
 	t = tt_spawn((char *const[]){ prog, NULL }, false, -1);
@@ -318,10 +318,5 @@ TEST_TIMEOUT(trace_x_jump_retaken_where_sigtrap_is_blocked, 90)
 	tt_send(t, "run 1000\n");
 	CHECK(tt_wait_out(t, "ran 1000", 10000));
 	check_trace(d, "func:sb_work", 1000);
-	close(t->in);
-	t->in = -1;
-	st = tt_finish(t, 10000);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		djp_test_fail(__FILE__, __LINE__, "target: status %d", st);
-	free(t);
+	tt_end(t);
 }

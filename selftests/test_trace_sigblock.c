@@ -9,7 +9,6 @@
  * target's text the file's and the target answering.
  */
 #include <dirent.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -232,7 +231,7 @@ TEST_TIMEOUT(trace_x_follows_a_child_forked_in_a_handler_that_blocks_sigtrap, 60
  * process refused.  Needs root and the postgresql-15 package, which make
  * check installs.
  */
-#define PGBIN "/usr/lib/postgresql/15/bin"
+#define PGBIN TT_PGBIN
 
 static int sh(const char *cmd)
 {
@@ -243,19 +242,11 @@ static int sh(const char *cmd)
 static void postgres_autovacuum(bool launch)
 {
 	char dir[64] = "/tmp/djp-pgav-XXXXXX", cmd[8192], server[4096], pidfile[128], spid[32] = "";
-	struct passwd *pw = getpwnam("postgres");
 	struct tproc *srv = NULL, *p;
 	int port = 20000 + (int)(getpid() % 20000), st, procs;
 	FILE *f = NULL;
 
-	if (geteuid() != 0)
-		djp_test_fail(__FILE__, __LINE__, "needs root, to start the server as the postgres user");
-	if (access(PGBIN "/postgres", X_OK) || !pw)
-		djp_test_fail(__FILE__, __LINE__, "PostgreSQL 15 is not installed (make check installs it)");
-	CHECK(mkdtemp(dir) != NULL);
-	CHECK(chown(dir, pw->pw_uid, pw->pw_gid) == 0);
-	snprintf(cmd, sizeof(cmd), "runuser -u postgres -- " PGBIN "/initdb -D %s >/dev/null 2>&1", dir);
-	CHECK_EQ(sh(cmd), 0);
+	tt_pg_initdb(dir);
 	snprintf(server, sizeof(server),
 		 "runuser -u postgres -- " PGBIN "/postgres -D %s -k %s -p %d -c listen_addresses= "
 		 "-c autovacuum_naptime=1",
@@ -557,10 +548,5 @@ TEST_TIMEOUT(trace_x_tool_killed_while_asked_to_freeze_leaves_the_library_alone,
 	CHECK_EQ(tt_byte_at(t->pid, at), 0x66); /* the file's nop */
 	tt_send(t, "run 1000\n");
 	CHECK(tt_wait_out(t, "ran 1000", 10000));
-	close(t->in);
-	t->in = -1;
-	st = tt_finish(t, 10000);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		djp_test_fail(__FILE__, __LINE__, "target: status %d", st);
-	free(t);
+	tt_end(t);
 }
