@@ -19,6 +19,12 @@ $(TRACE_PLUGIN): selftests/trace_progs/trace_plugin.c | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
+# One whose constructor loads that one: a dlopen inside a dlopen.
+$(TRACE_PROGS_DIR)/libnested_plugin.so: selftests/trace_progs/nested_plugin.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
+CHECK_DEPS += $(TRACE_PROGS_DIR)/libnested_plugin.so
 # The injection tests' target with busy threads (no libdjprobe, as above),
 # and one linked statically: no loader to ask.
 BUSY_TARGET := $(TRACE_PROGS_DIR)/busy_target
