@@ -432,6 +432,10 @@ struct djp_freezer {
 	void *ctx;
 };
 void djp__engine_set_freezer(const struct djp_freezer *f);
+/* The freezer of the batches of threads that have none of their own (a
+ * dlopen's, the agent's background work), from any thread; it must time
+ * out rather than hang.  NULL: none. */
+void djp__engine_set_process_freezer(const struct djp_freezer *f);
 /* For a batch of pokes (sites[i] each's site): 0 when no thread blocks
  * SIGTRAP or the engine's signal (the int3 bootstrap serves), 1 when one
  * does and this thread has a freezer (djp_freeze_poke then writes the

@@ -12,10 +12,14 @@
  * fork made there inherits that mask), or by a raw system call.  The int3
  * bootstrap leaves an int3 at every site of a batch for a moment, which
  * such a thread may meet; so a batch in such a process is refused
- * (-EDEADLK) unless the thread running it has a freezer: someone who can
- * stop every other thread (the agent's tool, by ptrace: it is the only one
- * here that can, a thread that blocks every signal cannot be stopped from
- * inside).  Then, for the batch:
+ * (-EDEADLK) unless a freezer serves it: someone who can stop every other
+ * thread (the agent's tool, by ptrace: it is the only one here that can, a
+ * thread that blocks every signal cannot be stopped from inside).  The
+ * thread's own serves first (the agent's thread answering the tool's
+ * request), else the process's (batches no request asked for: a library
+ * loaded later, armed on the thread that loaded it, a site taken back from
+ * a uprobe; the agent then asks a tool of its own accord).  Then, for the
+ * batch:
  *
  *   1. no site may end as an int3 probe (a jump is wanted and can be
  *      placed, or the site goes back to its bytes): one that would is
@@ -43,10 +47,13 @@
  * one window left, as short as the writes.  A session that ends without
  * its tool (it died) has no freezer: its disarming is refused like any
  * batch in such a process, and retried until the threads stop blocking
- * SIGTRAP (kernel/trace/agent.c): the jumps stay, whole, and harmless.
+ * SIGTRAP (kernel/trace/agent.c): the jumps stay, whole, and harmless.  A
+ * freezer that cannot stop them (no tool, or it did not answer in time)
+ * refuses the batch the same way: nothing written.
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include "kernel/engine.h"
@@ -57,10 +64,19 @@
 
 static __thread const struct djp_freezer *freezer;
 static __thread const struct djp_site *refused;
+/* the process's: for the batches of a thread that has none of its own */
+static const struct djp_freezer *_Atomic process_freezer;
+/* the one serving this thread's batch, from djp_freeze_needed on */
+static __thread const struct djp_freezer *active;
 
 void djp__engine_set_freezer(const struct djp_freezer *f)
 {
 	freezer = f;
+}
+
+void djp__engine_set_process_freezer(const struct djp_freezer *f)
+{
+	atomic_store(&process_freezer, f);
 }
 
 const struct djp_site *djp__refused_site(void)
@@ -74,8 +90,8 @@ int djp_freeze_needed(struct djp_site *const *sites, const struct djp_poke *p, s
 	int sig = djp_engine_signal();
 
 	refused = NULL;
-	if (!freezer) /* a block that lasts (sigmask.c) refuses */
-		return djp_check_sigblk();
+	if (!(active = freezer ? freezer : atomic_load(&process_freezer)))
+		return djp_check_sigblk(); /* a block that lasts (sigmask.c) refuses */
 	if (djp_sigblk_now(trap | (sig ? 1ull << (sig - 1) : 0)) != -EDEADLK)
 		return 0;
 	/* (the engine's signal alone: int3 probes are safe, but the check of
@@ -96,17 +112,17 @@ int djp_freeze_needed(struct djp_site *const *sites, const struct djp_poke *p, s
 static int hold(void *ctx)
 {
 	int err;
-	if (freezer->freeze(freezer->ctx))
+	if (active->freeze(active->ctx))
 		return -EDEADLK;
 	if ((err = djp_stopped_check_run(ctx)))
-		freezer->thaw(freezer->ctx);
+		active->thaw(active->ctx);
 	return err;
 }
 
 static void release(void *ctx)
 {
 	(void)ctx;
-	freezer->thaw(freezer->ctx);
+	active->thaw(active->ctx);
 }
 
 int djp_freeze_poke(struct djp_poke *p, size_t n)

@@ -59,9 +59,11 @@
  *                     before fork returns, and waits for its START
  *              agent: OK u32 0
  *
- * The agent asks, while it answers CONNECT, DISCONNECT or BYE:
+ * The agent asks, while it answers CONNECT, DISCONNECT or BYE, and, once
+ * the session has connected a probe, of its own accord at any moment
+ * (batches no request asked for: the tool answers wherever it reads):
  *
- *   FREEZE     agent: u32 tid, its own thread: stop every other thread of
+ *   FREEZE     agent: u32 tid, the asking thread: stop every other thread of
  *              the process until THAW (a thread blocks SIGTRAP, which
  *              an int3 would kill: kernel/freeze.c)
  *              tool:  OK u32 0 once they are all stopped; or ERROR

@@ -281,3 +281,42 @@ TEST_TIMEOUT(script_int3_option_arms_breakpoints, 60)
 	CHECK_EQ(tt_script_count_calls(t, "entry_pushes", "--int3", 0xcc, 1000), 1000);
 	tt_end(t);
 }
+
+/* The same jump in a process whose one thread blocks every signal
+ * (sigblock_target): taking the site back once the uprobe is gone is a
+ * batch no request of the tool's asked for, so the agent asks the tool of
+ * its own accord to stop the thread for it; every call after is traced. */
+TEST_TIMEOUT(trace_x_jump_retaken_where_sigtrap_is_blocked, 90)
+{
+	char prog[4096], pid[32];
+	struct tproc *t, *d;
+	uint8_t orig[8];
+	uintptr_t a;
+	int fd, i;
+
+	CHECK(realpath(djp_test_path("trace_progs/sigblock_target"), prog) != NULL);
+	t = tt_spawn((char *const[]){ prog, NULL }, false, -1);
+	CHECK(tt_wait_out(t, "ready", 10000));
+	a = tt_func_addr(t->pid, prog, "sb_work");
+	for (i = 0; i < 8; i++)
+		orig[i] = (uint8_t)tt_byte_at(t->pid, a + (uintptr_t)i);
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "-o", "/dev/null", "func:sb_work", NULL },
+		     false, -1);
+	tt_wait_byte(t->pid, a, 0xe9, 10000);
+	if ((fd = uprobe_open(prog, file_offset(t->pid, a))) < 0) {
+		tt_kill(d);
+		tt_kill(t);
+		SKIP("no uprobe PMU in this kernel (perf_event_open)");
+	}
+	tt_wait_byte(t->pid, a, 0xcc, 5000);
+	for (i = 0; i < 100 && !tail_is(t->pid, a, orig, 5); i++)
+		usleep(50000);
+	CHECK(tail_is(t->pid, a, orig, 5));
+	close(fd);
+	tt_wait_byte(t->pid, a, 0xe9, 10000); /* taken back, the thread stopped */
+	tt_send(t, "run 1000\n");
+	CHECK(tt_wait_out(t, "ran 1000", 10000));
+	check_trace(d, "func:sb_work", 1000);
+	tt_end(t);
+}

@@ -8,7 +8,7 @@
  * a child of fork that inherits the blocked SIGTRAP.  Each ends with the
  * target's text the file's and the target answering.
  */
-#include <pwd.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -231,7 +231,7 @@ TEST_TIMEOUT(trace_x_follows_a_child_forked_in_a_handler_that_blocks_sigtrap, 60
  * process refused.  Needs root and the postgresql-15 package, which make
  * check installs.
  */
-#define PGBIN "/usr/lib/postgresql/15/bin"
+#define PGBIN TT_PGBIN
 
 static int sh(const char *cmd)
 {
@@ -242,19 +242,11 @@ static int sh(const char *cmd)
 static void postgres_autovacuum(bool launch)
 {
 	char dir[64] = "/tmp/djp-pgav-XXXXXX", cmd[8192], server[4096], pidfile[128], spid[32] = "";
-	struct passwd *pw = getpwnam("postgres");
 	struct tproc *srv = NULL, *p;
 	int port = 20000 + (int)(getpid() % 20000), st, procs;
 	FILE *f = NULL;
 
-	if (geteuid() != 0)
-		djp_test_fail(__FILE__, __LINE__, "needs root, to start the server as the postgres user");
-	if (access(PGBIN "/postgres", X_OK) || !pw)
-		djp_test_fail(__FILE__, __LINE__, "PostgreSQL 15 is not installed (make check installs it)");
-	CHECK(mkdtemp(dir) != NULL);
-	CHECK(chown(dir, pw->pw_uid, pw->pw_gid) == 0);
-	snprintf(cmd, sizeof(cmd), "runuser -u postgres -- " PGBIN "/initdb -D %s >/dev/null 2>&1", dir);
-	CHECK_EQ(sh(cmd), 0);
+	tt_pg_initdb(dir);
 	snprintf(server, sizeof(server),
 		 "runuser -u postgres -- " PGBIN "/postgres -D %s -k %s -p %d -c listen_addresses= "
 		 "-c autovacuum_naptime=1",
@@ -424,4 +416,149 @@ TEST_TIMEOUT(trace_x_function_jump_keeps_out_of_threads_inside_it, 120)
 		tt_wait_byte(t->pid, at, 0xf3, 5000);
 	}
 	intact(t);
+}
+
+/*
+ * A library loaded after the trace began, by the program's thread that
+ * blocks every signal: the agent arms its marker there, in the dlopen
+ * hook, and no request of the tool's asks it to, so it asks the tool of
+ * its own accord to stop the other threads (two spinning ones).  Its
+ * every hit is counted, and no arming error said.  Under -c the mask is
+ * set by the raw system call, past the preloaded library's interposers.
+ */
+#define LATE_PATTERN "[st][bp]_[tp]*" /* sb_tick and tp_plugin, not sb_hot */
+
+static void late_library(bool launch, const char *lib, unsigned long long fired)
+{
+	char line[4200], cmd[4200], spid[16];
+	struct tproc *t = NULL, *p;
+	int st;
+
+	if (launch) {
+		snprintf(cmd, sizeof(cmd), "%s --threads 2 --raw", target());
+		p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, LATE_PATTERN, NULL }, false, -1);
+		CHECK(tt_wait_out(p, "ready ", 10000));
+	} else {
+		t = start(2);
+		snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+		p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, LATE_PATTERN, NULL }, false, -1);
+		tt_wait_byte(t->pid, tt_site_addr(t->pid, "sb_tick"), 0xe9, 10000);
+	}
+	if (p->elen)
+		djp_test_fail(__FILE__, __LINE__, "djp trace: %s", p->ebuf);
+	snprintf(line, sizeof(line), "dlopen %s 300\n", lib);
+	tt_send(launch ? p : t, line);
+	CHECK(tt_wait_out(launch ? p : t, "dlopened 300", 10000));
+	tt_send(launch ? p : t, "run 100\n");
+	CHECK(tt_wait_out(launch ? p : t, "ran 100", 10000));
+	if (launch) {
+		close(p->in); /* the command exits, and the trace with it */
+		p->in = -1;
+		st = tt_finish(p, 20000);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			djp_test_fail(__FILE__, __LINE__, "djp trace: status %d: %s", st, p->ebuf);
+	} else {
+		for (int i = 0; i < 1000 && tt_count(p->obuf, " sb_tick ") < 100; i++)
+			tt_wait_out(p, "\n\n", 20); /* reads what there is */
+		stop_and_count(p, "sb_tick", 100);
+	}
+	{
+		unsigned long long n = 0, tick = 0;
+		int zero = 0;
+		tt_summary_sum(p->ebuf, "tp_plugin", &n, &zero);
+		tt_summary_sum(p->ebuf, "sb_tick", &tick, &zero);
+		if (n != fired || tick != 100 || strstr(p->ebuf, "arming error"))
+			djp_test_fail(__FILE__, __LINE__, "%s: tp_plugin %llu of %llu, sb_tick %llu of 100: %s",
+				      launch ? "-c" : "-x", n, fired, tick, p->ebuf);
+	}
+	free(p);
+	if (t)
+		intact(t);
+}
+
+TEST_TIMEOUT(trace_x_library_loaded_later_where_sigtrap_is_blocked, 60)
+{
+	late_library(false, tt_plugin(), 300);
+}
+
+TEST_TIMEOUT(trace_c_library_loaded_later_where_sigtrap_is_blocked, 60)
+{
+	late_library(true, tt_plugin(), 300);
+}
+
+/* The library loaded by the constructor of another, inside its dlopen:
+ * the thread that asks the tool holds the loader's lock, which the tool
+ * needs nothing of; the 7 hits made there are counted too.  (Under -c,
+ * where the preloaded interposer sees the inner dlopen.) */
+TEST_TIMEOUT(trace_c_library_loaded_inside_a_dlopen_where_sigtrap_is_blocked, 60)
+{
+	char *lib = strdup(djp_test_path("trace_progs/libnested_plugin.so")); /* (its buffer is reused) */
+	CHECK(lib != NULL);
+	late_library(true, lib, 307);
+	free(lib);
+}
+
+/* Whether a thread of pid waits in poll(2) on a single descriptor: an
+ * ask for FREEZE waiting for its answer (the agent thread's own loop
+ * polls its listening socket and every session's). */
+static bool asking(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (!(d = opendir(path)))
+		return false;
+	while (!found && (de = readdir(d))) {
+		char sys[96], line[256] = "";
+		unsigned long nfds = 0;
+		long nr = -1;
+		FILE *f;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sys, sizeof(sys), "%s/%d/syscall", path, atoi(de->d_name));
+		if (!(f = fopen(sys, "r")))
+			continue;
+		if (fgets(line, sizeof(line), f))
+			found = sscanf(line, "%ld %*x %lx", &nr, &nfds) == 2 && nr == 7 /* poll */ && nfds == 1;
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * The tool killed while the agent waits for its answer to a FREEZE asked
+ * of its own accord (the tool stopped first, so that the ask waits, on
+ * the program's thread in dlopen or on the agent thread that noticed the
+ * library first): the ask ends at once, the library's site is refused
+ * and left as the file has it, and the program goes on and exits 0.
+ */
+TEST_TIMEOUT(trace_x_tool_killed_while_asked_to_freeze_leaves_the_library_alone, 60)
+{
+	struct tproc *t = start(2), *p = trace_x(t->pid, NULL, LATE_PATTERN);
+	char line[4200];
+	uintptr_t at;
+	int st, polls = 0;
+
+	tt_wait_byte(t->pid, tt_site_addr(t->pid, "sb_tick"), 0xe9, 10000);
+	CHECK_EQ(kill(p->pid, SIGSTOP), 0);
+	snprintf(line, sizeof(line), "dlopen %s 50\n", tt_plugin());
+	tt_send(t, line);
+	for (int i = 0; i < 5000 && !(polls = asking(t->pid)); i++)
+		usleep(1000);
+	kill(p->pid, SIGKILL);
+	st = tt_finish(p, 10000);
+	CHECK(WIFSIGNALED(st));
+	free(p);
+	if (!polls)
+		djp_test_fail(__FILE__, __LINE__, "no thread of the program waited for the tool: %s", t->obuf);
+	CHECK(tt_wait_out(t, "dlopened 50", 10000));
+	at = tt_site_addr(t->pid, "tp_plugin");
+	CHECK(at != 0);
+	CHECK_EQ(tt_byte_at(t->pid, at), 0x66); /* the file's nop */
+	tt_send(t, "run 1000\n");
+	CHECK(tt_wait_out(t, "ran 1000", 10000));
+	tt_end(t);
 }

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -718,4 +719,21 @@ void tt_wait_byte(pid_t pid, uintptr_t addr, int want, int timeout_ms)
 	for (int i = 0; i < timeout_ms / 10 && tt_byte_at(pid, addr) != want; i++)
 		usleep(10000);
 	CHECK_EQ(tt_byte_at(pid, addr), want);
+}
+
+void tt_pg_initdb(char *dir)
+{
+	char cmd[4200];
+	struct passwd *pw = getpwnam("postgres");
+	int st;
+
+	if (geteuid() != 0)
+		djp_test_fail(__FILE__, __LINE__, "needs root, to start the server as the postgres user");
+	if (access(TT_PGBIN "/postgres", X_OK) || !pw)
+		djp_test_fail(__FILE__, __LINE__, "PostgreSQL 15 is not installed (make check installs it)");
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(chown(dir, pw->pw_uid, pw->pw_gid) == 0);
+	snprintf(cmd, sizeof(cmd), "runuser -u postgres -- " TT_PGBIN "/initdb -D %s >/dev/null 2>&1", dir);
+	st = system(cmd);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }

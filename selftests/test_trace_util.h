@@ -109,4 +109,11 @@ bool tt_summary_row(const char *summary, const char *name, unsigned long long *e
  * many blocks have none. */
 int tt_summary_sum(const char *summary, const char *name, unsigned long long *total, int *zero_blocks);
 
+/* PostgreSQL 15's programs, and a cluster of its own: a new directory
+ * from the template in dir ("/tmp/...-XXXXXX"), owned by postgres and
+ * initialised.  Fails the test without root or the postgresql-15 package
+ * (make check installs it). */
+#define TT_PGBIN "/usr/lib/postgresql/15/bin"
+void tt_pg_initdb(char *dir);
+
 #endif

@@ -19,6 +19,12 @@ $(TRACE_PLUGIN): selftests/trace_progs/trace_plugin.c | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
+# One whose constructor loads that one: a dlopen inside a dlopen.
+$(TRACE_PROGS_DIR)/libnested_plugin.so: selftests/trace_progs/nested_plugin.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
+CHECK_DEPS += $(TRACE_PROGS_DIR)/libnested_plugin.so
 # The injection tests' target with busy threads (no libdjprobe, as above),
 # and one linked statically: no loader to ask.
 BUSY_TARGET := $(TRACE_PROGS_DIR)/busy_target
@@ -186,3 +192,11 @@ $(HOSTILE_PLUGIN): selftests/trace_progs/hostile_plugin.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
 CHECK_DEPS += $(HOSTILE_PLUGIN)
+# A server whose workers (forked, exec'd, a grandchild, one non-dumpable)
+# exist before the attach: -x's reach into a process's descendants.
+KIDS_TARGET := $(TRACE_PROGS_DIR)/kids_target
+$(KIDS_TARGET): selftests/trace_progs/kids_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(KIDS_TARGET)

@@ -45,7 +45,9 @@
  * agent thread also looks, every 100 ms, at the loader's count of objects
  * loaded (dlpi_adds); when it has moved, it asks the engine to do what the
  * interposer does, which arms whatever the new objects have.  The tool
- * learns the new marker ids when their first events arrive.
+ * learns the new marker ids when their first events arrive.  In a process
+ * where a thread blocks SIGTRAP, those batches ask a tool with probes to
+ * stop the other threads, of the agent's own accord (agent_session.c).
  *
  * Another tool's breakpoints.  On the same look the engine finds jumps
  * whose first byte a uprobe (perf, bpftrace) has made an int3, and gives
@@ -291,6 +293,11 @@ static void *agent_main(void *arg)
 			} else if (djp_agent_session_input(&sessions[map[k]]) < 0)
 				end_session(&sessions[map[k]]);
 		}
+		/* requests a freezer's ask read off a socket meanwhile */
+		for (int k = 0; k < n; k++)
+			if (map[k] >= 0 && !pf[k].revents && sessions[map[k]].used && !sessions[map[k]].ending &&
+			    djp_agent_session_pending(&sessions[map[k]]) && djp_agent_session_input(&sessions[map[k]]) < 0)
+				end_session(&sessions[map[k]]);
 		for (int i = 0; i < DJP_AGENT_MAX_SESSIONS; i++)
 			if (sessions[i].used && sessions[i].ending)
 				end_session(&sessions[i]);
@@ -305,11 +312,14 @@ static void atfork_child(void)
 	if (listen_fd >= 0)
 		close(listen_fd);
 	listen_fd = -1;
-	for (int i = 0; sessions && i < DJP_AGENT_MAX_SESSIONS; i++)
+	for (int i = 0; sessions && i < DJP_AGENT_MAX_SESSIONS; i++) {
 		if (sessions[i].used && sessions[i].fd >= 0) {
 			close(sessions[i].fd);
 			sessions[i].fd = -1;
 		}
+		sessions[i].serves = false; /* the parent's tools */
+	}
+	djp_agent_sessions_init(sessions);
 	djp__quiet_end(q);
 }
 
@@ -385,6 +395,7 @@ static void start(void)
 		start_err = -ENOMEM;
 		return;
 	}
+	djp_agent_sessions_init(sessions);
 	open_sessions(initial_fd);
 	if (listen_fd < 0 && initial_fd < 0) {
 		start_err = listen_fd;

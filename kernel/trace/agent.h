@@ -52,6 +52,10 @@ struct djp_agent_session {
 	struct djp_agg *agg; /* TABLES: lost counters and aggregation tables */
 	int probe[DJP_AGENT_MAX_PROBES]; /* engine probe ids, -1 when free */
 	unsigned nprobes;
+	/* its tool answers the FREEZE of batches no request asked for (it
+	 * has probes): the process's freezer asks it */
+	bool serves;
+	unsigned owed; /* answers to asks given up, dropped when they come */
 	size_t inlen;
 	uint8_t in[DJP_PROTO_HDR_SIZE + DJP_PROTO_MAX_PAYLOAD];
 };
@@ -64,6 +68,12 @@ int djp_agent_session_input(struct djp_agent_session *s);
 /* Disarm everything the session armed, free its ring and close it.  0 when
  * done; -EAGAIN when a probe could not be disconnected yet (retry). */
 int djp_agent_session_end(struct djp_agent_session *s);
+/* A whole request waits in s->in (a freezer's ask read it off the socket):
+ * djp_agent_session_input handles it. */
+bool djp_agent_session_pending(struct djp_agent_session *s);
+/* The sessions (DJP_AGENT_MAX_SESSIONS of them) the process's freezer
+ * chooses a tool from; again in a child of fork, before its agent thread. */
+void djp_agent_sessions_init(struct djp_agent_session *v);
 
 /* agent_launch.c: `djp trace -c`, the command's side. */
 /* The socket to the waiting tool, connected, or -1 (not launched by a tool,

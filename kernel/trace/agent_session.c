@@ -25,11 +25,14 @@
  * kept and retried by the agent thread; the region stays until it succeeds.
  */
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kernel/trace/agent.h"
@@ -37,6 +40,37 @@
 #include "lib/marker_log.h"
 #include "lib/marker_match.h"
 #include "lib/ring.h"
+
+/* ---- the socket, shared ---------------------------------------------------- */
+
+/*
+ * The agent thread reads the session's requests and answers them; a thread
+ * whose batch the process's freezer serves (below) asks the same tool on
+ * the same socket.  tool_io keeps their frames apart: each frame is sent
+ * whole under it, every read appends to s->in under it, and fd, serves
+ * and owed change under it.  It is never held while anything else is
+ * taken, nor for longer than one send (bounded by the socket's send
+ * timeout) or one ask (FREEZE_REPLY_MS).
+ */
+static pthread_mutex_t tool_io = PTHREAD_MUTEX_INITIALIZER;
+
+static int send_frame(struct djp_agent_session *s, unsigned type, struct djp_pbuf *b, int pass_fd)
+{
+	int err;
+	pthread_mutex_lock(&tool_io);
+	err = s->fd >= 0 ? djp_proto_send(s->fd, type, b, pass_fd) : -EPIPE;
+	pthread_mutex_unlock(&tool_io);
+	return err;
+}
+
+static int send_error(struct djp_agent_session *s, int code, const char *msg)
+{
+	int err;
+	pthread_mutex_lock(&tool_io);
+	err = s->fd >= 0 ? djp_proto_send_error(s->fd, code, msg) : -EPIPE;
+	pthread_mutex_unlock(&tool_io);
+	return err;
+}
 
 void djp_agent_session_open(struct djp_agent_session *s, int fd, pid_t pid, uid_t uid, bool launch)
 {
@@ -51,6 +85,8 @@ void djp_agent_session_open(struct djp_agent_session *s, int fd, pid_t pid, uid_
 	s->agg = NULL;
 	s->nprobes = 0;
 	s->inlen = 0;
+	s->serves = false;
+	s->owed = 0;
 	s->arm_errors_at_open = djp__engine_background_error(NULL);
 }
 
@@ -59,14 +95,14 @@ static int reply_ok(struct djp_agent_session *s, uint32_t v)
 	struct djp_pbuf b;
 	djp_pbuf_init(&b);
 	djp_put_u32(&b, v);
-	return djp_proto_send(s->fd, DJP_MSG_OK, &b, -1);
+	return send_frame(s, DJP_MSG_OK, &b, -1);
 }
 
 static int reply_error(struct djp_agent_session *s, int err, const char *fmt, const char *arg)
 {
 	char msg[512];
 	snprintf(msg, sizeof(msg), fmt, arg);
-	return djp_proto_send_error(s->fd, err, msg);
+	return send_error(s, err, msg);
 }
 
 /* ---- HELLO -------------------------------------------------------------- */
@@ -94,7 +130,7 @@ static int do_hello(struct djp_agent_session *s, struct djp_preader *r)
 	djp_put_u32(&b, DJP_PROTO_VERSION);
 	djp_put_u32(&b, (uint32_t)getpid());
 	djp_put_str(&b, exe);
-	return djp_proto_send(s->fd, DJP_MSG_HELLO_REPLY, &b, -1);
+	return send_frame(s, DJP_MSG_HELLO_REPLY, &b, -1);
 }
 
 /* ---- LIST ---------------------------------------------------------------- */
@@ -185,7 +221,7 @@ static int send_markers(struct djp_agent_session *s, struct djp_pbuf *b, uint32_
 	/* The count goes first: patch it into the frame's first field. */
 	for (int i = 0; i < 4; i++)
 		b->data[DJP_PROTO_HDR_SIZE + i] = (uint8_t)(count >> (8 * i));
-	return djp_proto_send(s->fd, DJP_MSG_MARKERS, b, -1);
+	return send_frame(s, DJP_MSG_MARKERS, b, -1);
 }
 
 static int do_list(struct djp_agent_session *s, struct djp_preader *r)
@@ -267,7 +303,7 @@ static int do_ring(struct djp_agent_session *s, struct djp_preader *r)
 	s->rec->str_bound = o.str_bound;
 	djp_pbuf_init(&b);
 	djp_put_u64(&b, s->rec->region->size);
-	return djp_proto_send(s->fd, DJP_MSG_RING_FD, &b, djp_region_fd(s->rec->region));
+	return send_frame(s, DJP_MSG_RING_FD, &b, djp_region_fd(s->rec->region));
 }
 
 /* ---- TABLES ---------------------------------------------------------------- */
@@ -325,7 +361,7 @@ static int do_tables(struct djp_agent_session *s, struct djp_preader *r)
 		return reply_error(s, -errno, "cannot create the aggregation tables: %s", strerror(errno));
 	djp_pbuf_init(&b);
 	djp_put_u64(&b, s->agg->size);
-	return djp_proto_send(s->fd, DJP_MSG_TABLES_FD, &b, s->agg->fd);
+	return send_frame(s, DJP_MSG_TABLES_FD, &b, s->agg->fd);
 }
 
 /* ---- MARKER_LOG ------------------------------------------------------------ */
@@ -359,33 +395,128 @@ static int do_marker_log(struct djp_agent_session *s, struct djp_preader *r)
 	}
 	djp_pbuf_init(&b);
 	djp_put_u64(&b, marker_log.hdr->size);
-	return djp_proto_send(s->fd, DJP_MSG_MARKER_LOG_FD, &b, marker_log.fd);
+	return send_frame(s, DJP_MSG_MARKER_LOG_FD, &b, marker_log.fd);
 }
 
 /* ---- FREEZE, THAW ------------------------------------------------------------ */
 
 /*
- * The session's freezer (kernel/freeze.c): a thread of the process blocks
- * SIGTRAP, so a batch is written with every other thread stopped, and the
- * tool, which may ptrace them, stops them.  The agent asks it in the middle
- * of its answer to the request that arms or disarms (the tool waits for
- * that answer, reading what comes), and waits FREEZE_REPLY_MS at most.
+ * The freezers (kernel/freeze.c): a thread of the process blocks SIGTRAP,
+ * so a batch is written with every other thread stopped, and the tool,
+ * which may ptrace them, stops them.
+ *
+ * The session's own serves the batches of its requests: the agent thread
+ * asks, in the middle of its answer to CONNECT, DISCONNECT or BYE (the tool
+ * waits for that answer, reading what comes).
+ *
+ * The process's serves the batches nobody asked for: a library loaded
+ * later, armed on the program's thread that loaded it (the dlopen hook) or
+ * by the agent thread when it notices it; a site taken back from a uprobe
+ * that went.  It asks the tool of a session that has probes (its loop
+ * answers a FREEZE of the agent's own accord), from whatever thread runs
+ * the batch, one that may hold the loader's lock: the tool needs nothing
+ * of the process to stop it.  Without such a session (a program that only
+ * preloads the library) there is no process freezer and the batch is
+ * refused, counted as an arming error, as it is when the tool does not
+ * answer.
+ *
+ * Either waits FREEZE_REPLY_MS for the answer, at most: a tool that is gone
+ * is known at once (end of file), one that stopped answering is given up
+ * (the batch refused, nothing written), told THAW so that threads it stops
+ * late go on at once, and the replies it still owes are dropped when they
+ * come.  Frames the tool sent before its answer (a request the agent
+ * thread has not read yet) stay in s->in for the agent thread.
  */
 #define FREEZE_REPLY_MS 5000
 
-static int ask_tool(struct djp_agent_session *s, unsigned type)
+static long ms_left(const struct timespec *until)
 {
-	static uint8_t reply[DJP_PROTO_MAX_PAYLOAD]; /* the agent thread's */
-	struct djp_pbuf b;
-	unsigned rtype;
-	long n;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (until->tv_sec - now.tv_sec) * 1000 + (until->tv_nsec - now.tv_nsec) / 1000000;
+}
 
+/* Take the tool's answer out of s->in, reading until it is there; tool_io
+ * held.  0 (OK), -ENOLCK (ERROR: it could not stop them), -ETIMEDOUT, or
+ * another -errno (the session is broken). */
+static int await_answer(struct djp_agent_session *s, const struct timespec *until)
+{
+	for (;;) {
+		size_t at = 0;
+		ssize_t n;
+		long left;
+		while (at + DJP_PROTO_HDR_SIZE <= s->inlen) {
+			unsigned type;
+			long len = djp_proto_check_hdr(s->in + at, &type);
+			size_t whole = DJP_PROTO_HDR_SIZE + (size_t)(len > 0 ? len : 0);
+			if (len < 0)
+				return (int)len;
+			if (at + whole > s->inlen)
+				break;
+			if (type != DJP_MSG_OK && type != DJP_MSG_ERROR) {
+				at += whole; /* a request: the agent thread's */
+				continue;
+			}
+			memmove(s->in + at, s->in + at + whole, s->inlen - at - whole);
+			s->inlen -= whole;
+			if (s->owed) { /* the answer to an ask given up */
+				s->owed--;
+				continue;
+			}
+			return type == DJP_MSG_OK && len == 4 ? 0 : -ENOLCK;
+		}
+		if ((left = ms_left(until)) <= 0)
+			return -ETIMEDOUT;
+		if (s->inlen == sizeof(s->in))
+			return -ENOBUFS;
+		if (poll(&(struct pollfd){ s->fd, POLLIN, 0 }, 1, (int)left) < 0 && errno != EINTR)
+			return -errno;
+		n = recv(s->fd, s->in + s->inlen, sizeof(s->in) - s->inlen, MSG_DONTWAIT);
+		if (n == 0)
+			return -ECONNRESET;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (n > 0)
+			s->inlen += (size_t)n;
+	}
+}
+
+/* Ask s's tool to FREEZE or THAW the threads but this one; tool_io held.
+ * 0 once it has, else -EDEADLK. */
+static int ask_locked(struct djp_agent_session *s, unsigned type)
+{
+	static struct djp_pbuf b; /* (tool_io's) */
+	struct timespec until;
+	int err;
+
+	if (s->fd < 0)
+		return -EDEADLK;
 	djp_pbuf_init(&b);
 	djp_put_u32(&b, (uint32_t)syscall(SYS_gettid));
 	if (djp_proto_send(s->fd, type, &b, -1))
 		return -EDEADLK;
-	n = djp_proto_recv(s->fd, &rtype, reply, FREEZE_REPLY_MS, NULL);
-	return n == 4 && rtype == DJP_MSG_OK ? 0 : -EDEADLK;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += FREEZE_REPLY_MS / 1000;
+	err = await_answer(s, &until);
+	if (err == -ETIMEDOUT) {
+		s->owed++;
+		if (type == DJP_MSG_FREEZE) { /* were it to stop them late */
+			djp_pbuf_init(&b);
+			djp_put_u32(&b, (uint32_t)syscall(SYS_gettid));
+			if (!djp_proto_send(s->fd, DJP_MSG_THAW, &b, -1))
+				s->owed++;
+		}
+	}
+	return err ? -EDEADLK : 0;
+}
+
+static int ask_tool(struct djp_agent_session *s, unsigned type)
+{
+	int err;
+	pthread_mutex_lock(&tool_io);
+	err = ask_locked(s, type);
+	pthread_mutex_unlock(&tool_io);
+	return err;
 }
 
 static int freeze_by_tool(void *ctx)
@@ -396,6 +527,57 @@ static int freeze_by_tool(void *ctx)
 static void thaw_by_tool(void *ctx)
 {
 	ask_tool(ctx, DJP_MSG_THAW);
+}
+
+/* The process's freezer: the sessions it chooses from, and the one whose
+ * tool holds the threads between its freeze and thaw (batches run under
+ * the engine lock, one at a time). */
+static struct djp_agent_session *all_sessions;
+static struct djp_agent_session *holding;
+
+static int freeze_by_any_tool(void *ctx)
+{
+	int err = -EDEADLK;
+	(void)ctx;
+	pthread_mutex_lock(&tool_io);
+	holding = NULL;
+	for (int i = 0; all_sessions && i < DJP_AGENT_MAX_SESSIONS && !holding; i++)
+		if (all_sessions[i].serves && all_sessions[i].fd >= 0)
+			holding = &all_sessions[i];
+	if (holding && (err = ask_locked(holding, DJP_MSG_FREEZE)))
+		holding = NULL;
+	pthread_mutex_unlock(&tool_io);
+	return err;
+}
+
+static void thaw_by_any_tool(void *ctx)
+{
+	(void)ctx;
+	pthread_mutex_lock(&tool_io);
+	if (holding)
+		ask_locked(holding, DJP_MSG_THAW);
+	holding = NULL;
+	pthread_mutex_unlock(&tool_io);
+}
+
+/* The process's freezer, while a session serves it. */
+static void update_process_freezer(void)
+{
+	static const struct djp_freezer f = { freeze_by_any_tool, thaw_by_any_tool, NULL };
+	bool any = false;
+	for (int i = 0; all_sessions && i < DJP_AGENT_MAX_SESSIONS; i++)
+		any |= all_sessions[i].serves;
+	djp__engine_set_process_freezer(any ? &f : NULL);
+}
+
+void djp_agent_sessions_init(struct djp_agent_session *v)
+{
+	/* (a child of fork: the parent's threads, the lock's holder among
+	 * them, are not here) */
+	pthread_mutex_init(&tool_io, NULL);
+	all_sessions = v;
+	holding = NULL;
+	update_process_freezer();
 }
 
 /* The session's tool stops the other threads for the batches of the
@@ -505,13 +687,19 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 				 (unsigned long)(site->addr - site->obj->bias));
 		else
 			snprintf(msg, sizeof(msg), "pattern '%s': %s", pattern, point_problem(pattern, id));
-		return djp_proto_send_error(s->fd, id, msg);
+		return send_error(s, id, msg);
 	}
 	s->probe[s->nprobes] = id;
+	if (!s->serves) { /* its tool serves the process's freezer too */
+		pthread_mutex_lock(&tool_io);
+		s->serves = true;
+		pthread_mutex_unlock(&tool_io);
+		update_process_freezer();
+	}
 	djp_pbuf_init(&b);
 	djp_put_u32(&b, s->nprobes++);
 	djp_put_u32(&b, nsites);
-	return djp_proto_send(s->fd, DJP_MSG_CONNECTED, &b, -1);
+	return send_frame(s, DJP_MSG_CONNECTED, &b, -1);
 }
 
 /* Disconnect probe i of the session; 0 when it is gone. */
@@ -627,7 +815,7 @@ static int do_stats(struct djp_agent_session *s, struct djp_preader *r)
 		djp_put_u32(b, errs);
 		djp_put_u32(b, errs ? (uint32_t)last : 0);
 	}
-	err = djp_proto_send(s->fd, DJP_MSG_STATS_REPLY, b, -1);
+	err = send_frame(s, DJP_MSG_STATS_REPLY, b, -1);
 	free(b);
 	return err;
 }
@@ -655,7 +843,7 @@ static int handle(struct djp_agent_session *s, unsigned type, const uint8_t *pay
 
 	djp_preader_init(&r, payload, len);
 	if (!s->hello && type != DJP_MSG_HELLO) {
-		djp_proto_send_error(s->fd, -EPROTO, "HELLO first");
+		send_error(s, -EPROTO, "HELLO first");
 		return -EPROTO;
 	}
 	switch (type) {
@@ -704,38 +892,76 @@ static int handle(struct djp_agent_session *s, unsigned type, const uint8_t *pay
 
 int djp_agent_session_input(struct djp_agent_session *s)
 {
-	ssize_t n = recv(s->fd, s->in + s->inlen, sizeof(s->in) - s->inlen, MSG_DONTWAIT);
+	ssize_t n;
+	int err = 0;
 
+	/* (s->in may hold frames a freezer's ask read meanwhile: handled
+	 * even when the socket has nothing new) */
+	pthread_mutex_lock(&tool_io);
+	n = recv(s->fd, s->in + s->inlen, sizeof(s->in) - s->inlen, MSG_DONTWAIT);
+	if (n > 0)
+		s->inlen += (size_t)n;
+	else if (n < 0 && errno != EAGAIN && errno != EINTR)
+		err = -errno;
+	pthread_mutex_unlock(&tool_io);
 	if (n == 0)
 		return -ECONNRESET;
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-	s->inlen += (size_t)n;
+	if (err)
+		return err;
 	for (;;) {
 		unsigned type;
-		long len;
-		int err;
-		if (s->inlen < DJP_PROTO_HDR_SIZE)
-			return 0;
-		len = djp_proto_check_hdr(s->in, &type);
+		long len = 0;
+		bool whole;
+		/* the frame at the front stays where it is while it is
+		 * handled: an ask appends behind it, takes out only answers */
+		pthread_mutex_lock(&tool_io);
+		whole = s->inlen >= DJP_PROTO_HDR_SIZE && (len = djp_proto_check_hdr(s->in, &type)) >= 0 &&
+			s->inlen >= DJP_PROTO_HDR_SIZE + (size_t)len;
+		if (whole && (type == DJP_MSG_OK || type == DJP_MSG_ERROR) && s->owed) {
+			/* the late answer to an ask given up */
+			s->owed--;
+			s->inlen -= DJP_PROTO_HDR_SIZE + (size_t)len;
+			memmove(s->in, s->in + DJP_PROTO_HDR_SIZE + len, s->inlen);
+			pthread_mutex_unlock(&tool_io);
+			continue;
+		}
+		pthread_mutex_unlock(&tool_io);
 		if (len < 0)
 			return (int)len;
-		if (s->inlen < DJP_PROTO_HDR_SIZE + (size_t)len)
+		if (!whole)
 			return 0;
 		err = handle(s, type, s->in + DJP_PROTO_HDR_SIZE, (size_t)len);
 		if (err < 0)
 			return err;
+		pthread_mutex_lock(&tool_io);
 		s->inlen -= DJP_PROTO_HDR_SIZE + (size_t)len;
 		memmove(s->in, s->in + DJP_PROTO_HDR_SIZE + len, s->inlen);
+		pthread_mutex_unlock(&tool_io);
 	}
+}
+
+bool djp_agent_session_pending(struct djp_agent_session *s)
+{
+	unsigned type;
+	long len;
+	bool whole;
+	pthread_mutex_lock(&tool_io);
+	whole = s->inlen >= DJP_PROTO_HDR_SIZE &&
+		((len = djp_proto_check_hdr(s->in, &type)) < 0 || s->inlen >= DJP_PROTO_HDR_SIZE + (size_t)len);
+	pthread_mutex_unlock(&tool_io);
+	return whole;
 }
 
 int djp_agent_session_end(struct djp_agent_session *s)
 {
+	pthread_mutex_lock(&tool_io);
+	s->serves = false;
 	if (s->fd >= 0) {
 		close(s->fd);
 		s->fd = -1;
 	}
+	pthread_mutex_unlock(&tool_io);
+	update_process_freezer();
 	if (drop_all(s, NULL))
 		return -EAGAIN;
 	djp_agg_destroy(s->agg);

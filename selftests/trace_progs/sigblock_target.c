@@ -18,6 +18,9 @@
  *             (each takes one from a shared budget): "ticked N"
  *   fork N    a child of fork calls tick() N times and exits 0; "forked N"
  *             once it is reaped, with its exit status checked
+ *   dlopen PATH N
+ *             main loads PATH (a library loaded after the trace began,
+ *             trace_plugin.c) and calls its plugin_fire(N): "dlopened N"
  * At end of input it exits 0.
  *
  * --ranged: each turn of a spinning thread also calls sb_ranged, three
@@ -26,17 +29,22 @@
  * --stdio: each turn of a spinning thread also opens and closes a FILE
  * and frees what it mallocs (its locks are held much of the time).
  *
+ * --raw: main blocks every signal by the raw system call, past the
+ * interposers a preloaded libdjprobe.so has (under `djp trace -c`).
+ *
  * --open: main blocks nothing; `fork` forks in a SIGUSR1 handler installed
  * at the start with every signal in its mask, as PostgreSQL's postmaster
  * starts its workers: only the child blocks SIGTRAP (and every signal).
  */
 #include <djprobe/marker.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -142,9 +150,9 @@ static void on_usr1(int sig)
 
 int main(int argc, char **argv)
 {
-	int nthreads = 0, open = 0;
+	int nthreads = 0, open = 0, raw = 0;
 	pthread_t th[16];
-	char line[64];
+	char line[4200], path[4096];
 	sigset_t all;
 
 	for (int i = 1; i < argc; i++)
@@ -152,12 +160,16 @@ int main(int argc, char **argv)
 			nthreads = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--open"))
 			open = 1;
+		else if (!strcmp(argv[i], "--raw"))
+			raw = 1;
 		else if (!strcmp(argv[i], "--stdio"))
 			use_stdio = 1;
 		else if (!strcmp(argv[i], "--ranged"))
 			use_ranged = 1;
 	sigfillset(&all);
-	if (!open) {
+	if (raw) {
+		syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, NULL, sizeof(long));
+	} else if (!open) {
 		pthread_sigmask(SIG_BLOCK, &all, NULL);
 	} else {
 		struct sigaction sa = { .sa_handler = on_usr1, .sa_mask = all };
@@ -181,6 +193,15 @@ int main(int argc, char **argv)
 			while (atomic_load(&ticked) < want)
 				sched_yield();
 			printf("ticked %ld\n", n);
+		} else if (sscanf(line, "dlopen %4095s %ld", path, &n) == 2) {
+			void *h = dlopen(path, RTLD_NOW);
+			void (*fire)(long) = h ? (void (*)(long))dlsym(h, "plugin_fire") : NULL;
+			if (fire) {
+				fire(n);
+				printf("dlopened %ld\n", n);
+			} else {
+				printf("dlopen failed: %s\n", dlerror());
+			}
 		} else if (sscanf(line, "fork %ld", &n) == 1) {
 			if (open) {
 				handler_ticks = n;

@@ -65,7 +65,7 @@ _djp()
 
 	if ((COMP_CWORD == 1)); then
 		COMPREPLY=($(compgen -W "list trace help --help -e -c -x -o -l -L -v -p -D -w \
-			--int3 --dump-functions --suppress-time-limits" -- "$cur"))
+			--int3 --no-children --dump-functions --suppress-time-limits" -- "$cur"))
 		[[ $cur == -* ]] || COMPREPLY+=($(compgen -f -X '!*.stp' -- "$cur"))
 		return
 	fi
@@ -82,7 +82,7 @@ _djp()
 	trace)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "-c -x -o -k --json --snapshot --int3 --duration \
-				--buffer-size --kprobe --help" -- "$cur"))
+				--buffer-size --kprobe --force --no-children --help" -- "$cur"))
 			return
 		fi
 		# bash splits words at the ':' of COMP_WORDBREAKS (func:NAME,
@@ -107,7 +107,7 @@ _djp()
 	*)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "-e -c -x -o -l -L -v -p -D -w -s -b --int3 \
-				--dump-functions --suppress-time-limits --help" -- "$cur"))
+				--force --no-children --dump-functions --suppress-time-limits --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -- "$cur"))
 		fi

@@ -191,6 +191,10 @@ long session_drain(struct session *s)
 	s->nbatch = 0;
 	s->arena_len = 0;
 	s->listed_this_drain = false;
+	/* a busy process may never let the tool sleep in its poll, where
+	 * it would hear the agent: every drain listens too */
+	if (s->alive)
+		session_serve(s);
 	n = djp_consumer_drain(s->cons, &ops, s);
 	s->more = s->arena_len > DRAIN_ARENA_BOUND;
 	if (s->nbatch > 1)
@@ -246,7 +250,7 @@ bool session_agent_gone(struct session *s, int timeout_ms)
 			usleep((useconds_t)timeout_ms * 1000);
 		return true;
 	}
-	if (poll(&p, 1, timeout_ms) > 0 && p.revents) {
+	if (poll(&p, 1, timeout_ms) > 0 && p.revents && session_serve(s)) {
 		s->alive = false;
 		return true;
 	}

@@ -120,6 +120,9 @@ struct session {
 /* --force: load the agent into a process whose seccomp filter cannot be
  * read (tools/djp/inject_seccomp.c); -x and the processes it follows. */
 extern bool session_inject_force;
+/* --no-children: -x attaches PID alone, none of the descendants it has
+ * (those it forks later are followed all the same). */
+extern bool session_no_children;
 
 /* The other processes of a trace (session_kids.c): children of fork and a
  * -c wrapper's program, a session each. */
@@ -130,6 +133,10 @@ struct session_kids {
 	size_t n;
 	struct pollfd *pfd; /* session_kids_wait's poll set */
 	size_t npfd;
+	/* -x PID's descendants found at the attach, attached in turn by
+	 * session_kids_accept from nextfound on (root: PID) */
+	pid_t *found, root;
+	size_t nfound, nextfound;
 };
 
 /* The signal that asked the tool to stop, or 0: set by its handler, it
@@ -185,19 +192,27 @@ int session_start(struct session *s);
 /* FOLLOW: the children of fork dial the tool's socket `name`. */
 int session_follow(struct session *s, const char *name);
 int session_stats(struct session *s);
+/* Answer what the agent asks of its own accord: FREEZE (and the THAW after
+ * it, waited for) when a thread of the process blocks SIGTRAP and the
+ * agent arms a library loaded meanwhile.  Never blocks otherwise.  True
+ * when the socket holds something else: its end, an error, a frame no
+ * request asked for (the agent is gone; the end is left to read). */
+bool session_serve(struct session *s);
 int session_bye(struct session *s);
 /* STATS and BYE while the agent is there (it disarms before it answers). */
 void session_end(struct session *s);
 
 /* session_kids.c */
 /* Listen, and ask main's agent (after its patterns, before START) to have
- * its children of fork dial in.  0, also when the tool cannot listen
- * (nothing is followed then); -errno when FOLLOW failed (nor then).  k
- * starts zeroed with follow_fd -1. */
+ * its children of fork dial in; for -x PID, find PID's descendants, which
+ * session_kids_accept attaches (unless session_no_children).  0, also
+ * when the tool cannot listen (nothing is followed then); -errno when
+ * FOLLOW failed (nor then).  k starts zeroed with follow_fd -1. */
 int session_kids_listen(struct session_kids *k, struct session *main);
-/* A process dialling in: a session with main's ring options, to be
- * configured (then session_kids_follow, START) and kept or discarded; NULL
- * when none is there. */
+/* A process dialling in, or the next of -x PID's descendants, attached:
+ * a session with main's ring options, to be configured (then
+ * session_kids_follow, START) and kept or discarded; NULL when none is
+ * there.  A process that has a session already is not taken twice. */
 struct session *session_kids_accept(struct session_kids *k, const struct session *main);
 /* FOLLOW for session c too, when k follows: 0 or -errno. */
 int session_kids_follow(struct session_kids *k, struct session *c);

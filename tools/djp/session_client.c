@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "session.h"
@@ -20,7 +21,7 @@
  * process's threads are stopped for the agent (FREEZE), the agent is
  * writing its text: they are let go only when it says so, or after a
  * minute (were it dead, its socket would say so at once). */
-static long recv_reply(struct session *s, unsigned *type, int *fd_out)
+static long recv_frame(struct session *s, unsigned *type, int *fd_out)
 {
 	long n = djp_proto_recv(s->fd, type, s->buf, s->frozen.n ? 60000 : SESSION_REPLY_TIMEOUT_MS, fd_out);
 	struct djp_preader r;
@@ -75,6 +76,31 @@ static int answer_agent(struct session *s, unsigned type, long n)
 	return djp_proto_send(s->fd, DJP_MSG_OK, &b, -1);
 }
 
+/* The session broken while the agent asked FREEZE or THAW: the threads
+ * go on, nothing more is asked. */
+static int freeze_broken(struct session *s, int err)
+{
+	freeze_thaw(&s->frozen);
+	s->alive = false;
+	s->errcode = err;
+	snprintf(s->errmsg, sizeof(s->errmsg), "cannot answer the agent: %s", strerror(-err));
+	return err;
+}
+
+/* The next frame that is not the agent's FREEZE or THAW, those answered on
+ * the way: a thread blocks SIGTRAP, and the agent has the others stopped
+ * while it writes, in the middle of its answer to a request or of its own
+ * accord (a library loaded meanwhile). */
+static long recv_reply(struct session *s, unsigned *type, int *fd_out)
+{
+	long n;
+	int err;
+	while ((n = recv_frame(s, type, fd_out)) >= 0 && (*type == DJP_MSG_FREEZE || *type == DJP_MSG_THAW))
+		if ((err = answer_agent(s, *type, n)))
+			return freeze_broken(s, err);
+	return n;
+}
+
 static long request(struct session *s, unsigned type, struct djp_pbuf *b, unsigned want, int *fd_out)
 {
 	unsigned got;
@@ -90,16 +116,7 @@ static long request(struct session *s, unsigned type, struct djp_pbuf *b, unsign
 		snprintf(s->errmsg, sizeof(s->errmsg), "cannot send %s: %s", djp_msg_name(type), strerror(-err));
 		return err;
 	}
-	/* a thread blocks SIGTRAP: the agent has the others stopped while it
-	 * writes (FREEZE ... THAW), then answers */
-	while ((n = recv_reply(s, &got, fd_out)) >= 0 && (got == DJP_MSG_FREEZE || got == DJP_MSG_THAW))
-		if ((err = answer_agent(s, got, n))) {
-			freeze_thaw(&s->frozen);
-			s->alive = false;
-			s->errcode = err;
-			snprintf(s->errmsg, sizeof(s->errmsg), "cannot answer the agent: %s", strerror(-err));
-			return err;
-		}
+	n = recv_reply(s, &got, fd_out);
 	freeze_thaw(&s->frozen); /* (an agent that left them stopped) */
 	if (n >= 0 && got != want) {
 		s->alive = false;
@@ -109,6 +126,37 @@ static long request(struct session *s, unsigned type, struct djp_pbuf *b, unsign
 		return -EPROTO;
 	}
 	return n;
+}
+
+bool session_serve(struct session *s)
+{
+	for (;;) {
+		uint8_t hdr[DJP_PROTO_HDR_SIZE];
+		unsigned type;
+		long n;
+		int err;
+		if (!s->alive)
+			return true;
+		if (!s->frozen.n) { /* (stopped: the THAW is waited for) */
+			ssize_t got = recv(s->fd, hdr, sizeof(hdr), MSG_PEEK | MSG_DONTWAIT);
+			if (got < 0)
+				return errno != EAGAIN && errno != EINTR;
+			if (got == 0)
+				return true; /* its end: left for the caller to read */
+			if (got < (ssize_t)sizeof(hdr))
+				return false; /* the rest is on its way */
+			if (djp_proto_check_hdr(hdr, &type) < 0 || (type != DJP_MSG_FREEZE && type != DJP_MSG_THAW))
+				return true; /* nothing a tool was asked */
+		}
+		if ((n = recv_frame(s, &type, NULL)) < 0) {
+			freeze_thaw(&s->frozen);
+			return true;
+		}
+		if (type != DJP_MSG_FREEZE && type != DJP_MSG_THAW)
+			return freeze_broken(s, -EPROTO), true;
+		if ((err = answer_agent(s, type, n)))
+			return freeze_broken(s, err), true;
+	}
 }
 
 static int bad_reply(struct session *s, const char *what)

@@ -19,7 +19,23 @@
  * injecting the agent as it did the first time, and the caller configures
  * the new session like a child of fork.  The events between the exec and
  * the injection (tens of ms) are not seen.
+ *
+ * -x PID's descendants: a server's workers forked before the attach (a
+ * postmaster's checkpointer, walwriter, autovacuum launcher) never fork
+ * again in front of the tool.  When the main session is set to follow
+ * forks, the tool reads every process's parent (/proc/N/stat) and takes
+ * PID's children, their children, and so on, as they are now (zombies
+ * left out); each is then attached as -x attaches (its agent reached, or
+ * injected, by the rules of -x), one per session_kids_accept as if it had
+ * dialled in, so that the rings already traced are drained between two
+ * injections.  One that cannot be attached is said in one line and
+ * skipped; one whose parent is no longer in the tree (it exited, its pid
+ * reused) is skipped quietly.  A process that forks after FOLLOW both
+ * dials in and may be among those found: whichever session comes second
+ * for a pid that has one alive is given up (its BYE releases a waiting
+ * fork).  --no-children (session_no_children) attaches PID alone.
  */
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +49,98 @@
 #include "lib/mapped_file.h"
 #include "session.h"
 
+bool session_no_children;
+
+/* pid's parent and whether it lives (not a zombie): 0, or -1 when gone. */
+static int parent_of(pid_t pid, pid_t *ppid)
+{
+	char path[64], buf[1024], *c;
+	FILE *f;
+	int ret = -1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return -1;
+	/* "PID (COMM) STATE PPID ...": COMM may hold anything, ')' too */
+	if (fgets(buf, sizeof(buf), f) && (c = strrchr(buf, ')')) && c[1] == ' ' && c[2] != 'Z' && c[2] != 'X') {
+		int p;
+		if (sscanf(c + 3, " %d", &p) == 1) {
+			*ppid = (pid_t)p;
+			ret = 0;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+static bool among(const pid_t *v, size_t n, pid_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == pid)
+			return true;
+	return false;
+}
+
+/* The tool and its ancestors, into line (n at most): how many. */
+static size_t our_line(pid_t *line, size_t n)
+{
+	size_t k = 0;
+	for (pid_t p = getpid(), pp; p > 1 && k < n; p = pp) {
+		line[k++] = p;
+		if (parent_of(p, &pp))
+			break;
+	}
+	return k;
+}
+
+/* root's descendants now, children before grandchildren, into k; none
+ * of the tool's own line (a shell given as -x PID runs the tool, perhaps
+ * through sudo: the tool is not traced, nor what waits for it). */
+static void find_descendants(struct session_kids *k, pid_t root)
+{
+	pid_t *pids = NULL, *parents = NULL, line[64];
+	size_t n = 0, cap = 0, nline = our_line(line, 64);
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	bool more = true;
+
+	while (d && (de = readdir(d))) {
+		pid_t pid = (pid_t)atoi(de->d_name), pp;
+		if (pid <= 0 || pid == root || among(line, nline, pid) || parent_of(pid, &pp))
+			continue;
+		if (n == cap) {
+			size_t c = cap ? 2 * cap : 256;
+			pid_t *a = realloc(pids, c * sizeof(*a)), *b;
+			if (a)
+				pids = a;
+			if (!a || !(b = realloc(parents, c * sizeof(*b))))
+				break;
+			parents = b;
+			cap = c;
+		}
+		pids[n] = pid;
+		parents[n++] = pp;
+	}
+	if (d)
+		closedir(d);
+	/* a pass per generation */
+	while (more) {
+		more = false;
+		for (size_t i = 0; i < n; i++) {
+			pid_t *v;
+			if (among(k->found, k->nfound, pids[i]) ||
+			    (parents[i] != root && !among(k->found, k->nfound, parents[i])))
+				continue;
+			if (!(v = realloc(k->found, (k->nfound + 1) * sizeof(*v))))
+				break;
+			k->found = v;
+			k->found[k->nfound++] = pids[i];
+			more = true;
+		}
+	}
+	free(pids);
+	free(parents);
+}
+
 int session_kids_listen(struct session_kids *k, struct session *main)
 {
 	int err = 0;
@@ -41,6 +149,10 @@ int session_kids_listen(struct session_kids *k, struct session *main)
 		close(k->follow_fd);
 		k->follow_fd = -1;
 	}
+	/* after FOLLOW: a fork from now on dials in */
+	if (!err && !main->cmd && !session_no_children)
+		find_descendants(k, main->pid);
+	k->root = main->pid;
 	return err;
 }
 
@@ -58,11 +170,53 @@ static void inherit(struct session *c, const struct session *main)
 	c->nfmt = main->nfmt;
 }
 
+/* Has pid a session that lives (found: one of -x PID's descendants)? */
+static bool traced(const struct session_kids *k, const struct session *main, pid_t pid, bool found)
+{
+	if (!found && main->alive && main->pid == pid)
+		return true;
+	for (size_t i = 0; i < k->n; i++)
+		if (k->v[i]->alive && k->v[i]->pid == pid && (!found || k->v[i]->attach_pid == pid))
+			return true;
+	return false;
+}
+
+/* The next of -x PID's descendants, attached; NULL when none is left. */
+static struct session *next_descendant(struct session_kids *k, const struct session *main)
+{
+	while (k->nextfound < k->nfound) {
+		pid_t pid = k->found[k->nextfound++], pp;
+		struct session *c;
+		/* still in the tree: its parent is PID or one found before it */
+		if (traced(k, main, pid, false) || parent_of(pid, &pp) ||
+		    (pp != k->root && !among(k->found, k->nextfound - 1, pp)))
+			continue;
+		if (!(c = calloc(1, sizeof(*c))) || session_init(c)) {
+			free(c);
+			return NULL;
+		}
+		c->attach_pid = pid;
+		inherit(c, main);
+		if (session_attach(c) == 0)
+			return c;
+		session_free(c); /* said why, in one line */
+		free(c);
+	}
+	return NULL;
+}
+
 struct session *session_kids_accept(struct session_kids *k, const struct session *main)
 {
-	struct session *c = NULL;
-	if ((k->follow_fd >= 0 && (c = session_accept(k->follow_fd))) ||
-	    (main->launch_fd >= 0 && (c = session_accept(main->launch_fd))))
+	struct session *c;
+	/* a child of fork that is one of the descendants attached already */
+	while (k->follow_fd >= 0 && (c = session_accept(k->follow_fd))) {
+		if (!traced(k, main, c->pid, true)) {
+			inherit(c, main);
+			return c;
+		}
+		session_discard(c);
+	}
+	if ((main->launch_fd >= 0 && (c = session_accept(main->launch_fd))) || (c = next_descendant(k, main)))
 		inherit(c, main);
 	return c;
 }
@@ -107,6 +261,9 @@ void session_kids_free(struct session_kids *k)
 	k->npfd = 0;
 	if (k->follow_fd >= 0)
 		close(k->follow_fd);
+	free(k->found);
+	k->found = NULL;
+	k->nfound = k->nextfound = 0;
 	k->v = NULL;
 	k->n = 0;
 	k->follow_fd = -1;
@@ -212,8 +369,11 @@ bool session_kids_wait(struct session_kids *k, struct session *main, int timeout
 	for (size_t i = 0; i < k->n; i++)
 		if (k->v[i]->alive)
 			p[n++] = (struct pollfd){ k->v[i]->fd, POLLIN, 0 };
-	if (poll(p, n, timeout_ms) <= 0)
+	if (k->nextfound < k->nfound) /* descendants left to attach */
+		timeout_ms = 0;
+	if (poll(p, n, timeout_ms) < 0)
 		return false;
+	dialled = k->nextfound < k->nfound;
 	for (size_t i = 0; i < n; i++)
 		if (p[i].revents && (p[i].fd == k->follow_fd || p[i].fd == main->launch_fd))
 			dialled = true;
@@ -224,7 +384,7 @@ bool session_kids_wait(struct session_kids *k, struct session *main, int timeout
 			continue;
 		while (j < n && p[j].fd != c->fd)
 			j++;
-		if (j < n && p[j].revents) {
+		if (j < n && p[j].revents && session_serve(c)) {
 			c->alive = false;
 			gone(ctx, c);
 		}

@@ -64,7 +64,8 @@ static void on_usr1(int sig)
 void djp_usage_trace(FILE *out)
 {
 	fprintf(out,
-		"usage: djp trace [-c CMD | -x PID [--force]] [--json] [-o FILE] [--snapshot] [--int3]\n"
+		"usage: djp trace [-c CMD | -x PID [--force] [--no-children]] [--json] [-o FILE]\n"
+		"                 [--snapshot] [--int3]\n"
 		"                 [--duration SECONDS] [--buffer-size BYTES] [--max-string-len N]\n"
 		"                 PATTERN[=FORMAT]...\n"
 		"       djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] [--max-string-len N]\n"
@@ -81,7 +82,9 @@ void djp_usage_trace(FILE *out)
 		"  -c CMD         run CMD with the agent preloaded, armed before its main;\n"
 		"                 exit with its exit status (stap -c, bpftrace -c)\n"
 		"  -x PID, -p PID attach to a running process (the agent is loaded into it\n"
-		"                 when it has none) (stap -x, bpftrace -p)\n"
+		"                 when it has none) and to its descendants, and follow\n"
+		"                 its forks (stap -x, bpftrace -p)\n"
+		"  --no-children  with -x: not the descendants PID has at the attach\n"
 		"  --force        with -x: load the agent even where the process's seccomp\n"
 		"                 filter cannot be read (it may kill the process)\n"
 		"  --json, -f json  one JSON object per event per line (bpftrace -f json;\n"
@@ -126,6 +129,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		{ "max-string-len", required_argument, NULL, 'm' },
 		{ "force", no_argument, NULL, 'F' },
 		{ "kprobe", no_argument, NULL, 'K' },
+		{ "no-children", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -174,6 +178,9 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			break;
 		case 'F':
 			session_inject_force = true;
+			break;
+		case 'C':
+			session_no_children = true;
 			break;
 		case 'f': /* bpftrace's -f FORMAT */
 			if (strcmp(optarg, "json") && strcmp(optarg, "text"))
