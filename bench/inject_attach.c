@@ -1,7 +1,7 @@
 /*
  * `djp trace -x` on a process that does not have the agent: the time from
  * starting the tool to the first event it prints, which covers loading
- * libdjprobe.so into the target through ptrace (tools/djp/inject.c), the
+ * libdjprobe.so into the target through ptrace (tools/djp/attach/inject.c), the
  * session and arming.  The target (bench-targets/threads) has 50 idle
  * threads and fires its marker every 100 us; a fresh one is started for
  * each run, since a process keeps the agent once it has it.  Median of 5

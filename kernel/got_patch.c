@@ -1,6 +1,6 @@
 /*
  * Interposing after the fact: a library that was injected (dlopen'd into a
- * running program, tools/djp/inject.c) points the program's calls to the
+ * running program, tools/djp/attach/inject.c) points the program's calls to the
  * functions it interposes at itself, by rewriting their GOT slots.
  *
  * Why.  The engine keeps SIGTRAP (and, for the safe string copy, SIGSEGV

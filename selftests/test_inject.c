@@ -1,6 +1,6 @@
 /*
  * `djp trace -x` on programs started without libdjprobe: the tool loads the
- * agent into them through ptrace (tools/djp/inject.c).  Each target must
+ * agent into them through ptrace (tools/djp/attach/inject.c).  Each target must
  * go on as if nothing happened: a thread blocked in read gets its read
  * back, events are counted exactly, the text is the file's again after the
  * trace, and the exit status is its own.  What cannot be injected (a

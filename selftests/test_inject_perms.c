@@ -1,6 +1,6 @@
 /*
  * Who may load the agent into a process: whoever ptrace lets attach to it
- * (tools/djp/inject.c seizes the thread with ptrace, and the kernel
+ * (tools/djp/attach/inject.c seizes the thread with ptrace, and the kernel
  * decides).  The same user and root may; another user may not, and is told
  * so in one line, the process left as it was.  With Yama, ptrace_scope 1
  * (only a parent, or CAP_SYS_PTRACE) and 2 (only CAP_SYS_PTRACE) refuse

@@ -1,6 +1,6 @@
 /*
  * A fork storm under `djp trace -c`: each child of fork is a session of its
- * own (tools/djp/session_kids.c), and one that has exited and been drained
+ * own (tools/djp/session/session_kids.c), and one that has exited and been drained
  * is let go (its socket, ring and marker log, its tables; the summary kept
  * as text), so the tool's descriptors come back to where they were and its
  * memory stays flat, while every child's events are counted exactly.  And

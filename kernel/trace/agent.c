@@ -40,7 +40,7 @@
  * Libraries loaded later.  The engine's dlopen interposer arms the markers
  * of a new library for the probes already connected; but a program whose
  * dlopen reference is versioned (dlopen@GLIBC_2.34) may call libc directly,
- * and in a process the agent was injected into (tools/djp/inject.c) the
+ * and in a process the agent was injected into (tools/djp/attach/inject.c) the
  * interposer is never called at all.  So while any session has probes, the
  * agent thread also looks, every 100 ms, at the loader's count of objects
  * loaded (dlpi_adds); when it has moved, it asks the engine to do what the

@@ -6,7 +6,7 @@
  * sessions, the rings and the marker log (memfd_create), the engine's
  * text writes, syncs, freezes and signal handlers.  The injector refuses a
  * process whose seccomp filter would kill it or send it SIGSYS on any of
- * them (tools/djp/inject_seccomp.c); a call a filter fails with an errno
+ * them (tools/djp/attach/inject_seccomp.c); a call a filter fails with an errno
  * is one the code already copes with.
  *
  * Where a filter may look at an argument (a socket's domain, membarrier's

@@ -1,7 +1,7 @@
 /*
  * The system calls that loading libdjprobe.so into a process and running
  * its agent make (agent_syscalls.c), for the injector's look at a seccomp
- * filter (tools/djp/inject_seccomp.c).
+ * filter (tools/djp/attach/inject_seccomp.c).
  */
 #ifndef DJP_KERNEL_TRACE_AGENT_SYSCALLS_H
 #define DJP_KERNEL_TRACE_AGENT_SYSCALLS_H

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "site_arming.h"
+#include "tools/djp/session/site_arming.h"
 #include "lib/escape.h"
 #include "json.h"
 #include "lib/mapped_file.h"

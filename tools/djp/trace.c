@@ -40,7 +40,7 @@
 #include "kernel/trace/agent.h"
 #include "lib/escape.h"
 #include "line_out.h"
-#include "session.h"
+#include "tools/djp/session/session.h"
 #include "trace.h"
 
 /* A %s argument keeps at most this many bytes, NUL included: SystemTap's

@@ -51,7 +51,7 @@
  * argument goes back to where the entry's binding has that variable.  A
  * probe that reads no variable has a plain plan wherever it is.
  *
- * When.  The tool reads the tables' gains (tools/djp/agg_tables.c) before
+ * When.  The tool reads the tables' gains (tools/djp/session/agg_tables.c) before
  * a timer, end or error probe runs, before an event probe that reads an
  * aggregated global (so that it sees every hit its thread made before
  * its own: the table's count was stored, with release, before the
@@ -68,7 +68,7 @@
 
 #include "agg.h"
 #include "lib/ring.h"
-#include "tools/djp/agg_tables.h"
+#include "tools/djp/session/agg_tables.h"
 
 /* Entries of a thread's table: an array holds at most MAXMAPENTRIES
  * elements, and its raw keys (addresses whose usymname() is one name) may

@@ -26,7 +26,7 @@
 #include "func_points.h"
 #include "script.h"
 #include "tools/djp/line_out.h"
-#include "tools/djp/session.h"
+#include "tools/djp/session/session.h"
 
 static void on_signal(int sig)
 {

@@ -59,7 +59,7 @@
 #include "lib/mapped_file.h"
 #include "lib/markers.h"
 #include "tools/djp/cmd_path.h"
-#include "tools/djp/session.h"
+#include "tools/djp/session/session.h"
 
 #define LIVE_POLL_MS 5
 

@@ -1,7 +1,7 @@
 /*
  * The process source of `djp trace`: a launched (-c) or attached (-x)
  * process, its children of fork and the programs they exec, each through
- * a session with its agent (tools/djp/session.h).
+ * a session with its agent (tools/djp/session/session.h).
  *
  * open:  launch the command with the agent preloaded, or attach to the
  *        process (the agent injected when it has none); the command waits

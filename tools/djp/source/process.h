@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "source.h"
-#include "tools/djp/session.h"
+#include "tools/djp/session/session.h"
 
 /* The descriptors of one process's markers, by the agent's id, made as
  * their first events come (session.c names the marker). */

@@ -21,7 +21,7 @@
  *
  * Implementations: the replay source (replay.c; a text file, for tests
  * and benchmarks), the process sources (sessions with the agents of a
- * traced process and its children, tools/djp/session.h: process.c for
+ * traced process and its children, tools/djp/session/session.h: process.c for
  * djp trace, script/live.c for scripts, which adds what only a script
  * asks: aggregation in the target, reads of the target's memory, the
  * function around a site) and the kernel source (kernel.c: the markers of

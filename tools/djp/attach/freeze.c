@@ -30,7 +30,7 @@
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 
-#include "freeze.h"
+#include "tools/djp/attach/freeze.h"
 
 #define PASSES 100 /* rereads of the threads before giving up */
 

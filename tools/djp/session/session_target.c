@@ -45,8 +45,8 @@
 #include "lib/agent_addr.h"
 #include "lib/escape.h"
 #include "lib/ptrace_perm.h"
-#include "inject.h"
-#include "session.h"
+#include "tools/djp/attach/inject.h"
+#include "tools/djp/session/session.h"
 
 #define DIAL_TIMEOUT_MS ((DJP_AGENT_DEFAULT_TIMEOUT + 5) * 1000)
 /* Descriptors an agent opens for a session: the connection, the rings'

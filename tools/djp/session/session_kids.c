@@ -47,7 +47,7 @@
 #include <unistd.h>
 
 #include "lib/mapped_file.h"
-#include "session.h"
+#include "tools/djp/session/session.h"
 
 bool session_no_children;
 

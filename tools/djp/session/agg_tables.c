@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agg_tables.h"
+#include "tools/djp/session/agg_tables.h"
 #include "lib/ring.h"
 
 struct shadow {

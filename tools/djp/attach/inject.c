@@ -84,8 +84,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "inject.h"
-#include "inject_target.h"
+#include "tools/djp/attach/inject.h"
+#include "tools/djp/attach/inject_target.h"
 #include "lib/mapped_file.h"
 
 #define CALL_TIMEOUT_MS 30000	    /* dlopen and the constructor; DJP_INJECT_TIMEOUT */

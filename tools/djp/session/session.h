@@ -23,8 +23,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agg_tables.h"
-#include "freeze.h"
+#include "tools/djp/session/agg_tables.h"
+#include "tools/djp/attach/freeze.h"
 #include "lib/format.h"
 #include "lib/marker_log.h"
 #include "lib/proto.h"
@@ -118,7 +118,7 @@ struct session {
 };
 
 /* --force: load the agent into a process whose seccomp filter cannot be
- * read (tools/djp/inject_seccomp.c); -x and the processes it follows. */
+ * read (tools/djp/attach/inject_seccomp.c); -x and the processes it follows. */
 extern bool session_inject_force;
 /* --no-children: -x attaches PID alone, none of the descendants it has
  * (those it forks later are followed all the same). */

@@ -2,7 +2,7 @@
  * The tool's side of the tables region (lib/agg.h): per-marker lost
  * counters, and the per-thread aggregation tables of a script's probes,
  * read as the hits each entry gained since the last read
- * (tools/djp/agg_tables.c).
+ * (tools/djp/session/agg_tables.c).
  */
 #ifndef DJP_TOOLS_AGG_TABLES_H
 #define DJP_TOOLS_AGG_TABLES_H

@@ -27,7 +27,7 @@
 #include "arch/x86/branch_targets.h"
 #include "arch/x86/insn_reloc.h"
 #include "lib/func_symbols.h"
-#include "site_arming.h"
+#include "tools/djp/session/site_arming.h"
 
 /* The last object asked about: a listing asks object by object. */
 static struct {

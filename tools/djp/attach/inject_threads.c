@@ -55,7 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "inject_target.h"
+#include "tools/djp/attach/inject_target.h"
 #include "lib/mapped_file.h"
 
 #define ROUNDS 50 /* tries over every thread for one that qualifies */

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "tools/djp/session/session.h"
 
 /* Wait for one frame; an ERROR frame becomes its -errno.  While the
  * process's threads are stopped for the agent (FREEZE), the agent is

@@ -26,10 +26,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "grow.h"
+#include "tools/djp/grow.h"
 
 #include "lib/marker_match.h"
-#include "session.h"
+#include "tools/djp/session/session.h"
 
 #define DRAIN_ARENA_BOUND (64u << 20)
 

@@ -34,7 +34,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 
-#include "inject_target.h"
+#include "tools/djp/attach/inject_target.h"
 #include "kernel/trace/agent_syscalls.h"
 
 #ifndef PTRACE_SECCOMP_GET_FILTER
