@@ -13,7 +13,6 @@
 #include <stdint.h>
 
 #include "arch/x86/arch.h"
-#include "arch/x86/branch_targets.h"
 #include "djprobe/djprobe.h"
 #include "lib/markers.h"
 

@@ -41,8 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch/x86/branch_targets.h"
-#include "arch/x86/insn_reloc.h"
 #include "kernel/engine.h"
 #include "lib/func_params.h"
 #include "lib/func_source.h"
