@@ -26,7 +26,7 @@
 /* The view's register that DWARF register `dwarf` names (the
  * return-address column names DJP_REG_PC), or DJP_REG_NONE: a vector
  * register, or a number the psABI does not give. */
-static inline int arch_dwarf_reg(unsigned dwarf)
+static inline int arch_dwarf_reg(uint64_t dwarf)
 {
 	static const int8_t view_of_dwarf[ARCH_DWARF_RA + 1] = {
 		DJP_REG_RAX, DJP_REG_RDX, DJP_REG_RCX, DJP_REG_RBX, DJP_REG_RSI, DJP_REG_RDI,
@@ -37,7 +37,7 @@ static inline int arch_dwarf_reg(unsigned dwarf)
 }
 
 /* Is DWARF register `dwarf` a vector register (%xmm0-%xmm15)? */
-static inline bool arch_dwarf_is_vector(unsigned dwarf)
+static inline bool arch_dwarf_is_vector(uint64_t dwarf)
 {
 	return dwarf >= 17 && dwarf <= 32;
 }

@@ -13,6 +13,7 @@
 
 #include "arch/x86/abi.h"
 #include "arch/x86/branch_targets.h"
+#include "arch/x86/call_conv.h"
 #include "arch/x86/insn.h"
 #include "arch/x86/insn_reloc.h"
 #include "arch/x86/regs.h"
