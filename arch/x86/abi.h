@@ -74,12 +74,22 @@ static inline bool arch_at_sigreturn(bool (*read)(void *ctx, uint64_t addr, uint
 	uint64_t a, b;
 	return read(ctx, pc, &a) && a == 0x0f0000000fc0c748ull && read(ctx, pc + 1, &b) && b >> 56 == 0x05;
 }
+/* The interrupted pc, stack and frame pointers in a signal handler's
+ * ucontext: their indexes in uc_mcontext.gregs (<ucontext.h> where they
+ * are used). */
+#define ARCH_GREG_PC REG_RIP
+#define ARCH_GREG_SP REG_RSP
+#define ARCH_GREG_FP REG_RBP
 /* At the restorer the stack pointer is the ucontext_t the kernel pushed
  * (struct rt_sigframe: the return address, then the ucontext); these are
- * the offsets there of the interrupted pc, stack and frame pointers
- * (<ucontext.h> where they are used). */
-#define ARCH_UC_PC (offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RIP)
-#define ARCH_UC_SP (offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RSP)
-#define ARCH_UC_FP (offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RBP)
+ * the offsets there of the interrupted pc, stack and frame pointers. */
+#define ARCH_UC_PC (offsetof(ucontext_t, uc_mcontext.gregs) + 8 * ARCH_GREG_PC)
+#define ARCH_UC_SP (offsetof(ucontext_t, uc_mcontext.gregs) + 8 * ARCH_GREG_SP)
+#define ARCH_UC_FP (offsetof(ucontext_t, uc_mcontext.gregs) + 8 * ARCH_GREG_FP)
+
+/* ---- objects ---- */
+/* The ELF machine of the code the engine patches and reads (<elf.h>
+ * where it is used). */
+#define ARCH_ELF_MACHINE EM_X86_64
 
 #endif

@@ -37,11 +37,12 @@ enum djp_reg {
 	DJP_REG_RIP,
 	DJP_REG_COUNT,
 	DJP_REG_NONE = -1,
-	/* the three that generic code names by their role: the pc, the
-	 * stack pointer and the frame pointer */
+	/* the ones that generic code names by their role: the pc, the
+	 * stack pointer, the frame pointer and the return value's */
 	DJP_REG_PC = DJP_REG_RIP,
 	DJP_REG_SP = DJP_REG_RSP,
 	DJP_REG_FP = DJP_REG_RBP,
+	DJP_REG_RET = DJP_REG_RAX, /* where a function returns an integer */
 };
 
 struct djp_regs {
