@@ -37,8 +37,6 @@
 
 #include "kernel/engine.h"
 #include "kernel/rcu.h"
-#include "arch/x86/insn_reloc.h"
-#include "arch/x86/vector_use.h"
 #include "lib/sysops.h"
 
 void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t *out)
@@ -62,20 +60,21 @@ static uint32_t regs_used(const struct djp_site *s, int flavour)
 {
 	uint32_t m = 0;
 	/* An instruction probe's handler may read any register (djp_hit_reg;
-	 * the site is its %rip, which the view need not hold).  The full
-	 * flavour stores them all; the lean one stores %rsp besides what
-	 * every trampoline stores, and leaves %rbx, %rbp and %r12-%r15 where
-	 * they are: djp_hit_reg finds them by unwinding the handler's frames
-	 * (kernel/callee_saved.c), six stores a hit fewer.  The prefetching
-	 * flavour stores %rsp too, though its one handler, a fast entry,
+	 * the site is its pc, which the view need not hold).  The full
+	 * flavour stores them all; the lean one stores the stack pointer
+	 * besides what every trampoline stores, and leaves the callee-saved
+	 * registers where they are: djp_hit_reg finds them by unwinding the
+	 * handler's frames (kernel/callee_saved.c), six stores a hit fewer on
+	 * x86-64.  The prefetching flavour stores the stack pointer too,
+	 * though its one handler, a fast entry,
 	 * never reads it: a list is published before the text moves to the
 	 * trampoline it asks for, so for the length of a batch the old
 	 * trampoline runs the new list, whose handlers may (a return probe's
 	 * hook writes through it). */
 	if (s->obj->parent && arch_flavour(flavour) == DJP_FULL)
-		return ((1u << DJP_REG_COUNT) - 1) & ~(1u << DJP_REG_RIP);
+		return ARCH_VIEW_ALL;
 	if (s->obj->parent)
-		m |= 1u << DJP_REG_RSP;
+		m |= 1u << DJP_REG_SP;
 	for (unsigned i = 0; i < s->m->nargs; i++) {
 		const struct djp_argloc *a = &s->m->arg[i];
 		if ((a->kind == DJP_LOC_REG || a->kind == DJP_LOC_MEM) && a->reg != DJP_REG_NONE)

@@ -21,9 +21,11 @@
  * where each callee-saved register of each frame lives.  The frame we
  * want is the trampoline's, which has no CFI: it is the one whose pc is
  * the return address of the trampoline's call (the hit's key, the word
- * below the view) and whose stack pointer is the view itself, since the
- * call pushed that return address just below the view.  There the
- * unwinder's register is the site's.  libgcc finds each frame's FDE with
+ * below the view) and whose CFA is the view itself, since on x86-64 the
+ * call pushed that return address just below the view
+ * (arch_hit_call_frame).  There the unwinder's register is the site's.
+ * Which registers are callee-saved, and so never stored by the lean
+ * trampoline, is the arch's ARCH_CALLEE_SAVED.  libgcc finds each frame's FDE with
  * glibc's _dl_find_object, which takes no lock, so this may run wherever
  * a handler does.
  *
@@ -48,7 +50,7 @@
 #define MAX_FRAMES 256
 
 struct walk {
-	uintptr_t key, view; /* the trampoline's frame: pc and stack pointer */
+	uintptr_t key, view; /* the trampoline's frame: pc and CFA */
 	int dwarf_reg;
 	unsigned frames;
 	int found;
@@ -73,8 +75,9 @@ __attribute__((noinline)) static void walk(struct walk *w)
 
 uint64_t djp_callee_saved_reg(const struct djp_hit *hit, int dwarf_reg)
 {
-	struct walk w = { .key = ((const uintptr_t *)hit)[-1], .view = (uintptr_t)hit, .dwarf_reg = dwarf_reg };
+	struct walk w = { .dwarf_reg = dwarf_reg };
 	uint8_t *area = arch_vector_area_on_stack();
+	arch_hit_call_frame(hit, &w.key, &w.view);
 	if (area)
 		arch_vector_save(area);
 	walk(&w);

@@ -199,28 +199,22 @@ DJP_API uintptr_t djp_hit_site(const struct djp_hit *hit)
 	return djp__hit_site(hit)->addr;
 }
 
-/* DWARF's x86-64 register numbers (the psABI's table) to the view's. */
-static const signed char view_of_dwarf[17] = {
-	DJP_REG_RAX, DJP_REG_RDX, DJP_REG_RCX, DJP_REG_RBX, DJP_REG_RSI, DJP_REG_RDI,
-	DJP_REG_RBP, DJP_REG_RSP, DJP_REG_R8,  DJP_REG_R9,  DJP_REG_R10, DJP_REG_R11,
-	DJP_REG_R12, DJP_REG_R13, DJP_REG_R14, DJP_REG_R15, DJP_REG_RIP,
-};
-
+/* DWARF's register numbers are the arch's (arch_dwarf_reg). */
 DJP_API uint64_t djp_hit_reg(const struct djp_hit *hit, unsigned dwarf_reg)
 {
-	if (dwarf_reg >= sizeof(view_of_dwarf))
+	int v = arch_dwarf_reg(dwarf_reg);
+	if (v == DJP_REG_NONE)
 		return 0;
-	int v = view_of_dwarf[dwarf_reg];
 	const struct djp_site *s = djp__hit_site(hit);
-	if (v == DJP_REG_RIP) /* the site, which a jump's view does not store */
+	if (v == DJP_REG_PC) /* the site, which a jump's view does not store */
 		return s->addr;
 	if (djp__view_regs(hit) & (1u << v))
 		return hit->regs.r[v];
-	/* not stored: a lean trampoline keeps an instruction probe's %rbx,
-	 * %rbp and %r12-%r15 in their registers only (kernel/callee_saved.c);
-	 * a marker's stores what its arguments read, and the rest of its view
-	 * is whatever the stack held, never given out */
-	if (v >= DJP_REG_RBX && v <= DJP_REG_R15 && s->obj->parent)
+	/* not stored: a lean trampoline keeps an instruction probe's
+	 * callee-saved registers in their registers only (kernel/
+	 * callee_saved.c); a marker's stores what its arguments read, and the
+	 * rest of its view is whatever the stack held, never given out */
+	if ((ARCH_CALLEE_SAVED & (1u << v)) && s->obj->parent)
 		return djp_callee_saved_reg(hit, (int)dwarf_reg);
 	return 0;
 }

@@ -13,7 +13,6 @@
 #include <stdint.h>
 
 #include "arch/x86/arch.h"
-#include "arch/x86/branch_targets.h"
 #include "djprobe/djprobe.h"
 #include "lib/markers.h"
 
@@ -61,7 +60,7 @@ typedef djp_fast_entry_fn (*djp_fast_plan_fn)(void *data, const struct djp_site 
  * such handlers (kernel/arm.c). */
 #define DJP__STACK (1u << 29)
 /* the view's registers a DJP__STACK handler walks from (1 << enum djp_reg) */
-#define DJP_STACK_REGS (1u << DJP_REG_RSP | 1u << DJP_REG_RBP)
+#define DJP_STACK_REGS (1u << DJP_REG_SP | 1u << DJP_REG_FP)
 #define DJP__ONCE (1u << 30)
 #define DJP__SKIP (1u << 31)
 

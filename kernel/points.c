@@ -41,8 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch/x86/branch_targets.h"
-#include "arch/x86/insn_reloc.h"
 #include "kernel/engine.h"
 #include "lib/func_params.h"
 #include "lib/func_source.h"
@@ -700,7 +698,7 @@ static int ret_marker(struct djp_marker_list *ml, const struct djp_site *e)
 	m->arg[k] = (struct djp_argloc){ .kind = DJP_LOC_REG,
 					 .size = e->m->ret_size ? e->m->ret_size : 8,
 					 .is_signed = e->m->ret_signed,
-					 .reg = DJP_REG_RAX,
+					 .reg = DJP_REG_RET,
 					 .index = DJP_REG_NONE };
 	m->nargs = (uint8_t)(k + 1);
 	return 0;

@@ -360,9 +360,9 @@ void djp_rcu_recover_interrupted(const void *ucontext)
 	if (!djp_rcu_inside())
 		return;
 	/* Interrupted inside a trampoline: its hit will judge. */
-	if (arch_tramp_owns((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]))
+	if (arch_tramp_owns((uintptr_t)uc->uc_mcontext.gregs[ARCH_GREG_PC]))
 		return;
-	if (frame_gone(djp_rcu_entry_sp, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP], false, &uc->uc_stack))
+	if (frame_gone(djp_rcu_entry_sp, (uintptr_t)uc->uc_mcontext.gregs[ARCH_GREG_SP], false, &uc->uc_stack))
 		djp_rcu_exit();
 	errno = saved_errno;
 }

@@ -169,7 +169,7 @@ static bool stack_evict(struct ret_stack *st)
 static void ret_hook(const struct djp_hit *hit, void *data)
 {
 	struct djp_site *e = djp__hit_site(hit), *r = e->ret;
-	uintptr_t *slot = (uintptr_t *)hit->regs.r[DJP_REG_RSP];
+	uintptr_t *slot = (uintptr_t *)hit->regs.r[DJP_REG_SP];
 	struct ret_stack *st;
 	struct ret_frame *f;
 
@@ -226,7 +226,7 @@ __attribute__((noreturn, cold)) static void ret_lost(uintptr_t slot)
 uintptr_t djp_ret_dispatch(struct djp_hit *hit)
 {
 	struct ret_stack *st = ret_stack;
-	uintptr_t slot = hit->regs.r[DJP_REG_RSP] - 8, ra;
+	uintptr_t slot = hit->regs.r[DJP_REG_SP] + ARCH_RA_FROM_CFA, ra;
 	struct ret_frame *f;
 	unsigned i = st ? st->n : 0;
 	uint8_t *area = NULL;
@@ -239,7 +239,7 @@ uintptr_t djp_ret_dispatch(struct djp_hit *hit)
 	 * them is a miss, which pushes nothing on this thread's stack */
 	f = &st->f[i - 1];
 	ra = f->ra;
-	hit->regs.r[DJP_REG_RIP] = ra;
+	hit->regs.r[DJP_REG_PC] = ra;
 	((uintptr_t *)hit)[-1] = (uintptr_t)f->site | DJP_HIT_KEY_SITE;
 	if (atomic_load_explicit(&f->site->handlers, memory_order_relaxed)) {
 		ret_current = f;
@@ -296,7 +296,7 @@ static void unwinder_hook(const struct djp_hit *hit, void *data)
 static void catch_hook(const struct djp_hit *hit, void *data)
 {
 	struct ret_stack *st = ret_stack;
-	uintptr_t sp = hit->regs.r[DJP_REG_RSP];
+	uintptr_t sp = hit->regs.r[DJP_REG_SP];
 	unsigned k = 0;
 	(void)data;
 	if (!st)

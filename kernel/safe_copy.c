@@ -85,10 +85,10 @@ extern const char djp__copy_str_begin[], djp__copy_str_end[], djp__copy_str_fixu
 static void fault_handler(int sig, siginfo_t *info, void *ucv)
 {
 	ucontext_t *uc = ucv;
-	uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[ARCH_GREG_PC];
 
 	if (info && info->si_code > 0 && rip >= (uintptr_t)djp__copy_str_begin && rip < (uintptr_t)djp__copy_str_end) {
-		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)djp__copy_str_fixup;
+		uc->uc_mcontext.gregs[ARCH_GREG_PC] = (greg_t)(uintptr_t)djp__copy_str_fixup;
 		return;
 	}
 	djp_kept_forward(sig, info, ucv);

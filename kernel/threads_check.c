@@ -160,11 +160,11 @@ static void scan(struct check_req *q, uintptr_t sp, uintptr_t restorer, int dept
 				continue;
 			if ((g[REG_CSGSFS] & 0xffff) != 0x33) /* not a user context */
 				continue;
-			mark(q, (uintptr_t)g[REG_RIP]);
+			mark(q, (uintptr_t)g[ARCH_GREG_PC]);
 			/* a frame on another stack (an alternate signal stack)
 			 * names the stack it interrupted: read that one too */
-			if (mapping_of(q, (uintptr_t)g[REG_RSP]) != m)
-				scan(q, (uintptr_t)g[REG_RSP], restorer, depth + 1);
+			if (mapping_of(q, (uintptr_t)g[ARCH_GREG_SP]) != m)
+				scan(q, (uintptr_t)g[ARCH_GREG_SP], restorer, depth + 1);
 		}
 	}
 }
@@ -180,9 +180,9 @@ void djp_threads_check_answer(void *ucv)
 	atomic_fetch_add(&inflight, 1);
 	if ((q = atomic_load(&active))) {
 		me = (pid_t)syscall(SYS_gettid);
-		mark(q, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP]);
+		mark(q, (uintptr_t)uc->uc_mcontext.gregs[ARCH_GREG_PC]);
 		/* the restorer this handler returns through is every handler's */
-		scan(q, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP], ((const uintptr_t *)ucv)[-1], 0);
+		scan(q, (uintptr_t)uc->uc_mcontext.gregs[ARCH_GREG_SP], ((const uintptr_t *)ucv)[-1], 0);
 		for (size_t i = 0; q->tids[i]; i++)
 			if (q->tids[i] == me)
 				atomic_store(&q->answer[i], q->round);

@@ -30,18 +30,22 @@
  * the call instruction, because a call may be the last instruction of a
  * function (noreturn) and the return address then belongs to the next
  * one.  From a row: CFA = %rsp or %rbp + offset; the return address is
- * the word at CFA - 8; the caller's %rsp is the CFA; its %rbp is ours or
- * the word at CFA + offset.  A frame must move up the stack (CFA above
- * %rsp), which also ends any cycle that garbage could make.
+ * the word where a call leaves it (ARCH_RA_FROM_CFA: CFA - 8 on x86-64);
+ * the caller's %rsp is the CFA; its %rbp is ours or the word at CFA +
+ * offset.  A frame must move up the stack (CFA above %rsp), which also
+ * ends any cycle that garbage could make.  The registers are the arch's
+ * stack and frame pointers (DJP_REG_SP, DJP_REG_FP), named here as x86-64
+ * names them.
  *
  * Signal frames.  A signal handler returns to the restorer glibc gives
  * the kernel (__restore_rt: mov $15, %eax; syscall, whose own CFI is an
  * expression we do not follow).  When a return address holds exactly
- * those bytes, and the row there is the signal trampoline's, unknown or
- * missing, the frame is a signal frame: at the restorer %rsp points at the
- * struct ucontext the kernel pushed (struct rt_sigframe is the return
- * address, then the ucontext), and the interrupted registers are read
- * from its mcontext.  The interrupted pc is where that frame is, not a
+ * those bytes (arch_at_sigreturn), and the row there is the signal
+ * trampoline's, unknown or missing, the frame is a signal frame: at the
+ * restorer %rsp points at the struct ucontext the kernel pushed (struct
+ * rt_sigframe is the return address, then the ucontext), and the
+ * interrupted registers are read from its mcontext (ARCH_UC_PC, _SP,
+ * _FP).  The interrupted pc is where that frame is, not a
  * return address: its row is looked up at the pc itself.  The frame after
  * a signal frame may be on another stack (sigaltstack), so the
  * moves-up check does not apply across it.
@@ -340,24 +344,26 @@ struct uw_frame {
 		       not a return address */
 };
 
-/* Does pc hold the kernel's signal restorer, mov $15,%eax; syscall
- * (48 c7 c0 0f 00 00 00 0f 05)?  Read as two overlapping words, so that
- * no byte past the ninth is touched. */
+/* uw_read for the arch's test of the restorer's bytes. */
+static bool uw_read_word(void *rd, uint64_t addr, uint64_t *out)
+{
+	return uw_read(rd, addr, out);
+}
+
+/* Does pc hold the kernel's signal restorer (the arch's bytes)? */
 static bool at_restorer(struct uw_reader *rd, uint64_t pc)
 {
-	uint64_t a, b;
-	return uw_read(rd, pc, &a) && a == 0x0f0000000fc0c748ull && uw_read(rd, pc + 1, &b) && b >> 56 == 0x05;
+	return arch_at_sigreturn(uw_read_word, rd, pc);
 }
 
 /* Step from a signal handler's restorer to the interrupted frame: the
- * registers the kernel saved in the ucontext at %rsp. */
+ * registers the kernel saved in the ucontext at the stack pointer. */
 static bool uw_signal_step(struct uw_reader *rd, struct uw_frame *f)
 {
 	uint64_t uc = f->sp, pc, sp, bp;
-	const size_t gregs = offsetof(ucontext_t, uc_mcontext.gregs);
 
-	if (!uw_read(rd, uc + gregs + 8 * REG_RIP, &pc) || !uw_read(rd, uc + gregs + 8 * REG_RSP, &sp) ||
-	    !uw_read(rd, uc + gregs + 8 * REG_RBP, &bp))
+	if (!uw_read(rd, uc + ARCH_UC_PC, &pc) || !uw_read(rd, uc + ARCH_UC_SP, &sp) ||
+	    !uw_read(rd, uc + ARCH_UC_FP, &bp))
 		return false;
 	*f = (struct uw_frame){ .pc = pc, .sp = sp, .bp = bp, .bp_ok = true, .exact = true };
 	return true;
@@ -376,10 +382,10 @@ static bool uw_step(const struct uw_registry *r, struct uw_reader *rd, struct uw
 	if (row->cfa == DJP_UW_CFA_RBP && !f->bp_ok)
 		return false;
 	cfa = (row->cfa == DJP_UW_CFA_RSP ? f->sp : f->bp) + (uint64_t)(int64_t)row->cfa_off;
-	if (cfa <= f->sp || !uw_read(rd, cfa - 8, &ra))
+	if (cfa <= f->sp || !uw_read(rd, cfa + ARCH_RA_FROM_CFA, &ra))
 		return false;
 	if (ra == (uintptr_t)djp_ret_tramp) { /* a return probe's: the real one */
-		uint64_t real = djp_ret_diverted(cfa - 8);
+		uint64_t real = djp_ret_diverted(cfa + ARCH_RA_FROM_CFA);
 		ra = real ? real : ra;
 	}
 	if (row->rbp == DJP_UW_RBP_SAVED && !uw_read(rd, cfa + (uint64_t)(int64_t)row->rbp_off, &bp))
@@ -397,9 +403,9 @@ unsigned djp__unwind(const struct djp_regs *regs, uint64_t *pcs, unsigned max)
 	const struct uw_registry *r = atomic_load_explicit(&registry, memory_order_acquire);
 	struct uw_reader rd = { .fast = djp_safe_copy_on() &&
 					!atomic_load_explicit(&syscall_reads, memory_order_relaxed) };
-	struct uw_frame f = { .pc = regs->r[DJP_REG_RIP],
-			      .sp = regs->r[DJP_REG_RSP],
-			      .bp = regs->r[DJP_REG_RBP],
+	struct uw_frame f = { .pc = regs->r[DJP_REG_PC],
+			      .sp = regs->r[DJP_REG_SP],
+			      .bp = regs->r[DJP_REG_FP],
 			      .bp_ok = true,
 			      .exact = true };
 	unsigned n = 0;

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "arch/x86/regs.h"
+#include "arch/x86/arch.h"
 #include "lib/unwind_table.h"
 
 /*

@@ -25,88 +25,17 @@
  * symbol name kept: listing still works, fetching reads 0.
  *
  * djp_argloc_format() prints a location back in the same syntax; the fuzz
- * target checks that parse(format(parse(s))) is parse(s).
+ * target checks that parse(format(parse(s))) is parse(s).  The register
+ * names, and which register may be an index, are the arch's (arch/x86/
+ * reg_names.c); this file knows the operands' syntax around them.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "arch/x86/arch.h"
 #include "argloc.h"
-
-static const char *const reg64[DJP_REG_COUNT] = {
-	"rax", "rcx", "rdx", "rsi", "rdi", "r8",  "r9",	 "r10", "r11",
-	"rbx", "rbp", "r12", "r13", "r14", "r15", "rsp", "rip",
-};
-
-/* %r8 .. %r15 by their number less 8. */
-static const int8_t numbered[8] = { DJP_REG_R8,	 DJP_REG_R9,  DJP_REG_R10, DJP_REG_R11,
-				    DJP_REG_R12, DJP_REG_R13, DJP_REG_R14, DJP_REG_R15 };
-
-/* Legacy names of the first eight registers, by width. */
-static const struct {
-	const char *name;
-	int8_t reg;
-	uint8_t width, shift;
-} legacy[] = {
-	{ "eax", DJP_REG_RAX, 4, 0 }, { "ebx", DJP_REG_RBX, 4, 0 }, { "ecx", DJP_REG_RCX, 4, 0 },
-	{ "edx", DJP_REG_RDX, 4, 0 }, { "esi", DJP_REG_RSI, 4, 0 }, { "edi", DJP_REG_RDI, 4, 0 },
-	{ "ebp", DJP_REG_RBP, 4, 0 }, { "esp", DJP_REG_RSP, 4, 0 }, { "eip", DJP_REG_RIP, 4, 0 },
-	{ "ax", DJP_REG_RAX, 2, 0 },  { "bx", DJP_REG_RBX, 2, 0 },  { "cx", DJP_REG_RCX, 2, 0 },
-	{ "dx", DJP_REG_RDX, 2, 0 },  { "si", DJP_REG_RSI, 2, 0 },  { "di", DJP_REG_RDI, 2, 0 },
-	{ "bp", DJP_REG_RBP, 2, 0 },  { "sp", DJP_REG_RSP, 2, 0 },  { "al", DJP_REG_RAX, 1, 0 },
-	{ "bl", DJP_REG_RBX, 1, 0 },  { "cl", DJP_REG_RCX, 1, 0 },  { "dl", DJP_REG_RDX, 1, 0 },
-	{ "sil", DJP_REG_RSI, 1, 0 }, { "dil", DJP_REG_RDI, 1, 0 }, { "bpl", DJP_REG_RBP, 1, 0 },
-	{ "spl", DJP_REG_RSP, 1, 0 }, { "ah", DJP_REG_RAX, 1, 8 },  { "bh", DJP_REG_RBX, 1, 8 },
-	{ "ch", DJP_REG_RCX, 1, 8 },  { "dh", DJP_REG_RDX, 1, 8 },
-};
-
-static bool span_is(const char *s, size_t len, const char *word)
-{
-	return strlen(word) == len && memcmp(s, word, len) == 0;
-}
-
-int djp_reg_from_name(const char *name, size_t len, uint8_t *shift, uint8_t *width)
-{
-	uint8_t sh = 0, w = 8;
-	int reg = -1;
-
-	if (len && name[0] == '%') {
-		name++;
-		len--;
-	}
-	for (int i = 0; i < DJP_REG_COUNT && reg < 0; i++)
-		if (span_is(name, len, reg64[i]))
-			reg = i;
-	for (size_t i = 0; i < sizeof(legacy) / sizeof(legacy[0]) && reg < 0; i++)
-		if (span_is(name, len, legacy[i].name)) {
-			reg = legacy[i].reg;
-			w = legacy[i].width;
-			sh = legacy[i].shift;
-		}
-	/* %r8 .. %r15 with an optional d/w/b suffix. */
-	if (reg < 0 && len >= 2 && name[0] == 'r' && name[1] >= '0' && name[1] <= '9') {
-		size_t i = 1;
-		unsigned n = 0;
-		while (i < len && name[i] >= '0' && name[i] <= '9' && n < 100)
-			n = n * 10 + (unsigned)(name[i++] - '0');
-		if (n >= 8 && n <= 15 && i >= len - 1) {
-			if (i == len)
-				reg = numbered[n - 8];
-			else if (name[i] == 'd' || name[i] == 'w' || name[i] == 'b') {
-				reg = numbered[n - 8];
-				w = name[i] == 'd' ? 4 : name[i] == 'w' ? 2 : 1;
-			}
-		}
-	}
-	if (reg < 0)
-		return -1;
-	if (shift)
-		*shift = sh;
-	if (width)
-		*width = w;
-	return reg;
-}
 
 const char *djp_loc_kind_name(unsigned kind)
 {
@@ -124,11 +53,6 @@ const char *djp_loc_kind_name(unsigned kind)
 	default:
 		return "unknown";
 	}
-}
-
-const char *djp_reg_name(int reg)
-{
-	return reg >= 0 && reg < DJP_REG_COUNT ? reg64[reg] : NULL;
 }
 
 /* A signed decimal or 0x-hex number at [*p, end); advances *p.  Values that
@@ -242,7 +166,7 @@ int djp_argloc_parse(const char *s, size_t len, struct djp_argloc *loc, djp_sym_
 
 	if (*p == '%') {
 		int reg = parse_reg(&p, end, &shift, &width);
-		if (reg < 0 || reg == DJP_REG_RIP || p != end)
+		if (reg < 0 || reg == DJP_REG_PC || p != end)
 			return fail(why, "unknown register");
 		loc->kind = DJP_LOC_REG;
 		loc->reg = (int8_t)reg;
@@ -280,7 +204,7 @@ int djp_argloc_parse(const char *s, size_t len, struct djp_argloc *loc, djp_sym_
 			if (p < end && *p == ',') {
 				p++;
 				index = parse_reg(&p, end, NULL, &width);
-				if (index < 0 || index == DJP_REG_RIP || index == DJP_REG_RSP || width != 8)
+				if (index < 0 || !djp_reg_can_index(index) || width != 8)
 					return fail(why, "bad index register");
 				if (p < end && *p == ',') {
 					p++;
@@ -298,13 +222,13 @@ int djp_argloc_parse(const char *s, size_t len, struct djp_argloc *loc, djp_sym_
 		if (p != end)
 			return fail(why, "trailing characters");
 		width = 8;
-		if (base == DJP_REG_RIP) {
+		if (base == DJP_REG_PC) {
 			if (index != DJP_REG_NONE)
 				return fail(why, "index with %rip");
 			if (!sym)
 				return fail(why, "%rip operand without a symbol");
 		}
-		if (sym && (base == DJP_REG_RIP || base == DJP_REG_NONE) && index == DJP_REG_NONE) {
+		if (sym && (base == DJP_REG_PC || base == DJP_REG_NONE) && index == DJP_REG_NONE) {
 			uint64_t addr;
 			loc->sym = sym;
 			if (sym_lookup && sym_lookup(ctx, sym, symlen, &addr) == 0) {
@@ -376,28 +300,6 @@ int djp_argloc_parse_all(const char *args, struct djp_argloc *locs, unsigned max
 	}
 }
 
-/* The name of `reg` at `width` bytes, so that a formatted location reads as
- * the compiler would have printed it ("%edi" for a 4-byte argument). */
-static const char *reg_name_sized(int reg, unsigned width, unsigned shift)
-{
-	static const char *const r8[8][3] = {
-		{ "r8d", "r8w", "r8b" },     { "r9d", "r9w", "r9b" },	  { "r10d", "r10w", "r10b" },
-		{ "r11d", "r11w", "r11b" },  { "r12d", "r12w", "r12b" }, { "r13d", "r13w", "r13b" },
-		{ "r14d", "r14w", "r14b" },  { "r15d", "r15w", "r15b" },
-	};
-	if (shift)
-		width = 1; /* %ah and friends exist only at one byte */
-	if (width == 8)
-		return reg64[reg];
-	for (int n = 0; n < 8; n++)
-		if (numbered[n] == reg)
-			return r8[n][width == 4 ? 0 : width == 2 ? 1 : 2];
-	for (size_t i = 0; i < sizeof(legacy) / sizeof(legacy[0]); i++)
-		if (legacy[i].reg == reg && legacy[i].width == width && legacy[i].shift == shift)
-			return legacy[i].name;
-	return reg64[reg];
-}
-
 int djp_argloc_format(const struct djp_argloc *loc, char *buf, size_t sz)
 {
 	const char *sign = loc->is_signed ? "-" : "";
@@ -408,9 +310,9 @@ int djp_argloc_format(const struct djp_argloc *loc, char *buf, size_t sz)
 			symlen++;
 	switch (loc->kind) {
 	case DJP_LOC_REG:
-		if (loc->reg < 0 || loc->reg >= DJP_REG_RIP)
+		if (loc->reg < 0 || loc->reg >= DJP_REG_COUNT || loc->reg == DJP_REG_PC)
 			break;
-		return snprintf(buf, sz, "%s%u@%%%s", sign, loc->size, reg_name_sized(loc->reg, loc->size, loc->reg_shift));
+		return snprintf(buf, sz, "%s%u@%%%s", sign, loc->size, djp_reg_name_sized(loc->reg, loc->size, loc->reg_shift));
 	case DJP_LOC_IMM:
 		/* As the argument's type reads it: 4@$3000000000, -4@$-5. */
 		if (!loc->is_signed)
@@ -424,9 +326,9 @@ int djp_argloc_format(const struct djp_argloc *loc, char *buf, size_t sz)
 		int m;
 		if (loc->index >= 0)
 			m = snprintf(buf + used, sz - used, "%s%s,%%%s,%u)", loc->reg >= 0 ? "%" : "",
-				     loc->reg >= 0 ? reg64[loc->reg] : "", reg64[loc->index], loc->scale);
+				     loc->reg >= 0 ? djp_reg_name(loc->reg) : "", djp_reg_name(loc->index), loc->scale);
 		else
-			m = snprintf(buf + used, sz - used, "%%%s)", loc->reg >= 0 ? reg64[loc->reg] : "?");
+			m = snprintf(buf + used, sz - used, "%%%s)", loc->reg >= 0 ? djp_reg_name(loc->reg) : "?");
 		return m < 0 ? m : n + m;
 	}
 	case DJP_LOC_ABS:

@@ -11,9 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Registers are x86's, numbered as the register view has them
- * (enum djp_reg): an argument string is in the target's assembler syntax. */
-#include "arch/x86/regs.h"
+/* Registers are numbered as the register view has them (enum djp_reg),
+ * and named as the arch's assembler names them (djp_reg_from_name,
+ * djp_reg_name): an argument string is in the target's assembler syntax. */
+#include "arch/x86/arch.h"
 
 enum djp_loc_kind {
 	DJP_LOC_NONE,	/* unknown: an unresolvable symbol, say; reads as 0 */
@@ -53,15 +54,8 @@ int djp_argloc_parse(const char *s, size_t len, struct djp_argloc *loc, djp_sym_
 int djp_argloc_parse_all(const char *args, struct djp_argloc *locs, unsigned max, djp_sym_lookup_fn sym_lookup,
 			 void *ctx, const char **why);
 
-/* Register name (any width: %rax %eax %ax %al %ah, %r8 %r8d %r8w %r8b) to
- * register number and byte shift; -1 when unknown. */
-int djp_reg_from_name(const char *name, size_t len, uint8_t *shift, uint8_t *width);
-
 /* "register", "memory", "immediate", "absolute" or "unknown". */
 const char *djp_loc_kind_name(unsigned kind);
-
-/* The 64-bit name of a register ("rdi"), or NULL for DJP_REG_NONE. */
-const char *djp_reg_name(int reg);
 
 /* Print *loc back in SDT syntax ("-4@%edi", "8@-16(%rbp)", "8@0x4010" for a
  * resolved sym(%rip)); snprintf's return convention.  Parsing the result

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arch/x86/arch.h"
 #include "lib/elf_debug.h"
 #include "lib/errline.h"
 
@@ -117,7 +118,7 @@ int djp_elf_open(const char *path, int *fd, Elf **elf, struct stat *stp, char *e
 		ret = djp_errline(err, errsz, -ENOEXEC, path, "not a 64-bit ELF file (32-bit objects are not supported)");
 	else if (!gelf_getehdr(*elf, &eh))
 		ret = djp_errline(err, errsz, -ENOEXEC, path, "truncated ELF file (incomplete ELF header)");
-	else if (eh.e_machine != EM_X86_64)
+	else if (eh.e_machine != ARCH_ELF_MACHINE)
 		ret = djp_errline(err, errsz, -ENOEXEC, path, "not an x86-64 ELF file (machine %u)", eh.e_machine);
 	else {
 		if (stp)

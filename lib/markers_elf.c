@@ -463,7 +463,7 @@ static int open_elf(struct reader *r, int fd)
 		return rd_err(r, -ENOEXEC, "not a 64-bit ELF file (32-bit objects are not supported)");
 	if (!gelf_getehdr(r->elf, &eh))
 		return rd_err(r, -ENOEXEC, "truncated ELF file (incomplete ELF header)");
-	if (eh.e_machine != EM_X86_64)
+	if (eh.e_machine != ARCH_ELF_MACHINE)
 		return rd_err(r, -ENOEXEC, "not an x86-64 ELF file (machine %u)", eh.e_machine);
 	r->rel = eh.e_type == ET_REL;
 	if (eh.e_shoff > (uint64_t)st.st_size ||

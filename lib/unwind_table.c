@@ -72,14 +72,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arch/x86/arch.h"
 #include "lib/errline.h"
 #include "lib/elf_debug.h"
 #include "lib/unwind_table.h"
 
-/* DWARF register numbers of x86-64 (the psABI's table). */
-#define DW_RBP 6
-#define DW_RSP 7
-#define DW_RA 16
+/* The DWARF register numbers the table keeps rules for: the arch's. */
+#define DW_RBP ARCH_DWARF_FP
+#define DW_RSP ARCH_DWARF_SP
+#define DW_RA ARCH_DWARF_RA
 
 /* One ELF file open for reading. */
 struct efile {

@@ -3,7 +3,7 @@
 # program (first byte: 0 .markers, 1 .note.stapsdt, 2 an argument string).
 FUZZ_MARKERS := $(O)/fuzz/fuzz_markers
 FUZZ_MARKERS_CORPUS := $(O)/fuzz/corpus-fuzz_markers
-FUZZ_MARKERS_SRCS := selftests/fuzz/fuzz_markers.c lib/markers_parse.c lib/argloc.c lib/errline.c
+FUZZ_MARKERS_SRCS := selftests/fuzz/fuzz_markers.c lib/markers_parse.c lib/argloc.c arch/x86/reg_names.c lib/errline.c
 
 $(FUZZ_MARKERS): $(FUZZ_MARKERS_SRCS) lib/markers.h lib/argloc.h $(O)/selftests/progs/markers_example
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES_FUZZ)

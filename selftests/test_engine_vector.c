@@ -12,7 +12,7 @@
 
 #include "djprobe/djprobe.h"
 #include "harness.h"
-#include "arch/x86/vector_use.h"
+#include "arch/x86/arch.h"
 
 /* Instruction bytes of each kind. */
 static const unsigned char sse[] = { 0x0f, 0x58, 0xc1 };		/* addps %xmm1,%xmm0 */

@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 
-#include "arch/x86/insn_reloc.h"
+#include "arch/x86/arch.h"
 #include "harness.h"
 
 struct ir_regs {

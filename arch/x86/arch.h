@@ -11,11 +11,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch/x86/abi.h"
+#include "arch/x86/branch_targets.h"
+#include "arch/x86/call_conv.h"
 #include "arch/x86/insn.h"
+#include "arch/x86/insn_reloc.h"
 #include "arch/x86/regs.h"
-#include "lib/argloc.h"
+#include "arch/x86/vector_use.h"
 
-struct djp_site; /* kernel/'s; arch only carries the pointer */
+struct djp_site;   /* kernel/'s; arch only carries the pointer */
+struct djp_argloc; /* lib/argloc.h's, which includes this */
 
 /* ---- the address space (text.c) ---- */
 struct djp_maps {
@@ -160,12 +165,14 @@ static inline struct djp_site *arch_hit_site(const struct djp_hit *hit)
 	base = k & ~(DJP_TRAMP_CHUNK - 1);
 	return ((struct djp_site *const *)(base + DJP_TRAMP_SITES_AT))[(k - base - DJP_TRAMP_DATA) / DJP_TRAMP_SLOT];
 }
-/* Registers every trampoline saves in the view: what a C call clobbers. */
-#define ARCH_CALLER_SAVED                                                                                    \
-	((1u << DJP_REG_RAX) | (1u << DJP_REG_RCX) | (1u << DJP_REG_RDX) | (1u << DJP_REG_RSI) |          \
-	 (1u << DJP_REG_RDI) | (1u << DJP_REG_R8) | (1u << DJP_REG_R9) | (1u << DJP_REG_R10) |            \
-	 (1u << DJP_REG_R11))
-
+/* The frame of the trampoline's call, as an unwinder sees it from the
+ * handler's (kernel/callee_saved.c): its pc is the hit's key, the return
+ * address that call pushed just below the view, so its CFA is the view. */
+static inline void arch_hit_call_frame(const struct djp_hit *hit, uintptr_t *pc, uintptr_t *cfa)
+{
+	*pc = ((const uintptr_t *)hit)[-1];
+	*cfa = (uintptr_t)hit;
+}
 /* Is the hit's key a return address inside the trampoline at `entry`
  * (the same slot)? */
 static inline bool arch_hit_from_tramp(const struct djp_hit *hit, uintptr_t entry)

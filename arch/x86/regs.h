@@ -9,6 +9,7 @@
 #ifndef DJP_ARCH_X86_REGS_H
 #define DJP_ARCH_X86_REGS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -36,6 +37,12 @@ enum djp_reg {
 	DJP_REG_RIP,
 	DJP_REG_COUNT,
 	DJP_REG_NONE = -1,
+	/* the ones that generic code names by their role: the pc, the
+	 * stack pointer, the frame pointer and the return value's */
+	DJP_REG_PC = DJP_REG_RIP,
+	DJP_REG_SP = DJP_REG_RSP,
+	DJP_REG_FP = DJP_REG_RBP,
+	DJP_REG_RET = DJP_REG_RAX, /* where a function returns an integer */
 };
 
 struct djp_regs {
@@ -59,5 +66,26 @@ struct djp_hit {
 };
 
 #define DJP_HIT_KEY_SITE 1 /* bit 0 of the key: the rest is the site */
+
+/*
+ * The registers by their assembler names (reg_names.c, which djprobe.ko
+ * shares for lib/argloc.c): an argument string is in the target's AT&T
+ * syntax, so its register names are x86's.
+ */
+/* A name of any width (%rax %eax %ax %al %ah, %r8 %r8d %r8w %r8b, with or
+ * without the '%') to the register, its byte shift (8 for %ah %bh %ch
+ * %dh) and its width in bytes; -1 when unknown. */
+int djp_reg_from_name(const char *name, size_t len, uint8_t *shift, uint8_t *width);
+/* The 64-bit name of a register ("rdi"), or NULL for DJP_REG_NONE. */
+const char *djp_reg_name(int reg);
+/* Its name at `width` bytes ("edi" for 4), as a compiler prints an
+ * operand of that size; `shift` 8 for %ah and the like. */
+const char *djp_reg_name_sized(int reg, unsigned width, unsigned shift);
+/* Can a memory operand index by reg?  Not by %rsp (no encoding has it) nor
+ * by %rip (which is a base only). */
+static inline int djp_reg_can_index(int reg)
+{
+	return reg != DJP_REG_RSP && reg != DJP_REG_RIP;
+}
 
 #endif

@@ -13,6 +13,7 @@
 #include "arch/x86/arch.h"
 #include "arch/x86/insn_reloc.h"
 #include "arch/x86/vector_use.h"
+#include "lib/argloc.h"
 
 /* The data page: the slow-path dispatchers and the x87 slow paths at
  * these offsets, the slot sites from DJP_TRAMP_SITES_AT. */

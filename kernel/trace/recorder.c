@@ -178,9 +178,9 @@ void djp_recorder_hit_stack(const struct djp_hit *hit, void *data)
 	struct djp_regs at;
 	unsigned n;
 
-	at.r[DJP_REG_RIP] = s->is_return ? hit->regs.r[DJP_REG_RIP] : s->addr;
-	at.r[DJP_REG_RSP] = hit->regs.r[DJP_REG_RSP];
-	at.r[DJP_REG_RBP] = hit->regs.r[DJP_REG_RBP];
+	at.r[DJP_REG_PC] = s->is_return ? hit->regs.r[DJP_REG_PC] : s->addr;
+	at.r[DJP_REG_SP] = hit->regs.r[DJP_REG_SP];
+	at.r[DJP_REG_FP] = hit->regs.r[DJP_REG_FP];
 	n = djp__unwind(&at, pcs, DJP_RECORDER_STACK_DEPTH);
 	record_hit(hit, data, s, pcs, n);
 }

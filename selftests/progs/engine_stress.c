@@ -39,7 +39,7 @@
 
 #include "djprobe/djprobe.h"
 #include "djprobe/marker.h"
-#include "arch/x86/insn_reloc.h"
+#include "arch/x86/arch.h"
 #include "selftests/indirect_asm.h"
 
 #define NSITES 64

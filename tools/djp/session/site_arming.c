@@ -24,8 +24,6 @@
 #include <unistd.h>
 
 #include "arch/x86/arch.h"
-#include "arch/x86/branch_targets.h"
-#include "arch/x86/insn_reloc.h"
 #include "lib/func_symbols.h"
 #include "tools/djp/session/site_arming.h"
 
