@@ -3,9 +3,10 @@
  * Probes and the sites they arm: djp_connect, djp_disconnect, the modules
  * coming and going, and the one routine that moves sites between states.
  *
- * A probe is a pattern ("NAMEGLOB" or "MODGLOB:NAMEGLOB", glob_match()),
- * a handler and flags.  A site's state follows from the probes that match
- * it, in connect order: none, it is off (the NOP); some, it holds a jump
+ * A probe is a pattern ("NAMEGLOB" or "MODGLOB:NAMEGLOB", matched by
+ * lib/marker_match.c, user space's, with glob_match()'s globs), a handler
+ * and flags.  A site's state follows from the probes that match it, in
+ * connect order: none, it is off (the NOP); some, it holds a jump
  * to a trampoline slot; some, and one of them forces a kprobe (or no slot
  * can be had), it is a kprobe.  An armed site keeps its way while it has
  * probes: moving from one to the other leaves it a bare NOP in between
@@ -61,7 +62,6 @@
  * stay: they arm the module's sites again when it comes back.
  */
 #include <linux/delay.h>
-#include <linux/glob.h>
 #include <linux/idr.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
@@ -73,6 +73,7 @@
 
 #include "arch/x86/arch.h"
 #include "djprobe_int.h"
+#include "marker_match.h"
 
 DEFINE_MUTEX(djp_mutex);
 static LIST_HEAD(kmods);
@@ -84,8 +85,7 @@ static DEFINE_IDR(probe_ids);
 struct djp_probe {
 	struct list_head node;
 	int id;
-	char *modglob;		/* NULL: any module */
-	char *nameglob;
+	char *pattern;		/* "NAMEGLOB" or "MODGLOB:NAMEGLOB" */
 	djp_handler_fn fn;
 	void *data;
 	unsigned int flags;
@@ -96,7 +96,7 @@ static struct djp_kmod *going_kmod;
 
 static bool probe_matches(const struct djp_probe *p, const struct djp_ksite *s)
 {
-	return glob_match(p->nameglob, s->m->name) && (!p->modglob || glob_match(p->modglob, s->kmod->name));
+	return djp_marker_match(p->pattern, s->kmod->name, s->m->name);
 }
 
 static const char *how_name(enum djp_how how)
@@ -404,28 +404,21 @@ static int collect_sites(const struct djp_probe *match, struct djp_kmod *only, s
 	return 0;
 }
 
-/* "mod:name" or "name" into the probe's globs. */
-static int parse_pattern(struct djp_probe *p, const char *pattern)
+/* A pattern with an empty module or marker glob is refused. */
+static int pattern_check(const char *pattern)
 {
-	const char *colon = strchr(pattern, ':');
+	long colon = djp_marker_pattern_colon(pattern);
 
-	if (!*pattern || (colon && (colon == pattern || !colon[1]))) {
+	if (!*pattern || (colon >= 0 && (colon == 0 || !pattern[colon + 1]))) {
 		pr_warn("djprobe: pattern \"%s\": empty module or marker name\n", pattern);
 		return -EINVAL;
 	}
-	if (colon) {
-		p->modglob = kstrndup(pattern, colon - pattern, GFP_KERNEL);
-		p->nameglob = kstrdup(colon + 1, GFP_KERNEL);
-	} else {
-		p->nameglob = kstrdup(pattern, GFP_KERNEL);
-	}
-	return p->nameglob && (!colon || p->modglob) ? 0 : -ENOMEM;
+	return 0;
 }
 
 static void probe_free(struct djp_probe *p)
 {
-	kfree(p->modglob);
-	kfree(p->nameglob);
+	kfree(p->pattern);
 	kfree(p);
 }
 
@@ -442,7 +435,11 @@ int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsigned int
 	p = kzalloc(sizeof(*p), GFP_KERNEL);
 	if (!p)
 		return -ENOMEM;
-	ret = parse_pattern(p, pattern);
+	ret = pattern_check(pattern);
+	if (!ret) {
+		p->pattern = kstrdup(pattern, GFP_KERNEL);
+		ret = p->pattern ? 0 : -ENOMEM;
+	}
 	if (ret) {
 		probe_free(p);
 		return ret;
