@@ -38,6 +38,7 @@
 #undef djp_hit
 
 #include <djprobe/djprobe.h>
+#include "kernel/apply_steps.h"
 
 #define DJP_NOP6 { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 }
 #define DJP_SITE_LEN 6
@@ -46,10 +47,11 @@ extern const u8 djp_nop6[DJP_SITE_LEN];
 
 /* ---- sites, modules, probes (kconnect.c) ---- */
 
+/* A site's way (kernel/apply_steps.h, user space's too). */
 enum djp_how {
-	DJP_HOW_OFF,	/* the NOP */
-	DJP_HOW_JUMP,	/* e9 rel32 to slot `slot` */
-	DJP_HOW_KPROBE, /* register_kprobe() at the site */
+	DJP_HOW_OFF = DJP_WAY_OFF,	/* the NOP */
+	DJP_HOW_JUMP = DJP_WAY_JUMP,	/* e9 rel32 to slot `slot` */
+	DJP_HOW_KPROBE = DJP_WAY_TRAP,	/* register_kprobe() at the site */
 };
 
 struct djp_handler {
