@@ -47,6 +47,7 @@
 #include "kernel/rcu.h"
 #include "arch/x86/insn_reloc.h"
 #include "arch/x86/vector_use.h"
+#include "lib/addr_sorted.h"
 #include "lib/sysops.h"
 
 /* A site's state is its way (apply_steps.h), as djprobe.ko's is. */
@@ -162,12 +163,6 @@ static void desired_state(const struct djp_site *s, const struct djp_handler_lis
 				s->state, false);
 }
 
-static int cmp_entry(const void *a, const void *b)
-{
-	const struct djp_trap_entry *x = a, *y = b;
-	return (x->addr > y->addr) - (x->addr < y->addr);
-}
-
 /* Every int3 probe outside the batch, plus the batch's own entries. */
 static struct djp_trap_table *trap_table_build(struct djp_trap_entry *extra, size_t nextra, struct djp_site **skip,
 					       size_t nskip)
@@ -193,7 +188,7 @@ static struct djp_trap_table *trap_table_build(struct djp_trap_entry *extra, siz
 	if (nextra)
 		memcpy(&t->e[k], extra, nextra * sizeof(*extra));
 	t->n = k + nextra;
-	qsort(t->e, t->n, sizeof(t->e[0]), cmp_entry);
+	qsort(t->e, t->n, sizeof(t->e[0]), djp_addr_cmp);
 	return t;
 }
 

@@ -69,7 +69,7 @@ struct djp_hlist {
 struct djp_kmod;
 
 struct djp_ksite {
-	unsigned long addr;
+	unsigned long addr;	     /* first: lib/addr_sorted.h */
 	struct djp_kmod *kmod;
 	struct djp_marker_list *rec; /* the parsed record; owns the strings */
 	const struct djp_marker_info *m;

@@ -16,6 +16,7 @@
 #include <linux/sort.h>
 #include <linux/string.h>
 
+#include "addr_sorted.h"
 #include "djprobe_int.h"
 
 int djp_ksym_exported(void *ctx, const char *name, size_t len, uint64_t *addr)
@@ -66,18 +67,13 @@ void djp_ksite_init(struct djp_ksite *site, struct djp_marker_list *l)
 	site->slot = -1;
 }
 
-static int site_cmp(const void *a, const void *b)
-{
-	const struct djp_ksite *x = a, *y = b;
-
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
+static_assert(offsetof(struct djp_ksite, addr) == 0);
 
 void djp_kmod_sites_sort(struct djp_kmod *km)
 {
 	unsigned int i;
 
-	sort(km->sites, km->nsites, sizeof(*km->sites), site_cmp, NULL);
+	sort(km->sites, km->nsites, sizeof(*km->sites), djp_addr_cmp, NULL);
 	for (i = 0; i < km->nsites; i++)
 		km->sites[i].kmod = km;
 }
