@@ -228,7 +228,7 @@ kcheck-guest:
 	$(call kbuild,$(KTREE),$(KDIR),kmod selftests/kmod)
 	$(Q)selftests/kcheck/host/initramfs.sh $(KCHECK)/test.cpio.gz selftests/kcheck/init \
 		$(KTREE)/kmod/djprobe.ko $(KTREE)/selftests-kmod/djp_kselftest.ko \
-		$(KTREE)/selftests-kmod/djp_kmarkers2.ko $(KCHECK_SCRIPTS) $(DJP)
+		$(KTREE)/selftests-kmod/djp_kmarkers2.ko $(KCHECK_SCRIPTS) selftests/kcheck/tap.inc $(DJP)
 	$(Q)selftests/kcheck/host/qemu.sh $(BZIMAGE) $(KCHECK)/test.cpio.gz $(KCHECK)/test.log \
 		$(KCHECK_TIMEOUT) $(KCHECK_SMP) kcheck.mode=test kcheck.duration=$(KCHECK_DURATION) \
 		$(if $(filter marked,$(KERNEL)),kcheck.marked=1); \

@@ -1,6 +1,8 @@
 /*
  * Applying a batch: every site of the batch goes, in one int3 bootstrap, to
- * the state that its (new) handler list asks for.
+ * the state that its (new) handler list asks for.  The order of the steps,
+ * and what a failure at each one undoes, are the state machine that
+ * djprobe.ko runs too (kernel/apply_steps.c); these are user space's steps.
  *
  * Step 1: decide.  No handlers: idle.  Some handler forced int3, the site is
  *         shorter than a jump (an SDT probe's 1-byte nop), or no trampoline
@@ -12,21 +14,26 @@
  *         to the other as handlers come and go, and the others pay nothing.
  * Step 2: make the missing trampolines (one text session for the batch);
  *         a site that cannot have one falls back to int3.
- * Step 3: refuse before writing anything: a thread that blocks SIGTRAP
+ * Check:  refuse before writing anything: a thread that blocks SIGTRAP
  *         (-EDEADLK) unless the other threads can be stopped for the
  *         writes and no site is left an int3 (kernel/freeze.c), or a site
  *         whose bytes are not what its state says
  *         (-EBUSY: a debugger's breakpoint, a uprobe, a foreign patcher).
  *         Only the shadow copy is ever compared, never re-read text.
+ * Step 3: none of its own: an int3 and a jump are both bytes of ours, so
+ *         the one bootstrap of step 5 leaves the old states as it enters
+ *         the new ones.
  * Step 4: publish the new handler lists (and raise the SDT semaphores of
- *         the sites being armed), then a trap table that tells the
- *         SIGTRAP handler what each site in flight is becoming.
- * Step 5: the int3 bootstrap (arch_poke_batch), three syncs for all; or,
- *         the other threads stopped, each site written whole, one sync.
- * Step 6: on failure, the text is as before: put the old lists back.  On
- *         success, record the states and publish the table of int3 probes.
- *         Either way wait for a grace period, then free the lists that no
- *         handler can still be reading.
+ *         the sites being armed).
+ * Step 5: a trap table that tells the SIGTRAP handler what each site in
+ *         flight is becoming, then the int3 bootstrap (arch_poke_batch),
+ *         three syncs for all; or, the other threads stopped, each site
+ *         written whole, one sync.  On failure the text is as before: the
+ *         old lists go back.
+ * Step 6: on success, record the states and publish the table of int3
+ *         probes.  Either way wait for a grace period where a list was
+ *         retired, then free the lists that no handler can still be
+ *         reading.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -35,9 +42,15 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "kernel/apply_steps.h"
 #include "kernel/engine.h"
 #include "kernel/rcu.h"
+#include "lib/addr_sorted.h"
 #include "lib/sysops.h"
+
+/* A site's state is its way (apply_steps.h), as djprobe.ko's is. */
+_Static_assert(SITE_IDLE == (int)DJP_WAY_OFF && SITE_INT3 == (int)DJP_WAY_TRAP && SITE_JUMP == (int)DJP_WAY_JUMP,
+	       "enum djp_site_state is enum djp_way");
 
 void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t *out)
 {
@@ -144,16 +157,9 @@ static void desired_state(const struct djp_site *s, const struct djp_handler_lis
 		*flavour = (full ? DJP_FULL : DJP_LEAN) + DJP_TRAMP_STACK;
 	else
 		*flavour = full ? DJP_FULL : l->wants_prefetch ? DJP_LEAN_PREFETCH : DJP_LEAN;
-	if (force_int3 || s->no_jump || s->len < X86_JMP_REL32_LEN || (full && !arch_xsave_size()))
-		*state = SITE_INT3;
-	else
-		*state = SITE_JUMP;
-}
-
-static int cmp_entry(const void *a, const void *b)
-{
-	const struct djp_trap_entry *x = a, *y = b;
-	return (x->addr > y->addr) - (x->addr < y->addr);
+	/* a trap where a handler forces it or no jump can be placed */
+	*state = djp_way_wanted(l->n, force_int3 || s->no_jump || s->len < X86_JMP_REL32_LEN || (full && !arch_xsave_size()),
+				s->state, false);
 }
 
 /* Every int3 probe outside the batch, plus the batch's own entries. */
@@ -181,7 +187,7 @@ static struct djp_trap_table *trap_table_build(struct djp_trap_entry *extra, siz
 	if (nextra)
 		memcpy(&t->e[k], extra, nextra * sizeof(*extra));
 	t->n = k + nextra;
-	qsort(t->e, t->n, sizeof(t->e[0]), cmp_entry);
+	qsort(t->e, t->n, sizeof(t->e[0]), djp_addr_cmp);
 	return t;
 }
 
@@ -191,44 +197,55 @@ static void semaphore_adjust(struct djp_site *s, int delta)
 		__atomic_fetch_add((uint16_t *)(s->obj->bias + s->m->semaphore), (uint16_t)delta, __ATOMIC_RELAXED);
 }
 
-int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_list **new_lists)
+/* One batch of djp_sites_apply, for the steps' ops. */
+struct batch {
+	struct djp_site **sites;
+	size_t n;
+	const struct djp_handler_list **new_lists;
+	int *state, *flavour;
+	struct djp_handler_list **old_lists;
+	struct djp_poke *pokes;
+	struct djp_trap_entry *entries;
+	struct djp_site **changing;
+	size_t *poke_site, npokes;
+	int frozen;
+};
+
+/* Step 1: each site's state.  (The lists are the caller's.) */
+static int batch_decide(void *ctx)
 {
-	int *state = NULL, *flavour = NULL, err = 0;
-	struct djp_handler_list **old_lists = NULL;
-	struct djp_poke *pokes = NULL;
-	struct djp_trap_entry *entries = NULL;
-	struct djp_tramp_req *reqs = NULL;
-	struct djp_site **changing = NULL;
-	size_t *req_idx = NULL, *poke_site = NULL;
-	struct djp_trap_table *t;
-	size_t npokes = 0, nreqs = 0;
-	int frozen = 0;
+	struct batch *b = ctx;
+	struct djp_site **sites = b->sites;
 
-	state = calloc(n, sizeof(*state));
-	flavour = calloc(n, sizeof(*flavour));
-	old_lists = calloc(n, sizeof(*old_lists));
-	pokes = calloc(n, sizeof(*pokes));
-	entries = calloc(n, sizeof(*entries));
-	reqs = calloc(2 * n, sizeof(*reqs));
-	changing = calloc(n, sizeof(*changing));
-	req_idx = calloc(2 * n, sizeof(*req_idx)); /* a trampoline and a copy a site */
-	poke_site = calloc(n, sizeof(*poke_site));
-	if (!req_idx || !poke_site || !state || !flavour || !old_lists || !pokes || !entries || !reqs || !changing) {
-		err = -ENOMEM;
-		goto unpublished;
-	}
-
-	/* Steps 1 and 2. */
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < b->n; i++) {
 		/* an SDT probe's nop, armed for the first time: a jump over it
 		 * and what follows, where that may be */
-		if (sites[i]->state == SITE_IDLE && new_lists[i] && sites[i]->m->from_sdt && sites[i]->len == 1 &&
+		if (sites[i]->state == SITE_IDLE && b->new_lists[i] && sites[i]->m->from_sdt && sites[i]->len == 1 &&
 		    !sites[i]->widen_tried)
 			djp_sdt_widen(sites[i]);
-		desired_state(sites[i], new_lists[i], &state[i], &flavour[i]);
-		if (state[i] == SITE_JUMP && arch_flavour(flavour[i]) == DJP_FULL &&
+		desired_state(sites[i], b->new_lists[i], &b->state[i], &b->flavour[i]);
+		if (b->state[i] == SITE_JUMP && arch_flavour(b->flavour[i]) == DJP_FULL &&
 		    vector_use(sites[i]->obj) == DJP_VEC_OTHER)
-			state[i] = SITE_INT3; /* state no trampoline saves */
+			b->state[i] = SITE_INT3; /* state no trampoline saves */
+	}
+	return 0;
+}
+
+/* Step 2: the missing trampolines, in one text session. */
+static int batch_tramps(void *ctx)
+{
+	struct batch *b = ctx;
+	struct djp_site **sites = b->sites;
+	int *state = b->state, *flavour = b->flavour, err = 0;
+	/* a trampoline and a copy a site */
+	struct djp_tramp_req *reqs = calloc(2 * b->n, sizeof(*reqs));
+	size_t *req_idx = calloc(2 * b->n, sizeof(*req_idx)), nreqs = 0;
+
+	if (!reqs || !req_idx) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < b->n; i++) {
 		/* an instruction probe's displaced instructions, run out of line
 		 * by its int3 (and while a jump is placed or taken away) */
 		if (state[i] != SITE_IDLE && sites[i]->displaces && !sites[i]->ool)
@@ -265,7 +282,7 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 				/* no int3 probe at an instruction without its copy */
 				if (!(sites[i]->ool = reqs[r].entry)) {
 					err = reqs[r].err ? reqs[r].err : -ENOMEM;
-					goto unpublished;
+					goto out;
 				}
 			} else if (reqs[r].entry)
 				sites[i]->tramp[flavour[i]] = reqs[r].entry;
@@ -275,111 +292,182 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 			}
 		}
 	}
+out:
+	free(reqs);
+	free(req_idx);
+	return err;
+}
 
-	/* Step 3. */
-	for (size_t i = 0; i < n; i++) {
-		struct djp_site *s = sites[i];
+/* The refusals before anything is written: a site whose bytes are not
+ * what its state says, a thread that blocks SIGTRAP with no way to write
+ * the batch whole.  The pokes and the trap entries of the sites that
+ * change. */
+static int batch_check(void *ctx)
+{
+	struct batch *b = ctx;
+	int *state = b->state, *flavour = b->flavour;
+
+	for (size_t i = 0; i < b->n; i++) {
+		struct djp_site *s = b->sites[i];
+		struct djp_poke *p = &b->pokes[b->npokes];
 		uint8_t cur[DJP_SITE_MAX_LEN];
 		if (state[i] == s->state && (state[i] != SITE_JUMP || flavour[i] == s->flavour))
 			continue;
 		djp_site_expected(s, s->state, s->flavour, cur);
-		if (memcmp((void *)s->addr, cur, s->len)) {
-			err = -EBUSY;
-			goto unpublished;
-		}
-		pokes[npokes].addr = s->addr;
-		pokes[npokes].len = s->len;
+		if (memcmp((void *)s->addr, cur, s->len))
+			return -EBUSY;
+		p->addr = s->addr;
+		p->len = s->len;
 		/* a jump over instructions a thread may be inside */
-		pokes[npokes].check = s->displaces && state[i] == SITE_JUMP && s->state != SITE_JUMP;
-		poke_site[npokes] = i;
-		memcpy(pokes[npokes].old, cur, s->len);
-		djp_site_expected(s, state[i], flavour[i], pokes[npokes].new);
+		p->check = s->displaces && state[i] == SITE_JUMP && s->state != SITE_JUMP;
+		b->poke_site[b->npokes] = i;
+		memcpy(p->old, cur, s->len);
+		djp_site_expected(s, state[i], flavour[i], p->new);
 		if (state[i] == SITE_IDLE)
-			entries[npokes] = (struct djp_trap_entry){ s->addr, s->ool, s, DJP_TRAP_SKIP, s->len };
+			b->entries[b->npokes] = (struct djp_trap_entry){ s->addr, s->ool, s, DJP_TRAP_SKIP, s->len };
 		else if (state[i] == SITE_JUMP)
-			entries[npokes] = (struct djp_trap_entry){ s->addr, s->tramp[flavour[i]], s, DJP_TRAP_JUMP, s->len };
+			b->entries[b->npokes] =
+				(struct djp_trap_entry){ s->addr, s->tramp[flavour[i]], s, DJP_TRAP_JUMP, s->len };
 		else
-			entries[npokes] = (struct djp_trap_entry){ s->addr, s->ool, s, DJP_TRAP_PROBE, s->len };
-		changing[npokes++] = s;
+			b->entries[b->npokes] = (struct djp_trap_entry){ s->addr, s->ool, s, DJP_TRAP_PROBE, s->len };
+		b->changing[b->npokes++] = s;
 	}
 	/* a thread that blocks SIGTRAP: the batch is written with the other
 	 * threads stopped, or refused (freeze.c) */
-	if (npokes && (frozen = djp_freeze_needed(changing, pokes, npokes)) < 0) {
-		err = frozen;
-		goto unpublished;
-	}
+	if (b->npokes && (b->frozen = djp_freeze_needed(b->changing, b->pokes, b->npokes)) < 0)
+		return b->frozen;
+	return 0;
+}
 
-	/* Step 4.  An SDT semaphore goes up with the lists, before the text
-	 * changes: a program that tests it before reaching the nop then
-	 * reaches the probe from the moment its first byte is armed (the
-	 * nop it runs before that does nothing). */
-	for (size_t i = 0; i < n; i++) {
-		old_lists[i] = atomic_exchange(&sites[i]->handlers, (struct djp_handler_list *)new_lists[i]);
-		if (sites[i]->state == SITE_IDLE && state[i] != SITE_IDLE)
-			semaphore_adjust(sites[i], 1);
-	}
-	if (npokes) {
-		if (!(t = trap_table_build(entries, npokes, changing, npokes))) {
-			err = -ENOMEM;
-		} else {
-			arch_trap_publish(t);
-			/* Step 5. */
-			err = frozen ? djp_freeze_poke(pokes, npokes)
-				     : arch_poke_batch(pokes, npokes, djp_sync_cores, djp_threads_outside);
-		}
-	}
+/* Step 4.  An SDT semaphore goes up with the lists, before the text
+ * changes: a program that tests it before reaching the nop then reaches
+ * the probe from the moment its first byte is armed (the nop it runs
+ * before that does nothing). */
+static bool batch_publish(void *ctx)
+{
+	struct batch *b = ctx;
+	bool retired = false;
 
-	/* Step 6. */
-	if (err) {
-		for (size_t i = 0; i < n; i++) {
-			atomic_store(&sites[i]->handlers, old_lists[i]);
-			if (sites[i]->state == SITE_IDLE && state[i] != SITE_IDLE)
-				semaphore_adjust(sites[i], -1);
+	for (size_t i = 0; i < b->n; i++) {
+		struct djp_site *s = b->sites[i];
+		b->old_lists[i] = atomic_exchange(&s->handlers, (struct djp_handler_list *)b->new_lists[i]);
+		if (s->state == SITE_IDLE && b->state[i] != SITE_IDLE)
+			semaphore_adjust(s, 1);
+		/* A grace period only where a list is retired: then a handler
+		 * may be running from it (and disconnect promises it runs
+		 * nowhere on return).  Arming sites that had none retires
+		 * nothing. */
+		retired |= b->old_lists[i] != NULL;
+	}
+	return retired;
+}
+
+/* Step 5: a trap table that tells the SIGTRAP handler what each site in
+ * flight is becoming, then the int3 bootstrap (arch_poke_batch), three
+ * syncs for all; or, the other threads stopped, each site written whole,
+ * one sync.  On failure the text is as before. */
+static int batch_enter(void *ctx)
+{
+	struct batch *b = ctx;
+	struct djp_trap_table *t;
+
+	if (!b->npokes)
+		return 0;
+	if (!(t = trap_table_build(b->entries, b->npokes, b->changing, b->npokes)))
+		return -ENOMEM;
+	arch_trap_publish(t);
+	return b->frozen ? djp_freeze_poke(b->pokes, b->npokes)
+			 : arch_poke_batch(b->pokes, b->npokes, djp_sync_cores, djp_threads_outside);
+}
+
+/* The text is as before: so are the lists and the semaphores. */
+static void batch_unpublish(void *ctx)
+{
+	struct batch *b = ctx;
+
+	for (size_t i = 0; i < b->n; i++) {
+		struct djp_site *s = b->sites[i];
+		atomic_store(&s->handlers, b->old_lists[i]);
+		if (s->state == SITE_IDLE && b->state[i] != SITE_IDLE)
+			semaphore_adjust(s, -1);
+	}
+	arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
+}
+
+/* Step 6.  On success, the states recorded and the table of int3 probes
+ * published; the lists no handler can still be reading freed: the old
+ * ones, or after a failure the new ones. */
+static void batch_retire(void *ctx, bool grace, int err)
+{
+	struct batch *b = ctx;
+
+	if (!err) {
+		/* a jump that a thread inside its range kept out: an int3 probe */
+		for (size_t k = 0; k < b->npokes; k++)
+			if (b->pokes[k].demoted)
+				b->state[b->poke_site[k]] = SITE_INT3;
+		for (size_t i = 0; i < b->n; i++) {
+			struct djp_site *s = b->sites[i];
+			if (s->state != SITE_IDLE && b->state[i] == SITE_IDLE)
+				semaphore_adjust(s, -1); /* (raised in step 4) */
+			s->state = (uint8_t)b->state[i];
+			s->flavour = (uint8_t)b->flavour[i];
+			s->yielded = false; /* armed again, or its handlers gone */
 		}
-		arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
+		if (b->npokes)
+			arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
+	}
+	if (grace)
 		djp_rcu_synchronize();
-		for (size_t i = 0; i < n; i++)
-			free((void *)new_lists[i]);
-		goto out;
+	for (size_t i = 0; i < b->n; i++)
+		free(err ? (void *)b->new_lists[i] : b->old_lists[i]);
+}
+
+/* Refused before step 4: the new lists were never seen. */
+static void batch_discard(void *ctx)
+{
+	struct batch *b = ctx;
+
+	for (size_t i = 0; i < b->n; i++)
+		free((void *)b->new_lists[i]);
+}
+
+static const struct djp_apply_ops batch_ops = {
+	.decide = batch_decide,
+	.tramps = batch_tramps,
+	.check = batch_check,
+	.publish = batch_publish,
+	.enter = batch_enter,
+	.unpublish = batch_unpublish,
+	.retire = batch_retire,
+	.discard = batch_discard,
+};
+
+int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_list **new_lists)
+{
+	struct batch b = { .sites = sites, .n = n, .new_lists = new_lists };
+	int err;
+
+	b.state = calloc(n, sizeof(*b.state));
+	b.flavour = calloc(n, sizeof(*b.flavour));
+	b.old_lists = calloc(n, sizeof(*b.old_lists));
+	b.pokes = calloc(n, sizeof(*b.pokes));
+	b.entries = calloc(n, sizeof(*b.entries));
+	b.changing = calloc(n, sizeof(*b.changing));
+	b.poke_site = calloc(n, sizeof(*b.poke_site));
+	if (!b.state || !b.flavour || !b.old_lists || !b.pokes || !b.entries || !b.changing || !b.poke_site) {
+		batch_discard(&b);
+		err = -ENOMEM;
+	} else {
+		err = djp_apply_steps(&batch_ops, &b, 0);
 	}
-	/* a jump that a thread inside its range kept out: an int3 probe */
-	for (size_t k = 0; k < npokes; k++)
-		if (pokes[k].demoted)
-			state[poke_site[k]] = SITE_INT3;
-	for (size_t i = 0; i < n; i++) {
-		struct djp_site *s = sites[i];
-		if (s->state != SITE_IDLE && state[i] == SITE_IDLE)
-			semaphore_adjust(s, -1); /* (raised in step 4) */
-		s->state = (uint8_t)state[i];
-		s->flavour = (uint8_t)flavour[i];
-		s->yielded = false; /* armed again, or its handlers gone */
-	}
-	if (npokes)
-		arch_trap_publish(trap_table_build(NULL, 0, NULL, 0));
-	/* A grace period only where a list is retired: then a handler may be
-	 * running from it (and disconnect promises it runs nowhere on
-	 * return).  Arming sites that had none retires nothing. */
-	for (size_t i = 0; i < n; i++)
-		if (old_lists[i]) {
-			djp_rcu_synchronize();
-			break;
-		}
-	for (size_t i = 0; i < n; i++)
-		free(old_lists[i]);
-	goto out;
-unpublished: /* refused before step 4: the new lists were never seen */
-	for (size_t i = 0; i < n; i++)
-		free((void *)new_lists[i]);
-out:
-	free(state);
-	free(flavour);
-	free(old_lists);
-	free(pokes);
-	free(entries);
-	free(reqs);
-	free(changing);
-	free(req_idx);
-	free(poke_site);
+	free(b.state);
+	free(b.flavour);
+	free(b.old_lists);
+	free(b.pokes);
+	free(b.entries);
+	free(b.changing);
+	free(b.poke_site);
 	return err;
 }
 

@@ -24,17 +24,6 @@ static inline uint64_t load_sized(uintptr_t addr, unsigned size)
 	}
 }
 
-/* Sign- or zero-extend the low `size` bytes of v, without a branch on the
- * size (1, 2, 4 or 8). */
-static inline uint64_t extend(uint64_t v, const struct djp_argloc *a)
-{
-	unsigned sh = 64 - 8 * (a->size & 15);
-	sh &= 63;
-	if (a->is_signed)
-		return (uint64_t)((int64_t)(v << sh) >> sh);
-	return (v << sh) >> sh;
-}
-
 /* djp_hit_arg, written out for general registers only; registers first,
  * since that is where optimised code keeps most arguments. */
 static inline uint64_t djp_arg_fetch(const struct djp_hit *hit, const struct djp_site *s, const struct djp_argloc *a)
@@ -43,19 +32,16 @@ static inline uint64_t djp_arg_fetch(const struct djp_hit *hit, const struct djp
 	uintptr_t addr;
 
 	if (__builtin_expect(a->kind == DJP_LOC_REG, 1))
-		return extend(r->r[a->reg] >> a->reg_shift, a);
+		return djp_argloc_extend(r->r[a->reg] >> a->reg_shift, a);
 	switch (a->kind) {
 	case DJP_LOC_IMM:
 		return (uint64_t)a->disp;
 	case DJP_LOC_MEM:
-		addr = (uintptr_t)a->disp;
-		if (a->reg != DJP_REG_NONE)
-			addr += r->r[a->reg];
-		if (a->index != DJP_REG_NONE)
-			addr += r->r[a->index] * a->scale;
-		return extend(load_sized(addr, a->size), a);
+		addr = djp_argloc_mem_addr(a, a->reg != DJP_REG_NONE ? r->r[a->reg] : 0,
+					   a->index != DJP_REG_NONE ? r->r[a->index] : 0);
+		return djp_argloc_extend(load_sized(addr, a->size), a);
 	case DJP_LOC_ABS:
-		return extend(load_sized(s->obj->bias + (uintptr_t)a->disp, a->size), a);
+		return djp_argloc_extend(load_sized(s->obj->bias + (uintptr_t)a->disp, a->size), a);
 	case DJP_LOC_SAVED:
 		return djp_ret_saved((unsigned)a->disp);
 	default:

@@ -5,8 +5,9 @@
  * like any other kernel caller) needs nothing from here but what that
  * header and djp_for_each_marker give.
  *
- *   kmarkers.c        finds the records of a module (kallsyms) and parses
- *                     them with lib/markers_parse.c
+ *   kmarkers.c        finds the records of a module (kallsyms), kimage.c
+ *                     those of the kernel image; ksites.c parses them
+ *                     with lib/markers_parse.c into sites for both
  *   kconnect.c        probes, patterns, connect/disconnect, the module
  *                     notifier, and the site state changes they cause
  *   ktext.c           writes to text through a writable alias, the sync
@@ -37,6 +38,7 @@
 #undef djp_hit
 
 #include <djprobe/djprobe.h>
+#include "kernel/apply_steps.h"
 
 #define DJP_NOP6 { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 }
 #define DJP_SITE_LEN 6
@@ -45,10 +47,11 @@ extern const u8 djp_nop6[DJP_SITE_LEN];
 
 /* ---- sites, modules, probes (kconnect.c) ---- */
 
+/* A site's way (kernel/apply_steps.h, user space's too). */
 enum djp_how {
-	DJP_HOW_OFF,	/* the NOP */
-	DJP_HOW_JUMP,	/* e9 rel32 to slot `slot` */
-	DJP_HOW_KPROBE, /* register_kprobe() at the site */
+	DJP_HOW_OFF = DJP_WAY_OFF,	/* the NOP */
+	DJP_HOW_JUMP = DJP_WAY_JUMP,	/* e9 rel32 to slot `slot` */
+	DJP_HOW_KPROBE = DJP_WAY_TRAP,	/* register_kprobe() at the site */
 };
 
 struct djp_handler {
@@ -66,7 +69,7 @@ struct djp_hlist {
 struct djp_kmod;
 
 struct djp_ksite {
-	unsigned long addr;
+	unsigned long addr;	     /* first: lib/addr_sorted.h */
 	struct djp_kmod *kmod;
 	struct djp_marker_list *rec; /* the parsed record; owns the strings */
 	const struct djp_marker_info *m;
@@ -104,11 +107,21 @@ void djp_core_exit(void);
 /* The sites of `mod`'s markers, parsed and checked, into a new kmod (NULL
  * with nsites 0 when it has none).  Sleeps; `mod` must not go away. */
 int djp_kmod_read(struct module *mod, struct djp_kmod **out);
-void djp_kmod_free(struct djp_kmod *km);
 /* The kernel image's markers (kimage.c), found through the patch series'
  * exported kernel_markers: a new kmod named "vmlinux", or NULL when the
  * kernel has no such symbol.  Sleeps. */
 int djp_kimage_read(struct djp_kmod **out);
+/* What both finders do alike (ksites.c): the one marker of the record at
+ * `rec` (`size` bytes, of `owner`), or -errno after one warning; a site
+ * filled in from it (which then owns it); the sites sorted by address,
+ * each pointing at km; an exported symbol's address, as a
+ * djp_sym_lookup_fn's answer.  djp_kmod_free frees what the finders made. */
+int djp_ksite_parse(unsigned long rec, u16 size, const char *owner, djp_sym_lookup_fn lookup, void *ctx,
+		    struct djp_marker_list **out);
+void djp_ksite_init(struct djp_ksite *site, struct djp_marker_list *l);
+void djp_kmod_sites_sort(struct djp_kmod *km);
+int djp_ksym_exported(void *ctx, const char *name, size_t len, uint64_t *addr);
+void djp_kmod_free(struct djp_kmod *km);
 
 /* ---- text (ktext.c) ---- */
 

@@ -3,9 +3,10 @@
  * Probes and the sites they arm: djp_connect, djp_disconnect, the modules
  * coming and going, and the one routine that moves sites between states.
  *
- * A probe is a pattern ("NAMEGLOB" or "MODGLOB:NAMEGLOB", glob_match()),
- * a handler and flags.  A site's state follows from the probes that match
- * it, in connect order: none, it is off (the NOP); some, it holds a jump
+ * A probe is a pattern ("NAMEGLOB" or "MODGLOB:NAMEGLOB", matched by
+ * lib/marker_match.c, user space's, with glob_match()'s globs), a handler
+ * and flags.  A site's state follows from the probes that match it, in
+ * connect order: none, it is off (the NOP); some, it holds a jump
  * to a trampoline slot; some, and one of them forces a kprobe (or no slot
  * can be had), it is a kprobe.  An armed site keeps its way while it has
  * probes: moving from one to the other leaves it a bare NOP in between
@@ -13,7 +14,9 @@
  * stay would miss the hits of that window.  Every event that changes the probes or
  * the sites (connect, disconnect, a module coming, a module going) takes
  * djp_mutex, collects the sites concerned and calls sites_apply(), which
- * moves each to its new state in this order:
+ * moves each to its new state in this order (the state machine of
+ * kernel/apply_steps.c, which user space runs too; these are its steps
+ * here):
  *
  *   step 1: compute each site's new handler list and state; on connect,
  *           check that every site about to be armed holds what its state
@@ -61,7 +64,6 @@
  * stay: they arm the module's sites again when it comes back.
  */
 #include <linux/delay.h>
-#include <linux/glob.h>
 #include <linux/idr.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
@@ -73,6 +75,7 @@
 
 #include "arch/x86/arch.h"
 #include "djprobe_int.h"
+#include "marker_match.h"
 
 DEFINE_MUTEX(djp_mutex);
 static LIST_HEAD(kmods);
@@ -84,8 +87,7 @@ static DEFINE_IDR(probe_ids);
 struct djp_probe {
 	struct list_head node;
 	int id;
-	char *modglob;		/* NULL: any module */
-	char *nameglob;
+	char *pattern;		/* "NAMEGLOB" or "MODGLOB:NAMEGLOB" */
 	djp_handler_fn fn;
 	void *data;
 	unsigned int flags;
@@ -96,7 +98,7 @@ static struct djp_kmod *going_kmod;
 
 static bool probe_matches(const struct djp_probe *p, const struct djp_ksite *s)
 {
-	return glob_match(p->nameglob, s->m->name) && (!p->modglob || glob_match(p->modglob, s->kmod->name));
+	return djp_marker_match(p->pattern, s->kmod->name, s->m->name);
 }
 
 static const char *how_name(enum djp_how how)
@@ -130,7 +132,7 @@ static int site_target(struct djp_ksite *s, struct djp_probe **scratch)
 	}
 	s->nprobes = n;
 	/* an armed site keeps its way (the essay): only an off site chooses */
-	s->to = !n ? DJP_HOW_OFF : s->how != DJP_HOW_OFF ? s->how : force ? DJP_HOW_KPROBE : DJP_HOW_JUMP;
+	s->to = (enum djp_how)djp_way_wanted(n, force, (enum djp_way)s->how, true);
 	return 0;
 }
 
@@ -248,35 +250,48 @@ static void reclaim_slots(void)
 				site_drop_slot(&km->sites[i]);
 }
 
-static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
+/* One change of sites_apply, for the steps' ops. */
+struct change {
+	struct djp_ksite **v;
+	size_t n;
+	bool connect;		/* checks busy sites; publishes after step 3 */
+	unsigned long gp;	/* step 4's grace period, which step 6 waits for */
+};
+
+/* Step 1. */
+static int change_decide(void *ctx)
 {
+	struct change *c = ctx;
 	struct djp_probe **scratch, *p;
 	size_t i, nprobes = 0;
-	int ret = 0, reclaimed = 0;
-	unsigned long gp = 0;
-	bool sync = false;
+	int ret = 0;
 
-	/* Step 1. */
 	list_for_each_entry(p, &probes, node)
 		nprobes++;
 	scratch = kmalloc_array(nprobes ?: 1, sizeof(*scratch), GFP_KERNEL);
 	if (!scratch)
 		return -ENOMEM;
-	for (i = 0; i < n && !ret; i++)
-		ret = site_target(v[i], scratch);
+	for (i = 0; i < c->n && !ret; i++)
+		ret = site_target(c->v[i], scratch);
 	kfree(scratch);
-	for (i = 0; i < n && !ret && check_busy; i++)
-		if (v[i]->to != DJP_HOW_OFF && !site_bytes_ok(v[i])) {
+	for (i = 0; i < c->n && !ret && c->connect; i++)
+		if (c->v[i]->to != DJP_HOW_OFF && !site_bytes_ok(c->v[i])) {
 			pr_warn("djprobe: %s:%s at %px holds %6ph, not what djprobe left there: busy\n",
-				v[i]->kmod->name, v[i]->m->name, (void *)v[i]->addr, (void *)v[i]->addr);
+				c->v[i]->kmod->name, c->v[i]->m->name, (void *)c->v[i]->addr, (void *)c->v[i]->addr);
 			ret = -EBUSY;
 		}
-	if (ret)
-		goto free_new;
+	return ret;
+}
 
-	/* Step 2. */
-	for (i = 0; i < n; i++) {
-		struct djp_ksite *s = v[i];
+/* Step 2. */
+static int change_tramps(void *ctx)
+{
+	struct change *c = ctx;
+	int reclaimed = 0;
+	size_t i;
+
+	for (i = 0; i < c->n; i++) {
+		struct djp_ksite *s = c->v[i];
 
 		if (s->to == DJP_HOW_JUMP && s->slot < 0) {
 			s->slot = djp_tramp_get(s);
@@ -289,19 +304,22 @@ static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 		}
 	}
 	djp_tramp_done();
+	return 0;
+}
 
-	/* Step 4 first when the change is a disconnect or a module event:
-	 * publishing sooner lets the grace period of step 6 run beside the
-	 * batch of step 3.  A connect publishes after step 3, which may
-	 * still fail it with nothing published. */
-	if (!check_busy)
-		sync = publish(v, n, &gp);
+/* Step 3.  A jump someone has since covered (a kprobe put over it keeps
+ * our bytes as its "original" and writes them back when it goes) is left
+ * alone: it stays a jump, to a slot the site keeps.  A disarm that fails
+ * refuses a connect (nothing published); for the other changes the sites
+ * stay armed, with the new lists, and the next change tries again. */
+static int change_leave(void *ctx)
+{
+	struct change *c = ctx;
+	size_t i;
+	int ret;
 
-	/* Step 3.  A jump someone has since covered (a kprobe put over it
-	 * keeps our bytes as its "original" and writes them back when it
-	 * goes) is left alone: it stays a jump, to a slot the site keeps. */
-	for (i = 0; i < n; i++) {
-		struct djp_ksite *s = v[i];
+	for (i = 0; i < c->n; i++) {
+		struct djp_ksite *s = c->v[i];
 
 		s->changing = s->how == DJP_HOW_JUMP && s->to != DJP_HOW_JUMP;
 		if (s->changing && !site_bytes_ok(s)) {
@@ -312,9 +330,9 @@ static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 			site_pin(s, true);
 		}
 	}
-	ret = jump_batch(v, n, false);
-	for (i = 0; i < n; i++) {
-		struct djp_ksite *s = v[i];
+	ret = jump_batch(c->v, c->n, false);
+	for (i = 0; i < c->n; i++) {
+		struct djp_ksite *s = c->v[i];
 
 		if (s->changing && ret) {
 			/* still armed: keep the jump, with the new list */
@@ -327,19 +345,29 @@ static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 			s->how = DJP_HOW_OFF;
 		}
 	}
-	if (ret && check_busy)
-		goto free_new;
+	if (ret && c->connect)
+		return ret;
 	if (ret)
 		pr_warn("djprobe: disarming failed (%d); the sites stay armed with no handler\n", ret);
-	ret = 0;
+	return 0;
+}
 
-	/* Step 4, after step 3 for a connect (see above). */
-	if (check_busy)
-		sync = publish(v, n, &gp);
+static bool change_publish(void *ctx)
+{
+	struct change *c = ctx;
 
-	/* Step 5. */
-	for (i = 0; i < n && !ret; i++) {
-		struct djp_ksite *s = v[i];
+	return publish(c->v, c->n, &c->gp);
+}
+
+/* Step 5. */
+static int change_enter(void *ctx)
+{
+	struct change *c = ctx;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < c->n && !ret; i++) {
+		struct djp_ksite *s = c->v[i];
 
 		if (s->to == DJP_HOW_KPROBE && s->how == DJP_HOW_OFF) {
 			ret = djp_kp_arm(s);
@@ -347,32 +375,59 @@ static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
 				s->how = DJP_HOW_KPROBE;
 		}
 	}
-	for (i = 0; i < n; i++)
-		v[i]->changing = !ret && v[i]->to == DJP_HOW_JUMP && v[i]->how == DJP_HOW_OFF;
+	for (i = 0; i < c->n; i++)
+		c->v[i]->changing = !ret && c->v[i]->to == DJP_HOW_JUMP && c->v[i]->how == DJP_HOW_OFF;
 	if (!ret)
-		ret = jump_batch(v, n, true);
-	for (i = 0; i < n; i++) {
-		struct djp_ksite *s = v[i];
+		ret = jump_batch(c->v, c->n, true);
+	for (i = 0; i < c->n; i++) {
+		struct djp_ksite *s = c->v[i];
 
 		if (s->changing && !ret)
 			s->how = DJP_HOW_JUMP;
 	}
-
-	/* Step 6: expedited, as the batch's syncs already interrupt every
-	 * CPU; a normal grace period would be most of a disconnect's time.
-	 * Started when step 4 published, it has been running since. */
-	if (sync)
-		gp_wait(gp);
-	for (i = 0; i < n; i++) {
-		kfree(v[i]->new_hl);
-		v[i]->new_hl = NULL;
-	}
-free_new:
-	for (i = 0; i < n; i++) {
-		kfree(v[i]->new_hl);
-		v[i]->new_hl = NULL;
-	}
 	return ret;
+}
+
+/* Step 6: expedited, as the batch's syncs already interrupt every CPU; a
+ * normal grace period would be most of a disconnect's time.  Started when
+ * step 4 published, it has been running since. */
+static void change_retire(void *ctx, bool grace, int err)
+{
+	struct change *c = ctx;
+	size_t i;
+
+	if (grace)
+		gp_wait(c->gp);
+	for (i = 0; i < c->n; i++) {
+		kfree(c->v[i]->new_hl);
+		c->v[i]->new_hl = NULL;
+	}
+}
+
+/* Before step 4: the new lists, never published. */
+static void change_discard(void *ctx)
+{
+	change_retire(ctx, false, 0);
+}
+
+/* No unpublish: a failed connect is undone by applying again without
+ * its probe (djp_connect). */
+static const struct djp_apply_ops change_ops = {
+	.decide = change_decide,
+	.tramps = change_tramps,
+	.leave = change_leave,
+	.publish = change_publish,
+	.enter = change_enter,
+	.retire = change_retire,
+	.discard = change_discard,
+};
+
+static int sites_apply(struct djp_ksite **v, size_t n, bool check_busy)
+{
+	struct change c = { .v = v, .n = n, .connect = check_busy };
+
+	/* a disconnect or a module event publishes before step 3 (the essay) */
+	return djp_apply_steps(&change_ops, &c, check_busy ? 0 : DJP_APPLY_PUBLISH_FIRST);
 }
 
 /* The sites that `match` (or, with NULL, that hold any probe or state) in
@@ -404,28 +459,21 @@ static int collect_sites(const struct djp_probe *match, struct djp_kmod *only, s
 	return 0;
 }
 
-/* "mod:name" or "name" into the probe's globs. */
-static int parse_pattern(struct djp_probe *p, const char *pattern)
+/* A pattern with an empty module or marker glob is refused. */
+static int pattern_check(const char *pattern)
 {
-	const char *colon = strchr(pattern, ':');
+	long colon = djp_marker_pattern_colon(pattern);
 
-	if (!*pattern || (colon && (colon == pattern || !colon[1]))) {
+	if (!*pattern || (colon >= 0 && (colon == 0 || !pattern[colon + 1]))) {
 		pr_warn("djprobe: pattern \"%s\": empty module or marker name\n", pattern);
 		return -EINVAL;
 	}
-	if (colon) {
-		p->modglob = kstrndup(pattern, colon - pattern, GFP_KERNEL);
-		p->nameglob = kstrdup(colon + 1, GFP_KERNEL);
-	} else {
-		p->nameglob = kstrdup(pattern, GFP_KERNEL);
-	}
-	return p->nameglob && (!colon || p->modglob) ? 0 : -ENOMEM;
+	return 0;
 }
 
 static void probe_free(struct djp_probe *p)
 {
-	kfree(p->modglob);
-	kfree(p->nameglob);
+	kfree(p->pattern);
 	kfree(p);
 }
 
@@ -442,7 +490,11 @@ int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsigned int
 	p = kzalloc(sizeof(*p), GFP_KERNEL);
 	if (!p)
 		return -ENOMEM;
-	ret = parse_pattern(p, pattern);
+	ret = pattern_check(pattern);
+	if (!ret) {
+		p->pattern = kstrdup(pattern, GFP_KERNEL);
+		ret = p->pattern ? 0 : -ENOMEM;
+	}
 	if (ret) {
 		probe_free(p);
 		return ret;

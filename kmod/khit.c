@@ -106,16 +106,6 @@ static u64 reg_value(const struct djp_hit *hit, int reg)
 	}
 }
 
-static s64 extend(u64 v, unsigned int size, bool is_signed)
-{
-	unsigned int shift;
-
-	if (size >= 8)
-		return (s64)v;
-	shift = 64 - 8 * size;
-	return is_signed ? (s64)(v << shift) >> shift : (s64)((v << shift) >> shift);
-}
-
 int64_t djp_hit_arg(const struct djp_hit *hit, unsigned int i)
 {
 	const struct djp_argloc *a;
@@ -134,20 +124,16 @@ int64_t djp_hit_arg(const struct djp_hit *hit, unsigned int i)
 		break;
 	case DJP_LOC_MEM:
 	case DJP_LOC_ABS:
-		addr = (unsigned long)a->disp;
-		if (a->kind == DJP_LOC_MEM) {
-			if (a->reg >= 0)
-				addr += reg_value(hit, a->reg);
-			if (a->index >= 0)
-				addr += reg_value(hit, a->index) * a->scale;
-		}
+		addr = a->kind == DJP_LOC_ABS ? (unsigned long)a->disp
+					       : djp_argloc_mem_addr(a, a->reg >= 0 ? reg_value(hit, a->reg) : 0,
+								     a->index >= 0 ? reg_value(hit, a->index) : 0);
 		if (a->size > sizeof(v) || copy_from_kernel_nofault(&v, (const void *)addr, a->size))
 			v = 0;
 		break;
 	default:
 		return 0;
 	}
-	return extend(v, a->size, a->is_signed);
+	return (int64_t)djp_argloc_extend(v, a);
 }
 EXPORT_SYMBOL_GPL(djp_hit_arg);
 NOKPROBE_SYMBOL(djp_hit_arg);

@@ -32,7 +32,6 @@
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/slab.h>
-#include <linux/sort.h>
 #include <linux/string.h>
 
 #include "djprobe_int.h"
@@ -65,42 +64,17 @@ static bool overlaps(unsigned long a, size_t len, unsigned long start, unsigned 
 	return a < end && a + len > start;
 }
 
-static int exported_lookup(void *ctx, const char *name, size_t len, uint64_t *addr)
-{
-	char buf[KSYM_NAME_LEN];
-	void *p;
-
-	if (len >= sizeof(buf))
-		return -ENOENT;
-	memcpy(buf, name, len);
-	buf[len] = '\0';
-	p = __symbol_get(buf);
-	if (!p)
-		return -ENOENT;
-	__symbol_put(buf);
-	*addr = (unsigned long)p;
-	return 0;
-}
-
 /* Parse and check one record; 0 and *site filled, or -errno. */
 static int read_record(const struct djp_kernel_markers *km, unsigned long rec, u16 size, struct djp_ksite *site)
 {
 	struct djp_marker_list *l = NULL;
 	unsigned long a;
-	char err[160];
 	int ret;
 
-	ret = djp_markers_parse_section_sym((const void *)rec, size, rec, IMAGE_NAME, exported_lookup, NULL, &l, err,
-					    sizeof(err));
-	if (ret) {
-		pr_warn("djprobe: %s\n", err);
+	/* a sym(%rip) argument: among the exported symbols only (the top) */
+	ret = djp_ksite_parse(rec, size, IMAGE_NAME, djp_ksym_exported, NULL, &l);
+	if (ret)
 		return ret;
-	}
-	if (l->count != 1) {
-		pr_warn("djprobe: " IMAGE_NAME ": marker record at %px holds %zu records\n", (void *)rec, l->count);
-		djp_marker_list_free(l);
-		return -EINVAL;
-	}
 	a = (unsigned long)l->v[0].site;
 	if (within_range(a, DJP_SITE_LEN, km->init_start, km->init_end)) {
 		djp_marker_list_free(l);
@@ -120,18 +94,8 @@ static int read_record(const struct djp_kernel_markers *km, unsigned long rec, u
 		djp_marker_list_free(l);
 		return -EPERM;
 	}
-	site->addr = a;
-	site->rec = l;
-	site->m = &l->v[0];
-	site->slot = -1;
+	djp_ksite_init(site, l);
 	return 0;
-}
-
-static int site_cmp(const void *a, const void *b)
-{
-	const struct djp_ksite *x = a, *y = b;
-
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
 /* Count the records (rec == NULL) or read them into km->sites. */
@@ -174,7 +138,7 @@ int djp_kimage_read(struct djp_kmod **out)
 {
 	const struct djp_kernel_markers *image;
 	struct djp_kmod *km;
-	unsigned int n = 0, i;
+	unsigned int n = 0;
 	int ret = 0;
 
 	*out = NULL;
@@ -197,9 +161,7 @@ int djp_kimage_read(struct djp_kmod **out)
 	}
 	km->name = IMAGE_NAME;
 	walk(image, km, &n);
-	sort(km->sites, km->nsites, sizeof(*km->sites), site_cmp, NULL);
-	for (i = 0; i < km->nsites; i++)
-		km->sites[i].kmod = km;
+	djp_kmod_sites_sort(km);
 	*out = km;
 out:
 	__symbol_put(IMAGE_SYMBOL);

@@ -34,7 +34,6 @@
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/slab.h>
-#include <linux/sort.h>
 #include <linux/string.h>
 
 #include "djprobe_int.h"
@@ -110,9 +109,7 @@ static int sym_lookup(void *ctx, const char *name, size_t len, uint64_t *addr)
 {
 	struct module *mod = ctx;
 	const struct mod_kallsyms *ks;
-	char buf[KSYM_NAME_LEN];
 	unsigned int i;
-	void *p;
 	int ret = -ENOENT;
 
 	rcu_read_lock_sched();
@@ -127,16 +124,7 @@ static int sym_lookup(void *ctx, const char *name, size_t len, uint64_t *addr)
 		}
 	}
 	rcu_read_unlock_sched();
-	if (!ret || len >= sizeof(buf))
-		return ret;
-	memcpy(buf, name, len);
-	buf[len] = '\0';
-	p = __symbol_get(buf);
-	if (!p)
-		return -ENOENT;
-	__symbol_put(buf);
-	*addr = (unsigned long)p;
-	return 0;
+	return ret ? djp_ksym_exported(NULL, name, len, addr) : 0;
 }
 
 /* Parse and check the record at `rec`; 0 and *site filled, or -errno
@@ -144,7 +132,6 @@ static int sym_lookup(void *ctx, const char *name, size_t len, uint64_t *addr)
 static int read_record(struct module *mod, unsigned long rec, struct djp_ksite *site)
 {
 	struct djp_marker_list *l = NULL;
-	char err[160];
 	u16 size;
 	int ret;
 
@@ -158,17 +145,9 @@ static int read_record(struct module *mod, unsigned long rec, struct djp_ksite *
 			(void *)rec, size);
 		return -EINVAL;
 	}
-	ret = djp_markers_parse_section_sym((const void *)rec, size, rec, mod->name, sym_lookup, mod, &l, err,
-					    sizeof(err));
-	if (ret) {
-		pr_warn("djprobe: %s\n", err);
+	ret = djp_ksite_parse(rec, size, mod->name, sym_lookup, mod, &l);
+	if (ret)
 		return ret;
-	}
-	if (l->count != 1) {
-		pr_warn("djprobe: %s: marker record at %px holds %zu records\n", mod->name, (void *)rec, l->count);
-		djp_marker_list_free(l);
-		return -EINVAL;
-	}
 	site->addr = (unsigned long)l->v[0].site;
 	if (!in_core_text(mod, site->addr, DJP_SITE_LEN)) {
 		/* An __init function's marker: not an error, never armed. */
@@ -184,17 +163,8 @@ static int read_record(struct module *mod, unsigned long rec, struct djp_ksite *
 		djp_marker_list_free(l);
 		return -EPERM;
 	}
-	site->rec = l;
-	site->m = &l->v[0];
-	site->slot = -1;
+	djp_ksite_init(site, l);
 	return 0;
-}
-
-static int site_cmp(const void *a, const void *b)
-{
-	const struct djp_ksite *x = a, *y = b;
-
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
 int djp_kmod_read(struct module *mod, struct djp_kmod **out)
@@ -228,21 +198,7 @@ int djp_kmod_read(struct module *mod, struct djp_kmod **out)
 		}
 	}
 	kfree(recs);
-	sort(km->sites, km->nsites, sizeof(*km->sites), site_cmp, NULL);
-	for (i = 0; i < km->nsites; i++)
-		km->sites[i].kmod = km;
+	djp_kmod_sites_sort(km);
 	*out = km;
 	return 0;
-}
-
-void djp_kmod_free(struct djp_kmod *km)
-{
-	unsigned int i;
-
-	if (!km)
-		return;
-	for (i = 0; i < km->nsites; i++)
-		djp_marker_list_free(km->sites[i].rec);
-	kfree(km->sites);
-	kfree(km);
 }

@@ -4,8 +4,9 @@
  * djp tool maps read-only.
  *
  * How it works.  The layout is the user-space rings' (lib/ring.h, written
- * out for the kernel in <djprobe/kdev.h>), so that the tool drains both
- * with one reader: a header page, then one slot per possible CPU, each a
+ * out for the kernel in <djprobe/kdev.h>, and written with the user-space
+ * recorder's lib/ring_write.h), so that the tool drains both with one
+ * reader: a header page, then one slot per possible CPU, each a
  * slot header and a ring cut into sub-buffers that no event straddles.
  * A slot is a CPU, not a thread: the handler runs with preemption
  * disabled, so the CPU it runs on is the only writer of that ring, and the
@@ -55,6 +56,13 @@
 #include <linux/vmalloc.h>
 
 #include "kring.h"
+#include "ring_write.h"
+
+/* The layout is lib/ring.h's, which <djprobe/kdev.h> spells for the tool. */
+static_assert(DJP_KEVF_PAD == DJP_EVF_PAD && DJP_KEVF_STRINGS == DJP_EVF_STRINGS && DJP_KEVF_CPU == DJP_EVF_CPU &&
+	      DJP_KEVF_TASK == DJP_EVF_TASK && DJP_KMARKER_PAD == DJP_MARKER_PAD);
+static_assert(DJP_KSTR_TRUNCATED == DJP_STR_TRUNCATED && DJP_KSTR_FAULT == DJP_STR_FAULT &&
+	      DJP_KSTR_NULL == DJP_STR_NULL && DJP_KSTR_ADDR == DJP_STR_ADDR);
 
 #define SLOT_HDR_BYTES(nsb) \
 	ALIGN(offsetof(struct djp_kslot_hdr, sb) + (nsb) * sizeof(struct djp_ksubbuf_rec), 4096)
@@ -155,28 +163,26 @@ static long copy_kstr(char *dst, const char *src, long bound)
 }
 
 /* The string at kernel address ptr into dst (DJP_KRING_STR_BOUND bytes),
- * NUL-terminated; its length, and its DJP_KSTR_* bits in *flags. */
-static u32 put_string(char *dst, u64 ptr, u64 *flags)
+ * NUL-terminated: its length and DJP_STR_* bits (lib/ring_write.h). */
+static u64 copy_string(char *dst, u64 ptr)
 {
 	const char *src = (const char *)(unsigned long)ptr;
 	long n;
 	char c;
 
 	if (!ptr) {
-		*flags |= DJP_KSTR_NULL;
-		memcpy(dst, "(null)", 7);
-		return 6;
+		memcpy(dst, DJP_STR_NULL_TEXT, sizeof(DJP_STR_NULL_TEXT));
+		return (sizeof(DJP_STR_NULL_TEXT) - 1) | DJP_STR_NULL;
 	}
 	n = copy_kstr(dst, src, DJP_KRING_STR_BOUND);
 	if (n <= 0) {
-		*flags |= DJP_KSTR_FAULT;
-		memcpy(dst, "<bad>", 6);
-		return 5;
+		memcpy(dst, DJP_STR_BAD_TEXT, sizeof(DJP_STR_BAD_TEXT));
+		return (sizeof(DJP_STR_BAD_TEXT) - 1) | DJP_STR_FAULT;
 	}
 	/* n counts the NUL; at the bound, the source may go on */
 	if (n == DJP_KRING_STR_BOUND &&
 	    (copy_from_kernel_nofault(&c, src + DJP_KRING_STR_BOUND - 1, 1) || c))
-		*flags |= DJP_KSTR_TRUNCATED;
+		return (n - 1) | DJP_STR_TRUNCATED;
 	return n - 1;
 }
 
@@ -184,19 +190,12 @@ static u32 put_string(char *dst, u64 ptr, u64 *flags)
  * next word goes, in bytes from e. */
 static u32 put_strings(u64 *e, const u64 *args, unsigned int nargs, u32 str_mask)
 {
-	u32 off = 16 + 8 * nargs, len;
+	u32 off = DJP_EV_HDR_SIZE + 8 * nargs;
 	unsigned int i;
 
-	for (i = 0; i < nargs; i++) {
-		u64 flags = DJP_KSTR_ADDR;
-
-		if (!(str_mask & (1u << i)))
-			continue;
-		e[off / 8] = args[i];
-		len = put_string((char *)e + off + 8, args[i], &flags);
-		e[2 + i] = off | (u64)len << 16 | flags;
-		off += 8 + ALIGN(len + 1, 8);
-	}
+	for (i = 0; i < nargs; i++)
+		if (str_mask & (1u << i))
+			off = djp_ring_str_put(e, i, off, copy_string(djp_ring_str_text(e, off, args[i]), args[i]));
 	return off;
 }
 
@@ -205,8 +204,8 @@ void djp_kring_record(struct djp_kring *kr, u32 marker_id, const u64 *args, unsi
 {
 	unsigned int cpu = smp_processor_id(), i;
 	struct djp_kring_cpu *c;
-	u64 pos, off, at, *e, sb_mask = kr->sb_size - 1;
-	u32 size, flags = DJP_KEVF_TASK | DJP_KEVF_CPU;
+	u64 pos, at, *e, sb_mask = kr->sb_size - 1;
+	u32 size, flags = DJP_EVF_TASK | DJP_EVF_CPU;
 
 	if (unlikely(cpu >= kr->nslots))
 		return;
@@ -221,19 +220,13 @@ void djp_kring_record(struct djp_kring *kr, u32 marker_id, const u64 *args, unsi
 		nargs = DJP_KRING_MAX_ARGS;
 	str_mask &= (1u << nargs) - 1;
 	/* header, args, the longest strings, task, cpu */
-	size = 16 + 8 * nargs + hweight32(str_mask) * (8 + DJP_KRING_STR_BOUND) + 16;
+	size = DJP_EV_HDR_SIZE + 8 * nargs + hweight32(str_mask) * (8 + DJP_KRING_STR_BOUND) + 16;
 	pos = c->head;
-	off = pos & sb_mask;
-	at = off + size > kr->sb_size ? pos - off + kr->sb_size : pos;
-	if (at + size - READ_ONCE(c->tail) > kr->ring_size) {
+	if (!djp_ring_place(pos, size, kr->sb_size, &at) || at + size - READ_ONCE(c->tail) > kr->ring_size) {
 		WRITE_ONCE(c->slot->lost_full, ++c->lost_full);
 		goto out;
 	}
-	if (at != pos && kr->sb_size - off >= 16) {
-		e = (u64 *)(c->data + (pos & (kr->ring_size - 1)));
-		e[0] = 0;
-		e[1] = DJP_KMARKER_PAD | (u64)DJP_KEVF_PAD << 56;
-	}
+	djp_ring_pad(c->data, kr->ring_size, kr->sb_size, pos, at, 0);
 	if ((at & sb_mask) == 0) {
 		/* entering sub-buffer k: announce it before writing into it */
 		u64 k = at / kr->sb_size;
@@ -249,11 +242,11 @@ void djp_kring_record(struct djp_kring *kr, u32 marker_id, const u64 *args, unsi
 		e[2 + i] = args[i];
 	if (str_mask) {
 		size = put_strings(e, args, nargs, str_mask) + 16;
-		flags |= DJP_KEVF_STRINGS;
+		flags |= DJP_EVF_STRINGS;
 	}
 	e[size / 8 - 2] = task;
 	e[size / 8 - 1] = cpu;
-	e[1] = marker_id | (u64)size << 32 | (u64)nargs << 48 | (u64)flags << 56;
+	e[1] = djp_ev_word(marker_id, size, nargs, flags);
 	WRITE_ONCE(c->slot->nevents, ++c->nevents);
 	WRITE_ONCE(c->head, at + size);
 	smp_store_release(&c->slot->head, at + size);

@@ -35,10 +35,11 @@
 #include <linux/slab.h>
 #include <linux/sort.h>
 
+#include "addr_sorted.h"
 #include "djprobe_int.h"
 
 struct trap_entry {
-	unsigned long addr;
+	unsigned long addr;	/* first: lib/addr_sorted.h */
 	const struct djp_ksite *site;
 	bool arming;
 };
@@ -48,15 +49,9 @@ struct trap_table {
 	size_t n;
 	struct trap_entry e[];
 };
+static_assert(offsetof(struct trap_entry, addr) == 0);
 
 static struct trap_table __rcu *trap_table;
-
-static int entry_cmp(const void *a, const void *b)
-{
-	const struct trap_entry *x = a, *y = b;
-
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
 
 int djp_trap_publish(struct djp_ksite **arm, size_t narm, struct djp_ksite **disarm, size_t ndisarm)
 {
@@ -71,11 +66,8 @@ int djp_trap_publish(struct djp_ksite **arm, size_t narm, struct djp_ksite **dis
 	for (i = 0; i < ndisarm; i++)
 		t->e[n++] = (struct trap_entry){ disarm[i]->addr, disarm[i], false };
 	t->n = n;
-	/* usually in address order already (a module's sites, in turn) */
-	for (i = 1; i < n && entry_cmp(&t->e[i - 1], &t->e[i]) <= 0; i++)
-		;
-	if (i < n)
-		sort(t->e, n, sizeof(t->e[0]), entry_cmp, NULL);
+	if (!djp_addr_sorted(t->e, n, sizeof(t->e[0])))
+		sort(t->e, n, sizeof(t->e[0]), djp_addr_cmp, NULL);
 	t = rcu_replace_pointer(trap_table, t, lockdep_is_held(&djp_mutex));
 	if (t)
 		kfree_rcu(t, rcu);
@@ -93,21 +85,10 @@ void djp_trap_unpublish(void)
 		kfree_rcu(t, rcu);
 }
 
+/* (the search user space's SIGTRAP handler makes too) */
 static const struct trap_entry *trap_find(const struct trap_table *t, unsigned long addr)
 {
-	size_t lo = 0, hi = t->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->e[mid].addr == addr)
-			return &t->e[mid];
-		if (t->e[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return djp_addr_find(t->e, t->n, sizeof(t->e[0]), addr);
 }
 
 static int trap_notify(struct notifier_block *nb, unsigned long val, void *data)

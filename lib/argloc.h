@@ -40,6 +40,28 @@ struct djp_argloc {
 };
 
 /*
+ * Fetching a value as a location says, the part both engines' fetches
+ * share (kernel/hit_args.h from a register view, kmod/khit.c from a
+ * pt_regs): the address of a memory operand, given the values of its base
+ * and index registers (0 for one it has none of), and the value, the low
+ * `size` bytes of what was read, sign- or zero-extended, without a branch
+ * on the size (1, 2, 4 or 8).
+ */
+static inline uintptr_t djp_argloc_mem_addr(const struct djp_argloc *a, uint64_t base, uint64_t index)
+{
+	return (uintptr_t)a->disp + (uintptr_t)base + (uintptr_t)index * a->scale;
+}
+
+static inline uint64_t djp_argloc_extend(uint64_t v, const struct djp_argloc *a)
+{
+	unsigned sh = (64 - 8 * (a->size & 15)) & 63;
+
+	if (a->is_signed)
+		return (uint64_t)((int64_t)(v << sh) >> sh);
+	return (v << sh) >> sh;
+}
+
+/*
  * Parse one argument ("-4@%edi") into *loc.  `sym_lookup`, if not NULL, turns
  * a symbol of a sym(%rip) operand into a link-time address (returns 0 on
  * success); without it, or when it fails, the location is DJP_LOC_NONE.

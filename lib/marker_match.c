@@ -9,8 +9,7 @@
 
 #include "marker_match.h"
 
-/* Offset of the ':' that ends the provider glob in pattern p, or -1. */
-static long provider_end(const char *p)
+long djp_marker_pattern_colon(const char *p)
 {
 	for (const char *c = p; *c; c++) {
 		if (*c == '\\' && c[1]) {
@@ -42,7 +41,7 @@ static long provider_end(const char *p)
 
 bool djp_marker_match_n(const char *pattern, const char *provider, size_t provider_len, const char *name)
 {
-	long colon = provider_end(pattern);
+	long colon = djp_marker_pattern_colon(pattern);
 	char pglob[256], prov[256];
 
 	if (colon < 0)

@@ -6,6 +6,10 @@
  * Across the session protocol an SDT probe travels by its full name,
  * "provider:name", as `djp list` shows it; providers and names are C
  * identifiers, so the first ':' splits them.
+ *
+ * djprobe.ko matches its patterns, "NAMEGLOB" and "MODGLOB:NAMEGLOB", with
+ * the same code (the module's name is the provider), its globs being the
+ * kernel's glob_match() through kmod/compat/fnmatch.h.
  */
 #ifndef DJP_LIB_MARKER_MATCH_H
 #define DJP_LIB_MARKER_MATCH_H
@@ -14,6 +18,10 @@
 #include <stddef.h>
 
 bool djp_marker_match(const char *pattern, const char *provider, const char *name);
+/* Where a pattern's provider glob ends: the offset of its ':', or -1 when
+ * it has none (a colon inside a bracket expression or after a backslash
+ * is the glob's own). */
+long djp_marker_pattern_colon(const char *pattern);
 /* The same with the provider as provider_len bytes at `provider`, not
  * NUL-terminated (0: none), as a full name holds it. */
 bool djp_marker_match_n(const char *pattern, const char *provider, size_t provider_len, const char *name);

@@ -326,7 +326,7 @@ void djp_ring_set_fast_copy(djp_ring_copy_fn fn)
 static uint64_t unterminated(char *dst, uint32_t n, bool fault)
 {
 	if (fault && !n)
-		return put_text(dst, "<bad>") | DJP_STR_FAULT;
+		return put_text(dst, DJP_STR_BAD_TEXT) | DJP_STR_FAULT;
 	dst[n] = 0;
 	return n | (fault ? DJP_STR_FAULT : DJP_STR_TRUNCATED);
 }
@@ -343,9 +343,9 @@ static uint64_t copy_string(char *dst, const char *src, uint32_t bound, uint32_t
 	long got;
 
 	if (!src)
-		return put_text(dst, "(null)") | DJP_STR_NULL;
+		return put_text(dst, DJP_STR_NULL_TEXT) | DJP_STR_NULL;
 	if (p < 4096 || p + want < p)
-		return put_text(dst, "<bad>") | DJP_STR_FAULT;
+		return put_text(dst, DJP_STR_BAD_TEXT) | DJP_STR_FAULT;
 	if (fast) {
 		uint64_t r = fast(dst, src, want);
 		n = (uint32_t)r;
@@ -377,10 +377,9 @@ uint32_t djp__ring_put_strings(uint64_t *ev, uint32_t size, const uint64_t *args
 		uint64_t d;
 		if (!(str_mask & (1u << i)))
 			continue;
-		ev[size / 8] = args[i];
-		d = copy_string((char *)ev + size + 8, (const char *)(uintptr_t)args[i], bound, djp_ring_tls.tid);
-		ev[2 + i] = size | (d & 0xffff) << 16 | (d & ~0xffffffffull) | DJP_STR_ADDR;
-		size += 8 + (((uint32_t)(d & 0xffff) + 1 + 7) & ~7u);
+		d = copy_string(djp_ring_str_text(ev, size, args[i]), (const char *)(uintptr_t)args[i], bound,
+				djp_ring_tls.tid);
+		size = djp_ring_str_put(ev, i, size, d);
 	}
 	return size;
 }

@@ -63,6 +63,7 @@
 #include <stdint.h>
 
 #include "clock.h"
+#include "ring_write.h" /* the event's flags, header word and strings */
 
 #define DJP_RING_MAGIC 0x31474e4952504a44ull /* "DJPRING1" */
 #define DJP_RING_VERSION 2u
@@ -77,7 +78,6 @@ enum djp_ring_mode {
 #define DJP_RING_MAX_STACK 64
 #define DJP_RING_STR_BOUND 64	   /* default bound for %s, NUL included */
 #define DJP_RING_STR_BOUND_MAX 1024
-#define DJP_EV_HDR_SIZE 16u
 #define DJP_EV_MAX_SIZE 65528u
 #define DJP_REGION_HDR_SIZE 4096u
 #define DJP_RING_MIN_SIZE 4096u
@@ -91,22 +91,6 @@ enum djp_ring_mode {
  * (djp_ring_prefetch). */
 #define DJP_RING_PREFETCH_AHEAD 512u
 
-/* Event flags. */
-#define DJP_EVF_PAD 0x01     /* padding: skip to the next sub-buffer */
-#define DJP_EVF_STRINGS 0x02 /* some argument words are string descriptors */
-#define DJP_EVF_CPU 0x04     /* the last word is the CPU of the hit */
-#define DJP_EVF_USTACK 0x08  /* the user stack of the hit, before the CPU */
-#define DJP_EVF_TASK 0x10    /* the hit's task, before the CPU (kernel rings) */
-#define DJP_MARKER_PAD 0xffffffffu
-
-/* String descriptor fields (see above). */
-#define DJP_STR_OFFSET(w) ((uint32_t)((w) & 0xffff))
-#define DJP_STR_LEN(w) ((uint32_t)(((w) >> 16) & 0xffff))
-#define DJP_STR_TRUNCATED (1ull << 32)
-#define DJP_STR_FAULT (1ull << 33)
-#define DJP_STR_NULL (1ull << 34)
-#define DJP_STR_ADDR (1ull << 35)
-
 struct djp_event {
 	uint64_t timestamp;
 	uint32_t marker_id;
@@ -117,12 +101,6 @@ struct djp_event {
 };
 _Static_assert(sizeof(struct djp_event) == DJP_EV_HDR_SIZE, "event header is 16 bytes");
 
-/* The header's second word, laid out as struct djp_event says (little
- * endian): the producers write it with one store. */
-static inline uint64_t djp_ev_word(uint32_t marker_id, uint32_t size, unsigned nargs, unsigned flags)
-{
-	return marker_id | (uint64_t)size << 32 | (uint64_t)nargs << 48 | (uint64_t)flags << 56;
-}
 
 /* Slot owner word: (tid << 32) | state. */
 enum djp_slot_state {
@@ -316,7 +294,7 @@ static inline __attribute__((always_inline)) int djp_ring_record_ext(struct djp_
 {
 	struct djp_ring_tls *t = &djp_ring_tls;
 	struct djp_slot_hdr *s;
-	uint64_t ts, pos, at, off, max, sb_size, *e;
+	uint64_t ts, pos, at, max, sb_size, *e;
 	uint32_t size, flags = 0;
 	int ret = 0;
 
@@ -352,14 +330,9 @@ static inline __attribute__((always_inline)) int djp_ring_record_ext(struct djp_
 	 * one sub-buffer. */
 	pos = t->head;
 	sb_size = t->sb_mask + 1;
-	off = pos & t->sb_mask;
-	at = pos;
-	if (__builtin_expect(off + max > sb_size, 0)) {
-		if (max > sb_size) {
-			ret = -ENOBUFS;
-			goto lost;
-		}
-		at = pos - off + sb_size;
+	if (!djp_ring_place(pos, max, sb_size, &at)) {
+		ret = -ENOBUFS;
+		goto lost;
 	}
 	if (t->mode == DJP_RING_DISCARD && __builtin_expect(at + max - s->tail_cache > t->ring_size, 0)) {
 		s->tail_cache = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
@@ -371,11 +344,7 @@ static inline __attribute__((always_inline)) int djp_ring_record_ext(struct djp_
 	/* The clock once the event is known to fit: a lost one does not pay
 	 * for it. */
 	ts = djp_clock_raw();
-	if (__builtin_expect(at != pos, 0) && sb_size - off >= DJP_EV_HDR_SIZE) {
-		e = (uint64_t *)(t->data + (pos & (t->ring_size - 1)));
-		e[0] = ts;
-		e[1] = djp_ev_word(DJP_MARKER_PAD, 0, 0, DJP_EVF_PAD);
-	}
+	djp_ring_pad(t->data, t->ring_size, sb_size, pos, at, ts);
 	if ((at & t->sb_mask) == 0) {
 		/* Entering sub-buffer k: announce it before writing into it
 		 * (the seqlock write side; see the snapshot in ring.c). */

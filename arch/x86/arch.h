@@ -59,7 +59,7 @@ enum djp_trap_kind {
 	DJP_TRAP_PROBE, /* an int3 probe: run handlers, then resume */
 };
 struct djp_trap_entry {
-	uintptr_t addr;
+	uintptr_t addr; /* first: lib/addr_sorted.h */
 	uintptr_t target;
 	struct djp_site *site;
 	uint8_t kind, len;

@@ -50,6 +50,7 @@
 #include <sched.h>
 
 #include "arch/x86/arch.h"
+#include "lib/addr_sorted.h"
 #include "lib/real_signal.h"
 
 static _Atomic(struct djp_trap_table *) trap_table;
@@ -57,19 +58,11 @@ static atomic_long trap_inflight[2];
 static atomic_int trap_phase;
 static djp_trap_probe_fn probe_fn;
 
+/* (the search djprobe.ko's die notifier makes too) */
+_Static_assert(offsetof(struct djp_trap_entry, addr) == 0, "a trap entry begins with its address");
 static const struct djp_trap_entry *lookup(const struct djp_trap_table *t, uintptr_t addr)
 {
-	size_t lo = 0, hi = t ? t->n : 0;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (addr < t->e[mid].addr)
-			hi = mid;
-		else if (addr > t->e[mid].addr)
-			lo = mid + 1;
-		else
-			return &t->e[mid];
-	}
-	return NULL;
+	return t ? djp_addr_find(t->e, t->n, sizeof(t->e[0]), addr) : NULL;
 }
 
 /* ucontext general registers into struct djp_regs order. */

@@ -12,26 +12,7 @@
 # Prints TAP lines; runs inside the kcheck guest as root, with djprobe.ko
 # loaded by /init.
 ko=/kmod/djp_kmarkers2.ko
-n=0
-tap() { # STATUS NAME [DIAGNOSTIC]
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		[ -n "$3" ] && echo "# $3"
-	fi
-}
-# until `djp list -k` shows a probe on marker $1 (MODULE:NAME), 30 s at most
-wait_probe() {
-	i=0
-	while [ $i -lt 300 ]; do
-		djp list -k "$1" 2>/dev/null | awk '$4 > 0 { ok = 1 } END { exit !ok }' && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
+. "$(dirname "$0")/tap.inc" # tap, wait_probe
 # load and unload once with passes=$1
 cycle() {
 	insmod $ko passes="$1" && rmmod djp_kmarkers2

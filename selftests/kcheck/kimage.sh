@@ -17,29 +17,7 @@ marked=0
 for arg in $(cat /proc/cmdline); do
 	[ "$arg" = kcheck.marked=1 ] && marked=1
 done
-names="sched_switch sched_wakeup sched_process_fork sched_process_exec sched_process_exit page_fault
-kmalloc kfree kmem_cache_alloc irq_handler_entry irq_handler_exit timer_expire_entry block_rq_issue
-block_rq_complete net_dev_xmit netif_receive_skb contention_begin contention_end"
-n=0
-tap() { # STATUS NAME [DIAGNOSTIC]
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		[ -n "$3" ] && echo "# $3"
-	fi
-}
-# until `djp list -k` shows a probe on marker $1 (MODULE:NAME), 30 s at most
-wait_probe() {
-	i=0
-	while [ $i -lt 300 ]; do
-		djp list -k "$1" 2>/dev/null | awk '$4 > 0 { ok = 1 } END { exit !ok }' && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
+. "$(dirname "$0")/tap.inc" # tap, wait_probe, image_markers
 
 if [ $marked = 0 ]; then
 	echo "1..1"
@@ -55,11 +33,11 @@ tap $? "the kernel exports kernel_markers"
 
 djp list -k 'vmlinux:*' >/tmp/klist 2>&1
 missing=""
-for m in $names; do
+for m in $image_markers; do
 	grep -q "^vmlinux:$m  0xffffffff[0-9a-f]*  off  0  " /tmp/klist || missing="$missing $m"
 done
 [ -z "$missing" ]
-tap $? "djp list -k: the image's $(echo $names | wc -w) markers, each off ($(wc -l </tmp/klist) sites)" \
+tap $? "djp list -k: the image's $(echo $image_markers | wc -w) markers, each off ($(wc -l </tmp/klist) sites)" \
 	"missing:$missing; $(head -c 400 /tmp/klist)"
 sed 's/^/# /' /tmp/klist
 

@@ -8,11 +8,7 @@
 ctl=/sys/module/djp_kselftest/parameters/reload
 ko=/kmod/djp_kmarkers2.ko
 loads=5
-n=0
-tap() { # STATUS NAME
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
-}
+. "$(dirname "$0")/tap.inc" # tap
 echo "1..$((2 * (loads + 2)))"
 for how in jump kprobe; do
 	connect="connect"

@@ -82,13 +82,14 @@ unsigned long ks_djprobe_misses(void)
 
 static int __init ks_init(void)
 {
-	pr_info("1..%u\n", KS_STRESS_MODES * KS_STRESS_TESTS + 7);
+	pr_info("1..%u\n", KS_STRESS_MODES * KS_STRESS_TESTS + 8);
 	ks_stress_run_all();
 	ks_irq_run();
 	ks_sites_restored();
 	ks_covered_run();
 	ks_noinstr_run();
 	ks_argkinds_run();
+	ks_patterns_run();
 	return 0;
 }
 

@@ -94,6 +94,7 @@ void ks_sites_restored(void);		/* 1 line */
 void ks_covered_run(void);		/* 2 lines */
 void ks_noinstr_run(void);		/* 1 line */
 void ks_argkinds_run(void);		/* 2 lines */
+void ks_patterns_run(void);		/* 1 line */
 void ks_reload_exit(void);
 
 /* ---- stress_sites.c: the 64 sites and the loops that run them ----------- */

@@ -2,11 +2,12 @@
 # The guest's whole root file system, as a gzipped newc cpio archive.
 #
 # busybox-static is the shell and every command (/init installs its links at
-# boot); kernel modules go to /kmod, guest test scripts to /tests, and any
-# other file named is a program, copied to /bin with the shared libraries
-# ldd says it loads, at the same paths (the loader too), so a dynamically
-# linked djp runs as it does on the host.  There is no cpio binary on this
-# machine class: busybox's own cpio writes the archive.
+# boot); kernel modules go to /kmod, guest test scripts to /tests with the
+# *.inc files they source, and any other file named is a program, copied to
+# /bin with the shared libraries ldd says it loads, at the same paths (the
+# loader too), so a dynamically linked djp runs as it does on the host.
+# There is no cpio binary on this machine class: busybox's own cpio writes
+# the archive.
 # Usage: initramfs.sh OUT.cpio.gz INIT FILE...
 set -e
 out=$1
@@ -28,6 +29,7 @@ for f in "$@"; do
 	case $f in
 	*.ko) cp "$f" "$root/kmod/" ;;
 	*.sh) cp "$f" "$root/tests/" ;;
+	*.inc) cp "$f" "$root/tests/" ;; # what the scripts source
 	*)
 		cp "$f" "$root/bin/"
 		# "libx.so => /path (0x...)" and the loader's "/lib64/ld-linux... (0x...)"

@@ -15,19 +15,8 @@
 # Usage: vmlinux.sh VMLINUX DJP
 vmlinux=$1 djp=$2
 [ -f "$vmlinux" ] && [ -x "$djp" ] || { echo "vmlinux.sh: usage: vmlinux.sh VMLINUX DJP" >&2; exit 2; }
-expected="sched_switch sched_wakeup sched_process_fork sched_process_exec sched_process_exit page_fault
-kmalloc kfree kmem_cache_alloc irq_handler_entry irq_handler_exit timer_expire_entry block_rq_issue
-block_rq_complete net_dev_xmit netif_receive_skb contention_begin contention_end"
-n=0
-tap() { # STATUS NAME [DIAGNOSTIC]
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "vmlinux: ok $n - $2"
-	else
-		echo "vmlinux: not ok $n - $2"
-		[ -n "$3" ] && echo "vmlinux: # $3"
-	fi
-}
+tap_prefix="vmlinux: "
+. "$(dirname "$0")/../tap.inc" # tap, image_markers
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "vmlinux: 1..5"
@@ -35,12 +24,12 @@ echo "vmlinux: 1..5"
 "$djp" list --no-header "$vmlinux" >"$tmp/list" 2>"$tmp/err"
 st=$?
 missing=""
-for name in $expected; do
+for name in $image_markers; do
 	grep -q "^$name " "$tmp/list" || missing="$missing $name"
 done
 names=$(cut -d' ' -f1 "$tmp/list" | sort -u | wc -l)
 [ $st = 0 ] && [ -z "$missing" ] && [ "$names" -ge 12 ]
-tap $? "djp list vmlinux: the series' $(echo $expected | wc -w) markers ($names names, $(wc -l <"$tmp/list") sites)" \
+tap $? "djp list vmlinux: the series' $(echo $image_markers | wc -w) markers ($names names, $(wc -l <"$tmp/list") sites)" \
 	"status $st, missing:$missing $(head -c 300 "$tmp/err")"
 echo "vmlinux: # $(awk '{ k[$1]++ } END { for (m in k) printf "%s %d, ", m, k[m] }' "$tmp/list")"
 
