@@ -42,9 +42,8 @@
 #include "lib/escape.h"
 #include "lib/mapped_file.h"
 #include "lib/marker_match.h"
+#include "lib/proto.h"
 #include "line_out.h"
-#include "kernel/trace/agent.h"
-#include "kernel/trace/recorder.h"
 #include "trace.h"
 
 /* A %s argument keeps at most this many bytes, NUL included: SystemTap's
