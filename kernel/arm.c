@@ -35,10 +35,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "kernel/engine.h"
-#include "kernel/rcu.h"
 #include "arch/x86/insn_reloc.h"
 #include "arch/x86/vector_use.h"
+#include "kernel/arming.h"
+#include "kernel/probes.h"
+#include "kernel/rcu.h"
 #include "lib/sysops.h"
 
 void djp_site_expected(const struct djp_site *s, int state, int flavour, uint8_t *out)

@@ -22,7 +22,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "kernel/engine.h"
+#include "kernel/arming.h"
+#include "kernel/probes.h"
 #include "lib/marker_match.h"
 
 int djp_site_vec_push(struct site_vec *sv, struct djp_site *s)

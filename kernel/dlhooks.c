@@ -22,7 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel/arming.h"
 #include "kernel/engine.h"
+#include "kernel/hit.h"
+#include "kernel/interpose.h"
+#include "kernel/lock.h"
+#include "kernel/probes.h"
 #include "kernel/unwind.h"
 #include "lib/real_signal.h"
 

@@ -1,10 +1,11 @@
 /*
  * The engine's front door: djp_connect and djp_disconnect.
  *
- * One global lock (the kernel's text_mutex and kprobe_mutex in one)
- * serialises every change of probes and text.  The first connect
- * initialises everything (text writer, SIGTRAP handler, trampolines, sync)
- * so nothing has to be called first, linked or preloaded alike.
+ * One global lock (the kernel's text_mutex and kprobe_mutex in one:
+ * kernel/lock.c) serialises every change of probes and text.  The first
+ * connect initialises everything (text writer, SIGTRAP handler,
+ * trampolines, sync) so nothing has to be called first, linked or
+ * preloaded alike.
  *
  * connect: refresh the registry of loaded objects, find every site whose
  * marker name matches the glob, and give each a new handler list with the
@@ -22,36 +23,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel/arming.h"
 #include "kernel/engine.h"
+#include "kernel/hit.h"
+#include "kernel/interpose.h"
+#include "kernel/lock.h"
+#include "kernel/probes.h"
 #include "kernel/rcu.h"
-
-pthread_mutex_t djp_engine_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Set while this thread holds (or is taking) the engine lock: a signal
- * handler that interrupted it and calls connect or disconnect gets -EDEADLK
- * instead of waiting on a lock its own thread holds.  Set before the lock
- * is taken and cleared after it is released, so no moment of holding it is
- * unmarked (at worst a handler in those instants is refused needlessly). */
-static __thread volatile sig_atomic_t engine_lock_mine;
-
-void djp_engine_lock_take(void)
-{
-	engine_lock_mine = 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	pthread_mutex_lock(&djp_engine_lock);
-}
-
-void djp_engine_lock_release(void)
-{
-	pthread_mutex_unlock(&djp_engine_lock);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	engine_lock_mine = 0;
-}
 
 /* The public entries refuse, rather than deadlock, from a handler or from a
  * signal handler that interrupted this thread inside the engine. */
 static bool engine_busy_here(void)
 {
-	if (engine_lock_mine)
+	if (djp_engine_lock_mine)
 		return true;
 	/* inside a handler, unless it was left by a jump (kernel/rcu.c) */
 	return djp_in_handler() && !djp_rcu_recover(0);
@@ -230,7 +214,7 @@ int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned fl
 	p = NULL;
 	err = djp_probes->id;
 out:
-	if (p) { /* under the lock: see engine_lock_mine */
+	if (p) { /* under the lock: see kernel/lock.c */
 		if (counted)
 			djp_ret_probes_changed(-1);
 		free(p->pattern);

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <ucontext.h>
 
+#include "kernel/arming.h"
 #include "kernel/engine.h"
 #include "kernel/rcu.h"
 #include "lib/real_signal.h"

@@ -49,6 +49,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "kernel/arming.h"
 #include "kernel/engine.h"
 
 /* how long a busy range is waited for, in naps between freezes, before

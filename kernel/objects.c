@@ -30,7 +30,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernel/arming.h"
 #include "kernel/engine.h"
+#include "kernel/lock.h"
+#include "kernel/probes.h"
 #include "kernel/unwind.h"
 #include "lib/mapped_file.h"
 

@@ -44,6 +44,7 @@
 #include "arch/x86/branch_targets.h"
 #include "arch/x86/insn_reloc.h"
 #include "kernel/engine.h"
+#include "kernel/probes.h"
 #include "lib/func_params.h"
 #include "lib/func_source.h"
 #include "lib/func_symbols.h"

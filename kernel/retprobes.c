@@ -64,7 +64,9 @@
 #include <unistd.h>
 
 #include "kernel/engine.h"
+#include "kernel/hit.h"
 #include "kernel/hit_args.h"
+#include "kernel/probes.h"
 #include "kernel/rcu.h"
 
 /* One pending return: where its address was, what it was, whose return

@@ -31,7 +31,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernel/engine.h"
+#include "kernel/arming.h"
+#include "kernel/interpose.h"
 #include "lib/real_signal.h"
 
 /* What no handler's sa_mask may block: the engine's signals. */

@@ -90,6 +90,9 @@
 #include <unistd.h>
 
 #include "kernel/engine.h"
+#include "kernel/hit.h"
+#include "kernel/lock.h"
+#include "kernel/probes.h"
 #include "kernel/rcu.h"
 #include "kernel/unwind.h"
 

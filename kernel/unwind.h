@@ -40,7 +40,7 @@ int djp_unwind_prepare_locked(void);
  * hit's view has them at an int3 probe; an instruction probe's has all
  * but %rip, which is djp_hit_site(hit); a jump-armed marker's has %rsp and
  * %rbp when the marker's arguments read them, or when the handler was
- * connected with DJP__STACK (kernel/engine.h; unwind.c says more).
+ * connected with DJP__STACK (kernel/site.h; unwind.c says more).
  *
  * Call it from a handler (inside the engine's read-side section, which
  * keeps the tables alive while objects come and go), or where no object

@@ -1,0 +1,21 @@
+/*
+ * The engine lock: one global mutex (the kernel's text_mutex and
+ * kprobe_mutex in one) that serialises every change of probes, sites and
+ * text.  kernel/lock.c has how it is held and checked.
+ */
+#ifndef DJP_KERNEL_LOCK_H
+#define DJP_KERNEL_LOCK_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+
+extern pthread_mutex_t djp_engine_lock;
+/* Take and release djp_engine_lock, marking this thread as its holder
+ * (connect and disconnect from a signal handler then return -EDEADLK). */
+void djp_engine_lock_take(void);
+void djp_engine_lock_release(void);
+/* Set while this thread holds the lock, or is taking it (kernel/lock.c). */
+extern __thread volatile sig_atomic_t djp_engine_lock_mine;
+
+#endif
