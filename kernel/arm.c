@@ -38,6 +38,7 @@
 #include "arch/x86/insn_reloc.h"
 #include "arch/x86/vector_use.h"
 #include "kernel/arming.h"
+#include "kernel/lock.h"
 #include "kernel/probes.h"
 #include "kernel/rcu.h"
 #include "lib/sysops.h"
@@ -195,6 +196,7 @@ static void semaphore_adjust(struct djp_site *s, int delta)
 
 int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_list **new_lists)
 {
+	DJP_LOCK_HELD();
 	int *state = NULL, *flavour = NULL, err = 0;
 	struct djp_handler_list **old_lists = NULL;
 	struct djp_poke *pokes = NULL;
@@ -393,6 +395,7 @@ out:
  */
 void djp_sites_forget(struct djp_object *o)
 {
+	DJP_LOCK_HELD();
 	struct djp_handler_list **old = calloc(o->nsites ? o->nsites : 1, sizeof(*old));
 	struct djp_trap_table *t;
 	bool retired = false;
@@ -638,6 +641,7 @@ static void yield_lost_int3s(size_t *given)
 
 int djp_sites_yield_to_foreign_traps(void)
 {
+	DJP_LOCK_HELD();
 	size_t given = 0;
 	int err = yield_jumps(&given);
 	yield_lost_int3s(&given);
@@ -646,6 +650,7 @@ int djp_sites_yield_to_foreign_traps(void)
 
 int djp_sites_retake(void)
 {
+	DJP_LOCK_HELD();
 	struct djp_site **idle;
 	uint8_t(*bytes)[DJP_SITE_MAX_LEN];
 	bool *ok;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "kernel/arming.h"
+#include "kernel/lock.h"
 #include "kernel/probes.h"
 #include "lib/marker_match.h"
 
@@ -50,6 +51,7 @@ bool djp_site_carries(const struct djp_site *s, int id)
 /* Give each site its list with `add` added or `remove_id` gone. */
 int djp_change_probe(struct site_vec *sv, const struct djp_probe *add, int remove_id)
 {
+	DJP_LOCK_HELD();
 	const struct djp_handler_list **lists;
 	int err = 0;
 	if (!sv->n)
@@ -74,6 +76,7 @@ int djp_change_probe(struct site_vec *sv, const struct djp_probe *add, int remov
 
 int djp_probe_attach(const struct djp_probe *p, size_t *matched)
 {
+	DJP_LOCK_HELD();
 	struct site_vec sv = { 0 };
 	size_t closing = 0;
 	int err = 0;
@@ -99,6 +102,7 @@ int djp_probe_attach(const struct djp_probe *p, size_t *matched)
 
 int djp_probes_attach_all(void)
 {
+	DJP_LOCK_HELD();
 	int first = 0;
 	for (struct djp_probe *p = djp_probes; p; p = p->next) {
 		int err = djp_probe_attach(p, NULL);
@@ -109,6 +113,7 @@ int djp_probes_attach_all(void)
 
 int djp_probe_detach(int id)
 {
+	DJP_LOCK_HELD();
 	struct site_vec sv = { 0 };
 	int err = 0;
 	for (struct djp_object *o = djp_objects; o && !err; o = o->next)
@@ -123,6 +128,7 @@ int djp_probe_detach(int id)
 
 int djp_objects_detach(struct djp_object *const *objs, size_t nobjs)
 {
+	DJP_LOCK_HELD();
 	struct site_vec sv = { 0 };
 	const struct djp_handler_list **empty;
 	int err = 0;

@@ -100,6 +100,7 @@ static void fork_child(void)
 /* Called with the lock held. */
 int djp_engine_init_locked(void)
 {
+	DJP_LOCK_HELD();
 	int err;
 	if (atomic_load(&ready))
 		return init_err;
@@ -232,6 +233,7 @@ static int next_internal_id = -2;
 
 int djp__internal_probe(struct djp_point *pt, djp_handler_fn fn, unsigned flags, int *id)
 {
+	DJP_LOCK_HELD();
 	struct djp_probe *p = calloc(1, sizeof(*p));
 	int err;
 	if (!p || !(p->pattern = strdup(""))) {
@@ -258,6 +260,7 @@ int djp__internal_probe(struct djp_point *pt, djp_handler_fn fn, unsigned flags,
 
 int djp__internal_probe_drop(int id)
 {
+	DJP_LOCK_HELD();
 	int err;
 	for (struct djp_probe **pp = &djp_probes; *pp; pp = &(*pp)->next)
 		if ((*pp)->id == id) {

@@ -18,4 +18,15 @@ void djp_engine_lock_release(void);
 /* Set while this thread holds the lock, or is taking it (kernel/lock.c). */
 extern __thread volatile sig_atomic_t djp_engine_lock_mine;
 
+/* A function that must be called with the engine lock held says so with
+ * this at its top: without the lock it reports the function and aborts,
+ * before it touches anything (a batch run beside another would tear the
+ * text).  One thread-local load and a branch. */
+#define DJP_LOCK_HELD()                                                                  \
+	do {                                                                             \
+		if (__builtin_expect(!djp_engine_lock_mine, 0))                            \
+			djp_engine_lock_not_held(__func__);                              \
+	} while (0)
+__attribute__((noreturn, cold)) void djp_engine_lock_not_held(const char *func);
+
 #endif

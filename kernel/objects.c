@@ -196,6 +196,7 @@ uint32_t djp_site_id_next(void)
 
 void djp_object_add(struct djp_object *o)
 {
+	DJP_LOCK_HELD();
 	o->next = djp_objects;
 	djp_objects = o;
 	for (size_t k = 0; watch_fn && k < o->nsites; k++)
@@ -204,6 +205,7 @@ void djp_object_add(struct djp_object *o)
 
 int djp_objects_refresh(void)
 {
+	DJP_LOCK_HELD();
 	struct scan sc = { 0 };
 	struct djp_object **pp;
 	int err = 0;

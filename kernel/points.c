@@ -44,6 +44,7 @@
 #include "arch/x86/branch_targets.h"
 #include "arch/x86/insn_reloc.h"
 #include "kernel/engine.h"
+#include "kernel/lock.h"
 #include "kernel/probes.h"
 #include "lib/func_params.h"
 #include "lib/func_source.h"
@@ -644,6 +645,7 @@ static int resolve_in(struct resolve *r)
 
 int djp_point_attach(const struct djp_probe *p, size_t *matched)
 {
+	DJP_LOCK_HELD();
 	struct site_vec sv = { 0 };
 	struct resolve r = { .pt = p->point, .p = p, .sv = &sv, .ascending = true };
 	int err = 0;
@@ -761,6 +763,7 @@ enomem:
 
 int djp_ret_sites(struct site_vec *sv)
 {
+	DJP_LOCK_HELD();
 	int err = 0;
 	for (size_t i = 0; i < sv->n && !err; i++)
 		if (!sv->v[i]->ret)
@@ -783,6 +786,7 @@ int djp_ret_sites(struct site_vec *sv)
  */
 void djp_sdt_widen(struct djp_site *s)
 {
+	DJP_LOCK_HELD();
 	struct djp_object *o = s->obj;
 	struct resolve r = { .o = o };
 	const struct djp_func *f;

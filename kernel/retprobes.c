@@ -66,6 +66,7 @@
 #include "kernel/engine.h"
 #include "kernel/hit.h"
 #include "kernel/hit_args.h"
+#include "kernel/lock.h"
 #include "kernel/probes.h"
 #include "kernel/rcu.h"
 
@@ -343,6 +344,7 @@ static void hooks_drop(void)
 
 int djp_ret_probes_changed(int delta)
 {
+	DJP_LOCK_HELD();
 	int err = 0;
 	if (delta > 0 && !nreturn_probes) {
 		for (size_t i = 0; i < NHOOKS && !err; i++) {
@@ -365,6 +367,7 @@ int djp_ret_probes_changed(int delta)
 
 int djp_ret_attach(struct site_vec *sv, const struct djp_probe *p)
 {
+	DJP_LOCK_HELD();
 	struct site_vec rv = { 0 };
 	/* an int3 entry when the probe asks for one */
 	struct djp_probe hook = { .id = p->id,

@@ -244,12 +244,14 @@ bool djp_unwind_prepared(void)
 
 void djp_unwind_objects_changed(void)
 {
+	DJP_LOCK_HELD();
 	if (prepared)
 		uw_sync();
 }
 
 int djp_unwind_prepare_locked(void)
 {
+	DJP_LOCK_HELD();
 	int err = djp_engine_init_locked(), err2;
 	if (err)
 		return err;
