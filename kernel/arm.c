@@ -3,8 +3,9 @@
  * the state that its (new) handler list asks for.
  *
  * Step 1: decide.  No handlers: idle.  Some handler forced int3, the site is
- *         shorter than a jump (an SDT probe's 1-byte nop), or no trampoline
- *         is in reach: int3.  Otherwise a jump, to the full trampoline if
+ *         shorter than a jump (an SDT probe's 1-byte nop that the attach
+ *         code could not widen: kernel/attach.c), or no trampoline is in
+ *         reach: int3.  Otherwise a jump, to the full trampoline if
  *         any handler may touch vector state, else to the lean one; to
  *         their variant that puts %rsp and %rbp in the view if a handler
  *         walks the stack (DJP__STACK) and the arguments do not read them:
@@ -39,7 +40,6 @@
 #include "arch/x86/vector_use.h"
 #include "kernel/arming.h"
 #include "kernel/lock.h"
-#include "kernel/probes.h"
 #include "kernel/rcu.h"
 #include "lib/sysops.h"
 
@@ -224,11 +224,6 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
 
 	/* Steps 1 and 2. */
 	for (size_t i = 0; i < n; i++) {
-		/* an SDT probe's nop, armed for the first time: a jump over it
-		 * and what follows, where that may be */
-		if (sites[i]->state == SITE_IDLE && new_lists[i] && sites[i]->m->from_sdt && sites[i]->len == 1 &&
-		    !sites[i]->widen_tried)
-			djp_sdt_widen(sites[i]);
 		desired_state(sites[i], new_lists[i], &state[i], &flavour[i]);
 		if (state[i] == SITE_JUMP && arch_flavour(flavour[i]) == DJP_FULL &&
 		    vector_use(sites[i]->obj) == DJP_VEC_OTHER)
@@ -441,7 +436,8 @@ void djp_sites_forget(struct djp_object *o)
  * its hits lost while the other tool holds it (each site given up is
  * counted, and `djp` reports it).  Once its bytes are the file's again, the
  * other tool gone, it is retaken: the same list applied again, an
- * ordinary batch (djp_sites_retake).  A batch that arms it meanwhile finds
+ * ordinary batch (djp_sites_retake, kernel/retake.c, above the attach
+ * code: this file decides no list).  A batch that arms it meanwhile finds
  * the foreign int3 (-EBUSY) while it lasts.
  *
  * The agent looks every 100 ms.  The bytes are read so that a fault cannot
@@ -648,23 +644,19 @@ int djp_sites_yield_to_foreign_traps(void)
 	return err ? err : (int)given;
 }
 
-int djp_sites_retake(void)
+size_t djp_sites_yielded_whole(struct djp_site ***out)
 {
 	DJP_LOCK_HELD();
 	struct djp_site **idle;
 	uint8_t(*bytes)[DJP_SITE_MAX_LEN];
 	bool *ok;
-	size_t nidle = sites_in(SITE_IDLE, &idle, &bytes, &ok);
-	struct site_vec sv = { 0 };
-	int err = 0;
+	size_t nidle = sites_in(SITE_IDLE, &idle, &bytes, &ok), n = 0;
 
-	for (size_t i = 0; i < nidle && !err; i++)
+	for (size_t i = 0; i < nidle; i++)
 		if (ok[i] && !memcmp(bytes[i], idle[i]->orig, idle[i]->len))
-			err = djp_site_vec_push(&sv, idle[i]);
-	if (!err) /* each its own list again (no probe has id -1): the batch arms them */
-		err = djp_change_probe(&sv, NULL, -1);
-	sites_in_free(idle, bytes, ok);
-	free(sv.v);
-	/* taken again meanwhile, or a thread blocks SIGTRAP now: next time */
-	return err == -EBUSY || err == -EDEADLK ? 0 : err;
+			idle[n++] = idle[i];
+	free(bytes);
+	free(ok);
+	*out = idle;
+	return n;
 }

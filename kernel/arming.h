@@ -24,9 +24,11 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
  * that int3, an int3 probe whose int3 the other tool wrote the file's byte
  * over (arm.c has why).  Lock held; how many, or -errno. */
 int djp_sites_yield_to_foreign_traps(void);
-/* The sites given up whose bytes are the file's again, the other tool
- * gone: armed again for their handlers.  Lock held; 0 or -errno. */
-int djp_sites_retake(void);
+/* The sites given up with their handlers whose bytes are the file's again
+ * (the other tool gone), in *out (to free): how many (0 when out of
+ * memory).  Lock held.  Retaking them is the probe code's
+ * (djp_sites_retake). */
+size_t djp_sites_yielded_whole(struct djp_site ***out);
 /* The object is unmapped while armed: forget its sites' state without a
  * text write (lock held). */
 void djp_sites_forget(struct djp_object *o);

@@ -65,6 +65,12 @@ int djp_change_probe(struct site_vec *sv, const struct djp_probe *add, int remov
 		if (!lists[i] && (add || (cur && (cur->n > 1 || !djp_site_carries(sv->v[i], remove_id)))))
 			err = -ENOMEM;
 	}
+	/* an SDT probe's nop, armed for the first time: a jump over it and
+	 * what follows, where that may be (before the batch decides) */
+	for (size_t i = 0; i < sv->n && !err; i++)
+		if (lists[i] && sv->v[i]->state == SITE_IDLE && sv->v[i]->m->from_sdt && sv->v[i]->len == 1 &&
+		    !sv->v[i]->widen_tried)
+			djp_sdt_widen(sv->v[i]);
 	if (!err)
 		err = djp_sites_apply(sv->v, sv->n, lists); /* owns the lists from here */
 	else

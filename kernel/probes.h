@@ -60,6 +60,13 @@ bool djp_site_carries(const struct djp_site *s, int id);
 int djp_change_probe(struct site_vec *sv, const struct djp_probe *add, int remove_id);
 int djp_objects_detach(struct djp_object *const *objs, size_t nobjs);
 
+/* retake.c: the sites given up to another tool's breakpoint whose bytes
+ * are the file's again, the other tool gone: each given its own list
+ * again, which arms it (one batch).  0 or -errno; a batch refused for a
+ * site taken again meanwhile or a thread that blocks SIGTRAP is tried at
+ * the next look. */
+int djp_sites_retake(void);
+
 /* points.c: instruction probes.  A probe's points, resolved again in every
  * object an attach looks at; attach gives it their sites (made the first
  * time a point is resolved). */
