@@ -47,7 +47,6 @@ uint32_t djp__view_regs(const struct djp_hit *hit);
 int djp_sync_init(void);
 int djp_sync_cores(void); /* 0 or -errno */
 int djp_engine_signal_init(void);
-int djp_engine_signal(void);
 
 /* threads_check.c: before a jump covers several instructions, whether a
  * thread is inside them (arch_poke_batch's check); and the engine signal
@@ -64,7 +63,8 @@ int djp_stopped_check_run(struct djp_stopped_check *c);
 void djp_stopped_check_free(struct djp_stopped_check *c);
 void djp_threads_check_answer(void *ucontext);
 
-/* sigmask.c */
+/* sigmask.c: the engine's signal (0: none), and the SigBlk checks. */
+int djp_engine_signal(void);
 int djp_check_sigblk(void);
 /* One look, no waiting: -EDEADLK when a thread blocks a signal of `bad`
  * (bit sig - 1) now. */
