@@ -21,11 +21,37 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernel/arming.h"
+#include "kernel/engine.h"
+#include "kernel/hit.h"
 #include "kernel/lock.h"
 #include "kernel/probes.h"
 #include "lib/marker_match.h"
+
+struct djp_probe *djp_probes;
+
+struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const struct djp_probe *add, int remove_id,
+				       const struct djp_site *s)
+{
+	unsigned n = l ? l->n : 0, k = 0;
+	struct djp_handler_list *nl = malloc(sizeof(*nl) + (n + 1) * sizeof(nl->h[0]));
+	if (!nl)
+		return NULL;
+	for (unsigned i = 0; i < n; i++)
+		if (l->h[i].probe_id != remove_id)
+			nl->h[k++] = l->h[i];
+	if (add)
+		nl->h[k++] = (struct djp_handler){ add->fn, add->data, add->flags, add->id, add->plan };
+	nl->n = k;
+	if (!k) {
+		free(nl);
+		return NULL;
+	}
+	djp_list_seal(nl, s);
+	return nl;
+}
 
 int djp_site_vec_push(struct site_vec *sv, struct djp_site *s)
 {
@@ -151,4 +177,53 @@ int djp_objects_detach(struct djp_object *const *objs, size_t nobjs)
 	}
 	free(sv.v);
 	return err;
+}
+
+/* The engine's own probes get ids below -1 (-1 means none to
+ * djp_list_make), out of the way of the caller's. */
+static int next_internal_id = -2;
+
+int djp__internal_probe(struct djp_point *pt, djp_handler_fn fn, unsigned flags, int *id)
+{
+	DJP_LOCK_HELD();
+	struct djp_probe *p = calloc(1, sizeof(*p));
+	int err;
+	if (!p || !(p->pattern = strdup(""))) {
+		free(p);
+		djp_point_free(pt);
+		return -ENOMEM;
+	}
+	p->point = pt;
+	p->id = next_internal_id;
+	p->fn = fn;
+	p->flags = flags;
+	if ((err = djp_probe_attach(p, NULL))) {
+		djp_point_free(p->point);
+		free(p->pattern);
+		free(p);
+		return err;
+	}
+	next_internal_id--;
+	p->next = djp_probes;
+	djp_probes = p;
+	*id = p->id;
+	return 0;
+}
+
+int djp__internal_probe_drop(int id)
+{
+	DJP_LOCK_HELD();
+	int err;
+	for (struct djp_probe **pp = &djp_probes; *pp; pp = &(*pp)->next)
+		if ((*pp)->id == id) {
+			struct djp_probe *p = *pp;
+			if ((err = djp_probe_detach(id)))
+				return err;
+			*pp = p->next;
+			free(p->pattern);
+			djp_point_free(p->point);
+			free(p);
+			return 0;
+		}
+	return -ENOENT;
 }

@@ -40,8 +40,6 @@ static bool engine_busy_here(void)
 	/* inside a handler, unless it was left by a jump (kernel/rcu.c) */
 	return djp_in_handler() && !djp_rcu_recover(0);
 }
-struct djp_object *djp_objects;
-struct djp_probe *djp_probes;
 static int next_probe_id;
 static atomic_int ready;
 static int init_err;
@@ -131,27 +129,6 @@ int djp_engine_init_locked(void)
 	return 0;
 }
 
-struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const struct djp_probe *add, int remove_id,
-				       const struct djp_site *s)
-{
-	unsigned n = l ? l->n : 0, k = 0;
-	struct djp_handler_list *nl = malloc(sizeof(*nl) + (n + 1) * sizeof(nl->h[0]));
-	if (!nl)
-		return NULL;
-	for (unsigned i = 0; i < n; i++)
-		if (l->h[i].probe_id != remove_id)
-			nl->h[k++] = l->h[i];
-	if (add)
-		nl->h[k++] = (struct djp_handler){ add->fn, add->data, add->flags, add->id, add->plan };
-	nl->n = k;
-	if (!k) {
-		free(nl);
-		return NULL;
-	}
-	djp_list_seal(nl, s);
-	return nl;
-}
-
 static int fail(int err)
 {
 	errno = -err;
@@ -161,6 +138,15 @@ static int fail(int err)
 DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsigned flags)
 {
 	return djp__connect(pattern, fn, data, flags, NULL);
+}
+
+DJP_API int djp_connect_at(const struct djp_point_opts *where, djp_handler_fn fn, void *data, unsigned flags)
+{
+	struct djp_point *pt;
+	int err = djp__point_make(where, &pt);
+	if (err)
+		return fail(err);
+	return djp__connect(NULL, fn, data, flags, &(struct djp_connect_opts){ .point = pt });
 }
 
 int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned flags,
@@ -227,55 +213,6 @@ out:
 	return err < 0 ? fail(err) : err;
 }
 
-/* The engine's own probes get ids below -1 (-1 means none to
- * djp_list_make), out of the way of the caller's. */
-static int next_internal_id = -2;
-
-int djp__internal_probe(struct djp_point *pt, djp_handler_fn fn, unsigned flags, int *id)
-{
-	DJP_LOCK_HELD();
-	struct djp_probe *p = calloc(1, sizeof(*p));
-	int err;
-	if (!p || !(p->pattern = strdup(""))) {
-		free(p);
-		djp_point_free(pt);
-		return -ENOMEM;
-	}
-	p->point = pt;
-	p->id = next_internal_id;
-	p->fn = fn;
-	p->flags = flags;
-	if ((err = djp_probe_attach(p, NULL))) {
-		djp_point_free(p->point);
-		free(p->pattern);
-		free(p);
-		return err;
-	}
-	next_internal_id--;
-	p->next = djp_probes;
-	djp_probes = p;
-	*id = p->id;
-	return 0;
-}
-
-int djp__internal_probe_drop(int id)
-{
-	DJP_LOCK_HELD();
-	int err;
-	for (struct djp_probe **pp = &djp_probes; *pp; pp = &(*pp)->next)
-		if ((*pp)->id == id) {
-			struct djp_probe *p = *pp;
-			if ((err = djp_probe_detach(id)))
-				return err;
-			*pp = p->next;
-			free(p->pattern);
-			djp_point_free(p->point);
-			free(p);
-			return 0;
-		}
-	return -ENOENT;
-}
-
 DJP_API int djp_disconnect(int id)
 {
 	struct djp_probe **pp, *p = NULL;
@@ -304,4 +241,18 @@ DJP_API int djp_disconnect(int id)
 out:
 	djp_engine_lock_release();
 	return err < 0 ? fail(err) : 0;
+}
+
+int djp__sites_foreach(djp_site_visit_fn fn, void *ctx)
+{
+	int err;
+	djp_engine_lock_take();
+	err = djp_engine_init_locked();
+	if (!err)
+		err = djp_objects_refresh();
+	for (struct djp_object *o = djp_objects; !err && o; o = o->next)
+		for (size_t i = 0; !err && i < o->nsites; i++)
+			err = fn(ctx, o->sites[i].id, o->path, o->sites[i].addr, o->sites[i].m);
+	djp_engine_lock_release();
+	return err;
 }

@@ -38,14 +38,12 @@ int djp__point_parse(const char *pattern, struct djp_point **out);
 void djp_point_free(struct djp_point *pt);
 bool djp_point_is_return(const struct djp_point *pt);
 
-/* objects.c.  For the agent: visit every site of every loaded object (the
+/* engine.c.  For the agent: visit every site of every loaded object (the
  * registry is refreshed first; the engine lock is held during the walk, so
  * `fn` must not call djp_connect).  A non-zero return from fn stops the
- * walk and is returned. */
-typedef int (*djp_site_visit_fn)(void *ctx, uint32_t id, const char *object, uintptr_t addr,
-				 const struct djp_marker_info *m);
+ * walk and is returned (djp_site_visit_fn: kernel/site.h). */
 int djp__sites_foreach(djp_site_visit_fn fn, void *ctx);
-/* For the agent: from now on, fn is called for every site of each object
+/* objects.c.  For the agent: from now on, fn is called for every site of each object
  * the engine reads, under the engine lock and before any of those sites can
  * be armed (the marker log is written there).  One watcher; NULL removes it. */
 void djp__sites_watch(djp_site_visit_fn fn, void *ctx);

@@ -11,7 +11,8 @@
  * not hold the bytes the file says (another patcher was first) keeps those
  * sites out of reach (state unknown = never armed).  Once the stack walker
  * is prepared, every refresh also brings its call-frame tables in step
- * with the list (kernel/unwind.c).
+ * with the list: it asks to be told (djp_objects_on_refresh), so that the
+ * registry below it names no stack walker (kernel/unwind.c).
  *
  * Objects that are gone from the list are dropped; the dlclose hook
  * (dlhooks.c) disarms the sites of every object that may go before the
@@ -31,10 +32,9 @@
 #include <unistd.h>
 
 #include "kernel/arming.h"
-#include "kernel/engine.h"
 #include "kernel/lock.h"
-#include "kernel/probes.h"
-#include "kernel/unwind.h"
+#include "lib/func_params.h"
+#include "lib/func_symbols.h"
 #include "lib/mapped_file.h"
 
 struct seen_obj {
@@ -48,6 +48,7 @@ struct scan {
 	size_t n, cap;
 };
 
+struct djp_object *djp_objects;
 static uint32_t next_site_id = 1;
 
 /* The objects mapped when the library's constructor ran. */
@@ -166,10 +167,23 @@ static struct djp_object *object_load(const char *name, uintptr_t bias, uintptr_
 	return o;
 }
 
+/* What instruction probes read of its code (kernel/points.c). */
+static void object_code_free(struct djp_object *o)
+{
+	if (o->funcs)
+		djp_funcs_free(o->funcs);
+	o->funcs = NULL;
+	djp_branch_map_free(&o->map);
+	o->map_ok = false;
+	if (o->params)
+		djp_params_close(o->params);
+	o->params = NULL;
+}
+
 static void object_free(struct djp_object *o)
 {
 	/* Handler lists are NULL: the object's sites were disarmed first. */
-	djp_point_object_free(o);
+	object_code_free(o);
 	if (o->markers)
 		djp_marker_list_free(o->markers);
 	free(o->sites);
@@ -187,6 +201,14 @@ void djp__sites_watch(djp_site_visit_fn fn, void *ctx)
 	watch_fn = fn;
 	watch_ctx = ctx;
 	djp_engine_lock_release();
+}
+
+static void (*refreshed)(void);
+
+void djp_objects_on_refresh(void (*fn)(void))
+{
+	DJP_LOCK_HELD();
+	refreshed = fn;
 }
 
 uint32_t djp_site_id_next(void)
@@ -257,7 +279,8 @@ int djp_objects_refresh(void)
 	for (size_t i = 0; i < sc.n; i++)
 		free(sc.v[i].name);
 	free(sc.v);
-	djp_unwind_objects_changed(); /* the stack walker's tables */
+	if (refreshed)
+		refreshed(); /* the stack walker's tables (kernel/unwind.c) */
 	return err;
 }
 
@@ -268,18 +291,4 @@ struct djp_site *djp_site_by_id(uint32_t id)
 			if (o->sites[i].id == id)
 				return &o->sites[i];
 	return NULL;
-}
-
-int djp__sites_foreach(djp_site_visit_fn fn, void *ctx)
-{
-	int err;
-	djp_engine_lock_take();
-	err = djp_engine_init_locked();
-	if (!err)
-		err = djp_objects_refresh();
-	for (struct djp_object *o = djp_objects; !err && o; o = o->next)
-		for (size_t i = 0; !err && i < o->nsites; i++)
-			err = fn(ctx, o->sites[i].id, o->path, o->sites[i].addr, o->sites[i].m);
-	djp_engine_lock_release();
-	return err;
 }

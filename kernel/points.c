@@ -73,18 +73,6 @@ void djp_point_free(struct djp_point *pt)
 	free(pt);
 }
 
-void djp_point_object_free(struct djp_object *o)
-{
-	if (o->funcs)
-		djp_funcs_free(o->funcs);
-	o->funcs = NULL;
-	djp_branch_map_free(&o->map);
-	o->map_ok = false;
-	if (o->params)
-		djp_params_close(o->params);
-	o->params = NULL;
-}
-
 bool djp_point_is_return(const struct djp_point *pt)
 {
 	return pt && pt->retprobe;
@@ -902,33 +890,25 @@ static char *dup_or_null(const char *s, int *err)
 	return d;
 }
 
-DJP_API int djp_connect_at(const struct djp_point_opts *where, djp_handler_fn fn, void *data, unsigned flags)
+int djp__point_make(const struct djp_point_opts *where, struct djp_point **out)
 {
 	struct djp_point_opts o = { 0 };
 	struct djp_point *pt;
-	int err = 0, id;
+	int err = 0;
 
-	if (!where || where->sz < offsetof(struct djp_point_opts, object)) {
-		errno = EINVAL;
+	if (!where || where->sz < offsetof(struct djp_point_opts, object))
 		return -EINVAL;
-	}
 	/* a caller built against a later version: what we do not know must
 	 * be zero (libbpf's OPTS_VALID) */
 	for (size_t i = sizeof(o); i < where->sz; i++)
-		if (((const uint8_t *)where)[i]) {
-			errno = EINVAL;
+		if (((const uint8_t *)where)[i])
 			return -EINVAL;
-		}
 	memcpy(&o, where, where->sz < sizeof(o) ? where->sz : sizeof(o));
 	/* exactly one of func, line, addr; offset and retprobe with func */
-	if ((!!o.func + !!o.line + !!o.addr) != 1 || (o.offset && !o.func) || (o.retprobe && (!o.func || o.offset))) {
-		errno = EINVAL;
+	if ((!!o.func + !!o.line + !!o.addr) != 1 || (o.offset && !o.func) || (o.retprobe && (!o.func || o.offset)))
 		return -EINVAL;
-	}
-	if (!(pt = calloc(1, sizeof(*pt)))) {
-		errno = ENOMEM;
+	if (!(pt = calloc(1, sizeof(*pt))))
 		return -ENOMEM;
-	}
 	if (o.func)
 		err = point_set_func(pt, o.func, strlen(o.func));
 	pt->object = dup_or_null(o.object, &err);
@@ -938,9 +918,8 @@ DJP_API int djp_connect_at(const struct djp_point_opts *where, djp_handler_fn fn
 	pt->retprobe = o.retprobe;
 	if (err) {
 		djp_point_free(pt);
-		errno = -err;
 		return err;
 	}
-	id = djp__connect(NULL, fn, data, flags, &(struct djp_connect_opts){ .point = pt });
-	return id;
+	*out = pt;
+	return 0;
 }

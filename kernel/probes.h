@@ -25,22 +25,18 @@ struct djp_probe {
 	struct djp_probe *next;
 };
 
+/* attach.c: every probe connected, the engine's own included. */
 extern struct djp_probe *djp_probes;
 
-/* engine.c.  A new list for site `s`: `l`'s handlers without probe
+/* attach.c.  A new list for site `s`: `l`'s handlers without probe
  * `remove_id`, plus `add` (either may be NULL / -1), sealed; NULL when it
  * would be empty or on ENOMEM. */
 struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const struct djp_probe *add, int remove_id,
 				       const struct djp_site *s);
-/* Everything the first connect sets up (text writer, signals, sync,
- * trampolines); lock held.  djp_engine_ready: it was, successfully. */
+/* engine.c.  Everything the first connect sets up (text writer, signals,
+ * sync, trampolines); lock held.  djp_engine_ready: it was, successfully. */
 int djp_engine_init_locked(void);
 bool djp_engine_ready(void);
-/* A probe of the engine's own, kept while return probes are connected
- * (pending: objects loaded later get it too): 0 and its id in *id (below
- * -1), or -errno.  djp__internal_probe_drop takes it away. */
-int djp__internal_probe(struct djp_point *pt, djp_handler_fn fn, unsigned flags, int *id);
-int djp__internal_probe_drop(int id);
 
 /* The one attach and detach path (attach.c).  Attach gives the probe
  * every matching site it does not carry, outside closing objects;
@@ -59,6 +55,11 @@ int djp_site_vec_push(struct site_vec *sv, struct djp_site *s);
 bool djp_site_carries(const struct djp_site *s, int id);
 int djp_change_probe(struct site_vec *sv, const struct djp_probe *add, int remove_id);
 int djp_objects_detach(struct djp_object *const *objs, size_t nobjs);
+/* A probe of the engine's own, kept while return probes are connected
+ * (pending: objects loaded later get it too): 0 and its id in *id (below
+ * -1), or -errno.  djp__internal_probe_drop takes it away. */
+int djp__internal_probe(struct djp_point *pt, djp_handler_fn fn, unsigned flags, int *id);
+int djp__internal_probe_drop(int id);
 
 /* retake.c: the sites given up to another tool's breakpoint whose bytes
  * are the file's again, the other tool gone: each given its own list
@@ -71,12 +72,13 @@ int djp_sites_retake(void);
  * object an attach looks at; attach gives it their sites (made the first
  * time a point is resolved). */
 int djp_point_attach(const struct djp_probe *p, size_t *matched);
+/* djp_connect_at's points, checked and made: 0 and *out, -EINVAL or
+ * -ENOMEM. */
+int djp__point_make(const struct djp_point_opts *where, struct djp_point **out);
 /* An idle SDT probe's 1-byte nop, about to be armed: widen the site to the
  * run of instructions a jump may cover from it, where the rules allow
  * (once a site; nothing changes when they do not). */
 void djp_sdt_widen(struct djp_site *s);
-/* An object goes: its symbol table too (objects.c). */
-void djp_point_object_free(struct djp_object *o);
 /* Give every entry site of sv a return site (once a site). */
 int djp_ret_sites(struct site_vec *sv);
 

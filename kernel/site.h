@@ -186,7 +186,13 @@ int djp_objects_refresh(void);
  * the next process-wide site id. */
 void djp_object_add(struct djp_object *o);
 uint32_t djp_site_id_next(void);
+/* fn is called at the end of every refresh from now on (one; lock held):
+ * the stack walker's tables follow the registry. */
+void djp_objects_on_refresh(void (*fn)(void));
 struct djp_site *djp_site_by_id(uint32_t id);
+/* What the registry tells a client of each site (kernel/engine.h). */
+typedef int (*djp_site_visit_fn)(void *ctx, uint32_t id, const char *object, uintptr_t addr,
+				 const struct djp_marker_info *m);
 
 /* The site a hit is at. */
 static inline struct djp_site *djp__hit_site(const struct djp_hit *hit)

@@ -242,11 +242,11 @@ bool djp_unwind_prepared(void)
 	return prepared;
 }
 
-void djp_unwind_objects_changed(void)
+/* The registry refreshed (kernel/objects.c tells once prepared). */
+static void objects_changed(void)
 {
 	DJP_LOCK_HELD();
-	if (prepared)
-		uw_sync();
+	uw_sync();
 }
 
 int djp_unwind_prepare_locked(void)
@@ -256,6 +256,7 @@ int djp_unwind_prepare_locked(void)
 	if (err)
 		return err;
 	prepared = true;
+	djp_objects_on_refresh(objects_changed);
 	err = djp_objects_refresh(); /* which brings the tables in step too */
 	err2 = uw_sync();	     /* nothing to do, unless that ran short */
 	return err ? err : err2;
