@@ -177,19 +177,22 @@ struct djp_object {
 	struct djp_object *parent;
 };
 
-/* objects.c: the registry of loaded objects and their sites, and
- * djp_objects_refresh, which brings it in step with the loader's list
- * (lock held). */
+/* objects.c: the registry of loaded objects and their sites (lock held).
+ * An object read from its file (NULL on ENOMEM; no sites when it cannot
+ * be read), and freed once its sites are disarmed. */
 extern struct djp_object *djp_objects;
-int djp_objects_refresh(void);
+struct djp_object *djp_object_load(const char *name, uintptr_t bias, uintptr_t text, bool permanent);
+void djp_object_free(struct djp_object *o);
 /* Put a new object on the list (its sites announced to the watcher), and
  * the next process-wide site id. */
 void djp_object_add(struct djp_object *o);
 uint32_t djp_site_id_next(void);
-/* fn is called at the end of every refresh from now on (one; lock held):
- * the stack walker's tables follow the registry. */
-void djp_objects_on_refresh(void (*fn)(void));
 struct djp_site *djp_site_by_id(uint32_t id);
+/* refresh.c: bring the registry in step with the loader's list (lock
+ * held); and fn is called at the end of every refresh from now on (one):
+ * the stack walker's tables follow the registry. */
+int djp_objects_refresh(void);
+void djp_objects_on_refresh(void (*fn)(void));
 /* What the registry tells a client of each site (kernel/engine.h). */
 typedef int (*djp_site_visit_fn)(void *ctx, uint32_t id, const char *object, uintptr_t addr,
 				 const struct djp_marker_info *m);
