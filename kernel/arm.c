@@ -5,8 +5,9 @@
  * djprobe.ko runs too (kernel/apply_steps.c); these are user space's steps.
  *
  * Step 1: decide.  No handlers: idle.  Some handler forced int3, the site is
- *         shorter than a jump (an SDT probe's 1-byte nop), or no trampoline
- *         is in reach: int3.  Otherwise a jump, to the full trampoline if
+ *         shorter than a jump (an SDT probe's 1-byte nop that the attach
+ *         code could not widen: kernel/attach.c), or no trampoline is in
+ *         reach: int3.  Otherwise a jump, to the full trampoline if
  *         any handler may touch vector state, else to the lean one; to
  *         their variant that puts %rsp and %rbp in the view if a handler
  *         walks the stack (DJP__STACK) and the arguments do not read them:
@@ -43,7 +44,8 @@
 #include <unistd.h>
 
 #include "kernel/apply_steps.h"
-#include "kernel/engine.h"
+#include "kernel/arming.h"
+#include "kernel/lock.h"
 #include "kernel/rcu.h"
 #include "lib/addr_sorted.h"
 #include "lib/sysops.h"
@@ -218,11 +220,6 @@ static int batch_decide(void *ctx)
 	struct djp_site **sites = b->sites;
 
 	for (size_t i = 0; i < b->n; i++) {
-		/* an SDT probe's nop, armed for the first time: a jump over it
-		 * and what follows, where that may be */
-		if (sites[i]->state == SITE_IDLE && b->new_lists[i] && sites[i]->m->from_sdt && sites[i]->len == 1 &&
-		    !sites[i]->widen_tried)
-			djp_sdt_widen(sites[i]);
 		desired_state(sites[i], b->new_lists[i], &b->state[i], &b->flavour[i]);
 		if (b->state[i] == SITE_JUMP && arch_flavour(b->flavour[i]) == DJP_FULL &&
 		    vector_use(sites[i]->obj) == DJP_VEC_OTHER)
@@ -445,6 +442,7 @@ static const struct djp_apply_ops batch_ops = {
 
 int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_list **new_lists)
 {
+	DJP_LOCK_HELD();
 	struct batch b = { .sites = sites, .n = n, .new_lists = new_lists };
 	int err;
 
@@ -479,6 +477,7 @@ int djp_sites_apply(struct djp_site **sites, size_t n, const struct djp_handler_
  */
 void djp_sites_forget(struct djp_object *o)
 {
+	DJP_LOCK_HELD();
 	struct djp_handler_list **old = calloc(o->nsites ? o->nsites : 1, sizeof(*old));
 	struct djp_trap_table *t;
 	bool retired = false;
@@ -524,7 +523,8 @@ void djp_sites_forget(struct djp_object *o)
  * its hits lost while the other tool holds it (each site given up is
  * counted, and `djp` reports it).  Once its bytes are the file's again, the
  * other tool gone, it is retaken: the same list applied again, an
- * ordinary batch (djp_sites_retake).  A batch that arms it meanwhile finds
+ * ordinary batch (djp_sites_retake, kernel/retake.c, above the attach
+ * code: this file decides no list).  A batch that arms it meanwhile finds
  * the foreign int3 (-EBUSY) while it lasts.
  *
  * The agent looks every 100 ms.  The bytes are read so that a fault cannot
@@ -724,28 +724,26 @@ static void yield_lost_int3s(size_t *given)
 
 int djp_sites_yield_to_foreign_traps(void)
 {
+	DJP_LOCK_HELD();
 	size_t given = 0;
 	int err = yield_jumps(&given);
 	yield_lost_int3s(&given);
 	return err ? err : (int)given;
 }
 
-int djp_sites_retake(void)
+size_t djp_sites_yielded_whole(struct djp_site ***out)
 {
+	DJP_LOCK_HELD();
 	struct djp_site **idle;
 	uint8_t(*bytes)[DJP_SITE_MAX_LEN];
 	bool *ok;
-	size_t nidle = sites_in(SITE_IDLE, &idle, &bytes, &ok);
-	struct site_vec sv = { 0 };
-	int err = 0;
+	size_t nidle = sites_in(SITE_IDLE, &idle, &bytes, &ok), n = 0;
 
-	for (size_t i = 0; i < nidle && !err; i++)
+	for (size_t i = 0; i < nidle; i++)
 		if (ok[i] && !memcmp(bytes[i], idle[i]->orig, idle[i]->len))
-			err = djp_site_vec_push(&sv, idle[i]);
-	if (!err) /* each its own list again (no probe has id -1): the batch arms them */
-		err = djp_change_probe(&sv, NULL, -1);
-	sites_in_free(idle, bytes, ok);
-	free(sv.v);
-	/* taken again meanwhile, or a thread blocks SIGTRAP now: next time */
-	return err == -EBUSY || err == -EDEADLK ? 0 : err;
+			idle[n++] = idle[i];
+	free(bytes);
+	free(ok);
+	*out = idle;
+	return n;
 }

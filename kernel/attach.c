@@ -21,9 +21,37 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "kernel/arming.h"
 #include "kernel/engine.h"
+#include "kernel/hit.h"
+#include "kernel/lock.h"
+#include "kernel/probes.h"
 #include "lib/marker_match.h"
+
+struct djp_probe *djp_probes;
+
+struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const struct djp_probe *add, int remove_id,
+				       const struct djp_site *s)
+{
+	unsigned n = l ? l->n : 0, k = 0;
+	struct djp_handler_list *nl = malloc(sizeof(*nl) + (n + 1) * sizeof(nl->h[0]));
+	if (!nl)
+		return NULL;
+	for (unsigned i = 0; i < n; i++)
+		if (l->h[i].probe_id != remove_id)
+			nl->h[k++] = l->h[i];
+	if (add)
+		nl->h[k++] = (struct djp_handler){ add->fn, add->data, add->flags, add->id, add->plan };
+	nl->n = k;
+	if (!k) {
+		free(nl);
+		return NULL;
+	}
+	djp_list_seal(nl, s);
+	return nl;
+}
 
 int djp_site_vec_push(struct site_vec *sv, struct djp_site *s)
 {
@@ -49,6 +77,7 @@ bool djp_site_carries(const struct djp_site *s, int id)
 /* Give each site its list with `add` added or `remove_id` gone. */
 int djp_change_probe(struct site_vec *sv, const struct djp_probe *add, int remove_id)
 {
+	DJP_LOCK_HELD();
 	const struct djp_handler_list **lists;
 	int err = 0;
 	if (!sv->n)
@@ -62,6 +91,12 @@ int djp_change_probe(struct site_vec *sv, const struct djp_probe *add, int remov
 		if (!lists[i] && (add || (cur && (cur->n > 1 || !djp_site_carries(sv->v[i], remove_id)))))
 			err = -ENOMEM;
 	}
+	/* an SDT probe's nop, armed for the first time: a jump over it and
+	 * what follows, where that may be (before the batch decides) */
+	for (size_t i = 0; i < sv->n && !err; i++)
+		if (lists[i] && sv->v[i]->state == SITE_IDLE && sv->v[i]->m->from_sdt && sv->v[i]->len == 1 &&
+		    !sv->v[i]->widen_tried)
+			djp_sdt_widen(sv->v[i]);
 	if (!err)
 		err = djp_sites_apply(sv->v, sv->n, lists); /* owns the lists from here */
 	else
@@ -73,6 +108,7 @@ int djp_change_probe(struct site_vec *sv, const struct djp_probe *add, int remov
 
 int djp_probe_attach(const struct djp_probe *p, size_t *matched)
 {
+	DJP_LOCK_HELD();
 	struct site_vec sv = { 0 };
 	size_t closing = 0;
 	int err = 0;
@@ -98,6 +134,7 @@ int djp_probe_attach(const struct djp_probe *p, size_t *matched)
 
 int djp_probes_attach_all(void)
 {
+	DJP_LOCK_HELD();
 	int first = 0;
 	for (struct djp_probe *p = djp_probes; p; p = p->next) {
 		int err = djp_probe_attach(p, NULL);
@@ -108,6 +145,7 @@ int djp_probes_attach_all(void)
 
 int djp_probe_detach(int id)
 {
+	DJP_LOCK_HELD();
 	struct site_vec sv = { 0 };
 	int err = 0;
 	for (struct djp_object *o = djp_objects; o && !err; o = o->next)
@@ -122,6 +160,7 @@ int djp_probe_detach(int id)
 
 int djp_objects_detach(struct djp_object *const *objs, size_t nobjs)
 {
+	DJP_LOCK_HELD();
 	struct site_vec sv = { 0 };
 	const struct djp_handler_list **empty;
 	int err = 0;
@@ -138,4 +177,53 @@ int djp_objects_detach(struct djp_object *const *objs, size_t nobjs)
 	}
 	free(sv.v);
 	return err;
+}
+
+/* The engine's own probes get ids below -1 (-1 means none to
+ * djp_list_make), out of the way of the caller's. */
+static int next_internal_id = -2;
+
+int djp__internal_probe(struct djp_point *pt, djp_handler_fn fn, unsigned flags, int *id)
+{
+	DJP_LOCK_HELD();
+	struct djp_probe *p = calloc(1, sizeof(*p));
+	int err;
+	if (!p || !(p->pattern = strdup(""))) {
+		free(p);
+		djp_point_free(pt);
+		return -ENOMEM;
+	}
+	p->point = pt;
+	p->id = next_internal_id;
+	p->fn = fn;
+	p->flags = flags;
+	if ((err = djp_probe_attach(p, NULL))) {
+		djp_point_free(p->point);
+		free(p->pattern);
+		free(p);
+		return err;
+	}
+	next_internal_id--;
+	p->next = djp_probes;
+	djp_probes = p;
+	*id = p->id;
+	return 0;
+}
+
+int djp__internal_probe_drop(int id)
+{
+	DJP_LOCK_HELD();
+	int err;
+	for (struct djp_probe **pp = &djp_probes; *pp; pp = &(*pp)->next)
+		if ((*pp)->id == id) {
+			struct djp_probe *p = *pp;
+			if ((err = djp_probe_detach(id)))
+				return err;
+			*pp = p->next;
+			free(p->pattern);
+			djp_point_free(p->point);
+			free(p);
+			return 0;
+		}
+	return -ENOENT;
 }

@@ -43,7 +43,7 @@
 #include <unwind.h>
 
 #include "arch/x86/arch.h"
-#include "kernel/engine.h"
+#include "kernel/hit.h"
 
 /* Frames between this function and the trampoline: the handler's calls,
  * and the dispatcher's when the list runs through it. */

@@ -35,7 +35,9 @@
  * must not use a vector or x87 register in this file. */
 #pragma GCC target("general-regs-only")
 
+#include "kernel/arming.h"
 #include "kernel/engine.h"
+#include "kernel/hit.h"
 #include "kernel/hit_args.h"
 #include "kernel/rcu.h"
 

@@ -22,7 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel/arming.h"
 #include "kernel/engine.h"
+#include "kernel/hit.h"
+#include "kernel/interpose.h"
+#include "kernel/lock.h"
+#include "kernel/probes.h"
 #include "kernel/unwind.h"
 #include "lib/real_signal.h"
 
@@ -65,6 +70,7 @@ void djp__engine_check_foreign_traps(void)
 /* Give every probe the sites it matches but does not carry.  Lock held. */
 static void reattach_all(void)
 {
+	DJP_LOCK_HELD();
 	background(djp_objects_refresh());
 	background(djp_probes_attach_all());
 }

@@ -1,10 +1,11 @@
 /*
  * The engine's front door: djp_connect and djp_disconnect.
  *
- * One global lock (the kernel's text_mutex and kprobe_mutex in one)
- * serialises every change of probes and text.  The first connect
- * initialises everything (text writer, SIGTRAP handler, trampolines, sync)
- * so nothing has to be called first, linked or preloaded alike.
+ * One global lock (the kernel's text_mutex and kprobe_mutex in one:
+ * kernel/lock.c) serialises every change of probes and text.  The first
+ * connect initialises everything (text writer, SIGTRAP handler,
+ * trampolines, sync) so nothing has to be called first, linked or
+ * preloaded alike.
  *
  * connect: refresh the registry of loaded objects, find every site whose
  * marker name matches the glob, and give each a new handler list with the
@@ -22,42 +23,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel/arming.h"
 #include "kernel/engine.h"
+#include "kernel/hit.h"
+#include "kernel/interpose.h"
+#include "kernel/lock.h"
+#include "kernel/probes.h"
 #include "kernel/rcu.h"
-
-pthread_mutex_t djp_engine_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Set while this thread holds (or is taking) the engine lock: a signal
- * handler that interrupted it and calls connect or disconnect gets -EDEADLK
- * instead of waiting on a lock its own thread holds.  Set before the lock
- * is taken and cleared after it is released, so no moment of holding it is
- * unmarked (at worst a handler in those instants is refused needlessly). */
-static __thread volatile sig_atomic_t engine_lock_mine;
-
-void djp_engine_lock_take(void)
-{
-	engine_lock_mine = 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	pthread_mutex_lock(&djp_engine_lock);
-}
-
-void djp_engine_lock_release(void)
-{
-	pthread_mutex_unlock(&djp_engine_lock);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	engine_lock_mine = 0;
-}
 
 /* The public entries refuse, rather than deadlock, from a handler or from a
  * signal handler that interrupted this thread inside the engine. */
 static bool engine_busy_here(void)
 {
-	if (engine_lock_mine)
+	if (djp_engine_lock_mine)
 		return true;
 	/* inside a handler, unless it was left by a jump (kernel/rcu.c) */
 	return djp_in_handler() && !djp_rcu_recover(0);
 }
-struct djp_object *djp_objects;
-struct djp_probe *djp_probes;
 static int next_probe_id;
 static atomic_int ready;
 static int init_err;
@@ -116,6 +98,7 @@ static void fork_child(void)
 /* Called with the lock held. */
 int djp_engine_init_locked(void)
 {
+	DJP_LOCK_HELD();
 	int err;
 	if (atomic_load(&ready))
 		return init_err;
@@ -146,27 +129,6 @@ int djp_engine_init_locked(void)
 	return 0;
 }
 
-struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const struct djp_probe *add, int remove_id,
-				       const struct djp_site *s)
-{
-	unsigned n = l ? l->n : 0, k = 0;
-	struct djp_handler_list *nl = malloc(sizeof(*nl) + (n + 1) * sizeof(nl->h[0]));
-	if (!nl)
-		return NULL;
-	for (unsigned i = 0; i < n; i++)
-		if (l->h[i].probe_id != remove_id)
-			nl->h[k++] = l->h[i];
-	if (add)
-		nl->h[k++] = (struct djp_handler){ add->fn, add->data, add->flags, add->id, add->plan };
-	nl->n = k;
-	if (!k) {
-		free(nl);
-		return NULL;
-	}
-	djp_list_seal(nl, s);
-	return nl;
-}
-
 static int fail(int err)
 {
 	errno = -err;
@@ -176,6 +138,15 @@ static int fail(int err)
 DJP_API int djp_connect(const char *pattern, djp_handler_fn fn, void *data, unsigned flags)
 {
 	return djp__connect(pattern, fn, data, flags, NULL);
+}
+
+DJP_API int djp_connect_at(const struct djp_point_opts *where, djp_handler_fn fn, void *data, unsigned flags)
+{
+	struct djp_point *pt;
+	int err = djp__point_make(where, &pt);
+	if (err)
+		return fail(err);
+	return djp__connect(NULL, fn, data, flags, &(struct djp_connect_opts){ .point = pt });
 }
 
 int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned flags,
@@ -230,7 +201,7 @@ int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned fl
 	p = NULL;
 	err = djp_probes->id;
 out:
-	if (p) { /* under the lock: see engine_lock_mine */
+	if (p) { /* under the lock: see kernel/lock.c */
 		if (counted)
 			djp_ret_probes_changed(-1);
 		free(p->pattern);
@@ -240,53 +211,6 @@ out:
 	free(p);
 	djp_engine_lock_release();
 	return err < 0 ? fail(err) : err;
-}
-
-/* The engine's own probes get ids below -1 (-1 means none to
- * djp_list_make), out of the way of the caller's. */
-static int next_internal_id = -2;
-
-int djp__internal_probe(struct djp_point *pt, djp_handler_fn fn, unsigned flags, int *id)
-{
-	struct djp_probe *p = calloc(1, sizeof(*p));
-	int err;
-	if (!p || !(p->pattern = strdup(""))) {
-		free(p);
-		djp_point_free(pt);
-		return -ENOMEM;
-	}
-	p->point = pt;
-	p->id = next_internal_id;
-	p->fn = fn;
-	p->flags = flags;
-	if ((err = djp_probe_attach(p, NULL))) {
-		djp_point_free(p->point);
-		free(p->pattern);
-		free(p);
-		return err;
-	}
-	next_internal_id--;
-	p->next = djp_probes;
-	djp_probes = p;
-	*id = p->id;
-	return 0;
-}
-
-int djp__internal_probe_drop(int id)
-{
-	int err;
-	for (struct djp_probe **pp = &djp_probes; *pp; pp = &(*pp)->next)
-		if ((*pp)->id == id) {
-			struct djp_probe *p = *pp;
-			if ((err = djp_probe_detach(id)))
-				return err;
-			*pp = p->next;
-			free(p->pattern);
-			djp_point_free(p->point);
-			free(p);
-			return 0;
-		}
-	return -ENOENT;
 }
 
 DJP_API int djp_disconnect(int id)
@@ -317,4 +241,18 @@ DJP_API int djp_disconnect(int id)
 out:
 	djp_engine_lock_release();
 	return err < 0 ? fail(err) : 0;
+}
+
+int djp__sites_foreach(djp_site_visit_fn fn, void *ctx)
+{
+	int err;
+	djp_engine_lock_take();
+	err = djp_engine_init_locked();
+	if (!err)
+		err = djp_objects_refresh();
+	for (struct djp_object *o = djp_objects; !err && o; o = o->next)
+		for (size_t i = 0; !err && i < o->nsites; i++)
+			err = fn(ctx, o->sites[i].id, o->path, o->sites[i].addr, o->sites[i].m);
+	djp_engine_lock_release();
+	return err;
 }

@@ -15,21 +15,21 @@
  *
  * The signal is a reserved real-time one (SIGRTMAX-3 unless DJP_SIGNAL, or
  * its older name DJP_FREEZE_SIGNAL, names another), kept unblockable like
- * SIGTRAP (kernel/sigmask.c).  SA_RESTART, so that a read or a futex wait
- * without a timeout it lands in is restarted; it is sent only to a thread
+ * SIGTRAP.  Its number is kernel/sigmask.c's, where the senders (rcu.c,
+ * threads_check.c) ask for it too: the handler here answers for them, and
+ * sits above them.  SA_RESTART, so that a read or a futex wait without a
+ * timeout it lands in is restarted; it is sent only to a thread
  * found inside a section long after it should have left.
  */
 #include <errno.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
 #include <ucontext.h>
 
+#include "kernel/arming.h"
 #include "kernel/engine.h"
 #include "kernel/rcu.h"
 #include "lib/real_signal.h"
-
-static int engine_sig;
 
 static void engine_signal_handler(int sig, siginfo_t *info, void *ucv)
 {
@@ -44,24 +44,11 @@ static void engine_signal_handler(int sig, siginfo_t *info, void *ucv)
 	errno = saved_errno;
 }
 
-/* Known before init too: sigprocmask must keep it unblocked from the start. */
-int djp_engine_signal(void)
-{
-	if (!engine_sig) {
-		const char *env = getenv("DJP_SIGNAL");
-		int sig;
-		if (!env)
-			env = getenv("DJP_FREEZE_SIGNAL");
-		sig = env ? atoi(env) : SIGRTMAX - 3;
-		engine_sig = sig >= SIGRTMIN && sig <= SIGRTMAX ? sig : -1;
-	}
-	return engine_sig > 0 ? engine_sig : 0;
-}
-
 int djp_engine_signal_init(void)
 {
 	struct sigaction sa;
-	if (!djp_engine_signal())
+	int engine_sig = djp_engine_signal();
+	if (!engine_sig)
 		return -EINVAL;
 	djp_keep_open(engine_sig); /* also inside a forwarded handler */
 	memset(&sa, 0, sizeof(sa));

@@ -56,6 +56,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include "kernel/arming.h"
 #include "kernel/engine.h"
 
 /* how long a busy range is waited for, in naps between freezes, before

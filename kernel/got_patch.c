@@ -47,7 +47,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "kernel/engine.h"
+#include "kernel/interpose.h"
 
 /* Our interposers, by their hidden names (kernel/sigmask.c,
  * kernel/dlhooks.c): the exported names would resolve to libc's here. */

@@ -7,7 +7,7 @@
 #ifndef DJP_KERNEL_HIT_ARGS_H
 #define DJP_KERNEL_HIT_ARGS_H
 
-#include "kernel/engine.h"
+#include "kernel/hit.h"
 
 /* A load of `size` bytes, without a memcpy call. */
 static inline uint64_t load_sized(uintptr_t addr, unsigned size)

@@ -1,96 +1,33 @@
 /*
  * The marker registry: which objects are loaded and which sites they have.
  *
- * dl_iterate_phdr lists the loaded objects with their load bias; each new
- * one is read with the marker reader (lib/markers.h, no DWARF) from its file
+ * Each object the loader lists (kernel/refresh.c) is read with the marker
+ * reader (lib/markers.h, no DWARF) from its file
  * (the main program through /proc/self/exe), and gets one struct djp_site
  * per marker: the site's runtime address, a shadow copy of its original
  * bytes taken from the file's record (`66 0f 1f 44 00 00`, or `90` for an
  * SDT probe), a process-wide id, and state idle.  The shadow is checked
  * against memory when the object is first seen: an object whose sites do
  * not hold the bytes the file says (another patcher was first) keeps those
- * sites out of reach (state unknown = never armed).  Once the stack walker
- * is prepared, every refresh also brings its call-frame tables in step
- * with the list (kernel/unwind.c).
- *
- * Objects that are gone from the list are dropped; the dlclose hook
- * (dlhooks.c) disarms the sites of every object that may go before the
- * loader unmaps anything, and keeps them out of every batch until it is
- * done (`closing`).  One unloaded without the hook seeing it (glibc's own
- * dlclose of an NSS module) is forgotten without a text write: its text is
- * gone.  Objects loaded before the library's constructor ran (the program
- * and what it needs) are `permanent`: no dlclose unloads them.  Sites live
- * as long as their object; the trampolines they used are never unmapped
- * (tramp_pool.c).
+ * sites out of reach (state unknown = never armed).  Objects loaded before
+ * the library's constructor ran (the program and what it needs) are
+ * `permanent`: no dlclose unloads them.  Sites live as long as their
+ * object; the trampolines they used are never unmapped (tramp_pool.c).
  */
 #include <errno.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "kernel/engine.h"
-#include "kernel/unwind.h"
+#include "kernel/arming.h"
+#include "kernel/lock.h"
+#include "lib/func_params.h"
+#include "lib/func_symbols.h"
 #include "lib/mapped_file.h"
 
-struct seen_obj {
-	char *name;
-	uintptr_t bias;
-	uintptr_t text; /* an address of its executable segment */
-};
-
-struct scan {
-	struct seen_obj *v;
-	size_t n, cap;
-};
-
+struct djp_object *djp_objects;
 static uint32_t next_site_id = 1;
-
-/* The objects mapped when the library's constructor ran. */
-static struct scan startup;
-static int collect(struct dl_phdr_info *info, size_t size, void *arg);
-
-__attribute__((constructor)) static void note_startup_objects(void)
-{
-	dl_iterate_phdr(collect, &startup);
-}
-
-static bool at_startup(const char *name, uintptr_t bias)
-{
-	for (size_t i = 0; i < startup.n; i++)
-		if (startup.v[i].bias == bias && !strcmp(startup.v[i].name, name))
-			return true;
-	return false;
-}
-
-static int collect(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct scan *sc = arg;
-	const char *name = info->dlpi_name;
-	int has_exec = 0;
-	uintptr_t text = 0;
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum && !has_exec; i++)
-		if (info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X)) {
-			has_exec = 1;
-			text = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
-		}
-	if (!has_exec || !name || strstr(name, "linux-vdso") || strstr(name, "linux-gate"))
-		return 0;
-	if (sc->n == sc->cap) {
-		void *v = realloc(sc->v, (sc->cap = sc->cap ? 2 * sc->cap : 32) * sizeof(*sc->v));
-		if (!v)
-			return 1;
-		sc->v = v;
-	}
-	sc->v[sc->n].name = strdup(name[0] ? name : "/proc/self/exe");
-	sc->v[sc->n].bias = info->dlpi_addr;
-	sc->v[sc->n].text = text;
-	if (sc->v[sc->n].name)
-		sc->n++;
-	return 0;
-}
 
 /* The file to read for the object whose code is mapped at `text`: the
  * main program through /proc/self/exe; a library by its path only while
@@ -106,7 +43,7 @@ static char *object_file(const char *name, uintptr_t text)
 	return strdup(file);
 }
 
-static struct djp_object *object_load(const char *name, uintptr_t bias, uintptr_t text)
+struct djp_object *djp_object_load(const char *name, uintptr_t bias, uintptr_t text, bool permanent)
 {
 	char path[4096], err[512];
 	struct djp_object *o = calloc(1, sizeof(*o));
@@ -121,7 +58,7 @@ static struct djp_object *object_load(const char *name, uintptr_t bias, uintptr_
 	o->file = object_file(name, text);
 	o->bias = bias;
 	o->vec_use = -1;
-	o->permanent = at_startup(name, bias);
+	o->permanent = permanent;
 	o->is_main = !strcmp(name, "/proc/self/exe");
 	if (!o->path || !o->file ||
 	    djp_markers_read_file(o->file, DJP_READ_NO_DWARF, &o->markers, err, sizeof(err))) {
@@ -163,10 +100,23 @@ static struct djp_object *object_load(const char *name, uintptr_t bias, uintptr_
 	return o;
 }
 
-static void object_free(struct djp_object *o)
+/* What instruction probes read of its code (kernel/points.c). */
+static void object_code_free(struct djp_object *o)
+{
+	if (o->funcs)
+		djp_funcs_free(o->funcs);
+	o->funcs = NULL;
+	djp_branch_map_free(&o->map);
+	o->map_ok = false;
+	if (o->params)
+		djp_params_close(o->params);
+	o->params = NULL;
+}
+
+void djp_object_free(struct djp_object *o)
 {
 	/* Handler lists are NULL: the object's sites were disarmed first. */
-	djp_point_object_free(o);
+	object_code_free(o);
 	if (o->markers)
 		djp_marker_list_free(o->markers);
 	free(o->sites);
@@ -193,67 +143,11 @@ uint32_t djp_site_id_next(void)
 
 void djp_object_add(struct djp_object *o)
 {
+	DJP_LOCK_HELD();
 	o->next = djp_objects;
 	djp_objects = o;
 	for (size_t k = 0; watch_fn && k < o->nsites; k++)
 		watch_fn(watch_ctx, o->sites[k].id, o->path, o->sites[k].addr, o->sites[k].m);
-}
-
-int djp_objects_refresh(void)
-{
-	struct scan sc = { 0 };
-	struct djp_object **pp;
-	int err = 0;
-
-	dl_iterate_phdr(collect, &sc);
-	for (struct djp_object *o = djp_objects; o; o = o->next)
-		o->seen = false;
-	for (size_t i = 0; i < sc.n; i++) {
-		struct djp_object *o;
-		char path[4096];
-		const char *want = sc.v[i].name;
-		ssize_t n;
-		if (!strcmp(want, "/proc/self/exe") && (n = readlink(want, path, sizeof(path) - 1)) > 0) {
-			path[n] = 0;
-			want = path;
-		}
-		for (o = djp_objects; o; o = o->next)
-			if (!o->parent && o->bias == sc.v[i].bias && !strcmp(o->path, want))
-				break;
-		if (!o) {
-			if (!(o = object_load(sc.v[i].name, sc.v[i].bias, sc.v[i].text))) {
-				err = -ENOMEM;
-				continue;
-			}
-			djp_object_add(o);
-		}
-		o->seen = true;
-	}
-	/* Point objects (kernel/points.c) are where their code is. */
-	for (struct djp_object *o = djp_objects; o; o = o->next)
-		if (o->parent)
-			o->seen = o->parent->seen;
-	/* Objects that are gone: nothing of theirs is mapped now.  One a
-	 * dlclose is still closing stays until that dlclose is done with it. */
-	for (pp = &djp_objects; *pp;) {
-		struct djp_object *o = *pp;
-		int armed = 0;
-		if (o->seen || o->closing) {
-			pp = &o->next;
-			continue;
-		}
-		for (size_t i = 0; i < o->nsites; i++)
-			armed |= o->sites[i].state != SITE_IDLE;
-		if (armed)
-			djp_sites_forget(o);
-		*pp = o->next;
-		object_free(o);
-	}
-	for (size_t i = 0; i < sc.n; i++)
-		free(sc.v[i].name);
-	free(sc.v);
-	djp_unwind_objects_changed(); /* the stack walker's tables */
-	return err;
 }
 
 struct djp_site *djp_site_by_id(uint32_t id)
@@ -263,18 +157,4 @@ struct djp_site *djp_site_by_id(uint32_t id)
 			if (o->sites[i].id == id)
 				return &o->sites[i];
 	return NULL;
-}
-
-int djp__sites_foreach(djp_site_visit_fn fn, void *ctx)
-{
-	int err;
-	djp_engine_lock_take();
-	err = djp_engine_init_locked();
-	if (!err)
-		err = djp_objects_refresh();
-	for (struct djp_object *o = djp_objects; !err && o; o = o->next)
-		for (size_t i = 0; !err && i < o->nsites; i++)
-			err = fn(ctx, o->sites[i].id, o->path, o->sites[i].addr, o->sites[i].m);
-	djp_engine_lock_release();
-	return err;
 }

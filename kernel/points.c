@@ -42,6 +42,8 @@
 #include <string.h>
 
 #include "kernel/engine.h"
+#include "kernel/lock.h"
+#include "kernel/probes.h"
 #include "lib/func_params.h"
 #include "lib/func_source.h"
 #include "lib/func_symbols.h"
@@ -67,18 +69,6 @@ void djp_point_free(struct djp_point *pt)
 	free(pt->glob);
 	free(pt->line);
 	free(pt);
-}
-
-void djp_point_object_free(struct djp_object *o)
-{
-	if (o->funcs)
-		djp_funcs_free(o->funcs);
-	o->funcs = NULL;
-	djp_branch_map_free(&o->map);
-	o->map_ok = false;
-	if (o->params)
-		djp_params_close(o->params);
-	o->params = NULL;
 }
 
 bool djp_point_is_return(const struct djp_point *pt)
@@ -641,6 +631,7 @@ static int resolve_in(struct resolve *r)
 
 int djp_point_attach(const struct djp_probe *p, size_t *matched)
 {
+	DJP_LOCK_HELD();
 	struct site_vec sv = { 0 };
 	struct resolve r = { .pt = p->point, .p = p, .sv = &sv, .ascending = true };
 	int err = 0;
@@ -758,6 +749,7 @@ enomem:
 
 int djp_ret_sites(struct site_vec *sv)
 {
+	DJP_LOCK_HELD();
 	int err = 0;
 	for (size_t i = 0; i < sv->n && !err; i++)
 		if (!sv->v[i]->ret)
@@ -780,6 +772,7 @@ int djp_ret_sites(struct site_vec *sv)
  */
 void djp_sdt_widen(struct djp_site *s)
 {
+	DJP_LOCK_HELD();
 	struct djp_object *o = s->obj;
 	struct resolve r = { .o = o };
 	const struct djp_func *f;
@@ -895,33 +888,25 @@ static char *dup_or_null(const char *s, int *err)
 	return d;
 }
 
-DJP_API int djp_connect_at(const struct djp_point_opts *where, djp_handler_fn fn, void *data, unsigned flags)
+int djp__point_make(const struct djp_point_opts *where, struct djp_point **out)
 {
 	struct djp_point_opts o = { 0 };
 	struct djp_point *pt;
-	int err = 0, id;
+	int err = 0;
 
-	if (!where || where->sz < offsetof(struct djp_point_opts, object)) {
-		errno = EINVAL;
+	if (!where || where->sz < offsetof(struct djp_point_opts, object))
 		return -EINVAL;
-	}
 	/* a caller built against a later version: what we do not know must
 	 * be zero (libbpf's OPTS_VALID) */
 	for (size_t i = sizeof(o); i < where->sz; i++)
-		if (((const uint8_t *)where)[i]) {
-			errno = EINVAL;
+		if (((const uint8_t *)where)[i])
 			return -EINVAL;
-		}
 	memcpy(&o, where, where->sz < sizeof(o) ? where->sz : sizeof(o));
 	/* exactly one of func, line, addr; offset and retprobe with func */
-	if ((!!o.func + !!o.line + !!o.addr) != 1 || (o.offset && !o.func) || (o.retprobe && (!o.func || o.offset))) {
-		errno = EINVAL;
+	if ((!!o.func + !!o.line + !!o.addr) != 1 || (o.offset && !o.func) || (o.retprobe && (!o.func || o.offset)))
 		return -EINVAL;
-	}
-	if (!(pt = calloc(1, sizeof(*pt)))) {
-		errno = ENOMEM;
+	if (!(pt = calloc(1, sizeof(*pt))))
 		return -ENOMEM;
-	}
 	if (o.func)
 		err = point_set_func(pt, o.func, strlen(o.func));
 	pt->object = dup_or_null(o.object, &err);
@@ -931,9 +916,8 @@ DJP_API int djp_connect_at(const struct djp_point_opts *where, djp_handler_fn fn
 	pt->retprobe = o.retprobe;
 	if (err) {
 		djp_point_free(pt);
-		errno = -err;
 		return err;
 	}
-	id = djp__connect(NULL, fn, data, flags, &(struct djp_connect_opts){ .point = pt });
-	return id;
+	*out = pt;
+	return 0;
 }

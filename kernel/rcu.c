@@ -102,6 +102,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "kernel/arming.h"
 #include "kernel/engine.h"
 #include "kernel/rcu.h"
 

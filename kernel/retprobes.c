@@ -64,7 +64,10 @@
 #include <unistd.h>
 
 #include "kernel/engine.h"
+#include "kernel/hit.h"
 #include "kernel/hit_args.h"
+#include "kernel/lock.h"
+#include "kernel/probes.h"
 #include "kernel/rcu.h"
 
 /* One pending return: where its address was, what it was, whose return
@@ -341,6 +344,7 @@ static void hooks_drop(void)
 
 int djp_ret_probes_changed(int delta)
 {
+	DJP_LOCK_HELD();
 	int err = 0;
 	if (delta > 0 && !nreturn_probes) {
 		for (size_t i = 0; i < NHOOKS && !err; i++) {
@@ -363,6 +367,7 @@ int djp_ret_probes_changed(int delta)
 
 int djp_ret_attach(struct site_vec *sv, const struct djp_probe *p)
 {
+	DJP_LOCK_HELD();
 	struct site_vec rv = { 0 };
 	/* an int3 entry when the probe asks for one */
 	struct djp_probe hook = { .id = p->id,

@@ -75,7 +75,9 @@
 #include <stdint.h>
 #include <ucontext.h>
 
+#include "kernel/arming.h"
 #include "kernel/engine.h"
+#include "kernel/interpose.h"
 #include "lib/real_signal.h"
 #include "lib/ring.h"
 

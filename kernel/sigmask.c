@@ -31,8 +31,26 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernel/engine.h"
+#include "kernel/arming.h"
+#include "kernel/interpose.h"
 #include "lib/real_signal.h"
+
+static int engine_sig;
+
+/* The engine's signal (kernel/engine_signal.c), known before init too:
+ * sigprocmask must keep it unblocked from the start. */
+int djp_engine_signal(void)
+{
+	if (!engine_sig) {
+		const char *env = getenv("DJP_SIGNAL");
+		int sig;
+		if (!env)
+			env = getenv("DJP_FREEZE_SIGNAL");
+		sig = env ? atoi(env) : SIGRTMAX - 3;
+		engine_sig = sig >= SIGRTMIN && sig <= SIGRTMAX ? sig : -1;
+	}
+	return engine_sig > 0 ? engine_sig : 0;
+}
 
 /* What no handler's sa_mask may block: the engine's signals. */
 static void clean_engine(sigset_t *set)

@@ -48,7 +48,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "kernel/engine.h"
+#include "kernel/arming.h"
 #include "lib/sysops.h"
 
 static int use_membarrier;

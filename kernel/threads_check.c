@@ -58,6 +58,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdatomic.h>
@@ -71,7 +72,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "kernel/engine.h"
+#include "kernel/arming.h"
 
 #define ROUNDS 20	       /* asks before a busy range gives up its jump */
 #define ANSWER_NS 200000000L   /* a round waits this long for every thread */

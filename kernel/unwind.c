@@ -94,6 +94,9 @@
 #include <unistd.h>
 
 #include "kernel/engine.h"
+#include "kernel/hit.h"
+#include "kernel/lock.h"
+#include "kernel/probes.h"
 #include "kernel/rcu.h"
 #include "kernel/unwind.h"
 
@@ -243,18 +246,21 @@ bool djp_unwind_prepared(void)
 	return prepared;
 }
 
-void djp_unwind_objects_changed(void)
+/* The registry refreshed (kernel/objects.c tells once prepared). */
+static void objects_changed(void)
 {
-	if (prepared)
-		uw_sync();
+	DJP_LOCK_HELD();
+	uw_sync();
 }
 
 int djp_unwind_prepare_locked(void)
 {
+	DJP_LOCK_HELD();
 	int err = djp_engine_init_locked(), err2;
 	if (err)
 		return err;
 	prepared = true;
+	djp_objects_on_refresh(objects_changed);
 	err = djp_objects_refresh(); /* which brings the tables in step too */
 	err2 = uw_sync();	     /* nothing to do, unless that ran short */
 	return err ? err : err2;

@@ -40,7 +40,7 @@ int djp_unwind_prepare_locked(void);
  * hit's view has them at an int3 probe; an instruction probe's has all
  * but %rip, which is djp_hit_site(hit); a jump-armed marker's has %rsp and
  * %rbp when the marker's arguments read them, or when the handler was
- * connected with DJP__STACK (kernel/engine.h; unwind.c says more).
+ * connected with DJP__STACK (kernel/site.h; unwind.c says more).
  *
  * Call it from a handler (inside the engine's read-side section, which
  * keeps the tables alive while objects come and go), or where no object
@@ -48,10 +48,9 @@ int djp_unwind_prepare_locked(void);
  */
 unsigned djp__unwind(const struct djp_regs *regs, uint64_t *pcs, unsigned max);
 
-/* objects.c, lock held: the objects changed; bring the tables in step
- * (nothing before the first prepare).  dlhooks.c: whether a dlopen must
- * refresh the objects for the tables' sake (prepared, lock held). */
-void djp_unwind_objects_changed(void);
+/* dlhooks.c: whether a dlopen must refresh the objects for the tables'
+ * sake (prepared, lock held; from then on every refresh of the registry
+ * brings the tables in step). */
 bool djp_unwind_prepared(void);
 
 /* Tests: the table covering runtime address pc (and its load bias), or

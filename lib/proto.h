@@ -100,6 +100,33 @@
  * TABLES (a u32 plan index follows the flags' fields), no event each */
 #define DJP_CONNECT_AGG 16u
 
+/* The agent's bounds, which the tool keeps to before it asks: the bytes of
+ * a CONNECT pattern, the probes of a session, and the ring region of a
+ * RING (slots, bytes a slot, bytes in all). */
+#define DJP_AGENT_PATTERN_MAX 256
+#define DJP_AGENT_MAX_PROBES 64
+#define DJP_AGENT_MAX_SLOTS 4096u
+#define DJP_AGENT_MAX_RING (256ull << 20)
+#define DJP_AGENT_MAX_REGION (64ull << 30)
+/* The pcs a DJP_CONNECT_USTACK event carries at most (DJP_EVF_USTACK):
+ * SystemTap's MAXBACKTRACE. */
+#define DJP_RECORDER_STACK_DEPTH 20
+
+/* The environment of a launched command (`djp trace -c`), which the tool
+ * sets and the agent reads: DJP_AGENT=0 disables the agent;
+ * DJP_AGENT_TOOL names the abstract socket of the tool waiting for the
+ * command; DJP_AGENT_TOOL_PID is the pid of the process that is the command
+ * itself (run without a shell), which dials in whatever probes it has,
+ * none included; DJP_AGENT_TIMEOUT bounds, in seconds, how long the
+ * command's constructor waits for the first configuration (default
+ * DJP_AGENT_DEFAULT_TIMEOUT), and the tool waits that long and more for
+ * it to dial in. */
+#define DJP_AGENT_ENV "DJP_AGENT"
+#define DJP_AGENT_TOOL_ENV "DJP_AGENT_TOOL"
+#define DJP_AGENT_TOOL_PID_ENV "DJP_AGENT_TOOL_PID"
+#define DJP_AGENT_TIMEOUT_ENV "DJP_AGENT_TIMEOUT"
+#define DJP_AGENT_DEFAULT_TIMEOUT 5
+
 enum djp_msg_type {
 	/* requests (tool to agent) */
 	DJP_MSG_HELLO = 1,

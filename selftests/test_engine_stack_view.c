@@ -21,6 +21,7 @@
 #include "djprobe/djprobe.h"
 #include "harness.h"
 #include "kernel/engine.h"
+#include "kernel/hit.h"
 #include "vec_site.h"
 
 /* void sv_site(void): %rbp = ++sv_count, %rsp kept in sv_sp, then the

@@ -19,6 +19,7 @@
 #include "djprobe/djprobe.h"
 #include "djprobe/marker.h"
 #include "harness.h"
+#include "kernel/arming.h"
 #include "kernel/engine.h"
 #include "lib/real_signal.h"
 #include "lib/ring.h"

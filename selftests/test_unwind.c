@@ -18,6 +18,7 @@
 #include "djprobe/marker.h"
 #include "harness.h"
 #include "kernel/engine.h"
+#include "kernel/probes.h"
 #include "kernel/unwind.h"
 #include "lib/unwind_table.h"
 

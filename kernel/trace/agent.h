@@ -19,23 +19,8 @@
 #include "lib/ptrace_perm.h"
 
 #define DJP_AGENT_MAX_SESSIONS 8
-#define DJP_AGENT_MAX_PROBES 64
-#define DJP_AGENT_PATTERN_MAX 256
-/* Bounds on the ring region a tool may ask for. */
-#define DJP_AGENT_MAX_SLOTS 4096u
-#define DJP_AGENT_MAX_RING (256ull << 20)
-#define DJP_AGENT_MAX_REGION (64ull << 30)
-/* Environment: DJP_AGENT=0 disables the agent; DJP_AGENT_TOOL names the
- * abstract socket of a `djp trace -c` waiting for its command; and
- * DJP_AGENT_TIMEOUT bounds, in seconds, how long the command's constructor
- * waits for the first configuration (default 5). */
-#define DJP_AGENT_ENV "DJP_AGENT"
-#define DJP_AGENT_TOOL_ENV "DJP_AGENT_TOOL"
-/* The pid of the process that is the command itself (run without a
- * shell): it dials in whatever probes it has, none included. */
-#define DJP_AGENT_TOOL_PID_ENV "DJP_AGENT_TOOL_PID"
-#define DJP_AGENT_TIMEOUT_ENV "DJP_AGENT_TIMEOUT"
-#define DJP_AGENT_DEFAULT_TIMEOUT 5
+/* DJP_AGENT_MAX_PROBES, DJP_AGENT_PATTERN_MAX, the ring bounds and the
+ * environment of a launch are the tool's too: lib/proto.h. */
 
 struct djp_agent_session {
 	int fd;

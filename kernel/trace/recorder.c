@@ -218,7 +218,7 @@ FAST_ENTRY(2)
 FAST_ENTRY(3)
 FAST_ENTRY(4)
 
-/* The fast entry's plan (kernel/engine.h): the recorder asks for one at
+/* The fast entry's plan (kernel/site.h): the recorder asks for one at
  * connect, so the engine never has to know it. */
 static djp_fast_entry_fn recorder_plan(void *data, const struct djp_site *s, struct djp_fast_plan *plan)
 {

@@ -11,14 +11,11 @@
 #include <stdint.h>
 
 #include "djprobe/djprobe.h"
+#include "lib/proto.h"
 #include "lib/ring.h"
 
 /* Marker ids below this have their own lost-event counter. */
 #define DJP_RECORDER_MAX_IDS 65536u
-
-/* The deepest user stack the stack handler records: SystemTap's
- * MAXBACKTRACE. */
-#define DJP_RECORDER_STACK_DEPTH 20
 
 /* djp_recorder_connect's flags: keep a pattern that matches nothing yet
  * for objects loaded later; record the user stack with each hit (a

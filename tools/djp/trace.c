@@ -37,8 +37,8 @@
 #include <time.h>
 
 #include "commands.h"
-#include "kernel/trace/agent.h"
 #include "lib/escape.h"
+#include "lib/proto.h"
 #include "line_out.h"
 #include "tools/djp/session/session.h"
 #include "trace.h"

@@ -41,9 +41,9 @@
 #include <unistd.h>
 #include <wordexp.h>
 
-#include "kernel/trace/agent.h"
 #include "lib/agent_addr.h"
 #include "lib/escape.h"
+#include "lib/proto.h"
 #include "lib/ptrace_perm.h"
 #include "tools/djp/attach/inject.h"
 #include "tools/djp/session/session.h"

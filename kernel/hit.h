@@ -1,0 +1,38 @@
+/*
+ * What runs at a hit: the dispatch of a site's handlers (kernel/dispatch.c)
+ * and what a handler may ask of the hit's registers (kernel/callee_saved.c).
+ */
+#ifndef DJP_KERNEL_HIT_H
+#define DJP_KERNEL_HIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernel/site.h"
+
+/* dispatch.c */
+void djp_dispatch_lean(struct djp_hit *hit);
+void djp_dispatch_full(struct djp_hit *hit);
+void djp_trap_probe(struct djp_hit *hit);
+bool djp_in_handler(void);
+/* Fill in l->lean, l->full and l->prefetch (and l->plan, l->wants_prefetch)
+ * from the handlers of a new list for site `s` (djp_list_make does). */
+void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s);
+
+/* callee_saved.c: an instruction probe's %rbx, %rbp or %r12-%r15 (DWARF
+ * number) at a lean hit, from where the handler's frames keep them; 0
+ * when a frame on the way has no call-frame information.  _prepare sets
+ * up the unwinder outside any handler (connect time). */
+uint64_t djp_callee_saved_reg(const struct djp_hit *hit, int dwarf_reg);
+void djp_callee_saved_prepare(void);
+
+/* retprobes.c: the value argument i had at the entry of the call whose
+ * return handlers run on this thread now (DJP_LOC_SAVED); 0 elsewhere. */
+uint64_t djp_ret_saved(unsigned i);
+/* The return address that the stack word at `slot` held before this
+ * thread's call there was diverted (it holds djp_ret_tramp's now), or 0
+ * when no pending return of the thread has that slot: for a stack walk
+ * in a handler.  Async-signal-safe. */
+uintptr_t djp_ret_diverted(uintptr_t slot);
+
+#endif

@@ -1,0 +1,97 @@
+/*
+ * Probes: what decides which handler list each site gets.  A probe is a
+ * pattern (or an instruction probe's points) and a handler; attaching it
+ * finds its sites and gives each a list with it added (kernel/attach.c),
+ * which the batch mechanism (kernel/arming.h) then arms.  Instruction
+ * probes (points.c) and return probes (retprobes.c) make sites of their
+ * own first.  Everything here runs with the engine lock held.
+ */
+#ifndef DJP_KERNEL_PROBES_H
+#define DJP_KERNEL_PROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernel/site.h"
+
+struct djp_probe {
+	int id;
+	char *pattern;
+	djp_fast_plan_fn plan;
+	djp_handler_fn fn;
+	void *data;
+	unsigned flags;
+	struct djp_point *point; /* an instruction probe's points, or NULL */
+	struct djp_probe *next;
+};
+
+/* attach.c: every probe connected, the engine's own included. */
+extern struct djp_probe *djp_probes;
+
+/* attach.c.  A new list for site `s`: `l`'s handlers without probe
+ * `remove_id`, plus `add` (either may be NULL / -1), sealed; NULL when it
+ * would be empty or on ENOMEM. */
+struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const struct djp_probe *add, int remove_id,
+				       const struct djp_site *s);
+/* engine.c.  Everything the first connect sets up (text writer, signals,
+ * sync, trampolines); lock held.  djp_engine_ready: it was, successfully. */
+int djp_engine_init_locked(void);
+bool djp_engine_ready(void);
+
+/* The one attach and detach path (attach.c).  Attach gives the probe
+ * every matching site it does not carry, outside closing objects;
+ * `*matched` (if not NULL) counts the matches, closing ones included. */
+int djp_probe_attach(const struct djp_probe *p, size_t *matched);
+int djp_probes_attach_all(void);
+int djp_probe_detach(int id);
+/* The pieces of an attach, for points.c: a vector of sites, and giving
+ * each of them its list with `add` added or `remove_id` gone (one batch). */
+struct site_vec {
+	struct djp_site **v;
+	size_t n, cap;
+};
+int djp_site_vec_push(struct site_vec *sv, struct djp_site *s);
+/* Does the site's handler list hold probe `id`? */
+bool djp_site_carries(const struct djp_site *s, int id);
+int djp_change_probe(struct site_vec *sv, const struct djp_probe *add, int remove_id);
+int djp_objects_detach(struct djp_object *const *objs, size_t nobjs);
+/* A probe of the engine's own, kept while return probes are connected
+ * (pending: objects loaded later get it too): 0 and its id in *id (below
+ * -1), or -errno.  djp__internal_probe_drop takes it away. */
+int djp__internal_probe(struct djp_point *pt, djp_handler_fn fn, unsigned flags, int *id);
+int djp__internal_probe_drop(int id);
+
+/* retake.c: the sites given up to another tool's breakpoint whose bytes
+ * are the file's again, the other tool gone: each given its own list
+ * again, which arms it (one batch).  0 or -errno; a batch refused for a
+ * site taken again meanwhile or a thread that blocks SIGTRAP is tried at
+ * the next look. */
+int djp_sites_retake(void);
+
+/* points.c: instruction probes.  A probe's points, resolved again in every
+ * object an attach looks at; attach gives it their sites (made the first
+ * time a point is resolved). */
+int djp_point_attach(const struct djp_probe *p, size_t *matched);
+/* djp_connect_at's points, checked and made: 0 and *out, -EINVAL or
+ * -ENOMEM. */
+int djp__point_make(const struct djp_point_opts *where, struct djp_point **out);
+/* An idle SDT probe's 1-byte nop, about to be armed: widen the site to the
+ * run of instructions a jump may cover from it, where the rules allow
+ * (once a site; nothing changes when they do not). */
+void djp_sdt_widen(struct djp_site *s);
+/* Give every entry site of sv a return site (once a site). */
+int djp_ret_sites(struct site_vec *sv);
+
+/* retprobes.c: return probes.  djp_ret_attach gives probe p the entry
+ * sites of sv (function entries that do not carry it yet): their return
+ * sites (made by points.c's djp_ret_sites) get p's handler, the entries
+ * the hook that diverts their returns; one batch each, undone together.
+ * djp_ret_probes_changed keeps the unwinder's hooks (retprobes.c) while
+ * any return probe is connected. */
+int djp_ret_attach(struct site_vec *sv, const struct djp_probe *p);
+int djp_ret_probes_changed(int delta);
+/* The return trampoline's entry (arch/x86/ret_tramp.S): a `ret` of a
+ * diverted call lands there. */
+extern char djp_ret_tramp[];
+
+#endif
