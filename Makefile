@@ -51,7 +51,7 @@ LIB_CFLAGS := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -DDJP_BUILDING_LIB
 CFLAGS ?=
 LDLIBS_LIB := -lelf -ldw -lZydis -lpthread -ldl
 
-LIB_SRCS := $(sort $(wildcard lib/*.c kernel/*.c kernel/trace/*.c arch/x86/*.c))
+LIB_SRCS := $(sort $(wildcard lib/*.c kernel/*.c kernel/agent/*.c arch/x86/*.c))
 LIB_ASM := $(sort $(wildcard arch/x86/*.S))
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o) $(LIB_ASM:%.S=$(O)/%.o)
 # The library's version, here only: the shared library's file name and

@@ -30,7 +30,7 @@
 
 #include "djprobe/djprobe.h"
 #include "djprobe/marker.h"
-#include "kernel/trace/recorder.h"
+#include "kernel/agent/recorder.h"
 #include "lib/ring.h"
 #include "bench/bench.h"
 #include "bench/drain_remote.h"

@@ -8,7 +8,7 @@
  * the full one the only handler or djp_run_full_list, and for a lean
  * trampoline that prefetches the arguments the only handler's fast entry,
  * where it registered one (djp__connect's plan: the recorder does, for
- * kernel/trace/recorder.c).  They call
+ * kernel/agent/recorder.c).  They call
  * djp_dispatch_lean or djp_dispatch_full only when the fast path does not
  * apply: a thread not registered yet, or one already inside a handler of
  * ours (or that left one by a jump: kernel/rcu.c).  The SIGTRAP handler calls djp_trap_probe for every hit.

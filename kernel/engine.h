@@ -1,6 +1,6 @@
 /*
  * The engine as its clients inside the library see it (the recorder, the
- * aggregation, the agent: kernel/trace/), beside the public API of
+ * aggregation, the agent: kernel/agent/), beside the public API of
  * <djprobe/djprobe.h>: connecting with what only they may ask for, the
  * registry's sites, the agent's periodic look, the freezer, the library's
  * own threads.  The one engine header a client includes (with

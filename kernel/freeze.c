@@ -47,7 +47,7 @@
  * one window left, as short as the writes.  A session that ends without
  * its tool (it died) has no freezer: its disarming is refused like any
  * batch in such a process, and retried until the threads stop blocking
- * SIGTRAP (kernel/trace/agent.c): the jumps stay, whole, and harmless.  A
+ * SIGTRAP (kernel/agent/agent.c): the jumps stay, whole, and harmless.  A
  * freezer that cannot stop them (no tool, or it did not answer in time)
  * refuses the batch the same way: nothing written.
  */

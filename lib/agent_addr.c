@@ -15,7 +15,7 @@
  * The listening socket with the pid's prefix whose inode the target itself
  * holds is its agent's; any other socket with that prefix is someone
  * else's, and ignored.  The tool then checks with SO_PEERCRED that the
- * process it reached is the target (kernel/trace/agent.c and lib/ptrace_perm.c
+ * process it reached is the target (kernel/agent/agent.c and lib/ptrace_perm.c
  * decide whether the two may talk).
  */
 #include <dirent.h>

@@ -1,7 +1,7 @@
 /*
  * The tables region: per-marker lost-event counters and the per-thread
  * aggregation tables of a script's probes, in one shared memfd beside the
- * rings (kernel/trace/agg.c has the essay on the producer side,
+ * rings (kernel/agent/agg.c has the essay on the producer side,
  * tools/djp/session/agg_tables.c on the reader's).
  *
  * Layout (little-endian, offsets in bytes):

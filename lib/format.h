@@ -39,7 +39,7 @@ enum djp_fmt_length {
  * length modifier and the conversion character.  The one parser of a
  * conversion in the project: marker formats (djp_format_parse), scripts'
  * printf (tools/djp/script/run/print.c) and the recorder's string mask
- * (kernel/trace/recorder.c) all step through formats with it.
+ * (kernel/agent/recorder.c) all step through formats with it.
  */
 #define DJP_FMT_STAR (-2) /* width or precision '*': taken from an argument */
 #define DJP_FMT_NUM_MAX 32767
@@ -71,7 +71,7 @@ static inline int djp_format_num_(const char **p)
  * question: s->conv is whatever character came, 0 at the end of the string
  * (*p is then left on the NUL).  Inline and free of library calls, so that
  * the recorder compiles it for general registers only, as its hit path
- * must be (kernel/trace/recorder.c).
+ * must be (kernel/agent/recorder.c).
  */
 static inline void djp_format_spec(const char **p, struct djp_fmt_spec *s)
 {

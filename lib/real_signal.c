@@ -234,7 +234,7 @@ void djp_kept_forward(int sig, siginfo_t *info, void *uc)
 }
 
 /* On a probe's hit path (the ring's copy, the recorder's promise of
- * general registers only: kernel/trace/recorder.c): no libc but the
+ * general registers only: kernel/agent/recorder.c): no libc but the
  * system call, the kernel's 64-bit mask read as it is. */
 __attribute__((target("general-regs-only"))) bool djp_faults_blocked_now(void)
 {

@@ -15,7 +15,7 @@
 #include "djprobe/marker.h"
 #include "harness.h"
 #include "kernel/engine.h"
-#include "kernel/trace/agent.h"
+#include "kernel/agent/agent.h"
 #include "lib/markers.h"
 #include "lib/proto.h"
 #include "lib/sysops.h"

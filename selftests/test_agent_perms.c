@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 
 #include "harness.h"
-#include "kernel/trace/agent.h"
+#include "kernel/agent/agent.h"
 #include "test_trace_util.h"
 
 #define NOBODY 65534

@@ -8,7 +8,7 @@
  * what stopped it, within seconds, and the program runs on as if nothing
  * had happened: its own dlopen still works afterwards (the loader's lock
  * was not left held), and it exits 0.  Where the injection is safe (a
- * filter that allows every call of kernel/trace/agent_syscalls.c and kills
+ * filter that allows every call of kernel/agent/agent_syscalls.c and kills
  * on any other), it goes through and every event is counted.
  */
 #include <dirent.h>
@@ -175,7 +175,7 @@ TEST_TIMEOUT(inject_refuses_a_seccomp_filter_that_kills, 120)
 	}
 }
 
-/* A filter that allows exactly the calls of kernel/trace/agent_syscalls.c
+/* A filter that allows exactly the calls of kernel/agent/agent_syscalls.c
  * (and the program's own) and kills on any other: the injection, arming
  * (jumps, then int3), the trace and the disarming make no other call (a
  * thread stopped in nanosleep resumes it with restart_syscall, which the

@@ -1,6 +1,6 @@
 /*
  * Nothing lost: aggregation in the target (tools/djp/script/agg.c,
- * kernel/trace/agg.c), the rings' sizes (-s, -b, --buffer-size), and the
+ * kernel/agent/agg.c), the rings' sizes (-s, -b, --buffer-size), and the
  * lost events counted per marker and per probe.
  *
  * The target is trace_progs/agg_target.c: threads that hit two markers as

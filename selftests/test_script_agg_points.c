@@ -1,7 +1,7 @@
 /*
  * Nothing lost at function, return and statement points: a script that
  * only aggregates there is run in the target (tools/djp/script/agg.c,
- * kernel/trace/agg.c), with its context variables found by name at each
+ * kernel/agent/agg.c), with its context variables found by name at each
  * site ($v is the first parameter of one function and the second of
  * another; $return comes after a function's parameters), and values and
  * conditions that are expressions of them computed there.

@@ -1,7 +1,7 @@
 /* lib/format.c: marker formats parsed into fields and rendered back; the
  * recorder's reading of the same formats. */
 #include "harness.h"
-#include "kernel/trace/recorder.h"
+#include "kernel/agent/recorder.h"
 #include "lib/format.h"
 
 TEST(format_parses_named_fields)

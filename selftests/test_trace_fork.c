@@ -1,6 +1,6 @@
 /*
  * `djp trace` follows forks: a child of the traced process dials the tool
- * before its fork returns (FOLLOW, kernel/trace/agent.c), gets the same
+ * before its fork returns (FOLLOW, kernel/agent/agent.c), gets the same
  * probes in a ring of its own, and its events carry its pid.  Counted
  * exactly per process, under -c (the agent preloaded) and under -x (the
  * agent injected).

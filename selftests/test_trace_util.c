@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "kernel/trace/agent.h"
+#include "kernel/agent/agent.h"
 #include "test_trace_util.h"
 #include "lib/agent_addr.h"
 

@@ -179,11 +179,11 @@ CHECK_DEPS += $(USYM_TARGET) $(TRACE_PROGS_DIR)/libusym_caller.so
 # The hostile injection tests' target (selftests/test_inject_hostile.c): it
 # takes the agent's list of system calls for its seccomp allow-list.
 HOSTILE_TARGET := $(TRACE_PROGS_DIR)/hostile_target
-$(HOSTILE_TARGET): selftests/trace_progs/hostile_target.c kernel/trace/agent_syscalls.c kernel/trace/agent_syscalls.h \
+$(HOSTILE_TARGET): selftests/trace_progs/hostile_target.c kernel/agent/agent_syscalls.c kernel/agent/agent_syscalls.h \
 		include/djprobe/marker.h | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ selftests/trace_progs/hostile_target.c kernel/trace/agent_syscalls.c \
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ selftests/trace_progs/hostile_target.c kernel/agent/agent_syscalls.c \
 		-lpthread -ldl -Wl,-z,now
 CHECK_DEPS += $(HOSTILE_TARGET)
 HOSTILE_PLUGIN := $(TRACE_PROGS_DIR)/libhostile_plugin.so

@@ -24,7 +24,7 @@
  * A 23-byte string takes 2.2-2.8 ns whatever its alignment (4.7-5.9 ns
  * when the head and the NUL's word went byte by byte).
  *
- * General registers only (the recorder's promise, kernel/trace/recorder.c),
+ * General registers only (the recorder's promise, kernel/agent/recorder.c),
  * and only call-clobbered ones.
  *
  *   uint64_t djp_arch_copy_str(char *dst, const char *src, uint64_t max);

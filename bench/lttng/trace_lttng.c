@@ -32,7 +32,7 @@
 #include "djprobe/marker.h"
 #include "bench/bench.h"
 #include "bench/drain_remote.h"
-#include "kernel/trace/recorder.h"
+#include "kernel/agent/recorder.h"
 #include "lib/ring.h"
 
 #define RUNS 7

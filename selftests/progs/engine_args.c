@@ -22,7 +22,7 @@
 #include "djprobe/djprobe.h"
 #include "djprobe/marker.h"
 #include "kernel/engine.h"
-#include "kernel/trace/recorder.h"
+#include "kernel/agent/recorder.h"
 #include "lib/markers.h"
 
 static int64_t got[12];

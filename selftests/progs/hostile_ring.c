@@ -32,7 +32,7 @@
 
 #include <djprobe/marker.h>
 
-#include "kernel/trace/recorder.h"
+#include "kernel/agent/recorder.h"
 
 #define NTHREADS 4
 

@@ -36,7 +36,7 @@
  *                   writable and executable.
  *   --seccomp-allow-list
  *                   a filter that allows the calls of
- *                   kernel/trace/agent_syscalls.c and the few this program
+ *                   kernel/agent/agent_syscalls.c and the few this program
  *                   makes, and kills the process on any other.
  *   --sleeper       a thread sleeps in nanosleep, for an hour at a time.
  *   --vfork         a thread vforks a child that sleeps until killed (the
@@ -85,7 +85,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "kernel/trace/agent_syscalls.h"
+#include "kernel/agent/agent_syscalls.h"
 
 #define MAX_INSNS 512
 

@@ -97,7 +97,7 @@
  * instruction would: the kernel runs seccomp after the tracer's syscall
  * entry stop, on the number the tracer left, so the usual -1 ("skip")
  * would meet an allow-list filter and kill the process.  getpid is one of
- * the agent's calls (kernel/trace/agent_syscalls.c), which the seccomp
+ * the agent's calls (kernel/agent/agent_syscalls.c), which the seccomp
  * check has let through. */
 #define SKIP_NR ((unsigned long)SYS_getpid)
 

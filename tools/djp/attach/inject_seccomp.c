@@ -12,7 +12,7 @@
  * read as each is stopped to be looked at (inject_threads.c), with
  * PTRACE_SECCOMP_GET_FILTER, which the kernel allows with CAP_SYS_ADMIN on
  * a stopped tracee, and run here, each on every call of
- * kernel/trace/agent_syscalls.c with the arguments listed there: a small
+ * kernel/agent/agent_syscalls.c with the arguments listed there: a small
  * interpreter of classic BPF over struct seccomp_data, with what the
  * kernel's seccomp_check_filter lets a filter use.  The kernel runs every
  * filter and keeps the strongest answer, so one filter that kills is
@@ -35,7 +35,7 @@
 #include <sys/ptrace.h>
 
 #include "tools/djp/attach/inject_target.h"
-#include "kernel/trace/agent_syscalls.h"
+#include "kernel/agent/agent_syscalls.h"
 
 #ifndef PTRACE_SECCOMP_GET_FILTER
 #define PTRACE_SECCOMP_GET_FILTER 0x420c

@@ -64,7 +64,7 @@ void inject_take_signal(struct target *t, int sig);
 
 /* inject_seccomp.c */
 /* 0 when thread tid (held) has no seccomp filter that would kill it or
- * send it SIGSYS for a call of kernel/trace/agent_syscalls.c; else -1 with
+ * send it SIGSYS for a call of kernel/agent/agent_syscalls.c; else -1 with
  * the reason in t->err.  Each thread's filters are read once. */
 int inject_seccomp_check(struct target *t, pid_t tid);
 

@@ -1,7 +1,7 @@
 /*
  * Aggregation in the target: the probes of a script that only count, sum
  * or feed statistics are run where they fire, and the tool merges what
- * they gathered (kernel/trace/agg.c is the target's half).
+ * they gathered (kernel/agent/agg.c is the target's half).
  *
  * Which probes.  A probe on markers, function, return and statement
  * points (not kernel ones, nor process(PID) ones) whose body is nothing
@@ -47,7 +47,7 @@
  * when it is connected, and `$fd` or `$return` may be a different
  * argument of each function: its plan names the variables instead (the
  * probe's context references, DJP_AGG_NAMED), and the target finds each
- * name at each site (kernel/trace/agg.c).  Merging, the name's plan
+ * name at each site (kernel/agent/agg.c).  Merging, the name's plan
  * argument goes back to where the entry's binding has that variable.  A
  * probe that reads no variable has a plain plan wherever it is.
  *

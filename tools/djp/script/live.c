@@ -24,7 +24,7 @@
  *        command that is still running, as `djp trace -c` does.
  *
  * Children of fork (and the program a -c wrapper execs) dial the tool as
- * they do for `djp trace` (FOLLOW, kernel/trace/agent.c): each gets a
+ * they do for `djp trace` (FOLLOW, kernel/agent/agent.c): each gets a
  * session with the script's globs, and next() hands out the sessions'
  * batches in turn, each event with its process's pid.
  *

@@ -1,7 +1,7 @@
 /*
  * Reading the tables region (lib/agg.h) that the agent of a traced
  * process writes: per-marker lost counters and the aggregation tables of
- * kernel/trace/agg.c.
+ * kernel/agent/agg.c.
  *
  * Nothing in the region is trusted.  The header is copied and checked
  * once, and every plan's geometry is computed here from the header's

@@ -4,7 +4,7 @@
  *
  * The tool listens on an abstract socket of its own and names it to each
  * agent (FOLLOW); an agent in a child of fork dials it before fork returns
- * there and waits for START (kernel/trace/agent.c).  A -c command's socket
+ * there and waits for START (kernel/agent/agent.c).  A -c command's socket
  * (launch_fd) keeps taking dial-ins too: a wrapper without probes leaves it
  * to the program it execs.  Each process that dials becomes a session of
  * its own, with the main session's ring options; the caller configures it

@@ -2,7 +2,7 @@
  * Getting a session with the agent of the traced process (session.h).
  *
  * -x PID: the agent of a running process listens on an abstract socket
- * "\0djprobe-agent-PID-TOKEN" (kernel/trace/agent.c), found through the process's
+ * "\0djprobe-agent-PID-TOKEN" (kernel/agent/agent.c), found through the process's
  * own descriptors (lib/agent_addr.c).  Before connecting, the process is
  * checked with kill(PID, 0), which tells "no such process" from "another
  * user's"; a refused connection means no agent.  After connecting, the peer's
@@ -15,7 +15,7 @@
  * the command with libdjprobe.so in LD_PRELOAD and the socket's name in
  * DJP_AGENT_TOOL, and waits for the command's agent to dial in; that agent's
  * constructor then waits until the tool sends START, so the probes are armed
- * before main (kernel/trace/agent_launch.c).  Like SystemTap's -c, a command that
+ * before main (kernel/agent/agent_launch.c).  Like SystemTap's -c, a command that
  * is a plain word list (wordexp without command substitution accepts it) is
  * run with execvp, so the traced process is the command itself; anything
  * else (pipes, redirections, ';') goes through /bin/sh -c, and the first

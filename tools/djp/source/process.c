@@ -45,7 +45,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "kernel/trace/agent.h"
+#include "kernel/agent/agent.h"
 #include "lib/escape.h"
 #include "lib/mapped_file.h"
 #include "lib/marker_match.h"

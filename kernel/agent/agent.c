@@ -89,7 +89,7 @@
 #include <unistd.h>
 
 #include "kernel/engine.h"
-#include "kernel/trace/agent.h"
+#include "kernel/agent/agent.h"
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static int start_err;

@@ -42,7 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kernel/trace/agent.h"
+#include "kernel/agent/agent.h"
 #include "lib/markers.h"
 
 static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -1,6 +1,6 @@
 /*
  * The recorder: the built-in lean probe handler that writes each hit into
- * the calling thread's ring (kernel/trace/recorder.c has the essay).  Used by the
+ * the calling thread's ring (kernel/agent/recorder.c has the essay).  Used by the
  * agent for every pattern a tool connects, and by the benchmark, which
  * connects it in-process through the same two calls.
  */
@@ -39,7 +39,7 @@ struct djp_recorder {
 	unsigned str_bound;	  /* %s bound, NUL included (0: the region's) */
 	uint32_t *lost_by_id;	  /* DJP_RECORDER_MAX_IDS counters, or NULL */
 	uint64_t lost_other;	  /* lost events of ids beyond the table */
-	/* the tables region's lost counters (kernel/trace/agg.c), once a
+	/* the tables region's lost counters (kernel/agent/agg.c), once a
 	 * session has one: counted there instead, where the tool reads them */
 	uint64_t *lost_shared;
 	/* string arguments by pattern, and by marker id as computed from

@@ -1,5 +1,5 @@
 /*
- * Aggregation where the probe fires (kernel/trace/agg.c has the essay):
+ * Aggregation where the probe fires (kernel/agent/agg.c has the essay):
  * a session's tables region (lib/agg.h), its per-marker lost counters,
  * and the handler that updates a thread's table at each hit of a probe a
  * script only aggregates.
@@ -8,7 +8,7 @@
 #define DJP_KERNEL_TRACE_AGG_H
 
 #include "djprobe/djprobe.h"
-#include "kernel/trace/recorder.h"
+#include "kernel/agent/recorder.h"
 #include "lib/agg.h"
 
 struct djp_agg;

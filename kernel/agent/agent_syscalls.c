@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
-#include "kernel/trace/agent_syscalls.h"
+#include "kernel/agent/agent_syscalls.h"
 
 #define S(n, ...) { SYS_##n, #n, { __VA_ARGS__ } }
 

@@ -73,7 +73,7 @@
 
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
-#include "kernel/trace/agg.h"
+#include "kernel/agent/agg.h"
 #include "lib/format.h"
 
 /* Entry i's words of a table at t. */

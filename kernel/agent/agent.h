@@ -1,6 +1,6 @@
 /*
  * The agent: the part of libdjprobe.so that lets the djp tool trace this
- * process (kernel/trace/agent.c has the essay).  Internal; never installed.
+ * process (kernel/agent/agent.c has the essay).  Internal; never installed.
  */
 #ifndef DJP_KERNEL_AGENT_H
 #define DJP_KERNEL_AGENT_H
@@ -12,8 +12,8 @@
 #include <sys/types.h>
 
 #include "djprobe/djprobe.h"
-#include "kernel/trace/agg.h"
-#include "kernel/trace/recorder.h"
+#include "kernel/agent/agg.h"
+#include "kernel/agent/recorder.h"
 #include "lib/agent_addr.h"
 #include "lib/proto.h"
 #include "lib/ptrace_perm.h"

@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kernel/trace/agent.h"
+#include "kernel/agent/agent.h"
 #include "kernel/engine.h"
 #include "lib/marker_log.h"
 #include "lib/marker_match.h"

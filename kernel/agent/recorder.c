@@ -78,7 +78,7 @@
 
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
-#include "kernel/trace/recorder.h"
+#include "kernel/agent/recorder.h"
 #include "kernel/unwind.h"
 #include "lib/agg.h"
 #include "lib/format.h"
