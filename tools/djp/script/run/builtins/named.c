@@ -26,40 +26,19 @@ static int64_t stopwatch(struct run *r, struct node *n, enum stopwatch_op op, in
 	return op == SW_READ ? v / unit : 0;
 }
 
-int64_t bi_start_stopwatch(struct run *r, struct node *n)
-{
-	return stopwatch(r, n, SW_START, 1);
-}
-
-int64_t bi_stop_stopwatch(struct run *r, struct node *n)
-{
-	return stopwatch(r, n, SW_STOP, 1);
-}
-
-int64_t bi_delete_stopwatch(struct run *r, struct node *n)
-{
-	return stopwatch(r, n, SW_DELETE, 1);
-}
-
-int64_t bi_read_stopwatch_s(struct run *r, struct node *n)
-{
-	return stopwatch(r, n, SW_READ, 1000000000);
-}
-
-int64_t bi_read_stopwatch_ms(struct run *r, struct node *n)
-{
-	return stopwatch(r, n, SW_READ, 1000000);
-}
-
-int64_t bi_read_stopwatch_us(struct run *r, struct node *n)
-{
-	return stopwatch(r, n, SW_READ, 1000);
-}
-
-int64_t bi_read_stopwatch_ns(struct run *r, struct node *n)
-{
-	return stopwatch(r, n, SW_READ, 1);
-}
+/* One built-in per operation and unit (stopwatch.stp's names). */
+#define STOPWATCH_BUILTIN(name, op, unit)                    \
+	int64_t bi_##name(struct run *r, struct node *n)     \
+	{                                                    \
+		return stopwatch(r, n, op, unit);            \
+	}
+STOPWATCH_BUILTIN(start_stopwatch, SW_START, 1)
+STOPWATCH_BUILTIN(stop_stopwatch, SW_STOP, 1)
+STOPWATCH_BUILTIN(delete_stopwatch, SW_DELETE, 1)
+STOPWATCH_BUILTIN(read_stopwatch_s, SW_READ, 1000000000)
+STOPWATCH_BUILTIN(read_stopwatch_ms, SW_READ, 1000000)
+STOPWATCH_BUILTIN(read_stopwatch_us, SW_READ, 1000)
+STOPWATCH_BUILTIN(read_stopwatch_ns, SW_READ, 1)
 
 /* a request's move through the queue named by argument 1, now */
 static int64_t queue(struct run *r, struct node *n, enum queue_op op)

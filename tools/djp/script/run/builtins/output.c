@@ -65,40 +65,19 @@ static int64_t ansi(struct run *r, const char *seq)
 	return 0;
 }
 
-int64_t bi_ansi_clear_screen(struct run *r, struct node *n)
-{
-	return ansi(r, "\033[1;1H\033[J");
-}
-
-int64_t bi_ansi_reset_color(struct run *r, struct node *n)
-{
-	return ansi(r, "\033[0;0m");
-}
-
-int64_t bi_ansi_new_line(struct run *r, struct node *n)
-{
-	return ansi(r, "\n");
-}
-
-int64_t bi_ansi_cursor_hide(struct run *r, struct node *n)
-{
-	return ansi(r, "\033[>5I");
-}
-
-int64_t bi_ansi_cursor_show(struct run *r, struct node *n)
-{
-	return ansi(r, "\033[>5h");
-}
-
-int64_t bi_ansi_cursor_save(struct run *r, struct node *n)
-{
-	return ansi(r, "\033[s");
-}
-
-int64_t bi_ansi_cursor_restore(struct run *r, struct node *n)
-{
-	return ansi(r, "\033[u");
-}
+/* The ansi_* built-ins that write one fixed sequence */
+#define ANSI_BUILTIN(name, seq)                              \
+	int64_t bi_##name(struct run *r, struct node *n)     \
+	{                                                    \
+		return ansi(r, seq);                         \
+	}
+ANSI_BUILTIN(ansi_clear_screen, "\033[1;1H\033[J")
+ANSI_BUILTIN(ansi_reset_color, "\033[0;0m")
+ANSI_BUILTIN(ansi_new_line, "\n")
+ANSI_BUILTIN(ansi_cursor_hide, "\033[>5I")
+ANSI_BUILTIN(ansi_cursor_show, "\033[>5h")
+ANSI_BUILTIN(ansi_cursor_save, "\033[s")
+ANSI_BUILTIN(ansi_cursor_restore, "\033[u")
 
 /* ansi_set_color(fg[, bg[, attr]]): stap's order, bg first */
 int64_t bi_ansi_set_color(struct run *r, struct node *n)

@@ -117,42 +117,17 @@ static int64_t user_integer(struct run *r, struct node *n, unsigned size, bool s
 	return size == 1 ? v.i8 : size == 2 ? v.i16 : size == 4 ? v.i32 : v.i64;
 }
 
-int64_t bi_user_int8(struct run *r, struct node *n)
-{
-	return user_integer(r, n, 1, true);
-}
-
-int64_t bi_user_int16(struct run *r, struct node *n)
-{
-	return user_integer(r, n, 2, true);
-}
-
-int64_t bi_user_int32(struct run *r, struct node *n)
-{
-	return user_integer(r, n, 4, true);
-}
-
-int64_t bi_user_int64(struct run *r, struct node *n)
-{
-	return user_integer(r, n, 8, true);
-}
-
-int64_t bi_user_uint8(struct run *r, struct node *n)
-{
-	return user_integer(r, n, 1, false);
-}
-
-int64_t bi_user_uint16(struct run *r, struct node *n)
-{
-	return user_integer(r, n, 2, false);
-}
-
-int64_t bi_user_uint32(struct run *r, struct node *n)
-{
-	return user_integer(r, n, 4, false);
-}
-
-int64_t bi_user_uint64(struct run *r, struct node *n)
-{
-	return user_integer(r, n, 8, false);
-}
+/* user_int8() ... user_uint64(): one built-in per size and sign */
+#define USER_INTEGER_BUILTIN(name, size, sign)               \
+	int64_t bi_##name(struct run *r, struct node *n)     \
+	{                                                    \
+		return user_integer(r, n, size, sign);       \
+	}
+USER_INTEGER_BUILTIN(user_int8, 1, true)
+USER_INTEGER_BUILTIN(user_int16, 2, true)
+USER_INTEGER_BUILTIN(user_int32, 4, true)
+USER_INTEGER_BUILTIN(user_int64, 8, true)
+USER_INTEGER_BUILTIN(user_uint8, 1, false)
+USER_INTEGER_BUILTIN(user_uint16, 2, false)
+USER_INTEGER_BUILTIN(user_uint32, 4, false)
+USER_INTEGER_BUILTIN(user_uint64, 8, false)

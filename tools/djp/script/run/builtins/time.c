@@ -11,6 +11,8 @@
 #include "tapset.h"
 #include "tools/djp/script/run/interp.h"
 
+/* gettimeofday_* and local_clock_* (its rows name these too): the source's
+ * clock, which is the hit's for a live source */
 int64_t bi_gettimeofday_ns(struct run *r, struct node *n)
 {
 	return (int64_t)now_ns(r);
@@ -27,26 +29,6 @@ int64_t bi_gettimeofday_ms(struct run *r, struct node *n)
 }
 
 int64_t bi_gettimeofday_s(struct run *r, struct node *n)
-{
-	return (int64_t)(now_ns(r) / 1000000000);
-}
-
-int64_t bi_local_clock_ns(struct run *r, struct node *n)
-{
-	return (int64_t)now_ns(r);
-}
-
-int64_t bi_local_clock_us(struct run *r, struct node *n)
-{
-	return (int64_t)(now_ns(r) / 1000);
-}
-
-int64_t bi_local_clock_ms(struct run *r, struct node *n)
-{
-	return (int64_t)(now_ns(r) / 1000000);
-}
-
-int64_t bi_local_clock_s(struct run *r, struct node *n)
 {
 	return (int64_t)(now_ns(r) / 1000000000);
 }
