@@ -22,7 +22,9 @@
  * One cold path is the exception, and saves the vector state around
  * itself: matching a marker against the string patterns (fnmatch), on
  * the first hit of a marker id after a pattern with strings came
- * (match_string_patterns).
+ * (match_string_patterns).  selftests/test_lean_reach.c reads the built
+ * library and holds all of it: no vector instruction, and no call into
+ * libc but system call wrappers and their like, in what a lean hit reaches.
  *
  * %s arguments: which arguments are strings is decided by the marker's
  * format (conversion 's'), and, for SDT probes, whose arguments have no
