@@ -48,8 +48,9 @@ static const char *const saved[] = {
 
 /* Other objects' functions that use no vector register: system call
  * wrappers, the vDSO's clock (built without SSE), the rseq area's CPU,
- * and a thread-specific value below glibc's first 32 keys (no
- * allocation: the keys are made by constructors, ring.c, rcu.c). */
+ * and a thread-specific value of a key among glibc's first 32, which it
+ * sets without allocating (lib/ring.c, kernel/rcu.c and retprobes.c
+ * refuse a key past them). */
 static const char *const libc_ok[] = {
 	"syscall", "__errno_location", "getpid", "mmap", "munmap", "clock_gettime", "sched_getcpu", "pthread_setspecific",
 };

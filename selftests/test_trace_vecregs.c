@@ -68,15 +68,16 @@ TEST_TIMEOUT(trace_vecregs_trace_c, 60)
 	free(p);
 }
 
-/* djp trace -x on the running program, once every site is a jump. */
-TEST_TIMEOUT(trace_vecregs_trace_x, 60)
+/* djp trace -x on the running program (which made `keys` pthread keys
+ * first), once every site is a jump. */
+static void trace_x(const char *keys)
 {
 	static const char *const sites[] = { "vr_a_site", "vr_b_site", "vr_c_site", "vr_d_site" };
 	struct tproc *t, *d;
 	char pid[32];
 	int st;
 
-	t = tt_spawn((char *const[]){ (char *)target(), NULL }, false, -1);
+	t = tt_spawn((char *const[]){ (char *)target(), "-k", (char *)keys, NULL }, false, -1);
 	CHECK(tt_wait_out(t, "ready ", 10000));
 	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
 	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "vr_[a-d]", NULL }, false, -1);
@@ -94,6 +95,19 @@ TEST_TIMEOUT(trace_vecregs_trace_x, 60)
 	check_run(t->obuf, false);
 	tt_end(t);
 	free(d);
+}
+
+TEST_TIMEOUT(trace_vecregs_trace_x, 60)
+{
+	trace_x("0");
+}
+
+/* The library, loaded into a program that made 40 keys, gets keys past
+ * glibc's first 32, for which pthread_setspecific allocates (calloc, and
+ * libc's vector memset) at a thread's first record. */
+TEST_TIMEOUT(trace_vecregs_trace_x_after_40_keys, 60)
+{
+	trace_x("40");
 }
 
 /* Strings a script asks for (user_string of a %p): each pattern connected

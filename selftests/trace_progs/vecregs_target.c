@@ -13,12 +13,13 @@
  * live in xmm0-7 at its entry, for function points.
  *
  * It prints "ready PID" and "width W", waits for a line "go" (or starts at
- * once with -n), prints "site NAME BYTE" (the first byte of each site as it
+ * once with -n; -k N makes N pthread keys of its own first), prints "site NAME BYTE" (the first byte of each site as it
  * is about to run: 0xe9 when armed with a jump), then "NAME ok" for each
  * marker run whose registers all came back, or "NAME corrupt REG WORD
  * GOT WANT" for the first one that did not, "func ok" or "func corrupt",
  * and "done".  At end of input it exits 0.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +155,15 @@ int main(int argc, char **argv)
 	char line[64];
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* -k N: N thread-specific keys of the program's own first, so that a
+	 * library loaded later gets keys past glibc's first 32 */
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "-k"))
+			for (int k = atoi(argv[i + 1]); k > 0; k--) {
+				pthread_key_t key;
+				if (pthread_key_create(&key, NULL))
+					return 1;
+			}
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
 		width = 2;
