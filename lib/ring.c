@@ -180,17 +180,35 @@ static void atfork_child(void)
 	pthread_mutex_unlock(&live_lock);
 }
 
+/* glibc keeps the values of the first 32 keys in the thread itself, and
+ * allocates for the others. */
+#define SAFE_KEYS 32
+
 static void ring_init_once(void)
 {
-	ring_key_ok = pthread_key_create(&ring_key, thread_exit) == 0;
+	pthread_key_t k;
+
+	if (pthread_key_create(&k, thread_exit) == 0) {
+		if (k < SAFE_KEYS) {
+			ring_key = k;
+			ring_key_ok = 1;
+		} else {
+			pthread_key_delete(k);
+		}
+	}
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
 /* The key is made before main, not at the first region: a thread's first
- * record may be in a signal handler, where pthread_setspecific must not
- * allocate, and glibc allocates for keys past the first 32.  Keys made by
+ * record may be in a signal handler or a lean trampoline, where
+ * pthread_setspecific must not allocate (malloc's lock, and libc's vector
+ * memset: the first hit of a thread changed zmm16 in a traced program),
+ * and glibc allocates for keys past the first 32.  Keys made by
  * constructors this early are among the first 32 in any program that does
- * not make 32 of its own before. */
+ * not make 32 of its own before; the library loaded into one that did (djp
+ * -x) gets none, and its exited threads' slots stay theirs (a thread that
+ * finds none free is counted in lost_noslot), as kernel/rcu.c's
+ * registrations do. */
 __attribute__((constructor)) static void ring_init_early(void)
 {
 	pthread_once(&ring_once, ring_init_once);

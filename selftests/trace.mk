@@ -200,3 +200,10 @@ $(KIDS_TARGET): selftests/trace_progs/kids_target.c include/djprobe/marker.h | $
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(KIDS_TARGET)
+# Vector registers live across lean-trampoline probes (nothing of djprobe).
+VECREGS_TARGET := $(TRACE_PROGS_DIR)/vecregs_target
+$(VECREGS_TARGET): selftests/trace_progs/vecregs_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(VECREGS_TARGET)

@@ -19,6 +19,12 @@
  * only helpers it reaches in other files are the ring's slow paths (the
  * first event of a thread, a nested record, the %s copy through
  * process_vm_readv), which lib/ring.c keeps to general registers too.
+ * One cold path is the exception, and saves the vector state around
+ * itself: matching a marker against the string patterns (fnmatch), on
+ * the first hit of a marker id after a pattern with strings came
+ * (match_string_patterns).  selftests/test_lean_reach.c reads the built
+ * library and holds all of it: no vector instruction, and no call into
+ * libc but system call wrappers and their like, in what a lean hit reaches.
  *
  * %s arguments: which arguments are strings is decided by the marker's
  * format (conversion 's'), and, for SDT probes, whose arguments have no
@@ -84,6 +90,36 @@
 #include "lib/format.h"
 #include "lib/marker_match.h"
 
+/* What the first n string patterns ask of marker m, added to *mask and
+ * *bound.  The one place a hit reaches code not compiled here: the
+ * patterns are fnmatch(3) globs, and fnmatch, strlen and memcpy are
+ * libc's, which picks AVX2 or EVEX versions that write ymm0-15, or
+ * ymm16-31 and k0-7 (the first hit of a marker after a later pattern
+ * changed zmm16 in a traced program, before this).  The lean trampoline
+ * saved none of them, so they are saved here, around the matching, as
+ * kernel/rcu.c saves them around a thread's registration: about 2.7 KB of
+ * stack and two XSAVEs on the first hit of a marker id after a string
+ * pattern came, nothing on any other hit. */
+static __attribute__((noinline, cold)) void match_string_patterns(const struct djp_recorder *rec, unsigned n,
+								  const struct djp_marker_info *m, uint32_t *mask,
+								  unsigned *bound)
+{
+	uint8_t *area = arch_vector_area_on_stack();
+
+	if (area)
+		arch_vector_save(area);
+	for (unsigned i = 0; i < n; i++) {
+		const struct djp_recorder_strings *w = &rec->str_pat[i].want;
+		if (!djp_marker_match(rec->str_pat[i].pattern, m->provider, m->name))
+			continue;
+		*mask |= w->args;
+		if (w->bound > *bound)
+			*bound = w->bound; /* the largest asked for (0: the region's) */
+	}
+	if (area)
+		arch_vector_restore(area);
+}
+
 /* The string arguments of marker id (m) and their bound, computed from its
  * format and the recorder's string patterns. */
 static __attribute__((noinline)) uint64_t strings_compute(struct djp_recorder *rec, uint32_t id,
@@ -95,14 +131,8 @@ static __attribute__((noinline)) uint64_t strings_compute(struct djp_recorder *r
 	unsigned bound = mask ? rec->str_bound : 0;
 	uint64_t v;
 
-	for (unsigned i = 0; i < n; i++) {
-		const struct djp_recorder_strings *w = &rec->str_pat[i].want;
-		if (!djp_marker_match(rec->str_pat[i].pattern, m->provider, m->name))
-			continue;
-		mask |= w->args;
-		if (w->bound > bound)
-			bound = w->bound; /* the largest asked for (0: the region's) */
-	}
+	if (n)
+		match_string_patterns(rec, n, m, &mask, &bound);
 	if (m->nargs < 32)
 		mask &= (1u << m->nargs) - 1;
 	v = (uint64_t)(gen & 0xffff) << 48 | (uint64_t)(bound & 0xffff) << 32 | mask;
