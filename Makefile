@@ -216,6 +216,7 @@ kmod:
 # Resolve and fetch the guest kernel, then go on in a sub-make that knows
 # its KDIR and BZIMAGE.
 kcheck: $(DJP) $(O)/selftests/progs/kimage_work
+kbench: $(DJP)
 kcheck kbench:
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES_KCHECK)
 	$(Q)mkdir -p $(KCHECK) && selftests/kcheck/host/kernel.sh $(KCHECK) $(KERNEL) >$(KCHECK)/kernel-$(KERNEL).env
@@ -240,7 +241,7 @@ kcheck-guest:
 kbench-guest:
 	$(call kbuild,$(KTREE),$(KDIR),kmod bench/kmod)
 	$(Q)selftests/kcheck/host/initramfs.sh $(KCHECK)/bench.cpio.gz selftests/kcheck/init \
-		$(KTREE)/kmod/djprobe.ko $(KTREE)/bench-kmod/djp_kbench.ko
+		$(KTREE)/kmod/djprobe.ko $(KTREE)/bench-kmod/djp_kbench.ko bench/kmod/recorded.sh $(DJP)
 	$(Q)selftests/kcheck/host/qemu.sh $(BZIMAGE) $(KCHECK)/bench.cpio.gz $(KCHECK)/bench.log \
 		$(KCHECK_TIMEOUT) $(KBENCH_SMP) kcheck.mode=bench; \
 	bench/kmod/table.sh $(KCHECK)/bench.log $$?
