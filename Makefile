@@ -187,7 +187,7 @@ KCHECK_SMP ?= 4
 KBENCH_SMP ?= 2
 # Milliseconds of each stress phase, and the host's limit on one boot.
 KCHECK_DURATION ?= 2000
-KCHECK_TIMEOUT ?= $(if $(filter debug,$(KERNEL)),1200,240)
+KCHECK_TIMEOUT ?= $(if $(filter debug,$(KERNEL)),1200,$(if $(filter marked,$(KERNEL)),900,240))
 DEB_PACKAGES_KCHECK := qemu-system-x86 busybox-static
 KCHECK := $(O)/kcheck
 KCHECK_SCRIPTS := $(sort $(wildcard selftests/kcheck/*.sh))
@@ -216,7 +216,8 @@ kmod:
 
 # Resolve and fetch the guest kernel, then go on in a sub-make that knows
 # its KDIR and BZIMAGE.
-kcheck: $(DJP)
+kcheck: $(DJP) $(O)/selftests/progs/kimage_work
+kbench: $(DJP)
 kcheck kbench:
 	$(Q)tools/check-deps.sh $(DEB_PACKAGES_KCHECK)
 	$(Q)mkdir -p $(KCHECK) && selftests/kcheck/host/kernel.sh $(KCHECK) $(KERNEL) >$(KCHECK)/kernel-$(KERNEL).env
@@ -228,7 +229,8 @@ kcheck-guest:
 	$(call kbuild,$(KTREE),$(KDIR),kmod selftests/kmod)
 	$(Q)selftests/kcheck/host/initramfs.sh $(KCHECK)/test.cpio.gz selftests/kcheck/init \
 		$(KTREE)/kmod/djprobe.ko $(KTREE)/selftests-kmod/djp_kselftest.ko \
-		$(KTREE)/selftests-kmod/djp_kmarkers2.ko $(KCHECK_SCRIPTS) selftests/kcheck/tap.inc $(DJP)
+		$(KTREE)/selftests-kmod/djp_kmarkers2.ko $(KTREE)/selftests-kmod/djp_kimage.ko \
+		$(KCHECK_SCRIPTS) selftests/kcheck/tap.inc $(DJP) $(O)/selftests/progs/kimage_work
 	$(Q)selftests/kcheck/host/qemu.sh $(BZIMAGE) $(KCHECK)/test.cpio.gz $(KCHECK)/test.log \
 		$(KCHECK_TIMEOUT) $(KCHECK_SMP) kcheck.mode=test kcheck.duration=$(KCHECK_DURATION) \
 		$(if $(filter marked,$(KERNEL)),kcheck.marked=1); \
@@ -240,7 +242,7 @@ kcheck-guest:
 kbench-guest:
 	$(call kbuild,$(KTREE),$(KDIR),kmod bench/kmod)
 	$(Q)selftests/kcheck/host/initramfs.sh $(KCHECK)/bench.cpio.gz selftests/kcheck/init \
-		$(KTREE)/kmod/djprobe.ko $(KTREE)/bench-kmod/djp_kbench.ko
+		$(KTREE)/kmod/djprobe.ko $(KTREE)/bench-kmod/djp_kbench.ko bench/kmod/recorded.sh $(DJP)
 	$(Q)selftests/kcheck/host/qemu.sh $(BZIMAGE) $(KCHECK)/bench.cpio.gz $(KCHECK)/bench.log \
 		$(KCHECK_TIMEOUT) $(KBENCH_SMP) kcheck.mode=bench; \
 	bench/kmod/table.sh $(KCHECK)/bench.log $$?

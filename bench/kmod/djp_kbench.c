@@ -6,11 +6,22 @@
  *  - a disabled marker against a bare 6-byte NOP (nopw 0x0(%rax,%rax,1))
  *    in the same loop shape: both an asm statement taking the loop counter,
  *    so the only difference is the marker's record, which costs nothing;
+ *    and against a disabled tracepoint taking the same counter (its static
+ *    key's 5-byte NOP, with the call block out of line);
  *  - an armed marker with an empty handler against the kernel's own kprobe
  *    on the same kind of NOP site: optimised (register_kprobe, then waiting
  *    until kprobes has put its jump on the site) and unoptimised
- *    (a kprobe with a post_handler, which kprobes never optimise);
+ *    (a kprobe with a post_handler, which kprobes never optimise); and
+ *    against a tracepoint with an empty probe (register_trace_*);
+ *  - a recorded event against a trace event: when the `recorded` parameter
+ *    is written, a marker that `djp trace -k` has armed (its handler writes
+ *    the event into /dev/djprobe's per-CPU ring) against a tracepoint whose
+ *    trace event is enabled in tracefs (written into ftrace's ring buffer),
+ *    each with a reader draining its rings (bench/kmod/recorded.sh);
  *  - connecting and disconnecting 1,000 sites in one call with IPI sync.
+ *
+ * The tracepoints are the module's own (djp_kbench_trace.h), one per way
+ * they are measured, each alone in a loop of the same shape as its marker.
  *
  * Every loop is timed with ktime_get_ns over a count calibrated to run at
  * least 5 ms, and the variants take turns, round after round, so a slow
@@ -31,6 +42,9 @@
 #include <linux/string.h>
 #include <djprobe/djprobe.h>
 #include <djprobe/marker.h>
+
+#define CREATE_TRACE_POINTS
+#include "djp_kbench_trace.h"
 
 #define KB_ROUNDS 7
 #define KB_MIN_NS (5 * NSEC_PER_MSEC)
@@ -59,6 +73,38 @@ static noinline void kb_loop_armed(u64 n)
 
 	for (i = 0; i < n; i++)
 		MARK(kb_armed, "i=%llu", i);
+}
+
+static noinline void kb_loop_tp_off(u64 n)
+{
+	u64 i;
+
+	for (i = 0; i < n; i++)
+		trace_kb_tp_off(i);
+}
+
+static noinline void kb_loop_tp_probe(u64 n)
+{
+	u64 i;
+
+	for (i = 0; i < n; i++)
+		trace_kb_tp_probe(i);
+}
+
+static noinline void kb_loop_rec(u64 n)
+{
+	u64 i;
+
+	for (i = 0; i < n; i++)
+		MARK(kb_rec, "i=%llu", i);
+}
+
+static noinline void kb_loop_tp_event(u64 n)
+{
+	u64 i;
+
+	for (i = 0; i < n; i++)
+		trace_kb_tp_event(i);
 }
 
 /* The kprobes' sites: labels on the NOP, one function each, never cloned. */
@@ -97,6 +143,10 @@ static noinline void kb_many(void)
 }
 
 static void kb_empty(const struct djp_hit *hit, void *data)
+{
+}
+
+static void kb_tp_empty(void *data, u64 i)
 {
 }
 
@@ -207,12 +257,15 @@ static void kb_disabled_vs_nop(void)
 	struct kb_variant v[] = {
 		{ .name = "disabled marker", .loop = kb_loop_marker },
 		{ .name = "nopw 0x0(%rax,%rax,1)", .loop = kb_loop_nop },
+		{ .name = "disabled tracepoint (static key NOP)", .loop = kb_loop_tp_off },
 	};
 
 	kb_measure(v, ARRAY_SIZE(v));
 	kb_row_ns(&v[0]);
 	kb_row_ns(&v[1]);
+	kb_row_ns(&v[2]);
 	kb_row_ratio("disabled marker / nopw, time ratio", &v[0], &v[1], 1050, NULL);
+	kb_row_ratio("disabled marker / disabled tracepoint, time ratio", &v[0], &v[2], 1020, NULL);
 }
 
 static void kb_armed_vs_kprobes(void)
@@ -224,6 +277,7 @@ static void kb_armed_vs_kprobes(void)
 		{ .name = "armed marker, empty handler", .loop = kb_loop_armed },
 		{ .name = "optimised kprobe on nopw, empty pre_handler", .loop = kb_loop_kp_opt },
 		{ .name = "unoptimised kprobe on nopw (post_handler)", .loop = kb_loop_kp_unopt },
+		{ .name = "tracepoint, empty probe", .loop = kb_loop_tp_probe },
 	};
 	const char *opt_missing = NULL;
 	int id, err;
@@ -233,10 +287,16 @@ static void kb_armed_vs_kprobes(void)
 		pr_info("row armed marker | djp_connect failed: %d | - | error\n", id);
 		return;
 	}
+	err = register_trace_kb_tp_probe(kb_tp_empty, NULL);
+	if (err) {
+		pr_info("row tracepoint with an empty probe | register_trace_kb_tp_probe failed: %d | - | error\n",
+			err);
+		goto out_djp;
+	}
 	err = register_kprobe(&opt);
 	if (err) {
 		pr_info("row optimised kprobe | register_kprobe failed: %d | - | error\n", err);
-		goto out_djp;
+		goto out_tp;
 	}
 	err = register_kprobe(&unopt);
 	if (err) {
@@ -252,12 +312,17 @@ static void kb_armed_vs_kprobes(void)
 	kb_row_ns(&v[0]);
 	kb_row_ns(&v[1]);
 	kb_row_ns(&v[2]);
+	kb_row_ns(&v[3]);
+	kb_row_ratio("armed marker / tracepoint with an empty probe, time ratio", &v[0], &v[3], 1000, NULL);
 	kb_row_ratio("armed marker / optimised kprobe, time ratio", &v[0], &v[1], 1000, opt_missing);
 	kb_row_ratio("armed marker / unoptimised kprobe, time ratio", &v[0], &v[2], 1000, NULL);
 
 	unregister_kprobe(&unopt);
 out_opt:
 	unregister_kprobe(&opt);
+out_tp:
+	unregister_trace_kb_tp_probe(kb_tp_empty, NULL);
+	tracepoint_synchronize_unregister();
 out_djp:
 	djp_disconnect(id);
 }
@@ -301,6 +366,44 @@ static void kb_arm_many(void)
 		disarm[KB_ROUNDS / 2] < 10 * NSEC_PER_MSEC ? "ok" : "over");
 }
 
+static int kb_find_rec(const struct djp_kmarker *m, void *data)
+{
+	if (!strcmp(m->module, KBUILD_MODNAME) && !strcmp(m->name, "kb_rec")) {
+		*(const char **)data = m->how;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The recorded rows, run when bench/kmod/recorded.sh has armed kb_rec with
+ * `djp trace -k` and enabled kb_tp_event's trace event, each with a reader.
+ */
+static int kb_set_recorded(const char *val, const struct kernel_param *kp)
+{
+	struct kb_variant v[] = {
+		{ .name = "recorded marker (djp trace -k)", .loop = kb_loop_rec },
+		{ .name = "trace event into ftrace's ring buffer", .loop = kb_loop_tp_event },
+	};
+	const char *how = "not found";
+
+	djp_for_each_marker(kb_find_rec, &how);
+	if (strcmp(how, "jump") || !trace_kb_tp_event_enabled()) {
+		pr_info("row recorded marker / trace event | kb_rec is %s, kb_tp_event is %s | - | error\n", how,
+			trace_kb_tp_event_enabled() ? "enabled" : "disabled");
+		return -EINVAL;
+	}
+	kb_measure(v, ARRAY_SIZE(v));
+	kb_row_ns(&v[0]);
+	kb_row_ns(&v[1]);
+	kb_row_ratio("recorded marker / trace event, time ratio", &v[0], &v[1], 1000, NULL);
+	return 0;
+}
+
+static const struct kernel_param_ops kb_recorded_ops = { .set = kb_set_recorded };
+module_param_cb(recorded, &kb_recorded_ops, NULL, 0200);
+MODULE_PARM_DESC(recorded, "write 1: time kb_rec, armed by djp trace -k, against kb_tp_event, enabled in tracefs");
+
 static int __init kb_init(void)
 {
 	kb_disabled_vs_nop();
@@ -316,4 +419,4 @@ static void __exit kb_exit(void)
 module_init(kb_init);
 module_exit(kb_exit);
 MODULE_LICENSE("GPL");
-MODULE_DESCRIPTION("djprobe.ko benchmark: markers against NOPs and kprobes, arming 1,000 sites");
+MODULE_DESCRIPTION("djprobe.ko benchmark: markers against NOPs, tracepoints and kprobes, arming 1,000 sites");
