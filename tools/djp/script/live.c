@@ -354,7 +354,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 	for (;;) {
 		struct session *s = session_at(l, l->cur);
 		bool got = false;
-		while (l->next < s->nbatch) {
+		while (l->next < s->batch.n) {
 			size_t i = l->next++;
 			const struct djp_event *e = session_event(s, i);
 			const struct djp_ev_desc *d = l->cur ? kid_wanted(l, s, e->marker_id) : wanted(l, e->marker_id);
@@ -364,7 +364,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			ev->desc = d;
 			ev->ts_ns = djp_clock_to_ns(djp_consumer_clock(s->cons), e->timestamp) + (uint64_t)l->mono_to_real;
 			ev->pid = s->pid;
-			ev->tid = (int32_t)s->batch[i].tid;
+			ev->tid = (int32_t)session_event_tid(s, i);
 			ev->comm = l->comm[0] ? l->comm : NULL;
 			ev->nargs = n;
 			ev->cpu = djp_event_cpu(e);
@@ -396,7 +396,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			s = session_at(l, l->cur);
 			/* gone before this drain: the drain saw all it wrote */
 			bool gone = l->cur && !s->alive;
-			got = session_drain(s) > 0 || s->nbatch;
+			got = session_drain(s) > 0 || s->batch.n;
 			if (!got && gone && release_kid(l, l->cur - 1))
 				l->cur--; /* the next one moved into its place */
 		}

@@ -25,6 +25,7 @@
 
 #include "tools/djp/session/agg_tables.h"
 #include "tools/djp/attach/freeze.h"
+#include "tools/djp/source/order.h"
 #include "lib/format.h"
 #include "lib/marker_log.h"
 #include "lib/proto.h"
@@ -44,13 +45,6 @@ struct session_marker {
 struct session_thread {
 	uint32_t tid;
 	uint64_t events, lost;
-};
-
-/* One event of the last drain: where it is in the arena. */
-struct session_event {
-	uint64_t ts;
-	size_t off;
-	uint32_t tid;
 };
 
 struct session {
@@ -109,11 +103,9 @@ struct session {
 	int arm_error_last;
 	bool stats_ok;
 
-	/* the last drain, in time order */
-	uint8_t *arena;
-	size_t arena_len, arena_cap;
-	struct session_event *batch;
-	size_t nbatch, cap_batch;
+	/* the last drain, in time order: each record a copy of the event,
+	 * its tag the thread's id; batch.n events */
+	struct djp_order batch;
 	bool more; /* the drain stopped at its bound: drain again */
 };
 
@@ -255,7 +247,12 @@ struct session_marker *session_marker_of(struct session *s, uint32_t id);
 long session_drain(struct session *s);
 static inline const struct djp_event *session_event(const struct session *s, size_t i)
 {
-	return (const struct djp_event *)(s->arena + s->batch[i].off);
+	return djp_order_at(&s->batch, i);
+}
+/* The thread of the last drain's i-th event. */
+static inline uint32_t session_event_tid(const struct session *s, size_t i)
+{
+	return s->batch.v[i].tag;
 }
 /* The per-thread lost counts of live slots, and the consumer's own;
  * the total of events lost. */

@@ -281,7 +281,7 @@ static void begin_session(struct proc *p)
 	p->cur_gone = !s->alive; /* gone before its drain: the drain sees all it wrote */
 	p->cur_total = 0;
 	p->drain_due = true;
-	p->bi = s->nbatch; /* the last round's batch is spent */
+	p->bi = s->batch.n; /* the last round's batch is spent */
 }
 
 static void begin_round(struct proc *p)
@@ -301,7 +301,7 @@ static void fill(struct proc *p, struct session *s, struct djp_ev *ev)
 	ev->desc = desc_of(p, s, e->marker_id);
 	ev->ts_ns = p->src.want_monotonic ? ns : ns + (uint64_t)p->mono_to_real;
 	ev->pid = (int32_t)s->pid;
-	ev->tid = (int32_t)s->batch[i].tid;
+	ev->tid = (int32_t)session_event_tid(s, i);
 	ev->comm = NULL;
 	ev->cpu = p->src.want_cpu ? djp_event_cpu(e) : -1;
 	ev->ustack = NULL;
@@ -331,7 +331,7 @@ static bool round_step(struct proc *p)
 			return true;
 		}
 		p->drain_due = false;
-		p->bi = s->nbatch;
+		p->bi = s->batch.n;
 	}
 	p->round_total += p->cur_total;
 	if (p->cur && p->cur_gone && !p->cur_total && session_process_exited(s->pid) && proc_release_kid(p, s)) {
@@ -404,7 +404,7 @@ static int proc_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 	for (;;) {
 		if (p->in_round) {
 			struct session *s = session_at(p, p->cur);
-			if (p->bi < s->nbatch) {
+			if (p->bi < s->batch.n) {
 				fill(p, s, ev);
 				return DJP_SRC_EVENT;
 			}
