@@ -47,10 +47,9 @@
 
 #include "kernel/agent/agent.h"
 #include "lib/escape.h"
-#include "lib/mapped_file.h"
 #include "lib/marker_match.h"
 #include "process.h"
-#include "tools/djp/cmd_path.h"
+#include "session_desc.h"
 #include "tools/djp/grow.h"
 
 #define DRAIN_PERIOD_MS 5
@@ -91,7 +90,6 @@ static const struct djp_ev_desc *desc_of(struct proc *p, struct session *s, uint
 	struct proc_descs *t = p->tab;
 	const struct session_marker *m;
 	struct djp_ev_desc *d;
-	size_t plen;
 
 	if (id < t->n && t->v[id])
 		return t->v[id];
@@ -111,20 +109,9 @@ static const struct djp_ev_desc *desc_of(struct proc *p, struct session *s, uint
 		memset(t->v + t->n, 0, (n - t->n) * sizeof(*t->v));
 		t->n = n;
 	}
-	if (!(d = calloc(1, sizeof(*d))))
+	if (!(d = malloc(sizeof(*d))))
 		abort();
-	d->id = id;
-	d->label = m->name;
-	d->name = djp_marker_split(m->name, &plen); /* an SDT probe: provider:name */
-	d->provider = m->name;
-	d->provider_len = (unsigned)plen;
-	d->format = m->format ? m->format : "";
-	d->object = m->object;
-	d->nargs = m->nargs;
-	d->site = m->addr;
-	d->site_runtime = true;
-	if (m->fmt)
-		d->fmt = *m->fmt;
+	session_desc_of_marker(d, id, m);
 	return t->v[id] = d;
 }
 
@@ -140,31 +127,10 @@ static void where(struct session *s, char *buf, size_t sz)
 		snprintf(buf, sz, "process %d", (int)s->pid);
 }
 
-/* No probes but libc's (a wrapper, a shell)? */
-static bool only_libc_probes(struct session *s)
-{
-	for (uint32_t id = 0; id < s->nmarkers; id++)
-		if (s->markers[id].known && s->markers[id].object && !djp_path_is_libc(s->markers[id].object))
-			return false;
-	return true;
-}
-
 /* func:NAME, line:FILE:LINE: instruction probes (docs/TRACE.md) */
 static bool is_point(const char *pattern)
 {
 	return !strncmp(pattern, "func:", 5) || !strncmp(pattern, "line:", 5);
-}
-
-/*
- * May s be a wrapper or an interpreter of the command (env, runuser, a
- * shell, a PATH shim's interpreter), so that a pattern may yet match in the
- * program it execs in the same process?  When it has no probes but libc's,
- * or when the program it runs is not the file the command names
- * (cmd_path.c: the interpreter of a script).
- */
-static bool waits_for_exec(struct proc *p, struct session *s)
-{
-	return only_libc_probes(s) || cmd_path_runs_other(p->s.cmd, s->program);
 }
 
 /* The -c command's own process has nothing a pattern names: say so and
@@ -202,7 +168,7 @@ static int configure(struct proc *p, struct session *s, bool launched, bool star
 		/* a wrapper (runuser, env, a shim) or a child that has not
 		 * exec'd yet: kept for what it loads or execs; one that never
 		 * matches is said at the end (unmatched()) */
-		if (s->errcode == -ENOENT && (launched || s->cmd) && waits_for_exec(p, s)) {
+		if (s->errcode == -ENOENT && (launched || s->cmd) && session_may_be_wrapper(s, p->s.cmd)) {
 			char why[sizeof(s->errmsg)]; /* the agent's: "pattern 'P': matches no ..." */
 			snprintf(why, sizeof(why), "%s", s->errmsg);
 			if (session_connect(s, p->patterns[i], how | DJP_CONNECT_PENDING, p->str_args[i], 0, &nsites) ==
