@@ -61,10 +61,6 @@
 
 #define LIVE_POLL_MS 5
 
-/* Configuring processes that dial in, per round (tools/djp/trace.c says
- * why it is bounded). */
-#define ACCEPT_BUDGET_NS 3000000u
-
 struct live {
 	struct djp_source src;
 	struct session s;
@@ -265,15 +261,16 @@ static bool release_kid(struct live *l, size_t i)
 	return true;
 }
 
-/* Processes dialling in (children of fork, a wrapper's program); and, in
- * an -x trace, the processes that exec'd (the agent injected again). */
+static void take_kid(void *ctx, struct session *k)
+{
+	keep_kid(ctx, k, true);
+}
+
+/* Processes dialling in (children of fork, a wrapper's program), a few ms'
+ * worth a round, the rings drained between (as djp trace). */
 static void accept_kids(struct live *l)
 {
-	struct session *k;
-	/* a few ms' worth a round, the rings drained between (as djp trace) */
-	uint64_t until = djp_clock_ns(CLOCK_MONOTONIC) + ACCEPT_BUDGET_NS;
-	while (djp_clock_ns(CLOCK_MONOTONIC) < until && (k = session_kids_accept(&l->kids, &l->s)))
-		keep_kid(l, k, true);
+	session_kids_accept_for(&l->kids, &l->s, SESSION_KIDS_ACCEPT_NS, take_kid, l);
 }
 
 /* A child whose agent hung up (session_kids_wait): one that exec'd in an
@@ -460,9 +457,7 @@ static uint64_t live_now(struct djp_source *src)
 static int live_stop(struct djp_source *src)
 {
 	struct live *l = (struct live *)src;
-	session_end(&l->s);
-	for (size_t i = 0; i < l->kids.n; i++)
-		session_end(l->kids.v[i]);
+	session_kids_end(&l->kids, &l->s);
 	l->stopped = l->ended = true;
 	return 0;
 }

@@ -206,6 +206,21 @@ int session_kids_listen(struct session_kids *k, struct session *main);
  * session_kids_follow, START) and kept or discarded; NULL when none is
  * there.  A process that has a session already is not taken twice. */
 struct session *session_kids_accept(struct session_kids *k, const struct session *main);
+/* How long a round of the trace configures processes dialling in: a
+ * configuration is several round trips with an agent that may be waiting
+ * for a core among a hundred busy siblings (30 ms each was seen), and the
+ * rings of the processes already traced must be drained meanwhile, or a
+ * pre-fork server that starts a hundred workers at once loses their first
+ * events.  The others wait in fork, losing nothing. */
+#define SESSION_KIDS_ACCEPT_NS 3000000u
+/* Processes dialling in (session_kids_accept), each handed to take(ctx,
+ * c), which configures it and keeps or discards it, until none is there
+ * or budget_ns have passed. */
+void session_kids_accept_for(struct session_kids *k, const struct session *main, uint64_t budget_ns,
+			     void (*take)(void *ctx, struct session *c), void *ctx);
+/* STATS and BYE to main and each of k's (session_end): every process
+ * disarmed when they answer, their rings holding all there will be. */
+void session_kids_end(struct session_kids *k, struct session *main);
 /* FOLLOW for session c too, when k follows: 0 or -errno. */
 int session_kids_follow(struct session_kids *k, struct session *c);
 /* Sleep until something needs the tool or timeout_ms pass, in one poll

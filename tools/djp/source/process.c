@@ -55,7 +55,6 @@
 #define DRAIN_PERIOD_MS 5
 #define DRAIN_IDLE_MS 20
 #define BUSY_DRAIN 1024		 /* a round that brought this many: again at once */
-#define ACCEPT_BUDGET_NS 3000000 /* configuring processes that dial in, per round */
 
 static struct session *session_at(struct proc *p, size_t i)
 {
@@ -196,23 +195,20 @@ static int configure(struct proc *p, struct session *s, bool launched, bool star
 	return 0;
 }
 
-/* Children of fork dialling in: each gets the same patterns and FOLLOW,
- * then START (its fork returns then).  A few milliseconds' worth at a
- * time: a configuration is several round trips with an agent that may be
- * waiting for a core among a hundred busy siblings (30 ms each was seen),
- * and the rings of the processes already traced must be drained
- * meanwhile, or a pre-fork server that starts a hundred workers at once
- * loses their first events.  The others wait in fork, losing nothing. */
+/* A child of fork dialling in: the same patterns and FOLLOW, then START
+ * (its fork returns then). */
+static void take_kid(void *ctx, struct session *k)
+{
+	struct proc *p = ctx;
+	if (configure(p, k, true, true))
+		session_discard(k);
+	else
+		session_kids_keep(&p->kids, k);
+}
+
 static void accept_kids(struct proc *p)
 {
-	struct session *k;
-	uint64_t until = djp_clock_ns(CLOCK_MONOTONIC) + ACCEPT_BUDGET_NS;
-	while (djp_clock_ns(CLOCK_MONOTONIC) < until && (k = session_kids_accept(&p->kids, &p->s))) {
-		if (configure(p, k, true, true))
-			session_discard(k);
-		else
-			session_kids_keep(&p->kids, k);
-	}
+	session_kids_accept_for(&p->kids, &p->s, SESSION_KIDS_ACCEPT_NS, take_kid, p);
 }
 
 /* A process of an -x trace that exec'd: the agent injected again and the
@@ -478,9 +474,7 @@ static int proc_start(struct djp_source *src)
 static int proc_stop(struct djp_source *src)
 {
 	struct proc *p = (struct proc *)src;
-	session_end(&p->s);
-	for (size_t i = 0; i < p->kids.n; i++)
-		session_end(p->kids.v[i]);
+	session_kids_end(&p->kids, &p->s);
 	p->stopped = true;
 	p->in_round = p->after_round = p->last_round_done = false;
 	return 0;
