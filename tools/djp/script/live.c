@@ -433,14 +433,7 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 
 static int live_start(struct djp_source *src)
 {
-	struct live *l = (struct live *)src;
-	if (l->s.cmd && session_start(&l->s)) {
-		char cmd[1024], msg[4 * sizeof(l->s.errmsg)];
-		fprintf(stderr, "djp: %s: %s\n", djp_escape_c(cmd, sizeof(cmd), l->s.cmd, false),
-			djp_escape_c(msg, sizeof(msg), l->s.errmsg, false));
-		return l->s.errcode ? l->s.errcode : -EIO;
-	}
-	return 0;
+	return session_start_command(&((struct live *)src)->s);
 }
 
 static uint64_t live_now(struct djp_source *src)

@@ -151,6 +151,9 @@ bool session_reap(struct session *s, int timeout_ms);
 bool session_process_exited(pid_t pid);
 /* End the command: SIGTERM, then SIGKILL after two seconds. */
 void session_stop_child(struct session *s);
+/* -c: START, and the command runs its main; -errno after one line on
+ * stderr ("djp: CMD: why").  0 when there is no command (-x). */
+int session_start_command(struct session *s);
 /* A command that never ran its main: kill it (and the shell around it). */
 void session_kill_unstarted(struct session *s);
 const char *session_preload_path(void);

@@ -456,15 +456,9 @@ static int proc_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 static int proc_start(struct djp_source *src)
 {
 	struct proc *p = (struct proc *)src;
-	struct session *s = &p->s;
-	char what[1024], msg[4 * sizeof(s->errmsg)];
 
-	if (!s->cmd)
-		return 0;
-	if (session_start(s)) {
-		where(s, what, sizeof(what));
-		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
-		session_kill_unstarted(s);
+	if (session_start_command(&p->s)) {
+		session_kill_unstarted(&p->s);
 		return -EIO;
 	}
 	return 0;
