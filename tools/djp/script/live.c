@@ -28,9 +28,8 @@
  * session with the script's globs, and next() hands out the sessions'
  * batches in turn, each event with its process's pid.
  *
- * Listing (-l, -L) with only process("PATH") points and no process: the
- * markers are read from the files themselves, as stap lists the probe
- * points of a binary without running it; that source has no events.
+ * Listing (-l, -L) with only process("PATH") points and no process is the
+ * files source's (tools/djp/source/files.c).
  *
  * Timestamps are CLOCK_MONOTONIC in the rings; the script engine's clock is
  * CLOCK_REALTIME (gettimeofday_ns()), so events are shifted by the offset
@@ -56,16 +55,11 @@
 #include "run/builtins/tapset.h"
 #include "usym.h"
 #include "lib/marker_match.h"
-#include "lib/mapped_file.h"
 #include "lib/markers.h"
-#include "tools/djp/cmd_path.h"
 #include "tools/djp/session/session.h"
+#include "tools/djp/source/session_desc.h"
 
 #define LIVE_POLL_MS 5
-
-/* Configuring processes that dial in, per round (tools/djp/trace.c says
- * why it is bounded). */
-#define ACCEPT_BUDGET_NS 3000000u
 
 struct live {
 	struct djp_source src;
@@ -110,43 +104,6 @@ static unsigned connect_flags(const struct live *l)
 	return DJP_CONNECT_PENDING | (l->src.want_cpu ? DJP_CONNECT_CPU : 0) | (l->src.want_int3 ? DJP_CONNECT_INT3 : 0);
 }
 
-/* Descriptor `id` of the agent's marker m, whose format the session has
- * parsed already (m->fmt, NULL when it does not parse). */
-static void desc_from_marker(struct djp_ev_desc *d, uint32_t id, const struct session_marker *m)
-{
-	size_t plen;
-	d->id = id;
-	d->name = djp_marker_split(m->name, &plen); /* an SDT probe: provider:name */
-	d->provider = m->name;
-	d->provider_len = (unsigned)plen;
-	d->format = m->format;
-	d->object = m->object;
-	d->nargs = m->nargs;
-	d->site = m->addr;
-	d->site_runtime = true;
-	if (m->fmt)
-		d->fmt = *m->fmt;
-	else
-		memset(&d->fmt, 0, sizeof(d->fmt));
-}
-
-/* Descriptor `id` of marker m of the file `object`, read by the tool. */
-static void desc_from_file(struct djp_ev_desc *d, uint32_t id, const struct djp_marker_info *m, const char *object)
-{
-	const char *why;
-	d->id = id;
-	d->name = m->name;
-	d->provider = m->provider;
-	d->provider_len = m->provider ? (unsigned)strlen(m->provider) : 0;
-	d->format = m->format;
-	d->object = object;
-	d->nargs = m->nargs;
-	d->site = m->site;
-	d->site_runtime = false;
-	if (djp_format_parse(m->format, &d->fmt, &why) < 0)
-		memset(&d->fmt, 0, sizeof(d->fmt));
-}
-
 /* A descriptor for a marker met after open; NULL when out of memory. */
 static struct djp_ev_desc *late_desc(struct live *l, const struct session_marker *m)
 {
@@ -162,7 +119,7 @@ static struct djp_ev_desc *late_desc(struct live *l, const struct session_marker
 	if (!(d = calloc(1, sizeof(*d))))
 		return NULL;
 	/* ids go on after those of open, in the order they are met */
-	desc_from_marker(d, l->src.ndescs + (uint32_t)l->nlate, m);
+	session_desc_of_marker(d, l->src.ndescs + (uint32_t)l->nlate, m);
 	l->late[l->nlate++] = d;
 	return d;
 }
@@ -304,15 +261,16 @@ static bool release_kid(struct live *l, size_t i)
 	return true;
 }
 
-/* Processes dialling in (children of fork, a wrapper's program); and, in
- * an -x trace, the processes that exec'd (the agent injected again). */
+static void take_kid(void *ctx, struct session *k)
+{
+	keep_kid(ctx, k, true);
+}
+
+/* Processes dialling in (children of fork, a wrapper's program), a few ms'
+ * worth a round, the rings drained between (as djp trace). */
 static void accept_kids(struct live *l)
 {
-	struct session *k;
-	/* a few ms' worth a round, the rings drained between (as djp trace) */
-	uint64_t until = djp_clock_ns(CLOCK_MONOTONIC) + ACCEPT_BUDGET_NS;
-	while (djp_clock_ns(CLOCK_MONOTONIC) < until && (k = session_kids_accept(&l->kids, &l->s)))
-		keep_kid(l, k, true);
+	session_kids_accept_for(&l->kids, &l->s, SESSION_KIDS_ACCEPT_NS, take_kid, l);
 }
 
 /* A child whose agent hung up (session_kids_wait): one that exec'd in an
@@ -354,7 +312,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 	for (;;) {
 		struct session *s = session_at(l, l->cur);
 		bool got = false;
-		while (l->next < s->nbatch) {
+		while (l->next < s->batch.n) {
 			size_t i = l->next++;
 			const struct djp_event *e = session_event(s, i);
 			const struct djp_ev_desc *d = l->cur ? kid_wanted(l, s, e->marker_id) : wanted(l, e->marker_id);
@@ -364,7 +322,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			ev->desc = d;
 			ev->ts_ns = djp_clock_to_ns(djp_consumer_clock(s->cons), e->timestamp) + (uint64_t)l->mono_to_real;
 			ev->pid = s->pid;
-			ev->tid = (int32_t)s->batch[i].tid;
+			ev->tid = (int32_t)session_event_tid(s, i);
 			ev->comm = l->comm[0] ? l->comm : NULL;
 			ev->nargs = n;
 			ev->cpu = djp_event_cpu(e);
@@ -396,7 +354,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			s = session_at(l, l->cur);
 			/* gone before this drain: the drain saw all it wrote */
 			bool gone = l->cur && !s->alive;
-			got = session_drain(s) > 0 || s->nbatch;
+			got = session_drain(s) > 0 || s->batch.n;
 			if (!got && gone && release_kid(l, l->cur - 1))
 				l->cur--; /* the next one moved into its place */
 		}
@@ -475,29 +433,13 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 
 static int live_start(struct djp_source *src)
 {
-	struct live *l = (struct live *)src;
-	if (l->s.cmd && session_start(&l->s)) {
-		char cmd[1024], msg[4 * sizeof(l->s.errmsg)];
-		fprintf(stderr, "djp: %s: %s\n", djp_escape_c(cmd, sizeof(cmd), l->s.cmd, false),
-			djp_escape_c(msg, sizeof(msg), l->s.errmsg, false));
-		return l->s.errcode ? l->s.errcode : -EIO;
-	}
-	return 0;
+	return session_start_command(&((struct live *)src)->s);
 }
 
 static uint64_t live_now(struct djp_source *src)
 {
 	(void)src;
 	return djp_clock_ns(CLOCK_REALTIME);
-}
-
-/* No probes but libc's: a shell, env, runuser. */
-static bool only_libc_probes(const struct session *s)
-{
-	for (uint32_t id = 0; id < s->nmarkers; id++)
-		if (s->markers[id].known && s->markers[id].object && !djp_path_is_libc(s->markers[id].object))
-			return false;
-	return true;
 }
 
 /* ^C, as stap has it: the probes stop, what they recorded before is read
@@ -508,9 +450,7 @@ static bool only_libc_probes(const struct session *s)
 static int live_stop(struct djp_source *src)
 {
 	struct live *l = (struct live *)src;
-	session_end(&l->s);
-	for (size_t i = 0; i < l->kids.n; i++)
-		session_end(l->kids.v[i]);
+	session_kids_end(&l->kids, &l->s);
 	l->stopped = l->ended = true;
 	return 0;
 }
@@ -722,87 +662,6 @@ static const struct djp_source_ops live_ops = {
 	.close = live_close,
 };
 
-/* ---- the files of process("PATH") points, for listing ---- */
-
-struct files {
-	struct djp_source src;
-	struct djp_ev_desc *descs;
-	struct djp_marker_list **lists;
-	char **objects;
-	unsigned nlists;
-};
-
-static int files_arm(struct djp_source *src, const uint32_t *ids, unsigned n, const struct djp_arm_glob *globs,
-		     unsigned nglobs)
-{
-	(void)src, (void)ids, (void)n, (void)globs, (void)nglobs;
-	return 0;
-}
-
-static int files_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadline)
-{
-	(void)src, (void)ev, (void)deadline;
-	return DJP_SRC_END;
-}
-
-static void files_close(struct djp_source *src)
-{
-	struct files *f = (struct files *)src;
-	for (unsigned i = 0; i < f->nlists; i++) {
-		djp_marker_list_free(f->lists[i]);
-		free(f->objects[i]);
-	}
-	free(f->lists);
-	free(f->objects);
-	free(f->descs);
-	free(f);
-}
-
-static const struct djp_source_ops files_ops = {
-	.arm = files_arm,
-	.next = files_next,
-	.now_ns = live_now,
-	.close = files_close,
-};
-
-static int files_open(const struct djp_source_opts *o, struct djp_source **out, char *err, size_t errsz)
-{
-	struct files *f = calloc(1, sizeof(*f));
-	size_t total = 0, k = 0;
-	if (!f || !(f->lists = calloc(o->npaths, sizeof(*f->lists))) ||
-	    !(f->objects = calloc(o->npaths, sizeof(*f->objects)))) {
-		if (f)
-			files_close(&f->src);
-		snprintf(err, errsz, "out of memory");
-		return -ENOMEM;
-	}
-	for (unsigned i = 0; i < o->npaths; i++, f->nlists++) {
-		int rc = djp_markers_read_file(o->paths[i], DJP_READ_NO_DWARF, &f->lists[i], err, errsz);
-		if (rc < 0) {
-			files_close(&f->src);
-			return rc;
-		}
-		f->objects[i] = realpath(o->paths[i], NULL);
-		if (!f->objects[i])
-			f->objects[i] = strdup(o->paths[i]);
-		total += f->lists[i]->count;
-	}
-	f->descs = calloc(total ? total : 1, sizeof(*f->descs));
-	if (!f->descs) {
-		files_close(&f->src);
-		snprintf(err, errsz, "out of memory");
-		return -ENOMEM;
-	}
-	for (unsigned i = 0; i < f->nlists; i++)
-		for (size_t j = 0; j < f->lists[i]->count; j++, k++)
-			desc_from_file(&f->descs[k], (uint32_t)k, &f->lists[i]->v[j], f->objects[i]);
-	f->src.ops = &files_ops;
-	f->src.descs = f->descs;
-	f->src.ndescs = (unsigned)total;
-	*out = &f->src;
-	return 0;
-}
-
 /* The files of o->paths whose markers the process does not have now: read
  * them (a path that is no file, a soname say, is left to the agent).
  * Returns how many markers they hold. */
@@ -835,7 +694,7 @@ static unsigned add_file_descs(struct live *l, unsigned nd)
 {
 	for (unsigned i = 0; i < l->nflist; i++)
 		for (size_t j = 0; j < l->flist[i]->count; j++, nd++)
-			desc_from_file(&l->descs[nd], nd, &l->flist[i]->v[j], l->fobject[i]);
+			djp_desc_from_file(&l->descs[nd], nd, &l->flist[i]->v[j], l->fobject[i]);
 	return nd;
 }
 
@@ -849,7 +708,7 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	FILE *f;
 
 	if (!o->cmd && o->pid <= 0 && o->list_only && o->npaths)
-		return files_open(o, out, err, errsz);
+		return djp_files_source_open(o, out, err, errsz);
 	if (!o->cmd && o->pid <= 0) {
 		/* Without an agent there is no process to read: say what to give. */
 		snprintf(err, errsz, "a process(...).mark probe needs the process: give -c CMD or -x PID");
@@ -903,7 +762,7 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	for (uint32_t id = 0; id < s->nmarkers; id++) {
 		if (!s->markers[id].known)
 			continue;
-		desc_from_marker(&l->descs[nd], nd, &s->markers[id]);
+		session_desc_of_marker(&l->descs[nd], nd, &s->markers[id]);
 		l->desc_of_id[id] = &l->descs[nd];
 		nd++;
 	}
@@ -912,7 +771,7 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	l->src.descs = l->descs;
 	l->src.ndescs = nd;
 	l->src.target_pid = s->pid;
-	if (s->cmd && s->program[0] && (only_libc_probes(s) || cmd_path_runs_other(s->cmd, s->program)))
+	if (s->cmd && s->program[0] && session_may_be_wrapper(s, s->cmd))
 		l->src.wrapper = s->program;
 	*out = &l->src;
 	return 0;

@@ -12,8 +12,9 @@
  * is left to the consumer (djp trace prints "marker#ID").
  *
  * A drain delivers one thread's events after another.  They are copied into
- * an arena and sorted by timestamp, so that a consumer sees the events of
- * one drain in time order across threads.  The arena is bounded: a drain
+ * an arena and sorted by timestamp (tools/djp/source/order.c), so that a
+ * consumer sees the events of one drain in time order across threads.
+ * The arena is bounded: a drain
  * that reaches the bound stops there (s->more) and the consumer, having
  * used the batch, drains again.  Counts per thread and per marker are kept
  * here, as the events pass, for whichever summary the consumer prints.
@@ -64,8 +65,7 @@ void session_free(struct session *s)
 	}
 	free(s->markers);
 	free(s->threads);
-	free(s->arena);
-	free(s->batch);
+	djp_order_free(&s->batch);
 	free(s->buf);
 	memset(s, 0, sizeof(*s));
 	s->fd = s->ring_fd = -1;
@@ -149,13 +149,12 @@ static struct session_thread *thread_of(struct session *s, uint32_t tid)
 static int collect(void *arg, const struct djp_event *ev, uint32_t tid, unsigned slot)
 {
 	struct session *s = arg;
-	size_t need = (ev->size + 7u) & ~7u;
 	struct session_thread *th;
+	void *rec;
 
 	(void)slot;
 	/* Out of memory: stop here; the event stays in the ring for later. */
-	if (!djp_grow((void **)&s->arena, &s->arena_cap, s->arena_len + need, 1 << 20, 1) ||
-	    !djp_grow((void **)&s->batch, &s->cap_batch, s->nbatch + 1, 4096, sizeof(*s->batch)))
+	if (!(rec = djp_order_push(&s->batch, ev->timestamp, tid, ev->size)))
 		return 1;
 	s->events++;
 	if ((th = thread_of(s, tid)))
@@ -163,10 +162,8 @@ static int collect(void *arg, const struct djp_event *ev, uint32_t tid, unsigned
 	session_marker_of(s, ev->marker_id); /* learn it while the agent lives */
 	if (ev->marker_id < s->nmarkers)
 		s->markers[ev->marker_id].events++; /* unknown ones too: marker#ID */
-	memcpy(s->arena + s->arena_len, ev, ev->size);
-	s->batch[s->nbatch++] = (struct session_event){ ev->timestamp, s->arena_len, tid };
-	s->arena_len += need;
-	return s->arena_len > DRAIN_ARENA_BOUND;
+	memcpy(rec, ev, ev->size);
+	return s->batch.len > DRAIN_ARENA_BOUND;
 }
 
 static void slot_done(void *arg, const struct djp_slot_stats *st)
@@ -177,28 +174,20 @@ static void slot_done(void *arg, const struct djp_slot_stats *st)
 		th->lost += st->lost_full + st->lost_nested + st->overwritten;
 }
 
-static int by_time(const void *a, const void *b)
-{
-	const struct session_event *x = a, *y = b;
-	return x->ts < y->ts ? -1 : x->ts > y->ts;
-}
-
 long session_drain(struct session *s)
 {
 	static const struct djp_drain_ops ops = { collect, slot_done };
 	long n;
 
-	s->nbatch = 0;
-	s->arena_len = 0;
+	djp_order_reset(&s->batch);
 	s->listed_this_drain = false;
 	/* a busy process may never let the tool sleep in its poll, where
 	 * it would hear the agent: every drain listens too */
 	if (s->alive)
 		session_serve(s);
 	n = djp_consumer_drain(s->cons, &ops, s);
-	s->more = s->arena_len > DRAIN_ARENA_BOUND;
-	if (s->nbatch > 1)
-		qsort(s->batch, s->nbatch, sizeof(*s->batch), by_time);
+	s->more = s->batch.len > DRAIN_ARENA_BOUND;
+	djp_order_sort(&s->batch);
 	return n;
 }
 

@@ -25,6 +25,7 @@
 
 #include "tools/djp/session/agg_tables.h"
 #include "tools/djp/attach/freeze.h"
+#include "tools/djp/source/order.h"
 #include "lib/format.h"
 #include "lib/marker_log.h"
 #include "lib/proto.h"
@@ -44,13 +45,6 @@ struct session_marker {
 struct session_thread {
 	uint32_t tid;
 	uint64_t events, lost;
-};
-
-/* One event of the last drain: where it is in the arena. */
-struct session_event {
-	uint64_t ts;
-	size_t off;
-	uint32_t tid;
 };
 
 struct session {
@@ -109,11 +103,9 @@ struct session {
 	int arm_error_last;
 	bool stats_ok;
 
-	/* the last drain, in time order */
-	uint8_t *arena;
-	size_t arena_len, arena_cap;
-	struct session_event *batch;
-	size_t nbatch, cap_batch;
+	/* the last drain, in time order: each record a copy of the event,
+	 * its tag the thread's id; batch.n events */
+	struct djp_order batch;
 	bool more; /* the drain stopped at its bound: drain again */
 };
 
@@ -159,6 +151,9 @@ bool session_reap(struct session *s, int timeout_ms);
 bool session_process_exited(pid_t pid);
 /* End the command: SIGTERM, then SIGKILL after two seconds. */
 void session_stop_child(struct session *s);
+/* -c: START, and the command runs its main; -errno after one line on
+ * stderr ("djp: CMD: why").  0 when there is no command (-x). */
+int session_start_command(struct session *s);
 /* A command that never ran its main: kill it (and the shell around it). */
 void session_kill_unstarted(struct session *s);
 const char *session_preload_path(void);
@@ -214,6 +209,21 @@ int session_kids_listen(struct session_kids *k, struct session *main);
  * session_kids_follow, START) and kept or discarded; NULL when none is
  * there.  A process that has a session already is not taken twice. */
 struct session *session_kids_accept(struct session_kids *k, const struct session *main);
+/* How long a round of the trace configures processes dialling in: a
+ * configuration is several round trips with an agent that may be waiting
+ * for a core among a hundred busy siblings (30 ms each was seen), and the
+ * rings of the processes already traced must be drained meanwhile, or a
+ * pre-fork server that starts a hundred workers at once loses their first
+ * events.  The others wait in fork, losing nothing. */
+#define SESSION_KIDS_ACCEPT_NS 3000000u
+/* Processes dialling in (session_kids_accept), each handed to take(ctx,
+ * c), which configures it and keeps or discards it, until none is there
+ * or budget_ns have passed. */
+void session_kids_accept_for(struct session_kids *k, const struct session *main, uint64_t budget_ns,
+			     void (*take)(void *ctx, struct session *c), void *ctx);
+/* STATS and BYE to main and each of k's (session_end): every process
+ * disarmed when they answer, their rings holding all there will be. */
+void session_kids_end(struct session_kids *k, struct session *main);
 /* FOLLOW for session c too, when k follows: 0 or -errno. */
 int session_kids_follow(struct session_kids *k, struct session *c);
 /* Sleep until something needs the tool or timeout_ms pass, in one poll
@@ -255,7 +265,12 @@ struct session_marker *session_marker_of(struct session *s, uint32_t id);
 long session_drain(struct session *s);
 static inline const struct djp_event *session_event(const struct session *s, size_t i)
 {
-	return (const struct djp_event *)(s->arena + s->batch[i].off);
+	return djp_order_at(&s->batch, i);
+}
+/* The thread of the last drain's i-th event. */
+static inline uint32_t session_event_tid(const struct session *s, size_t i)
+{
+	return s->batch.v[i].tag;
 }
 /* The per-thread lost counts of live slots, and the consumer's own;
  * the total of events lost. */

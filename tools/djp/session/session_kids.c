@@ -221,6 +221,31 @@ struct session *session_kids_accept(struct session_kids *k, const struct session
 	return c;
 }
 
+void session_kids_accept_for(struct session_kids *k, const struct session *main, uint64_t budget_ns,
+			     void (*take)(void *ctx, struct session *c), void *ctx)
+{
+	struct timespec ts;
+	uint64_t now, until;
+	struct session *c;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	until = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + budget_ns;
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		if (now >= until || !(c = session_kids_accept(k, main)))
+			return;
+		take(ctx, c);
+	}
+}
+
+void session_kids_end(struct session_kids *k, struct session *main)
+{
+	session_end(main);
+	for (size_t i = 0; i < k->n; i++)
+		session_end(k->v[i]);
+}
+
 int session_kids_follow(struct session_kids *k, struct session *c)
 {
 	return k->follow_fd >= 0 ? session_follow(c, k->follow_name) : 0;

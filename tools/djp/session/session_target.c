@@ -476,6 +476,17 @@ void session_stop_child(struct session *s)
 	}
 }
 
+int session_start_command(struct session *s)
+{
+	char cmd[1024], msg[4 * sizeof(s->errmsg)];
+
+	if (!s->cmd || !session_start(s))
+		return 0;
+	fprintf(stderr, "djp: %s: %s\n", djp_escape_c(cmd, sizeof(cmd), s->cmd, false),
+		djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+	return s->errcode ? s->errcode : -EIO;
+}
+
 void session_kill_unstarted(struct session *s)
 {
 	if (!s->cmd || s->child <= 0)

@@ -28,8 +28,8 @@
  * close: close the device, which disconnects every probe of the reader.
  *
  * The rings are per CPU, so a drain is copied out and sorted by time (the
- * drain's own order breaks ties) before it is handed out, as a process's
- * threads are.  The kernel never ends a trace: exit(), a timer, --duration
+ * drain's own order breaks ties; order.c) before it is handed out, as a
+ * process's threads are.  The kernel never ends a trace: exit(), a timer, --duration
  * or ^C do.  Each event carries the task the hit ran in (0 in interrupt
  * context) and its CPU; execname() is the task's comm, read from /proc as
  * tasks first show up ("swapper" for 0, as the idle task is called; ""
@@ -49,6 +49,7 @@
 
 #include <djprobe/djprobe.h>
 
+#include "order.h"
 #include "source.h"
 #include "tools/djp/grow.h"
 #include "tools/djp/kdev_client.h"
@@ -56,13 +57,15 @@
 #define KSRC_POLL_MS 100
 #define COMM_CACHE 256
 
+/* An event of the last drain, as order.c keeps it: its strings follow it
+ * in the same record. */
 struct kq {
 	const struct djp_ev_desc *desc;
-	uint64_t ns, seq;
+	uint64_t ns;
 	int32_t pid, tid, cpu;
 	unsigned nargs;
 	int64_t args[DJP_EV_MAX_ARGS];
-	int32_t str[DJP_EV_MAX_ARGS]; /* the text's offset in strbuf, -1: none */
+	int32_t str[DJP_EV_MAX_ARGS]; /* the text's offset after the kq, -1: none */
 	bool str_fault[DJP_EV_MAX_ARGS];
 	bool str_cut[DJP_EV_MAX_ARGS];
 };
@@ -89,10 +92,8 @@ struct ksrc {
 	uint64_t events;   /* handed out */
 	uint64_t *counts;  /* handed out, by descriptor id */
 	size_t ncounts;	   /* room in counts */
-	struct kq *q;
-	size_t nq, capq, next;
-	char *strbuf; /* the strings of the queued events */
-	size_t nstr, capstr;
+	struct djp_order q; /* the last drain (struct kq records) */
+	size_t next;
 	struct comm_entry comms[COMM_CACHE];
 };
 
@@ -172,52 +173,52 @@ static int take(void *arg, const struct kevent *e)
 	const struct djp_ev_desc *d = e->marker ? desc_of(l, (struct kmarker *)e->marker)
 				      : l->src.want_unknown ? unknown_desc(l, e->ev->marker_id)
 							    : NULL;
-	unsigned bound = l->src.str_bound;
+	unsigned bound = l->src.str_bound, nargs;
+	const char *str[DJP_EV_MAX_ARGS];
+	uint32_t len[DJP_EV_MAX_ARGS];
+	uint64_t flags[DJP_EV_MAX_ARGS];
+	size_t need = sizeof(struct kq);
 	struct kq *q;
+	char *text;
 
 	if (!d)
 		return 0;
-	if (!djp_grow((void **)&l->q, &l->capq, l->nq + 1, 1024, sizeof(*l->q)))
+	nargs = e->ev->nargs < DJP_EV_MAX_ARGS ? e->ev->nargs : DJP_EV_MAX_ARGS;
+	/* the strings first: their bytes go in the record, after the kq */
+	for (unsigned i = 0; i < nargs; i++) {
+		flags[i] = 0;
+		len[i] = 0;
+		str[i] = djp_event_str(e->ev, i, &len[i], &flags[i]);
+		if (str[i] && bound && len[i] >= bound) { /* MAXSTRINGLEN: the NUL counts */
+			len[i] = bound - 1;
+			flags[i] |= DJP_STR_TRUNCATED;
+		}
+		if (str[i])
+			need += len[i] + 1;
+	}
+	if (!(q = djp_order_push(&l->q, e->ns, 0, need)))
 		abort();
-	q = &l->q[l->nq];
+	text = (char *)(q + 1);
 	q->desc = d;
 	q->ns = e->ns;
-	q->seq = l->nq++;
 	q->pid = e->pid;
 	q->tid = e->tid;
 	q->cpu = e->cpu;
-	q->nargs = e->ev->nargs < DJP_EV_MAX_ARGS ? e->ev->nargs : DJP_EV_MAX_ARGS;
-	for (unsigned i = 0; i < q->nargs; i++) {
-		uint64_t flags = 0;
-		uint32_t len = 0;
-		const char *s = djp_event_str(e->ev, i, &len, &flags);
+	q->nargs = nargs;
+	for (unsigned i = 0; i < nargs; i++) {
 		q->str[i] = -1;
-		q->str_fault[i] = flags & DJP_STR_FAULT;
-		q->str_cut[i] = flags & DJP_STR_TRUNCATED;
+		q->str_fault[i] = flags[i] & DJP_STR_FAULT;
+		q->str_cut[i] = flags[i] & DJP_STR_TRUNCATED;
 		/* a string argument is still its pointer to the script */
-		q->args[i] = (int64_t)(s ? djp_event_str_addr(e->ev, i) : e->ev->args[i]);
-		if (!s)
+		q->args[i] = (int64_t)(str[i] ? djp_event_str_addr(e->ev, i) : e->ev->args[i]);
+		if (!str[i])
 			continue;
-		if (bound && len >= bound) { /* MAXSTRINGLEN: the NUL counts */
-			len = bound - 1;
-			q->str_cut[i] = true;
-		}
-		if (!djp_grow((void **)&l->strbuf, &l->capstr, l->nstr + len + 1, 65536, 1))
-			abort();
-		memcpy(l->strbuf + l->nstr, s, len);
-		l->strbuf[l->nstr + len] = 0;
-		q->str[i] = (int32_t)l->nstr;
-		l->nstr += len + 1;
+		memcpy(text, str[i], len[i]);
+		text[len[i]] = 0;
+		q->str[i] = (int32_t)(text - (char *)(q + 1));
+		text += len[i] + 1;
 	}
 	return 0;
-}
-
-static int by_time(const void *a, const void *b)
-{
-	const struct kq *x = a, *y = b;
-	if (x->ns != y->ns)
-		return x->ns < y->ns ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq; /* the drain's order, CPU by CPU */
 }
 
 /* execname() of a task: its comm, cached by tid. */
@@ -261,7 +262,7 @@ static void fill(struct ksrc *l, const struct kq *q, struct djp_ev *ev)
 	ev->nargs = q->nargs;
 	memcpy(ev->args, q->args, sizeof(q->args[0]) * q->nargs);
 	for (unsigned i = 0; i < q->nargs; i++) {
-		ev->strs[i] = q->str[i] >= 0 ? l->strbuf + q->str[i] : NULL;
+		ev->strs[i] = q->str[i] >= 0 ? (const char *)(q + 1) + q->str[i] : NULL;
 		ev->str_fault[i] = q->str_fault[i];
 		ev->str_cut[i] = q->str_cut[i];
 	}
@@ -271,8 +272,8 @@ static int ksrc_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 {
 	struct ksrc *l = (struct ksrc *)src;
 	for (;;) {
-		if (l->next < l->nq) {
-			fill(l, &l->q[l->next++], ev);
+		if (l->next < l->q.n) {
+			fill(l, djp_order_at(&l->q, l->next++), ev);
 			return DJP_SRC_EVENT;
 		}
 		if (l->stopped && l->drained_after_stop)
@@ -281,13 +282,14 @@ static int ksrc_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			return DJP_SRC_TIMEOUT;
 		if (!l->stopped && deadline != UINT64_MAX && src->ops->now_ns(src) >= deadline)
 			return DJP_SRC_TIMEOUT;
-		l->nq = l->next = l->nstr = 0;
+		djp_order_reset(&l->q);
+		l->next = 0;
 		l->drained_after_stop = l->stopped;
 		long n = kdev_drain(&l->k, take, l);
 		if (n < 0)
 			return (int)n;
-		if (l->nq) {
-			qsort(l->q, l->nq, sizeof(*l->q), by_time);
+		if (l->q.n) {
+			djp_order_sort(&l->q);
 			continue;
 		}
 		if (l->stopped)
@@ -389,8 +391,7 @@ static void ksrc_close(struct djp_source *src)
 	free(l->strings);
 	free(l->descs);
 	free(l->bound);
-	free(l->q);
-	free(l->strbuf);
+	djp_order_free(&l->q);
 	free(l->counts);
 	free(l);
 }

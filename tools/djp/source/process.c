@@ -47,16 +47,14 @@
 
 #include "kernel/agent/agent.h"
 #include "lib/escape.h"
-#include "lib/mapped_file.h"
 #include "lib/marker_match.h"
 #include "process.h"
-#include "tools/djp/cmd_path.h"
+#include "session_desc.h"
 #include "tools/djp/grow.h"
 
 #define DRAIN_PERIOD_MS 5
 #define DRAIN_IDLE_MS 20
 #define BUSY_DRAIN 1024		 /* a round that brought this many: again at once */
-#define ACCEPT_BUDGET_NS 3000000 /* configuring processes that dial in, per round */
 
 static struct session *session_at(struct proc *p, size_t i)
 {
@@ -91,7 +89,6 @@ static const struct djp_ev_desc *desc_of(struct proc *p, struct session *s, uint
 	struct proc_descs *t = p->tab;
 	const struct session_marker *m;
 	struct djp_ev_desc *d;
-	size_t plen;
 
 	if (id < t->n && t->v[id])
 		return t->v[id];
@@ -111,20 +108,9 @@ static const struct djp_ev_desc *desc_of(struct proc *p, struct session *s, uint
 		memset(t->v + t->n, 0, (n - t->n) * sizeof(*t->v));
 		t->n = n;
 	}
-	if (!(d = calloc(1, sizeof(*d))))
+	if (!(d = malloc(sizeof(*d))))
 		abort();
-	d->id = id;
-	d->label = m->name;
-	d->name = djp_marker_split(m->name, &plen); /* an SDT probe: provider:name */
-	d->provider = m->name;
-	d->provider_len = (unsigned)plen;
-	d->format = m->format ? m->format : "";
-	d->object = m->object;
-	d->nargs = m->nargs;
-	d->site = m->addr;
-	d->site_runtime = true;
-	if (m->fmt)
-		d->fmt = *m->fmt;
+	session_desc_of_marker(d, id, m);
 	return t->v[id] = d;
 }
 
@@ -140,31 +126,10 @@ static void where(struct session *s, char *buf, size_t sz)
 		snprintf(buf, sz, "process %d", (int)s->pid);
 }
 
-/* No probes but libc's (a wrapper, a shell)? */
-static bool only_libc_probes(struct session *s)
-{
-	for (uint32_t id = 0; id < s->nmarkers; id++)
-		if (s->markers[id].known && s->markers[id].object && !djp_path_is_libc(s->markers[id].object))
-			return false;
-	return true;
-}
-
 /* func:NAME, line:FILE:LINE: instruction probes (docs/TRACE.md) */
 static bool is_point(const char *pattern)
 {
 	return !strncmp(pattern, "func:", 5) || !strncmp(pattern, "line:", 5);
-}
-
-/*
- * May s be a wrapper or an interpreter of the command (env, runuser, a
- * shell, a PATH shim's interpreter), so that a pattern may yet match in the
- * program it execs in the same process?  When it has no probes but libc's,
- * or when the program it runs is not the file the command names
- * (cmd_path.c: the interpreter of a script).
- */
-static bool waits_for_exec(struct proc *p, struct session *s)
-{
-	return only_libc_probes(s) || cmd_path_runs_other(p->s.cmd, s->program);
 }
 
 /* The -c command's own process has nothing a pattern names: say so and
@@ -202,7 +167,7 @@ static int configure(struct proc *p, struct session *s, bool launched, bool star
 		/* a wrapper (runuser, env, a shim) or a child that has not
 		 * exec'd yet: kept for what it loads or execs; one that never
 		 * matches is said at the end (unmatched()) */
-		if (s->errcode == -ENOENT && (launched || s->cmd) && waits_for_exec(p, s)) {
+		if (s->errcode == -ENOENT && (launched || s->cmd) && session_may_be_wrapper(s, p->s.cmd)) {
 			char why[sizeof(s->errmsg)]; /* the agent's: "pattern 'P': matches no ..." */
 			snprintf(why, sizeof(why), "%s", s->errmsg);
 			if (session_connect(s, p->patterns[i], how | DJP_CONNECT_PENDING, p->str_args[i], 0, &nsites) ==
@@ -230,23 +195,20 @@ static int configure(struct proc *p, struct session *s, bool launched, bool star
 	return 0;
 }
 
-/* Children of fork dialling in: each gets the same patterns and FOLLOW,
- * then START (its fork returns then).  A few milliseconds' worth at a
- * time: a configuration is several round trips with an agent that may be
- * waiting for a core among a hundred busy siblings (30 ms each was seen),
- * and the rings of the processes already traced must be drained
- * meanwhile, or a pre-fork server that starts a hundred workers at once
- * loses their first events.  The others wait in fork, losing nothing. */
+/* A child of fork dialling in: the same patterns and FOLLOW, then START
+ * (its fork returns then). */
+static void take_kid(void *ctx, struct session *k)
+{
+	struct proc *p = ctx;
+	if (configure(p, k, true, true))
+		session_discard(k);
+	else
+		session_kids_keep(&p->kids, k);
+}
+
 static void accept_kids(struct proc *p)
 {
-	struct session *k;
-	uint64_t until = djp_clock_ns(CLOCK_MONOTONIC) + ACCEPT_BUDGET_NS;
-	while (djp_clock_ns(CLOCK_MONOTONIC) < until && (k = session_kids_accept(&p->kids, &p->s))) {
-		if (configure(p, k, true, true))
-			session_discard(k);
-		else
-			session_kids_keep(&p->kids, k);
-	}
+	session_kids_accept_for(&p->kids, &p->s, SESSION_KIDS_ACCEPT_NS, take_kid, p);
 }
 
 /* A process of an -x trace that exec'd: the agent injected again and the
@@ -281,7 +243,7 @@ static void begin_session(struct proc *p)
 	p->cur_gone = !s->alive; /* gone before its drain: the drain sees all it wrote */
 	p->cur_total = 0;
 	p->drain_due = true;
-	p->bi = s->nbatch; /* the last round's batch is spent */
+	p->bi = s->batch.n; /* the last round's batch is spent */
 }
 
 static void begin_round(struct proc *p)
@@ -301,7 +263,7 @@ static void fill(struct proc *p, struct session *s, struct djp_ev *ev)
 	ev->desc = desc_of(p, s, e->marker_id);
 	ev->ts_ns = p->src.want_monotonic ? ns : ns + (uint64_t)p->mono_to_real;
 	ev->pid = (int32_t)s->pid;
-	ev->tid = (int32_t)s->batch[i].tid;
+	ev->tid = (int32_t)session_event_tid(s, i);
 	ev->comm = NULL;
 	ev->cpu = p->src.want_cpu ? djp_event_cpu(e) : -1;
 	ev->ustack = NULL;
@@ -331,7 +293,7 @@ static bool round_step(struct proc *p)
 			return true;
 		}
 		p->drain_due = false;
-		p->bi = s->nbatch;
+		p->bi = s->batch.n;
 	}
 	p->round_total += p->cur_total;
 	if (p->cur && p->cur_gone && !p->cur_total && session_process_exited(s->pid) && proc_release_kid(p, s)) {
@@ -404,7 +366,7 @@ static int proc_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 	for (;;) {
 		if (p->in_round) {
 			struct session *s = session_at(p, p->cur);
-			if (p->bi < s->nbatch) {
+			if (p->bi < s->batch.n) {
 				fill(p, s, ev);
 				return DJP_SRC_EVENT;
 			}
@@ -494,15 +456,9 @@ static int proc_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 static int proc_start(struct djp_source *src)
 {
 	struct proc *p = (struct proc *)src;
-	struct session *s = &p->s;
-	char what[1024], msg[4 * sizeof(s->errmsg)];
 
-	if (!s->cmd)
-		return 0;
-	if (session_start(s)) {
-		where(s, what, sizeof(what));
-		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
-		session_kill_unstarted(s);
+	if (session_start_command(&p->s)) {
+		session_kill_unstarted(&p->s);
 		return -EIO;
 	}
 	return 0;
@@ -512,9 +468,7 @@ static int proc_start(struct djp_source *src)
 static int proc_stop(struct djp_source *src)
 {
 	struct proc *p = (struct proc *)src;
-	session_end(&p->s);
-	for (size_t i = 0; i < p->kids.n; i++)
-		session_end(p->kids.v[i]);
+	session_kids_end(&p->kids, &p->s);
 	p->stopped = true;
 	p->in_round = p->after_round = p->last_round_done = false;
 	return 0;

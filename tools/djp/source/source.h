@@ -24,8 +24,9 @@
  * traced process and its children, tools/djp/session/session.h: process.c for
  * djp trace, script/live.c for scripts, which adds what only a script
  * asks: aggregation in the target, reads of the target's memory, the
- * function around a site) and the kernel source (kernel.c: the markers of
- * loaded modules through /dev/djprobe).
+ * function around a site), the files source (files.c: the markers of
+ * files a script names, for listing without a process) and the kernel
+ * source (kernel.c: the markers of loaded modules through /dev/djprobe).
  */
 #ifndef DJP_SOURCE_SOURCE_H
 #define DJP_SOURCE_SOURCE_H
@@ -252,6 +253,15 @@ int djp_null_open(struct djp_source **out);
  * descriptors at open: djp trace arms patterns).  -errno, with a line in
  * err or (err "") the reason said on stderr already. */
 int djp_process_source_open(const struct djp_source_opts *o, struct djp_source **out, char *err, size_t errsz);
+
+/* The files source (files.c): the markers of o->paths read from the files,
+ * for -l/-L with no process; no events. */
+int djp_files_source_open(const struct djp_source_opts *o, struct djp_source **out, char *err, size_t errsz);
+
+struct djp_marker_info;
+/* *d: descriptor `id` of marker m of the file `object`, read by the tool
+ * (its site the link-time one). */
+void djp_desc_from_file(struct djp_ev_desc *d, uint32_t id, const struct djp_marker_info *m, const char *object);
 
 /* The kernel source (kernel.c): the markers of loaded modules through
  * /dev/djprobe; every marker is a descriptor, kernel = true. */
