@@ -102,6 +102,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "lib/init_order.h"
 #include "kernel/arming.h"
 #include "kernel/engine.h"
 #include "kernel/rcu.h"
@@ -220,7 +221,7 @@ static void reader_exit(void *reader)
 	release(reader);
 }
 
-__attribute__((constructor)) static void rcu_init(void)
+DJP_ENGINE_INIT static void rcu_init(void)
 {
 	pthread_key_t k;
 	long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/init_order.h"
 #include "kernel/arming.h"
 #include "kernel/lock.h"
 
@@ -38,7 +39,7 @@ struct scan {
 static struct scan startup;
 static int collect(struct dl_phdr_info *info, size_t size, void *arg);
 
-__attribute__((constructor)) static void note_startup_objects(void)
+DJP_ENGINE_INIT static void note_startup_objects(void)
 {
 	dl_iterate_phdr(collect, &startup);
 }

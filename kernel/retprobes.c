@@ -63,6 +63,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "lib/init_order.h"
 #include "kernel/engine.h"
 #include "kernel/hit.h"
 #include "kernel/hit_args.h"
@@ -104,7 +105,7 @@ static void stack_free(void *st)
 /* Made by the library's constructor, as kernel/rcu.c's is: a key whose
  * value glibc keeps in the thread itself (below 32) is safe to set from a
  * handler. */
-__attribute__((constructor)) static void ret_init(void)
+DJP_ENGINE_INIT static void ret_init(void)
 {
 	pthread_key_t k;
 	if (pthread_key_create(&k, stack_free) == 0) {

@@ -118,6 +118,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "lib/init_order.h"
 #include "ring.h"
 
 __thread struct djp_ring_tls djp_ring_tls __attribute__((tls_model("initial-exec")));
@@ -209,7 +210,7 @@ static void ring_init_once(void)
  * -x) gets none, and its exited threads' slots stay theirs (a thread that
  * finds none free is counted in lost_noslot), as kernel/rcu.c's
  * registrations do. */
-__attribute__((constructor)) static void ring_init_early(void)
+DJP_ENGINE_INIT static void ring_init_early(void)
 {
 	pthread_once(&ring_once, ring_init_once);
 }
