@@ -183,13 +183,15 @@ static void note_error(struct resolve *r, int err)
 static bool shrink(struct djp_site *s)
 {
 	struct djp_insn in;
-	if (!s->displaces || s->state != SITE_IDLE || djp_insn_decode(s->orig, s->len, s->addr, &in))
+	if (!s->code || s->state != SITE_IDLE || djp_insn_decode(s->orig, s->len, s->addr, &in))
 		return false;
 	s->len = in.len;
 	s->no_jump = true;
-	s->ool = 0;
-	if (!s->obj->parent) /* a widened SDT nop: a nop again */
-		s->displaces = false;
+	s->code->ool = 0;
+	if (!s->obj->parent) { /* a widened SDT nop: a nop again */
+		free(s->code);
+		s->code = NULL;
+	}
 	return true;
 }
 
@@ -318,6 +320,8 @@ static void point_object_drop(struct djp_object *po, struct djp_marker_list *ml)
 {
 	djp_marker_list_free(ml);
 	if (po) {
+		for (size_t i = 0; po->sites && i < po->nsites; i++)
+			free(po->sites[i].code);
 		free(po->sites);
 		free(po->path);
 		free(po->file);
@@ -426,6 +430,11 @@ static int sites_make(struct resolve *r)
 		if (!m->name || !m->function || point_args(ml, m, object_params(r->o), np->f))
 			goto enomem;
 	}
+	/* what each site's displaced instruction keeps (counted in nsites
+	 * for point_object_drop) */
+	for (; po->nsites < r->n; po->nsites++)
+		if (!(po->sites[po->nsites].code = calloc(1, sizeof(struct djp_site_code))))
+			goto enomem;
 	po->path = strdup(r->o->path);
 	po->file = r->o->file ? strdup(r->o->file) : NULL;
 	if (!po->path || (r->o->file && !po->file))
@@ -442,8 +451,7 @@ static int sites_make(struct resolve *r)
 		memcpy(s->orig, r->v[i].orig, s->len);
 		s->state = SITE_IDLE;
 		s->no_jump = r->v[i].no_jump;
-		s->keep_flags = r->v[i].keep_flags;
-		s->displaces = true;
+		s->code->keep_flags = r->v[i].keep_flags;
 		s->m = &ml->v[i];
 		s->obj = po;
 		s->id = djp_site_id_next();

@@ -38,11 +38,13 @@ void djp_sdt_widen(struct djp_site *s)
 		return;
 	/* (djp_jump_run checks the nop is an instruction boundary) */
 	len = djp_jump_range(o, t, f, b, start, s->addr);
-	if (len) {
+	/* out of memory for what its instructions keep: a nop, as if the
+	 * rules refused */
+	if (len && (s->code = calloc(1, sizeof(*s->code)))) {
 		memcpy(s->orig, b + (s->addr - start), len);
 		s->len = (uint8_t)len;
-		s->displaces = true;
-		s->keep_flags = !djp_insn_flags_dead(b + (s->addr - start), f->size - (s->addr - start), s->addr);
+		s->code->keep_flags =
+			!djp_insn_flags_dead(b + (s->addr - start), f->size - (s->addr - start), s->addr);
 	}
 	free(b);
 }
