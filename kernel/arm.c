@@ -182,7 +182,7 @@ static struct djp_trap_table *trap_table_build(struct djp_trap_entry *extra, siz
 		for (size_t i = 0; i < o->nsites; i++) {
 			struct djp_site *s = &o->sites[i];
 			if (s->state == SITE_INT3 && !s->in_batch)
-				t->e[k++] = (struct djp_trap_entry){ s->addr, s->ool, s, DJP_TRAP_PROBE, s->len };
+				t->e[k++] = (struct djp_trap_entry){ s->addr, djp_site_ool(s), s, DJP_TRAP_PROBE, s->len };
 		}
 	for (size_t j = 0; j < nskip; j++)
 		skip[j]->in_batch = false;
@@ -245,7 +245,7 @@ static int batch_tramps(void *ctx)
 	for (size_t i = 0; i < b->n; i++) {
 		/* an instruction probe's displaced instructions, run out of line
 		 * by its int3 (and while a jump is placed or taken away) */
-		if (state[i] != SITE_IDLE && sites[i]->displaces && !sites[i]->ool)
+		if (state[i] != SITE_IDLE && sites[i]->code && !sites[i]->code->ool)
 			req_idx[nreqs] = i, reqs[nreqs++] = (struct djp_tramp_req){ .site = sites[i]->addr,
 								.len = sites[i]->len,
 								.flavour = DJP_OOL,
@@ -262,8 +262,8 @@ static int batch_tramps(void *ctx)
 								/* an instruction probe's trampoline
 								 * keeps the flags and ends with the
 								 * displaced instructions */
-								.code = sites[i]->displaces ? sites[i]->orig : NULL,
-								.keep_flags = sites[i]->keep_flags,
+								.code = sites[i]->code ? sites[i]->orig : NULL,
+								.keep_flags = sites[i]->code && sites[i]->code->keep_flags,
 								.args = sites[i]->m->arg,
 								.nargs = sites[i]->m->nargs,
 								.bias = sites[i]->obj->bias,
@@ -277,7 +277,7 @@ static int batch_tramps(void *ctx)
 			size_t i = req_idx[r];
 			if (reqs[r].flavour == DJP_OOL) {
 				/* no int3 probe at an instruction without its copy */
-				if (!(sites[i]->ool = reqs[r].entry)) {
+				if (!(sites[i]->code->ool = reqs[r].entry)) {
 					err = reqs[r].err ? reqs[r].err : -ENOMEM;
 					goto out;
 				}
@@ -316,17 +316,17 @@ static int batch_check(void *ctx)
 		p->addr = s->addr;
 		p->len = s->len;
 		/* a jump over instructions a thread may be inside */
-		p->check = s->displaces && state[i] == SITE_JUMP && s->state != SITE_JUMP;
+		p->check = s->code && state[i] == SITE_JUMP && s->state != SITE_JUMP;
 		b->poke_site[b->npokes] = i;
 		memcpy(p->old, cur, s->len);
 		djp_site_expected(s, state[i], flavour[i], p->new);
 		if (state[i] == SITE_IDLE)
-			b->entries[b->npokes] = (struct djp_trap_entry){ s->addr, s->ool, s, DJP_TRAP_SKIP, s->len };
+			b->entries[b->npokes] = (struct djp_trap_entry){ s->addr, djp_site_ool(s), s, DJP_TRAP_SKIP, s->len };
 		else if (state[i] == SITE_JUMP)
 			b->entries[b->npokes] =
 				(struct djp_trap_entry){ s->addr, s->tramp[flavour[i]], s, DJP_TRAP_JUMP, s->len };
 		else
-			b->entries[b->npokes] = (struct djp_trap_entry){ s->addr, s->ool, s, DJP_TRAP_PROBE, s->len };
+			b->entries[b->npokes] = (struct djp_trap_entry){ s->addr, djp_site_ool(s), s, DJP_TRAP_PROBE, s->len };
 		b->changing[b->npokes++] = s;
 	}
 	/* a thread that blocks SIGTRAP: the batch is written with the other
@@ -681,7 +681,7 @@ static int yield_jumps(size_t *given)
 			if (keep[b])
 				pokes[n].new[b] = X86_INT3;
 		if (!keep[0]) { /* our int3 there for the length of the batch */
-			entries[ntrapped] = (struct djp_trap_entry){ s->addr, s->ool, s, DJP_TRAP_SKIP, s->len };
+			entries[ntrapped] = (struct djp_trap_entry){ s->addr, djp_site_ool(s), s, DJP_TRAP_SKIP, s->len };
 			trapped[ntrapped++] = s;
 		}
 		jumps[n++] = s; /* (n <= i) */

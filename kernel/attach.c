@@ -12,7 +12,10 @@
  *
  * Attaching gives a probe exactly the matching sites that do not carry it
  * yet, so it serves connect and dlopen alike and is idempotent.  Each is
- * one batch (kernel/arm.c): all of its sites change, or none does.
+ * one batch (kernel/site_lists.c, kernel/arm.c): all of its sites change,
+ * or none does.  An instruction probe's sites are its points resolved
+ * (kernel/points.c); a return probe's handlers go on their return sites
+ * (kernel/retprobes.c).
  * Objects a dlclose may be unmapping (`closing`, kernel/dlhooks.c) are out
  * of every attach; the matches left out are counted, so that a connect
  * that matches only there still succeeds (that dlclose attaches it when it
@@ -25,86 +28,11 @@
 
 #include "kernel/arming.h"
 #include "kernel/engine.h"
-#include "kernel/hit.h"
 #include "kernel/lock.h"
 #include "kernel/probes.h"
 #include "lib/marker_match.h"
 
 struct djp_probe *djp_probes;
-
-struct djp_handler_list *djp_list_make(const struct djp_handler_list *l, const struct djp_probe *add, int remove_id,
-				       const struct djp_site *s)
-{
-	unsigned n = l ? l->n : 0, k = 0;
-	struct djp_handler_list *nl = malloc(sizeof(*nl) + (n + 1) * sizeof(nl->h[0]));
-	if (!nl)
-		return NULL;
-	for (unsigned i = 0; i < n; i++)
-		if (l->h[i].probe_id != remove_id)
-			nl->h[k++] = l->h[i];
-	if (add)
-		nl->h[k++] = (struct djp_handler){ add->fn, add->data, add->flags, add->id, add->plan };
-	nl->n = k;
-	if (!k) {
-		free(nl);
-		return NULL;
-	}
-	djp_list_seal(nl, s);
-	return nl;
-}
-
-int djp_site_vec_push(struct site_vec *sv, struct djp_site *s)
-{
-	if (sv->n == sv->cap) {
-		void *nv = realloc(sv->v, (sv->cap = sv->cap ? 2 * sv->cap : 16) * sizeof(*sv->v));
-		if (!nv)
-			return -ENOMEM;
-		sv->v = nv;
-	}
-	sv->v[sv->n++] = s;
-	return 0;
-}
-
-bool djp_site_carries(const struct djp_site *s, int id)
-{
-	const struct djp_handler_list *l = atomic_load(&s->handlers);
-	for (unsigned k = 0; l && k < l->n; k++)
-		if (l->h[k].probe_id == id)
-			return true;
-	return false;
-}
-
-/* Give each site its list with `add` added or `remove_id` gone. */
-int djp_change_probe(struct site_vec *sv, const struct djp_probe *add, int remove_id)
-{
-	DJP_LOCK_HELD();
-	const struct djp_handler_list **lists;
-	int err = 0;
-	if (!sv->n)
-		return 0;
-	if (!(lists = calloc(sv->n, sizeof(*lists))))
-		return -ENOMEM;
-	for (size_t i = 0; i < sv->n && !err; i++) {
-		const struct djp_handler_list *cur = atomic_load(&sv->v[i]->handlers);
-		lists[i] = djp_list_make(cur, add, remove_id, sv->v[i]);
-		/* NULL is the empty list, or out of memory */
-		if (!lists[i] && (add || (cur && (cur->n > 1 || !djp_site_carries(sv->v[i], remove_id)))))
-			err = -ENOMEM;
-	}
-	/* an SDT probe's nop, armed for the first time: a jump over it and
-	 * what follows, where that may be (before the batch decides) */
-	for (size_t i = 0; i < sv->n && !err; i++)
-		if (lists[i] && sv->v[i]->state == SITE_IDLE && sv->v[i]->m->from_sdt && sv->v[i]->len == 1 &&
-		    !sv->v[i]->widen_tried)
-			djp_sdt_widen(sv->v[i]);
-	if (!err)
-		err = djp_sites_apply(sv->v, sv->n, lists); /* owns the lists from here */
-	else
-		for (size_t i = 0; i < sv->n; i++)
-			free((void *)lists[i]);
-	free(lists);
-	return err;
-}
 
 int djp_probe_attach(const struct djp_probe *p, size_t *matched)
 {
@@ -112,8 +40,15 @@ int djp_probe_attach(const struct djp_probe *p, size_t *matched)
 	struct site_vec sv = { 0 };
 	size_t closing = 0;
 	int err = 0;
-	if (p->point)
-		return djp_point_attach(p, matched);
+	if (p->point) {
+		/* an instruction probe makes its sites first; a return
+		 * probe's handlers go on their return sites */
+		err = djp_point_resolve(p, &sv, matched);
+		if (!err)
+			err = djp_point_is_return(p->point) ? djp_ret_attach(&sv, p) : djp_change_probe(&sv, p, -1);
+		free(sv.v);
+		return err;
+	}
 	for (struct djp_object *o = djp_objects; o && !err; o = o->next)
 		for (size_t i = 0; i < o->nsites && !err && !o->parent; i++) {
 			struct djp_site *s = &o->sites[i];

@@ -38,7 +38,6 @@
 #include "kernel/arming.h"
 #include "kernel/engine.h"
 #include "kernel/hit.h"
-#include "kernel/hit_args.h"
 #include "kernel/rcu.h"
 
 bool djp_in_handler(void)
@@ -186,56 +185,26 @@ void djp_trap_probe(struct djp_hit *hit)
 	run(hit, 0, false);
 }
 
-DJP_API const char *djp_hit_name(const struct djp_hit *hit)
+/*
+ * A return's hit (kernel/retprobes.c): the return site's handlers, run as
+ * a lean trampoline's (lean) or a trap's, with `vals` the arguments its
+ * entry kept, which a DJP_LOC_SAVED argument reads (djp_ret_saved).
+ * They stay in the thread's pending entry while the handlers run.
+ */
+static __thread const uint64_t *ret_vals __attribute__((tls_model("initial-exec")));
+
+void djp_dispatch_return(struct djp_hit *hit, const uint64_t *vals, bool lean)
 {
-	return djp__hit_site(hit)->m->name;
+	ret_vals = vals;
+	if (lean)
+		djp_dispatch_lean(hit);
+	else
+		djp_trap_probe(hit);
+	ret_vals = NULL;
 }
 
-DJP_API unsigned djp_hit_nargs(const struct djp_hit *hit)
+uint64_t djp_ret_saved(unsigned i)
 {
-	return djp__hit_site(hit)->m->nargs;
-}
-
-DJP_API uintptr_t djp_hit_site(const struct djp_hit *hit)
-{
-	return djp__hit_site(hit)->addr;
-}
-
-/* DWARF's register numbers are the arch's (arch_dwarf_reg). */
-DJP_API uint64_t djp_hit_reg(const struct djp_hit *hit, unsigned dwarf_reg)
-{
-	int v = arch_dwarf_reg(dwarf_reg);
-	if (v == DJP_REG_NONE)
-		return 0;
-	const struct djp_site *s = djp__hit_site(hit);
-	if (v == DJP_REG_PC) /* the site, which a jump's view does not store */
-		return s->addr;
-	if (djp__view_regs(hit) & (1u << v))
-		return hit->regs.r[v];
-	/* not stored: a lean trampoline keeps an instruction probe's
-	 * callee-saved registers in their registers only (kernel/
-	 * callee_saved.c); a marker's stores what its arguments read, and the
-	 * rest of its view is whatever the stack held, never given out */
-	if ((ARCH_CALLEE_SAVED & (1u << v)) && s->obj->parent)
-		return djp_callee_saved_reg(hit, (int)dwarf_reg);
-	return 0;
-}
-
-DJP_API int64_t djp_hit_arg(const struct djp_hit *hit, unsigned i)
-{
-	const struct djp_site *s = djp__hit_site(hit);
-	if (i >= s->m->nargs)
-		return 0;
-	return (int64_t)djp_arg_fetch(hit, s, &s->m->arg[i]);
-}
-
-/* For the recorder and the agent (kernel/engine.h). */
-uint32_t djp__hit_id(const struct djp_hit *hit)
-{
-	return djp__hit_site(hit)->id;
-}
-
-const struct djp_marker_info *djp__hit_marker(const struct djp_hit *hit)
-{
-	return djp__hit_site(hit)->m;
+	const uint64_t *v = ret_vals;
+	return v && i < DJP_MARKER_MAX_ARGS ? v[i] : 0;
 }

@@ -31,8 +31,8 @@ struct djp_connect_opts {
 int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned flags,
 		 const struct djp_connect_opts *opts);
 
-/* points.c: a pattern that names points ("func:NAME", "line:FILE:LINE"...;
- * points.c has the syntax): 0 and *out, 1 when it is a marker pattern,
+/* point_spec.c: a pattern that names points ("func:NAME",
+ * "line:FILE:LINE"...; point_spec.c has the syntax): 0 and *out, 1 when it is a marker pattern,
  * -EINVAL when it is a malformed point, -ENOMEM. */
 int djp__point_parse(const char *pattern, struct djp_point **out);
 void djp_point_free(struct djp_point *pt);

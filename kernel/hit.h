@@ -1,6 +1,7 @@
 /*
  * What runs at a hit: the dispatch of a site's handlers (kernel/dispatch.c)
- * and what a handler may ask of the hit's registers (kernel/callee_saved.c).
+ * and what a handler may ask of the hit's registers (kernel/callee_saved.c,
+ * kernel/hit_info.c).
  */
 #ifndef DJP_KERNEL_HIT_H
 #define DJP_KERNEL_HIT_H
@@ -18,6 +19,11 @@ bool djp_in_handler(void);
 /* Fill in l->lean, l->full and l->prefetch (and l->plan, l->wants_prefetch)
  * from the handlers of a new list for site `s` (djp_list_make does). */
 void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s);
+/* A return's hit (retprobes.c): its handlers, lean or as a trap's, with
+ * the values its entry kept; and argument i of those while they run on
+ * this thread (DJP_LOC_SAVED), 0 elsewhere. */
+void djp_dispatch_return(struct djp_hit *hit, const uint64_t *vals, bool lean);
+uint64_t djp_ret_saved(unsigned i);
 
 /* callee_saved.c: an instruction probe's %rbx, %rbp or %r12-%r15 (DWARF
  * number) at a lean hit, from where the handler's frames keep them; 0
@@ -26,13 +32,15 @@ void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s);
 uint64_t djp_callee_saved_reg(const struct djp_hit *hit, int dwarf_reg);
 void djp_callee_saved_prepare(void);
 
-/* retprobes.c: the value argument i had at the entry of the call whose
- * return handlers run on this thread now (DJP_LOC_SAVED); 0 elsewhere. */
-uint64_t djp_ret_saved(unsigned i);
-/* The return address that the stack word at `slot` held before this
+/* retprobes.c: the return address that the stack word at `slot` held before this
  * thread's call there was diverted (it holds djp_ret_tramp's now), or 0
  * when no pending return of the thread has that slot: for a stack walk
  * in a handler.  Async-signal-safe. */
 uintptr_t djp_ret_diverted(uintptr_t slot);
+/* The handlers of the engine's probes on the unwinder's entry points
+ * (ret_unwinder.c): every pending frame of the thread given its return
+ * address back (parked), and a catch's frames above it diverted again. */
+void djp_ret_unwinder_hook(const struct djp_hit *hit, void *data);
+void djp_ret_catch_hook(const struct djp_hit *hit, void *data);
 
 #endif

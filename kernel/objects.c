@@ -119,6 +119,8 @@ void djp_object_free(struct djp_object *o)
 	object_code_free(o);
 	if (o->markers)
 		djp_marker_list_free(o->markers);
+	for (size_t i = 0; o->sites && i < o->nsites; i++)
+		free(o->sites[i].code);
 	free(o->sites);
 	free(o->path);
 	free(o->file);

@@ -48,34 +48,6 @@
 #include "lib/func_source.h"
 #include "lib/func_symbols.h"
 
-struct djp_point {
-	char *object, *func, *line;
-	/* func split once, when the point is made: the glob before any
-	 * source qualifier, and the qualifier ("GLOB@FILE:LINE") */
-	char *glob;
-	bool has_src;
-	struct djp_src_filter src;
-	uint64_t offset;
-	uintptr_t addr;
-	bool retprobe;
-};
-
-void djp_point_free(struct djp_point *pt)
-{
-	if (!pt)
-		return;
-	free(pt->object);
-	free(pt->func);
-	free(pt->glob);
-	free(pt->line);
-	free(pt);
-}
-
-bool djp_point_is_return(const struct djp_point *pt)
-{
-	return pt && pt->retprobe;
-}
-
 static bool is_glob(const char *s)
 {
 	return s && strpbrk(s, "*?[");
@@ -99,49 +71,6 @@ static bool object_matches(const struct djp_object *o, const struct djp_point *p
 		return same;
 	}
 	return false;
-}
-
-static const struct djp_func_table *object_funcs(struct djp_object *o)
-{
-	char err[256];
-	if (!o->funcs && o->file)
-		djp_funcs_read(o->file, &o->funcs, err, sizeof(err));
-	return o->funcs;
-}
-
-static uintptr_t bias_of(const struct djp_object *o, const struct djp_func_table *t)
-{
-	return t->is_dyn ? o->bias : 0;
-}
-
-/* The site of o (its markers, its points) whose bytes hold `addr`: the one
- * at it, or one whose jump covers it. */
-static struct djp_site *site_covering(struct djp_object *o, uintptr_t addr)
-{
-	for (struct djp_object *x = djp_objects; x; x = x->next)
-		if (x == o || x->parent == o)
-			for (size_t i = 0; i < x->nsites; i++)
-				if (addr - x->sites[i].addr < x->sites[i].len)
-					return &x->sites[i];
-	return NULL;
-}
-
-/* The function's bytes as its code has them: memory, with the shadow of
- * every armed site of ours inside laid over it. */
-static uint8_t *function_bytes(struct djp_object *o, uintptr_t start, size_t size)
-{
-	uint8_t *b = malloc(size ? size : 1);
-	if (!b)
-		return NULL;
-	memcpy(b, (const void *)start, size);
-	for (struct djp_object *x = djp_objects; x; x = x->next)
-		if (x == o || x->parent == o)
-			for (size_t i = 0; i < x->nsites; i++) {
-				const struct djp_site *s = &x->sites[i];
-				if (s->state != SITE_IDLE && s->addr >= start && s->addr + s->len <= start + size)
-					memcpy(b + (s->addr - start), s->orig, s->len);
-			}
-	return b;
 }
 
 /* A point waiting for its site: what the checks found. */
@@ -170,26 +99,6 @@ struct resolve {
 };
 
 /*
- * The point's function glob, the first len bytes of func.  It may carry
- * SystemTap's source qualifier, "GLOB@FILE", "GLOB@FILE:LINE"
- * (lib/func_source.c): the glob is the part before the '@' (at most
- * GLOB_MAX - 1 bytes).  0, -EINVAL or -ENOMEM.
- */
-#define GLOB_MAX 512
-static int point_set_func(struct djp_point *pt, const char *func, size_t len)
-{
-	const char *at = memchr(func, '@', len);
-	size_t n = at ? (size_t)(at - func) : len;
-
-	if (!(pt->func = strndup(func, len)) || !(pt->glob = strndup(func, n)))
-		return -ENOMEM;
-	pt->has_src = at != NULL;
-	if (!n || n >= GLOB_MAX)
-		return -EINVAL;
-	return pt->has_src ? djp_src_filter_parse(pt->func + n + 1, &pt->src) : 0;
-}
-
-/*
  * A relocated call pushes the original return address and jumps, so that
  * the callee returns into the program's code; under a CET shadow stack its
  * ret would not match the shadow copy and fault.  Such a process gets no
@@ -212,59 +121,12 @@ static bool shadow_stack_on(void)
 	return on;
 }
 
-/* A site of o (its markers, its points) that overlaps [lo, hi) other than
- * one starting at lo. */
-static struct djp_site *site_overlapping(struct djp_object *o, uintptr_t lo, uintptr_t hi)
-{
-	for (struct djp_object *x = djp_objects; x; x = x->next)
-		if (x == o || x->parent == o)
-			for (size_t i = 0; i < x->nsites; i++) {
-				struct djp_site *s = &x->sites[i];
-				if (s->len && s->addr != lo && s->addr < hi && s->addr + s->len > lo)
-					return s;
-			}
-	return NULL;
-}
-
-/* Where o's branches, direct and indirect, can land
- * (arch/x86/branch_targets.c), read the first time a jump is considered in
- * it; NULL when it cannot be read (then no jump: what lands inside a run
- * is not known). */
-static const struct djp_branch_map *object_targets(struct djp_object *o)
-{
-	if (!o->targets_read) {
-		o->targets_read = true;
-		o->map_ok = o->file && !djp_branch_targets_of_file(o->file, &o->map);
-	}
-	return o->map_ok ? &o->map : NULL;
-}
-
-/*
- * Can a jump cover [a, a + len) in function f (whose bytes are b)?  The
- * rules of djp_jump_run (whole instructions inside the function, no jump
- * of the function into the range, no indirect jump whose targets are not
- * known, a call only last,
- * every instruction relocatable, and no direct branch anywhere in the
- * object into it: GCC's NAME.cold parts jump back into NAME, with no
- * symbol in a stripped object to say whose they are), and no other site
- * inside it.
- */
-static unsigned jump_range(struct resolve *r, const struct djp_func *f, const uint8_t *b, uintptr_t start, uintptr_t a)
-{
-	unsigned len = 0;
-
-	if (djp_jump_run(b, f->size, start, a, object_targets(r->o), bias_of(r->o, r->t), &len, NULL) ||
-	    site_overlapping(r->o, a, a + len))
-		return 0;
-	return len;
-}
-
 /* Check the instruction at `a` in function f; 0 and np filled in, or
  * -EINVAL (not an instruction boundary), -ENOTSUP (cannot run out of
  * line), -EILSEQ (does not decode). */
 static int point_check(struct resolve *r, const struct djp_func *f, uintptr_t a, struct new_point *np)
 {
-	uintptr_t start = f->addr + bias_of(r->o, r->t);
+	uintptr_t start = f->addr + djp_funcs_bias(r->o, r->t);
 	size_t size = f->size;
 	struct djp_insn in;
 	uint8_t *b;
@@ -278,7 +140,7 @@ static int point_check(struct resolve *r, const struct djp_func *f, uintptr_t a,
 		return -ENOTSUP;
 	if (a < start || a - start >= size)
 		return -EINVAL;
-	if (!(b = function_bytes(r->o, start, size)))
+	if (!(b = djp_function_bytes(r->o, start, size)))
 		return -ENOMEM;
 	for (uintptr_t at = start; at < a && !err; at += in.len)
 		if (djp_insn_decode(b + (at - start), size - (at - start), at, &in) || !in.len)
@@ -294,7 +156,7 @@ static int point_check(struct resolve *r, const struct djp_func *f, uintptr_t a,
 	if (!err && (in.kind == DJP_INSN_CALL_REL || in.kind == DJP_INSN_CALL_IND) && shadow_stack_on())
 		err = -ENOTSUP;
 	if (!err) {
-		unsigned jl = jump_range(r, f, b, start, a);
+		unsigned jl = djp_jump_range(r->o, r->t, f, b, start, a);
 		np->addr = a;
 		np->no_jump = !jl;
 		/* dead at a function's entry (the ABI gives them no value), or
@@ -321,13 +183,15 @@ static void note_error(struct resolve *r, int err)
 static bool shrink(struct djp_site *s)
 {
 	struct djp_insn in;
-	if (!s->displaces || s->state != SITE_IDLE || djp_insn_decode(s->orig, s->len, s->addr, &in))
+	if (!s->code || s->state != SITE_IDLE || djp_insn_decode(s->orig, s->len, s->addr, &in))
 		return false;
 	s->len = in.len;
 	s->no_jump = true;
-	s->ool = 0;
-	if (!s->obj->parent) /* a widened SDT nop: a nop again */
-		s->displaces = false;
+	s->code->ool = 0;
+	if (!s->obj->parent) { /* a widened SDT nop: a nop again */
+		free(s->code);
+		s->code = NULL;
+	}
 	return true;
 }
 
@@ -343,7 +207,7 @@ static void shrink_new(struct new_point *np)
 /* One resolved point at runtime address `a` in function f. */
 static void point_found(struct resolve *r, const struct djp_func *f, uintptr_t a)
 {
-	struct djp_site *s = site_covering(r->o, a);
+	struct djp_site *s = djp_site_covering(r->o, a);
 	struct new_point np;
 	int err;
 
@@ -447,7 +311,7 @@ static int visit_func(void *ctx, const struct djp_func *f)
 		note_error(r, -EINVAL);
 		return 0;
 	}
-	point_found(r, f, f->addr + bias_of(r->o, r->t) + r->pt->offset);
+	point_found(r, f, f->addr + djp_funcs_bias(r->o, r->t) + r->pt->offset);
 	return r->err;
 }
 
@@ -456,6 +320,8 @@ static void point_object_drop(struct djp_object *po, struct djp_marker_list *ml)
 {
 	djp_marker_list_free(ml);
 	if (po) {
+		for (size_t i = 0; po->sites && i < po->nsites; i++)
+			free(po->sites[i].code);
 		free(po->sites);
 		free(po->path);
 		free(po->file);
@@ -552,7 +418,7 @@ static int sites_make(struct resolve *r)
 			snprintf(name, sizeof(name), "%s+%#llx", np->f->name, (unsigned long long)np->off);
 		else
 			snprintf(name, sizeof(name), "%s", np->f->name);
-		m->site = np->addr - bias_of(r->o, r->t);
+		m->site = np->addr - djp_funcs_bias(r->o, r->t);
 		m->site_len = np->len;
 		m->name = djp_marker_list_strdup(ml, name, strlen(name));
 		m->function = djp_marker_list_strdup(ml, np->f->name, strlen(np->f->name));
@@ -564,6 +430,11 @@ static int sites_make(struct resolve *r)
 		if (!m->name || !m->function || point_args(ml, m, object_params(r->o), np->f))
 			goto enomem;
 	}
+	/* what each site's displaced instruction keeps (counted in nsites
+	 * for point_object_drop) */
+	for (; po->nsites < r->n; po->nsites++)
+		if (!(po->sites[po->nsites].code = calloc(1, sizeof(struct djp_site_code))))
+			goto enomem;
 	po->path = strdup(r->o->path);
 	po->file = r->o->file ? strdup(r->o->file) : NULL;
 	if (!po->path || (r->o->file && !po->file))
@@ -580,8 +451,7 @@ static int sites_make(struct resolve *r)
 		memcpy(s->orig, r->v[i].orig, s->len);
 		s->state = SITE_IDLE;
 		s->no_jump = r->v[i].no_jump;
-		s->keep_flags = r->v[i].keep_flags;
-		s->displaces = true;
+		s->code->keep_flags = r->v[i].keep_flags;
 		s->m = &ml->v[i];
 		s->obj = po;
 		s->id = djp_site_id_next();
@@ -600,7 +470,7 @@ enomem:
 static int resolve_in(struct resolve *r)
 {
 	const struct djp_point *pt = r->pt;
-	const struct djp_func_table *t = object_funcs(r->o);
+	const struct djp_func_table *t = djp_object_funcs(r->o);
 
 	if (!t)
 		return 0;
@@ -614,10 +484,10 @@ static int resolve_in(struct resolve *r)
 		for (int i = 0; i < n && !r->err; i++) {
 			const struct djp_func *f = djp_funcs_at(t, addrs[i]);
 			if (f)
-				point_found(r, f, addrs[i] + bias_of(r->o, t));
+				point_found(r, f, addrs[i] + djp_funcs_bias(r->o, t));
 		}
 	} else {
-		uintptr_t b = bias_of(r->o, t);
+		uintptr_t b = djp_funcs_bias(r->o, t);
 		const struct djp_func *f = pt->addr >= b ? djp_funcs_at(t, pt->addr - b) : NULL;
 		if (f)
 			point_found(r, f, pt->addr);
@@ -629,11 +499,10 @@ static int resolve_in(struct resolve *r)
 	return r->err;
 }
 
-int djp_point_attach(const struct djp_probe *p, size_t *matched)
+int djp_point_resolve(const struct djp_probe *p, struct site_vec *sv, size_t *matched)
 {
 	DJP_LOCK_HELD();
-	struct site_vec sv = { 0 };
-	struct resolve r = { .pt = p->point, .p = p, .sv = &sv, .ascending = true };
+	struct resolve r = { .pt = p->point, .p = p, .sv = sv, .ascending = true };
 	int err = 0;
 
 	r.strict = !is_glob(p->point->func); /* an exact function: its refusal is the answer */
@@ -645,11 +514,8 @@ int djp_point_attach(const struct djp_probe *p, size_t *matched)
 			err = resolve_in(&r);
 		}
 	free(r.v);
-	if (!err)
-		err = p->point->retprobe ? djp_ret_attach(&sv, p) : djp_change_probe(&sv, p, -1);
 	if (matched)
 		*matched = r.matched;
-	free(sv.v);
 	return err;
 }
 
@@ -757,167 +623,3 @@ int djp_ret_sites(struct site_vec *sv)
 	return err;
 }
 
-/* ---- SDT probes' nops ------------------------------------------------------ */
-
-/*
- * An SDT probe is a 1-byte nop (PostgreSQL's, python's, libstdc++'s): too
- * short for a jump, so it was an int3 probe, a trap a hit.  Widened, its
- * site covers the nop and the instructions after it, under the rules of
- * any instruction probe's jump, and its trampoline runs them relocated;
- * the probe's arguments are read at the nop as before (the registers and
- * stack the trampoline saves first).  Where no symbol covers the nop (a
- * static function of a stripped PostgreSQL or python), the function's
- * call-frame information gives its bounds.  An SDT site the rules refuse
- * stays what it was.
- */
-void djp_sdt_widen(struct djp_site *s)
-{
-	DJP_LOCK_HELD();
-	struct djp_object *o = s->obj;
-	struct resolve r = { .o = o };
-	const struct djp_func *f;
-	struct djp_func cf;
-	uintptr_t start;
-	unsigned len;
-	uint8_t *b;
-
-	s->widen_tried = true;
-	if (s->state != SITE_IDLE || o->parent || o->closing || !(r.t = object_funcs(o)))
-		return;
-	/* a static function of a stripped object: its FDE's bounds */
-	if (!(f = djp_func_around(r.t, o->file, s->addr - bias_of(o, r.t), &cf)))
-		return;
-	start = f->addr + bias_of(o, r.t);
-	if (!(b = function_bytes(o, start, f->size)))
-		return;
-	/* (djp_jump_run checks the nop is an instruction boundary) */
-	len = jump_range(&r, f, b, start, s->addr);
-	if (len) {
-		memcpy(s->orig, b + (s->addr - start), len);
-		s->len = (uint8_t)len;
-		s->displaces = true;
-		s->keep_flags = !djp_insn_flags_dead(b + (s->addr - start), f->size - (s->addr - start), s->addr);
-	}
-	free(b);
-}
-
-/* ---- points by pattern, for the agent ------------------------------------ */
-
-/*
- * The spelling `djp trace` and the agent's CONNECT use for points, beside
- * marker patterns (docs/TRACE.md):
- *
- *   func:GLOB            the entry of every function GLOB matches
- *   func:GLOB+OFFSET     OFFSET bytes into each (decimal or 0x)
- *   func:GLOB%return     their returns
- *   func:GLOB@FILE[:LINE]@OBJECT   only the functions declared in FILE
- *                        (at or around LINE; N-M, *), SystemTap's
- *                        function("GLOB@FILE:LINE"); OBJECT may be empty
- *                        for the main program (lib/func_source.c)
- *   line:FILE:LINE       the addresses of a source line
- *   ...@OBJECT           in the objects OBJECT (a path or file-name glob)
- *                        matches, instead of the main program
- *
- * The sites these make are named "func:NAME" or "func:NAME+0x12" as a
- * marker PROVIDER:NAME is, so that the same pattern matches their events.
- */
-int djp__point_parse(const char *pattern, struct djp_point **out)
-{
-	struct djp_point *pt;
-	const char *at, *body;
-	char *end;
-	size_t n;
-
-	*out = NULL;
-	if (strncmp(pattern, "func:", 5) && strncmp(pattern, "line:", 5))
-		return 1;
-	if (!(pt = calloc(1, sizeof(*pt))))
-		return -ENOMEM;
-	body = pattern + 5;
-	at = strrchr(body, '@');
-	n = at ? (size_t)(at - body) : strlen(body);
-	/* "func:GLOB@FILE:LINE@OBJECT": the last '@' is the object's, and
-	 * after a source qualifier an empty OBJECT is the main program */
-	if (at && !at[1] && memchr(body, '@', n))
-		at = NULL;
-	else if (at && !(pt->object = strdup(at + 1)))
-		goto enomem;
-	if (pattern[0] == 'l') {
-		if (!(pt->line = strndup(body, n)))
-			goto enomem;
-		if (!strchr(pt->line, ':'))
-			goto inval;
-	} else {
-		const char *plus = memchr(body, '+', n), *pct = memchr(body, '%', n);
-		size_t fn = plus ? (size_t)(plus - body) : pct ? (size_t)(pct - body) : n;
-		int e = point_set_func(pt, body, fn);
-		if (e == -ENOMEM)
-			goto enomem;
-		if (e)
-			goto inval;
-		if (plus) {
-			errno = 0;
-			pt->offset = strtoull(plus + 1, &end, 0);
-			if (errno || end == plus + 1 || end != body + n)
-				goto inval;
-		} else if (pct) {
-			if ((size_t)(body + n - pct) != 7 || strncmp(pct, "%return", 7))
-				goto inval;
-			pt->retprobe = true;
-		}
-	}
-	if (!(pt->func ? pt->func[0] : pt->line[0]) || (pt->object && !pt->object[0]))
-		goto inval;
-	*out = pt;
-	return 0;
-inval:
-	djp_point_free(pt);
-	return -EINVAL;
-enomem:
-	djp_point_free(pt);
-	return -ENOMEM;
-}
-
-/* ---- the public entry --------------------------------------------------- */
-
-static char *dup_or_null(const char *s, int *err)
-{
-	char *d = s ? strdup(s) : NULL;
-	if (s && !d)
-		*err = -ENOMEM;
-	return d;
-}
-
-int djp__point_make(const struct djp_point_opts *where, struct djp_point **out)
-{
-	struct djp_point_opts o = { 0 };
-	struct djp_point *pt;
-	int err = 0;
-
-	if (!where || where->sz < offsetof(struct djp_point_opts, object))
-		return -EINVAL;
-	/* a caller built against a later version: what we do not know must
-	 * be zero (libbpf's OPTS_VALID) */
-	for (size_t i = sizeof(o); i < where->sz; i++)
-		if (((const uint8_t *)where)[i])
-			return -EINVAL;
-	memcpy(&o, where, where->sz < sizeof(o) ? where->sz : sizeof(o));
-	/* exactly one of func, line, addr; offset and retprobe with func */
-	if ((!!o.func + !!o.line + !!o.addr) != 1 || (o.offset && !o.func) || (o.retprobe && (!o.func || o.offset)))
-		return -EINVAL;
-	if (!(pt = calloc(1, sizeof(*pt))))
-		return -ENOMEM;
-	if (o.func)
-		err = point_set_func(pt, o.func, strlen(o.func));
-	pt->object = dup_or_null(o.object, &err);
-	pt->line = dup_or_null(o.line, &err);
-	pt->offset = o.offset;
-	pt->addr = o.addr;
-	pt->retprobe = o.retprobe;
-	if (err) {
-		djp_point_free(pt);
-		return err;
-	}
-	*out = pt;
-	return 0;
-}

@@ -29,8 +29,9 @@
  *     run libgcc's unwinder, which reads the return addresses on the
  *     stack and knows nothing of the trampoline.  While any return probe
  *     is connected, the engine keeps probes of its own on the unwinder's
- *     entry points (_Unwind_RaiseException, _Unwind_ForcedUnwind and
- *     _Unwind_Backtrace, in libgcc_s or the program): they give every
+ *     entry points (kernel/ret_unwinder.c: _Unwind_RaiseException,
+ *     _Unwind_ForcedUnwind and _Unwind_Backtrace, in libgcc_s or the
+ *     program): they give every
  *     pending frame of the thread its real return address back before the
  *     unwinder reads one, and keep the entries, "parked".  A catch block
  *     begins with __cxa_begin_catch, called from the frame that caught:
@@ -89,8 +90,6 @@ struct ret_stack {
 };
 
 static __thread struct ret_stack *ret_stack __attribute__((tls_model("initial-exec")));
-/* The return whose handlers run now on this thread (djp_ret_saved). */
-static __thread const struct ret_frame *ret_current __attribute__((tls_model("initial-exec")));
 
 static pthread_key_t stack_key;
 static bool stack_key_ok;
@@ -204,12 +203,6 @@ uintptr_t djp_ret_diverted(uintptr_t slot)
 	return 0;
 }
 
-uint64_t djp_ret_saved(unsigned i)
-{
-	const struct ret_frame *f = ret_current;
-	return f && i < DJP_MARKER_MAX_ARGS ? f->vals[i] : 0;
-}
-
 /* Nothing to return to: the entry was lost, which the rules above never
  * allow.  There is no right place to go on to. */
 __attribute__((noreturn, cold)) static void ret_lost(uintptr_t slot)
@@ -246,22 +239,20 @@ uintptr_t djp_ret_dispatch(struct djp_hit *hit)
 	hit->regs.r[DJP_REG_PC] = ra;
 	((uintptr_t *)hit)[-1] = (uintptr_t)f->site | DJP_HIT_KEY_SITE;
 	if (atomic_load_explicit(&f->site->handlers, memory_order_relaxed)) {
-		ret_current = f;
 		if (!atomic_load_explicit(&f->site->ret_vec, memory_order_acquire)) {
 			/* DJP_GPR_ONLY handlers only (a handler that may touch
 			 * vector state, attached after this read, misses this
 			 * return) */
-			djp_dispatch_lean(hit);
+			djp_dispatch_return(hit, f->vals, true);
 		} else {
 			/* the return value may be in xmm0-1, ymm0 or st0-1, and
 			 * the handlers are any C */
 			if ((area = arch_vector_area_on_stack()))
 				arch_vector_save(area);
-			djp_trap_probe(hit);
+			djp_dispatch_return(hit, f->vals, false);
 			if (area)
 				arch_vector_restore(area);
 		}
-		ret_current = NULL;
 	}
 	for (; i < st->n; i++)
 		frame_move(&st->f[i - 1], &st->f[i]);
@@ -274,7 +265,7 @@ uintptr_t djp_ret_dispatch(struct djp_hit *hit)
 /* Give every pending frame of this thread its return address back, and
  * park it: the unwinder is about to read them.  A stale entry (its slot no
  * longer holds the trampoline's address) goes. */
-static void unwinder_hook(const struct djp_hit *hit, void *data)
+void djp_ret_unwinder_hook(const struct djp_hit *hit, void *data)
 {
 	struct ret_stack *st = ret_stack;
 	unsigned k = 0;
@@ -297,7 +288,7 @@ static void unwinder_hook(const struct djp_hit *hit, void *data)
 /* A catch begins, in the frame that called __cxa_begin_catch (its %rsp is
  * this hit's, less the call's return address): the parked frames above it
  * are diverted again, those at or below it were unwound. */
-static void catch_hook(const struct djp_hit *hit, void *data)
+void djp_ret_catch_hook(const struct djp_hit *hit, void *data)
 {
 	struct ret_stack *st = ret_stack;
 	uintptr_t sp = hit->regs.r[DJP_REG_SP];
@@ -316,52 +307,6 @@ static void catch_hook(const struct djp_hit *hit, void *data)
 			atomic_fetch_add_explicit(&f->site->misses, 1, memory_order_relaxed);
 	}
 	st->n = k;
-}
-
-static const struct {
-	const char *point;
-	djp_handler_fn fn;
-} unwinder_points[] = {
-	{ "func:_Unwind_RaiseException@libgcc_s.so*", unwinder_hook },
-	{ "func:_Unwind_ForcedUnwind@libgcc_s.so*", unwinder_hook },
-	{ "func:_Unwind_Backtrace@libgcc_s.so*", unwinder_hook },
-	{ "func:__cxa_begin_catch@libstdc++.so*", catch_hook },
-	/* a program linked with them statically */
-	{ "func:_Unwind_RaiseException", unwinder_hook },
-	{ "func:_Unwind_ForcedUnwind", unwinder_hook },
-	{ "func:_Unwind_Backtrace", unwinder_hook },
-	{ "func:__cxa_begin_catch", catch_hook },
-};
-#define NHOOKS (sizeof(unwinder_points) / sizeof(unwinder_points[0]))
-static int hook_ids[NHOOKS];
-static int nreturn_probes;
-
-static void hooks_drop(void)
-{
-	for (size_t i = 0; i < NHOOKS; i++)
-		if (hook_ids[i] < -1 && !djp__internal_probe_drop(hook_ids[i]))
-			hook_ids[i] = 0;
-}
-
-int djp_ret_probes_changed(int delta)
-{
-	DJP_LOCK_HELD();
-	int err = 0;
-	if (delta > 0 && !nreturn_probes) {
-		for (size_t i = 0; i < NHOOKS && !err; i++) {
-			struct djp_point *pt;
-			if ((err = djp__point_parse(unwinder_points[i].point, &pt)) == 0)
-				err = djp__internal_probe(pt, unwinder_points[i].fn, DJP_GPR_ONLY, &hook_ids[i]);
-		}
-		if (err) {
-			hooks_drop();
-			return err;
-		}
-	}
-	nreturn_probes += delta;
-	if (!nreturn_probes)
-		hooks_drop();
-	return 0;
 }
 
 /* ---- attaching ------------------------------------------------------------ */

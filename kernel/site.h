@@ -101,6 +101,24 @@ struct djp_handler_list {
 
 struct djp_object;
 
+/*
+ * What a site whose bytes are the program's own instructions keeps beyond
+ * the common site, as kprobes' struct arch_specific_insn does: an
+ * instruction probe's (kernel/points.c), or an SDT nop's once widened for
+ * a jump over the instructions after it (kernel/sdt_widen.c).  They run
+ * out of line or at the end of the site's trampoline, relocated.  A
+ * marker's NOP is skipped instead and has none.  Read and written by the
+ * batch code under the lock only: a trap reads its trap-table entry's
+ * copy of `ool`, a jump's trampoline has the flags baked in, so no hit
+ * follows this pointer.
+ */
+struct djp_site_code {
+	/* where its int3 resumes: the first instruction relocated and a
+	 * jump back (0 until made) */
+	uintptr_t ool;
+	bool keep_flags; /* its flags may be live */
+};
+
 struct djp_site {
 	uintptr_t addr;
 	uint8_t len;
@@ -109,15 +127,9 @@ struct djp_site {
 	uint8_t orig[DJP_SITE_MAX_LEN]; /* shadow of the original bytes */
 	uintptr_t tramp[DJP_SITE_TRAMPS]; /* per flavour (above), 0 until made */
 	bool no_jump;			 /* no trampoline in reach: int3 only */
-	/* An instruction probe's (kernel/points.c): where its int3 resumes,
-	 * the displaced instruction relocated and a jump back (0 until made;
-	 * a marker's NOP is skipped instead) */
-	uintptr_t ool;
-	bool keep_flags; /* an instruction probe's: its flags may be live */
-	/* its bytes are instructions that run out of line or in its
-	 * trampoline, relocated: an instruction probe's, or an SDT probe's
-	 * nop and what follows it, once widened for a jump */
-	bool displaces;
+	/* its bytes are instructions that run relocated (above), or NULL;
+	 * freed with the site */
+	struct djp_site_code *code;
 	bool widen_tried; /* an SDT site: djp_sdt_widen looked at it */
 	/* idle with handlers: given up to another tool's breakpoint, to be
 	 * retaken when it goes (arm.c, djp_sites_yield_to_foreign_traps) */
@@ -195,6 +207,13 @@ void djp_objects_on_refresh(void (*fn)(void));
 /* What the registry tells a client of each site (kernel/engine.h). */
 typedef int (*djp_site_visit_fn)(void *ctx, uint32_t id, const char *object, uintptr_t addr,
 				 const struct djp_marker_info *m);
+
+/* Where a site's int3 resumes: its code's relocated copy, or 0 (a
+ * marker's NOP is skipped). */
+static inline uintptr_t djp_site_ool(const struct djp_site *s)
+{
+	return s->code ? s->code->ool : 0;
+}
 
 /* The site a hit is at. */
 static inline struct djp_site *djp__hit_site(const struct djp_hit *hit)

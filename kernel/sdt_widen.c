@@ -1,0 +1,51 @@
+/*
+ * An SDT probe is a 1-byte nop (PostgreSQL's, python's, libstdc++'s): too
+ * short for a jump, so it was an int3 probe, a trap a hit.  Widened, its
+ * site covers the nop and the instructions after it, under the rules of
+ * any instruction probe's jump, and its trampoline runs them relocated;
+ * the probe's arguments are read at the nop as before (the registers and
+ * stack the trampoline saves first).  Where no symbol covers the nop (a
+ * static function of a stripped PostgreSQL or python), the function's
+ * call-frame information gives its bounds.  An SDT site the rules refuse
+ * stays what it was.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel/lock.h"
+#include "kernel/probes.h"
+#include "lib/func_symbols.h"
+
+void djp_sdt_widen(struct djp_site *s)
+{
+	DJP_LOCK_HELD();
+	struct djp_object *o = s->obj;
+	const struct djp_func_table *t;
+	const struct djp_func *f;
+	struct djp_func cf;
+	uintptr_t start;
+	unsigned len;
+	uint8_t *b;
+
+	s->widen_tried = true;
+	if (s->state != SITE_IDLE || o->parent || o->closing || !(t = djp_object_funcs(o)))
+		return;
+	/* a static function of a stripped object: its FDE's bounds */
+	if (!(f = djp_func_around(t, o->file, s->addr - djp_funcs_bias(o, t), &cf)))
+		return;
+	start = f->addr + djp_funcs_bias(o, t);
+	if (!(b = djp_function_bytes(o, start, f->size)))
+		return;
+	/* (djp_jump_run checks the nop is an instruction boundary) */
+	len = djp_jump_range(o, t, f, b, start, s->addr);
+	/* out of memory for what its instructions keep: a nop, as if the
+	 * rules refused */
+	if (len && (s->code = calloc(1, sizeof(*s->code)))) {
+		memcpy(s->orig, b + (s->addr - start), len);
+		s->len = (uint8_t)len;
+		s->code->keep_flags =
+			!djp_insn_flags_dead(b + (s->addr - start), f->size - (s->addr - start), s->addr);
+	}
+	free(b);
+}
+
