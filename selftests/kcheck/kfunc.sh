@@ -15,7 +15,7 @@ ctl=/sys/module/djp_kselftest/parameters/kfunc
 fn=djp_ks_kfunc
 T=/sys/kernel/tracing
 . "$(dirname "$0")/tap.inc" # tap, wait_probe
-echo "1..9"
+echo "1..10"
 
 [ -e $T/kprobe_events ] || mount -t tracefs nodev $T
 echo "p:kprobes/djpkf $fn" >$T/kprobe_events && echo "r:kprobes/djpkfr $fn" >>$T/kprobe_events &&
@@ -79,6 +79,21 @@ st=$?
 	[ "$(profile djpkfr)" = 90 ]
 tap $? "djp -e 'probe kernel.function(...)' and .return: 40 calls, \$arg1..\$arg6 and \$return right" \
 	"status $st, output '$(cat /tmp/kfs.out)', kprobe_profile $(profile djpkf) $(profile djpkfr): $(cat /tmp/kfs.err)"
+
+# --- kernel.statement("NAME+OFF") and .call: kprobes at an offset -------
+djp -e 'global s, c
+probe kernel.statement("djp_ks_kfunc+0") { s += $arg1 }
+probe kernel.function("djp_ks_kfunc").call { c++ }
+probe end { printf("%d %d\n", s, c) }' >/tmp/kfst.out 2>/tmp/kfst.err &
+pid=$!
+wait_probe "kernel:func:$fn+0" && wait_probe "kernel:func:$fn"
+echo 10 >$ctl
+kill -TERM $pid
+wait $pid
+st=$?
+[ $st = 0 ] && [ "$(cat /tmp/kfst.out)" = "55 10" ]
+tap $? "kernel.statement(\"NAME+0\") and kernel.function(\"NAME\").call: 10 calls, \$arg1 summing to 55" \
+	"status $st, output '$(cat /tmp/kfst.out)': $(cat /tmp/kfst.err)"
 
 # --- a function that does not exist: one line, status 1 -------------------
 out=$(djp trace -k func:djp_no_such_function 2>&1)

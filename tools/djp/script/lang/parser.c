@@ -294,7 +294,22 @@ static void kernel_point(struct parser *ps, struct probe_point *pp, const struct
 /* kernel.function("NAME")[.return], module("M").function("NAME")[.return]:
  * a kprobe (kretprobe) on the function, which djprobe.ko makes when the
  * point is connected, "func:NAME" or "func:M:NAME", with "%return" for
- * the return (kmod/kfunc.c); its events are the site of that name. */
+ * the return (kmod/kfunc.c); its events are the site of that name.
+ * .call is the same point (a kprobe on a symbol is its out-of-line
+ * copy), and kernel.statement("NAME+OFF") a kprobe at that offset,
+ * "func:NAME+OFF". */
+/* kernel.statement's "NAME+OFF": a name, '+', a number */
+static bool kernel_offset(const char *s)
+{
+	const char *plus = strchr(s, '+');
+	char *end;
+
+	if (!plus || plus == s || strpbrk(s, "*?[%:@") || plus[1] < '0' || plus[1] > '9')
+		return false;
+	(void)strtoull(plus + 1, &end, 0);
+	return !*end;
+}
+
 static void kernel_function_point(struct parser *ps, struct probe_point *pp, const struct point_words *w, bool ret)
 {
 	char glob[600];
@@ -391,11 +406,15 @@ static struct probe_point *probe_point(struct parser *ps)
 		   !strcmp(comp[1], "mark") && arg[1] && arg[1]->kind == T_STR &&
 		   (comp[0][0] == 'k' ? !arg[0] : arg[0] && arg[0]->kind == T_STR)) {
 		kernel_point(ps, pp, &w);
-	} else if ((ncomp == 2 || (ncomp == 3 && !arg[2] && !strcmp(comp[2], "return"))) &&
+	} else if ((ncomp == 2 || (ncomp == 3 && !arg[2] && (!strcmp(comp[2], "return") || !strcmp(comp[2], "call")))) &&
 		   (!strcmp(comp[0], "kernel") || !strcmp(comp[0], "module")) && !strcmp(comp[1], "function") &&
-		   arg[1] && arg[1]->kind == T_STR && !strpbrk(arg[1]->text, "*?[") &&
+		   arg[1] && arg[1]->kind == T_STR && arg[1]->text[0] && !strpbrk(arg[1]->text, "*?[+%:@") &&
 		   (comp[0][0] == 'k' ? !arg[0] : arg[0] && arg[0]->kind == T_STR)) {
-		kernel_function_point(ps, pp, &w, ncomp == 3);
+		kernel_function_point(ps, pp, &w, ncomp == 3 && !strcmp(comp[2], "return"));
+	} else if (ncomp == 2 && (!strcmp(comp[0], "kernel") || !strcmp(comp[0], "module")) &&
+		   !strcmp(comp[1], "statement") && arg[1] && arg[1]->kind == T_STR && kernel_offset(arg[1]->text) &&
+		   (comp[0][0] == 'k' ? !arg[0] : arg[0] && arg[0]->kind == T_STR)) {
+		kernel_function_point(ps, pp, &w, false);
 	} else if (ncomp == 2 && !strcmp(comp[0], "process") && !strcmp(comp[1], "mark") && arg[1] &&
 		   arg[1]->kind == T_STR && process_arg(arg[0])) {
 		process_mark_point(ps, pp, &w);
