@@ -40,6 +40,10 @@
  * says nothing of what it interrupted: that layer is taken off before the
  * look.
  *
+ * A CONNECT of "func:NAME" or "func:NAME%return" is a function point
+ * (kfunc.c): a kprobe or kretprobe of the file's, recording into the same
+ * rings, listed beside the markers while it is connected.
+ *
  * Root only: the device node is 0600 and open asks CAP_SYS_ADMIN, since a
  * probe sees the arguments of any kernel code that carries a marker.
  */
@@ -64,11 +68,14 @@
 #include "lib/format.h"
 
 #include "djprobe_dev.h"
+#include "kfunc.h"
 #include "kring.h"
 
 #define DEV_MAX_PROBES 64
 #define DEV_LIST_MAX 65536
 #define DEV_NSUBBUFS 16
+/* a function point's probe id: above any the engine hands out here */
+#define DEV_KFUNC_ID 0x40000000
 
 static unsigned int dev_ring_kb = 512;
 module_param(dev_ring_kb, uint, 0444);
@@ -80,7 +87,8 @@ struct djp_dev_file;
 struct djp_dev_probe {
 	struct djp_dev_file *f;
 	unsigned int idx;	/* in f->probes */
-	int id;			/* the engine's */
+	int id;			/* the engine's, or DEV_KFUNC_ID + idx */
+	struct djp_kfunc *fn;	/* a function point (kfunc.c), not a marker pattern */
 	bool used;		/* connected (under f->lock) */
 	bool live;		/* its hits are recorded: see the top */
 	char pattern[DJP_KDEV_PATTERN_MAX];
@@ -93,18 +101,6 @@ struct djp_dev_file {
 	struct djp_dev_probe probes[DEV_MAX_PROBES];
 	struct djp_kring ring;
 };
-
-/* The hit's task, or 0 when it interrupted something (see the top). */
-static u64 hit_task(void)
-{
-	unsigned long pc = preempt_count();
-
-	if (pc & NMI_MASK)
-		pc -= NMI_OFFSET + HARDIRQ_OFFSET;
-	if (pc & (NMI_MASK | HARDIRQ_MASK | SOFTIRQ_OFFSET))
-		return 0;
-	return (u64)task_tgid_nr(current) << 32 | (u32)task_pid_nr(current);
-}
 
 /* Does a live probe of f before probe `before` match the hit's marker? */
 static bool recorded_before(struct djp_dev_file *f, unsigned int before, const struct djp_hit *hit)
@@ -142,7 +138,7 @@ static void djp_dev_hit(const struct djp_hit *hit, void *data)
 	for (i = 0; i < n; i++)
 		args[i] = (u64)djp_hit_arg(hit, i);
 	djp_kring_record(&f->ring, (u32)djp_hit_site(hit), args, n,
-			 djp_format_str_mask(djp_hit_format(hit), n), hit_task());
+			 djp_format_str_mask(djp_hit_format(hit), n), djp_dev_hit_task());
 }
 
 static int djp_dev_open(struct inode *inode, struct file *file)
@@ -171,16 +167,29 @@ static int djp_dev_open(struct inode *inode, struct file *file)
 	return stream_open(inode, file);
 }
 
+/* Returns when no handler of p runs. */
+static int probe_disconnect(struct djp_dev_probe *p)
+{
+	int ret = 0;
+
+	WRITE_ONCE(p->live, false);
+	if (p->fn)
+		djp_kfunc_unregister(p->fn);
+	else
+		ret = djp_disconnect(p->id);
+	p->fn = NULL;
+	p->used = false;
+	return ret;
+}
+
 static int djp_dev_release(struct inode *inode, struct file *file)
 {
 	struct djp_dev_file *f = file->private_data;
 	unsigned int i;
 
 	for (i = 0; i < DEV_MAX_PROBES; i++)
-		if (f->probes[i].used) {
-			WRITE_ONCE(f->probes[i].live, false);
-			djp_disconnect(f->probes[i].id); /* returns when no handler runs */
-		}
+		if (f->probes[i].used)
+			probe_disconnect(&f->probes[i]);
 	djp_kring_destroy(&f->ring);
 	kfree(f);
 	return 0;
@@ -226,6 +235,7 @@ static long dev_list(void __user *uarg)
 	}
 	/* into our buffer under the engine's lock, to the tool after it */
 	djp_for_each_marker(list_one, &lc);
+	djp_kfunc_for_each(list_one, &lc);
 	req.count = lc.count;
 	if (lc.cap && copy_to_user(u64_to_user_ptr(req.buf), lc.v,
 				   (size_t)min(lc.cap, lc.count) * sizeof(*lc.v)))
@@ -258,6 +268,16 @@ static long dev_connect(struct djp_dev_file *f, void __user *uarg)
 		mutex_unlock(&f->lock);
 		return -ENOSPC;
 	}
+	if (!strncmp(req.pattern, DJP_KFUNC_PREFIX, strlen(DJP_KFUNC_PREFIX))) {
+		/* a function point: never live for recorded_before() */
+		id = djp_kfunc_register(req.pattern, &f->ring, &p->fn);
+		if (!id) {
+			id = p->id = DEV_KFUNC_ID + p->idx;
+			p->used = true;
+		}
+		mutex_unlock(&f->lock);
+		goto out;
+	}
 	/* "MODGLOB:NAMEGLOB" or "NAMEGLOB", split for recorded_before() */
 	memcpy(p->pattern, req.pattern, sizeof(p->pattern));
 	colon = strchr(p->pattern, ':');
@@ -272,6 +292,7 @@ static long dev_connect(struct djp_dev_file *f, void __user *uarg)
 		smp_store_release(&p->live, true);
 	}
 	mutex_unlock(&f->lock);
+out:
 	if (id < 0)
 		return id;
 	req.id = id;
@@ -290,9 +311,7 @@ static long dev_disconnect(struct djp_dev_file *f, void __user *uarg)
 	mutex_lock(&f->lock);
 	for (i = 0; i < DEV_MAX_PROBES; i++)
 		if (f->probes[i].used && f->probes[i].id == id) {
-			WRITE_ONCE(f->probes[i].live, false);
-			ret = djp_disconnect(id); /* no handler of it runs after */
-			f->probes[i].used = false;
+			ret = probe_disconnect(&f->probes[i]);
 			break;
 		}
 	mutex_unlock(&f->lock);

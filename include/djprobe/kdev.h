@@ -142,6 +142,11 @@ struct djp_kdev_list {
 };
 
 #define DJP_KDEV_PATTERN_MAX 256
+/* A CONNECT of "func:NAME[+OFF]" or "func:NAME%return" is a function
+ * point through kprobes (kmod/kfunc.c), listed as module "kernel", name the
+ * pattern, site a marker id below this (no site's can be). */
+#define DJP_KFUNC_PREFIX "func:"
+#define DJP_KFUNC_ID_LIMIT 0x80000000u
 
 /* DJP_KIOC_CONNECT: the recorder on every marker the pattern matches
  * ("NAMEGLOB" or "MODGLOB:NAMEGLOB", djprobe.h), now and in modules loaded

@@ -85,7 +85,8 @@ int kdev_list(struct kdev *k, char *err, size_t errsz)
 			return -ENOMEM;
 		}
 	}
-	struct kmarker *nv = calloc(req.count ? req.count : 1, sizeof(*nv));
+	/* room for the function points this listing no longer has (below) */
+	struct kmarker *nv = calloc(req.count + k->n + 1, sizeof(*nv));
 	if (!nv) {
 		free(v);
 		snprintf(err, errsz, "out of memory");
@@ -104,6 +105,20 @@ int kdev_list(struct kdev *k, char *err, size_t errsz)
 				m->user = k->v[j].user;
 	}
 	free(v);
+	/* A function point is gone from the listing once disconnected, but
+	 * its events may still be in the rings: keep its name, unless its id
+	 * is another's now. */
+	uint32_t n = req.count;
+	for (size_t j = 0; j < k->n; j++) {
+		bool listed = false;
+		if ((uint32_t)k->v[j].m.site >= DJP_KFUNC_ID_LIMIT)
+			continue;
+		for (uint32_t i = 0; i < req.count && !listed; i++)
+			listed = (uint32_t)nv[i].m.site == (uint32_t)k->v[j].m.site;
+		if (!listed)
+			nv[n++] = k->v[j];
+	}
+	req.count = n;
 	qsort(nv, req.count, sizeof(*nv), by_id);
 	free(k->v);
 	k->v = nv;
@@ -175,7 +190,19 @@ int kdev_connect(struct kdev *k, const char *pattern, unsigned flags, char *err,
 	strcpy(req.pattern, pattern);
 	if (ioctl(k->fd, DJP_KIOC_CONNECT, &req) < 0) {
 		int e = errno;
-		if (e == ENOENT)
+		if (!strncmp(pattern, DJP_KFUNC_PREFIX, strlen(DJP_KFUNC_PREFIX))) {
+			/* a function point: kprobes said no */
+			const char *fn = pattern + strlen(DJP_KFUNC_PREFIX);
+			int n = (int)strcspn(fn, "+%");
+			if (e == ENOENT)
+				snprintf(err, errsz, "kernel function '%.*s': no such function", n, fn);
+			else if (e == EINVAL && (!n || (fn[n] == '%' && strcmp(fn + n, "%return"))))
+				snprintf(err, errsz, "'%s': not func:NAME, func:NAME+OFFSET or func:NAME%%return",
+					 pattern);
+			else
+				snprintf(err, errsz, "kernel function '%.*s': kprobes cannot probe it: %s", n, fn,
+					 strerror(e));
+		} else if (e == ENOENT)
 			snprintf(err, errsz, "pattern '%s' matches no kernel marker", pattern);
 		else if (e == EBUSY)
 			snprintf(err, errsz, "pattern '%s': a site holds bytes that are not djprobe's (a kprobe?)",

@@ -281,7 +281,7 @@ static int list_points(struct script *sc, struct djp_source *src, bool fields, F
 	if (!lines)
 		abort();
 	for (struct probe_point *pp = sc->probes->points; pp; pp = pp->next)
-		if (pp->point && !strncmp(pp->glob, "func:", 5))
+		if (pp->point && !pp->kernel && !strncmp(pp->glob, "func:", 5))
 			list_functions(pp, src, fields, &lines, &n, &cap);
 	for (unsigned i = 0; i < src->ndescs; i++) {
 		const struct djp_ev_desc *d = &src->descs[i];

@@ -325,9 +325,18 @@ static int ksrc_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 			continue;
 		if (id < 0) {
 			fprintf(stderr, "djp: %s%s%s\n", src->who ? src->who : "", src->who ? ": " : "", err);
+			src->arm_said = true;
 			return id;
 		}
 		l->ids[l->nids++] = id;
+		/* a function point is listed from now on: its name before
+		 * its first event, which may come after the disconnect */
+		if (!strncmp(globs[i].glob, DJP_KFUNC_PREFIX, strlen(DJP_KFUNC_PREFIX)) &&
+		    (id = kdev_list(&l->k, err, sizeof(err))) < 0) {
+			fprintf(stderr, "djp: %s%s%s\n", src->who ? src->who : "", src->who ? ": " : "", err);
+			src->arm_said = true;
+			return id;
+		}
 	}
 	return 0;
 }

@@ -197,6 +197,7 @@ struct djp_source {
 	bool quiet; /* close() says nothing of lost events (-w) */
 	const char *end_why; /* once next() said DJP_SRC_END: why ("the command exited") */
 	const char *who; /* its messages start "djp: WHO: " ("trace -k"); NULL: "djp: " */
+	bool arm_said; /* arm() failed and printed why, in one line */
 	/* -c: the program the command's process runs when it may be a
 	 * wrapper that execs another (no probes but libc's, or not the file
 	 * the command names: cmd_path.h), for the hint of a point that

@@ -68,6 +68,8 @@ bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
 {
 	if (pp->kind != PP_MARK || pp->kernel != d->kernel)
 		return false;
+	if (pp->kernel && pp->point) /* a function point: its site, by name (kmod/kfunc.c) */
+		return d->object && !strcmp(d->object, "kernel") && !strcmp(d->name, pp->connect);
 	if (pp->kernel) /* a marker of a module: no provider, no point */
 		return (!pp->module || !fnmatch(pp->module, d->object ? d->object : "", 0)) &&
 		       djp_marker_match_n(pp->glob, NULL, 0, d->name);
@@ -126,7 +128,9 @@ static void add_binding(struct script *sc, struct probe *p, const struct probe_p
 		const char *prov = pp_escaped(sc, d->provider_len ? d->provider : "", (int)d->provider_len);
 		size_t n = strlen(name) + strlen(obj) + strlen(prov) + 48;
 		char *pp = pool_alloc(sc, n);
-		if (d->kernel && !pt->module) /* stap's pp() of a kernel marker */
+		if (d->kernel && pt->point) /* a kernel function point's: as written */
+			snprintf(pp, n, "%s", pt->text);
+		else if (d->kernel && !pt->module) /* stap's pp() of a kernel marker */
 			snprintf(pp, n, "kernel.mark(\"%s\")", name);
 		else if (d->kernel)
 			snprintf(pp, n, "module(\"%s\").mark(\"%s\")", obj, name);

@@ -103,7 +103,8 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
 	static const char *const life[] = { "begin", "end", "thread", "syscall" };
 
 	if (!strcmp(comp[0], "kernel") || !strcmp(comp[0], "module"))
-		return "of the kernel's probe points, djp has kernel.mark(\"GLOB\") and module(\"MODGLOB\").mark(\"GLOB\")";
+		return "of the kernel's probe points, djp has kernel.mark(\"GLOB\"), module(\"MODGLOB\").mark(\"GLOB\"), "
+		       "kernel.function(\"NAME\")[.return] and module(\"M\").function(\"NAME\")[.return]";
 	for (size_t i = 0; i < sizeof(kernel) / sizeof(kernel[0]); i++)
 		if (!strcmp(comp[0], kernel[i]))
 			return "kernel probe points; djp probes markers (kernel.mark, module(\"M\").mark, process.mark)";
@@ -290,6 +291,38 @@ static void kernel_point(struct parser *ps, struct probe_point *pp, const struct
 	pp->connect = pool_strndup(ps->sc, glob, strlen(glob));
 }
 
+/* kernel.function("NAME")[.return], module("M").function("NAME")[.return]:
+ * a kprobe (kretprobe) on the function, which djprobe.ko makes when the
+ * point is connected, "func:NAME" or "func:M:NAME", with "%return" for
+ * the return (kmod/kfunc.c); its events are the site of that name.
+ * .call is the same point (a kprobe on a symbol is its out-of-line
+ * copy), and kernel.statement("NAME+OFF") a kprobe at that offset,
+ * "func:NAME+OFF". */
+/* kernel.statement's "NAME+OFF": a name, '+', a number */
+static bool kernel_offset(const char *s)
+{
+	const char *plus = strchr(s, '+');
+	char *end;
+
+	if (!plus || plus == s || strpbrk(s, "*?[%:@") || plus[1] < '0' || plus[1] > '9')
+		return false;
+	(void)strtoull(plus + 1, &end, 0);
+	return !*end;
+}
+
+static void kernel_function_point(struct parser *ps, struct probe_point *pp, const struct point_words *w, bool ret)
+{
+	char glob[600];
+	pp->kind = PP_MARK;
+	pp->kernel = true;
+	pp->point = true;
+	pp->ret = ret;
+	pp->module = w->arg[0] ? w->arg[0]->text : NULL;
+	snprintf(glob, sizeof(glob), "func:%s%s%s%s", pp->module ? pp->module : "", pp->module ? ":" : "",
+		 w->arg[1]->text, ret ? "%return" : "");
+	pp->glob = pp->connect = pool_strndup(ps->sc, glob, strlen(glob));
+}
+
 /* process[(PATH|PID)].mark("GLOB"), and SystemTap's spelling of an SDT
  * probe, process.provider("P").mark("GLOB"): the pattern P:GLOB */
 static void process_mark_point(struct parser *ps, struct probe_point *pp, const struct point_words *w)
@@ -331,7 +364,8 @@ static _Noreturn void bad_point(struct parser *ps, struct probe_point *pp, const
 	     "while resolving probe point %s: unknown probe point (expected begin, end, begin(N), end(N), oneshot, "
 	     "never, timer.ms(N), timer.s(N), timer.hz(N), timer.jiffies(N), timer.ms(N).randomize(M), "
 	     "process(\"PATH\").mark(\"GLOB\"), process.mark(\"GLOB\"), process.provider(\"P\").mark(\"GLOB\"), "
-	     "kernel.mark(\"GLOB\") or module(\"MODGLOB\").mark(\"GLOB\"))",
+	     "kernel.mark(\"GLOB\"), module(\"MODGLOB\").mark(\"GLOB\"), kernel.function(\"NAME\")[.return] or "
+	     "module(\"M\").function(\"NAME\")[.return])",
 	     pp->text);
 	longjmp(ps->fail, 1);
 }
@@ -372,6 +406,15 @@ static struct probe_point *probe_point(struct parser *ps)
 		   !strcmp(comp[1], "mark") && arg[1] && arg[1]->kind == T_STR &&
 		   (comp[0][0] == 'k' ? !arg[0] : arg[0] && arg[0]->kind == T_STR)) {
 		kernel_point(ps, pp, &w);
+	} else if ((ncomp == 2 || (ncomp == 3 && !arg[2] && (!strcmp(comp[2], "return") || !strcmp(comp[2], "call")))) &&
+		   (!strcmp(comp[0], "kernel") || !strcmp(comp[0], "module")) && !strcmp(comp[1], "function") &&
+		   arg[1] && arg[1]->kind == T_STR && arg[1]->text[0] && !strpbrk(arg[1]->text, "*?[+%:@") &&
+		   (comp[0][0] == 'k' ? !arg[0] : arg[0] && arg[0]->kind == T_STR)) {
+		kernel_function_point(ps, pp, &w, ncomp == 3 && !strcmp(comp[2], "return"));
+	} else if (ncomp == 2 && (!strcmp(comp[0], "kernel") || !strcmp(comp[0], "module")) &&
+		   !strcmp(comp[1], "statement") && arg[1] && arg[1]->kind == T_STR && kernel_offset(arg[1]->text) &&
+		   (comp[0][0] == 'k' ? !arg[0] : arg[0] && arg[0]->kind == T_STR)) {
+		kernel_function_point(ps, pp, &w, false);
 	} else if (ncomp == 2 && !strcmp(comp[0], "process") && !strcmp(comp[1], "mark") && arg[1] &&
 		   arg[1]->kind == T_STR && process_arg(arg[0])) {
 		process_mark_point(ps, pp, &w);

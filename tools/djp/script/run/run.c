@@ -464,7 +464,8 @@ static int arm(struct script *sc, struct djp_source *src)
 	free(globs);
 	free(ids);
 	if (rc < 0) {
-		fprintf(stderr, "ERROR: cannot arm the probes: %s\n", strerror(-rc));
+		if (!src->arm_said) /* else it said why in one line */
+			fprintf(stderr, "ERROR: cannot arm the probes: %s\n", strerror(-rc));
 		return -1;
 	}
 	return 0;
@@ -602,7 +603,7 @@ int run_script(struct script *sc, struct djp_source *src, const struct run_opts 
 		end(r, sc, src);
 	}
 	line_out_flush(r->out);
-	if (r->errors && !script_no_warnings)
+	if (r->errors && !script_no_warnings && !(src && src->arm_said))
 		fprintf(stderr, "WARNING: Number of errors: %d, skipped probes: 0\n", r->errors);
 	errors = r->errors;
 	agg_free(sc);
