@@ -36,7 +36,7 @@ static const char *const roots[] = {
 	"djp_dispatch_lean", "djp_run_lean_list", "djp_recorder_hit", "djp_recorder_hit_stack",
 	"recorder_fast0",    "recorder_fast1",	  "recorder_fast2",   "recorder_fast3",
 	"recorder_fast4",    "djp_agg_hit",	  "agg_fast",	      "agg_fast_named",
-	"ring_copy",	     "ret_hook",	  "unwinder_hook",    "catch_hook",
+	"ring_copy",	     "ret_hook",	  "djp_ret_unwinder_hook", "djp_ret_catch_hook",
 	"djp_ret_dispatch",
 };
 
