@@ -368,6 +368,51 @@ TEST_TIMEOUT(inject_sends_the_target_no_signal, 90)
 	free(p);
 }
 
+/* True once process pid runs the tool itself (it has exec'd), within 10 s. */
+static bool running_tool(pid_t pid)
+{
+	char link[64], exe[4096];
+	for (int i = 0; i < 10000; i++) {
+		ssize_t n;
+		snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+		n = readlink(link, exe, sizeof(exe) - 1);
+		if (n > 0) {
+			exe[n] = 0;
+			if (!strcmp(strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe, "djp"))
+				return true;
+		}
+		usleep(1000);
+	}
+	return false;
+}
+
+/* tt_finish, noting first what the kernel says of the tool if it is still
+ * there after half the time: its state and its signal masks. */
+static int tt_finish_noting(struct tproc *p, int timeout_ms, char *note, size_t size)
+{
+	char path[64], line[256];
+	siginfo_t si;
+	FILE *f;
+
+	for (int ms = 0; ms < timeout_ms / 2; ms += 10) {
+		si.si_pid = 0; /* ended: reaped by tt_finish, which reads its pipes too */
+		if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == p->pid)
+			return tt_finish(p, timeout_ms);
+		usleep(10000);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)p->pid);
+	note[0] = 0;
+	if ((f = fopen(path, "r"))) {
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "State", 5) || !strncmp(line, "Sig", 3) || !strncmp(line, "ShdPnd", 6)) {
+				line[strcspn(line, "\n")] = ' ';
+				snprintf(note + strlen(note), size - strlen(note), "%s", line);
+			}
+		fclose(f);
+	}
+	return tt_finish(p, timeout_ms / 2);
+}
+
 /* A signal that kills the tool (SIGQUIT: the tool has no handler for it)
  * at any moment of an injection, here every 3 ms of the first 60: the
  * target lives on and answers.  Before the tool held such signals off
@@ -375,16 +420,23 @@ TEST_TIMEOUT(inject_sends_the_target_no_signal, 90)
  * into a bare `syscall` with no tracer to catch it. */
 TEST_TIMEOUT(inject_interrupted_at_any_moment_leaves_the_target_alive, 180)
 {
+	char status_when_stuck[256] = "";
+
 	for (int delay_us = 0; delay_us <= 60000; delay_us += 3000) {
 		struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--ticks", "0", NULL }, false, -1);
 		struct tproc *p;
 		int st;
 		CHECK(tt_wait_out(t, "ready", 10000));
 		p = trace_x(t->pid, "tt_burst");
+		/* from the moment the tool runs: a signal to the test's own
+		 * child before its exec tests nothing of the tool's */
+		CHECK(running_tool(p->pid));
 		usleep((useconds_t)delay_us);
 		kill(p->pid, SIGQUIT);
-		st = tt_finish(p, 20000);
-		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGQUIT);
+		st = tt_finish_noting(p, 20000, status_when_stuck, sizeof(status_when_stuck));
+		if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGQUIT)
+			djp_test_fail(__FILE__, __LINE__, "the tool, sent SIGQUIT at %d us, ended with status %#x (%s): %s",
+				      delay_us, st, status_when_stuck, p->ebuf);
 		tt_send(t, "burst 5\n");
 		if (!tt_wait_out(t, "burst 5 ", 10000))
 			djp_test_fail(__FILE__, __LINE__, "target dead or stuck after SIGQUIT at %d us: %s", delay_us,
