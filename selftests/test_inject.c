@@ -413,7 +413,8 @@ static int tt_finish_noting(struct tproc *p, int timeout_ms, char *note, size_t 
 	return tt_finish(p, timeout_ms / 2);
 }
 
-/* A signal that kills the tool (SIGQUIT: the tool has no handler for it)
+/* A signal that kills the tool (SIGALRM: the tool has no handler for it,
+ * and unlike SIGQUIT a shell's background job does not inherit it ignored)
  * at any moment of an injection, here every 3 ms of the first 60: the
  * target lives on and answers.  Before the tool held such signals off
  * while the thread was in dlopen, the thread was left to return from it
@@ -432,14 +433,14 @@ TEST_TIMEOUT(inject_interrupted_at_any_moment_leaves_the_target_alive, 180)
 		 * child before its exec tests nothing of the tool's */
 		CHECK(running_tool(p->pid));
 		usleep((useconds_t)delay_us);
-		kill(p->pid, SIGQUIT);
+		kill(p->pid, SIGALRM);
 		st = tt_finish_noting(p, 20000, status_when_stuck, sizeof(status_when_stuck));
-		if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGQUIT)
-			djp_test_fail(__FILE__, __LINE__, "the tool, sent SIGQUIT at %d us, ended with status %#x (%s): %s",
+		if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGALRM)
+			djp_test_fail(__FILE__, __LINE__, "the tool, sent SIGALRM at %d us, ended with status %#x (%s): %s",
 				      delay_us, st, status_when_stuck, p->ebuf);
 		tt_send(t, "burst 5\n");
 		if (!tt_wait_out(t, "burst 5 ", 10000))
-			djp_test_fail(__FILE__, __LINE__, "target dead or stuck after SIGQUIT at %d us: %s", delay_us,
+			djp_test_fail(__FILE__, __LINE__, "target dead or stuck after SIGALRM at %d us: %s", delay_us,
 				      p->ebuf);
 		tt_end(t);
 		free(p);
