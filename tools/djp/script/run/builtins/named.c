@@ -48,25 +48,16 @@ static int64_t queue(struct run *r, struct node *n, enum queue_op op)
 	return 0;
 }
 
-int64_t bi_qs_wait(struct run *r, struct node *n)
-{
-	return queue(r, n, QS_WAIT);
-}
-
-int64_t bi_qs_run(struct run *r, struct node *n)
-{
-	return queue(r, n, QS_RUN);
-}
-
-int64_t bi_qs_done(struct run *r, struct node *n)
-{
-	return queue(r, n, QS_DONE);
-}
-
-int64_t bi_qsq_start(struct run *r, struct node *n)
-{
-	return queue(r, n, QS_START);
-}
+/* One built-in per move (queue_stats.stp's names). */
+#define QUEUE_BUILTIN(name, op)                              \
+	int64_t bi_##name(struct run *r, struct node *n)     \
+	{                                                    \
+		return queue(r, n, op);                      \
+	}
+QUEUE_BUILTIN(qs_wait, QS_WAIT)
+QUEUE_BUILTIN(qs_run, QS_RUN)
+QUEUE_BUILTIN(qs_done, QS_DONE)
+QUEUE_BUILTIN(qsq_start, QS_START)
 
 /* One of the queue's averages, times scale; a queue that has seen
  * nothing is stap's division by 0. */
@@ -108,35 +99,18 @@ static int64_t queue_avg_of(struct run *r, struct node *n, enum queue_avg avg)
 	return queue_avg(r, n, avg, q, scale, (int64_t)(now_ns(r) / 1000));
 }
 
-int64_t bi_qsq_utilization(struct run *r, struct node *n)
-{
-	return queue_avg_of(r, n, QA_UTILIZATION);
-}
-
-int64_t bi_qsq_blocked(struct run *r, struct node *n)
-{
-	return queue_avg_of(r, n, QA_BLOCKED);
-}
-
-int64_t bi_qsq_wait_queue_length(struct run *r, struct node *n)
-{
-	return queue_avg_of(r, n, QA_WAIT_QUEUE_LENGTH);
-}
-
-int64_t bi_qsq_service_time(struct run *r, struct node *n)
-{
-	return queue_avg_of(r, n, QA_SERVICE_TIME);
-}
-
-int64_t bi_qsq_wait_time(struct run *r, struct node *n)
-{
-	return queue_avg_of(r, n, QA_WAIT_TIME);
-}
-
-int64_t bi_qsq_throughput(struct run *r, struct node *n)
-{
-	return queue_avg_of(r, n, QA_THROUGHPUT);
-}
+/* One built-in per average */
+#define QUEUE_AVG_BUILTIN(name, avg)                         \
+	int64_t bi_##name(struct run *r, struct node *n)     \
+	{                                                    \
+		return queue_avg_of(r, n, avg);              \
+	}
+QUEUE_AVG_BUILTIN(qsq_utilization, QA_UTILIZATION)
+QUEUE_AVG_BUILTIN(qsq_blocked, QA_BLOCKED)
+QUEUE_AVG_BUILTIN(qsq_wait_queue_length, QA_WAIT_QUEUE_LENGTH)
+QUEUE_AVG_BUILTIN(qsq_service_time, QA_SERVICE_TIME)
+QUEUE_AVG_BUILTIN(qsq_wait_time, QA_WAIT_TIME)
+QUEUE_AVG_BUILTIN(qsq_throughput, QA_THROUGHPUT)
 
 int64_t bi_speculation(struct run *r, struct node *n)
 {
