@@ -6,6 +6,7 @@
  * `djp script.stp`): an argument that names no command goes to the probe
  * script front end (script/cli.c).
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +48,13 @@ static void short_usage(const char *why)
 
 int main(int argc, char **argv)
 {
+	/* A session's buffers (its drain arena, its reply buffer) come and go
+	 * with each traced process.  glibc raises its mmap threshold to the
+	 * size of the first such block freed, after which they come from the
+	 * heap, among the small blocks that stay, and the heap cannot shrink:
+	 * a fork storm would leave the tool as big as its busiest moment.
+	 * A fixed threshold keeps them mapped, and given back when freed. */
+	mallopt(M_MMAP_THRESHOLD, 32 * 1024);
 	if (argc < 2) {
 		short_usage("");
 		return 2;
