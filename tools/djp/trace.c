@@ -2,9 +2,10 @@
  * `djp trace`: record markers in a process or in the kernel and print each
  * event.
  *
- *   djp trace [-c CMD | -x PID | -p PID] [--json | -f json] [-o FILE] [--snapshot]
+ *   djp trace [-c CMD | -x PID | -p PID] [--json | -f FORMAT] [-o FILE] [--html FILE]
+ *             [--slice START,END[,KEY]]... [--snapshot]
  *             [--duration SECONDS] [--buffer-size BYTES] PATTERN[=FORMAT]...
- *   djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] PATTERN...
+ *   djp trace -k [--json | -f FORMAT] [-o FILE] [--html FILE] [--duration SECONDS] [--kprobe] PATTERN...
  *
  * The target records, the tool prints: one loop, whatever the target.  An
  * event source (source/source.h) is opened, -k choosing which:
@@ -14,8 +15,9 @@
  * on it; a pattern that matches nothing is an error and nothing stays
  * armed.  Then the target runs (-c: its main), the source hands out events
  * in time order, each with its marker named, and the output
- * (output/output.h: text or JSON) writes them, flushed whenever the source
- * pauses.  In --snapshot mode the rings overwrite their oldest events
+ * (output/output.h: text, JSON, Perfetto's JSON or the page; --html the
+ * page besides) writes them, flushed whenever the source pauses, when it
+ * is also told the events lost by then.  In --snapshot mode the rings overwrite their oldest events
  * instead of dropping new ones, and the process source reads them only on
  * SIGUSR1 and at the end: a flight recorder.
  *
@@ -64,12 +66,13 @@ static void on_usr1(int sig)
 void djp_usage_trace(FILE *out)
 {
 	fprintf(out,
-		"usage: djp trace [-c CMD | -x PID [--force] [--no-children]] [--json] [-o FILE]\n"
+		"usage: djp trace [-c CMD | -x PID [--force] [--no-children]] [--json | -f FORMAT]\n"
+		"                 [-o FILE] [--html FILE] [--slice START,END[,KEY]]...\n"
 		"                 [--snapshot] [--int3]\n"
 		"                 [--duration SECONDS] [--buffer-size BYTES] [--max-string-len N]\n"
 		"                 PATTERN[=FORMAT]...\n"
-		"       djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] [--max-string-len N]\n"
-		"                 PATTERN...\n"
+		"       djp trace -k [--json | -f FORMAT] [-o FILE] [--html FILE] [--duration SECONDS]\n"
+		"                 [--kprobe] [--max-string-len N] PATTERN...\n"
 		"\n"
 		"Record every hit of the markers matching the PATTERNs (globs over marker\n"
 		"names; PROVIDER:NAME for SDT probes) and print one line per event:\n"
@@ -89,7 +92,20 @@ void djp_usage_trace(FILE *out)
 		"                 filter cannot be read (it may kill the process)\n"
 		"  --json, -f json  one JSON object per event per line (bpftrace -f json;\n"
 		"                 -f text, the default, is the line above)\n"
+		"  -f perfetto, --format=perfetto  Chrome's trace-event JSON, for\n"
+		"                 ui.perfetto.dev and chrome://tracing: a track per thread,\n"
+		"                 markers as instant events, calls and --slice pairs as\n"
+		"                 slices, lost events where they were found\n"
+		"  -f html        the page --html writes, instead of the events\n"
 		"  -o FILE        write events to FILE instead of stdout (stap -o, bpftrace -o)\n"
+		"  --html FILE    also write a page a browser opens to FILE: each marker's\n"
+		"                 count and rate over time, lost events marked, histograms\n"
+		"                 of the durations of calls (func:NAME with func:NAME%%return)\n"
+		"                 and of --slice pairs\n"
+		"  --slice START,END[,KEY]  each START event (a glob) and its END make a\n"
+		"                 slice: the innermost open START of the thread, or with\n"
+		"                 KEY the START of the process whose field KEY had the\n"
+		"                 same value, on any thread\n"
 		"  --snapshot     flight recorder: rings overwrite the oldest events; the\n"
 		"                 last events are written on SIGUSR1 and at the end\n"
 		"  --duration S   stop after S seconds\n"
