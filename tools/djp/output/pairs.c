@@ -26,6 +26,7 @@
  * does (a child of fork released).
  */
 #include <fnmatch.h>
+#include <search.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,8 +58,10 @@ struct djp_pairs {
 	const struct djp_output *o;
 	const struct djp_pairs_ops *ops;
 	void *ctx;
-	struct thread_stack *threads;
-	size_t nthreads, last;
+	/* every thread met, by (pid, tid) in a tree (tsearch) and in order */
+	void *by_tid;
+	struct thread_stack **threads, *last;
+	size_t nthreads;
 	struct keyed *keyed[KEYED_BUCKETS];
 };
 
@@ -70,20 +73,34 @@ struct djp_pairs *djp_pairs_new(const struct djp_output *o, const struct djp_pai
 	return p;
 }
 
+static int tid_cmp(const void *a, const void *b)
+{
+	const struct thread_stack *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
 static struct thread_stack *stack_of(struct djp_pairs *p, int32_t pid, int32_t tid)
 {
-	struct thread_stack *v;
+	struct thread_stack key = { .pid = pid, .tid = tid }, *t, **v;
+	void *found;
 
-	if (p->last < p->nthreads && p->threads[p->last].pid == pid && p->threads[p->last].tid == tid)
-		return &p->threads[p->last];
-	for (size_t i = 0; i < p->nthreads; i++)
-		if (p->threads[i].pid == pid && p->threads[i].tid == tid)
-			return &p->threads[p->last = i];
+	if (p->last && p->last->pid == pid && p->last->tid == tid)
+		return p->last;
+	if ((found = tfind(&key, &p->by_tid, tid_cmp)))
+		return p->last = *(struct thread_stack **)found;
 	if (!(v = realloc(p->threads, (p->nthreads + 1) * sizeof(*v))))
 		return NULL;
 	p->threads = v;
-	v[p->nthreads] = (struct thread_stack){ .pid = pid, .tid = tid };
-	return &p->threads[p->last = p->nthreads++];
+	if (!(t = calloc(1, sizeof(*t))))
+		return NULL;
+	*t = key;
+	if (!tsearch(t, &p->by_tid, tid_cmp)) {
+		free(t);
+		return NULL;
+	}
+	return p->last = v[p->nthreads++] = t;
 }
 
 /* name without a kernel trace's "kernel:" (its patterns do not say it) */
@@ -261,10 +278,11 @@ void djp_pairs_event(struct djp_pairs *p, const struct djp_ev *ev, const char *n
 void djp_pairs_end(struct djp_pairs *p, uint64_t ts_ns)
 {
 	for (size_t i = 0; i < p->nthreads; i++) {
-		while (p->threads[i].n)
-			pop(p, &p->threads[i], NULL, NULL, ts_ns);
-		free(p->threads[i].v);
+		while (p->threads[i]->n)
+			pop(p, p->threads[i], NULL, NULL, ts_ns);
+		free(p->threads[i]->v);
 	}
+	tdestroy(p->by_tid, free);
 	for (unsigned b = 0; b < KEYED_BUCKETS; b++)
 		while (p->keyed[b])
 			keyed_close(p, &p->keyed[b], NULL, NULL, ts_ns, 0);

@@ -27,6 +27,7 @@
  * killed.
  */
 #include <inttypes.h>
+#include <search.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,8 +43,7 @@ struct track {
 struct perfetto {
 	struct djp_pairs *pairs;
 	uint64_t nevents, last_ns;
-	struct track *tracks;
-	size_t ntracks;
+	void *tracks; /* struct track by (pid, tid), a tree (tsearch) */
 };
 
 static struct perfetto *pf_of(struct djp_output *o)
@@ -64,20 +64,33 @@ static void head(struct djp_output *o, const char *ph, const char *name, uint64_
 		pf->last_ns = ts;
 }
 
+static int track_cmp(const void *a, const void *b)
+{
+	const struct track *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* The track of pid and tid (tid 0: the process's own entry), made the
+ * first time (*made); NULL when memory is short. */
 static struct track *track_of(struct perfetto *pf, int32_t pid, int32_t tid, bool *made)
 {
-	struct track *v;
+	struct track key = { .pid = pid, .tid = tid }, *t;
+	void *found = tfind(&key, &pf->tracks, track_cmp);
 
 	*made = false;
-	for (size_t i = pf->ntracks; i-- > 0;)
-		if (pf->tracks[i].pid == pid && pf->tracks[i].tid == tid)
-			return &pf->tracks[i];
-	if (!(v = realloc(pf->tracks, (pf->ntracks + 1) * sizeof(*v))))
+	if (found)
+		return *(struct track **)found;
+	if (!(t = malloc(sizeof(*t))))
 		return NULL;
-	pf->tracks = v;
-	v[pf->ntracks] = (struct track){ .pid = pid, .tid = tid };
+	*t = key;
+	if (!tsearch(t, &pf->tracks, track_cmp)) {
+		free(t);
+		return NULL;
+	}
 	*made = true;
-	return &v[pf->ntracks++];
+	return t;
 }
 
 /* /proc/PID/comm or /proc/PID/task/TID/comm into buf; false when gone. */
@@ -229,7 +242,7 @@ static void pf_end(struct djp_output *o)
 
 	djp_pairs_end(pf->pairs, pf->last_ns);
 	fputs("]}\n", o->out);
-	free(pf->tracks);
+	tdestroy(pf->tracks, free);
 	free(pf);
 	o->priv = NULL;
 }
