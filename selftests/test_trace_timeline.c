@@ -268,3 +268,52 @@ TEST(trace_perfetto_bad_options)
 		free(p);
 	}
 }
+
+/* The LOST of tt_burst in every process block of a summary, added up. */
+static unsigned long long summary_lost_sum(const char *summary, unsigned long long *events)
+{
+	unsigned long long lost = 0, e, l;
+
+	*events = 0;
+	for (const char *s = summary; (s = strstr(s, "\n  tt_burst ")); s++)
+		if (sscanf(s, "\n  tt_burst %llu %llu", &e, &l) == 2) {
+			*events += e;
+			lost += l;
+		}
+	return lost;
+}
+
+/* Children of fork that drop events and exit: their drops are on the
+ * timeline, each child's on its own process, and marked on the page, as
+ * many as the summary's blocks of the same run add up to. */
+TEST_TIMEOUT(trace_perfetto_lost_in_children, 300)
+{
+	char cmd[PATH_MAX + 32], ev_arg[64], lost_arg[64];
+	unsigned long long ev, lost;
+	struct run r;
+	int st;
+
+	snprintf(r.dir, sizeof(r.dir), "/tmp/djp-timeline-XXXXXX");
+	CHECK(mkdtemp(r.dir));
+	snprintf(r.json, sizeof(r.json), "%s/t.json", r.dir);
+	snprintf(r.html, sizeof(r.html), "%s/t.html", r.dir);
+	snprintf(cmd, sizeof(cmd), "%s --ticks 0", tt_target(false));
+	r.p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--buffer-size", "16384", "-c", cmd, "-f",
+					"perfetto", "-o", r.json, "--html", r.html, "tt_burst", NULL },
+		       false, -1);
+	CHECK(tt_wait_out(r.p, "ready", 20000));
+	tt_send(r.p, "fork 4 50000\n");
+	CHECK(tt_wait_out(r.p, "forked 4", 60000));
+	tt_send(r.p, "exit 0\n");
+	st = tt_finish(r.p, 60000);
+	CHECK_EQ(st, 0);
+	lost = summary_lost_sum(r.p->ebuf, &ev);
+	printf("# tt_burst in 4 children: %llu events, %llu lost\n", ev, lost);
+	CHECK_EQ(ev + lost, 4 * 50000);
+	CHECK(lost > 0);
+	snprintf(ev_arg, sizeof(ev_arg), "tt_burst=%llu", ev);
+	snprintf(lost_arg, sizeof(lost_arg), "tt_burst=%llu", lost);
+	perfetto_check(r.json, (const char *const[]){ "--count", ev_arg, "--lost", lost_arg, NULL });
+	html_check(r.html, (const char *const[]){ "--marker", ev_arg, "--lost", lost_arg, NULL });
+	run_done(&r);
+}
