@@ -81,7 +81,7 @@ static void run_checker(char *const argv[])
 }
 
 struct run {
-	char dir[64], json[128], html[128];
+	char dir[64], json[128], html[128], text[128];
 	struct tproc *p;
 };
 
@@ -121,8 +121,27 @@ static void timeline_run(struct run *r)
 	CHECK_EQ(ev, REQUESTS * 2 * 3);
 }
 
+/* The same program traced as text (the same patterns), into DIR/t.txt. */
+static void timeline_text(struct run *r)
+{
+	char cmd[PATH_MAX + 32];
+	struct tproc *p;
+
+	snprintf(r->text, sizeof(r->text), "%s/t.txt", r->dir);
+	snprintf(cmd, sizeof(cmd), "%s %d", timeline_target(), REQUESTS);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "-o", r->text, "tl_*", "func:tl_work",
+				      "func:tl_work%return", NULL },
+		     false, -1);
+	CHECK(tt_wait_out(p, "worked", 20000));
+	tt_send(p, "exit\n");
+	CHECK_EQ(tt_finish(p, 20000), 0);
+	free(p);
+}
+
 static void run_done(struct run *r)
 {
+	if (r->text[0])
+		unlink(r->text);
 	unlink(r->json);
 	unlink(r->html);
 	rmdir(r->dir);
@@ -163,10 +182,12 @@ static void html_check(const char *html, const char *const *more)
 
 TEST_TIMEOUT(trace_perfetto_timeline, 120)
 {
-	struct run r;
+	struct run r = { 0 };
 
 	timeline_run(&r);
-	perfetto_check(r.json, (const char *const[]){ "--timeline", STR(REQUESTS), "--process", "timeline_target",
+	timeline_text(&r);
+	perfetto_check(r.json, (const char *const[]){ "--timeline", STR(REQUESTS), "--text", r.text, "--process",
+						      "timeline_target",
 						      "--count", "tl_step=" N_CALLS, "--count",
 						      "func:tl_work=" N_CALLS, "--count", "tl_lock=" N_REQS,
 						      "--count", "tl_req_start=" N_REQS, NULL });
@@ -175,7 +196,7 @@ TEST_TIMEOUT(trace_perfetto_timeline, 120)
 
 TEST_TIMEOUT(trace_html_page_in_chromium, 300)
 {
-	struct run r;
+	struct run r = { 0 };
 
 	timeline_run(&r);
 	html_check(r.html, (const char *const[]){ "--marker", "tl_step=" N_CALLS, "--marker", "tl_req_start=" N_REQS,
@@ -191,7 +212,7 @@ TEST_TIMEOUT(trace_html_page_in_chromium, 300)
  * whole JSON, and the slices left open end where the trace did. */
 TEST_TIMEOUT(trace_perfetto_interrupted, 120)
 {
-	struct run r;
+	struct run r = { 0 };
 	char *s;
 	int st;
 
@@ -215,7 +236,7 @@ TEST_TIMEOUT(trace_perfetto_html_lost, 300)
 {
 	char cmd[PATH_MAX + 32], ev_arg[64], lost_arg[64], mark_arg[64];
 	unsigned long long ev, lost;
-	struct run r;
+	struct run r = { 0 };
 	int st;
 
 	snprintf(r.dir, sizeof(r.dir), "/tmp/djp-timeline-XXXXXX");
@@ -290,7 +311,7 @@ TEST_TIMEOUT(trace_perfetto_lost_in_children, 300)
 {
 	char cmd[PATH_MAX + 32], ev_arg[64], lost_arg[64];
 	unsigned long long ev, lost;
-	struct run r;
+	struct run r = { 0 };
 	int st;
 
 	snprintf(r.dir, sizeof(r.dir), "/tmp/djp-timeline-XXXXXX");

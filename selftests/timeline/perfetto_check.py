@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Check a trace `djp trace --format=perfetto` wrote.
 
-  perfetto_check.py FILE.json SCHEMA.json [--timeline R] [--count NAME=N]...
-                    [--lost NAME=N]... [--process NAME]
+  perfetto_check.py FILE.json SCHEMA.json [--timeline R [--text TEXT]]
+                    [--count NAME=N]... [--lost NAME=N]... [--process NAME]
 
 Always: FILE is JSON (numbers read exactly, as decimals) that SCHEMA (a
 JSON Schema of the trace-event format) accepts; every (pid, tid) with
@@ -14,7 +14,11 @@ pid), no earlier; timestamps are microseconds with three decimals (ns).
 --timeline R: the trace of timeline_target R (selftests/trace_progs):
 the two workers' tracks (named tl-worker-1 and -2) hold exactly the
 events it makes, in order, with their arguments; each tl_work slice
-returns id * 10 + depth and holds the slice of the call it makes.  --count NAME=N: N events named NAME (instant, B or b).
+returns id * 10 + depth and holds the slice of the call it makes.
+--text TEXT: djp trace's text output of the same program (another run:
+one run writes one format): each worker's lines, in order, are its
+events in FILE, name for name (an END's as its pair's E) and field for
+field, values as the text prints them.  --count NAME=N: N events named NAME (instant, B or b).
 --lost NAME=N: the "lost events" instants of marker NAME add up to N, and
 the counter of their process ends at the sum of all of them.  --process
 NAME: the process_name of every process.
@@ -44,6 +48,39 @@ def ns(ts):
 
 def slices_end(pairs, b):
     return next(e["ns"] for c, e in pairs if c is b)
+
+
+def text_threads(path):
+    """djp trace's text lines, by worker (its first event's id // 100):
+    [(name, {field: value as printed})]."""
+    by_tid = collections.OrderedDict()
+    with open(path) as f:
+        for line in f:
+            words = line.split()
+            if len(words) < 4 or not words[3].startswith(("tl_", "func:tl_")):
+                continue
+            fields = dict(w.split("=", 1) for w in words[4:])
+            by_tid.setdefault(words[2], []).append((words[3], fields))
+    return dict((int(evs[0][1]["id"]) // 100, evs) for evs in by_tid.values())
+
+
+# the event each JSON phase of timeline_target's trace stands for
+END_OF = {"tl_lock": "tl_unlock", "tl_req_start": "tl_req_done", "func:tl_work": "func:tl_work%return"}
+
+
+def compare_text(path, tracks):
+    text = text_threads(path)
+    for key, t in tracks.items():
+        w = t[0]["args"]["id"] // 100
+        lines = text.get(w, [])
+        if len(lines) != len(t):
+            fail("worker %d: %d events, %d lines in the text output" % (w, len(t), len(lines)))
+        for e, (name, fields) in zip(t, lines):
+            as_name = END_OF[e["name"]] if e["ph"] in "Ee" else e["name"]
+            args = dict((k, str(v)) for k, v in e["args"].items())
+            if (as_name, args) != (name, fields):
+                fail("worker %d: %s %s where the text output has %s %s" % (w, as_name, args, name, fields))
+    print("# the text output's lines of both workers, field for field: %d" % sum(len(t) for t in tracks.values()))
 
 
 def timeline_model(w, requests):
@@ -201,6 +238,8 @@ def main(argv):
             if b["args"]["depth"] and not (len(inner) == 1 and b["ns"] <= inner[0]["ns"] and
                                            slices_end(work, inner[0]) <= e["ns"]):
                 fail("tl_work(%s)'s slice does not hold the call it makes" % b["args"])
+        if opts["--text"]:
+            compare_text(opts["--text"][0], tracks)
         print("# both workers: every event, in order, with its arguments; %d calls of tl_work, "
               "each holding the call it makes" % len(work))
     print("# ok")
