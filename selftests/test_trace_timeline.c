@@ -86,8 +86,9 @@ struct run {
 };
 
 /* djp trace -c "timeline_target REQUESTS [hold]" --format=perfetto -o
- * DIR/t.json --html DIR/t.html with both pairs and tl_work's calls, the
- * workers' events all written while they are still there to be named. */
+ * DIR/t.json --html DIR/t.html with both pairs and tl_work's calls (its
+ * return spelt with a glob and the object), the workers' events all
+ * written while they are still there to be named. */
 static void timeline_start(struct run *r, const char *hold)
 {
 	char cmd[PATH_MAX + 32];
@@ -99,8 +100,8 @@ static void timeline_start(struct run *r, const char *hold)
 	snprintf(cmd, sizeof(cmd), "%s %d %s", timeline_target(), REQUESTS, hold);
 	r->p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "--format=perfetto", "-o", r->json,
 					 "--html", r->html, "--slice", "tl_lock,tl_unlock", "--slice",
-					 "tl_req_start,tl_req_done,id", "tl_*", "func:tl_work", "func:tl_work%return",
-					 NULL },
+					 "tl_req_start,tl_req_done,id", "tl_*", "func:tl_work",
+					 "func:tl_w*%return@timeline_target", NULL },
 			false, -1);
 	CHECK(tt_wait_out(r->p, "worked", 20000));
 }

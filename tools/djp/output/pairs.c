@@ -110,22 +110,23 @@ static const char *point_name(const char *name)
 }
 
 /* Is name (func:NAME) the entry of a function whose return a pattern
- * asks for (func:GLOB%return, func:GLOB@OBJECT%return)? */
+ * asks for (func:GLOB%return, func:GLOB%return@OBJECT,
+ * func:GLOB@FILE:LINE%return@OBJECT: kernel/point_spec.c)? */
 static bool traced_return(const struct djp_output *o, const char *name)
 {
 	name = point_name(name);
 	if (strncmp(name, "func:", 5) || strpbrk(name + 5, "+%"))
 		return false;
 	for (unsigned i = 0; i < o->npatterns; i++) {
-		const char *pat = o->patterns[i];
-		size_t n = strlen(pat);
-		char glob[512];
-		if (n < 7 || strcmp(pat + n - 7, "%return") || n - 7 >= sizeof(glob))
+		const char *pat = o->patterns[i], *ret = strstr(pat, "%return");
+		char glob[512], *at;
+		if (strncmp(pat, "func:", 5) || !ret || (ret[7] && ret[7] != '@') ||
+		    (size_t)(ret - pat) >= sizeof(glob))
 			continue;
-		memcpy(glob, pat, n - 7);
-		glob[n - 7] = 0;
-		if (strchr(glob + 5, '@'))
-			*strchr(glob + 5, '@') = 0;
+		memcpy(glob, pat, (size_t)(ret - pat));
+		glob[ret - pat] = 0;
+		if ((at = strchr(glob + 5, '@'))) /* a source file's functions: any */
+			*at = 0;
 		if (!fnmatch(glob, name, 0))
 			return true;
 	}
