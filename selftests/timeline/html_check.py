@@ -73,9 +73,12 @@ def main(argv):
         name, n = argv[i + 1].rsplit("=", 1)
         opts[argv[i]][name] = int(n)
     with tempfile.TemporaryDirectory(prefix="djp-chromium-") as profile:
-        r = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                            "--user-data-dir=" + profile, "--dump-dom", "file://" + page],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=240)
+        try:
+            r = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                "--user-data-dir=" + profile, "--dump-dom", "file://" + page],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=240)
+        except FileNotFoundError:
+            fail("no chromium: make check installs it (the Debian package chromium)")
     if r.returncode != 0:
         fail("chromium exited %d: %s" % (r.returncode, r.stderr.decode(errors="replace")[-2000:]))
     p = Page()

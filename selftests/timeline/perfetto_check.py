@@ -30,7 +30,11 @@ import decimal
 import json
 import sys
 
-import jsonschema
+try:
+    import jsonschema
+except ImportError:
+    print("perfetto_check: no jsonschema: make check installs it (the Debian package python3-jsonschema)")
+    sys.exit(1)
 
 
 def fail(msg):

@@ -20,6 +20,7 @@
  * and for whoever reads the page's source.
  */
 #include <inttypes.h>
+#include <search.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,8 +46,9 @@ struct html {
 	struct djp_pairs *pairs;
 	uint64_t t0, width, last; /* the first interval's start, their length (0: none yet), the last time seen */
 	unsigned hi;		  /* the last interval with anything in it */
-	struct row *rows;
+	struct row **rows; /* in the order met, and by name in a tree */
 	size_t nrows;
+	void *by_name;
 	struct slice *slices;
 	size_t nslices;
 	bool oom;
@@ -57,24 +59,29 @@ static struct html *h_of(struct djp_output *o)
 	return o->priv;
 }
 
+static int row_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct row *)a)->name, ((const struct row *)b)->name);
+}
+
 static struct row *row_of(struct html *h, const char *name)
 {
-	struct row *v;
+	struct row key = { .name = (char *)name }, *r = NULL, **v;
+	void *found = tfind(&key, &h->by_name, row_cmp);
 
-	for (size_t i = 0; i < h->nrows; i++)
-		if (!strcmp(h->rows[i].name, name))
-			return &h->rows[i];
-	if (!(v = realloc(h->rows, (h->nrows + 1) * sizeof(*v)))) {
+	if (found)
+		return *(struct row **)found;
+	if (!(v = realloc(h->rows, (h->nrows + 1) * sizeof(*v))) || !(r = calloc(1, sizeof(*r))) ||
+	    !(r->name = strdup(name)) || !tsearch(r, &h->by_name, row_cmp)) {
+		if (v)
+			h->rows = v;
+		if (v && r)
+			free(r->name), free(r);
 		h->oom = true;
 		return NULL;
 	}
 	h->rows = v;
-	memset(&v[h->nrows], 0, sizeof(*v));
-	if (!(v[h->nrows].name = strdup(name))) {
-		h->oom = true;
-		return NULL;
-	}
-	return &v[h->nrows++];
+	return v[h->nrows++] = r;
 }
 
 /* The interval ts falls in, the intervals moved or merged until there is
@@ -99,10 +106,10 @@ static unsigned bin_of(struct html *h, uint64_t ts)
 			uint64_t k = (h->t0 - ts + h->width - 1) / h->width;
 			if (h->hi + k < NBINS) {
 				for (size_t r = 0; r < h->nrows; r++) {
-					memmove(h->rows[r].bins + k, h->rows[r].bins, (h->hi + 1) * sizeof(uint64_t));
-					memset(h->rows[r].bins, 0, k * sizeof(uint64_t));
-					memmove(h->rows[r].lost_bins + k, h->rows[r].lost_bins, (h->hi + 1) * sizeof(uint64_t));
-					memset(h->rows[r].lost_bins, 0, k * sizeof(uint64_t));
+					memmove(h->rows[r]->bins + k, h->rows[r]->bins, (h->hi + 1) * sizeof(uint64_t));
+					memset(h->rows[r]->bins, 0, k * sizeof(uint64_t));
+					memmove(h->rows[r]->lost_bins + k, h->rows[r]->lost_bins, (h->hi + 1) * sizeof(uint64_t));
+					memset(h->rows[r]->lost_bins, 0, k * sizeof(uint64_t));
 				}
 				h->t0 -= k * h->width;
 				h->hi += (unsigned)k;
@@ -111,12 +118,12 @@ static unsigned bin_of(struct html *h, uint64_t ts)
 		}
 		for (size_t r = 0; r < h->nrows; r++)
 			for (unsigned b = 0; b < NBINS; b++) {
-				uint64_t c = b * 2 < NBINS ? h->rows[r].bins[b * 2] : 0;
-				uint64_t l = b * 2 < NBINS ? h->rows[r].lost_bins[b * 2] : 0;
+				uint64_t c = b * 2 < NBINS ? h->rows[r]->bins[b * 2] : 0;
+				uint64_t l = b * 2 < NBINS ? h->rows[r]->lost_bins[b * 2] : 0;
 				if (b * 2 + 1 < NBINS)
-					c += h->rows[r].bins[b * 2 + 1], l += h->rows[r].lost_bins[b * 2 + 1];
-				h->rows[r].bins[b] = c;
-				h->rows[r].lost_bins[b] = l;
+					c += h->rows[r]->bins[b * 2 + 1], l += h->rows[r]->lost_bins[b * 2 + 1];
+				h->rows[r]->bins[b] = c;
+				h->rows[r]->lost_bins[b] = l;
 			}
 		h->width *= 2;
 		h->hi /= 2;
@@ -370,7 +377,7 @@ static void html_end(struct djp_output *o)
 	fprintf(out, "{\"t0_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"bin_ns\":%" PRIu64 ",\"nbins\":%u,\n\"markers\":[",
 		h->t0, h->last, h->width ? h->width : 1000, h->width ? h->hi + 1 : 0);
 	for (size_t i = 0; i < h->nrows; i++) {
-		struct row *r = &h->rows[i];
+		struct row *r = h->rows[i];
 		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
 		page_string(out, r->name);
 		fprintf(out, ",\"count\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"bins\":", r->count, r->lost);
@@ -378,7 +385,6 @@ static void html_end(struct djp_output *o)
 		fputs(",\"lost_bins\":", out);
 		u64_array(out, r->lost_bins, h->width ? h->hi + 1 : 0);
 		fputs("}", out);
-		free(r->name);
 	}
 	fputs("],\n\"slices\":[", out);
 	for (size_t i = 0; i < h->nslices; i++) {
@@ -395,6 +401,9 @@ static void html_end(struct djp_output *o)
 	}
 	fputs("]}\n", out);
 	fputs(page_script, out);
+	for (size_t i = 0; i < h->nrows; i++)
+		free(h->rows[i]->name);
+	tdestroy(h->by_name, free);
 	free(h->rows);
 	free(h->slices);
 	free(h);

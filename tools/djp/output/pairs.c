@@ -220,9 +220,14 @@ static void thread_open(struct djp_pairs *p, const struct djp_ev *ev, const char
 	struct thread_stack *t = stack_of(p, ev->pid, ev->tid);
 	char *copy = strdup(name);
 
-	if (!t || !copy || (t->n == t->cap && !(t->v = realloc(t->v, (t->cap = t->cap * 2 + 8) * sizeof(*t->v))))) {
-		if (t && !t->v)
-			t->n = t->cap = 0;
+	if (t && t->n == t->cap) {
+		struct open_slice *v = realloc(t->v, (t->cap * 2 + 8) * sizeof(*v));
+		if (v) {
+			t->v = v;
+			t->cap = t->cap * 2 + 8;
+		}
+	}
+	if (!t || !copy || t->n == t->cap) { /* out of memory: an event of its own */
 		free(copy);
 		p->ops->alone(p->ctx, ev, name, fmt);
 		return;
