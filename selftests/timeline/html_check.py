@@ -24,6 +24,10 @@ def fail(msg):
     sys.exit(1)
 
 
+def plural(n, what):
+    return "%d %s%s" % (n, what, "" if n == 1 else "s")
+
+
 class Page(html.parser.HTMLParser):
     def __init__(self):
         super().__init__()
@@ -91,7 +95,7 @@ def main(argv):
         fail("the page charts markers %s, not %s" % (sorted(markers), sorted(opts["--marker"])))
     for name, n in opts["--marker"].items():
         s = markers[name]
-        if (s["count"], s["bins"], s["count_text"]) != (n, n, "%d events" % n):
+        if (s["count"], s["bins"], s["count_text"]) != (n, n, plural(n, "event")):
             fail("marker %s: count %d, %d in its chart's bars, says %r; %d expected" %
                  (name, s["count"], s["bins"], s["count_text"], n))
         lost = opts["--lost"].get(name, 0)
@@ -105,7 +109,7 @@ def main(argv):
         fail("the page has histograms of %s, not %s" % (sorted(slices), sorted(opts["--slice"])))
     for name, n in opts["--slice"].items():
         s = slices[name]
-        if (s["count"], s["bars"], s["count_text"]) != (n, n, "%d slices" % n) or not s["nbars"]:
+        if (s["count"], s["bars"], s["count_text"]) != (n, n, plural(n, "slice")) or not s["nbars"]:
             fail("slice %s: count %d, %d in %d histogram bars, says %r; %d expected" %
                  (name, s["count"], s["bars"], s["nbars"], s["count_text"], n))
         print("# slice %s: %d in %d histogram bars" % (name, n, s["nbars"]))
