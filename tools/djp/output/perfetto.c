@@ -120,33 +120,46 @@ static void metadata(struct djp_output *o, const char *what, int32_t pid, int32_
 	fputs("}}\n", o->out);
 }
 
+/* A process's name: its execname (comm, from the source), else its comm
+ * in /proc; "interrupts" for -k's hits outside any task. */
+static const char *process_name(char *buf, size_t sz, int32_t pid, const char *comm)
+{
+	if (comm && comm[0])
+		return comm;
+	if (pid && comm_of(buf, sz, pid, 0))
+		return buf;
+	return pid ? "process" : "interrupts";
+}
+
+/* pid's own entry, its name and its lost counter (from 0) written the
+ * first time. */
+static struct track *process_track(struct djp_output *o, int32_t pid, const char *comm, uint64_t ts_ns)
+{
+	char buf[64];
+	bool made;
+	struct track *t = track_of(pf_of(o), pid, 0, &made);
+
+	if (made) {
+		metadata(o, "process_name", pid, pid, process_name(buf, sizeof(buf), pid, comm));
+		head(o, "C", "lost events", ts_ns, pid, pid);
+		fputs(",\"args\":{\"lost\":0}}\n", o->out);
+	}
+	return t;
+}
+
 /* The tracks of ev's process and thread named, the first time. */
 static void name_tracks(struct djp_output *o, const struct djp_ev *ev)
 {
-	struct perfetto *pf = pf_of(o);
-	char comm[64], thread[64];
-	const char *proc;
+	char thread[64];
 	bool made;
 
-	if (!track_of(pf, ev->pid, 0, &made))
+	process_track(o, ev->pid, ev->comm, ev->ts_ns);
+	if (!track_of(pf_of(o), ev->pid, ev->tid ? ev->tid : -1, &made) || !made)
 		return;
-	if (ev->comm && ev->comm[0])
-		proc = ev->comm;
-	else if (ev->pid && comm_of(comm, sizeof(comm), ev->pid, 0))
-		proc = comm;
-	else if (!ev->pid)
-		proc = "interrupts"; /* -k: a hit outside any task */
-	else
-		proc = "process";
-	if (made) {
-		metadata(o, "process_name", ev->pid, ev->pid, proc);
-		head(o, "C", "lost events", ev->ts_ns, ev->pid, ev->pid);
-		fputs(",\"args\":{\"lost\":0}}\n", o->out);
+	if (!ev->tid || !comm_of(thread, sizeof(thread), ev->pid, ev->tid)) { /* gone: its process's */
+		char buf[64];
+		snprintf(thread, sizeof(thread), "%s", process_name(buf, sizeof(buf), ev->pid, ev->comm));
 	}
-	if (!track_of(pf, ev->pid, ev->tid ? ev->tid : -1, &made) || !made)
-		return;
-	if (!ev->tid || !comm_of(thread, sizeof(thread), ev->pid, ev->tid))
-		snprintf(thread, sizeof(thread), "%s", proc);
 	metadata(o, "thread_name", ev->pid, ev->tid, thread);
 }
 
@@ -219,12 +232,8 @@ static void pf_event(struct djp_output *o, const struct djp_ev *ev, const char *
 
 static void pf_lost(struct djp_output *o, uint64_t ts_ns, int32_t pid, const char *name, uint64_t n)
 {
-	struct perfetto *pf = pf_of(o);
-	bool made;
-	struct track *t = track_of(pf, pid, 0, &made);
+	struct track *t = process_track(o, pid, NULL, ts_ns);
 
-	if (made)
-		metadata(o, "process_name", pid, pid, "process");
 	head(o, "i", "lost events", ts_ns, pid, pid);
 	fputs(",\"s\":\"p\",\"args\":{\"marker\":", o->out);
 	djp_json_string(o->out, name ? name : "(other)");
