@@ -339,3 +339,29 @@ TEST_TIMEOUT(trace_perfetto_lost_in_children, 300)
 	html_check(r.html, (const char *const[]){ "--marker", ev_arg, "--lost", lost_arg, NULL });
 	run_done(&r);
 }
+
+/* -f html: the page instead of the events, here with no pair at all. */
+TEST_TIMEOUT(trace_f_html_writes_the_page_alone, 300)
+{
+	char cmd[PATH_MAX + 32];
+	struct run r = { 0 };
+	char *page;
+
+	snprintf(r.dir, sizeof(r.dir), "/tmp/djp-timeline-XXXXXX");
+	CHECK(mkdtemp(r.dir));
+	snprintf(r.json, sizeof(r.json), "%s/none.json", r.dir);
+	snprintf(r.html, sizeof(r.html), "%s/t.html", r.dir);
+	snprintf(cmd, sizeof(cmd), "%s 2", timeline_target());
+	r.p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "-f", "html", "-o", r.html, "tl_step",
+					"tl_req_*", NULL },
+		       false, -1);
+	CHECK(tt_wait_out(r.p, "worked", 20000));
+	tt_send(r.p, "exit\n");
+	CHECK_EQ(tt_finish(r.p, 20000), 0);
+	page = slurp(r.html);
+	CHECK(!strncmp(page, "<!DOCTYPE html>", 15));
+	free(page);
+	html_check(r.html, (const char *const[]){ "--marker", "tl_step=12", "--marker", "tl_req_start=4", "--marker",
+						  "tl_req_done=4", NULL });
+	run_done(&r);
+}
