@@ -34,6 +34,9 @@ DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev libzydi
 DEB_PACKAGES_CHECK := python3 postgresql-15 bpftrace libc6-dbg
 # and man-db (with groff-base), which renders the man pages with --warnings.
 DEB_PACKAGES_CHECK += man-db groff-base
+# and what reads the timelines djp trace writes: python3-jsonschema checks
+# Perfetto's JSON against its schema, chromium renders the summary page.
+DEB_PACKAGES_CHECK += python3-jsonschema chromium
 DEB_PACKAGES_FUZZ := clang libclang-rt-14-dev
 DEB_PACKAGES_BENCH := valgrind postgresql-15
 

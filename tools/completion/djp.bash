@@ -81,8 +81,8 @@ _djp()
 		;;
 	trace)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-c -x -o -k --json --snapshot --int3 --duration \
-				--buffer-size --kprobe --force --no-children --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "-c -x -o -k --json --format --html --slice --snapshot --int3 \
+				--duration --buffer-size --kprobe --force --no-children --help" -- "$cur"))
 			return
 		fi
 		# bash splits words at the ':' of COMP_WORDBREAKS (func:NAME,

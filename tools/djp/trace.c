@@ -2,9 +2,10 @@
  * `djp trace`: record markers in a process or in the kernel and print each
  * event.
  *
- *   djp trace [-c CMD | -x PID | -p PID] [--json | -f json] [-o FILE] [--snapshot]
+ *   djp trace [-c CMD | -x PID | -p PID] [--json | -f FORMAT] [-o FILE] [--html FILE]
+ *             [--slice START,END[,KEY]]... [--snapshot]
  *             [--duration SECONDS] [--buffer-size BYTES] PATTERN[=FORMAT]...
- *   djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] PATTERN...
+ *   djp trace -k [--json | -f FORMAT] [-o FILE] [--html FILE] [--duration SECONDS] [--kprobe] PATTERN...
  *
  * The target records, the tool prints: one loop, whatever the target.  An
  * event source (source/source.h) is opened, -k choosing which:
@@ -14,8 +15,9 @@
  * on it; a pattern that matches nothing is an error and nothing stays
  * armed.  Then the target runs (-c: its main), the source hands out events
  * in time order, each with its marker named, and the output
- * (output/output.h: text or JSON) writes them, flushed whenever the source
- * pauses.  In --snapshot mode the rings overwrite their oldest events
+ * (output/output.h: text, JSON, Perfetto's JSON or the page; --html the
+ * page besides) writes them, flushed whenever the source pauses, when it
+ * is also told the events lost by then.  In --snapshot mode the rings overwrite their oldest events
  * instead of dropping new ones, and the process source reads them only on
  * SIGUSR1 and at the end: a flight recorder.
  *
@@ -64,12 +66,13 @@ static void on_usr1(int sig)
 void djp_usage_trace(FILE *out)
 {
 	fprintf(out,
-		"usage: djp trace [-c CMD | -x PID [--force] [--no-children]] [--json] [-o FILE]\n"
+		"usage: djp trace [-c CMD | -x PID [--force] [--no-children]] [--json | -f FORMAT]\n"
+		"                 [-o FILE] [--html FILE] [--slice START,END[,KEY]]...\n"
 		"                 [--snapshot] [--int3]\n"
 		"                 [--duration SECONDS] [--buffer-size BYTES] [--max-string-len N]\n"
 		"                 PATTERN[=FORMAT]...\n"
-		"       djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] [--max-string-len N]\n"
-		"                 PATTERN...\n"
+		"       djp trace -k [--json | -f FORMAT] [-o FILE] [--html FILE] [--duration SECONDS]\n"
+		"                 [--kprobe] [--max-string-len N] PATTERN...\n"
 		"\n"
 		"Record every hit of the markers matching the PATTERNs (globs over marker\n"
 		"names; PROVIDER:NAME for SDT probes) and print one line per event:\n"
@@ -89,7 +92,20 @@ void djp_usage_trace(FILE *out)
 		"                 filter cannot be read (it may kill the process)\n"
 		"  --json, -f json  one JSON object per event per line (bpftrace -f json;\n"
 		"                 -f text, the default, is the line above)\n"
+		"  -f perfetto, --format=perfetto  Chrome's trace-event JSON, for\n"
+		"                 ui.perfetto.dev and chrome://tracing: a track per thread,\n"
+		"                 markers as instant events, calls and --slice pairs as\n"
+		"                 slices, lost events where they were found\n"
+		"  -f html        the page --html writes, instead of the events\n"
 		"  -o FILE        write events to FILE instead of stdout (stap -o, bpftrace -o)\n"
+		"  --html FILE    also write a page a browser opens to FILE: each marker's\n"
+		"                 count and rate over time, lost events marked, histograms\n"
+		"                 of the durations of calls (func:NAME with func:NAME%%return)\n"
+		"                 and of --slice pairs\n"
+		"  --slice START,END[,KEY]  each START event (a glob) and its END make a\n"
+		"                 slice: the innermost open START of the thread, or with\n"
+		"                 KEY the START of the process whose field KEY had the\n"
+		"                 same value, on any thread\n"
 		"  --snapshot     flight recorder: rings overwrite the oldest events; the\n"
 		"                 last events are written on SIGUSR1 and at the end\n"
 		"  --duration S   stop after S seconds\n"
@@ -120,6 +136,30 @@ static int usage_error(const struct trace *t, const char *why)
 	return 2;
 }
 
+/* --slice START,END[,KEY]: START and END globs over event names, KEY a
+ * field's name; -1 when it is not that. */
+static int add_slice(struct trace *t, char *arg)
+{
+	char *end = strchr(arg, ','), *key = end ? strchr(end + 1, ',') : NULL;
+	struct djp_slice_pair *v;
+
+	if (!end || end == arg || !end[1] || end[1] == ',' || (key && !key[1]))
+		return -1;
+	*end++ = 0;
+	if (key) {
+		*key++ = 0;
+		for (const char *c = key; *c; c++)
+			if (!(*c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			      (c > key && *c >= '0' && *c <= '9')))
+				return -1;
+	}
+	if (!(v = realloc(t->slices, (t->nslices + 1) * sizeof(*v))))
+		return -1;
+	t->slices = v;
+	v[t->nslices++] = (struct djp_slice_pair){ .start = arg, .end = end, .key = key };
+	return 0;
+}
+
 static int parse_args(struct trace *t, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -130,6 +170,9 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		{ "force", no_argument, NULL, 'F' },
 		{ "kprobe", no_argument, NULL, 'K' },
 		{ "no-children", no_argument, NULL, 'C' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "html", required_argument, NULL, 'H' },
+		{ "slice", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -143,7 +186,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "c:x:p:o:f:hk", longopts, NULL)) != -1) {
-		if (t->kernel ? c && strchr("cxpsbiFf", c) : c == 'K')
+		if (t->kernel ? c && strchr("cxpsbiF", c) : c == 'K')
 			return usage_error(t, t->kernel ? "unknown option (-c, -x, --snapshot and --buffer-size are "
 							  "for processes)"
 							: "unknown option");
@@ -168,7 +211,14 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			t->outfile = optarg;
 			break;
 		case 'j':
-			t->json = true;
+			t->format = "json";
+			break;
+		case 'H':
+			t->html = optarg;
+			break;
+		case 'S':
+			if (add_slice(t, optarg))
+				return usage_error(t, "--slice takes START,END or START,END,KEY (KEY a field name)");
 			break;
 		case 's':
 			t->o.snapshot = true;
@@ -182,11 +232,13 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		case 'C':
 			session_no_children = true;
 			break;
-		case 'f': /* bpftrace's -f FORMAT */
-			if (strcmp(optarg, "json") && strcmp(optarg, "text"))
-				return usage_error(t, "-f takes json or text");
-			t->json = !strcmp(optarg, "json");
+		case 'f': { /* bpftrace's -f FORMAT */
+			struct djp_output probe;
+			if (!djp_output_init(&probe, optarg, NULL))
+				return usage_error(t, "-f takes text, json, perfetto or html");
+			t->format = optarg;
 			break;
+		}
 		case 'd':
 			t->duration = strtod(optarg, &end);
 			if (!*optarg || *end || !(t->duration > 0) || !isfinite(t->duration))
@@ -215,7 +267,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 				return usage_error(t, optopt == 'o' ? "option needs an argument"
 								    : "unknown option (-c, -x, --snapshot and "
 								      "--buffer-size are for processes)");
-			return usage_error(t, optopt && strchr("cxpof", optopt) ? "option needs an argument"
+			return usage_error(t, optopt && strchr("cxpofHS", optopt) ? "option needs an argument"
 										 : "unknown option");
 		}
 	}
@@ -349,20 +401,45 @@ static void install_signals(void)
 
 /* Flush and close the output; true (after one line on stderr) when any
  * write to it failed, now or earlier. */
-static bool write_failed(struct trace *t)
+static bool write_failed(FILE **f, const char *name)
 {
-	bool bad = line_out_flush(t->out) != 0;
+	bool bad = line_out_flush(*f) != 0;
 	int err = bad ? errno : 0;
 
-	bad |= ferror(t->out) != 0;
-	if (fclose(t->out) && !bad) {
+	bad |= ferror(*f) != 0;
+	if (fclose(*f) && !bad) {
 		bad = true;
 		err = errno;
 	}
+	*f = NULL;
 	if (bad)
-		fprintf(stderr, "djp: %s: cannot write the trace: %s\n", t->outfile ? t->outfile : "standard output",
-			err ? strerror(err) : "a write failed");
+		fprintf(stderr, "djp: %s: cannot write the trace: %s\n", name, err ? strerror(err) : "a write failed");
 	return bad;
+}
+
+static void emit(struct trace *t, const struct djp_ev *ev)
+{
+	djp_output_event(&t->output, ev);
+	if (t->html_out)
+		djp_output_event(&t->html_output, ev);
+}
+
+static void lost_to_outputs(void *ctx, const struct djp_ev_desc *d, int32_t pid, uint64_t n)
+{
+	struct trace *t = ctx;
+	uint64_t now = t->src->ops->now_ns(t->src);
+	const char *name = d ? (d->label ? d->label : d->name) : NULL;
+
+	djp_output_lost(&t->output, now, pid, name, n);
+	if (t->html_out)
+		djp_output_lost(&t->html_output, now, pid, name, n);
+}
+
+/* The events lost since the last look, to the outputs that draw them. */
+static void tell_lost(struct trace *t)
+{
+	if (t->src->ops->lost_new && (t->output.ops->lost || t->html_out))
+		t->src->ops->lost_new(t->src, lost_to_outputs, t);
 }
 
 /* Events to the output until the target ends, ^C, --duration or a failed
@@ -379,11 +456,12 @@ static const char *run(struct trace *t, char *why, size_t whysz)
 	for (;;) {
 		int rc = src->ops->next(src, &ev, deadline);
 		if (rc == DJP_SRC_EVENT) {
-			djp_output_event(&t->output, &ev);
+			emit(t, &ev);
 			n++;
 			continue;
 		}
 		deadline = src->ops->now_ns(src) + FLUSH_NS;
+		tell_lost(t);
 		if (n != printed) {
 			printed = n;
 			fflush(t->out); /* once a round, not once a process */
@@ -416,7 +494,8 @@ static bool kernel_trace(int argc, char **argv)
 			return true;
 		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "-x") || !strcmp(argv[i], "-o") ||
 		    !strcmp(argv[i], "--duration") || !strcmp(argv[i], "--buffer-size") ||
-		    !strcmp(argv[i], "--max-string-len"))
+		    !strcmp(argv[i], "--max-string-len") || !strcmp(argv[i], "-f") || !strcmp(argv[i], "--format") ||
+		    !strcmp(argv[i], "--html") || !strcmp(argv[i], "--slice"))
 			i++; /* and its value */
 	}
 	return false;
@@ -439,29 +518,47 @@ int djp_cmd_trace(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	djp_output_init(&t.output, t.json ? "json" : "text", t.out);
+	if (t.html && !(t.html_out = line_out_open(t.html))) {
+		fprintf(stderr, "djp: %s: %s\n", t.html, strerror(errno));
+		rc = 1;
+		goto out;
+	}
+	djp_output_init(&t.output, t.format ? t.format : "text", t.out);
+	djp_output_init(&t.html_output, "html", t.html_out);
+	t.output.slices = t.html_output.slices = t.slices;
+	t.output.nslices = t.html_output.nslices = t.nslices;
+	t.output.patterns = t.html_output.patterns = t.patterns;
+	t.output.npatterns = t.html_output.npatterns = (unsigned)t.npatterns;
 	install_signals();
 	if (open_source(&t)) {
 		rc = 1;
 		goto out;
 	}
 	djp_output_begin(&t.output);
+	if (t.html_out)
+		djp_output_begin(&t.html_output);
 	reason = run(&t, why, sizeof(why));
 	/* every probe disarmed, then everything recorded until then */
 	t.src->ops->stop(t.src);
 	while (t.src->ops->next(t.src, &ev, UINT64_MAX) == DJP_SRC_EVENT)
-		djp_output_event(&t.output, &ev);
+		emit(&t, &ev);
+	tell_lost(&t);
 	djp_output_end(&t.output);
+	if (t.html_out)
+		djp_output_end(&t.html_output);
 	fprintf(stderr, "djp trace: %s\n", reason);
 	if (t.src->ops->report)
 		t.src->ops->report(t.src, stderr);
 	rc = t.src->ops->exit_status ? t.src->ops->exit_status(t.src) : 0;
 out:
-	if (t.out && write_failed(&t))
+	if (t.out && write_failed(&t.out, t.outfile ? t.outfile : "standard output"))
 		rc = 1; /* events that did not reach the output: as djp list */
+	if (t.html_out && write_failed(&t.html_out, t.html))
+		rc = 1;
 	if (t.src)
 		t.src->ops->close(t.src);
 	free(t.formats);
 	free(t.str_args);
+	free(t.slices);
 	return rc;
 }

@@ -1,7 +1,8 @@
 /*
  * `djp trace`: its options (trace.c).  Events come from a source
  * (source/source.h: source/process.c for -c and -x, source/kernel.c for
- * -k) and go to an output (output/output.h: text or JSON).
+ * -k) and go to an output (output/output.h: text, JSON, Perfetto's JSON),
+ * and with --html to the summary page too.
  */
 #ifndef DJP_TOOLS_TRACE_H
 #define DJP_TOOLS_TRACE_H
@@ -17,7 +18,10 @@ struct trace {
 	/* options */
 	bool kernel; /* -k: the kernel's markers (source/kernel.c) */
 	bool kprobe; /* --kprobe: with -k, arm with register_kprobe() */
-	bool json;
+	const char *format; /* -f, --format, --json: an output's name; NULL: text */
+	const char *html;   /* --html FILE: the summary page, besides the events */
+	struct djp_slice_pair *slices; /* --slice START,END[,KEY] */
+	unsigned nslices;
 	bool int3; /* --int3: breakpoints only, never jumps */
 	const char *outfile;
 	double duration;
@@ -30,6 +34,8 @@ struct trace {
 	struct djp_source *src;	  /* where events come from: -k chooses */
 	FILE *out;		  /* where they go */
 	struct djp_output output; /* how: text or JSON, onto out */
+	FILE *html_out;		  /* --html's file, or NULL */
+	struct djp_output html_output;
 };
 
 #endif

@@ -39,6 +39,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,7 @@
 #include "kernel/agent/agent.h"
 #include "lib/escape.h"
 #include "lib/marker_match.h"
+#include "tools/djp/session/agg_tables.h"
 #include "process.h"
 #include "session_desc.h"
 #include "tools/djp/grow.h"
@@ -81,6 +83,7 @@ static void descs_drop(struct proc *p, struct proc_descs *t)
 	for (uint32_t id = 0; id < t->n; id++)
 		free(t->v[id]);
 	free(t->v);
+	free(t->lost_told);
 	*t = p->tabs[--p->ntabs];
 }
 
@@ -254,6 +257,14 @@ static void begin_round(struct proc *p)
 	begin_session(p);
 }
 
+/* The file name of a program's path: its execname, as the outputs that
+ * name processes want it. */
+static const char *program_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
 static void fill(struct proc *p, struct session *s, struct djp_ev *ev)
 {
 	size_t i = p->bi++;
@@ -264,7 +275,7 @@ static void fill(struct proc *p, struct session *s, struct djp_ev *ev)
 	ev->ts_ns = p->src.want_monotonic ? ns : ns + (uint64_t)p->mono_to_real;
 	ev->pid = (int32_t)s->pid;
 	ev->tid = (int32_t)session_event_tid(s, i);
-	ev->comm = NULL;
+	ev->comm = s->program[0] ? program_name(s->program) : NULL;
 	ev->cpu = p->src.want_cpu ? djp_event_cpu(e) : -1;
 	ev->ustack = NULL;
 	ev->nustack = 0;
@@ -545,6 +556,38 @@ static uint64_t proc_now(struct djp_source *src)
 	return djp_clock_ns(src->want_monotonic ? CLOCK_MONOTONIC : CLOCK_REALTIME);
 }
 
+/* What the tables of every process counted since the last call (they
+ * count the drops of each marker as the recorder makes them). */
+static void proc_lost_new(struct djp_source *src, djp_src_lost_new_fn fn, void *ctx)
+{
+	struct proc *p = (struct proc *)src;
+	size_t cur = p->tab ? (size_t)(p->tab - p->tabs) : SIZE_MAX; /* descs_of may move them */
+
+	for (size_t i = 0; i <= p->kids.n; i++) {
+		struct session *s = session_at(p, i);
+		struct proc_descs *t;
+		if (!s->tables)
+			continue;
+		t = p->tab = descs_of(p, s);
+		if (t->nlost_told < s->nmarkers) {
+			uint64_t *v = realloc(t->lost_told, s->nmarkers * sizeof(*v));
+			if (!v)
+				continue;
+			memset(v + t->nlost_told, 0, (s->nmarkers - t->nlost_told) * sizeof(*v));
+			t->lost_told = v;
+			t->nlost_told = s->nmarkers;
+		}
+		for (uint32_t id = 0; id < s->nmarkers; id++) {
+			uint64_t n = djp_tables_lost(s->tables, id);
+			if (n > t->lost_told[id]) {
+				fn(ctx, desc_of(p, s, id), (int32_t)s->pid, n - t->lost_told[id]);
+				t->lost_told[id] = n;
+			}
+		}
+	}
+	p->tab = cur < p->ntabs ? &p->tabs[cur] : NULL;
+}
+
 static void proc_close(struct djp_source *src)
 {
 	struct proc *p = (struct proc *)src;
@@ -569,6 +612,7 @@ static const struct djp_source_ops proc_ops = {
 	.next = proc_next,
 	.stop = proc_stop,
 	.report = proc_report,
+	.lost_new = proc_lost_new,
 	.exit_status = proc_exit_status,
 	.now_ns = proc_now,
 	.close = proc_close,

@@ -16,6 +16,9 @@ struct proc_descs {
 	struct session *s;
 	struct djp_ev_desc **v;
 	uint32_t n;
+	/* lost_new: the drops of each marker said so far, by id */
+	uint64_t *lost_told;
+	uint32_t nlost_told;
 };
 
 struct proc {
