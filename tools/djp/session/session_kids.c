@@ -48,6 +48,7 @@
 
 #include "lib/mapped_file.h"
 #include "tools/djp/session/session.h"
+#include "tools/djp/session/session_all.h"
 
 bool session_no_children;
 
@@ -80,8 +81,7 @@ static bool among(const pid_t *v, size_t n, pid_t pid)
 	return false;
 }
 
-/* The tool and its ancestors, into line (n at most): how many. */
-static size_t our_line(pid_t *line, size_t n)
+size_t session_our_line(pid_t *line, size_t n)
 {
 	size_t k = 0;
 	for (pid_t p = getpid(), pp; p > 1 && k < n; p = pp) {
@@ -98,7 +98,7 @@ static size_t our_line(pid_t *line, size_t n)
 static void find_descendants(struct session_kids *k, pid_t root)
 {
 	pid_t *pids = NULL, *parents = NULL, line[64];
-	size_t n = 0, cap = 0, nline = our_line(line, 64);
+	size_t n = 0, cap = 0, nline = session_our_line(line, 64);
 	struct dirent *de;
 	DIR *d = opendir("/proc");
 	bool more = true;
@@ -156,6 +156,12 @@ int session_kids_listen(struct session_kids *k, struct session *main)
 	return err;
 }
 
+void session_kids_listen_all(struct session_kids *k, struct session_all *all)
+{
+	k->follow_fd = session_listen(k->follow_name, sizeof(k->follow_name));
+	k->all = all;
+}
+
 /* What a process of the trace takes from the main session's options. */
 static void inherit(struct session *c, const struct session *main)
 {
@@ -205,6 +211,40 @@ static struct session *next_descendant(struct session_kids *k, const struct sess
 	return NULL;
 }
 
+struct all_ctx {
+	const struct session_kids *k;
+	const struct session *main;
+};
+
+static bool all_traced(void *ctx, pid_t pid)
+{
+	const struct all_ctx *a = ctx;
+	return traced(a->k, a->main, pid, false);
+}
+
+/* -a: the next process of the program, attached; NULL when none is due. */
+static struct session *next_of_all(struct session_kids *k, const struct session *main)
+{
+	struct all_ctx ctx = { k, main };
+	struct session *c;
+	pid_t pid;
+
+	while ((pid = session_all_next(k->all, all_traced, &ctx))) {
+		if (!(c = calloc(1, sizeof(*c))) || session_init(c)) {
+			free(c);
+			return NULL;
+		}
+		c->attach_pid = pid;
+		inherit(c, main);
+		if (session_attach(c) == 0)
+			return c;
+		session_all_failed(k->all, pid); /* said why, in one line */
+		session_free(c);
+		free(c);
+	}
+	return NULL;
+}
+
 struct session *session_kids_accept(struct session_kids *k, const struct session *main)
 {
 	struct session *c;
@@ -216,7 +256,8 @@ struct session *session_kids_accept(struct session_kids *k, const struct session
 		}
 		session_discard(c);
 	}
-	if ((main->launch_fd >= 0 && (c = session_accept(main->launch_fd))) || (c = next_descendant(k, main)))
+	if ((main->launch_fd >= 0 && (c = session_accept(main->launch_fd))) || (c = next_descendant(k, main)) ||
+	    (k->all && (c = next_of_all(k, main))))
 		inherit(c, main);
 	return c;
 }
@@ -287,6 +328,8 @@ void session_kids_free(struct session_kids *k)
 	if (k->follow_fd >= 0)
 		close(k->follow_fd);
 	free(k->found);
+	session_all_free(k->all);
+	k->all = NULL;
 	k->found = NULL;
 	k->nfound = k->nextfound = 0;
 	k->v = NULL;
@@ -371,7 +414,8 @@ struct session *session_kids_exec(const struct session *main, struct session *go
 bool session_kids_wait(struct session_kids *k, struct session *main, int timeout_ms,
 		       void (*gone)(void *ctx, struct session *child), void *ctx)
 {
-	size_t n = 0, need = k->n + 3;
+	size_t n = 0, need = k->n + 4;
+	int all_fd = k->all ? session_all_fd(k->all) : -1, due = k->all ? session_all_due_ms(k->all) : -1;
 	struct pollfd *p;
 	bool dialled = false;
 
@@ -394,14 +438,23 @@ bool session_kids_wait(struct session_kids *k, struct session *main, int timeout
 	for (size_t i = 0; i < k->n; i++)
 		if (k->v[i]->alive)
 			p[n++] = (struct pollfd){ k->v[i]->fd, POLLIN, 0 };
+	if (all_fd >= 0)
+		p[n++] = (struct pollfd){ all_fd, POLLIN, 0 };
 	if (k->nextfound < k->nfound) /* descendants left to attach */
 		timeout_ms = 0;
+	if (due >= 0 && due < timeout_ms) /* -a: a process due a look */
+		timeout_ms = due;
 	if (poll(p, n, timeout_ms) < 0)
 		return false;
 	dialled = k->nextfound < k->nfound;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		if (p[i].revents && (p[i].fd == k->follow_fd || p[i].fd == main->launch_fd))
 			dialled = true;
+		if (p[i].revents && p[i].fd == all_fd)
+			session_all_read(k->all);
+	}
+	if (k->all && session_all_due_ms(k->all) == 0)
+		dialled = true;
 	/* k->n may grow in gone() (an exec followed): only the ones polled */
 	for (size_t i = 0, j = 0, polled = k->n; i < polled; i++) {
 		struct session *c = k->v[i];

@@ -29,6 +29,11 @@ struct proc {
 	int npatterns;
 	bool int3;
 	bool started; /* -c: START sent, the command runs its main */
+	/* -a: every process of the PATHs (none: with a matching marker),
+	 * each a session among the kids; the main session is unused */
+	bool all;
+	const char *const *all_paths;
+	unsigned nall_paths;
 
 	struct session s;
 	/* children of fork and a -c wrapper's program, each a session of
@@ -55,6 +60,7 @@ struct proc {
 	int idle_ms;
 	struct proc_descs *tabs, *tab; /* per process; tab: cur's */
 	size_t ntabs;
+	char errline[8192]; /* why configuring a process failed, said by configure */
 	struct djp_ev_desc unknown; /* an event's marker nobody can name */
 	char unknown_name[32];
 };
