@@ -176,7 +176,9 @@ static int config_steps(struct proc *p, struct session *s, bool launched, bool s
 	unsigned nsites;
 
 	where(s, what, sizeof(what));
-	if (session_hello(s) || session_ring(s) || session_tables(s) || session_list(s)) {
+	/* -a: the marker table is learnt from the marker log as events come
+	 * (session_marker_of): a LIST is a tenth of a process's attach */
+	if (session_hello(s) || session_ring(s) || session_tables(s) || (!p->all && session_list(s))) {
 		snprintf(p->errline, sizeof(p->errline), "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
