@@ -6,7 +6,8 @@
  *
  * It prints "up PID", then waits until the first byte of its at_hit site
  * is a jump (0xe9: the tool armed it; the site is found in hit()'s code as
- * the 6-byte NOP the marker put there), hits the marker N times (50
+ * the 6-byte NOP the marker put there; it looks every 5 ms, so that a
+ * hundred waiting copies leave the machine to the tool), hits the marker N times (50
  * unless said) with i = 0..N-1, and prints "armed PID US": US the
  * microseconds from the start of main to the arming it saw.  With --stay
  * it then waits for the end of its input before it exits 0; else it exits
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	/* the event it waits for: the tool's arming, which only it makes */
 	while (*site != 0xe9)
-		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
 	for (long i = 0; i < hits; i++)
 		hit(i);
 	printf("armed %d %ld\n", (int)getpid(), us_now() - start);

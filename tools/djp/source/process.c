@@ -146,13 +146,27 @@ static void waiting_note(struct session *s, const char *why)
 		djp_escape_c(prog, sizeof(prog), s->program[0] ? s->program : "?", false));
 }
 
-static int config_steps(struct proc *p, struct session *s, bool launched, bool start);
+static int config_steps(struct proc *p, struct session *s, bool launched, bool start, char *errline,
+			size_t errsz);
 
 /* -a: a process that exited while it was configured is no error: the
  * rings it has hold what it recorded (s->cons), or there is nothing. */
 static bool exited_meanwhile(const struct proc *p, const struct session *s)
 {
-	return p->all && s != &p->s && session_process_exited(s->pid);
+	uint64_t id;
+	if (!p->all || s == &p->s)
+		return false;
+	if (s->errcode != -ECONNRESET && s->errcode != -EPIPE)
+		return session_process_exited(s->pid);
+	/* The agent closed the session: the process is exiting (its
+	 * descriptors go before it is a zombie: a few ms at most), or it
+	 * exec'd, and the finder looks at its new program. */
+	for (int i = 0; i < 100 && !session_process_exited(s->pid); i++) {
+		if ((id = session_exec_id(s->pid)) && id != s->exec_id)
+			return true;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	return session_process_exited(s->pid);
 }
 
 /* Ring, marker table, patterns, FOLLOW, and START when `start` (a child of
@@ -162,15 +176,16 @@ static bool exited_meanwhile(const struct proc *p, const struct session *s)
  * meanwhile (kept if it has rings). */
 static int configure(struct proc *p, struct session *s, bool launched, bool start)
 {
-	int rc = config_steps(p, s, launched, start);
+	char errline[8192];
+	int rc = config_steps(p, s, launched, start, errline, sizeof(errline));
 	if (rc && exited_meanwhile(p, s))
 		return s->cons ? 2 : 3;
 	if (rc)
-		fprintf(stderr, "%s\n", p->errline);
+		fprintf(stderr, "%s\n", errline);
 	return rc;
 }
 
-static int config_steps(struct proc *p, struct session *s, bool launched, bool start)
+static int config_steps(struct proc *p, struct session *s, bool launched, bool start, char *errline, size_t errsz)
 {
 	char what[1024], msg[4 * sizeof(s->errmsg)], pat[4 * DJP_AGENT_PATTERN_MAX + 4];
 	unsigned nsites;
@@ -179,7 +194,7 @@ static int config_steps(struct proc *p, struct session *s, bool launched, bool s
 	/* -a: the marker table is learnt from the marker log as events come
 	 * (session_marker_of): a LIST is a tenth of a process's attach */
 	if (session_hello(s) || session_ring(s) || session_tables(s) || (!p->all && session_list(s))) {
-		snprintf(p->errline, sizeof(p->errline), "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+		snprintf(errline, errsz, "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	for (int i = 0; i < p->npatterns; i++) {
@@ -207,18 +222,18 @@ static int config_steps(struct proc *p, struct session *s, bool launched, bool s
 			}
 		}
 		if (s->errcode == -ENOENT && !is_point(p->patterns[i]))
-			snprintf(p->errline, sizeof(p->errline), "djp: %s: pattern '%s' matches no marker", what,
+			snprintf(errline, errsz, "djp: %s: pattern '%s' matches no marker", what,
 				djp_escape_c(pat, sizeof(pat), p->patterns[i], false));
 		else
-			snprintf(p->errline, sizeof(p->errline), "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+			snprintf(errline, errsz, "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	if (s == &p->s ? session_kids_listen(&p->kids, s) : session_kids_follow(&p->kids, s)) {
-		snprintf(p->errline, sizeof(p->errline), "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+		snprintf(errline, errsz, "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	if (start && session_start(s)) {
-		snprintf(p->errline, sizeof(p->errline), "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+		snprintf(errline, errsz, "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	return 0;

@@ -60,7 +60,6 @@ struct proc {
 	int idle_ms;
 	struct proc_descs *tabs, *tab; /* per process; tab: cur's */
 	size_t ntabs;
-	char errline[8192]; /* why configuring a process failed, said by configure */
 	struct djp_ev_desc unknown; /* an event's marker nobody can name */
 	char unknown_name[32];
 };
