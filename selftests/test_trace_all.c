@@ -335,3 +335,56 @@ TEST_TIMEOUT(trace_all_follows_100_running_and_50_started_in_a_second, 300)
 	unlink(errf);
 	rmdir(dir);
 }
+
+/* With no PATH, every process with a marker a pattern matches: the
+ * program and its copy alike. */
+TEST_TIMEOUT(trace_all_without_a_path_traces_every_process_with_the_marker, 120)
+{
+	char dir[64], copy[128], cmd[8600];
+	pid_t armed[MAXP];
+	struct tproc *procs, *d;
+	int narmed;
+
+	copy_target(dir, copy, sizeof(copy));
+	snprintf(cmd, sizeof(cmd), "'%s' --stay & '%s' --stay & wait", target(), copy);
+	procs = sh(cmd, -1);
+	wait_lines(procs, "up", 2, 20000);
+	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-a", "at_hi*", NULL }, false, -1);
+	wait_lines(procs, "armed", 2, 30000);
+	stop(d);
+	narmed = pids_of(procs, "armed", armed, NULL, MAXP);
+	CHECK_EQ(narmed, 2);
+	check_counts(d->obuf, d->ebuf, armed, narmed, NULL, 0);
+	if (strstr(d->ebuf, "djp: "))
+		djp_test_fail(__FILE__, __LINE__, "djp trace said: %s", d->ebuf);
+	tt_end(procs);
+	free(d);
+	remove_copy(dir, copy);
+}
+
+/* Bad input: one line naming the thing and the problem, and a status. */
+static void refused(char *const argv[], int status, const char *want)
+{
+	struct tproc *d = tt_spawn(argv, false, -1);
+	int st = tt_finish(d, 20000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != status || tt_lines(d->ebuf) != 1 || !strstr(d->ebuf, want))
+		djp_test_fail(__FILE__, __LINE__, "%s %s %s: status %d, expected %d and one line '%s...': %s", argv[1],
+			      argv[2], argv[3], st, status, want, d->ebuf);
+	free(d);
+}
+
+TEST(trace_all_says_what_is_wrong_with_its_arguments)
+{
+	char *djp = (char *)tt_djp(), *t = (char *)target(), want[4200];
+
+	refused((char *const[]){ djp, "trace", "-a", "/no/such/prog", "at_hit", NULL }, 1,
+		"djp trace: -a: '/no/such/prog': No such file or directory");
+	refused((char *const[]){ djp, "trace", "-a", "/tmp", "at_hit", NULL }, 1, "djp trace: -a: '/tmp': not a file");
+	snprintf(want, sizeof(want), "djp: -a: pattern 'no_such_marker' matches no marker in %s", t);
+	refused((char *const[]){ djp, "trace", "-a", t, "no_such_marker", NULL }, 1, want);
+	refused((char *const[]){ djp, "trace", "-a", "func:main", NULL }, 1,
+		"djp: -a: pattern 'func:main': a function or line needs a PATH");
+	refused((char *const[]){ djp, "trace", "-a", "-x", "1", "at_hit", NULL }, 2,
+		"djp trace: give exactly one of -c CMD, -x PID and -a");
+	refused((char *const[]){ djp, "trace", "-a", t, NULL }, 2, "djp trace: no PATTERN (only PATHs)");
+}
