@@ -71,8 +71,8 @@ static void wait_lines(struct tproc *p, const char *word, int n, int timeout_ms)
 	snprintf(needle, sizeof(needle), "%s ", word);
 	while (tt_count(p->obuf, needle) < n) {
 		if (ms_now() > until)
-			djp_test_fail(__FILE__, __LINE__, "%d '%s' lines of %d after %d ms: %s", tt_count(p->obuf, needle),
-				      word, n, timeout_ms, p->obuf);
+			djp_test_fail(__FILE__, __LINE__, "%d '%s' lines of %d after %d ms: %s",
+				      tt_count(p->obuf, needle), word, n, timeout_ms, p->obuf);
 		tt_wait_out(p, "\n\n\n", 20); /* reads what there is */
 	}
 }
@@ -137,8 +137,9 @@ static void check_counts(const char *events, const char *summary, const pid_t *a
 		int lines = events_of(events, armed[i]);
 		long long sum = summary_of(summary, armed[i]);
 		if (lines != HITS || sum != HITS)
-			djp_test_fail(__FILE__, __LINE__, "process %d: %d event lines, %lld in its summary, expected %d: %s",
-				      (int)armed[i], lines, sum, HITS, summary);
+			djp_test_fail(__FILE__, __LINE__,
+				      "process %d: %d event lines, %lld in its summary, expected %d: %s", (int)armed[i],
+				      lines, sum, HITS, summary);
 	}
 	for (int i = 0; i < nothers; i++)
 		if (events_of(events, others[i]) || summary_of(summary, others[i]) >= 0)

@@ -187,9 +187,31 @@ static bool traced(const struct session_kids *k, const struct session *main, pid
 	return false;
 }
 
+/* pid attached as -x attaches it, with main's options: its session; NULL
+ * after one line on stderr, or (*nomem) for want of memory. */
+static struct session *attach_one(pid_t pid, const struct session *main, bool *nomem)
+{
+	struct session *c = calloc(1, sizeof(*c));
+
+	*nomem = !c || session_init(c);
+	if (*nomem) {
+		free(c);
+		return NULL;
+	}
+	c->attach_pid = pid;
+	inherit(c, main);
+	if (session_attach(c) == 0)
+		return c;
+	session_free(c); /* said why, in one line */
+	free(c);
+	return NULL;
+}
+
 /* The next of -x PID's descendants, attached; NULL when none is left. */
 static struct session *next_descendant(struct session_kids *k, const struct session *main)
 {
+	bool nomem;
+
 	while (k->nextfound < k->nfound) {
 		pid_t pid = k->found[k->nextfound++], pp;
 		struct session *c;
@@ -197,16 +219,8 @@ static struct session *next_descendant(struct session_kids *k, const struct sess
 		if (traced(k, main, pid, false) || parent_of(pid, &pp) ||
 		    (pp != k->root && !among(k->found, k->nextfound - 1, pp)))
 			continue;
-		if (!(c = calloc(1, sizeof(*c))) || session_init(c)) {
-			free(c);
-			return NULL;
-		}
-		c->attach_pid = pid;
-		inherit(c, main);
-		if (session_attach(c) == 0)
+		if ((c = attach_one(pid, main, &nomem)) || nomem)
 			return c;
-		session_free(c); /* said why, in one line */
-		free(c);
 	}
 	return NULL;
 }
@@ -227,20 +241,13 @@ static struct session *next_of_all(struct session_kids *k, const struct session 
 {
 	struct all_ctx ctx = { k, main };
 	struct session *c;
+	bool nomem;
 	pid_t pid;
 
 	while ((pid = session_all_next(k->all, all_traced, &ctx))) {
-		if (!(c = calloc(1, sizeof(*c))) || session_init(c)) {
-			free(c);
-			return NULL;
-		}
-		c->attach_pid = pid;
-		inherit(c, main);
-		if (session_attach(c) == 0)
+		if ((c = attach_one(pid, main, &nomem)) || nomem)
 			return c;
-		session_all_failed(k->all, pid); /* said why, in one line */
-		session_free(c);
-		free(c);
+		session_all_failed(k->all, pid); /* not tried again: said once */
 	}
 	return NULL;
 }

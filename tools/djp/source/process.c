@@ -514,13 +514,15 @@ static int arm_all(struct proc *p)
 		if (is_point(p->patterns[i])) {
 			if (p->nall_paths)
 				continue; /* the agent resolves it in each process */
-			fprintf(stderr, "djp: -a: pattern '%s': a function or line needs a PATH (djp trace -a PATH %s)\n",
-				pat, pat);
+			fprintf(stderr,
+				"djp: -a: pattern '%s': a function or line needs a PATH (djp trace -a PATH %s)\n", pat,
+				pat);
 			return -EINVAL;
 		}
 		if (p->nall_paths && !paths_have(p, p->patterns[i])) {
 			fprintf(stderr, "djp: -a: pattern '%s' matches no marker in %s%s\n", pat,
-				djp_escape_c(path, sizeof(path), p->all_paths[0], false), p->nall_paths > 1 ? " nor the other PATHs" : "");
+				djp_escape_c(path, sizeof(path), p->all_paths[0], false),
+				p->nall_paths > 1 ? " nor the other PATHs" : "");
 			return -EINVAL;
 		}
 	}
