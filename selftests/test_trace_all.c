@@ -389,3 +389,53 @@ TEST(trace_all_says_what_is_wrong_with_its_arguments)
 		"djp trace: give exactly one of -c CMD, -x PID and -a");
 	refused((char *const[]){ djp, "trace", "-a", t, NULL }, 2, "djp trace: no PATTERN (only PATHs)");
 }
+
+/* A script's process("PATH") points with no -c or -x reach every process
+ * of PATH as -a does: those running and one started later, each counted
+ * exactly by the end probe; the copy at another path is not. */
+TEST_TIMEOUT(script_process_path_points_reach_every_process_of_path, 120)
+{
+	char dir[64], copy[128], cmd[8600], script[4400], want[64];
+	pid_t armed[MAXP], up[MAXP], copies[4];
+	struct tproc *before, *after, *d;
+	int narmed, nup, ncopies = 0, st;
+
+	copy_target(dir, copy, sizeof(copy));
+	snprintf(cmd, sizeof(cmd), "'%s' --stay & '%s' --stay & wait", target(), target());
+	before = sh(cmd, -1);
+	wait_lines(before, "up", 2, 20000);
+	snprintf(script, sizeof(script),
+		 "global n; probe process(\"%s\").mark(\"at_hit\") { n[pid()]++ } "
+		 "probe end { foreach (p in n) printf(\"count %%d %%d\\n\", p, n[p]) }",
+		 target());
+	d = tt_spawn((char *const[]){ (char *)tt_djp(), "-e", script, NULL }, false, -1);
+	wait_lines(before, "armed", 2, 30000);
+	snprintf(cmd, sizeof(cmd), "'%s' & '%s' --stay & wait", target(), copy);
+	after = sh(cmd, -1);
+	wait_lines(after, "armed", 1, 30000);
+	wait_lines(after, "up", 2, 20000);
+	kill(d->pid, SIGINT);
+	st = tt_finish(d, 30000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || strstr(d->ebuf, "djp: "))
+		djp_test_fail(__FILE__, __LINE__, "djp -e: status %d: %s", st, d->ebuf);
+	narmed = pids_of(before, "armed", armed, NULL, MAXP);
+	narmed += pids_of(after, "armed", armed + narmed, NULL, MAXP - narmed);
+	CHECK_EQ(narmed, 3);
+	for (int i = 0; i < narmed; i++) {
+		snprintf(want, sizeof(want), "count %d %d\n", (int)armed[i], HITS);
+		if (!strstr(d->obuf, want))
+			djp_test_fail(__FILE__, __LINE__, "expected '%.*s': %s", (int)strlen(want) - 1, want, d->obuf);
+	}
+	nup = pids_of(after, "up", up, NULL, MAXP);
+	for (int i = 0; i < nup; i++)
+		if (!among(armed, narmed, up[i]) && ncopies < 4)
+			copies[ncopies++] = up[i];
+	CHECK_EQ(ncopies, 1);
+	CHECK_EQ(tt_count(d->obuf, "count "), 3);
+	CHECK(alive(copies[0]));
+	kill_all(copies, ncopies);
+	tt_end(before);
+	tt_end(after);
+	free(d);
+	remove_copy(dir, copy);
+}

@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -158,8 +159,16 @@ int session_kids_listen(struct session_kids *k, struct session *main)
 
 void session_kids_listen_all(struct session_kids *k, struct session_all *all)
 {
+	struct rlimit rl;
+
 	k->follow_fd = session_listen(k->follow_name, sizeof(k->follow_name));
 	k->all = all;
+	/* a session a process: a hundred of them need more descriptors
+	 * than a shell's soft limit may give */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 /* What a process of the trace takes from the main session's options. */

@@ -42,7 +42,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -245,10 +244,11 @@ static void take_kid(void *ctx, struct session *k)
 {
 	struct proc *p = ctx;
 	int rc = configure(p, k, !p->all, true);
-	if (rc == 2) { /* -a: it exited meanwhile; what it recorded is read */
+	if (rc == 2) { /* -a: it exited or exec'd meanwhile; what it recorded is read */
 		k->alive = false;
 		k->end_note = "ended during the trace";
 		session_kids_keep(&p->kids, k);
+		session_all_look(p->kids.all, k->pid); /* its new program, if it exec'd */
 	} else if (rc) {
 		if (p->all) /* said in one line: not again */
 			session_all_failed(p->kids.all, k->pid);
@@ -507,7 +507,6 @@ static int arm_all(struct proc *p)
 	char err[512], pat[4 * DJP_AGENT_PATTERN_MAX + 4], path[4096];
 	struct session_all *all;
 	const char *deaf;
-	struct rlimit rl;
 
 	for (int i = 0; i < p->npatterns; i++) {
 		djp_escape_c(pat, sizeof(pat), p->patterns[i], false);
@@ -537,12 +536,6 @@ static int arm_all(struct proc *p)
 			"processes running now are traced, with the children they fork, not those started later\n",
 			deaf);
 	session_kids_listen_all(&p->kids, all);
-	/* a session a process: a hundred of them need more descriptors
-	 * than a shell's soft limit may give */
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
 	return 0;
 }
 
