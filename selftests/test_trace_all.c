@@ -439,3 +439,34 @@ TEST_TIMEOUT(script_process_path_points_reach_every_process_of_path, 120)
 	free(d);
 	remove_copy(dir, copy);
 }
+
+/* Five hundred other processes started as fast as a shell can, the
+ * program's ten among them: each of the ten armed and counted exactly,
+ * the session never lost. */
+TEST_TIMEOUT(trace_all_follows_its_program_through_a_storm_of_others, 180)
+{
+	char cmd[8600];
+	pid_t armed[MAXP];
+	struct tproc *storm, *d;
+	long t0;
+	int narmed;
+
+	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-a", (char *)target(), "at_hit", NULL }, false, -1);
+	snprintf(cmd, sizeof(cmd),
+		 "r=0; while [ $r -lt 10 ]; do i=0; while [ $i -lt 50 ]; do /bin/true & i=$((i+1)); done; "
+		 "'%s' & r=$((r+1)); done; wait",
+		 target());
+	t0 = ms_now();
+	storm = sh(cmd, -1);
+	wait_lines(storm, "armed", 10, 120000);
+	fprintf(stderr, "# -a: 500 other processes and 10 of the program started, the 10 armed, in %ld ms\n",
+		ms_now() - t0);
+	stop(d);
+	narmed = pids_of(storm, "armed", armed, NULL, MAXP);
+	CHECK_EQ(narmed, 10);
+	check_counts(d->obuf, d->ebuf, armed, narmed, NULL, 0);
+	if (strstr(d->ebuf, "djp: "))
+		djp_test_fail(__FILE__, __LINE__, "djp trace said: %s", d->ebuf);
+	tt_end(storm);
+	free(d);
+}
