@@ -470,3 +470,37 @@ TEST_TIMEOUT(trace_all_follows_its_program_through_a_storm_of_others, 180)
 	tt_end(storm);
 	free(d);
 }
+
+/* A process of the program that cannot be attached (stopped, SIGSTOP) is
+ * said in one line, once, and left as it was; the others are traced. */
+TEST_TIMEOUT(trace_all_says_once_a_process_it_cannot_attach, 120)
+{
+	char cmd[8600], want[96];
+	pid_t up[MAXP], armed[MAXP];
+	struct tproc *procs, *d;
+	int nup, narmed;
+
+	snprintf(cmd, sizeof(cmd), "'%s' --stay & '%s' --stay & wait", target(), target());
+	procs = sh(cmd, -1);
+	wait_lines(procs, "up", 2, 20000);
+	CHECK_EQ(pids_of(procs, "up", up, NULL, MAXP), 2);
+	CHECK(kill(up[0], SIGSTOP) == 0);
+	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-a", (char *)target(), "at_hit", NULL }, false, -1);
+	wait_lines(procs, "armed", 1, 30000);
+	snprintf(want, sizeof(want), "djp: process %d: it is stopped", (int)up[0]);
+	CHECK(tt_wait_err(d, want, 20000));
+	stop(d);
+	narmed = pids_of(procs, "armed", armed, NULL, MAXP);
+	nup = 1;
+	CHECK_EQ(narmed, 1);
+	CHECK_EQ(armed[0], up[1]);
+	check_counts(d->obuf, d->ebuf, armed, narmed, up, nup);
+	if (tt_count(d->ebuf, "djp: ") != 1)
+		djp_test_fail(__FILE__, __LINE__, "djp trace, expected one line '%s': %s", want, d->ebuf);
+	/* left as it was: continued, it still waits for an arming */
+	CHECK(kill(up[0], SIGCONT) == 0);
+	CHECK(alive(up[0]));
+	kill_all(up, 1);
+	tt_end(procs);
+	free(d);
+}
