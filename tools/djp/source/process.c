@@ -31,6 +31,15 @@
  *        answers); next() then makes one last round, whatever the mode,
  *        and says the end.
  *
+ * -a (every process of a program): there is no main process.  arm checks
+ * the patterns against the PATHs' files and starts the finder
+ * (session/session_all.c), whose processes session_kids_accept attaches
+ * one by one as if they had dialled in; each is configured as a child of
+ * fork is, its patterns kept pending where it lacks their markers.  One
+ * that exits or execs while it is configured keeps what its rings hold,
+ * quietly; one whose agent goes later is looked at again by the finder.
+ * The rounds drain the kids only, and the trace ends at ^C or --duration.
+ *
  * Each event's marker is named here, as the round hands it out: its
  * descriptor is made from the session's table the first time its id comes
  * (the label the agent's full name, the format the session's, which is
