@@ -252,7 +252,9 @@ static int config_steps(struct proc *p, struct session *s, bool launched, bool s
 static void take_kid(void *ctx, struct session *k)
 {
 	struct proc *p = ctx;
-	int rc = configure(p, k, !p->all, true);
+	/* START releases a child of fork waiting for it; a process -a
+	 * attached (attach_pid) waits for nothing: a round trip saved */
+	int rc = configure(p, k, !p->all, !p->all || !k->attach_pid);
 	if (rc == 2) { /* -a: it exited or exec'd meanwhile; what it recorded is read */
 		k->alive = false;
 		k->end_note = "ended during the trace";
