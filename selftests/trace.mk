@@ -208,6 +208,13 @@ $(KIDS_TARGET): selftests/trace_progs/kids_target.c include/djprobe/marker.h | $
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(KIDS_TARGET)
+# Many copies of one program, each telling when it is armed: djp trace -a.
+ALL_TARGET := $(TRACE_PROGS_DIR)/all_target
+$(ALL_TARGET): selftests/trace_progs/all_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(ALL_TARGET)
 # Vector registers live across lean-trampoline probes (nothing of djprobe).
 VECREGS_TARGET := $(TRACE_PROGS_DIR)/vecregs_target
 $(VECREGS_TARGET): selftests/trace_progs/vecregs_target.c | $(DEPS_STAMP)

@@ -2,7 +2,7 @@
  * `djp trace`: record markers in a process or in the kernel and print each
  * event.
  *
- *   djp trace [-c CMD | -x PID | -p PID] [--json | -f FORMAT] [-o FILE] [--html FILE]
+ *   djp trace [-c CMD | -x PID | -p PID | -a [PATH...]] [--json | -f FORMAT] [-o FILE] [--html FILE]
  *             [--slice START,END[,KEY]]... [--snapshot]
  *             [--duration SECONDS] [--buffer-size BYTES] PATTERN[=FORMAT]...
  *   djp trace -k [--json | -f FORMAT] [-o FILE] [--html FILE] [--duration SECONDS] [--kprobe] PATTERN...
@@ -10,7 +10,8 @@
  * The target records, the tool prints: one loop, whatever the target.  An
  * event source (source/source.h) is opened, -k choosing which:
  * source/process.c (a launched or attached process, through the agent in
- * it, and the processes it forks and execs) or source/kernel.c (the
+ * it, and the processes it forks and execs; with -a every process of a
+ * program, running or started later) or source/kernel.c (the
  * markers of loaded modules, through /dev/djprobe).  Each PATTERN is armed
  * on it; a pattern that matches nothing is an error and nothing stays
  * armed.  Then the target runs (-c: its main), the source hands out events
@@ -36,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "commands.h"
@@ -66,8 +68,8 @@ static void on_usr1(int sig)
 void djp_usage_trace(FILE *out)
 {
 	fprintf(out,
-		"usage: djp trace [-c CMD | -x PID [--force] [--no-children]] [--json | -f FORMAT]\n"
-		"                 [-o FILE] [--html FILE] [--slice START,END[,KEY]]...\n"
+		"usage: djp trace [-c CMD | -x PID [--force] [--no-children] | -a [PATH...]]\n"
+		"                 [--json | -f FORMAT] [-o FILE] [--html FILE] [--slice START,END[,KEY]]...\n"
 		"                 [--snapshot] [--int3]\n"
 		"                 [--duration SECONDS] [--buffer-size BYTES] [--max-string-len N]\n"
 		"                 PATTERN[=FORMAT]...\n"
@@ -88,6 +90,11 @@ void djp_usage_trace(FILE *out)
 		"                 when it has none) and to its descendants, and follow\n"
 		"                 its forks (stap -x, bpftrace -p)\n"
 		"  --no-children  with -x: not the descendants PID has at the attach\n"
+		"  -a [PATH...]   every process that maps one of the PATHs (with none: every\n"
+		"                 process with a marker a PATTERN matches), running now or\n"
+		"                 started later (as root: the kernel's exec notices), each\n"
+		"                 attached as -x attaches; an argument with a '/' before any\n"
+		"                 ':' is a PATH (./prog, /usr/bin/prog), the others PATTERNs\n"
 		"  --force        with -x: load the agent even where the process's seccomp\n"
 		"                 filter cannot be read (it may kill the process)\n"
 		"  --json, -f json  one JSON object per event per line (bpftrace -f json;\n"
@@ -160,6 +167,44 @@ static int add_slice(struct trace *t, char *arg)
 	return 0;
 }
 
+/* -a PATH...: an argument with a '/' before any ':' is a PATH (a marker
+ * name has neither; func:, line: and PROVIDER:NAME have the ':' first),
+ * taken out of the patterns; each must be a file.  -1, or the status after
+ * one line on stderr. */
+static int all_paths(struct trace *t)
+{
+	int np = 0;
+	char safe[4200];
+
+	if (!(t->paths = calloc((size_t)t->npatterns + 1, sizeof(*t->paths)))) {
+		perror("djp trace");
+		return 1;
+	}
+	for (int i = 0; i < t->npatterns; i++) {
+		const char *a = t->patterns[i];
+		size_t slash = strcspn(a, "/"), colon = strcspn(a, ":");
+		struct stat st;
+		int err;
+		if (!a[slash] || colon < slash) {
+			t->patterns[i - np] = t->patterns[i];
+			continue;
+		}
+		err = stat(a, &st) ? errno : 0;
+		if (err || !S_ISREG(st.st_mode)) {
+			fprintf(stderr, "djp trace: -a: '%s': %s\n", djp_escape_c(safe, sizeof(safe), a, false),
+				err ? strerror(err) : "not a file");
+			return 1;
+		}
+		t->paths[np++] = a;
+	}
+	t->npatterns -= np;
+	t->o.paths = t->paths;
+	t->o.npaths = (unsigned)np;
+	if (!t->npatterns)
+		return usage_error(t, "no PATTERN (only PATHs)");
+	return -1;
+}
+
 static int parse_args(struct trace *t, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -173,10 +218,11 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "slice", required_argument, NULL, 'S' },
+		{ "all", no_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
-	int c;
+	int c, rc;
 
 	/* Options anywhere, as scripts take them (GNU getopt permutes): a
 	 * pattern never starts with '-', and "--" ends the options.  -k
@@ -185,8 +231,8 @@ static int parse_args(struct trace *t, int argc, char **argv)
 	t->kernel = kernel_trace(argc, argv);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "c:x:p:o:f:hk", longopts, NULL)) != -1) {
-		if (t->kernel ? c && strchr("cxpsbiF", c) : c == 'K')
+	while ((c = getopt_long(argc, argv, "c:x:p:o:f:hka", longopts, NULL)) != -1) {
+		if (t->kernel ? c && strchr("cxpsbiFa", c) : c == 'K')
 			return usage_error(t, t->kernel ? "unknown option (-c, -x, --snapshot and --buffer-size are "
 							  "for processes)"
 							: "unknown option");
@@ -198,6 +244,9 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			break;
 		case 'c':
 			t->o.cmd = optarg;
+			break;
+		case 'a':
+			t->o.all = true;
 			break;
 		case 'x':
 		case 'p': { /* -p: bpftrace's spelling */
@@ -271,12 +320,14 @@ static int parse_args(struct trace *t, int argc, char **argv)
 										 : "unknown option");
 		}
 	}
-	if (!t->kernel && !t->o.cmd == !t->o.pid)
-		return usage_error(t, "give exactly one of -c CMD and -x PID");
+	if (!t->kernel && (!!t->o.cmd + !!t->o.pid + t->o.all) != 1)
+		return usage_error(t, "give exactly one of -c CMD, -x PID and -a");
 	if (optind >= argc)
 		return usage_error(t, "no PATTERN");
 	t->patterns = argv + optind;
 	t->npatterns = argc - optind;
+	if (t->o.all && (rc = all_paths(t)) >= 0)
+		return rc;
 	if (t->kernel && t->npatterns > 64)
 		return usage_error(t, "too many PATTERNs (at most 64)");
 	t->formats = calloc((size_t)t->npatterns, sizeof(*t->formats));
@@ -560,5 +611,6 @@ out:
 	free(t.formats);
 	free(t.str_args);
 	free(t.slices);
+	free(t.paths);
 	return rc;
 }

@@ -29,7 +29,8 @@ struct trace {
 	int npatterns;
 	char **formats;	    /* PATTERN=FORMAT: the format, else NULL */
 	uint32_t *str_args; /* the %s arguments of formats[i] */
-	struct djp_source_opts o; /* -c, -x, --snapshot, --buffer-size, --max-string-len */
+	struct djp_source_opts o; /* -c, -x, -a, --snapshot, --buffer-size, --max-string-len */
+	const char **paths;	  /* -a's PATHs */
 
 	struct djp_source *src;	  /* where events come from: -k chooses */
 	FILE *out;		  /* where they go */

@@ -32,6 +32,11 @@ struct proc {
 	int npatterns;
 	bool int3;
 	bool started; /* -c: START sent, the command runs its main */
+	/* -a: every process of the PATHs (none: with a matching marker),
+	 * each a session among the kids; the main session is unused */
+	bool all;
+	const char *const *all_paths;
+	unsigned nall_paths;
 
 	struct session s;
 	/* children of fork and a -c wrapper's program, each a session of

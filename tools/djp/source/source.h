@@ -219,8 +219,9 @@ struct djp_source {
 struct djp_source_opts {
 	const char *cmd;	  /* -c CMD, or NULL */
 	int32_t pid;		  /* -x PID, or 0 */
-	const char *const *paths; /* objects named by process("PATH") points */
+	const char *const *paths; /* objects named by process("PATH") points; -a's PATHs */
 	unsigned npaths;
+	bool all;		  /* -a: every process of paths, or with a matching marker */
 	bool list_only;		  /* -l/-L: the markers are wanted, not events */
 	size_t buffer_size;	  /* ring bytes per thread (-s, --buffer-size); 0: the default */
 	/* djp trace's (the process source's) */
