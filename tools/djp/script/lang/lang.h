@@ -141,7 +141,10 @@ enum node_kind {
 };
 
 enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG, A_VARIANCE };
-enum print_kind { P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD };
+enum print_kind {
+	P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD,
+	P_FOLDED, /* print_folded(ARRAY): run/folded.c */
+};
 
 struct sym;
 struct func;
