@@ -168,7 +168,7 @@ static int open_source(const char *replay, const char *cmd, int32_t pid, struct 
 	bool kernel = false, user = false;
 	for (struct probe *p = sc->probes; p; p = p->next)
 		for (struct probe_point *pp = p->points; pp; pp = pp->next)
-			if (pp->kind == PP_MARK)
+			if (pp->kind == PP_MARK || pp->kind == PP_LIFE)
 				*(pp->kernel ? &kernel : &user) = true;
 	if (kernel && user) {
 		/* one source a script: the kernel's or a process's */
@@ -330,7 +330,7 @@ static bool has_marks(struct script *sc)
 {
 	for (struct probe *p = sc->probes; p; p = p->next)
 		for (struct probe_point *pp = p->points; pp; pp = pp->next)
-			if (pp->kind == PP_MARK)
+			if (pp->kind == PP_MARK || pp->kind == PP_LIFE)
 				return true;
 	return false;
 }

@@ -1097,7 +1097,7 @@ void print_elaborated(const struct script *sc, FILE *out)
 		if (p->synthetic)
 			continue;
 		for (const struct probe_point *pp = p->points; pp; pp = pp->next)
-			if (pp->kind != PP_MARK)
+			if (pp->kind != PP_MARK && pp->kind != PP_LIFE)
 				fprintf(out, "%s\n", pp->text);
 		for (int b = 0; b < p->nbinds; b++)
 			fprintf(out, "%s /* <- %s */\n", p->binds[b]->pp, p->points->text);
