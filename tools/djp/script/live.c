@@ -147,10 +147,6 @@ static void push_life(struct live *l, struct session *s, uint8_t life)
 		if (s->life_begun)
 			return;
 		s->life_begun = true;
-		if (s == &l->s && l->comm[0])
-			snprintf(s->life_comm, sizeof(s->life_comm), "%s", l->comm);
-		else
-			comm_of(s->pid, s->life_comm, sizeof(s->life_comm));
 	} else {
 		if (!s->life_begun || s->life_ended)
 			return;
@@ -174,12 +170,30 @@ static void push_life(struct live *l, struct session *s, uint8_t life)
 	snprintf(e->program, sizeof(e->program), "%s", s->program);
 }
 
+/* The name of s's process, for its begin and end: read before it runs
+ * (a program whose begin waits may be gone by then), or, when it is gone
+ * already, its program's as the kernel names it (15 bytes). */
+static void name_life(struct live *l, struct session *s)
+{
+	const char *base = strrchr(s->program, '/') ? strrchr(s->program, '/') + 1 : s->program;
+
+	if (s->life_comm[0])
+		return;
+	if (s == &l->s && l->comm[0])
+		snprintf(s->life_comm, sizeof(s->life_comm), "%s", l->comm);
+	else
+		comm_of(s->pid, s->life_comm, sizeof(s->life_comm));
+	if (!s->life_comm[0])
+		snprintf(s->life_comm, sizeof(s->life_comm), "%.15s", base);
+}
+
 /* Process s begins, or, when it is a program that a process of the
  * trace exec'd, once the program it ran before has ended: that one's
  * rings are complete (exec ended its threads) but maybe not drained yet,
  * and its end comes after its last event (end_life). */
 static void begin_life(struct live *l, struct session *s)
 {
+	name_life(l, s);
 	for (size_t i = 0; i <= l->kids.n; i++) {
 		struct session *p = session_at(l, i);
 		if (p != s && p->pid == s->pid && p->life_begun && !p->life_ended && !p->life_next) {
@@ -374,6 +388,7 @@ static void keep_kid(struct live *l, struct session *k, bool start)
 	if (ok) {
 		tapset_remember(k->pid);
 		usym_remember(k->pid);
+		name_life(l, k);
 		if (k->pid == l->s.pid && k->program[0]) /* the -c process exec'd it */
 			snprintf(l->last_program, sizeof(l->last_program), "%s", k->program);
 	}
