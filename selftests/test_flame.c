@@ -238,8 +238,11 @@ static const char svg_check[] =
 	"assert drawn == want, (sorted(set(drawn.items()) ^ set(want.items())))\n"
 	"print('ok', len(drawn))\n";
 
+/* The standard output of the last flame(). */
+static char flame_out[sizeof(((struct tproc *)0)->obuf)];
+
 /* `djp flame [OPTS] IN`, or stdin's `input` when IN is NULL: its status,
- * its stderr in err (static). */
+ * its stderr in err (static), its stdout in flame_out. */
 static int flame(const char *in, const char *input, const char *const *opts, const char **err)
 {
 	char *argv[16];
@@ -259,6 +262,7 @@ static int flame(const char *in, const char *input, const char *const *opts, con
 		CHECK(write(p->in, input, strlen(input)) == (ssize_t)strlen(input));
 	st = tt_finish(p, 20000);
 	memcpy(ebuf, p->ebuf, sizeof(ebuf));
+	memcpy(flame_out, p->obuf, sizeof(flame_out));
 	*err = ebuf;
 	free(p);
 	CHECK(WIFEXITED(st));
@@ -294,18 +298,29 @@ static int check_svg(const char *folded, const char *title)
 TEST(flame_svg_has_a_box_per_frame_as_wide_as_its_samples)
 {
 	char in[256];
+	static const char text[] = "main;parse <T>&\"q\";lex 3\n"
+				   "main;parse <T>&\"q\" 2\n"
+				   "zeta;b 5\n"
+				   "main;\xc3\xbcn\xc3\xaf" "code 1\n"
+				   "\n"
+				   "main;parse <T>&\"q\";lex 4\r\n"
+				   "main;a_function_whose_name_is_far_too_long_for_the_box_it_gets 2\n"
+				   "zeta;a 1\n"
+				   "alpha 1\n";
+	const char *title = "Flame <djp> & \"its\" test", *err;
+	char *svg;
+
 	tmp_path(in, sizeof(in), "in.folded");
-	spit(in, "main;parse <T>&\"q\";lex 3\n"
-		 "main;parse <T>&\"q\" 2\n"
-		 "zeta;b 5\n"
-		 "main;\xc3\xbcn\xc3\xaf" "code 1\n"
-		 "\n"
-		 "main;parse <T>&\"q\";lex 4\r\n"
-		 "main;a_function_whose_name_is_far_too_long_for_the_box_it_gets 2\n"
-		 "zeta;a 1\n"
-		 "alpha 1\n");
+	spit(in, text);
 	/* all, main, parse, lex, ünïcode, a_function.., zeta, b, a, alpha */
-	CHECK_EQ(check_svg(in, "Flame <djp> & \"its\" test"), 10);
+	CHECK_EQ(check_svg(in, title), 10);
+	/* the same from stdin to stdout */
+	CHECK_EQ(flame(NULL, text, (const char *const[]){ "--title", title, "-o", in, NULL }, &err), 0);
+	svg = slurp(in);
+	CHECK_EQ(flame(NULL, text, (const char *const[]){ "--title", title, NULL }, &err), 0);
+	CHECK_STR(flame_out, svg);
+	CHECK(strstr(svg, "<title>lex (7 samples, 36.84%)</title>"));
+	free(svg);
 	unlink(in);
 }
 
