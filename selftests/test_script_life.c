@@ -173,3 +173,20 @@ TEST(script_process_begin_needs_a_process)
 		free(p);
 	}
 }
+
+/* -l lists the point as written, as stap lists process.begin. */
+TEST_TIMEOUT(script_list_process_begin, 60)
+{
+	char cmd[4096];
+	struct tproc *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s 0 0 0", djp_test_path("trace_progs/life_target"));
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-l", "process(\"life_target\").begin", NULL }, false,
+		     -1);
+	st = tt_finish(p, 30000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(p->obuf, "process(\"life_target\").begin\n"));
+	CHECK(!strstr(p->obuf, "mark("));
+	free(p);
+}

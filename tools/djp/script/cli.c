@@ -285,11 +285,17 @@ static int list_points(struct script *sc, struct djp_source *src, bool fields, F
 			list_functions(pp, src, fields, &lines, &n, &cap);
 	for (unsigned i = 0; i < src->ndescs; i++) {
 		const struct djp_ev_desc *d = &src->descs[i];
-		bool match = false;
+		const struct probe_point *match = NULL;
 		for (struct probe_point *pp = sc->probes->points; pp; pp = pp->next)
-			match |= pp_matches(pp, d);
+			if (!match && pp_matches(pp, d))
+				match = pp;
 		if (!match)
 			continue;
+		if (d->life) { /* process.begin, process.end: the point as written */
+			if (!(lines[n++] = strdup(match->text)))
+				abort();
+			continue;
+		}
 		struct strbuf b = { 0 };
 		char tmp[160];
 		if (d->kernel)
