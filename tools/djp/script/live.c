@@ -245,9 +245,22 @@ static bool next_life(struct live *l, struct djp_ev *ev)
 static bool end_lives(struct live *l)
 {
 	size_t before = l->nlives;
+	bool unblocked = false;
+
+	/* programs exec'd whose begin waits: begun first, and drained
+	 * before their own end */
 	for (size_t i = 0; i <= l->kids.n; i++) {
 		struct session *s = session_at(l, i);
-		if (s->life_next || (!s->alive && !l->stopped) || session_process_exited(s->pid))
+		if (s->life_next) {
+			end_life(l, s);
+			unblocked = true;
+		}
+	}
+	if (unblocked)
+		return true;
+	for (size_t i = 0; i <= l->kids.n; i++) {
+		struct session *s = session_at(l, i);
+		if ((!s->alive && !l->stopped) || session_process_exited(s->pid))
 			end_life(l, s);
 	}
 	return l->nlives > before;
