@@ -71,6 +71,12 @@ struct session {
 	uint64_t exec_id; /* the program the agent is in (session_exec_id) */
 	bool exec_followed; /* its exec was looked for once it went */
 	bool pinned;	    /* a reader points into its marker table: kept to the end */
+	/* a script's process.begin and process.end said for it, and its
+	 * name then; the session of the program it exec'd, whose begin
+	 * waits for this one's end (script/live.c) */
+	bool life_begun, life_ended, life_waits;
+	char life_comm[64];
+	struct session *life_next;
 	const char *end_note; /* how it ended before the trace did, or NULL */
 	pid_t pid;  /* the traced process */
 	char program[1024];

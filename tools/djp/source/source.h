@@ -61,6 +61,15 @@ struct djp_ev_desc {
 	/* how output names it ("PROVIDER:NAME", "MODULE:NAME"); NULL: name */
 	const char *label;
 	bool unknown; /* nobody could name the marker: name is "marker#ID" */
+	/* no marker: a process's life (DJP_LIFE_*), whose events the live
+	 * source makes itself; 0 for a marker */
+	uint8_t life;
+};
+
+/* The lives of processes a live source follows, as descriptors. */
+enum {
+	DJP_LIFE_BEGIN = 1, /* a process (or a program it exec'd) is traced */
+	DJP_LIFE_END,	    /* ... it exited (or exec'd another program) */
 };
 
 struct djp_ev {
@@ -81,6 +90,8 @@ struct djp_ev {
 	 * pcs, 0 when none was recorded */
 	const uint64_t *ustack;
 	unsigned nustack;
+	/* a life event's: the program the process runs, or NULL */
+	const char *program;
 };
 
 enum {

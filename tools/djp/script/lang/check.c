@@ -418,10 +418,38 @@ static int call(struct checker *ck, struct node *n)
 	return f->ret;
 }
 
+/* print_folded(ARRAY): a global array of numbers or statistics, of any
+ * number of indexes (run/folded.c prints it). */
+static int folded(struct checker *ck, struct node *n)
+{
+	struct node *a = n->nargs == 1 ? n->args[0] : NULL;
+	struct sym *s;
+
+	if (!a || a->kind != N_VAR) {
+		ERR(ck, n, "print_folded takes one global array, as print_folded(s)");
+		return TY_LONG;
+	}
+	if (!(s = a->sym ? a->sym : (a->sym = find_in(ck->sc->globals, a->str)))) {
+		ERR(ck, a, "print_folded: '%s' is not a global array", a->str);
+		return TY_LONG;
+	}
+	s->read = true;
+	if (s->nkeys == 0)
+		ERR(ck, a, "print_folded: '%s' is a scalar, not an array", s->name);
+	else if (s->nkeys == -1)
+		ERR(ck, a, "print_folded: '%s' is never indexed", s->name);
+	else if (s->ty == TY_STR)
+		ERR(ck, a, "print_folded: '%s' holds strings, not numbers or statistics", s->name);
+	return TY_LONG;
+}
+
 static int print(struct checker *ck, struct node *n)
 {
 	bool is_f = n->op == P_PRINTF || n->op == P_SPRINTF;
 	int first = 0;
+
+	if (n->op == P_FOLDED)
+		return folded(ck, n);
 
 	if (is_f) {
 		const char *why;
@@ -1069,7 +1097,7 @@ void print_elaborated(const struct script *sc, FILE *out)
 		if (p->synthetic)
 			continue;
 		for (const struct probe_point *pp = p->points; pp; pp = pp->next)
-			if (pp->kind != PP_MARK)
+			if (pp->kind != PP_MARK && pp->kind != PP_LIFE)
 				fprintf(out, "%s\n", pp->text);
 		for (int b = 0; b < p->nbinds; b++)
 			fprintf(out, "%s /* <- %s */\n", p->binds[b]->pp, p->points->text);

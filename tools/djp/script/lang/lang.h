@@ -141,7 +141,10 @@ enum node_kind {
 };
 
 enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG, A_VARIANCE };
-enum print_kind { P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD };
+enum print_kind {
+	P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD,
+	P_FOLDED, /* print_folded(ARRAY): run/folded.c */
+};
 
 struct sym;
 struct func;
@@ -246,10 +249,13 @@ struct probe_point {
 	int64_t priority;  /* begin(N), end(N): lower first */
 	bool oneshot;	   /* `oneshot`: a begin probe that ends the script */
 	const char *alias; /* PP_ALIAS: the alias's name */
+	/* PP_LIFE: process.begin, process.end (DJP_LIFE_* of source.h), of
+	 * the process `path` runs (PATH) or `pid` (PID), or any traced */
+	int life;
 	struct probe_point *next;
 };
 
-enum { PP_BEGIN, PP_END, PP_TIMER, PP_MARK, PP_NEVER, PP_ALIAS /* resolved after the parse */, PP_ERROR };
+enum { PP_BEGIN, PP_END, PP_TIMER, PP_MARK, PP_NEVER, PP_ALIAS /* resolved after the parse */, PP_ERROR, PP_LIFE };
 
 /* probe NAME = POINTS { prologue }, probe NAME += POINTS { epilogue } */
 struct alias {
@@ -298,6 +304,7 @@ struct binding {
 	const char *pp;	    /* process("OBJECT").mark("NAME"), for pp() and errors */
 	const char *pn;	    /* the probe point as written that matched, for pn() */
 	int32_t pid;	    /* process(PID) points: the process whose hits run it; 0 any */
+	const char *path;   /* process("PATH").begin and .end: the program; NULL any */
 	int8_t field[32];   /* ref index -> argument index */
 };
 
@@ -374,6 +381,9 @@ int ctx_field(const struct djp_ev_desc *d, const char *name);
 /* TY_STR or TY_LONG: argument f of d as a context variable */
 uint8_t ctx_type(const struct djp_ev_desc *d, int f);
 bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d);
+/* Is object (a path the target gave) the file PATH names: the same path,
+ * the same file after realpath, or for a bare name the same basename? */
+bool same_object(const char *path, const char *object);
 void add_global_display(struct script *sc);
 const char *ty_name(int ty);
 

@@ -54,6 +54,7 @@ static const struct {
 	{ "printf", P_PRINTF }, { "sprintf", P_SPRINTF }, { "print", P_PRINT },
 	{ "println", P_PRINTLN }, { "sprint", P_SPRINT }, { "sprintln", P_SPRINTLN },
 	{ "printd", P_PRINTD }, { "printdln", P_PRINTDLN }, { "sprintd", P_SPRINTD },
+	{ "print_folded", P_FOLDED },
 };
 
 /* "a" "b": adjacent literals join, as in C */

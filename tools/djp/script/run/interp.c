@@ -456,6 +456,10 @@ static int64_t in_array(struct run *r, struct node *n)
 /* print(@hist_log(s)) and the other print functions as statements */
 static int64_t print_stmt(struct run *r, struct node *n)
 {
+	if (n->op == P_FOLDED) {
+		print_folded(r, n->args[0]->sym);
+		return 0;
+	}
 	if (n->nargs == 1 && n->args[0]->kind == N_HIST) {
 		struct sym *s;
 		struct script_stat *st = stat_of(r, n->args[0]->args[0], false, &s);

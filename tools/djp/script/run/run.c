@@ -260,7 +260,8 @@ static void dispatch(struct run *r, const struct djp_ev *ev)
 	v = r->sc->by_desc[id];
 	n = r->sc->nby_desc[id];
 	for (int i = 0; i < n && !r->exiting; i++)
-		if ((!v[i]->pid || v[i]->pid == ev->pid) && !v[i]->probe->agg) /* agg: run in the target */
+		if ((!v[i]->pid || v[i]->pid == ev->pid) && !v[i]->probe->agg && /* agg: run in the target */
+		    (!v[i]->path || (ev->program && same_object(v[i]->path, ev->program))))
 			run_probe(r, v[i]->probe, v[i], ev, v[i]->pp, false);
 }
 
