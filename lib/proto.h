@@ -26,7 +26,9 @@
  *                     is a pointer to a string, to copy into the event),
  *                     u32 their bound in bytes, NUL included (0: the
  *                     ring's); with DJP_CONNECT_AGG, u32 the TABLES plan
- *                     whose table the hits update instead
+ *                     whose table the hits update instead (DJP_CONNECT_REGS
+ *                     and _REGS_STACK: every event of the session carries
+ *                     the hit's registers, DJP_EVF_REGS)
  *              agent: CONNECTED u32 probe, u32 sites matched; or ERROR
  *                     (-ENOENT when the pattern matches no marker and
  *                     DJP_CONNECT_PENDING is not given)
@@ -99,6 +101,22 @@
 /* CONNECT: the pattern's hits update the table of a plan of the session's
  * TABLES (a u32 plan index follows the flags' fields), no event each */
 #define DJP_CONNECT_AGG 16u
+/* CONNECT: every event of the session carries the general registers of
+ * its hit (DJP_EVF_REGS, lib/ring.h), and with DJP_CONNECT_REGS_STACK the
+ * DJP_REGS_STACK_WORDS stack words above the return address besides
+ * (arguments 7 on at a function's entry): a script's register() and
+ * int_arg(n).  The pattern's sites keep %rsp and %rbp in their view. */
+#define DJP_CONNECT_REGS 32u
+#define DJP_CONNECT_REGS_STACK 64u
+#define DJP_REGS_STACK_WORDS 8u
+/* A DJP_EVF_REGS block's words: the registers by DWARF number 0-15 (rax
+ * rdx rcx rbx rsi rdi rbp rsp r8-r15), the pc (the probed instruction; at
+ * a return, the address returned to), a word of bits (bit i: word i was in
+ * the hit's register view; bit DJP_REGS_STACK + j: stack word j could be
+ * read), then the stack words from %rsp + 8 up. */
+#define DJP_REGS_PC 16u
+#define DJP_REGS_INFO 17u
+#define DJP_REGS_STACK 18u
 
 /* The agent's bounds, which the tool keeps to before it asks: the bytes of
  * a CONNECT pattern, the probes of a session, and the ring region of a

@@ -650,7 +650,8 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 	if (flags & DJP_CONNECT_AGG)
 		plan = djp_get_u32(r);
 	if (!djp_preader_done(r) || (flags & ~(DJP_CONNECT_PENDING | DJP_CONNECT_CPU | DJP_CONNECT_USTACK |
-					       DJP_CONNECT_INT3 | DJP_CONNECT_AGG)))
+					       DJP_CONNECT_INT3 | DJP_CONNECT_AGG | DJP_CONNECT_REGS |
+					       DJP_CONNECT_REGS_STACK)))
 		return -EPROTO;
 	if (strings.bound > DJP_RING_STR_BOUND_MAX)
 		return reply_error(s, -EINVAL, "%s", "string bound over the ring's largest");
@@ -674,6 +675,8 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 		id = djp_recorder_connect(s->rec, pattern,
 				  (flags & DJP_CONNECT_PENDING ? DJP_RECORD_PENDING : 0) |
 					  (flags & DJP_CONNECT_USTACK ? DJP_RECORD_USTACK : 0) |
+					  (flags & DJP_CONNECT_REGS ? DJP_RECORD_REGS : 0) |
+					  (flags & DJP_CONNECT_REGS_STACK ? DJP_RECORD_REGS_STACK : 0) |
 					  (flags & DJP_CONNECT_INT3 ? DJP_RECORD_INT3 : 0),
 				  &strings, &nsites);
 	freezer_for(NULL);

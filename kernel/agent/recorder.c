@@ -81,10 +81,14 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
 #include "kernel/agent/recorder.h"
+#include "lib/proto.h"
 #include "kernel/unwind.h"
 #include "lib/agg.h"
 #include "lib/format.h"
@@ -168,6 +172,63 @@ static __attribute__((noinline, cold)) void count_lost(struct djp_recorder *rec,
 		__atomic_fetch_add(&rec->lost_other, 1, __ATOMIC_RELAXED);
 }
 
+extern uint64_t djp_arch_read_word(uint64_t *dst, const void *src);
+
+/* Stack words w[0..n) from sp + 8 up (see the essay): bit j of the result
+ * says w[j] was read. */
+static __attribute__((noinline)) uint32_t stack_words(uint64_t sp, uint64_t *w, unsigned n)
+{
+	uint32_t ok = 0;
+
+	if (sp < 4096 || sp > UINT64_MAX - 8 * (n + 1))
+		return 0;
+	if (djp_safe_copy_on()) {
+		for (unsigned j = 0; j < n; j++)
+			if (!(djp_arch_read_word(&w[j], (const void *)(uintptr_t)(sp + 8 * (j + 1))) >> 63))
+				ok |= 1u << j;
+			else
+				w[j] = 0;
+	} else {
+		struct iovec local = { w, 8 * n }, remote[DJP_REGS_STACK_WORDS];
+		long got;
+		int saved = errno;
+		for (unsigned j = 0; j < n; j++)
+			remote[j] = (struct iovec){ (void *)(uintptr_t)(sp + 8 * (j + 1)), 8 };
+		got = syscall(SYS_process_vm_readv, (long)syscall(SYS_getpid), &local, 1L, remote, (long)n, 0L);
+		errno = saved;
+		for (unsigned j = 0; j < n; j++)
+			if (got >= (long)(8 * (j + 1)))
+				ok |= 1u << j;
+			else
+				w[j] = 0;
+	}
+	return ok;
+}
+
+/* The hit's registers as DJP_EVF_REGS carries them (lib/proto.h), with
+ * nstack stack words: how many words. */
+static __attribute__((noinline)) unsigned regs_block(const struct djp_hit *hit, const struct djp_site *s,
+						     unsigned nstack, uint64_t *w)
+{
+	uint32_t view = djp__view_regs(hit);
+	uint64_t info = 1ull << DJP_REGS_PC;
+
+	for (unsigned d = 0; d < DJP_REGS_PC; d++) {
+		int v = arch_dwarf_reg(d);
+		bool in = v != DJP_REG_NONE && (view >> v & 1);
+		w[d] = in ? hit->regs.r[v] : 0;
+		info |= (uint64_t)in << d;
+	}
+	w[DJP_REGS_PC] = s->is_return ? hit->regs.r[DJP_REG_PC] : s->addr;
+	if (nstack && (view >> DJP_REG_SP & 1))
+		info |= (uint64_t)stack_words(hit->regs.r[DJP_REG_SP], &w[DJP_REGS_STACK], nstack) << DJP_REGS_STACK;
+	else
+		for (unsigned j = 0; j < nstack; j++)
+			w[DJP_REGS_STACK + j] = 0;
+	w[DJP_REGS_INFO] = info;
+	return DJP_REGS_STACK + nstack;
+}
+
 /* One hit's event: its arguments, and pcs (npcs of them) when not NULL. */
 static inline __attribute__((always_inline)) void record_hit(const struct djp_hit *hit, struct djp_recorder *rec,
 							     const struct djp_site *s, const uint64_t *pcs,
@@ -177,7 +238,8 @@ static inline __attribute__((always_inline)) void record_hit(const struct djp_hi
 	uint64_t args[DJP_MARKER_MAX_ARGS];
 	unsigned n = m->nargs;
 	uint32_t id = s->id, mask;
-	unsigned bound = 0;
+	unsigned bound = 0, nregs = 0, want = __atomic_load_n(&rec->regs, __ATOMIC_RELAXED);
+	uint64_t regs[DJP_REGS_STACK + DJP_REGS_STACK_WORDS];
 	int err;
 
 	if (n > DJP_MARKER_MAX_ARGS)
@@ -185,10 +247,14 @@ static inline __attribute__((always_inline)) void record_hit(const struct djp_hi
 	for (unsigned i = 0; i < n; i++)
 		args[i] = djp_arg_fetch(hit, s, &m->arg[i]);
 	mask = n ? strings_of(rec, id, m, &bound) : 0;
+	if (__builtin_expect(want != 0, 0))
+		nregs = regs_block(hit, s, want > 1 ? DJP_REGS_STACK_WORDS : 0, regs);
 	if (__builtin_expect(__atomic_load_n(&rec->cpu, __ATOMIC_RELAXED), 0))
-		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, sched_getcpu(), pcs, npcs);
+		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, sched_getcpu(), nregs ? regs : NULL,
+					  nregs, pcs, npcs);
 	else
-		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, -1, pcs, npcs);
+		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, -1, nregs ? regs : NULL, nregs, pcs,
+					  npcs);
 	if (__builtin_expect(err < 0, 0)) /* full, nested or no slot: the ring counted it */
 		count_lost(rec, id);
 }
@@ -259,7 +325,8 @@ static djp_fast_entry_fn recorder_plan(void *data, const struct djp_site *s, str
 	unsigned bound;
 	_Static_assert(DJP_TRAMP_PREFETCH == 4, "one entry per argument count");
 	if (!arch_tramp_prefetches(m->arg, m->nargs) || (m->nargs && strings_of(data, s->id, m, &bound)) ||
-	    __atomic_load_n(&((struct djp_recorder *)data)->cpu, __ATOMIC_RELAXED))
+	    __atomic_load_n(&((struct djp_recorder *)data)->cpu, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&((struct djp_recorder *)data)->regs, __ATOMIC_RELAXED))
 		return NULL;
 	/* aux: the region's id, which the thread's ring cache must match */
 	*plan = (struct djp_fast_plan){ data, s->id, m->nargs, ((struct djp_recorder *)data)->region->id };
@@ -342,19 +409,26 @@ int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned
 			 const struct djp_recorder_strings *strings, unsigned *nsites)
 {
 	struct count_ctx c = { pattern, 0, false };
-	bool ustack = flags & DJP_RECORD_USTACK;
+	bool ustack = flags & DJP_RECORD_USTACK, regs = flags & (DJP_RECORD_REGS | DJP_RECORD_REGS_STACK);
 	/* once: a site that two of the session's patterns match records one
-	 * event per hit, not two; the stack handler has no fast entry */
+	 * event per hit, not two; the stack handler has no fast entry; the
+	 * registers need %rsp and %rbp in the view, as the stack walk does */
 	struct djp_connect_opts o = { .plan = ustack ? NULL : recorder_plan,
 				      .pending = flags & DJP_RECORD_PENDING,
 				      .once = true,
-				      .stack = ustack };
+				      .stack = ustack || regs };
 	djp_handler_fn fn = ustack ? djp_recorder_hit_stack : djp_recorder_hit;
 	unsigned how = DJP_GPR_ONLY | (flags & DJP_RECORD_INT3 ? DJP_FORCE_INT3 : 0);
 	int id, err;
 
-	if (flags & ~(DJP_RECORD_PENDING | DJP_RECORD_USTACK | DJP_RECORD_INT3))
+	if (flags & ~(DJP_RECORD_PENDING | DJP_RECORD_USTACK | DJP_RECORD_INT3 | DJP_RECORD_REGS |
+		      DJP_RECORD_REGS_STACK))
 		return -EINVAL;
+	/* before the connect: its plans read it (sticky, as the CPU) */
+	if (regs && rec->regs < (flags & DJP_RECORD_REGS_STACK ? 2 : 1))
+		__atomic_store_n(&rec->regs, flags & DJP_RECORD_REGS_STACK ? 2 : 1, __ATOMIC_RELAXED);
+	if (flags & DJP_RECORD_REGS_STACK)
+		(void)djp_safe_copy_enable(); /* the fast word read, if it can be had */
 	/* the call-frame tables, read now: a walk in a handler reads only
 	 * what is ready (once; later objects are read as they come) */
 	if (ustack && !rec->stack_ready) {

@@ -101,7 +101,8 @@ struct live {
  * of each hit when the script asks cpu() */
 static unsigned connect_flags(const struct live *l)
 {
-	return DJP_CONNECT_PENDING | (l->src.want_cpu ? DJP_CONNECT_CPU : 0) | (l->src.want_int3 ? DJP_CONNECT_INT3 : 0);
+	return DJP_CONNECT_PENDING | (l->src.want_cpu ? DJP_CONNECT_CPU : 0) | (l->src.want_int3 ? DJP_CONNECT_INT3 : 0) |
+	       (l->src.want_regs == 1 ? DJP_CONNECT_REGS : l->src.want_regs > 1 ? DJP_CONNECT_REGS_STACK : 0);
 }
 
 /* A descriptor for a marker met after open; NULL when out of memory. */
@@ -327,6 +328,7 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			ev->nargs = n;
 			ev->cpu = djp_event_cpu(e);
 			ev->ustack = djp_event_ustack(e, &ev->nustack);
+			ev->regs = djp_event_regs(e, &ev->nregs);
 			for (unsigned i = 0; i < n; i++) {
 				uint64_t flags = 0;
 				ev->strs[i] = djp_event_str(e, i, NULL, &flags);

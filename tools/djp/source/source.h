@@ -81,6 +81,11 @@ struct djp_ev {
 	 * pcs, 0 when none was recorded */
 	const uint64_t *ustack;
 	unsigned nustack;
+	/* the registers of the hit, when the source was asked (want_regs):
+	 * the DJP_EVF_REGS block, nregs words laid out as lib/proto.h says
+	 * (DJP_REGS_PC, DJP_REGS_INFO...); NULL when none was recorded */
+	const uint64_t *regs;
+	unsigned nregs;
 };
 
 enum {
@@ -182,6 +187,10 @@ struct djp_source {
 	int32_t target_pid; /* the -c or -x process, or 0 */
 	bool want_cpu;	    /* set before arm: events should carry their CPU */
 	bool want_int3;	    /* set before arm: int3 breakpoints only (--int3) */
+	/* set before arm: events carry their hit's registers (1), and the
+	 * stack words above the return address (2); with want_int3 for a
+	 * script that reads a callee-saved register */
+	unsigned want_regs;
 	/* set before arm: ts_ns on CLOCK_MONOTONIC, not the engine's
 	 * CLOCK_REALTIME (djp trace prints the boot-based clock) */
 	bool want_monotonic;

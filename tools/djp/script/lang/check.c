@@ -27,6 +27,7 @@
 #include "lang.h"
 #include "lib/ring.h"
 #include "tools/djp/script/run/builtins/builtins.h"
+#include "tools/djp/script/run/builtins/dwarfless.h"
 
 struct checker {
 	struct script *sc;
@@ -369,6 +370,8 @@ static int call(struct checker *ck, struct node *n)
 				n->op = id;
 				if (builtins[id].flags & BF_CPU)
 					ck->sc->uses_cpu = true;
+				if (builtins[id].flags & BF_REGS)
+					ck->errors += dwarfless_check_call(ck->sc, n);
 			}
 			if (n->kind != N_BUILTIN && named) {
 				diag(ck->sc, n->line, n->col, "semantic error", "%s() takes %d argument%s, %d given",

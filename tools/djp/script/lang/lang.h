@@ -332,6 +332,12 @@ struct script {
 	void **regexes;
 	int nregexes;
 	bool uses_cpu; /* cpu() is called: the events must carry their CPU */
+	/* register(), int_arg(n)... are called: the events carry the hit's
+	 * registers (1), and the stack words of arguments past the sixth
+	 * (2); a callee-saved register is read (or any, by a computed name),
+	 * which only an int3's view holds (run/builtins/dwarfless.c) */
+	unsigned uses_regs;
+	bool regs_callee;
 	struct script_agg *agg; /* the probes run in the target (agg.c), or NULL */
 	/* the tokens the parser read, kept for -p1 */
 	struct tok *toks;

@@ -460,6 +460,8 @@ static int arm(struct script *sc, struct djp_source *src)
 	agg_prepare(sc, src);
 	globs = arm_globs(sc, &nglobs);
 	src->want_cpu = sc->uses_cpu;
+	src->want_regs = sc->uses_regs;
+	src->want_int3 |= sc->regs_callee; /* only an int3's view holds them */
 	rc = src->ops->arm(src, ids, n, globs, nglobs);
 	free(globs);
 	free(ids);
