@@ -4,7 +4,8 @@
  * returnval(), read in the target at the hit, checked against what the
  * probed program itself prints of each call (trace_progs/dwarfless_target.c,
  * built without DWARF) and against bpftrace's argN and retval on a real
- * stripped program, bash.
+ * stripped program, bash; and $argN where a function has no DWARF, a
+ * compile-time error that names what to use instead.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,46 @@ TEST_TIMEOUT(script_dwarfless_errors, 60)
 			      "general registers and rip are\n"));
 	CHECK(strstr(p->ebuf, "<input>:1:55: semantic error: cannot access arg(0): djp reads arguments 1 to 14\n"));
 	CHECK(strstr(p->ebuf, "<input>:1:76: semantic error: Unknown register: foo\n"));
+	free(p);
+}
+
+/* $arg1 and $name where the function has no DWARF: refused at compile
+ * time, before anything is armed, naming what works there. */
+TEST_TIMEOUT(script_dwarfless_context_variable_is_a_compile_error, 60)
+{
+	char cmd[4200], want[8192];
+	struct tproc *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s 3", target());
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
+				      "probe process.function(\"dl_six\") {\n  printf(\"%d\\n\", $arg2)\n}", NULL },
+		     false, -1);
+	st = tt_finish(p, 60000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	snprintf(want, sizeof(want),
+		 "<input>:2:18: semantic error: '$arg2' in probe point process.function(\"dl_six\"): no debug "
+		 "information for 'dl_six' in %s: use int_arg(2) or pointer_arg(2)\n",
+		 target());
+	if (!strstr(p->ebuf, want))
+		djp_test_fail(__FILE__, __LINE__, "no \"%s\" in:\n%s", want, p->ebuf);
+	free(p);
+	/* a real stripped program, named by its path */
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", "/usr/bin/bash -c 'echo ran'", "-e",
+				      "probe process(\"/usr/bin/bash\").function(\"itos\").return { print($i + $return) }",
+				      NULL },
+		     false, -1);
+	st = tt_finish(p, 60000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	CHECK(strstr(p->ebuf, "<input>:1:64: semantic error: '$i' in probe point "
+			      "process(\"/usr/bin/bash\").function(\"itos\").return: no debug information for 'itos' in "
+			      "/usr/bin/bash: use int_arg(N) or pointer_arg(N), N its position among the arguments, in a "
+			      "probe of the function's entry\n"));
+	free(p);
+	/* $return alone is there at a return, DWARF or not */
+	p = run(NULL, 2, "probe process.function(\"dl_ret\").return { printf(\"S ret %d\\n\", $return) }");
+	CHECK_EQ(tt_count(p->obuf, "S ret -880\n"), 1);
+	CHECK_EQ(tt_count(p->obuf, "S ret -877\n"), 1);
 	free(p);
 }
 

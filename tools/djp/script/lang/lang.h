@@ -362,6 +362,10 @@ int parse_script(struct script *sc);
 int check_script(struct script *sc);
 /* bind.c: resolve probe points against src's markers */
 int resolve_probes(struct script *sc, const struct djp_source *src);
+/* dwarfless_refs.c, after check_script: a function point's context
+ * variable where none of its functions has DWARF, said with what to use
+ * instead (int_arg(n)); the errors said */
+int check_dwarfless_refs(struct script *sc, const struct djp_source *src);
 /* after check_script: each binding's field index per context reference */
 void bind_fields(struct script *sc);
 /* Bind a descriptor the source made after resolve_probes (a marker loaded
