@@ -103,6 +103,22 @@ TEST_TIMEOUT(script_dwarfless_callee_saved_and_int3, 60)
 	free(p);
 }
 
+/* A site two of the script's points match, one with register(), one
+ * with the user stack: each hit records both (the agent runs one handler
+ * of a session per hit). */
+TEST_TIMEOUT(script_dwarfless_registers_beside_ubacktrace, 60)
+{
+	struct tproc *p = run(NULL, 3,
+			      "probe process.function(\"dl_*\") { if (ppfunc() == \"dl_six\") printf(\"S %d\\n\", "
+			      "int_arg(1)) }\n"
+			      "probe process.function(\"dl_six\") { printf(\"U %s\\n\", usymname(ustack(1))) }");
+	CHECK_EQ(tt_count(p->obuf, "S -5\n"), 1);
+	CHECK_EQ(tt_count(p->obuf, "S -7\n"), 1);
+	if (tt_count(p->obuf, "U main\n") != 3)
+		djp_test_fail(__FILE__, __LINE__, "not three stacks from main:\n%s\n%s", p->obuf, p->ebuf);
+	free(p);
+}
+
 /* Where there is no hit, and names and numbers that never work: stap's
  * run-time error, and compile-time errors with line:column. */
 TEST_TIMEOUT(script_dwarfless_errors, 60)

@@ -436,6 +436,15 @@ static struct djp_arm_glob *arm_globs(struct script *sc, unsigned *nglobs)
 			globs[k].ustack |= p->uses_ustack;
 			probe_strings(p, &globs[k]);
 		}
+	/* With the registers, every pattern's handler keeps %rsp and %rbp in
+	 * the view, as the stack handler does, and of two of the session's
+	 * on one site the agent runs one (DJP__ONCE): so that a site two
+	 * globs match, one with the stack, records it, every glob has it
+	 * (each event carries the registers anyway). */
+	if (sc->uses_regs)
+		for (unsigned i = 0; i < *nglobs; i++)
+			for (unsigned j = 0; j < *nglobs && !globs[i].ustack; j++)
+				globs[i].ustack = globs[j].ustack && !globs[j].plan1 && !globs[i].plan1;
 	return globs;
 }
 
