@@ -74,17 +74,18 @@ static void each_line_twinned(const struct tproc *p, const char *const *kinds, u
 	"int_arg(8)) }\n"                                                                                          \
 	"probe process.function(\"dl_regs\") { printf(\"S regs %d %d %d %d\\n\", register(\"edi\"), "               \
 	"u_register(\"si\"), register(\"dl\"), register(\"rcx\")) }\n"                                             \
-	"probe process.function(\"dl_ret\").return { printf(\"S ret %d\\n\", returnval()) }\n"
+	"probe process.function(\"dl_ret\").return { printf(\"S ret %d\\n\", returnval()) }\n"                   \
+	"probe process.mark(\"dl_mark\") { printf(\"S mark %d %d\\n\", long_arg(1), register(\"rsi\")) }\n"
 
 /* The arguments of each call as the program passed them, through jumps:
  * the six registers cut and extended as each function says, two words
- * from the stack, registers by their 32-, 16- and 8-bit names, and the
- * return value. */
+ * from the stack, registers by their 32-, 16- and 8-bit names, the
+ * return value, and the registers at a marker. */
 TEST_TIMEOUT(script_dwarfless_args_are_the_programs, 60)
 {
-	static const char *const kinds[] = { "six ", "eight ", "regs ", "ret " };
+	static const char *const kinds[] = { "six ", "eight ", "regs ", "ret ", "mark " };
 	struct tproc *p = run(NULL, 5, ARGS_SCRIPT);
-	each_line_twinned(p, kinds, 4, 5);
+	each_line_twinned(p, kinds, 5, 5);
 	free(p);
 }
 
@@ -92,14 +93,14 @@ TEST_TIMEOUT(script_dwarfless_args_are_the_programs, 60)
  * only an int3's view holds (so a script that reads one is armed so). */
 TEST_TIMEOUT(script_dwarfless_callee_saved_and_int3, 60)
 {
-	static const char *const kinds[] = { "six ", "eight ", "regs ", "ret ", "callee " };
+	static const char *const kinds[] = { "six ", "eight ", "regs ", "ret ", "mark ", "callee " };
 	struct tproc *p = run(NULL, 4,
 			      ARGS_SCRIPT "probe process.function(\"dl_callee\") { printf(\"S callee %d %d\\n\", "
 					  "register(\"rbx\"), register(\"r12\")) }\n");
-	each_line_twinned(p, kinds, 5, 4);
+	each_line_twinned(p, kinds, 6, 4);
 	free(p);
 	p = run("--int3", 3, ARGS_SCRIPT);
-	each_line_twinned(p, kinds, 4, 3);
+	each_line_twinned(p, kinds, 5, 3);
 	free(p);
 }
 

@@ -109,7 +109,7 @@ CHECK_DEPS += $(TYPED_TARGET) $(TYPED_TARGET)_mark
 # all (-g0, and what the C library's start files bring stripped), their
 # symbols kept, as in a program whose DWARF was stripped.
 DWARFLESS_TARGET := $(TRACE_PROGS_DIR)/dwarfless_target
-$(DWARFLESS_TARGET): selftests/trace_progs/dwarfless_target.c | $(DEPS_STAMP)
+$(DWARFLESS_TARGET): selftests/trace_progs/dwarfless_target.c include/djprobe/marker.h | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -g0 -o $@ $<

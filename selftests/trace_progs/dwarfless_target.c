@@ -7,11 +7,13 @@
  *
  *   dwarfless_target N    N rounds of calls, then "done"
  *
- * Nothing of djprobe: a plain program, probed at its functions' entries
- * and returns.
+ * Nothing of djprobe but one marker (header-only): a plain program,
+ * probed at its functions' entries and returns, and at the marker.
  */
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "djprobe/marker.h"
 
 #define NOINLINE __attribute__((noinline, noipa))
 
@@ -64,6 +66,14 @@ __asm__(".text\n"
 	"	ret\n"
 	".size dl_with_callee, .-dl_with_callee\n");
 
+/* a marker first thing in a function: its arguments still where the
+ * caller put them, %rdi and %rsi */
+NOINLINE void dl_marked(long a, long b)
+{
+	MARK(dl_mark, "a=%ld b=%ld", a, b);
+	sink += a - b;
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 3;
@@ -87,6 +97,8 @@ int main(int argc, char **argv)
 		       (int)(signed char)(0x181 + i), -99 - i);
 		r = dl_ret(i + 40);
 		printf("ret %ld\n", r);
+		dl_marked(-31 - i, 0x7777 + i);
+		printf("mark %ld %ld\n", -31 - i, 0x7777 + i);
 		dl_with_callee(0x1111 + i, -0x2222 - i);
 		printf("callee %ld %ld\n", 0x1111 + i, -0x2222 - i);
 	}
