@@ -56,6 +56,14 @@
  *              agent: TABLES_FD u64 size, the tables memfd in SCM_RIGHTS
  *                     (lib/agg.h): per-marker lost counters from then on,
  *                     and a table per plan per ring slot
+ *   VARS       tool:  u32 n (at most DJP_VARS_MAX), n x {str object (its
+ *                     path, as the process maps it), u64 link-time
+ *                     address, u8 size}: with DJP_CONNECT_REGS, every
+ *                     event of the session carries the aligned word of
+ *                     each, read in the target at the hit (a script's
+ *                     @var); before the CONNECTs
+ *              agent: OK u32 n, then n x u64 each one's run-time
+ *                     address (0: its object is not loaded)
  *   FOLLOW     tool:  str name, an abstract socket the tool listens on:
  *                     the child of every fork from then on dials it
  *                     before fork returns, and waits for its START
@@ -117,6 +125,19 @@
 #define DJP_REGS_PC 16u
 #define DJP_REGS_INFO 17u
 #define DJP_REGS_STACK 18u
+/* After the stack words (DJP_REGS_STACK_WORDS of them with
+ * DJP_CONNECT_REGS_STACK, else none), one word per VARS variable: the
+ * aligned 8 bytes that hold it; bit DJP_REGS_VARS_BIT + j of the info
+ * word says variable j was read. */
+#define DJP_REGS_VARS_BIT (DJP_REGS_STACK + DJP_REGS_STACK_WORDS)
+#define DJP_VARS_MAX 16u
+/* One variable of VARS, as the tool names it: its object's real path,
+ * its link-time address and its size in bytes. */
+struct djp_var_want {
+	const char *object;
+	uint64_t addr;
+	unsigned size;
+};
 
 /* The agent's bounds, which the tool keeps to before it asks: the bytes of
  * a CONNECT pattern, the probes of a session, and the ring region of a
@@ -158,6 +179,7 @@ enum djp_msg_type {
 	DJP_MSG_MARKER_LOG = 9,
 	DJP_MSG_FOLLOW = 10,
 	DJP_MSG_TABLES = 11,
+	DJP_MSG_VARS = 12,
 	/* replies (agent to tool) */
 	DJP_MSG_OK = 64,
 	DJP_MSG_ERROR = 65,	/* i32 -errno, str message */

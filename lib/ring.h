@@ -80,7 +80,7 @@ enum djp_ring_mode {
 /* Return addresses an event may carry (DJP_EVF_USTACK). */
 #define DJP_RING_MAX_STACK 64
 /* Register words an event may carry (DJP_EVF_REGS). */
-#define DJP_RING_MAX_REGS 32
+#define DJP_RING_MAX_REGS 64
 #define DJP_RING_STR_BOUND 64	   /* default bound for %s, NUL included */
 #define DJP_RING_STR_BOUND_MAX 1024
 #define DJP_EV_MAX_SIZE 65528u

@@ -115,6 +115,13 @@ $(DWARFLESS_TARGET): selftests/trace_progs/dwarfless_target.c include/djprobe/ma
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -g0 -o $@ $<
 	$(Q)strip --strip-debug $@
 CHECK_DEPS += $(DWARFLESS_TARGET)
+# Globals and file statics of every type @var reads, with DWARF.
+GLOBALS_TARGET := $(TRACE_PROGS_DIR)/globals_target
+$(GLOBALS_TARGET): selftests/trace_progs/globals_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(GLOBALS_TARGET)
 # The user backtraces' target: call chains, a qsort comparator, an SDT probe
 # that stays int3; -O2 -g with frame pointers, and without (the default).
 USTACK_TARGET := $(TRACE_PROGS_DIR)/ustack_target

@@ -25,6 +25,8 @@
  * kept and retried by the agent thread; the region stays until it succeeds.
  */
 #include <errno.h>
+#include <link.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -823,6 +825,69 @@ static int do_stats(struct djp_agent_session *s, struct djp_preader *r)
 	return err;
 }
 
+/* ---- VARS ------------------------------------------------------------------ */
+
+struct var_find {
+	const char *object;
+	char exe[4096];
+	uint64_t bias;
+	bool found;
+};
+
+/* The loaded object that is `object` (a real path; "" in the loader's list
+ * is the program, /proc/self/exe), and its bias. */
+static int var_object(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	struct var_find *f = ctx;
+	const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : f->exe;
+	char *real = realpath(name, NULL);
+	bool same = real && !strcmp(real, f->object);
+	(void)size;
+	free(real);
+	if (same) {
+		f->bias = info->dlpi_addr;
+		f->found = true;
+	}
+	return same;
+}
+
+/* A script's @var variables: each one's run-time address, from where its
+ * object is loaded now, for the recorder to read at each hit. */
+static int do_vars(struct djp_agent_session *s, struct djp_preader *r)
+{
+	struct djp_pbuf b;
+	uint64_t addr[DJP_VARS_MAX];
+	uint32_t n = djp_get_u32(r);
+	ssize_t len;
+
+	if (n > DJP_VARS_MAX)
+		return -EPROTO;
+	for (uint32_t i = 0; i < n; i++) {
+		char object[4096];
+		struct var_find f = { .object = object };
+		uint64_t link;
+		djp_get_str(r, object, sizeof(object));
+		link = djp_get_u64(r);
+		(void)djp_get_u8(r);
+		if ((len = readlink("/proc/self/exe", f.exe, sizeof(f.exe) - 1)) > 0)
+			f.exe[len] = 0;
+		dl_iterate_phdr(var_object, &f);
+		addr[i] = f.found && link ? f.bias + link : 0;
+	}
+	if (!djp_preader_done(r))
+		return -EPROTO;
+	if (!s->rec)
+		return reply_error(s, -EINVAL, "%s", "VARS before RING");
+	for (uint32_t i = 0; i < n; i++)
+		s->rec->var_addr[i] = addr[i];
+	__atomic_store_n(&s->rec->nvars, n, __ATOMIC_RELEASE);
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, n);
+	for (uint32_t i = 0; i < n; i++)
+		djp_put_u64(&b, addr[i]);
+	return send_frame(s, DJP_MSG_OK, &b, -1);
+}
+
 /* ---- FOLLOW ---------------------------------------------------------------- */
 
 static int do_follow(struct djp_agent_session *s, struct djp_preader *r)
@@ -868,6 +933,8 @@ static int handle(struct djp_agent_session *s, unsigned type, const uint8_t *pay
 		return do_follow(s, &r);
 	case DJP_MSG_TABLES:
 		return do_tables(s, &r);
+	case DJP_MSG_VARS:
+		return do_vars(s, &r);
 	case DJP_MSG_START:
 		if (!djp_preader_done(&r))
 			return -EPROTO;

@@ -174,59 +174,60 @@ static __attribute__((noinline, cold)) void count_lost(struct djp_recorder *rec,
 
 extern uint64_t djp_arch_read_word(uint64_t *dst, const void *src);
 
-/* Stack words w[0..n) from sp + 8 up (see the essay): bit j of the result
- * says w[j] was read. */
-static __attribute__((noinline)) uint32_t stack_words(uint64_t sp, uint64_t *w, unsigned n)
-{
-	uint32_t ok = 0;
+_Static_assert(DJP_REGS_STACK + DJP_REGS_STACK_WORDS + DJP_VARS_MAX <= DJP_RING_MAX_REGS &&
+		       DJP_REGS_VARS_BIT + DJP_VARS_MAX <= 64,
+	       "the block and its info word hold every register, stack word and variable");
 
-	if (sp < 4096 || sp > UINT64_MAX - 8 * (n + 1))
-		return 0;
-	if (djp_safe_copy_on()) {
-		for (unsigned j = 0; j < n; j++)
-			if (!(djp_arch_read_word(&w[j], (const void *)(uintptr_t)(sp + 8 * (j + 1))) >> 63))
-				ok |= 1u << j;
-			else
-				w[j] = 0;
-	} else {
-		struct iovec local = { w, 8 * n }, remote[DJP_REGS_STACK_WORDS];
-		long got;
-		int saved = errno;
-		for (unsigned j = 0; j < n; j++)
-			remote[j] = (struct iovec){ (void *)(uintptr_t)(sp + 8 * (j + 1)), 8 };
-		got = syscall(SYS_process_vm_readv, (long)syscall(SYS_getpid), &local, 1L, remote, (long)n, 0L);
-		errno = saved;
-		for (unsigned j = 0; j < n; j++)
-			if (got >= (long)(8 * (j + 1)))
-				ok |= 1u << j;
-			else
-				w[j] = 0;
-	}
-	return ok;
+/* The word at addr (8-aligned), fault-safe (see the essay): true when it
+ * could be read. */
+static bool read_word(uint64_t addr, uint64_t *w)
+{
+	struct iovec local = { w, 8 }, remote = { (void *)(uintptr_t)addr, 8 };
+	long got;
+	int saved;
+
+	if (addr < 4096 || addr > UINT64_MAX - 8)
+		return false;
+	if (djp_safe_copy_on())
+		return !(djp_arch_read_word(w, (const void *)(uintptr_t)addr) >> 63);
+	saved = errno;
+	got = syscall(SYS_process_vm_readv, (long)syscall(SYS_getpid), &local, 1L, &remote, 1L, 0L);
+	errno = saved;
+	return got == 8;
 }
 
 /* The hit's registers as DJP_EVF_REGS carries them (lib/proto.h), with
- * nstack stack words: how many words. */
-static __attribute__((noinline)) unsigned regs_block(const struct djp_hit *hit, const struct djp_site *s,
-						     unsigned nstack, uint64_t *w)
+ * nstack stack words from %rsp + 8 up and the words of the session's
+ * variables: how many words. */
+static __attribute__((noinline)) unsigned regs_block(const struct djp_recorder *rec, const struct djp_hit *hit,
+						     const struct djp_site *s, unsigned nstack, uint64_t *w)
 {
 	uint32_t view = djp__view_regs(hit);
-	uint64_t info = 1ull << DJP_REGS_PC;
+	uint64_t info = 1ull << DJP_REGS_PC, *v;
+	unsigned nvars = __atomic_load_n(&rec->nvars, __ATOMIC_ACQUIRE);
 
 	for (unsigned d = 0; d < DJP_REGS_PC; d++) {
-		int v = arch_dwarf_reg(d);
-		bool in = v != DJP_REG_NONE && (view >> v & 1);
-		w[d] = in ? hit->regs.r[v] : 0;
+		int r = arch_dwarf_reg(d);
+		bool in = r != DJP_REG_NONE && (view >> r & 1);
+		w[d] = in ? hit->regs.r[r] : 0;
 		info |= (uint64_t)in << d;
 	}
 	w[DJP_REGS_PC] = s->is_return ? hit->regs.r[DJP_REG_PC] : s->addr;
-	if (nstack && (view >> DJP_REG_SP & 1))
-		info |= (uint64_t)stack_words(hit->regs.r[DJP_REG_SP], &w[DJP_REGS_STACK], nstack) << DJP_REGS_STACK;
-	else
-		for (unsigned j = 0; j < nstack; j++)
-			w[DJP_REGS_STACK + j] = 0;
+	for (unsigned j = 0; j < nstack; j++) {
+		uint64_t *x = &w[DJP_REGS_STACK + j];
+		if ((view >> DJP_REG_SP & 1) && read_word(hit->regs.r[DJP_REG_SP] + 8 * (j + 1), x))
+			info |= 1ull << (DJP_REGS_STACK + j);
+		else
+			*x = 0;
+	}
+	v = &w[DJP_REGS_STACK + nstack];
+	for (unsigned j = 0; j < nvars && j < DJP_VARS_MAX; j++)
+		if (rec->var_addr[j] && read_word(rec->var_addr[j] & ~7ull, &v[j]))
+			info |= 1ull << (DJP_REGS_VARS_BIT + j);
+		else
+			v[j] = 0;
 	w[DJP_REGS_INFO] = info;
-	return DJP_REGS_STACK + nstack;
+	return DJP_REGS_STACK + nstack + (nvars < DJP_VARS_MAX ? nvars : DJP_VARS_MAX);
 }
 
 /* One hit's event: its arguments, and pcs (npcs of them) when not NULL. */
@@ -239,7 +240,7 @@ static inline __attribute__((always_inline)) void record_hit(const struct djp_hi
 	unsigned n = m->nargs;
 	uint32_t id = s->id, mask;
 	unsigned bound = 0, nregs = 0, want = __atomic_load_n(&rec->regs, __ATOMIC_RELAXED);
-	uint64_t regs[DJP_REGS_STACK + DJP_REGS_STACK_WORDS];
+	uint64_t regs[DJP_REGS_STACK + DJP_REGS_STACK_WORDS + DJP_VARS_MAX];
 	int err;
 
 	if (n > DJP_MARKER_MAX_ARGS)
@@ -248,7 +249,7 @@ static inline __attribute__((always_inline)) void record_hit(const struct djp_hi
 		args[i] = djp_arg_fetch(hit, s, &m->arg[i]);
 	mask = n ? strings_of(rec, id, m, &bound) : 0;
 	if (__builtin_expect(want != 0, 0))
-		nregs = regs_block(hit, s, want > 1 ? DJP_REGS_STACK_WORDS : 0, regs);
+		nregs = regs_block(rec, hit, s, want > 1 ? DJP_REGS_STACK_WORDS : 0, regs);
 	if (__builtin_expect(__atomic_load_n(&rec->cpu, __ATOMIC_RELAXED), 0))
 		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, sched_getcpu(), nregs ? regs : NULL,
 					  nregs, pcs, npcs);

@@ -62,6 +62,10 @@ struct djp_recorder {
 	 * layout): 0 no, 1 the registers, 2 and DJP_REGS_STACK_WORDS stack
 	 * words; set as cpu is, and no fast entry either */
 	unsigned char regs;
+	/* the words of a script's @var variables (VARS: their run-time
+	 * addresses, 0 when not loaded), appended to the registers */
+	unsigned nvars;
+	uint64_t var_addr[DJP_VARS_MAX];
 	/* the call-frame tables were read for the stack handler (at the
 	 * first DJP_RECORD_USTACK connect) */
 	bool stack_ready;

@@ -229,7 +229,9 @@ static int connect_kid_glob(struct live *l, struct session *k, struct djp_arm_gl
  * tables, globs, FOLLOW), START it when it waits for that, and keep it. */
 static void keep_kid(struct live *l, struct session *k, bool start)
 {
-	bool ok = !session_hello(k) && !session_ring(k) && !session_tables(k) && !session_list(k);
+	uint64_t runtime[DJP_VARS_MAX];
+	bool ok = !session_hello(k) && !session_ring(k) && !session_tables(k) &&
+		  (!l->src.nvars || !session_vars(k, l->src.vars, l->src.nvars, runtime)) && !session_list(k);
 	if (ok) {
 		tapset_remember(k->pid);
 		usym_remember(k->pid);
@@ -393,7 +395,7 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	l->s.agg_plans = src->agg_plans;
 	l->s.nagg_plans = src->nagg_plans;
 	l->s.agg_capacity = src->agg_capacity;
-	if (session_tables(&l->s)) {
+	if (session_tables(&l->s) || (src->nvars && session_vars(&l->s, src->vars, src->nvars, src->var_runtime))) {
 		fprintf(stderr, "djp: %s\n", l->s.errmsg);
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}

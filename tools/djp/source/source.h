@@ -191,6 +191,12 @@ struct djp_source {
 	 * stack words above the return address (2); with want_int3 for a
 	 * script that reads a callee-saved register */
 	unsigned want_regs;
+	/* set before arm: the variables whose words events carry with the
+	 * registers (a script's @var), nvars of them; the source fills in
+	 * var_runtime[i], each one's address in the target (0: unknown) */
+	const struct djp_var_want *vars;
+	unsigned nvars;
+	uint64_t *var_runtime;
 	/* set before arm: ts_ns on CLOCK_MONOTONIC, not the engine's
 	 * CLOCK_REALTIME (djp trace prints the boot-based clock) */
 	bool want_monotonic;

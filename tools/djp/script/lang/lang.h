@@ -307,6 +307,16 @@ struct timer {
 	uint64_t due;
 };
 
+/* A variable @var("name@file.c"[, "PATH"]) reads: its object's real
+ * path, where it is (link-time) and how it reads. */
+struct script_var {
+	const char *spec;   /* "name@file.c", for messages */
+	char *object;
+	uint64_t addr;
+	unsigned size;
+	bool is_signed;
+};
+
 struct script {
 	struct src_file file;
 	const char *const *args; /* the script's arguments: $1.. and @1.. */
@@ -338,6 +348,10 @@ struct script {
 	 * which only an int3's view holds (run/builtins/dwarfless.c) */
 	unsigned uses_regs;
 	bool regs_callee;
+	/* @var's variables, each read at every hit with the registers
+	 * (run/builtins/dwarfless.c); an @var call's node->slot is its index */
+	struct script_var *vars;
+	unsigned nvars;
 	struct script_agg *agg; /* the probes run in the target (agg.c), or NULL */
 	/* the tokens the parser read, kept for -p1 */
 	struct tok *toks;

@@ -21,6 +21,7 @@
 
 #include "interp.h"
 #include "builtins/tapset_named.h"
+#include "lib/proto.h"
 #include "tools/djp/line_out.h"
 #include "tools/djp/script/agg.h"
 #include "tools/djp/script/func_points.h"
@@ -470,6 +471,15 @@ static int arm(struct script *sc, struct djp_source *src)
 	globs = arm_globs(sc, &nglobs);
 	src->want_cpu = sc->uses_cpu;
 	src->want_regs = sc->uses_regs;
+	if (sc->nvars) { /* @var: the words each event carries (never freed: the run reads them) */
+		struct djp_var_want *v = calloc(sc->nvars, sizeof(*v));
+		if (!v || !(src->var_runtime = calloc(sc->nvars, sizeof(*src->var_runtime))))
+			abort();
+		for (unsigned i = 0; i < sc->nvars; i++)
+			v[i] = (struct djp_var_want){ sc->vars[i].object, sc->vars[i].addr, sc->vars[i].size };
+		src->vars = v;
+		src->nvars = sc->nvars;
+	}
 	src->want_int3 |= sc->regs_callee; /* only an int3's view holds them */
 	rc = src->ops->arm(src, ids, n, globs, nglobs);
 	free(globs);

@@ -30,13 +30,27 @@
  * "cannot access arg(N)"; an unreadable stack word is stap's warning
  * "cannot access arg(N) at user stack address 0xADDR" and 0.  A literal
  * name or number that can never work is said at compile time instead.
+ *
+ * @var("name@file.c"[, "PATH"]), a global or file-static variable of the
+ * program (or of PATH), is found in the DWARF at compile time (lib/
+ * dwarf_globals.c: its link-time address, size and signedness) and read
+ * the same way: the session names the variables to the agent (VARS),
+ * which finds where each object is loaded, and every event carries the
+ * aligned word that holds each one, read at the hit.  In a probe without
+ * a hit (begin, end, a timer) it is read then, from outside, at the
+ * address the agent gave.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dwarfless.h"
+#include "lib/dwarf_globals.h"
 #include "lib/proto.h"
+#include "tools/djp/source/source.h"
 #include "tools/djp/script/lang/lang.h"
 #include "tools/djp/script/run/interp.h"
 
@@ -87,6 +101,63 @@ static bool callee_saved(int dwarf)
 	return dwarf == 3 || (dwarf >= 12 && dwarf <= 15);
 }
 
+/* @var(n->args): the variable found now, its index in sc->vars in
+ * n->slot; the errors said. */
+static int check_var(struct script *sc, struct node *n)
+{
+	struct node *a = n->args[0], *b = n->nargs > 1 ? n->args[1] : NULL;
+	char name[256], exe[64], err[512], *object;
+	const char *at;
+	struct djp_global g;
+	unsigned i;
+
+	if (a->kind != N_STR || (b && b->kind != N_STR)) {
+		diag(sc, n->line, n->col, "semantic error", "@var takes literal strings: @var(\"name@file.c\"[, \"PATH\"])");
+		return 1;
+	}
+	at = strchr(a->str, '@');
+	snprintf(name, sizeof(name), "%.*s", (int)(at ? (size_t)(at - a->str) : strlen(a->str)), a->str);
+	if (!b && (!sc->src || sc->src->target_pid <= 0)) {
+		diag(sc, n->line, n->col, "semantic error", "@var(\"%s\") without a PATH names the target's variable: give -c or -x",
+		     a->str);
+		return 1;
+	}
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", sc->src ? (int)sc->src->target_pid : 0);
+	if (!(object = realpath(b ? b->str : exe, NULL))) {
+		diag(sc, (b ? b : n)->line, (b ? b : n)->col, "semantic error", "@var(\"%s\"): %s: %s", a->str,
+		     b ? b->str : "the target", strerror(errno));
+		return 1;
+	}
+	if (djp_global_find(object, name, at ? at + 1 : NULL, &g, err, sizeof(err))) {
+		diag(sc, a->line, a->col, "semantic error", "@var(\"%s\"): %s", a->str, err);
+		free(object);
+		return 1;
+	}
+	if ((g.addr & 7) + g.size > 8) {
+		diag(sc, a->line, a->col, "semantic error", "@var(\"%s\"): not aligned to its size at %#" PRIx64, a->str,
+		     g.addr);
+		free(object);
+		return 1;
+	}
+	for (i = 0; i < sc->nvars && (sc->vars[i].addr != g.addr || strcmp(sc->vars[i].object, object)); i++)
+		;
+	if (i == sc->nvars) {
+		if (i == DJP_VARS_MAX) {
+			diag(sc, a->line, a->col, "semantic error", "@var: at most %u variables a script", DJP_VARS_MAX);
+			free(object);
+			return 1;
+		}
+		if (!sc->vars)
+			sc->vars = pool_alloc(sc, DJP_VARS_MAX * sizeof(*sc->vars));
+		sc->vars[i] = (struct script_var){ a->str, pool_strndup(sc, object, strlen(object)), g.addr, g.size,
+						   g.is_signed };
+		sc->nvars++;
+	}
+	free(object);
+	n->slot = (int)i;
+	return 0;
+}
+
 int dwarfless_check_call(struct script *sc, struct node *n)
 {
 	struct node *a = n->nargs ? n->args[0] : NULL;
@@ -94,6 +165,8 @@ int dwarfless_check_call(struct script *sc, struct node *n)
 
 	if (!sc->uses_regs)
 		sc->uses_regs = 1;
+	if (!strcmp(name, "@var"))
+		return check_var(sc, n);
 	if (!strcmp(name, "register") || !strcmp(name, "u_register")) {
 		const struct reg_name *rn;
 		if (!a || a->kind != N_STR) { /* any register: every one in the view */
@@ -233,4 +306,31 @@ int64_t bi_pointer_arg(struct run *r, struct node *n)
 int64_t bi_returnval(struct run *r, struct node *n)
 {
 	return (int64_t)hit_regs(r, n, "return value")[0];
+}
+
+/* @var: the variable's word from the hit's block (lib/proto.h), or,
+ * without a hit, read now at the address the agent gave. */
+int64_t bi_at_var(struct run *r, struct node *n)
+{
+	const struct script_var *v = &r->sc->vars[n->slot];
+	unsigned shift = 8u * (unsigned)(v->addr & 7), bits = 8u * v->size;
+	uint64_t w = 0;
+
+	if (r->ev && r->ev->regs) {
+		unsigned at = DJP_REGS_STACK + (r->sc->uses_regs > 1 ? DJP_REGS_STACK_WORDS : 0) + (unsigned)n->slot;
+		if (at >= r->ev->nregs || !(r->ev->regs[DJP_REGS_INFO] >> (DJP_REGS_VARS_BIT + n->slot) & 1))
+			rt_error(r, n, "user variable '%s' copy fault at the hit", v->spec);
+		w = r->ev->regs[at];
+	} else {
+		uint64_t addr = r->src && r->src->var_runtime ? r->src->var_runtime[n->slot] : 0;
+		if (!addr || !read_target(r, addr & ~7ull, &w, 8))
+			rt_error(r, n, "user variable '%s' copy fault at %#" PRIx64, v->spec, addr);
+	}
+	w >>= shift;
+	if (bits == 64)
+		return (int64_t)w;
+	w &= (1ull << bits) - 1;
+	if (v->is_signed && (w >> (bits - 1) & 1))
+		w |= ~0ull << bits;
+	return (int64_t)w;
 }
