@@ -58,10 +58,14 @@
  *                     and a table per plan per ring slot
  *   VARS       tool:  u32 n (at most DJP_VARS_MAX), n x {str object (its
  *                     path, as the process maps it), u64 link-time
- *                     address, u8 size}: with DJP_CONNECT_REGS, every
- *                     event of the session carries the aligned word of
- *                     each, read in the target at the hit (a script's
- *                     @var); before the CONNECTs
+ *                     address, u8 size, u16 string bound}: with
+ *                     DJP_CONNECT_REGS, every event of the session
+ *                     carries the aligned word of each, read in the
+ *                     target at the hit (a script's @var), and for one
+ *                     with a string bound (a pointer; at most
+ *                     DJP_VARS_STR_MAX of them) the string it points to,
+ *                     copied as a %s argument after the marker's own;
+ *                     before the CONNECTs
  *              agent: OK u32 n, then n x u64 each one's run-time
  *                     address (0: its object is not loaded)
  *   FOLLOW     tool:  str name, an abstract socket the tool listens on:
@@ -131,12 +135,15 @@
  * word says variable j was read. */
 #define DJP_REGS_VARS_BIT (DJP_REGS_STACK + DJP_REGS_STACK_WORDS)
 #define DJP_VARS_MAX 16u
+#define DJP_VARS_STR_MAX 4u
 /* One variable of VARS, as the tool names it: its object's real path,
- * its link-time address and its size in bytes. */
+ * its link-time address, its size in bytes, and the bytes of the string
+ * it points to to copy at the hit, NUL included (0: none). */
 struct djp_var_want {
 	const char *object;
 	uint64_t addr;
 	unsigned size;
+	unsigned str_bound;
 };
 
 /* The agent's bounds, which the tool keeps to before it asks: the bytes of

@@ -76,6 +76,21 @@ TEST_TIMEOUT(script_var_globals_are_the_programs, 60)
 	free(p);
 }
 
+/* user_string(@var(p)): the string p points to at the hit, copied there
+ * (the program overwrites it after the call, and exits at once). */
+TEST_TIMEOUT(script_var_string_copied_at_the_hit, 60)
+{
+	int st;
+	struct tproc *p = run(3,
+			      "probe process.function(\"gl_tick\") { printf(\"S text %s\\n\", "
+			      "user_string(@var(\"gl_text@globals_target.c\"))) }",
+			      &st);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		djp_test_fail(__FILE__, __LINE__, "status %#x: %s / %s", st, p->obuf, p->ebuf);
+	twinned(p, "text ", 3);
+	free(p);
+}
+
 /* What cannot be read, said at compile time with line:column. */
 TEST_TIMEOUT(script_var_errors, 60)
 {

@@ -857,7 +857,8 @@ static int do_vars(struct djp_agent_session *s, struct djp_preader *r)
 {
 	struct djp_pbuf b;
 	uint64_t addr[DJP_VARS_MAX];
-	uint32_t n = djp_get_u32(r);
+	uint16_t bound[DJP_VARS_MAX];
+	uint32_t n = djp_get_u32(r), nstr = 0;
 	ssize_t len;
 
 	if (n > DJP_VARS_MAX)
@@ -869,6 +870,9 @@ static int do_vars(struct djp_agent_session *s, struct djp_preader *r)
 		djp_get_str(r, object, sizeof(object));
 		link = djp_get_u64(r);
 		(void)djp_get_u8(r);
+		bound[i] = djp_get_u16(r);
+		if (bound[i] > DJP_RING_STR_BOUND_MAX || (bound[i] && ++nstr > DJP_VARS_STR_MAX))
+			return -EPROTO;
 		if ((len = readlink("/proc/self/exe", f.exe, sizeof(f.exe) - 1)) > 0)
 			f.exe[len] = 0;
 		dl_iterate_phdr(var_object, &f);
@@ -878,8 +882,12 @@ static int do_vars(struct djp_agent_session *s, struct djp_preader *r)
 		return -EPROTO;
 	if (!s->rec)
 		return reply_error(s, -EINVAL, "%s", "VARS before RING");
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		s->rec->var_addr[i] = addr[i];
+		s->rec->var_str[i] = bound[i];
+	}
+	if (nstr) /* the fast copy if the engine can have it */
+		(void)djp_safe_copy_enable();
 	__atomic_store_n(&s->rec->nvars, n, __ATOMIC_RELEASE);
 	djp_pbuf_init(&b);
 	djp_put_u32(&b, n);

@@ -236,7 +236,7 @@ static inline __attribute__((always_inline)) void record_hit(const struct djp_hi
 							     unsigned npcs)
 {
 	const struct djp_marker_info *m = s->m;
-	uint64_t args[DJP_MARKER_MAX_ARGS];
+	uint64_t args[DJP_RING_MAX_ARGS];
 	unsigned n = m->nargs;
 	uint32_t id = s->id, mask;
 	unsigned bound = 0, nregs = 0, want = __atomic_load_n(&rec->regs, __ATOMIC_RELAXED);
@@ -248,8 +248,20 @@ static inline __attribute__((always_inline)) void record_hit(const struct djp_hi
 	for (unsigned i = 0; i < n; i++)
 		args[i] = djp_arg_fetch(hit, s, &m->arg[i]);
 	mask = n ? strings_of(rec, id, m, &bound) : 0;
-	if (__builtin_expect(want != 0, 0))
-		nregs = regs_block(rec, hit, s, want > 1 ? DJP_REGS_STACK_WORDS : 0, regs);
+	if (__builtin_expect(want != 0, 0)) {
+		unsigned nstack = want > 1 ? DJP_REGS_STACK_WORDS : 0, nvars = __atomic_load_n(&rec->nvars, __ATOMIC_ACQUIRE);
+		nregs = regs_block(rec, hit, s, nstack, regs);
+		/* the strings of @var pointers, as %s arguments after the
+		 * marker's (a word that could not be read is NULL) */
+		for (unsigned j = 0; j < nvars && j < DJP_VARS_MAX && n < DJP_RING_MAX_ARGS; j++) {
+			if (!rec->var_str[j])
+				continue;
+			args[n] = regs[DJP_REGS_INFO] >> (DJP_REGS_VARS_BIT + j) & 1 ? regs[DJP_REGS_STACK + nstack + j] : 0;
+			mask |= 1u << n++;
+			if (rec->var_str[j] > bound)
+				bound = rec->var_str[j];
+		}
+	}
 	if (__builtin_expect(__atomic_load_n(&rec->cpu, __ATOMIC_RELAXED), 0))
 		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, sched_getcpu(), nregs ? regs : NULL,
 					  nregs, pcs, npcs);

@@ -66,6 +66,9 @@ struct djp_recorder {
 	 * addresses, 0 when not loaded), appended to the registers */
 	unsigned nvars;
 	uint64_t var_addr[DJP_VARS_MAX];
+	/* a pointer whose string each event carries too, as a %s argument
+	 * after the marker's: its bound, NUL included (0: none) */
+	uint16_t var_str[DJP_VARS_MAX];
 	/* the call-frame tables were read for the stack handler (at the
 	 * first DJP_RECORD_USTACK connect) */
 	bool stack_ready;

@@ -20,6 +20,7 @@ const char *gl_text = "";
 enum gl_color gl_color = GL_RED;
 long gl_init = 424242;
 static const char *const texts[] = { "alpha", "beta", "gamma" };
+static char gl_buf[16];
 
 __attribute__((noinline, noipa)) void gl_tick(long i)
 {
@@ -37,12 +38,16 @@ int main(int argc, char **argv)
 		gl_u16 = (unsigned short)(65530 + i);
 		gl_s8 = (signed char)(-100 - i);
 		gl_flag = i & 1;
-		gl_text = texts[i % 3];
+		/* the text of the call, overwritten after it: a script
+		 * that prints "gone" read it too late */
+		snprintf(gl_buf, sizeof(gl_buf), "%s", texts[i % 3]);
+		gl_text = i % 2 ? gl_buf : texts[i % 3];
 		gl_color = i % 2 ? GL_BLUE : GL_RED;
 		gl_tick(i);
 		printf("vars %d %ld %u %d %d %#lx %d\n", gl_int, gl_long, gl_u16, gl_s8, gl_flag, (unsigned long)gl_text,
 		       (int)gl_color);
-		printf("text %s\n", gl_text);
+		printf("text %s\n", texts[i % 3]);
+		snprintf(gl_buf, sizeof(gl_buf), "gone");
 	}
 	printf("done\n");
 	return 0;

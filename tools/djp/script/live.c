@@ -331,6 +331,17 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			ev->cpu = djp_event_cpu(e);
 			ev->ustack = djp_event_ustack(e, &ev->nustack);
 			ev->regs = djp_event_regs(e, &ev->nregs);
+			/* @var strings after the marker's own arguments */
+			ev->nvar_strs = 0;
+			if (ev->regs && e->nargs > d->nargs) {
+				n = d->nargs < DJP_EV_MAX_ARGS ? d->nargs : DJP_EV_MAX_ARGS;
+				for (unsigned i = d->nargs; i < e->nargs && ev->nvar_strs < 4; i++) {
+					uint64_t flags = 0;
+					ev->var_strs[ev->nvar_strs] = djp_event_str(e, i, NULL, &flags);
+					ev->var_str_fault[ev->nvar_strs++] = (flags & DJP_STR_FAULT) || !djp_event_str_addr(e, i);
+				}
+				ev->nargs = n;
+			}
 			for (unsigned i = 0; i < n; i++) {
 				uint64_t flags = 0;
 				ev->strs[i] = djp_event_str(e, i, NULL, &flags);

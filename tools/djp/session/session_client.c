@@ -439,6 +439,7 @@ int session_vars(struct session *s, const struct djp_var_want *v, unsigned n, ui
 		djp_put_str(&b, v[i].object);
 		djp_put_u64(&b, v[i].addr);
 		djp_put_u8(&b, (uint8_t)v[i].size);
+		djp_put_u16(&b, (uint16_t)v[i].str_bound);
 	}
 	len = request(s, DJP_MSG_VARS, &b, DJP_MSG_OK, NULL);
 	if (len < 0)

@@ -86,6 +86,12 @@ struct djp_ev {
 	 * (DJP_REGS_PC, DJP_REGS_INFO...); NULL when none was recorded */
 	const uint64_t *regs;
 	unsigned nregs;
+	/* the strings @var pointers point to, copied at the hit after the
+	 * marker's arguments (DJP_VARS_STR_MAX at most): nvar_strs of them,
+	 * in the order of the variables; var_str_fault[i]: the copy faulted */
+	const char *var_strs[4];
+	bool var_str_fault[4];
+	unsigned nvar_strs;
 };
 
 enum {

@@ -347,6 +347,13 @@ static void user_string_ref(struct checker *ck, struct node *n)
 
 	if (!(flags & BF_USTR))
 		return;
+	if (a && a->kind == N_BUILTIN && (builtins[a->op].flags & BF_REGS)) { /* user_string(@var(...)) */
+		if ((flags & BF_USTR_N) && n->args[1]->kind == N_NUM && n->args[1]->num >= 0 &&
+		    n->args[1]->num < (int64_t)bound)
+			bound = (unsigned)n->args[1]->num + 1;
+		dwarfless_string_ref(ck->sc, a, bound);
+		return;
+	}
 	if (!ck->probe || !a || a->kind != N_CTX || a->slot < 0 || a->slot >= ck->probe->nrefs)
 		return;
 	if ((flags & BF_USTR_N) && n->args[1]->kind == N_NUM && n->args[1]->num >= 0 &&

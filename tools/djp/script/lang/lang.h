@@ -315,6 +315,9 @@ struct script_var {
 	uint64_t addr;
 	unsigned size;
 	bool is_signed;
+	/* user_string(@var(...)): the bytes of its string copied at the hit,
+	 * NUL included (0: none) */
+	unsigned str_bound;
 };
 
 struct script {

@@ -150,7 +150,7 @@ static int check_var(struct script *sc, struct node *n)
 		if (!sc->vars)
 			sc->vars = pool_alloc(sc, DJP_VARS_MAX * sizeof(*sc->vars));
 		sc->vars[i] = (struct script_var){ a->str, pool_strndup(sc, object, strlen(object)), g.addr, g.size,
-						   g.is_signed };
+						   g.is_signed, 0 };
 		sc->nvars++;
 	}
 	free(object);
@@ -333,4 +333,37 @@ int64_t bi_at_var(struct run *r, struct node *n)
 	if (v->is_signed && (w >> (bits - 1) & 1))
 		w |= ~0ull << bits;
 	return (int64_t)w;
+}
+
+void dwarfless_string_ref(struct script *sc, struct node *a, unsigned bound)
+{
+	struct script_var *v;
+	unsigned nstr = 0;
+
+	if (a->op != B_AT_VAR || a->slot < 0 || (unsigned)a->slot >= sc->nvars)
+		return;
+	v = &sc->vars[a->slot];
+	for (unsigned i = 0; i < sc->nvars; i++)
+		nstr += sc->vars[i].str_bound != 0;
+	if (v->size != 8 || (!v->str_bound && nstr == DJP_VARS_STR_MAX))
+		return; /* not a pointer, or no room: read when the event is processed */
+	if (v->str_bound < bound)
+		v->str_bound = (bound + 7) & ~7u;
+}
+
+const char *dwarfless_hit_string(struct run *r, struct node *a, uint64_t *addr, bool *have)
+{
+	const struct script_var *v = &r->sc->vars[a->slot];
+	unsigned k = 0;
+
+	*have = false;
+	*addr = (uint64_t)bi_at_var(r, a); /* the pointer, or the error its read gives */
+	if (!v->str_bound || !r->ev || !r->ev->regs)
+		return NULL;
+	for (int i = 0; i < a->slot; i++)
+		k += r->sc->vars[i].str_bound != 0;
+	if (k >= r->ev->nvar_strs)
+		return NULL;
+	*have = true;
+	return *addr && !r->ev->var_str_fault[k] ? r->ev->var_strs[k] : NULL;
 }
