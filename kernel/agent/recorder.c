@@ -59,6 +59,27 @@
  * (sched_getcpu, the rseq area's word) as the event's last word.  Sessions
  * that do not ask pay nothing.
  *
+ * The registers.  A reader that wants each hit's registers (a script's
+ * register(), int_arg(n), returnval(): CONNECT's DJP_CONNECT_REGS) has
+ * rec->regs set before it connects, and each of its patterns connected
+ * with the engine's DJP__STACK, so that even a jump-armed marker's view
+ * holds %rsp and %rbp besides the caller-saved registers every view has.
+ * The event then carries the registers by DWARF number, the pc and which
+ * of them the view held (DJP_EVF_REGS; lib/proto.h has the layout); a
+ * callee-saved register a lean view does not store is 0 and said so (a
+ * script that reads one is armed as int3, whose view has them all).  With
+ * DJP_CONNECT_REGS_STACK it also carries the words above the return
+ * address, the arguments past the sixth at a function's entry, read with
+ * the fault-safe word read the stack walker uses (kernel/unwind.c), or
+ * process_vm_readv where that is off: a bad %rsp is a word said
+ * unreadable, never a fault.  A script's @var variables come the same way:
+ * the tool names them once (VARS: object and link-time address), the agent
+ * finds where each object is loaded, and each event carries the aligned
+ * word that holds each variable, read at the hit; a pointer whose string
+ * the script reads (user_string(@var(...))) has that string copied too,
+ * as a %s argument after the marker's own, by the ring's fault-safe copy.
+ * No fast entry, as for the CPU.
+ *
  * The user stack.  A pattern connected with DJP_RECORD_USTACK (a script
  * whose probe calls ubacktrace(): CONNECT's DJP_CONNECT_USTACK) gets the
  * stack handler instead: the same record, and the call stack at the hit
