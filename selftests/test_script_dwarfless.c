@@ -177,7 +177,15 @@ TEST_TIMEOUT(script_dwarfless_context_variable_is_a_compile_error, 60)
 			      "/usr/bin/bash: use int_arg(N) or pointer_arg(N), N its position among the arguments, in a "
 			      "probe of the function's entry\n"));
 	free(p);
-	/* $return alone is there at a return, DWARF or not */
+	/* stap's idiom for code with and without DWARF */
+	p = run(NULL, 2,
+		"probe process.function(\"dl_six\") { printf(\"S %d\\n\", @defined($arg1) ? $arg1 : int_arg(1)) "
+		"if (!@defined($a)) printf(\"S no a\\n\") else printf(\"%d\\n\", $a) }");
+	CHECK_EQ(tt_count(p->obuf, "S -5\n"), 1);
+	CHECK_EQ(tt_count(p->obuf, "S -6\n"), 1);
+	CHECK_EQ(tt_count(p->obuf, "S no a\n"), 2);
+	free(p);
+		/* $return alone is there at a return, DWARF or not */
 	p = run(NULL, 2, "probe process.function(\"dl_ret\").return { printf(\"S ret %d\\n\", $return) }");
 	CHECK_EQ(tt_count(p->obuf, "S ret -880\n"), 1);
 	CHECK_EQ(tt_count(p->obuf, "S ret -877\n"), 1);

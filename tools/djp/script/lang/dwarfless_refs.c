@@ -17,7 +17,9 @@
  * needs DWARF) of a probe that reads context variables, whose glob names
  * functions of its object, none of which has DWARF, is an error at the
  * first such variable, one for each point.  `$return` at a return is not:
- * a return site always has the return value.  A point whose object cannot
+ * a return site always has the return value.  Nor is one that only
+ * @defined() asks about, nor one in a branch it ruled out: stap's idiom
+ * for code with and without DWARF, `@defined($fd) ? $fd : int_arg(1)`.  A point whose object cannot
  * be read now (a -c wrapper's program, a library not found) is left to
  * the connect, as before.
  */
@@ -51,7 +53,9 @@ static int count_fn(void *ctx, const struct djp_func *f, const struct djp_func_s
 static const struct node *first_ref(const struct node *n, bool ret)
 {
 	const struct node *r;
-	if (!n)
+	/* a folded @defined(...) keeps what it asked of below it (check.c):
+	 * not a read; the branch it ruled out is gone */
+	if (!n || n->kind == N_NUM)
 		return NULL;
 	if (n->kind == N_CTX && !(ret && !strcmp(n->str, "return")))
 		return n;
