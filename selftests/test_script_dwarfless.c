@@ -104,6 +104,34 @@ TEST_TIMEOUT(script_dwarfless_callee_saved_and_int3, 60)
 	free(p);
 }
 
+/* At a statement point (of a program with DWARF): the registers there,
+ * the argument still in %edi as its DWARF says, the pc the probe's
+ * address. */
+TEST_TIMEOUT(script_dwarfless_registers_at_a_statement, 60)
+{
+	char cmd[4200], script[512];
+	struct tproc *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s 3", tt_typed_target(false));
+	snprintf(script, sizeof(script),
+		 "probe process.statement(\"tt_int@typed_target.c:%d\") { printf(\"S %%d %%d %%d\\n\", $x, int_arg(1), "
+		 "register(\"rip\") == uaddr()) }",
+		 tt_source_line("typed_target.c", "tt_sink += x;"));
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e", script, NULL }, false, -1);
+	st = tt_finish(p, 60000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		djp_test_fail(__FILE__, __LINE__, "status %#x: %s / %s", st, p->obuf, p->ebuf);
+	for (int i = 0; i < 3; i++) {
+		char want[64];
+		snprintf(want, sizeof(want), "S %d %d 1\n", i, i);
+		if (tt_count(p->obuf, want) != 1)
+			djp_test_fail(__FILE__, __LINE__, "no \"%.*s\" in:\n%s\n%s", (int)strlen(want) - 1, want, p->obuf,
+				      p->ebuf);
+	}
+	free(p);
+}
+
 /* A site two of the script's points match, one with register(), one
  * with the user stack: each hit records both (the agent runs one handler
  * of a session per hit). */
