@@ -41,32 +41,6 @@ static struct tproc *run(const char *opt, long n, const char *script)
 	return p;
 }
 
-/* Every line the program printed that starts with one of `kinds` has its
- * twin "S LINE" from the script, once; n rounds of each kind. */
-static void each_line_twinned(const struct tproc *p, const char *const *kinds, unsigned nkinds, long n)
-{
-	char line[512], twin[520];
-	const char *s = p->obuf;
-	long seen = 0;
-
-	while (*s) {
-		const char *e = strchr(s, '\n');
-		size_t len = e ? (size_t)(e - s) : strlen(s);
-		snprintf(line, sizeof(line), "%.*s", (int)len, s);
-		s += len + (e != NULL);
-		for (unsigned k = 0; k < nkinds; k++) {
-			if (strncmp(line, kinds[k], strlen(kinds[k])))
-				continue;
-			snprintf(twin, sizeof(twin), "S %s\n", line);
-			if (tt_count(p->obuf, twin) != 1)
-				djp_test_fail(__FILE__, __LINE__, "the program printed \"%s\", the script not \"%.*s\":\n%s\n%s",
-					      line, (int)strlen(twin) - 1, twin, p->obuf, p->ebuf);
-			seen++;
-		}
-	}
-	CHECK_EQ(seen, (long long)nkinds * n);
-}
-
 #define ARGS_SCRIPT                                                                                               \
 	"probe process.function(\"dl_six\") { printf(\"S six %d %u %d %#x %d %d\\n\", int_arg(1), uint_arg(2), "   \
 	"long_arg(3), pointer_arg(4), s32_arg(5), longlong_arg(6)) }\n"                                            \
@@ -85,7 +59,7 @@ TEST_TIMEOUT(script_dwarfless_args_are_the_programs, 60)
 {
 	static const char *const kinds[] = { "six ", "eight ", "regs ", "ret ", "mark " };
 	struct tproc *p = run(NULL, 5, ARGS_SCRIPT);
-	each_line_twinned(p, kinds, 5, 5);
+	CHECK_EQ(tt_twinned(p, kinds, 5), 5 * 5);
 	free(p);
 }
 
@@ -97,10 +71,10 @@ TEST_TIMEOUT(script_dwarfless_callee_saved_and_int3, 60)
 	struct tproc *p = run(NULL, 4,
 			      ARGS_SCRIPT "probe process.function(\"dl_callee\") { printf(\"S callee %d %d\\n\", "
 					  "register(\"rbx\"), register(\"r12\")) }\n");
-	each_line_twinned(p, kinds, 6, 4);
+	CHECK_EQ(tt_twinned(p, kinds, 6), 6 * 4);
 	free(p);
 	p = run("--int3", 3, ARGS_SCRIPT);
-	each_line_twinned(p, kinds, 5, 3);
+	CHECK_EQ(tt_twinned(p, kinds, 5), 5 * 3);
 	free(p);
 }
 

@@ -32,30 +32,6 @@ static struct tproc *run(long n, const char *script, int *st)
 	return p;
 }
 
-/* Every line of p that starts with `kind` has its twin "S LINE" once; n
- * of them. */
-static void twinned(const struct tproc *p, const char *kind, long n)
-{
-	char line[512], twin[520];
-	const char *s = p->obuf;
-	long seen = 0;
-
-	while (*s) {
-		const char *e = strchr(s, '\n');
-		size_t len = e ? (size_t)(e - s) : strlen(s);
-		snprintf(line, sizeof(line), "%.*s", (int)len, s);
-		s += len + (e != NULL);
-		if (strncmp(line, kind, strlen(kind)))
-			continue;
-		snprintf(twin, sizeof(twin), "S %s\n", line);
-		if (tt_count(p->obuf, twin) != 1)
-			djp_test_fail(__FILE__, __LINE__, "the program printed \"%s\", the script not:\n%s\n%s", line,
-				      p->obuf, p->ebuf);
-		seen++;
-	}
-	CHECK_EQ(seen, n);
-}
-
 /* Integers of every width and sign, a bool, an enum, a pointer, a global
  * and a file static, with and without the unit, as the program set them
  * before each call; and a variable's initial value in a begin probe. */
@@ -71,7 +47,7 @@ TEST_TIMEOUT(script_var_globals_are_the_programs, 60)
 			      &st);
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		djp_test_fail(__FILE__, __LINE__, "status %#x: %s / %s", st, p->obuf, p->ebuf);
-	twinned(p, "vars ", 4);
+	CHECK_EQ(tt_twinned(p, (const char *const[]){ "vars " }, 1), 4);
 	CHECK_EQ(tt_count(p->obuf, "S init 424242\n"), 1);
 	free(p);
 }
@@ -87,7 +63,7 @@ TEST_TIMEOUT(script_var_string_copied_at_the_hit, 60)
 			      &st);
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		djp_test_fail(__FILE__, __LINE__, "status %#x: %s / %s", st, p->obuf, p->ebuf);
-	twinned(p, "text ", 3);
+	CHECK_EQ(tt_twinned(p, (const char *const[]){ "text " }, 1), 3);
 	free(p);
 }
 
