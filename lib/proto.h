@@ -64,7 +64,10 @@
  *                     target at the hit (a script's @var), and for one
  *                     with a string bound (a pointer; at most
  *                     DJP_VARS_STR_MAX of them) the string it points to,
- *                     copied as a %s argument after the marker's own;
+ *                     copied as a %s argument after the marker's own
+ *                     (an empty object and size 0: not a variable but the
+ *                     register of that DWARF number, 16 the pc, for the
+ *                     string it points to: user_string(pointer_arg(1)));
  *                     before the CONNECTs
  *              agent: OK u32 n, then n x u64 each one's run-time
  *                     address (0: its object is not loaded)

@@ -220,8 +220,10 @@ static void sorted_lines(const char *out, const char *prefix, char *buf, size_t 
 
 /* A real program without DWARF, bash: its arithmetic's results as
  * itos() gets them (long_arg(1)) and evalexp() returns them
- * (returnval()), against bpftrace's arg0 and retval on the same workload
- * and against what bash itself printed. */
+ * (returnval()), and the expressions evalexp() is given
+ * (user_string(pointer_arg(1)), copied at the hit), against bpftrace's
+ * arg0, retval and str(arg0) on the same workload, and against what bash
+ * itself printed. */
 TEST_TIMEOUT(script_dwarfless_bash_matches_bpftrace, 120)
 {
 	char dir[] = "/tmp/djp-dwarfless-XXXXXX", sh[256], djp_lines[16384], bt_lines[16384], prog[16384];
@@ -244,7 +246,9 @@ TEST_TIMEOUT(script_dwarfless_bash_matches_bpftrace, 120)
 					      "probe process(\"/usr/bin/bash\").function(\"itos\") { if (long_arg(1) < 0) "
 					      "printf(\"itos %d\\n\", long_arg(1)) }\n"
 					      "probe process(\"/usr/bin/bash\").function(\"evalexp\").return { if "
-					      "(returnval() < 0) printf(\"evalexp %d\\n\", returnval()) }",
+					      "(returnval() < 0) printf(\"evalexp %d\\n\", returnval()) }\n"
+					      "probe process(\"/usr/bin/bash\").function(\"evalexp\") { "
+					      "printf(\"evalexp [%s]\\n\", user_string(pointer_arg(1))) }",
 					      NULL },
 			     false, -1);
 		st = tt_finish(p, 60000);
@@ -258,7 +262,8 @@ TEST_TIMEOUT(script_dwarfless_bash_matches_bpftrace, 120)
 					      "uprobe:/usr/bin/bash:itos /(int64)arg0 < 0/ { printf(\"itos %lld\\n\", "
 					      "(int64)arg0); }\n"
 					      "uretprobe:/usr/bin/bash:evalexp /(int64)retval < 0/ { printf(\"evalexp "
-					      "%lld\\n\", (int64)retval); }",
+					      "%lld\\n\", (int64)retval); }\n"
+					      "uprobe:/usr/bin/bash:evalexp { printf(\"evalexp [%s]\\n\", str(arg0)); }",
 					      "-c", cmd, NULL },
 			     false, -1);
 		st = tt_finish(p, 90000);

@@ -858,6 +858,7 @@ static int do_vars(struct djp_agent_session *s, struct djp_preader *r)
 	struct djp_pbuf b;
 	uint64_t addr[DJP_VARS_MAX];
 	uint16_t bound[DJP_VARS_MAX];
+	uint8_t reg[DJP_VARS_MAX];
 	uint32_t n = djp_get_u32(r), nstr = 0;
 	ssize_t len;
 
@@ -867,16 +868,18 @@ static int do_vars(struct djp_agent_session *s, struct djp_preader *r)
 		char object[4096];
 		struct var_find f = { .object = object };
 		uint64_t link;
+		uint8_t size;
 		djp_get_str(r, object, sizeof(object));
 		link = djp_get_u64(r);
-		(void)djp_get_u8(r);
+		size = djp_get_u8(r);
+		reg[i] = !object[0] && !size && link <= DJP_REGS_PC ? (uint8_t)(link + 1) : 0;
 		bound[i] = djp_get_u16(r);
 		if (bound[i] > DJP_RING_STR_BOUND_MAX || (bound[i] && ++nstr > DJP_VARS_STR_MAX))
 			return -EPROTO;
 		if ((len = readlink("/proc/self/exe", f.exe, sizeof(f.exe) - 1)) > 0)
 			f.exe[len] = 0;
 		dl_iterate_phdr(var_object, &f);
-		addr[i] = f.found && link ? f.bias + link : 0;
+		addr[i] = f.found && link && !reg[i] ? f.bias + link : 0;
 	}
 	if (!djp_preader_done(r))
 		return -EPROTO;
@@ -885,6 +888,7 @@ static int do_vars(struct djp_agent_session *s, struct djp_preader *r)
 	for (uint32_t i = 0; i < n; i++) {
 		s->rec->var_addr[i] = addr[i];
 		s->rec->var_str[i] = bound[i];
+		s->rec->var_reg[i] = reg[i];
 	}
 	if (nstr) /* the fast copy if the engine can have it */
 		(void)djp_safe_copy_enable();

@@ -243,10 +243,14 @@ static __attribute__((noinline)) unsigned regs_block(const struct djp_recorder *
 	}
 	v = &w[DJP_REGS_STACK + nstack];
 	for (unsigned j = 0; j < nvars && j < DJP_VARS_MAX; j++)
-		if (rec->var_addr[j] && read_word(rec->var_addr[j] & ~7ull, &v[j]))
+		if (rec->var_reg[j]) { /* a register whose string is copied */
+			v[j] = w[rec->var_reg[j] - 1];
+			info |= (info >> (rec->var_reg[j] - 1) & 1) << (DJP_REGS_VARS_BIT + j);
+		} else if (rec->var_addr[j] && read_word(rec->var_addr[j] & ~7ull, &v[j])) {
 			info |= 1ull << (DJP_REGS_VARS_BIT + j);
-		else
+		} else {
 			v[j] = 0;
+		}
 	w[DJP_REGS_INFO] = info;
 	return DJP_REGS_STACK + nstack + (nvars < DJP_VARS_MAX ? nvars : DJP_VARS_MAX);
 }

@@ -69,6 +69,8 @@ struct djp_recorder {
 	/* a pointer whose string each event carries too, as a %s argument
 	 * after the marker's: its bound, NUL included (0: none) */
 	uint16_t var_str[DJP_VARS_MAX];
+	/* not a variable but a register, DWARF number + 1 (0: a variable) */
+	uint8_t var_reg[DJP_VARS_MAX];
 	/* the call-frame tables were read for the stack handler (at the
 	 * first DJP_RECORD_USTACK connect) */
 	bool stack_ready;

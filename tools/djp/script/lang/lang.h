@@ -308,7 +308,9 @@ struct timer {
 };
 
 /* A variable @var("name@file.c"[, "PATH"]) reads: its object's real
- * path, where it is (link-time) and how it reads. */
+ * path, where it is (link-time) and how it reads.  With an empty object,
+ * a register whose string user_string() reads (pointer_arg(1)): addr is
+ * its DWARF number. */
 struct script_var {
 	const char *spec;   /* "name@file.c", for messages */
 	char *object;

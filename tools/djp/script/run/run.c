@@ -476,7 +476,8 @@ static int arm(struct script *sc, struct djp_source *src)
 		if (!v || !(src->var_runtime = calloc(sc->nvars, sizeof(*src->var_runtime))))
 			abort();
 		for (unsigned i = 0; i < sc->nvars; i++)
-			v[i] = (struct djp_var_want){ sc->vars[i].object, sc->vars[i].addr, sc->vars[i].size,
+			v[i] = (struct djp_var_want){ sc->vars[i].object, sc->vars[i].addr,
+						      sc->vars[i].object[0] ? sc->vars[i].size : 0, /* 0: a register */
 						      sc->vars[i].str_bound };
 		src->vars = v;
 		src->nvars = sc->nvars;

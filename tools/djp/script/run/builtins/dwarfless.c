@@ -335,15 +335,49 @@ int64_t bi_at_var(struct run *r, struct node *n)
 	return (int64_t)w;
 }
 
+/* The register a 64-bit read of call a is (pointer_arg(2), u_register("rsi")...):
+ * its DWARF number, or -1. */
+static int whole_register(const struct node *a)
+{
+	const struct node *x = a->nargs ? a->args[0] : NULL;
+	const struct reg_name *rn;
+
+	if (!x)
+		return -1;
+	if ((a->op == B_LONG_ARG || a->op == B_ULONG_ARG || a->op == B_LONGLONG_ARG || a->op == B_POINTER_ARG) &&
+	    x->kind == N_NUM && x->num >= 1 && x->num <= 6)
+		return arg_regs[x->num - 1];
+	if ((a->op == B_REGISTER || a->op == B_U_REGISTER) && x->kind == N_STR && (rn = reg_lookup(x->str)) &&
+	    rn->dwarf >= 0 && rn->size == 8)
+		return rn->dwarf;
+	return -1;
+}
+
 void dwarfless_string_ref(struct script *sc, struct node *a, unsigned bound)
 {
 	struct script_var *v;
-	unsigned nstr = 0;
+	unsigned nstr = 0, i;
+	int reg = a->op == B_AT_VAR ? -1 : whole_register(a);
 
-	if (a->op != B_AT_VAR || a->slot < 0 || (unsigned)a->slot >= sc->nvars)
+	if (reg >= 0) { /* the register's string: a variable of its own, its word the register */
+		for (i = 0; i < sc->nvars && (sc->vars[i].object[0] || sc->vars[i].addr != (uint64_t)reg); i++)
+			;
+		if (i == sc->nvars) {
+			if (i == DJP_VARS_MAX)
+				return;
+			if (!sc->vars)
+				sc->vars = pool_alloc(sc, DJP_VARS_MAX * sizeof(*sc->vars));
+			sc->vars[i] = (struct script_var){ builtins[a->op].name, "", (uint64_t)reg, 8, false, 0 };
+			sc->nvars++;
+		}
+		a->num = (int64_t)i + 1;
+		v = &sc->vars[i];
+	} else if (a->op == B_AT_VAR && a->slot >= 0 && (unsigned)a->slot < sc->nvars) {
+		v = &sc->vars[a->slot];
+	} else {
 		return;
-	v = &sc->vars[a->slot];
-	for (unsigned i = 0; i < sc->nvars; i++)
+	}
+	for (i = 0; i < sc->nvars; i++)
 		nstr += sc->vars[i].str_bound != 0;
 	if (v->size != 8 || (!v->str_bound && nstr == DJP_VARS_STR_MAX))
 		return; /* not a pointer, or no room: read when the event is processed */
@@ -353,14 +387,15 @@ void dwarfless_string_ref(struct script *sc, struct node *a, unsigned bound)
 
 const char *dwarfless_hit_string(struct run *r, struct node *a, uint64_t *addr, bool *have)
 {
-	const struct script_var *v = &r->sc->vars[a->slot];
+	int slot = a->op == B_AT_VAR ? a->slot : (int)a->num - 1;
+	const struct script_var *v = slot >= 0 ? &r->sc->vars[slot] : NULL;
 	unsigned k = 0;
 
 	*have = false;
-	*addr = (uint64_t)bi_at_var(r, a); /* the pointer, or the error its read gives */
-	if (!v->str_bound || !r->ev || !r->ev->regs)
+	*addr = (uint64_t)eval_n(r, a); /* the pointer, or the error its read gives */
+	if (!v || !v->str_bound || !r->ev || !r->ev->regs)
 		return NULL;
-	for (int i = 0; i < a->slot; i++)
+	for (int i = 0; i < slot; i++)
 		k += r->sc->vars[i].str_bound != 0;
 	if (k >= r->ev->nvar_strs)
 		return NULL;

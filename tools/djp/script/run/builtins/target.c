@@ -36,7 +36,7 @@ static const char *target_string(struct run *r, struct node *a, size_t max, uint
 				return *cut = true, arena_strn(r, t, max);
 			return t;
 		}
-	} else if (a->kind == N_BUILTIN && a->op == B_AT_VAR) { /* @var's string, copied at the hit */
+	} else if (a->kind == N_BUILTIN && (builtins[a->op].flags & BF_REGS)) { /* copied at the hit: dwarfless.c */
 		bool have;
 		const char *t = dwarfless_hit_string(r, a, addr, &have);
 		if (have)
