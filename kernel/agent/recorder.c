@@ -274,8 +274,9 @@ static inline __attribute__((always_inline)) void record_hit(const struct djp_hi
 		args[i] = djp_arg_fetch(hit, s, &m->arg[i]);
 	mask = n ? strings_of(rec, id, m, &bound) : 0;
 	if (__builtin_expect(want != 0, 0)) {
-		unsigned nstack = want > 1 ? DJP_REGS_STACK_WORDS : 0, nvars = __atomic_load_n(&rec->nvars, __ATOMIC_ACQUIRE);
+		unsigned nstack = want > 1 ? DJP_REGS_STACK_WORDS : 0, nvars;
 		nregs = regs_block(rec, hit, s, nstack, regs);
+		nvars = nregs - DJP_REGS_STACK - nstack; /* the ones the block holds */
 		/* the strings of @var pointers, as %s arguments after the
 		 * marker's (a word that could not be read is NULL) */
 		for (unsigned j = 0; j < nvars && j < DJP_VARS_MAX && n < DJP_RING_MAX_ARGS; j++) {
