@@ -26,6 +26,9 @@
  *   u64 args[nargs]
  *   inline strings   for %s arguments: the pointer (u64), then the text,
  *                    NUL-terminated, 8-aligned
+ *   u64 regs[n]      with DJP_EVF_REGS only: words of the hit's registers
+ *   u64 n            (the recorder's layout: kernel/agent/recorder.h),
+ *                    n <= DJP_RING_MAX_REGS, then their number
  *   u64 pcs[n]       with DJP_EVF_USTACK only: the user stack at the hit,
  *   u64 n            innermost first (pcs[0] the hit's pc, then return
  *                    addresses), n <= DJP_RING_MAX_STACK, then its depth
@@ -76,6 +79,8 @@ enum djp_ring_mode {
 #define DJP_RING_MAX_ARGS 16
 /* Return addresses an event may carry (DJP_EVF_USTACK). */
 #define DJP_RING_MAX_STACK 64
+/* Register words an event may carry (DJP_EVF_REGS). */
+#define DJP_RING_MAX_REGS 64
 #define DJP_RING_STR_BOUND 64	   /* default bound for %s, NUL included */
 #define DJP_RING_STR_BOUND_MAX 1024
 #define DJP_EV_MAX_SIZE 65528u
@@ -285,11 +290,14 @@ uint64_t djp_ring_copy_string(char *dst, const char *src, uint32_t bound);
  * of the hit as the event's last word when cpu is not negative
  * (DJP_EVF_CPU: a script's cpu()), and the npcs words of pcs, the user
  * stack, when pcs is not NULL (DJP_EVF_USTACK: a script's ubacktrace();
- * at most DJP_RING_MAX_STACK, more are dropped).  With a constant -1 and
- * NULL the compiler leaves no trace of either. */
+ * at most DJP_RING_MAX_STACK, more are dropped), and before it the nregs
+ * words of regs, when regs is not NULL (DJP_EVF_REGS: a script's
+ * register(); at most DJP_RING_MAX_REGS).  With a constant -1 and NULLs
+ * the compiler leaves no trace of them. */
 static inline __attribute__((always_inline)) int djp_ring_record_ext(struct djp_region *r, uint32_t marker_id,
 								       const uint64_t *args, unsigned nargs,
 								       uint32_t str_mask, unsigned str_bound, int cpu,
+								       const uint64_t *regs, unsigned nregs,
 								       const uint64_t *pcs, unsigned npcs)
 {
 	struct djp_ring_tls *t = &djp_ring_tls;
@@ -312,7 +320,10 @@ static inline __attribute__((always_inline)) int djp_ring_record_ext(struct djp_
 	}
 	if (pcs && npcs > DJP_RING_MAX_STACK)
 		npcs = DJP_RING_MAX_STACK;
-	max = DJP_EV_HDR_SIZE + 8 * nargs + (cpu >= 0 ? 8 : 0) + (pcs ? 8 * (npcs + 1) : 0);
+	if (regs && nregs > DJP_RING_MAX_REGS)
+		nregs = DJP_RING_MAX_REGS;
+	max = DJP_EV_HDR_SIZE + 8 * nargs + (cpu >= 0 ? 8 : 0) + (pcs ? 8 * (npcs + 1) : 0) +
+	      (regs ? 8 * (nregs + 1) : 0);
 	if (__builtin_expect(str_mask != 0, 0)) {
 		str_mask &= (1u << nargs) - 1;
 		if (!str_bound)
@@ -368,6 +379,16 @@ static inline __attribute__((always_inline)) int djp_ring_record_ext(struct djp_
 		size = djp__ring_put_strings(e, size, args, nargs, str_mask, str_bound);
 		flags |= DJP_EVF_STRINGS;
 	}
+	if (regs) {
+		for (unsigned i = 0; i < nregs; i++) {
+			e[size / 8 + i] = regs[i];
+			__asm__("" ::: "memory"); /* as above */
+		}
+		size += 8 * nregs;
+		e[size / 8] = nregs;
+		size += 8;
+		flags |= DJP_EVF_REGS;
+	}
 	if (pcs) {
 		for (unsigned i = 0; i < npcs; i++) {
 			e[size / 8 + i] = pcs[i];
@@ -406,14 +427,14 @@ static inline __attribute__((always_inline)) int djp_ring_record_cpu(struct djp_
 								       const uint64_t *args, unsigned nargs,
 								       uint32_t str_mask, unsigned str_bound, int cpu)
 {
-	return djp_ring_record_ext(r, marker_id, args, nargs, str_mask, str_bound, cpu, NULL, 0);
+	return djp_ring_record_ext(r, marker_id, args, nargs, str_mask, str_bound, cpu, NULL, 0, NULL, 0);
 }
 
 static inline __attribute__((always_inline)) int djp_ring_record(struct djp_region *r, uint32_t marker_id,
 								   const uint64_t *args, unsigned nargs, uint32_t str_mask,
 								   unsigned str_bound)
 {
-	return djp_ring_record_ext(r, marker_id, args, nargs, str_mask, str_bound, -1, NULL, 0);
+	return djp_ring_record_ext(r, marker_id, args, nargs, str_mask, str_bound, -1, NULL, 0, NULL, 0);
 }
 
 /*
@@ -584,6 +605,31 @@ static inline const uint64_t *djp_event_ustack(const struct djp_event *ev, unsig
 		return NULL;
 	__builtin_memcpy(&k, (const char *)ev + end - 8, 8);
 	if (k > DJP_RING_MAX_STACK || 8 * k > end - 8 - args)
+		return NULL;
+	*n = (unsigned)k;
+	return (const uint64_t *)((const char *)ev + end - 8 - 8 * k);
+}
+
+/* The register words a validated event carries (DJP_EVF_REGS), and their
+ * number in *n; NULL (and 0) when it carries none, or they do not fit
+ * between the arguments and the user stack. */
+static inline const uint64_t *djp_event_regs(const struct djp_event *ev, unsigned *n)
+{
+	uint32_t end = ev->size - (ev->flags & DJP_EVF_CPU ? 8u : 0u) - (ev->flags & DJP_EVF_TASK ? 8u : 0u),
+		 args = DJP_EV_HDR_SIZE + 8u * ev->nargs;
+	uint64_t k;
+	unsigned npcs;
+
+	*n = 0;
+	if (ev->flags & DJP_EVF_USTACK) {
+		if (!djp_event_ustack(ev, &npcs))
+			return NULL;
+		end -= 8u * (npcs + 1);
+	}
+	if (!(ev->flags & DJP_EVF_REGS) || end < args + 8u)
+		return NULL;
+	__builtin_memcpy(&k, (const char *)ev + end - 8, 8);
+	if (k > DJP_RING_MAX_REGS || 8 * k > end - 8 - args)
 		return NULL;
 	*n = (unsigned)k;
 	return (const uint64_t *)((const char *)ev + end - 8 - 8 * k);

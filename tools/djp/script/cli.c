@@ -525,7 +525,7 @@ static int elaborate(struct cli *c, struct script *sc, struct djp_source **src, 
 		*base = *src; /* its descriptors stay in use */
 		*src = synth;
 	}
-	if (resolve_probes(sc, *src) || check_script(sc))
+	if (resolve_probes(sc, *src) || check_script(sc) || check_dwarfless_refs(sc, *src))
 		return 1;
 	bind_fields(sc);
 	if (c->verbose)

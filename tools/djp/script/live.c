@@ -279,7 +279,8 @@ static bool end_lives(struct live *l)
  * of each hit when the script asks cpu() */
 static unsigned connect_flags(const struct live *l)
 {
-	return DJP_CONNECT_PENDING | (l->src.want_cpu ? DJP_CONNECT_CPU : 0) | (l->src.want_int3 ? DJP_CONNECT_INT3 : 0);
+	return DJP_CONNECT_PENDING | (l->src.want_cpu ? DJP_CONNECT_CPU : 0) | (l->src.want_int3 ? DJP_CONNECT_INT3 : 0) |
+	       (l->src.want_regs == 1 ? DJP_CONNECT_REGS : l->src.want_regs > 1 ? DJP_CONNECT_REGS_STACK : 0);
 }
 
 /* A descriptor for a marker met after open; NULL when out of memory. */
@@ -406,7 +407,9 @@ static int connect_kid_glob(struct live *l, struct session *k, struct djp_arm_gl
  * tables, globs, FOLLOW), START it when it waits for that, and keep it. */
 static void keep_kid(struct live *l, struct session *k, bool start)
 {
-	bool ok = !session_hello(k) && !session_ring(k) && !session_tables(k) && !session_list(k);
+	uint64_t runtime[DJP_VARS_MAX];
+	bool ok = !session_hello(k) && !session_ring(k) && !session_tables(k) &&
+		  (!l->src.nvars || !session_vars(k, l->src.vars, l->src.nvars, runtime)) && !session_list(k);
 	if (ok) {
 		tapset_remember(k->pid);
 		usym_remember(k->pid);
@@ -525,6 +528,18 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			ev->nargs = n;
 			ev->cpu = djp_event_cpu(e);
 			ev->ustack = djp_event_ustack(e, &ev->nustack);
+			ev->regs = djp_event_regs(e, &ev->nregs);
+			/* @var strings after the marker's own arguments */
+			ev->nvar_strs = 0;
+			if (ev->regs && e->nargs > d->nargs) {
+				n = d->nargs < DJP_EV_MAX_ARGS ? d->nargs : DJP_EV_MAX_ARGS;
+				for (unsigned i = d->nargs; i < e->nargs && ev->nvar_strs < 4; i++) {
+					uint64_t flags = 0;
+					ev->var_strs[ev->nvar_strs] = djp_event_str(e, i, NULL, &flags);
+					ev->var_str_fault[ev->nvar_strs++] = (flags & DJP_STR_FAULT) || !djp_event_str_addr(e, i);
+				}
+				ev->nargs = n;
+			}
 			for (unsigned i = 0; i < n; i++) {
 				uint64_t flags = 0;
 				ev->strs[i] = djp_event_str(e, i, NULL, &flags);
@@ -620,7 +635,8 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	l->s.agg_plans = src->agg_plans;
 	l->s.nagg_plans = src->nagg_plans;
 	l->s.agg_capacity = src->agg_capacity;
-	if (!l->all && session_tables(&l->s)) {
+	if (!l->all && (session_tables(&l->s) ||
+			(src->nvars && session_vars(&l->s, src->vars, src->nvars, src->var_runtime)))) {
 		fprintf(stderr, "djp: %s\n", l->s.errmsg);
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}

@@ -183,6 +183,10 @@ int session_ring(struct session *s);
  * counters, and the tables of s->agg_plans. */
 int session_tables(struct session *s);
 int session_list(struct session *s);
+/* VARS, after RING and before any CONNECT: the words of v that every
+ * event of a DJP_CONNECT_REGS session carries (a script's @var), and the
+ * run-time address of each in runtime[] (0: its object is not loaded). */
+int session_vars(struct session *s, const struct djp_var_want *v, unsigned n, uint64_t *runtime);
 /* Add what the marker log holds that the table does not: works after the
  * process is gone.  0 or -EPROTO (said once on stderr). */
 int session_marker_log_read(struct session *s);

@@ -427,6 +427,31 @@ static int simple(struct session *s, unsigned type)
 	return request_ok(s, type, &b);
 }
 
+int session_vars(struct session *s, const struct djp_var_want *v, unsigned n, uint64_t *runtime)
+{
+	static struct djp_pbuf b;
+	struct djp_preader r;
+	long len;
+
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, n);
+	for (unsigned i = 0; i < n; i++) {
+		djp_put_str(&b, v[i].object);
+		djp_put_u64(&b, v[i].addr);
+		djp_put_u8(&b, (uint8_t)v[i].size);
+		djp_put_u16(&b, (uint16_t)v[i].str_bound);
+	}
+	len = request(s, DJP_MSG_VARS, &b, DJP_MSG_OK, NULL);
+	if (len < 0)
+		return (int)len;
+	djp_preader_init(&r, s->buf, (size_t)len);
+	if (djp_get_u32(&r) != n)
+		return bad_reply(s, "VARS");
+	for (unsigned i = 0; i < n; i++)
+		runtime[i] = djp_get_u64(&r);
+	return djp_preader_done(&r) ? 0 : bad_reply(s, "VARS");
+}
+
 int session_start(struct session *s)
 {
 	return simple(s, DJP_MSG_START);

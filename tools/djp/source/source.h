@@ -92,6 +92,17 @@ struct djp_ev {
 	unsigned nustack;
 	/* a life event's: the program the process runs, or NULL */
 	const char *program;
+	/* the registers of the hit, when the source was asked (want_regs):
+	 * the DJP_EVF_REGS block, nregs words laid out as lib/proto.h says
+	 * (DJP_REGS_PC, DJP_REGS_INFO...); NULL when none was recorded */
+	const uint64_t *regs;
+	unsigned nregs;
+	/* the strings @var pointers point to, copied at the hit after the
+	 * marker's arguments (DJP_VARS_STR_MAX at most): nvar_strs of them,
+	 * in the order of the variables; var_str_fault[i]: the copy faulted */
+	const char *var_strs[4];
+	bool var_str_fault[4];
+	unsigned nvar_strs;
 };
 
 enum {
@@ -200,6 +211,16 @@ struct djp_source {
 	int32_t target_pid; /* the -c or -x process, or 0 */
 	bool want_cpu;	    /* set before arm: events should carry their CPU */
 	bool want_int3;	    /* set before arm: int3 breakpoints only (--int3) */
+	/* set before arm: events carry their hit's registers (1), and the
+	 * stack words above the return address (2); with want_int3 for a
+	 * script that reads a callee-saved register */
+	unsigned want_regs;
+	/* set before arm: the variables whose words events carry with the
+	 * registers (a script's @var), nvars of them; the source fills in
+	 * var_runtime[i], each one's address in the target (0: unknown) */
+	const struct djp_var_want *vars;
+	unsigned nvars;
+	uint64_t *var_runtime;
 	/* set before arm: ts_ns on CLOCK_MONOTONIC, not the engine's
 	 * CLOCK_REALTIME (djp trace prints the boot-based clock) */
 	bool want_monotonic;

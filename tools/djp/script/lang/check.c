@@ -27,6 +27,7 @@
 #include "lang.h"
 #include "lib/ring.h"
 #include "tools/djp/script/run/builtins/builtins.h"
+#include "tools/djp/script/run/builtins/dwarfless.h"
 
 struct checker {
 	struct script *sc;
@@ -346,6 +347,13 @@ static void user_string_ref(struct checker *ck, struct node *n)
 
 	if (!(flags & BF_USTR))
 		return;
+	if (a && a->kind == N_BUILTIN && (builtins[a->op].flags & BF_REGS)) { /* user_string(@var(...)) */
+		if ((flags & BF_USTR_N) && n->args[1]->kind == N_NUM && n->args[1]->num >= 0 &&
+		    n->args[1]->num < (int64_t)bound)
+			bound = (unsigned)n->args[1]->num + 1;
+		dwarfless_string_ref(ck->sc, a, bound);
+		return;
+	}
 	if (!ck->probe || !a || a->kind != N_CTX || a->slot < 0 || a->slot >= ck->probe->nrefs)
 		return;
 	if ((flags & BF_USTR_N) && n->args[1]->kind == N_NUM && n->args[1]->num >= 0 &&
@@ -369,6 +377,8 @@ static int call(struct checker *ck, struct node *n)
 				n->op = id;
 				if (builtins[id].flags & BF_CPU)
 					ck->sc->uses_cpu = true;
+				if (builtins[id].flags & BF_REGS)
+					ck->errors += dwarfless_check_call(ck->sc, n);
 			}
 			if (n->kind != N_BUILTIN && named) {
 				diag(ck->sc, n->line, n->col, "semantic error", "%s() takes %d argument%s, %d given",

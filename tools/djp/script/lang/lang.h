@@ -314,6 +314,21 @@ struct timer {
 	uint64_t due;
 };
 
+/* A variable @var("name@file.c"[, "PATH"]) reads: its object's real
+ * path, where it is (link-time) and how it reads.  With an empty object,
+ * a register whose string user_string() reads (pointer_arg(1)): addr is
+ * its DWARF number. */
+struct script_var {
+	const char *spec;   /* "name@file.c", for messages */
+	char *object;
+	uint64_t addr;
+	unsigned size;
+	bool is_signed;
+	/* user_string(@var(...)): the bytes of its string copied at the hit,
+	 * NUL included (0: none) */
+	unsigned str_bound;
+};
+
 struct script {
 	struct src_file file;
 	const char *const *args; /* the script's arguments: $1.. and @1.. */
@@ -339,6 +354,16 @@ struct script {
 	void **regexes;
 	int nregexes;
 	bool uses_cpu; /* cpu() is called: the events must carry their CPU */
+	/* register(), int_arg(n)... are called: the events carry the hit's
+	 * registers (1), and the stack words of arguments past the sixth
+	 * (2); a callee-saved register is read (or any, by a computed name),
+	 * which only an int3's view holds (run/builtins/dwarfless.c) */
+	unsigned uses_regs;
+	bool regs_callee;
+	/* @var's variables, each read at every hit with the registers
+	 * (run/builtins/dwarfless.c); an @var call's node->slot is its index */
+	struct script_var *vars;
+	unsigned nvars;
 	struct script_agg *agg; /* the probes run in the target (agg.c), or NULL */
 	/* the tokens the parser read, kept for -p1 */
 	struct tok *toks;
@@ -363,6 +388,10 @@ int parse_script(struct script *sc);
 int check_script(struct script *sc);
 /* bind.c: resolve probe points against src's markers */
 int resolve_probes(struct script *sc, const struct djp_source *src);
+/* dwarfless_refs.c, after check_script: a function point's context
+ * variable where none of its functions has DWARF, said with what to use
+ * instead (int_arg(n)); the errors said */
+int check_dwarfless_refs(struct script *sc, const struct djp_source *src);
 /* after check_script: each binding's field index per context reference */
 void bind_fields(struct script *sc);
 /* Bind a descriptor the source made after resolve_probes (a marker loaded

@@ -173,6 +173,12 @@ static struct node *at_operator(struct parser *ps, struct tok *t)
 		return at_defined(ps, t);
 	if (!strcmp(t->text, "entry"))
 		return at_entry(ps);
+	if (!strcmp(t->text, "var")) { /* @var("name@file.c"[, "PATH"]): a call of the built-in "@var" */
+		struct node *n = mk(ps, N_CALL, t);
+		n->str = "@var";
+		call_args(ps, n);
+		return n;
+	}
 	at_unknown(ps, t);
 }
 

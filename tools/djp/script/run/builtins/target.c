@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dwarfless.h"
 #include "tapset.h"
 #include "tools/djp/script/run/interp.h"
 
@@ -35,6 +36,11 @@ static const char *target_string(struct run *r, struct node *a, size_t max, uint
 				return *cut = true, arena_strn(r, t, max);
 			return t;
 		}
+	} else if (a->kind == N_BUILTIN && (builtins[a->op].flags & BF_REGS)) { /* copied at the hit: dwarfless.c */
+		bool have;
+		const char *t = dwarfless_hit_string(r, a, addr, &have);
+		if (have)
+			return t && strlen(t) > max ? (*cut = true, arena_strn(r, t, max)) : t;
 	} else {
 		*addr = (uint64_t)eval_n(r, a);
 	}
