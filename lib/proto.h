@@ -54,6 +54,12 @@
  *              agent: TABLES_FD u64 size, the tables memfd in SCM_RIGHTS
  *                     (lib/agg.h): per-marker lost counters from then on,
  *                     and a table per plan per ring slot
+ *   LOADS      tool:  str provider, str name, u32 n, n load programs
+ *                     (lib/load_prog.h, lib/load_wire.h): each hit of the
+ *                     sites so named runs them and its event carries their
+ *                     results (DJP_EVF_LOADS); after RING, before the
+ *                     CONNECT of a pattern that matches those sites
+ *              agent: OK u32 0; or ERROR
  *   FOLLOW     tool:  str name, an abstract socket the tool listens on:
  *                     the child of every fork from then on dials it
  *                     before fork returns, and waits for its START
@@ -81,7 +87,7 @@
 #include <stdint.h>
 
 #define DJP_PROTO_MAGIC 0x4a504a44u /* "DJPJ" */
-#define DJP_PROTO_VERSION 9u
+#define DJP_PROTO_VERSION 10u
 #define DJP_PROTO_HDR_SIZE 8u
 #define DJP_PROTO_MAX_PAYLOAD (60u * 1024)
 #define DJP_PROTO_STR_MAX 4096u
@@ -140,6 +146,7 @@ enum djp_msg_type {
 	DJP_MSG_MARKER_LOG = 9,
 	DJP_MSG_FOLLOW = 10,
 	DJP_MSG_TABLES = 11,
+	DJP_MSG_LOADS = 12,
 	/* replies (agent to tool) */
 	DJP_MSG_OK = 64,
 	DJP_MSG_ERROR = 65,	/* i32 -errno, str message */

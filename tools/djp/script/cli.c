@@ -27,6 +27,7 @@
 #include "script.h"
 #include "tools/djp/line_out.h"
 #include "tools/djp/session/session.h"
+#include "typed.h"
 
 static void on_signal(int sig)
 {
@@ -519,7 +520,7 @@ static int elaborate(struct cli *c, struct script *sc, struct djp_source **src, 
 		*base = *src; /* its descriptors stay in use */
 		*src = synth;
 	}
-	if (resolve_probes(sc, *src) || check_script(sc))
+	if (resolve_probes(sc, *src) || typed_resolve(sc, *src) || check_script(sc))
 		return 1;
 	bind_fields(sc);
 	if (c->verbose)

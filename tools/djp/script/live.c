@@ -228,7 +228,8 @@ static int connect_kid_glob(struct live *l, struct session *k, struct djp_arm_gl
  * tables, globs, FOLLOW), START it when it waits for that, and keep it. */
 static void keep_kid(struct live *l, struct session *k, bool start)
 {
-	bool ok = !session_hello(k) && !session_ring(k) && !session_tables(k) && !session_list(k);
+	bool ok = !session_hello(k) && !session_ring(k) && !session_tables(k) && !session_list(k) &&
+		  !session_loads(k, l->src.load_sites, l->src.nload_sites);
 	if (ok) {
 		tapset_remember(k->pid);
 		usym_remember(k->pid);
@@ -327,6 +328,8 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			ev->nargs = n;
 			ev->cpu = djp_event_cpu(e);
 			ev->ustack = djp_event_ustack(e, &ev->nustack);
+			ev->loads = djp_event_loads(e, &ev->nloads, &ev->loads_faulted, &ev->loads_strs);
+			ev->loads_ev = e;
 			for (unsigned i = 0; i < n; i++) {
 				uint64_t flags = 0;
 				ev->strs[i] = djp_event_str(e, i, NULL, &flags);
@@ -392,6 +395,11 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	l->s.nagg_plans = src->nagg_plans;
 	l->s.agg_capacity = src->agg_capacity;
 	if (session_tables(&l->s)) {
+		fprintf(stderr, "djp: %s\n", l->s.errmsg);
+		return l->s.errcode ? l->s.errcode : -EIO;
+	}
+	/* the typed accesses' programs, before the patterns of their sites */
+	if (session_loads(&l->s, src->load_sites, src->nload_sites)) {
 		fprintf(stderr, "djp: %s\n", l->s.errmsg);
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}

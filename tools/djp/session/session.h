@@ -27,6 +27,7 @@
 #include "tools/djp/attach/freeze.h"
 #include "tools/djp/source/order.h"
 #include "lib/format.h"
+#include "lib/load_prog.h"
 #include "lib/marker_log.h"
 #include "lib/proto.h"
 #include "lib/ring.h"
@@ -173,6 +174,9 @@ int session_ring(struct session *s);
  * counters, and the tables of s->agg_plans. */
 int session_tables(struct session *s);
 int session_list(struct session *s);
+/* LOADS, once per site of v, after RING and before the CONNECTs of the
+ * patterns that match those sites. */
+int session_loads(struct session *s, const struct djp_load_site *v, unsigned n);
 /* Add what the marker log holds that the table does not: works after the
  * process is gone.  0 or -EPROTO (said once on stderr). */
 int session_marker_log_read(struct session *s);

@@ -6,10 +6,12 @@
  * with its sort marks, limit and slices, try/catch.  Each nested rule
  * counts one level against MAX_NESTING (enter/leave).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "parse.h"
+#include "tools/djp/script/typed.h"
 
 static void call_args(struct parser *ps, struct node *n)
 {
@@ -262,15 +264,67 @@ static _Noreturn void not_yet(struct parser *ps, const struct tok *t, const char
 	longjmp(ps->fail, 1);
 }
 
+/* $var->m->n[i]...: a typed access (tools/djp/script/typed.c), at the
+ * first operator, whose position a fault names */
+static struct node *typed_access(struct parser *ps, struct node *var)
+{
+	struct tok *t = peek(ps, 0);
+	struct node *n = mk(ps, N_TYPED, t);
+	struct typed_ref *tr = calloc(1, sizeof(*tr));
+	size_t len;
+	char *text;
+
+	if (!tr)
+		abort();
+	n->tr = tr;
+	tr->idx = -1;
+	tr->acc.var = var->str;
+	len = strlen(var->str) + 2;
+	for (;;) {
+		struct djp_typed_step *st = &tr->acc.step[tr->acc.nsteps];
+		t = peek(ps, 0);
+		if (!is_op(t, "->") && !is_op(t, "["))
+			break;
+		if (tr->acc.nsteps == DJP_TYPED_MAX_STEPS)
+			fail_at(ps, t, "too many steps in one access");
+		take(ps);
+		if (is_op(t, "->")) {
+			st->member = expect_ident(ps, "a member name")->text;
+			len += strlen(st->member) + 2;
+		} else {
+			struct tok *i = take(ps);
+			if (i->kind != T_NUM) {
+				ps->pos--;
+				not_yet(ps, i, "an index into a target variable that is not a number literal");
+			}
+			st->is_index = true;
+			st->index = i->num;
+			len += 24;
+			expect(ps, "]");
+		}
+		tr->acc.nsteps++;
+	}
+	if (!(text = malloc(len + 1)))
+		abort();
+	len = (size_t)sprintf(text, "$%s", var->str);
+	for (unsigned i = 0; i < tr->acc.nsteps; i++)
+		len += (size_t)(tr->acc.step[i].is_index ? sprintf(text + len, "[%lld]", (long long)tr->acc.step[i].index)
+							 : sprintf(text + len, "->%s", tr->acc.step[i].member));
+	tr->text = text;
+	return n;
+}
+
 static struct node *postfix(struct parser *ps)
 {
 	struct node *n = primary(ps);
 	struct tok *t = peek(ps, 0);
 
+	if (n->kind == N_CTX && (is_op(t, "->") || is_op(t, "["))) {
+		n = typed_access(ps, n);
+		t = peek(ps, 0);
+	}
 	if (is_op(t, "->"))
-		not_yet(ps, t, "'->' (members of target variables, from debug information)");
-	if (n->kind == N_CTX && is_op(t, "["))
-		not_yet(ps, t, "indexing a target variable ($var[i], from debug information)");
+		not_yet(ps, t, "'->' on anything but a target variable");
 	if (is_op(t, "++") || is_op(t, "--")) {
 		struct node *u = mk(ps, N_INCDEC, t);
 		take(ps);
@@ -296,8 +350,16 @@ struct node *parse_unary(struct parser *ps)
 		leave(ps, 1);
 		return n;
 	}
-	if (is_op(t, "&") && (peek(ps, 1)->kind == T_DOLLAR || peek(ps, 1)->kind == T_AT))
-		not_yet(ps, t, "'&' (the address of a target variable, from debug information)");
+	if (is_op(t, "&") && peek(ps, 1)->kind == T_DOLLAR) {
+		take(ps);
+		n = postfix(ps);
+		if (n->kind != N_TYPED)
+			not_yet(ps, t, "'&' of a target variable itself (only of its members: &$var->member)");
+		n->tr->acc.addr_of = true;
+		return n;
+	}
+	if (is_op(t, "&") && peek(ps, 1)->kind == T_AT)
+		not_yet(ps, t, "'&' of an @ operator");
 	if (is_op(t, "-") || is_op(t, "!") || is_op(t, "~") || is_op(t, "+")) {
 		take(ps);
 		enter(ps);

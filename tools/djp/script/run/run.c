@@ -24,6 +24,7 @@
 #include "tools/djp/line_out.h"
 #include "tools/djp/script/agg.h"
 #include "tools/djp/script/func_points.h"
+#include "tools/djp/script/typed.h"
 
 volatile int run_interrupted;
 
@@ -458,6 +459,7 @@ static int arm(struct script *sc, struct djp_source *src)
 		return -1;
 	}
 	agg_prepare(sc, src);
+	typed_load_sites(sc, src);
 	globs = arm_globs(sc, &nglobs);
 	src->want_cpu = sc->uses_cpu;
 	rc = src->ops->arm(src, ids, n, globs, nglobs);

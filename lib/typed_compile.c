@@ -1,0 +1,429 @@
+/*
+ * A script's typed access ($p->hdr->len, $p->arr[2], &$p->x, $return->f)
+ * compiled from the function's DWARF into a load program (lib/
+ * load_prog.h) that the agent runs when the probe fires.
+ *
+ * How it works.  The variable is one of the function's formal parameters
+ * (its location at the entry is the one the probe's own argument has,
+ * lib/func_params.c), or at a return the return value in %rax, with the
+ * function's return type.  The walk then keeps two things: the type of
+ * what the access names so far, and whether the program holds its address
+ * (an object in memory) or its value (the variable itself, in a register
+ * or a stack slot).  Each step:
+ *
+ *  - `->m` on a pointer to a structure or union: the pointer is loaded
+ *    if it is in memory (a deref step of the program, at the offset
+ *    gathered so far), and m's offset is where the walk now is;
+ *  - `->m` on a structure (stap writes `->` for `.` too): m's offset is
+ *    added, no load;
+ *  - `[i]` on an array: i times the element's size is added; on a
+ *    pointer, the pointer is loaded first, as for `->`.
+ *
+ * A member is looked for in anonymous structures and unions too, as C
+ * does; typedefs, const and volatile are looked through everywhere.  At
+ * the end, a scalar (an integer of any size, bool, an enum, a pointer, a
+ * bitfield) is loaded with its own size and sign; an array gives its
+ * address, as C does; `&` gives the address of what it names; a whole
+ * structure is refused (its members are what a script reads).
+ *
+ * Errors name the thing: the parameters when there is no such variable,
+ * the type and its members when there is no such member.
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/func_params_int.h"
+#include "lib/typed_compile.h"
+
+static int fail(char *err, size_t errsz, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t errsz, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errsz, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* The formal parameter `name` of sub (or of its abstract origin). */
+static bool find_param(Dwarf_Die *sub, const char *name, Dwarf_Die *out)
+{
+	Dwarf_Die origin, *fn = sub;
+
+	for (int pass = 0; pass < 2; pass++) {
+		Dwarf_Die c;
+		if (dwarf_child(fn, &c) == 0) {
+			do {
+				const char *n = dwarf_diename(&c);
+				if (dwarf_tag(&c) == DW_TAG_formal_parameter && n && !strcmp(n, name)) {
+					*out = c;
+					return true;
+				}
+			} while (dwarf_siblingof(&c, &c) == 0);
+		}
+		if (!djp_dwarf_ref_attr(sub, DW_AT_abstract_origin, &origin))
+			break;
+		fn = &origin;
+	}
+	return false;
+}
+
+/* The parameters' names of sub, for a message. */
+static void param_names(Dwarf_Die *sub, char *out, size_t sz)
+{
+	Dwarf_Die c;
+	size_t len = 0;
+
+	out[0] = 0;
+	if (dwarf_child(sub, &c) != 0)
+		return;
+	do {
+		const char *n = dwarf_diename(&c);
+		if (dwarf_tag(&c) == DW_TAG_formal_parameter && n && len < sz)
+			len += (size_t)snprintf(out + len, sz - len, "%s$%s", len ? " " : "", n);
+	} while (dwarf_siblingof(&c, &c) == 0);
+}
+
+/* The members' names of a structure or union (anonymous ones' own), for a
+ * message. */
+static void member_names(Dwarf_Die *t, char *out, size_t sz, size_t *len, unsigned depth)
+{
+	Dwarf_Die c, mt;
+
+	if (depth > DJP_DWARF_DEPTH_MAX || dwarf_child(t, &c) != 0)
+		return;
+	do {
+		const char *n = dwarf_diename(&c);
+		if (dwarf_tag(&c) != DW_TAG_member || *len >= sz)
+			continue;
+		if (n)
+			*len += (size_t)snprintf(out + *len, sz - *len, "%s%s", *len ? ", " : "", n);
+		else if (djp_dwarf_ref_attr(&c, DW_AT_type, &mt) && djp_dwarf_peel(&mt, &mt))
+			member_names(&mt, out, sz, len, depth + 1);
+	} while (dwarf_siblingof(&c, &c) == 0);
+}
+
+/* The bit offset of member m from its structure's start. */
+static bool member_bit_offset(Dwarf_Die *m, uint64_t *bits)
+{
+	Dwarf_Word v, bsz, bo, byte_size;
+	Dwarf_Die t;
+	Dwarf_Attribute a;
+
+	if (djp_dwarf_udata_attr(m, DW_AT_data_bit_offset, &v)) {
+		*bits = v;
+		return true;
+	}
+	v = 0;
+	if (dwarf_attr(m, DW_AT_data_member_location, &a) && dwarf_formudata(&a, &v) != 0) {
+		/* a location expression (DWARF 2): DW_OP_plus_uconst N */
+		Dwarf_Op *ops;
+		size_t n;
+		if (dwarf_getlocation(&a, &ops, &n) != 0 || n != 1 || ops[0].atom != DW_OP_plus_uconst)
+			return false;
+		v = ops[0].number;
+	}
+	*bits = 8 * v;
+	if (djp_dwarf_udata_attr(m, DW_AT_bit_size, &bsz) && djp_dwarf_udata_attr(m, DW_AT_bit_offset, &bo)) {
+		/* DWARF 2/3: bo counts from the storage unit's most
+		 * significant bit */
+		if (!djp_dwarf_udata_attr(m, DW_AT_byte_size, &byte_size)) {
+			if (!djp_dwarf_ref_attr(m, DW_AT_type, &t) || dwarf_aggregate_size(&t, &byte_size) != 0)
+				return false;
+		}
+		*bits += 8 * byte_size - bo - bsz;
+	}
+	return true;
+}
+
+/* Member `name` of structure or union t, looking into anonymous ones: its
+ * DIE and its bit offset from t's start. */
+static bool find_member(Dwarf_Die *t, const char *name, Dwarf_Die *out, uint64_t *bits, unsigned depth)
+{
+	Dwarf_Die c, mt;
+	uint64_t b;
+
+	if (depth > DJP_DWARF_DEPTH_MAX || dwarf_child(t, &c) != 0)
+		return false;
+	do {
+		const char *n;
+		if (dwarf_tag(&c) != DW_TAG_member && dwarf_tag(&c) != DW_TAG_inheritance)
+			continue;
+		n = dwarf_diename(&c);
+		if (n && !strcmp(n, name) && dwarf_tag(&c) == DW_TAG_member) {
+			if (!member_bit_offset(&c, bits))
+				return false;
+			*out = c;
+			return true;
+		}
+		if (!n && djp_dwarf_ref_attr(&c, DW_AT_type, &mt) && djp_dwarf_peel(&mt, &mt) &&
+		    (dwarf_tag(&mt) == DW_TAG_structure_type || dwarf_tag(&mt) == DW_TAG_union_type ||
+		     dwarf_tag(&mt) == DW_TAG_class_type) &&
+		    member_bit_offset(&c, &b) && find_member(&mt, name, out, bits, depth + 1)) {
+			*bits += b;
+			return true;
+		}
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return false;
+}
+
+static bool is_aggregate(Dwarf_Die *t)
+{
+	int tag = dwarf_tag(t);
+	return tag == DW_TAG_structure_type || tag == DW_TAG_union_type || tag == DW_TAG_class_type;
+}
+
+/* The pointee of pointer type p, peeled; false for void *. */
+static bool pointee(Dwarf_Die *p, Dwarf_Die *out)
+{
+	return djp_dwarf_ref_attr(p, DW_AT_type, out) && djp_dwarf_peel(out, out);
+}
+
+/* The walk's state: the type of what is named so far (raw, for its
+ * spelling, and peeled), and whether the program holds its address. */
+struct walk {
+	Dwarf_Die raw, t;
+	bool in_memory;
+	struct djp_load_prog *p;
+};
+
+/* Load the pointer the walk names, when it is in memory. */
+static int load_pointer(struct walk *w, char *err, size_t errsz)
+{
+	if (!w->in_memory)
+		return 0; /* the variable itself: its value is the pointer */
+	if (w->p->nderef == DJP_LOAD_MAX_DEREF)
+		return fail(err, errsz, -E2BIG, "more than %d pointers in one access", DJP_LOAD_MAX_DEREF);
+	w->p->off[w->p->nderef++] = w->p->last;
+	w->p->last = 0;
+	return 0;
+}
+
+static void spell(Dwarf_Die *t, char *out, size_t sz)
+{
+	djp_type_spell(t, out, sz);
+}
+
+static int step_member(struct walk *w, const char *name, char *err, size_t errsz)
+{
+	char ty[DJP_TYPE_MAX], list[1024];
+	Dwarf_Die m;
+	uint64_t bits;
+	Dwarf_Word bsz;
+	size_t len = 0;
+
+	if (dwarf_tag(&w->t) == DW_TAG_pointer_type) {
+		Dwarf_Die s;
+		if (!pointee(&w->t, &s) || !is_aggregate(&s)) {
+			spell(&w->raw, ty, sizeof(ty));
+			return fail(err, errsz, -EINVAL, "'->%s' on a %s, which points to no struct or union", name,
+				    ty);
+		}
+		if (load_pointer(w, err, errsz))
+			return -E2BIG;
+		w->t = s;
+		w->in_memory = true;
+	} else if (!is_aggregate(&w->t)) {
+		spell(&w->raw, ty, sizeof(ty));
+		return fail(err, errsz, -EINVAL, "'->%s' on a %s, which is no struct, union or pointer to one", name,
+			    ty);
+	} else if (!w->in_memory) {
+		return fail(err, errsz, -EINVAL, "'->%s': a struct passed by value is not readable", name);
+	}
+	if (!find_member(&w->t, name, &m, &bits, 0)) {
+		spell(&w->t, ty, sizeof(ty));
+		member_names(&w->t, list, sizeof(list), &len, 0);
+		return fail(err, errsz, -ENOENT, "unknown member '%s' of %s (members: %s)", name, ty,
+			    len ? list : "none");
+	}
+	if (!djp_dwarf_ref_attr(&m, DW_AT_type, &w->raw) || !djp_dwarf_peel(&w->raw, &w->t))
+		return fail(err, errsz, -EINVAL, "member '%s' has no type", name);
+	if (djp_dwarf_udata_attr(&m, DW_AT_bit_size, &bsz)) {
+		/* a bitfield: load the smallest unit holding its bits */
+		uint64_t byte = bits / 8, shift = bits % 8;
+		unsigned size = 1;
+		while (size < 8 && shift + bsz > 8u * size)
+			size *= 2;
+		if (shift + bsz > 8u * size)
+			return fail(err, errsz, -EINVAL, "bitfield '%s' straddles 8 bytes", name);
+		w->p->last += (int64_t)byte;
+		w->p->size = (uint8_t)size;
+		w->p->bit_off = (uint8_t)shift;
+		w->p->bit_size = (uint8_t)bsz;
+		return 1; /* nothing may follow a bitfield */
+	}
+	w->p->last += (int64_t)(bits / 8);
+	return 0;
+}
+
+static int step_index(struct walk *w, int64_t i, char *err, size_t errsz)
+{
+	char ty[DJP_TYPE_MAX];
+	Dwarf_Die e;
+	Dwarf_Word esz;
+
+	if (dwarf_tag(&w->t) == DW_TAG_array_type) {
+		if (!w->in_memory)
+			return fail(err, errsz, -EINVAL, "'[%lld]': an array not in memory", (long long)i);
+	} else if (dwarf_tag(&w->t) == DW_TAG_pointer_type) {
+		if (load_pointer(w, err, errsz))
+			return -E2BIG;
+		w->in_memory = true;
+	} else {
+		spell(&w->raw, ty, sizeof(ty));
+		return fail(err, errsz, -EINVAL, "'[%lld]' on a %s, which is no array or pointer", (long long)i, ty);
+	}
+	if (!djp_dwarf_ref_attr(&w->t, DW_AT_type, &w->raw) || !djp_dwarf_peel(&w->raw, &e) ||
+	    dwarf_aggregate_size(&e, &esz) != 0) {
+		spell(&w->t, ty, sizeof(ty));
+		return fail(err, errsz, -EINVAL, "'[%lld]' on a %s, whose elements have no size", (long long)i, ty);
+	}
+	/* an array of arrays: the first dimension's element is the rest */
+	if (dwarf_tag(&w->t) == DW_TAG_array_type) {
+		uint64_t count;
+		Dwarf_Word whole;
+		if (djp_dwarf_array_count(&w->t, &count) && dwarf_aggregate_size(&w->t, &whole) == 0 && count &&
+		    whole / count != esz)
+			return fail(err, errsz, -ENOTSUP, "'[%lld]' on a multi-dimensional array", (long long)i);
+	}
+	w->t = e;
+	w->p->last += i * (int64_t)esz;
+	return 0;
+}
+
+/* The final value: a scalar's size and sign, or an address. */
+static int finish(struct walk *w, bool addr_of, struct djp_typed_result *out, char *err, size_t errsz)
+{
+	struct djp_load_prog *p = w->p;
+	Dwarf_Word sz = 0, enc = 0;
+	Dwarf_Die u;
+	char ty[DJP_TYPE_MAX];
+
+	spell(&w->raw, out->type, sizeof(out->type));
+	if (addr_of) {
+		if (!w->in_memory)
+			return fail(err, errsz, -EINVAL, "'&' of a value that is not in memory");
+		p->size = 0;
+		p->bit_size = 0;
+		out->conv = 'p';
+		snprintf(ty, sizeof(ty), "%.*s*", DJP_TYPE_MAX - 2, out->type);
+		snprintf(out->type, sizeof(out->type), "%s", ty);
+		return p->bit_size ? fail(err, errsz, -EINVAL, "'&' of a bitfield") : 0;
+	}
+	if (p->bit_size) {
+		u = w->t;
+		if (dwarf_tag(&u) == DW_TAG_enumeration_type && djp_dwarf_ref_attr(&u, DW_AT_type, &u))
+			djp_dwarf_peel(&u, &u);
+		p->is_signed = djp_dwarf_udata_attr(&u, DW_AT_encoding, &enc) &&
+			       (enc == DW_ATE_signed || enc == DW_ATE_signed_char);
+		out->conv = p->is_signed ? 'd' : 'u';
+		return 0;
+	}
+	switch (dwarf_tag(&w->t)) {
+	case DW_TAG_array_type:
+		p->size = 0;
+		out->conv = 'p';
+		return 0;
+	case DW_TAG_pointer_type:
+	case DW_TAG_reference_type:
+	case DW_TAG_rvalue_reference_type:
+		p->size = 8;
+		p->is_signed = false;
+		out->conv = 'p';
+		return 0;
+	case DW_TAG_enumeration_type:
+		u = w->t;
+		if (djp_dwarf_ref_attr(&w->t, DW_AT_type, &u))
+			djp_dwarf_peel(&u, &u);
+		else
+			enc = DW_ATE_signed;
+		djp_dwarf_udata_attr(&u, DW_AT_encoding, &enc);
+		if (!djp_dwarf_udata_attr(&w->t, DW_AT_byte_size, &sz))
+			sz = 4;
+		break;
+	case DW_TAG_base_type:
+		if (!djp_dwarf_udata_attr(&w->t, DW_AT_byte_size, &sz) ||
+		    !djp_dwarf_udata_attr(&w->t, DW_AT_encoding, &enc))
+			sz = 0;
+		if (enc == DW_ATE_float || enc == DW_ATE_complex_float)
+			return fail(err, errsz, -ENOTSUP, "'%s' is a floating-point value", out->type);
+		break;
+	default:
+		if (is_aggregate(&w->t))
+			return fail(err, errsz, -EINVAL, "'%s' is a whole %s: read its members",
+				    out->type, dwarf_tag(&w->t) == DW_TAG_union_type ? "union" : "struct");
+		return fail(err, errsz, -ENOTSUP, "'%s' is a type djp cannot read", out->type);
+	}
+	if (sz != 1 && sz != 2 && sz != 4 && sz != 8)
+		return fail(err, errsz, -ENOTSUP, "'%s' is %u bytes wide", out->type, (unsigned)sz);
+	p->size = (uint8_t)sz;
+	p->is_signed = enc == DW_ATE_signed || enc == DW_ATE_signed_char;
+	out->conv = p->is_signed ? 'd' : 'u';
+	return 0;
+}
+
+int djp_typed_compile(struct djp_params_file *pf, uint64_t func_addr, const struct djp_typed_access *a,
+		      struct djp_typed_result *out, char *err, size_t errsz)
+{
+	struct djp_param_set ps;
+	struct dwarf_src *src;
+	Dwarf_Die sub, var;
+	struct walk w = { .p = &out->prog };
+	const char *fname;
+	char names[512];
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if ((ret = djp_params_find(pf, func_addr, &sub, &src, err, errsz)))
+		return ret;
+	fname = dwarf_diename(&sub) ? dwarf_diename(&sub) : "?";
+	if (a->at_return) {
+		if (!djp_dwarf_ref_attr(&sub, DW_AT_type, &w.raw))
+			return fail(err, errsz, -ENOENT, "%s returns nothing: no $return", fname);
+		out->prog.base = (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = DJP_REG_RET,
+						      .index = DJP_REG_NONE, .scale = 1 };
+	} else {
+		bool found = false;
+		if (!find_param(&sub, a->var, &var)) {
+			param_names(&sub, names, sizeof(names));
+			return fail(err, errsz, -ENOENT, "no parameter $%s in %s (parameters: %s)", a->var, fname,
+				    names[0] ? names : "none");
+		}
+		if (!djp_dwarf_ref_attr(&var, DW_AT_type, &w.raw))
+			return fail(err, errsz, -EINVAL, "$%s has no type", a->var);
+		if ((ret = djp_params_get(pf, func_addr, func_addr, &ps, err, errsz)))
+			return ret;
+		for (unsigned i = 0; i < ps.n && !found; i++) {
+			if (strcmp(ps.v[i].name, a->var))
+				continue;
+			found = true;
+			out->prog.base = ps.v[i].loc;
+			out->prog.base.sym = NULL;
+			if (ps.v[i].loc.kind == DJP_LOC_NONE)
+				snprintf(names, sizeof(names), "%s", ps.v[i].why ? ps.v[i].why : "unavailable");
+		}
+		djp_params_free(&ps);
+		if (!found || out->prog.base.kind == DJP_LOC_NONE)
+			return fail(err, errsz, -ENODATA, "$%s of %s cannot be read at its entry: %s", a->var, fname,
+				    found ? names : "unavailable");
+	}
+	if (!djp_dwarf_peel(&w.raw, &w.t))
+		return fail(err, errsz, -EINVAL, "$%s is void", a->var);
+	for (unsigned i = 0; i < a->nsteps; i++) {
+		const struct djp_typed_step *s = &a->step[i];
+		ret = s->is_index ? step_index(&w, s->index, err, errsz) : step_member(&w, s->member, err, errsz);
+		if (ret < 0)
+			return ret;
+		if (ret > 0 && i + 1 < a->nsteps)
+			return fail(err, errsz, -EINVAL, "a bitfield has no members");
+	}
+	if (!a->nsteps && a->addr_of)
+		return fail(err, errsz, -EINVAL, "'&$%s': a parameter is not in memory at the entry", a->var);
+	if ((ret = finish(&w, a->addr_of, out, err, errsz)))
+		return ret;
+	return djp_load_check(&out->prog) ? fail(err, errsz, -EINVAL, "internal error: a bad load program") : 0;
+}

@@ -1,0 +1,49 @@
+/*
+ * A script's typed access compiled from DWARF into a load program
+ * (lib/typed_compile.c has the essay; lib/load_prog.h the program).
+ */
+#ifndef DJP_LIB_TYPED_COMPILE_H
+#define DJP_LIB_TYPED_COMPILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/func_params.h"
+#include "lib/dwarf_types.h"
+#include "lib/load_prog.h"
+
+#define DJP_TYPED_MAX_STEPS 16
+
+/* One step of an access after the variable: `->member` (stap's `->`,
+ * on a pointer or a structure alike) or `[index]`. */
+struct djp_typed_step {
+	bool is_index;
+	const char *member;
+	int64_t index;
+};
+
+struct djp_typed_access {
+	const char *var; /* the parameter's name, or "return" with at_return */
+	bool at_return;	 /* $return at the function's return */
+	bool addr_of;	 /* &...: the address, not the value */
+	unsigned nsteps;
+	struct djp_typed_step step[DJP_TYPED_MAX_STEPS];
+};
+
+/* What the value is, for the script and its printing. */
+struct djp_typed_result {
+	struct djp_load_prog prog;
+	char type[DJP_TYPE_MAX]; /* the C type of the result, as -L spells it */
+	char conv;		 /* 'd' signed, 'u' unsigned, 'p' a pointer or an address */
+};
+
+/* Compile access a at the entry (or, at_return, the return) of the
+ * function whose entry is at link-time address func_addr in pf.  0 and
+ * *out, or -errno with one line in err that names what is wrong: no such
+ * parameter, no member of that name (with the type's members), not a
+ * pointer or a structure, a value that is not a scalar. */
+int djp_typed_compile(struct djp_params_file *pf, uint64_t func_addr, const struct djp_typed_access *a,
+		      struct djp_typed_result *out, char *err, size_t errsz);
+
+#endif

@@ -1,0 +1,157 @@
+/*
+ * Typed accesses (issue: "'->' not supported yet"): `$n->member` through
+ * any depth, on pointers and structure members alike, `$n->arr[i]`,
+ * `&$n->member`, `$return->member`, user_string() of a char[] and of a
+ * char * member, read in the target at the hit by load programs the tool
+ * compiles from DWARF.  struct_target is the oracle: it prints what the
+ * script prints of each node before the call, and changes and frees the
+ * node right after it, so that only values read at the hit are right.
+ * At -O2 and -O0 with DWARF 5, and -O2 with DWARF 4.  A load that faults
+ * is stap's run-time error and the target runs on; a member or a
+ * parameter that does not exist is a semantic error that names the type
+ * and its members, at the line and column of the access.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "test_trace_util.h"
+
+static const char script[] =
+	"probe process.function(\"visit\") {\n"
+	"  printf(\"%d %d %d %d %d %d %d %d\\n\", $n->i8, $n->u8, $n->i16, $n->u16, $n->i32, $n->u32, $n->i64,\n"
+	"         $n->u64)\n"
+	"  printf(\"%d %d %d %d %d\\n\", $n->b, $n->c, $n->bf_u, $n->bf_s, $n->bf_hi)\n"
+	"  printf(\"%d %d %d %d %d %d %d\\n\", $n->un->ui, $n->ax, $n->ay, $n->in->s, $n->in->col, $n->pin->uc,\n"
+	"         $n->pin->flag)\n"
+	"  printf(\"%d %s %s %d %d\\n\", $n->cvu, user_string($n->name), user_string($n->str), $n->arr[2],\n"
+	"         $n->next->next->next->i32)\n"
+	"  printf(\"%d %d\\n\", &$n->arr[1] - $n, $n->next->arr[3])\n"
+	"}\n"
+	"probe process.function(\"make\").return { printf(\"%d %d\\n\", $return->i32, $return->in->s) }\n";
+
+/* djp -c "TARGET ARG" -e text, its output in a file: the finished tool,
+ * with what the script printed in *out (malloc'd). */
+static struct tproc *run_script(const char *target, const char *arg, const char *text, int want_status, char **out)
+{
+	char cmd[4200], path[] = "/tmp/djp-typed-XXXXXX";
+	int fd = mkstemp(path), st;
+	struct tproc *p;
+	FILE *f;
+	long n;
+
+	CHECK(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "%s %s", djp_test_path(target), arg);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-o", path, "-e", (char *)text, NULL }, false, -1);
+	st = tt_finish(p, 60000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != want_status)
+		djp_test_fail(__FILE__, __LINE__, "%s: status %#x: %s / %s", target, st, p->obuf, p->ebuf);
+	CHECK((f = fopen(path, "r")) != NULL);
+	CHECK((*out = calloc(1, 1 << 16)) != NULL);
+	n = (long)fread(*out, 1, (1 << 16) - 1, f);
+	(*out)[n > 0 ? n : 0] = 0;
+	fclose(f);
+	unlink(path);
+	return p;
+}
+
+static void members_match(const char *target)
+{
+	char *out, *oracle;
+	struct tproc *p = run_script(target, "5", script, 0, &out);
+
+	/* the target's own lines, less its last */
+	oracle = p->obuf;
+	CHECK(strstr(oracle, "done\n") != NULL);
+	*strstr(oracle, "done\n") = 0;
+	if (strcmp(out, oracle) || tt_lines(out) != 5 * 6)
+		djp_test_fail(__FILE__, __LINE__, "%s: the script printed\n%s\nthe target\n%s\nstderr: %s", target, out,
+			      oracle, p->ebuf);
+	free(out);
+	free(p);
+}
+
+TEST_TIMEOUT(script_typed_members_are_the_programs_own_values, 120)
+{
+	members_match("trace_progs/struct_target");
+}
+
+TEST_TIMEOUT(script_typed_members_are_the_programs_own_values_O0, 120)
+{
+	members_match("trace_progs/struct_target-O0");
+}
+
+TEST_TIMEOUT(script_typed_members_are_the_programs_own_values_dwarf4, 120)
+{
+	members_match("trace_progs/struct_target-dwarf4");
+}
+
+/* A chain through a bad pointer (16) and one into a page nobody may read:
+ * stap's error at the operator, status 1, and the target ends as it
+ * would have ("done"). */
+TEST_TIMEOUT(script_typed_fault_is_an_error_and_the_target_runs_on, 120)
+{
+	char *out;
+	struct tproc *p = run_script("trace_progs/struct_target", "0",
+				     "probe process.function(\"visit_bad\") { println($n->next->i32) }", 1, &out);
+	if (!strstr(p->ebuf, "ERROR: user memory copy fault at 0x18 near operator '->' at <input>:1:49 in probe"))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	CHECK(strstr(p->obuf, "done\n") != NULL);
+	free(out);
+	free(p);
+	p = run_script("trace_progs/struct_target", "0",
+		       "probe process.function(\"visit_bad\") { printf(\"%x\\n\", $n->pin) println($n->pin->uc) }", 1,
+		       &out);
+	/* the PROT_NONE page's address, as the script printed it, + 2 */
+	{
+		unsigned long long page = strtoull(out, NULL, 16);
+		char want[128];
+		CHECK(page >= 4096);
+		snprintf(want, sizeof(want), "ERROR: user memory copy fault at 0x%llx near operator '->'", page + 2);
+		if (!strstr(p->ebuf, want))
+			djp_test_fail(__FILE__, __LINE__, "want %s; stderr: %s", want, p->ebuf);
+	}
+	CHECK(strstr(p->obuf, "done\n") != NULL);
+	free(out);
+	free(p);
+}
+
+/* What does not exist is said before the run: the type and its members,
+ * the function and its parameters, at line:column; @defined folds. */
+TEST_TIMEOUT(script_typed_errors_name_the_type_and_its_members, 120)
+{
+	char *out;
+	struct tproc *p = run_script("trace_progs/struct_target", "0",
+				     "probe process.function(\"visit\") {\n  println($n->pin->nope)\n}", 1, &out);
+	if (!strstr(p->ebuf, "<input>:2:13: semantic error: $n->pin->nope: unknown member 'nope' of struct inner "
+			     "(members: s, uc, flag, col), in function visit\n"))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	CHECK_EQ(tt_count(p->ebuf, "semantic error"), 1);
+	free(out);
+	free(p);
+	p = run_script("trace_progs/struct_target", "0", "probe process.function(\"visit\") { println($m->i8) }", 1,
+		       &out);
+	if (!strstr(p->ebuf, "semantic error: $m->i8: no parameter $m in visit (parameters: $n $k)"))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	free(out);
+	free(p);
+	p = run_script("trace_progs/struct_target", "0", "probe process.function(\"visit\") { println($k->x) }", 1,
+		       &out);
+	if (!strstr(p->ebuf, "semantic error: $k->x: '->x' on a int, which is no struct, union or pointer to one"))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	free(out);
+	free(p);
+	p = run_script("trace_progs/struct_target", "1",
+		       "probe process.function(\"visit\") {\n"
+		       "  printf(\"%d %d %d\\n\", @defined($n->nope), @defined($n->in->col),\n"
+		       "         @defined($n->x) ? $n->x : $n->in->s)\n"
+		       "}",
+		       0, &out);
+	CHECK_STR(out, "0 1 -5\n");
+	free(out);
+	free(p);
+}

@@ -1,0 +1,285 @@
+/*
+ * A script's typed accesses: `$req->hdr->len`, `$p->arr[2]`, `&$p->x`,
+ * `$return->f`, read in the target when the probe fires.
+ *
+ * How it works.  Before the check (so that @defined can ask), each access
+ * of a probe body is compiled against the DWARF of every function the
+ * probe's function points name (lib/typed_compile.c): one load program per
+ * function, since a glob's functions may place the variable, or lay out
+ * its type, differently.  An access that does not compile in one of them
+ * is undefined for the probe; the check says why where the access is
+ * written (line:column), before anything is armed, unless @defined rules
+ * it out.
+ *
+ * The check gives each access it keeps an index, the same in every
+ * function: before arm, each function site gets the list of programs
+ * (the accesses of the probes that do not name it get a program that
+ * loads nothing), sent to the target (LOADS) before its patterns.  Each
+ * event of the site then carries the results in that order (DJP_EVF_LOADS),
+ * and the value of an access is the word at its index.  At most
+ * DJP_LOAD_MAX_PROGS accesses a script.
+ *
+ * A load that faults in the target ends that access with the address;
+ * reading its value is then stap's run-time error, `user memory copy fault
+ * at 0xADDR near operator '->'`, and the program runs on.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "func_points.h"
+#include "lib/ring.h"
+#include "run/interp.h"
+#include "typed.h"
+
+/* One function's program of an access. */
+struct typed_site {
+	char *name; /* the site's name: "f", "f%return" */
+	struct djp_load_prog prog;
+};
+
+struct typed_sites {
+	struct typed_site *v;
+	unsigned n;
+};
+
+struct script_typed {
+	struct typed_ref *ref[DJP_LOAD_MAX_PROGS]; /* by index */
+	unsigned n;
+	/* what was sent (typed_load_sites) */
+	struct djp_load_site *sites;
+	unsigned nsites;
+	/* each ref's programs, by ref (resolve) */
+	struct {
+		struct typed_ref *tr;
+		struct typed_sites s;
+	} *progs;
+	unsigned nprogs;
+};
+
+static struct script_typed *typed_of(struct script *sc)
+{
+	if (!sc->typed && !(sc->typed = calloc(1, sizeof(*sc->typed))))
+		abort();
+	return sc->typed;
+}
+
+static struct typed_sites *sites_of(struct script *sc, struct typed_ref *tr)
+{
+	struct script_typed *t = typed_of(sc);
+	for (unsigned i = 0; i < t->nprogs; i++)
+		if (t->progs[i].tr == tr)
+			return &t->progs[i].s;
+	if (!(t->progs = realloc(t->progs, sizeof(*t->progs) * (t->nprogs + 1))))
+		abort();
+	t->progs[t->nprogs].tr = tr;
+	t->progs[t->nprogs].s = (struct typed_sites){ 0 };
+	return &t->progs[t->nprogs++].s;
+}
+
+static void set_err(struct typed_ref *tr, const char *fmt, const char *a, const char *b)
+{
+	size_t n = strlen(fmt) + strlen(a) + strlen(b) + 1;
+	if (tr->err)
+		return; /* the first said */
+	if (!(tr->err = malloc(n)))
+		abort();
+	snprintf(tr->err, n, fmt, a, b);
+	tr->ok = false;
+}
+
+struct compile_ctx {
+	struct script *sc;
+	struct typed_ref *tr;
+	const struct probe_point *pp;
+	const char *path;
+	unsigned nfuncs;
+};
+
+static int compile_one(void *ctx, const struct djp_func *f, const struct djp_func_source *fs,
+		       struct djp_params_file *pf)
+{
+	struct compile_ctx *c = ctx;
+	struct typed_sites *ts;
+	struct djp_typed_result res;
+	char err[1024], name[600];
+	(void)fs;
+
+	c->nfuncs++;
+	if (!pf) {
+		set_err(c->tr, "%s has no debug information (function %s)", c->path, f->name);
+		return 0;
+	}
+	if (djp_typed_compile(pf, f->addr, &c->tr->acc, &res, err, sizeof(err))) {
+		set_err(c->tr, "%s, in function %s", err, f->name);
+		return 0;
+	}
+	snprintf(name, sizeof(name), "%s%s", f->name, c->pp->ret ? "%return" : "");
+	ts = sites_of(c->sc, c->tr);
+	if (!(ts->v = realloc(ts->v, sizeof(*ts->v) * (ts->n + 1))) || !(ts->v[ts->n].name = strdup(name)))
+		abort();
+	ts->v[ts->n++].prog = res.prog;
+	return 0;
+}
+
+/* Compile tr at every function of its probe's points. */
+static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_ref *tr)
+{
+	bool ret_var = !strcmp(tr->acc.var, "return");
+	unsigned points = 0;
+
+	tr->resolved = true;
+	tr->ok = true;
+	for (const struct probe_point *pp = tr->probe->points; pp && !tr->err; pp = pp->next) {
+		struct compile_ctx c = { sc, tr, pp, NULL, 0 };
+		char spec[600], err[512];
+		char *path;
+		int n;
+		if (pp->kind != PP_MARK || !pp->point || strncmp(pp->glob, "func:", 5)) {
+			set_err(tr, "not supported yet: a typed access at markers and statements (only at function "
+				    "entries and returns)%s%s", "", "");
+			break;
+		}
+		if (ret_var != pp->ret) {
+			set_err(tr, ret_var ? "$return is only at a .return point%s%s"
+					    : "not supported yet: a typed access to a parameter at a .return point "
+					      "(read it at the entry)%s%s", "", "");
+			break;
+		}
+		tr->acc.at_return = pp->ret;
+		if (!(path = func_point_object(pp, src ? src->target_pid : 0))) {
+			set_err(tr, "cannot find the object of %s: %s", pp->text, strerror(errno));
+			break;
+		}
+		c.path = path;
+		func_point_spec(pp, spec, sizeof(spec));
+		n = func_points_each(path, spec, compile_one, &c, err, sizeof(err));
+		if (n < 0)
+			set_err(tr, "%s%s", err, "");
+		else if (!c.nfuncs && !pp->optional)
+			set_err(tr, "%s matches no function in %s", pp->text, path);
+		free(path);
+		points++;
+	}
+	if (!points && !tr->err)
+		set_err(tr, "a typed access%s%s outside a function probe", "", "");
+}
+
+static void walk(struct script *sc, struct djp_source *src, struct probe *p, struct node *n)
+{
+	if (!n)
+		return;
+	if (n->kind == N_TYPED && n->tr && !n->tr->resolved) {
+		n->tr->probe = p;
+		resolve_ref(sc, src, n->tr);
+	}
+	walk(sc, src, p, n->a);
+	walk(sc, src, p, n->b);
+	walk(sc, src, p, n->c);
+	walk(sc, src, p, n->d);
+	walk(sc, src, p, n->fe_limit);
+	walk(sc, src, p, n->fe_slice);
+	for (int i = 0; i < n->nargs; i++)
+		walk(sc, src, p, n->args[i]);
+}
+
+int typed_resolve(struct script *sc, struct djp_source *src)
+{
+	for (struct probe *p = sc->probes; p; p = p->next) {
+		walk(sc, src, p, p->cond);
+		walk(sc, src, p, p->body);
+	}
+	return 0;
+}
+
+bool typed_check(struct script *sc, struct node *n)
+{
+	struct typed_ref *tr = n->tr;
+	struct script_typed *t;
+
+	if (tr->idx >= 0)
+		return true;
+	if (!tr->resolved || !tr->ok) {
+		diag(sc, n->line, n->col, "semantic error", "%s: %s", tr->text,
+		     tr->err ? tr->err : "not supported yet: a typed access outside a probe body");
+		return false;
+	}
+	t = typed_of(sc);
+	if (t->n == DJP_LOAD_MAX_PROGS) {
+		diag(sc, n->line, n->col, "semantic error", "%s: more than %d typed accesses in one script", tr->text,
+		     DJP_LOAD_MAX_PROGS);
+		return false;
+	}
+	tr->idx = (int)t->n;
+	t->ref[t->n++] = tr;
+	return true;
+}
+
+/* The site named name in t's list, made with every program loading
+ * nothing. */
+static struct djp_load_prog *site_progs(struct script_typed *t, const char *name)
+{
+	static const struct djp_load_prog none = {
+		.base = { .kind = DJP_LOC_IMM, .size = 8, .reg = DJP_REG_NONE, .index = DJP_REG_NONE, .scale = 1 },
+	};
+	struct djp_load_prog *v;
+
+	for (unsigned i = 0; i < t->nsites; i++)
+		if (!strcmp(t->sites[i].name, name))
+			return (struct djp_load_prog *)t->sites[i].prog;
+	if (!(t->sites = realloc(t->sites, sizeof(*t->sites) * (t->nsites + 1))) ||
+	    !(v = malloc(sizeof(*v) * DJP_LOAD_MAX_PROGS)))
+		abort();
+	for (unsigned i = 0; i < DJP_LOAD_MAX_PROGS; i++)
+		v[i] = none;
+	t->sites[t->nsites++] = (struct djp_load_site){ "func", strdup(name), t->n, v };
+	return v;
+}
+
+void typed_load_sites(struct script *sc, struct djp_source *src)
+{
+	struct script_typed *t = sc->typed;
+
+	if (!t || !t->n)
+		return;
+	for (unsigned i = 0; i < t->n; i++) {
+		struct typed_sites *ts = sites_of(sc, t->ref[i]);
+		for (unsigned k = 0; k < ts->n; k++) {
+			struct djp_load_prog *p = &site_progs(t, ts->v[k].name)[i];
+			*p = ts->v[k].prog;
+			p->str_bound = (uint16_t)t->ref[i]->str_bound;
+		}
+	}
+	src->load_sites = t->sites;
+	src->nload_sites = t->nsites;
+}
+
+int64_t typed_value(struct run *r, const struct node *n)
+{
+	const struct djp_ev *ev = r->ev;
+	int i = n->tr->idx;
+
+	if (!ev || !ev->loads || i < 0 || (unsigned)i >= ev->nloads)
+		rt_error(r, n, "%s was not read at this hit", n->tr->text);
+	if (ev->loads_faulted >> i & 1)
+		rt_error(r, n, "user memory copy fault at 0x%llx", (unsigned long long)ev->loads[i]);
+	return (int64_t)ev->loads[i];
+}
+
+bool typed_string(struct run *r, const struct node *n, const char **text, uint64_t *addr)
+{
+	const struct djp_ev *ev = r->ev;
+	int i = n->tr->idx;
+	uint64_t flags;
+	uint32_t len;
+
+	*text = NULL;
+	*addr = (uint64_t)typed_value(r, n); /* the chain's own faults first */
+	if (!n->tr->str_bound || !ev->loads_ev || !(ev->loads_strs >> i & 1))
+		return false;
+	*text = djp_event_load_str(ev->loads_ev, *addr, &len, &flags, addr);
+	if (*text && (flags & (DJP_STR_FAULT | DJP_STR_NULL)))
+		*text = NULL;
+	return true;
+}
