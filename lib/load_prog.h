@@ -43,7 +43,7 @@
 #include "lib/argloc.h"
 
 #define DJP_LOAD_MAX_DEREF 8  /* pointers a chain goes through */
-#define DJP_LOAD_MAX_PROGS 32 /* programs a site runs per hit */
+#define DJP_LOAD_MAX_PROGS 64 /* programs a site runs per hit */
 
 struct djp_load_prog {
 	struct djp_argloc base; /* the value the chain starts from (sym unused) */

@@ -80,7 +80,7 @@ enum djp_ring_mode {
 #define DJP_RING_MAX_ARGS 16
 /* Results of load programs an event may carry (DJP_EVF_LOADS): as many
  * as lib/load_prog.h's DJP_LOAD_MAX_PROGS. */
-#define DJP_RING_MAX_LOADS 32
+#define DJP_RING_MAX_LOADS 64
 /* Return addresses an event may carry (DJP_EVF_USTACK). */
 #define DJP_RING_MAX_STACK 64
 #define DJP_RING_STR_BOUND 64	   /* default bound for %s, NUL included */
@@ -304,7 +304,7 @@ static inline __attribute__((always_inline)) int djp_ring_record_loads(struct dj
 									 uint32_t str_mask, unsigned str_bound, int cpu,
 									 const uint64_t *pcs, unsigned npcs,
 									 const uint64_t *loads, unsigned nloads,
-									 uint64_t faulted, uint32_t lstr_mask,
+									 uint64_t faulted, uint64_t lstr_mask,
 									 unsigned lstr_bound)
 {
 	struct djp_ring_tls *t = &djp_ring_tls;
@@ -332,15 +332,15 @@ static inline __attribute__((always_inline)) int djp_ring_record_loads(struct dj
 	max = DJP_EV_HDR_SIZE + 8 * nargs + (cpu >= 0 ? 8 : 0) + (pcs ? 8 * (npcs + 1) : 0) +
 	      (loads ? 8 * (nloads + 3) : 0);
 	if (loads && lstr_mask) {
-		lstr_mask &= ~(uint32_t)faulted;
-		if (nloads < 32)
-			lstr_mask &= (1u << nloads) - 1;
+		lstr_mask &= ~faulted;
+		if (nloads < 64)
+			lstr_mask &= (1ull << nloads) - 1;
 		if (lstr_bound > DJP_RING_STR_BOUND_MAX)
 			lstr_bound = DJP_RING_STR_BOUND_MAX;
 		if (lstr_bound < 8)
 			lstr_bound = 8;
 		lstr_bound = (lstr_bound + 7) & ~7u;
-		max += (uint64_t)__builtin_popcount(lstr_mask) * (8 + lstr_bound);
+		max += (uint64_t)__builtin_popcountll(lstr_mask) * (8 + lstr_bound);
 	}
 	if (__builtin_expect(str_mask != 0, 0)) {
 		str_mask &= (1u << nargs) - 1;
@@ -416,7 +416,7 @@ static inline __attribute__((always_inline)) int djp_ring_record_loads(struct dj
 		size += 8 * nloads;
 		for (unsigned i = 0; lstr_mask && i < nloads; i++) {
 			uint64_t d, len;
-			if (!(lstr_mask & (1u << i)))
+			if (!(lstr_mask & (1ull << i)))
 				continue;
 			/* the pointer, then its text; the word becomes the
 			 * string's descriptor, as a %s argument's */

@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/func_params_int.h"
@@ -189,6 +190,7 @@ struct walk {
 	Dwarf_Die raw, t;
 	bool in_memory;
 	struct djp_load_prog *p;
+	struct djp_load_prog own; /* what p points to, in a copy of a walk */
 };
 
 /* Load the pointer the walk names, when it is in memory. */
@@ -366,26 +368,27 @@ static int finish(struct walk *w, bool addr_of, struct djp_typed_result *out, ch
 	return 0;
 }
 
-int djp_typed_compile(struct djp_params_file *pf, uint64_t func_addr, const struct djp_typed_access *a,
-		      struct djp_typed_result *out, char *err, size_t errsz)
+/* The walk of a's variable and steps, in the function at func_addr: *w
+ * names what the access names (w->p, the caller's, holds the program so
+ * far). */
+static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const struct djp_typed_access *a,
+		       struct walk *w, char *err, size_t errsz)
 {
 	struct djp_param_set ps;
 	struct dwarf_src *src;
 	Dwarf_Die sub, var;
-	struct walk w = { .p = &out->prog };
 	const char *fname;
 	char names[512];
 	int ret;
 
-	memset(out, 0, sizeof(*out));
 	if ((ret = djp_params_find(pf, func_addr, &sub, &src, err, errsz)))
 		return ret;
 	fname = dwarf_diename(&sub) ? dwarf_diename(&sub) : "?";
 	if (a->at_return) {
-		if (!djp_dwarf_ref_attr(&sub, DW_AT_type, &w.raw))
+		if (!djp_dwarf_ref_attr(&sub, DW_AT_type, &w->raw))
 			return fail(err, errsz, -ENOENT, "%s returns nothing: no $return", fname);
-		out->prog.base = (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = DJP_REG_RET,
-						      .index = DJP_REG_NONE, .scale = 1 };
+		w->p->base = (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = DJP_REG_RET,
+						  .index = DJP_REG_NONE, .scale = 1 };
 	} else {
 		bool found = false;
 		if (!find_param(&sub, a->var, &var)) {
@@ -393,7 +396,7 @@ int djp_typed_compile(struct djp_params_file *pf, uint64_t func_addr, const stru
 			return fail(err, errsz, -ENOENT, "no parameter $%s in %s (parameters: %s)", a->var, fname,
 				    names[0] ? names : "none");
 		}
-		if (!djp_dwarf_ref_attr(&var, DW_AT_type, &w.raw))
+		if (!djp_dwarf_ref_attr(&var, DW_AT_type, &w->raw))
 			return fail(err, errsz, -EINVAL, "$%s has no type", a->var);
 		if ((ret = djp_params_get(pf, func_addr, func_addr, &ps, err, errsz)))
 			return ret;
@@ -401,29 +404,321 @@ int djp_typed_compile(struct djp_params_file *pf, uint64_t func_addr, const stru
 			if (strcmp(ps.v[i].name, a->var))
 				continue;
 			found = true;
-			out->prog.base = ps.v[i].loc;
-			out->prog.base.sym = NULL;
+			w->p->base = ps.v[i].loc;
+			w->p->base.sym = NULL;
 			if (ps.v[i].loc.kind == DJP_LOC_NONE)
 				snprintf(names, sizeof(names), "%s", ps.v[i].why ? ps.v[i].why : "unavailable");
 		}
 		djp_params_free(&ps);
-		if (!found || out->prog.base.kind == DJP_LOC_NONE)
+		if (!found || w->p->base.kind == DJP_LOC_NONE)
 			return fail(err, errsz, -ENODATA, "$%s of %s cannot be read at its entry: %s", a->var, fname,
 				    found ? names : "unavailable");
 	}
-	if (!djp_dwarf_peel(&w.raw, &w.t))
+	if (!djp_dwarf_peel(&w->raw, &w->t))
 		return fail(err, errsz, -EINVAL, "$%s is void", a->var);
 	for (unsigned i = 0; i < a->nsteps; i++) {
 		const struct djp_typed_step *s = &a->step[i];
-		ret = s->is_index ? step_index(&w, s->index, err, errsz) : step_member(&w, s->member, err, errsz);
+		ret = s->is_index ? step_index(w, s->index, err, errsz) : step_member(w, s->member, err, errsz);
 		if (ret < 0)
 			return ret;
 		if (ret > 0 && i + 1 < a->nsteps)
 			return fail(err, errsz, -EINVAL, "a bitfield has no members");
 	}
+	return 0;
+}
+
+int djp_typed_compile(struct djp_params_file *pf, uint64_t func_addr, const struct djp_typed_access *a,
+		      struct djp_typed_result *out, char *err, size_t errsz)
+{
+	struct walk w = { .p = &out->prog };
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if ((ret = walk_access(pf, func_addr, a, &w, err, errsz)))
+		return ret;
 	if (!a->nsteps && a->addr_of)
 		return fail(err, errsz, -EINVAL, "'&$%s': a parameter is not in memory at the entry", a->var);
 	if ((ret = finish(&w, a->addr_of, out, err, errsz)))
 		return ret;
 	return djp_load_check(&out->prog) ? fail(err, errsz, -EINVAL, "internal error: a bad load program") : 0;
+}
+
+/* ---- pretty printing ($var$, $var$$) ----------------------------------------- */
+
+#define PRETTY_ARRAY_MAX 8  /* elements of a non-char array printed */
+#define PRETTY_STR_BOUND 256 /* bytes of a char * member copied, NUL included */
+
+struct pbuild {
+	struct djp_pretty *out;
+	char text[2048];
+	size_t tlen;
+	unsigned level;
+	char *err;
+	size_t errsz;
+};
+
+static void ptext(struct pbuild *b, const char *t)
+{
+	size_t n = strlen(t);
+	if (b->tlen + n < sizeof(b->text)) {
+		memcpy(b->text + b->tlen, t, n + 1);
+		b->tlen += n;
+	}
+}
+
+/* *c, a copy of w whose program is its own. */
+static void wcopy(struct walk *c, const struct walk *w)
+{
+	*c = *w;
+	c->own = *w->p;
+	c->p = &c->own;
+}
+
+static int piece(struct pbuild *b, struct walk *w, char kind, uint16_t str_bound)
+{
+	struct djp_pretty *o = b->out;
+	struct djp_pretty_piece *pc;
+	Dwarf_Word sz = 8, enc = 0;
+	Dwarf_Die u;
+
+	if (o->n == DJP_LOAD_MAX_PROGS)
+		return fail(b->err, b->errsz, -E2BIG, "more than %d values to print", DJP_LOAD_MAX_PROGS);
+	if (!(o->v = realloc(o->v, sizeof(*o->v) * (o->n + 1))) || !(o->v[o->n].text = strdup(b->text)))
+		return fail(b->err, b->errsz, -ENOMEM, "out of memory");
+	pc = &o->v[o->n++];
+	pc->kind = kind;
+	pc->prog = *w->p;
+	pc->nenum = 0;
+	pc->enum_val = NULL;
+	pc->enum_name = NULL;
+	b->tlen = 0;
+	b->text[0] = 0;
+	if (pc->prog.bit_size) /* a bitfield: step_member set its load */
+		return 0;
+	if (!w->in_memory) { /* the variable itself: its value */
+		pc->prog.size = 0;
+		return 0;
+	}
+	if (kind == 's' && dwarf_tag(&w->t) == DW_TAG_array_type) {
+		pc->prog.size = 0; /* the array's address */
+		pc->prog.str_bound = str_bound;
+		return 0;
+	}
+	if (kind == 'x' || kind == 's') {
+		pc->prog.size = 8;
+		pc->prog.str_bound = str_bound;
+		return 0;
+	}
+	u = w->t;
+	if (dwarf_tag(&u) == DW_TAG_enumeration_type) {
+		Dwarf_Die c;
+		djp_dwarf_udata_attr(&u, DW_AT_byte_size, &sz);
+		if (dwarf_child(&u, &c) == 0) {
+			do {
+				Dwarf_Attribute a;
+				Dwarf_Sword v;
+				if (dwarf_tag(&c) != DW_TAG_enumerator || !dwarf_attr(&c, DW_AT_const_value, &a) ||
+				    dwarf_formsdata(&a, &v) != 0 || !dwarf_diename(&c))
+					continue;
+				pc->enum_val = realloc(pc->enum_val, sizeof(*pc->enum_val) * (pc->nenum + 1));
+				pc->enum_name = realloc(pc->enum_name, sizeof(*pc->enum_name) * (pc->nenum + 1));
+				if (!pc->enum_val || !pc->enum_name)
+					return fail(b->err, b->errsz, -ENOMEM, "out of memory");
+				pc->enum_val[pc->nenum] = v;
+				pc->enum_name[pc->nenum++] = strdup(dwarf_diename(&c));
+			} while (dwarf_siblingof(&c, &c) == 0);
+		}
+		if (djp_dwarf_ref_attr(&u, DW_AT_type, &u))
+			djp_dwarf_peel(&u, &u);
+		enc = DW_ATE_signed;
+	} else {
+		djp_dwarf_udata_attr(&u, DW_AT_byte_size, &sz);
+	}
+	djp_dwarf_udata_attr(&u, DW_AT_encoding, &enc);
+	if (sz != 1 && sz != 2 && sz != 4 && sz != 8)
+		return fail(b->err, b->errsz, -ENOTSUP, "a member %u bytes wide", (unsigned)sz);
+	pc->prog.size = (uint8_t)sz;
+	pc->prog.is_signed = enc == DW_ATE_signed || enc == DW_ATE_signed_char;
+	return 0;
+}
+
+/* A char, signed or unsigned: what a string is made of. */
+static bool is_char(Dwarf_Die *t)
+{
+	Dwarf_Word enc, sz;
+	return dwarf_tag(t) == DW_TAG_base_type && djp_dwarf_udata_attr(t, DW_AT_encoding, &enc) &&
+	       djp_dwarf_udata_attr(t, DW_AT_byte_size, &sz) && sz == 1 &&
+	       (enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char);
+}
+
+static int pretty_walk(struct pbuild *b, struct walk *w, unsigned depth, bool top);
+
+static int pretty_members(struct pbuild *b, struct walk *w, unsigned depth, bool *first)
+{
+	Dwarf_Die c;
+	int ret;
+
+	if (dwarf_child(&w->t, &c) != 0)
+		return 0;
+	do {
+		const char *name = dwarf_diename(&c);
+		struct walk m;
+		Dwarf_Word bsz, enc;
+		uint64_t bits;
+		if (dwarf_tag(&c) != DW_TAG_member)
+			continue;
+		wcopy(&m, w);
+		if (!member_bit_offset(&c, &bits) || !djp_dwarf_ref_attr(&c, DW_AT_type, &m.raw) ||
+		    !djp_dwarf_peel(&m.raw, &m.t))
+			continue;
+		if (dwarf_tag(&m.t) == DW_TAG_base_type && djp_dwarf_udata_attr(&m.t, DW_AT_encoding, &enc) &&
+		    (enc == DW_ATE_float || enc == DW_ATE_complex_float))
+			continue; /* not read: floating point */
+		ptext(b, *first ? "" : ", ");
+		*first = false;
+		if (name) {
+			ptext(b, ".");
+			ptext(b, name);
+			ptext(b, "=");
+		}
+		if (djp_dwarf_udata_attr(&c, DW_AT_bit_size, &bsz)) {
+			uint64_t shift = bits % 8;
+			unsigned size = 1;
+			while (size < 8 && shift + bsz > 8u * size)
+				size *= 2;
+			m.p->last += (int64_t)(bits / 8);
+			m.p->size = (uint8_t)size;
+			m.p->bit_off = (uint8_t)shift;
+			m.p->bit_size = (uint8_t)bsz;
+			m.p->is_signed = djp_dwarf_udata_attr(&m.t, DW_AT_encoding, &enc) &&
+					 (enc == DW_ATE_signed || enc == DW_ATE_signed_char);
+			if ((ret = piece(b, &m, m.p->is_signed ? 'd' : 'u', 0)))
+				return ret;
+			continue;
+		}
+		m.p->last += (int64_t)(bits / 8);
+		if ((ret = pretty_walk(b, &m, depth + 1, false)))
+			return ret;
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return 0;
+}
+
+static int pretty_walk(struct pbuild *b, struct walk *w, unsigned depth, bool top)
+{
+	Dwarf_Die pt, e;
+	Dwarf_Word enc;
+	int ret;
+
+	if (depth > DJP_DWARF_DEPTH_MAX)
+		return fail(b->err, b->errsz, -ELOOP, "types nested too deep");
+	switch (dwarf_tag(&w->t)) {
+	case DW_TAG_pointer_type:
+		if (!pointee(&w->t, &pt))
+			return piece(b, w, 'x', 0);
+		if (is_char(&pt))
+			return piece(b, w, 's', PRETTY_STR_BOUND);
+		if (top && is_aggregate(&pt)) {
+			if ((ret = load_pointer(w, b->err, b->errsz)))
+				return ret;
+			w->t = pt;
+			w->in_memory = true;
+			return pretty_walk(b, w, depth, false);
+		}
+		return piece(b, w, 'x', 0);
+	case DW_TAG_structure_type:
+	case DW_TAG_union_type:
+	case DW_TAG_class_type: {
+		bool first = true;
+		if (!w->in_memory)
+			return fail(b->err, b->errsz, -EINVAL, "a struct passed by value is not readable");
+		if (depth > 0 && b->level < 2) {
+			ptext(b, "{...}");
+			return 0;
+		}
+		ptext(b, "{");
+		if ((ret = pretty_members(b, w, depth, &first)))
+			return ret;
+		ptext(b, "}");
+		return 0;
+	}
+	case DW_TAG_array_type: {
+		uint64_t count = 0;
+		Dwarf_Word esz;
+		if (!w->in_memory)
+			return fail(b->err, b->errsz, -EINVAL, "an array not in memory");
+		if (!djp_dwarf_ref_attr(&w->t, DW_AT_type, &e) || !djp_dwarf_peel(&e, &e) ||
+		    dwarf_aggregate_size(&e, &esz) != 0)
+			return fail(b->err, b->errsz, -EINVAL, "an array whose elements have no size");
+		djp_dwarf_array_count(&w->t, &count);
+		if (is_char(&e))
+			return piece(b, w, 's', (uint16_t)(count && count < PRETTY_STR_BOUND ? count : PRETTY_STR_BOUND));
+		ptext(b, "[");
+		for (uint64_t i = 0; i < count && i < PRETTY_ARRAY_MAX; i++) {
+			struct walk el;
+			wcopy(&el, w);
+			el.raw = e;
+			el.t = e;
+			el.p->last += (int64_t)(i * esz);
+			ptext(b, i ? ", " : "");
+			if ((ret = pretty_walk(b, &el, depth + 1, false)))
+				return ret;
+		}
+		ptext(b, count > PRETTY_ARRAY_MAX ? ", ...]" : "]");
+		return 0;
+	}
+	case DW_TAG_enumeration_type:
+		return piece(b, w, 'e', 0);
+	case DW_TAG_base_type:
+		if (!djp_dwarf_udata_attr(&w->t, DW_AT_encoding, &enc) || enc == DW_ATE_float ||
+		    enc == DW_ATE_complex_float)
+			return fail(b->err, b->errsz, -ENOTSUP, "a floating-point value");
+		return piece(b, w, enc == DW_ATE_signed || enc == DW_ATE_signed_char ? 'd' : 'u', 0);
+	case DW_TAG_reference_type:
+	case DW_TAG_rvalue_reference_type:
+		return piece(b, w, 'x', 0);
+	default:
+		return fail(b->err, b->errsz, -ENOTSUP, "a type djp cannot print");
+	}
+}
+
+int djp_typed_pretty(struct djp_params_file *pf, uint64_t func_addr, const struct djp_typed_access *a, unsigned level,
+		     struct djp_pretty *out, char *err, size_t errsz)
+{
+	struct djp_load_prog prog = { 0 };
+	struct walk w = { .p = &prog };
+	struct pbuild b = { .out = out, .level = level, .err = err, .errsz = errsz };
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if ((ret = walk_access(pf, func_addr, a, &w, err, errsz)))
+		return ret;
+	if (w.p->bit_size) {
+		ret = piece(&b, &w, w.p->is_signed ? 'd' : 'u', 0);
+	} else {
+		struct walk c;
+		wcopy(&c, &w);
+		ret = pretty_walk(&b, &c, 0, true);
+	}
+	if (!ret && !(out->tail = strdup(b.text)))
+		ret = fail(err, errsz, -ENOMEM, "out of memory");
+	for (unsigned i = 0; !ret && i < out->n; i++)
+		if (djp_load_check(&out->v[i].prog))
+			ret = fail(err, errsz, -EINVAL, "internal error: a bad load program");
+	if (ret)
+		djp_pretty_free(out);
+	return ret;
+}
+
+void djp_pretty_free(struct djp_pretty *p)
+{
+	for (unsigned i = 0; i < p->n; i++) {
+		for (unsigned k = 0; k < p->v[i].nenum; k++)
+			free(p->v[i].enum_name[k]);
+		free(p->v[i].enum_name);
+		free(p->v[i].enum_val);
+		free(p->v[i].text);
+	}
+	free(p->v);
+	free(p->tail);
+	memset(p, 0, sizeof(*p));
 }

@@ -38,6 +38,34 @@ struct djp_typed_result {
 	char conv;		 /* 'd' signed, 'u' unsigned, 'p' a pointer or an address */
 };
 
+/* One value of a pretty-printed access ($p$, $p$$, $p->m$), with the
+ * text printed before it. */
+struct djp_pretty_piece {
+	char *text;
+	/* 'd' signed, 'u' unsigned, 'x' hex (a pointer), 's' a string
+	 * (quoted; prog.str_bound set), 'e' an enum (its names) */
+	char kind;
+	struct djp_load_prog prog;
+	unsigned nenum;
+	int64_t *enum_val;
+	char **enum_name;
+};
+
+struct djp_pretty {
+	struct djp_pretty_piece *v;
+	unsigned n;
+	char *tail; /* after the last value */
+};
+
+/* a, pretty-printed as stap prints $var$ (level 1: nested structures as
+ * {...}) or $var$$ (level 2: expanded): `{.a=1, .b=0x7f..., .s="text",
+ * .in={...}, .arr=[1, 2, 3, 4]}`, a pointer to a structure printed as the
+ * structure, char arrays and char * as quoted strings, enums by name.
+ * 0 and *out (djp_pretty_free), or -errno with one line in err. */
+int djp_typed_pretty(struct djp_params_file *pf, uint64_t func_addr, const struct djp_typed_access *a, unsigned level,
+		     struct djp_pretty *out, char *err, size_t errsz);
+void djp_pretty_free(struct djp_pretty *p);
+
 /* Compile access a at the entry (or, at_return, the return) of the
  * function whose entry is at link-time address func_addr in pf.  0 and
  * *out, or -errno with one line in err that names what is wrong: no such

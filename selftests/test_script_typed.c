@@ -59,20 +59,28 @@ static struct tproc *run_script(const char *target, const char *arg, const char 
 	return p;
 }
 
-static void members_match(const char *target)
+static const char pretty_script[] = "probe process.function(\"visit\") {\n"
+				    "  println($n$)\n  println($n->in$$)\n  println($n->pin$)\n  println($k$)\n}\n";
+
+static void members_match_as(const char *target, const char *arg, const char *text, int lines)
 {
 	char *out, *oracle;
-	struct tproc *p = run_script(target, "5", script, 0, &out);
+	struct tproc *p = run_script(target, arg, text, 0, &out);
 
 	/* the target's own lines, less its last */
 	oracle = p->obuf;
 	CHECK(strstr(oracle, "done\n") != NULL);
 	*strstr(oracle, "done\n") = 0;
-	if (strcmp(out, oracle) || tt_lines(out) != 5 * 6)
+	if (strcmp(out, oracle) || tt_lines(out) != lines)
 		djp_test_fail(__FILE__, __LINE__, "%s: the script printed\n%s\nthe target\n%s\nstderr: %s", target, out,
 			      oracle, p->ebuf);
 	free(out);
 	free(p);
+}
+
+static void members_match(const char *target)
+{
+	members_match_as(target, "5", script, 5 * 6);
 }
 
 TEST_TIMEOUT(script_typed_members_are_the_programs_own_values, 120)
@@ -154,4 +162,15 @@ TEST_TIMEOUT(script_typed_errors_name_the_type_and_its_members, 120)
 	CHECK_STR(out, "0 1 -5\n");
 	free(out);
 	free(p);
+}
+
+/* $n$ (nested structures as {...}, enums by name, char arrays and char *
+ * as strings, pointers in hex, arrays in brackets), $n->in$$, $n->pin$
+ * (a pointer to a structure: the structure) and $k$, as struct_target
+ * prints them. */
+TEST_TIMEOUT(script_typed_pretty_printing_is_stap_s, 120)
+{
+	members_match_as("trace_progs/struct_target", "3 pretty", pretty_script, 3 * 4);
+	members_match_as("trace_progs/struct_target-O0", "3 pretty", pretty_script, 3 * 4);
+	members_match_as("trace_progs/struct_target-dwarf4", "3 pretty", pretty_script, 3 * 4);
 }

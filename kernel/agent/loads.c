@@ -81,7 +81,7 @@ int djp_loads_add(struct djp_loads *l, const struct djp_load_set *ls)
 	c->str_bound = 0;
 	for (unsigned i = 0; i < c->n && i < DJP_LOAD_MAX_PROGS; i++)
 		if (c->prog[i].str_bound) {
-			c->str_mask |= 1u << i;
+			c->str_mask |= 1ull << i;
 			if (c->prog[i].str_bound > c->str_bound)
 				c->str_bound = c->prog[i].str_bound;
 		}

@@ -21,7 +21,7 @@ struct djp_load_set {
 	struct djp_load_prog prog[DJP_LOAD_MAX_PROGS];
 	/* djp_loads_add's: the programs whose results are strings, and
 	 * their largest bound */
-	uint32_t str_mask;
+	uint64_t str_mask;
 	unsigned str_bound;
 };
 

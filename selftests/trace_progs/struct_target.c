@@ -9,11 +9,12 @@
  * members (selftests/test_script_typed.c), so the two must be equal.
  * Built -O0 and -O2, and with DWARF 4 (the default is gcc's DWARF 5).
  *
- *   struct_target N
+ *   struct_target N [pretty]
  *
  * calls visit() and make() N times with values from i = 0 .. N-1 (each
  * call's node is changed and freed right after: a value read later than
- * the hit would differ), then visit_bad() once with a node whose `pin`
+ * the hit would differ; with `pretty`, the lines of the pretty-printing
+ * script instead, and no make() line), then visit_bad() once with a node whose `pin`
  * is a page nobody may read and whose `next` is 16, then prints "done".
  */
 #include <stdbool.h>
@@ -67,6 +68,31 @@ struct node {
 };
 
 volatile long sink;
+static bool pretty; /* argv[2] "pretty": the lines of the pretty-printing script */
+
+static const char *color_name(enum color c)
+{
+	static char num[16];
+	if (c == RED || c == GREEN || c == BLUE)
+		return c == RED ? "RED" : c == GREEN ? "GREEN" : "BLUE";
+	snprintf(num, sizeof(num), "%d", (int)c);
+	return num;
+}
+
+/* What $n$, $n->in$$, $n->pin$ and $k$ print, as stap prints them. */
+static void oracle_pretty(const struct node *n, int k)
+{
+	printf("{.i8=%d, .u8=%u, .i16=%d, .u16=%u, .i32=%d, .u32=%u, .i64=%lld, .u64=%llu, .b=%d, .c=%s, .bf_u=%u, "
+	       ".bf_s=%d, .bf_hi=%u, .un={...}, {...}, .in={...}, .pin=%p, .cvu=%lu, .name=\"%s\", .str=\"%s\", "
+	       ".arr=[%d, %d, %d, %d], .next=%p}\n",
+	       n->i8, n->u8, n->i16, n->u16, n->i32, n->u32, (long long)n->i64, (unsigned long long)n->u64, n->b,
+	       color_name(n->c), n->bf_u, n->bf_s, n->bf_hi, (void *)n->pin, (unsigned long)n->cvu, n->name, n->str,
+	       n->arr[0], n->arr[1], n->arr[2], n->arr[3], (void *)n->next);
+	printf("{.s=%d, .uc=%u, .flag=%d, .col=%s}\n", n->in.s, n->in.uc, n->in.flag, color_name(n->in.col));
+	printf("{.s=%d, .uc=%u, .flag=%d, .col=%s}\n", n->pin->s, n->pin->uc, n->pin->flag, color_name(n->pin->col));
+	printf("%d\n", k);
+	fflush(stdout);
+}
 
 /* The lines the scripts print of n (test_script_typed.c's SCRIPT). */
 static void oracle(const struct node *n)
@@ -142,6 +168,7 @@ static void fill(struct node *n, struct node *chain, struct inner *pin, long i)
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1;
+	pretty = argc > 2 && !strcmp(argv[2], "pretty");
 	struct node *bad;
 	void *noaccess;
 
@@ -149,13 +176,17 @@ int main(int argc, char **argv)
 		struct node *nd = calloc(1, sizeof(*nd)), *chain = calloc(3, sizeof(*chain)), *m;
 		struct inner *pin = calloc(1, sizeof(*pin));
 		fill(nd, chain, pin, i);
-		oracle(nd);
+		if (pretty)
+			oracle_pretty(nd, (int)i);
+		else
+			oracle(nd);
 		visit(nd, (int)i);
 		memset(nd, 0xee, sizeof(*nd)); /* and gone: only the hit's values are right */
 		free(nd);
 		free(chain);
 		free(pin);
-		printf("%d %d\n", (int)(-i * 1000 - 1), (int)(i - 3));
+		if (!pretty)
+			printf("%d %d\n", (int)(-i * 1000 - 1), (int)(i - 3));
 		fflush(stdout);
 		m = make((int)i);
 		memset(m, 0xee, sizeof(*m));

@@ -33,10 +33,12 @@
 #include "run/interp.h"
 #include "typed.h"
 
-/* One function's program of an access. */
+/* One function's programs of an access (one, or a pretty-printed one's
+ * values). */
 struct typed_site {
 	char *name; /* the site's name: "f", "f%return" */
-	struct djp_load_prog prog;
+	struct djp_load_prog *progs;
+	unsigned n;
 };
 
 struct typed_sites {
@@ -45,7 +47,7 @@ struct typed_sites {
 };
 
 struct script_typed {
-	struct typed_ref *ref[DJP_LOAD_MAX_PROGS]; /* by index */
+	struct typed_ref *ref[DJP_LOAD_MAX_PROGS]; /* by index (a pretty-printed one at each of its values) */
 	unsigned n;
 	/* what was sent (typed_load_sites) */
 	struct djp_load_site *sites;
@@ -89,6 +91,17 @@ static void set_err(struct typed_ref *tr, const char *fmt, const char *a, const 
 	tr->ok = false;
 }
 
+/* Two functions print an access alike: the same texts and kinds. */
+static bool same_layout(const struct djp_pretty *a, const struct djp_pretty *b)
+{
+	if (a->n != b->n || strcmp(a->tail, b->tail))
+		return false;
+	for (unsigned i = 0; i < a->n; i++)
+		if (a->v[i].kind != b->v[i].kind || strcmp(a->v[i].text, b->v[i].text))
+			return false;
+	return true;
+}
+
 struct compile_ctx {
 	struct script *sc;
 	struct typed_ref *tr;
@@ -103,6 +116,9 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 	struct compile_ctx *c = ctx;
 	struct typed_sites *ts;
 	struct djp_typed_result res;
+	struct djp_pretty pr;
+	struct djp_load_prog *progs;
+	unsigned n = 1;
 	char err[1024], name[600];
 	(void)fs;
 
@@ -111,15 +127,42 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 		set_err(c->tr, "%s has no debug information (function %s)", c->path, f->name);
 		return 0;
 	}
-	if (djp_typed_compile(pf, f->addr, &c->tr->acc, &res, err, sizeof(err))) {
-		set_err(c->tr, "%s, in function %s", err, f->name);
-		return 0;
+	if (c->tr->pretty) {
+		if (djp_typed_pretty(pf, f->addr, &c->tr->acc, c->tr->pretty, &pr, err, sizeof(err))) {
+			set_err(c->tr, "%s, in function %s", err, f->name);
+			return 0;
+		}
+		if (!c->tr->has_tmpl) {
+			c->tr->tmpl = pr;
+			c->tr->has_tmpl = true;
+		} else if (!same_layout(&c->tr->tmpl, &pr)) {
+			djp_pretty_free(&pr);
+			set_err(c->tr, "its type differs between the functions the probe names (%s is one)%s", f->name,
+				"");
+			return 0;
+		}
+		n = pr.n;
+		if (!(progs = malloc(sizeof(*progs) * (n ? n : 1))))
+			abort();
+		for (unsigned i = 0; i < n; i++)
+			progs[i] = pr.v[i].prog;
+		if (c->tr->tmpl.v != pr.v)
+			djp_pretty_free(&pr);
+	} else {
+		if (djp_typed_compile(pf, f->addr, &c->tr->acc, &res, err, sizeof(err))) {
+			set_err(c->tr, "%s, in function %s", err, f->name);
+			return 0;
+		}
+		if (!(progs = malloc(sizeof(*progs))))
+			abort();
+		progs[0] = res.prog;
 	}
 	snprintf(name, sizeof(name), "%s%s", f->name, c->pp->ret ? "%return" : "");
 	ts = sites_of(c->sc, c->tr);
 	if (!(ts->v = realloc(ts->v, sizeof(*ts->v) * (ts->n + 1))) || !(ts->v[ts->n].name = strdup(name)))
 		abort();
-	ts->v[ts->n++].prog = res.prog;
+	ts->v[ts->n].progs = progs;
+	ts->v[ts->n++].n = n;
 	return 0;
 }
 
@@ -206,13 +249,15 @@ bool typed_check(struct script *sc, struct node *n)
 		return false;
 	}
 	t = typed_of(sc);
-	if (t->n == DJP_LOAD_MAX_PROGS) {
-		diag(sc, n->line, n->col, "semantic error", "%s: more than %d typed accesses in one script", tr->text,
+	tr->npieces = tr->pretty ? tr->tmpl.n : 1;
+	if (t->n + tr->npieces > DJP_LOAD_MAX_PROGS) {
+		diag(sc, n->line, n->col, "semantic error", "%s: more than %d values read in one script", tr->text,
 		     DJP_LOAD_MAX_PROGS);
 		return false;
 	}
 	tr->idx = (int)t->n;
-	t->ref[t->n++] = tr;
+	for (unsigned i = 0; i < tr->npieces; i++)
+		t->ref[t->n++] = tr;
 	return true;
 }
 
@@ -244,11 +289,17 @@ void typed_load_sites(struct script *sc, struct djp_source *src)
 	if (!t || !t->n)
 		return;
 	for (unsigned i = 0; i < t->n; i++) {
-		struct typed_sites *ts = sites_of(sc, t->ref[i]);
+		struct typed_ref *tr = t->ref[i];
+		struct typed_sites *ts;
+		if (i != (unsigned)tr->idx)
+			continue; /* a pretty-printed one's later values */
+		ts = sites_of(sc, tr);
 		for (unsigned k = 0; k < ts->n; k++) {
-			struct djp_load_prog *p = &site_progs(t, ts->v[k].name)[i];
-			*p = ts->v[k].prog;
-			p->str_bound = (uint16_t)t->ref[i]->str_bound;
+			struct djp_load_prog *p = site_progs(t, ts->v[k].name);
+			for (unsigned j = 0; j < ts->v[k].n && i + j < DJP_LOAD_MAX_PROGS; j++)
+				p[i + j] = ts->v[k].progs[j];
+			if (!tr->pretty)
+				p[i].str_bound = (uint16_t)tr->str_bound;
 		}
 	}
 	src->load_sites = t->sites;
@@ -282,4 +333,71 @@ bool typed_string(struct run *r, const struct node *n, const char **text, uint64
 	if (*text && (flags & (DJP_STR_FAULT | DJP_STR_NULL)))
 		*text = NULL;
 	return true;
+}
+
+/* One value of a pretty-printed access, appended to b. */
+static void pretty_value(const struct djp_ev *ev, const struct djp_pretty_piece *pc, uint64_t v, bool is_str,
+			 struct strbuf *b)
+{
+	char tmp[64];
+
+	switch (pc->kind) {
+	case 's': {
+		const char *t = NULL;
+		uint64_t flags = 0, ptr = v;
+		uint32_t len;
+		if (is_str)
+			t = djp_event_load_str(ev->loads_ev, v, &len, &flags, &ptr);
+		if (t && !(flags & (DJP_STR_FAULT | DJP_STR_NULL))) {
+			sb_putc(b, '"');
+			print_escaped(b, t);
+			sb_putc(b, '"');
+			return;
+		}
+		snprintf(tmp, sizeof(tmp), "0x%llx", (unsigned long long)ptr);
+		break;
+	}
+	case 'x':
+		snprintf(tmp, sizeof(tmp), "0x%llx", (unsigned long long)v);
+		break;
+	case 'e':
+		for (unsigned i = 0; i < pc->nenum; i++)
+			if ((uint64_t)pc->enum_val[i] == v) {
+				sb_put(b, pc->enum_name[i], strlen(pc->enum_name[i]));
+				return;
+			}
+		__attribute__((fallthrough)); /* a value without a name */
+	case 'd':
+		snprintf(tmp, sizeof(tmp), "%lld", (long long)v);
+		break;
+	default:
+		snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v);
+		break;
+	}
+	sb_put(b, tmp, strlen(tmp));
+}
+
+const char *typed_pretty_text(struct run *r, const struct node *n)
+{
+	const struct djp_ev *ev = r->ev;
+	const struct typed_ref *tr = n->tr;
+	struct strbuf b = { 0 };
+	unsigned i0 = (unsigned)tr->idx;
+	const char *out;
+
+	if (!ev || !ev->loads || tr->idx < 0 || i0 + tr->npieces > ev->nloads)
+		rt_error(r, n, "%s was not read at this hit", tr->text);
+	for (unsigned i = 0; i < tr->npieces; i++)
+		if (ev->loads_faulted >> (i0 + i) & 1)
+			rt_error(r, n, "user memory copy fault at 0x%llx", (unsigned long long)ev->loads[i0 + i]);
+	for (unsigned i = 0; i < tr->npieces; i++) {
+		const struct djp_pretty_piece *pc = &tr->tmpl.v[i];
+		sb_put(&b, pc->text, strlen(pc->text));
+		pretty_value(ev, pc, ev->loads[i0 + i], ev->loads_strs >> (i0 + i) & 1, &b);
+	}
+	sb_put(&b, tr->tmpl.tail, strlen(tr->tmpl.tail));
+	sb_putc(&b, 0);
+	out = arena_strn(r, b.p, b.len > MAXSTRINGLEN ? MAXSTRINGLEN - 1 : b.len - 1);
+	free(b.p);
+	return out;
 }

@@ -27,6 +27,12 @@ struct typed_ref {
 	/* check: read as a string (user_string()): the bytes to copy at
 	 * the hit, NUL included; 0 when not */
 	unsigned str_bound;
+	/* $var$ (1), $var$$ (2): a string of its members (npieces values
+	 * from idx on, laid out as the first function's tmpl); 0: a number */
+	unsigned pretty;
+	unsigned npieces;
+	struct djp_pretty tmpl;
+	bool has_tmpl;
 };
 
 /* Resolve the typed accesses of every probe (before check_script, for
@@ -44,5 +50,7 @@ int64_t typed_value(struct run *r, const struct node *n);
  * it (str_bound): its text (NULL when it could not be read) and the
  * address in *addr; false when it was not copied. */
 bool typed_string(struct run *r, const struct node *n, const char **text, uint64_t *addr);
+/* The text of a pretty-printed access ($var$), in the run's arena. */
+const char *typed_pretty_text(struct run *r, const struct node *n);
 
 #endif

@@ -625,7 +625,7 @@ static int expr(struct checker *ck, struct node *n, int want)
 		}
 		if (!typed_check(ck->sc, n))
 			ck->errors++;
-		return n->ty = TY_LONG;
+		return n->ty = n->tr->pretty ? TY_STR : TY_LONG;
 	case N_CALL:
 	case N_BUILTIN:
 		return n->ty = (uint8_t)call(ck, n);

@@ -264,6 +264,22 @@ static _Noreturn void not_yet(struct parser *ps, const struct tok *t, const char
 	longjmp(ps->fail, 1);
 }
 
+/* name without its pretty-printing suffix ($ or $$, counted in *pretty) */
+static const char *strip_pretty(const char *name, unsigned *pretty)
+{
+	size_t n = strlen(name);
+	unsigned d = 0;
+	char *s;
+	while (n && name[n - 1] == '$' && d < 2)
+		n--, d++;
+	if (!d)
+		return name;
+	*pretty = d;
+	if (!(s = strndup(name, n)))
+		abort();
+	return s;
+}
+
 /* $var->m->n[i]...: a typed access (tools/djp/script/typed.c), at the
  * first operator, whose position a fault names */
 static struct node *typed_access(struct parser *ps, struct node *var)
@@ -278,19 +294,21 @@ static struct node *typed_access(struct parser *ps, struct node *var)
 		abort();
 	n->tr = tr;
 	tr->idx = -1;
-	tr->acc.var = var->str;
-	len = strlen(var->str) + 2;
+	tr->acc.var = strip_pretty(var->str, &tr->pretty);
+	len = strlen(var->str) + 4;
 	for (;;) {
 		struct djp_typed_step *st = &tr->acc.step[tr->acc.nsteps];
 		t = peek(ps, 0);
 		if (!is_op(t, "->") && !is_op(t, "["))
 			break;
+		if (tr->pretty)
+			fail_at(ps, t, "nothing may follow a pretty-printed value ($var$)");
 		if (tr->acc.nsteps == DJP_TYPED_MAX_STEPS)
 			fail_at(ps, t, "too many steps in one access");
 		take(ps);
 		if (is_op(t, "->")) {
-			st->member = expect_ident(ps, "a member name")->text;
-			len += strlen(st->member) + 2;
+			st->member = strip_pretty(expect_ident(ps, "a member name")->text, &tr->pretty);
+			len += strlen(st->member) + 4;
 		} else {
 			struct tok *i = take(ps);
 			if (i->kind != T_NUM) {
@@ -304,12 +322,17 @@ static struct node *typed_access(struct parser *ps, struct node *var)
 		}
 		tr->acc.nsteps++;
 	}
+	if (!tr->acc.nsteps) { /* $var$: at the variable */
+		n->line = var->line;
+		n->col = var->col;
+	}
 	if (!(text = malloc(len + 1)))
 		abort();
-	len = (size_t)sprintf(text, "$%s", var->str);
+	len = (size_t)sprintf(text, "$%s", tr->acc.var);
 	for (unsigned i = 0; i < tr->acc.nsteps; i++)
 		len += (size_t)(tr->acc.step[i].is_index ? sprintf(text + len, "[%lld]", (long long)tr->acc.step[i].index)
 							 : sprintf(text + len, "->%s", tr->acc.step[i].member));
+	sprintf(text + len, "%s", tr->pretty == 2 ? "$$" : tr->pretty ? "$" : "");
 	tr->text = text;
 	return n;
 }
@@ -319,7 +342,7 @@ static struct node *postfix(struct parser *ps)
 	struct node *n = primary(ps);
 	struct tok *t = peek(ps, 0);
 
-	if (n->kind == N_CTX && (is_op(t, "->") || is_op(t, "["))) {
+	if (n->kind == N_CTX && (is_op(t, "->") || is_op(t, "[") || (n->str[0] && n->str[strlen(n->str) - 1] == '$'))) {
 		n = typed_access(ps, n);
 		t = peek(ps, 0);
 	}

@@ -578,6 +578,8 @@ const char *eval_s(struct run *r, struct node *n)
 		const char *s = r->ev->strs[r->bind->field[n->slot]];
 		return s ? s : "";
 	}
+	case N_TYPED:
+		return typed_pretty_text(r, n);
 	case N_CTXNAME:
 		return r->bind->name;
 	case N_CTXFORMAT:
