@@ -368,6 +368,87 @@ static int finish(struct walk *w, bool addr_of, struct djp_typed_result *out, ch
 	return 0;
 }
 
+/* The type named `spelled` ("struct T", "union U", "enum E" or a typedef
+ * or base type's name) in dw: a definition, not a declaration. */
+static bool find_type(Dwarf *dw, const char *spelled, Dwarf_Die *out)
+{
+	static const struct {
+		const char *prefix;
+		int tag;
+	} kinds[] = { { "struct ", DW_TAG_structure_type },
+		      { "union ", DW_TAG_union_type },
+		      { "enum ", DW_TAG_enumeration_type },
+		      { "class ", DW_TAG_class_type } };
+	const char *name = spelled;
+	int tag = -1;
+	Dwarf_Off off = 0, next;
+	size_t hsz;
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strncmp(spelled, kinds[i].prefix, strlen(kinds[i].prefix))) {
+			name = spelled + strlen(kinds[i].prefix);
+			tag = kinds[i].tag;
+		}
+	while (dw && dwarf_nextcu(dw, off, &next, &hsz, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu, c;
+		Dwarf_Attribute a;
+		if (dwarf_offdie(dw, off + hsz, &cu) && dwarf_child(&cu, &c) == 0) {
+			do {
+				int t = dwarf_tag(&c);
+				const char *n = dwarf_diename(&c);
+				bool kind_ok = tag >= 0 ? t == tag
+							 : t == DW_TAG_typedef || t == DW_TAG_base_type ||
+								   t == DW_TAG_structure_type || t == DW_TAG_union_type ||
+								   t == DW_TAG_class_type;
+				if (kind_ok && n && !strcmp(n, name) && !dwarf_attr(&c, DW_AT_declaration, &a)) {
+					*out = c;
+					return true;
+				}
+			} while (dwarf_siblingof(&c, &c) == 0);
+		}
+		off = next;
+	}
+	return false;
+}
+
+/* @cast: the walk's value becomes the address of a->cast_type. */
+static int cast_to(struct djp_params_file *pf, struct dwarf_src *src, const struct djp_typed_access *a,
+		   struct walk *w, char *err, size_t errsz)
+{
+	struct djp_params_file *other = NULL;
+	Dwarf *dw = src->dw;
+	Dwarf_Die t;
+	bool found;
+	int ret;
+
+	if (a->cast_path) {
+		if ((ret = djp_params_open(a->cast_path, &other, err, errsz)))
+			return ret;
+		/* its DWARF: the file's own, else its debug file's (open
+		 * found one of them) */
+		dw = other->own.dw ? other->own.dw : other->dbg.dw;
+	}
+	found = find_type(dw, a->cast_type, &t);
+	if (!found && !a->cast_path && pf->dbg.dw && pf->dbg.dw != dw)
+		found = find_type(pf->dbg.dw, a->cast_type, &t);
+	if (!found) {
+		ret = fail(err, errsz, -ENOENT, "@cast: no type '%s' in the DWARF of %s", a->cast_type,
+			   a->cast_path ? a->cast_path : pf->path);
+		if (other)
+			djp_params_close(other);
+		return ret;
+	}
+	w->raw = t;
+	if (!djp_dwarf_peel(&w->raw, &w->t)) {
+		if (other)
+			djp_params_close(other);
+		return fail(err, errsz, -EINVAL, "@cast: '%s' is void", a->cast_type);
+	}
+	/* the DIEs stay valid while `other` is open: kept for the tool's life */
+	w->in_memory = true; /* the variable's value is the T's address */
+	return 0;
+}
+
 /* The walk of a's variable and steps, in the function at func_addr: *w
  * names what the access names (w->p, the caller's, holds the program so
  * far). */
@@ -416,6 +497,8 @@ static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const str
 	}
 	if (!djp_dwarf_peel(&w->raw, &w->t))
 		return fail(err, errsz, -EINVAL, "$%s is void", a->var);
+	if (a->cast_type && (ret = cast_to(pf, src, a, w, err, errsz)))
+		return ret;
 	for (unsigned i = 0; i < a->nsteps; i++) {
 		const struct djp_typed_step *s = &a->step[i];
 		ret = s->is_index ? step_index(w, s->index, err, errsz) : step_member(w, s->member, err, errsz);

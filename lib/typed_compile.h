@@ -27,6 +27,10 @@ struct djp_typed_access {
 	const char *var; /* the parameter's name, or "return" with at_return */
 	bool at_return;	 /* $return at the function's return */
 	bool addr_of;	 /* &...: the address, not the value */
+	/* @cast($var, "struct T"[, "PATH"]): $var's value is the address of
+	 * a T, the type named in the DWARF of the function's object (or of
+	 * PATH when cast_path is not NULL) */
+	const char *cast_type, *cast_path;
 	unsigned nsteps;
 	struct djp_typed_step step[DJP_TYPED_MAX_STEPS];
 };

@@ -174,3 +174,32 @@ TEST_TIMEOUT(script_typed_pretty_printing_is_stap_s, 120)
 	members_match_as("trace_progs/struct_target-O0", "3 pretty", pretty_script, 3 * 4);
 	members_match_as("trace_progs/struct_target-dwarf4", "3 pretty", pretty_script, 3 * 4);
 }
+
+/* @cast($n, "struct T"[, "PATH"])->member: $n's value as the address of a
+ * T named in the object's DWARF (a struct inner over a node's first two
+ * bytes: u8 << 8 | i8 as a short), a type that does not exist names the
+ * object searched. */
+TEST_TIMEOUT(script_typed_cast_reads_as_the_type_named, 120)
+{
+	char text[1024], *out;
+	struct tproc *p;
+
+	snprintf(text, sizeof(text),
+		 "probe process.function(\"visit_bad\") { println(@cast($n, \"struct node\")->i32) }\n"
+		 "probe process.function(\"visit\") {\n"
+		 "  printf(\"%%d %%d %%s\\n\", @cast($n, \"struct inner\")->s,\n"
+		 "         @cast($n, \"struct node\", \"%s\")->in->col, user_string(@cast($n, \"struct node\")->str))\n"
+		 "}\n",
+		 djp_test_path("trace_progs/struct_target"));
+	p = run_script("trace_progs/struct_target", "2", text, 0, &out);
+	CHECK_STR(out, "-1380 7 alpha\n-1123 7 beta\n0\n");
+	free(out);
+	free(p);
+	p = run_script("trace_progs/struct_target", "0",
+		       "probe process.function(\"visit\") { println(@cast($n, \"struct nosuch\")->i32) }", 1, &out);
+	if (!strstr(p->ebuf, "<input>:1:69: semantic error: @cast($n, \"struct nosuch\")->i32: @cast: no type 'struct "
+			     "nosuch' in the DWARF of "))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	free(out);
+	free(p);
+}

@@ -140,10 +140,61 @@ static struct node *at_entry(struct parser *ps)
 	return n;
 }
 
+static struct node *typed_access(struct parser *ps, struct node *var);
+static _Noreturn void not_yet(struct parser *ps, const struct tok *t, const char *what);
+
+/* @cast($var, "struct T"[, "PATH"])->member...: a typed access whose
+ * variable's value is the address of a T (tools/djp/script/typed.c) */
+static struct node *at_cast(struct parser *ps, struct tok *at)
+{
+	struct node *var, *n;
+	struct tok *ty, *path = NULL, *in;
+	char *text;
+	size_t len;
+
+	expect(ps, "(");
+	in = peek(ps, 0);
+	var = parse_expr(ps);
+	if (var->kind != N_CTX) {
+		diag(ps->sc, in->line, in->col, "parse error",
+		     "not supported yet: @cast of anything but a context variable ($name)");
+		longjmp(ps->fail, 1);
+	}
+	expect(ps, ",");
+	ty = take(ps);
+	if (ty->kind != T_STR) {
+		ps->pos--;
+		fail_at(ps, ty, "expected a type name string (\"struct T\")");
+	}
+	if (is_op(peek(ps, 0), ",")) {
+		take(ps);
+		path = take(ps);
+		if (path->kind != T_STR) {
+			ps->pos--;
+			fail_at(ps, path, "expected the path of an object");
+		}
+	}
+	expect(ps, ")");
+	if (!is_op(peek(ps, 0), "->") && !is_op(peek(ps, 0), "["))
+		not_yet(ps, peek(ps, 0), "@cast without a member after it (only @cast(...)->member)");
+	n = typed_access(ps, var);
+	n->tr->acc.cast_type = ty->text;
+	n->tr->acc.cast_path = path ? path->text : NULL;
+	/* said as written */
+	len = strlen(n->tr->text) + strlen(ty->text) + (path ? strlen(path->text) : 0) + 32;
+	if (!(text = malloc(len)))
+		abort();
+	snprintf(text, len, "@cast($%s, \"%s\"%s%s%s)%s", n->tr->acc.var, ty->text, path ? ", \"" : "",
+		 path ? path->text : "", path ? "\"" : "", n->tr->text + 1 + strlen(n->tr->acc.var));
+	n->tr->text = text;
+	(void)at;
+	return n;
+}
+
 /* An @ operator stap has and djp does not, said as such; else unknown. */
 static _Noreturn void at_unknown(struct parser *ps, struct tok *t)
 {
-	static const char *const later[] = { "cast",  "var",   "this1", "this2",     "this3",     "this4",
+	static const char *const later[] = { "var",   "this1", "this2",     "this3",     "this4",
 					     "this5", "this6", "this7", "this8",     "this9",     "kregister",
 					     "uregister", "probewrite", "const" };
 	ps->pos--;
@@ -174,6 +225,8 @@ static struct node *at_operator(struct parser *ps, struct tok *t)
 		return at_defined(ps, t);
 	if (!strcmp(t->text, "entry"))
 		return at_entry(ps);
+	if (!strcmp(t->text, "cast"))
+		return at_cast(ps, t);
 	at_unknown(ps, t);
 }
 
