@@ -203,3 +203,58 @@ TEST_TIMEOUT(script_typed_cast_reads_as_the_type_named, 120)
 	free(out);
 	free(p);
 }
+
+/* Under -x, into a program that never heard of djprobe (the injected
+ * agent: no fast copy, its loads by process_vm_readv): the same values. */
+TEST_TIMEOUT(script_typed_members_under_x, 120)
+{
+	char *argv[] = { (char *)djp_test_path("trace_progs/struct_target"), "4", "wait", NULL };
+	struct tproc *t = tt_spawn(argv, false, -1), *d;
+	char pid[32], *oracle, *ready;
+	int st;
+
+	CHECK(tt_wait_out(t, "ready ", 20000));
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	d = tt_spawn((char *const[]){ (char *)tt_djp(), "-x", pid, "-e",
+				      "probe begin { println(\"armed\") }\n"
+				      "probe process.function(\"visit\") {\n"
+				      "  printf(\"%d %d %d %d %d %d %d %d\\n\", $n->i8, $n->u8, $n->i16, $n->u16, $n->i32,\n"
+				      "         $n->u32, $n->i64, $n->u64)\n"
+				      "  printf(\"%d %d %d %d %d\\n\", $n->b, $n->c, $n->bf_u, $n->bf_s, $n->bf_hi)\n"
+				      "  printf(\"%d %d %d %d %d %d %d\\n\", $n->un->ui, $n->ax, $n->ay, $n->in->s,\n"
+				      "         $n->in->col, $n->pin->uc, $n->pin->flag)\n"
+				      "  printf(\"%d %s %s %d %d\\n\", $n->cvu, user_string($n->name), user_string($n->str),\n"
+				      "         $n->arr[2], $n->next->next->next->i32)\n"
+				      "  printf(\"%d %d\\n\", &$n->arr[1] - $n, $n->next->arr[3])\n"
+				      "}\n"
+				      "probe process.function(\"make\").return { printf(\"%d %d\\n\", $return->i32,\n"
+				      "  $return->in->s) }\n"
+				      "probe process.function(\"visit_bad\") { exit() }\n",
+				      NULL },
+		     false, -1);
+	/* armed: visit's first byte is a jump (0xe9) or an int3 (0xcc) */
+	{
+		uintptr_t at = tt_func_addr(t->pid, djp_test_path("trace_progs/struct_target"), "visit");
+		int b = tt_byte_at(t->pid, at);
+		for (int i = 0; i < 6000 && b != 0xe9 && b != 0xcc; i++) {
+			usleep(10000);
+			b = tt_byte_at(t->pid, at);
+		}
+		if (b != 0xe9 && b != 0xcc) {
+			tt_read_now(d);
+			djp_test_fail(__FILE__, __LINE__, "not armed (%#x): %s / %s", b, d->obuf, d->ebuf);
+		}
+	}
+	tt_send(t, "go\n");
+	CHECK(tt_wait_out(t, "done\n", 30000));
+	st = tt_finish(d, 30000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	oracle = strstr(t->obuf, "\n") + 1; /* after "ready PID" */
+	*strstr(oracle, "done\n") = 0;
+	ready = strstr(d->obuf, "armed\n") + 6;
+	if (strcmp(ready, oracle))
+		djp_test_fail(__FILE__, __LINE__, "the script printed\n%s\nthe target\n%s\nstderr: %s", ready, oracle,
+			      d->ebuf);
+	tt_end(t);
+	free(d);
+}

@@ -9,12 +9,13 @@
  * members (selftests/test_script_typed.c), so the two must be equal.
  * Built -O0 and -O2, and with DWARF 4 (the default is gcc's DWARF 5).
  *
- *   struct_target N [pretty]
+ *   struct_target N [pretty | wait]
  *
  * calls visit() and make() N times with values from i = 0 .. N-1 (each
  * call's node is changed and freed right after: a value read later than
  * the hit would differ; with `pretty`, the lines of the pretty-printing
- * script instead, and no make() line), then visit_bad() once with a node whose `pin`
+ * script instead, and no make() line; with `wait`, first "ready PID"
+ * and a line read from stdin, for djp -x), then visit_bad() once with a node whose `pin`
  * is a page nobody may read and whose `next` is 16, then prints "done".
  */
 #include <stdbool.h>
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 enum color { RED = -1, GREEN = 2, BLUE = 7 };
 typedef unsigned long ulong_t;
@@ -169,6 +171,13 @@ int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1;
 	pretty = argc > 2 && !strcmp(argv[2], "pretty");
+	if (argc > 2 && !strcmp(argv[2], "wait")) { /* for djp -x: from a line on stdin */
+		char line[64];
+		printf("ready %d\n", (int)getpid());
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
 	struct node *bad;
 	void *noaccess;
 
