@@ -258,3 +258,25 @@ TEST_TIMEOUT(script_typed_members_under_x, 120)
 	tt_end(t);
 	free(d);
 }
+
+/* The issue's own example: libc's FILE through libc6-dbg's DWARF (a
+ * separate debug file by build-id), $return->_fileno at fopen's return
+ * and $fp->_fileno at fclose. */
+TEST_TIMEOUT(script_typed_libc_file_through_its_debug_file, 120)
+{
+	char *out, want[256];
+	struct tproc *p = run_script(
+		"trace_progs/struct_target", "2 fopen",
+		"probe process(\"/lib/x86_64-linux-gnu/libc.so.6\").function(\"fopen\").return {\n"
+		"  printf(\"fopen %d\\n\", $return->_fileno)\n}\n"
+		"probe process(\"/lib/x86_64-linux-gnu/libc.so.6\").function(\"fclose\") {\n"
+		"  printf(\"fclose %d\\n\", $fp->_fileno)\n}\n",
+		0, &out);
+	int fd1 = -1, fd2 = -1;
+	CHECK(sscanf(p->obuf, "fileno %d\nfileno %d\n", &fd1, &fd2) == 2);
+	snprintf(want, sizeof(want), "fopen %d\nfclose %d\nfopen %d\nfclose %d\n", fd1, fd1, fd2, fd2);
+	if (strcmp(out, want))
+		djp_test_fail(__FILE__, __LINE__, "the script printed\n%s\nwant\n%s\nstderr: %s", out, want, p->ebuf);
+	free(out);
+	free(p);
+}

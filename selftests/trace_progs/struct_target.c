@@ -9,7 +9,7 @@
  * members (selftests/test_script_typed.c), so the two must be equal.
  * Built -O0 and -O2, and with DWARF 4 (the default is gcc's DWARF 5).
  *
- *   struct_target N [pretty | wait]
+ *   struct_target N [pretty | wait | fopen]
  *
  * calls visit() and make() N times with values from i = 0 .. N-1 (each
  * call's node is changed and freed right after: a value read later than
@@ -17,6 +17,8 @@
  * script instead, and no make() line; with `wait`, first "ready PID"
  * and a line read from stdin, for djp -x), then visit_bad() once with a node whose `pin`
  * is a page nobody may read and whose `next` is 16, then prints "done".
+ * With `fopen`, only N fopen()s of /dev/null instead, each followed by
+ * "fileno FD" and its fclose().
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -171,6 +173,15 @@ int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1;
 	pretty = argc > 2 && !strcmp(argv[2], "pretty");
+	if (argc > 2 && !strcmp(argv[2], "fopen")) { /* libc's FILE, through libc6-dbg */
+		for (long i = 0; i < n; i++) {
+			FILE *f = fopen("/dev/null", "r");
+			printf("fileno %d\n", fileno(f));
+			fclose(f);
+		}
+		printf("done\n");
+		return 0;
+	}
 	if (argc > 2 && !strcmp(argv[2], "wait")) { /* for djp -x: from a line on stdin */
 		char line[64];
 		printf("ready %d\n", (int)getpid());
