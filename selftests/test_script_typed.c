@@ -280,3 +280,26 @@ TEST_TIMEOUT(script_typed_libc_file_through_its_debug_file, 120)
 	free(out);
 	free(p);
 }
+
+/* $$parms$: each parameter pretty-printed, "n={...} k=0", as $n$ and $k$
+ * print them (the target's lines 1 and 4 of each call); $$locals$ is
+ * empty at an entry. */
+TEST_TIMEOUT(script_typed_parms_pretty_printed, 120)
+{
+	char *out, want[8192], *line[4], *save = NULL, *o;
+	size_t len = 0;
+	struct tproc *p = run_script("trace_progs/struct_target", "2 pretty",
+				     "probe process.function(\"visit\") { println($$parms$, \"|\", $$locals$, \"|\") }",
+				     0, &out);
+
+	o = p->obuf;
+	for (int call = 0; call < 2; call++) {
+		for (int i = 0; i < 4; i++)
+			CHECK((line[i] = strtok_r(call || i ? NULL : o, "\n", &save)) != NULL);
+		len += (size_t)snprintf(want + len, sizeof(want) - len, "n=%s k=%s||\n", line[0], line[3]);
+	}
+	if (strcmp(out, want))
+		djp_test_fail(__FILE__, __LINE__, "the script printed\n%s\nwant\n%s\nstderr: %s", out, want, p->ebuf);
+	free(out);
+	free(p);
+}

@@ -102,6 +102,74 @@ static bool same_layout(const struct djp_pretty *a, const struct djp_pretty *b)
 	return true;
 }
 
+/* Append b's pieces to a, b's first text after `prefix`; b is emptied. */
+static int pretty_join(struct djp_pretty *a, struct djp_pretty *b, const char *prefix)
+{
+	size_t n;
+	char *t;
+
+	if (!a->tail && !(a->tail = strdup("")))
+		return -ENOMEM;
+	/* the text before b's first value: a's tail, the prefix, b's own */
+	n = strlen(a->tail) + strlen(prefix) + strlen(b->n ? b->v[0].text : b->tail) + 1;
+	if (!(t = malloc(n)))
+		return -ENOMEM;
+	snprintf(t, n, "%s%s%s", a->tail, prefix, b->n ? b->v[0].text : b->tail);
+	if (b->n) {
+		if (!(a->v = realloc(a->v, sizeof(*a->v) * (a->n + b->n))))
+			return -ENOMEM;
+		free(b->v[0].text);
+		b->v[0].text = t;
+		memcpy(a->v + a->n, b->v, sizeof(*b->v) * b->n);
+		a->n += b->n;
+		free(a->tail);
+		a->tail = b->tail;
+		free(b->v);
+	} else {
+		free(a->tail);
+		a->tail = t;
+		free(b->tail);
+	}
+	memset(b, 0, sizeof(*b));
+	return 0;
+}
+
+/* $$parms$, $$vars$ (the same at an entry) and $$locals$ (nothing there):
+ * "a=... b=..." of every parameter, pretty-printed; "b=?" for one that
+ * cannot be read. */
+static int all_pretty(struct djp_params_file *pf, uint64_t addr, const struct typed_ref *tr, struct djp_pretty *out,
+		      char *err, size_t errsz)
+{
+	struct djp_param_set ps;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!(out->tail = strdup("")))
+		return -ENOMEM;
+	if (tr->all == 'l')
+		return 0;
+	if ((ret = djp_params_get(pf, addr, addr, &ps, err, errsz)))
+		return ret;
+	for (unsigned i = 0; i < ps.n && !ret; i++) {
+		struct djp_typed_access a = { .var = ps.v[i].name };
+		struct djp_pretty one;
+		char prefix[300];
+		snprintf(prefix, sizeof(prefix), "%s%s=", i ? " " : "", ps.v[i].name);
+		if (ps.v[i].loc.kind == DJP_LOC_NONE ||
+		    djp_typed_pretty(pf, addr, &a, tr->pretty, &one, err, errsz)) {
+			memset(&one, 0, sizeof(one));
+			if (!(one.tail = strdup("?")))
+				ret = -ENOMEM;
+		}
+		if (!ret)
+			ret = pretty_join(out, &one, prefix);
+	}
+	djp_params_free(&ps);
+	if (ret)
+		djp_pretty_free(out);
+	return ret ? snprintf(err, errsz, "out of memory"), ret : 0;
+}
+
 struct compile_ctx {
 	struct script *sc;
 	struct typed_ref *tr;
@@ -128,7 +196,17 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 		return 0;
 	}
 	if (c->tr->pretty) {
-		if (djp_typed_pretty(pf, f->addr, &c->tr->acc, c->tr->pretty, &pr, err, sizeof(err))) {
+		int e = c->tr->all && c->tr->all != 'r'
+				? all_pretty(pf, f->addr, c->tr, &pr, err, sizeof(err))
+				: djp_typed_pretty(pf, f->addr, &c->tr->acc, c->tr->pretty, &pr, err, sizeof(err));
+		if (!e && c->tr->all == 'r') { /* $$return$: "return=..." */
+			struct djp_pretty one = pr;
+			memset(&pr, 0, sizeof(pr));
+			e = pretty_join(&pr, &one, "return=");
+			if (e)
+				snprintf(err, sizeof(err), "out of memory");
+		}
+		if (e) {
 			set_err(c->tr, "%s, in function %s", err, f->name);
 			return 0;
 		}
@@ -182,6 +260,10 @@ static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_
 		if (pp->kind != PP_MARK || !pp->point || strncmp(pp->glob, "func:", 5)) {
 			set_err(tr, "not supported yet: a typed access at markers and statements (only at function "
 				    "entries and returns)%s%s", "", "");
+			break;
+		}
+		if (tr->all && tr->all != 'r' && pp->ret) {
+			set_err(tr, "not supported yet: %s at a .return point (read it at the entry)%s", tr->text, "");
 			break;
 		}
 		if (ret_var != pp->ret) {
@@ -385,7 +467,7 @@ const char *typed_pretty_text(struct run *r, const struct node *n)
 	unsigned i0 = (unsigned)tr->idx;
 	const char *out;
 
-	if (!ev || !ev->loads || tr->idx < 0 || i0 + tr->npieces > ev->nloads)
+	if (tr->npieces && (!ev || !ev->loads || tr->idx < 0 || i0 + tr->npieces > ev->nloads))
 		rt_error(r, n, "%s was not read at this hit", tr->text);
 	for (unsigned i = 0; i < tr->npieces; i++)
 		if (ev->loads_faulted >> (i0 + i) & 1)

@@ -33,6 +33,9 @@ struct typed_ref {
 	unsigned npieces;
 	struct djp_pretty tmpl;
 	bool has_tmpl;
+	/* $$parms$ ('p'), $$vars$ ('v'), $$locals$ ('l'), $$return$ ('r'):
+	 * every one of them, "name=value" separated by spaces; 0: one */
+	char all;
 };
 
 /* Resolve the typed accesses of every probe (before check_script, for

@@ -74,10 +74,27 @@ static struct node *string_literal(struct parser *ps, struct tok *t)
 	return n;
 }
 
-/* $$name, $$parms, $$vars, $$locals, $$return, $$format */
+static struct node *typed_access(struct parser *ps, struct node *var);
+
+/* $$name, $$parms, $$vars, $$locals, $$return, $$format; $$parms$ and the
+ * like pretty-printed (tools/djp/script/typed.c) */
 static struct node *dollar2(struct parser *ps, struct tok *t)
 {
 	struct node *n;
+	size_t len = strlen(t->text);
+	if (len && t->text[len - 1] == '$') {
+		static const char *const all[] = { "parms", "vars", "locals", "return" };
+		struct node *var = mk(ps, N_CTX, t);
+		var->str = t->text;
+		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+			if (!strncmp(t->text, all[i], strlen(all[i])) && t->text[strlen(all[i])] == '$') {
+				n = typed_access(ps, var);
+				n->tr->all = t->text[0];
+				n->tr->text = t->text[len - 2] == '$' ? (i == 0 ? "$$parms$$" : i == 1 ? "$$vars$$" : i == 2 ? "$$locals$$" : "$$return$$")
+								     : (i == 0 ? "$$parms$" : i == 1 ? "$$vars$" : i == 2 ? "$$locals$" : "$$return$");
+				return n;
+			}
+	}
 	if (!strcmp(t->text, "name"))
 		return mk(ps, N_CTXNAME, t);
 	if (!strcmp(t->text, "parms") || !strcmp(t->text, "vars") || !strcmp(t->text, "locals") ||
