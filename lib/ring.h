@@ -30,9 +30,14 @@
  *   u64 n            innermost first (pcs[0] the hit's pc, then return
  *                    addresses), n <= DJP_RING_MAX_STACK, then its depth
  *   u64 vals[k]      with DJP_EVF_LOADS only: the results of the site's
- *   u64 faulted      load programs (lib/load_prog.h), bit i of faulted
- *   u64 k            set when program i faulted (vals[i] is then the
- *                    address it could not read), then their number
+ *                    load programs (lib/load_prog.h), then the strings
+ *                    of those that are (as a %s argument's: the pointer,
+ *                    the text; vals[i] their descriptors)
+ *   u64 faulted      only when one of the two is not 0: bit i set when
+ *   u64 strs         program i faulted (vals[i] is then the address it
+ *                    could not read), and when vals[i] is a string
+ *   u64 k_bytes      k (bits 0-7), the block's bytes from vals on (8-23),
+ *                    whether the two masks are there (24)
  *   u64 task         with DJP_EVF_TASK only (kernel rings, whose slots are
  *                    CPUs): tgid << 32 | tid of the hit's task, 0 when it
  *                    interrupted something
@@ -426,10 +431,15 @@ static inline __attribute__((always_inline)) int djp_ring_record_loads(struct dj
 			e[start / 8 + i] = size | len << 16 | (d & ~0xffffffffull) | DJP_STR_ADDR;
 			size += 8 + (((uint32_t)len + 1 + 7) & ~7u);
 		}
-		e[size / 8] = faulted;
-		e[size / 8 + 1] = lstr_mask;
-		e[size / 8 + 2] = nloads | (uint64_t)(size + 24 - start) << 32;
-		size += 24;
+		/* the two masks only when one is not 0: most events carry
+		 * numbers that did not fault */
+		if (faulted | lstr_mask) {
+			e[size / 8] = faulted;
+			e[size / 8 + 1] = lstr_mask;
+			size += 16;
+		}
+		e[size / 8] = nloads | (uint64_t)(size + 8 - start) << 8 | (uint64_t)!!(faulted | lstr_mask) << 24;
+		size += 8;
 		flags |= DJP_EVF_LOADS;
 	}
 	if (cpu >= 0) {
@@ -638,15 +648,16 @@ static inline bool djp_event_task(const struct djp_event *ev, uint64_t *task)
  * results in *k. */
 static inline uint32_t djp__event_loads_bytes(const struct djp_event *ev, uint32_t end, unsigned *k)
 {
-	uint64_t w, bytes;
+	uint64_t w, bytes, trailer;
 	uint32_t args = DJP_EV_HDR_SIZE + 8u * ev->nargs;
 
-	if (!(ev->flags & DJP_EVF_LOADS) || end < args + 24u)
+	if (!(ev->flags & DJP_EVF_LOADS) || end < args + 8u)
 		return 0;
 	__builtin_memcpy(&w, (const char *)ev + end - 8, 8);
-	bytes = w >> 32;
-	*k = (unsigned)(w & 0xffffffff);
-	if (*k > DJP_RING_MAX_LOADS || bytes < 24 + 8ull * *k || bytes > end - args || (bytes & 7))
+	bytes = (w >> 8) & 0xffff;
+	trailer = w >> 24 & 1 ? 24 : 8;
+	*k = (unsigned)(w & 0xff);
+	if ((w >> 25) || *k > DJP_RING_MAX_LOADS || bytes < trailer + 8ull * *k || bytes > end - args || (bytes & 7))
 		return 0;
 	return (uint32_t)bytes;
 }
@@ -667,8 +678,10 @@ static inline const uint64_t *djp_event_loads(const struct djp_event *ev, unsign
 	if (!bytes)
 		return NULL;
 	*n = k;
-	__builtin_memcpy(faulted, (const char *)ev + end - 24, 8);
-	__builtin_memcpy(strs, (const char *)ev + end - 16, 8);
+	if (((const uint8_t *)ev)[end - 5] & 1) { /* bit 24 of the last word: the masks */
+		__builtin_memcpy(faulted, (const char *)ev + end - 24, 8);
+		__builtin_memcpy(strs, (const char *)ev + end - 16, 8);
+	}
 	return (const uint64_t *)((const char *)ev + end - bytes);
 }
 
