@@ -73,6 +73,29 @@ static bool find_param(Dwarf_Die *sub, const char *name, Dwarf_Die *out)
 	return false;
 }
 
+/* The variable `name` of a block of sub (or of sub itself) whose code
+ * holds pc, the innermost last. */
+static bool find_local(Dwarf_Die *die, const char *name, uint64_t pc, Dwarf_Die *out, unsigned depth)
+{
+	Dwarf_Die c;
+	bool found = false;
+
+	if (depth > DJP_DWARF_DEPTH_MAX || dwarf_child(die, &c) != 0)
+		return false;
+	do {
+		const char *n = dwarf_diename(&c);
+		int tag = dwarf_tag(&c);
+		if (tag == DW_TAG_variable && n && !strcmp(n, name)) {
+			*out = c;
+			found = true;
+		} else if (tag == DW_TAG_lexical_block && dwarf_haspc(&c, pc) > 0 &&
+			   find_local(&c, name, pc, out, depth + 1)) {
+			found = true;
+		}
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return found;
+}
+
 /* The parameters' names of sub, for a message. */
 static void param_names(Dwarf_Die *sub, char *out, size_t sz)
 {
@@ -472,14 +495,16 @@ static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const str
 						  .index = DJP_REG_NONE, .scale = 1 };
 	} else {
 		bool found = false;
-		if (!find_param(&sub, a->var, &var)) {
+		uint64_t pc = a->pc ? a->pc : func_addr;
+		if (!find_param(&sub, a->var, &var) && !(a->pc && find_local(&sub, a->var, a->pc, &var, 0))) {
 			param_names(&sub, names, sizeof(names));
-			return fail(err, errsz, -ENOENT, "no parameter $%s in %s (parameters: %s)", a->var, fname,
-				    names[0] ? names : "none");
+			return fail(err, errsz, -ENOENT, "no %s $%s in %s (parameters: %s)",
+				    a->pc ? "parameter or local" : "parameter", a->var, fname, names[0] ? names : "none");
 		}
 		if (!djp_dwarf_ref_attr(&var, DW_AT_type, &w->raw))
 			return fail(err, errsz, -EINVAL, "$%s has no type", a->var);
-		if ((ret = djp_params_get(pf, func_addr, func_addr, &ps, err, errsz)))
+		if ((ret = a->pc ? djp_params_get_vars(pf, func_addr, pc, &ps, err, errsz)
+				 : djp_params_get(pf, func_addr, func_addr, &ps, err, errsz)))
 			return ret;
 		for (unsigned i = 0; i < ps.n && !found; i++) {
 			if (strcmp(ps.v[i].name, a->var))
@@ -492,8 +517,8 @@ static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const str
 		}
 		djp_params_free(&ps);
 		if (!found || w->p->base.kind == DJP_LOC_NONE)
-			return fail(err, errsz, -ENODATA, "$%s of %s cannot be read at its entry: %s", a->var, fname,
-				    found ? names : "unavailable");
+			return fail(err, errsz, -ENODATA, "$%s of %s cannot be read %s: %s", a->var, fname,
+				    a->pc ? "there" : "at its entry", found ? names : "unavailable");
 	}
 	if (!djp_dwarf_peel(&w->raw, &w->t))
 		return fail(err, errsz, -EINVAL, "$%s is void", a->var);

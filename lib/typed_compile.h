@@ -31,6 +31,10 @@ struct djp_typed_access {
 	 * a T, the type named in the DWARF of the function's object (or of
 	 * PATH when cast_path is not NULL) */
 	const char *cast_type, *cast_path;
+	/* a statement point's link-time address inside the function: the
+	 * variable is a parameter or a local in scope there, where its DWARF
+	 * location says; 0: the function's entry */
+	uint64_t pc;
 	unsigned nsteps;
 	struct djp_typed_step step[DJP_TYPED_MAX_STEPS];
 };

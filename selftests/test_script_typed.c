@@ -303,3 +303,34 @@ TEST_TIMEOUT(script_typed_parms_pretty_printed, 120)
 	free(out);
 	free(p);
 }
+
+/* At a statement point: the variable where the DWARF places it there (at
+ * -O0 the stack slot the prologue filled, past the entry), $n$ and $k
+ * as the target prints them (its lines 1 and 4 of each call). */
+static void statement_match(const char *target)
+{
+	char text[512], *out, want[8192], *line[4], *save = NULL;
+	size_t len = 0;
+	struct tproc *p;
+
+	snprintf(text, sizeof(text),
+		 "probe process.statement(\"visit@struct_target.c:%d\") { println($n$) println($k) }",
+		 tt_source_line("struct_target.c", "sink += n->i32 + k;"));
+	p = run_script(target, "2 pretty", text, 0, &out);
+	for (int call = 0; call < 2; call++) {
+		for (int i = 0; i < 4; i++)
+			CHECK((line[i] = strtok_r(call || i ? NULL : p->obuf, "\n", &save)) != NULL);
+		len += (size_t)snprintf(want + len, sizeof(want) - len, "%s\n%s\n", line[0], line[3]);
+	}
+	if (strcmp(out, want))
+		djp_test_fail(__FILE__, __LINE__, "%s: the script printed\n%s\nwant\n%s\nstderr: %s", target, out, want,
+			      p->ebuf);
+	free(out);
+	free(p);
+}
+
+TEST_TIMEOUT(script_typed_at_a_statement, 120)
+{
+	statement_match("trace_progs/struct_target");
+	statement_match("trace_progs/struct_target-O0");
+}

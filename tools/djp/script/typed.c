@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "func_points.h"
+#include "lib/func_symbols.h"
 #include "lib/ring.h"
 #include "run/interp.h"
 #include "typed.h"
@@ -176,6 +177,7 @@ struct compile_ctx {
 	const struct probe_point *pp;
 	const char *path;
 	unsigned nfuncs;
+	const char *site; /* a statement's site name ("f+0x12"); NULL: the function's */
 };
 
 static int compile_one(void *ctx, const struct djp_func *f, const struct djp_func_source *fs,
@@ -235,13 +237,59 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 			abort();
 		progs[0] = res.prog;
 	}
-	snprintf(name, sizeof(name), "%s%s", f->name, c->pp->ret ? "%return" : "");
+	if (c->site)
+		snprintf(name, sizeof(name), "%s", c->site);
+	else
+		snprintf(name, sizeof(name), "%s%s", f->name, c->pp->ret ? "%return" : "");
 	ts = sites_of(c->sc, c->tr);
 	if (!(ts->v = realloc(ts->v, sizeof(*ts->v) * (ts->n + 1))) || !(ts->v[ts->n].name = strdup(name)))
 		abort();
 	ts->v[ts->n].progs = progs;
 	ts->v[ts->n++].n = n;
 	return 0;
+}
+
+/* A statement point's sites: tr at each address of its line, where the
+ * variable is as the DWARF says there. */
+static void resolve_line(struct compile_ctx *c, struct djp_source *src)
+{
+	struct djp_func_table *t = NULL;
+	uint64_t addrs[64];
+	char err[512], site[600];
+	char *path = func_point_object(c->pp, src ? src->target_pid : 0);
+	int n;
+
+	if (!path) {
+		set_err(c->tr, "cannot find the object of %s: %s", c->pp->text, strerror(errno));
+		return;
+	}
+	c->path = path;
+	n = djp_lines_resolve(path, c->pp->glob + 5, addrs, 64, err, sizeof(err));
+	if (n > 0 && djp_funcs_read(path, &t, err, sizeof(err)) != 0)
+		n = -1;
+	if (n < 0)
+		set_err(c->tr, "%s%s", err, "");
+	for (int i = 0; i < n && !c->tr->err; i++) {
+		const struct djp_func *f = djp_funcs_at(t, addrs[i]);
+		struct djp_params_file *pf = NULL;
+		if (!f)
+			continue;
+		if (addrs[i] == f->addr)
+			snprintf(site, sizeof(site), "%s", f->name);
+		else
+			snprintf(site, sizeof(site), "%s+%#llx", f->name, (unsigned long long)(addrs[i] - f->addr));
+		c->site = site;
+		c->tr->acc.pc = addrs[i] == f->addr ? 0 : addrs[i];
+		if (djp_params_open(path, &pf, err, sizeof(err)))
+			pf = NULL;
+		compile_one(c, f, NULL, pf);
+		if (pf)
+			djp_params_close(pf);
+	}
+	if (!c->nfuncs && !c->pp->optional && !c->tr->err)
+		set_err(c->tr, "%s has no code in %s", c->pp->text, path);
+	djp_funcs_free(t);
+	free(path);
 }
 
 /* Compile tr at every function of its probe's points. */
@@ -253,13 +301,18 @@ static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_
 	tr->resolved = true;
 	tr->ok = true;
 	for (const struct probe_point *pp = tr->probe->points; pp && !tr->err; pp = pp->next) {
-		struct compile_ctx c = { sc, tr, pp, NULL, 0 };
+		struct compile_ctx c = { sc, tr, pp, NULL, 0, NULL };
 		char spec[600], err[512];
 		char *path;
 		int n;
+		if (pp->kind == PP_MARK && pp->point && !strncmp(pp->glob, "line:", 5) && !ret_var) {
+			resolve_line(&c, src);
+			points++;
+			continue;
+		}
 		if (pp->kind != PP_MARK || !pp->point || strncmp(pp->glob, "func:", 5)) {
-			set_err(tr, "not supported yet: a typed access at markers and statements (only at function "
-				    "entries and returns)%s%s", "", "");
+			set_err(tr, "not supported yet: a typed access at markers (only at function entries, returns "
+				    "and statements)%s%s", "", "");
 			break;
 		}
 		if (tr->all && tr->all != 'r' && pp->ret) {
