@@ -135,9 +135,10 @@ static int pretty_join(struct djp_pretty *a, struct djp_pretty *b, const char *p
 	return 0;
 }
 
-/* $$parms$, $$vars$ (the same at an entry) and $$locals$ (nothing there):
- * "a=... b=..." of every parameter, pretty-printed; "b=?" for one that
- * cannot be read. */
+/* $$parms$, $$vars$ and $$locals$ (at an entry: the parameters, the same,
+ * and nothing; at a statement, tr->acc.pc, the locals in scope there as
+ * well): "a=... b=..." of each, pretty-printed; "b=?" for one that cannot
+ * be read. */
 static int all_pretty(struct djp_params_file *pf, uint64_t addr, const struct typed_ref *tr, struct djp_pretty *out,
 		      char *err, size_t errsz)
 {
@@ -147,15 +148,21 @@ static int all_pretty(struct djp_params_file *pf, uint64_t addr, const struct ty
 	memset(out, 0, sizeof(*out));
 	if (!(out->tail = strdup("")))
 		return -ENOMEM;
-	if (tr->all == 'l')
+	if (tr->all == 'l' && !tr->acc.pc)
 		return 0;
-	if ((ret = djp_params_get(pf, addr, addr, &ps, err, errsz)))
+	if ((ret = tr->acc.pc ? djp_params_get_vars(pf, addr, tr->acc.pc, &ps, err, errsz)
+			      : djp_params_get(pf, addr, addr, &ps, err, errsz)))
 		return ret;
-	for (unsigned i = 0; i < ps.n && !ret; i++) {
-		struct djp_typed_access a = { .var = ps.v[i].name };
+	for (unsigned i = 0, k = 0; i < ps.n && !ret; i++) {
+		struct djp_typed_access a = { .var = ps.v[i].name, .pc = tr->acc.pc };
 		struct djp_pretty one;
 		char prefix[300];
-		snprintf(prefix, sizeof(prefix), "%s%s=", i ? " " : "", ps.v[i].name);
+		bool seen = false;
+		for (unsigned j = 0; j < i; j++) /* the first of a name, as the agent's */
+			seen |= !strcmp(ps.v[j].name, ps.v[i].name);
+		if (seen || (tr->all == 'p' && ps.v[i].is_local) || (tr->all == 'l' && !ps.v[i].is_local))
+			continue;
+		snprintf(prefix, sizeof(prefix), "%s%s=", k++ ? " " : "", ps.v[i].name);
 		if (ps.v[i].loc.kind == DJP_LOC_NONE ||
 		    djp_typed_pretty(pf, addr, &a, tr->pretty, &one, err, errsz)) {
 			memset(&one, 0, sizeof(one));
