@@ -26,8 +26,20 @@
  * address, as C does; `&` gives the address of what it names; a whole
  * structure is refused (its members are what a script reads).
  *
+ * At a statement (a->pc), the variable is a parameter or a local of a
+ * block around pc, at the location its DWARF gives there.  @cast replaces
+ * the variable's type: its value is the address of the type named, found
+ * among the top-level types of the object's units (or another object's).
+ *
+ * Pretty printing ($p$, djp_typed_pretty) walks the type the access names
+ * and makes one program per value printed, each from the same start: a
+ * member's offset added, a bitfield's bits, a pointer to a structure
+ * loaded once at the top; the text around the values is kept beside them,
+ * and the tool joins both (tools/djp/script/typed.c).
+ *
  * Errors name the thing: the parameters when there is no such variable,
- * the type and its members when there is no such member.
+ * the type and its members when there is no such member, the object
+ * searched when @cast names no type of it.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>

@@ -1,12 +1,15 @@
 /*
  * A script's typed accesses: `$req->hdr->len`, `$p->arr[2]`, `&$p->x`,
- * `$return->f`, read in the target when the probe fires.
+ * `$return->f`, `@cast($p, "struct T")->f`, and pretty-printed, `$p$`,
+ * `$p->in$$`, `$$parms$`, read in the target when the probe fires.
  *
  * How it works.  Before the check (so that @defined can ask), each access
  * of a probe body is compiled against the DWARF of every function the
- * probe's function points name (lib/typed_compile.c): one load program per
- * function, since a glob's functions may place the variable, or lay out
- * its type, differently.  An access that does not compile in one of them
+ * probe's function points name, and of every address of its statement
+ * points' lines (lib/typed_compile.c): one load program per site, since a
+ * glob's functions may place the variable, or lay out its type,
+ * differently; a pretty-printed access is one program per value it
+ * prints, laid out alike at every site (else it is an error).  An access that does not compile in one of them
  * is undefined for the probe; the check says why where the access is
  * written (line:column), before anything is armed, unless @defined rules
  * it out.
@@ -16,8 +19,9 @@
  * (the accesses of the probes that do not name it get a program that
  * loads nothing), sent to the target (LOADS) before its patterns.  Each
  * event of the site then carries the results in that order (DJP_EVF_LOADS),
- * and the value of an access is the word at its index.  At most
- * DJP_LOAD_MAX_PROGS accesses a script.
+ * and the value of an access is the word at its index (a pretty-printed
+ * one's, the words from its index on).  At most DJP_LOAD_MAX_PROGS values
+ * a script.
  *
  * A load that faults in the target ends that access with the address;
  * reading its value is then stap's run-time error, `user memory copy fault
