@@ -316,6 +316,10 @@ static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_
 		char spec[600], err[512];
 		char *path;
 		int n;
+		if (pp->kernel) {
+			set_err(tr, "not supported yet: a typed access at kernel points%s%s", "", "");
+			break;
+		}
 		if (pp->kind == PP_MARK && pp->point && !strncmp(pp->glob, "line:", 5) && !ret_var) {
 			resolve_line(&c, src);
 			points++;
