@@ -232,9 +232,11 @@ TEST_TIMEOUT(script_typed_members_under_x, 120)
 				      "probe process.function(\"visit_bad\") { exit() }\n",
 				      NULL },
 		     false, -1);
-	/* armed: visit's first byte is a jump (0xe9) or an int3 (0xcc) */
-	{
-		uintptr_t at = tt_func_addr(t->pid, djp_test_path("trace_progs/struct_target"), "visit");
+	/* armed: the first byte of each function probed is a jump (0xe9) or
+	 * an int3 (0xcc); the tool connects its points one at a time */
+	for (int k = 0; k < 3; k++) {
+		static const char *const fn[] = { "visit", "make", "visit_bad" };
+		uintptr_t at = tt_func_addr(t->pid, djp_test_path("trace_progs/struct_target"), fn[k]);
 		int b = tt_byte_at(t->pid, at);
 		for (int i = 0; i < 6000 && b != 0xe9 && b != 0xcc; i++) {
 			usleep(10000);
@@ -242,13 +244,14 @@ TEST_TIMEOUT(script_typed_members_under_x, 120)
 		}
 		if (b != 0xe9 && b != 0xcc) {
 			tt_read_now(d);
-			djp_test_fail(__FILE__, __LINE__, "not armed (%#x): %s / %s", b, d->obuf, d->ebuf);
+			djp_test_fail(__FILE__, __LINE__, "%s not armed (%#x): %s / %s", fn[k], b, d->obuf, d->ebuf);
 		}
 	}
 	tt_send(t, "go\n");
 	CHECK(tt_wait_out(t, "done\n", 30000));
 	st = tt_finish(d, 30000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		djp_test_fail(__FILE__, __LINE__, "djp -x: status %#x: %s / %s", st, d->obuf, d->ebuf);
 	oracle = strstr(t->obuf, "\n") + 1; /* after "ready PID" */
 	*strstr(oracle, "done\n") = 0;
 	ready = strstr(d->obuf, "armed\n") + 6;

@@ -15,7 +15,8 @@
  * call's node is changed and freed right after: a value read later than
  * the hit would differ; with `pretty`, the lines of the pretty-printing
  * script instead, and no make() line; with `wait`, first "ready PID"
- * and a line read from stdin, for djp -x), then visit_bad() once with a node whose `pin`
+ * and a line read from stdin, for djp -x, and after "done" the rest of
+ * stdin), then visit_bad() once with a node whose `pin`
  * is a page nobody may read and whose `next` is 16, then prints "done".
  * With `fopen`, only N fopen()s of /dev/null instead, each followed by
  * "fileno FD" and its fclose().
@@ -172,6 +173,7 @@ static void fill(struct node *n, struct node *chain, struct inner *pin, long i)
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1;
+	bool wait;
 	pretty = argc > 2 && !strcmp(argv[2], "pretty");
 	if (argc > 2 && !strcmp(argv[2], "fopen")) { /* libc's FILE, through libc6-dbg */
 		for (long i = 0; i < n; i++) {
@@ -182,7 +184,8 @@ int main(int argc, char **argv)
 		printf("done\n");
 		return 0;
 	}
-	if (argc > 2 && !strcmp(argv[2], "wait")) { /* for djp -x: from a line on stdin */
+	wait = argc > 2 && !strcmp(argv[2], "wait");
+	if (wait) { /* for djp -x: from a line on stdin */
 		char line[64];
 		printf("ready %d\n", (int)getpid());
 		fflush(stdout);
@@ -218,5 +221,11 @@ int main(int argc, char **argv)
 	bad->next = (struct node *)16;
 	visit_bad(bad);
 	printf("done\n");
+	fflush(stdout);
+	if (wait) { /* and to the end of stdin: the tool may still be talking to its agent */
+		char line[64];
+		while (fgets(line, sizeof(line), stdin))
+			;
+	}
 	return 0;
 }
