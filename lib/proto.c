@@ -46,6 +46,7 @@ static const char *const msg_names[] = {
 	[DJP_MSG_MARKER_LOG_FD] = "MARKER_LOG_FD", [DJP_MSG_FOLLOW] = "FOLLOW",
 	[DJP_MSG_TABLES] = "TABLES",	 [DJP_MSG_TABLES_FD] = "TABLES_FD",
 	[DJP_MSG_VARS] = "VARS",
+	[DJP_MSG_LOADS] = "LOADS",
 	[DJP_MSG_FREEZE] = "FREEZE",	 [DJP_MSG_THAW] = "THAW",
 };
 

@@ -71,6 +71,12 @@
  *                     before the CONNECTs
  *              agent: OK u32 n, then n x u64 each one's run-time
  *                     address (0: its object is not loaded)
+ *   LOADS      tool:  str provider, str name, u32 n, n load programs
+ *                     (lib/load_prog.h, lib/load_wire.h): each hit of the
+ *                     sites so named runs them and its event carries their
+ *                     results (DJP_EVF_LOADS); after RING, before the
+ *                     CONNECT of a pattern that matches those sites
+ *              agent: OK u32 0; or ERROR
  *   FOLLOW     tool:  str name, an abstract socket the tool listens on:
  *                     the child of every fork from then on dials it
  *                     before fork returns, and waits for its START
@@ -98,7 +104,7 @@
 #include <stdint.h>
 
 #define DJP_PROTO_MAGIC 0x4a504a44u /* "DJPJ" */
-#define DJP_PROTO_VERSION 9u
+#define DJP_PROTO_VERSION 10u
 #define DJP_PROTO_HDR_SIZE 8u
 #define DJP_PROTO_MAX_PAYLOAD (60u * 1024)
 #define DJP_PROTO_STR_MAX 4096u
@@ -190,6 +196,7 @@ enum djp_msg_type {
 	DJP_MSG_FOLLOW = 10,
 	DJP_MSG_TABLES = 11,
 	DJP_MSG_VARS = 12,
+	DJP_MSG_LOADS = 13,
 	/* replies (agent to tool) */
 	DJP_MSG_OK = 64,
 	DJP_MSG_ERROR = 65,	/* i32 -errno, str message */

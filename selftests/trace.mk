@@ -239,3 +239,20 @@ $(VECREGS_TARGET): selftests/trace_progs/vecregs_target.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(VECREGS_TARGET)
+# The typed accesses' target: a structure of every kind of member, its own
+# oracle; -O2 and -O0 with gcc's DWARF 5, -O2 with DWARF 4.
+STRUCT_TARGETS := $(TRACE_PROGS_DIR)/struct_target $(TRACE_PROGS_DIR)/struct_target-O0 \
+	$(TRACE_PROGS_DIR)/struct_target-dwarf4
+$(TRACE_PROGS_DIR)/struct_target: selftests/trace_progs/struct_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+$(TRACE_PROGS_DIR)/struct_target-O0: selftests/trace_progs/struct_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O0 $(CFLAGS) -o $@ $<
+$(TRACE_PROGS_DIR)/struct_target-dwarf4: selftests/trace_progs/struct_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -gdwarf-4 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(STRUCT_TARGETS)

@@ -38,9 +38,11 @@
 #include <unistd.h>
 
 #include "kernel/agent/agent.h"
+#include "kernel/agent/loads.h"
 #include "kernel/engine.h"
 #include "lib/marker_log.h"
 #include "lib/marker_match.h"
+#include "lib/load_wire.h"
 #include "lib/ring.h"
 
 /* ---- the socket, shared ---------------------------------------------------- */
@@ -900,6 +902,42 @@ static int do_vars(struct djp_agent_session *s, struct djp_preader *r)
 	return send_frame(s, DJP_MSG_OK, &b, -1);
 }
 
+/* ---- LOADS ----------------------------------------------------------------- */
+
+/* The load programs of the sites named provider:name (kernel/agent/
+ * loads.c), for the patterns the session connects after. */
+static int do_loads(struct djp_agent_session *s, struct djp_preader *r)
+{
+	static struct djp_load_set ls; /* the session thread's alone */
+	int err = 0;
+
+	memset(&ls, 0, sizeof(ls));
+	djp_get_str(r, ls.provider, sizeof(ls.provider));
+	djp_get_str(r, ls.name, sizeof(ls.name));
+	ls.n = djp_get_u32(r);
+	if (ls.n > DJP_LOAD_MAX_PROGS)
+		return -EPROTO;
+	for (unsigned i = 0; i < ls.n && !err; i++)
+		err = djp_load_get(r, &ls.prog[i]);
+	if (err == -EPROTO || !djp_preader_done(r))
+		return -EPROTO;
+	if (err)
+		return reply_error(s, err, "%s", "a load program the agent cannot run");
+	if (!s->rec)
+		return reply_error(s, -EINVAL, "%s", "LOADS before RING");
+	if (!s->rec->loads) {
+		struct djp_loads *l = djp_loads_create();
+		if (!l)
+			return reply_error(s, -ENOMEM, "%s", "no memory for load programs");
+		__atomic_store_n(&s->rec->loads, l, __ATOMIC_RELEASE);
+	}
+	if ((err = djp_loads_add(s->rec->loads, &ls)))
+		return reply_error(s, err, "cannot keep load programs: %s", strerror(-err));
+	/* the loads' fast fault-safe copy, if the engine can have it */
+	(void)djp_safe_copy_enable();
+	return reply_ok(s, 0);
+}
+
 /* ---- FOLLOW ---------------------------------------------------------------- */
 
 static int do_follow(struct djp_agent_session *s, struct djp_preader *r)
@@ -947,6 +985,8 @@ static int handle(struct djp_agent_session *s, unsigned type, const uint8_t *pay
 		return do_tables(s, &r);
 	case DJP_MSG_VARS:
 		return do_vars(s, &r);
+	case DJP_MSG_LOADS:
+		return do_loads(s, &r);
 	case DJP_MSG_START:
 		if (!djp_preader_done(&r))
 			return -EPROTO;

@@ -53,6 +53,11 @@
  * the general record.  Measured: 11 ns a recorded event over the NOP,
  * against 25 ns through the generic handler.
  *
+ * Typed accesses.  A site a tool gave load programs for (LOADS: a
+ * script's $p->field, kernel/agent/loads.c) runs them at each hit and
+ * records their results after the arguments (DJP_EVF_LOADS); it has no
+ * fast entry.  A recorder without any pays one load of a NULL pointer.
+ *
  * The CPU.  A reader that wants each hit's CPU (a script's cpu(): CONNECT's
  * DJP_CONNECT_CPU) sets rec->cpu before it connects; from then on the
  * plans offer no fast entry, and the generic handler appends the CPU
@@ -108,6 +113,7 @@
 
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
+#include "kernel/agent/loads.h"
 #include "kernel/agent/recorder.h"
 #include "lib/proto.h"
 #include "kernel/unwind.h"
@@ -288,12 +294,24 @@ static inline __attribute__((always_inline)) void record_hit(const struct djp_hi
 				bound = rec->var_str[j];
 		}
 	}
+	if (__builtin_expect(__atomic_load_n(&rec->loads, __ATOMIC_ACQUIRE) != NULL, 0)) {
+		const struct djp_load_set *ls = djp_loads_of(rec->loads, id, s);
+		if (ls) {
+			uint64_t vals[DJP_LOAD_MAX_PROGS];
+			uint64_t faulted = djp_loads_run(ls, hit, s, vals);
+			int cpu = __atomic_load_n(&rec->cpu, __ATOMIC_RELAXED) ? sched_getcpu() : -1;
+			err = djp_ring_record_loads(rec->region, id, args, n, mask, bound, cpu, nregs ? regs : NULL,
+						    nregs, pcs, npcs, vals, ls->n, faulted, ls->str_mask, ls->str_bound);
+			goto done;
+		}
+	}
 	if (__builtin_expect(__atomic_load_n(&rec->cpu, __ATOMIC_RELAXED), 0))
 		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, sched_getcpu(), nregs ? regs : NULL,
 					  nregs, pcs, npcs);
 	else
 		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, -1, nregs ? regs : NULL, nregs, pcs,
 					  npcs);
+done:
 	if (__builtin_expect(err < 0, 0)) /* full, nested or no slot: the ring counted it */
 		count_lost(rec, id);
 }
@@ -363,7 +381,9 @@ static djp_fast_entry_fn recorder_plan(void *data, const struct djp_site *s, str
 	const struct djp_marker_info *m = s->m;
 	unsigned bound;
 	_Static_assert(DJP_TRAMP_PREFETCH == 4, "one entry per argument count");
+	struct djp_loads *loads = __atomic_load_n(&((struct djp_recorder *)data)->loads, __ATOMIC_ACQUIRE);
 	if (!arch_tramp_prefetches(m->arg, m->nargs) || (m->nargs && strings_of(data, s->id, m, &bound)) ||
+	    (loads && djp_loads_of(loads, s->id, s)) ||
 	    __atomic_load_n(&((struct djp_recorder *)data)->cpu, __ATOMIC_RELAXED) ||
 	    __atomic_load_n(&((struct djp_recorder *)data)->regs, __ATOMIC_RELAXED))
 		return NULL;
@@ -401,6 +421,7 @@ void djp_recorder_destroy(struct djp_recorder *rec)
 	djp_region_destroy(rec->region);
 	free(rec->lost_by_id);
 	free(rec->str_cache);
+	djp_loads_destroy(rec->loads);
 	for (unsigned i = 0; i < rec->nstr_pat; i++)
 		free(rec->str_pat[i].pattern);
 	free(rec);

@@ -14,6 +14,8 @@
 #include "lib/proto.h"
 #include "lib/ring.h"
 
+struct djp_loads;
+
 /* Marker ids below this have their own lost-event counter. */
 #define DJP_RECORDER_MAX_IDS 65536u
 
@@ -74,6 +76,9 @@ struct djp_recorder {
 	/* the call-frame tables were read for the stack handler (at the
 	 * first DJP_RECORD_USTACK connect) */
 	bool stack_ready;
+	/* load programs by site (kernel/agent/loads.c), from the first
+	 * LOADS on; NULL before */
+	struct djp_loads *loads;
 };
 
 /* A recorder with a new ring region; NULL with errno set. */

@@ -27,6 +27,7 @@
 #include "script.h"
 #include "tools/djp/line_out.h"
 #include "tools/djp/session/session.h"
+#include "typed.h"
 
 static void on_signal(int sig)
 {
@@ -525,7 +526,7 @@ static int elaborate(struct cli *c, struct script *sc, struct djp_source **src, 
 		*base = *src; /* its descriptors stay in use */
 		*src = synth;
 	}
-	if (resolve_probes(sc, *src) || check_script(sc) || check_dwarfless_refs(sc, *src))
+	if (resolve_probes(sc, *src) || typed_resolve(sc, *src) || check_script(sc) || check_dwarfless_refs(sc, *src))
 		return 1;
 	bind_fields(sc);
 	if (c->verbose)

@@ -409,7 +409,8 @@ static void keep_kid(struct live *l, struct session *k, bool start)
 {
 	uint64_t runtime[DJP_VARS_MAX];
 	bool ok = !session_hello(k) && !session_ring(k) && !session_tables(k) &&
-		  (!l->src.nvars || !session_vars(k, l->src.vars, l->src.nvars, runtime)) && !session_list(k);
+		  (!l->src.nvars || !session_vars(k, l->src.vars, l->src.nvars, runtime)) && !session_list(k) &&
+		  !session_loads(k, l->src.load_sites, l->src.nload_sites);
 	if (ok) {
 		tapset_remember(k->pid);
 		usym_remember(k->pid);
@@ -540,6 +541,8 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 				}
 				ev->nargs = n;
 			}
+			ev->loads = djp_event_loads(e, &ev->nloads, &ev->loads_faulted, &ev->loads_strs);
+			ev->loads_ev = e;
 			for (unsigned i = 0; i < n; i++) {
 				uint64_t flags = 0;
 				ev->strs[i] = djp_event_str(e, i, NULL, &flags);
@@ -637,6 +640,11 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	l->s.agg_capacity = src->agg_capacity;
 	if (!l->all && (session_tables(&l->s) ||
 			(src->nvars && session_vars(&l->s, src->vars, src->nvars, src->var_runtime)))) {
+		fprintf(stderr, "djp: %s\n", l->s.errmsg);
+		return l->s.errcode ? l->s.errcode : -EIO;
+	}
+	/* the typed accesses' programs, before the patterns of their sites */
+	if (session_loads(&l->s, src->load_sites, src->nload_sites)) {
 		fprintf(stderr, "djp: %s\n", l->s.errmsg);
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}

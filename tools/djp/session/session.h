@@ -28,6 +28,7 @@
 #include "tools/djp/attach/freeze.h"
 #include "tools/djp/source/order.h"
 #include "lib/format.h"
+#include "lib/load_prog.h"
 #include "lib/marker_log.h"
 #include "lib/proto.h"
 #include "lib/ring.h"
@@ -187,6 +188,9 @@ int session_list(struct session *s);
  * event of a DJP_CONNECT_REGS session carries (a script's @var), and the
  * run-time address of each in runtime[] (0: its object is not loaded). */
 int session_vars(struct session *s, const struct djp_var_want *v, unsigned n, uint64_t *runtime);
+/* LOADS, once per site of v, after RING and before the CONNECTs of the
+ * patterns that match those sites. */
+int session_loads(struct session *s, const struct djp_load_site *v, unsigned n);
 /* Add what the marker log holds that the table does not: works after the
  * process is gone.  0 or -EPROTO (said once on stderr). */
 int session_marker_log_read(struct session *s);

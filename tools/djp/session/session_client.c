@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lib/load_wire.h"
 #include "tools/djp/session/session.h"
 
 /* Wait for one frame; an ERROR frame becomes its -errno.  While the
@@ -389,6 +390,24 @@ int session_connect(struct session *s, const char *pattern, unsigned flags, uint
 	djp_get_u32(&r);
 	*nsites = djp_get_u32(&r);
 	return djp_preader_done(&r) ? 0 : bad_reply(s, "CONNECT");
+}
+
+int session_loads(struct session *s, const struct djp_load_site *v, unsigned n)
+{
+	static struct djp_pbuf b;
+	long got;
+
+	for (unsigned i = 0; i < n; i++) {
+		djp_pbuf_init(&b);
+		djp_put_str(&b, v[i].provider);
+		djp_put_str(&b, v[i].name);
+		djp_put_u32(&b, v[i].n);
+		for (unsigned k = 0; k < v[i].n; k++)
+			djp_load_put(&b, &v[i].prog[k]);
+		if ((got = request(s, DJP_MSG_LOADS, &b, DJP_MSG_OK, NULL)) < 0)
+			return (int)got;
+	}
+	return 0;
 }
 
 int session_connect_agg(struct session *s, const char *pattern, unsigned flags, unsigned plan, unsigned *nsites)

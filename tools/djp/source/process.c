@@ -354,6 +354,8 @@ static void fill(struct proc *p, struct session *s, struct djp_ev *ev)
 	ev->regs = NULL;
 	ev->nregs = 0;
 	ev->nvar_strs = 0;
+	ev->loads = NULL;
+	ev->nloads = 0;
 	ev->nargs = e->nargs < DJP_EV_MAX_ARGS ? e->nargs : DJP_EV_MAX_ARGS;
 	for (unsigned a = 0; a < ev->nargs; a++) {
 		uint64_t flags = 0;

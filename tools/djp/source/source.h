@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "lib/format.h"
+#include "lib/load_prog.h"
 
 #define DJP_EV_MAX_ARGS 12
 
@@ -103,6 +104,16 @@ struct djp_ev {
 	const char *var_strs[4];
 	bool var_str_fault[4];
 	unsigned nvar_strs;
+	/* the results of the site's load programs (typed accesses), in the
+	 * order of its struct djp_load_site; bit i of loads_faulted: program i
+	 * faulted, loads[i] the address it could not read */
+	const uint64_t *loads;
+	unsigned nloads;
+	uint64_t loads_faulted;
+	/* those that are strings copied at the hit (djp_event_load_str of
+	 * loads_ev, the event they are in) */
+	uint64_t loads_strs;
+	const struct djp_event *loads_ev;
 };
 
 enum {
@@ -246,6 +257,10 @@ struct djp_source {
 	const struct djp_agg_plan *agg_plans;
 	unsigned nagg_plans;
 	uint32_t agg_capacity; /* entries of a thread's table */
+	/* set before arm: the load programs of function sites, sent to every
+	 * process before its patterns are connected (typed accesses) */
+	const struct djp_load_site *load_sites;
+	unsigned nload_sites;
 };
 
 struct djp_source_opts {

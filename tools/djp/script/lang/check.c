@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "lang.h"
+#include "tools/djp/script/typed.h"
 #include "lib/ring.h"
 #include "tools/djp/script/run/builtins/builtins.h"
 #include "tools/djp/script/run/builtins/dwarfless.h"
@@ -224,6 +225,8 @@ static bool is_defined(struct checker *ck, const struct node *e)
 	bool mark = p && !p->has_nonmark && p->nbinds;
 	if (e->kind == N_CTXNAME || e->kind == N_CTXPARMS || e->kind == N_CTXFORMAT)
 		return mark;
+	if (e->kind == N_TYPED) /* compiled at every function of the probe */
+		return e->tr->resolved && e->tr->ok;
 	if (e->kind != N_CTX)
 		return true;
 	if (!mark)
@@ -354,11 +357,17 @@ static void user_string_ref(struct checker *ck, struct node *n)
 		dwarfless_string_ref(ck->sc, a, bound);
 		return;
 	}
-	if (!ck->probe || !a || a->kind != N_CTX || a->slot < 0 || a->slot >= ck->probe->nrefs)
+	if (!ck->probe || !a || ((a->kind != N_CTX || a->slot < 0 || a->slot >= ck->probe->nrefs) &&
+				 (a->kind != N_TYPED || a->tr->idx < 0)))
 		return;
 	if ((flags & BF_USTR_N) && n->args[1]->kind == N_NUM && n->args[1]->num >= 0 &&
 	    n->args[1]->num < (int64_t)bound)
 		bound = (unsigned)n->args[1]->num + 1;
+	if (a->kind == N_TYPED) { /* copied by its load program */
+		if (a->tr->str_bound < bound)
+			a->tr->str_bound = bound;
+		return;
+	}
 	if (ck->probe->ref_strbound[a->slot] < bound)
 		ck->probe->ref_strbound[a->slot] = (uint16_t)bound;
 }
@@ -647,6 +656,14 @@ static int expr(struct checker *ck, struct node *n, int want)
 	case N_CTXPARMS:
 	case N_CTXFORMAT:
 		return ctx_name(ck, n);
+	case N_TYPED:
+		if (!ck->probe) {
+			ERR(ck, n, "%s: not supported yet: a typed access outside a probe body", n->tr->text);
+			return TY_UNK;
+		}
+		if (!typed_check(ck->sc, n))
+			ck->errors++;
+		return n->ty = n->tr->pretty ? TY_STR : TY_LONG;
 	case N_CALL:
 	case N_BUILTIN:
 		return n->ty = (uint8_t)call(ck, n);

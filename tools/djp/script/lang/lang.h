@@ -124,6 +124,7 @@ enum node_kind {
 	N_PRINT,   /* op = enum print_kind, args (args[0] the format for *printf) */
 	N_WILD,	   /* `*` as an index: a slice, in foreach, in and delete */
 	N_DEFINED, /* @defined(a) (op 0), @choose_defined(a, b) (op 1): folded by check.c */
+	N_TYPED,   /* $var->m[i]..., &..., $return->m: tr (typed.h), read in the target */
 	/* statements */
 	S_BLOCK,   /* args = statements */
 	S_EXPR,	   /* a */
@@ -147,6 +148,8 @@ enum print_kind {
 };
 
 struct sym;
+struct typed_ref;
+struct script_typed;
 struct func;
 
 struct node {
@@ -174,6 +177,7 @@ struct node {
 	struct node *fe_slice; /* foreach (k in a[*, 5]): the N_INDEX slice */
 	struct print_fmt *pf; /* N_PRINT with a constant format */
 	void *re;	      /* N_CMP =~ / !~: the compiled regex_t */
+	struct typed_ref *tr; /* N_TYPED (script/typed.c) */
 };
 
 struct hist_cfg {
@@ -365,6 +369,7 @@ struct script {
 	struct script_var *vars;
 	unsigned nvars;
 	struct script_agg *agg; /* the probes run in the target (agg.c), or NULL */
+	struct script_typed *typed; /* typed accesses and their programs (typed.c), or NULL */
 	/* the tokens the parser read, kept for -p1 */
 	struct tok *toks;
 	size_t ntoks;

@@ -25,6 +25,7 @@
 #include "tools/djp/line_out.h"
 #include "tools/djp/script/agg.h"
 #include "tools/djp/script/func_points.h"
+#include "tools/djp/script/typed.h"
 
 volatile int run_interrupted;
 
@@ -469,6 +470,7 @@ static int arm(struct script *sc, struct djp_source *src)
 		return -1;
 	}
 	agg_prepare(sc, src);
+	typed_load_sites(sc, src);
 	globs = arm_globs(sc, &nglobs);
 	src->want_cpu = sc->uses_cpu;
 	src->want_regs = sc->uses_regs;
