@@ -8,6 +8,8 @@
 #ifndef DJP_SELFTESTS_RUN_BEFORE_ASM_H
 #define DJP_SELFTESTS_RUN_BEFORE_ASM_H
 
+#include "selftests/every_reg_asm.h"
+
 /*
  * Where each run starts and each site is, as offsets from the function
  * (rb_offsets_ok checks them).  A test names a site by its function and
@@ -102,7 +104,7 @@ long rb_trap(long x);
  * void rr_run(long op, long *out): with op 1, sets every general register
  * (%r15 keeps out) and the flags (0x1111 - 0x2222: CF and SF set), then at
  * the site (RR_SITE), a nop right before a place that op 0 branches to, stores them
- * all into out[0..15], the flags last with pushfq.  The run a jump takes
+ * all into out[0..15] as selftests/every_reg_asm.h says.  The run a jump takes
  * starts at the mov into %r14, 10 bytes before the site: the handler must
  * see every register as the site has it, and the code after the site
  * every register and flag as unprobed.
@@ -125,59 +127,18 @@ __asm__(".pushsection .text\n"
 	".globl rr_run\n"
 	".type rr_run,@function\n"
 	"rr_run:\n"
-	"	push %rbx\n"
-	"	push %rbp\n"
-	"	push %r12\n"
-	"	push %r13\n"
-	"	push %r14\n"
-	"	push %r15\n"
+	EVERY_REG_SAVE
 	"	mov %rsi,%r15\n"
 	"	test %rdi,%rdi\n"
 	"	jz .Lrr_after\n"
-	"	mov $0x1111,%rax\n"
-	"	mov $0x2222,%rbx\n"
-	"	mov $0x3333,%rcx\n"
-	"	mov $0x4444,%rdx\n"
-	"	mov $0x5555,%rsi\n"
-	"	mov $0x6666,%rdi\n"
-	"	mov $0x7777,%rbp\n"
-	"	mov $0x8888,%r8\n"
-	"	mov $0x9999,%r9\n"
-	"	mov $0xaaaa,%r10\n"
-	"	mov $0xbbbb,%r11\n"
-	"	mov $0xcccc,%r12\n"
-	"	mov $0xdddd,%r13\n"
+	EVERY_REG_SET
 	".Lrr_run_start:\n"
 	"	mov $0xeeee,%r14\n"
 	"	cmp %rbx,%rax\n"
 	".Lrr_site:\n"
 	"	nop\n"
 	".Lrr_after:\n"
-	"	mov %rax,0(%r15)\n"
-	"	mov %rdx,8(%r15)\n"
-	"	mov %rcx,16(%r15)\n"
-	"	mov %rbx,24(%r15)\n"
-	"	mov %rsi,32(%r15)\n"
-	"	mov %rdi,40(%r15)\n"
-	"	mov %rbp,48(%r15)\n"
-	"	mov %rsp,56(%r15)\n"
-	"	mov %r8,64(%r15)\n"
-	"	mov %r9,72(%r15)\n"
-	"	mov %r10,80(%r15)\n"
-	"	mov %r11,88(%r15)\n"
-	"	mov %r12,96(%r15)\n"
-	"	mov %r13,104(%r15)\n"
-	"	mov %r14,112(%r15)\n"
-	"	pushfq\n"
-	"	pop %rax\n"
-	"	mov %rax,120(%r15)\n"
-	"	pop %r15\n"
-	"	pop %r14\n"
-	"	pop %r13\n"
-	"	pop %r12\n"
-	"	pop %rbp\n"
-	"	pop %rbx\n"
-	"	ret\n"
+	EVERY_REG_STORE
 	".size rr_run, .-rr_run\n"
 	".popsection\n");
 void rr_run(long op, long *out);
