@@ -125,6 +125,51 @@ TEST(run_before_site_right_after_a_branch_target)
 	arm_and_run(AT(rb_join, RB_JOIN_SITE), AT(rb_join, RB_JOIN_RUN), at_join, join_odd_y, join_odd_y_ref);
 }
 
+/* An armed site whose run starts before it, joined by a handler that asks
+ * for an int3: the int3 is at the run's start, and enters the trampoline,
+ * which runs the instructions before the site first, so that both
+ * handlers see the site's registers; the jump comes back when that
+ * handler goes. */
+static atomic_long forced_hits;
+
+static void at_end_forced(const struct djp_hit *hit, void *data)
+{
+	atomic_fetch_add(&forced_hits, 1);
+	at_end(hit, data);
+}
+
+TEST(run_before_int3_asked_of_an_armed_site_enters_its_trampoline)
+{
+	const char *run = AT(rb_end, RB_END_RUN), *site = AT(rb_end, RB_END_SITE);
+	uint8_t before[16];
+	int a, b;
+
+	memcpy(before, rb_end, sizeof(before));
+	a = djp_connect_at(OPTS(.addr = (uintptr_t)site), at_end, NULL, DJP_GPR_ONLY);
+	CHECK(a >= 0);
+	CHECK_EQ(*(const uint8_t *)run, 0xe9);
+	b = djp_connect_at(OPTS(.addr = (uintptr_t)site), at_end_forced, NULL, DJP_FORCE_INT3);
+	CHECK(b >= 0);
+	/* the int3 at the run's start, the instructions after it the program's */
+	CHECK_EQ(*(const uint8_t *)run, 0xcc);
+	CHECK(memcmp(run + 1, before + RB_END_RUN + 1, RB_END_SITE + 2 - RB_END_RUN - 1) == 0);
+	atomic_store(&hits, 0);
+	atomic_store(&bad, 0);
+	for (long i = 0; i < 1000; i++)
+		CHECK_EQ(rb_end(i), rb_end_ref(i));
+	CHECK_EQ(atomic_load(&hits), 2000); /* both handlers, each hit */
+	CHECK_EQ(atomic_load(&forced_hits), 1000);
+	CHECK_EQ(atomic_load(&bad), 0);
+	CHECK_EQ(djp_disconnect(b), 0);
+	CHECK_EQ(*(const uint8_t *)run, 0xe9);
+	atomic_store(&hits, 0);
+	for (long i = 0; i < 1000; i++)
+		CHECK_EQ(rb_end(i), rb_end_ref(i));
+	CHECK_EQ(atomic_load(&hits), 1000);
+	CHECK_EQ(djp_disconnect(a), 0);
+	CHECK(memcmp(before, rb_end, sizeof(before)) == 0);
+}
+
 /* Every run that ends past rb_trap's site holds the place where a
  * branch lands, strictly inside: the run's start is checked against the
  * branch targets as the rest of it is, and the site stays an int3 (its
