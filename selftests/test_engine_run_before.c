@@ -170,6 +170,38 @@ TEST(run_before_int3_asked_of_an_armed_site_enters_its_trampoline)
 	CHECK(memcmp(before, rb_end, sizeof(before)) == 0);
 }
 
+/* A point at the start of an idle site's run before it: that site is
+ * narrowed to its own instruction for good (kernel/site_narrow.c), and
+ * each is an int3 on its own instruction, neither inside the other's
+ * bytes.  (The narrowing lasts: each test runs in a process of its own.) */
+TEST(run_before_point_at_the_runs_start_narrows_the_site)
+{
+	const char *run = AT(rb_end, RB_END_RUN), *site = AT(rb_end, RB_END_SITE);
+	uint8_t before[16];
+	int a, b;
+
+	memcpy(before, rb_end, sizeof(before));
+	a = djp_connect_at(OPTS(.addr = (uintptr_t)site), at_end, NULL, 0);
+	CHECK(a >= 0);
+	CHECK_EQ(*(const uint8_t *)run, 0xe9);
+	CHECK_EQ(djp_disconnect(a), 0);
+	b = djp_connect_at(OPTS(.addr = (uintptr_t)run), count, NULL, 0);
+	CHECK(b >= 0);
+	a = djp_connect_at(OPTS(.addr = (uintptr_t)site), at_end, NULL, 0);
+	CHECK(a >= 0);
+	CHECK_EQ(*(const uint8_t *)run, 0xcc);
+	CHECK_EQ(*(const uint8_t *)site, 0xcc);
+	atomic_store(&hits, 0);
+	atomic_store(&bad, 0);
+	for (long i = 0; i < 1000; i++)
+		CHECK_EQ(rb_end(i), rb_end_ref(i));
+	CHECK_EQ(atomic_load(&hits), 2000);
+	CHECK_EQ(atomic_load(&bad), 0);
+	CHECK_EQ(djp_disconnect(a), 0);
+	CHECK_EQ(djp_disconnect(b), 0);
+	CHECK(memcmp(before, rb_end, sizeof(before)) == 0);
+}
+
 /* Every run that ends past rb_trap's site holds the place where a
  * branch lands, strictly inside: the run's start is checked against the
  * branch targets as the rest of it is, and the site stays an int3 (its
