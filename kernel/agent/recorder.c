@@ -239,7 +239,7 @@ static __attribute__((noinline)) unsigned regs_block(const struct djp_recorder *
 		w[d] = in ? hit->regs.r[r] : 0;
 		info |= (uint64_t)in << d;
 	}
-	w[DJP_REGS_PC] = s->is_return ? hit->regs.r[DJP_REG_PC] : s->addr;
+	w[DJP_REGS_PC] = s->is_return ? hit->regs.r[DJP_REG_PC] : djp_site_pc(s);
 	for (unsigned j = 0; j < nstack; j++) {
 		uint64_t *x = &w[DJP_REGS_STACK + j];
 		if ((view >> DJP_REG_SP & 1) && read_word(hit->regs.r[DJP_REG_SP] + 8 * (j + 1), x))
