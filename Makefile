@@ -34,6 +34,8 @@ DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev libzydi
 DEB_PACKAGES_CHECK := python3 postgresql-15 bpftrace libc6-dbg
 # and man-db (with groff-base), which renders the man pages with --warnings.
 DEB_PACKAGES_CHECK += man-db groff-base
+# babeltrace2 and its Python bindings, which read the CTF traces djp writes.
+DEB_PACKAGES_CHECK += babeltrace2 python3-bt2
 DEB_PACKAGES_FUZZ := clang libclang-rt-14-dev
 DEB_PACKAGES_BENCH := valgrind postgresql-15
 

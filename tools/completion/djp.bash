@@ -60,6 +60,8 @@ _djp()
 	-c) COMPREPLY=($(compgen -c -- "$cur")); return ;;
 	-x) COMPREPLY=($(compgen -W "$(cd /proc && printf '%s\n' [0-9]*)" -- "$cur")); return ;;
 	-o | --replay) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+	--from) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	-f | --format) [[ $cmd == trace ]] && COMPREPLY=($(compgen -W "text json ctf" -- "$cur")); return ;;
 	--duration | --buffer-size | -e | -l | -L | -D | -p | -s) return ;;
 	esac
 
@@ -81,8 +83,8 @@ _djp()
 		;;
 	trace)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-c -x -o -k --json --snapshot --int3 --duration \
-				--buffer-size --kprobe --force --no-children --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "-c -x -o -f -k --json --format --from --snapshot --int3 \
+				--duration --buffer-size --kprobe --force --no-children --help" -- "$cur"))
 			return
 		fi
 		# bash splits words at the ':' of COMP_WORDBREAKS (func:NAME,

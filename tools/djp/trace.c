@@ -2,9 +2,10 @@
  * `djp trace`: record markers in a process or in the kernel and print each
  * event.
  *
- *   djp trace [-c CMD | -x PID | -p PID] [--json | -f json] [-o FILE] [--snapshot]
+ *   djp trace [-c CMD | -x PID | -p PID] [-f FORMAT [-o OUT]]... [--snapshot]
  *             [--duration SECONDS] [--buffer-size BYTES] PATTERN[=FORMAT]...
- *   djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] PATTERN...
+ *   djp trace -k [-f FORMAT [-o OUT]]... [--duration SECONDS] [--kprobe] PATTERN...
+ *   djp trace --from DIR [-f FORMAT [-o OUT]]...
  *
  * The target records, the tool prints: one loop, whatever the target.  An
  * event source (source/source.h) is opened, -k choosing which:
@@ -14,8 +15,10 @@
  * on it; a pattern that matches nothing is an error and nothing stays
  * armed.  Then the target runs (-c: its main), the source hands out events
  * in time order, each with its marker named, and the output
- * (output/output.h: text or JSON) writes them, flushed whenever the source
- * pauses.  In --snapshot mode the rings overwrite their oldest events
+ * (output/output.h: text, JSON or CTF; several at once, each -f with the
+ * -o after it) writes them, flushed whenever the source pauses.  --from
+ * reads a CTF trace djp wrote (source/ctf.c) instead of a target, to
+ * write it in another format.  In --snapshot mode the rings overwrite their oldest events
  * instead of dropping new ones, and the process source reads them only on
  * SIGUSR1 and at the end: a flight recorder.
  *
@@ -64,12 +67,13 @@ static void on_usr1(int sig)
 void djp_usage_trace(FILE *out)
 {
 	fprintf(out,
-		"usage: djp trace [-c CMD | -x PID [--force] [--no-children]] [--json] [-o FILE]\n"
+		"usage: djp trace [-c CMD | -x PID [--force] [--no-children]] [-f FORMAT [-o OUT]]...\n"
 		"                 [--snapshot] [--int3]\n"
 		"                 [--duration SECONDS] [--buffer-size BYTES] [--max-string-len N]\n"
 		"                 PATTERN[=FORMAT]...\n"
-		"       djp trace -k [--json] [-o FILE] [--duration SECONDS] [--kprobe] [--max-string-len N]\n"
+		"       djp trace -k [-f FORMAT [-o OUT]]... [--duration SECONDS] [--kprobe] [--max-string-len N]\n"
 		"                 PATTERN...\n"
+		"       djp trace --from DIR [-f FORMAT [-o OUT]]...\n"
 		"\n"
 		"Record every hit of the markers matching the PATTERNs (globs over marker\n"
 		"names; PROVIDER:NAME for SDT probes) and print one line per event:\n"
@@ -88,8 +92,14 @@ void djp_usage_trace(FILE *out)
 		"  --force        with -x: load the agent even where the process's seccomp\n"
 		"                 filter cannot be read (it may kill the process)\n"
 		"  --json, -f json  one JSON object per event per line (bpftrace -f json;\n"
-		"                 -f text, the default, is the line above)\n"
-		"  -o FILE        write events to FILE instead of stdout (stap -o, bpftrace -o)\n"
+		"                 -f text, the default, is the line above); --format=FORMAT\n"
+		"  -f ctf -o DIR  a CTF 1.8 trace in the new or empty directory DIR, for\n"
+		"                 babeltrace2 and Trace Compass\n"
+		"  -o FILE        write events to FILE instead of stdout (stap -o, bpftrace -o);\n"
+		"                 each -f may have its own -o: -f text -f ctf -o DIR prints\n"
+		"                 the lines and writes the trace\n"
+		"  --from DIR     read the CTF trace djp wrote in DIR instead of a target\n"
+		"                 and write it as -f says (no PATTERN)\n"
 		"  --snapshot     flight recorder: rings overwrite the oldest events; the\n"
 		"                 last events are written on SIGUSR1 and at the end\n"
 		"  --duration S   stop after S seconds\n"
@@ -130,6 +140,8 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		{ "force", no_argument, NULL, 'F' },
 		{ "kprobe", no_argument, NULL, 'K' },
 		{ "no-children", no_argument, NULL, 'C' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "from", required_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -143,7 +155,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "c:x:p:o:f:hk", longopts, NULL)) != -1) {
-		if (t->kernel ? c && strchr("cxpsbiFf", c) : c == 'K')
+		if (t->kernel ? c && strchr("cxpsbiFR", c) : c == 'K')
 			return usage_error(t, t->kernel ? "unknown option (-c, -x, --snapshot and --buffer-size are "
 							  "for processes)"
 							: "unknown option");
@@ -165,10 +177,15 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			break;
 		}
 		case 'o':
-			t->outfile = optarg;
+			if (!t->nouts || t->outs[t->nouts - 1].path) {
+				if (t->nouts == TRACE_MAX_OUTS)
+					return usage_error(t, "too many outputs (at most 4)");
+				t->nouts++;
+			}
+			t->outs[t->nouts - 1].path = optarg;
 			break;
-		case 'j':
-			t->json = true;
+		case 'R':
+			t->from = optarg;
 			break;
 		case 's':
 			t->o.snapshot = true;
@@ -182,11 +199,21 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		case 'C':
 			session_no_children = true;
 			break;
-		case 'f': /* bpftrace's -f FORMAT */
-			if (strcmp(optarg, "json") && strcmp(optarg, "text"))
-				return usage_error(t, "-f takes json or text");
-			t->json = !strcmp(optarg, "json");
+		case 'j':
+		case 'f': { /* bpftrace's -f FORMAT; the -o after it is its file */
+			struct djp_output probe;
+			if (c == 'j')
+				optarg = "json";
+			if (!djp_output_init(&probe, optarg, NULL))
+				return usage_error(t, "-f takes text, json or ctf");
+			if (!t->nouts || t->outs[t->nouts - 1].format) {
+				if (t->nouts == TRACE_MAX_OUTS)
+					return usage_error(t, "too many outputs (at most 4)");
+				t->nouts++;
+			}
+			t->outs[t->nouts - 1].format = optarg;
 			break;
+		}
 		case 'd':
 			t->duration = strtod(optarg, &end);
 			if (!*optarg || *end || !(t->duration > 0) || !isfinite(t->duration))
@@ -218,6 +245,25 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			return usage_error(t, optopt && strchr("cxpof", optopt) ? "option needs an argument"
 										 : "unknown option");
 		}
+	}
+	if (!t->nouts)
+		t->nouts = 1; /* text on standard output */
+	for (unsigned i = 0; i < t->nouts; i++) {
+		struct trace_out *o = &t->outs[i];
+		struct djp_output probe;
+		djp_output_init(&probe, o->format ? o->format : "text", NULL);
+		if (probe.ops->open_dir && !o->path)
+			return usage_error(t, "-f ctf needs -o DIR");
+		for (unsigned j = 0; j < i && !o->path; j++)
+			if (!t->outs[j].path)
+				return usage_error(t, "two outputs to standard output (give each -f its -o)");
+	}
+	if (t->from) {
+		if (t->o.cmd || t->o.pid || t->kernel)
+			return usage_error(t, "--from reads a trace: no -c, -x or -k");
+		if (optind < argc)
+			return usage_error(t, "--from takes no PATTERN (the trace holds what was recorded)");
+		return -1;
 	}
 	if (!t->kernel && !t->o.cmd == !t->o.pid)
 		return usage_error(t, "give exactly one of -c CMD and -x PID");
@@ -303,8 +349,10 @@ static int open_source(struct trace *t)
 	int rc;
 
 	t->o.formats = t->formats;
-	rc = t->kernel ? djp_kernel_source_open(&t->src, err, sizeof(err))
-			   : djp_process_source_open(&t->o, &t->src, err, sizeof(err));
+	err[0] = 0;
+	rc = t->from	 ? djp_ctf_source_open(t->from, &t->src, err, sizeof(err))
+	     : t->kernel ? djp_kernel_source_open(&t->src, err, sizeof(err))
+			 : djp_process_source_open(&t->o, &t->src, err, sizeof(err));
 
 	if (rc < 0) {
 		if (err[0])
@@ -347,22 +395,79 @@ static void install_signals(void)
 	sigaction(SIGPIPE, &sa, NULL);
 }
 
-/* Flush and close the output; true (after one line on stderr) when any
+/* Flush and close an output; true (after one line on stderr) when any
  * write to it failed, now or earlier. */
-static bool write_failed(struct trace *t)
+static bool write_failed(struct trace_out *o)
 {
-	bool bad = line_out_flush(t->out) != 0;
-	int err = bad ? errno : 0;
+	bool bad;
+	int err;
 
-	bad |= ferror(t->out) != 0;
-	if (fclose(t->out) && !bad) {
+	if (!o->out) { /* a directory: its end() said so */
+		bad = o->output.failed;
+		if (o->output.ops && o->output.ops->close)
+			o->output.ops->close(&o->output);
+		return bad;
+	}
+	bad = line_out_flush(o->out) != 0;
+	err = bad ? errno : 0;
+	bad |= ferror(o->out) != 0;
+	if (fclose(o->out) && !bad) {
 		bad = true;
 		err = errno;
 	}
+	o->out = NULL;
 	if (bad)
-		fprintf(stderr, "djp: %s: cannot write the trace: %s\n", t->outfile ? t->outfile : "standard output",
+		fprintf(stderr, "djp: %s: cannot write the trace: %s\n", o->path ? o->path : "standard output",
 			err ? strerror(err) : "a write failed");
 	return bad;
+}
+
+static void event_out(struct trace *t, const struct djp_ev *ev)
+{
+	for (unsigned i = 0; i < t->nouts; i++)
+		djp_output_event(&t->outs[i].output, ev);
+}
+
+static bool out_error(const struct trace *t)
+{
+	for (unsigned i = 0; i < t->nouts; i++)
+		if (t->outs[i].out ? ferror(t->outs[i].out) != 0 : t->outs[i].output.failed)
+			return true;
+	return false;
+}
+
+/* Each output made: its file or directory opened, before the target is
+ * touched (a bad OUT leaves it as it was); 0, or 1 after one line. */
+static int open_outputs(struct trace *t)
+{
+	char err[512];
+
+	for (unsigned i = 0; i < t->nouts; i++) {
+		struct trace_out *o = &t->outs[i];
+		djp_output_init(&o->output, o->format ? o->format : "text", NULL);
+		if (o->output.ops->open_dir) {
+			if (o->output.ops->open_dir(&o->output, o->path, err, sizeof(err)) < 0) {
+				fprintf(stderr, "djp: %s\n", err);
+				return 1;
+			}
+			continue;
+		}
+		/* in whole lines: the command may write to the same output */
+		if (!(o->out = line_out_open(o->path))) {
+			fprintf(stderr, "djp: %s: %s\n", o->path ? o->path : "standard output", strerror(errno));
+			return 1;
+		}
+		o->output.out = o->out;
+	}
+	return 0;
+}
+
+static void lost_out(void *ctx, int32_t pid, int32_t tid, uint64_t n)
+{
+	struct trace *t = ctx;
+	for (unsigned i = 0; i < t->nouts; i++)
+		if (t->outs[i].output.ops->lost)
+			t->outs[i].output.ops->lost(&t->outs[i].output, pid, tid, n);
 }
 
 /* Events to the output until the target ends, ^C, --duration or a failed
@@ -379,14 +484,16 @@ static const char *run(struct trace *t, char *why, size_t whysz)
 	for (;;) {
 		int rc = src->ops->next(src, &ev, deadline);
 		if (rc == DJP_SRC_EVENT) {
-			djp_output_event(&t->output, &ev);
+			event_out(t, &ev);
 			n++;
 			continue;
 		}
 		deadline = src->ops->now_ns(src) + FLUSH_NS;
 		if (n != printed) {
 			printed = n;
-			fflush(t->out); /* once a round, not once a process */
+			for (unsigned i = 0; i < t->nouts; i++) /* once a round, not once a process */
+				if (t->outs[i].out)
+					fflush(t->outs[i].out);
 		}
 		if (rc == DJP_SRC_END)
 			return src->end_why ? src->end_why : "the source ended";
@@ -398,7 +505,7 @@ static const char *run(struct trace *t, char *why, size_t whysz)
 			snprintf(why, whysz, "stopped by %s", strsignal(session_stop_signal));
 			return why;
 		}
-		if (ferror(t->out))
+		if (out_error(t))
 			return "stopped: cannot write the events (output closed?)";
 		if (t->duration > 0 && now_s() - start >= t->duration) {
 			snprintf(why, whysz, "stopped after %g s", t->duration);
@@ -415,6 +522,7 @@ static bool kernel_trace(int argc, char **argv)
 		if (!strcmp(argv[i], "-k"))
 			return true;
 		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "-x") || !strcmp(argv[i], "-o") ||
+		    !strcmp(argv[i], "-f") || !strcmp(argv[i], "--format") || !strcmp(argv[i], "--from") ||
 		    !strcmp(argv[i], "--duration") || !strcmp(argv[i], "--buffer-size") ||
 		    !strcmp(argv[i], "--max-string-len"))
 			i++; /* and its value */
@@ -432,33 +540,35 @@ int djp_cmd_trace(int argc, char **argv)
 
 	if ((rc = parse_args(&t, argc, argv)) >= 0)
 		goto out;
-	/* in whole lines: the command may write to the same output; before
-	 * the target is touched: a bad FILE leaves it as it was */
-	if (!(t.out = line_out_open(t.outfile))) {
-		fprintf(stderr, "djp: %s: %s\n", t.outfile ? t.outfile : "standard output", strerror(errno));
+	if (open_outputs(&t)) {
 		rc = 1;
 		goto out;
 	}
-	djp_output_init(&t.output, t.json ? "json" : "text", t.out);
 	install_signals();
 	if (open_source(&t)) {
 		rc = 1;
 		goto out;
 	}
-	djp_output_begin(&t.output);
+	for (unsigned i = 0; i < t.nouts; i++)
+		djp_output_begin(&t.outs[i].output);
 	reason = run(&t, why, sizeof(why));
 	/* every probe disarmed, then everything recorded until then */
 	t.src->ops->stop(t.src);
 	while (t.src->ops->next(t.src, &ev, UINT64_MAX) == DJP_SRC_EVENT)
-		djp_output_event(&t.output, &ev);
-	djp_output_end(&t.output);
+		event_out(&t, &ev);
 	fprintf(stderr, "djp trace: %s\n", reason);
 	if (t.src->ops->report)
 		t.src->ops->report(t.src, stderr);
+	/* the losses, once the summary has counted them */
+	if (t.src->ops->lost_threads)
+		t.src->ops->lost_threads(t.src, lost_out, &t);
+	for (unsigned i = 0; i < t.nouts; i++)
+		djp_output_end(&t.outs[i].output);
 	rc = t.src->ops->exit_status ? t.src->ops->exit_status(t.src) : 0;
 out:
-	if (t.out && write_failed(&t))
-		rc = 1; /* events that did not reach the output: as djp list */
+	for (unsigned i = 0; i < t.nouts; i++)
+		if ((t.outs[i].out || t.outs[i].output.ops) && write_failed(&t.outs[i]))
+			rc = 1; /* events that did not reach the output: as djp list */
 	if (t.src)
 		t.src->ops->close(t.src);
 	free(t.formats);

@@ -1,7 +1,8 @@
 /*
  * `djp trace`: its options (trace.c).  Events come from a source
  * (source/source.h: source/process.c for -c and -x, source/kernel.c for
- * -k) and go to an output (output/output.h: text or JSON).
+ * -k; source/ctf.c for --from) and go to outputs (output/output.h: text,
+ * JSON, CTF).
  */
 #ifndef DJP_TOOLS_TRACE_H
 #define DJP_TOOLS_TRACE_H
@@ -13,13 +14,14 @@
 #include "output/output.h"
 #include "source/source.h"
 
+#define TRACE_MAX_OUTS 4
+
 struct trace {
 	/* options */
 	bool kernel; /* -k: the kernel's markers (source/kernel.c) */
 	bool kprobe; /* --kprobe: with -k, arm with register_kprobe() */
-	bool json;
 	bool int3; /* --int3: breakpoints only, never jumps */
-	const char *outfile;
+	const char *from; /* --from DIR: a CTF trace djp wrote, not a target */
 	double duration;
 	char **patterns;
 	int npatterns;
@@ -27,9 +29,16 @@ struct trace {
 	uint32_t *str_args; /* the %s arguments of formats[i] */
 	struct djp_source_opts o; /* -c, -x, --snapshot, --buffer-size, --max-string-len */
 
-	struct djp_source *src;	  /* where events come from: -k chooses */
-	FILE *out;		  /* where they go */
-	struct djp_output output; /* how: text or JSON, onto out */
+	struct djp_source *src; /* where events come from: -k, --from choose */
+	/* where they go: each -f FORMAT with the -o after it (none: text on
+	 * standard output) */
+	struct trace_out {
+		const char *format; /* NULL: text */
+		const char *path;   /* -o; NULL: standard output */
+		FILE *out;	    /* a stream format's */
+		struct djp_output output;
+	} outs[TRACE_MAX_OUTS];
+	unsigned nouts;
 };
 
 #endif

@@ -6,14 +6,14 @@
 static const struct djp_output_ops *const outputs[] = {
 	&djp_output_text,
 	&djp_output_json,
+	&djp_output_ctf,
 };
 
 bool djp_output_init(struct djp_output *o, const char *name, FILE *out)
 {
 	for (size_t i = 0; i < sizeof(outputs) / sizeof(outputs[0]); i++)
 		if (!strcmp(outputs[i]->name, name)) {
-			o->ops = outputs[i];
-			o->out = out;
+			*o = (struct djp_output){ .ops = outputs[i], .out = out };
 			return true;
 		}
 	return false;

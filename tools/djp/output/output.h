@@ -1,6 +1,6 @@
 /*
  * Where `djp trace` puts its events: one small interface, an
- * implementation a file (text.c, json.c), chosen by name (-f FORMAT).
+ * implementation a file (text.c, json.c, ctf.c), chosen by name (-f FORMAT).
  *
  * A consumer opens an output over a stream, calls begin() once, event()
  * for each event in the order the source delivered it, and end() once;
@@ -31,11 +31,22 @@ struct djp_output_ops {
 	void (*event)(struct djp_output *o, const struct djp_ev *ev, const char *name, const struct djp_fmt *fmt);
 	/* After the last event (a file format's trailer); may be NULL. */
 	void (*end)(struct djp_output *o);
+	/* A format that writes a directory, not a stream (CTF): -o names it,
+	 * and open_dir makes it before the target is touched; 0, or -1 with
+	 * one line in err.  NULL: the format writes onto `out`. */
+	int (*open_dir)(struct djp_output *o, const char *path, char *err, size_t errsz);
+	/* After the last event, before end(): n events of thread tid of
+	 * process pid were lost (tid -1: of no one thread); may be NULL. */
+	void (*lost)(struct djp_output *o, int32_t pid, int32_t tid, uint64_t n);
+	/* Free what open_dir made; may be NULL. */
+	void (*close)(struct djp_output *o);
 };
 
 struct djp_output {
 	const struct djp_output_ops *ops;
-	FILE *out;
+	FILE *out;	/* NULL for a directory format */
+	void *priv;	/* the implementation's */
+	bool failed;	/* a directory format could not write (said on stderr) */
 };
 
 /* The output named `name` over out; false when there is none of that name. */
@@ -61,6 +72,6 @@ void djp_output_event(struct djp_output *o, const struct djp_ev *ev);
 void djp_output_strs(const struct djp_ev *ev, const char *strs[DJP_EV_MAX_ARGS],
 		     char cut[][DJP_RING_STR_BOUND_MAX + 4]);
 
-extern const struct djp_output_ops djp_output_text, djp_output_json;
+extern const struct djp_output_ops djp_output_text, djp_output_json, djp_output_ctf;
 
 #endif

@@ -556,6 +556,7 @@ static void proc_close(struct djp_source *src)
 	if (p->released)
 		fclose(p->released);
 	free(p->released_text);
+	free(p->released_lost);
 	free(p->patterns);
 	free(p->formats);
 	free(p->str_args);
@@ -569,6 +570,7 @@ static const struct djp_source_ops proc_ops = {
 	.next = proc_next,
 	.stop = proc_stop,
 	.report = proc_report,
+	.lost_threads = proc_lost_threads,
 	.exit_status = proc_exit_status,
 	.now_ns = proc_now,
 	.close = proc_close,
