@@ -378,12 +378,13 @@ static int ctf_open_dir(struct djp_output *o, const char *path, char *err, size_
 		return -1;
 	}
 	o->priv = c;
+	c->dirfd = -1;
 	if (mkdir(path, 0755) && errno != EEXIST) {
 		snprintf(err, errsz, "%s: cannot make the CTF directory: %s", path, strerror(errno));
 		return -1;
 	}
 	if ((c->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fstat(c->dirfd, &st)) {
-		snprintf(err, errsz, "%s: %s", path, strerror(errno == ENOTDIR ? ENOTDIR : errno));
+		snprintf(err, errsz, "%s: %s", path, strerror(errno));
 		return -1;
 	}
 	if (st.st_nlink > 2 || !ctf_dir_empty(c->dirfd)) {
@@ -407,7 +408,7 @@ static void ctf_close(struct djp_output *o)
 	free(c->stream_ix);
 	free(c->slots);
 	ctf_trace_free(&c->t);
-	if (c->dirfd > 0)
+	if (c->dirfd >= 0)
 		close(c->dirfd);
 	free(c->path);
 	free(c);

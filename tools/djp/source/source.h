@@ -25,8 +25,9 @@
  * djp trace, script/live.c for scripts, which adds what only a script
  * asks: aggregation in the target, reads of the target's memory, the
  * function around a site), the files source (files.c: the markers of
- * files a script names, for listing without a process) and the kernel
- * source (kernel.c: the markers of loaded modules through /dev/djprobe).
+ * files a script names, for listing without a process), the kernel
+ * source (kernel.c: the markers of loaded modules through /dev/djprobe)
+ * and the CTF source (ctf.c: a trace djp trace -f ctf wrote).
  */
 #ifndef DJP_SOURCE_SOURCE_H
 #define DJP_SOURCE_SOURCE_H
