@@ -112,6 +112,11 @@ static int class_of(struct ctf_out *c, const struct djp_ev *ev, const char *name
 	size_t mask, i;
 	struct ctf_desc_slot *s;
 
+	/* a marker nobody could name may come under a descriptor the
+	 * source renames for each (process.c's one "marker#ID"): by its
+	 * name, every time */
+	if (ev->desc->unknown)
+		return ctf_trace_class(&c->t, name, fmt, ev->nargs, wide);
 	if (c->nslots * 2 >= c->cap_slots) {
 		size_t ncap = c->cap_slots ? c->cap_slots * 2 : 64;
 		struct ctf_desc_slot *n = calloc(ncap, sizeof(*n));
