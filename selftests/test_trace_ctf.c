@@ -331,3 +331,34 @@ TEST_TIMEOUT(trace_ctf_damaged, 60)
 	free(p);
 	rm_tree(dir);
 }
+
+/* A packet that cannot be written (its file's name taken by a directory)
+ * ends the trace as a failed write to a stream does ("stopped: cannot
+ * write the events", not the command's end), then one line naming the
+ * directory and why, status 1. */
+TEST_TIMEOUT(trace_ctf_write_error_ends_the_trace, 60)
+{
+	char dir[] = "/tmp/djp-ctf-XXXXXX", ctf[256], cmd[PATH_MAX], taken[400];
+	struct tproc *p;
+	int st;
+	long pid;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(ctf, sizeof(ctf), "%s/ctf", dir);
+	snprintf(cmd, sizeof(cmd), "%s --ticks 0", tt_target(false));
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-f", "ctf", "-o", ctf, "-c", cmd, "tt_burst", NULL },
+		     false, -1);
+	CHECK(tt_wait_out(p, "ready ", 20000));
+	CHECK(sscanf(strstr(p->obuf, "ready ") + 6, "%ld", &pid) == 1);
+	snprintf(taken, sizeof(taken), "%s/stream-%ld-%ld", ctf, pid, pid);
+	CHECK(mkdir(taken, 0755) == 0);
+	/* more than a packet's 256 KiB of events: one is written, and fails */
+	tt_send(p, "burst 20000\n");
+	st = tt_finish(p, 20000);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 1)
+		djp_test_fail(__FILE__, __LINE__, "status %#x; stderr %.2000s", st, p->ebuf);
+	CHECK(strstr(p->ebuf, "djp trace: stopped: cannot write the events"));
+	CHECK(strstr(p->ebuf, ": cannot write the CTF trace: Is a directory\n"));
+	free(p);
+	rm_tree(dir);
+}

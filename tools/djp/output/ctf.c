@@ -75,12 +75,16 @@ struct ctf_out {
 	unsigned classes_on_disk;
 	uint64_t seq;
 	int err; /* the first write error */
+	struct djp_output *o;
 };
 
+/* A write failed: the trace ends as a failed write to a stream ends it
+ * (djp trace's loop looks at o->failed), and end() says why. */
 static void fail(struct ctf_out *c, int err)
 {
 	if (!c->err)
 		c->err = err ? err : EIO;
+	c->o->failed = true;
 }
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -364,10 +368,8 @@ static void ctf_end(struct djp_output *o)
 			write_packet(c, s, s->discarded, true);
 	}
 	write_metadata(c);
-	if (c->err) {
+	if (c->err)
 		fprintf(stderr, "djp: %s: cannot write the CTF trace: %s\n", c->path, strerror(c->err));
-		o->failed = true;
-	}
 }
 
 /* DIR made, or taken when it is an empty directory: a trace is never
@@ -383,6 +385,7 @@ static int ctf_open_dir(struct djp_output *o, const char *path, char *err, size_
 		return -1;
 	}
 	o->priv = c;
+	c->o = o;
 	c->dirfd = -1;
 	if (mkdir(path, 0755) && errno != EEXIST) {
 		snprintf(err, errsz, "%s: cannot make the CTF directory: %s", path, strerror(errno));
