@@ -18,9 +18,9 @@
  * (output/output.h: text, JSON or CTF; several at once, each -f with the
  * -o after it) writes them, flushed whenever the source pauses.  --from
  * reads a CTF trace djp wrote (source/ctf.c) instead of a target, to
- * write it in another format.  In --snapshot mode the rings overwrite their oldest events
- * instead of dropping new ones, and the process source reads them only on
- * SIGUSR1 and at the end: a flight recorder.
+ * write it in another format.  In --snapshot mode the rings overwrite
+ * their oldest events instead of dropping new ones, and the process
+ * source reads them only on SIGUSR1 and at the end: a flight recorder.
  *
  * The end comes from SIGINT or SIGTERM, --duration, a failed write, or the
  * source (the command's exit with -c, the process's death or its session's
