@@ -362,3 +362,43 @@ TEST_TIMEOUT(trace_ctf_write_error_ends_the_trace, 60)
 	free(p);
 	rm_tree(dir);
 }
+
+/* -x: a running process's events, in CTF as in text and JSON. */
+TEST_TIMEOUT(trace_ctf_attach, 120)
+{
+	char dir[] = "/tmp/djp-ctf-XXXXXX", txt[300], js[300], ctf[300], sum[300], pid[16];
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--ticks", "0", NULL }, true, -1);
+	struct tproc *p;
+	size_t n;
+	char *text;
+	int st;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(txt, sizeof(txt), "%s/live.txt", dir);
+	snprintf(js, sizeof(js), "%s/live.json", dir);
+	snprintf(ctf, sizeof(ctf), "%s/ctf", dir);
+	snprintf(sum, sizeof(sum), "%s/summary.txt", dir);
+	CHECK(tt_wait_out(t, "ready", 10000));
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "-f", "text", "-o", txt, "-f", "json", "-o",
+				      js, "-f", "ctf", "-o", ctf, "tt_*", NULL },
+		     false, -1);
+	CHECK(tt_wait_armed(t->pid, tt_target(false), 10000));
+	tt_send(t, "kinds 1\nburst 50\n");
+	CHECK(tt_wait_out(t, "burst 50 ", 10000));
+	kill(p->pid, SIGINT); /* what was recorded is drained first */
+	st = tt_finish(p, 20000);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
+		djp_test_fail(__FILE__, __LINE__, "djp trace -x: status %#x; stderr %.3000s", st, p->ebuf);
+	write_file(sum, p->ebuf);
+	free(p);
+	tt_end(t);
+	text = slurp(txt, &n);
+	CHECK_EQ(tt_count(text, " tt_burst a="), 50);
+	CHECK_EQ(tt_count(text, "\n"), 51);
+	free(text);
+	bt2_check(dir);
+	babeltrace_cli(dir, true);
+	from_check(dir);
+	rm_tree(dir);
+}
