@@ -402,3 +402,36 @@ TEST_TIMEOUT(trace_ctf_attach, 120)
 	from_check(dir);
 	rm_tree(dir);
 }
+
+/* An SDT probe's arguments are typed by their sizes: typed:vals's
+ * -4@ and 8@ are a signed 32-bit and an unsigned 64-bit integer, in one
+ * event class (no value needs a wider twin), and its values read back. */
+TEST_TIMEOUT(trace_ctf_sdt_sizes, 60)
+{
+	char dir[] = "/tmp/djp-ctf-XXXXXX", txt[300], js[300], ctf[300], sum[300], meta[320], cmd[PATH_MAX];
+	struct tproc *p;
+	char *text, *cls;
+	size_t n;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(txt, sizeof(txt), "%s/live.txt", dir);
+	snprintf(js, sizeof(js), "%s/live.json", dir);
+	snprintf(ctf, sizeof(ctf), "%s/ctf", dir);
+	snprintf(sum, sizeof(sum), "%s/summary.txt", dir);
+	snprintf(meta, sizeof(meta), "%s/metadata", ctf);
+	snprintf(cmd, sizeof(cmd), "%s 3", tt_typed_target(false));
+	p = run_ok((char *const[]){ (char *)tt_djp(), "trace", "-f", "text", "-o", txt, "-f", "json", "-o", js, "-f",
+				    "ctf", "-o", ctf, "-c", cmd, "typed:*", NULL });
+	write_file(sum, p->ebuf);
+	free(p);
+	text = slurp(meta, &n);
+	CHECK_EQ(tt_count(text, "name = \"typed:vals\";"), 1);
+	cls = strstr(text, "name = \"typed:vals\";");
+	*strstr(cls, "};") = 0;
+	if (!strstr(cls, "integer { size = 32; align = 8; signed = true; base = 10; byte_order = le; } _arg1;") ||
+	    !strstr(cls, "integer { size = 64; align = 8; signed = false; base = 10; byte_order = le; } _arg2;"))
+		djp_test_fail(__FILE__, __LINE__, "typed:vals is declared %s", cls);
+	free(text);
+	bt2_check(dir);
+	rm_tree(dir);
+}
