@@ -10,7 +10,10 @@ says, and every line an event: its time (the clock's value, CLOCK_MONOTONIC
 ns), pid and tid (vpid and vtid), CPU and name; each field's name, in
 order, and value (the JSON's numbers equal, its hex and octal strings
 equal the integer, its strings equal the string); the field's class
-signed where the value is negative, shown in hex where the text is.  The
+signed where the value is negative, shown in hex where the text is; the
+event's thread that of its packet (a stream a thread), and its time on
+the wall clock (the clock's offset) within ten minutes of now: the trace
+was just taken.  The
 discarded events babeltrace2 reports, per stream (a thread: the packet
 context's vpid and vtid), must be the LOST of the summary's THREAD rows,
 and add up to the total of its process lines.
@@ -20,6 +23,7 @@ Prints one line of what was compared; exits 1 with every difference.
 import json
 import re
 import sys
+import time
 
 import bt2
 
@@ -86,6 +90,12 @@ def main():
             continue
         seen.add(seq)
         ts = msg.default_clock_snapshot.value
+        wall = msg.default_clock_snapshot.ns_from_origin / 1e9
+        if abs(wall - time.time()) > 600:
+            err("%s: at %s on the wall clock, now is %s" % (where, time.ctime(wall), time.ctime()))
+        if stream_thread.get(ev.packet.stream.addr) not in (None, (ctx["vpid"], ctx["vtid"])):
+            err("%s: thread %d/%d in a packet of %s" % (where, ctx["vpid"], ctx["vtid"],
+                                                        stream_thread.get(ev.packet.stream.addr)))
         head = "%d.%09d %d %d %s" % (ts // 10**9, ts % 10**9, ctx["vpid"], ctx["vtid"], ev.name)
         line, js = texts[seq], jsons[seq]
         if line != head and not line.startswith(head + " "):
