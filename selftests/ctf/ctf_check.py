@@ -40,15 +40,16 @@ def summary_losses(path):
             continue
         m = re.match(r"djp trace: (\d+) lost because no ring slot was free", line)
         if m and pid is not None:
-            losses[(pid, -1)] = int(m.group(1))
+            losses[(pid, -1)] = losses.get((pid, -1), 0) + int(m.group(1))
             continue
         if line.startswith("  THREAD "):
             rows = True
             continue
         m = re.match(r"^\s+(\d+)\s+(\d+)\s+(\d+)$", line)
         if rows and m:
-            if int(m.group(3)):
-                losses[(pid, int(m.group(1)))] = int(m.group(3))
+            if int(m.group(3)):  # a pid and tid used again add up, as in their stream
+                key = (pid, int(m.group(1)))
+                losses[key] = losses.get(key, 0) + int(m.group(3))
             continue
         rows = False
     return losses, total
