@@ -368,6 +368,7 @@ static int read_metadata(struct csrc *c, int dirfd, char *err, size_t errsz)
 		if (end)
 			*end = 0;
 		if (!end || !parse_class(c, line, c->src.ndescs)) {
+			free((char *)c->descs[c->src.ndescs].name); /* a class cut short */
 			free(text);
 			snprintf(err, errsz, "%s/metadata: event class %u is malformed", c->dir, c->src.ndescs);
 			return -EINVAL;
