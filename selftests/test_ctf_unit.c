@@ -17,13 +17,15 @@
 
 #include "harness.h"
 #include "test_trace_util.h"
+#include "tools/djp/json.c"
 #include "tools/djp/output/ctf.c"
 #include "tools/djp/output/ctf_metadata.c"
 #include "tools/djp/output/output.c"
 #include "tools/djp/source/ctf.c"
 
 /* output.c's table names the other formats, which are not compiled in */
-const struct djp_output_ops djp_output_text = { .name = "text" }, djp_output_json = { .name = "json" };
+const struct djp_output_ops djp_output_text = { .name = "text" }, djp_output_json = { .name = "json" },
+			    djp_output_perfetto = { .name = "perfetto" }, djp_output_html = { .name = "html" };
 
 #define NEV 30000
 
@@ -96,8 +98,8 @@ TEST_TIMEOUT(ctf_output_reads_back_every_value, 60)
 		make_event(i, &ev, &a, &u, str, sizeof(str));
 		djp_output_event(&o, &ev);
 	}
-	o.ops->lost(&o, 4242, 4243, 5);
-	o.ops->lost(&o, 4242, -1, 2);
+	o.ops->lost_thread(&o, 4242, 4243, 5);
+	o.ops->lost_thread(&o, 4242, -1, 2);
 	o.ops->end(&o);
 	CHECK(!o.failed);
 	o.ops->close(&o);

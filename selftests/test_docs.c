@@ -245,6 +245,13 @@ TEST_TIMEOUT(bash_completion_completes_commands_options_markers_and_functions, 6
 	/* the functions of func: */
 	CHECK_STR((out = complete("trace", "-c", ex, "func:ex_si")), "func:ex_sizes\n");
 	free(out);
+	/* -a PATH: the markers of the first PATH, and a PATH is a file */
+	CHECK_STR((out = complete("trace", "-a", ex, "ex_ty")), "ex_types\n");
+	free(out);
+	snprintf(quoted, sizeof(quoted), "%.*s", (int)strlen(ex) - 3, ex);
+	out = complete("trace", "-a", quoted);
+	CHECK(!strncmp(out, ex, strlen(ex)) && out[strlen(ex)] == '\n');
+	free(out);
 	/* as bash calls it, with the words split at ':' (COMP_WORDBREAKS)
 	 * and the line: the replies replace what follows the ':' */
 	CHECK_STR((out = complete_line(ex, "func:mai", (const char *const[]){ "func", ":", "mai", NULL })), "main\n");

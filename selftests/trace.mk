@@ -93,6 +93,14 @@ $(FUNC_TARGET): selftests/trace_progs/func_target.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(FUNC_TARGET)
+# The timeline tests' target (Perfetto's JSON, the summary page): threads
+# with names, nested calls, marker pairs.
+TIMELINE_TARGET := $(TRACE_PROGS_DIR)/timeline_target
+$(TIMELINE_TARGET): selftests/trace_progs/timeline_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
+CHECK_DEPS += $(TIMELINE_TARGET)
 # The typed values' target: signed, unsigned and pointer parameters and
 # return values, SDT probes without a format; _mark: a marker with a long %s.
 TYPED_TARGET := $(TRACE_PROGS_DIR)/typed_target
@@ -200,6 +208,13 @@ $(KIDS_TARGET): selftests/trace_progs/kids_target.c include/djprobe/marker.h | $
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(KIDS_TARGET)
+# Many copies of one program, each telling when it is armed: djp trace -a.
+ALL_TARGET := $(TRACE_PROGS_DIR)/all_target
+$(ALL_TARGET): selftests/trace_progs/all_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(ALL_TARGET)
 # Vector registers live across lean-trampoline probes (nothing of djprobe).
 VECREGS_TARGET := $(TRACE_PROGS_DIR)/vecregs_target
 $(VECREGS_TARGET): selftests/trace_progs/vecregs_target.c | $(DEPS_STAMP)

@@ -3,15 +3,17 @@
 #
 # Subcommands and options come from this file.  Marker names and function
 # names come from djp itself, for the program the command line names: the
-# word after -c (its first word, looked up in PATH) or the process after -x.
+# word after -c (its first word, looked up in PATH), the process after -x,
+# or the first PATH of -a.
 # `djp list --no-header` gives the markers (first column), and
 # `djp -l 'process("PATH").function("PREFIX*")'` the functions (their
 # names, without the @FILE:LINE DWARF adds), so the
 # completion reads the same ELF files, SDT notes and symbol tables the
 # trace will.
 
-# The program a pattern will be matched in: -c's command or -x's process
-# (its /proc/PID/exe for functions, the PID itself for markers).
+# The program a pattern will be matched in: -c's command, -x's process
+# (its /proc/PID/exe for functions, the PID itself for markers), or -a's
+# first PATH (a word with a '/' before any ':').
 _djp_target()
 {
 	local i w
@@ -27,6 +29,11 @@ _djp_target()
 		    [[ -n $w ]] && printf '%s\n' "$w"
 		    return ;;
 		-x) printf '%s\n' "${COMP_WORDS[i + 1]}"
+		    return ;;
+		-a) for ((i = i + 1; i < COMP_CWORD; i++)); do
+			w=${COMP_WORDS[i]}
+			[[ ${w%%:*} == */* ]] && { printf '%s\n' "$w"; return; }
+		    done
 		    return ;;
 		esac
 	done
@@ -61,7 +68,7 @@ _djp()
 	-x) COMPREPLY=($(compgen -W "$(cd /proc && printf '%s\n' [0-9]*)" -- "$cur")); return ;;
 	-o | --replay) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--from) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-	-f | --format) [[ $cmd == trace ]] && COMPREPLY=($(compgen -W "text json ctf" -- "$cur")); return ;;
+	-f | --format) [[ $cmd == trace ]] && COMPREPLY=($(compgen -W "text json perfetto html ctf" -- "$cur")); return ;;
 	--duration | --buffer-size | -e | -l | -L | -D | -p | -s) return ;;
 	esac
 
@@ -83,7 +90,7 @@ _djp()
 		;;
 	trace)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-c -x -o -f -k --json --format --from --snapshot --int3 \
+			COMPREPLY=($(compgen -W "-c -x -a -o -f -k --json --format --from --html --slice --snapshot --int3 \
 				--duration --buffer-size --kprobe --force --no-children --help" -- "$cur"))
 			return
 		fi
@@ -94,6 +101,11 @@ _djp()
 			local line=${COMP_LINE:0:COMP_POINT}
 			cur=${line##*[[:space:]]}
 			[[ $cur == *:* && $COMP_WORDBREAKS == *:* ]] && head=${cur%"${cur##*:}"}
+		fi
+		# -a's PATHs: files
+		if [[ ${cur%%:*} == */* ]]; then
+			COMPREPLY=($(compgen -f -- "$cur"))
+			return
 		fi
 		target=$(_djp_target)
 		if [[ $cur == func:* ]]; then

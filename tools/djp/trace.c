@@ -2,25 +2,29 @@
  * `djp trace`: record markers in a process or in the kernel and print each
  * event.
  *
- *   djp trace [-c CMD | -x PID | -p PID] [-f FORMAT [-o OUT]]... [--snapshot]
+ *   djp trace [-c CMD | -x PID | -p PID | -a [PATH...]] [-f FORMAT [-o OUT]]... [--html FILE]
+ *             [--slice START,END[,KEY]]... [--snapshot]
  *             [--duration SECONDS] [--buffer-size BYTES] PATTERN[=FORMAT]...
- *   djp trace -k [-f FORMAT [-o OUT]]... [--duration SECONDS] [--kprobe] PATTERN...
- *   djp trace --from DIR [-f FORMAT [-o OUT]]...
+ *   djp trace -k [-f FORMAT [-o OUT]]... [--html FILE] [--duration SECONDS] [--kprobe] PATTERN...
+ *   djp trace --from DIR [-f FORMAT [-o OUT]]... [--html FILE] [--slice START,END[,KEY]]...
  *
  * The target records, the tool prints: one loop, whatever the target.  An
  * event source (source/source.h) is opened, -k choosing which:
  * source/process.c (a launched or attached process, through the agent in
- * it, and the processes it forks and execs) or source/kernel.c (the
+ * it, and the processes it forks and execs; with -a every process of a
+ * program, running or started later) or source/kernel.c (the
  * markers of loaded modules, through /dev/djprobe).  Each PATTERN is armed
  * on it; a pattern that matches nothing is an error and nothing stays
  * armed.  Then the target runs (-c: its main), the source hands out events
  * in time order, each with its marker named, and the output
- * (output/output.h: text, JSON or CTF; several at once, each -f with the
- * -o after it) writes them, flushed whenever the source pauses.  --from
- * reads a CTF trace djp wrote (source/ctf.c) instead of a target, to
- * write it in another format.  In --snapshot mode the rings overwrite
- * their oldest events instead of dropping new ones, and the process
- * source reads them only on SIGUSR1 and at the end: a flight recorder.
+ * (output/output.h: text, JSON, Perfetto's JSON, the page or CTF; several
+ * at once, each -f with the -o after it, and --html the page besides)
+ * writes them, flushed whenever the source pauses, when it is also told
+ * the events lost by then.  --from reads a CTF trace djp wrote
+ * (source/ctf.c) instead of a target, to write it in another format.  In
+ * --snapshot mode the rings overwrite their oldest events instead of
+ * dropping new ones, and the process source reads them only on SIGUSR1
+ * and at the end: a flight recorder.
  *
  * The end comes from SIGINT or SIGTERM, --duration, a failed write, or the
  * source (the command's exit with -c, the process's death or its session's
@@ -37,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "commands.h"
@@ -67,13 +72,14 @@ static void on_usr1(int sig)
 void djp_usage_trace(FILE *out)
 {
 	fprintf(out,
-		"usage: djp trace [-c CMD | -x PID [--force] [--no-children]] [-f FORMAT [-o OUT]]...\n"
+		"usage: djp trace [-c CMD | -x PID [--force] [--no-children] | -a [PATH...]]\n"
+		"                 [-f FORMAT [-o OUT]]... [--html FILE] [--slice START,END[,KEY]]...\n"
 		"                 [--snapshot] [--int3]\n"
 		"                 [--duration SECONDS] [--buffer-size BYTES] [--max-string-len N]\n"
 		"                 PATTERN[=FORMAT]...\n"
-		"       djp trace -k [-f FORMAT [-o OUT]]... [--duration SECONDS] [--kprobe] [--max-string-len N]\n"
-		"                 PATTERN...\n"
-		"       djp trace --from DIR [-f FORMAT [-o OUT]]...\n"
+		"       djp trace -k [-f FORMAT [-o OUT]]... [--html FILE] [--duration SECONDS]\n"
+		"                 [--kprobe] [--max-string-len N] PATTERN...\n"
+		"       djp trace --from DIR [-f FORMAT [-o OUT]]... [--html FILE] [--slice START,END[,KEY]]...\n"
 		"\n"
 		"Record every hit of the markers matching the PATTERNs (globs over marker\n"
 		"names; PROVIDER:NAME for SDT probes) and print one line per event:\n"
@@ -89,10 +95,20 @@ void djp_usage_trace(FILE *out)
 		"                 when it has none) and to its descendants, and follow\n"
 		"                 its forks (stap -x, bpftrace -p)\n"
 		"  --no-children  with -x: not the descendants PID has at the attach\n"
+		"  -a [PATH...]   every process that maps one of the PATHs (with none: every\n"
+		"                 process with a marker a PATTERN matches), running now or\n"
+		"                 started later (as root: the kernel's exec notices), each\n"
+		"                 attached as -x attaches; an argument with a '/' before any\n"
+		"                 ':' is a PATH (./prog, /usr/bin/prog), the others PATTERNs\n"
 		"  --force        with -x: load the agent even where the process's seccomp\n"
 		"                 filter cannot be read (it may kill the process)\n"
 		"  --json, -f json  one JSON object per event per line (bpftrace -f json;\n"
-		"                 -f text, the default, is the line above); --format=FORMAT\n"
+		"                 -f text, the default, is the line above)\n"
+		"  -f perfetto, --format=perfetto  Chrome's trace-event JSON, for\n"
+		"                 ui.perfetto.dev and chrome://tracing: a track per thread,\n"
+		"                 markers as instant events, calls and --slice pairs as\n"
+		"                 slices, lost events where they were found\n"
+		"  -f html        the page --html writes, instead of the events\n"
 		"  -f ctf -o DIR  a CTF 1.8 trace in the new or empty directory DIR, for\n"
 		"                 babeltrace2 and Trace Compass\n"
 		"  -o FILE        write events to FILE instead of stdout (stap -o, bpftrace -o);\n"
@@ -100,6 +116,14 @@ void djp_usage_trace(FILE *out)
 		"                 the lines and writes the trace\n"
 		"  --from DIR     read the CTF trace djp wrote in DIR instead of a target\n"
 		"                 and write it as -f says (no PATTERN)\n"
+		"  --html FILE    also write a page a browser opens to FILE: each marker's\n"
+		"                 count and rate over time, lost events marked, histograms\n"
+		"                 of the durations of calls (func:NAME with func:NAME%%return)\n"
+		"                 and of --slice pairs\n"
+		"  --slice START,END[,KEY]  each START event (a glob) and its END make a\n"
+		"                 slice: the innermost open START of the thread, or with\n"
+		"                 KEY the START of the process whose field KEY had the\n"
+		"                 same value, on any thread\n"
 		"  --snapshot     flight recorder: rings overwrite the oldest events; the\n"
 		"                 last events are written on SIGUSR1 and at the end\n"
 		"  --duration S   stop after S seconds\n"
@@ -130,6 +154,68 @@ static int usage_error(const struct trace *t, const char *why)
 	return 2;
 }
 
+/* --slice START,END[,KEY]: START and END globs over event names, KEY a
+ * field's name; -1 when it is not that. */
+static int add_slice(struct trace *t, char *arg)
+{
+	char *end = strchr(arg, ','), *key = end ? strchr(end + 1, ',') : NULL;
+	struct djp_slice_pair *v;
+
+	if (!end || end == arg || !end[1] || end[1] == ',' || (key && !key[1]))
+		return -1;
+	*end++ = 0;
+	if (key) {
+		*key++ = 0;
+		for (const char *c = key; *c; c++)
+			if (!(*c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			      (c > key && *c >= '0' && *c <= '9')))
+				return -1;
+	}
+	if (!(v = realloc(t->slices, (t->nslices + 1) * sizeof(*v))))
+		return -1;
+	t->slices = v;
+	v[t->nslices++] = (struct djp_slice_pair){ .start = arg, .end = end, .key = key };
+	return 0;
+}
+
+/* -a PATH...: an argument with a '/' before any ':' is a PATH (a marker
+ * name has neither; func:, line: and PROVIDER:NAME have the ':' first),
+ * taken out of the patterns; each must be a file.  -1, or the status after
+ * one line on stderr. */
+static int all_paths(struct trace *t)
+{
+	int np = 0;
+	char safe[4200];
+
+	if (!(t->paths = calloc((size_t)t->npatterns + 1, sizeof(*t->paths)))) {
+		perror("djp trace");
+		return 1;
+	}
+	for (int i = 0; i < t->npatterns; i++) {
+		const char *a = t->patterns[i];
+		size_t slash = strcspn(a, "/"), colon = strcspn(a, ":");
+		struct stat st;
+		int err;
+		if (!a[slash] || colon < slash) {
+			t->patterns[i - np] = t->patterns[i];
+			continue;
+		}
+		err = stat(a, &st) ? errno : 0;
+		if (err || !S_ISREG(st.st_mode)) {
+			fprintf(stderr, "djp trace: -a: '%s': %s\n", djp_escape_c(safe, sizeof(safe), a, false),
+				err ? strerror(err) : "not a file");
+			return 1;
+		}
+		t->paths[np++] = a;
+	}
+	t->npatterns -= np;
+	t->o.paths = t->paths;
+	t->o.npaths = (unsigned)np;
+	if (!t->npatterns)
+		return usage_error(t, "no PATTERN (only PATHs)");
+	return -1;
+}
+
 static int parse_args(struct trace *t, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -142,10 +228,13 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		{ "no-children", no_argument, NULL, 'C' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "from", required_argument, NULL, 'R' },
+		{ "html", required_argument, NULL, 'H' },
+		{ "slice", required_argument, NULL, 'S' },
+		{ "all", no_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
-	int c;
+	int c, rc;
 
 	/* Options anywhere, as scripts take them (GNU getopt permutes): a
 	 * pattern never starts with '-', and "--" ends the options.  -k
@@ -154,8 +243,8 @@ static int parse_args(struct trace *t, int argc, char **argv)
 	t->kernel = kernel_trace(argc, argv);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "c:x:p:o:f:hk", longopts, NULL)) != -1) {
-		if (t->kernel ? c && strchr("cxpsbiFR", c) : c == 'K')
+	while ((c = getopt_long(argc, argv, "c:x:p:o:f:hka", longopts, NULL)) != -1) {
+		if (t->kernel ? c && strchr("cxpsbiFaR", c) : c == 'K')
 			return usage_error(t, t->kernel ? "unknown option (-c, -x, --snapshot and --buffer-size are "
 							  "for processes)"
 							: "unknown option");
@@ -168,6 +257,9 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		case 'c':
 			t->o.cmd = optarg;
 			break;
+		case 'a':
+			t->o.all = true;
+			break;
 		case 'x':
 		case 'p': { /* -p: bpftrace's spelling */
 			long v = strtol(optarg, &end, 10);
@@ -178,7 +270,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		}
 		case 'o':
 			if (!t->nouts || t->outs[t->nouts - 1].path) {
-				if (t->nouts == TRACE_MAX_OUTS)
+				if (t->nouts == TRACE_MAX_OUTS - 1)
 					return usage_error(t, "too many outputs (at most 4)");
 				t->nouts++;
 			}
@@ -186,6 +278,13 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			break;
 		case 'R':
 			t->from = optarg;
+			break;
+		case 'H':
+			t->html = optarg;
+			break;
+		case 'S':
+			if (add_slice(t, optarg))
+				return usage_error(t, "--slice takes START,END or START,END,KEY (KEY a field name)");
 			break;
 		case 's':
 			t->o.snapshot = true;
@@ -205,9 +304,9 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			if (c == 'j')
 				optarg = "json";
 			if (!djp_output_init(&probe, optarg, NULL))
-				return usage_error(t, "-f takes text, json or ctf");
+				return usage_error(t, "-f takes text, json, perfetto, html or ctf");
 			if (!t->nouts || t->outs[t->nouts - 1].format) {
-				if (t->nouts == TRACE_MAX_OUTS)
+				if (t->nouts == TRACE_MAX_OUTS - 1)
 					return usage_error(t, "too many outputs (at most 4)");
 				t->nouts++;
 			}
@@ -242,7 +341,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 				return usage_error(t, optopt == 'o' ? "option needs an argument"
 								    : "unknown option (-c, -x, --snapshot and "
 								      "--buffer-size are for processes)");
-			return usage_error(t, optopt && strchr("cxpof", optopt) ? "option needs an argument"
+			return usage_error(t, optopt && strchr("cxpofHS", optopt) ? "option needs an argument"
 										 : "unknown option");
 		}
 	}
@@ -258,19 +357,23 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			if (!t->outs[j].path)
 				return usage_error(t, "two outputs to standard output (give each -f its -o)");
 	}
+	if (t->html) /* --html FILE: the page, besides */
+		t->outs[t->nouts++] = (struct trace_out){ .format = "html", .path = t->html };
 	if (t->from) {
-		if (t->o.cmd || t->o.pid || t->kernel)
-			return usage_error(t, "--from reads a trace: no -c, -x or -k");
+		if (t->o.cmd || t->o.pid || t->o.all || t->kernel)
+			return usage_error(t, "--from reads a trace: no -c, -x, -a or -k");
 		if (optind < argc)
 			return usage_error(t, "--from takes no PATTERN (the trace holds what was recorded)");
 		return -1;
 	}
-	if (!t->kernel && !t->o.cmd == !t->o.pid)
-		return usage_error(t, "give exactly one of -c CMD and -x PID");
+	if (!t->kernel && (!!t->o.cmd + !!t->o.pid + t->o.all) != 1)
+		return usage_error(t, "give exactly one of -c CMD, -x PID and -a");
 	if (optind >= argc)
 		return usage_error(t, "no PATTERN");
 	t->patterns = argv + optind;
 	t->npatterns = argc - optind;
+	if (t->o.all && (rc = all_paths(t)) >= 0)
+		return rc;
 	if (t->kernel && t->npatterns > 64)
 		return usage_error(t, "too many PATTERNs (at most 64)");
 	t->formats = calloc((size_t)t->npatterns, sizeof(*t->formats));
@@ -459,15 +562,45 @@ static int open_outputs(struct trace *t)
 		}
 		o->output.out = o->out;
 	}
+	for (unsigned i = 0; i < t->nouts; i++) {
+		struct djp_output *o = &t->outs[i].output;
+		o->slices = t->slices;
+		o->nslices = t->nslices;
+		o->patterns = t->patterns;
+		o->npatterns = (unsigned)t->npatterns;
+	}
 	return 0;
 }
 
+/* Each thread's losses, as the summary counted them, to the outputs that
+ * carry them (CTF). */
 static void lost_out(void *ctx, int32_t pid, int32_t tid, uint64_t n)
 {
 	struct trace *t = ctx;
 	for (unsigned i = 0; i < t->nouts; i++)
-		if (t->outs[i].output.ops->lost)
-			t->outs[i].output.ops->lost(&t->outs[i].output, pid, tid, n);
+		if (t->outs[i].output.ops->lost_thread)
+			t->outs[i].output.ops->lost_thread(&t->outs[i].output, pid, tid, n);
+}
+
+static void lost_to_outputs(void *ctx, const struct djp_ev_desc *d, int32_t pid, uint64_t n)
+{
+	struct trace *t = ctx;
+	uint64_t now = t->src->ops->now_ns(t->src);
+	const char *name = d ? (d->label ? d->label : d->name) : NULL;
+
+	for (unsigned i = 0; i < t->nouts; i++)
+		djp_output_lost(&t->outs[i].output, now, pid, name, n);
+}
+
+/* The events lost since the last look, to the outputs that draw them. */
+static void tell_lost(struct trace *t)
+{
+	bool wanted = false;
+
+	for (unsigned i = 0; i < t->nouts; i++)
+		wanted |= t->outs[i].output.ops->lost != NULL;
+	if (t->src->ops->lost_new && wanted)
+		t->src->ops->lost_new(t->src, lost_to_outputs, t);
 }
 
 /* Events to the output until the target ends, ^C, --duration or a failed
@@ -489,6 +622,7 @@ static const char *run(struct trace *t, char *why, size_t whysz)
 			continue;
 		}
 		deadline = src->ops->now_ns(src) + FLUSH_NS;
+		tell_lost(t);
 		if (n != printed) {
 			printed = n;
 			for (unsigned i = 0; i < t->nouts; i++) /* once a round, not once a process */
@@ -524,7 +658,7 @@ static bool kernel_trace(int argc, char **argv)
 		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "-x") || !strcmp(argv[i], "-o") ||
 		    !strcmp(argv[i], "-f") || !strcmp(argv[i], "--format") || !strcmp(argv[i], "--from") ||
 		    !strcmp(argv[i], "--duration") || !strcmp(argv[i], "--buffer-size") ||
-		    !strcmp(argv[i], "--max-string-len"))
+		    !strcmp(argv[i], "--max-string-len") || !strcmp(argv[i], "--html") || !strcmp(argv[i], "--slice"))
 			i++; /* and its value */
 	}
 	return false;
@@ -556,6 +690,7 @@ int djp_cmd_trace(int argc, char **argv)
 	t.src->ops->stop(t.src);
 	while (t.src->ops->next(t.src, &ev, UINT64_MAX) == DJP_SRC_EVENT)
 		event_out(&t, &ev);
+	tell_lost(&t);
 	fprintf(stderr, "djp trace: %s\n", reason);
 	if (t.src->ops->report)
 		t.src->ops->report(t.src, stderr);
@@ -573,5 +708,7 @@ out:
 		t.src->ops->close(t.src);
 	free(t.formats);
 	free(t.str_args);
+	free(t.slices);
+	free(t.paths);
 	return rc;
 }

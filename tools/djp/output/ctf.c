@@ -16,7 +16,7 @@
  * packet uses a class it does not have yet, so what is on disk is always
  * a trace.
  *
- * Lost events (lost()) are carried in the last packet of their thread's
+ * Lost events (lost_thread()) are carried in the last packet of their thread's
  * stream as events_discarded, which babeltrace2 reports as discarded
  * events; losses of no one thread (no ring slot, overwritten in a
  * snapshot, a kernel ring) go to a stream of their own, `stream-PID-other`
@@ -428,6 +428,6 @@ const struct djp_output_ops djp_output_ctf = {
 	.event = ctf_event,
 	.end = ctf_end,
 	.open_dir = ctf_open_dir,
-	.lost = ctf_lost,
+	.lost_thread = ctf_lost,
 	.close = ctf_close,
 };

@@ -29,7 +29,11 @@
  * batches in turn, each event with its process's pid.
  *
  * Listing (-l, -L) with only process("PATH") points and no process is the
- * files source's (tools/djp/source/files.c).
+ * files source's (tools/djp/source/files.c).  Running such a script with
+ * no -c or -x reaches every process of the PATHs (`all`): the finder of
+ * djp trace -a (tools/djp/session/session_all.c) hands them to the kids,
+ * the main session stays unused, and the descriptors are the files'
+ * markers, to which each process's are matched by name and object.
  *
  * Timestamps are CLOCK_MONOTONIC in the rings; the script engine's clock is
  * CLOCK_REALTIME (gettimeofday_ns()), so events are shifted by the offset
@@ -95,6 +99,11 @@ struct live {
 	char *fobject[64];
 	unsigned nflist;
 	struct site_functions *fns; /* probefunc()'s answers, made when first asked */
+	/* process("PATH") points with no -c or -x: every process of the
+	 * PATHs (djp trace -a's finder), each a kid; the main session unused */
+	bool all;
+	char **all_paths;
+	unsigned nall_paths;
 };
 
 /* CONNECT's flags: patterns kept for objects loaded later, and the CPU
@@ -179,7 +188,7 @@ static bool same_marker(const struct djp_ev_desc *d, const struct session_marker
  * descriptor of its own, bound as a late one. */
 static const struct djp_ev_desc *kid_wanted(struct live *l, struct session *k, uint32_t id)
 {
-	const struct session_marker *km = session_marker_of(k, id), *pm = session_marker_of(&l->s, id);
+	const struct session_marker *km = session_marker_of(k, id), *pm = l->all ? NULL : session_marker_of(&l->s, id);
 	if (!km || !km->name)
 		return NULL;
 	if (pm && pm->name && !strcmp(km->name, pm->name) &&
@@ -237,10 +246,17 @@ static void keep_kid(struct live *l, struct session *k, bool start)
 	}
 	for (unsigned i = 0; ok && i < l->nglobs; i++)
 		ok = !connect_kid_glob(l, k, &l->globs[i]);
-	if (ok && !session_kids_follow(&l->kids, k) && (!start || !session_start(k)))
+	if (ok && !session_kids_follow(&l->kids, k) && (!start || !session_start(k))) {
 		session_kids_keep(&l->kids, k);
-	else
+	} else if (l->all && k->cons && !k->alive) {
+		/* its agent went while it was configured: the process
+		 * exited (what its rings hold is read) or exec'd (the finder
+		 * looks at its new program) */
+		session_kids_keep(&l->kids, k);
+		session_all_look(l->kids.all, k->pid);
+	} else {
 		session_discard(k);
+	}
 }
 
 /* Kid i, which had exited before a drain that found nothing: its socket,
@@ -278,7 +294,12 @@ static void accept_kids(struct live *l)
 static void kid_gone(void *ctx, struct session *gone)
 {
 	struct live *l = ctx;
-	struct session *k = session_kids_exec(&l->s, gone);
+	struct session *k;
+	if (l->all) { /* the finder tells whether its new program is one */
+		session_all_look(l->kids.all, gone->pid);
+		return;
+	}
+	k = session_kids_exec(&l->s, gone);
 	if (k)
 		keep_kid(l, k, false);
 }
@@ -290,8 +311,11 @@ static bool target_gone(struct live *l)
 {
 	struct session *s = &l->s;
 	struct session *k;
+	bool agent_gone;
+	if (l->all) /* ends at ^C, or the script's exit() */
+		return false;
 	/* asked first in every case: a hung-up socket leaves the poll set */
-	bool agent_gone = session_agent_gone(s, 0);
+	agent_gone = session_agent_gone(s, 0);
 	if (s->cmd)
 		return session_reap(s, 0);
 	if (!agent_gone)
@@ -354,6 +378,8 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			s = session_at(l, l->cur);
 			/* gone before this drain: the drain saw all it wrote */
 			bool gone = l->cur && !s->alive;
+			if (l->all && !l->cur)
+				continue; /* no main process */
 			got = session_drain(s) > 0 || s->batch.n;
 			if (!got && gone && release_kid(l, l->cur - 1))
 				l->cur--; /* the next one moved into its place */
@@ -378,6 +404,28 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 	}
 }
 
+/* process("PATH") points, no -c or -x: the processes of the PATHs are
+ * looked for, as djp trace -a does, and each gets the globs (keep_kid). */
+static int arm_all(struct live *l)
+{
+	char err[512], safe[4 * sizeof(err)];
+	struct session_all *a = session_all_open((const char *const *)l->all_paths, l->nall_paths, NULL, 0, err,
+						 sizeof(err));
+	const char *deaf;
+
+	if (!a) {
+		fprintf(stderr, "djp: %s\n", djp_escape_c(safe, sizeof(safe), err, false));
+		return -EINVAL;
+	}
+	if ((deaf = session_all_deaf(a)))
+		fprintf(stderr,
+			"djp: the kernel's process events cannot be heard (%s): the processes of the probe points' "
+			"programs running now are traced, with the children they fork, not those started later\n",
+			deaf);
+	session_kids_listen_all(&l->kids, a);
+	return 0;
+}
+
 static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, const struct djp_arm_glob *globs,
 		    unsigned nglobs)
 {
@@ -391,7 +439,7 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	l->s.agg_plans = src->agg_plans;
 	l->s.nagg_plans = src->nagg_plans;
 	l->s.agg_capacity = src->agg_capacity;
-	if (session_tables(&l->s)) {
+	if (!l->all && session_tables(&l->s)) {
 		fprintf(stderr, "djp: %s\n", l->s.errmsg);
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}
@@ -403,6 +451,8 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 		if (!(l->globs[l->nglobs++].glob = strdup(globs[i].glob)))
 			return -ENOMEM;
 	}
+	if (l->all)
+		return arm_all(l);
 	for (unsigned i = 0; i < nglobs; i++) {
 		/* pending: an optional point ('?') may match nothing yet */
 		unsigned flags = connect_flags(l) & ~(globs[i].now ? DJP_CONNECT_PENDING : 0u);
@@ -548,6 +598,9 @@ static void live_close(struct djp_source *src)
 	for (size_t i = 0; i < l->nlate; i++)
 		free(l->late[i]);
 	free(l->late);
+	for (unsigned i = 0; i < l->nall_paths; i++)
+		free(l->all_paths[i]);
+	free(l->all_paths);
 	free(l->desc_of_id);
 	free(l->armed);
 	free(l);
@@ -698,6 +751,50 @@ static unsigned add_file_descs(struct live *l, unsigned nd)
 	return nd;
 }
 
+/* process("PATH") points with no -c or -x: every process of the PATHs,
+ * as djp trace -a finds them, each a kid; the descriptors are the files'
+ * markers, which each process's are matched to by name and object
+ * (kid_wanted). */
+static int open_all(const struct djp_source_opts *o, struct djp_source **out, char *err, size_t errsz)
+{
+	struct live *l = calloc(1, sizeof(*l));
+	unsigned nd;
+
+	if (l)
+		l->kids.follow_fd = -1, l->dialled = true;
+	if (!l || session_init(&l->s) || !(l->all_paths = calloc(o->npaths, sizeof(*l->all_paths)))) {
+		if (l)
+			session_free(&l->s);
+		free(l);
+		snprintf(err, errsz, "out of memory");
+		return -ENOMEM;
+	}
+	l->all = true;
+	l->src.ops = &live_ops; /* live_close frees what is made from here on */
+	for (unsigned i = 0; i < o->npaths; i++)
+		if (!(l->all_paths[l->nall_paths++] = strdup(o->paths[i])))
+			goto nomem;
+	l->s.str_bound = MAXSTRINGLEN < 8			  ? 8
+			 : MAXSTRINGLEN < DJP_RING_STR_BOUND_MAX ? (unsigned)MAXSTRINGLEN
+								  : DJP_RING_STR_BOUND_MAX;
+	l->s.buffer_size = o->buffer_size;
+	l->mono_to_real = (int64_t)(djp_clock_ns(CLOCK_REALTIME) - djp_clock_ns(CLOCK_MONOTONIC));
+	nd = (unsigned)read_named_files(l, o);
+	l->desc_of_id = calloc(1, sizeof(*l->desc_of_id));
+	l->descs = calloc(nd + 1, sizeof(*l->descs));
+	l->armed = calloc(nd + 1, sizeof(*l->armed));
+	if (!l->desc_of_id || !l->descs || !l->armed)
+		goto nomem;
+	l->src.descs = l->descs;
+	l->src.ndescs = add_file_descs(l, 0);
+	*out = &l->src;
+	return 0;
+nomem:
+	live_close(&l->src);
+	snprintf(err, errsz, "out of memory");
+	return -ENOMEM;
+}
+
 int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **out, char *err, size_t errsz)
 {
 	struct live *l;
@@ -709,9 +806,13 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 
 	if (!o->cmd && o->pid <= 0 && o->list_only && o->npaths)
 		return djp_files_source_open(o, out, err, errsz);
+	if (!o->cmd && o->pid <= 0 && o->npaths)
+		return open_all(o, out, err, errsz);
 	if (!o->cmd && o->pid <= 0) {
 		/* Without an agent there is no process to read: say what to give. */
-		snprintf(err, errsz, "a process(...).mark probe needs the process: give -c CMD or -x PID");
+		snprintf(err, errsz,
+			 "a process.mark probe needs the process: give -c CMD or -x PID, or name its program "
+			 "(process(\"PATH\").mark)");
 		return -EINVAL;
 	}
 	l = calloc(1, sizeof(*l));

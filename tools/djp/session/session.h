@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "tools/djp/session/agg_tables.h"
+#include "tools/djp/session/session_all.h"
 #include "tools/djp/attach/freeze.h"
 #include "tools/djp/source/order.h"
 #include "lib/format.h"
@@ -129,6 +130,9 @@ struct session_kids {
 	 * session_kids_accept from nextfound on (root: PID) */
 	pid_t *found, root;
 	size_t nfound, nextfound;
+	/* -a: every process of a program, found by session_all.c and
+	 * attached by session_kids_accept as they come; NULL otherwise */
+	struct session_all *all;
 };
 
 /* The signal that asked the tool to stop, or 0: set by its handler, it
@@ -204,6 +208,10 @@ void session_end(struct session *s);
  * when the tool cannot listen (nothing is followed then); -errno when
  * FOLLOW failed (nor then).  k starts zeroed with follow_fd -1. */
 int session_kids_listen(struct session_kids *k, struct session *main);
+/* -a: listen for the children of fork of the processes all finds, which
+ * session_kids_accept attaches as they come (k owns all from now on).
+ * Nothing is followed when the tool cannot listen. */
+void session_kids_listen_all(struct session_kids *k, struct session_all *all);
 /* A process dialling in, or the next of -x PID's descendants, attached:
  * a session with main's ring options, to be configured (then
  * session_kids_follow, START) and kept or discarded; NULL when none is
@@ -233,6 +241,9 @@ int session_kids_follow(struct session_kids *k, struct session *c);
  * to gone(ctx, child). */
 bool session_kids_wait(struct session_kids *k, struct session *main, int timeout_ms,
 		       void (*gone)(void *ctx, struct session *child), void *ctx);
+/* The tool and the processes it runs under (its parent, theirs...), into
+ * line (n at most): how many. */
+size_t session_our_line(pid_t *line, size_t n);
 /* Which program pid runs: AT_RANDOM from its auxv, an address on the stack
  * its last exec made, new at every exec (ASLR); 0 when unreadable. */
 uint64_t session_exec_id(pid_t pid);

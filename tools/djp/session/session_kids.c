@@ -43,11 +43,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lib/mapped_file.h"
 #include "tools/djp/session/session.h"
+#include "tools/djp/session/session_all.h"
 
 bool session_no_children;
 
@@ -80,8 +82,7 @@ static bool among(const pid_t *v, size_t n, pid_t pid)
 	return false;
 }
 
-/* The tool and its ancestors, into line (n at most): how many. */
-static size_t our_line(pid_t *line, size_t n)
+size_t session_our_line(pid_t *line, size_t n)
 {
 	size_t k = 0;
 	for (pid_t p = getpid(), pp; p > 1 && k < n; p = pp) {
@@ -98,7 +99,7 @@ static size_t our_line(pid_t *line, size_t n)
 static void find_descendants(struct session_kids *k, pid_t root)
 {
 	pid_t *pids = NULL, *parents = NULL, line[64];
-	size_t n = 0, cap = 0, nline = our_line(line, 64);
+	size_t n = 0, cap = 0, nline = session_our_line(line, 64);
 	struct dirent *de;
 	DIR *d = opendir("/proc");
 	bool more = true;
@@ -156,6 +157,20 @@ int session_kids_listen(struct session_kids *k, struct session *main)
 	return err;
 }
 
+void session_kids_listen_all(struct session_kids *k, struct session_all *all)
+{
+	struct rlimit rl;
+
+	k->follow_fd = session_listen(k->follow_name, sizeof(k->follow_name));
+	k->all = all;
+	/* a session a process: a hundred of them need more descriptors
+	 * than a shell's soft limit may give */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 /* What a process of the trace takes from the main session's options. */
 static void inherit(struct session *c, const struct session *main)
 {
@@ -181,9 +196,31 @@ static bool traced(const struct session_kids *k, const struct session *main, pid
 	return false;
 }
 
+/* pid attached as -x attaches it, with main's options: its session; NULL
+ * after one line on stderr, or (*nomem) for want of memory. */
+static struct session *attach_one(pid_t pid, const struct session *main, bool *nomem)
+{
+	struct session *c = calloc(1, sizeof(*c));
+
+	*nomem = !c || session_init(c);
+	if (*nomem) {
+		free(c);
+		return NULL;
+	}
+	c->attach_pid = pid;
+	inherit(c, main);
+	if (session_attach(c) == 0)
+		return c;
+	session_free(c); /* said why, in one line */
+	free(c);
+	return NULL;
+}
+
 /* The next of -x PID's descendants, attached; NULL when none is left. */
 static struct session *next_descendant(struct session_kids *k, const struct session *main)
 {
+	bool nomem;
+
 	while (k->nextfound < k->nfound) {
 		pid_t pid = k->found[k->nextfound++], pp;
 		struct session *c;
@@ -191,16 +228,35 @@ static struct session *next_descendant(struct session_kids *k, const struct sess
 		if (traced(k, main, pid, false) || parent_of(pid, &pp) ||
 		    (pp != k->root && !among(k->found, k->nextfound - 1, pp)))
 			continue;
-		if (!(c = calloc(1, sizeof(*c))) || session_init(c)) {
-			free(c);
-			return NULL;
-		}
-		c->attach_pid = pid;
-		inherit(c, main);
-		if (session_attach(c) == 0)
+		if ((c = attach_one(pid, main, &nomem)) || nomem)
 			return c;
-		session_free(c); /* said why, in one line */
-		free(c);
+	}
+	return NULL;
+}
+
+struct all_ctx {
+	const struct session_kids *k;
+	const struct session *main;
+};
+
+static bool all_traced(void *ctx, pid_t pid)
+{
+	const struct all_ctx *a = ctx;
+	return traced(a->k, a->main, pid, false);
+}
+
+/* -a: the next process of the program, attached; NULL when none is due. */
+static struct session *next_of_all(struct session_kids *k, const struct session *main)
+{
+	struct all_ctx ctx = { k, main };
+	struct session *c;
+	bool nomem;
+	pid_t pid;
+
+	while ((pid = session_all_next(k->all, all_traced, &ctx))) {
+		if ((c = attach_one(pid, main, &nomem)) || nomem)
+			return c;
+		session_all_failed(k->all, pid); /* not tried again: said once */
 	}
 	return NULL;
 }
@@ -216,7 +272,8 @@ struct session *session_kids_accept(struct session_kids *k, const struct session
 		}
 		session_discard(c);
 	}
-	if ((main->launch_fd >= 0 && (c = session_accept(main->launch_fd))) || (c = next_descendant(k, main)))
+	if ((main->launch_fd >= 0 && (c = session_accept(main->launch_fd))) || (c = next_descendant(k, main)) ||
+	    (k->all && (c = next_of_all(k, main))))
 		inherit(c, main);
 	return c;
 }
@@ -287,6 +344,8 @@ void session_kids_free(struct session_kids *k)
 	if (k->follow_fd >= 0)
 		close(k->follow_fd);
 	free(k->found);
+	session_all_free(k->all);
+	k->all = NULL;
 	k->found = NULL;
 	k->nfound = k->nextfound = 0;
 	k->v = NULL;
@@ -371,7 +430,8 @@ struct session *session_kids_exec(const struct session *main, struct session *go
 bool session_kids_wait(struct session_kids *k, struct session *main, int timeout_ms,
 		       void (*gone)(void *ctx, struct session *child), void *ctx)
 {
-	size_t n = 0, need = k->n + 3;
+	size_t n = 0, need = k->n + 4;
+	int all_fd = k->all ? session_all_fd(k->all) : -1, due = k->all ? session_all_due_ms(k->all) : -1;
 	struct pollfd *p;
 	bool dialled = false;
 
@@ -394,14 +454,23 @@ bool session_kids_wait(struct session_kids *k, struct session *main, int timeout
 	for (size_t i = 0; i < k->n; i++)
 		if (k->v[i]->alive)
 			p[n++] = (struct pollfd){ k->v[i]->fd, POLLIN, 0 };
+	if (all_fd >= 0)
+		p[n++] = (struct pollfd){ all_fd, POLLIN, 0 };
 	if (k->nextfound < k->nfound) /* descendants left to attach */
 		timeout_ms = 0;
+	if (due >= 0 && due < timeout_ms) /* -a: a process due a look */
+		timeout_ms = due;
 	if (poll(p, n, timeout_ms) < 0)
 		return false;
 	dialled = k->nextfound < k->nfound;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		if (p[i].revents && (p[i].fd == k->follow_fd || p[i].fd == main->launch_fd))
 			dialled = true;
+		if (p[i].revents && p[i].fd == all_fd)
+			session_all_read(k->all);
+	}
+	if (k->all && session_all_due_ms(k->all) == 0)
+		dialled = true;
 	/* k->n may grow in gone() (an exec followed): only the ones polled */
 	for (size_t i = 0, j = 0, polled = k->n; i < polled; i++) {
 		struct session *c = k->v[i];

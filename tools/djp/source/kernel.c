@@ -90,6 +90,7 @@ struct ksrc {
 	bool stopped;		 /* every probe disconnected (stop) */
 	bool drained_after_stop; /* and the rings drained since: the end */
 	uint64_t events;   /* handed out */
+	uint64_t lost_told; /* lost_new: the drops said so far */
 	uint64_t *counts;  /* handed out, by descriptor id */
 	size_t ncounts;	   /* room in counts */
 	struct djp_order q; /* the last drain (struct kq records) */
@@ -353,6 +354,18 @@ static int ksrc_stop(struct djp_source *src)
 	return 0;
 }
 
+/* The device counts drops per ring, not per marker: of no marker known. */
+static void ksrc_lost_new(struct djp_source *src, djp_src_lost_new_fn fn, void *ctx)
+{
+	struct ksrc *l = (struct ksrc *)src;
+	uint64_t lost = kdev_lost(&l->k);
+
+	if (lost > l->lost_told) {
+		fn(ctx, NULL, 0, lost - l->lost_told);
+		l->lost_told = lost;
+	}
+}
+
 static uint64_t ksrc_lost(struct djp_source *src, djp_src_lost_fn fn, void *ctx)
 {
 	(void)fn, (void)ctx; /* the kernel counts per CPU, not per marker */
@@ -418,6 +431,7 @@ static const struct djp_source_ops ksrc_ops = {
 	.next = ksrc_next,
 	.stop = ksrc_stop,
 	.lost = ksrc_lost,
+	.lost_new = ksrc_lost_new,
 	.report = ksrc_report,
 	.lost_threads = ksrc_lost_threads,
 	.now_ns = ksrc_now,

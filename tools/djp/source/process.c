@@ -31,6 +31,15 @@
  *        answers); next() then makes one last round, whatever the mode,
  *        and says the end.
  *
+ * -a (every process of a program): there is no main process.  arm checks
+ * the patterns against the PATHs' files and starts the finder
+ * (session/session_all.c), whose processes session_kids_accept attaches
+ * one by one as if they had dialled in; each is configured as a child of
+ * fork is, its patterns kept pending where it lacks their markers.  One
+ * that exits or execs while it is configured keeps what its rings hold,
+ * quietly; one whose agent goes later is looked at again by the finder.
+ * The rounds drain the kids only, and the trace ends at ^C or --duration.
+ *
  * Each event's marker is named here, as the round hands it out: its
  * descriptor is made from the session's table the first time its id comes
  * (the label the agent's full name, the format the session's, which is
@@ -39,6 +48,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +58,8 @@
 #include "kernel/agent/agent.h"
 #include "lib/escape.h"
 #include "lib/marker_match.h"
+#include "lib/markers.h"
+#include "tools/djp/session/agg_tables.h"
 #include "process.h"
 #include "session_desc.h"
 #include "tools/djp/grow.h"
@@ -81,6 +93,7 @@ static void descs_drop(struct proc *p, struct proc_descs *t)
 	for (uint32_t id = 0; id < t->n; id++)
 		free(t->v[id]);
 	free(t->v);
+	free(t->lost_told);
 	*t = p->tabs[--p->ntabs];
 }
 
@@ -144,18 +157,55 @@ static void waiting_note(struct session *s, const char *why)
 		djp_escape_c(prog, sizeof(prog), s->program[0] ? s->program : "?", false));
 }
 
+static int config_steps(struct proc *p, struct session *s, bool launched, bool start, char *errline,
+			size_t errsz);
+
+/* -a: a process that exited while it was configured is no error: the
+ * rings it has hold what it recorded (s->cons), or there is nothing. */
+static bool exited_meanwhile(const struct proc *p, const struct session *s)
+{
+	uint64_t id;
+	if (!p->all || s == &p->s)
+		return false;
+	if (s->errcode != -ECONNRESET && s->errcode != -EPIPE)
+		return session_process_exited(s->pid);
+	/* The agent closed the session: the process is exiting (its
+	 * descriptors go before it is a zombie: a few ms at most), or it
+	 * exec'd, and the finder looks at its new program. */
+	for (int i = 0; i < 100 && !session_process_exited(s->pid); i++) {
+		if ((id = session_exec_id(s->pid)) && id != s->exec_id)
+			return true;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	return session_process_exited(s->pid);
+}
+
 /* Ring, marker table, patterns, FOLLOW, and START when `start` (a child of
  * fork; the main process's START is start()'s).  `launched`: a launched
  * command or a child of fork, whose patterns may wait for its exec.  0,
- * or 1 after one line on stderr. */
+ * or 1 after one line on stderr; -a: 2, quietly, when the process exited
+ * meanwhile (kept if it has rings). */
 static int configure(struct proc *p, struct session *s, bool launched, bool start)
+{
+	char errline[8192];
+	int rc = config_steps(p, s, launched, start, errline, sizeof(errline));
+	if (rc && exited_meanwhile(p, s))
+		return s->cons ? 2 : 3;
+	if (rc)
+		fprintf(stderr, "%s\n", errline);
+	return rc;
+}
+
+static int config_steps(struct proc *p, struct session *s, bool launched, bool start, char *errline, size_t errsz)
 {
 	char what[1024], msg[4 * sizeof(s->errmsg)], pat[4 * DJP_AGENT_PATTERN_MAX + 4];
 	unsigned nsites;
 
 	where(s, what, sizeof(what));
-	if (session_hello(s) || session_ring(s) || session_tables(s) || session_list(s)) {
-		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+	/* -a: the marker table is learnt from the marker log as events come
+	 * (session_marker_of): a LIST is a tenth of a process's attach */
+	if (session_hello(s) || session_ring(s) || session_tables(s) || (!p->all && session_list(s))) {
+		snprintf(errline, errsz, "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	for (int i = 0; i < p->npatterns; i++) {
@@ -164,6 +214,11 @@ static int configure(struct proc *p, struct session *s, bool launched, bool star
 			p->matched[i] = true; /* not pending: it matched */
 			continue;
 		}
+		/* -a: a process of the program need not have every pattern's
+		 * markers; kept for the objects it loads */
+		if (s->errcode == -ENOENT && p->all &&
+		    session_connect(s, p->patterns[i], how | DJP_CONNECT_PENDING, p->str_args[i], 0, &nsites) == 0)
+			continue;
 		/* a wrapper (runuser, env, a shim) or a child that has not
 		 * exec'd yet: kept for what it loads or execs; one that never
 		 * matches is said at the end (unmatched()) */
@@ -178,18 +233,18 @@ static int configure(struct proc *p, struct session *s, bool launched, bool star
 			}
 		}
 		if (s->errcode == -ENOENT && !is_point(p->patterns[i]))
-			fprintf(stderr, "djp: %s: pattern '%s' matches no marker\n", what,
+			snprintf(errline, errsz, "djp: %s: pattern '%s' matches no marker", what,
 				djp_escape_c(pat, sizeof(pat), p->patterns[i], false));
 		else
-			fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+			snprintf(errline, errsz, "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	if (s == &p->s ? session_kids_listen(&p->kids, s) : session_kids_follow(&p->kids, s)) {
-		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+		snprintf(errline, errsz, "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	if (start && session_start(s)) {
-		fprintf(stderr, "djp: %s: %s\n", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+		snprintf(errline, errsz, "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	return 0;
@@ -200,9 +255,19 @@ static int configure(struct proc *p, struct session *s, bool launched, bool star
 static void take_kid(void *ctx, struct session *k)
 {
 	struct proc *p = ctx;
-	if (configure(p, k, true, true))
+	/* START releases a child of fork waiting for it; a process -a
+	 * attached (attach_pid) waits for nothing: a round trip saved */
+	int rc = configure(p, k, !p->all, !p->all || !k->attach_pid);
+	if (rc == 2) { /* -a: it exited or exec'd meanwhile; what it recorded is read */
+		k->alive = false;
+		k->end_note = "ended during the trace";
+		session_kids_keep(&p->kids, k);
+		session_all_look(p->kids.all, k->pid); /* its new program, if it exec'd */
+	} else if (rc) {
+		if (p->all) /* said in one line: not again */
+			session_all_failed(p->kids.all, k->pid);
 		session_discard(k);
-	else
+	} else
 		session_kids_keep(&p->kids, k);
 }
 
@@ -231,7 +296,16 @@ static void follow_exec(struct proc *p, struct session *gone)
  * end; one that exec'd is followed. */
 static void kid_gone_cb(void *ctx, struct session *k)
 {
-	follow_exec(ctx, k);
+	struct proc *p = ctx;
+	if (!p->all) {
+		follow_exec(p, k);
+		return;
+	}
+	/* -a: whether the program it exec'd is one of them is the finder's
+	 * question, as for any exec */
+	uint64_t now = session_exec_id(k->pid);
+	k->end_note = now && now != k->exec_id ? "exec'd" : "ended during the trace";
+	session_all_look(p->kids.all, k->pid);
 }
 
 /* ---- the rounds ------------------------------------------------------------ */
@@ -250,8 +324,17 @@ static void begin_round(struct proc *p)
 {
 	p->in_round = true;
 	p->round_total = 0;
-	p->cur = 0;
-	begin_session(p);
+	p->cur = p->all; /* -a: no main process, only the kids */
+	if (p->cur <= p->kids.n)
+		begin_session(p);
+}
+
+/* The file name of a program's path: its execname, as the outputs that
+ * name processes want it. */
+static const char *program_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
 }
 
 static void fill(struct proc *p, struct session *s, struct djp_ev *ev)
@@ -264,7 +347,7 @@ static void fill(struct proc *p, struct session *s, struct djp_ev *ev)
 	ev->ts_ns = p->src.want_monotonic ? ns : ns + (uint64_t)p->mono_to_real;
 	ev->pid = (int32_t)s->pid;
 	ev->tid = (int32_t)session_event_tid(s, i);
-	ev->comm = NULL;
+	ev->comm = s->program[0] ? program_name(s->program) : NULL;
 	ev->cpu = p->src.want_cpu ? djp_event_cpu(e) : -1;
 	ev->ustack = NULL;
 	ev->nustack = 0;
@@ -315,6 +398,8 @@ static bool ended(struct proc *p)
 	struct session *s = &p->s;
 	long n = p->round_total;
 
+	if (p->all) /* ends at ^C or --duration only */
+		goto wait;
 	if (s->cmd && session_reap(s, 0)) {
 		p->src.end_why = "the command exited";
 		return true;
@@ -325,6 +410,7 @@ static bool ended(struct proc *p)
 		p->src.end_why = "the process exited";
 		return true;
 	}
+wait:
 	/* Drain again at once when busy, every 5 ms while events come, and
 	 * back off to 20 ms while none do: a quiet process costs the machine
 	 * less, and 20 ms of events fit a ring at any rate short of a million
@@ -337,6 +423,8 @@ static bool ended(struct proc *p)
 		p->idle_ms = DRAIN_IDLE_MS;
 	if (session_kids_wait(&p->kids, s, p->idle_ms, kid_gone_cb, p))
 		p->dialled = true;
+	if (p->all)
+		return false;
 	/* The agent gone: the process exited, exec'd or crashed.  A -c trace
 	 * lasts as long as the command (a shell may go on after the traced
 	 * process); -x ends here unless it exec'd and is traced again. */
@@ -365,12 +453,12 @@ static int proc_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 	(void)deadline; /* a round at a time: the consumer looks at its clock between */
 	for (;;) {
 		if (p->in_round) {
-			struct session *s = session_at(p, p->cur);
-			if (p->bi < s->batch.n) {
+			struct session *s = p->cur <= p->kids.n ? session_at(p, p->cur) : NULL;
+			if (s && p->bi < s->batch.n) {
 				fill(p, s, ev);
 				return DJP_SRC_EVENT;
 			}
-			if (round_step(p))
+			if (s && round_step(p))
 				continue;
 			p->in_round = false;
 			if (p->stopped) {
@@ -416,6 +504,63 @@ static int proc_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 
 /* ---- the rest of the interface -------------------------------------------- */
 
+/* Does a marker of one of -a's PATHs match pattern? */
+static bool paths_have(const struct proc *p, const char *pattern)
+{
+	bool match = false;
+	for (unsigned f = 0; f < p->nall_paths && !match; f++) {
+		struct djp_marker_list *l;
+		char why[256];
+		if (djp_markers_read_file(p->all_paths[f], DJP_READ_NO_DWARF, &l, why, sizeof(why)))
+			continue;
+		for (size_t i = 0; i < l->count && !match; i++)
+			match = djp_marker_match(pattern, l->v[i].provider, l->v[i].name);
+		djp_marker_list_free(l);
+	}
+	return match;
+}
+
+/* -a: the patterns checked against the PATHs' files (one that matches no
+ * marker of theirs is an error, as it is in a process), or, with no PATH,
+ * markers only; then the processes are looked for.  0, or -EINVAL after
+ * one line on stderr. */
+static int arm_all(struct proc *p)
+{
+	char err[512], pat[4 * DJP_AGENT_PATTERN_MAX + 4], path[4096];
+	struct session_all *all;
+	const char *deaf;
+
+	for (int i = 0; i < p->npatterns; i++) {
+		djp_escape_c(pat, sizeof(pat), p->patterns[i], false);
+		if (is_point(p->patterns[i])) {
+			if (p->nall_paths)
+				continue; /* the agent resolves it in each process */
+			fprintf(stderr,
+				"djp: -a: pattern '%s': a function or line needs a PATH (djp trace -a PATH %s)\n", pat,
+				pat);
+			return -EINVAL;
+		}
+		if (p->nall_paths && !paths_have(p, p->patterns[i])) {
+			fprintf(stderr, "djp: -a: pattern '%s' matches no marker in %s%s\n", pat,
+				djp_escape_c(path, sizeof(path), p->all_paths[0], false),
+				p->nall_paths > 1 ? " nor the other PATHs" : "");
+			return -EINVAL;
+		}
+	}
+	if (!(all = session_all_open(p->all_paths, p->nall_paths, p->patterns, (unsigned)p->npatterns, err,
+				     sizeof(err)))) {
+		fprintf(stderr, "djp: -a: %s\n", djp_escape_c(pat, sizeof(pat), err, false));
+		return -EINVAL;
+	}
+	if ((deaf = session_all_deaf(all)))
+		fprintf(stderr,
+			"djp trace: -a: the kernel's process events cannot be heard (%s): the "
+			"processes running now are traced, with the children they fork, not those started later\n",
+			deaf);
+	session_kids_listen_all(&p->kids, all);
+	return 0;
+}
+
 static int proc_arm(struct djp_source *src, const uint32_t *ids, unsigned n, const struct djp_arm_glob *globs,
 		    unsigned nglobs)
 {
@@ -441,6 +586,8 @@ static int proc_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	s->fmt_patterns = (char *const *)p->patterns;
 	s->fmt_formats = p->formats;
 	s->nfmt = p->npatterns;
+	if (p->all)
+		return arm_all(p);
 	if (configure(p, s, s->cmd != NULL, false) == 0)
 		return 0;
 	/* Nothing stays armed: a command that never ran its main is killed;
@@ -528,7 +675,7 @@ static int proc_exit_status(struct djp_source *src)
 	int rc = 1;
 
 	if (!s->cmd)
-		return 0;
+		return 0; /* -x, -a */
 	if (!s->child_done)
 		session_stop_child(s);
 	if (s->child > 0 && s->child_done) {
@@ -543,6 +690,38 @@ static int proc_exit_status(struct djp_source *src)
 static uint64_t proc_now(struct djp_source *src)
 {
 	return djp_clock_ns(src->want_monotonic ? CLOCK_MONOTONIC : CLOCK_REALTIME);
+}
+
+/* What the tables of every process counted since the last call (they
+ * count the drops of each marker as the recorder makes them). */
+static void proc_lost_new(struct djp_source *src, djp_src_lost_new_fn fn, void *ctx)
+{
+	struct proc *p = (struct proc *)src;
+	size_t cur = p->tab ? (size_t)(p->tab - p->tabs) : SIZE_MAX; /* descs_of may move them */
+
+	for (size_t i = 0; i <= p->kids.n; i++) {
+		struct session *s = session_at(p, i);
+		struct proc_descs *t;
+		if (!s->tables)
+			continue;
+		t = p->tab = descs_of(p, s);
+		if (t->nlost_told < s->nmarkers) {
+			uint64_t *v = realloc(t->lost_told, s->nmarkers * sizeof(*v));
+			if (!v)
+				continue;
+			memset(v + t->nlost_told, 0, (s->nmarkers - t->nlost_told) * sizeof(*v));
+			t->lost_told = v;
+			t->nlost_told = s->nmarkers;
+		}
+		for (uint32_t id = 0; id < s->nmarkers; id++) {
+			uint64_t n = djp_tables_lost(s->tables, id);
+			if (n > t->lost_told[id]) {
+				fn(ctx, desc_of(p, s, id), (int32_t)s->pid, n - t->lost_told[id]);
+				t->lost_told[id] = n;
+			}
+		}
+	}
+	p->tab = cur < p->ntabs ? &p->tabs[cur] : NULL;
 }
 
 static void proc_close(struct djp_source *src)
@@ -570,6 +749,7 @@ static const struct djp_source_ops proc_ops = {
 	.next = proc_next,
 	.stop = proc_stop,
 	.report = proc_report,
+	.lost_new = proc_lost_new,
 	.lost_threads = proc_lost_threads,
 	.exit_status = proc_exit_status,
 	.now_ns = proc_now,
@@ -600,6 +780,14 @@ int djp_process_source_open(const struct djp_source_opts *o, struct djp_source *
 	p->unknown.format = "";
 	p->unknown.unknown = true;
 	p->src.ops = &proc_ops;
+	p->all = o->all;
+	p->all_paths = o->paths;
+	p->nall_paths = o->npaths;
+	if (p->all) { /* the processes are looked for at arm, knowing the patterns */
+		p->mono_to_real = (int64_t)(djp_clock_ns(CLOCK_REALTIME) - djp_clock_ns(CLOCK_MONOTONIC));
+		*out = &p->src;
+		return 0;
+	}
 	if (o->cmd ? session_launch(&p->s) : session_attach(&p->s)) {
 		proc_close(&p->src); /* session_launch and session_attach said why */
 		return -EIO;

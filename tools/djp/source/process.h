@@ -16,6 +16,9 @@ struct proc_descs {
 	struct session *s;
 	struct djp_ev_desc **v;
 	uint32_t n;
+	/* lost_new: the drops of each marker said so far, by id */
+	uint64_t *lost_told;
+	uint32_t nlost_told;
 };
 
 struct proc {
@@ -29,6 +32,11 @@ struct proc {
 	int npatterns;
 	bool int3;
 	bool started; /* -c: START sent, the command runs its main */
+	/* -a: every process of the PATHs (none: with a matching marker),
+	 * each a session among the kids; the main session is unused */
+	bool all;
+	const char *const *all_paths;
+	unsigned nall_paths;
 
 	struct session s;
 	/* children of fork and a -c wrapper's program, each a session of

@@ -68,7 +68,10 @@ void proc_kid_summary(FILE *f, struct session *k)
 void proc_report(struct djp_source *src, FILE *f)
 {
 	struct proc *p = (struct proc *)src;
-	proc_summary_of(f, &p->s);
+	if (!p->all)
+		proc_summary_of(f, &p->s);
+	else if (!p->released_len && !p->kids.n)
+		fprintf(f, "djp trace: -a: no process was traced\n");
 	if (p->released_len)
 		fwrite(p->released_text, 1, p->released_len, f);
 	for (size_t i = 0; i < p->kids.n; i++)

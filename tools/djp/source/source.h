@@ -113,6 +113,7 @@ struct djp_agg_delta;
  * descriptor (NULL when unknown) and the process it ran in. */
 typedef void (*djp_src_agg_fn)(void *ctx, const struct djp_ev_desc *d, int32_t pid, const struct djp_agg_delta *dl);
 typedef void (*djp_src_lost_fn)(void *ctx, const struct djp_ev_desc *d, uint64_t n);
+typedef void (*djp_src_lost_new_fn)(void *ctx, const struct djp_ev_desc *d, int32_t pid, uint64_t n);
 typedef void (*djp_src_lost_thread_fn)(void *ctx, int32_t pid, int32_t tid, uint64_t n);
 
 struct djp_source_ops {
@@ -153,6 +154,12 @@ struct djp_source_ops {
 	/* Events the rings dropped: per descriptor to fn, and their total
 	 * (final after finish).  May be NULL. */
 	uint64_t (*lost)(struct djp_source *src, djp_src_lost_fn fn, void *ctx);
+	/* The events dropped since the last call, per marker and process:
+	 * fn with each count that grew, by how much, read where the drops
+	 * are counted (nothing asked of the target); between next()'s
+	 * rounds, for a consumer that shows when events were lost.  May be
+	 * NULL. */
+	void (*lost_new)(struct djp_source *src, djp_src_lost_new_fn fn, void *ctx);
 	/* What the aggregation tables (src->agg_plans) gained since the last
 	 * call, entry by entry.  NULL: the source has no tables. */
 	void (*agg_read)(struct djp_source *src, djp_src_agg_fn fn, void *ctx);
@@ -218,8 +225,9 @@ struct djp_source {
 struct djp_source_opts {
 	const char *cmd;	  /* -c CMD, or NULL */
 	int32_t pid;		  /* -x PID, or 0 */
-	const char *const *paths; /* objects named by process("PATH") points */
+	const char *const *paths; /* objects named by process("PATH") points; -a's PATHs */
 	unsigned npaths;
+	bool all;		  /* -a: every process of paths, or with a matching marker */
 	bool list_only;		  /* -l/-L: the markers are wanted, not events */
 	size_t buffer_size;	  /* ring bytes per thread (-s, --buffer-size); 0: the default */
 	/* djp trace's (the process source's) */
