@@ -1,7 +1,7 @@
 # Target programs that benchmarks run under the tool (not benchmarks
 # themselves, so outside build/bench/).  script_compare needs bpftrace:
 # `make bench` installs it as root and reports a skipped row otherwise.
-BENCH_TARGETS := $(O)/bench-targets/hot $(O)/bench-targets/hot_threads $(O)/bench-targets/hot_sdt $(O)/bench-targets/threads $(O)/bench-targets/forker
+BENCH_TARGETS := $(O)/bench-targets/hot $(O)/bench-targets/hot_typed $(O)/bench-targets/hot_threads $(O)/bench-targets/hot_sdt $(O)/bench-targets/threads $(O)/bench-targets/forker
 $(O)/bench-targets/%: bench/targets/%.c include/djprobe/marker.h | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

@@ -74,6 +74,10 @@ void djp__quiet_end(void *was);
 uint32_t djp__hit_id(const struct djp_hit *hit);
 const struct djp_marker_info *djp__hit_marker(const struct djp_hit *hit);
 
+/* arm.c: the registers (1 << enum djp_reg) the hit's view holds: every
+ * one at an int3, else what its trampoline stores. */
+uint32_t djp__view_regs(const struct djp_hit *hit);
+
 /* safe_copy.c: give the ring a fault-safe string copy without a system
  * call, when the engine can keep a fault handler installed; 0, or -errno
  * when the ring keeps process_vm_readv (also safe).  Idempotent. */

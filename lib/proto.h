@@ -26,7 +26,9 @@
  *                     is a pointer to a string, to copy into the event),
  *                     u32 their bound in bytes, NUL included (0: the
  *                     ring's); with DJP_CONNECT_AGG, u32 the TABLES plan
- *                     whose table the hits update instead
+ *                     whose table the hits update instead (DJP_CONNECT_REGS
+ *                     and _REGS_STACK: every event of the session carries
+ *                     the hit's registers, DJP_EVF_REGS)
  *              agent: CONNECTED u32 probe, u32 sites matched; or ERROR
  *                     (-ENOENT when the pattern matches no marker and
  *                     DJP_CONNECT_PENDING is not given)
@@ -54,6 +56,27 @@
  *              agent: TABLES_FD u64 size, the tables memfd in SCM_RIGHTS
  *                     (lib/agg.h): per-marker lost counters from then on,
  *                     and a table per plan per ring slot
+ *   VARS       tool:  u32 n (at most DJP_VARS_MAX), n x {str object (its
+ *                     path, as the process maps it), u64 link-time
+ *                     address, u8 size, u16 string bound}: with
+ *                     DJP_CONNECT_REGS, every event of the session
+ *                     carries the aligned word of each, read in the
+ *                     target at the hit (a script's @var), and for one
+ *                     with a string bound (a pointer; at most
+ *                     DJP_VARS_STR_MAX of them) the string it points to,
+ *                     copied as a %s argument after the marker's own
+ *                     (an empty object and size 0: not a variable but the
+ *                     register of that DWARF number, 16 the pc, for the
+ *                     string it points to: user_string(pointer_arg(1)));
+ *                     before the CONNECTs
+ *              agent: OK u32 n, then n x u64 each one's run-time
+ *                     address (0: its object is not loaded)
+ *   LOADS      tool:  str provider, str name, u32 n, n load programs
+ *                     (lib/load_prog.h, lib/load_wire.h): each hit of the
+ *                     sites so named runs them and its event carries their
+ *                     results (DJP_EVF_LOADS); after RING, before the
+ *                     CONNECT of a pattern that matches those sites
+ *              agent: OK u32 0; or ERROR
  *   FOLLOW     tool:  str name, an abstract socket the tool listens on:
  *                     the child of every fork from then on dials it
  *                     before fork returns, and waits for its START
@@ -81,7 +104,7 @@
 #include <stdint.h>
 
 #define DJP_PROTO_MAGIC 0x4a504a44u /* "DJPJ" */
-#define DJP_PROTO_VERSION 9u
+#define DJP_PROTO_VERSION 10u
 #define DJP_PROTO_HDR_SIZE 8u
 #define DJP_PROTO_MAX_PAYLOAD (60u * 1024)
 #define DJP_PROTO_STR_MAX 4096u
@@ -99,6 +122,38 @@
 /* CONNECT: the pattern's hits update the table of a plan of the session's
  * TABLES (a u32 plan index follows the flags' fields), no event each */
 #define DJP_CONNECT_AGG 16u
+/* CONNECT: every event of the session carries the general registers of
+ * its hit (DJP_EVF_REGS, lib/ring.h), and with DJP_CONNECT_REGS_STACK the
+ * DJP_REGS_STACK_WORDS stack words above the return address besides
+ * (arguments 7 on at a function's entry): a script's register() and
+ * int_arg(n).  The pattern's sites keep %rsp and %rbp in their view. */
+#define DJP_CONNECT_REGS 32u
+#define DJP_CONNECT_REGS_STACK 64u
+#define DJP_REGS_STACK_WORDS 8u
+/* A DJP_EVF_REGS block's words: the registers by DWARF number 0-15 (rax
+ * rdx rcx rbx rsi rdi rbp rsp r8-r15), the pc (the probed instruction; at
+ * a return, the address returned to), a word of bits (bit i: word i was in
+ * the hit's register view; bit DJP_REGS_STACK + j: stack word j could be
+ * read), then the stack words from %rsp + 8 up. */
+#define DJP_REGS_PC 16u
+#define DJP_REGS_INFO 17u
+#define DJP_REGS_STACK 18u
+/* After the stack words (DJP_REGS_STACK_WORDS of them with
+ * DJP_CONNECT_REGS_STACK, else none), one word per VARS variable: the
+ * aligned 8 bytes that hold it; bit DJP_REGS_VARS_BIT + j of the info
+ * word says variable j was read. */
+#define DJP_REGS_VARS_BIT (DJP_REGS_STACK + DJP_REGS_STACK_WORDS)
+#define DJP_VARS_MAX 16u
+#define DJP_VARS_STR_MAX 4u
+/* One variable of VARS, as the tool names it: its object's real path,
+ * its link-time address, its size in bytes, and the bytes of the string
+ * it points to to copy at the hit, NUL included (0: none). */
+struct djp_var_want {
+	const char *object;
+	uint64_t addr;
+	unsigned size;
+	unsigned str_bound;
+};
 
 /* The agent's bounds, which the tool keeps to before it asks: the bytes of
  * a CONNECT pattern, the probes of a session, and the ring region of a
@@ -140,6 +195,8 @@ enum djp_msg_type {
 	DJP_MSG_MARKER_LOG = 9,
 	DJP_MSG_FOLLOW = 10,
 	DJP_MSG_TABLES = 11,
+	DJP_MSG_VARS = 12,
+	DJP_MSG_LOADS = 13,
 	/* replies (agent to tool) */
 	DJP_MSG_OK = 64,
 	DJP_MSG_ERROR = 65,	/* i32 -errno, str message */

@@ -26,9 +26,21 @@
  *   u64 args[nargs]
  *   inline strings   for %s arguments: the pointer (u64), then the text,
  *                    NUL-terminated, 8-aligned
+ *   u64 regs[n]      with DJP_EVF_REGS only: words of the hit's registers
+ *   u64 n            (the recorder's layout: kernel/agent/recorder.h),
+ *                    n <= DJP_RING_MAX_REGS, then their number
  *   u64 pcs[n]       with DJP_EVF_USTACK only: the user stack at the hit,
  *   u64 n            innermost first (pcs[0] the hit's pc, then return
  *                    addresses), n <= DJP_RING_MAX_STACK, then its depth
+ *   u64 vals[k]      with DJP_EVF_LOADS only: the results of the site's
+ *                    load programs (lib/load_prog.h), then the strings
+ *                    of those that are (as a %s argument's: the pointer,
+ *                    the text; vals[i] their descriptors)
+ *   u64 faulted      only when one of the two is not 0: bit i set when
+ *   u64 strs         program i faulted (vals[i] is then the address it
+ *                    could not read), and when vals[i] is a string
+ *   u64 k_bytes      k (bits 0-7), the block's bytes from vals on (8-23),
+ *                    whether the two masks are there (24)
  *   u64 task         with DJP_EVF_TASK only (kernel rings, whose slots are
  *                    CPUs): tgid << 32 | tid of the hit's task, 0 when it
  *                    interrupted something
@@ -74,8 +86,13 @@ enum djp_ring_mode {
 };
 
 #define DJP_RING_MAX_ARGS 16
+/* Results of load programs an event may carry (DJP_EVF_LOADS): as many
+ * as lib/load_prog.h's DJP_LOAD_MAX_PROGS. */
+#define DJP_RING_MAX_LOADS 64
 /* Return addresses an event may carry (DJP_EVF_USTACK). */
 #define DJP_RING_MAX_STACK 64
+/* Register words an event may carry (DJP_EVF_REGS). */
+#define DJP_RING_MAX_REGS 64
 #define DJP_RING_STR_BOUND 64	   /* default bound for %s, NUL included */
 #define DJP_RING_STR_BOUND_MAX 1024
 #define DJP_EV_MAX_SIZE 65528u
@@ -285,12 +302,23 @@ uint64_t djp_ring_copy_string(char *dst, const char *src, uint32_t bound);
  * of the hit as the event's last word when cpu is not negative
  * (DJP_EVF_CPU: a script's cpu()), and the npcs words of pcs, the user
  * stack, when pcs is not NULL (DJP_EVF_USTACK: a script's ubacktrace();
- * at most DJP_RING_MAX_STACK, more are dropped).  With a constant -1 and
- * NULL the compiler leaves no trace of either. */
-static inline __attribute__((always_inline)) int djp_ring_record_ext(struct djp_region *r, uint32_t marker_id,
-								       const uint64_t *args, unsigned nargs,
-								       uint32_t str_mask, unsigned str_bound, int cpu,
-								       const uint64_t *pcs, unsigned npcs)
+ * at most DJP_RING_MAX_STACK, more are dropped), and before it the nregs
+ * words of regs, when regs is not NULL (DJP_EVF_REGS: a script's
+ * register(); at most DJP_RING_MAX_REGS).  With a constant -1 and NULLs
+ * the compiler leaves no trace of them. */
+/* And the results of load programs (DJP_EVF_LOADS): the nloads words of
+ * loads, when loads is not NULL (at most DJP_RING_MAX_LOADS), with the
+ * mask of those that faulted; those of lstr_mask (and not faulted) are
+ * addresses of strings to copy, at most lstr_bound bytes each, NUL
+ * included.  NULL: none, and no trace in the code. */
+static inline __attribute__((always_inline)) int djp_ring_record_loads(struct djp_region *r, uint32_t marker_id,
+									 const uint64_t *args, unsigned nargs,
+									 uint32_t str_mask, unsigned str_bound, int cpu,
+									 const uint64_t *regs, unsigned nregs,
+									 const uint64_t *pcs, unsigned npcs,
+									 const uint64_t *loads, unsigned nloads,
+									 uint64_t faulted, uint64_t lstr_mask,
+									 unsigned lstr_bound)
 {
 	struct djp_ring_tls *t = &djp_ring_tls;
 	struct djp_slot_hdr *s;
@@ -312,7 +340,23 @@ static inline __attribute__((always_inline)) int djp_ring_record_ext(struct djp_
 	}
 	if (pcs && npcs > DJP_RING_MAX_STACK)
 		npcs = DJP_RING_MAX_STACK;
-	max = DJP_EV_HDR_SIZE + 8 * nargs + (cpu >= 0 ? 8 : 0) + (pcs ? 8 * (npcs + 1) : 0);
+	if (regs && nregs > DJP_RING_MAX_REGS)
+		nregs = DJP_RING_MAX_REGS;
+	if (loads && nloads > DJP_RING_MAX_LOADS)
+		nloads = DJP_RING_MAX_LOADS;
+	max = DJP_EV_HDR_SIZE + 8 * nargs + (cpu >= 0 ? 8 : 0) + (pcs ? 8 * (npcs + 1) : 0) +
+	      (regs ? 8 * (nregs + 1) : 0) + (loads ? 8 * (nloads + 3) : 0);
+	if (loads && lstr_mask) {
+		lstr_mask &= ~faulted;
+		if (nloads < 64)
+			lstr_mask &= (1ull << nloads) - 1;
+		if (lstr_bound > DJP_RING_STR_BOUND_MAX)
+			lstr_bound = DJP_RING_STR_BOUND_MAX;
+		if (lstr_bound < 8)
+			lstr_bound = 8;
+		lstr_bound = (lstr_bound + 7) & ~7u;
+		max += (uint64_t)__builtin_popcountll(lstr_mask) * (8 + lstr_bound);
+	}
 	if (__builtin_expect(str_mask != 0, 0)) {
 		str_mask &= (1u << nargs) - 1;
 		if (!str_bound)
@@ -368,6 +412,16 @@ static inline __attribute__((always_inline)) int djp_ring_record_ext(struct djp_
 		size = djp__ring_put_strings(e, size, args, nargs, str_mask, str_bound);
 		flags |= DJP_EVF_STRINGS;
 	}
+	if (regs) {
+		for (unsigned i = 0; i < nregs; i++) {
+			e[size / 8 + i] = regs[i];
+			__asm__("" ::: "memory"); /* as above */
+		}
+		size += 8 * nregs;
+		e[size / 8] = nregs;
+		size += 8;
+		flags |= DJP_EVF_REGS;
+	}
 	if (pcs) {
 		for (unsigned i = 0; i < npcs; i++) {
 			e[size / 8 + i] = pcs[i];
@@ -377,6 +431,36 @@ static inline __attribute__((always_inline)) int djp_ring_record_ext(struct djp_
 		e[size / 8] = npcs;
 		size += 8;
 		flags |= DJP_EVF_USTACK;
+	}
+	if (loads) {
+		uint32_t start = size;
+		for (unsigned i = 0; i < nloads; i++) {
+			e[size / 8 + i] = loads[i];
+			__asm__("" ::: "memory"); /* as above */
+		}
+		size += 8 * nloads;
+		for (unsigned i = 0; lstr_mask && i < nloads; i++) {
+			uint64_t d, len;
+			if (!(lstr_mask & (1ull << i)))
+				continue;
+			/* the pointer, then its text; the word becomes the
+			 * string's descriptor, as a %s argument's */
+			d = djp_ring_copy_string(djp_ring_str_text(e, size, loads[i]),
+						 (const char *)(uintptr_t)loads[i], lstr_bound);
+			len = d & 0xffff;
+			e[start / 8 + i] = size | len << 16 | (d & ~0xffffffffull) | DJP_STR_ADDR;
+			size += 8 + (((uint32_t)len + 1 + 7) & ~7u);
+		}
+		/* the two masks only when one is not 0: most events carry
+		 * numbers that did not fault */
+		if (faulted | lstr_mask) {
+			e[size / 8] = faulted;
+			e[size / 8 + 1] = lstr_mask;
+			size += 16;
+		}
+		e[size / 8] = nloads | (uint64_t)(size + 8 - start) << 8 | (uint64_t)!!(faulted | lstr_mask) << 24;
+		size += 8;
+		flags |= DJP_EVF_LOADS;
 	}
 	if (cpu >= 0) {
 		e[size / 8] = (uint64_t)cpu;
@@ -402,18 +486,28 @@ out:
 	return ret;
 }
 
+static inline __attribute__((always_inline)) int djp_ring_record_ext(struct djp_region *r, uint32_t marker_id,
+								       const uint64_t *args, unsigned nargs,
+								       uint32_t str_mask, unsigned str_bound, int cpu,
+								       const uint64_t *regs, unsigned nregs,
+								       const uint64_t *pcs, unsigned npcs)
+{
+	return djp_ring_record_loads(r, marker_id, args, nargs, str_mask, str_bound, cpu, regs, nregs, pcs, npcs,
+				     NULL, 0, 0, 0, 0);
+}
+
 static inline __attribute__((always_inline)) int djp_ring_record_cpu(struct djp_region *r, uint32_t marker_id,
 								       const uint64_t *args, unsigned nargs,
 								       uint32_t str_mask, unsigned str_bound, int cpu)
 {
-	return djp_ring_record_ext(r, marker_id, args, nargs, str_mask, str_bound, cpu, NULL, 0);
+	return djp_ring_record_ext(r, marker_id, args, nargs, str_mask, str_bound, cpu, NULL, 0, NULL, 0);
 }
 
 static inline __attribute__((always_inline)) int djp_ring_record(struct djp_region *r, uint32_t marker_id,
 								   const uint64_t *args, unsigned nargs, uint32_t str_mask,
 								   unsigned str_bound)
 {
-	return djp_ring_record_ext(r, marker_id, args, nargs, str_mask, str_bound, -1, NULL, 0);
+	return djp_ring_record_ext(r, marker_id, args, nargs, str_mask, str_bound, -1, NULL, 0, NULL, 0);
 }
 
 /*
@@ -570,6 +664,65 @@ static inline bool djp_event_task(const struct djp_event *ev, uint64_t *task)
 	return true;
 }
 
+/* The bytes of a validated event's DJP_EVF_LOADS block (0: none), which
+ * lies between its stack and its task and CPU words; its count of
+ * results in *k. */
+static inline uint32_t djp__event_loads_bytes(const struct djp_event *ev, uint32_t end, unsigned *k)
+{
+	uint64_t w, bytes, trailer;
+	uint32_t args = DJP_EV_HDR_SIZE + 8u * ev->nargs;
+
+	if (!(ev->flags & DJP_EVF_LOADS) || end < args + 8u)
+		return 0;
+	__builtin_memcpy(&w, (const char *)ev + end - 8, 8);
+	bytes = (w >> 8) & 0xffff;
+	trailer = w >> 24 & 1 ? 24 : 8;
+	*k = (unsigned)(w & 0xff);
+	if ((w >> 25) || *k > DJP_RING_MAX_LOADS || bytes < trailer + 8ull * *k || bytes > end - args || (bytes & 7))
+		return 0;
+	return (uint32_t)bytes;
+}
+
+/* The results a validated event carries (DJP_EVF_LOADS): the words, their
+ * number in *n, the faulted mask in *faulted and the mask of those that
+ * are string descriptors (djp_event_load_str) in *strs; NULL (and 0) when
+ * it carries none. */
+static inline const uint64_t *djp_event_loads(const struct djp_event *ev, unsigned *n, uint64_t *faulted,
+					      uint64_t *strs)
+{
+	uint32_t end = ev->size - (ev->flags & DJP_EVF_CPU ? 8u : 0u) - (ev->flags & DJP_EVF_TASK ? 8u : 0u);
+	unsigned k = 0;
+	uint32_t bytes = end <= ev->size ? djp__event_loads_bytes(ev, end, &k) : 0;
+
+	*n = 0;
+	*faulted = *strs = 0;
+	if (!bytes)
+		return NULL;
+	*n = k;
+	if (((const uint8_t *)ev)[end - 5] & 1) { /* bit 24 of the last word: the masks */
+		__builtin_memcpy(faulted, (const char *)ev + end - 24, 8);
+		__builtin_memcpy(strs, (const char *)ev + end - 16, 8);
+	}
+	return (const uint64_t *)((const char *)ev + end - bytes);
+}
+
+/* The text of a string result (a descriptor djp_event_loads gave, word
+ * w), its length and DJP_STR_* flags, and the pointer it was copied from;
+ * NULL when the descriptor does not point inside the event. */
+static inline const char *djp_event_load_str(const struct djp_event *ev, uint64_t w, uint32_t *len,
+					     uint64_t *flags, uint64_t *ptr)
+{
+	uint32_t o = DJP_STR_OFFSET(w), l = DJP_STR_LEN(w);
+
+	if (o < DJP_EV_HDR_SIZE + 8u * ev->nargs || (o & 7) || (uint64_t)o + 8 + l + 1 > ev->size ||
+	    ((const char *)ev)[o + 8 + l] != 0)
+		return NULL;
+	__builtin_memcpy(ptr, (const char *)ev + o, 8);
+	*len = l;
+	*flags = w & (DJP_STR_TRUNCATED | DJP_STR_FAULT | DJP_STR_NULL);
+	return (const char *)ev + o + 8;
+}
+
 /* The user stack a validated event carries (DJP_EVF_USTACK): its pcs,
  * innermost first, and their number in *n; NULL (and 0) when it carries
  * none, or the words do not fit between the arguments and the end. */
@@ -580,10 +733,43 @@ static inline const uint64_t *djp_event_ustack(const struct djp_event *ev, unsig
 	uint64_t k;
 
 	*n = 0;
+	if (end <= ev->size) {
+		unsigned nl;
+		end -= djp__event_loads_bytes(ev, end, &nl);
+	}
 	if (!(ev->flags & DJP_EVF_USTACK) || ev->size < args + 8u || end < args + 8u)
 		return NULL;
 	__builtin_memcpy(&k, (const char *)ev + end - 8, 8);
 	if (k > DJP_RING_MAX_STACK || 8 * k > end - 8 - args)
+		return NULL;
+	*n = (unsigned)k;
+	return (const uint64_t *)((const char *)ev + end - 8 - 8 * k);
+}
+
+/* The register words a validated event carries (DJP_EVF_REGS), and their
+ * number in *n; NULL (and 0) when it carries none, or they do not fit
+ * between the arguments and the user stack. */
+static inline const uint64_t *djp_event_regs(const struct djp_event *ev, unsigned *n)
+{
+	uint32_t end = ev->size - (ev->flags & DJP_EVF_CPU ? 8u : 0u) - (ev->flags & DJP_EVF_TASK ? 8u : 0u),
+		 args = DJP_EV_HDR_SIZE + 8u * ev->nargs;
+	uint64_t k;
+	unsigned npcs;
+
+	*n = 0;
+	if (end <= ev->size) { /* the loads' block lies after the stack */
+		unsigned nl;
+		end -= djp__event_loads_bytes(ev, end, &nl);
+	}
+	if (ev->flags & DJP_EVF_USTACK) {
+		if (!djp_event_ustack(ev, &npcs))
+			return NULL;
+		end -= 8u * (npcs + 1);
+	}
+	if (!(ev->flags & DJP_EVF_REGS) || end < args + 8u)
+		return NULL;
+	__builtin_memcpy(&k, (const char *)ev + end - 8, 8);
+	if (k > DJP_RING_MAX_REGS || 8 * k > end - 8 - args)
 		return NULL;
 	*n = (unsigned)k;
 	return (const uint64_t *)((const char *)ev + end - 8 - 8 * k);

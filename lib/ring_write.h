@@ -23,6 +23,8 @@
 #define DJP_EVF_CPU 0x04     /* the last word is the CPU of the hit */
 #define DJP_EVF_USTACK 0x08  /* the user stack of the hit, before the CPU */
 #define DJP_EVF_TASK 0x10    /* the hit's task, before the CPU (kernel rings) */
+#define DJP_EVF_REGS 0x20    /* the hit's registers, before the user stack */
+#define DJP_EVF_LOADS 0x40   /* the results of load programs, after the stack */
 #define DJP_MARKER_PAD 0xffffffffu
 
 /* String descriptor fields (lib/ring.h). */

@@ -18,7 +18,7 @@
 #include "harness.h"
 
 #define SKIP_STATUS 77
-#define MAX_TESTS 1024 /* the runner says when there are more */
+#define MAX_TESTS 1024
 
 struct test {
 	const char *name, *file;

@@ -208,9 +208,9 @@ TEST(ring_event_ustack_words)
 	CHECK(c);
 	for (unsigned i = 0; i < DJP_RING_MAX_STACK + 5; i++)
 		pcs[i] = 0x400000 + 16 * i;
-	CHECK_EQ(djp_ring_record_ext(r, 1, args, 2, 0x2, 0, 3, pcs, 3), 0);
-	CHECK_EQ(djp_ring_record_ext(r, 2, args, 1, 0, 0, -1, pcs, 0), 0);
-	CHECK_EQ(djp_ring_record_ext(r, 3, args, 0, 0, 0, -1, pcs, DJP_RING_MAX_STACK + 5), 0);
+	CHECK_EQ(djp_ring_record_ext(r, 1, args, 2, 0x2, 0, 3, NULL, 0, pcs, 3), 0);
+	CHECK_EQ(djp_ring_record_ext(r, 2, args, 1, 0, 0, -1, NULL, 0, pcs, 0), 0);
+	CHECK_EQ(djp_ring_record_ext(r, 3, args, 0, 0, 0, -1, NULL, 0, pcs, DJP_RING_MAX_STACK + 5), 0);
 	CHECK_EQ(djp_ring_record_cpu(r, 4, args, 1, 0, 0, 1), 0);
 	CHECK_EQ(djp_consumer_drain(c, &collect_ops, &got), 4);
 
@@ -242,6 +242,62 @@ TEST(ring_event_ustack_words)
 	djp_consumer_close(c);
 	djp_region_destroy(r);
 	collected_free(&got);
+}
+
+/* DJP_EVF_REGS: the registers' words and their count before the user
+ * stack, read beside a string, the stack and the CPU; a count the event
+ * cannot hold is none; an event without them says none. */
+TEST(ring_event_regs_words)
+{
+	struct djp_region *r = small_region(2, 65536, 4, DJP_RING_DISCARD);
+	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
+	struct collected got = { 0 };
+	uint64_t args[2] = { 7, (uintptr_t) "hi" }, pcs[2] = { 0x401000, 0x402000 }, regs[DJP_RING_MAX_REGS + 3];
+	const uint64_t *w;
+	unsigned n;
+
+	CHECK(c);
+	for (unsigned i = 0; i < DJP_RING_MAX_REGS + 3; i++)
+		regs[i] = 0x1000 + i;
+	CHECK_EQ(djp_ring_record_ext(r, 1, args, 2, 0x2, 0, 3, regs, 18, pcs, 2), 0);
+	CHECK_EQ(djp_ring_record_ext(r, 2, args, 1, 0, 0, -1, regs, DJP_RING_MAX_REGS + 3, NULL, 0), 0);
+	CHECK_EQ(djp_ring_record_ext(r, 3, args, 1, 0, 0, -1, NULL, 0, pcs, 1), 0);
+	CHECK_EQ(djp_consumer_drain(c, &collect_ops, &got), 3);
+
+	CHECK_EQ(got.ev[0]->flags, DJP_EVF_STRINGS | DJP_EVF_CPU | DJP_EVF_USTACK | DJP_EVF_REGS);
+	CHECK_EQ(got.ev[0]->size, 16 + 16 + 8 + 8 + 18 * 8 + 8 + 2 * 8 + 8 + 8);
+	CHECK_STR(str_arg(got.ev[0], 1, NULL, NULL), "hi");
+	CHECK_EQ(djp_event_cpu(got.ev[0]), 3);
+	w = djp_event_ustack(got.ev[0], &n);
+	CHECK(w && n == 2 && w[0] == pcs[0] && w[1] == pcs[1]);
+	w = djp_event_regs(got.ev[0], &n);
+	CHECK(w != NULL);
+	CHECK_EQ(n, 18);
+	for (unsigned i = 0; i < n; i++)
+		CHECK_EQ(w[i], regs[i]);
+
+	w = djp_event_regs(got.ev[1], &n); /* cut at the most */
+	CHECK(w != NULL);
+	CHECK_EQ(n, DJP_RING_MAX_REGS);
+	CHECK_EQ(w[n - 1], regs[DJP_RING_MAX_REGS - 1]);
+	CHECK_EQ(got.ev[1]->args[0], 7);
+
+	CHECK(djp_event_regs(got.ev[2], &n) == NULL);
+	CHECK_EQ(n, 0);
+	djp_consumer_close(c);
+	djp_region_destroy(r);
+	collected_free(&got);
+	{
+		uint64_t buf[8] = { 0 };
+		struct djp_event *ev = (struct djp_event *)buf;
+		ev->size = 48; /* header, one argument, two words, the count */
+		ev->nargs = 1;
+		ev->flags = DJP_EVF_REGS;
+		buf[5] = 2;
+		CHECK(djp_event_regs(ev, &n) != NULL && n == 2);
+		buf[5] = 3; /* more than it holds */
+		CHECK(djp_event_regs(ev, &n) == NULL && n == 0);
+	}
 }
 
 /* A reader takes no count on trust: one that says more words than the

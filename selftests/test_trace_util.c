@@ -213,6 +213,30 @@ int tt_count(const char *hay, const char *needle)
 	return n;
 }
 
+long tt_twinned(const struct tproc *p, const char *const *kinds, unsigned nkinds)
+{
+	char line[512], twin[520];
+	const char *s = p->obuf;
+	long seen = 0;
+
+	while (*s) {
+		const char *e = strchr(s, '\n');
+		size_t len = e ? (size_t)(e - s) : strlen(s);
+		snprintf(line, sizeof(line), "%.*s", (int)len, s);
+		s += len + (e != NULL);
+		for (unsigned k = 0; k < nkinds; k++) {
+			if (strncmp(line, kinds[k], strlen(kinds[k])))
+				continue;
+			snprintf(twin, sizeof(twin), "S %s\n", line);
+			if (tt_count(p->obuf, twin) != 1)
+				djp_test_fail(__FILE__, __LINE__, "the program printed \"%s\", the script not once:\n%s\n%s",
+					      line, p->obuf, p->ebuf);
+			seen++;
+		}
+	}
+	return seen;
+}
+
 struct tproc *tt_run_worker(const char *cmd, const char *const *opts, const char *script, bool stall, bool no_agg)
 {
 	char *argv[32];

@@ -60,6 +60,11 @@ void tt_kill(struct tproc *p);
 void tt_end(struct tproc *p);
 void tt_send(struct tproc *p, const char *line);
 int tt_count(const char *hay, const char *needle);
+/* A target that prints what it passes and a script that prints "S " and
+ * the same line from what it read: every line of p's stdout that starts
+ * with one of kinds has its twin once (else the test fails, showing
+ * both); how many such lines there were. */
+long tt_twinned(const struct tproc *p, const char *const *kinds, unsigned nkinds);
 /* djp OPTS... -c CMD -e SCRIPT, CMD a target that prints "ready PID",
  * works at a line "go" and prints "done" when finished (agg_target,
  * aggcall_target); the tool stopped (SIGSTOP) while the target works

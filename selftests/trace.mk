@@ -113,6 +113,23 @@ $(TYPED_TARGET)_mark: selftests/trace_progs/typed_target.c include/djprobe/marke
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -DTYPED_MARKER -o $@ $<
 CHECK_DEPS += $(TYPED_TARGET) $(TYPED_TARGET)_mark
+# Arguments read by the ABI: functions built with no debug information at
+# all (-g0, and what the C library's start files bring stripped), their
+# symbols kept, as in a program whose DWARF was stripped.
+DWARFLESS_TARGET := $(TRACE_PROGS_DIR)/dwarfless_target
+$(DWARFLESS_TARGET): selftests/trace_progs/dwarfless_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -g0 -o $@ $<
+	$(Q)strip --strip-debug $@
+CHECK_DEPS += $(DWARFLESS_TARGET)
+# Globals and file statics of every type @var reads, with DWARF.
+GLOBALS_TARGET := $(TRACE_PROGS_DIR)/globals_target
+$(GLOBALS_TARGET): selftests/trace_progs/globals_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(GLOBALS_TARGET)
 # The user backtraces' target: call chains, a qsort comparator, an SDT probe
 # that stays int3; -O2 -g with frame pointers, and without (the default).
 USTACK_TARGET := $(TRACE_PROGS_DIR)/ustack_target
@@ -222,3 +239,20 @@ $(VECREGS_TARGET): selftests/trace_progs/vecregs_target.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(VECREGS_TARGET)
+# The typed accesses' target: a structure of every kind of member, its own
+# oracle; -O2 and -O0 with gcc's DWARF 5, -O2 with DWARF 4.
+STRUCT_TARGETS := $(TRACE_PROGS_DIR)/struct_target $(TRACE_PROGS_DIR)/struct_target-O0 \
+	$(TRACE_PROGS_DIR)/struct_target-dwarf4
+$(TRACE_PROGS_DIR)/struct_target: selftests/trace_progs/struct_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+$(TRACE_PROGS_DIR)/struct_target-O0: selftests/trace_progs/struct_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O0 $(CFLAGS) -o $@ $<
+$(TRACE_PROGS_DIR)/struct_target-dwarf4: selftests/trace_progs/struct_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 -gdwarf-4 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(STRUCT_TARGETS)

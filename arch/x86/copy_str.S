@@ -60,6 +60,9 @@
 	.globl	djp_arch_read_word
 	.hidden	djp_arch_read_word
 	.type	djp_arch_read_word, @function
+	.globl	djp_arch_read_sized
+	.hidden	djp_arch_read_sized
+	.type	djp_arch_read_sized, @function
 	.globl	djp__copy_str_begin, djp__copy_str_end, djp__copy_str_fixup
 	.hidden	djp__copy_str_begin, djp__copy_str_end, djp__copy_str_fixup
 	.p2align 4
@@ -133,6 +136,32 @@ djp_arch_read_word:
 	movq	%rcx, (%rdi)
 	ret
 	.size	djp_arch_read_word, . - djp_arch_read_word
+/* djp_arch_read_sized(uint64_t *dst, const void *src, unsigned size):
+ * the size bytes (1, 2, 4, else 8) at src, zero-extended, into *dst; 0,
+ * or bit 63 set when the load faulted (*dst is then not written).  A
+ * typed access's load (kernel/agent/loads.c): a load of the field's own
+ * size, so that the last byte of a mapping reads as it is. */
+djp_arch_read_sized:
+	xorl	%eax, %eax
+	cmpl	$1, %edx
+	je	1f
+	cmpl	$2, %edx
+	je	2f
+	cmpl	$4, %edx
+	je	4f
+	movq	(%rsi), %rcx
+	movq	%rcx, (%rdi)
+	ret
+1:	movzbl	(%rsi), %ecx
+	movq	%rcx, (%rdi)
+	ret
+2:	movzwl	(%rsi), %ecx
+	movq	%rcx, (%rdi)
+	ret
+4:	movl	(%rsi), %ecx
+	movq	%rcx, (%rdi)
+	ret
+	.size	djp_arch_read_sized, . - djp_arch_read_sized
 djp__copy_str_fixup:
 	btsq	$63, %rax
 	ret

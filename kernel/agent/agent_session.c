@@ -25,6 +25,8 @@
  * kept and retried by the agent thread; the region stays until it succeeds.
  */
 #include <errno.h>
+#include <link.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -36,9 +38,11 @@
 #include <unistd.h>
 
 #include "kernel/agent/agent.h"
+#include "kernel/agent/loads.h"
 #include "kernel/engine.h"
 #include "lib/marker_log.h"
 #include "lib/marker_match.h"
+#include "lib/load_wire.h"
 #include "lib/ring.h"
 
 /* ---- the socket, shared ---------------------------------------------------- */
@@ -654,7 +658,8 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 	if (flags & DJP_CONNECT_AGG)
 		plan = djp_get_u32(r);
 	if (!djp_preader_done(r) || (flags & ~(DJP_CONNECT_PENDING | DJP_CONNECT_CPU | DJP_CONNECT_USTACK |
-					       DJP_CONNECT_INT3 | DJP_CONNECT_AGG)))
+					       DJP_CONNECT_INT3 | DJP_CONNECT_AGG | DJP_CONNECT_REGS |
+					       DJP_CONNECT_REGS_STACK)))
 		return -EPROTO;
 	if (strings.bound > DJP_RING_STR_BOUND_MAX)
 		return reply_error(s, -EINVAL, "%s", "string bound over the ring's largest");
@@ -678,6 +683,8 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 		id = djp_recorder_connect(s->rec, pattern,
 				  (flags & DJP_CONNECT_PENDING ? DJP_RECORD_PENDING : 0) |
 					  (flags & DJP_CONNECT_USTACK ? DJP_RECORD_USTACK : 0) |
+					  (flags & DJP_CONNECT_REGS ? DJP_RECORD_REGS : 0) |
+					  (flags & DJP_CONNECT_REGS_STACK ? DJP_RECORD_REGS_STACK : 0) |
 					  (flags & DJP_CONNECT_INT3 ? DJP_RECORD_INT3 : 0),
 				  &strings, &nsites);
 	freezer_for(NULL);
@@ -824,6 +831,117 @@ static int do_stats(struct djp_agent_session *s, struct djp_preader *r)
 	return err;
 }
 
+/* ---- VARS ------------------------------------------------------------------ */
+
+struct var_find {
+	const char *object;
+	char exe[4096];
+	uint64_t bias;
+	bool found;
+};
+
+/* The loaded object that is `object` (a real path; "" in the loader's list
+ * is the program, /proc/self/exe), and its bias. */
+static int var_object(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	struct var_find *f = ctx;
+	const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : f->exe;
+	char *real = realpath(name, NULL);
+	bool same = real && !strcmp(real, f->object);
+	(void)size;
+	free(real);
+	if (same) {
+		f->bias = info->dlpi_addr;
+		f->found = true;
+	}
+	return same;
+}
+
+/* A script's @var variables: each one's run-time address, from where its
+ * object is loaded now, for the recorder to read at each hit. */
+static int do_vars(struct djp_agent_session *s, struct djp_preader *r)
+{
+	struct djp_pbuf b;
+	uint64_t addr[DJP_VARS_MAX];
+	uint16_t bound[DJP_VARS_MAX];
+	uint8_t reg[DJP_VARS_MAX];
+	uint32_t n = djp_get_u32(r), nstr = 0;
+	ssize_t len;
+
+	if (n > DJP_VARS_MAX)
+		return -EPROTO;
+	for (uint32_t i = 0; i < n; i++) {
+		char object[4096];
+		struct var_find f = { .object = object };
+		uint64_t link;
+		uint8_t size;
+		djp_get_str(r, object, sizeof(object));
+		link = djp_get_u64(r);
+		size = djp_get_u8(r);
+		reg[i] = !object[0] && !size && link <= DJP_REGS_PC ? (uint8_t)(link + 1) : 0;
+		bound[i] = djp_get_u16(r);
+		if (bound[i] > DJP_RING_STR_BOUND_MAX || (bound[i] && ++nstr > DJP_VARS_STR_MAX))
+			return -EPROTO;
+		if ((len = readlink("/proc/self/exe", f.exe, sizeof(f.exe) - 1)) > 0)
+			f.exe[len] = 0;
+		dl_iterate_phdr(var_object, &f);
+		addr[i] = f.found && link && !reg[i] ? f.bias + link : 0;
+	}
+	if (!djp_preader_done(r))
+		return -EPROTO;
+	if (!s->rec)
+		return reply_error(s, -EINVAL, "%s", "VARS before RING");
+	for (uint32_t i = 0; i < n; i++) {
+		s->rec->var_addr[i] = addr[i];
+		s->rec->var_str[i] = bound[i];
+		s->rec->var_reg[i] = reg[i];
+	}
+	if (nstr) /* the fast copy if the engine can have it */
+		(void)djp_safe_copy_enable();
+	__atomic_store_n(&s->rec->nvars, n, __ATOMIC_RELEASE);
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, n);
+	for (uint32_t i = 0; i < n; i++)
+		djp_put_u64(&b, addr[i]);
+	return send_frame(s, DJP_MSG_OK, &b, -1);
+}
+
+/* ---- LOADS ----------------------------------------------------------------- */
+
+/* The load programs of the sites named provider:name (kernel/agent/
+ * loads.c), for the patterns the session connects after. */
+static int do_loads(struct djp_agent_session *s, struct djp_preader *r)
+{
+	static struct djp_load_set ls; /* the session thread's alone */
+	int err = 0;
+
+	memset(&ls, 0, sizeof(ls));
+	djp_get_str(r, ls.provider, sizeof(ls.provider));
+	djp_get_str(r, ls.name, sizeof(ls.name));
+	ls.n = djp_get_u32(r);
+	if (ls.n > DJP_LOAD_MAX_PROGS)
+		return -EPROTO;
+	for (unsigned i = 0; i < ls.n && !err; i++)
+		err = djp_load_get(r, &ls.prog[i]);
+	if (err == -EPROTO || !djp_preader_done(r))
+		return -EPROTO;
+	if (err)
+		return reply_error(s, err, "%s", "a load program the agent cannot run");
+	if (!s->rec)
+		return reply_error(s, -EINVAL, "%s", "LOADS before RING");
+	if (!s->rec->loads) {
+		struct djp_loads *l = djp_loads_create();
+		if (!l)
+			return reply_error(s, -ENOMEM, "%s", "no memory for load programs");
+		__atomic_store_n(&s->rec->loads, l, __ATOMIC_RELEASE);
+	}
+	if ((err = djp_loads_add(s->rec->loads, &ls)))
+		return reply_error(s, err, "cannot keep load programs: %s", strerror(-err));
+	/* the loads' fast fault-safe copy, if the engine can have it */
+	(void)djp_safe_copy_enable();
+	return reply_ok(s, 0);
+}
+
 /* ---- FOLLOW ---------------------------------------------------------------- */
 
 static int do_follow(struct djp_agent_session *s, struct djp_preader *r)
@@ -869,6 +987,10 @@ static int handle(struct djp_agent_session *s, unsigned type, const uint8_t *pay
 		return do_follow(s, &r);
 	case DJP_MSG_TABLES:
 		return do_tables(s, &r);
+	case DJP_MSG_VARS:
+		return do_vars(s, &r);
+	case DJP_MSG_LOADS:
+		return do_loads(s, &r);
 	case DJP_MSG_START:
 		if (!djp_preader_done(&r))
 			return -EPROTO;

@@ -53,11 +53,37 @@
  * the general record.  Measured: 11 ns a recorded event over the NOP,
  * against 25 ns through the generic handler.
  *
+ * Typed accesses.  A site a tool gave load programs for (LOADS: a
+ * script's $p->field, kernel/agent/loads.c) runs them at each hit and
+ * records their results after the arguments (DJP_EVF_LOADS); it has no
+ * fast entry.  A recorder without any pays one load of a NULL pointer.
+ *
  * The CPU.  A reader that wants each hit's CPU (a script's cpu(): CONNECT's
  * DJP_CONNECT_CPU) sets rec->cpu before it connects; from then on the
  * plans offer no fast entry, and the generic handler appends the CPU
  * (sched_getcpu, the rseq area's word) as the event's last word.  Sessions
  * that do not ask pay nothing.
+ *
+ * The registers.  A reader that wants each hit's registers (a script's
+ * register(), int_arg(n), returnval(): CONNECT's DJP_CONNECT_REGS) has
+ * rec->regs set before it connects, and each of its patterns connected
+ * with the engine's DJP__STACK, so that even a jump-armed marker's view
+ * holds %rsp and %rbp besides the caller-saved registers every view has.
+ * The event then carries the registers by DWARF number, the pc and which
+ * of them the view held (DJP_EVF_REGS; lib/proto.h has the layout); a
+ * callee-saved register a lean view does not store is 0 and said so (a
+ * script that reads one is armed as int3, whose view has them all).  With
+ * DJP_CONNECT_REGS_STACK it also carries the words above the return
+ * address, the arguments past the sixth at a function's entry, read with
+ * the fault-safe word read the stack walker uses (kernel/unwind.c), or
+ * process_vm_readv where that is off: a bad %rsp is a word said
+ * unreadable, never a fault.  A script's @var variables come the same way:
+ * the tool names them once (VARS: object and link-time address), the agent
+ * finds where each object is loaded, and each event carries the aligned
+ * word that holds each variable, read at the hit; a pointer whose string
+ * the script reads (user_string(@var(...))) has that string copied too,
+ * as a %s argument after the marker's own, by the ring's fault-safe copy.
+ * No fast entry, as for the CPU.
  *
  * The user stack.  A pattern connected with DJP_RECORD_USTACK (a script
  * whose probe calls ubacktrace(): CONNECT's DJP_CONNECT_USTACK) gets the
@@ -81,10 +107,15 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "kernel/engine.h"
 #include "kernel/hit_args.h"
+#include "kernel/agent/loads.h"
 #include "kernel/agent/recorder.h"
+#include "lib/proto.h"
 #include "kernel/unwind.h"
 #include "lib/agg.h"
 #include "lib/format.h"
@@ -168,16 +199,79 @@ static __attribute__((noinline, cold)) void count_lost(struct djp_recorder *rec,
 		__atomic_fetch_add(&rec->lost_other, 1, __ATOMIC_RELAXED);
 }
 
+extern uint64_t djp_arch_read_word(uint64_t *dst, const void *src);
+
+_Static_assert(DJP_REGS_STACK + DJP_REGS_STACK_WORDS + DJP_VARS_MAX <= DJP_RING_MAX_REGS &&
+		       DJP_REGS_VARS_BIT + DJP_VARS_MAX <= 64,
+	       "the block and its info word hold every register, stack word and variable");
+
+/* The word at addr (8-aligned), fault-safe (see the essay): true when it
+ * could be read. */
+static bool read_word(uint64_t addr, uint64_t *w)
+{
+	struct iovec local = { w, 8 }, remote = { (void *)(uintptr_t)addr, 8 };
+	long got;
+	int saved;
+
+	if (addr < 4096 || addr > UINT64_MAX - 8)
+		return false;
+	if (djp_safe_copy_on())
+		return !(djp_arch_read_word(w, (const void *)(uintptr_t)addr) >> 63);
+	saved = errno;
+	got = syscall(SYS_process_vm_readv, (long)syscall(SYS_getpid), &local, 1L, &remote, 1L, 0L);
+	errno = saved;
+	return got == 8;
+}
+
+/* The hit's registers as DJP_EVF_REGS carries them (lib/proto.h), with
+ * nstack stack words from %rsp + 8 up and the words of the session's
+ * variables: how many words. */
+static __attribute__((noinline)) unsigned regs_block(const struct djp_recorder *rec, const struct djp_hit *hit,
+						     const struct djp_site *s, unsigned nstack, uint64_t *w)
+{
+	uint32_t view = djp__view_regs(hit);
+	uint64_t info = 1ull << DJP_REGS_PC, *v;
+	unsigned nvars = __atomic_load_n(&rec->nvars, __ATOMIC_ACQUIRE);
+
+	for (unsigned d = 0; d < DJP_REGS_PC; d++) {
+		int r = arch_dwarf_reg(d);
+		bool in = r != DJP_REG_NONE && (view >> r & 1);
+		w[d] = in ? hit->regs.r[r] : 0;
+		info |= (uint64_t)in << d;
+	}
+	w[DJP_REGS_PC] = s->is_return ? hit->regs.r[DJP_REG_PC] : s->addr;
+	for (unsigned j = 0; j < nstack; j++) {
+		uint64_t *x = &w[DJP_REGS_STACK + j];
+		if ((view >> DJP_REG_SP & 1) && read_word(hit->regs.r[DJP_REG_SP] + 8 * (j + 1), x))
+			info |= 1ull << (DJP_REGS_STACK + j);
+		else
+			*x = 0;
+	}
+	v = &w[DJP_REGS_STACK + nstack];
+	for (unsigned j = 0; j < nvars && j < DJP_VARS_MAX; j++)
+		if (rec->var_reg[j]) { /* a register whose string is copied */
+			v[j] = w[rec->var_reg[j] - 1];
+			info |= (info >> (rec->var_reg[j] - 1) & 1) << (DJP_REGS_VARS_BIT + j);
+		} else if (rec->var_addr[j] && read_word(rec->var_addr[j] & ~7ull, &v[j])) {
+			info |= 1ull << (DJP_REGS_VARS_BIT + j);
+		} else {
+			v[j] = 0;
+		}
+	w[DJP_REGS_INFO] = info;
+	return DJP_REGS_STACK + nstack + (nvars < DJP_VARS_MAX ? nvars : DJP_VARS_MAX);
+}
+
 /* One hit's event: its arguments, and pcs (npcs of them) when not NULL. */
 static inline __attribute__((always_inline)) void record_hit(const struct djp_hit *hit, struct djp_recorder *rec,
 							     const struct djp_site *s, const uint64_t *pcs,
 							     unsigned npcs)
 {
 	const struct djp_marker_info *m = s->m;
-	uint64_t args[DJP_MARKER_MAX_ARGS];
+	uint64_t args[DJP_RING_MAX_ARGS];
 	unsigned n = m->nargs;
 	uint32_t id = s->id, mask;
-	unsigned bound = 0;
+	unsigned bound = 0, nregs = 0, want = __atomic_load_n(&rec->regs, __ATOMIC_RELAXED);
+	uint64_t regs[DJP_REGS_STACK + DJP_REGS_STACK_WORDS + DJP_VARS_MAX];
 	int err;
 
 	if (n > DJP_MARKER_MAX_ARGS)
@@ -185,10 +279,39 @@ static inline __attribute__((always_inline)) void record_hit(const struct djp_hi
 	for (unsigned i = 0; i < n; i++)
 		args[i] = djp_arg_fetch(hit, s, &m->arg[i]);
 	mask = n ? strings_of(rec, id, m, &bound) : 0;
+	if (__builtin_expect(want != 0, 0)) {
+		unsigned nstack = want > 1 ? DJP_REGS_STACK_WORDS : 0, nvars;
+		nregs = regs_block(rec, hit, s, nstack, regs);
+		nvars = nregs - DJP_REGS_STACK - nstack; /* the ones the block holds */
+		/* the strings of @var pointers, as %s arguments after the
+		 * marker's (a word that could not be read is NULL) */
+		for (unsigned j = 0; j < nvars && j < DJP_VARS_MAX && n < DJP_RING_MAX_ARGS; j++) {
+			if (!rec->var_str[j])
+				continue;
+			args[n] = regs[DJP_REGS_INFO] >> (DJP_REGS_VARS_BIT + j) & 1 ? regs[DJP_REGS_STACK + nstack + j] : 0;
+			mask |= 1u << n++;
+			if (rec->var_str[j] > bound)
+				bound = rec->var_str[j];
+		}
+	}
+	if (__builtin_expect(__atomic_load_n(&rec->loads, __ATOMIC_ACQUIRE) != NULL, 0)) {
+		const struct djp_load_set *ls = djp_loads_of(rec->loads, id, s);
+		if (ls) {
+			uint64_t vals[DJP_LOAD_MAX_PROGS];
+			uint64_t faulted = djp_loads_run(ls, hit, s, vals);
+			int cpu = __atomic_load_n(&rec->cpu, __ATOMIC_RELAXED) ? sched_getcpu() : -1;
+			err = djp_ring_record_loads(rec->region, id, args, n, mask, bound, cpu, nregs ? regs : NULL,
+						    nregs, pcs, npcs, vals, ls->n, faulted, ls->str_mask, ls->str_bound);
+			goto done;
+		}
+	}
 	if (__builtin_expect(__atomic_load_n(&rec->cpu, __ATOMIC_RELAXED), 0))
-		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, sched_getcpu(), pcs, npcs);
+		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, sched_getcpu(), nregs ? regs : NULL,
+					  nregs, pcs, npcs);
 	else
-		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, -1, pcs, npcs);
+		err = djp_ring_record_ext(rec->region, id, args, n, mask, bound, -1, nregs ? regs : NULL, nregs, pcs,
+					  npcs);
+done:
 	if (__builtin_expect(err < 0, 0)) /* full, nested or no slot: the ring counted it */
 		count_lost(rec, id);
 }
@@ -258,8 +381,11 @@ static djp_fast_entry_fn recorder_plan(void *data, const struct djp_site *s, str
 	const struct djp_marker_info *m = s->m;
 	unsigned bound;
 	_Static_assert(DJP_TRAMP_PREFETCH == 4, "one entry per argument count");
+	struct djp_loads *loads = __atomic_load_n(&((struct djp_recorder *)data)->loads, __ATOMIC_ACQUIRE);
 	if (!arch_tramp_prefetches(m->arg, m->nargs) || (m->nargs && strings_of(data, s->id, m, &bound)) ||
-	    __atomic_load_n(&((struct djp_recorder *)data)->cpu, __ATOMIC_RELAXED))
+	    (loads && djp_loads_of(loads, s->id, s)) ||
+	    __atomic_load_n(&((struct djp_recorder *)data)->cpu, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&((struct djp_recorder *)data)->regs, __ATOMIC_RELAXED))
 		return NULL;
 	/* aux: the region's id, which the thread's ring cache must match */
 	*plan = (struct djp_fast_plan){ data, s->id, m->nargs, ((struct djp_recorder *)data)->region->id };
@@ -295,6 +421,7 @@ void djp_recorder_destroy(struct djp_recorder *rec)
 	djp_region_destroy(rec->region);
 	free(rec->lost_by_id);
 	free(rec->str_cache);
+	djp_loads_destroy(rec->loads);
 	for (unsigned i = 0; i < rec->nstr_pat; i++)
 		free(rec->str_pat[i].pattern);
 	free(rec);
@@ -342,19 +469,26 @@ int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned
 			 const struct djp_recorder_strings *strings, unsigned *nsites)
 {
 	struct count_ctx c = { pattern, 0, false };
-	bool ustack = flags & DJP_RECORD_USTACK;
+	bool ustack = flags & DJP_RECORD_USTACK, regs = flags & (DJP_RECORD_REGS | DJP_RECORD_REGS_STACK);
 	/* once: a site that two of the session's patterns match records one
-	 * event per hit, not two; the stack handler has no fast entry */
+	 * event per hit, not two; the stack handler has no fast entry; the
+	 * registers need %rsp and %rbp in the view, as the stack walk does */
 	struct djp_connect_opts o = { .plan = ustack ? NULL : recorder_plan,
 				      .pending = flags & DJP_RECORD_PENDING,
 				      .once = true,
-				      .stack = ustack };
+				      .stack = ustack || regs };
 	djp_handler_fn fn = ustack ? djp_recorder_hit_stack : djp_recorder_hit;
 	unsigned how = DJP_GPR_ONLY | (flags & DJP_RECORD_INT3 ? DJP_FORCE_INT3 : 0);
 	int id, err;
 
-	if (flags & ~(DJP_RECORD_PENDING | DJP_RECORD_USTACK | DJP_RECORD_INT3))
+	if (flags & ~(DJP_RECORD_PENDING | DJP_RECORD_USTACK | DJP_RECORD_INT3 | DJP_RECORD_REGS |
+		      DJP_RECORD_REGS_STACK))
 		return -EINVAL;
+	/* before the connect: its plans read it (sticky, as the CPU) */
+	if (regs && rec->regs < (flags & DJP_RECORD_REGS_STACK ? 2 : 1))
+		__atomic_store_n(&rec->regs, flags & DJP_RECORD_REGS_STACK ? 2 : 1, __ATOMIC_RELAXED);
+	if (flags & DJP_RECORD_REGS_STACK)
+		(void)djp_safe_copy_enable(); /* the fast word read, if it can be had */
 	/* the call-frame tables, read now: a walk in a handler reads only
 	 * what is ready (once; later objects are read as they come) */
 	if (ustack && !rec->stack_ready) {

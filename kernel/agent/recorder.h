@@ -14,6 +14,8 @@
 #include "lib/proto.h"
 #include "lib/ring.h"
 
+struct djp_loads;
+
 /* Marker ids below this have their own lost-event counter. */
 #define DJP_RECORDER_MAX_IDS 65536u
 
@@ -23,6 +25,10 @@
 #define DJP_RECORD_PENDING 1u
 #define DJP_RECORD_USTACK 2u
 #define DJP_RECORD_INT3 4u
+/* the session's events carry the hit's registers (DJP_EVF_REGS), and with
+ * _STACK the stack words above the return address too: rec->regs */
+#define DJP_RECORD_REGS 8u
+#define DJP_RECORD_REGS_STACK 16u
 
 /* Patterns whose markers' arguments a tool wants as strings (most). */
 #define DJP_RECORDER_MAX_STR_PATTERNS 64
@@ -54,9 +60,25 @@ struct djp_recorder {
 	/* each event carries its hit's CPU (DJP_EVF_CPU): a reader asked
 	 * (DJP_CONNECT_CPU); such hits take the general entry, not the fast */
 	bool cpu;
+	/* each event carries its hit's registers (DJP_EVF_REGS, lib/proto.h's
+	 * layout): 0 no, 1 the registers, 2 and DJP_REGS_STACK_WORDS stack
+	 * words; set as cpu is, and no fast entry either */
+	unsigned char regs;
+	/* the words of a script's @var variables (VARS: their run-time
+	 * addresses, 0 when not loaded), appended to the registers */
+	unsigned nvars;
+	uint64_t var_addr[DJP_VARS_MAX];
+	/* a pointer whose string each event carries too, as a %s argument
+	 * after the marker's: its bound, NUL included (0: none) */
+	uint16_t var_str[DJP_VARS_MAX];
+	/* not a variable but a register, DWARF number + 1 (0: a variable) */
+	uint8_t var_reg[DJP_VARS_MAX];
 	/* the call-frame tables were read for the stack handler (at the
 	 * first DJP_RECORD_USTACK connect) */
 	bool stack_ready;
+	/* load programs by site (kernel/agent/loads.c), from the first
+	 * LOADS on; NULL before */
+	struct djp_loads *loads;
 };
 
 /* A recorder with a new ring region; NULL with errno set. */

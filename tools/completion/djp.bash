@@ -69,11 +69,11 @@ _djp()
 	-o | --replay) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--from) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	-f | --format) [[ $cmd == trace ]] && COMPREPLY=($(compgen -W "text json perfetto html ctf" -- "$cur")); return ;;
-	--duration | --buffer-size | -e | -l | -L | -D | -p | -s) return ;;
+	--duration | --buffer-size | --title | -e | -l | -L | -D | -p | -s) return ;;
 	esac
 
 	if ((COMP_CWORD == 1)); then
-		COMPREPLY=($(compgen -W "list trace help --help -e -c -x -o -l -L -v -p -D -w \
+		COMPREPLY=($(compgen -W "list trace flame help --help -e -c -x -o -l -L -v -p -D -w \
 			--int3 --no-children --dump-functions --suppress-time-limits" -- "$cur"))
 		[[ $cur == -* ]] || COMPREPLY+=($(compgen -f -X '!*.stp' -- "$cur"))
 		return
@@ -86,6 +86,13 @@ _djp()
 		else
 			COMPREPLY=($(compgen -f -- "$cur") \
 				$(compgen -W "$(cd /proc && printf '%s\n' [0-9]*)" -- "$cur"))
+		fi
+		;;
+	flame)
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "-o --title --help" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -f -- "$cur"))
 		fi
 		;;
 	trace)

@@ -24,5 +24,7 @@ int djp_cmd_trace(int argc, char **argv);
  * options.  trace -k is trace.c's. */
 int djp_cmd_klist(int argc, char **argv, bool json);
 void djp_usage_trace(FILE *out);
+int djp_cmd_flame(int argc, char **argv);
+void djp_usage_flame(FILE *out);
 
 #endif

@@ -18,6 +18,8 @@ static const struct djp_command commands[] = {
 	  "djp list /usr/bin/python3.11" },
 	{ "trace", djp_cmd_trace, djp_usage_trace, "record markers of a command (-c) or a process (-x)",
 	  "djp trace -x PID --duration 5 'python:gc__start'" },
+	{ "flame", djp_cmd_flame, djp_usage_flame, "draw folded stacks as an SVG flame graph",
+	  "djp flame -o out.svg stacks.folded" },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

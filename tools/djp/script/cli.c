@@ -27,6 +27,7 @@
 #include "script.h"
 #include "tools/djp/line_out.h"
 #include "tools/djp/session/session.h"
+#include "typed.h"
 
 static void on_signal(int sig)
 {
@@ -168,7 +169,7 @@ static int open_source(const char *replay, const char *cmd, int32_t pid, struct 
 	bool kernel = false, user = false;
 	for (struct probe *p = sc->probes; p; p = p->next)
 		for (struct probe_point *pp = p->points; pp; pp = pp->next)
-			if (pp->kind == PP_MARK)
+			if (pp->kind == PP_MARK || pp->kind == PP_LIFE)
 				*(pp->kernel ? &kernel : &user) = true;
 	if (kernel && user) {
 		/* one source a script: the kernel's or a process's */
@@ -285,11 +286,17 @@ static int list_points(struct script *sc, struct djp_source *src, bool fields, F
 			list_functions(pp, src, fields, &lines, &n, &cap);
 	for (unsigned i = 0; i < src->ndescs; i++) {
 		const struct djp_ev_desc *d = &src->descs[i];
-		bool match = false;
+		const struct probe_point *match = NULL;
 		for (struct probe_point *pp = sc->probes->points; pp; pp = pp->next)
-			match |= pp_matches(pp, d);
+			if (!match && pp_matches(pp, d))
+				match = pp;
 		if (!match)
 			continue;
+		if (d->life) { /* process.begin, process.end: the point as written */
+			if (!(lines[n++] = strdup(match->text)))
+				abort();
+			continue;
+		}
 		struct strbuf b = { 0 };
 		char tmp[160];
 		if (d->kernel)
@@ -330,7 +337,7 @@ static bool has_marks(struct script *sc)
 {
 	for (struct probe *p = sc->probes; p; p = p->next)
 		for (struct probe_point *pp = p->points; pp; pp = pp->next)
-			if (pp->kind == PP_MARK)
+			if (pp->kind == PP_MARK || pp->kind == PP_LIFE)
 				return true;
 	return false;
 }
@@ -519,7 +526,7 @@ static int elaborate(struct cli *c, struct script *sc, struct djp_source **src, 
 		*base = *src; /* its descriptors stay in use */
 		*src = synth;
 	}
-	if (resolve_probes(sc, *src) || check_script(sc))
+	if (resolve_probes(sc, *src) || typed_resolve(sc, *src) || check_script(sc) || check_dwarfless_refs(sc, *src))
 		return 1;
 	bind_fields(sc);
 	if (c->verbose)

@@ -28,6 +28,19 @@
  * session with the script's globs, and next() hands out the sessions'
  * batches in turn, each event with its process's pid.
  *
+ * Lives: process.begin and process.end have a descriptor each (made at
+ * open, after the markers'), whose events this source makes itself from
+ * what it sees of the sessions, when the script binds them: begin for
+ * the main process at start, and for each process that dials in (a child
+ * of fork before its fork returns, a program a process exec'd) as it is
+ * kept; end for a process once its agent has gone (it exited, or exec'd:
+ * the end of that program) and its rings were drained dry after that,
+ * so after all its events, and, at the end of the run, for each process
+ * that exited while nobody looked.  A program exec'd ends the one its
+ * process ran before it begins.  Each event has the process's pid, its
+ * main thread's tid, the name it had at its begin and the program it
+ * runs (which process("PATH").begin compares).
+ *
  * Listing (-l, -L) with only process("PATH") points and no process is the
  * files source's (tools/djp/source/files.c).  Running such a script with
  * no -c or -x reaches every process of the PATHs (`all`): the finder of
@@ -104,13 +117,170 @@ struct live {
 	bool all;
 	char **all_paths;
 	unsigned nall_paths;
+	/* lives (the essay): their descriptors, and the events made and not
+	 * handed out yet, in order */
+	const struct djp_ev_desc *life_desc[DJP_LIFE_END + 1];
+	struct life_ev {
+		uint8_t life;
+		int32_t pid;
+		uint64_t ts_ns;
+		char comm[64];
+		char program[1024];
+	} *lives;
+	size_t nlives, caplives, next_life;
 };
+
+static struct session *session_at(struct live *l, size_t i);
+
+/* The name of process pid now ("" when gone). */
+static void comm_of(int32_t pid, char *buf, size_t sz)
+{
+	char path[64];
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if ((f = fopen(path, "re"))) {
+		if (fgets(buf, (int)sz, f))
+			buf[strcspn(buf, "\n")] = 0;
+		fclose(f);
+	}
+}
+
+/* An event of life `life` of session s, when the script binds it. */
+static void push_life(struct live *l, struct session *s, uint8_t life)
+{
+	struct life_ev *e;
+
+	if (life == DJP_LIFE_BEGIN) {
+		if (s->life_begun)
+			return;
+		s->life_begun = true;
+	} else {
+		if (!s->life_begun || s->life_ended)
+			return;
+		s->life_ended = true;
+	}
+	if (!l->life_desc[life] || !l->armed[l->life_desc[life]->id])
+		return;
+	if (l->nlives == l->caplives) {
+		size_t n = l->caplives ? 2 * l->caplives : 8;
+		void *v = realloc(l->lives, n * sizeof(*l->lives));
+		if (!v)
+			abort();
+		l->lives = v;
+		l->caplives = n;
+	}
+	e = &l->lives[l->nlives++];
+	e->life = life;
+	e->pid = s->pid;
+	e->ts_ns = djp_clock_ns(CLOCK_REALTIME);
+	snprintf(e->comm, sizeof(e->comm), "%s", s->life_comm);
+	snprintf(e->program, sizeof(e->program), "%s", s->program);
+}
+
+/* The name of s's process, for its begin and end: read before it runs
+ * (a program whose begin waits may be gone by then), or, when it is gone
+ * already, its program's as the kernel names it (15 bytes). */
+static void name_life(struct live *l, struct session *s)
+{
+	const char *base = strrchr(s->program, '/') ? strrchr(s->program, '/') + 1 : s->program;
+
+	if (s->life_comm[0])
+		return;
+	if (s == &l->s && l->comm[0])
+		snprintf(s->life_comm, sizeof(s->life_comm), "%s", l->comm);
+	else
+		comm_of(s->pid, s->life_comm, sizeof(s->life_comm));
+	if (!s->life_comm[0])
+		snprintf(s->life_comm, sizeof(s->life_comm), "%.15s", base);
+}
+
+/* Process s begins, or, when it is a program that a process of the
+ * trace exec'd, once the program it ran before has ended: that one's
+ * rings are complete (exec ended its threads) but maybe not drained yet,
+ * and its end comes after its last event (end_life). */
+static void begin_life(struct live *l, struct session *s)
+{
+	name_life(l, s);
+	for (size_t i = 0; i <= l->kids.n; i++) {
+		struct session *p = session_at(l, i);
+		if (p != s && p->pid == s->pid && p->life_begun && !p->life_ended && !p->life_next) {
+			p->life_next = s;
+			s->life_waits = true;
+			return;
+		}
+	}
+	push_life(l, s, DJP_LIFE_BEGIN);
+}
+
+/* s ended (drained dry after its agent went, or after its process
+ * exec'd): its end, then the begin of the program it exec'd. */
+static void end_life(struct live *l, struct session *s)
+{
+	struct session *next = s->life_next;
+
+	push_life(l, s, DJP_LIFE_END);
+	s->life_next = NULL;
+	if (next) {
+		next->life_waits = false;
+		push_life(l, next, DJP_LIFE_BEGIN);
+	}
+}
+
+/* The next life event made, into ev; false when none waits. */
+static bool next_life(struct live *l, struct djp_ev *ev)
+{
+	const struct life_ev *e;
+
+	if (l->next_life == l->nlives) {
+		l->nlives = l->next_life = 0;
+		return false;
+	}
+	e = &l->lives[l->next_life++];
+	memset(ev, 0, sizeof(*ev));
+	ev->desc = l->life_desc[e->life];
+	ev->ts_ns = e->ts_ns;
+	ev->pid = ev->tid = e->pid;
+	ev->comm = e->comm[0] ? e->comm : NULL;
+	ev->cpu = -1;
+	ev->program = e->program[0] ? e->program : NULL;
+	return true;
+}
+
+/* At the end of the run: the end of each process that exited (or exec'd,
+ * or whose agent went: not at a ^C, which says goodbye to the agents of
+ * processes that live on) and was not said; true when one was. */
+static bool end_lives(struct live *l)
+{
+	size_t before = l->nlives;
+	bool unblocked = false;
+
+	/* programs exec'd whose begin waits: begun first, and drained
+	 * before their own end */
+	for (size_t i = 0; i <= l->kids.n; i++) {
+		struct session *s = session_at(l, i);
+		if (s->life_next) {
+			end_life(l, s);
+			unblocked = true;
+		}
+	}
+	if (unblocked)
+		return true;
+	for (size_t i = l->all; i <= l->kids.n; i++) { /* -a: no main process */
+		struct session *s = session_at(l, i);
+		if ((!s->alive && !l->stopped) || session_process_exited(s->pid))
+			end_life(l, s);
+	}
+	return l->nlives > before;
+}
 
 /* CONNECT's flags: patterns kept for objects loaded later, and the CPU
  * of each hit when the script asks cpu() */
 static unsigned connect_flags(const struct live *l)
 {
-	return DJP_CONNECT_PENDING | (l->src.want_cpu ? DJP_CONNECT_CPU : 0) | (l->src.want_int3 ? DJP_CONNECT_INT3 : 0);
+	return DJP_CONNECT_PENDING | (l->src.want_cpu ? DJP_CONNECT_CPU : 0) | (l->src.want_int3 ? DJP_CONNECT_INT3 : 0) |
+	       (l->src.want_regs == 1 ? DJP_CONNECT_REGS : l->src.want_regs > 1 ? DJP_CONNECT_REGS_STACK : 0);
 }
 
 /* A descriptor for a marker met after open; NULL when out of memory. */
@@ -237,10 +407,14 @@ static int connect_kid_glob(struct live *l, struct session *k, struct djp_arm_gl
  * tables, globs, FOLLOW), START it when it waits for that, and keep it. */
 static void keep_kid(struct live *l, struct session *k, bool start)
 {
-	bool ok = !session_hello(k) && !session_ring(k) && !session_tables(k) && !session_list(k);
+	uint64_t runtime[DJP_VARS_MAX];
+	bool ok = !session_hello(k) && !session_ring(k) && !session_tables(k) &&
+		  (!l->src.nvars || !session_vars(k, l->src.vars, l->src.nvars, runtime)) && !session_list(k) &&
+		  !session_loads(k, l->src.load_sites, l->src.nload_sites);
 	if (ok) {
 		tapset_remember(k->pid);
 		usym_remember(k->pid);
+		name_life(l, k);
 		if (k->pid == l->s.pid && k->program[0]) /* the -c process exec'd it */
 			snprintf(l->last_program, sizeof(l->last_program), "%s", k->program);
 	}
@@ -248,6 +422,8 @@ static void keep_kid(struct live *l, struct session *k, bool start)
 		ok = !connect_kid_glob(l, k, &l->globs[i]);
 	if (ok && !session_kids_follow(&l->kids, k) && (!start || !session_start(k))) {
 		session_kids_keep(&l->kids, k);
+		if (l->kids.n && l->kids.v[l->kids.n - 1] == k)
+			begin_life(l, k);
 	} else if (l->all && k->cons && !k->alive) {
 		/* its agent went while it was configured: the process
 		 * exited (what its rings hold is read) or exec'd (the finder
@@ -336,6 +512,8 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 	for (;;) {
 		struct session *s = session_at(l, l->cur);
 		bool got = false;
+		if (next_life(l, ev))
+			return DJP_SRC_EVENT;
 		while (l->next < s->batch.n) {
 			size_t i = l->next++;
 			const struct djp_event *e = session_event(s, i);
@@ -351,6 +529,20 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			ev->nargs = n;
 			ev->cpu = djp_event_cpu(e);
 			ev->ustack = djp_event_ustack(e, &ev->nustack);
+			ev->regs = djp_event_regs(e, &ev->nregs);
+			/* @var strings after the marker's own arguments */
+			ev->nvar_strs = 0;
+			if (ev->regs && e->nargs > d->nargs) {
+				n = d->nargs < DJP_EV_MAX_ARGS ? d->nargs : DJP_EV_MAX_ARGS;
+				for (unsigned i = d->nargs; i < e->nargs && ev->nvar_strs < 4; i++) {
+					uint64_t flags = 0;
+					ev->var_strs[ev->nvar_strs] = djp_event_str(e, i, NULL, &flags);
+					ev->var_str_fault[ev->nvar_strs++] = (flags & DJP_STR_FAULT) || !djp_event_str_addr(e, i);
+				}
+				ev->nargs = n;
+			}
+			ev->loads = djp_event_loads(e, &ev->nloads, &ev->loads_faulted, &ev->loads_strs);
+			ev->loads_ev = e;
 			for (unsigned i = 0; i < n; i++) {
 				uint64_t flags = 0;
 				ev->strs[i] = djp_event_str(e, i, NULL, &flags);
@@ -376,15 +568,22 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 		for (size_t tries = 0; tries <= l->kids.n && !got; tries++) {
 			l->cur = (l->cur + 1) % (l->kids.n + 1);
 			s = session_at(l, l->cur);
-			/* gone before this drain: the drain saw all it wrote */
-			bool gone = l->cur && !s->alive;
+			/* gone before this drain (or exec'd: its program is
+			 * another's now): the drain saw all it wrote */
+			bool gone = (l->cur && !s->alive) || s->life_next;
 			if (l->all && !l->cur)
 				continue; /* no main process */
+			if (s->life_waits)
+				continue; /* nothing of it before its begin */
 			got = session_drain(s) > 0 || s->batch.n;
-			if (!got && gone && release_kid(l, l->cur - 1))
+			if (!got && gone)
+				end_life(l, s); /* after all its events */
+			if (!got && gone && l->cur && release_kid(l, l->cur - 1))
 				l->cur--; /* the next one moved into its place */
 		}
 		if (got)
+			continue;
+		if (l->ended && end_lives(l))
 			continue;
 		if (l->ended)
 			return DJP_SRC_END;
@@ -439,7 +638,13 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	l->s.agg_plans = src->agg_plans;
 	l->s.nagg_plans = src->nagg_plans;
 	l->s.agg_capacity = src->agg_capacity;
-	if (!l->all && session_tables(&l->s)) {
+	if (!l->all && (session_tables(&l->s) ||
+			(src->nvars && session_vars(&l->s, src->vars, src->nvars, src->var_runtime)))) {
+		fprintf(stderr, "djp: %s\n", l->s.errmsg);
+		return l->s.errcode ? l->s.errcode : -EIO;
+	}
+	/* the typed accesses' programs, before the patterns of their sites */
+	if (session_loads(&l->s, src->load_sites, src->nload_sites)) {
 		fprintf(stderr, "djp: %s\n", l->s.errmsg);
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}
@@ -483,7 +688,10 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 
 static int live_start(struct djp_source *src)
 {
-	return session_start_command(&((struct live *)src)->s);
+	struct live *l = (struct live *)src;
+	if (!l->all) /* else no main process: each of -a's begins as a kid */
+		begin_life(l, &l->s);
+	return session_start_command(&l->s);
 }
 
 static uint64_t live_now(struct djp_source *src)
@@ -591,6 +799,7 @@ static void live_close(struct djp_source *src)
 		free((char *)l->globs[i].glob);
 	free(l->globs);
 	free(l->descs);
+	free(l->lives);
 	for (unsigned i = 0; i < l->nflist; i++) {
 		djp_marker_list_free(l->flist[i]);
 		free(l->fobject[i]);
@@ -854,8 +1063,8 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	nfile = read_named_files(l, o);
 	l->nids = s->nmarkers;
 	l->desc_of_id = calloc(l->nids ? l->nids : 1, sizeof(*l->desc_of_id));
-	l->descs = calloc(l->nids + nfile + 1, sizeof(*l->descs));
-	l->armed = calloc(l->nids + nfile + 1, sizeof(*l->armed));
+	l->descs = calloc(l->nids + nfile + DJP_LIFE_END + 1, sizeof(*l->descs));
+	l->armed = calloc(l->nids + nfile + DJP_LIFE_END + 1, sizeof(*l->armed));
 	if (!l->desc_of_id || !l->descs || !l->armed) {
 		snprintf(err, errsz, "out of memory");
 		goto fail;
@@ -868,6 +1077,11 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 		nd++;
 	}
 	nd = add_file_descs(l, nd);
+	for (uint8_t life = DJP_LIFE_BEGIN; life <= DJP_LIFE_END; life++, nd++) {
+		l->descs[nd] = (struct djp_ev_desc){ .id = nd, .name = life == DJP_LIFE_BEGIN ? "begin" : "end",
+						     .format = "", .life = life };
+		l->life_desc[life] = &l->descs[nd];
+	}
 	l->src.ops = &live_ops;
 	l->src.descs = l->descs;
 	l->src.ndescs = nd;

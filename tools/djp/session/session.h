@@ -28,6 +28,7 @@
 #include "tools/djp/attach/freeze.h"
 #include "tools/djp/source/order.h"
 #include "lib/format.h"
+#include "lib/load_prog.h"
 #include "lib/marker_log.h"
 #include "lib/proto.h"
 #include "lib/ring.h"
@@ -71,6 +72,12 @@ struct session {
 	uint64_t exec_id; /* the program the agent is in (session_exec_id) */
 	bool exec_followed; /* its exec was looked for once it went */
 	bool pinned;	    /* a reader points into its marker table: kept to the end */
+	/* a script's process.begin and process.end said for it, and its
+	 * name then; the session of the program it exec'd, whose begin
+	 * waits for this one's end (script/live.c) */
+	bool life_begun, life_ended, life_waits;
+	char life_comm[64];
+	struct session *life_next;
 	const char *end_note; /* how it ended before the trace did, or NULL */
 	pid_t pid;  /* the traced process */
 	char program[1024];
@@ -177,6 +184,13 @@ int session_ring(struct session *s);
  * counters, and the tables of s->agg_plans. */
 int session_tables(struct session *s);
 int session_list(struct session *s);
+/* VARS, after RING and before any CONNECT: the words of v that every
+ * event of a DJP_CONNECT_REGS session carries (a script's @var), and the
+ * run-time address of each in runtime[] (0: its object is not loaded). */
+int session_vars(struct session *s, const struct djp_var_want *v, unsigned n, uint64_t *runtime);
+/* LOADS, once per site of v, after RING and before the CONNECTs of the
+ * patterns that match those sites. */
+int session_loads(struct session *s, const struct djp_load_site *v, unsigned n);
 /* Add what the marker log holds that the table does not: works after the
  * process is gone.  0 or -EPROTO (said once on stderr). */
 int session_marker_log_read(struct session *s);

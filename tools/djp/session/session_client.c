@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lib/load_wire.h"
 #include "tools/djp/session/session.h"
 
 /* Wait for one frame; an ERROR frame becomes its -errno.  While the
@@ -391,6 +392,24 @@ int session_connect(struct session *s, const char *pattern, unsigned flags, uint
 	return djp_preader_done(&r) ? 0 : bad_reply(s, "CONNECT");
 }
 
+int session_loads(struct session *s, const struct djp_load_site *v, unsigned n)
+{
+	static struct djp_pbuf b;
+	long got;
+
+	for (unsigned i = 0; i < n; i++) {
+		djp_pbuf_init(&b);
+		djp_put_str(&b, v[i].provider);
+		djp_put_str(&b, v[i].name);
+		djp_put_u32(&b, v[i].n);
+		for (unsigned k = 0; k < v[i].n; k++)
+			djp_load_put(&b, &v[i].prog[k]);
+		if ((got = request(s, DJP_MSG_LOADS, &b, DJP_MSG_OK, NULL)) < 0)
+			return (int)got;
+	}
+	return 0;
+}
+
 int session_connect_agg(struct session *s, const char *pattern, unsigned flags, unsigned plan, unsigned *nsites)
 {
 	static struct djp_pbuf b;
@@ -425,6 +444,31 @@ static int simple(struct session *s, unsigned type)
 	static struct djp_pbuf b;
 	djp_pbuf_init(&b);
 	return request_ok(s, type, &b);
+}
+
+int session_vars(struct session *s, const struct djp_var_want *v, unsigned n, uint64_t *runtime)
+{
+	static struct djp_pbuf b;
+	struct djp_preader r;
+	long len;
+
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, n);
+	for (unsigned i = 0; i < n; i++) {
+		djp_put_str(&b, v[i].object);
+		djp_put_u64(&b, v[i].addr);
+		djp_put_u8(&b, (uint8_t)v[i].size);
+		djp_put_u16(&b, (uint16_t)v[i].str_bound);
+	}
+	len = request(s, DJP_MSG_VARS, &b, DJP_MSG_OK, NULL);
+	if (len < 0)
+		return (int)len;
+	djp_preader_init(&r, s->buf, (size_t)len);
+	if (djp_get_u32(&r) != n)
+		return bad_reply(s, "VARS");
+	for (unsigned i = 0; i < n; i++)
+		runtime[i] = djp_get_u64(&r);
+	return djp_preader_done(&r) ? 0 : bad_reply(s, "VARS");
 }
 
 int session_start(struct session *s)

@@ -351,6 +351,11 @@ static void fill(struct proc *p, struct session *s, struct djp_ev *ev)
 	ev->cpu = p->src.want_cpu ? djp_event_cpu(e) : -1;
 	ev->ustack = NULL;
 	ev->nustack = 0;
+	ev->regs = NULL;
+	ev->nregs = 0;
+	ev->nvar_strs = 0;
+	ev->loads = NULL;
+	ev->nloads = 0;
 	ev->nargs = e->nargs < DJP_EV_MAX_ARGS ? e->nargs : DJP_EV_MAX_ARGS;
 	for (unsigned a = 0; a < ev->nargs; a++) {
 		uint64_t flags = 0;

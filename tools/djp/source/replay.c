@@ -397,6 +397,11 @@ static int synth_next(struct djp_source *s, struct djp_ev *ev, uint64_t deadline
 	ev->comm = NULL;
 	ev->ustack = NULL;
 	ev->nustack = 0;
+	ev->regs = NULL;
+	ev->nregs = 0;
+	ev->nvar_strs = 0;
+	ev->loads = NULL;
+	ev->nloads = 0;
 	ev->nargs = d->nargs;
 	for (unsigned i = 0; i < d->nargs; i++) {
 		ev->args[i] = (int64_t)(y->left & 1023);

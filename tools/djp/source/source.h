@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "lib/format.h"
+#include "lib/load_prog.h"
 
 #define DJP_EV_MAX_ARGS 12
 
@@ -62,6 +63,15 @@ struct djp_ev_desc {
 	/* how output names it ("PROVIDER:NAME", "MODULE:NAME"); NULL: name */
 	const char *label;
 	bool unknown; /* nobody could name the marker: name is "marker#ID" */
+	/* no marker: a process's life (DJP_LIFE_*), whose events the live
+	 * source makes itself; 0 for a marker */
+	uint8_t life;
+};
+
+/* The lives of processes a live source follows, as descriptors. */
+enum {
+	DJP_LIFE_BEGIN = 1, /* a process (or a program it exec'd) is traced */
+	DJP_LIFE_END,	    /* ... it exited (or exec'd another program) */
 };
 
 struct djp_ev {
@@ -82,6 +92,29 @@ struct djp_ev {
 	 * pcs, 0 when none was recorded */
 	const uint64_t *ustack;
 	unsigned nustack;
+	/* a life event's: the program the process runs, or NULL */
+	const char *program;
+	/* the registers of the hit, when the source was asked (want_regs):
+	 * the DJP_EVF_REGS block, nregs words laid out as lib/proto.h says
+	 * (DJP_REGS_PC, DJP_REGS_INFO...); NULL when none was recorded */
+	const uint64_t *regs;
+	unsigned nregs;
+	/* the strings @var pointers point to, copied at the hit after the
+	 * marker's arguments (DJP_VARS_STR_MAX at most): nvar_strs of them,
+	 * in the order of the variables; var_str_fault[i]: the copy faulted */
+	const char *var_strs[4];
+	bool var_str_fault[4];
+	unsigned nvar_strs;
+	/* the results of the site's load programs (typed accesses), in the
+	 * order of its struct djp_load_site; bit i of loads_faulted: program i
+	 * faulted, loads[i] the address it could not read */
+	const uint64_t *loads;
+	unsigned nloads;
+	uint64_t loads_faulted;
+	/* those that are strings copied at the hit (djp_event_load_str of
+	 * loads_ev, the event they are in) */
+	uint64_t loads_strs;
+	const struct djp_event *loads_ev;
 };
 
 enum {
@@ -195,6 +228,16 @@ struct djp_source {
 	int32_t target_pid; /* the -c or -x process, or 0 */
 	bool want_cpu;	    /* set before arm: events should carry their CPU */
 	bool want_int3;	    /* set before arm: int3 breakpoints only (--int3) */
+	/* set before arm: events carry their hit's registers (1), and the
+	 * stack words above the return address (2); with want_int3 for a
+	 * script that reads a callee-saved register */
+	unsigned want_regs;
+	/* set before arm: the variables whose words events carry with the
+	 * registers (a script's @var), nvars of them; the source fills in
+	 * var_runtime[i], each one's address in the target (0: unknown) */
+	const struct djp_var_want *vars;
+	unsigned nvars;
+	uint64_t *var_runtime;
 	/* set before arm: ts_ns on CLOCK_MONOTONIC, not the engine's
 	 * CLOCK_REALTIME (djp trace prints the boot-based clock) */
 	bool want_monotonic;
@@ -220,6 +263,10 @@ struct djp_source {
 	const struct djp_agg_plan *agg_plans;
 	unsigned nagg_plans;
 	uint32_t agg_capacity; /* entries of a thread's table */
+	/* set before arm: the load programs of function sites, sent to every
+	 * process before its patterns are connected (typed accesses) */
+	const struct djp_load_site *load_sites;
+	unsigned nload_sites;
 };
 
 struct djp_source_opts {

@@ -32,7 +32,7 @@
 #include "tools/djp/script/run/run.h" /* str_hash: the arrays' hash of $$name */
 #include "tools/djp/script/usym.h"
 
-static bool same_object(const char *path, const char *object)
+bool same_object(const char *path, const char *object)
 {
 	char a[PATH_MAX], b[PATH_MAX];
 	const char *base;
@@ -66,6 +66,8 @@ static bool marker_at_entry(const struct probe_point *pp, const struct djp_ev_de
 
 bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
 {
+	if (pp->kind == PP_LIFE || d->life) /* which process: the binding's path and pid */
+		return pp->kind == PP_LIFE && pp->life == d->life;
 	if (pp->kind != PP_MARK || pp->kernel != d->kernel)
 		return false;
 	if (pp->kernel && pp->point) /* a function point: its site, by name (kmod/kfunc.c) */
@@ -118,6 +120,7 @@ static void add_binding(struct script *sc, struct probe *p, const struct probe_p
 	b->desc = d;
 	b->pn = pt->text;
 	b->pid = pt->pid;
+	b->path = pt->kind == PP_LIFE ? pt->path : NULL;
 	b->name = pp_escaped(sc, d->name, -1);
 	b->format = pp_escaped(sc, d->format ? d->format : "", -1);
 	b->name_hash = str_hash(b->name);
@@ -128,7 +131,7 @@ static void add_binding(struct script *sc, struct probe *p, const struct probe_p
 		const char *prov = pp_escaped(sc, d->provider_len ? d->provider : "", (int)d->provider_len);
 		size_t n = strlen(name) + strlen(obj) + strlen(prov) + 48;
 		char *pp = pool_alloc(sc, n);
-		if (d->kernel && pt->point) /* a kernel function point's: as written */
+		if (d->life || (d->kernel && pt->point)) /* a life point's, a kernel function point's: as written */
 			snprintf(pp, n, "%s", pt->text);
 		else if (d->kernel && !pt->module) /* stap's pp() of a kernel marker */
 			snprintf(pp, n, "kernel.mark(\"%s\")", name);
@@ -223,6 +226,21 @@ static bool bind_mark_point(struct script *sc, struct probe *p, struct probe_poi
 	return true;
 }
 
+/* process.begin, process.end: the source's descriptor of that life;
+ * only a process source (-c, -x) has them. */
+static void bind_life_point(struct script *sc, struct probe *p, struct probe_point *pp, const struct djp_source *src)
+{
+	for (unsigned i = 0; src && i < src->ndescs; i++) {
+		if (pp_matches(pp, &src->descs[i])) {
+			add_binding(sc, p, pp, &src->descs[i]);
+			return;
+		}
+	}
+	if (!pp->optional)
+		diag(sc, pp->line, pp->col, "semantic error",
+		     "while resolving probe point %s: no process to follow (give -c CMD or -x PID)", pp->text);
+}
+
 /* per marker id, the bindings of every probe to it */
 static void index_bindings(struct script *sc, const struct djp_source *src)
 {
@@ -268,6 +286,9 @@ int resolve_probes(struct script *sc, const struct djp_source *src)
 				break;
 			case PP_MARK:
 				enough = bind_mark_point(sc, p, pp, src);
+				break;
+			case PP_LIFE:
+				bind_life_point(sc, p, pp, src);
 				break;
 			}
 		}

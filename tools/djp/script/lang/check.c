@@ -25,8 +25,10 @@
 #include <string.h>
 
 #include "lang.h"
+#include "tools/djp/script/typed.h"
 #include "lib/ring.h"
 #include "tools/djp/script/run/builtins/builtins.h"
+#include "tools/djp/script/run/builtins/dwarfless.h"
 
 struct checker {
 	struct script *sc;
@@ -223,6 +225,8 @@ static bool is_defined(struct checker *ck, const struct node *e)
 	bool mark = p && !p->has_nonmark && p->nbinds;
 	if (e->kind == N_CTXNAME || e->kind == N_CTXPARMS || e->kind == N_CTXFORMAT)
 		return mark;
+	if (e->kind == N_TYPED) /* compiled at every function of the probe */
+		return e->tr->resolved && e->tr->ok;
 	if (e->kind != N_CTX)
 		return true;
 	if (!mark)
@@ -346,11 +350,24 @@ static void user_string_ref(struct checker *ck, struct node *n)
 
 	if (!(flags & BF_USTR))
 		return;
-	if (!ck->probe || !a || a->kind != N_CTX || a->slot < 0 || a->slot >= ck->probe->nrefs)
+	if (a && a->kind == N_BUILTIN && (builtins[a->op].flags & BF_REGS)) { /* user_string(@var(...)) */
+		if ((flags & BF_USTR_N) && n->args[1]->kind == N_NUM && n->args[1]->num >= 0 &&
+		    n->args[1]->num < (int64_t)bound)
+			bound = (unsigned)n->args[1]->num + 1;
+		dwarfless_string_ref(ck->sc, a, bound);
+		return;
+	}
+	if (!ck->probe || !a || ((a->kind != N_CTX || a->slot < 0 || a->slot >= ck->probe->nrefs) &&
+				 (a->kind != N_TYPED || a->tr->idx < 0)))
 		return;
 	if ((flags & BF_USTR_N) && n->args[1]->kind == N_NUM && n->args[1]->num >= 0 &&
 	    n->args[1]->num < (int64_t)bound)
 		bound = (unsigned)n->args[1]->num + 1;
+	if (a->kind == N_TYPED) { /* copied by its load program */
+		if (a->tr->str_bound < bound)
+			a->tr->str_bound = bound;
+		return;
+	}
 	if (ck->probe->ref_strbound[a->slot] < bound)
 		ck->probe->ref_strbound[a->slot] = (uint16_t)bound;
 }
@@ -369,6 +386,8 @@ static int call(struct checker *ck, struct node *n)
 				n->op = id;
 				if (builtins[id].flags & BF_CPU)
 					ck->sc->uses_cpu = true;
+				if (builtins[id].flags & BF_REGS)
+					ck->errors += dwarfless_check_call(ck->sc, n);
 			}
 			if (n->kind != N_BUILTIN && named) {
 				diag(ck->sc, n->line, n->col, "semantic error", "%s() takes %d argument%s, %d given",
@@ -418,10 +437,38 @@ static int call(struct checker *ck, struct node *n)
 	return f->ret;
 }
 
+/* print_folded(ARRAY): a global array of numbers or statistics, of any
+ * number of indexes (run/folded.c prints it). */
+static int folded(struct checker *ck, struct node *n)
+{
+	struct node *a = n->nargs == 1 ? n->args[0] : NULL;
+	struct sym *s;
+
+	if (!a || a->kind != N_VAR) {
+		ERR(ck, n, "print_folded takes one global array, as print_folded(s)");
+		return TY_LONG;
+	}
+	if (!(s = a->sym ? a->sym : (a->sym = find_in(ck->sc->globals, a->str)))) {
+		ERR(ck, a, "print_folded: '%s' is not a global array", a->str);
+		return TY_LONG;
+	}
+	s->read = true;
+	if (s->nkeys == 0)
+		ERR(ck, a, "print_folded: '%s' is a scalar, not an array", s->name);
+	else if (s->nkeys == -1)
+		ERR(ck, a, "print_folded: '%s' is never indexed", s->name);
+	else if (s->ty == TY_STR)
+		ERR(ck, a, "print_folded: '%s' holds strings, not numbers or statistics", s->name);
+	return TY_LONG;
+}
+
 static int print(struct checker *ck, struct node *n)
 {
 	bool is_f = n->op == P_PRINTF || n->op == P_SPRINTF;
 	int first = 0;
+
+	if (n->op == P_FOLDED)
+		return folded(ck, n);
 
 	if (is_f) {
 		const char *why;
@@ -609,6 +656,14 @@ static int expr(struct checker *ck, struct node *n, int want)
 	case N_CTXPARMS:
 	case N_CTXFORMAT:
 		return ctx_name(ck, n);
+	case N_TYPED:
+		if (!ck->probe) {
+			ERR(ck, n, "%s: not supported yet: a typed access outside a probe body", n->tr->text);
+			return TY_UNK;
+		}
+		if (!typed_check(ck->sc, n))
+			ck->errors++;
+		return n->ty = n->tr->pretty ? TY_STR : TY_LONG;
 	case N_CALL:
 	case N_BUILTIN:
 		return n->ty = (uint8_t)call(ck, n);
@@ -1069,7 +1124,7 @@ void print_elaborated(const struct script *sc, FILE *out)
 		if (p->synthetic)
 			continue;
 		for (const struct probe_point *pp = p->points; pp; pp = pp->next)
-			if (pp->kind != PP_MARK)
+			if (pp->kind != PP_MARK && pp->kind != PP_LIFE)
 				fprintf(out, "%s\n", pp->text);
 		for (int b = 0; b < p->nbinds; b++)
 			fprintf(out, "%s /* <- %s */\n", p->binds[b]->pp, p->points->text);

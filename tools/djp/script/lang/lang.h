@@ -124,6 +124,7 @@ enum node_kind {
 	N_PRINT,   /* op = enum print_kind, args (args[0] the format for *printf) */
 	N_WILD,	   /* `*` as an index: a slice, in foreach, in and delete */
 	N_DEFINED, /* @defined(a) (op 0), @choose_defined(a, b) (op 1): folded by check.c */
+	N_TYPED,   /* $var->m[i]..., &..., $return->m: tr (typed.h), read in the target */
 	/* statements */
 	S_BLOCK,   /* args = statements */
 	S_EXPR,	   /* a */
@@ -141,9 +142,14 @@ enum node_kind {
 };
 
 enum agg { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG, A_VARIANCE };
-enum print_kind { P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD };
+enum print_kind {
+	P_PRINTF, P_SPRINTF, P_PRINT, P_PRINTLN, P_SPRINT, P_SPRINTLN, P_PRINTD, P_PRINTDLN, P_SPRINTD,
+	P_FOLDED, /* print_folded(ARRAY): run/folded.c */
+};
 
 struct sym;
+struct typed_ref;
+struct script_typed;
 struct func;
 
 struct node {
@@ -171,6 +177,7 @@ struct node {
 	struct node *fe_slice; /* foreach (k in a[*, 5]): the N_INDEX slice */
 	struct print_fmt *pf; /* N_PRINT with a constant format */
 	void *re;	      /* N_CMP =~ / !~: the compiled regex_t */
+	struct typed_ref *tr; /* N_TYPED (script/typed.c) */
 };
 
 struct hist_cfg {
@@ -246,10 +253,13 @@ struct probe_point {
 	int64_t priority;  /* begin(N), end(N): lower first */
 	bool oneshot;	   /* `oneshot`: a begin probe that ends the script */
 	const char *alias; /* PP_ALIAS: the alias's name */
+	/* PP_LIFE: process.begin, process.end (DJP_LIFE_* of source.h), of
+	 * the process `path` runs (PATH) or `pid` (PID), or any traced */
+	int life;
 	struct probe_point *next;
 };
 
-enum { PP_BEGIN, PP_END, PP_TIMER, PP_MARK, PP_NEVER, PP_ALIAS /* resolved after the parse */, PP_ERROR };
+enum { PP_BEGIN, PP_END, PP_TIMER, PP_MARK, PP_NEVER, PP_ALIAS /* resolved after the parse */, PP_ERROR, PP_LIFE };
 
 /* probe NAME = POINTS { prologue }, probe NAME += POINTS { epilogue } */
 struct alias {
@@ -298,6 +308,7 @@ struct binding {
 	const char *pp;	    /* process("OBJECT").mark("NAME"), for pp() and errors */
 	const char *pn;	    /* the probe point as written that matched, for pn() */
 	int32_t pid;	    /* process(PID) points: the process whose hits run it; 0 any */
+	const char *path;   /* process("PATH").begin and .end: the program; NULL any */
 	int8_t field[32];   /* ref index -> argument index */
 };
 
@@ -305,6 +316,21 @@ struct timer {
 	struct probe *probe;
 	int64_t period_ns, random_ns;
 	uint64_t due;
+};
+
+/* A variable @var("name@file.c"[, "PATH"]) reads: its object's real
+ * path, where it is (link-time) and how it reads.  With an empty object,
+ * a register whose string user_string() reads (pointer_arg(1)): addr is
+ * its DWARF number. */
+struct script_var {
+	const char *spec;   /* "name@file.c", for messages */
+	char *object;
+	uint64_t addr;
+	unsigned size;
+	bool is_signed;
+	/* user_string(@var(...)): the bytes of its string copied at the hit,
+	 * NUL included (0: none) */
+	unsigned str_bound;
 };
 
 struct script {
@@ -332,7 +358,18 @@ struct script {
 	void **regexes;
 	int nregexes;
 	bool uses_cpu; /* cpu() is called: the events must carry their CPU */
+	/* register(), int_arg(n)... are called: the events carry the hit's
+	 * registers (1), and the stack words of arguments past the sixth
+	 * (2); a callee-saved register is read (or any, by a computed name),
+	 * which only an int3's view holds (run/builtins/dwarfless.c) */
+	unsigned uses_regs;
+	bool regs_callee;
+	/* @var's variables, each read at every hit with the registers
+	 * (run/builtins/dwarfless.c); an @var call's node->slot is its index */
+	struct script_var *vars;
+	unsigned nvars;
 	struct script_agg *agg; /* the probes run in the target (agg.c), or NULL */
+	struct script_typed *typed; /* typed accesses and their programs (typed.c), or NULL */
 	/* the tokens the parser read, kept for -p1 */
 	struct tok *toks;
 	size_t ntoks;
@@ -356,6 +393,10 @@ int parse_script(struct script *sc);
 int check_script(struct script *sc);
 /* bind.c: resolve probe points against src's markers */
 int resolve_probes(struct script *sc, const struct djp_source *src);
+/* dwarfless_refs.c, after check_script: a function point's context
+ * variable where none of its functions has DWARF, said with what to use
+ * instead (int_arg(n)); the errors said */
+int check_dwarfless_refs(struct script *sc, const struct djp_source *src);
 /* after check_script: each binding's field index per context reference */
 void bind_fields(struct script *sc);
 /* Bind a descriptor the source made after resolve_probes (a marker loaded
@@ -374,6 +415,9 @@ int ctx_field(const struct djp_ev_desc *d, const char *name);
 /* TY_STR or TY_LONG: argument f of d as a context variable */
 uint8_t ctx_type(const struct djp_ev_desc *d, int f);
 bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d);
+/* Is object (a path the target gave) the file PATH names: the same path,
+ * the same file after realpath, or for a bare name the same basename? */
+bool same_object(const char *path, const char *object);
 void add_global_display(struct script *sc);
 const char *ty_name(int ty);
 

@@ -210,6 +210,9 @@ bool lex_next(struct lexer *lx, struct tok *t)
 			n = 1;
 		while (p[skip] != '#' && (isalnum((unsigned char)p[skip + n]) || p[skip + n] == '_'))
 			n++;
+		/* stap's pretty printing: $var$, $var$$, $var->member$ */
+		for (int d = 0; n && d < 2 && t->kind != T_AT && p[skip + n] == '$'; d++)
+			n++;
 		if (n == 0 || (t->kind == T_DOLLAR2 && isdigit((unsigned char)p[skip]))) {
 			diag(lx->sc, t->line, t->col, "parse error", "expected a name after '%.*s'", (int)skip, p);
 			return false;

@@ -6,10 +6,12 @@
  * with its sort marks, limit and slices, try/catch.  Each nested rule
  * counts one level against MAX_NESTING (enter/leave).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "parse.h"
+#include "tools/djp/script/typed.h"
 
 static void call_args(struct parser *ps, struct node *n)
 {
@@ -54,6 +56,7 @@ static const struct {
 	{ "printf", P_PRINTF }, { "sprintf", P_SPRINTF }, { "print", P_PRINT },
 	{ "println", P_PRINTLN }, { "sprint", P_SPRINT }, { "sprintln", P_SPRINTLN },
 	{ "printd", P_PRINTD }, { "printdln", P_PRINTDLN }, { "sprintd", P_SPRINTD },
+	{ "print_folded", P_FOLDED },
 };
 
 /* "a" "b": adjacent literals join, as in C */
@@ -72,10 +75,27 @@ static struct node *string_literal(struct parser *ps, struct tok *t)
 	return n;
 }
 
-/* $$name, $$parms, $$vars, $$locals, $$return, $$format */
+static struct node *typed_access(struct parser *ps, struct node *var);
+
+/* $$name, $$parms, $$vars, $$locals, $$return, $$format; $$parms$ and the
+ * like pretty-printed (tools/djp/script/typed.c) */
 static struct node *dollar2(struct parser *ps, struct tok *t)
 {
 	struct node *n;
+	size_t len = strlen(t->text);
+	if (len && t->text[len - 1] == '$') {
+		static const char *const all[] = { "parms", "vars", "locals", "return" };
+		struct node *var = mk(ps, N_CTX, t);
+		var->str = t->text;
+		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+			if (!strncmp(t->text, all[i], strlen(all[i])) && t->text[strlen(all[i])] == '$') {
+				n = typed_access(ps, var);
+				n->tr->all = t->text[0];
+				n->tr->text = t->text[len - 2] == '$' ? (i == 0 ? "$$parms$$" : i == 1 ? "$$vars$$" : i == 2 ? "$$locals$$" : "$$return$$")
+								     : (i == 0 ? "$$parms$" : i == 1 ? "$$vars$" : i == 2 ? "$$locals$" : "$$return$");
+				return n;
+			}
+	}
 	if (!strcmp(t->text, "name"))
 		return mk(ps, N_CTXNAME, t);
 	if (!strcmp(t->text, "parms") || !strcmp(t->text, "vars") || !strcmp(t->text, "locals") ||
@@ -138,10 +158,61 @@ static struct node *at_entry(struct parser *ps)
 	return n;
 }
 
+static struct node *typed_access(struct parser *ps, struct node *var);
+static _Noreturn void not_yet(struct parser *ps, const struct tok *t, const char *what);
+
+/* @cast($var, "struct T"[, "PATH"])->member...: a typed access whose
+ * variable's value is the address of a T (tools/djp/script/typed.c) */
+static struct node *at_cast(struct parser *ps, struct tok *at)
+{
+	struct node *var, *n;
+	struct tok *ty, *path = NULL, *in;
+	char *text;
+	size_t len;
+
+	expect(ps, "(");
+	in = peek(ps, 0);
+	var = parse_expr(ps);
+	if (var->kind != N_CTX) {
+		diag(ps->sc, in->line, in->col, "parse error",
+		     "not supported yet: @cast of anything but a context variable ($name)");
+		longjmp(ps->fail, 1);
+	}
+	expect(ps, ",");
+	ty = take(ps);
+	if (ty->kind != T_STR) {
+		ps->pos--;
+		fail_at(ps, ty, "expected a type name string (\"struct T\")");
+	}
+	if (is_op(peek(ps, 0), ",")) {
+		take(ps);
+		path = take(ps);
+		if (path->kind != T_STR) {
+			ps->pos--;
+			fail_at(ps, path, "expected the path of an object");
+		}
+	}
+	expect(ps, ")");
+	if (!is_op(peek(ps, 0), "->") && !is_op(peek(ps, 0), "["))
+		not_yet(ps, peek(ps, 0), "@cast without a member after it (only @cast(...)->member)");
+	n = typed_access(ps, var);
+	n->tr->acc.cast_type = ty->text;
+	n->tr->acc.cast_path = path ? path->text : NULL;
+	/* said as written */
+	len = strlen(n->tr->text) + strlen(ty->text) + (path ? strlen(path->text) : 0) + 32;
+	if (!(text = malloc(len)))
+		abort();
+	snprintf(text, len, "@cast($%s, \"%s\"%s%s%s)%s", n->tr->acc.var, ty->text, path ? ", \"" : "",
+		 path ? path->text : "", path ? "\"" : "", n->tr->text + 1 + strlen(n->tr->acc.var));
+	n->tr->text = text;
+	(void)at;
+	return n;
+}
+
 /* An @ operator stap has and djp does not, said as such; else unknown. */
 static _Noreturn void at_unknown(struct parser *ps, struct tok *t)
 {
-	static const char *const later[] = { "cast",  "var",   "this1", "this2",     "this3",     "this4",
+	static const char *const later[] = { "var",   "this1", "this2",     "this3",     "this4",
 					     "this5", "this6", "this7", "this8",     "this9",     "kregister",
 					     "uregister", "probewrite", "const" };
 	ps->pos--;
@@ -172,6 +243,14 @@ static struct node *at_operator(struct parser *ps, struct tok *t)
 		return at_defined(ps, t);
 	if (!strcmp(t->text, "entry"))
 		return at_entry(ps);
+	if (!strcmp(t->text, "var")) { /* @var("name@file.c"[, "PATH"]): a call of the built-in "@var" */
+		struct node *n = mk(ps, N_CALL, t);
+		n->str = "@var";
+		call_args(ps, n);
+		return n;
+	}
+	if (!strcmp(t->text, "cast"))
+		return at_cast(ps, t);
 	at_unknown(ps, t);
 }
 
@@ -262,15 +341,90 @@ static _Noreturn void not_yet(struct parser *ps, const struct tok *t, const char
 	longjmp(ps->fail, 1);
 }
 
+/* name without its pretty-printing suffix ($ or $$, counted in *pretty) */
+static const char *strip_pretty(const char *name, unsigned *pretty)
+{
+	size_t n = strlen(name);
+	unsigned d = 0;
+	char *s;
+	while (n && name[n - 1] == '$' && d < 2)
+		n--, d++;
+	if (!d)
+		return name;
+	*pretty = d;
+	if (!(s = strndup(name, n)))
+		abort();
+	return s;
+}
+
+/* $var->m->n[i]...: a typed access (tools/djp/script/typed.c), at the
+ * first operator, whose position a fault names */
+static struct node *typed_access(struct parser *ps, struct node *var)
+{
+	struct tok *t = peek(ps, 0);
+	struct node *n = mk(ps, N_TYPED, t);
+	struct typed_ref *tr = calloc(1, sizeof(*tr));
+	size_t len;
+	char *text;
+
+	if (!tr)
+		abort();
+	n->tr = tr;
+	tr->idx = -1;
+	tr->acc.var = strip_pretty(var->str, &tr->pretty);
+	len = strlen(var->str) + 4;
+	for (;;) {
+		struct djp_typed_step *st = &tr->acc.step[tr->acc.nsteps];
+		t = peek(ps, 0);
+		if (!is_op(t, "->") && !is_op(t, "["))
+			break;
+		if (tr->pretty)
+			fail_at(ps, t, "nothing may follow a pretty-printed value ($var$)");
+		if (tr->acc.nsteps == DJP_TYPED_MAX_STEPS)
+			fail_at(ps, t, "too many steps in one access");
+		take(ps);
+		if (is_op(t, "->")) {
+			st->member = strip_pretty(expect_ident(ps, "a member name")->text, &tr->pretty);
+			len += strlen(st->member) + 4;
+		} else {
+			struct tok *i = take(ps);
+			if (i->kind != T_NUM) {
+				ps->pos--;
+				not_yet(ps, i, "an index into a target variable that is not a number literal");
+			}
+			st->is_index = true;
+			st->index = i->num;
+			len += 24;
+			expect(ps, "]");
+		}
+		tr->acc.nsteps++;
+	}
+	if (!tr->acc.nsteps) { /* $var$: at the variable */
+		n->line = var->line;
+		n->col = var->col;
+	}
+	if (!(text = malloc(len + 1)))
+		abort();
+	len = (size_t)sprintf(text, "$%s", tr->acc.var);
+	for (unsigned i = 0; i < tr->acc.nsteps; i++)
+		len += (size_t)(tr->acc.step[i].is_index ? sprintf(text + len, "[%lld]", (long long)tr->acc.step[i].index)
+							 : sprintf(text + len, "->%s", tr->acc.step[i].member));
+	sprintf(text + len, "%s", tr->pretty == 2 ? "$$" : tr->pretty ? "$" : "");
+	tr->text = text;
+	return n;
+}
+
 static struct node *postfix(struct parser *ps)
 {
 	struct node *n = primary(ps);
 	struct tok *t = peek(ps, 0);
 
+	if (n->kind == N_CTX && (is_op(t, "->") || is_op(t, "[") || (n->str[0] && n->str[strlen(n->str) - 1] == '$'))) {
+		n = typed_access(ps, n);
+		t = peek(ps, 0);
+	}
 	if (is_op(t, "->"))
-		not_yet(ps, t, "'->' (members of target variables, from debug information)");
-	if (n->kind == N_CTX && is_op(t, "["))
-		not_yet(ps, t, "indexing a target variable ($var[i], from debug information)");
+		not_yet(ps, t, "'->' on anything but a target variable");
 	if (is_op(t, "++") || is_op(t, "--")) {
 		struct node *u = mk(ps, N_INCDEC, t);
 		take(ps);
@@ -296,8 +450,16 @@ struct node *parse_unary(struct parser *ps)
 		leave(ps, 1);
 		return n;
 	}
-	if (is_op(t, "&") && (peek(ps, 1)->kind == T_DOLLAR || peek(ps, 1)->kind == T_AT))
-		not_yet(ps, t, "'&' (the address of a target variable, from debug information)");
+	if (is_op(t, "&") && peek(ps, 1)->kind == T_DOLLAR) {
+		take(ps);
+		n = postfix(ps);
+		if (n->kind != N_TYPED)
+			not_yet(ps, t, "'&' of a target variable itself (only of its members: &$var->member)");
+		n->tr->acc.addr_of = true;
+		return n;
+	}
+	if (is_op(t, "&") && peek(ps, 1)->kind == T_AT)
+		not_yet(ps, t, "'&' of an @ operator");
 	if (is_op(t, "-") || is_op(t, "!") || is_op(t, "~") || is_op(t, "+")) {
 		take(ps);
 		enter(ps);

@@ -100,7 +100,7 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
 		"linuxmib", "tcpmib", "nd_kprocess", "kernel_trace",
 	};
 	static const char *const fn[] = { "plt", "library", "insn" };
-	static const char *const life[] = { "begin", "end", "thread", "syscall" };
+	static const char *const life[] = { "thread", "syscall" };
 
 	if (!strcmp(comp[0], "kernel") || !strcmp(comp[0], "module"))
 		return "of the kernel's probe points, djp has kernel.mark(\"GLOB\"), module(\"MODGLOB\").mark(\"GLOB\"), "
@@ -122,7 +122,7 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
 				return "plt, library and instruction-stepping probes";
 		for (size_t i = 0; i < sizeof(life) / sizeof(life[0]); i++)
 			if (!strcmp(comp[c], life[i]))
-				return "process and thread lifetime and system call probes";
+				return "thread lifetime and system call probes; process.begin and process.end are there";
 	}
 	return NULL;
 }
@@ -364,6 +364,7 @@ static _Noreturn void bad_point(struct parser *ps, struct probe_point *pp, const
 	     "while resolving probe point %s: unknown probe point (expected begin, end, begin(N), end(N), oneshot, "
 	     "never, timer.ms(N), timer.s(N), timer.hz(N), timer.jiffies(N), timer.ms(N).randomize(M), "
 	     "process(\"PATH\").mark(\"GLOB\"), process.mark(\"GLOB\"), process.provider(\"P\").mark(\"GLOB\"), "
+	     "process[(\"PATH\")].begin, process[(\"PATH\")].end, "
 	     "kernel.mark(\"GLOB\"), module(\"MODGLOB\").mark(\"GLOB\"), kernel.function(\"NAME\")[.return] or "
 	     "module(\"M\").function(\"NAME\")[.return])",
 	     pp->text);
@@ -427,6 +428,14 @@ static struct probe_point *probe_point(struct parser *ps)
 		   !strcmp(comp[0], "process") && (!strcmp(comp[1], "function") || !strcmp(comp[1], "statement")) &&
 		   arg[1] && arg[1]->kind == T_STR && process_arg(arg[0])) {
 		function_point(ps, pp, comp[1], arg[0], arg[1], ncomp == 3 && !strcmp(comp[2], "return"));
+	} else if (ncomp == 2 && !strcmp(comp[0], "process") && process_arg(arg[0]) && !arg[1] &&
+		   (!strcmp(comp[1], "begin") || !strcmp(comp[1], "end"))) {
+		/* process[(PATH|PID)].begin and .end: a process's life, as the
+		 * live source sees it (script/live.c) */
+		pp->kind = PP_LIFE;
+		pp->life = comp[1][0] == 'b' ? DJP_LIFE_BEGIN : DJP_LIFE_END;
+		pp->path = arg[0] && arg[0]->kind == T_STR ? arg[0]->text : NULL;
+		pp->pid = arg[0] && arg[0]->kind == T_NUM ? (int32_t)arg[0]->num : 0;
 	} else if (no_args(arg, ncomp) && (ncomp == 1 || !stap_point_missing(comp, ncomp))) {
 		alias_point(ps, pp, &w);
 	} else {

@@ -34,6 +34,7 @@
 #include "ctx_vars.h"
 #include "interp.h"
 #include "tools/djp/line_out.h"
+#include "tools/djp/script/typed.h"
 
 /* ---- arena -------------------------------------------------------------- */
 
@@ -101,6 +102,9 @@ static const char *near(const struct node *n, char *buf, size_t sz)
 	case N_CALL:
 	case N_BUILTIN:
 		snprintf(buf, sz, "identifier '%s'", n->str);
+		break;
+	case N_TYPED: /* at its first operator */
+		snprintf(buf, sz, "operator '%s'", n->tr->acc.nsteps && n->tr->acc.step[0].is_index ? "[" : "->");
 		break;
 	default:
 		snprintf(buf, sz, "statement");
@@ -456,6 +460,10 @@ static int64_t in_array(struct run *r, struct node *n)
 /* print(@hist_log(s)) and the other print functions as statements */
 static int64_t print_stmt(struct run *r, struct node *n)
 {
+	if (n->op == P_FOLDED) {
+		print_folded(r, n->args[0]->sym);
+		return 0;
+	}
 	if (n->nargs == 1 && n->args[0]->kind == N_HIST) {
 		struct sym *s;
 		struct script_stat *st = stat_of(r, n->args[0]->args[0], false, &s);
@@ -492,6 +500,8 @@ int64_t eval_n(struct run *r, struct node *n)
 	}
 	case N_CTX:
 		return r->ev->args[r->bind->field[n->slot]];
+	case N_TYPED:
+		return typed_value(r, n);
 	case N_CALL:
 		call_fn(r, n);
 		return r->ret.n;
@@ -572,6 +582,8 @@ const char *eval_s(struct run *r, struct node *n)
 		const char *s = r->ev->strs[r->bind->field[n->slot]];
 		return s ? s : "";
 	}
+	case N_TYPED:
+		return typed_pretty_text(r, n);
 	case N_CTXNAME:
 		return r->bind->name;
 	case N_CTXFORMAT:

@@ -121,6 +121,9 @@ void emitf(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2,
  * read now from outside; true when all were */
 bool read_target(void *ctx, uint64_t addr, void *buf, size_t n);
 
+/* print_folded(ARRAY): s as folded stacks (folded.c) */
+void print_folded(struct run *r, const struct sym *s);
+
 /* ---- exec.c ------------------------------------------------------------- */
 
 /* A statement: X_NORMAL, or the break, continue or return it ends with. */

@@ -21,9 +21,11 @@
 
 #include "interp.h"
 #include "builtins/tapset_named.h"
+#include "lib/proto.h"
 #include "tools/djp/line_out.h"
 #include "tools/djp/script/agg.h"
 #include "tools/djp/script/func_points.h"
+#include "tools/djp/script/typed.h"
 
 volatile int run_interrupted;
 
@@ -260,7 +262,8 @@ static void dispatch(struct run *r, const struct djp_ev *ev)
 	v = r->sc->by_desc[id];
 	n = r->sc->nby_desc[id];
 	for (int i = 0; i < n && !r->exiting; i++)
-		if ((!v[i]->pid || v[i]->pid == ev->pid) && !v[i]->probe->agg) /* agg: run in the target */
+		if ((!v[i]->pid || v[i]->pid == ev->pid) && !v[i]->probe->agg && /* agg: run in the target */
+		    (!v[i]->path || (ev->program && same_object(v[i]->path, ev->program))))
 			run_probe(r, v[i]->probe, v[i], ev, v[i]->pp, false);
 }
 
@@ -436,6 +439,15 @@ static struct djp_arm_glob *arm_globs(struct script *sc, unsigned *nglobs)
 			globs[k].ustack |= p->uses_ustack;
 			probe_strings(p, &globs[k]);
 		}
+	/* With the registers, every pattern's handler keeps %rsp and %rbp in
+	 * the view, as the stack handler does, and of two of the session's
+	 * on one site the agent runs one (DJP__ONCE): so that a site two
+	 * globs match, one with the stack, records it, every glob has it
+	 * (each event carries the registers anyway). */
+	if (sc->uses_regs)
+		for (unsigned i = 0; i < *nglobs; i++)
+			for (unsigned j = 0; j < *nglobs && !globs[i].ustack; j++)
+				globs[i].ustack = globs[j].ustack && !globs[j].plan1 && !globs[i].plan1;
 	return globs;
 }
 
@@ -458,8 +470,22 @@ static int arm(struct script *sc, struct djp_source *src)
 		return -1;
 	}
 	agg_prepare(sc, src);
+	typed_load_sites(sc, src);
 	globs = arm_globs(sc, &nglobs);
 	src->want_cpu = sc->uses_cpu;
+	src->want_regs = sc->uses_regs;
+	if (sc->nvars) { /* @var: the words each event carries (never freed: the run reads them) */
+		struct djp_var_want *v = calloc(sc->nvars, sizeof(*v));
+		if (!v || !(src->var_runtime = calloc(sc->nvars, sizeof(*src->var_runtime))))
+			abort();
+		for (unsigned i = 0; i < sc->nvars; i++)
+			v[i] = (struct djp_var_want){ sc->vars[i].object, sc->vars[i].addr,
+						      sc->vars[i].object[0] ? sc->vars[i].size : 0, /* 0: a register */
+						      sc->vars[i].str_bound };
+		src->vars = v;
+		src->nvars = sc->nvars;
+	}
+	src->want_int3 |= sc->regs_callee; /* only an int3's view holds them */
 	rc = src->ops->arm(src, ids, n, globs, nglobs);
 	free(globs);
 	free(ids);

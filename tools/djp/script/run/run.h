@@ -6,6 +6,7 @@
  *   exec.c    statements                map.c     associative arrays
  *   stats.c   aggregates                hist.c    histogram printing
  *   print.c   printf formatting         ctx_vars.c $$parms and $$vars
+ *   folded.c  print_folded()
  *
  * interp.h the interpreter's state, and builtins/ the built-in functions:
  * a row each in builtins.def, a function each in a file of its family.

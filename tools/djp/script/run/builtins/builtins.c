@@ -59,6 +59,8 @@ void dump_functions(FILE *out)
 {
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		const struct builtin_def *b = &builtins[names[i].id];
+		if (names[i].name[0] == '@') /* an operator (@var), not a function */
+			continue;
 		for (int n = b->min_args; n <= b->max_args; n++) {
 			fprintf(out, "%s:%s (", names[i].name, b->ret == TY_STR ? "string" : "long");
 			for (int a = 0; a < n; a++)

@@ -29,6 +29,7 @@ enum {
 	BF_USTR = 1 << 1,   /* a string at the address of argument 1, copied at the hit when that is $argN */
 	BF_USTR_N = 1 << 2, /* ... at most argument 2's bytes */
 	BF_USTACK = 1 << 3, /* reads the hit's user stack: its hits record it */
+	BF_REGS = 1 << 4,   /* reads the hit's registers: the events carry them (dwarfless.c) */
 };
 
 typedef int64_t builtin_num(struct run *r, struct node *n);

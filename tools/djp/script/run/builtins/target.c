@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dwarfless.h"
 #include "tapset.h"
 #include "tools/djp/script/run/interp.h"
+#include "tools/djp/script/typed.h"
 
 /*
  * The string at the address argument a evaluates to, at most max bytes:
@@ -22,6 +24,7 @@
  */
 static const char *target_string(struct run *r, struct node *a, size_t max, uint64_t *addr, bool *cut)
 {
+	const char *buf_c;
 	char *buf;
 	*cut = false;
 	if (a->kind == N_CTX && r->ev && r->bind) {
@@ -35,6 +38,17 @@ static const char *target_string(struct run *r, struct node *a, size_t max, uint
 				return *cut = true, arena_strn(r, t, max);
 			return t;
 		}
+	} else if (a->kind == N_BUILTIN && (builtins[a->op].flags & BF_REGS)) { /* copied at the hit: dwarfless.c */
+		bool have;
+		const char *t = dwarfless_hit_string(r, a, addr, &have);
+		if (have)
+			return t && strlen(t) > max ? (*cut = true, arena_strn(r, t, max)) : t;
+	} else if (a->kind == N_TYPED && r->ev && typed_string(r, a, &buf_c, addr)) {
+		if (!buf_c || !*addr)
+			return NULL;
+		if (strlen(buf_c) > max)
+			return *cut = true, arena_strn(r, buf_c, max);
+		return buf_c;
 	} else {
 		*addr = (uint64_t)eval_n(r, a);
 	}

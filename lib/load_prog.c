@@ -1,0 +1,84 @@
+/*
+ * Load programs (lib/load_prog.h has the essay): the check both ends make
+ * of a program, and its form on the wire.
+ */
+#include <errno.h>
+
+#include "lib/load_prog.h"
+#include "lib/load_wire.h"
+
+int djp_load_check(const struct djp_load_prog *p)
+{
+	const struct djp_argloc *b = &p->base;
+
+	if (p->nderef > DJP_LOAD_MAX_DEREF)
+		return -EINVAL;
+	if (p->size != 0 && p->size != 1 && p->size != 2 && p->size != 4 && p->size != 8)
+		return -EINVAL;
+	if (p->bit_size && (!p->size || p->bit_size > 64 || p->bit_off + p->bit_size > 8 * p->size))
+		return -EINVAL;
+	if (b->size != 1 && b->size != 2 && b->size != 4 && b->size != 8)
+		return -EINVAL;
+	switch (b->kind) {
+	case DJP_LOC_REG:
+		return b->reg >= 0 && b->reg < DJP_REG_COUNT && (b->reg_shift == 0 || b->reg_shift == 8) ? 0 : -EINVAL;
+	case DJP_LOC_MEM:
+		if ((b->reg != DJP_REG_NONE && (b->reg < 0 || b->reg >= DJP_REG_COUNT)) ||
+		    (b->index != DJP_REG_NONE && (b->index < 0 || b->index >= DJP_REG_COUNT)))
+			return -EINVAL;
+		return b->scale == 1 || b->scale == 2 || b->scale == 4 || b->scale == 8 ? 0 : -EINVAL;
+	case DJP_LOC_IMM:
+	case DJP_LOC_ABS:
+		return 0;
+	case DJP_LOC_SAVED:
+		return b->disp >= 0 && b->disp < 32 ? 0 : -EINVAL;
+	default:
+		return -EINVAL;
+	}
+}
+
+void djp_load_put(struct djp_pbuf *b, const struct djp_load_prog *p)
+{
+	djp_put_u8(b, p->base.kind);
+	djp_put_u8(b, p->base.size);
+	djp_put_u8(b, p->base.is_signed);
+	djp_put_u8(b, (uint8_t)p->base.reg);
+	djp_put_u8(b, (uint8_t)p->base.index);
+	djp_put_u8(b, p->base.scale);
+	djp_put_u8(b, p->base.reg_shift);
+	djp_put_u64(b, (uint64_t)p->base.disp);
+	djp_put_u8(b, p->nderef);
+	djp_put_u8(b, p->size);
+	djp_put_u8(b, p->is_signed);
+	djp_put_u8(b, p->bit_off);
+	djp_put_u8(b, p->bit_size);
+	for (unsigned i = 0; i < p->nderef && i < DJP_LOAD_MAX_DEREF; i++)
+		djp_put_u64(b, (uint64_t)p->off[i]);
+	djp_put_u64(b, (uint64_t)p->last);
+	djp_put_u16(b, p->str_bound);
+}
+
+int djp_load_get(struct djp_preader *r, struct djp_load_prog *p)
+{
+	*p = (struct djp_load_prog){ 0 };
+	p->base.kind = djp_get_u8(r);
+	p->base.size = djp_get_u8(r);
+	p->base.is_signed = djp_get_u8(r) != 0;
+	p->base.reg = (int8_t)djp_get_u8(r);
+	p->base.index = (int8_t)djp_get_u8(r);
+	p->base.scale = djp_get_u8(r);
+	p->base.reg_shift = djp_get_u8(r);
+	p->base.disp = (int64_t)djp_get_u64(r);
+	p->nderef = djp_get_u8(r);
+	p->size = djp_get_u8(r);
+	p->is_signed = djp_get_u8(r) != 0;
+	p->bit_off = djp_get_u8(r);
+	p->bit_size = djp_get_u8(r);
+	if (p->nderef > DJP_LOAD_MAX_DEREF)
+		return -EINVAL;
+	for (unsigned i = 0; i < p->nderef; i++)
+		p->off[i] = (int64_t)djp_get_u64(r);
+	p->last = (int64_t)djp_get_u64(r);
+	p->str_bound = djp_get_u16(r);
+	return r->bad ? -EPROTO : djp_load_check(p);
+}

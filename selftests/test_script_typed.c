@@ -1,0 +1,339 @@
+/*
+ * Typed accesses (issue: "'->' not supported yet"): `$n->member` through
+ * any depth, on pointers and structure members alike, `$n->arr[i]`,
+ * `&$n->member`, `$return->member`, user_string() of a char[] and of a
+ * char * member, read in the target at the hit by load programs the tool
+ * compiles from DWARF.  struct_target is the oracle: it prints what the
+ * script prints of each node before the call, and changes and frees the
+ * node right after it, so that only values read at the hit are right.
+ * At -O2 and -O0 with DWARF 5, and -O2 with DWARF 4.  A load that faults
+ * is stap's run-time error and the target runs on; a member or a
+ * parameter that does not exist is a semantic error that names the type
+ * and its members, at the line and column of the access.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "test_trace_util.h"
+
+static const char script[] =
+	"probe process.function(\"visit\") {\n"
+	"  printf(\"%d %d %d %d %d %d %d %d\\n\", $n->i8, $n->u8, $n->i16, $n->u16, $n->i32, $n->u32, $n->i64,\n"
+	"         $n->u64)\n"
+	"  printf(\"%d %d %d %d %d\\n\", $n->b, $n->c, $n->bf_u, $n->bf_s, $n->bf_hi)\n"
+	"  printf(\"%d %d %d %d %d %d %d\\n\", $n->un->ui, $n->ax, $n->ay, $n->in->s, $n->in->col, $n->pin->uc,\n"
+	"         $n->pin->flag)\n"
+	"  printf(\"%d %s %s %d %d\\n\", $n->cvu, user_string($n->name), user_string($n->str), $n->arr[2],\n"
+	"         $n->next->next->next->i32)\n"
+	"  printf(\"%d %d\\n\", &$n->arr[1] - $n, $n->next->arr[3])\n"
+	"}\n"
+	"probe process.function(\"make\").return { printf(\"%d %d\\n\", $return->i32, $return->in->s) }\n";
+
+/* djp -c "TARGET ARG" -e text, its output in a file: the finished tool,
+ * with what the script printed in *out (malloc'd). */
+static struct tproc *run_script(const char *target, const char *arg, const char *text, int want_status, char **out)
+{
+	char cmd[4200], path[] = "/tmp/djp-typed-XXXXXX";
+	int fd = mkstemp(path), st;
+	struct tproc *p;
+	FILE *f;
+	long n;
+
+	CHECK(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "%s %s", djp_test_path(target), arg);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-o", path, "-e", (char *)text, NULL }, false, -1);
+	st = tt_finish(p, 60000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != want_status)
+		djp_test_fail(__FILE__, __LINE__, "%s: status %#x: %s / %s", target, st, p->obuf, p->ebuf);
+	CHECK((f = fopen(path, "r")) != NULL);
+	CHECK((*out = calloc(1, 1 << 16)) != NULL);
+	n = (long)fread(*out, 1, (1 << 16) - 1, f);
+	(*out)[n > 0 ? n : 0] = 0;
+	fclose(f);
+	unlink(path);
+	return p;
+}
+
+static const char pretty_script[] = "probe process.function(\"visit\") {\n"
+				    "  println($n$)\n  println($n->in$$)\n  println($n->pin$)\n  println($k$)\n}\n";
+
+static void members_match_as(const char *target, const char *arg, const char *text, int lines)
+{
+	char *out, *oracle;
+	struct tproc *p = run_script(target, arg, text, 0, &out);
+
+	/* the target's own lines, less its last */
+	oracle = p->obuf;
+	CHECK(strstr(oracle, "done\n") != NULL);
+	*strstr(oracle, "done\n") = 0;
+	if (strcmp(out, oracle) || tt_lines(out) != lines)
+		djp_test_fail(__FILE__, __LINE__, "%s: the script printed\n%s\nthe target\n%s\nstderr: %s", target, out,
+			      oracle, p->ebuf);
+	free(out);
+	free(p);
+}
+
+static void members_match(const char *target)
+{
+	members_match_as(target, "5", script, 5 * 6);
+}
+
+TEST_TIMEOUT(script_typed_members_are_the_programs_own_values, 120)
+{
+	members_match("trace_progs/struct_target");
+}
+
+TEST_TIMEOUT(script_typed_members_are_the_programs_own_values_O0, 120)
+{
+	members_match("trace_progs/struct_target-O0");
+}
+
+TEST_TIMEOUT(script_typed_members_are_the_programs_own_values_dwarf4, 120)
+{
+	members_match("trace_progs/struct_target-dwarf4");
+}
+
+/* A chain through a bad pointer (16) and one into a page nobody may read:
+ * stap's error at the operator, status 1, and the target ends as it
+ * would have ("done"). */
+TEST_TIMEOUT(script_typed_fault_is_an_error_and_the_target_runs_on, 120)
+{
+	char *out;
+	struct tproc *p = run_script("trace_progs/struct_target", "0",
+				     "probe process.function(\"visit_bad\") { println($n->next->i32) }", 1, &out);
+	if (!strstr(p->ebuf, "ERROR: user memory copy fault at 0x18 near operator '->' at <input>:1:49 in probe"))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	CHECK(strstr(p->obuf, "done\n") != NULL);
+	free(out);
+	free(p);
+	p = run_script("trace_progs/struct_target", "0",
+		       "probe process.function(\"visit_bad\") { printf(\"%x\\n\", $n->pin) println($n->pin->uc) }", 1,
+		       &out);
+	/* the PROT_NONE page's address, as the script printed it, + 2 */
+	{
+		unsigned long long page = strtoull(out, NULL, 16);
+		char want[128];
+		CHECK(page >= 4096);
+		snprintf(want, sizeof(want), "ERROR: user memory copy fault at 0x%llx near operator '->'", page + 2);
+		if (!strstr(p->ebuf, want))
+			djp_test_fail(__FILE__, __LINE__, "want %s; stderr: %s", want, p->ebuf);
+	}
+	CHECK(strstr(p->obuf, "done\n") != NULL);
+	free(out);
+	free(p);
+}
+
+/* What does not exist is said before the run: the type and its members,
+ * the function and its parameters, at line:column; @defined folds. */
+TEST_TIMEOUT(script_typed_errors_name_the_type_and_its_members, 120)
+{
+	char *out;
+	struct tproc *p = run_script("trace_progs/struct_target", "0",
+				     "probe process.function(\"visit\") {\n  println($n->pin->nope)\n}", 1, &out);
+	if (!strstr(p->ebuf, "<input>:2:13: semantic error: $n->pin->nope: unknown member 'nope' of struct inner "
+			     "(members: s, uc, flag, col), in function visit\n"))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	CHECK_EQ(tt_count(p->ebuf, "semantic error"), 1);
+	free(out);
+	free(p);
+	p = run_script("trace_progs/struct_target", "0", "probe process.function(\"visit\") { println($m->i8) }", 1,
+		       &out);
+	if (!strstr(p->ebuf, "semantic error: $m->i8: no parameter $m in visit (parameters: $n $k)"))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	free(out);
+	free(p);
+	p = run_script("trace_progs/struct_target", "0", "probe process.function(\"visit\") { println($k->x) }", 1,
+		       &out);
+	if (!strstr(p->ebuf, "semantic error: $k->x: '->x' on a int, which is no struct, union or pointer to one"))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	free(out);
+	free(p);
+	p = run_script("trace_progs/struct_target", "1",
+		       "probe process.function(\"visit\") {\n"
+		       "  printf(\"%d %d %d\\n\", @defined($n->nope), @defined($n->in->col),\n"
+		       "         @defined($n->x) ? $n->x : $n->in->s)\n"
+		       "}",
+		       0, &out);
+	CHECK_STR(out, "0 1 -5\n");
+	free(out);
+	free(p);
+}
+
+/* $n$ (nested structures as {...}, enums by name, char arrays and char *
+ * as strings, pointers in hex, arrays in brackets), $n->in$$, $n->pin$
+ * (a pointer to a structure: the structure) and $k$, as struct_target
+ * prints them. */
+TEST_TIMEOUT(script_typed_pretty_printing_is_stap_s, 120)
+{
+	members_match_as("trace_progs/struct_target", "3 pretty", pretty_script, 3 * 4);
+	members_match_as("trace_progs/struct_target-O0", "3 pretty", pretty_script, 3 * 4);
+	members_match_as("trace_progs/struct_target-dwarf4", "3 pretty", pretty_script, 3 * 4);
+}
+
+/* @cast($n, "struct T"[, "PATH"])->member: $n's value as the address of a
+ * T named in the object's DWARF (a struct inner over a node's first two
+ * bytes: u8 << 8 | i8 as a short), a type that does not exist names the
+ * object searched. */
+TEST_TIMEOUT(script_typed_cast_reads_as_the_type_named, 120)
+{
+	char text[1024], *out;
+	struct tproc *p;
+
+	snprintf(text, sizeof(text),
+		 "probe process.function(\"visit_bad\") { println(@cast($n, \"struct node\")->i32) }\n"
+		 "probe process.function(\"visit\") {\n"
+		 "  printf(\"%%d %%d %%s\\n\", @cast($n, \"struct inner\")->s,\n"
+		 "         @cast($n, \"struct node\", \"%s\")->in->col, user_string(@cast($n, \"struct node\")->str))\n"
+		 "}\n",
+		 djp_test_path("trace_progs/struct_target"));
+	p = run_script("trace_progs/struct_target", "2", text, 0, &out);
+	CHECK_STR(out, "-1380 7 alpha\n-1123 7 beta\n0\n");
+	free(out);
+	free(p);
+	p = run_script("trace_progs/struct_target", "0",
+		       "probe process.function(\"visit\") { println(@cast($n, \"struct nosuch\")->i32) }", 1, &out);
+	if (!strstr(p->ebuf, "<input>:1:69: semantic error: @cast($n, \"struct nosuch\")->i32: @cast: no type 'struct "
+			     "nosuch' in the DWARF of "))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	free(out);
+	free(p);
+}
+
+/* Under -x, into a program that never heard of djprobe (the injected
+ * agent: no fast copy, its loads by process_vm_readv): the same values. */
+TEST_TIMEOUT(script_typed_members_under_x, 120)
+{
+	char *argv[] = { (char *)djp_test_path("trace_progs/struct_target"), "4", "wait", NULL };
+	struct tproc *t = tt_spawn(argv, false, -1), *d;
+	char pid[32], *oracle, *ready;
+	int st;
+
+	CHECK(tt_wait_out(t, "ready ", 20000));
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	d = tt_spawn((char *const[]){ (char *)tt_djp(), "-x", pid, "-e",
+				      "probe begin { println(\"armed\") }\n"
+				      "probe process.function(\"visit\") {\n"
+				      "  printf(\"%d %d %d %d %d %d %d %d\\n\", $n->i8, $n->u8, $n->i16, $n->u16, $n->i32,\n"
+				      "         $n->u32, $n->i64, $n->u64)\n"
+				      "  printf(\"%d %d %d %d %d\\n\", $n->b, $n->c, $n->bf_u, $n->bf_s, $n->bf_hi)\n"
+				      "  printf(\"%d %d %d %d %d %d %d\\n\", $n->un->ui, $n->ax, $n->ay, $n->in->s,\n"
+				      "         $n->in->col, $n->pin->uc, $n->pin->flag)\n"
+				      "  printf(\"%d %s %s %d %d\\n\", $n->cvu, user_string($n->name), user_string($n->str),\n"
+				      "         $n->arr[2], $n->next->next->next->i32)\n"
+				      "  printf(\"%d %d\\n\", &$n->arr[1] - $n, $n->next->arr[3])\n"
+				      "}\n"
+				      "probe process.function(\"make\").return { printf(\"%d %d\\n\", $return->i32,\n"
+				      "  $return->in->s) }\n"
+				      "probe process.function(\"visit_bad\") { exit() }\n",
+				      NULL },
+		     false, -1);
+	/* armed: the first byte of each function probed is a jump (0xe9) or
+	 * an int3 (0xcc); the tool connects its points one at a time */
+	for (int k = 0; k < 3; k++) {
+		static const char *const fn[] = { "visit", "make", "visit_bad" };
+		uintptr_t at = tt_func_addr(t->pid, djp_test_path("trace_progs/struct_target"), fn[k]);
+		int b = tt_byte_at(t->pid, at);
+		for (int i = 0; i < 6000 && b != 0xe9 && b != 0xcc; i++) {
+			usleep(10000);
+			b = tt_byte_at(t->pid, at);
+		}
+		if (b != 0xe9 && b != 0xcc) {
+			tt_read_now(d);
+			djp_test_fail(__FILE__, __LINE__, "%s not armed (%#x): %s / %s", fn[k], b, d->obuf, d->ebuf);
+		}
+	}
+	tt_send(t, "go\n");
+	CHECK(tt_wait_out(t, "done\n", 30000));
+	st = tt_finish(d, 30000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		djp_test_fail(__FILE__, __LINE__, "djp -x: status %#x: %s / %s", st, d->obuf, d->ebuf);
+	oracle = strstr(t->obuf, "\n") + 1; /* after "ready PID" */
+	*strstr(oracle, "done\n") = 0;
+	ready = strstr(d->obuf, "armed\n") + 6;
+	if (strcmp(ready, oracle))
+		djp_test_fail(__FILE__, __LINE__, "the script printed\n%s\nthe target\n%s\nstderr: %s", ready, oracle,
+			      d->ebuf);
+	tt_end(t);
+	free(d);
+}
+
+/* The issue's own example: libc's FILE through libc6-dbg's DWARF (a
+ * separate debug file by build-id), $return->_fileno at fopen's return
+ * and $fp->_fileno at fclose. */
+TEST_TIMEOUT(script_typed_libc_file_through_its_debug_file, 120)
+{
+	char *out, want[256];
+	struct tproc *p = run_script(
+		"trace_progs/struct_target", "2 fopen",
+		"probe process(\"/lib/x86_64-linux-gnu/libc.so.6\").function(\"fopen\").return {\n"
+		"  printf(\"fopen %d\\n\", $return->_fileno)\n}\n"
+		"probe process(\"/lib/x86_64-linux-gnu/libc.so.6\").function(\"fclose\") {\n"
+		"  printf(\"fclose %d\\n\", $fp->_fileno)\n}\n",
+		0, &out);
+	int fd1 = -1, fd2 = -1;
+	CHECK(sscanf(p->obuf, "fileno %d\nfileno %d\n", &fd1, &fd2) == 2);
+	snprintf(want, sizeof(want), "fopen %d\nfclose %d\nfopen %d\nfclose %d\n", fd1, fd1, fd2, fd2);
+	if (strcmp(out, want))
+		djp_test_fail(__FILE__, __LINE__, "the script printed\n%s\nwant\n%s\nstderr: %s", out, want, p->ebuf);
+	free(out);
+	free(p);
+}
+
+/* $$parms$: each parameter pretty-printed, "n={...} k=0", as $n$ and $k$
+ * print them (the target's lines 1 and 4 of each call); $$locals$ is
+ * empty at an entry. */
+TEST_TIMEOUT(script_typed_parms_pretty_printed, 120)
+{
+	char *out, want[8192], *line[4], *save = NULL, *o;
+	size_t len = 0;
+	struct tproc *p = run_script("trace_progs/struct_target", "2 pretty",
+				     "probe process.function(\"visit\") { println($$parms$, \"|\", $$locals$, \"|\") }",
+				     0, &out);
+
+	o = p->obuf;
+	for (int call = 0; call < 2; call++) {
+		for (int i = 0; i < 4; i++)
+			CHECK((line[i] = strtok_r(call || i ? NULL : o, "\n", &save)) != NULL);
+		len += (size_t)snprintf(want + len, sizeof(want) - len, "n=%s k=%s||\n", line[0], line[3]);
+	}
+	if (strcmp(out, want))
+		djp_test_fail(__FILE__, __LINE__, "the script printed\n%s\nwant\n%s\nstderr: %s", out, want, p->ebuf);
+	free(out);
+	free(p);
+}
+
+/* At a statement point: the variable where the DWARF places it there (at
+ * -O0 the stack slot the prologue filled, past the entry), $n$ and $k
+ * as the target prints them (its lines 1 and 4 of each call). */
+static void statement_match(const char *target)
+{
+	char text[512], *out, want[8192], *line[4], *save = NULL;
+	size_t len = 0;
+	struct tproc *p;
+
+	snprintf(text, sizeof(text),
+		 "probe process.statement(\"visit@struct_target.c:%d\") { println($n$) println($k) }",
+		 tt_source_line("struct_target.c", "sink += n->i32 + k;"));
+	p = run_script(target, "2 pretty", text, 0, &out);
+	for (int call = 0; call < 2; call++) {
+		for (int i = 0; i < 4; i++)
+			CHECK((line[i] = strtok_r(call || i ? NULL : p->obuf, "\n", &save)) != NULL);
+		len += (size_t)snprintf(want + len, sizeof(want) - len, "%s\n%s\n", line[0], line[3]);
+	}
+	if (strcmp(out, want))
+		djp_test_fail(__FILE__, __LINE__, "%s: the script printed\n%s\nwant\n%s\nstderr: %s", target, out, want,
+			      p->ebuf);
+	free(out);
+	free(p);
+}
+
+TEST_TIMEOUT(script_typed_at_a_statement, 120)
+{
+	statement_match("trace_progs/struct_target");
+	statement_match("trace_progs/struct_target-O0");
+}

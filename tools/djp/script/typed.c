@@ -1,0 +1,553 @@
+/*
+ * A script's typed accesses: `$req->hdr->len`, `$p->arr[2]`, `&$p->x`,
+ * `$return->f`, `@cast($p, "struct T")->f`, and pretty-printed, `$p$`,
+ * `$p->in$$`, `$$parms$`, read in the target when the probe fires.
+ *
+ * How it works.  Before the check (so that @defined can ask), each access
+ * of a probe body is compiled against the DWARF of every function the
+ * probe's function points name, and of every address of its statement
+ * points' lines (lib/typed_compile.c): one load program per site, since a
+ * glob's functions may place the variable, or lay out its type,
+ * differently; a pretty-printed access is one program per value it
+ * prints, laid out alike at every site (else it is an error).  An access that does not compile in one of them
+ * is undefined for the probe; the check says why where the access is
+ * written (line:column), before anything is armed, unless @defined rules
+ * it out.
+ *
+ * The check gives each access it keeps an index, the same in every
+ * function: before arm, each function site gets the list of programs
+ * (the accesses of the probes that do not name it get a program that
+ * loads nothing), sent to the target (LOADS) before its patterns.  Each
+ * event of the site then carries the results in that order (DJP_EVF_LOADS),
+ * and the value of an access is the word at its index (a pretty-printed
+ * one's, the words from its index on).  At most DJP_LOAD_MAX_PROGS values
+ * a script.
+ *
+ * A load that faults in the target ends that access with the address;
+ * reading its value is then stap's run-time error, `user memory copy fault
+ * at 0xADDR near operator '->'`, and the program runs on.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "func_points.h"
+#include "lib/func_symbols.h"
+#include "lib/ring.h"
+#include "run/interp.h"
+#include "typed.h"
+
+/* One function's programs of an access (one, or a pretty-printed one's
+ * values). */
+struct typed_site {
+	char *name; /* the site's name: "f", "f%return" */
+	struct djp_load_prog *progs;
+	unsigned n;
+};
+
+struct typed_sites {
+	struct typed_site *v;
+	unsigned n;
+};
+
+struct script_typed {
+	struct typed_ref *ref[DJP_LOAD_MAX_PROGS]; /* by index (a pretty-printed one at each of its values) */
+	unsigned n;
+	/* what was sent (typed_load_sites) */
+	struct djp_load_site *sites;
+	unsigned nsites;
+	/* each ref's programs, by ref (resolve) */
+	struct {
+		struct typed_ref *tr;
+		struct typed_sites s;
+	} *progs;
+	unsigned nprogs;
+};
+
+static struct script_typed *typed_of(struct script *sc)
+{
+	if (!sc->typed && !(sc->typed = calloc(1, sizeof(*sc->typed))))
+		abort();
+	return sc->typed;
+}
+
+static struct typed_sites *sites_of(struct script *sc, struct typed_ref *tr)
+{
+	struct script_typed *t = typed_of(sc);
+	for (unsigned i = 0; i < t->nprogs; i++)
+		if (t->progs[i].tr == tr)
+			return &t->progs[i].s;
+	if (!(t->progs = realloc(t->progs, sizeof(*t->progs) * (t->nprogs + 1))))
+		abort();
+	t->progs[t->nprogs].tr = tr;
+	t->progs[t->nprogs].s = (struct typed_sites){ 0 };
+	return &t->progs[t->nprogs++].s;
+}
+
+static void set_err(struct typed_ref *tr, const char *fmt, const char *a, const char *b)
+{
+	size_t n = strlen(fmt) + strlen(a) + strlen(b) + 1;
+	if (tr->err)
+		return; /* the first said */
+	if (!(tr->err = malloc(n)))
+		abort();
+	snprintf(tr->err, n, fmt, a, b);
+	tr->ok = false;
+}
+
+/* Two functions print an access alike: the same texts and kinds. */
+static bool same_layout(const struct djp_pretty *a, const struct djp_pretty *b)
+{
+	if (a->n != b->n || strcmp(a->tail, b->tail))
+		return false;
+	for (unsigned i = 0; i < a->n; i++)
+		if (a->v[i].kind != b->v[i].kind || strcmp(a->v[i].text, b->v[i].text))
+			return false;
+	return true;
+}
+
+/* Append b's pieces to a, b's first text after `prefix`; b is emptied. */
+static int pretty_join(struct djp_pretty *a, struct djp_pretty *b, const char *prefix)
+{
+	size_t n;
+	char *t;
+
+	if (!a->tail && !(a->tail = strdup("")))
+		return -ENOMEM;
+	/* the text before b's first value: a's tail, the prefix, b's own */
+	n = strlen(a->tail) + strlen(prefix) + strlen(b->n ? b->v[0].text : b->tail) + 1;
+	if (!(t = malloc(n)))
+		return -ENOMEM;
+	snprintf(t, n, "%s%s%s", a->tail, prefix, b->n ? b->v[0].text : b->tail);
+	if (b->n) {
+		if (!(a->v = realloc(a->v, sizeof(*a->v) * (a->n + b->n))))
+			return -ENOMEM;
+		free(b->v[0].text);
+		b->v[0].text = t;
+		memcpy(a->v + a->n, b->v, sizeof(*b->v) * b->n);
+		a->n += b->n;
+		free(a->tail);
+		a->tail = b->tail;
+		free(b->v);
+	} else {
+		free(a->tail);
+		a->tail = t;
+		free(b->tail);
+	}
+	memset(b, 0, sizeof(*b));
+	return 0;
+}
+
+/* $$parms$, $$vars$ and $$locals$ (at an entry: the parameters, the same,
+ * and nothing; at a statement, tr->acc.pc, the locals in scope there as
+ * well): "a=... b=..." of each, pretty-printed; "b=?" for one that cannot
+ * be read. */
+static int all_pretty(struct djp_params_file *pf, uint64_t addr, const struct typed_ref *tr, struct djp_pretty *out,
+		      char *err, size_t errsz)
+{
+	struct djp_param_set ps;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!(out->tail = strdup("")))
+		return -ENOMEM;
+	if (tr->all == 'l' && !tr->acc.pc)
+		return 0;
+	if ((ret = tr->acc.pc ? djp_params_get_vars(pf, addr, tr->acc.pc, &ps, err, errsz)
+			      : djp_params_get(pf, addr, addr, &ps, err, errsz)))
+		return ret;
+	for (unsigned i = 0, k = 0; i < ps.n && !ret; i++) {
+		struct djp_typed_access a = { .var = ps.v[i].name, .pc = tr->acc.pc };
+		struct djp_pretty one;
+		char prefix[300];
+		bool seen = false;
+		for (unsigned j = 0; j < i; j++) /* the first of a name, as the agent's */
+			seen |= !strcmp(ps.v[j].name, ps.v[i].name);
+		if (seen || (tr->all == 'p' && ps.v[i].is_local) || (tr->all == 'l' && !ps.v[i].is_local))
+			continue;
+		snprintf(prefix, sizeof(prefix), "%s%s=", k++ ? " " : "", ps.v[i].name);
+		if (ps.v[i].loc.kind == DJP_LOC_NONE ||
+		    djp_typed_pretty(pf, addr, &a, tr->pretty, &one, err, errsz)) {
+			memset(&one, 0, sizeof(one));
+			if (!(one.tail = strdup("?")))
+				ret = -ENOMEM;
+		}
+		if (!ret)
+			ret = pretty_join(out, &one, prefix);
+	}
+	djp_params_free(&ps);
+	if (ret)
+		djp_pretty_free(out);
+	return ret ? snprintf(err, errsz, "out of memory"), ret : 0;
+}
+
+struct compile_ctx {
+	struct script *sc;
+	struct typed_ref *tr;
+	const struct probe_point *pp;
+	const char *path;
+	unsigned nfuncs;
+	const char *site; /* a statement's site name ("f+0x12"); NULL: the function's */
+};
+
+static int compile_one(void *ctx, const struct djp_func *f, const struct djp_func_source *fs,
+		       struct djp_params_file *pf)
+{
+	struct compile_ctx *c = ctx;
+	struct typed_sites *ts;
+	struct djp_typed_result res;
+	struct djp_pretty pr;
+	struct djp_load_prog *progs;
+	unsigned n = 1;
+	char err[1024], name[600];
+	(void)fs;
+
+	c->nfuncs++;
+	if (!pf) {
+		set_err(c->tr, "%s has no debug information (function %s)", c->path, f->name);
+		return 0;
+	}
+	if (c->tr->pretty) {
+		int e = c->tr->all && c->tr->all != 'r'
+				? all_pretty(pf, f->addr, c->tr, &pr, err, sizeof(err))
+				: djp_typed_pretty(pf, f->addr, &c->tr->acc, c->tr->pretty, &pr, err, sizeof(err));
+		if (!e && c->tr->all == 'r') { /* $$return$: "return=..." */
+			struct djp_pretty one = pr;
+			memset(&pr, 0, sizeof(pr));
+			e = pretty_join(&pr, &one, "return=");
+			if (e)
+				snprintf(err, sizeof(err), "out of memory");
+		}
+		if (e) {
+			set_err(c->tr, "%s, in function %s", err, f->name);
+			return 0;
+		}
+		if (!c->tr->has_tmpl) {
+			c->tr->tmpl = pr;
+			c->tr->has_tmpl = true;
+		} else if (!same_layout(&c->tr->tmpl, &pr)) {
+			djp_pretty_free(&pr);
+			set_err(c->tr, "its type differs between the functions the probe names (%s is one)%s", f->name,
+				"");
+			return 0;
+		}
+		n = pr.n;
+		if (!(progs = malloc(sizeof(*progs) * (n ? n : 1))))
+			abort();
+		for (unsigned i = 0; i < n; i++)
+			progs[i] = pr.v[i].prog;
+		if (c->tr->tmpl.v != pr.v)
+			djp_pretty_free(&pr);
+	} else {
+		if (djp_typed_compile(pf, f->addr, &c->tr->acc, &res, err, sizeof(err))) {
+			set_err(c->tr, "%s, in function %s", err, f->name);
+			return 0;
+		}
+		if (!(progs = malloc(sizeof(*progs))))
+			abort();
+		progs[0] = res.prog;
+	}
+	if (c->site)
+		snprintf(name, sizeof(name), "%s", c->site);
+	else
+		snprintf(name, sizeof(name), "%s%s", f->name, c->pp->ret ? "%return" : "");
+	ts = sites_of(c->sc, c->tr);
+	if (!(ts->v = realloc(ts->v, sizeof(*ts->v) * (ts->n + 1))) || !(ts->v[ts->n].name = strdup(name)))
+		abort();
+	ts->v[ts->n].progs = progs;
+	ts->v[ts->n++].n = n;
+	return 0;
+}
+
+/* A statement point's sites: tr at each address of its line, where the
+ * variable is as the DWARF says there. */
+static void resolve_line(struct compile_ctx *c, struct djp_source *src)
+{
+	struct djp_func_table *t = NULL;
+	uint64_t addrs[64];
+	char err[512], site[600];
+	char *path = func_point_object(c->pp, src ? src->target_pid : 0);
+	int n;
+
+	if (!path) {
+		set_err(c->tr, "cannot find the object of %s: %s", c->pp->text, strerror(errno));
+		return;
+	}
+	c->path = path;
+	n = djp_lines_resolve(path, c->pp->glob + 5, addrs, 64, err, sizeof(err));
+	if (n > 0 && djp_funcs_read(path, &t, err, sizeof(err)) != 0)
+		n = -1;
+	if (n < 0)
+		set_err(c->tr, "%s%s", err, "");
+	for (int i = 0; i < n && !c->tr->err; i++) {
+		const struct djp_func *f = djp_funcs_at(t, addrs[i]);
+		struct djp_params_file *pf = NULL;
+		if (!f)
+			continue;
+		if (addrs[i] == f->addr)
+			snprintf(site, sizeof(site), "%s", f->name);
+		else
+			snprintf(site, sizeof(site), "%s+%#llx", f->name, (unsigned long long)(addrs[i] - f->addr));
+		c->site = site;
+		c->tr->acc.pc = addrs[i] == f->addr ? 0 : addrs[i];
+		if (djp_params_open(path, &pf, err, sizeof(err)))
+			pf = NULL;
+		compile_one(c, f, NULL, pf);
+		if (pf)
+			djp_params_close(pf);
+	}
+	if (!c->nfuncs && !c->pp->optional && !c->tr->err)
+		set_err(c->tr, "%s has no code in %s", c->pp->text, path);
+	djp_funcs_free(t);
+	free(path);
+}
+
+/* Compile tr at every function of its probe's points. */
+static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_ref *tr)
+{
+	bool ret_var = !strcmp(tr->acc.var, "return");
+	unsigned points = 0;
+
+	tr->resolved = true;
+	tr->ok = true;
+	for (const struct probe_point *pp = tr->probe->points; pp && !tr->err; pp = pp->next) {
+		struct compile_ctx c = { sc, tr, pp, NULL, 0, NULL };
+		char spec[600], err[512];
+		char *path;
+		int n;
+		if (pp->kernel) {
+			set_err(tr, "not supported yet: a typed access at kernel points%s%s", "", "");
+			break;
+		}
+		if (pp->kind == PP_MARK && pp->point && !strncmp(pp->glob, "line:", 5) && !ret_var) {
+			resolve_line(&c, src);
+			points++;
+			continue;
+		}
+		if (pp->kind != PP_MARK || !pp->point || strncmp(pp->glob, "func:", 5)) {
+			set_err(tr, "not supported yet: a typed access at markers (only at function entries, returns "
+				    "and statements)%s%s", "", "");
+			break;
+		}
+		if (tr->all && tr->all != 'r' && pp->ret) {
+			set_err(tr, "not supported yet: %s at a .return point (read it at the entry)%s", tr->text, "");
+			break;
+		}
+		if (ret_var != pp->ret) {
+			set_err(tr, ret_var ? "$return is only at a .return point%s%s"
+					    : "not supported yet: a typed access to a parameter at a .return point "
+					      "(read it at the entry)%s%s", "", "");
+			break;
+		}
+		tr->acc.at_return = pp->ret;
+		if (!(path = func_point_object(pp, src ? src->target_pid : 0))) {
+			set_err(tr, "cannot find the object of %s: %s", pp->text, strerror(errno));
+			break;
+		}
+		c.path = path;
+		func_point_spec(pp, spec, sizeof(spec));
+		n = func_points_each(path, spec, compile_one, &c, err, sizeof(err));
+		if (n < 0)
+			set_err(tr, "%s%s", err, "");
+		else if (!c.nfuncs && !pp->optional)
+			set_err(tr, "%s matches no function in %s", pp->text, path);
+		free(path);
+		points++;
+	}
+	if (!points && !tr->err)
+		set_err(tr, "a typed access%s%s outside a function probe", "", "");
+}
+
+static void walk(struct script *sc, struct djp_source *src, struct probe *p, struct node *n)
+{
+	if (!n)
+		return;
+	if (n->kind == N_TYPED && n->tr && !n->tr->resolved) {
+		n->tr->probe = p;
+		resolve_ref(sc, src, n->tr);
+	}
+	walk(sc, src, p, n->a);
+	walk(sc, src, p, n->b);
+	walk(sc, src, p, n->c);
+	walk(sc, src, p, n->d);
+	walk(sc, src, p, n->fe_limit);
+	walk(sc, src, p, n->fe_slice);
+	for (int i = 0; i < n->nargs; i++)
+		walk(sc, src, p, n->args[i]);
+}
+
+int typed_resolve(struct script *sc, struct djp_source *src)
+{
+	for (struct probe *p = sc->probes; p; p = p->next) {
+		walk(sc, src, p, p->cond);
+		walk(sc, src, p, p->body);
+	}
+	return 0;
+}
+
+bool typed_check(struct script *sc, struct node *n)
+{
+	struct typed_ref *tr = n->tr;
+	struct script_typed *t;
+
+	if (tr->idx >= 0)
+		return true;
+	if (!tr->resolved || !tr->ok) {
+		diag(sc, n->line, n->col, "semantic error", "%s: %s", tr->text,
+		     tr->err ? tr->err : "not supported yet: a typed access outside a probe body");
+		return false;
+	}
+	t = typed_of(sc);
+	tr->npieces = tr->pretty ? tr->tmpl.n : 1;
+	if (t->n + tr->npieces > DJP_LOAD_MAX_PROGS) {
+		diag(sc, n->line, n->col, "semantic error", "%s: more than %d values read in one script", tr->text,
+		     DJP_LOAD_MAX_PROGS);
+		return false;
+	}
+	tr->idx = (int)t->n;
+	for (unsigned i = 0; i < tr->npieces; i++)
+		t->ref[t->n++] = tr;
+	return true;
+}
+
+/* The site named name in t's list, made with every program loading
+ * nothing. */
+static struct djp_load_prog *site_progs(struct script_typed *t, const char *name)
+{
+	static const struct djp_load_prog none = {
+		.base = { .kind = DJP_LOC_IMM, .size = 8, .reg = DJP_REG_NONE, .index = DJP_REG_NONE, .scale = 1 },
+	};
+	struct djp_load_prog *v;
+
+	for (unsigned i = 0; i < t->nsites; i++)
+		if (!strcmp(t->sites[i].name, name))
+			return (struct djp_load_prog *)t->sites[i].prog;
+	if (!(t->sites = realloc(t->sites, sizeof(*t->sites) * (t->nsites + 1))) ||
+	    !(v = malloc(sizeof(*v) * DJP_LOAD_MAX_PROGS)))
+		abort();
+	for (unsigned i = 0; i < DJP_LOAD_MAX_PROGS; i++)
+		v[i] = none;
+	t->sites[t->nsites++] = (struct djp_load_site){ "func", strdup(name), t->n, v };
+	return v;
+}
+
+void typed_load_sites(struct script *sc, struct djp_source *src)
+{
+	struct script_typed *t = sc->typed;
+
+	if (!t || !t->n)
+		return;
+	for (unsigned i = 0; i < t->n; i++) {
+		struct typed_ref *tr = t->ref[i];
+		struct typed_sites *ts;
+		if (i != (unsigned)tr->idx)
+			continue; /* a pretty-printed one's later values */
+		ts = sites_of(sc, tr);
+		for (unsigned k = 0; k < ts->n; k++) {
+			struct djp_load_prog *p = site_progs(t, ts->v[k].name);
+			for (unsigned j = 0; j < ts->v[k].n && i + j < DJP_LOAD_MAX_PROGS; j++)
+				p[i + j] = ts->v[k].progs[j];
+			if (!tr->pretty)
+				p[i].str_bound = (uint16_t)tr->str_bound;
+		}
+	}
+	src->load_sites = t->sites;
+	src->nload_sites = t->nsites;
+}
+
+int64_t typed_value(struct run *r, const struct node *n)
+{
+	const struct djp_ev *ev = r->ev;
+	int i = n->tr->idx;
+
+	if (!ev || !ev->loads || i < 0 || (unsigned)i >= ev->nloads)
+		rt_error(r, n, "%s was not read at this hit", n->tr->text);
+	if (ev->loads_faulted >> i & 1)
+		rt_error(r, n, "user memory copy fault at 0x%llx", (unsigned long long)ev->loads[i]);
+	return (int64_t)ev->loads[i];
+}
+
+bool typed_string(struct run *r, const struct node *n, const char **text, uint64_t *addr)
+{
+	const struct djp_ev *ev = r->ev;
+	int i = n->tr->idx;
+	uint64_t flags;
+	uint32_t len;
+
+	*text = NULL;
+	*addr = (uint64_t)typed_value(r, n); /* the chain's own faults first */
+	if (!n->tr->str_bound || !ev->loads_ev || !(ev->loads_strs >> i & 1))
+		return false;
+	*text = djp_event_load_str(ev->loads_ev, *addr, &len, &flags, addr);
+	if (*text && (flags & (DJP_STR_FAULT | DJP_STR_NULL)))
+		*text = NULL;
+	return true;
+}
+
+/* One value of a pretty-printed access, appended to b. */
+static void pretty_value(const struct djp_ev *ev, const struct djp_pretty_piece *pc, uint64_t v, bool is_str,
+			 struct strbuf *b)
+{
+	char tmp[64];
+
+	switch (pc->kind) {
+	case 's': {
+		const char *t = NULL;
+		uint64_t flags = 0, ptr = v;
+		uint32_t len;
+		if (is_str)
+			t = djp_event_load_str(ev->loads_ev, v, &len, &flags, &ptr);
+		if (t && !(flags & (DJP_STR_FAULT | DJP_STR_NULL))) {
+			sb_putc(b, '"');
+			print_escaped(b, t);
+			sb_putc(b, '"');
+			return;
+		}
+		snprintf(tmp, sizeof(tmp), "0x%llx", (unsigned long long)ptr);
+		break;
+	}
+	case 'x':
+		snprintf(tmp, sizeof(tmp), "0x%llx", (unsigned long long)v);
+		break;
+	case 'e':
+		for (unsigned i = 0; i < pc->nenum; i++)
+			if ((uint64_t)pc->enum_val[i] == v) {
+				sb_put(b, pc->enum_name[i], strlen(pc->enum_name[i]));
+				return;
+			}
+		__attribute__((fallthrough)); /* a value without a name */
+	case 'd':
+		snprintf(tmp, sizeof(tmp), "%lld", (long long)v);
+		break;
+	default:
+		snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v);
+		break;
+	}
+	sb_put(b, tmp, strlen(tmp));
+}
+
+const char *typed_pretty_text(struct run *r, const struct node *n)
+{
+	const struct djp_ev *ev = r->ev;
+	const struct typed_ref *tr = n->tr;
+	struct strbuf b = { 0 };
+	unsigned i0 = (unsigned)tr->idx;
+	const char *out;
+
+	if (tr->npieces && (!ev || !ev->loads || tr->idx < 0 || i0 + tr->npieces > ev->nloads))
+		rt_error(r, n, "%s was not read at this hit", tr->text);
+	for (unsigned i = 0; i < tr->npieces; i++)
+		if (ev->loads_faulted >> (i0 + i) & 1)
+			rt_error(r, n, "user memory copy fault at 0x%llx", (unsigned long long)ev->loads[i0 + i]);
+	for (unsigned i = 0; i < tr->npieces; i++) {
+		const struct djp_pretty_piece *pc = &tr->tmpl.v[i];
+		sb_put(&b, pc->text, strlen(pc->text));
+		pretty_value(ev, pc, ev->loads[i0 + i], ev->loads_strs >> (i0 + i) & 1, &b);
+	}
+	sb_put(&b, tr->tmpl.tail, strlen(tr->tmpl.tail));
+	sb_putc(&b, 0);
+	out = arena_strn(r, b.p, b.len > MAXSTRINGLEN ? MAXSTRINGLEN - 1 : b.len - 1);
+	free(b.p);
+	return out;
+}
