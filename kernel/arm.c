@@ -127,20 +127,11 @@ uint32_t djp__view_regs(const struct djp_hit *hit)
 	return ARCH_CALLER_SAVED;
 }
 
-/* What the object's code keeps in vector registers, decoded once; a file
- * that cannot be read is assumed to use everything. */
-static int vector_use(struct djp_object *o)
-{
-	if (o->vec_use < 0) {
-		int u = djp_vector_use_of_file(o->file ? o->file : o->path);
-		o->vec_use = u < 0 ? DJP_VEC_AVX512 | DJP_VEC_X87 : u;
-	}
-	return o->vec_use;
-}
-
-static void desired_state(const struct djp_site *s, const struct djp_handler_list *l, int *state, int *flavour)
+static void desired_state(const struct djp_site *s, const struct djp_handler_list *l, int *state, int *flavour,
+			  bool *forced)
 {
 	int force_int3 = 0, full = 0, stack = 0;
+	*forced = false;
 	*flavour = DJP_LEAN;
 	if (!l || !l->n || s->is_return) { /* a return site has no bytes */
 		*state = SITE_IDLE;
@@ -162,6 +153,24 @@ static void desired_state(const struct djp_site *s, const struct djp_handler_lis
 	/* a trap where a handler forces it or no jump can be placed */
 	*state = djp_way_wanted(l->n, force_int3 || s->no_jump || s->len < X86_JMP_REL32_LEN || (full && !arch_xsave_size()),
 				s->state, false);
+	*forced = force_int3 && !s->no_jump && !(full && !arch_xsave_size());
+}
+
+/*
+ * The trap entry of a site that is an int3 probe.  A run that starts
+ * before its site has its int3 at the run's start, where the registers are
+ * not the probe's: the trap enters the site's trampoline (of `flavour`,
+ * made for it), which runs the instructions before the probe, the
+ * handlers, then the rest.  Such a site is an int3 only while it is armed
+ * and a thread kept its jump out (threads_check.c) or a handler asks for
+ * an int3; one that is to be armed as an int3 from idle is narrowed to its
+ * probe's instruction first (batch_decide).
+ */
+static struct djp_trap_entry int3_entry(struct djp_site *s, int flavour)
+{
+	if (djp_site_runs_before(s))
+		return (struct djp_trap_entry){ s->addr, s->tramp[flavour], s, DJP_TRAP_JUMP, s->len };
+	return (struct djp_trap_entry){ s->addr, djp_site_ool(s), s, DJP_TRAP_PROBE, s->len };
 }
 
 /* Every int3 probe outside the batch, plus the batch's own entries. */
@@ -182,7 +191,7 @@ static struct djp_trap_table *trap_table_build(struct djp_trap_entry *extra, siz
 		for (size_t i = 0; i < o->nsites; i++) {
 			struct djp_site *s = &o->sites[i];
 			if (s->state == SITE_INT3 && !s->in_batch)
-				t->e[k++] = (struct djp_trap_entry){ s->addr, djp_site_ool(s), s, DJP_TRAP_PROBE, s->len };
+				t->e[k++] = int3_entry(s, s->flavour);
 		}
 	for (size_t j = 0; j < nskip; j++)
 		skip[j]->in_batch = false;
@@ -220,15 +229,65 @@ static int batch_decide(void *ctx)
 	struct djp_site **sites = b->sites;
 
 	for (size_t i = 0; i < b->n; i++) {
-		desired_state(sites[i], b->new_lists[i], &b->state[i], &b->flavour[i]);
+		struct djp_site *s = sites[i];
+		bool forced;
+		desired_state(s, b->new_lists[i], &b->state[i], &b->flavour[i], &forced);
 		if (b->state[i] == SITE_JUMP && arch_flavour(b->flavour[i]) == DJP_FULL &&
-		    vector_use(sites[i]->obj) == DJP_VEC_OTHER)
-			b->state[i] = SITE_INT3; /* state no trampoline saves */
+		    djp_object_vec_use(s->obj) == DJP_VEC_OTHER)
+			b->state[i] = SITE_INT3, forced = false; /* state no trampoline saves */
+		/* A run that starts before its site, to be an int3: from idle,
+		 * narrowed to the probe's instruction for good; armed, its int3
+		 * enters the trampoline (int3_entry), which only a handler's
+		 * asking for an int3 allows (a trampoline of the flavour can be
+		 * made; func_code.c allows no such run where a full one could
+		 * not keep the object's vector state). */
+		if (djp_site_runs_before(s) && b->state[i] == SITE_INT3 && s->state == SITE_IDLE)
+			djp_site_narrow(s);
+		else if (djp_site_runs_before(s) && b->state[i] == SITE_INT3 && !forced)
+			return -ENOTSUP;
 	}
 	return 0;
 }
 
-/* Step 2: the missing trampolines, in one text session. */
+/* The requests of a site of a batch: its out-of-line copy, which its int3
+ * (and a jump being placed or taken away) runs, and its trampoline. */
+static void site_reqs(struct batch *b, size_t i, struct djp_tramp_req *reqs, size_t *req_idx, size_t *nreqs)
+{
+	struct djp_site *s = b->sites[i];
+	int state = b->state[i], flavour = b->flavour[i];
+	/* a jump, or an int3 that enters the trampoline (int3_entry) */
+	bool tramp = state == SITE_JUMP || (state == SITE_INT3 && djp_site_runs_before(s));
+
+	if (state != SITE_IDLE && s->code && !s->code->ool)
+		req_idx[*nreqs] = i, reqs[(*nreqs)++] = (struct djp_tramp_req){
+			.site = s->addr, .len = s->len, .flavour = DJP_OOL, .ds = s, .code = s->orig
+		};
+	if (tramp && !s->tramp[flavour] && !s->no_jump)
+		req_idx[*nreqs] = i,
+		reqs[(*nreqs)++] = (struct djp_tramp_req){
+			.site = s->addr,
+			.len = s->len,
+			.flavour = arch_flavour(flavour),
+			.sp_align = s->m->sp_align,
+			.ds = s,
+			.list = &s->handlers,
+			.regs_used = view_regs(s, flavour),
+			/* an instruction probe's trampoline keeps the flags and
+			 * ends with the displaced instructions (and, for a run
+			 * that starts before it, begins with those before it) */
+			.code = s->code ? s->orig : NULL,
+			.keep_flags = s->code && s->code->keep_flags,
+			.pre = s->code ? s->code->pre : 0,
+			.args = s->m->arg,
+			.nargs = s->m->nargs,
+			.bias = s->obj->bias,
+			.vec_use = arch_flavour(flavour) == DJP_FULL ? djp_object_vec_use(s->obj) : -1
+		};
+}
+
+/* Step 2: the missing trampolines, in one text session (two where a run
+ * that starts before its site gets none and is narrowed to an int3 probe
+ * of its instruction, whose out-of-line copy is then made). */
 static int batch_tramps(void *ctx)
 {
 	struct batch *b = ctx;
@@ -242,52 +301,37 @@ static int batch_tramps(void *ctx)
 		err = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < b->n; i++) {
-		/* an instruction probe's displaced instructions, run out of line
-		 * by its int3 (and while a jump is placed or taken away) */
-		if (state[i] != SITE_IDLE && sites[i]->code && !sites[i]->code->ool)
-			req_idx[nreqs] = i, reqs[nreqs++] = (struct djp_tramp_req){ .site = sites[i]->addr,
-								.len = sites[i]->len,
-								.flavour = DJP_OOL,
-								.ds = sites[i],
-								.code = sites[i]->orig };
-		if (state[i] == SITE_JUMP && !sites[i]->tramp[flavour[i]] && !sites[i]->no_jump)
-			req_idx[nreqs] = i, reqs[nreqs++] = (struct djp_tramp_req){ .site = sites[i]->addr,
-								.len = sites[i]->len,
-								.flavour = arch_flavour(flavour[i]),
-								.sp_align = sites[i]->m->sp_align,
-								.ds = sites[i],
-								.list = &sites[i]->handlers,
-								.regs_used = view_regs(sites[i], flavour[i]),
-								/* an instruction probe's trampoline
-								 * keeps the flags and ends with the
-								 * displaced instructions */
-								.code = sites[i]->code ? sites[i]->orig : NULL,
-								.keep_flags = sites[i]->code && sites[i]->code->keep_flags,
-								.args = sites[i]->m->arg,
-								.nargs = sites[i]->m->nargs,
-								.bias = sites[i]->obj->bias,
-								.vec_use = arch_flavour(flavour[i]) == DJP_FULL
-										   ? vector_use(sites[i]->obj)
-										   : -1 };
-	}
-	if (nreqs) {
+	for (size_t i = 0; i < b->n; i++)
+		site_reqs(b, i, reqs, req_idx, &nreqs);
+	for (int round = 0; nreqs && round < 2; round++) {
+		size_t again = 0;
 		arch_tramp_create(reqs, nreqs);
 		for (size_t r = 0; r < nreqs; r++) {
 			size_t i = req_idx[r];
+			struct djp_site *s = sites[i];
 			if (reqs[r].flavour == DJP_OOL) {
 				/* no int3 probe at an instruction without its copy */
-				if (!(sites[i]->code->ool = reqs[r].entry)) {
+				if (!(s->code->ool = reqs[r].entry)) {
 					err = reqs[r].err ? reqs[r].err : -ENOMEM;
 					goto out;
 				}
-			} else if (reqs[r].entry)
-				sites[i]->tramp[flavour[i]] = reqs[r].entry;
-			else {
-				sites[i]->no_jump |= reqs[r].err == -ERANGE;
+			} else if (reqs[r].entry) {
+				s->tramp[flavour[i]] = reqs[r].entry;
+			} else if (djp_site_runs_before(s) && s->state != SITE_IDLE) {
+				/* armed: its int3 would have no trampoline to enter */
+				err = reqs[r].err ? reqs[r].err : -ENOMEM;
+				goto out;
+			} else {
+				s->no_jump |= reqs[r].err == -ERANGE;
 				state[i] = SITE_INT3;
+				if (djp_site_runs_before(s) && djp_site_narrow(s))
+					req_idx[again++] = i; /* its copy made again, below */
 			}
 		}
+		nreqs = 0;
+		for (size_t k = 0; k < again; k++)
+			site_reqs(b, req_idx[k], reqs, req_idx + again, &nreqs);
+		memmove(req_idx, req_idx + again, nreqs * sizeof(*req_idx));
 	}
 out:
 	free(reqs);
@@ -326,7 +370,7 @@ static int batch_check(void *ctx)
 			b->entries[b->npokes] =
 				(struct djp_trap_entry){ s->addr, s->tramp[flavour[i]], s, DJP_TRAP_JUMP, s->len };
 		else
-			b->entries[b->npokes] = (struct djp_trap_entry){ s->addr, djp_site_ool(s), s, DJP_TRAP_PROBE, s->len };
+			b->entries[b->npokes] = int3_entry(s, flavour[i]);
 		b->changing[b->npokes++] = s;
 	}
 	/* a thread that blocks SIGTRAP: the batch is written with the other

@@ -252,7 +252,7 @@ int djp__sites_foreach(djp_site_visit_fn fn, void *ctx)
 		err = djp_objects_refresh();
 	for (struct djp_object *o = djp_objects; !err && o; o = o->next)
 		for (size_t i = 0; !err && i < o->nsites; i++)
-			err = fn(ctx, o->sites[i].id, o->path, o->sites[i].addr, o->sites[i].m);
+			err = fn(ctx, o->sites[i].id, o->path, djp_site_pc(&o->sites[i]), o->sites[i].m);
 	djp_engine_lock_release();
 	return err;
 }

@@ -57,14 +57,14 @@ uint8_t *djp_function_bytes(struct djp_object *o, uintptr_t start, size_t size)
 }
 
 /* A site of o (its markers, its points) that overlaps [lo, hi) other than
- * one starting at lo. */
-static struct djp_site *site_overlapping(struct djp_object *o, uintptr_t lo, uintptr_t hi)
+ * the one at a (an SDT nop being widened). */
+static struct djp_site *site_overlapping(struct djp_object *o, uintptr_t lo, uintptr_t hi, uintptr_t a)
 {
 	for (struct djp_object *x = djp_objects; x; x = x->next)
 		if (x == o || x->parent == o)
 			for (size_t i = 0; i < x->nsites; i++) {
 				struct djp_site *s = &x->sites[i];
-				if (s->len && s->addr != lo && s->addr < hi && s->addr + s->len > lo)
+				if (s->len && djp_site_pc(s) != a && s->addr < hi && s->addr + s->len > lo)
 					return s;
 			}
 	return NULL;
@@ -84,7 +84,8 @@ static const struct djp_branch_map *object_targets(struct djp_object *o)
 }
 
 /*
- * Can a jump cover [a, a + len) in function f (whose bytes are b)?  The
+ * Can a jump cover [a, a + len) in function f (whose bytes are b), or
+ * [a - *pre, a - *pre + len), a run that starts before a?  The
  * rules of djp_jump_run (whole instructions inside the function, no jump
  * of the function into the range, no indirect jump whose targets are not
  * known, a call only last,
@@ -94,12 +95,19 @@ static const struct djp_branch_map *object_targets(struct djp_object *o)
  * inside it.
  */
 unsigned djp_jump_range(struct djp_object *o, const struct djp_func_table *t, const struct djp_func *f, const uint8_t *b,
-		       uintptr_t start, uintptr_t a)
+			uintptr_t start, uintptr_t a, unsigned *pre)
 {
 	unsigned len = 0;
 
-	if (djp_jump_run(b, f->size, start, a, object_targets(o), djp_funcs_bias(o, t), &len, NULL) ||
-	    site_overlapping(o, a, a + len))
+	*pre = 0;
+	if (djp_jump_run(b, f->size, start, a, object_targets(o), djp_funcs_bias(o, t), pre, &len, NULL) ||
+	    site_overlapping(o, a - *pre, a - *pre + len, a))
+		return 0;
+	/* A run that starts before its site is armed only as a jump (or an
+	 * int3 that enters its trampoline: kernel/arm.c), which needs a
+	 * trampoline that can keep whatever the object's code keeps in its
+	 * vector registers. */
+	if (*pre && (!arch_xsave_size() || djp_object_vec_use(o) == DJP_VEC_OTHER))
 		return 0;
 	return len;
 }

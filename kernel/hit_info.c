@@ -26,7 +26,7 @@ DJP_API unsigned djp_hit_nargs(const struct djp_hit *hit)
 
 DJP_API uintptr_t djp_hit_site(const struct djp_hit *hit)
 {
-	return djp__hit_site(hit)->addr;
+	return djp_site_pc(djp__hit_site(hit));
 }
 
 /* DWARF's register numbers are the arch's (arch_dwarf_reg). */
@@ -37,7 +37,7 @@ DJP_API uint64_t djp_hit_reg(const struct djp_hit *hit, unsigned dwarf_reg)
 		return 0;
 	const struct djp_site *s = djp__hit_site(hit);
 	if (v == DJP_REG_PC) /* the site, which a jump's view does not store */
-		return s->addr;
+		return djp_site_pc(s);
 	if (djp__view_regs(hit) & (1u << v))
 		return hit->regs.r[v];
 	/* not stored: a lean trampoline keeps an instruction probe's

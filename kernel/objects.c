@@ -160,3 +160,14 @@ struct djp_site *djp_site_by_id(uint32_t id)
 				return &o->sites[i];
 	return NULL;
 }
+
+/* What the object's code keeps in vector registers, decoded once; a file
+ * that cannot be read is assumed to use everything. */
+int djp_object_vec_use(struct djp_object *o)
+{
+	if (o->vec_use < 0) {
+		int u = djp_vector_use_of_file(o->file ? o->file : o->path);
+		o->vec_use = u < 0 ? DJP_VEC_AVX512 | DJP_VEC_X87 : u;
+	}
+	return o->vec_use;
+}

@@ -75,8 +75,9 @@ static bool object_matches(const struct djp_object *o, const struct djp_point *p
 
 /* A point waiting for its site: what the checks found. */
 struct new_point {
-	uintptr_t addr;
-	uint8_t len;
+	uintptr_t addr; /* where its run starts: pc - pre */
+	uintptr_t pc;	/* the point */
+	uint8_t len, pre;
 	uint8_t orig[DJP_SITE_MAX_LEN];
 	const struct djp_func *f;
 	uint64_t off;
@@ -156,14 +157,16 @@ static int point_check(struct resolve *r, const struct djp_func *f, uintptr_t a,
 	if (!err && (in.kind == DJP_INSN_CALL_REL || in.kind == DJP_INSN_CALL_IND) && shadow_stack_on())
 		err = -ENOTSUP;
 	if (!err) {
-		unsigned jl = djp_jump_range(r->o, r->t, f, b, start, a);
-		np->addr = a;
+		unsigned pre, jl = djp_jump_range(r->o, r->t, f, b, start, a, &pre);
+		np->pc = a;
+		np->pre = jl ? (uint8_t)pre : 0;
+		np->addr = a - np->pre;
 		np->no_jump = !jl;
 		/* dead at a function's entry (the ABI gives them no value), or
 		 * where the code sets them all before reading one */
 		np->keep_flags = a != start && !djp_insn_flags_dead(b + (a - start), size - (a - start), a);
 		np->len = jl ? (uint8_t)jl : in.len;
-		memcpy(np->orig, b + (a - start), np->len);
+		memcpy(np->orig, b + (np->addr - start), np->len);
 		np->f = f;
 		np->off = a - start;
 	}
@@ -178,30 +181,24 @@ static void note_error(struct resolve *r, int err)
 }
 
 /* A point lands inside the range an idle site's jump would cover: that
- * site becomes an int3 probe of its first instruction (its copy made
- * again).  An armed one cannot change under its hits: false. */
-static bool shrink(struct djp_site *s)
-{
-	struct djp_insn in;
-	if (!s->code || s->state != SITE_IDLE || djp_insn_decode(s->orig, s->len, s->addr, &in))
-		return false;
-	s->len = in.len;
-	s->no_jump = true;
-	s->code->ool = 0;
-	if (!s->obj->parent) { /* a widened SDT nop: a nop again */
-		free(s->code);
-		s->code = NULL;
-	}
-	return true;
-}
-
+ * site becomes an int3 probe of its own instruction (kernel/
+ * site_narrow.c).  An armed one cannot change under its hits: false.  A
+ * new point the same, before it is a site. */
 static void shrink_new(struct new_point *np)
 {
 	struct djp_insn in;
-	if (!djp_insn_decode(np->orig, np->len, np->addr, &in)) {
+	if (!djp_insn_decode(np->orig + np->pre, np->len - np->pre, np->pc, &in)) {
+		memmove(np->orig, np->orig + np->pre, in.len);
+		np->addr = np->pc;
+		np->pre = 0;
 		np->len = in.len;
 		np->no_jump = true;
 	}
+}
+
+static bool overlap(uintptr_t a, unsigned alen, uintptr_t b, unsigned blen)
+{
+	return a < b + blen && b < a + alen;
 }
 
 /* One resolved point at runtime address `a` in function f. */
@@ -213,35 +210,38 @@ static void point_found(struct resolve *r, const struct djp_func *f, uintptr_t a
 
 	if (r->err)
 		return;
-	if (s && s->addr == a) {
+	if (s && djp_site_pc(s) == a) {
 		r->matched++;
 		if (!r->o->closing && !djp_site_carries(s, r->p->id))
 			r->err = djp_site_vec_push(r->sv, s);
 		return;
 	}
 	/* the new points near a: all of them, unless they came in address
-	 * order (a glob's functions do), when only those that can reach a */
+	 * order (a glob's functions do), when only those whose runs can
+	 * reach a's (which may start DJP_SITE_MAX_LEN bytes before a) */
 	size_t from = 0;
-	if (r->ascending && r->n && a > r->v[r->n - 1].addr)
-		for (from = r->n; from > 0 && r->v[from - 1].addr + DJP_SITE_MAX_LEN > a; from--)
+	if (r->ascending && r->n && a > r->v[r->n - 1].pc)
+		for (from = r->n; from > 0 && r->v[from - 1].pc + 2 * DJP_SITE_MAX_LEN > a; from--)
 			;
 	for (size_t i = from; i < r->n; i++)
-		if (r->v[i].addr == a)
+		if (r->v[i].pc == a)
 			return; /* two points resolved to one instruction */
-	if (s && !shrink(s)) {
+	if (s && !djp_site_narrow(s)) {
 		note_error(r, -EBUSY); /* inside the range another probe's jump covers */
 		return;
 	}
 	for (size_t i = from; i < r->n; i++)
-		if (r->v[i].addr < a && r->v[i].addr + r->v[i].len > a)
+		if (r->v[i].addr <= a && r->v[i].addr + r->v[i].len > a)
 			shrink_new(&r->v[i]);
 	if ((err = point_check(r, f, a, &np))) {
 		note_error(r, err);
 		return;
 	}
+	/* another new point's run overlapping its run: its own instruction
+	 * (which the other run does not hold: shrunk above) */
 	for (size_t i = from; i < r->n; i++)
-		if (r->v[i].addr > a && r->v[i].addr < a + np.len)
-			shrink_new(&np); /* another new point inside its range */
+		if (overlap(r->v[i].addr, r->v[i].len, np.addr, np.len))
+			shrink_new(&np);
 	r->matched++;
 	if (r->o->closing)
 		return;
@@ -253,7 +253,7 @@ static void point_found(struct resolve *r, const struct djp_func *f, uintptr_t a
 		}
 		r->v = v;
 	}
-	r->ascending = r->ascending && (!r->n || a > r->v[r->n - 1].addr);
+	r->ascending = r->ascending && (!r->n || a > r->v[r->n - 1].pc);
 	r->v[r->n++] = np;
 }
 
@@ -418,7 +418,7 @@ static int sites_make(struct resolve *r)
 			snprintf(name, sizeof(name), "%s+%#llx", np->f->name, (unsigned long long)np->off);
 		else
 			snprintf(name, sizeof(name), "%s", np->f->name);
-		m->site = np->addr - djp_funcs_bias(r->o, r->t);
+		m->site = np->pc - djp_funcs_bias(r->o, r->t);
 		m->site_len = np->len;
 		m->name = djp_marker_list_strdup(ml, name, strlen(name));
 		m->function = djp_marker_list_strdup(ml, np->f->name, strlen(np->f->name));
@@ -452,6 +452,7 @@ static int sites_make(struct resolve *r)
 		s->state = SITE_IDLE;
 		s->no_jump = r->v[i].no_jump;
 		s->code->keep_flags = r->v[i].keep_flags;
+		s->code->pre = r->v[i].pre;
 		s->m = &ml->v[i];
 		s->obj = po;
 		s->id = djp_site_id_next();

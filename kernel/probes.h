@@ -100,7 +100,8 @@ int djp__point_make(const struct djp_point_opts *where, struct djp_point **out);
  * their addresses, the site of o or its points whose bytes hold addr, a
  * function's bytes with our armed sites' shadows laid over them (to
  * free), and how many bytes from a in function f (bytes b from start) a
- * jump may cover: 0 when none. */
+ * jump may cover: 0 when none; *pre of them before a when the run starts
+ * earlier (arch/x86's djp_jump_run). */
 struct djp_func;
 struct djp_func_table;
 const struct djp_func_table *djp_object_funcs(struct djp_object *o);
@@ -108,7 +109,7 @@ uintptr_t djp_funcs_bias(const struct djp_object *o, const struct djp_func_table
 struct djp_site *djp_site_covering(struct djp_object *o, uintptr_t addr);
 uint8_t *djp_function_bytes(struct djp_object *o, uintptr_t start, size_t size);
 unsigned djp_jump_range(struct djp_object *o, const struct djp_func_table *t, const struct djp_func *f, const uint8_t *b,
-			uintptr_t start, uintptr_t a);
+			uintptr_t start, uintptr_t a, unsigned *pre);
 
 /* sdt_widen.c: an idle SDT probe's 1-byte nop, about to be armed: widen
  * the site to the run of instructions a jump may cover from it, where the

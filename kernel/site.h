@@ -116,7 +116,13 @@ struct djp_site_code {
 	/* where its int3 resumes: the first instruction relocated and a
 	 * jump back (0 until made) */
 	uintptr_t ool;
-	bool keep_flags; /* its flags may be live */
+	bool keep_flags; /* its flags may be live (at the probe's instruction) */
+	/* Bytes of the site before the probe's instruction: a run that
+	 * starts earlier because the bytes after it were too few (kernel/
+	 * site_narrow.c).  The site's bytes are then the run's; its int3,
+	 * where it has one, is at the run's start and enters its trampoline
+	 * (kernel/arm.c), never runs handlers there. */
+	uint8_t pre;
 };
 
 struct djp_site {
@@ -198,6 +204,9 @@ void djp_object_free(struct djp_object *o);
  * the next process-wide site id. */
 void djp_object_add(struct djp_object *o);
 uint32_t djp_site_id_next(void);
+/* What its code keeps in vector registers (enum djp_vec_use, and
+ * DJP_VEC_X87 when its x87 stack can be in use), decoded once. */
+int djp_object_vec_use(struct djp_object *o);
 struct djp_site *djp_site_by_id(uint32_t id);
 /* refresh.c: bring the registry in step with the loader's list (lock
  * held); and fn is called at the end of every refresh from now on (one):
@@ -207,6 +216,23 @@ void djp_objects_on_refresh(void (*fn)(void));
 /* What the registry tells a client of each site (kernel/engine.h). */
 typedef int (*djp_site_visit_fn)(void *ctx, uint32_t id, const char *object, uintptr_t addr,
 				 const struct djp_marker_info *m);
+
+/* The probe's address: the site's, or past the part of its run before it. */
+static inline uintptr_t djp_site_pc(const struct djp_site *s)
+{
+	return s->addr + (s->code ? s->code->pre : 0);
+}
+
+/* Does the site's run start before its probe's instruction? */
+static inline bool djp_site_runs_before(const struct djp_site *s)
+{
+	return s->code && s->code->pre;
+}
+
+/* site_narrow.c: an idle site whose bytes are instructions (a widened SDT
+ * nop, an instruction probe's run) becomes the probe's instruction alone,
+ * an int3 probe for good: false when it cannot (armed, or a marker). */
+bool djp_site_narrow(struct djp_site *s);
 
 /* Where a site's int3 resumes: its code's relocated copy, or 0 (a
  * marker's NOP is skipped). */

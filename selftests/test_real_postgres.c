@@ -387,3 +387,131 @@ TEST_TIMEOUT(postgres_script_through_runuser, 300)
 	free(p);
 	cluster_remove(&c);
 }
+
+/* psql's one value, as the postgres user. */
+static long long psql_value(const struct cluster *c, const char *sql)
+{
+	char cmd[8192], out[256] = "";
+	snprintf(cmd, sizeof(cmd), "runuser -u postgres -- /usr/bin/psql -h %s -p %d -At -c \"%s\" postgres 2>&1",
+		 c->dir, c->port, sql);
+	if (sh(cmd, out, sizeof(out)))
+		djp_test_fail(__FILE__, __LINE__, "psql -c \"%s\": %.500s", sql, out);
+	return atoll(out);
+}
+
+/* How many bytes before its nop the run of `probe`'s jump starts, as
+ * `djp list --json` says: 0 when it starts at the nop. */
+static int run_before_of(const char *probe)
+{
+	char cmd[512], out[1 << 16] = "";
+	const char *l, *r;
+	snprintf(cmd, sizeof(cmd), "%s list --json " PGBIN "/postgres", tt_djp());
+	CHECK_EQ(sh(cmd, out, sizeof(out)), 0);
+	CHECK((l = strstr(out, probe)) != NULL);
+	r = strstr(l, "\"run_before\":");
+	return r && r < strchr(l, '\n') ? atoi(r + strlen("\"run_before\":")) : 0;
+}
+
+/*
+ * PostgreSQL's buffer__sync__done fires in the checkpointer, at a nop
+ * right before a place a branch lands: its jump's run starts 6 bytes
+ * before it, with an add into CheckpointStats (rip-relative) that the
+ * trampoline runs relocated before the handlers.  Five CHECKPOINTs, each
+ * after more writes: djp reports five, with the NBuffers and the number of
+ * buffers to scan that bpftrace reads at buffer__sync__start of the same
+ * checkpoint (bpftrace's uprobe cannot share the done probe's byte, which
+ * our jump covers), and the buffers written, which the add the run moved
+ * counts into pg_stat_bgwriter's buffers_checkpoint: the program's own
+ * work, done once and right.
+ */
+TEST_TIMEOUT(postgres_checkpoint_site_with_a_run_before_it_equals_bpftrace, 300)
+{
+	struct cluster c;
+	struct tproc *p, *b;
+	long long before, after, written = 0;
+	long done[5][3];
+	int n = 0, pid = 0, starts = 0, st, pre = run_before_of("\"buffer__sync__done\"");
+	char cmd[8192];
+	const char *l;
+
+	if (pre <= 0)
+		djp_test_fail(__FILE__, __LINE__, "buffer__sync__done's jump starts at its nop (%d), not before", pre);
+	cluster_init(&c);
+	if (access("/usr/bin/bpftrace", X_OK))
+		djp_test_fail(__FILE__, __LINE__, "no /usr/bin/bpftrace: make check installs bpftrace");
+	b = tt_spawn((char *const[]){ "/usr/bin/bpftrace", "-e",
+				      "usdt:" PGBIN "/postgres:postgresql:buffer__sync__start"
+				      " { printf(\"S %d %d %d\\n\", pid, arg0, arg1); }"
+				      " BEGIN { printf(\"attached\\n\"); }",
+				      NULL },
+		     false, -1);
+	if (!tt_wait_out(b, "attached\n", 30000)) {
+		tt_kill(b);
+		djp_test_fail(__FILE__, __LINE__, "bpftrace did not attach in 30 s: %.500s", b->ebuf);
+	}
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", c.server, "postgresql:buffer__sync__done", NULL },
+		     false, -1);
+	snprintf(cmd, sizeof(cmd), "runuser -u postgres -- /usr/bin/psql -h %s -p %d -At -c 'select 1' postgres >/dev/null 2>&1",
+		 c.dir, c.port);
+	for (int i = 0; i < 150 && sh(cmd, NULL, 0); i++)
+		usleep(200000);
+	before = psql_value(&c, "SELECT buffers_checkpoint FROM pg_stat_bgwriter");
+	for (int k = 1; k <= 5; k++) {
+		char sql[256];
+		snprintf(sql, sizeof(sql),
+			 "CREATE TABLE IF NOT EXISTS t (x int); INSERT INTO t SELECT generate_series(1, %d); CHECKPOINT",
+			 1000 * k);
+		psql_value(&c, sql);
+	}
+	after = psql_value(&c, "SELECT buffers_checkpoint FROM pg_stat_bgwriter");
+	/* djp's five lines, in the checkpointer */
+	for (int tries = 0; tries < 3000 && n < 5; tries++) {
+		tt_read_now(p);
+		n = 0;
+		for (l = p->obuf; n < 5 && (l = strstr(l, " postgresql:buffer__sync__done ")); l++) {
+			const char *line = l;
+			while (line > p->obuf && line[-1] != '\n')
+				line--;
+			CHECK_EQ(sscanf(line, "%*s %d", &pid), 1);
+			CHECK_EQ(sscanf(l, " postgresql:buffer__sync__done arg1=%ld arg2=%ld arg3=%ld", &done[n][0],
+					&done[n][1], &done[n][2]),
+				 3);
+			n++;
+		}
+		if (n < 5)
+			usleep(10000);
+	}
+	if (n != 5)
+		djp_test_fail(__FILE__, __LINE__, "djp reported %d checkpoints' buffer__sync__done, not 5: %.2000s / %.2000s",
+			      n, p->obuf, p->ebuf);
+	/* the jump at the run's start, in the checkpointer */
+	CHECK_EQ(tt_byte_at(pid, tt_site_addr(pid, "postgresql:buffer__sync__done") - (uintptr_t)pre), 0xe9);
+	kill(b->pid, SIGINT);
+	st = tt_finish(b, 90000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		djp_test_fail(__FILE__, __LINE__, "bpftrace: status %#x: %.500s", st, b->ebuf);
+	for (l = b->obuf; (l = strstr(l, "S ")); l++) {
+		int spid;
+		long nbuffers, to_scan;
+		if (sscanf(l, "S %d %ld %ld", &spid, &nbuffers, &to_scan) != 3 || spid != pid)
+			continue;
+		if (starts < 5 && (nbuffers != done[starts][0] || to_scan != done[starts][2]))
+			djp_test_fail(__FILE__, __LINE__,
+				      "checkpoint %d: bpftrace's start NBuffers=%ld to_scan=%ld, djp's done %ld, %ld", starts,
+				      nbuffers, to_scan, done[starts][0], done[starts][2]);
+		starts++;
+	}
+	for (int k = 0; k < 5; k++)
+		written += done[k][1];
+	printf("# 5 checkpoints: djp's buffers written %lld, pg_stat_bgwriter's %lld; bpftrace's starts %d\n", written,
+	       after - before, starts);
+	CHECK_EQ(starts, 5);
+	CHECK(written > 0);
+	CHECK_EQ(written, after - before);
+	kill(p->pid, SIGINT); /* the tool stops the server */
+	st = tt_finish(p, 60000);
+	CHECK(WIFEXITED(st));
+	free(b);
+	free(p);
+	cluster_remove(&c);
+}

@@ -337,3 +337,36 @@ TEST_TIMEOUT(script_typed_at_a_statement, 120)
 	statement_match("trace_progs/struct_target");
 	statement_match("trace_progs/struct_target-O0");
 }
+
+/* One event carrying a probe's typed results, its registers (a script's
+ * register()) and its user stack: each block read where the others leave
+ * it (lib/ring.h's layout), the member the program's own, the register
+ * the pointer it was passed. */
+TEST_TIMEOUT(script_typed_beside_registers_and_the_stack, 120)
+{
+	char *out, *line, want[64];
+	int n = 0;
+	struct tproc *p =
+		run_script("trace_progs/struct_target", "5",
+			   "probe process.function(\"visit\") { printf(\"%d %d %d\\n\", $n->i32, register(\"rdi\") == $n, "
+			   "strlen(sprint_ubacktrace()) > 0) }",
+			   0, &out);
+	/* the target's first line of each visit: i8 u8 i16 u16 i32 ... */
+	for (line = p->obuf; *line; line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != 0)) {
+		char one[256];
+		long v[9];
+		snprintf(one, sizeof(one), "%.*s", (int)strcspn(line, "\n"), line);
+		if (sscanf(one, "%ld %ld %ld %ld %ld %ld %ld %ld %ld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+			   &v[7], &v[8]) != 8)
+			continue;
+		snprintf(want, sizeof(want), "%ld 1 1\n", v[4]);
+		if (!strstr(out, want))
+			djp_test_fail(__FILE__, __LINE__, "no '%.*s' in\n%s\nthe target\n%s", (int)strlen(want) - 1,
+				      want, out, p->obuf);
+		n++;
+	}
+	CHECK(n >= 5);
+	CHECK_EQ(tt_lines(out), 5);
+	free(out);
+	free(p);
+}

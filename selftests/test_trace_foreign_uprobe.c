@@ -192,9 +192,11 @@ TEST_TIMEOUT(trace_x_int3_a_foreign_uprobe_wrote_over_is_retaken, 90)
 	uint64_t off = last_byte();
 	uintptr_t r = tt_func_addr(t->pid, tt_func_target(), "ft_work") + off;
 
-	CHECK_EQ(tt_byte_at(t->pid, r), 0xc3); /* a ret: no room for a jump, an int3 probe */
+	/* a ret, an int3 probe as --int3 asks (without it, a jump whose run
+	 * starts before the ret covers it: kernel/func_code.c) */
+	CHECK_EQ(tt_byte_at(t->pid, r), 0xc3);
 	snprintf(point, sizeof(point), "func:ft_work+%#lx", (unsigned long)off);
-	d = trace_x(t, NULL, point);
+	d = trace_x(t, "--int3", point);
 	tt_wait_byte(t->pid, r, 0xcc, 10000);
 
 	/* the kernel finds an int3 there and takes it for its own; when the

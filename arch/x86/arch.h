@@ -141,6 +141,11 @@ struct djp_tramp_req {
 	 * `site` (the site's shadow, never the text, which may hold an int3) */
 	const uint8_t *code;
 	bool keep_flags; /* with code: the status flags are live at the site */
+	/* in, with code: bytes of it before the probe's instruction, at
+	 * site + pre (a run that starts before its site): a trampoline runs
+	 * them relocated first, then the handlers with the registers as they
+	 * are at site + pre, which is the view's pc, then the rest */
+	unsigned pre;
 	uintptr_t entry;    /* out: entry address (0 on failure) */
 	int err;	    /* out: -ERANGE when no memory is in reach, -errno */
 };

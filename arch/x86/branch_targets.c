@@ -417,28 +417,67 @@ static bool guess_inside(const struct djp_branch_map *m, const uint8_t *code, un
 	return false;
 }
 
-int djp_jump_run(const uint8_t *code, size_t size, uintptr_t start, uintptr_t addr, const struct djp_branch_map *m,
-		 uintptr_t bias, unsigned *len, const char **why)
+/* No target of the object strictly inside the run code[0..len) at
+ * runtime address lo (bias below it at link time). */
+static int object_clear(const struct djp_branch_map *m, const uint8_t *code, uintptr_t lo, unsigned len, uintptr_t bias,
+			const char **why)
 {
-	const char *w = NULL;
+	if (djp_branch_target_inside(m->targets, m->ntargets, lo - bias, lo + len - bias) ||
+	    guess_inside(m, code, len, lo - bias)) {
+		*why = "a branch elsewhere in the object lands inside the instructions a jump would cover";
+		return -EBUSY;
+	}
+	return 0;
+}
+
+struct before {
+	const struct djp_branch_map *m;
+	const uint8_t *code;
+	uintptr_t start, bias;
+};
+
+static int before_clear(void *ctx, uintptr_t lo, unsigned len, const char **why)
+{
+	const struct before *b = ctx;
+	return object_clear(b->m, b->code + (lo - b->start), lo, len, b->bias, why);
+}
+
+int djp_jump_run(const uint8_t *code, size_t size, uintptr_t start, uintptr_t addr, const struct djp_branch_map *m,
+		 uintptr_t bias, unsigned *pre, unsigned *len, const char **why)
+{
+	const char *w = NULL, *w2;
+	struct before b = { m, code, start, bias };
 	int err = djp_insn_jump_range_known(code, size, start, addr, m != NULL, len, &w);
+	bool blind;
+
+	if (pre)
+		*pre = 0;
 	if (!err && *len > DJP_SITE_MAX_LEN) {
 		w = "the instructions a jump would cover are too long";
 		err = -E2BIG;
 	}
-	if (!err && !m) {
-		w = "the object's branch targets cannot be read";
-		err = -ENODATA;
+	if (!m) {
+		if (!err) {
+			w = "the object's branch targets cannot be read";
+			err = -ENODATA;
+		}
+		goto out;
 	}
-	if (!err && blind_jump_in(m, start - bias, start + size - bias)) {
+	if ((blind = blind_jump_in(m, start - bias, start + size - bias)) && !err) {
 		w = "the function has an indirect jump whose targets are not known (a jump table may land inside)";
 		err = -EBUSY;
 	}
-	if (!err && (djp_branch_target_inside(m->targets, m->ntargets, addr - bias, addr + *len - bias) ||
-		     guess_inside(m, code + (addr - start), *len, addr - bias))) {
-		w = "a branch elsewhere in the object lands inside the instructions a jump would cover";
-		err = -EBUSY;
+	if (!err)
+		err = object_clear(m, code + (addr - start), addr, *len, bias, &w);
+	/* The function ends, or a branch lands, too soon after the site: a
+	 * run that starts before it, under the same rules (its start
+	 * checked against every target, as the rest of it is). */
+	if ((err == -ERANGE || err == -EBUSY) && !blind && pre &&
+	    !djp_insn_jump_runs_before(code, size, start, addr, true, DJP_SITE_MAX_LEN, before_clear, &b, pre, len, &w2)) {
+		w = NULL;
+		err = 0;
 	}
+out:
 	if (why)
 		*why = w;
 	return err;

@@ -36,10 +36,16 @@ bool djp_branch_target_inside(const uint64_t *v, size_t n, uint64_t lo, uint64_t
  * bytes are code[0..size) at `start`: djp_insn_jump_range's rules but for
  * indirect jumps, at most DJP_SITE_MAX_LEN bytes, no indirect jump of the
  * function whose targets are not known, and no target of the object (m,
- * at link-time addresses, `bias` below the run's) strictly inside.  0 and
- * *len, or -errno with *why (m NULL: not known, refused).
+ * at link-time addresses, `bias` below the run's) strictly inside.  Where
+ * the run from `addr` is refused because the function ends or a branch
+ * lands in it, and `pre` is not NULL, a run that starts up to
+ * DJP_SITE_MAX_LEN bytes before `addr` and ends just past it under the same
+ * rules, its start checked against every target as the rest of it is
+ * (djp_insn_jump_runs_before): it covers [addr - *pre, addr - *pre +
+ * *len).  0 and *len (and *pre, 0 for a run from addr), or -errno with
+ * *why, the run from addr's (m NULL: not known, refused).
  */
 int djp_jump_run(const uint8_t *code, size_t size, uintptr_t start, uintptr_t addr, const struct djp_branch_map *m,
-		 uintptr_t bias, unsigned *len, const char **why);
+		 uintptr_t bias, unsigned *pre, unsigned *len, const char **why);
 
 #endif

@@ -103,6 +103,7 @@
  * how much of that they rule out by other means.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <Zydis/Zydis.h>
 
@@ -354,8 +355,9 @@ static int relocate_one(const struct xinsn *x, const uint8_t *code, uintptr_t fr
 	}
 }
 
-ssize_t djp_insn_relocate(const uint8_t *code, size_t len, uintptr_t from, uintptr_t to, uint8_t *out, size_t cap,
-			  uint8_t *map, const char **why)
+/* The copies of code[0..len), then (back) the jump to from + len. */
+static ssize_t relocate(const uint8_t *code, size_t len, uintptr_t from, uintptr_t to, uint8_t *out, size_t cap,
+			uint8_t *map, bool back, const char **why)
 {
 	uint8_t buf[MAX_OUT_INSN];
 	ZydisDecoder dec;
@@ -386,6 +388,8 @@ ssize_t djp_insn_relocate(const uint8_t *code, size_t len, uintptr_t from, uintp
 		off += x.pub.len;
 		o += n;
 	}
+	if (!back)
+		return (ssize_t)o;
 	if (!x86_rel32_fits(to + o, X86_JMP_REL32_LEN, from + len))
 		return set_why(why, "the jump back is out of rel32 reach", -ERANGE);
 	if (map && o >= 0xff)
@@ -398,13 +402,74 @@ ssize_t djp_insn_relocate(const uint8_t *code, size_t len, uintptr_t from, uintp
 	return o + X86_JMP_REL32_LEN;
 }
 
+ssize_t djp_insn_relocate(const uint8_t *code, size_t len, uintptr_t from, uintptr_t to, uint8_t *out, size_t cap,
+			  uint8_t *map, const char **why)
+{
+	return relocate(code, len, from, to, out, cap, map, true, why);
+}
+
+ssize_t djp_insn_relocate_on(const uint8_t *code, size_t len, uintptr_t from, uintptr_t to, uint8_t *out, size_t cap,
+			     const char **why)
+{
+	return relocate(code, len, from, to, out, cap, NULL, false, why);
+}
+
+/*
+ * The rules for the instructions of one run [lo, end) of the function
+ * that holds the site (lo <= site < end, all three offsets from the
+ * function's start, already known to be instruction boundaries of its
+ * linear decode).  A run that starts before its site (lo < site) must
+ * also reach the site from its first byte by falling through: no jump,
+ * call or return before it.
+ */
+static int run_insns_check(const ZydisDecoder *dec, const uint8_t *fcode, size_t fsize, uintptr_t fstart, size_t lo,
+			   size_t site, size_t end, const char **why)
+{
+	struct xinsn x;
+
+	for (size_t off = lo; off < end; off += x.pub.len) {
+		int last;
+
+		decode(dec, fcode + off, fsize - off, fstart + off, &x);
+		last = off + x.pub.len == end;
+		if (x.call && !last)
+			return set_why(why, "a call in the middle of the range", -EBUSY);
+		if (x.pub.kind == DJP_INSN_BAD)
+			return set_why(why, x.pub.why, -ENOTSUP);
+		if ((x.pub.kind == DJP_INSN_RET || x.pub.kind == DJP_INSN_JMP_IND) && !last)
+			return set_why(why, "a ret or indirect jump in the middle of the range", -ENOTSUP);
+		if (off < site && x.pub.kind == DJP_INSN_JMP_REL)
+			return set_why(why, "a jump between the run's start and the site", -ENOTSUP);
+	}
+	return 0;
+}
+
+static const char *const target_inside = "a jump in the function lands inside the range";
+static const char *const indirect_inside = "the function has an indirect jump (a jump table may land inside)";
+
+/* Every branch of the function: none lands inside (lo, end). */
+static int branches_check(const ZydisDecoder *dec, const uint8_t *fcode, size_t fsize, uintptr_t fstart, size_t lo,
+			  size_t end, bool indirect_known, const char **why)
+{
+	struct xinsn x;
+
+	for (size_t off = 0; off < fsize; off += x.pub.len) {
+		decode(dec, fcode + off, fsize - off, fstart + off, &x);
+		if (x.relbranch && x.pub.target > fstart + lo && x.pub.target < fstart + end)
+			return set_why(why, target_inside, -EBUSY);
+		if (x.pub.kind == DJP_INSN_JMP_IND && !indirect_known)
+			return set_why(why, indirect_inside, -EBUSY);
+	}
+	return 0;
+}
+
 int djp_insn_jump_range_known(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, bool indirect_known,
 			      unsigned *len, const char **why)
 {
 	ZydisDecoder dec;
 	struct xinsn x;
 	size_t off, site, end = 0;
-	int boundary = 0;
+	int boundary = 0, err;
 
 	if (decoder_init(&dec))
 		return set_why(why, "no decoder", -ENOSYS);
@@ -425,30 +490,100 @@ int djp_insn_jump_range_known(const uint8_t *fcode, size_t fsize, uintptr_t fsta
 		return set_why(why, "not an instruction boundary", -EINVAL);
 	if (!end)
 		return set_why(why, "the range crosses the function's end", -ERANGE);
-
-	/* Each instruction of the run. */
-	for (off = site; off < end; off += x.pub.len) {
-		int last;
-
-		decode(&dec, fcode + off, fsize - off, fstart + off, &x);
-		last = off + x.pub.len == end;
-		if (x.call && !last)
-			return set_why(why, "a call in the middle of the range", -EBUSY);
-		if (x.pub.kind == DJP_INSN_BAD)
-			return set_why(why, x.pub.why, -ENOTSUP);
-		if ((x.pub.kind == DJP_INSN_RET || x.pub.kind == DJP_INSN_JMP_IND) && !last)
-			return set_why(why, "a ret or indirect jump in the middle of the range", -ENOTSUP);
-	}
-
-	/* Every branch of the function. */
-	for (off = 0; off < fsize; off += x.pub.len) {
-		decode(&dec, fcode + off, fsize - off, fstart + off, &x);
-		if (x.relbranch && x.pub.target > addr && x.pub.target < fstart + end)
-			return set_why(why, "a jump in the function lands inside the range", -EBUSY);
-		if (x.pub.kind == DJP_INSN_JMP_IND && !indirect_known)
-			return set_why(why, "the function has an indirect jump (a jump table may land inside)", -EBUSY);
-	}
+	if ((err = run_insns_check(&dec, fcode, fsize, fstart, site, site, end, why)) ||
+	    (err = branches_check(&dec, fcode, fsize, fstart, site, end, indirect_known, why)))
+		return err;
 	*len = end - site;
+	return 0;
+}
+
+/* The function, decoded once from its start: its instruction boundaries
+ * and the offsets its direct branches land on, bit k of each for offset k
+ * (fsize + 1 bits), and whether it has an indirect jmp. */
+struct fmap {
+	uint8_t *starts, *targets;
+	bool indirect;
+};
+
+static bool bit(const uint8_t *v, size_t k)
+{
+	return v[k / 8] >> (k % 8) & 1;
+}
+
+static int fmap_read(const ZydisDecoder *dec, const uint8_t *fcode, size_t fsize, uintptr_t fstart, struct fmap *m)
+{
+	struct xinsn x;
+
+	if (!(m->starts = calloc(2, fsize / 8 + 1)))
+		return -ENOMEM;
+	m->targets = m->starts + fsize / 8 + 1;
+	m->indirect = false;
+	for (size_t off = 0; off < fsize; off += x.pub.len) {
+		if (decode(dec, fcode + off, fsize - off, fstart + off, &x))
+			return -EILSEQ;
+		m->starts[off / 8] |= (uint8_t)(1u << (off % 8));
+		if (x.relbranch && x.pub.target >= fstart && x.pub.target - fstart <= fsize)
+			m->targets[(x.pub.target - fstart) / 8] |= (uint8_t)(1u << ((x.pub.target - fstart) % 8));
+		m->indirect |= x.pub.kind == DJP_INSN_JMP_IND;
+	}
+	m->starts[fsize / 8] |= (uint8_t)(1u << (fsize % 8)); /* the end is one */
+	return 0;
+}
+
+int djp_insn_jump_runs_before(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr,
+			      bool indirect_known, unsigned max, djp_run_fn ok, void *ctx, unsigned *pre, unsigned *len,
+			      const char **why)
+{
+	ZydisDecoder dec;
+	struct xinsn x;
+	struct fmap m = { 0 };
+	size_t site, lo, end;
+	const char *w = "no earlier instruction boundary gives a run";
+	int err = -ERANGE;
+
+	if (decoder_init(&dec))
+		return set_why(why, "no decoder", -ENOSYS);
+	if (addr < fstart || addr - fstart >= fsize)
+		return set_why(why, "the address is outside the function", -EINVAL);
+	if (addr == fstart) /* (nothing before a function's first instruction) */
+		return set_why(why, w, err);
+	site = addr - fstart;
+	if ((err = fmap_read(&dec, fcode, fsize, fstart, &m)) || !bit(m.starts, site)) {
+		free(m.starts);
+		return set_why(why, err == -ENOMEM ? "out of memory" : "not an instruction boundary",
+			       err == -ENOMEM ? err : -EINVAL);
+	}
+	err = -ERANGE;
+	if (m.indirect && !indirect_known) {
+		free(m.starts);
+		return set_why(why, indirect_inside, -EBUSY);
+	}
+	decode(&dec, fcode + site, fsize - site, addr, &x);
+	/* Nearest start first: the run ends past the site's instruction,
+	 * at the first boundary that makes it a jump's length. */
+	for (lo = site; lo-- > 0 && site + x.pub.len - lo <= max;) {
+		if (!bit(m.starts, lo))
+			continue;
+		end = site + x.pub.len;
+		while (end < fsize && (end - lo < X86_JMP_REL32_LEN || !bit(m.starts, end)))
+			end++;
+		if (end - lo < X86_JMP_REL32_LEN || end - lo > max)
+			continue;
+		err = run_insns_check(&dec, fcode, fsize, fstart, lo, site, end, &w);
+		for (size_t k = lo + 1; !err && k < end; k++)
+			if (bit(m.targets, k))
+				err = set_why(&w, target_inside, -EBUSY);
+		if (!err && ok)
+			err = ok(ctx, fstart + lo, (unsigned)(end - lo), &w);
+		if (!err) {
+			*pre = (unsigned)(site - lo);
+			*len = (unsigned)(end - lo);
+			break;
+		}
+	}
+	free(m.starts);
+	if (err)
+		return set_why(why, w, err);
 	return 0;
 }
 

@@ -62,6 +62,11 @@ int djp_insn_decode(const uint8_t *code, size_t avail, uintptr_t at, struct djp_
 ssize_t djp_insn_relocate(const uint8_t *code, size_t len, uintptr_t from, uintptr_t to, uint8_t *out, size_t cap,
 			  uint8_t *map, const char **why);
 
+/* The same copies without the jump back: code that goes on into what the
+ * caller emits next (a trampoline's part before its site); 0 for len 0. */
+ssize_t djp_insn_relocate_on(const uint8_t *code, size_t len, uintptr_t from, uintptr_t to, uint8_t *out, size_t cap,
+			     const char **why);
+
 /*
  * May a 5-byte jmp replace the instructions starting at `addr` inside the
  * function whose bytes are fcode[0..fsize) at runtime address fstart?
@@ -85,6 +90,24 @@ int djp_insn_jump_range(const uint8_t *fcode, size_t fsize, uintptr_t fstart, ui
  * those targets itself: an indirect jmp is then no reason to refuse. */
 int djp_insn_jump_range_known(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, bool indirect_known,
 			      unsigned *len, const char **why);
+
+/*
+ * Where the run from `addr` is refused (the function ends, a branch lands
+ * inside it), a run that starts at an earlier instruction boundary and
+ * ends just past the site: [addr - pre, addr - pre + len), at most `max`
+ * bytes, under the same rules (whole instructions of the linear decode
+ * inside the function, a call only last, every one relocatable, no direct
+ * branch of the function strictly inside, no indirect jump unless
+ * indirect_known) and one more: no jump between its start and the site,
+ * which it must reach by falling through.  The nearest start first; `ok`
+ * (may be NULL) is asked of each run the rules allow, at its runtime
+ * address, and a non-zero answer (-errno, *why set) tries the next.
+ * 0 with *pre and *len, or -errno with *why.
+ */
+typedef int (*djp_run_fn)(void *ctx, uintptr_t start, unsigned len, const char **why);
+int djp_insn_jump_runs_before(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr,
+			      bool indirect_known, unsigned max, djp_run_fn ok, void *ctx, unsigned *pre, unsigned *len,
+			      const char **why);
 
 /*
  * Are the status flags (CF PF AF ZF SF OF) dead at the instruction at

@@ -215,8 +215,27 @@ static inline int32_t point_pre(const struct djp_tramp_req *r)
 {
 	return r->code && r->keep_flags ? POINT_PRE : 0;
 }
+/* The probe's address: the site's, or past the run's part before it. */
+static inline uintptr_t tramp_pc(const struct djp_tramp_req *r)
+{
+	return r->site + (r->code ? r->pre : 0);
+}
+/*
+ * A run that starts before its site (r->pre): its instructions before the
+ * site run first, relocated, with the program's own stack and flags, so
+ * that what the trampoline saves next, and the handlers see, is the state
+ * at the site; the jump back at the end goes past the whole run.
+ */
 static inline void point_prologue(struct emit *e, const struct djp_tramp_req *r)
 {
+	if (r->code && r->pre && !e->overflow && e->n < e->cap) {
+		ssize_t k = djp_insn_relocate_on(r->code, r->pre, r->site, e->at + e->n, e->buf + e->n,
+						 e->cap - e->n, NULL);
+		if (k <= 0)
+			e->overflow = 1;
+		else
+			e->n += (size_t)k;
+	}
 	if (r->code && r->keep_flags) {
 		lea_rsp(e, DJP_REG_RSP, -RED_ZONE);
 		b1(e, 0x50);		     /* push %rax */
@@ -244,7 +263,8 @@ static inline void tramp_return(struct emit *e, const struct djp_tramp_req *r)
 	}
 	if (e->overflow || e->n >= e->cap)
 		return;
-	k = djp_insn_relocate(r->code, r->len, r->site, e->at + e->n, e->buf + e->n, e->cap - e->n, NULL, NULL);
+	k = djp_insn_relocate(r->code + r->pre, r->len - r->pre, tramp_pc(r), e->at + e->n, e->buf + e->n,
+			      e->cap - e->n, NULL, NULL);
 	if (k <= 0)
 		e->overflow = 1;
 	else

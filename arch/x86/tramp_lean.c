@@ -81,7 +81,7 @@ void djp_tramp_save_view(struct emit *e, const struct frame *f, uint32_t save, c
 		mov_rsp(e, DJP_REG_RAX, f->view + 8 * DJP_REG_RSP, 1);
 	}
 	if (r->regs_used & (1u << DJP_REG_RIP)) {
-		EMIT(e, "\x48\x8d\x05"), rel32(e, r->site); /* lea site(%rip),%rax */
+		EMIT(e, "\x48\x8d\x05"), rel32(e, tramp_pc(r)); /* lea site(%rip),%rax */
 		mov_rsp(e, DJP_REG_RAX, f->view + 8 * DJP_REG_RIP, 1);
 	}
 }

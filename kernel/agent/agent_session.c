@@ -695,7 +695,7 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 				 "pattern '%s': the site %s at %s+0x%lx can only be an int3 breakpoint, "
 				 "and a thread of the process blocks SIGTRAP",
 				 pattern, site->m->name ? site->m->name : "?", site->obj->path,
-				 (unsigned long)(site->addr - site->obj->bias));
+				 (unsigned long)(djp_site_pc(site) - site->obj->bias));
 		else
 			snprintf(msg, sizeof(msg), "pattern '%s': %s", pattern, point_problem(pattern, id));
 		return send_error(s, id, msg);

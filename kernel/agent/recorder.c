@@ -331,7 +331,7 @@ void djp_recorder_hit_stack(const struct djp_hit *hit, void *data)
 	struct djp_regs at;
 	unsigned n;
 
-	at.r[DJP_REG_PC] = s->is_return ? hit->regs.r[DJP_REG_PC] : s->addr;
+	at.r[DJP_REG_PC] = s->is_return ? hit->regs.r[DJP_REG_PC] : djp_site_pc(s);
 	at.r[DJP_REG_SP] = hit->regs.r[DJP_REG_SP];
 	at.r[DJP_REG_FP] = hit->regs.r[DJP_REG_FP];
 	n = djp__unwind(&at, pcs, DJP_RECORDER_STACK_DEPTH);

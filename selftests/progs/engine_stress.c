@@ -23,7 +23,9 @@
  *
  * Functions with indirect jumps (selftests/indirect_asm.h: a computed-goto
  * interpreter and a switch table) join in too, probed in the middle of a
- * dispatch block and between two cases, under the same exact count.
+ * dispatch block and between two cases, under the same exact count; and
+ * so do sites whose run starts before them (selftests/run_before_asm.h:
+ * two bytes before a function's end, right after a branch target).
  *
  * usage: engine_stress SECONDS   (DJP_SYNC=shootdown for the TLB-shootdown sync)
  */
@@ -41,6 +43,7 @@
 #include "djprobe/marker.h"
 #include "arch/x86/arch.h"
 #include "selftests/indirect_asm.h"
+#include "selftests/run_before_asm.h"
 
 #define NSITES 64
 #define NTHREADS 8
@@ -122,14 +125,27 @@ static void return_handler(const struct djp_hit *hit, void *data)
 
 /* The interpreter runs op 0, and so ig_add_site, three times a call. */
 static const unsigned char ig_prog[] = { 0, 1, 0, 4, 2, 3, 0, 5 };
-static _Atomic uint64_t iword[2]; /* ig_add_site, sw_site */
-static __thread long tls_ihits[2];
-static unsigned char ig_text[64], sw_text[64];
+#define NIND 4
+static _Atomic uint64_t iword[NIND]; /* ig_add_site, sw_site, rb_end's site, rb_join's */
+static __thread long tls_ihits[NIND];
+static unsigned char ig_text[64], sw_text[64], rb_text[2][32];
+static uintptr_t ind_site[NIND];
 
 static void indirect_handler(const struct djp_hit *hit, void *data)
 {
 	(void)data;
-	tls_ihits[djp_hit_site(hit) == (uintptr_t)sw_site]++;
+	for (int k = 0; k < NIND; k++)
+		tls_ihits[k] += djp_hit_site(hit) == ind_site[k];
+}
+
+/* A place in a function by its offset, the sum made where the compiler
+ * cannot fold it into a rip-relative lea of the place (a code address
+ * the program would hold: run_before_asm.h). */
+static uintptr_t place(const void *fn, unsigned off)
+{
+	uintptr_t a = (uintptr_t)fn;
+	__asm__("" : "+r"(a));
+	return a + off;
 }
 
 /* One run of each, checked as the sites are. */
@@ -137,16 +153,43 @@ static void call_indirect(long t, long n, long *checked, long *hits)
 {
 	uint64_t a1 = atomic_load(&iword[0]), b1 = atomic_load(&iword[1]), a2, b2;
 	long op = n % 6, x = t * 1000003 + n, r, q;
-	tls_ihits[0] = tls_ihits[1] = 0;
+	uint64_t c1 = atomic_load(&iword[2]), d1 = atomic_load(&iword[3]), c2, d2;
+	long e, j;
+	tls_ihits[0] = tls_ihits[1] = tls_ihits[2] = tls_ihits[3] = 0;
 	r = ig_run(ig_prog, x);
 	q = sw_run(op, x);
+	e = rb_end(x);
+	j = rb_join(x, x >> 1);
 	a2 = atomic_load(&iword[0]);
 	b2 = atomic_load(&iword[1]);
-	*hits += tls_ihits[0] + tls_ihits[1];
+	c2 = atomic_load(&iword[2]);
+	d2 = atomic_load(&iword[3]);
+	*hits += tls_ihits[0] + tls_ihits[1] + tls_ihits[2] + tls_ihits[3];
 	if (r != ig_ref(ig_prog, x) || q != sw_ref(op, x)) {
 		atomic_fetch_add(&bad, 1);
 		fprintf(stderr, "ig_run %ld (not %ld), sw_run(%ld) %ld (not %ld)\n", r, ig_ref(ig_prog, x), op, q,
 			sw_ref(op, x));
+	}
+	if (e != rb_end_ref(x) || j != rb_join_ref(x, x >> 1)) {
+		atomic_fetch_add(&bad, 1);
+		fprintf(stderr, "rb_end %ld (not %ld), rb_join %ld (not %ld)\n", e, rb_end_ref(x), j,
+			rb_join_ref(x, x >> 1));
+	}
+	if (c1 == c2 && !((c1 >> 16) & 1)) {
+		(*checked)++;
+		if ((uint64_t)tls_ihits[2] != (c1 & 0xffff)) {
+			atomic_fetch_add(&bad, 1);
+			fprintf(stderr, "rb_end: %ld hits, %u probes armed throughout\n", tls_ihits[2],
+				(unsigned)(c1 & 0xffff));
+		}
+	}
+	if (d1 == d2 && !((d1 >> 16) & 1)) {
+		(*checked)++;
+		if ((uint64_t)tls_ihits[3] != (d1 & 0xffff)) {
+			atomic_fetch_add(&bad, 1);
+			fprintf(stderr, "rb_join: %ld hits, %u probes armed throughout\n", tls_ihits[3],
+				(unsigned)(d1 & 0xffff));
+		}
 	}
 	if (a1 == a2 && !((a1 >> 16) & 1)) {
 		(*checked)++;
@@ -272,6 +315,16 @@ int main(int argc, char **argv)
 		memcpy(fn_text[s], (void *)fns[s], sizeof(fn_text[s]));
 	memcpy(ig_text, (void *)ig_run, sizeof(ig_text));
 	memcpy(sw_text, (void *)sw_run, sizeof(sw_text));
+	memcpy(rb_text[0], (void *)rb_end, sizeof(rb_text[0]));
+	memcpy(rb_text[1], (void *)rb_join, sizeof(rb_text[1]));
+	ind_site[0] = (uintptr_t)ig_add_site;
+	ind_site[1] = (uintptr_t)sw_site;
+	ind_site[2] = place(rb_end, RB_END_SITE);
+	ind_site[3] = place(rb_join, RB_JOIN_SITE);
+	if (!rb_offsets_ok()) {
+		fprintf(stderr, "run_before_asm.h's offsets are not its code's\n");
+		return 1;
+	}
 	{
 		/* every fn_AB has the same code: the statement probes go at the
 		 * first instruction past what a jump at the entry covers (the
@@ -296,7 +349,7 @@ int main(int argc, char **argv)
 			int *cov = probes[nprobes].cov, id;
 			bool point = rand_r(&seed) % 3 == 0;
 			bool indirect = !point && (rand_r(&seed) % 5 == 0 || !indirect_batches);
-			int which = (int)(rand_r(&seed) % 2);
+			int which = (int)(rand_r(&seed) % NIND);
 			_Atomic uint64_t *w = probes[nprobes].w = indirect ? &iword[which] : point ? pword : word;
 			random_pattern(&seed, point ? "fn_" : "stress_s", pat, cov);
 			if (indirect) {
@@ -309,8 +362,7 @@ int main(int argc, char **argv)
 			unsigned where = (unsigned)((point_batches + 2) % 3);
 			if (indirect)
 				id = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts),
-									 .addr = (uintptr_t)(which ? sw_site
-												   : ig_add_site) },
+									 .addr = ind_site[which] },
 						    indirect_handler, NULL, flagset[rand_r(&seed) % 4]);
 			else if (point)
 				/* the entry, a statement in the middle, or the return */
@@ -375,12 +427,13 @@ int main(int argc, char **argv)
 			fprintf(stderr, "fn %d not restored\n", s);
 			atomic_fetch_add(&bad, 1);
 		}
-	if (memcmp((void *)ig_run, ig_text, sizeof(ig_text)) || memcmp((void *)sw_run, sw_text, sizeof(sw_text))) {
-		fprintf(stderr, "ig_run or sw_run not restored\n");
+	if (memcmp((void *)ig_run, ig_text, sizeof(ig_text)) || memcmp((void *)sw_run, sw_text, sizeof(sw_text)) ||
+	    memcmp((void *)rb_end, rb_text[0], sizeof(rb_text[0])) || memcmp((void *)rb_join, rb_text[1], sizeof(rb_text[1]))) {
+		fprintf(stderr, "ig_run, sw_run, rb_end or rb_join not restored\n");
 		atomic_fetch_add(&bad, 1);
 	}
 	printf("%s: %ld batches (%ld of instruction probes, %ld of them return probes, %ld in functions with "
-	       "indirect jumps), %ld calls, %ld hits, %ld calls checked exactly, %ld errors\n",
+	       "indirect jumps or runs before their sites), %ld calls, %ld hits, %ld calls checked exactly, %ld errors\n",
 	       getenv("DJP_SYNC") ? getenv("DJP_SYNC") : "membarrier", batches, point_batches, return_batches,
 	       indirect_batches,
 	       atomic_load(&total_calls), atomic_load(&total_hits), atomic_load(&calls_checked), atomic_load(&bad));

@@ -67,7 +67,10 @@ void djp_usage_list(FILE *out)
 		"and, for SDT probes, provider and semaphore (null when none); arming:\n"
 		"\"jump\" when the engine arms the site with a jump (a marker's NOP; an SDT\n"
 		"probe's nop with the instructions after it, where the rules allow), else\n"
-		"\"int3\" with int3_why saying why.\n"
+		"\"int3\" with int3_why saying why; a jump whose run of instructions starts\n"
+		"before the nop (the function ends, or a branch lands, too soon after it)\n"
+		"adds run_before, how many bytes, and jump_note (\"run starts N bytes\n"
+		"before the site\").\n"
 		"\n"
 		"Exit status 0, or 1 with one line \"djp: WHAT: problem\" on stderr and\n"
 		"nothing on stdout, or 2 for a usage error.\n");
@@ -303,8 +306,11 @@ static uint64_t semaphore_address(const struct row *r)
 static void put_json_arming(FILE *out, const struct row *r)
 {
 	const char *why;
-	if (djp_site_arming(r->object, r->m, &why)) {
+	unsigned pre;
+	if (djp_site_arming(r->object, r->m, &why, &pre)) {
 		fputs(",\"arming\":\"jump\"", out);
+		if (pre)
+			fprintf(out, ",\"run_before\":%u,\"jump_note\":\"run starts %u bytes before the site\"", pre, pre);
 	} else {
 		fputs(",\"arming\":\"int3\",\"int3_why\":", out);
 		djp_json_string(out, why);

@@ -11,7 +11,9 @@
  * relocatable, no jump of the function into the run, no indirect jump
  * whose targets are not known),
  * and no direct branch anywhere in the object into it
- * (arch/x86/branch_targets.c).  The same functions on the file's bytes
+ * (arch/x86/branch_targets.c); where the function ends or a branch lands
+ * too soon after the nop, a run that starts at an earlier instruction
+ * under the same rules.  The same functions on the file's bytes
  * give the same verdict, but for what only the running process knows: a
  * thread inside the run when it is armed, another probe's site inside it,
  * no memory in reach for a trampoline.
@@ -54,7 +56,7 @@ static bool load(const char *path)
 	return cache.ok;
 }
 
-bool djp_site_arming(const char *path, const struct djp_marker_info *m, const char **why)
+bool djp_site_arming(const char *path, const struct djp_marker_info *m, const char **why, unsigned *pre)
 {
 	struct djp_func cf;
 	const struct djp_func *f;
@@ -64,6 +66,7 @@ bool djp_site_arming(const char *path, const struct djp_marker_info *m, const ch
 	int err;
 
 	*why = NULL;
+	*pre = 0;
 	if (m->site_len >= X86_JMP_REL32_LEN)
 		return true;
 	if (!load(path)) {
@@ -83,7 +86,7 @@ bool djp_site_arming(const char *path, const struct djp_marker_info *m, const ch
 		*why = "the function's bytes cannot be read";
 		return false;
 	}
-	err = djp_jump_run(b, f->size, f->addr, m->site, &cache.map, 0, &len, why);
+	err = djp_jump_run(b, f->size, f->addr, m->site, &cache.map, 0, pre, &len, why);
 	free(b);
 	if (err)
 		return false;

@@ -6,7 +6,8 @@
 
 #include "lib/markers.h"
 
-/* True: a jump.  False: an int3 probe, *why saying why (one line). */
-bool djp_site_arming(const char *path, const struct djp_marker_info *m, const char **why);
+/* True: a jump, over a run that starts *pre bytes before the site (0: at
+ * it).  False: an int3 probe, *why saying why (one line). */
+bool djp_site_arming(const char *path, const struct djp_marker_info *m, const char **why, unsigned *pre);
 
 #endif
