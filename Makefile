@@ -37,6 +37,8 @@ DEB_PACKAGES_CHECK += man-db groff-base
 # and what reads the timelines djp trace writes: python3-jsonschema checks
 # Perfetto's JSON against its schema, chromium renders the summary page.
 DEB_PACKAGES_CHECK += python3-jsonschema chromium
+# babeltrace2 and its Python bindings, which read the CTF traces djp writes.
+DEB_PACKAGES_CHECK += babeltrace2 python3-bt2
 DEB_PACKAGES_FUZZ := clang libclang-rt-14-dev
 DEB_PACKAGES_BENCH := valgrind postgresql-15
 

@@ -14,5 +14,6 @@ $(O)/bench-targets/libbench_avx512.so: bench/targets/avx512_site.c include/djpro
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
-BENCH_RUN += $(BENCH_TARGETS) $(BENCH_DSOS) bench-deps
+# trace_ctf traces the demo server.
+BENCH_RUN += $(BENCH_TARGETS) $(BENCH_DSOS) $(O)/examples/reqserver bench-deps
 .PHONY: bench-deps

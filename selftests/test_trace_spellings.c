@@ -37,7 +37,7 @@ TEST(trace_f_json_and_f_text_are_bpftraces_spellings)
 	free(p);
 	p = ticks_as("xml");
 	CHECK_EQ(tt_finish(p, 20000), 2 << 8);
-	CHECK(strstr(p->ebuf, "-f takes text, json, perfetto or html"));
+	CHECK(strstr(p->ebuf, "-f takes text, json, perfetto, html or ctf"));
 	CHECK(!strstr(p->obuf, "tt_tick"));
 	free(p);
 }

@@ -276,7 +276,7 @@ TEST(trace_perfetto_bad_options)
 	static const char *const cases[][3] = {
 		{ "--slice", "tl_lock", "--slice takes START,END or START,END,KEY" },
 		{ "--slice", "a,b,not-a-field", "--slice takes START,END or START,END,KEY" },
-		{ "-f", "svg", "-f takes text, json, perfetto or html" },
+		{ "-f", "svg", "-f takes text, json, perfetto, html or ctf" },
 		{ "--html", "/nonexistent/dir/t.html", "/nonexistent/dir/t.html: No such file or directory" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -156,9 +156,10 @@ struct gather {
 /*
  * The format the tool gets for marker m: its own, or for an SDT probe,
  * which has none, one its argument locations say ("-4@%ebx 8@%rax": a
- * signed and an unsigned number, "%d %u"), so that the tool prints each
- * as its type is, in decimal (bpftrace's arg0), not as bare hex words.
- * The recorder extends each value to 64 bits by the same size and sign.
+ * signed and an unsigned number of 4 and 8 bytes, "%d %lu"), so that the
+ * tool prints each as its type is, in decimal (bpftrace's arg0), not as
+ * bare hex words, and a CTF trace types it by its size.  The recorder
+ * extends each value to 64 bits by the same size and sign.
  */
 static const char *wire_format(const struct djp_marker_info *m, char *buf, size_t sz)
 {
@@ -167,8 +168,11 @@ static const char *wire_format(const struct djp_marker_info *m, char *buf, size_
 	if ((m->format && m->format[0]) || !m->from_sdt || !m->nargs)
 		return m->format ? m->format : "";
 	buf[0] = 0;
-	for (unsigned i = 0; i < m->nargs && len + 4 < sz; i++)
-		len += (size_t)snprintf(buf + len, sz - len, "%s%%%c", i ? " " : "", m->arg[i].is_signed ? 'd' : 'u');
+	for (unsigned i = 0; i < m->nargs && len + 6 < sz; i++) {
+		uint8_t n = m->arg[i].size;
+		len += (size_t)snprintf(buf + len, sz - len, "%s%%%s%c", i ? " " : "",
+					n == 1 ? "hh" : n == 2 ? "h" : n == 8 ? "l" : "", m->arg[i].is_signed ? 'd' : 'u');
+	}
 	return buf;
 }
 

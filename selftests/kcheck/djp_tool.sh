@@ -17,7 +17,7 @@ ko=/kmod/djp_kmarkers2.ko
 cycle() {
 	insmod $ko passes="$1" && rmmod djp_kmarkers2
 }
-echo "1..13"
+echo "1..14"
 
 # --- without a device or as another user: one line each ---------------
 out=$(DJP_KDEV=/dev/nonexistent djp list -k 2>&1)
@@ -73,6 +73,25 @@ tap $? "djp trace -k --kprobe: armed as a kprobe, 8 events for 8 hits" \
 # the trap's NMI-like context is not the interrupt the hit was not in
 awk '$2 > 0 && $2 == $3 { k++ } END { exit k != 8 }' /tmp/ktrace.out
 tap $? "djp trace -k --kprobe: each event names its task, not 0" "$(head -2 /tmp/ktrace.out)"
+insmod $ko passes=0
+
+# --- CTF: the events of the text, read back by --from as they printed -----
+djp trace -k -f text -o /tmp/kt.txt -f json -o /tmp/kt.json -f ctf -o /tmp/kt.ctf 'djp_kmarkers2:km2_site_2' \
+	2>/tmp/kt.err &
+pid=$!
+wait_probe djp_kmarkers2:km2_site_2
+rmmod djp_kmarkers2
+cycle 3
+kill -TERM $pid
+wait $pid
+st=$?
+djp trace --from /tmp/kt.ctf -o /tmp/kb.txt 2>>/tmp/kt.err &&
+	djp trace --from /tmp/kt.ctf -f json -o /tmp/kb.json 2>>/tmp/kt.err &&
+	cmp /tmp/kt.txt /tmp/kb.txt && cmp /tmp/kt.json /tmp/kb.json && [ $st = 0 ] &&
+	[ "$(grep -c ' djp_kmarkers2:km2_site_2 site=2 pass=[0-2]$' /tmp/kb.txt)" = 6 ] &&
+	[ "$(grep -c '"cpu":[0-9]' /tmp/kb.json)" = 6 ]
+tap $? "djp trace -k -f ctf: 6 events, which --from prints as the text and JSON did" \
+	"status $st: $(head -3 /tmp/kt.txt) / $(head -3 /tmp/kb.txt) / $(cat /tmp/kt.err)"
 insmod $ko passes=0
 
 # --- scripts: kernel.mark and module(...).mark count exactly --------------

@@ -67,6 +67,8 @@ _djp()
 	-c) COMPREPLY=($(compgen -c -- "$cur")); return ;;
 	-x) COMPREPLY=($(compgen -W "$(cd /proc && printf '%s\n' [0-9]*)" -- "$cur")); return ;;
 	-o | --replay) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+	--from) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	-f | --format) [[ $cmd == trace ]] && COMPREPLY=($(compgen -W "text json perfetto html ctf" -- "$cur")); return ;;
 	--duration | --buffer-size | --title | -e | -l | -L | -D | -p | -s) return ;;
 	esac
 
@@ -95,7 +97,7 @@ _djp()
 		;;
 	trace)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-c -x -a -o -k --json --format --html --slice --snapshot --int3 \
+			COMPREPLY=($(compgen -W "-c -x -a -o -f -k --json --format --from --html --slice --snapshot --int3 \
 				--duration --buffer-size --kprobe --force --no-children --help" -- "$cur"))
 			return
 		fi

@@ -2,10 +2,11 @@
  * `djp trace`: record markers in a process or in the kernel and print each
  * event.
  *
- *   djp trace [-c CMD | -x PID | -p PID | -a [PATH...]] [--json | -f FORMAT] [-o FILE] [--html FILE]
+ *   djp trace [-c CMD | -x PID | -p PID | -a [PATH...]] [-f FORMAT [-o OUT]]... [--html FILE]
  *             [--slice START,END[,KEY]]... [--snapshot]
  *             [--duration SECONDS] [--buffer-size BYTES] PATTERN[=FORMAT]...
- *   djp trace -k [--json | -f FORMAT] [-o FILE] [--html FILE] [--duration SECONDS] [--kprobe] PATTERN...
+ *   djp trace -k [-f FORMAT [-o OUT]]... [--html FILE] [--duration SECONDS] [--kprobe] PATTERN...
+ *   djp trace --from DIR [-f FORMAT [-o OUT]]... [--html FILE] [--slice START,END[,KEY]]...
  *
  * The target records, the tool prints: one loop, whatever the target.  An
  * event source (source/source.h) is opened, -k choosing which:
@@ -16,11 +17,14 @@
  * on it; a pattern that matches nothing is an error and nothing stays
  * armed.  Then the target runs (-c: its main), the source hands out events
  * in time order, each with its marker named, and the output
- * (output/output.h: text, JSON, Perfetto's JSON or the page; --html the
- * page besides) writes them, flushed whenever the source pauses, when it
- * is also told the events lost by then.  In --snapshot mode the rings overwrite their oldest events
- * instead of dropping new ones, and the process source reads them only on
- * SIGUSR1 and at the end: a flight recorder.
+ * (output/output.h: text, JSON, Perfetto's JSON, the page or CTF; several
+ * at once, each -f with the -o after it, and --html the page besides)
+ * writes them, flushed whenever the source pauses, when it is also told
+ * the events lost by then.  --from reads a CTF trace djp wrote
+ * (source/ctf.c) instead of a target, to write it in another format.  In
+ * --snapshot mode the rings overwrite their oldest events instead of
+ * dropping new ones, and the process source reads them only on SIGUSR1
+ * and at the end: a flight recorder.
  *
  * The end comes from SIGINT or SIGTERM, --duration, a failed write, or the
  * source (the command's exit with -c, the process's death or its session's
@@ -69,12 +73,13 @@ void djp_usage_trace(FILE *out)
 {
 	fprintf(out,
 		"usage: djp trace [-c CMD | -x PID [--force] [--no-children] | -a [PATH...]]\n"
-		"                 [--json | -f FORMAT] [-o FILE] [--html FILE] [--slice START,END[,KEY]]...\n"
+		"                 [-f FORMAT [-o OUT]]... [--html FILE] [--slice START,END[,KEY]]...\n"
 		"                 [--snapshot] [--int3]\n"
 		"                 [--duration SECONDS] [--buffer-size BYTES] [--max-string-len N]\n"
 		"                 PATTERN[=FORMAT]...\n"
-		"       djp trace -k [--json | -f FORMAT] [-o FILE] [--html FILE] [--duration SECONDS]\n"
+		"       djp trace -k [-f FORMAT [-o OUT]]... [--html FILE] [--duration SECONDS]\n"
 		"                 [--kprobe] [--max-string-len N] PATTERN...\n"
+		"       djp trace --from DIR [-f FORMAT [-o OUT]]... [--html FILE] [--slice START,END[,KEY]]...\n"
 		"\n"
 		"Record every hit of the markers matching the PATTERNs (globs over marker\n"
 		"names; PROVIDER:NAME for SDT probes) and print one line per event:\n"
@@ -104,7 +109,13 @@ void djp_usage_trace(FILE *out)
 		"                 markers as instant events, calls and --slice pairs as\n"
 		"                 slices, lost events where they were found\n"
 		"  -f html        the page --html writes, instead of the events\n"
-		"  -o FILE        write events to FILE instead of stdout (stap -o, bpftrace -o)\n"
+		"  -f ctf -o DIR  a CTF 1.8 trace in the new or empty directory DIR, for\n"
+		"                 babeltrace2 and Trace Compass\n"
+		"  -o FILE        write events to FILE instead of stdout (stap -o, bpftrace -o);\n"
+		"                 each -f may have its own -o: -f text -f ctf -o DIR prints\n"
+		"                 the lines and writes the trace\n"
+		"  --from DIR     read the CTF trace djp wrote in DIR instead of a target\n"
+		"                 and write it as -f says (no PATTERN)\n"
 		"  --html FILE    also write a page a browser opens to FILE: each marker's\n"
 		"                 count and rate over time, lost events marked, histograms\n"
 		"                 of the durations of calls (func:NAME with func:NAME%%return)\n"
@@ -216,6 +227,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		{ "kprobe", no_argument, NULL, 'K' },
 		{ "no-children", no_argument, NULL, 'C' },
 		{ "format", required_argument, NULL, 'f' },
+		{ "from", required_argument, NULL, 'R' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "slice", required_argument, NULL, 'S' },
 		{ "all", no_argument, NULL, 'a' },
@@ -232,7 +244,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "c:x:p:o:f:hka", longopts, NULL)) != -1) {
-		if (t->kernel ? c && strchr("cxpsbiFa", c) : c == 'K')
+		if (t->kernel ? c && strchr("cxpsbiFaR", c) : c == 'K')
 			return usage_error(t, t->kernel ? "unknown option (-c, -x, --snapshot and --buffer-size are "
 							  "for processes)"
 							: "unknown option");
@@ -257,10 +269,15 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			break;
 		}
 		case 'o':
-			t->outfile = optarg;
+			if (!t->nouts || t->outs[t->nouts - 1].path) {
+				if (t->nouts == TRACE_MAX_OUTS - 1)
+					return usage_error(t, "too many outputs (at most 4)");
+				t->nouts++;
+			}
+			t->outs[t->nouts - 1].path = optarg;
 			break;
-		case 'j':
-			t->format = "json";
+		case 'R':
+			t->from = optarg;
 			break;
 		case 'H':
 			t->html = optarg;
@@ -281,11 +298,19 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		case 'C':
 			session_no_children = true;
 			break;
-		case 'f': { /* bpftrace's -f FORMAT */
+		case 'j':
+		case 'f': { /* bpftrace's -f FORMAT; the -o after it is its file */
 			struct djp_output probe;
+			if (c == 'j')
+				optarg = "json";
 			if (!djp_output_init(&probe, optarg, NULL))
-				return usage_error(t, "-f takes text, json, perfetto or html");
-			t->format = optarg;
+				return usage_error(t, "-f takes text, json, perfetto, html or ctf");
+			if (!t->nouts || t->outs[t->nouts - 1].format) {
+				if (t->nouts == TRACE_MAX_OUTS - 1)
+					return usage_error(t, "too many outputs (at most 4)");
+				t->nouts++;
+			}
+			t->outs[t->nouts - 1].format = optarg;
 			break;
 		}
 		case 'd':
@@ -319,6 +344,27 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			return usage_error(t, optopt && strchr("cxpofHS", optopt) ? "option needs an argument"
 										 : "unknown option");
 		}
+	}
+	if (!t->nouts)
+		t->nouts = 1; /* text on standard output */
+	for (unsigned i = 0; i < t->nouts; i++) {
+		struct trace_out *o = &t->outs[i];
+		struct djp_output probe;
+		djp_output_init(&probe, o->format ? o->format : "text", NULL);
+		if (probe.ops->open_dir && !o->path)
+			return usage_error(t, "-f ctf needs -o DIR");
+		for (unsigned j = 0; j < i && !o->path; j++)
+			if (!t->outs[j].path)
+				return usage_error(t, "two outputs to standard output (give each -f its -o)");
+	}
+	if (t->html) /* --html FILE: the page, besides */
+		t->outs[t->nouts++] = (struct trace_out){ .format = "html", .path = t->html };
+	if (t->from) {
+		if (t->o.cmd || t->o.pid || t->o.all || t->kernel)
+			return usage_error(t, "--from reads a trace: no -c, -x, -a or -k");
+		if (optind < argc)
+			return usage_error(t, "--from takes no PATTERN (the trace holds what was recorded)");
+		return -1;
 	}
 	if (!t->kernel && (!!t->o.cmd + !!t->o.pid + t->o.all) != 1)
 		return usage_error(t, "give exactly one of -c CMD, -x PID and -a");
@@ -406,8 +452,10 @@ static int open_source(struct trace *t)
 	int rc;
 
 	t->o.formats = t->formats;
-	rc = t->kernel ? djp_kernel_source_open(&t->src, err, sizeof(err))
-			   : djp_process_source_open(&t->o, &t->src, err, sizeof(err));
+	err[0] = 0;
+	rc = t->from	 ? djp_ctf_source_open(t->from, &t->src, err, sizeof(err))
+	     : t->kernel ? djp_kernel_source_open(&t->src, err, sizeof(err))
+			 : djp_process_source_open(&t->o, &t->src, err, sizeof(err));
 
 	if (rc < 0) {
 		if (err[0])
@@ -450,29 +498,88 @@ static void install_signals(void)
 	sigaction(SIGPIPE, &sa, NULL);
 }
 
-/* Flush and close the output; true (after one line on stderr) when any
+/* Flush and close an output; true (after one line on stderr) when any
  * write to it failed, now or earlier. */
-static bool write_failed(FILE **f, const char *name)
+static bool write_failed(struct trace_out *o)
 {
-	bool bad = line_out_flush(*f) != 0;
-	int err = bad ? errno : 0;
+	bool bad;
+	int err;
 
-	bad |= ferror(*f) != 0;
-	if (fclose(*f) && !bad) {
+	if (!o->out) { /* a directory: its end() said so */
+		bad = o->output.failed;
+		if (o->output.ops && o->output.ops->close)
+			o->output.ops->close(&o->output);
+		return bad;
+	}
+	bad = line_out_flush(o->out) != 0;
+	err = bad ? errno : 0;
+	bad |= ferror(o->out) != 0;
+	if (fclose(o->out) && !bad) {
 		bad = true;
 		err = errno;
 	}
-	*f = NULL;
+	o->out = NULL;
 	if (bad)
-		fprintf(stderr, "djp: %s: cannot write the trace: %s\n", name, err ? strerror(err) : "a write failed");
+		fprintf(stderr, "djp: %s: cannot write the trace: %s\n", o->path ? o->path : "standard output",
+			err ? strerror(err) : "a write failed");
 	return bad;
 }
 
-static void emit(struct trace *t, const struct djp_ev *ev)
+static void event_out(struct trace *t, const struct djp_ev *ev)
 {
-	djp_output_event(&t->output, ev);
-	if (t->html_out)
-		djp_output_event(&t->html_output, ev);
+	for (unsigned i = 0; i < t->nouts; i++)
+		djp_output_event(&t->outs[i].output, ev);
+}
+
+static bool out_error(const struct trace *t)
+{
+	for (unsigned i = 0; i < t->nouts; i++)
+		if (t->outs[i].out ? ferror(t->outs[i].out) != 0 : t->outs[i].output.failed)
+			return true;
+	return false;
+}
+
+/* Each output made: its file or directory opened, before the target is
+ * touched (a bad OUT leaves it as it was); 0, or 1 after one line. */
+static int open_outputs(struct trace *t)
+{
+	char err[512];
+
+	for (unsigned i = 0; i < t->nouts; i++) {
+		struct trace_out *o = &t->outs[i];
+		djp_output_init(&o->output, o->format ? o->format : "text", NULL);
+		if (o->output.ops->open_dir) {
+			if (o->output.ops->open_dir(&o->output, o->path, err, sizeof(err)) < 0) {
+				fprintf(stderr, "djp: %s\n", err);
+				return 1;
+			}
+			continue;
+		}
+		/* in whole lines: the command may write to the same output */
+		if (!(o->out = line_out_open(o->path))) {
+			fprintf(stderr, "djp: %s: %s\n", o->path ? o->path : "standard output", strerror(errno));
+			return 1;
+		}
+		o->output.out = o->out;
+	}
+	for (unsigned i = 0; i < t->nouts; i++) {
+		struct djp_output *o = &t->outs[i].output;
+		o->slices = t->slices;
+		o->nslices = t->nslices;
+		o->patterns = t->patterns;
+		o->npatterns = (unsigned)t->npatterns;
+	}
+	return 0;
+}
+
+/* Each thread's losses, as the summary counted them, to the outputs that
+ * carry them (CTF). */
+static void lost_out(void *ctx, int32_t pid, int32_t tid, uint64_t n)
+{
+	struct trace *t = ctx;
+	for (unsigned i = 0; i < t->nouts; i++)
+		if (t->outs[i].output.ops->lost_thread)
+			t->outs[i].output.ops->lost_thread(&t->outs[i].output, pid, tid, n);
 }
 
 static void lost_to_outputs(void *ctx, const struct djp_ev_desc *d, int32_t pid, uint64_t n)
@@ -481,15 +588,18 @@ static void lost_to_outputs(void *ctx, const struct djp_ev_desc *d, int32_t pid,
 	uint64_t now = t->src->ops->now_ns(t->src);
 	const char *name = d ? (d->label ? d->label : d->name) : NULL;
 
-	djp_output_lost(&t->output, now, pid, name, n);
-	if (t->html_out)
-		djp_output_lost(&t->html_output, now, pid, name, n);
+	for (unsigned i = 0; i < t->nouts; i++)
+		djp_output_lost(&t->outs[i].output, now, pid, name, n);
 }
 
 /* The events lost since the last look, to the outputs that draw them. */
 static void tell_lost(struct trace *t)
 {
-	if (t->src->ops->lost_new && (t->output.ops->lost || t->html_out))
+	bool wanted = false;
+
+	for (unsigned i = 0; i < t->nouts; i++)
+		wanted |= t->outs[i].output.ops->lost != NULL;
+	if (t->src->ops->lost_new && wanted)
 		t->src->ops->lost_new(t->src, lost_to_outputs, t);
 }
 
@@ -507,7 +617,7 @@ static const char *run(struct trace *t, char *why, size_t whysz)
 	for (;;) {
 		int rc = src->ops->next(src, &ev, deadline);
 		if (rc == DJP_SRC_EVENT) {
-			emit(t, &ev);
+			event_out(t, &ev);
 			n++;
 			continue;
 		}
@@ -515,7 +625,9 @@ static const char *run(struct trace *t, char *why, size_t whysz)
 		tell_lost(t);
 		if (n != printed) {
 			printed = n;
-			fflush(t->out); /* once a round, not once a process */
+			for (unsigned i = 0; i < t->nouts; i++) /* once a round, not once a process */
+				if (t->outs[i].out)
+					fflush(t->outs[i].out);
 		}
 		if (rc == DJP_SRC_END)
 			return src->end_why ? src->end_why : "the source ended";
@@ -527,7 +639,7 @@ static const char *run(struct trace *t, char *why, size_t whysz)
 			snprintf(why, whysz, "stopped by %s", strsignal(session_stop_signal));
 			return why;
 		}
-		if (ferror(t->out))
+		if (out_error(t))
 			return "stopped: cannot write the events (output closed?)";
 		if (t->duration > 0 && now_s() - start >= t->duration) {
 			snprintf(why, whysz, "stopped after %g s", t->duration);
@@ -544,9 +656,9 @@ static bool kernel_trace(int argc, char **argv)
 		if (!strcmp(argv[i], "-k"))
 			return true;
 		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "-x") || !strcmp(argv[i], "-o") ||
+		    !strcmp(argv[i], "-f") || !strcmp(argv[i], "--format") || !strcmp(argv[i], "--from") ||
 		    !strcmp(argv[i], "--duration") || !strcmp(argv[i], "--buffer-size") ||
-		    !strcmp(argv[i], "--max-string-len") || !strcmp(argv[i], "-f") || !strcmp(argv[i], "--format") ||
-		    !strcmp(argv[i], "--html") || !strcmp(argv[i], "--slice"))
+		    !strcmp(argv[i], "--max-string-len") || !strcmp(argv[i], "--html") || !strcmp(argv[i], "--slice"))
 			i++; /* and its value */
 	}
 	return false;
@@ -562,50 +674,36 @@ int djp_cmd_trace(int argc, char **argv)
 
 	if ((rc = parse_args(&t, argc, argv)) >= 0)
 		goto out;
-	/* in whole lines: the command may write to the same output; before
-	 * the target is touched: a bad FILE leaves it as it was */
-	if (!(t.out = line_out_open(t.outfile))) {
-		fprintf(stderr, "djp: %s: %s\n", t.outfile ? t.outfile : "standard output", strerror(errno));
+	if (open_outputs(&t)) {
 		rc = 1;
 		goto out;
 	}
-	if (t.html && !(t.html_out = line_out_open(t.html))) {
-		fprintf(stderr, "djp: %s: %s\n", t.html, strerror(errno));
-		rc = 1;
-		goto out;
-	}
-	djp_output_init(&t.output, t.format ? t.format : "text", t.out);
-	djp_output_init(&t.html_output, "html", t.html_out);
-	t.output.slices = t.html_output.slices = t.slices;
-	t.output.nslices = t.html_output.nslices = t.nslices;
-	t.output.patterns = t.html_output.patterns = t.patterns;
-	t.output.npatterns = t.html_output.npatterns = (unsigned)t.npatterns;
 	install_signals();
 	if (open_source(&t)) {
 		rc = 1;
 		goto out;
 	}
-	djp_output_begin(&t.output);
-	if (t.html_out)
-		djp_output_begin(&t.html_output);
+	for (unsigned i = 0; i < t.nouts; i++)
+		djp_output_begin(&t.outs[i].output);
 	reason = run(&t, why, sizeof(why));
 	/* every probe disarmed, then everything recorded until then */
 	t.src->ops->stop(t.src);
 	while (t.src->ops->next(t.src, &ev, UINT64_MAX) == DJP_SRC_EVENT)
-		emit(&t, &ev);
+		event_out(&t, &ev);
 	tell_lost(&t);
-	djp_output_end(&t.output);
-	if (t.html_out)
-		djp_output_end(&t.html_output);
 	fprintf(stderr, "djp trace: %s\n", reason);
 	if (t.src->ops->report)
 		t.src->ops->report(t.src, stderr);
+	/* the losses, once the summary has counted them */
+	if (t.src->ops->lost_threads)
+		t.src->ops->lost_threads(t.src, lost_out, &t);
+	for (unsigned i = 0; i < t.nouts; i++)
+		djp_output_end(&t.outs[i].output);
 	rc = t.src->ops->exit_status ? t.src->ops->exit_status(t.src) : 0;
 out:
-	if (t.out && write_failed(&t.out, t.outfile ? t.outfile : "standard output"))
-		rc = 1; /* events that did not reach the output: as djp list */
-	if (t.html_out && write_failed(&t.html_out, t.html))
-		rc = 1;
+	for (unsigned i = 0; i < t.nouts; i++)
+		if ((t.outs[i].out || t.outs[i].output.ops) && write_failed(&t.outs[i]))
+			rc = 1; /* events that did not reach the output: as djp list */
 	if (t.src)
 		t.src->ops->close(t.src);
 	free(t.formats);

@@ -1,8 +1,8 @@
 /*
  * `djp trace`: its options (trace.c).  Events come from a source
  * (source/source.h: source/process.c for -c and -x, source/kernel.c for
- * -k) and go to an output (output/output.h: text, JSON, Perfetto's JSON),
- * and with --html to the summary page too.
+ * -k; source/ctf.c for --from) and go to outputs (output/output.h: text,
+ * JSON, Perfetto's JSON, CTF), and with --html to the summary page too.
  */
 #ifndef DJP_TOOLS_TRACE_H
 #define DJP_TOOLS_TRACE_H
@@ -14,16 +14,16 @@
 #include "output/output.h"
 #include "source/source.h"
 
+#define TRACE_MAX_OUTS 5 /* four -f with their -o, and --html */
+
 struct trace {
 	/* options */
 	bool kernel; /* -k: the kernel's markers (source/kernel.c) */
 	bool kprobe; /* --kprobe: with -k, arm with register_kprobe() */
-	const char *format; /* -f, --format, --json: an output's name; NULL: text */
-	const char *html;   /* --html FILE: the summary page, besides the events */
 	struct djp_slice_pair *slices; /* --slice START,END[,KEY] */
 	unsigned nslices;
 	bool int3; /* --int3: breakpoints only, never jumps */
-	const char *outfile;
+	const char *from; /* --from DIR: a CTF trace djp wrote, not a target */
 	double duration;
 	char **patterns;
 	int npatterns;
@@ -32,11 +32,17 @@ struct trace {
 	struct djp_source_opts o; /* -c, -x, -a, --snapshot, --buffer-size, --max-string-len */
 	const char **paths;	  /* -a's PATHs */
 
-	struct djp_source *src;	  /* where events come from: -k chooses */
-	FILE *out;		  /* where they go */
-	struct djp_output output; /* how: text or JSON, onto out */
-	FILE *html_out;		  /* --html's file, or NULL */
-	struct djp_output html_output;
+	struct djp_source *src; /* where events come from: -k, --from choose */
+	/* where they go: each -f FORMAT with the -o after it (none: text on
+	 * standard output), and --html FILE's page */
+	struct trace_out {
+		const char *format; /* NULL: text */
+		const char *path;   /* -o; NULL: standard output */
+		FILE *out;	    /* a stream format's */
+		struct djp_output output;
+	} outs[TRACE_MAX_OUTS];
+	unsigned nouts;
+	const char *html; /* --html FILE: the summary page, besides the events */
 };
 
 #endif

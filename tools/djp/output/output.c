@@ -9,6 +9,7 @@ static const struct djp_output_ops *const outputs[] = {
 	&djp_output_json,
 	&djp_output_perfetto,
 	&djp_output_html,
+	&djp_output_ctf,
 };
 
 bool djp_output_init(struct djp_output *o, const char *name, FILE *out)

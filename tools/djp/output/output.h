@@ -1,6 +1,6 @@
 /*
  * Where `djp trace` puts its events: one small interface, an
- * implementation a file (text.c, json.c), chosen by name (-f FORMAT).
+ * implementation a file (text.c, json.c, ctf.c), chosen by name (-f FORMAT).
  *
  * A consumer opens an output over a stream, calls begin() once, event()
  * for each event in the order the source delivered it, and end() once;
@@ -44,11 +44,21 @@ struct djp_output_ops {
 	void (*lost)(struct djp_output *o, uint64_t ts_ns, int32_t pid, const char *name, uint64_t n);
 	/* After the last event (a file format's trailer); may be NULL. */
 	void (*end)(struct djp_output *o);
+	/* A format that writes a directory, not a stream (CTF): -o names it,
+	 * and open_dir makes it before the target is touched; 0, or -1 with
+	 * one line in err.  NULL: the format writes onto `out`. */
+	int (*open_dir)(struct djp_output *o, const char *path, char *err, size_t errsz);
+	/* After the last event, before end(): n events of thread tid of
+	 * process pid were lost (tid -1: of no one thread), as the summary
+	 * counted them; may be NULL. */
+	void (*lost_thread)(struct djp_output *o, int32_t pid, int32_t tid, uint64_t n);
+	/* Free what open_dir made; may be NULL. */
+	void (*close)(struct djp_output *o);
 };
 
 struct djp_output {
 	const struct djp_output_ops *ops;
-	FILE *out;
+	FILE *out; /* NULL for a directory format */
 	/* set before begin(): the marker pairs that make slices, and the
 	 * trace's patterns (a function whose return one asks for makes a
 	 * slice of each call) */
@@ -56,7 +66,8 @@ struct djp_output {
 	unsigned nslices;
 	char *const *patterns;
 	unsigned npatterns;
-	void *priv; /* the implementation's own, from begin() on */
+	void *priv;  /* the implementation's own, from begin() (or open_dir()) on */
+	bool failed; /* a directory format could not write (said on stderr) */
 };
 
 /* The output named `name` over out; false when there is none of that name. */
@@ -96,6 +107,7 @@ static inline void djp_output_lost(struct djp_output *o, uint64_t ts_ns, int32_t
 		o->ops->lost(o, ts_ns, pid, name, n);
 }
 
-extern const struct djp_output_ops djp_output_text, djp_output_json, djp_output_perfetto, djp_output_html;
+extern const struct djp_output_ops djp_output_text, djp_output_json, djp_output_perfetto, djp_output_html,
+	djp_output_ctf;
 
 #endif

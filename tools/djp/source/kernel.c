@@ -391,6 +391,14 @@ static void ksrc_report(struct djp_source *src, FILE *f)
 		fprintf(f, "  %-40s %12" PRIu64 "\n", "(unknown: a module gone)", unknown);
 }
 
+/* The kernel counts its losses per CPU: none is a thread's. */
+static void ksrc_lost_threads(struct djp_source *src, djp_src_lost_thread_fn fn, void *ctx)
+{
+	uint64_t lost = kdev_lost(&((struct ksrc *)src)->k);
+	if (lost)
+		fn(ctx, 0, -1, lost);
+}
+
 static uint64_t ksrc_now(struct djp_source *src)
 {
 	return djp_clock_ns(src->want_monotonic ? CLOCK_MONOTONIC : CLOCK_REALTIME);
@@ -425,6 +433,7 @@ static const struct djp_source_ops ksrc_ops = {
 	.lost = ksrc_lost,
 	.lost_new = ksrc_lost_new,
 	.report = ksrc_report,
+	.lost_threads = ksrc_lost_threads,
 	.now_ns = ksrc_now,
 	.close = ksrc_close,
 };

@@ -740,6 +740,7 @@ static void proc_close(struct djp_source *src)
 	if (p->released)
 		fclose(p->released);
 	free(p->released_text);
+	free(p->released_lost);
 	free(p->patterns);
 	free(p->formats);
 	free(p->str_args);
@@ -754,6 +755,7 @@ static const struct djp_source_ops proc_ops = {
 	.stop = proc_stop,
 	.report = proc_report,
 	.lost_new = proc_lost_new,
+	.lost_threads = proc_lost_threads,
 	.exit_status = proc_exit_status,
 	.now_ns = proc_now,
 	.close = proc_close,

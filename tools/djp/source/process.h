@@ -47,6 +47,12 @@ struct proc {
 	FILE *released;
 	char *released_text;
 	size_t released_len;
+	/* and their losses by thread (pid, tid -1 for no one thread) */
+	struct proc_lost {
+		int32_t pid, tid;
+		uint64_t n;
+	} *released_lost;
+	size_t nreleased_lost, cap_released_lost;
 	bool main_exec_traced; /* -x: the process exec'd and is traced again */
 	bool dialled;	       /* a process is dialling in: accept it */
 	volatile int *snapshot_asked; /* --snapshot: SIGUSR1 came */
@@ -77,5 +83,7 @@ void proc_kid_summary(FILE *f, struct session *k);
 bool proc_release_kid(struct proc *p, struct session *k);
 /* The summary of every process, the released ones in their place. */
 void proc_report(struct djp_source *src, FILE *f);
+/* After proc_report: every process's losses by thread. */
+void proc_lost_threads(struct djp_source *src, djp_src_lost_thread_fn fn, void *ctx);
 
 #endif

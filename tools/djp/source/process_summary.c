@@ -78,6 +78,43 @@ void proc_report(struct djp_source *src, FILE *f)
 		proc_kid_summary(f, p->kids.v[i]);
 }
 
+/* s's losses by thread, as its summary counted them, to fn (or to
+ * p->released_lost when fn is NULL): false when memory is short. */
+static bool lost_of(struct proc *p, struct session *s, djp_src_lost_thread_fn fn, void *ctx)
+{
+	for (size_t i = 0; i <= s->nthreads; i++) {
+		int32_t tid = i < s->nthreads ? (int32_t)s->threads[i].tid : -1;
+		uint64_t n = i < s->nthreads ? s->threads[i].lost : s->lost_noslot;
+		if (!n)
+			continue;
+		if (fn) {
+			fn(ctx, s->pid, tid, n);
+			continue;
+		}
+		if (p->nreleased_lost == p->cap_released_lost) {
+			size_t cap = p->cap_released_lost ? 2 * p->cap_released_lost : 16;
+			struct proc_lost *v = realloc(p->released_lost, cap * sizeof(*v));
+			if (!v)
+				return false;
+			p->released_lost = v;
+			p->cap_released_lost = cap;
+		}
+		p->released_lost[p->nreleased_lost++] = (struct proc_lost){ s->pid, tid, n };
+	}
+	return true;
+}
+
+void proc_lost_threads(struct djp_source *src, djp_src_lost_thread_fn fn, void *ctx)
+{
+	struct proc *p = (struct proc *)src;
+
+	lost_of(p, &p->s, fn, ctx);
+	for (size_t i = 0; i < p->nreleased_lost; i++)
+		fn(ctx, p->released_lost[i].pid, p->released_lost[i].tid, p->released_lost[i].n);
+	for (size_t i = 0; i < p->kids.n; i++)
+		lost_of(p, p->kids.v[i], fn, ctx);
+}
+
 /* A child that has exited and whose rings are read to the end: its
  * summary as text, and everything else (socket, ring and marker log
  * memfds and mappings, tables) let go, so that a fork storm costs the tool
@@ -88,7 +125,7 @@ bool proc_release_kid(struct proc *p, struct session *k)
 	if (!p->released && !(p->released = open_memstream(&p->released_text, &p->released_len)))
 		return false;
 	proc_kid_summary(p->released, k);
-	if (fflush(p->released))
+	if (fflush(p->released) || !lost_of(p, k, NULL, NULL))
 		return false;
 	session_discard(k);
 	return true;

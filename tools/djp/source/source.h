@@ -25,8 +25,9 @@
  * djp trace, script/live.c for scripts, which adds what only a script
  * asks: aggregation in the target, reads of the target's memory, the
  * function around a site), the files source (files.c: the markers of
- * files a script names, for listing without a process) and the kernel
- * source (kernel.c: the markers of loaded modules through /dev/djprobe).
+ * files a script names, for listing without a process), the kernel
+ * source (kernel.c: the markers of loaded modules through /dev/djprobe)
+ * and the CTF source (ctf.c: a trace djp trace -f ctf wrote).
  */
 #ifndef DJP_SOURCE_SOURCE_H
 #define DJP_SOURCE_SOURCE_H
@@ -146,6 +147,7 @@ struct djp_agg_delta;
 typedef void (*djp_src_agg_fn)(void *ctx, const struct djp_ev_desc *d, int32_t pid, const struct djp_agg_delta *dl);
 typedef void (*djp_src_lost_fn)(void *ctx, const struct djp_ev_desc *d, uint64_t n);
 typedef void (*djp_src_lost_new_fn)(void *ctx, const struct djp_ev_desc *d, int32_t pid, uint64_t n);
+typedef void (*djp_src_lost_thread_fn)(void *ctx, int32_t pid, int32_t tid, uint64_t n);
 
 struct djp_source_ops {
 	/* Enable the markers whose ids are listed, and those of objects loaded
@@ -205,6 +207,10 @@ struct djp_source_ops {
 	/* djp trace's summary of the run, on f (per process, marker and
 	 * thread; per marker for the kernel).  May be NULL. */
 	void (*report)(struct djp_source *src, FILE *f);
+	/* After report: the events lost, by thread, to fn (tid -1: lost by
+	 * no one thread of pid, as a full kernel ring's); what they add up to
+	 * is what the summary says.  May be NULL. */
+	void (*lost_threads)(struct djp_source *src, djp_src_lost_thread_fn fn, void *ctx);
 	/* djp trace's exit status once the run is over: a -c command's (ended
 	 * first if it still runs), 1 when a pattern matched nothing in it; 0
 	 * otherwise.  May be NULL (0). */
@@ -318,6 +324,10 @@ struct djp_marker_info;
 /* *d: descriptor `id` of marker m of the file `object`, read by the tool
  * (its site the link-time one). */
 void djp_desc_from_file(struct djp_ev_desc *d, uint32_t id, const struct djp_marker_info *m, const char *object);
+
+/* The CTF source (ctf.c): the trace djp trace -f ctf wrote in dir, its
+ * events in the order they were written; -errno with a line in err. */
+int djp_ctf_source_open(const char *dir, struct djp_source **out, char *err, size_t errsz);
 
 /* The kernel source (kernel.c): the markers of loaded modules through
  * /dev/djprobe; every marker is a descriptor, kernel = true. */
