@@ -64,6 +64,7 @@ TEST_TIMEOUT(engine_quiet_thread_runs_a_site_being_armed_and_disarmed, 120)
 	static const unsigned flags[] = { 0, DJP_GPR_ONLY, DJP_FORCE_INT3 };
 	const struct djp_point_opts where = { .sz = sizeof(where), .func = "qt_work" };
 	long mine = 0;
+	int jumps = 0;
 	pthread_t t;
 
 	CHECK_EQ(pthread_create(&t, NULL, quiet_caller, NULL), 0);
@@ -72,8 +73,16 @@ TEST_TIMEOUT(engine_quiet_thread_runs_a_site_being_armed_and_disarmed, 120)
 	for (int round = 0; round < 300; round++) {
 		int id = djp_connect_at(&where, qt_count, NULL, flags[round % 3]);
 		CHECK(id >= 0);
-		/* a jump over both instructions, or the int3 asked for */
-		CHECK_EQ(*(volatile uint8_t *)qt_work, flags[round % 3] & DJP_FORCE_INT3 ? 0xcc : 0xe9);
+		/* a jump over both instructions, or the int3 asked for; a jump
+		 * the engine kept out because the quiet thread was inside its
+		 * run each time it looked (preempted there on a busy machine)
+		 * is an int3 too, which the rounds must not all be */
+		if (flags[round % 3] & DJP_FORCE_INT3)
+			CHECK_EQ(*(volatile uint8_t *)qt_work, 0xcc);
+		else if (*(volatile uint8_t *)qt_work == 0xe9)
+			jumps++;
+		else
+			CHECK_EQ(*(volatile uint8_t *)qt_work, 0xcc);
 		for (long x = 0; x < 8; x++, mine++)
 			CHECK_EQ(qt_work(x), x ? 3 * x + 1 : 7);
 		CHECK_EQ(djp_disconnect(id), 0);
@@ -82,6 +91,7 @@ TEST_TIMEOUT(engine_quiet_thread_runs_a_site_being_armed_and_disarmed, 120)
 	CHECK_EQ(pthread_join(t, NULL), 0);
 	CHECK_EQ(atomic_load(&qt_wrong), 0);
 	CHECK_EQ(atomic_load(&qt_hits), mine); /* the quiet thread's: none */
-	printf("# %ld calls of the quiet thread, %ld hits of the main thread's %ld calls\n", atomic_load(&qt_calls),
-	       atomic_load(&qt_hits), mine);
+	CHECK(jumps >= 100);		       /* of 200 rounds that asked for one */
+	printf("# %ld calls of the quiet thread, %ld hits of the main thread's %ld calls; %d of 200 jumps placed\n",
+	       atomic_load(&qt_calls), atomic_load(&qt_hits), mine, jumps);
 }
