@@ -157,7 +157,8 @@ TEST(script_process_begin_needs_a_process)
 	static const struct {
 		const char *script, *error;
 	} bad[] = {
-		{ "probe process.begin { }", "djp: a process(...).mark probe needs the process: give -c CMD or -x PID\n" },
+		{ "probe process.begin { }", "djp: a process probe needs the process: give -c CMD or -x PID, or name its program "
+					      "(process(\"PATH\"))\n" },
 		{ "probe process.thread.begin { }",
 		  "<input>:1:7: semantic error: not supported yet: probe point process.thread.begin (thread lifetime and "
 		  "system call probes; process.begin and process.end are there)" },

@@ -1020,8 +1020,8 @@ int djp_script_live_open(const struct djp_source_opts *o, struct djp_source **ou
 	if (!o->cmd && o->pid <= 0) {
 		/* Without an agent there is no process to read: say what to give. */
 		snprintf(err, errsz,
-			 "a process.mark probe needs the process: give -c CMD or -x PID, or name its program "
-			 "(process(\"PATH\").mark)");
+			 "a process probe needs the process: give -c CMD or -x PID, or name its program "
+			 "(process(\"PATH\"))");
 		return -EINVAL;
 	}
 	l = calloc(1, sizeof(*l));
