@@ -231,24 +231,33 @@ TEST_TIMEOUT(trace_perfetto_interrupted, 120)
 	run_done(&r);
 }
 
+/* djp trace -c of the plain target with small rings, to a timeline and
+ * a page in a directory of r's own, once the target is ready. */
+static void lossy_start(struct run *r)
+{
+	char cmd[PATH_MAX + 32];
+
+	snprintf(r->dir, sizeof(r->dir), "/tmp/djp-timeline-XXXXXX");
+	CHECK(mkdtemp(r->dir));
+	snprintf(r->json, sizeof(r->json), "%s/t.json", r->dir);
+	snprintf(r->html, sizeof(r->html), "%s/t.html", r->dir);
+	snprintf(cmd, sizeof(cmd), "%s --ticks 0", tt_target(false));
+	r->p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--buffer-size", "16384", "-c", cmd, "-f",
+					 "perfetto", "-o", r->json, "--html", r->html, "tt_burst", NULL },
+			false, -1);
+	CHECK(tt_wait_out(r->p, "ready", 20000));
+}
+
 /* Events the rings dropped are on the timeline, where they were found,
  * and marked on the page: as many as the summary of the same run says. */
 TEST_TIMEOUT(trace_perfetto_html_lost, 300)
 {
-	char cmd[PATH_MAX + 32], ev_arg[64], lost_arg[64], mark_arg[64];
+	char ev_arg[64], lost_arg[64], mark_arg[64];
 	unsigned long long ev, lost;
 	struct run r = { 0 };
 	int st;
 
-	snprintf(r.dir, sizeof(r.dir), "/tmp/djp-timeline-XXXXXX");
-	CHECK(mkdtemp(r.dir));
-	snprintf(r.json, sizeof(r.json), "%s/t.json", r.dir);
-	snprintf(r.html, sizeof(r.html), "%s/t.html", r.dir);
-	snprintf(cmd, sizeof(cmd), "%s --ticks 0", tt_target(false));
-	r.p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--buffer-size", "16384", "-c", cmd, "-f",
-					"perfetto", "-o", r.json, "--html", r.html, "tt_burst", NULL },
-		       false, -1);
-	CHECK(tt_wait_out(r.p, "ready", 20000));
+	lossy_start(&r);
 	/* the tool stopped while the target fills its ring: drops, however
 	 * fast the machine */
 	kill(r.p->pid, SIGSTOP);
@@ -310,20 +319,12 @@ static unsigned long long summary_lost_sum(const char *summary, unsigned long lo
  * many as the summary's blocks of the same run add up to. */
 TEST_TIMEOUT(trace_perfetto_lost_in_children, 300)
 {
-	char cmd[PATH_MAX + 32], ev_arg[64], lost_arg[64];
+	char ev_arg[64], lost_arg[64];
 	unsigned long long ev, lost;
 	struct run r = { 0 };
 	int st;
 
-	snprintf(r.dir, sizeof(r.dir), "/tmp/djp-timeline-XXXXXX");
-	CHECK(mkdtemp(r.dir));
-	snprintf(r.json, sizeof(r.json), "%s/t.json", r.dir);
-	snprintf(r.html, sizeof(r.html), "%s/t.html", r.dir);
-	snprintf(cmd, sizeof(cmd), "%s --ticks 0", tt_target(false));
-	r.p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--buffer-size", "16384", "-c", cmd, "-f",
-					"perfetto", "-o", r.json, "--html", r.html, "tt_burst", NULL },
-		       false, -1);
-	CHECK(tt_wait_out(r.p, "ready", 20000));
+	lossy_start(&r);
 	tt_send(r.p, "fork 4 50000\n");
 	CHECK(tt_wait_out(r.p, "forked 4", 60000));
 	tt_send(r.p, "exit 0\n");
