@@ -7,8 +7,10 @@
 
 #include <stdint.h>
 
+#include "kernel/engine.h"
 #include "kernel/hit.h"
 #include "lib/load_prog.h"
+#include "lib/real_signal.h"
 
 #define DJP_LOADS_MAX_SETS 1024
 #define DJP_LOADS_NAME_MAX 256
@@ -46,5 +48,95 @@ const struct djp_load_set *djp_loads_of(struct djp_loads *l, uint32_t id, const 
  * mask returned. */
 uint64_t djp_loads_run(const struct djp_load_set *ls, const struct djp_hit *hit, const struct djp_site *s,
 		       uint64_t *vals);
+
+/* ---- the fast entry's (kernel/agent/recorder.c) ---------------------------- */
+
+/* Whether ls can be run by djp_loads_run_fast at a lean hit: no string
+ * result, every base a constant or a whole register every trampoline's
+ * view holds (the caller-saved ones), and no more steps than a program
+ * may have.  At connect time. */
+bool djp_loads_fast_ok(const struct djp_load_set *ls);
+/* And a set of one program from a register whose result needs no
+ * finishing (unsigned, not a bitfield): the recorder's shortest entry. */
+bool djp_loads_fast_one(const struct djp_load_set *ls);
+
+/* The engine's fault-safe copy can serve this thread now (djp_safe_copy_on
+ * without a call; when a forwarded handler blocks faults, no: the caller
+ * takes the general path, which asks the kernel). */
+static inline bool djp_loads_fast_copy(void)
+{
+	return __atomic_load_n(&djp__safe_copy_state, __ATOMIC_ACQUIRE) == 1 && !djp_faults_masked;
+}
+
+/* A call of djp_arch_loadN (arch/x86/copy_str.S) that says what it
+ * changes, %rax and %rcx: a plain C call would make the caller save every
+ * value it keeps in a call-clobbered register around each load.  The
+ * call steps over the red zone first, where the compiler may keep values
+ * of a function it thinks calls nothing. */
+#define DJP_LOADS_CALL(fn, addr, st, v)                                                                      \
+	__asm__ volatile("lea -128(%%rsp), %%rsp\n\tcall " fn "\n\tlea 128(%%rsp), %%rsp"                    \
+			 : "=a"(st), "=c"(v)                                                                \
+			 : "S"(addr)                                                                        \
+			 : "cc")
+
+/* A load through the engine's copy routine: a call of three instructions,
+ * the fault its fixup's (*out is then left alone).  An address in the
+ * first page is refused without a load (a NULL pointer's member). */
+static inline __attribute__((always_inline)) bool djp_loads_read_fast(void *ctx, uint64_t addr, unsigned size,
+								       uint64_t *out)
+{
+	uint64_t st, v;
+
+	(void)ctx;
+	if (__builtin_expect(addr < 4096 || addr > UINT64_MAX - 8, 0))
+		return false;
+	if (__builtin_expect(size == 8, 1))
+		DJP_LOADS_CALL("djp_arch_load8", addr, st, v);
+	else if (size == 4)
+		DJP_LOADS_CALL("djp_arch_load4", addr, st, v);
+	else if (size == 2)
+		DJP_LOADS_CALL("djp_arch_load2", addr, st, v);
+	else
+		DJP_LOADS_CALL("djp_arch_load1", addr, st, v);
+	if (st >> 63)
+		return false; /* *out as it was */
+	*out = v;
+	return true;
+}
+
+/* Run ls (djp_loads_fast_ok) at hit, djp_loads_fast_copy being true:
+ * the results into out[0..ls->n-1], the faulted mask returned.  As
+ * djp_load_run, for the shapes djp_loads_fast_ok lets through: a base
+ * that needs no extension, loads that zero-extend, the rest only for a
+ * signed or bitfield result. */
+static inline __attribute__((always_inline)) uint64_t djp_loads_run_fast(const struct djp_load_set *ls,
+									  const struct djp_hit *hit, uint64_t *out)
+{
+	const struct djp_load_prog *p = ls->prog, *end = p + ls->n;
+	uint64_t faulted = 0, bit = 1;
+
+	for (; p < end; p++, out++, bit <<= 1) {
+		uint64_t v = p->base.kind == DJP_LOC_REG ? hit->regs.r[p->base.reg] : (uint64_t)p->base.disp, a;
+		unsigned size = p->size;
+
+		for (unsigned j = 0; j < p->nderef; j++)
+			if (!djp_loads_read_fast(NULL, a = v + (uint64_t)p->off[j], 8, &v))
+				goto fault;
+		a = v + (uint64_t)p->last;
+		if (!size) {
+			v = a;
+		} else if (!djp_loads_read_fast(NULL, a, size, &v)) {
+			goto fault;
+		} else if (__builtin_expect(p->is_signed || p->bit_size, 0)) {
+			v = djp_load_finish(p, v);
+		}
+		*out = v;
+		continue;
+fault:
+		*out = a;
+		faulted |= bit;
+	}
+	return faulted;
+}
 
 #endif
