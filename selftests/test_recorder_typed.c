@@ -146,20 +146,31 @@ TEST(recorder_typed_fast_entry_one_member)
 	CHECK_EQ(g.v[1][0], 1);
 }
 
-/* A chain ($n->next->next->a), and one through a NULL pointer: the
- * address that could not be read, and the mask. */
+/* A chain ($n->next->next->a), one through a NULL pointer and one into
+ * a page nobody may read: the address that could not be read, and the
+ * mask. */
 TEST(recorder_typed_fast_entry_chain_and_null)
 {
+	long pg = sysconf(_SC_PAGESIZE);
+	char *bad = mmap(NULL, (size_t)pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct djp_load_prog p = prog(2, (const int64_t[]){ NEXT, NEXT }, offsetof(struct tnode, a), 8, true);
 	struct djp_load_prog q = prog(3, (const int64_t[]){ NEXT, NEXT, NEXT }, offsetof(struct tnode, a), 8, true);
+	struct djp_load_prog r = prog(1, (const int64_t[]){ NEXT }, 16, 8, false);
+	struct tnode x = c3;
 	struct got g;
 
+	CHECK(bad != MAP_FAILED);
 	record(&p, 1, &a1, 50, &g);
 	CHECK_EQ(g.faulted[1], 0);
 	CHECK_EQ(g.v[1][0], 3);
 	record(&q, 1, &a1, 50, &g); /* c3.next is NULL: ->a at 0 */
 	CHECK_EQ(g.faulted[1], 1);
 	CHECK_EQ(g.v[1][0], (uint64_t)offsetof(struct tnode, a) + 0);
+	x.next = (struct tnode *)bad;
+	record(&r, 1, &x, 50, &g); /* the fault handler's fixup */
+	CHECK_EQ(g.faulted[1], 1);
+	CHECK_EQ(g.v[1][0], (uint64_t)(uintptr_t)bad + 16);
+	munmap(bad, (size_t)pg);
 }
 
 /* Several programs: every width, signed, a bitfield, an address, and a
