@@ -137,7 +137,7 @@ djp_arch_read_word:
  * extended, into %rcx; %rax 0, or bit 63 set when the load faulted (%rcx
  * is then not meaningful).  They touch nothing else, not even the stack
  * beyond the call's return address: a typed access's loads in the
- * recorder's fast entry (kernel/agent/loads.h), called from an asm
+ * recorder's fast entry, through arch_load_safe (arch.h): an asm
  * statement that says so, so that the caller keeps its values in every
  * other register across the call. */
 	.globl	djp_arch_load8, djp_arch_load4, djp_arch_load2, djp_arch_load1

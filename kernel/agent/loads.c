@@ -25,10 +25,9 @@
  * hit that read a pointer to it may use it without a lock.
  *
  * Every load is fault-safe: the engine's copy routine when it is on
- * (djp_arch_load8 and kin, in the fixup range of arch/x86/copy_str.S,
- * called from an asm statement that says they change %rax and %rcx only:
- * kernel/agent/loads.h), else process_vm_readv on our own process, as
- * the stack walker reads; an
+ * (arch_load_safe: a call of a routine in the fixup range of arch/x86/
+ * copy_str.S that changes %rax and %rcx only), else process_vm_readv on
+ * our own process, as the stack walker reads; an
  * address in the first page is refused without a load (a NULL pointer's
  * member).  A fault ends that program with the address, which the tool
  * says as stap does; the others run, and the program is not harmed.

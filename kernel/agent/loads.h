@@ -68,40 +68,17 @@ static inline bool djp_loads_fast_copy(void)
 	return __atomic_load_n(&djp__safe_copy_state, __ATOMIC_ACQUIRE) == 1 && !djp_faults_masked;
 }
 
-/* A call of djp_arch_loadN (arch/x86/copy_str.S) that says what it
- * changes, %rax and %rcx: a plain C call would make the caller save every
- * value it keeps in a call-clobbered register around each load.  The
- * call steps over the red zone first, where the compiler may keep values
- * of a function it thinks calls nothing. */
-#define DJP_LOADS_CALL(fn, addr, st, v)                                                                      \
-	__asm__ volatile("lea -128(%%rsp), %%rsp\n\tcall " fn "\n\tlea 128(%%rsp), %%rsp"                    \
-			 : "=a"(st), "=c"(v)                                                                \
-			 : "S"(addr)                                                                        \
-			 : "cc")
-
-/* A load through the engine's copy routine: a call of three instructions,
- * the fault its fixup's (*out is then left alone).  An address in the
- * first page is refused without a load (a NULL pointer's member). */
+/* A load through the engine's copy routine (arch_load_safe: a call of
+ * three instructions, the fault its fixup's, *out then left alone).  An
+ * address in the first page is refused without a load (a NULL pointer's
+ * member). */
 static inline __attribute__((always_inline)) bool djp_loads_read_fast(void *ctx, uint64_t addr, unsigned size,
 								       uint64_t *out)
 {
-	uint64_t st, v;
-
 	(void)ctx;
 	if (__builtin_expect(addr < 4096 || addr > UINT64_MAX - 8, 0))
 		return false;
-	if (__builtin_expect(size == 8, 1))
-		DJP_LOADS_CALL("djp_arch_load8", addr, st, v);
-	else if (size == 4)
-		DJP_LOADS_CALL("djp_arch_load4", addr, st, v);
-	else if (size == 2)
-		DJP_LOADS_CALL("djp_arch_load2", addr, st, v);
-	else
-		DJP_LOADS_CALL("djp_arch_load1", addr, st, v);
-	if (st >> 63)
-		return false; /* *out as it was */
-	*out = v;
-	return true;
+	return arch_load_safe(addr, size, out);
 }
 
 /* Run ls (djp_loads_fast_ok) at hit, djp_loads_fast_copy being true:
