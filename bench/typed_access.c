@@ -6,7 +6,10 @@
  * hot_typed's hot_node, each hit recorded as an event for the script in
  * the tool.  Rows: the cost per hit in the target over the plain call,
  * and the member and the chain over the register alone (targets: 3 and
- * 8 ns).  Medians of 3 runs of each, interleaved.
+ * 8 ns).  Medians of 3 runs of each, interleaved.  The rings (-s 128)
+ * never wrap here, so each row also counts the kernel's first touch of
+ * the ring pages its events fill, which a typed event's 16 more bytes
+ * meet sooner; bench/typed_hits times the hit alone, on a warm ring.
  */
 #include <libgen.h>
 #include <limits.h>

@@ -86,6 +86,10 @@ int djp_safe_copy_enable(void);
  * djp_arch_copy_str and djp_arch_read_word (arch/x86/copy_str.S).
  * Async-signal-safe. */
 bool djp_safe_copy_on(void);
+/* Its state (1: on), for a hit path that cannot afford the call: 1 here
+ * and djp_faults_masked clear in the thread (lib/real_signal.h) is
+ * djp_safe_copy_on's yes without its function call. */
+extern int djp__safe_copy_state;
 /* The periodic look: the copy goes off for good once the program has put
  * a handler of its own in ours' place (the raw system call). */
 void djp_safe_copy_check(void);

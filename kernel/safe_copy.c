@@ -112,13 +112,13 @@ static bool handler_blocks_faults(void)
 }
 
 static pthread_mutex_t enable_lock = PTHREAD_MUTEX_INITIALIZER;
-static int enabled; /* 0 not tried, 1 on, -errno refused or given up */
+int djp__safe_copy_state; /* 0 not tried, 1 on, -errno refused or given up (engine.h) */
 
 /* The ring's copy: the routine's, unless a forwarded handler of this
  * thread blocks the fault signals now. */
 __attribute__((target("general-regs-only"))) static uint64_t ring_copy(char *dst, const char *src, uint64_t max)
 {
-	if (__atomic_load_n(&enabled, __ATOMIC_ACQUIRE) != 1 || (djp_faults_masked && djp_faults_blocked_now()))
+	if (__atomic_load_n(&djp__safe_copy_state, __ATOMIC_ACQUIRE) != 1 || (djp_faults_masked && djp_faults_blocked_now()))
 		return DJP_RING_COPY_DECLINED;
 	return djp_arch_copy_str(dst, src, max);
 }
@@ -137,13 +137,13 @@ static bool handler_in_place(int sig)
 static void check_locked(void)
 {
 	bool segv, bus;
-	if (enabled != 1)
+	if (djp__safe_copy_state != 1)
 		return;
 	segv = handler_in_place(SIGSEGV);
 	bus = handler_in_place(SIGBUS);
 	if (segv && bus)
 		return;
-	__atomic_store_n(&enabled, -EBUSY, __ATOMIC_RELEASE);
+	__atomic_store_n(&djp__safe_copy_state, -EBUSY, __ATOMIC_RELEASE);
 	djp_ring_set_fast_copy(NULL);
 	if (!segv)
 		djp_release_signal(SIGSEGV, fault_handler);
@@ -153,7 +153,7 @@ static void check_locked(void)
 
 void djp_safe_copy_check(void)
 {
-	if (__atomic_load_n(&enabled, __ATOMIC_ACQUIRE) != 1)
+	if (__atomic_load_n(&djp__safe_copy_state, __ATOMIC_ACQUIRE) != 1)
 		return;
 	pthread_mutex_lock(&enable_lock);
 	check_locked();
@@ -165,7 +165,7 @@ int djp_safe_copy_enable(void)
 	int ret;
 
 	pthread_mutex_lock(&enable_lock);
-	if (!enabled) {
+	if (!djp__safe_copy_state) {
 		unsigned long long faults = 1ull << (SIGSEGV - 1) | 1ull << (SIGBUS - 1);
 		if (!djp_interposing())
 			ret = -ENOTSUP;
@@ -176,7 +176,7 @@ int djp_safe_copy_enable(void)
 			if ((ret = djp_check_blocked(faults)) == 0 && handler_blocks_faults())
 				ret = -EDEADLK;
 		}
-		__atomic_store_n(&enabled, ret ? ret : 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&djp__safe_copy_state, ret ? ret : 1, __ATOMIC_RELEASE);
 		if (!ret) {
 			djp_ring_set_fast_copy(ring_copy);
 		} else {
@@ -187,12 +187,12 @@ int djp_safe_copy_enable(void)
 	} else {
 		check_locked();
 	}
-	ret = enabled < 0 ? enabled : 0;
+	ret = djp__safe_copy_state < 0 ? djp__safe_copy_state : 0;
 	pthread_mutex_unlock(&enable_lock);
 	return ret;
 }
 
 bool djp_safe_copy_on(void)
 {
-	return __atomic_load_n(&enabled, __ATOMIC_ACQUIRE) == 1 && !(djp_faults_masked && djp_faults_blocked_now());
+	return __atomic_load_n(&djp__safe_copy_state, __ATOMIC_ACQUIRE) == 1 && !(djp_faults_masked && djp_faults_blocked_now());
 }

@@ -74,6 +74,21 @@ typedef bool (*djp_load_read_fn)(void *ctx, uint64_t addr, unsigned size, uint64
 /* 0 when p can be run; -EINVAL otherwise. */
 int djp_load_check(const struct djp_load_prog *p);
 
+/* A loaded value as p's type wants it: sign-extended, or a bitfield's
+ * bits, where it asks (the loads zero-extend). */
+static inline uint64_t djp_load_finish(const struct djp_load_prog *p, uint64_t v)
+{
+	unsigned sh;
+
+	if (p->bit_size) {
+		v >>= p->bit_off;
+		sh = (64 - p->bit_size) & 63;
+	} else {
+		sh = (64 - 8 * (p->size & 15)) & 63;
+	}
+	return p->is_signed ? (uint64_t)((int64_t)(v << sh) >> sh) : (v << sh) >> sh;
+}
+
 /* Run p from the base value v: the result in *out and true, or false
  * with the address that could not be read in *out. */
 static inline bool djp_load_run(const struct djp_load_prog *p, uint64_t v, djp_load_read_fn rd, void *ctx,
@@ -91,18 +106,11 @@ static inline bool djp_load_run(const struct djp_load_prog *p, uint64_t v, djp_l
 	v += (uint64_t)p->last;
 	if (p->size) {
 		uint64_t a = v;
-		unsigned sh;
 		if (!rd(ctx, a, p->size, &v)) {
 			*out = a;
 			return false;
 		}
-		if (p->bit_size) {
-			v >>= p->bit_off;
-			sh = (64 - p->bit_size) & 63;
-		} else {
-			sh = (64 - 8 * (p->size & 15)) & 63;
-		}
-		v = p->is_signed ? (uint64_t)((int64_t)(v << sh) >> sh) : (v << sh) >> sh;
+		v = djp_load_finish(p, v);
 	}
 	*out = v;
 	return true;

@@ -510,6 +510,20 @@ static inline __attribute__((always_inline)) int djp_ring_record(struct djp_regi
 	return djp_ring_record_ext(r, marker_id, args, nargs, str_mask, str_bound, -1, NULL, 0, NULL, 0);
 }
 
+/* Up to four argument words as an event's words 2 on. */
+static inline __attribute__((always_inline)) void djp_ring_put_words(uint64_t *e, unsigned nargs, uint64_t a0,
+								      uint64_t a1, uint64_t a2, uint64_t a3)
+{
+	if (nargs > 0)
+		e[2] = a0;
+	if (nargs > 1)
+		e[3] = a1;
+	if (nargs > 2)
+		e[4] = a2;
+	if (nargs > 3)
+		e[5] = a3;
+}
+
 /*
  * The recorder's fast path into region `region_id` (struct djp_region's
  * id): up to four argument words, no %s, for a caller
@@ -540,14 +554,7 @@ static inline __attribute__((always_inline)) bool djp_ring_try_words(uint64_t re
 		return false;
 	e = (uint64_t *)(t->data + (pos & (t->ring_size - 1)));
 	djp_ring_prefetch(t, pos);
-	if (nargs > 0)
-		e[2] = a0;
-	if (nargs > 1)
-		e[3] = a1;
-	if (nargs > 2)
-		e[4] = a2;
-	if (nargs > 3)
-		e[5] = a3;
+	djp_ring_put_words(e, nargs, a0, a1, a2, a3);
 	/* The clock last, once the arguments are out of %rdx and %rcx: the
 	 * compiler barrier keeps the stores before the rdtsc, and so no
 	 * register needs saving around it. */
@@ -558,6 +565,43 @@ static inline __attribute__((always_inline)) bool djp_ring_try_words(uint64_t re
 	t->head = pos + size;
 	__atomic_store_n(&s->head, pos + size, __ATOMIC_RELEASE);
 	return true;
+}
+
+/*
+ * djp_ring_try_words in two halves, for an event whose words the caller
+ * writes itself and whose size it knows only at the end (the results of
+ * load programs, kernel/agent/loads.h): room for at most max bytes at the
+ * thread's head, under the same conditions and for the same callers, or
+ * NULL; then the commit of the event written there, size <= max.  The
+ * caller writes words 2 on (the header's two are the commit's).
+ */
+static inline __attribute__((always_inline)) uint64_t *djp_ring_try_reserve(uint64_t region_id, uint32_t max)
+{
+	struct djp_ring_tls *t = &djp_ring_tls;
+	uint64_t pos;
+
+	if (__builtin_expect(t->region_id != region_id, 0))
+		return NULL;
+	pos = t->head;
+	if (__builtin_expect(pos + max > t->fast_end, 0))
+		return NULL;
+	djp_ring_prefetch(t, pos);
+	return (uint64_t *)(t->data + (pos & (t->ring_size - 1)));
+}
+
+static inline __attribute__((always_inline)) void djp_ring_try_commit(uint64_t *e, uint32_t marker_id, uint32_t size,
+								       unsigned nargs, uint32_t flags)
+{
+	struct djp_ring_tls *t = &djp_ring_tls;
+	struct djp_slot_hdr *s = t->slot;
+	uint64_t pos = t->head;
+
+	__asm__ volatile("" ::: "memory"); /* the words before the clock */
+	e[0] = djp_clock_tsc();
+	e[1] = djp_ev_word(marker_id, size, nargs, flags);
+	__atomic_store_n(&s->nevents, s->nevents + 1, __ATOMIC_RELAXED);
+	t->head = pos + size;
+	__atomic_store_n(&s->head, pos + size, __ATOMIC_RELEASE);
 }
 
 /* ---- consumer ---------------------------------------------------------- */

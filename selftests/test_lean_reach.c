@@ -35,7 +35,10 @@
 static const char *const roots[] = {
 	"djp_dispatch_lean", "djp_run_lean_list", "djp_recorder_hit", "djp_recorder_hit_stack",
 	"recorder_fast0",    "recorder_fast1",	  "recorder_fast2",   "recorder_fast3",
-	"recorder_fast4",    "djp_agg_hit",	  "agg_fast",	      "agg_fast_named",
+	"recorder_fast4",    "recorder_typed0",	  "recorder_typed1",  "recorder_typed2",
+	"recorder_typed3",   "recorder_typed4",	  "recorder_typed_one0", "recorder_typed_one1",
+	"recorder_typed_one2", "recorder_typed_one3", "recorder_typed_one4",
+	"djp_agg_hit",	     "agg_fast",	  "agg_fast_named",
 	"ring_copy",	     "ret_hook",	  "djp_ret_unwinder_hook", "djp_ret_catch_hook",
 	"djp_ret_dispatch",
 };

@@ -233,4 +233,38 @@ void arch_vector_restore(void *area);
 		area_;                                                                             \
 	})
 
+/*
+ * A fault-safe load of size bytes (1, 2, 4 or 8) at addr into *v, zero-
+ * extended: false, *v untouched, when the memory cannot be read.  Only
+ * while the engine's fault handler serves the copy routine
+ * (djp_safe_copy_on).  A call of arch_load8 and kin (copy_str.S: three
+ * instructions in the fixup range) from an asm statement that says what
+ * they change, %rax and %rcx: a plain C call would make the caller save
+ * every value it keeps in a call-clobbered register around each load.
+ * The call steps over the red zone first, where the compiler may keep
+ * values of a function it thinks calls nothing.
+ */
+#define ARCH_LOAD_CALL(fn, addr, st, v)                                                                      \
+	__asm__ volatile("lea -128(%%rsp), %%rsp\n\tcall " fn "\n\tlea 128(%%rsp), %%rsp"                    \
+			 : "=a"(st), "=c"(v)                                                                \
+			 : "S"(addr)                                                                        \
+			 : "cc")
+static inline __attribute__((always_inline)) bool arch_load_safe(uint64_t addr, unsigned size, uint64_t *v)
+{
+	uint64_t st, w;
+
+	if (__builtin_expect(size == 8, 1))
+		ARCH_LOAD_CALL("djp_arch_load8", addr, st, w);
+	else if (size == 4)
+		ARCH_LOAD_CALL("djp_arch_load4", addr, st, w);
+	else if (size == 2)
+		ARCH_LOAD_CALL("djp_arch_load2", addr, st, w);
+	else
+		ARCH_LOAD_CALL("djp_arch_load1", addr, st, w);
+	if (st >> 63)
+		return false;
+	*v = w;
+	return true;
+}
+
 #endif

@@ -60,9 +60,6 @@
 	.globl	djp_arch_read_word
 	.hidden	djp_arch_read_word
 	.type	djp_arch_read_word, @function
-	.globl	djp_arch_read_sized
-	.hidden	djp_arch_read_sized
-	.type	djp_arch_read_sized, @function
 	.globl	djp__copy_str_begin, djp__copy_str_end, djp__copy_str_fixup
 	.hidden	djp__copy_str_begin, djp__copy_str_end, djp__copy_str_fixup
 	.p2align 4
@@ -136,32 +133,39 @@ djp_arch_read_word:
 	movq	%rcx, (%rdi)
 	ret
 	.size	djp_arch_read_word, . - djp_arch_read_word
-/* djp_arch_read_sized(uint64_t *dst, const void *src, unsigned size):
- * the size bytes (1, 2, 4, else 8) at src, zero-extended, into *dst; 0,
- * or bit 63 set when the load faulted (*dst is then not written).  A
- * typed access's load (kernel/agent/loads.c): a load of the field's own
- * size, so that the last byte of a mapping reads as it is. */
-djp_arch_read_sized:
+/* djp_arch_load8, _4, _2, _1: the 8 (4, 2, 1) bytes at %rsi, zero-
+ * extended, into %rcx; %rax 0, or bit 63 set when the load faulted (%rcx
+ * is then not meaningful).  They touch nothing else, not even the stack
+ * beyond the call's return address: a typed access's loads in the
+ * recorder's fast entry, through arch_load_safe (arch.h): an asm
+ * statement that says so, so that the caller keeps its values in every
+ * other register across the call. */
+	.globl	djp_arch_load8, djp_arch_load4, djp_arch_load2, djp_arch_load1
+	.hidden	djp_arch_load8, djp_arch_load4, djp_arch_load2, djp_arch_load1
+	.type	djp_arch_load8, @function
+	.type	djp_arch_load4, @function
+	.type	djp_arch_load2, @function
+	.type	djp_arch_load1, @function
+djp_arch_load8:
 	xorl	%eax, %eax
-	cmpl	$1, %edx
-	je	1f
-	cmpl	$2, %edx
-	je	2f
-	cmpl	$4, %edx
-	je	4f
 	movq	(%rsi), %rcx
-	movq	%rcx, (%rdi)
 	ret
-1:	movzbl	(%rsi), %ecx
-	movq	%rcx, (%rdi)
+	.size	djp_arch_load8, . - djp_arch_load8
+djp_arch_load4:
+	xorl	%eax, %eax
+	movl	(%rsi), %ecx
 	ret
-2:	movzwl	(%rsi), %ecx
-	movq	%rcx, (%rdi)
+	.size	djp_arch_load4, . - djp_arch_load4
+djp_arch_load2:
+	xorl	%eax, %eax
+	movzwl	(%rsi), %ecx
 	ret
-4:	movl	(%rsi), %ecx
-	movq	%rcx, (%rdi)
+	.size	djp_arch_load2, . - djp_arch_load2
+djp_arch_load1:
+	xorl	%eax, %eax
+	movzbl	(%rsi), %ecx
 	ret
-	.size	djp_arch_read_sized, . - djp_arch_read_sized
+	.size	djp_arch_load1, . - djp_arch_load1
 djp__copy_str_fixup:
 	btsq	$63, %rax
 	ret

@@ -13,17 +13,21 @@
  * outside: the structure the program is looking at may be gone a moment
  * after the function returns.
  *
- * Which set a site has is found by its name at the site's first hit after
- * a set came and cached by marker id, tagged with the generation of the
- * table, as the recorder caches the string arguments of an id: a plain
- * loop over the names (no libc, no vector register: the recorder's
- * promise, kernel/agent/recorder.c), then one load per hit.  A set is
- * never changed or freed while the recorder lives, so a hit that read a
- * pointer to it may use it without a lock.
+ * Which set a site has is decided when the site's handler list is sealed
+ * (the recorder's plan, kernel/agent/recorder.c): a site whose programs
+ * the fast entry can run (djp_loads_fast_ok) keeps the set's pointer in
+ * its plan and never looks it up again.  For the general record it is
+ * found by its name at the site's first hit after a set came and cached
+ * by marker id, tagged with the generation of the table, as the recorder
+ * caches the string arguments of an id: a plain loop over the names (no
+ * libc, no vector register: the recorder's promise), then one load per
+ * hit.  A set is never changed or freed while the recorder lives, so a
+ * hit that read a pointer to it may use it without a lock.
  *
  * Every load is fault-safe: the engine's copy routine when it is on
- * (djp_arch_read_sized, in the fixup range of arch/x86/copy_str.S), else
- * process_vm_readv on our own process, as the stack walker reads; an
+ * (arch_load_safe: a call of a routine in the fixup range of arch/x86/
+ * copy_str.S that changes %rax and %rcx only), else process_vm_readv on
+ * our own process, as the stack walker reads; an
  * address in the first page is refused without a load (a NULL pointer's
  * member).  A fault ends that program with the address, which the tool
  * says as stap does; the others run, and the program is not harmed.
@@ -41,8 +45,6 @@
 #include "kernel/hit_args.h"
 #include "kernel/agent/loads.h"
 #include "kernel/agent/recorder.h"
-
-extern uint64_t djp_arch_read_sized(uint64_t *dst, const void *src, unsigned size);
 
 struct djp_loads *djp_loads_create(void)
 {
@@ -129,27 +131,22 @@ const struct djp_load_set *djp_loads_of(struct djp_loads *l, uint32_t id, const 
 	return v ? __atomic_load_n(&l->set[v - 1], __ATOMIC_RELAXED) : NULL;
 }
 
-struct reader {
-	bool fast;
-	pid_t pid; /* for process_vm_readv, 0 until first needed */
-};
-
-static bool read_sized(void *ctx, uint64_t addr, unsigned size, uint64_t *out)
+/* The slow reader, where the engine's copy cannot serve: process_vm_readv
+ * on our own process, as the stack walker reads. */
+static bool read_syscall(void *ctx, uint64_t addr, unsigned size, uint64_t *out)
 {
-	struct reader *rd = ctx;
+	pid_t *pid = ctx; /* 0 until first needed */
 	struct iovec local = { out, size }, remote = { (void *)(uintptr_t)addr, size };
 	int saved_errno;
 	long got;
 
 	if (addr < 4096 || addr > UINT64_MAX - 8)
 		return false;
-	if (rd->fast)
-		return !(djp_arch_read_sized(out, (const void *)(uintptr_t)addr, size) >> 63);
 	*out = 0;
 	saved_errno = errno;
-	if (!rd->pid)
-		rd->pid = (pid_t)syscall(SYS_getpid);
-	got = syscall(SYS_process_vm_readv, (long)rd->pid, &local, 1L, &remote, 1L, 0L);
+	if (!*pid)
+		*pid = (pid_t)syscall(SYS_getpid);
+	got = syscall(SYS_process_vm_readv, (long)*pid, &local, 1L, &remote, 1L, 0L);
 	errno = saved_errno;
 	return got == (long)size;
 }
@@ -157,13 +154,41 @@ static bool read_sized(void *ctx, uint64_t addr, unsigned size, uint64_t *out)
 uint64_t djp_loads_run(const struct djp_load_set *ls, const struct djp_hit *hit, const struct djp_site *s,
 		       uint64_t *vals)
 {
-	struct reader rd = { .fast = djp_safe_copy_on() };
+	bool fast = djp_safe_copy_on();
 	uint64_t faulted = 0;
+	pid_t pid = 0;
 
 	for (unsigned i = 0; i < ls->n && i < DJP_LOAD_MAX_PROGS; i++) {
 		const struct djp_load_prog *p = &ls->prog[i];
-		if (!djp_load_run(p, djp_arg_fetch(hit, s, &p->base), read_sized, &rd, &vals[i]))
+		uint64_t v = djp_arg_fetch(hit, s, &p->base);
+		if (!(fast ? djp_load_run(p, v, djp_loads_read_fast, NULL, &vals[i])
+			   : djp_load_run(p, v, read_syscall, &pid, &vals[i])))
 			faulted |= 1ull << i;
 	}
 	return faulted;
+}
+
+bool djp_loads_fast_ok(const struct djp_load_set *ls)
+{
+	if (ls->str_mask || ls->n > DJP_LOAD_MAX_PROGS)
+		return false;
+	for (unsigned i = 0; i < ls->n; i++) {
+		const struct djp_argloc *b = &ls->prog[i].base;
+		if (ls->prog[i].nderef > DJP_LOAD_MAX_DEREF)
+			return false;
+		if (b->kind == DJP_LOC_IMM)
+			continue;
+		if (b->kind != DJP_LOC_REG || b->reg >= DJP_REG_COUNT || !(ARCH_CALLER_SAVED >> b->reg & 1) ||
+		    b->size != 8 || b->reg_shift)
+			return false;
+	}
+	return true;
+}
+
+bool djp_loads_fast_one(const struct djp_load_set *ls)
+{
+	const struct djp_load_prog *p = &ls->prog[0];
+
+	return djp_loads_fast_ok(ls) && ls->n == 1 && p->base.kind == DJP_LOC_REG && !p->bit_size &&
+	       (!p->is_signed || !p->size || p->size == 8);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "djprobe/djprobe.h"
+#include "kernel/site.h"
 #include "lib/proto.h"
 #include "lib/ring.h"
 
@@ -95,6 +96,10 @@ void djp_recorder_destroy(struct djp_recorder *rec);
  * formats. */
 int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned flags,
 			 const struct djp_recorder_strings *strings, unsigned *nsites);
+/* The plan function djp_recorder_connect gives the engine (kernel/site.h):
+ * a site's fast entry, a plain one or a typed one (a site with load
+ * programs), or NULL for the general record. */
+djp_fast_entry_fn djp_recorder_plan(void *data, const struct djp_site *s, struct djp_fast_plan *plan);
 
 /* The sites `pattern` matches now. */
 unsigned djp_recorder_count_sites(const char *pattern);

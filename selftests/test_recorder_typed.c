@@ -1,0 +1,211 @@
+/*
+ * The recorder's typed fast entries (kernel/agent/recorder.c): a site
+ * with load programs (a script's $p->field) is recorded by a fast entry of
+ * its own, not by the general record, and its events are the general
+ * record's, value for value: members of every width, signed and bitfield
+ * ones, addresses, chains, and faults, a NULL pointer's and a PROT_NONE
+ * page's, as the faulting address and the mask.  A thread's first event
+ * goes through the general record (the ring's fast path is not set up
+ * yet); every later one through the fast entry; both must read the same.
+ */
+#include <stdatomic.h>
+#include <sys/mman.h>
+
+#include "djprobe/djprobe.h"
+#include "harness.h"
+#include "kernel/agent/loads.h"
+#include "kernel/agent/recorder.h"
+#include "kernel/engine.h"
+#include "lib/ring.h"
+
+struct tnode {
+	long a;
+	struct tnode *next;
+	int s32;
+	unsigned char u8;
+	unsigned bf : 3, bf_hi : 5;
+	short s16;
+};
+
+__attribute__((noinline, noipa)) long typed_fast_target(struct tnode *n)
+{
+	__asm__ volatile("" ::"r"(n) : "memory");
+	return 0;
+}
+
+/* A program from %rdi, the parameter at the entry. */
+static struct djp_load_prog prog(unsigned nderef, const int64_t *off, int64_t last, unsigned size, bool sign)
+{
+	struct djp_load_prog p = {
+		.base = { .kind = DJP_LOC_REG, .size = 8, .reg = DJP_REG_RDI, .index = DJP_REG_NONE, .scale = 1 },
+		.nderef = (uint8_t)nderef,
+		.size = (uint8_t)size,
+		.is_signed = sign,
+		.last = last,
+	};
+	for (unsigned i = 0; i < nderef; i++)
+		p.off[i] = off[i];
+	return p;
+}
+
+#define NEXT ((int64_t)offsetof(struct tnode, next))
+
+struct got {
+	unsigned events;
+	uint64_t v[2][DJP_LOAD_MAX_PROGS]; /* the first event's and the last's */
+	uint64_t faulted[2];
+	unsigned n[2];
+};
+
+static int take(void *arg, const struct djp_event *ev, uint32_t tid, unsigned slot)
+{
+	struct got *g = arg;
+	unsigned n, k = g->events ? 1 : 0;
+	uint64_t faulted, strs;
+	const uint64_t *v = djp_event_loads(ev, &n, &faulted, &strs);
+
+	(void)tid;
+	(void)slot;
+	if (!v)
+		djp_test_fail(__FILE__, __LINE__, "event %u carries no results", g->events);
+	g->n[k] = n;
+	g->faulted[k] = faulted;
+	memcpy(g->v[k], v, 8 * n);
+	g->events++;
+	return 0;
+}
+
+static atomic_int planned; /* sites the recorder's plan gave an entry */
+
+/* The recorder's plan, as djp_recorder_connect gives it, counted. */
+static djp_fast_entry_fn counted_plan(void *data, const struct djp_site *s, struct djp_fast_plan *plan)
+{
+	djp_fast_entry_fn fn = djp_recorder_plan(data, s, plan);
+	if (fn)
+		atomic_fetch_add(&planned, 1);
+	return fn;
+}
+
+/* Record `hits` calls of typed_fast_target(n), connected as
+ * djp_recorder_connect connects a function point, with the set's
+ * programs: the first and the last event's results in *g. */
+static void record(const struct djp_load_prog *progs, unsigned nprogs, struct tnode *n, unsigned hits, struct got *g)
+{
+	struct djp_recorder *rec = djp_recorder_create(NULL);
+	struct djp_connect_opts o = { .plan = counted_plan, .once = true };
+	struct djp_load_set *ls = calloc(1, sizeof(*ls));
+	struct djp_consumer *c;
+	int id;
+
+	CHECK(rec != NULL && ls != NULL);
+	CHECK((c = djp_consumer_open(djp_region_fd(rec->region))) != NULL);
+	strcpy(ls->provider, "func");
+	strcpy(ls->name, "typed_fast_target");
+	ls->n = nprogs;
+	memcpy(ls->prog, progs, nprogs * sizeof(*progs));
+	for (unsigned i = 0; i < nprogs; i++)
+		CHECK_EQ(djp_load_check(&progs[i]), 0);
+	CHECK((rec->loads = djp_loads_create()) != NULL);
+	CHECK_EQ(djp_loads_add(rec->loads, ls), 0);
+	CHECK_EQ(djp_safe_copy_enable(), 0);
+	CHECK_EQ(djp__point_parse("func:typed_fast_target", &o.point), 0);
+	atomic_store(&planned, 0);
+	id = djp__connect(NULL, djp_recorder_hit, rec, DJP_GPR_ONLY, &o);
+	CHECK(id >= 0);
+	if (atomic_load(&planned) != 1)
+		djp_test_fail(__FILE__, __LINE__, "the typed site has no fast entry (%d)", atomic_load(&planned));
+	for (unsigned i = 0; i < hits; i++)
+		typed_fast_target(n);
+	*g = (struct got){ 0 };
+	CHECK(djp_consumer_drain(c, &(struct djp_drain_ops){ take, NULL }, g) >= 0);
+	CHECK_EQ(g->events, hits);
+	CHECK_EQ(g->n[0], nprogs);
+	CHECK_EQ(g->n[1], nprogs);
+	/* the general record's (the first) and the fast entry's, alike */
+	CHECK_EQ(g->faulted[0], g->faulted[1]);
+	for (unsigned i = 0; i < nprogs; i++)
+		if (g->v[0][i] != g->v[1][i])
+			djp_test_fail(__FILE__, __LINE__, "result %u: %#llx at the first hit, %#llx at the last", i,
+				      (unsigned long long)g->v[0][i], (unsigned long long)g->v[1][i]);
+	djp_disconnect(id);
+	djp_consumer_close(c);
+	djp_recorder_destroy(rec);
+	free(ls);
+}
+
+static struct tnode c3 = { 3, NULL, -7, 200, 5, 17, -300 }, b2 = { 2, &c3, 0, 0, 0, 0, 0 }, a1 = { 1, &b2, 0, 0, 0, 0, 0 };
+
+/* One member ($n->a), the shortest entry. */
+TEST(recorder_typed_fast_entry_one_member)
+{
+	struct djp_load_prog p = prog(0, NULL, offsetof(struct tnode, a), 8, true);
+	struct got g;
+
+	record(&p, 1, &a1, 50, &g);
+	CHECK_EQ(g.faulted[1], 0);
+	CHECK_EQ(g.v[1][0], 1);
+}
+
+/* A chain ($n->next->next->a), one through a NULL pointer and one into
+ * a page nobody may read: the address that could not be read, and the
+ * mask. */
+TEST(recorder_typed_fast_entry_chain_and_null)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *bad = mmap(NULL, (size_t)pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct djp_load_prog p = prog(2, (const int64_t[]){ NEXT, NEXT }, offsetof(struct tnode, a), 8, true);
+	struct djp_load_prog q = prog(3, (const int64_t[]){ NEXT, NEXT, NEXT }, offsetof(struct tnode, a), 8, true);
+	struct djp_load_prog r = prog(1, (const int64_t[]){ NEXT }, 16, 8, false);
+	struct tnode x = c3;
+	struct got g;
+
+	CHECK(bad != MAP_FAILED);
+	record(&p, 1, &a1, 50, &g);
+	CHECK_EQ(g.faulted[1], 0);
+	CHECK_EQ(g.v[1][0], 3);
+	record(&q, 1, &a1, 50, &g); /* c3.next is NULL: ->a at 0 */
+	CHECK_EQ(g.faulted[1], 1);
+	CHECK_EQ(g.v[1][0], (uint64_t)offsetof(struct tnode, a) + 0);
+	x.next = (struct tnode *)bad;
+	record(&r, 1, &x, 50, &g); /* the fault handler's fixup */
+	CHECK_EQ(g.faulted[1], 1);
+	CHECK_EQ(g.v[1][0], (uint64_t)(uintptr_t)bad + 16);
+	munmap(bad, (size_t)pg);
+}
+
+/* Several programs: every width, signed, a bitfield, an address, and a
+ * load from a page nobody may read (a real fault, the copy's fixup). */
+TEST(recorder_typed_fast_entry_many_programs)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct tnode *bad = mmap(NULL, (size_t)pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct tnode x = c3;
+	struct djp_load_prog p[8];
+	struct got g;
+
+	CHECK(bad != MAP_FAILED);
+	x.next = bad;
+	p[0] = prog(0, NULL, offsetof(struct tnode, s32), 4, true);
+	p[1] = prog(0, NULL, offsetof(struct tnode, u8), 1, false);
+	p[2] = prog(0, NULL, offsetof(struct tnode, s16), 2, true);
+	p[3] = prog(0, NULL, offsetof(struct tnode, next), 0, false); /* &$n->next */
+	p[4] = prog(1, (const int64_t[]){ NEXT }, offsetof(struct tnode, a), 8, true); /* into the page */
+	p[5] = prog(0, NULL, offsetof(struct tnode, u8) + 1, 1, false);		  /* the bitfields' byte */
+	p[5].bit_off = 3;
+	p[5].bit_size = 5;
+	p[6] = prog(0, NULL, offsetof(struct tnode, a), 8, false);
+	p[7] = p[5];
+	p[7].bit_off = 0;
+	p[7].bit_size = 3;
+	record(p, 8, &x, 50, &g);
+	CHECK_EQ(g.faulted[1], 1u << 4);
+	CHECK_EQ((int64_t)g.v[1][0], -7);
+	CHECK_EQ(g.v[1][1], 200);
+	CHECK_EQ((int64_t)g.v[1][2], -300);
+	CHECK_EQ(g.v[1][3], (uint64_t)(uintptr_t)&x + offsetof(struct tnode, next));
+	CHECK_EQ(g.v[1][4], (uint64_t)(uintptr_t)bad + offsetof(struct tnode, a));
+	CHECK_EQ(g.v[1][5], 17);
+	CHECK_EQ(g.v[1][6], 3);
+	CHECK_EQ(g.v[1][7], 5);
+	munmap(bad, (size_t)pg);
+}
