@@ -191,6 +191,24 @@ struct compile_ctx {
 	const char *site; /* a statement's site name ("f+0x12"); NULL: the function's */
 };
 
+/* Does program p start from a register a C call keeps for its caller
+ * (%rbx, %rbp, %r12-%r15)?  A jump's lean view stores those only when
+ * the site's own arguments read them, so such a program is read from an
+ * int3's view, which holds every register (as register("rbx") is). */
+static bool reads_callee_saved(const struct djp_load_prog *p)
+{
+	const struct djp_argloc *b = &p->base;
+	unsigned regs = 0;
+
+	if (b->kind == DJP_LOC_REG || b->kind == DJP_LOC_MEM) {
+		if (b->reg >= 0 && b->reg < DJP_REG_COUNT)
+			regs |= 1u << b->reg;
+		if (b->kind == DJP_LOC_MEM && b->index >= 0 && b->index < DJP_REG_COUNT)
+			regs |= 1u << b->index;
+	}
+	return regs & ARCH_CALLEE_SAVED;
+}
+
 static int compile_one(void *ctx, const struct djp_func *f, const struct djp_func_source *fs,
 		       struct djp_params_file *pf)
 {
@@ -252,6 +270,8 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 		snprintf(name, sizeof(name), "%s", c->site);
 	else
 		snprintf(name, sizeof(name), "%s%s", f->name, c->pp->ret ? "%return" : "");
+	for (unsigned i = 0; i < n; i++)
+		c->sc->regs_callee |= reads_callee_saved(&progs[i]);
 	ts = sites_of(c->sc, c->tr);
 	if (!(ts->v = realloc(ts->v, sizeof(*ts->v) * (ts->n + 1))) || !(ts->v[ts->n].name = strdup(name)))
 		abort();
