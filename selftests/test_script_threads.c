@@ -209,3 +209,29 @@ TEST_TIMEOUT(script_thread_begin_and_end_injected, 120)
 	}
 	free(p);
 }
+
+/* -l lists the points as written, as process.begin; and a glob lists the
+ * program's markers, never the library's own. */
+TEST_TIMEOUT(script_list_thread_begin, 60)
+{
+	static const struct {
+		const char *point, *out;
+	} cases[] = {
+		{ "process(\"thread_life_target\").thread.begin", "process(\"thread_life_target\").thread.begin\n" },
+		{ "process.thread.end", "process.thread.end\n" },
+		{ "process.mark(\"*\")", "mark(\"tl_work\")\n" },
+	};
+	char cmd[4096];
+
+	snprintf(cmd, sizeof(cmd), "%s 0", djp_test_path("trace_progs/thread_life_target"));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tproc *p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-l", (char *)cases[i].point, NULL },
+					   false, -1);
+		int st = tt_finish(p, 30000);
+		const char *at = strstr(p->obuf, cases[i].out);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) || !at || strstr(p->obuf, "__djp") ||
+		    (i < 2 && strcmp(p->obuf, cases[i].out)))
+			djp_test_fail(__FILE__, __LINE__, "djp -l '%s': status %#x:\n%s", cases[i].point, st, p->obuf);
+		free(p);
+	}
+}
