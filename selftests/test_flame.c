@@ -56,21 +56,9 @@ static void tmp_path(char *buf, size_t sz, const char *what)
 /* djp -c 'flame_target ARGS' -o OUT -e SCRIPT: the script's output. */
 static char *run_script(const char *script)
 {
-	char cmd[4096], out[256];
-	struct tproc *p;
-	char *text;
-	int st;
-
+	char cmd[4096];
 	snprintf(cmd, sizeof(cmd), "%s " TARGET_ARGS, djp_test_path("trace_progs/flame_target"));
-	tmp_path(out, sizeof(out), "script.out");
-	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-o", out, "-c", cmd, "-e", (char *)script, NULL }, false, -1);
-	st = tt_finish(p, 60000);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		djp_test_fail(__FILE__, __LINE__, "djp -e '%s': status %#x, stderr: %s", script, st, p->ebuf);
-	free(p);
-	text = slurp(out);
-	unlink(out);
-	return text;
+	return tt_script_output(cmd, script, NULL);
 }
 
 /* The count of the folded line whose frames end with ";main;SUFFIX"
@@ -137,9 +125,7 @@ TEST_TIMEOUT(script_print_folded_counts_each_chain, 120)
 
 TEST(script_print_folded_refuses_what_is_no_array)
 {
-	static const struct {
-		const char *script, *error;
-	} bad[] = {
+	static const struct tt_bad_script bad[] = {
 		{ "global n\nprobe begin { n = 1; print_folded(n) }",
 		  "<input>:2:35: semantic error: print_folded: 'n' is a scalar, not an array" },
 		{ "global t\nprobe begin { t[\"a\"] = \"x\"; print_folded(t) }",
@@ -149,14 +135,7 @@ TEST(script_print_folded_refuses_what_is_no_array)
 		  "<input>:2:23: semantic error: print_folded takes one global array, as print_folded(s)" },
 		{ "global s\nprobe begin { print_folded(s) }", "<input>:2:28: semantic error: print_folded: 's' is never indexed" },
 	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct tproc *p = tt_spawn((char *const[]){ (char *)tt_djp(), "-e", (char *)bad[i].script, NULL }, false, -1);
-		int st = tt_finish(p, 20000);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 || strncmp(p->ebuf, bad[i].error, strlen(bad[i].error)))
-			djp_test_fail(__FILE__, __LINE__, "djp -e '%s': status %#x, stderr:\n%s\nnot:\n%s", bad[i].script, st,
-				      p->ebuf, bad[i].error);
-		free(p);
-	}
+	tt_bad_scripts(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
 /* Indexes that are no stacks are frames of their own, in order (numbers

@@ -30,31 +30,9 @@ static const char script[] =
  * target's pid in *main. */
 static char *run(const char *text, int *main_pid)
 {
-	char cmd[4096], out[128];
-	struct tproc *p;
-	FILE *f;
-	char *buf;
-	long n;
-	int st;
-
+	char cmd[4096];
 	snprintf(cmd, sizeof(cmd), "%s %d %d %d", djp_test_path("trace_progs/life_target"), FORKS, EXECS, THREADS);
-	snprintf(out, sizeof(out), "/tmp/djp-life-%d.out", (int)getpid());
-	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-o", out, "-c", cmd, "-e", (char *)text, NULL }, false, -1);
-	st = tt_finish(p, 60000);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		djp_test_fail(__FILE__, __LINE__, "djp: status %#x, stderr: %s", st, p->ebuf);
-	if (main_pid && sscanf(p->obuf, "pid %d", main_pid) != 1)
-		djp_test_fail(__FILE__, __LINE__, "the target printed no pid: %s", p->obuf);
-	free(p);
-	CHECK((f = fopen(out, "r")) != NULL);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	CHECK((buf = calloc(1, (size_t)n + 1)) != NULL);
-	CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
-	fclose(f);
-	unlink(out);
-	return buf;
+	return tt_script_output(cmd, text, main_pid);
 }
 
 struct proc {
@@ -154,9 +132,7 @@ TEST_TIMEOUT(script_process_begin_and_end_counted, 120)
 
 TEST(script_process_begin_needs_a_process)
 {
-	static const struct {
-		const char *script, *error;
-	} bad[] = {
+	static const struct tt_bad_script bad[] = {
 		{ "probe process.begin { }", "djp: a process probe needs the process: give -c CMD or -x PID, or name its program "
 					      "(process(\"PATH\"))\n" },
 		{ "probe process.thread.begin { }", "djp: a process probe needs the process: give -c CMD or -x PID, or name "
@@ -167,14 +143,7 @@ TEST(script_process_begin_needs_a_process)
 		{ "probe process(\"a\").begin(1) { }", "<input>:1:7: semantic error: while resolving probe point "
 						      "process(\"a\").begin(1): unknown probe point" },
 	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct tproc *p = tt_spawn((char *const[]){ (char *)tt_djp(), "-e", (char *)bad[i].script, NULL }, false, -1);
-		int st = tt_finish(p, 20000);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 || strncmp(p->ebuf, bad[i].error, strlen(bad[i].error)))
-			djp_test_fail(__FILE__, __LINE__, "djp -e '%s': status %#x, stderr:\n%s\nnot:\n%s", bad[i].script, st,
-				      p->ebuf, bad[i].error);
-		free(p);
-	}
+	tt_bad_scripts(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
 /* -l lists the point as written, as stap lists process.begin. */

@@ -30,31 +30,9 @@ static const char script[] =
  * output; the target's pid in *main. */
 static char *run(const char *text, int *main_pid)
 {
-	char cmd[4096], out[128];
-	struct tproc *p;
-	FILE *f;
-	char *buf;
-	long n;
-	int st;
-
+	char cmd[4096];
 	snprintf(cmd, sizeof(cmd), "%s %d", djp_test_path("trace_progs/thread_life_target"), THREADS);
-	snprintf(out, sizeof(out), "/tmp/djp-threads-%d.out", (int)getpid());
-	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-o", out, "-c", cmd, "-e", (char *)text, NULL }, false, -1);
-	st = tt_finish(p, 60000);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		djp_test_fail(__FILE__, __LINE__, "djp: status %#x, stderr: %s", st, p->ebuf);
-	if (main_pid && sscanf(p->obuf, "pid %d", main_pid) != 1)
-		djp_test_fail(__FILE__, __LINE__, "the target printed no pid: %s", p->obuf);
-	free(p);
-	CHECK((f = fopen(out, "r")) != NULL);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	CHECK((buf = calloc(1, (size_t)n + 1)) != NULL);
-	CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
-	fclose(f);
-	unlink(out);
-	return buf;
+	return tt_script_output(cmd, text, main_pid);
 }
 
 struct thr {

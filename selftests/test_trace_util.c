@@ -288,6 +288,47 @@ int tt_source_line(const char *source, const char *text)
 	return no;
 }
 
+char *tt_script_output(const char *cmd, const char *text, int *main_pid)
+{
+	char out[128];
+	struct tproc *p;
+	FILE *f;
+	char *buf;
+	long n;
+	int st;
+
+	snprintf(out, sizeof(out), "/tmp/djp-script-%d.out", (int)getpid());
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-o", out, "-c", (char *)cmd, "-e", (char *)text, NULL }, false,
+		     -1);
+	st = tt_finish(p, 60000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		djp_test_fail(__FILE__, __LINE__, "djp -e '%s': status %#x, stderr: %s", text, st, p->ebuf);
+	if (main_pid && sscanf(p->obuf, "pid %d", main_pid) != 1)
+		djp_test_fail(__FILE__, __LINE__, "the target printed no pid: %s", p->obuf);
+	free(p);
+	CHECK((f = fopen(out, "r")) != NULL);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	CHECK((buf = calloc(1, (size_t)n + 1)) != NULL);
+	CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	unlink(out);
+	return buf;
+}
+
+void tt_bad_scripts(const struct tt_bad_script *bad, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct tproc *p = tt_spawn((char *const[]){ (char *)tt_djp(), "-e", (char *)bad[i].script, NULL }, false, -1);
+		int st = tt_finish(p, 20000);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 || strncmp(p->ebuf, bad[i].error, strlen(bad[i].error)))
+			djp_test_fail(__FILE__, __LINE__, "djp -e '%s': status %#x, stderr:\n%s\nnot:\n%s", bad[i].script, st,
+				      p->ebuf, bad[i].error);
+		free(p);
+	}
+}
+
 int tt_lines(const char *s)
 {
 	int n = 0;

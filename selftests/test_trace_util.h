@@ -78,6 +78,15 @@ struct tproc *tt_run_worker(const char *cmd, const char *const *opts, const char
 int tt_source_line(const char *source, const char *text);
 /* Lines of s (stderr) that are not empty. */
 int tt_lines(const char *s);
+/* djp -o FILE -c CMD -e TEXT, which must exit 0: what the script printed
+ * (malloc'd); with main_pid, the target's "pid N" line's N there. */
+char *tt_script_output(const char *cmd, const char *text, int *main_pid);
+/* Each of n scripts run as djp -e SCRIPT: status 1 and stderr beginning
+ * with its error. */
+struct tt_bad_script {
+	const char *script, *error;
+};
+void tt_bad_scripts(const struct tt_bad_script *bad, size_t n);
 
 /* Marker sites (SDT probes included) of `binary` in process pid: how many
  * differ from the file's bytes (-1 on error); *nsites gets how many there
