@@ -371,25 +371,31 @@ int session_list(struct session *s)
 	return (int)n;
 }
 
-int session_connect(struct session *s, const char *pattern, unsigned flags, uint32_t str_args, unsigned str_bound,
-		    unsigned *nsites)
+/* CONNECT b, its reply CONNECTED probe, sites: the number of sites. */
+static int connect_request(struct session *s, struct djp_pbuf *b, unsigned *nsites)
 {
-	static struct djp_pbuf b;
 	struct djp_preader r;
-	long n;
+	long n = request(s, DJP_MSG_CONNECT, b, DJP_MSG_CONNECTED, NULL);
 
-	djp_pbuf_init(&b);
-	djp_put_str(&b, pattern);
-	djp_put_u32(&b, flags);
-	djp_put_u32(&b, str_args);
-	djp_put_u32(&b, str_bound);
-	n = request(s, DJP_MSG_CONNECT, &b, DJP_MSG_CONNECTED, NULL);
 	if (n < 0)
 		return (int)n;
 	djp_preader_init(&r, s->buf, (size_t)n);
 	djp_get_u32(&r);
 	*nsites = djp_get_u32(&r);
 	return djp_preader_done(&r) ? 0 : bad_reply(s, "CONNECT");
+}
+
+int session_connect(struct session *s, const char *pattern, unsigned flags, uint32_t str_args, unsigned str_bound,
+		    unsigned *nsites)
+{
+	static struct djp_pbuf b;
+
+	djp_pbuf_init(&b);
+	djp_put_str(&b, pattern);
+	djp_put_u32(&b, flags);
+	djp_put_u32(&b, str_args);
+	djp_put_u32(&b, str_bound);
+	return connect_request(s, &b, nsites);
 }
 
 int session_loads(struct session *s, const struct djp_load_site *v, unsigned n)
@@ -413,8 +419,6 @@ int session_loads(struct session *s, const struct djp_load_site *v, unsigned n)
 int session_connect_agg(struct session *s, const char *pattern, unsigned flags, unsigned plan, unsigned *nsites)
 {
 	static struct djp_pbuf b;
-	struct djp_preader r;
-	long n;
 
 	djp_pbuf_init(&b);
 	djp_put_str(&b, pattern);
@@ -422,13 +426,7 @@ int session_connect_agg(struct session *s, const char *pattern, unsigned flags, 
 	djp_put_u32(&b, 0);
 	djp_put_u32(&b, 0);
 	djp_put_u32(&b, plan);
-	n = request(s, DJP_MSG_CONNECT, &b, DJP_MSG_CONNECTED, NULL);
-	if (n < 0)
-		return (int)n;
-	djp_preader_init(&r, s->buf, (size_t)n);
-	djp_get_u32(&r);
-	*nsites = djp_get_u32(&r);
-	return djp_preader_done(&r) ? 0 : bad_reply(s, "CONNECT");
+	return connect_request(s, &b, nsites);
 }
 
 /* A request answered by OK u32: 0 or -errno. */
