@@ -8,12 +8,3 @@ $(LIFE_TARGET): selftests/trace_progs/life_target.c include/djprobe/marker.h | $
 $(LIFE_TARGET)_exec: $(LIFE_TARGET)
 	$(Q)cp $< $@
 CHECK_DEPS += $(LIFE_TARGET) $(LIFE_TARGET)_exec
-
-# The thread lifetime probes' target (test_script_threads.c): threads that
-# return, exit, are cancelled, fork, and outlive main.
-THREAD_LIFE_TARGET := $(O)/selftests/trace_progs/thread_life_target
-$(THREAD_LIFE_TARGET): selftests/trace_progs/thread_life_target.c include/djprobe/marker.h | $(DEPS_STAMP)
-	$(call msg,CC,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
-CHECK_DEPS += $(THREAD_LIFE_TARGET)

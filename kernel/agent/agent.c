@@ -90,7 +90,6 @@
 
 #include "kernel/engine.h"
 #include "kernel/agent/agent.h"
-#include "kernel/interpose.h"
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static int start_err;
@@ -422,7 +421,7 @@ static void start_thread(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = djp__pthread_create_real(&th, &attr, agent_main, NULL); /* unannounced */
+	err = pthread_create(&th, &attr, agent_main, NULL);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
