@@ -60,6 +60,10 @@ void djp__engine_check_foreign_traps(void);
  * every probe the sites it matches there, as the interposer does. */
 void djp__engine_objects_changed(void);
 
+/* sync.c: what the first arming's cross-core sync needs, done now when
+ * it is free (the agent, as it starts; see the function). */
+void djp_sync_prepare(void);
+
 /* rcu.c: the calling thread's hits are none of the program's: from now
  * on (the agent's thread), or from __quiet_begin to __quiet_end given what
  * it returned (the library's own work on a program's thread; nothing

@@ -43,12 +43,15 @@
 #include <errno.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kernel/arming.h"
+#include "kernel/engine.h"
 #include "lib/sysops.h"
 
 static int use_membarrier;
@@ -56,12 +59,34 @@ static long *shootdown_page;
 static size_t page_size;
 static pthread_mutex_t shootdown_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int djp_sync_init(void)
+static bool membarrier_wanted(void)
 {
 	const char *want = getenv("DJP_SYNC");
+	return !want || (strcmp(want, "shootdown") && strcmp(want, "freeze"));
+}
+
+/* Registering for SYNC_CORE makes the kernel wait for an RCU grace period
+ * (some 10 ms) when the address space has other users, and not at all
+ * while the process has one thread: the agent registers then, as it
+ * starts, so that the first arming does not wait.  A process of several
+ * threads already registers at its first arming, as before. */
+void djp_sync_prepare(void)
+{
+	struct stat st;
+	int q;
+	/* /proc/self/task has a link per thread, and . and .. */
+	if (!membarrier_wanted() || stat("/proc/self/task", &st) || st.st_nlink != 3)
+		return;
+	q = djp_sys_membarrier(MEMBARRIER_CMD_QUERY, 0);
+	if (q >= 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE))
+		(void)djp_sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0);
+}
+
+int djp_sync_init(void)
+{
 	int q;
 
-	if (!want || (strcmp(want, "shootdown") && strcmp(want, "freeze"))) {
+	if (membarrier_wanted()) {
 		q = djp_sys_membarrier(MEMBARRIER_CMD_QUERY, 0);
 		if (q >= 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) &&
 		    !djp_sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0)) {

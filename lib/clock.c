@@ -26,6 +26,14 @@
  * intermediate, so there is no overflow however long the trace runs, and the
  * parameters go into the region header for the consumer.
  *
+ * The rate is the machine's, not the process's: a process the tool traces
+ * is told the tool's (the RING request carries it), checks that its own
+ * TSC is invariant too, and takes only its two bases, one pair read at
+ * once, so that attaching to a process costs it no 15 ms of waiting, and
+ * every process of a trace converts at the same rate.  A process in
+ * another time namespace reads its own CLOCK_MONOTONIC for its bases, so
+ * it lines up with itself as before.
+ *
  * Otherwise (no invariant TSC, or DJP_CLOCK=monotonic in the environment)
  * an event stores CLOCK_MONOTONIC nanoseconds read through the vDSO, and
  * the parameters are the identity.
@@ -42,6 +50,7 @@ int djp_clock_use_tsc;
 
 static struct djp_clock_params params;
 static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
+static struct djp_clock_params hint; /* a rate from elsewhere (kind TSC), or none */
 
 #define CALIBRATE_NS 15000000ull
 #define SHIFT 32
@@ -93,11 +102,26 @@ static void read_pair(uint64_t *tsc, uint64_t *ns)
 	}
 }
 
+/* The rate given (djp_clock_hint_rate), this process's bases. */
+static void take_hint(void)
+{
+	read_pair(&params.raw_base, &params.ns_base);
+	params.kind = DJP_CLOCK_TSC;
+	params.shift = hint.shift;
+	params.mult = hint.mult;
+	params.raw_hz = hint.raw_hz;
+	__atomic_store_n(&djp_clock_use_tsc, 1, __ATOMIC_RELEASE);
+}
+
 static void calibrate_tsc(void)
 {
 	uint64_t tsc0, ns0, tsc1, ns1;
 	struct timespec nap = { 0, CALIBRATE_NS };
 
+	if (hint.kind == DJP_CLOCK_TSC) {
+		take_hint();
+		return;
+	}
 	read_pair(&tsc0, &ns0);
 	nanosleep(&nap, NULL);
 	read_pair(&tsc1, &ns1);
@@ -126,6 +150,16 @@ static void clock_init_once(void)
 		return;
 	if (tsc_is_invariant())
 		calibrate_tsc();
+}
+
+void djp_clock_hint_rate(const struct djp_clock_params *rate)
+{
+	/* a rate of nonsense (none, or off by more than ten from any TSC
+	 * made: 10 MHz .. 100 GHz) is no hint */
+	if (rate->kind != DJP_CLOCK_TSC || rate->shift != SHIFT || !rate->mult || rate->raw_hz < 10000000u ||
+	    rate->raw_hz > 100000000000ull)
+		return;
+	hint = *rate;
 }
 
 int djp_clock_init(void)

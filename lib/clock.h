@@ -43,6 +43,12 @@ extern int djp_clock_use_tsc __attribute__((visibility("hidden")));
  */
 int djp_clock_init(void);
 
+/* The TSC rate (mult, shift, raw_hz of a kind DJP_CLOCK_TSC) measured by
+ * another process of this machine, to be taken instead of calibrating when
+ * djp_clock_init() finds the TSC invariant; ignored once it has run, or when
+ * it makes no sense. */
+void djp_clock_hint_rate(const struct djp_clock_params *rate);
+
 /* The parameters chosen by djp_clock_init() (which it calls if needed). */
 const struct djp_clock_params *djp_clock_params(void);
 

@@ -19,7 +19,9 @@
  *              agent: MARKERS* (u32 n, n x {u32 id, u64 addr, u8 nargs,
  *                     str name, str format, str object}), then OK u32 total
  *   RING       tool:  u32 mode, u32 nslots, u64 ring_size, u32 nsubbufs,
- *                     u32 str_bound (0: defaults)
+ *                     u32 str_bound (0: defaults), then the tool's TSC
+ *                     rate: u32 clock kind, u32 shift, u64 mult, u64
+ *                     raw_hz (lib/clock.h; kind 0: none)
  *              agent: RING_FD u64 region size, the memfd in SCM_RIGHTS
  *   CONNECT    tool:  str pattern, u32 flags (DJP_CONNECT_*), u32 string
  *                     arguments (bit i: argument i of the pattern's markers
@@ -104,7 +106,7 @@
 #include <stdint.h>
 
 #define DJP_PROTO_MAGIC 0x4a504a44u /* "DJPJ" */
-#define DJP_PROTO_VERSION 10u
+#define DJP_PROTO_VERSION 11u
 #define DJP_PROTO_HDR_SIZE 8u
 #define DJP_PROTO_MAX_PAYLOAD (60u * 1024)
 #define DJP_PROTO_STR_MAX 4096u

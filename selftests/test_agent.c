@@ -5,13 +5,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
 #include "harness.h"
 #include "lib/agent_addr.h"
+#include "lib/clock.h"
 #include "lib/proto.h"
+#include "lib/ring.h"
 #include "test_trace_util.h"
 
 static struct tproc *start_target(void)
@@ -147,6 +150,10 @@ TEST(agent_malformed_frame_disarms)
 	djp_put_u64(&b, 0);
 	djp_put_u32(&b, 0);
 	djp_put_u32(&b, 0);
+	djp_put_u32(&b, 0); /* no TSC rate given: the agent measures its own */
+	djp_put_u32(&b, 0);
+	djp_put_u64(&b, 0);
+	djp_put_u64(&b, 0);
 	CHECK_EQ(request(fd, DJP_MSG_RING, &b, buf, &type, &rfd), 8);
 	CHECK_EQ(type, DJP_MSG_RING_FD);
 	CHECK(rfd >= 0);
@@ -232,4 +239,94 @@ TEST_TIMEOUT(agent_survives_random_requests, 60)
 	CHECK(tt_wait_out(t, "burst 10 ", 5000));
 	tt_kill(t);
 	free(t);
+}
+
+/* The agent registers for membarrier's SYNC_CORE as it starts, while its
+ * process has one thread (free then; an RCU grace period, some 10 ms, once
+ * a second thread shares the address space), so that the first arming
+ * does not wait for it.  Nothing is armed here: the program asks the
+ * kernel itself.  With DJP_SYNC=shootdown the agent uses no membarrier,
+ * and the same question gets EPERM. */
+TEST(agent_registers_sync_core_as_it_starts)
+{
+	struct tproc *t = start_target(), *s;
+
+	tt_send(t, "membarrier\n");
+	CHECK(tt_wait_out(t, "membarrier sync_core 0\n", 5000));
+	tt_kill(t);
+	free(t);
+	s = tt_spawn((char *const[]){ "/usr/bin/env", "DJP_SYNC=shootdown", (char *)tt_target(false), "--tick-us",
+				      "1000", NULL },
+		     true, -1);
+	CHECK(tt_wait_out(s, "ready", 10000));
+	tt_send(s, "membarrier\n");
+	CHECK(tt_wait_out(s, "membarrier sync_core EPERM\n", 5000));
+	tt_kill(s);
+	free(s);
+}
+
+/* RING carries the tool's TSC rate: the agent takes it (exactly: it is not
+ * measured again, which took the process 15 ms) with bases of its own, so
+ * its clock converts to this machine's CLOCK_MONOTONIC; a rate that makes
+ * no sense is not taken. */
+static void ring_with_rate(const struct djp_clock_params *rate, struct djp_clock_params *got)
+{
+	static uint8_t buf[DJP_PROTO_MAX_PAYLOAD];
+	static struct djp_pbuf b;
+	struct tproc *t = start_target();
+	const struct djp_region_hdr *h;
+	unsigned type;
+	int fd = agent_connect(t->pid), rfd = -1;
+
+	CHECK(fd >= 0);
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, DJP_PROTO_MAGIC);
+	djp_put_u32(&b, DJP_PROTO_VERSION);
+	CHECK(request(fd, DJP_MSG_HELLO, &b, buf, &type, NULL) > 0);
+	djp_pbuf_init(&b);
+	djp_put_u32(&b, 0);
+	djp_put_u32(&b, 0);
+	djp_put_u64(&b, 0);
+	djp_put_u32(&b, 0);
+	djp_put_u32(&b, 0);
+	djp_put_u32(&b, rate->kind);
+	djp_put_u32(&b, rate->shift);
+	djp_put_u64(&b, rate->mult);
+	djp_put_u64(&b, rate->raw_hz);
+	CHECK_EQ(request(fd, DJP_MSG_RING, &b, buf, &type, &rfd), 8);
+	CHECK_EQ(type, DJP_MSG_RING_FD);
+	h = mmap(NULL, DJP_REGION_HDR_SIZE, PROT_READ, MAP_SHARED, rfd, 0);
+	CHECK(h != MAP_FAILED);
+	*got = h->clock;
+	munmap((void *)h, DJP_REGION_HDR_SIZE);
+	close(rfd);
+	close(fd);
+	tt_kill(t);
+	free(t);
+}
+
+TEST(agent_ring_takes_the_tools_tsc_rate)
+{
+	struct djp_clock_params rate = *djp_clock_params(), got;
+	uint64_t raw, ns;
+
+	if (rate.kind != DJP_CLOCK_TSC)
+		djp_test_skip("the TSC is not invariant here: events carry CLOCK_MONOTONIC, no rate to give");
+	/* a rate a little off the one measured here (0.001 %): the agent's own
+	 * measurement would not give it to the last bit */
+	rate.mult += rate.mult / 100000;
+	rate.raw_hz -= rate.raw_hz / 100000;
+	ring_with_rate(&rate, &got);
+	CHECK_EQ(got.kind, DJP_CLOCK_TSC);
+	CHECK_EQ(got.mult, rate.mult);
+	CHECK_EQ(got.raw_hz, rate.raw_hz);
+	/* its bases are its own: now, converted, is now */
+	raw = djp_clock_tsc();
+	ns = djp_clock_monotonic_ns();
+	CHECK(djp_clock_to_ns(&got, raw) + 50000000 > ns && djp_clock_to_ns(&got, raw) < ns + 50000000);
+	/* nonsense (a 5 Hz TSC) is not taken: the agent measures */
+	rate.raw_hz = 5;
+	ring_with_rate(&rate, &got);
+	CHECK_EQ(got.kind, DJP_CLOCK_TSC);
+	CHECK(got.raw_hz != 5 && got.mult != rate.mult);
 }

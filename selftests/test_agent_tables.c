@@ -130,6 +130,10 @@ TEST(agent_tables_refuses_bad_plans)
 	djp_put_u64(&b, 0);
 	djp_put_u32(&b, 0);
 	djp_put_u32(&b, 0);
+	djp_put_u32(&b, 0); /* no TSC rate given: the agent measures its own */
+	djp_put_u32(&b, 0);
+	djp_put_u64(&b, 0);
+	djp_put_u64(&b, 0);
 	CHECK_EQ(request(fd, DJP_MSG_RING, &type, &rfd), 8);
 	CHECK_EQ(type, DJP_MSG_RING_FD);
 	close(rfd);

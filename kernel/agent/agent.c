@@ -402,6 +402,7 @@ static void start(void)
 		return;
 	}
 	pthread_atfork(NULL, NULL, atfork_child);
+	djp_sync_prepare(); /* while the process may still have one thread */
 	start_thread();
 }
 

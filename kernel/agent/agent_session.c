@@ -40,6 +40,7 @@
 #include "kernel/agent/agent.h"
 #include "kernel/agent/loads.h"
 #include "kernel/engine.h"
+#include "lib/clock.h"
 #include "lib/marker_log.h"
 #include "lib/marker_match.h"
 #include "lib/load_wire.h"
@@ -289,6 +290,7 @@ out:
 static int do_ring(struct djp_agent_session *s, struct djp_preader *r)
 {
 	struct djp_ring_opts o = { .sz = sizeof(o) };
+	struct djp_clock_params rate = { 0 };
 	struct djp_pbuf b;
 
 	o.mode = djp_get_u32(r);
@@ -296,8 +298,14 @@ static int do_ring(struct djp_agent_session *s, struct djp_preader *r)
 	o.ring_size = djp_get_u64(r);
 	o.nsubbufs = djp_get_u32(r);
 	o.str_bound = djp_get_u32(r);
+	/* the tool's TSC rate: this process need not measure its own */
+	rate.kind = djp_get_u32(r);
+	rate.shift = djp_get_u32(r);
+	rate.mult = djp_get_u64(r);
+	rate.raw_hz = djp_get_u64(r);
 	if (!djp_preader_done(r))
 		return -EPROTO;
+	djp_clock_hint_rate(&rate);
 	if (s->rec)
 		return reply_error(s, -EBUSY, "%s", "this session has a ring already");
 	/* The ring's own checks allow regions far larger than a tracer

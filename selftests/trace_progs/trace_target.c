@@ -33,6 +33,10 @@
  *                   M the children that exited 0
  *   block           block every signal in the main thread (sigprocmask, as
  *                   a server does around its fork): "blocked"
+ *   membarrier      whether the process is registered for membarrier's
+ *                   SYNC_CORE (the agent registers as it starts, while the
+ *                   process has one thread): "membarrier sync_core 0", or
+ *                   the error, "membarrier sync_core EPERM" when it is not
  *   crash           die of SIGSEGV
  *   exit CODE       exit(CODE)
  *
@@ -41,12 +45,15 @@
  */
 #include <djprobe/marker.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -217,6 +224,9 @@ int main(int argc, char **argv)
 			fflush(stdout);
 			execl("/proc/self/exe", argv[0], "--ticks", "0", (char *)NULL);
 			printf("exec failed\n");
+		} else if (!strncmp(line, "membarrier", 10)) {
+			long r = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
+			printf("membarrier sync_core %s\n", !r ? "0" : errno == EPERM ? "EPERM" : strerror(errno));
 		} else if (!strncmp(line, "crash", 5)) {
 			raise(SIGSEGV);
 		} else if (sscanf(line, "exit %d", &code) == 1) {

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/load_wire.h"
 #include "tools/djp/session/session.h"
 
@@ -283,6 +284,7 @@ int session_tables(struct session *s)
 int session_ring(struct session *s)
 {
 	static struct djp_pbuf b;
+	const struct djp_clock_params *rate;
 	int fd = -1;
 	long n;
 
@@ -292,6 +294,12 @@ int session_ring(struct session *s)
 	djp_put_u64(&b, s->buffer_size);
 	djp_put_u32(&b, 0);
 	djp_put_u32(&b, s->str_bound);
+	/* the TSC's rate, measured here once for every process traced */
+	rate = djp_clock_params();
+	djp_put_u32(&b, rate->kind);
+	djp_put_u32(&b, rate->shift);
+	djp_put_u64(&b, rate->mult);
+	djp_put_u64(&b, rate->raw_hz);
 	n = request(s, DJP_MSG_RING, &b, DJP_MSG_RING_FD, &fd);
 	if (n < 0)
 		return (int)n;
