@@ -160,6 +160,10 @@ int session_attach(struct session *s);
 bool session_reap(struct session *s, int timeout_ms);
 /* pid is gone, or a zombie nobody reaps: it has exited. */
 bool session_process_exited(pid_t pid);
+/* Exited, or exiting: its last thread is in the kernel's exit path (the
+ * task flag PF_EXITING, set before its descriptors close), which it
+ * leaves only as a zombie. */
+bool session_process_exiting(pid_t pid);
 /* End the command: SIGTERM, then SIGKILL after two seconds. */
 void session_stop_child(struct session *s);
 /* -c: START, and the command runs its main; -errno after one line on

@@ -373,7 +373,7 @@ static int look(struct session_all *a, pid_t pid)
 			return LOOK_NOT;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	/* another user's process cannot be read: not one the user may trace */
-	if (session_process_exited(pid) || !(f = fopen(path, "re")))
+	if (session_process_exiting(pid) || !(f = fopen(path, "re")))
 		return LOOK_NOT;
 	while (fgets(line, sizeof(line), f)) {
 		if (!djp_mapping_parse(line, &m) || m.path[0] != '/')

@@ -498,17 +498,36 @@ void session_kill_unstarted(struct session *s)
 	s->alive = false;
 }
 
-bool session_process_exited(pid_t pid)
+/* pid's state letter and its task flags (/proc/PID/stat fields 3 and
+ * 9); state 0 when it is gone. */
+static char process_state(pid_t pid, unsigned *flags)
 {
 	char path[64], buf[512], *c;
 	char state = 0;
 	FILE *f;
 
+	*flags = 0;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if (!(f = fopen(path, "re")))
-		return true;
+		return 0;
 	if (fgets(buf, sizeof(buf), f) && (c = strrchr(buf, ')')))
-		sscanf(c + 1, " %c", &state);
+		sscanf(c + 1, " %c %*d %*d %*d %*d %*d %u", &state, flags);
 	fclose(f);
-	return state == 'Z' || state == 'X';
+	return state;
+}
+
+bool session_process_exited(pid_t pid)
+{
+	unsigned flags;
+	char state = process_state(pid, &flags);
+	return !state || state == 'Z' || state == 'X';
+}
+
+#define PF_EXITING_FLAG 0x4u /* linux/sched.h's PF_EXITING */
+
+bool session_process_exiting(pid_t pid)
+{
+	unsigned flags;
+	char state = process_state(pid, &flags);
+	return !state || state == 'Z' || state == 'X' || (flags & PF_EXITING_FLAG);
 }

@@ -168,16 +168,17 @@ static bool exited_meanwhile(const struct proc *p, const struct session *s)
 	if (!p->all || s == &p->s)
 		return false;
 	if (s->errcode != -ECONNRESET && s->errcode != -EPIPE)
-		return session_process_exited(s->pid);
-	/* The agent closed the session: the process is exiting (its
-	 * descriptors go before it is a zombie: a few ms at most), or it
-	 * exec'd, and the finder looks at its new program. */
-	for (int i = 0; i < 100 && !session_process_exited(s->pid); i++) {
+		return session_process_exiting(s->pid);
+	/* The agent closed the session: the process is exiting (the
+	 * kernel marks it so before its descriptors close; becoming a
+	 * zombie may take it long after, under load), or it exec'd, and
+	 * the finder looks at its new program. */
+	for (int i = 0; i < 100 && !session_process_exiting(s->pid); i++) {
 		if ((id = session_exec_id(s->pid)) && id != s->exec_id)
 			return true;
 		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 	}
-	return session_process_exited(s->pid);
+	return session_process_exiting(s->pid);
 }
 
 /* Ring, marker table, patterns, FOLLOW, and START when `start` (a child of
