@@ -259,11 +259,13 @@ TEST_TIMEOUT(script_dwarfless_bash_matches_bpftrace, 120)
 		sorted_lines(p->obuf, "bash itos ", prog, sizeof(prog));
 		free(p);
 		p = tt_spawn((char *const[]){ "/usr/bin/bpftrace", "-e",
-					      "uprobe:/usr/bin/bash:itos /(int64)arg0 < 0/ { printf(\"itos %lld\\n\", "
-					      "(int64)arg0); }\n"
-					      "uretprobe:/usr/bin/bash:evalexp /(int64)retval < 0/ { printf(\"evalexp "
-					      "%lld\\n\", (int64)retval); }\n"
-					      "uprobe:/usr/bin/bash:evalexp { printf(\"evalexp [%s]\\n\", str(arg0)); }",
+					      "uprobe:/usr/bin/bash:itos /pid == cpid && (int64)arg0 < 0/ { printf(\"itos "
+					      "%lld\\n\", (int64)arg0); }\n"
+					      "uretprobe:/usr/bin/bash:evalexp /pid == cpid && (int64)retval < 0/ { "
+					      "printf(\"evalexp %lld\\n\", (int64)retval); }\n"
+					      /* the probes are on the file: other bashes of the machine fire them too */
+					      "uprobe:/usr/bin/bash:evalexp /pid == cpid/ { printf(\"evalexp [%s]\\n\", "
+					      "str(arg0)); }",
 					      "-c", cmd, NULL },
 			     false, -1);
 		st = tt_finish(p, 90000);

@@ -90,8 +90,10 @@ TEST_TIMEOUT(python_line_and_entry_counts_equal_bpftrace, 120)
 		free(p);
 		p = run((char *const[]){ "/usr/bin/bpftrace", "-e",
 					 "BEGIN { @n = 0; @s = 0; @fe = 0; }\n"
-					 "usdt:/usr/bin/python3.11:python:line { @n = @n + 1; @s = @s + arg2; }\n"
-					 "usdt:/usr/bin/python3.11:python:function__entry /str(arg1) == \"f\"/ { @fe = @fe + 1; }\n"
+					 /* the probes are on the file: other pythons of the machine fire them too */
+					 "usdt:/usr/bin/python3.11:python:line /pid == cpid/ { @n = @n + 1; @s = @s + arg2; }\n"
+					 "usdt:/usr/bin/python3.11:python:function__entry /pid == cpid && str(arg1) == \"f\"/ "
+					 "{ @fe = @fe + 1; }\n"
 					 "END { printf(\"lines=%d sum=%d f=%d\\n\", @n, @s, @fe); clear(@n); clear(@s); clear(@fe); }",
 					 "-c", cmd, NULL },
 			&st);
