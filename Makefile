@@ -233,12 +233,18 @@ kcheck kbench:
 
 KTREE = $(KCHECK)/kbuild-$(KERNEL)
 
+# KERNEL=marked: the image's DWARF goes into the guest too (compressed,
+# no code), for kernel.function's parameters by name.
+KDEBUG = $(KCHECK)/marked/vmlinux.debug
+
 kcheck-guest:
 	$(call kbuild,$(KTREE),$(KDIR),kmod selftests/kmod)
+	$(if $(filter marked,$(KERNEL)),$(Q)objcopy --only-keep-debug --compress-debug-sections=zlib $(VMLINUX) $(KDEBUG))
 	$(Q)selftests/kcheck/host/initramfs.sh $(KCHECK)/test.cpio.gz selftests/kcheck/init \
 		$(KTREE)/kmod/djprobe.ko $(KTREE)/selftests-kmod/djp_kselftest.ko \
 		$(KTREE)/selftests-kmod/djp_kmarkers2.ko $(KTREE)/selftests-kmod/djp_kimage.ko \
-		$(KCHECK_SCRIPTS) selftests/kcheck/tap.inc $(DJP) $(O)/selftests/progs/kimage_work
+		$(KCHECK_SCRIPTS) selftests/kcheck/tap.inc $(DJP) $(O)/selftests/progs/kimage_work \
+		$(if $(filter marked,$(KERNEL)),$(KDEBUG))
 	$(Q)selftests/kcheck/host/qemu.sh $(BZIMAGE) $(KCHECK)/test.cpio.gz $(KCHECK)/test.log \
 		$(KCHECK_TIMEOUT) $(KCHECK_SMP) kcheck.mode=test kcheck.duration=$(KCHECK_DURATION) \
 		$(if $(filter marked,$(KERNEL)),kcheck.marked=1); \

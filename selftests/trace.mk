@@ -256,3 +256,11 @@ $(TRACE_PROGS_DIR)/struct_target-dwarf4: selftests/trace_progs/struct_target.c |
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 -gdwarf-4 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(STRUCT_TARGETS)
+# A relocatable object with DWARF, as a kernel module is, whose functions'
+# parameters tools/djp/kfunc_dwarf.c names (selftests/test_kfunc_dwarf.c).
+KPARAMS_OBJ := $(TRACE_PROGS_DIR)/kparams.o
+$(KPARAMS_OBJ): selftests/trace_progs/kparams.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -c -o $@ $<
+CHECK_DEPS += $(KPARAMS_OBJ)

@@ -4,7 +4,10 @@
 #
 # Writing N to djp_kselftest's parameter "kfunc" (selftests/kmod/kfunc.c)
 # calls djp_ks_kfunc(i, 1001, 1002, 1003, 1004, 1005) for i = 1..N in the
-# writer's task, each returning 2i + 1, and nothing else calls it.  A
+# writer's task, each returning 2i + 1, and nothing else calls it; then
+# djp_ks_kparms(-i, 200, -300, "djp", -1234567890123 * i, i & 1), returning
+# -i.  Their parameters are named from the module's DWARF (/init puts the
+# modules under /lib/modules/RELEASE, where an installed module is).  A
 # tracefs kprobe and kretprobe on the same function are enabled around the
 # whole run, so kprobe_profile counts the same hits djp must record.  The
 # tool is known to be connected when `djp list -k` shows the function point
@@ -15,7 +18,7 @@ ctl=/sys/module/djp_kselftest/parameters/kfunc
 fn=djp_ks_kfunc
 T=/sys/kernel/tracing
 . "$(dirname "$0")/tap.inc" # tap, wait_probe
-echo "1..10"
+echo "1..15"
 
 [ -e $T/kprobe_events ] || mount -t tracefs nodev $T
 echo "p:kprobes/djpkf $fn" >$T/kprobe_events && echo "r:kprobes/djpkfr $fn" >>$T/kprobe_events &&
@@ -36,14 +39,14 @@ echo 50 >$ctl
 kill -TERM $pid
 wait $pid
 st=$?
-ent=$(grep -c " kernel:func:$fn arg1=0x[0-9a-f]* arg2=0x3e9 arg3=0x3ea arg4=0x3eb arg5=0x3ec arg6=0x3ed$" /tmp/kf.out)
-ret=$(grep -c " kernel:func:$fn%return return=0x[0-9a-f]*$" /tmp/kf.out)
+ent=$(grep -c " kernel:func:$fn a=[0-9]* b=1001 c=1002 d=1003 e=1004 f=1005$" /tmp/kf.out)
+ret=$(grep -c " kernel:func:$fn%return return=[0-9]*$" /tmp/kf.out)
 [ $st = 0 ] && [ "$ent" = 50 ] && [ "$ret" = 50 ] && [ "$(wc -l </tmp/kf.out)" = 100 ]
-tap $? "djp trace -k: 50 calls, 50 returns, one line each, arguments 2-6 right" \
+tap $? "djp trace -k: 50 calls, 50 returns, one line each, parameters b-f named and right" \
 	"status $st, $ent entries and $ret returns of $(wc -l </tmp/kf.out): $(head -2 /tmp/kf.out) / $(cat /tmp/kf.err)"
 # in call order: call i has arg1 = i and returns 2i + 1 (printf reads 0x)
 i=0 bad=0
-for a in $(grep " kernel:func:$fn arg1=" /tmp/kf.out | sed 's/.* arg1=\(0x[0-9a-f]*\) .*/\1/'); do
+for a in $(grep " kernel:func:$fn a=" /tmp/kf.out | sed 's/.* a=\([0-9]*\) .*/\1/'); do
 	i=$((i + 1))
 	[ $((a)) = $i ] || bad=$((bad + 1))
 done
@@ -53,7 +56,7 @@ for r in $(grep " kernel:func:$fn%return " /tmp/kf.out | sed 's/.* return=//'); 
 	[ $((r)) = $((2 * i + 1)) ] || bad=$((bad + 1))
 done
 [ $bad = 0 ] && [ $i = 50 ]
-tap $? "djp trace -k: \$arg1 is 1..50 in order, each return 2i+1" "$bad wrong: $(grep -m3 arg1= /tmp/kf.out)"
+tap $? "djp trace -k: a is 1..50 in order, each return 2i+1" "$bad wrong: $(grep -m3 " a=" /tmp/kf.out)"
 hits=$(profile djpkf) rhits=$(profile djpkfr)
 grep -q "kernel:func:$fn  *$hits\$" /tmp/kf.err && grep -q "kernel:func:$fn%return  *$rhits\$" /tmp/kf.err &&
 	[ "$hits" = 50 ] && [ "$rhits" = 50 ]
@@ -94,6 +97,73 @@ st=$?
 [ $st = 0 ] && [ "$(cat /tmp/kfst.out)" = "55 10" ]
 tap $? "kernel.statement(\"NAME+0\") and kernel.function(\"NAME\").call: 10 calls, \$arg1 summing to 55" \
 	"status $st, output '$(cat /tmp/kfst.out)': $(cat /tmp/kfst.err)"
+
+# --- parameters by name, of every width and sign (the module's DWARF) ----
+kp=djp_ks_kparms
+djp trace -k func:$kp "func:$kp%return" >/tmp/kp.out 2>/tmp/kp.err &
+pid=$!
+wait_probe "kernel:func:$kp" && wait_probe "kernel:func:$kp%return"
+echo 5 >$ctl
+kill -TERM $pid
+wait $pid
+st=$?
+bad=0
+for i in 1 2 3 4 5; do
+	grep -q " kernel:func:$kp neg=-$i small=200 sh=-300 name=0x[0-9a-f]* big=$((-1234567890123 * i)) flag=$((i % 2))\$" /tmp/kp.out &&
+		grep -q " kernel:func:$kp%return return=-$i\$" /tmp/kp.out || bad=$((bad + 1))
+done
+[ $st = 0 ] && [ $bad = 0 ] && [ "$(wc -l </tmp/kp.out)" = 10 ]
+tap $? "djp trace -k func:$kp: fields named as its parameters, narrow ones cut and extended by sign, return -i" \
+	"status $st, $bad calls wrong: $(head -4 /tmp/kp.out) / $(cat /tmp/kp.err)"
+
+djp -e 'global n, s, bad, r
+probe kernel.function("djp_ks_kparms") {
+	n++; s += $neg
+	if ($small != 200 || $sh != -300 || $big != 1234567890123 * $neg || $flag != -$neg % 2 || $arg1 != $neg)
+		bad++
+}
+probe kernel.function("djp_ks_kparms").return { r += $return }
+probe end { printf("%d %d %d %d\n", n, s, bad, r) }' >/tmp/kps.out 2>/tmp/kps.err &
+pid=$!
+wait_probe "kernel:func:$kp" && wait_probe "kernel:func:$kp%return"
+echo 6 >$ctl
+kill -TERM $pid
+wait $pid
+st=$?
+[ $st = 0 ] && [ "$(cat /tmp/kps.out)" = "6 -21 0 -21" ]
+tap $? "a script's \$neg \$small \$sh \$big \$flag at kernel.function, and \$return: 6 calls right" \
+	"status $st, output '$(cat /tmp/kps.out)': $(cat /tmp/kps.err)"
+
+out=$(djp -e 'probe kernel.function("djp_ks_kparms") { print($nosuch) }' 2>&1)
+st=$?
+[ $st = 1 ] && echo "$out" | head -1 | grep -q "^<input>:1:48: semantic error: '\$nosuch' in probe point kernel.function(\"djp_ks_kparms\"): the function has no such parameter in registers (it has: \$neg \$small \$sh \$name \$big \$flag)"
+tap $? "a parameter the function does not have: an error at its column listing those it has, status 1" "status $st: $out"
+
+# The image's own functions: by name where its vmlinux is installed (the
+# marked kernel's, which make kcheck KERNEL=marked puts where a debug
+# package would), else an error that says what to install.
+if [ -e "/usr/lib/debug/boot/vmlinux-$(uname -r)" ]; then
+	djp -e 'probe kernel.function("vfs_read") { printf("%d %d %d\n", pid(), $count, $arg3) }' >/tmp/kv.out 2>/tmp/kv.err &
+	pid=$!
+	wait_probe "kernel:func:vfs_read"
+	sh -c 'echo $$ >/tmp/ddpid; exec dd if=/dev/zero of=/dev/null bs=1234 count=3 2>/dev/null'
+	kill -TERM $pid
+	wait $pid
+	st=$?
+	got=$(awk -v p="$(cat /tmp/ddpid)" '$1 == p && $2 == 1234 && $3 == 1234 { k++ } END { print k + 0 }' /tmp/kv.out)
+	[ $st = 0 ] && [ "$got" = 3 ]
+	tap $? "\$count at kernel.function(\"vfs_read\") from the image's vmlinux: dd's 3 reads of 1234 bytes" \
+		"status $st, $got of pid $(cat /tmp/ddpid): $(grep -m3 " 1234 " /tmp/kv.out) / $(head -c 600 /tmp/kv.err)"
+else
+	out=$(djp -e 'probe kernel.function("vfs_read") { print($count) }' 2>&1)
+	st=$?
+	[ $st = 1 ] && echo "$out" | grep -q "'\$count' in probe point kernel.function(\"vfs_read\"): no debug information for the kernel .*: use \$arg1..\$arg6"
+	tap $? "a parameter of the image without its vmlinux: an error saying what to install, status 1" "status $st: $out"
+fi
+out=$(djp -e 'probe kernel.function("djp_ks_kparms").return { print($neg) }' 2>&1)
+st=$?
+[ $st = 1 ] && echo "$out" | grep -q "not supported yet: '\$neg' at a .return point"
+tap $? "a parameter at a .return: an error, status 1" "status $st: $out"
 
 # --- a function that does not exist: one line, status 1 -------------------
 out=$(djp trace -k func:djp_no_such_function 2>&1)

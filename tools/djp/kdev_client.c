@@ -32,6 +32,7 @@
 #include <djprobe/djprobe.h>
 
 #include "kdev_client.h"
+#include "tools/djp/kfunc_dwarf.h"
 
 /* The kernel writes lib/ring.h's layout from <djprobe/kdev.h>'s copy. */
 _Static_assert(DJP_KRING_MAGIC == DJP_RING_MAGIC && DJP_KRING_VERSION == DJP_RING_VERSION, "ring magic");
@@ -60,6 +61,32 @@ static int by_id(const void *a, const void *b)
 {
 	uint32_t x = (uint32_t)((const struct kmarker *)a)->m.site, y = (uint32_t)((const struct kmarker *)b)->m.site;
 	return x < y ? -1 : x > y;
+}
+
+/* A function point's fields named and typed as its parameters (or its
+ * return value), when the kernel's DWARF has them; else arg1..arg6 as the
+ * module lists them. */
+static void name_parameters(struct kmarker *m)
+{
+	const struct kfunc_sig *sig;
+	const char *why;
+	char fmt[sizeof(m->m.format)];
+	bool ret;
+
+	if (strcmp(m->m.module, "kernel") || strncmp(m->m.name, "func:", 5) ||
+	    kfunc_point_params(m->m.name, &sig, &ret, &why) || kfunc_format(sig, ret, fmt, sizeof(fmt)) < 0)
+		return;
+	memcpy(m->m.format, fmt, sizeof(fmt));
+	m->m.nargs = ret ? 1 : sig->nargs;
+	m->sig = sig;
+	m->ret = ret;
+}
+
+int64_t kdev_arg_value(const struct kmarker *m, unsigned i, uint64_t raw)
+{
+	if (!m || !m->sig || i >= (m->ret ? 1u : m->sig->nargs))
+		return (int64_t)raw;
+	return kfunc_arg_value(m->ret ? &m->sig->ret : &m->sig->arg[i], raw);
 }
 
 int kdev_list(struct kdev *k, char *err, size_t errsz)
@@ -97,6 +124,7 @@ int kdev_list(struct kdev *k, char *err, size_t errsz)
 		const char *why;
 		m->m = v[i];
 		snprintf(m->full, sizeof(m->full), "%s:%s", m->m.module, m->m.name);
+		name_parameters(m);
 		if (djp_format_parse(m->m.format, &m->fmt, &why) < 0)
 			memset(&m->fmt, 0, sizeof(m->fmt));
 		/* what the reader keeps survives a new listing */

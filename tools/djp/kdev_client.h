@@ -17,11 +17,18 @@
 #include "lib/ring.h"
 
 /* One marker of a loaded module, as the device lists it. */
+struct kfunc_sig;
+
 struct kmarker {
 	struct djp_kdev_marker m;
 	char full[128];	     /* "MODULE:NAME", how events print it */
 	struct djp_fmt fmt;  /* m.format parsed; nfields 0 when it does not */
 	void *user;	     /* the reader's own (its descriptor), kept by a new listing */
+	/* a function point's parameters from the kernel's DWARF (NULL: none
+	 * found; its fields are arg1..arg6): what its values are cut and
+	 * extended to (kfunc_dwarf.h), the return's when ret */
+	const struct kfunc_sig *sig;
+	bool ret;
 };
 
 /* One event of a drain, with what the kernel recorded besides. */
@@ -48,6 +55,9 @@ int kdev_open(struct kdev *k, char *err, size_t errsz);
 void kdev_close(struct kdev *k);
 /* List again (modules come and go). */
 int kdev_list(struct kdev *k, char *err, size_t errsz);
+/* Argument i of an event of m as its parameter's type says (a function
+ * point's narrow parameter cut and extended), or raw as recorded. */
+int64_t kdev_arg_value(const struct kmarker *m, unsigned i, uint64_t raw);
 /* The recorder on a pattern ("NAMEGLOB" or "MODGLOB:NAMEGLOB"); flags
  * DJP_FORCE_*.  The probe id, or -errno with one line in err. */
 int kdev_connect(struct kdev *k, const char *pattern, unsigned flags, char *err, size_t errsz);

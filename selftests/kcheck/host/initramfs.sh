@@ -3,7 +3,8 @@
 #
 # busybox-static is the shell and every command (/init installs its links at
 # boot); kernel modules go to /kmod, guest test scripts to /tests with the
-# *.inc files they source, and any other file named is a program, copied to
+# *.inc files they source, a vmlinux.debug (the image's DWARF) to
+# /kdebug/vmlinux, and any other file named is a program, copied to
 # /bin with the shared libraries ldd says it loads, at the same paths (the
 # loader too), so a dynamically linked djp runs as it does on the host.
 # There is no cpio binary on this machine class: busybox's own cpio writes
@@ -30,6 +31,7 @@ for f in "$@"; do
 	*.ko) cp "$f" "$root/kmod/" ;;
 	*.sh) cp "$f" "$root/tests/" ;;
 	*.inc) cp "$f" "$root/tests/" ;; # what the scripts source
+	*/vmlinux.debug) mkdir -p "$root/kdebug" && cp "$f" "$root/kdebug/vmlinux" ;; # the image's DWARF
 	*)
 		cp "$f" "$root/bin/"
 		# "libx.so => /path (0x...)" and the loader's "/lib64/ld-linux... (0x...)"

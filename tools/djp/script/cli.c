@@ -526,7 +526,8 @@ static int elaborate(struct cli *c, struct script *sc, struct djp_source **src, 
 		*base = *src; /* its descriptors stay in use */
 		*src = synth;
 	}
-	if (resolve_probes(sc, *src) || typed_resolve(sc, *src) || check_script(sc) || check_dwarfless_refs(sc, *src))
+	if (resolve_probes(sc, *src) || typed_resolve(sc, *src) || check_script(sc) || check_dwarfless_refs(sc, *src) ||
+	    check_kernel_refs(sc))
 		return 1;
 	bind_fields(sc);
 	if (c->verbose)

@@ -185,6 +185,8 @@ static int take(void *arg, const struct kevent *e)
 	if (!d)
 		return 0;
 	nargs = e->ev->nargs < DJP_EV_MAX_ARGS ? e->ev->nargs : DJP_EV_MAX_ARGS;
+	if (e->marker && nargs > e->marker->m.nargs) /* a function's: its parameters' registers */
+		nargs = e->marker->m.nargs;
 	/* the strings first: their bytes go in the record, after the kq */
 	for (unsigned i = 0; i < nargs; i++) {
 		flags[i] = 0;
@@ -211,7 +213,7 @@ static int take(void *arg, const struct kevent *e)
 		q->str_fault[i] = flags[i] & DJP_STR_FAULT;
 		q->str_cut[i] = flags[i] & DJP_STR_TRUNCATED;
 		/* a string argument is still its pointer to the script */
-		q->args[i] = (int64_t)(str[i] ? djp_event_str_addr(e->ev, i) : e->ev->args[i]);
+		q->args[i] = str[i] ? (int64_t)djp_event_str_addr(e->ev, i) : kdev_arg_value(e->marker, i, e->ev->args[i]);
 		if (!str[i])
 			continue;
 		memcpy(text, str[i], len[i]);

@@ -397,6 +397,10 @@ int resolve_probes(struct script *sc, const struct djp_source *src);
  * variable where none of its functions has DWARF, said with what to use
  * instead (int_arg(n)); the errors said */
 int check_dwarfless_refs(struct script *sc, const struct djp_source *src);
+/* kernel_refs.c, after check_script: a kernel function point's context
+ * variable by name, found among its parameters in the kernel's DWARF or
+ * said why not; the errors said */
+int check_kernel_refs(struct script *sc);
 /* after check_script: each binding's field index per context reference */
 void bind_fields(struct script *sc);
 /* Bind a descriptor the source made after resolve_probes (a marker loaded
