@@ -256,3 +256,11 @@ $(TRACE_PROGS_DIR)/struct_target-dwarf4: selftests/trace_progs/struct_target.c |
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 -gdwarf-4 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(STRUCT_TARGETS)
+# The main thread calls pthread_exit and the last worker ends the process
+# (test_trace_last_thread.c); nothing of djprobe.
+LASTEXIT_TARGET := $(TRACE_PROGS_DIR)/lastexit_target
+$(LASTEXIT_TARGET): selftests/trace_progs/lastexit_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread -ldl
+CHECK_DEPS += $(LASTEXIT_TARGET)
