@@ -141,3 +141,25 @@ TEST(trace_last_thread_attach_exits)
 	attach(1);
 	attach(8);
 }
+
+/* The workers hit their markers after an object was loaded while main was
+ * gone: the engine's look at the loader's list (which arms the plugin)
+ * still knows the program, whose path a zombie leader no longer gives. */
+TEST(trace_last_thread_events_after_a_load)
+{
+	char cmd[8400];
+	struct tproc *p;
+
+	snprintf(cmd, sizeof(cmd), "%s 8 %s", target(), tt_plugin());
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "[lt][ep]_*", NULL }, false, -1);
+	CHECK(tt_wait_out(p, "ready", 10000));
+	tt_send(p, "go\n");
+	CHECK(tt_wait_out(p, " tp_plugin n=0", 10000)); /* armed by that look */
+	check_ended(tt_finish(p, END_MS), "djp trace -c", 8, p);
+	CHECK(strstr(p->obuf, "plugin loaded\n"));
+	CHECK(strstr(p->obuf, "atexit: 8 workers done\n"));
+	if (strstr(p->ebuf, "arming error"))
+		djp_test_fail(__FILE__, __LINE__, "%s", p->ebuf);
+	check_events(p, 8);
+	free(p);
+}
