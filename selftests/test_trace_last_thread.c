@@ -8,10 +8,11 @@
  * (trace_progs/lastexit_target.c; the agent's thread leaves glibc's count
  * of threads: kernel/agent/last_thread.c).
  */
-#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "test_trace_util.h"
@@ -162,4 +163,52 @@ TEST(trace_last_thread_events_after_a_load)
 		djp_test_fail(__FILE__, __LINE__, "%s", p->ebuf);
 	check_events(p, 8);
 	free(p);
+}
+
+/* Until pid's main thread is a zombie (its state after the last ')'). */
+static bool wait_zombie(pid_t pid, int timeout_ms)
+{
+	for (int i = 0; i < timeout_ms; i++) {
+		char path[64], buf[512], *c;
+		FILE *f;
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		if (!(f = fopen(path, "re")))
+			return false;
+		c = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		if (c && c[1] == ' ' && c[2] == 'Z')
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/* -x once main has called pthread_exit: refused in one line that says so,
+ * not "it has exited", and the program goes on and exits as before. */
+TEST(trace_last_thread_attach_after_main_says_why)
+{
+	char pid[16], want[512], got[512];
+	struct tproc *t, *p;
+	int st;
+
+	t = tt_spawn((char *const[]){ (char *)target(), "1", (char *)tt_plugin(), NULL }, false, -1);
+	CHECK(tt_wait_out(t, "ready", 10000));
+	tt_send(t, "go\n");
+	CHECK(tt_wait_out(t, "plugin loaded", 10000)); /* main joined */
+	CHECK(wait_zombie(t->pid, 10000));
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "le_*", NULL }, false, -1);
+	st = tt_finish(p, END_MS);
+	CHECK(st != -1 && WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 1);
+	CHECK_EQ(tt_lines(p->ebuf), 1);
+	if (!strstr(p->ebuf, "its main thread has ended (pthread_exit) and 1 other thread runs on: attaching to such a "
+			     "process is not supported yet"))
+		djp_test_fail(__FILE__, __LINE__, "%s", p->ebuf);
+	check_ended(tt_finish(t, END_MS), "the target after a refused -x", 1, t);
+	program_lines(t->obuf, got, sizeof(got));
+	snprintf(want, sizeof(want), "ready\nplugin loaded\natexit: 1 workers done\n");
+	CHECK_STR(got, want);
+	free(p);
+	free(t);
 }
