@@ -100,15 +100,14 @@ int djp_objects_refresh(void)
 		o->seen = false;
 	for (size_t i = 0; i < sc.n; i++) {
 		struct djp_object *o;
-		char path[4096];
-		const char *want = sc.v[i].name;
-		ssize_t n;
-		if (!strcmp(want, "/proc/self/exe") && (n = readlink(want, path, sizeof(path) - 1)) > 0) {
-			path[n] = 0;
-			want = path;
-		}
+		bool main_prog = !strcmp(sc.v[i].name, "/proc/self/exe");
+		/* The program is the program until an exec: known by its
+		 * flag, not by its path, which /proc/self/exe no longer gives
+		 * once the main thread has called pthread_exit (a zombie
+		 * leader has no files; the loader's list has not changed) */
 		for (o = djp_objects; o; o = o->next)
-			if (!o->parent && o->bias == sc.v[i].bias && !strcmp(o->path, want))
+			if (!o->parent && o->bias == sc.v[i].bias &&
+			    (main_prog ? o->is_main : !o->is_main && !strcmp(o->path, sc.v[i].name)))
 				break;
 		if (!o) {
 			if (!(o = djp_object_load(sc.v[i].name, sc.v[i].bias, sc.v[i].text,

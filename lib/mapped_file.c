@@ -52,10 +52,12 @@ int djp_mapping_at(pid_t pid, uintptr_t addr, struct djp_mapping *m)
 	FILE *f;
 	int err = -ENOENT;
 
+	/* Our own: the calling thread's view, not the leader's, whose maps
+	 * are empty once the main thread has called pthread_exit. */
 	if (pid)
 		snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	else
-		snprintf(path, sizeof(path), "/proc/self/maps");
+		snprintf(path, sizeof(path), "/proc/thread-self/maps");
 	if (!(f = fopen(path, "re")))
 		return -errno;
 	while (err && fgets(line, sizeof(line), f))
@@ -87,7 +89,8 @@ int djp_mapping_file(pid_t pid, const struct djp_mapping *m, char *out, size_t o
 	snprintf(out, outsz, "%s/map_files/%lx-%lx", proc, (unsigned long)m->lo, (unsigned long)m->hi);
 	if (access(out, R_OK) == 0 && is_mapped_file(out, m))
 		return 0;
-	snprintf(out, outsz, "%s/exe", proc);
+	/* the leader's exe is gone with it (pthread_exit); a thread's is not */
+	snprintf(out, outsz, "%s/exe", pid ? proc : "/proc/thread-self");
 	if (is_mapped_file(out, m))
 		return 0;
 	return -ESTALE;

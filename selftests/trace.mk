@@ -264,3 +264,11 @@ $(KPARAMS_OBJ): selftests/trace_progs/kparams.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -c -o $@ $<
 CHECK_DEPS += $(KPARAMS_OBJ)
+# The main thread calls pthread_exit and the last worker ends the process
+# (test_trace_last_thread.c); nothing of djprobe.
+LASTEXIT_TARGET := $(TRACE_PROGS_DIR)/lastexit_target
+$(LASTEXIT_TARGET): selftests/trace_progs/lastexit_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread -ldl
+CHECK_DEPS += $(LASTEXIT_TARGET)

@@ -83,13 +83,15 @@ int arch_text_init(void)
 	return -EPERM;
 }
 
-/* The protections of every mapping, read once per session from
- * /proc/self/maps (sorted by address, as the kernel prints them). */
+/* The protections of every mapping, read once per session from the
+ * calling thread's maps (sorted by address, as the kernel prints them):
+ * /proc/self's are the leader's, empty once the main thread has called
+ * pthread_exit while other threads run on. */
 int djp_maps_read(struct djp_maps *ms)
 {
 	char line[512];
 	size_t cap = 0;
-	FILE *f = fopen("/proc/self/maps", "re");
+	FILE *f = fopen("/proc/thread-self/maps", "re");
 	ms->n = 0;
 	ms->m = NULL;
 	if (!f)

@@ -60,6 +60,10 @@
  * system call gets its handler back to itself and the copies go through
  * process_vm_readv from then on (kernel/safe_copy.c).
  *
+ * The agent thread never ends, and takes itself off glibc's count of
+ * threads as it starts (last_thread.c), so that a program whose main
+ * calls pthread_exit still exits when its own last thread ends.
+ *
  * fork: the child has no agent thread (threads do not survive fork), and
  * the engine disarms every site in it; the child closes its copies of the
  * agent's sockets so that a tool still sees end of file when the parent
@@ -238,6 +242,8 @@ static void *agent_main(void *arg)
 	sigset_t set;
 
 	(void)arg;
+	/* The program ends when its own threads have (last_thread.c) */
+	djp_agent_leave_thread_count();
 	/* What this thread calls (malloc, poll, ...) the program may have
 	 * probed: its hits are not the program's */
 	djp__thread_quiet();

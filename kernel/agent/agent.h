@@ -79,6 +79,11 @@ void djp_agent_launch_release(void);
 int djp_agent_follow(const struct djp_agent_session *s, const char *name);
 void djp_agent_unfollow(const struct djp_agent_session *s);
 
+/* last_thread.c: called by the agent thread as it starts; glibc's count
+ * of threads then ends the process when the program's last thread ends,
+ * as it would without the agent. */
+void djp_agent_leave_thread_count(void);
+
 /* agent.c: may the peer SO_PEERCRED describes trace us (ptrace's rule)?
  * On false, *why says why not. */
 bool djp_agent_peer_allowed(const struct ucred *cred, const char **why);

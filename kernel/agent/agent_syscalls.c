@@ -41,7 +41,7 @@ const struct djp_agent_syscall djp_agent_syscalls[] = {
 	S(mprotect, 0, 0, PROT_NONE), S(mprotect, 0, 0, PROT_READ), S(mprotect, 0, 0, PROT_READ | PROT_WRITE),
 	S(munmap), S(mremap), S(madvise), S(brk),
 	/* the agent's thread */
-	S(clone3), S(clone), S(set_robust_list), S(rseq), S(exit), S(futex), S(rt_sigprocmask),
+	S(clone3), S(clone), S(set_robust_list), S(rseq), S(exit), S(exit_group), S(futex), S(rt_sigprocmask),
 	S(sched_yield), S(nanosleep), S(clock_nanosleep), S(clock_gettime), S(gettid), S(getpid),
 	S(getuid), S(geteuid), S(getgid), S(getegid), S(sysinfo), S(sched_getaffinity), S(getrandom),
 	S(prctl, PR_GET_DUMPABLE), S(prctl, PR_SET_NAME),

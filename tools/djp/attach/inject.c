@@ -277,6 +277,25 @@ static uintptr_t lib_symbol(const struct target *t, const char *lib, const char 
 
 /* ---- what the process lacks ------------------------------------------------- */
 
+/* A zombie leader's threads that live on (its main thread called
+ * pthread_exit): the kernel keeps the group's count in the leader's
+ * status; 0 for a process that has exited. */
+static int live_threads(pid_t pid)
+{
+	char path[64], line[256];
+	int threads = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &threads) == 1)
+			break;
+	fclose(f);
+	return threads > 1 ? threads - 1 : 0;
+}
+
 /* What makes a process one not to stop: init, a kernel thread, a zombie. */
 static int not_injectable(struct target *t)
 {
@@ -296,6 +315,11 @@ static int not_injectable(struct target *t)
 	fclose(f);
 	if (n != 2)
 		return inject_fail(t, "cannot read its state");
+	if (state == 'Z' && (n = live_threads(t->pid)) > 0)
+		return inject_fail(t,
+				   "its main thread has ended (pthread_exit) and %d other thread%s run%s on: attaching "
+				   "to such a process is not supported yet",
+				   n, n == 1 ? "" : "s", n == 1 ? "s" : "");
 	if (state == 'Z' || state == 'X')
 		return inject_fail(t, "it has exited (a zombie its parent has not reaped)");
 	if (flags & 0x00200000) /* PF_KTHREAD */
