@@ -62,14 +62,15 @@ static int agent_closes_on(pid_t pid, int uid)
 	return WEXITSTATUS(status) == 3 ? -1 : WEXITSTATUS(status);
 }
 
-/* djp trace -x PID as uid for a moment: its exit status and output. */
+/* djp trace -x PID as uid for two seconds (its arming, on a loaded machine,
+ * may take more than half of one): its exit status and output. */
 static struct tproc *djp_attach(pid_t pid, int uid, int *status)
 {
 	char spid[16];
 	struct tproc *p;
 
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
-	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--duration", "0.5", "-x", spid, "perm_*", NULL },
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "--duration", "2", "-x", spid, "perm_*", NULL },
 		     false, uid);
 	*status = tt_finish(p, 20000);
 	return p;
