@@ -88,3 +88,29 @@ TEST_TIMEOUT(trace_markers_hit_while_threads_exit_arrive_once, 180)
 	CHECK(!strstr(p->ebuf, "no ring slot"));
 	free(p);
 }
+
+/* The same counted by a script, per tid, in the target's tables (the
+ * aggregation keeps them per ring slot): 7 for each of the 1000 threads. */
+TEST_TIMEOUT(script_counts_markers_hit_while_threads_exit_per_thread, 180)
+{
+	char cmd[4096], *out, *save = NULL;
+	long tids = 0, total = -1;
+
+	snprintf(cmd, sizeof(cmd), "%s %d %d", djp_test_path("trace_progs/thread_exit_target"), ROUNDS, THREADS);
+	out = tt_script_output(cmd,
+			       "global n, m\n"
+			       "probe process.mark(\"tx_*\") { n[tid()]++; m++ }\n"
+			       "probe end { foreach (t in n) printf(\"%d %d\\n\", t, n[t]); printf(\"total %d\\n\", m) }\n",
+			       NULL);
+	for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		long tid, c;
+		if (sscanf(l, "total %ld", &total) == 1 || !strncmp(l, "done ", 5))
+			continue;
+		if (sscanf(l, "%ld %ld", &tid, &c) != 2 || c != PER_THREAD)
+			djp_test_fail(__FILE__, __LINE__, "not %d events for a thread: %s", PER_THREAD, l);
+		tids++;
+	}
+	CHECK_EQ(tids, N);
+	CHECK_EQ(total, N * PER_THREAD);
+	free(out);
+}
