@@ -366,7 +366,7 @@ int djp__ring_attach(struct djp_region *r)
 {
 	static uint64_t last_serial;
 	struct djp_ring_tls *t = &djp_ring_tls;
-	uint32_t tid = my_tid(), pid;
+	uint32_t tid = my_tid();
 	uint64_t active = (uint64_t)tid << 32 | DJP_SLOT_ACTIVE, exiting = (uint64_t)tid << 32 | DJP_SLOT_EXITING;
 	struct djp_slot_hdr *slot = NULL;
 	uint64_t head = 0;
@@ -386,27 +386,28 @@ int djp__ring_attach(struct djp_region *r)
 	 * "Trust" above); a fresh claim starts at 0, as recycling leaves it. */
 	if (slot)
 		head = __atomic_load_n(&slot->head, __ATOMIC_RELAXED);
-	for (int reaped = 0; !slot; reaped = 1) {
-		for (unsigned i = 0; i < r->nslots && !slot; i++) {
-			uint64_t expect = 0;
-			struct djp_slot_hdr *s = region_slot(r, i);
-			if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == 0 &&
-			    __atomic_compare_exchange_n(&s->owner, &expect, t->exiting ? exiting : active, false,
-							__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-				slot = s;
-				__atomic_store_n(&s->serial, t->serial, __ATOMIC_RELAXED);
-				__atomic_store_n(&s->pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
-				raise_slots_used(r->hdr, i + 1);
-			}
+	for (unsigned i = 0; i < r->nslots && !slot; i++) {
+		uint64_t expect = 0;
+		struct djp_slot_hdr *s = region_slot(r, i);
+		if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == 0 &&
+		    __atomic_compare_exchange_n(&s->owner, &expect, t->exiting ? exiting : active, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			slot = s;
+			__atomic_store_n(&s->serial, t->serial, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
+			raise_slots_used(r->hdr, i + 1);
 		}
-		if (slot)
-			break;
-		/* None free: the slots of threads gone are retired, for the
-		 * consumer to read and recycle; this event is lost. */
-		if (reaped || (pid = (uint32_t)getpid(), !reap(r, pid, tid, true))) {
-			__atomic_fetch_add(&r->hdr->lost_noslot, 1, __ATOMIC_RELAXED);
-			return -ENOSPC;
-		}
+	}
+	if (!slot) {
+		/* None free: this event is lost.  The slots of threads gone
+		 * are retired, for the consumer to read and recycle; at the
+		 * first such loss and every 256th after, since a thread with
+		 * no slot comes here at each record, and this is a system
+		 * call per thread recording. */
+		if (!(__atomic_fetch_add(&r->noslot_tries, 1, __ATOMIC_RELAXED) & 255))
+			reap(r, (uint32_t)getpid(), tid, true);
+		__atomic_fetch_add(&r->hdr->lost_noslot, 1, __ATOMIC_RELAXED);
+		return -ENOSPC;
 	}
 	t->slot = slot;
 	t->data = (uint8_t *)slot + r->slot_hdr_size;

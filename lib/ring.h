@@ -191,6 +191,7 @@ struct djp_region {
 	uint32_t nslots, nsubbufs, mode, str_bound;
 	uint64_t ring_size, subbuf_size, slot_stride, slot_hdr_size;
 	struct djp_region *next; /* live-region list (ring.c) */
+	uint64_t noslot_tries;	 /* claims that found no slot free */
 };
 
 struct djp_ring_opts {

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "test_ring_util.h"
 
@@ -232,6 +233,79 @@ TEST(ring_records_during_thread_exit_stay_in_the_threads_slot)
 	}
 	CHECK_EQ(djp_consumer_lost_noslot(c), 0);
 	pthread_key_delete(late_key);
+	djp_consumer_close(c);
+	djp_region_destroy(r);
+}
+
+/* A thread whose only record comes in glibc's last round of key
+ * destructors, after the ring's: its slot is never marked EXITING. */
+static pthread_key_t last_key;
+static struct djp_region *last_region;
+
+static void last_dtor(void *v)
+{
+	uint64_t round = (uint64_t)(uintptr_t)v;
+
+	if (round < PTHREAD_DESTRUCTOR_ITERATIONS) {
+		pthread_setspecific(last_key, (void *)(uintptr_t)(round + 1));
+		return;
+	}
+	djp_ring_record(last_region, 3, &round, 1, 0, 0);
+}
+
+static void *record_only_in_the_last_round(void *arg)
+{
+	(void)arg;
+	pthread_setspecific(last_key, (void *)1);
+	return (void *)(uintptr_t)test_gettid();
+}
+
+/* Until the kernel has let go of tid (a join returns a moment before). */
+static void wait_tid_gone(uint32_t tid)
+{
+	for (long tries = 0; syscall(SYS_tgkill, (long)getpid(), (long)tid, 0L) == 0; tries++) {
+		if (tries > 1000000)
+			djp_test_fail(__FILE__, __LINE__, "thread %u never went", tid);
+		sched_yield();
+	}
+}
+
+TEST(ring_slots_of_threads_gone_are_taken_back_when_none_is_free)
+{
+	struct djp_region *r = last_region = small_region(2, 8192, 2, DJP_RING_DISCARD);
+	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
+	struct djp_drain_ops ops = { .event = exit_log_event, .slot_done = exit_log_done };
+	struct exit_log x = { 0 };
+	pthread_t th;
+	void *ret;
+
+	CHECK(c);
+	CHECK_EQ(pthread_key_create(&last_key, last_dtor), 0);
+	/* two threads take the two slots and leave them ACTIVE */
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(pthread_create(&th, NULL, record_only_in_the_last_round, NULL), 0);
+		CHECK_EQ(pthread_join(th, &ret), 0);
+		wait_tid_gone((uint32_t)(uintptr_t)ret);
+	}
+	CHECK_EQ(ring_slots_in(r, DJP_SLOT_ACTIVE), 2);
+	CHECK_EQ(djp_consumer_drain(c, &ops, &x), 2);
+	/* the third finds none free: its event is lost, and the two are
+	 * retired, read and recycled */
+	CHECK_EQ(pthread_create(&th, NULL, record_only_in_the_last_round, NULL), 0);
+	CHECK_EQ(pthread_join(th, &ret), 0);
+	CHECK_EQ(djp_consumer_lost_noslot(c), 1);
+	CHECK_EQ(ring_slots_in(r, DJP_SLOT_RETIRED), 2);
+	CHECK_EQ(djp_consumer_drain(c, &ops, &x), 0);
+	CHECK_EQ(x.d.n, 2);
+	CHECK_EQ(ring_slots_in(r, DJP_SLOT_FREE), 2);
+	/* and the next has one */
+	CHECK_EQ(pthread_create(&th, NULL, record_only_in_the_last_round, NULL), 0);
+	CHECK_EQ(pthread_join(th, &ret), 0);
+	CHECK_EQ(djp_consumer_drain(c, &ops, &x), 1);
+	CHECK_EQ(djp_consumer_lost_noslot(c), 1);
+	CHECK_EQ(x.got.n, 3);
+	collected_free(&x.got);
+	pthread_key_delete(last_key);
 	djp_consumer_close(c);
 	djp_region_destroy(r);
 }
