@@ -87,8 +87,10 @@
  * tid, 0) says ESRCH) is never written again, and is moved to RETIRED.
  * Every thread's exit does that for the EXITING slots of those gone
  * before it, the agent every 100 ms for the last one, and a claim that
- * finds no free slot for the ACTIVE ones of threads gone too (one whose
- * first record came after its exit's last round).  A thread takes back
+ * finds no free slot (the first of a region and every 256th after) for
+ * the ACTIVE ones of threads gone too (one whose first record came after
+ * its exit's last round, or in a process where the ring has no key).
+ * A thread takes back
  * only a slot that holds its own serial (a number unique in the process,
  * in the slot's ownership line): a new thread that got the tid of one
  * gone never writes into the old one's slot, which is what makes the
