@@ -24,8 +24,6 @@ TEST_TIMEOUT(script_events_once_while_children_come_and_go, 120)
 	char cmd[4096], out[128], *buf, *save = NULL;
 	long busy = -1, busy_lines = 0, child_lines = 0;
 	struct tproc *p;
-	FILE *f;
-	long n;
 	int st;
 
 	snprintf(cmd, sizeof(cmd), "%s %d", djp_test_path("trace_progs/fork_mark_target"), CHILDREN);
@@ -43,14 +41,7 @@ TEST_TIMEOUT(script_events_once_while_children_come_and_go, 120)
 	if (strstr(p->ebuf, "lost"))
 		djp_test_fail(__FILE__, __LINE__, "events lost: %s", p->ebuf);
 	free(p);
-	CHECK((f = fopen(out, "r")) != NULL);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	CHECK((buf = calloc(1, (size_t)n + 1)) != NULL);
-	CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
-	fclose(f);
-	unlink(out);
+	buf = tt_take_file(out);
 	for (char *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		long i;
 		if (sscanf(l, "busy %ld", &i) == 1) {
