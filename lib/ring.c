@@ -73,38 +73,36 @@
  *
  * Threads coming and going.  A thread keeps one slot per region from its
  * first record to its last instruction.  Its exit is not one moment: glibc
- * runs the thread_local destructors, then the pthread key destructors in
- * key order, in up to PTHREAD_DESTRUCTOR_ITERATIONS rounds, then frees the
- * thread's resources (free(), which a probe may watch), and a probe may
- * fire in any of them.  So the ring's key destructor does not end the
- * slot: it only marks the thread's slots EXITING (in every live region),
- * and the thread goes on recording into them through the same TLS; a
- * record of a thread whose exit has begun that needs a slot (its first, or
- * in another region) claims an EXITING one, and finds it again by the
- * thread's serial.  Once the thread is gone, its slots are retired: the
- * kernel lets go of a tid after the thread's last instruction, so a slot
- * whose owner's tid is no thread of its process any more (tgkill(pid,
- * tid, 0) says ESRCH) is never written again, and is moved to RETIRED.
- * Every thread's exit does that for the EXITING slots of those gone
- * before it, the agent every 100 ms for the last one, and a claim that
- * finds no free slot (the first of a region and every 256th after) for
- * the ACTIVE ones of threads gone too (one whose first record came after
- * its exit's last round, or in a process where the ring has no key).
- * A thread takes back
- * only a slot that holds its own serial (a number unique in the process,
- * in the slot's ownership line): a new thread that got the tid of one
- * gone never writes into the old one's slot, which is what makes the
- * retirement of a slot whose tid is free final.  The consumer reads an
- * EXITING slot as an active one, and recycles a retired slot once it has
- * read it to the end: it reports the final counts, zeroes the positions,
- * counters and owner's numbers and frees the owner word with a release
- * CAS.  So an event recorded at any point of a thread's exit is in its
- * thread's slot, read once; before, the key destructor retired the slot
- * and each later record claimed another, which nobody retired after
- * glibc's last round: 1000 threads that recorded on their way out took
- * the 256 slots, and every event after was lost for want of one.  After
- * fork() the child forgets the parent thread's slot (a pthread_atfork
- * handler), so two processes never write one ring.
+ * runs the thread_local destructors, then the pthread key destructors in key
+ * order, in up to PTHREAD_DESTRUCTOR_ITERATIONS rounds, then frees the
+ * thread's resources (free(), which a probe may watch), and a probe may fire
+ * in any of them.  So the ring's key destructor does not end the slot: it
+ * only marks the thread's slots EXITING (in every live region), and the
+ * thread goes on recording into them through the same TLS; a record of a
+ * thread whose exit has begun that needs a slot (its first, or in another
+ * region) claims an EXITING one, and finds it again by the thread's serial.
+ * Once the thread is gone, its slots are retired: the kernel lets go of a
+ * tid after the thread's last instruction, so a slot whose owner's tid is no
+ * thread of its process any more (tgkill(pid, tid, 0) says ESRCH) is never
+ * written again, and is moved to RETIRED.  Every thread's exit does that for
+ * the EXITING slots of those gone before it, the agent every 100 ms for the
+ * last one, and a claim that finds no free slot (the first of a region and
+ * every 256th after) for the ACTIVE ones of threads gone too (one whose
+ * first record came after its exit's last round, or in a process where the
+ * ring has no key).  A thread takes back only a slot that holds its own
+ * serial (a number unique in the process, with its process's pid, in the
+ * slot's ownership line): a new thread that got the tid of one gone never
+ * writes into the old one's slot, which is what makes the retirement of a
+ * slot whose tid is free final.  The consumer reads an EXITING slot as an
+ * active one, and recycles a retired slot once it has read it to the end: it
+ * reports the final counts, zeroes the positions, counters and owner's
+ * numbers and frees the owner word with a release CAS.  So an event recorded
+ * at any point of a thread's exit is in its thread's slot, read once;
+ * before, the key destructor retired the slot and each later record claimed
+ * another, which nobody retired after glibc's last round: 1000 threads that
+ * recorded on their way out took the 256 slots, and every event after was
+ * lost for want of one.  After fork() the child forgets the parent thread's
+ * slot (a pthread_atfork handler), so two processes never write one ring.
  *
  * Trust, producer side.  The consumer maps the region read-write, so every
  * shared word may hold anything at any time.  The producer reads geometry
@@ -368,7 +366,7 @@ int djp__ring_attach(struct djp_region *r)
 {
 	static uint64_t last_serial;
 	struct djp_ring_tls *t = &djp_ring_tls;
-	uint32_t tid = my_tid();
+	uint32_t tid = my_tid(), pid = (uint32_t)getpid();
 	uint64_t active = (uint64_t)tid << 32 | DJP_SLOT_ACTIVE, exiting = (uint64_t)tid << 32 | DJP_SLOT_EXITING;
 	struct djp_slot_hdr *slot = NULL;
 	uint64_t head = 0;
@@ -380,7 +378,11 @@ int djp__ring_attach(struct djp_region *r)
 	for (unsigned i = 0; i < used && !slot; i++) {
 		struct djp_slot_hdr *s = region_slot(r, i);
 		uint64_t owner = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
-		if ((owner == active || owner == exiting) && __atomic_load_n(&s->serial, __ATOMIC_RELAXED) == t->serial)
+		/* serials count per process, and a child of fork starts
+		 * from its parent's count */
+		if ((owner == active || owner == exiting) &&
+		    __atomic_load_n(&s->serial, __ATOMIC_RELAXED) == t->serial &&
+		    __atomic_load_n(&s->pid, __ATOMIC_RELAXED) == pid)
 			slot = s;
 	}
 	/* Back in a slot of ours after recording elsewhere: its head is the
@@ -396,7 +398,7 @@ int djp__ring_attach(struct djp_region *r)
 						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
 			slot = s;
 			__atomic_store_n(&s->serial, t->serial, __ATOMIC_RELAXED);
-			__atomic_store_n(&s->pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
+			__atomic_store_n(&s->pid, pid, __ATOMIC_RELAXED);
 			raise_slots_used(r->hdr, i + 1);
 		}
 	}
@@ -407,7 +409,7 @@ int djp__ring_attach(struct djp_region *r)
 		 * no slot comes here at each record, and this is a system
 		 * call per thread recording. */
 		if (!(__atomic_fetch_add(&r->noslot_tries, 1, __ATOMIC_RELAXED) & 255))
-			reap(r, (uint32_t)getpid(), tid, true);
+			reap(r, pid, tid, true);
 		__atomic_fetch_add(&r->hdr->lost_noslot, 1, __ATOMIC_RELAXED);
 		return -ENOSPC;
 	}
