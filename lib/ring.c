@@ -71,13 +71,38 @@
  * (djp_ring_set_fast_copy; kernel/safe_copy.c says when).  A %p is a plain
  * word, never read.
  *
- * Threads coming and going.  A pthread key destructor marks the exiting
- * thread's slots RETIRED (in every live region) and clears its TLS, so a
- * record after that claims afresh.  The consumer recycles a retired slot
- * once it has read it to the end: it reports the final counts, zeroes the
- * positions and counters and frees the owner word with a release CAS.  After
- * fork() the child forgets the parent thread's slot (a pthread_atfork
- * handler), so two processes never write one ring.
+ * Threads coming and going.  A thread keeps one slot per region from its
+ * first record to its last instruction.  Its exit is not one moment: glibc
+ * runs the thread_local destructors, then the pthread key destructors in key
+ * order, in up to PTHREAD_DESTRUCTOR_ITERATIONS rounds, then frees the
+ * thread's resources (free(), which a probe may watch), and a probe may fire
+ * in any of them.  So the ring's key destructor does not end the slot: it
+ * only marks the thread's slots EXITING (in every live region), and the
+ * thread goes on recording into them through the same TLS; a record of a
+ * thread whose exit has begun that needs a slot (its first, or in another
+ * region) claims an EXITING one, and finds it again by the thread's serial.
+ * Once the thread is gone, its slots are retired: the kernel lets go of a
+ * tid after the thread's last instruction, so a slot whose owner's tid is no
+ * thread of its process any more (tgkill(pid, tid, 0) says ESRCH) is never
+ * written again, and is moved to RETIRED.  Every thread's exit does that for
+ * the EXITING slots of those gone before it, the agent every 100 ms for the
+ * last one, and a claim that finds no free slot (the first of a region and
+ * every 256th after) for the ACTIVE ones of threads gone too (one whose
+ * first record came after its exit's last round, or in a process where the
+ * ring has no key).  A thread takes back only a slot that holds its own
+ * serial (a number unique in the process, with its process's pid, in the
+ * slot's ownership line): a new thread that got the tid of one gone never
+ * writes into the old one's slot, which is what makes the retirement of a
+ * slot whose tid is free final.  The consumer reads an EXITING slot as an
+ * active one, and recycles a retired slot once it has read it to the end: it
+ * reports the final counts, zeroes the positions, counters and owner's
+ * numbers and frees the owner word with a release CAS.  So an event recorded
+ * at any point of a thread's exit is in its thread's slot, read once;
+ * before, the key destructor retired the slot and each later record claimed
+ * another, which nobody retired after glibc's last round: 1000 threads that
+ * recorded on their way out took the 256 slots, and every event after was
+ * lost for want of one.  After fork() the child forgets the parent thread's
+ * slot (a pthread_atfork handler), so two processes never write one ring.
  *
  * Trust, producer side.  The consumer maps the region read-write, so every
  * shared word may hold anything at any time.  The producer reads geometry
@@ -91,7 +116,9 @@
  * cached copy of it only decide whether an event fits; a lying consumer
  * loses its own events, nothing else.  An owner word set to FREE by a
  * consumer lets two threads share one ring: their events interleave and may
- * be torn, still inside that ring.
+ * be torn, still inside that ring.  So does a forged serial or pid in the
+ * ownership line: a thread that does not find its slot claims another, and
+ * a slot retired while its thread lives is shared as a freed one is.
  *
  * The consumer trusts nothing in the region.  The header is copied and
  * validated once (magic, version, every size and the relations between
@@ -157,10 +184,7 @@ static struct djp_slot_hdr *region_slot(const struct djp_region *r, unsigned i)
 
 /* ---- producer: threads ------------------------------------------------- */
 
-static void thread_exit(void *unused)
-{
-	djp_ring_thread_retire();
-}
+static void thread_exit(void *unused);
 
 static void atfork_prepare(void)
 {
@@ -178,6 +202,8 @@ static void atfork_child(void)
 	djp_ring_tls.slot = NULL;
 	djp_ring_tls.fast_end = 0;
 	djp_ring_tls.nesting = 0;
+	djp_ring_tls.serial = 0; /* another thread now, of another process */
+	djp_ring_tls.exiting = 0;
 	pthread_mutex_unlock(&live_lock);
 }
 
@@ -231,19 +257,91 @@ static void raise_slots_used(struct djp_region_hdr *h, unsigned to)
 		;
 }
 
+/* owner word of s from one state of tid's to another */
+static bool slot_move(struct djp_slot_hdr *s, uint32_t tid, uint32_t from, uint32_t to)
+{
+	uint64_t expect = (uint64_t)tid << 32 | from;
+	return __atomic_compare_exchange_n(&s->owner, &expect, (uint64_t)tid << 32 | to, false, __ATOMIC_RELEASE,
+					   __ATOMIC_RELAXED);
+}
+
+/* Whether thread tid of this process pid has exited: no thread of the
+ * process has that tid any more.  The kernel lets go of a tid after the
+ * thread's last instruction; a tid taken again since by a new thread of
+ * the process reads as alive, which only keeps a slot longer. */
+static bool thread_gone(uint32_t pid, uint32_t tid)
+{
+	int saved_errno = errno;
+	bool gone = syscall(SYS_tgkill, (long)pid, (long)tid, 0L) < 0 && errno == ESRCH;
+	errno = saved_errno;
+	return gone;
+}
+
+/* Retire the slots of r whose owner, a thread of this process other than
+ * the caller, has exited: EXITING ones, and with `active` ACTIVE ones too
+ * (a thread whose first record came after the ring's key destructor had
+ * run, or that never ran it).  No thread writes into such a slot again:
+ * its owner is gone, and a thread takes back only a slot of its own
+ * serial.  Lock-free (CAS), async-signal-safe. */
+static unsigned reap(struct djp_region *r, uint32_t pid, uint32_t self, bool active)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0, used = slots_used(r->hdr, r->nslots); i < used; i++) {
+		struct djp_slot_hdr *s = region_slot(r, i);
+		uint64_t owner = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+		uint32_t tid = (uint32_t)(owner >> 32), state = (uint32_t)owner;
+
+		if ((state != DJP_SLOT_EXITING && !(active && state == DJP_SLOT_ACTIVE)) || tid == self ||
+		    __atomic_load_n(&s->pid, __ATOMIC_RELAXED) != pid || !thread_gone(pid, tid))
+			continue;
+		n += slot_move(s, tid, state, DJP_SLOT_RETIRED);
+	}
+	return n;
+}
+
+unsigned djp_ring_reap_exited(void)
+{
+	uint32_t pid = (uint32_t)getpid(), self = my_tid();
+	unsigned n = 0;
+
+	pthread_mutex_lock(&live_lock);
+	for (struct djp_region *r = live_regions; r; r = r->next)
+		n += reap(r, pid, self, false);
+	pthread_mutex_unlock(&live_lock);
+	return n;
+}
+
+/* The ring's key destructor: the thread's exit has begun, but not ended.
+ * glibc runs the destructors of keys made after ours after it (and again,
+ * in up to PTHREAD_DESTRUCTOR_ITERATIONS rounds, for keys set again), then
+ * frees the thread's resources (free(), which a probe may watch): a probe
+ * may fire in any of them.  So the thread keeps its slots and goes on
+ * recording into them; they only become EXITING, for the next exit (or
+ * the agent) to retire once the thread is gone. */
+static void thread_exit(void *unused)
+{
+	uint32_t tid = my_tid(), pid = (uint32_t)getpid();
+
+	djp_ring_tls.exiting = 1;
+	pthread_mutex_lock(&live_lock);
+	for (struct djp_region *r = live_regions; r; r = r->next) {
+		for (unsigned i = 0, used = slots_used(r->hdr, r->nslots); i < used; i++)
+			slot_move(region_slot(r, i), tid, DJP_SLOT_ACTIVE, DJP_SLOT_EXITING);
+		reap(r, pid, tid, false);
+	}
+	pthread_mutex_unlock(&live_lock);
+}
+
 void djp_ring_thread_retire(void)
 {
 	uint32_t tid = my_tid();
-	uint64_t mine = (uint64_t)tid << 32 | DJP_SLOT_ACTIVE;
 
 	pthread_mutex_lock(&live_lock);
 	for (struct djp_region *r = live_regions; r; r = r->next) {
-		for (unsigned i = 0, used = slots_used(r->hdr, r->nslots); i < used; i++) {
-			uint64_t expect = mine;
-			__atomic_compare_exchange_n(&region_slot(r, i)->owner, &expect,
-						    (uint64_t)tid << 32 | DJP_SLOT_RETIRED, false, __ATOMIC_RELEASE,
-						    __ATOMIC_RELAXED);
-		}
+		for (unsigned i = 0, used = slots_used(r->hdr, r->nslots); i < used; i++)
+			if (!slot_move(region_slot(r, i), tid, DJP_SLOT_ACTIVE, DJP_SLOT_RETIRED))
+				slot_move(region_slot(r, i), tid, DJP_SLOT_EXITING, DJP_SLOT_RETIRED);
 	}
 	pthread_mutex_unlock(&live_lock);
 	djp_ring_tls.region_id = 0;
@@ -260,22 +358,33 @@ void djp_ring_thread_retire(void)
  * them per drain for each of a hundred processes was most of a tool's
  * time).  Threads starting together contend for the first free slots; a
  * claim is once per thread and region.  Async-signal-safe:
- * gettid, loads, CAS, and pthread_setspecific on a key made at region
- * creation (glibc keeps the first 32 keys in the thread descriptor).
+ * gettid, getpid, tgkill, loads, CAS, and pthread_setspecific on a key
+ * made at region creation (glibc keeps the first 32 keys in the thread
+ * descriptor).
  */
 int djp__ring_attach(struct djp_region *r)
 {
+	static uint64_t last_serial;
 	struct djp_ring_tls *t = &djp_ring_tls;
-	uint32_t tid = my_tid();
-	uint64_t mine = (uint64_t)tid << 32 | DJP_SLOT_ACTIVE;
+	uint32_t tid = my_tid(), pid = (uint32_t)getpid();
+	uint64_t active = (uint64_t)tid << 32 | DJP_SLOT_ACTIVE, exiting = (uint64_t)tid << 32 | DJP_SLOT_EXITING;
 	struct djp_slot_hdr *slot = NULL;
 	uint64_t head = 0;
 
 	unsigned used = slots_used(r->hdr, r->nslots);
 
-	for (unsigned i = 0; i < used && !slot; i++)
-		if (__atomic_load_n(&region_slot(r, i)->owner, __ATOMIC_ACQUIRE) == mine)
-			slot = region_slot(r, i);
+	if (!t->serial)
+		t->serial = __atomic_add_fetch(&last_serial, 1, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < used && !slot; i++) {
+		struct djp_slot_hdr *s = region_slot(r, i);
+		uint64_t owner = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+		/* serials count per process, and a child of fork starts
+		 * from its parent's count */
+		if ((owner == active || owner == exiting) &&
+		    __atomic_load_n(&s->serial, __ATOMIC_RELAXED) == t->serial &&
+		    __atomic_load_n(&s->pid, __ATOMIC_RELAXED) == pid)
+			slot = s;
+	}
 	/* Back in a slot of ours after recording elsewhere: its head is the
 	 * one place the position was kept.  Any value is safe here (see
 	 * "Trust" above); a fresh claim starts at 0, as recycling leaves it. */
@@ -285,12 +394,22 @@ int djp__ring_attach(struct djp_region *r)
 		uint64_t expect = 0;
 		struct djp_slot_hdr *s = region_slot(r, i);
 		if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == 0 &&
-		    __atomic_compare_exchange_n(&s->owner, &expect, mine, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+		    __atomic_compare_exchange_n(&s->owner, &expect, t->exiting ? exiting : active, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
 			slot = s;
+			__atomic_store_n(&s->serial, t->serial, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->pid, pid, __ATOMIC_RELAXED);
 			raise_slots_used(r->hdr, i + 1);
 		}
 	}
 	if (!slot) {
+		/* None free: this event is lost.  The slots of threads gone
+		 * are retired, for the consumer to read and recycle; at the
+		 * first such loss and every 256th after, since a thread with
+		 * no slot comes here at each record, and this is a system
+		 * call per thread recording. */
+		if (!(__atomic_fetch_add(&r->noslot_tries, 1, __ATOMIC_RELAXED) & 255))
+			reap(r, pid, tid, true);
 		__atomic_fetch_add(&r->hdr->lost_noslot, 1, __ATOMIC_RELAXED);
 		return -ENOSPC;
 	}
@@ -305,7 +424,9 @@ int djp__ring_attach(struct djp_region *r)
 	t->tid = tid;
 	t->head = head;
 	t->fast_end = 0;
-	if (ring_key_ok)
+	/* the key's destructor marks the thread's exit (it ran already for
+	 * an exiting one, whose slot is EXITING from the start) */
+	if (ring_key_ok && !t->exiting)
 		pthread_setspecific(ring_key, (void *)1);
 	t->region_id = r->id;
 	return 0;
@@ -793,6 +914,8 @@ static void recycle(struct djp_consumer *c, unsigned i, uint64_t owner, const st
 	s->tail_cache = 0;
 	s->tail = 0;
 	memset(s->sb, 0, c->h.nsubbufs * sizeof(s->sb[0]));
+	s->serial = 0;
+	s->pid = 0;
 	s->generation++;
 	memset(&c->slots[i], 0, sizeof(c->slots[i]));
 	__atomic_compare_exchange_n(&s->owner, &expect, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
@@ -902,7 +1025,7 @@ long djp_consumer_drain(struct djp_consumer *c, const struct djp_drain_ops *ops,
 		uint32_t state = (uint32_t)owner;
 		struct parse p = { .ops = ops, .arg = arg, .slot = i, .tid = (uint32_t)(owner >> 32) };
 
-		if (state != DJP_SLOT_ACTIVE && state != DJP_SLOT_RETIRED)
+		if (state != DJP_SLOT_ACTIVE && state != DJP_SLOT_EXITING && state != DJP_SLOT_RETIRED)
 			continue;
 		if (c->h.mode == DJP_RING_OVERWRITE)
 			head = drain_snapshot(c, i, &p);

@@ -124,6 +124,10 @@ enum djp_slot_state {
 	DJP_SLOT_FREE = 0,
 	DJP_SLOT_ACTIVE = 1,  /* owned by a live thread */
 	DJP_SLOT_RETIRED = 2, /* its thread exited; recycled once drained */
+	/* its thread is on its way out (glibc's thread-exit destructors):
+	 * still written, read as an active one, retired once the thread is
+	 * gone (lib/ring.c, "Threads coming and going") */
+	DJP_SLOT_EXITING = 3,
 };
 
 /* Shared header.  Written once by the creator, except lost_noslot. */
@@ -164,6 +168,8 @@ struct djp_slot_hdr {
 	/* ownership: claim and retire (producer), recycle (consumer) */
 	_Alignas(128) uint64_t owner; /* (tid << 32) | enum djp_slot_state */
 	uint64_t generation;	      /* bumped at each recycle */
+	uint64_t serial;	      /* the owner's djp_ring_tls.serial */
+	uint32_t pid;		      /* the owner's process (getpid()) */
 	/* written by the producer only */
 	_Alignas(128) uint64_t head;  /* end of the last committed event */
 	uint64_t nevents;	      /* events recorded */
@@ -185,6 +191,7 @@ struct djp_region {
 	uint32_t nslots, nsubbufs, mode, str_bound;
 	uint64_t ring_size, subbuf_size, slot_stride, slot_hdr_size;
 	struct djp_region *next; /* live-region list (ring.c) */
+	uint64_t noslot_tries;	 /* claims that found no slot free */
 };
 
 struct djp_ring_opts {
@@ -213,9 +220,14 @@ void djp_region_destroy(struct djp_region *r);
 /* The memfd, to pass to a consumer (SCM_RIGHTS). */
 int djp_region_fd(const struct djp_region *r);
 
-/* Retire the calling thread's slots in every region now (thread exit does
- * this by itself, through a pthread key destructor). */
+/* Retire the calling thread's slots in every region now: it records no
+ * more into them (a record after this claims a new slot). */
 void djp_ring_thread_retire(void);
+/* Retire the slots, in every region, of this process's threads that have
+ * exited (a thread's exit marks its slots EXITING and does this for the
+ * threads gone before it; the agent does it every 100 ms while it has
+ * probes).  How many were retired. */
+unsigned djp_ring_reap_exited(void);
 
 /* Per-thread producer state: the slot of the region last recorded into.
  * What the fast path reads (region_id, head, slot, data, ring_size,
@@ -242,6 +254,13 @@ struct djp_ring_tls {
 	uint32_t str_bound;
 	uint32_t tid;
 	volatile uint32_t nesting;
+	/* This thread's number, unique in the process (0 until its first
+	 * slot): a slot is taken back by the thread whose number it holds,
+	 * never by a later one that got the same tid. */
+	uint64_t serial;
+	/* Its exit has begun (the ring's key destructor ran): slots it
+	 * claims from now on are EXITING ones. */
+	uint32_t exiting;
 };
 extern __thread struct djp_ring_tls djp_ring_tls __attribute__((tls_model("initial-exec")));
 

@@ -1,9 +1,11 @@
 /* Ring buffers, single thread: every field round-trips; slots are claimed,
  * retired and recycled; recursion is a counted loss. */
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "test_ring_util.h"
 
@@ -138,7 +140,13 @@ TEST(ring_thread_exit_retires_and_consumer_recycles)
 		CHECK_EQ(pthread_create(&th, NULL, record_five_and_exit, r), 0);
 		CHECK_EQ(pthread_join(th, &ret), 0);
 		CHECK((uintptr_t)ret > 1);
+		/* exited: its slot is EXITING, read as an active one */
+		CHECK_EQ(ring_slots_in(r, DJP_SLOT_EXITING), 1);
 		CHECK_EQ(djp_consumer_drain(c, &ops, &d), 5);
+		CHECK_EQ(d.n, round);
+		/* gone: retired, then read to the end and recycled */
+		ring_reap_joined(r);
+		CHECK_EQ(djp_consumer_drain(c, &ops, &d), 0);
 		CHECK_EQ(d.n, round + 1);
 		CHECK_EQ(d.st[round].tid, (uint32_t)(uintptr_t)ret);
 		CHECK_EQ(d.st[round].state, DJP_SLOT_RETIRED);
@@ -148,6 +156,156 @@ TEST(ring_thread_exit_retires_and_consumer_recycles)
 		CHECK_EQ(st.state, DJP_SLOT_FREE);
 		CHECK_EQ(st.produced, 0);
 	}
+	djp_consumer_close(c);
+	djp_region_destroy(r);
+}
+
+/* A thread that records on its way out: in the destructor of a key made
+ * after the ring's, which glibc runs after the ring's in each of its
+ * rounds, the last one included. */
+static pthread_key_t late_key;
+static struct djp_region *late_region;
+
+static void late_dtor(void *v)
+{
+	uint64_t round = (uint64_t)(uintptr_t)v;
+
+	djp_ring_record(late_region, 2, &round, 1, 0, 0);
+	if (round < PTHREAD_DESTRUCTOR_ITERATIONS)
+		pthread_setspecific(late_key, (void *)(uintptr_t)(round + 1));
+}
+
+static void *record_then_on_the_way_out(void *arg)
+{
+	uint64_t x = 0;
+
+	djp_ring_record(arg, 1, &x, 1, 0, 0);
+	pthread_setspecific(late_key, (void *)1);
+	return NULL;
+}
+
+struct exit_log {
+	struct collected got;
+	struct done_log d;
+};
+
+static int exit_log_event(void *arg, const struct djp_event *ev, uint32_t tid, unsigned slot)
+{
+	return collect_event(&((struct exit_log *)arg)->got, ev, tid, slot);
+}
+
+static void exit_log_done(void *arg, const struct djp_slot_stats *st)
+{
+	log_done(&((struct exit_log *)arg)->d, st);
+}
+
+TEST(ring_records_during_thread_exit_stay_in_the_threads_slot)
+{
+	enum { THREADS = 40, PER = 1 + PTHREAD_DESTRUCTOR_ITERATIONS };
+	struct djp_region *r = late_region = small_region(4, 8192, 2, DJP_RING_DISCARD);
+	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
+	struct djp_drain_ops ops = { .event = exit_log_event, .slot_done = exit_log_done };
+	struct exit_log x = { 0 };
+	struct collected *got = &x.got;
+	struct done_log *d = &x.d;
+	pthread_t th;
+
+	CHECK(c);
+	CHECK_EQ(pthread_key_create(&late_key, late_dtor), 0);
+	for (int i = 0; i < THREADS; i++) {
+		CHECK_EQ(pthread_create(&th, NULL, record_then_on_the_way_out, r), 0);
+		CHECK_EQ(pthread_join(th, NULL), 0);
+		ring_reap_joined(r);
+		d->n = 0;
+		CHECK_EQ(djp_consumer_drain(c, &ops, &x), PER);
+		/* every event of the thread, in one slot, recycled once */
+		CHECK_EQ(got->n, PER);
+		for (size_t k = 0; k < got->n; k++) {
+			CHECK_EQ(got->slot[k], got->slot[0]);
+			CHECK_EQ(got->tid[k], got->tid[0]);
+			CHECK_EQ(got->ev[k]->args[0], k);
+		}
+		CHECK_EQ(d->n, 1);
+		CHECK_EQ(d->st[0].produced, PER);
+		CHECK_EQ(d->st[0].delivered, PER);
+		CHECK_EQ(ring_slots_in(r, DJP_SLOT_FREE), 4);
+		collected_free(got);
+	}
+	CHECK_EQ(djp_consumer_lost_noslot(c), 0);
+	pthread_key_delete(late_key);
+	djp_consumer_close(c);
+	djp_region_destroy(r);
+}
+
+/* A thread whose only record comes in glibc's last round of key
+ * destructors, after the ring's: its slot is never marked EXITING. */
+static pthread_key_t last_key;
+static struct djp_region *last_region;
+
+static void last_dtor(void *v)
+{
+	uint64_t round = (uint64_t)(uintptr_t)v;
+
+	if (round < PTHREAD_DESTRUCTOR_ITERATIONS) {
+		pthread_setspecific(last_key, (void *)(uintptr_t)(round + 1));
+		return;
+	}
+	djp_ring_record(last_region, 3, &round, 1, 0, 0);
+}
+
+static void *record_only_in_the_last_round(void *arg)
+{
+	(void)arg;
+	pthread_setspecific(last_key, (void *)1);
+	return (void *)(uintptr_t)test_gettid();
+}
+
+/* Until the kernel has let go of tid (a join returns a moment before). */
+static void wait_tid_gone(uint32_t tid)
+{
+	for (long tries = 0; syscall(SYS_tgkill, (long)getpid(), (long)tid, 0L) == 0; tries++) {
+		if (tries > 1000000)
+			djp_test_fail(__FILE__, __LINE__, "thread %u never went", tid);
+		sched_yield();
+	}
+}
+
+TEST(ring_slots_of_threads_gone_are_taken_back_when_none_is_free)
+{
+	struct djp_region *r = last_region = small_region(2, 8192, 2, DJP_RING_DISCARD);
+	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
+	struct djp_drain_ops ops = { .event = exit_log_event, .slot_done = exit_log_done };
+	struct exit_log x = { 0 };
+	pthread_t th;
+	void *ret;
+
+	CHECK(c);
+	CHECK_EQ(pthread_key_create(&last_key, last_dtor), 0);
+	/* two threads take the two slots and leave them ACTIVE */
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(pthread_create(&th, NULL, record_only_in_the_last_round, NULL), 0);
+		CHECK_EQ(pthread_join(th, &ret), 0);
+		wait_tid_gone((uint32_t)(uintptr_t)ret);
+	}
+	CHECK_EQ(ring_slots_in(r, DJP_SLOT_ACTIVE), 2);
+	CHECK_EQ(djp_consumer_drain(c, &ops, &x), 2);
+	/* the third finds none free: its event is lost, and the two are
+	 * retired, read and recycled */
+	CHECK_EQ(pthread_create(&th, NULL, record_only_in_the_last_round, NULL), 0);
+	CHECK_EQ(pthread_join(th, &ret), 0);
+	CHECK_EQ(djp_consumer_lost_noslot(c), 1);
+	CHECK_EQ(ring_slots_in(r, DJP_SLOT_RETIRED), 2);
+	CHECK_EQ(djp_consumer_drain(c, &ops, &x), 0);
+	CHECK_EQ(x.d.n, 2);
+	CHECK_EQ(ring_slots_in(r, DJP_SLOT_FREE), 2);
+	/* and the next has one */
+	CHECK_EQ(pthread_create(&th, NULL, record_only_in_the_last_round, NULL), 0);
+	CHECK_EQ(pthread_join(th, &ret), 0);
+	CHECK_EQ(djp_consumer_drain(c, &ops, &x), 1);
+	CHECK_EQ(djp_consumer_lost_noslot(c), 1);
+	CHECK_EQ(x.got.n, 3);
+	collected_free(&x.got);
+	pthread_key_delete(last_key);
 	djp_consumer_close(c);
 	djp_region_destroy(r);
 }

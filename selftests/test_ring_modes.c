@@ -178,6 +178,7 @@ TEST(ring_overwrite_snapshot_consistent_while_producing)
 	}
 	p.stop = 1;
 	CHECK_EQ(pthread_join(th, NULL), 0);
+	ring_reap_joined(p.r);
 	k.prev = -1;
 	/* what came after the last snapshot (nothing, when the producer did
 	 * not run between it and the stop: the count below says all came) */

@@ -213,6 +213,7 @@ static void run_mt(unsigned mode_ring_size)
 		CHECK_EQ(pthread_join(th[i], NULL), 0);
 		rep[i] = w[i].rep;
 	}
+	ring_reap_joined(r);
 	CHECK_EQ(write(sv[0], rep, sizeof(rep)), (ssize_t)sizeof(rep));
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	CHECK(WIFEXITED(st));

@@ -2,6 +2,7 @@
 #ifndef DJP_TEST_RING_UTIL_H
 #define DJP_TEST_RING_UTIL_H
 
+#include <sched.h>
 #include <sys/syscall.h>
 
 #include "harness.h"
@@ -58,6 +59,33 @@ static inline struct djp_region *small_region(unsigned nslots, size_t ring_size,
 static inline uint32_t test_gettid(void)
 {
 	return (uint32_t)syscall(SYS_gettid);
+}
+
+/* Slots of r in state `state`. */
+static inline unsigned ring_slots_in(const struct djp_region *r, uint32_t state)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < r->nslots; i++) {
+		const struct djp_slot_hdr *s =
+			(const struct djp_slot_hdr *)(r->base + DJP_REGION_HDR_SIZE + (uint64_t)i * r->slot_stride);
+		n += (uint32_t)__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) == state;
+	}
+	return n;
+}
+
+/* After joining the threads that recorded into r: retire the slots they
+ * left EXITING (djp_ring_reap_exited), which can be done once the kernel
+ * has let go of their tids, a moment after a join returns (the join
+ * wakes as the thread leaves its memory, before its tid is released). */
+static inline void ring_reap_joined(const struct djp_region *r)
+{
+	for (long tries = 0; ring_slots_in(r, DJP_SLOT_EXITING); tries++) {
+		if (tries > 1000000)
+			djp_test_fail(__FILE__, __LINE__, "%u slots of exited threads never retired",
+				      ring_slots_in(r, DJP_SLOT_EXITING));
+		djp_ring_reap_exited();
+		sched_yield();
+	}
 }
 
 /* A payload checksum: detects a torn or mixed event. */

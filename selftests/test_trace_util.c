@@ -288,13 +288,27 @@ int tt_source_line(const char *source, const char *text)
 	return no;
 }
 
+char *tt_take_file(const char *path)
+{
+	FILE *f;
+	char *buf;
+	long n;
+
+	CHECK((f = fopen(path, "r")) != NULL);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	CHECK((buf = calloc(1, (size_t)n + 1)) != NULL);
+	CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	unlink(path);
+	return buf;
+}
+
 char *tt_script_output(const char *cmd, const char *text, int *main_pid)
 {
 	char out[128];
 	struct tproc *p;
-	FILE *f;
-	char *buf;
-	long n;
 	int st;
 
 	snprintf(out, sizeof(out), "/tmp/djp-script-%d.out", (int)getpid());
@@ -306,15 +320,7 @@ char *tt_script_output(const char *cmd, const char *text, int *main_pid)
 	if (main_pid && sscanf(p->obuf, "pid %d", main_pid) != 1)
 		djp_test_fail(__FILE__, __LINE__, "the target printed no pid: %s", p->obuf);
 	free(p);
-	CHECK((f = fopen(out, "r")) != NULL);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	CHECK((buf = calloc(1, (size_t)n + 1)) != NULL);
-	CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
-	fclose(f);
-	unlink(out);
-	return buf;
+	return tt_take_file(out);
 }
 
 void tt_bad_scripts(const struct tt_bad_script *bad, size_t n)

@@ -49,6 +49,11 @@
  * where a thread blocks SIGTRAP, those batches ask a tool with probes to
  * stop the other threads, of the agent's own accord (agent_session.c).
  *
+ * Threads gone.  On the same look it retires the ring slots of threads
+ * that have exited since (lib/ring.c, "Threads coming and going"): a
+ * thread's exit retires those of the threads that exited before it, so
+ * this is for the last one, whose slot the consumer can then recycle.
+ *
  * Another tool's breakpoints.  On the same look the engine finds jumps
  * whose first byte a uprobe (perf, bpftrace) has made an int3, and gives
  * their tails back to the original instructions before that uprobe goes
@@ -94,6 +99,7 @@
 
 #include "kernel/engine.h"
 #include "kernel/agent/agent.h"
+#include "lib/ring.h"
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static int start_err;
@@ -283,6 +289,7 @@ static void *agent_main(void *arg)
 			check_new_objects();
 			djp__engine_check_foreign_traps();
 			djp_safe_copy_check();
+			djp_ring_reap_exited(); /* the last thread to exit's slot */
 			timeout = 100;
 		}
 		if (poll(pf, (nfds_t)n, timeout) < 0 && errno != EINTR)

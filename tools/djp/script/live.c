@@ -559,6 +559,10 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 		 * run dry would starve it. */
 		if (deadline != UINT64_MAX && djp_clock_ns(CLOCK_REALTIME) >= deadline)
 			return DJP_SRC_TIMEOUT;
+		/* Spent: emptied, so that it is never handed out again when the
+		 * turn below ends on this session without draining it (a kid
+		 * let go moves `cur` back onto the one before it). */
+		djp_order_reset(&s->batch);
 		l->next = 0;
 		if (l->dialled && !l->stopped) {
 			l->dialled = false;
