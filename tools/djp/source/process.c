@@ -160,15 +160,18 @@ static void waiting_note(struct session *s, const char *why)
 static int config_steps(struct proc *p, struct session *s, bool launched, bool start, char *errline,
 			size_t errsz);
 
-/* -a: a process that exited while it was configured is no error: the
- * rings it has hold what it recorded (s->cons), or there is nothing. */
+/* -a, and -x's process: a process that exited while it was configured
+ * (once its probes were armed, the next request met a closed session) is
+ * no error: the rings it has hold what it recorded (s->cons), or there is
+ * nothing. */
 static bool exited_meanwhile(const struct proc *p, const struct session *s)
 {
+	bool attached = s == &p->s && !s->cmd && !p->all;
 	uint64_t id;
-	if (!p->all || s == &p->s)
+	if (!attached && (!p->all || s == &p->s))
 		return false;
 	if (s->errcode != -ECONNRESET && s->errcode != -EPIPE)
-		return session_process_exiting(s->pid);
+		return !attached && session_process_exiting(s->pid);
 	/* The agent closed the session: the process is exiting (the
 	 * kernel marks it so before its descriptors close; becoming a
 	 * zombie may take it long after, under load), or it exec'd, and
@@ -572,6 +575,7 @@ static int proc_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 {
 	struct proc *p = (struct proc *)src;
 	struct session *s = &p->s;
+	int rc;
 
 	(void)ids, (void)n; /* patterns, not descriptors */
 	p->patterns = calloc(nglobs + 1, sizeof(*p->patterns));
@@ -594,8 +598,13 @@ static int proc_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	s->nfmt = p->npatterns;
 	if (p->all)
 		return arm_all(p);
-	if (configure(p, s, s->cmd != NULL, false) == 0)
+	rc = configure(p, s, s->cmd != NULL, false);
+	if (rc == 0)
 		return 0;
+	if (rc == 2) { /* -x: it exited as it was armed; its rings are read */
+		s->alive = false;
+		return 0;
+	}
 	/* Nothing stays armed: a command that never ran its main is killed;
 	 * an attached process is told BYE (or sees the session end), which
 	 * disarms. */
