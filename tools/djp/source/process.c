@@ -605,6 +605,8 @@ static int proc_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 		s->alive = false;
 		return 0;
 	}
+	if (rc == 3) /* -x: it exited before it had rings: said, as an error */
+		fprintf(stderr, "djp: process %d: it exited before it could be traced\n", (int)s->pid);
 	/* Nothing stays armed: a command that never ran its main is killed;
 	 * an attached process is told BYE (or sees the session end), which
 	 * disarms. */
