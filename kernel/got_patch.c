@@ -5,9 +5,10 @@
  *
  * Why.  The engine keeps SIGTRAP (and, for the safe string copy, SIGSEGV
  * and SIGBUS) deliverable and its handlers installed by interposing
- * sigprocmask, pthread_sigmask, sigaction and signal; and it hears of
- * objects that come and go by interposing dlopen and dlclose
- * (kernel/sigmask.c, kernel/dlhooks.c).  Preloaded or linked, the library
+ * sigprocmask, pthread_sigmask, sigaction and signal; it hears of
+ * objects that come and go by interposing dlopen and dlclose; and it sees
+ * threads begin and end by interposing pthread_create (kernel/sigmask.c,
+ * kernel/dlhooks.c, kernel/threads.c).  Preloaded or linked, the library
  * comes first in the lookup order and the loader binds the program's calls
  * to it.  Injected, it comes after everything the calls were bound to, and
  * a program that blocks every signal while it works (PostgreSQL's
@@ -61,6 +62,7 @@ static const struct {
 	{ "signal", (void *)djp__signal },
 	{ "dlopen", (void *)djp__dlopen },
 	{ "dlclose", (void *)djp__dlclose },
+	{ "pthread_create", (void *)djp__pthread_create },
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;

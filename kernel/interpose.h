@@ -1,6 +1,7 @@
 /*
  * The library's interposers of the program's calls (sigmask.c: the signal
- * mask and handlers; dlhooks.c: dlopen and dlclose), and how an injected
+ * mask and handlers; dlhooks.c: dlopen and dlclose; threads.c:
+ * pthread_create), and how an injected
  * library makes the program's calls reach them (got_patch.c).
  */
 #ifndef DJP_KERNEL_INTERPOSE_H
@@ -23,5 +24,9 @@ extern __typeof(sigaction) djp__sigaction;
 extern __typeof(signal) djp__signal;
 extern __typeof(dlopen) djp__dlopen;
 extern __typeof(dlclose) djp__dlclose;
+/* threads.c: pthread_create, whose threads pass the markers of their
+ * begin and end; and libc's, for the library's own threads. */
+extern __typeof(pthread_create) djp__pthread_create;
+int djp__pthread_create_real(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 
 #endif

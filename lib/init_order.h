@@ -16,5 +16,11 @@
 
 /* 0-100 are the C library's and the compiler's. */
 #define DJP_ENGINE_INIT __attribute__((constructor(200)))
+/* Before them, the key whose destructor passes a thread's end marker
+ * (kernel/threads.c): glibc runs a round of destructors in the keys'
+ * order, lowest first, so the end is recorded before the ring's, the
+ * grace periods' and the return probes' destructors let the thread's
+ * slot, reader and stack go. */
+#define DJP_THREADS_INIT __attribute__((constructor(199)))
 
 #endif

@@ -44,6 +44,10 @@ bool djp_marker_match_n(const char *pattern, const char *provider, size_t provid
 	long colon = djp_marker_pattern_colon(pattern);
 	char pglob[256], prov[256];
 
+	/* the library's own markers (kernel/threads.c): their name, spelled
+	 * out, and no glob */
+	if (djp_marker_reserved(name))
+		return !provider_len && !strcmp(pattern, name);
 	if (colon < 0)
 		return fnmatch(pattern, name, 0) == 0;
 	if (!provider || !provider_len || (size_t)colon >= sizeof(pglob) || provider_len >= sizeof(prov))

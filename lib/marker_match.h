@@ -7,6 +7,11 @@
  * "provider:name", as `djp list` shows it; providers and names are C
  * identifiers, so the first ':' splits them.
  *
+ * A marker whose name begins with DJP_MARKER_RESERVED is the library's
+ * own (kernel/threads.c: a thread's begin and end): only a pattern that is
+ * its name exactly matches it, never a glob, so that "*" means the
+ * program's markers as before.
+ *
  * djprobe.ko matches its patterns, "NAMEGLOB" and "MODGLOB:NAMEGLOB", with
  * the same code (the module's name is the provider), its globs being the
  * kernel's glob_match() through kmod/compat/fnmatch.h.
@@ -16,6 +21,18 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
+
+#define DJP_MARKER_RESERVED "__djp_"
+/* The library's markers of a thread's life (kernel/threads.c). */
+#define DJP_MARKER_THREAD_BEGIN "__djp_thread_begin"
+#define DJP_MARKER_THREAD_END "__djp_thread_end"
+
+/* Is `name` (a marker's, without its provider) one of the library's own? */
+static inline bool djp_marker_reserved(const char *name)
+{
+	return !strncmp(name, DJP_MARKER_RESERVED, sizeof(DJP_MARKER_RESERVED) - 1);
+}
 
 bool djp_marker_match(const char *pattern, const char *provider, const char *name);
 /* Where a pattern's provider glob ends: the offset of its ':', or -1 when

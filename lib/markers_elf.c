@@ -9,7 +9,9 @@
  * `.symtab` (or `.dynsym` in a stripped file) names functions and globals.
  * An object with a `.markers` section is described by it alone (its SDT
  * notes describe the same sites again); an object without one is described
- * by its SDT notes, as glibc and libstdc++ are.  The bytes of each section go
+ * by its SDT notes, as glibc and libstdc++ are, and so is one whose
+ * `.markers` holds only the library's own (a program that links
+ * libdjprobe.a).  The bytes of each section go
  * to markers_parse.c, which knows the layouts; this file knows ELF.
  *
  * Argument strings such as `-4@counter(%rip)` name globals: the parser
@@ -74,6 +76,7 @@
 #include <unistd.h>
 
 #include "elf_debug.h"
+#include "marker_match.h"
 #include "markers.h"
 
 static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
@@ -642,6 +645,14 @@ static int keep_segments(struct reader *r, struct djp_marker_list *l)
 	return 0;
 }
 
+static bool only_reserved(const struct djp_marker_list *l)
+{
+	for (size_t i = 0; i < l->count; i++)
+		if (!l->v[i].name || !djp_marker_reserved(l->v[i].name))
+			return false;
+	return l->count > 0;
+}
+
 static int read_markers(struct reader *r, unsigned flags, struct djp_marker_list **out)
 {
 	struct djp_marker_list *l = NULL;
@@ -660,7 +671,17 @@ static int read_markers(struct reader *r, unsigned flags, struct djp_marker_list
 		else
 			ret = djp_markers_parse_section_sym(d->d_buf, d->d_size, sh.sh_addr, r->path, lookup_symbol, r, &l,
 						    r->err, r->errsz);
+		/* Only the library's own markers (kernel/threads.c), linked
+		 * statically into a program whose probes are SDT notes: the
+		 * notes describe it, as they did before those came (such a
+		 * program has no thread events). */
+		if (!ret && !r->rel && r->notes && !(flags & DJP_READ_NO_SDT) && only_reserved(l)) {
+			djp_marker_list_free(l);
+			l = NULL;
+			goto sdt;
+		}
 	} else if (r->notes && !(flags & DJP_READ_NO_SDT)) {
+	sdt:
 		if (!(d = section_data(r, r->notes, ".note.stapsdt")))
 			return -EINVAL;
 		ret = djp_markers_parse_sdt_notes_sym(d->d_buf, d->d_size, r->path, lookup_symbol, r, &l, r->err,

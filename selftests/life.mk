@@ -22,3 +22,12 @@ $(FORK_MARK_TARGET): selftests/trace_progs/fork_mark_target.c include/djprobe/ma
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
 CHECK_DEPS += $(FORK_MARK_TARGET)
+
+# The thread lifetime probes' target (test_script_threads.c): threads that
+# return, exit, are cancelled, fork, and outlive main.
+THREAD_LIFE_TARGET := $(O)/selftests/trace_progs/thread_life_target
+$(THREAD_LIFE_TARGET): selftests/trace_progs/thread_life_target.c include/djprobe/marker.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
+CHECK_DEPS += $(THREAD_LIFE_TARGET)

@@ -135,9 +135,11 @@ TEST(script_process_begin_needs_a_process)
 	static const struct tt_bad_script bad[] = {
 		{ "probe process.begin { }", "djp: a process probe needs the process: give -c CMD or -x PID, or name its program "
 					      "(process(\"PATH\"))\n" },
-		{ "probe process.thread.begin { }",
-		  "<input>:1:7: semantic error: not supported yet: probe point process.thread.begin (thread lifetime and "
-		  "system call probes; process.begin and process.end are there)" },
+		{ "probe process.thread.begin { }", "djp: a process probe needs the process: give -c CMD or -x PID, or name "
+						     "its program (process(\"PATH\"))\n" },
+		{ "probe process.syscall { }",
+		  "<input>:1:7: semantic error: not supported yet: probe point process.syscall (system call probes; "
+		  "process.begin, .end, .thread.begin and .thread.end are there)" },
 		{ "probe process(\"a\").begin(1) { }", "<input>:1:7: semantic error: while resolving probe point "
 						      "process(\"a\").begin(1): unknown probe point" },
 	};

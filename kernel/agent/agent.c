@@ -100,6 +100,7 @@
 #include "kernel/engine.h"
 #include "kernel/agent/agent.h"
 #include "lib/ring.h"
+#include "kernel/interpose.h"
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static int start_err;
@@ -435,7 +436,7 @@ static void start_thread(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&th, &attr, agent_main, NULL);
+	err = djp__pthread_create_real(&th, &attr, agent_main, NULL); /* unannounced */
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "kernel/agent/agent.h"
+#include "lib/marker_match.h"
 #include "lib/markers.h"
 
 static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -66,7 +67,9 @@ static int object_has_markers(struct dl_phdr_info *info, size_t size, void *arg)
 	/* SDT notes count in the program only: libc has some */
 	if (djp_markers_read_file(name, DJP_READ_NO_DWARF | (program ? 0 : DJP_READ_NO_SDT), &list, err,
 				  sizeof(err)) == 0) {
-		found = list->count > 0;
+		/* the library's own (kernel/threads.c) are nobody's probes */
+		for (size_t i = 0; i < list->count && !found; i++)
+			found = !djp_marker_reserved(list->v[i].name);
 		djp_marker_list_free(list);
 	}
 	return found;

@@ -292,7 +292,7 @@ static int list_points(struct script *sc, struct djp_source *src, bool fields, F
 				match = pp;
 		if (!match)
 			continue;
-		if (d->life) { /* process.begin, process.end: the point as written */
+		if (d->life || match->thread) { /* process.begin, .thread.begin...: the point as written */
 			if (!(lines[n++] = strdup(match->text)))
 				abort();
 			continue;

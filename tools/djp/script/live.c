@@ -526,6 +526,8 @@ static int live_next(struct djp_source *src, struct djp_ev *ev, uint64_t deadlin
 			ev->pid = s->pid;
 			ev->tid = (int32_t)session_event_tid(s, i);
 			ev->comm = l->comm[0] ? l->comm : NULL;
+			/* process("PATH").thread.begin compares it */
+			ev->program = s->program[0] ? s->program : NULL;
 			ev->nargs = n;
 			ev->cpu = djp_event_cpu(e);
 			ev->ustack = djp_event_ustack(e, &ev->nustack);

@@ -30,11 +30,12 @@ void session_desc_of_marker(struct djp_ev_desc *d, uint32_t id, const struct ses
 		d->fmt = *m->fmt;
 }
 
-/* No probes but libc's: a shell, env, runuser. */
+/* No probes but libc's (and the agent's own): a shell, env, runuser. */
 static bool only_libc_probes(const struct session *s)
 {
 	for (uint32_t id = 0; id < s->nmarkers; id++)
-		if (s->markers[id].known && s->markers[id].object && !djp_path_is_libc(s->markers[id].object))
+		if (s->markers[id].known && s->markers[id].object && !djp_path_is_libc(s->markers[id].object) &&
+		    !(s->markers[id].name && djp_marker_reserved(s->markers[id].name))) /* the agent's own */
 			return false;
 	return true;
 }

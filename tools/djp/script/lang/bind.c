@@ -70,6 +70,8 @@ bool pp_matches(const struct probe_point *pp, const struct djp_ev_desc *d)
 		return pp->kind == PP_LIFE && pp->life == d->life;
 	if (pp->kind != PP_MARK || pp->kernel != d->kernel)
 		return false;
+	if (pp->thread) /* the library's marker, wherever the library is */
+		return !d->kernel && !d->provider_len && !strcmp(d->name, pp->glob);
 	if (pp->kernel && pp->point) /* a function point: its site, by name (kmod/kfunc.c) */
 		return d->object && !strcmp(d->object, "kernel") && !strcmp(d->name, pp->connect);
 	if (pp->kernel) /* a marker of a module: no provider, no point */
@@ -120,7 +122,7 @@ static void add_binding(struct script *sc, struct probe *p, const struct probe_p
 	b->desc = d;
 	b->pn = pt->text;
 	b->pid = pt->pid;
-	b->path = pt->kind == PP_LIFE ? pt->path : NULL;
+	b->path = pt->kind == PP_LIFE || pt->thread ? pt->path : NULL;
 	b->name = pp_escaped(sc, d->name, -1);
 	b->format = pp_escaped(sc, d->format ? d->format : "", -1);
 	b->name_hash = str_hash(b->name);
@@ -131,7 +133,7 @@ static void add_binding(struct script *sc, struct probe *p, const struct probe_p
 		const char *prov = pp_escaped(sc, d->provider_len ? d->provider : "", (int)d->provider_len);
 		size_t n = strlen(name) + strlen(obj) + strlen(prov) + 48;
 		char *pp = pool_alloc(sc, n);
-		if (d->life || (d->kernel && pt->point)) /* a life point's, a kernel function point's: as written */
+		if (d->life || pt->thread || (d->kernel && pt->point)) /* a life point's, a kernel function point's: as written */
 			snprintf(pp, n, "%s", pt->text);
 		else if (d->kernel && !pt->module) /* stap's pp() of a kernel marker */
 			snprintf(pp, n, "kernel.mark(\"%s\")", name);

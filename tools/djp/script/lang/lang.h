@@ -256,6 +256,10 @@ struct probe_point {
 	/* PP_LIFE: process.begin, process.end (DJP_LIFE_* of source.h), of
 	 * the process `path` runs (PATH) or `pid` (PID), or any traced */
 	int life;
+	/* process.thread.begin, .thread.end: a PP_MARK on the library's
+	 * marker of that name (glob), in any object; `path` is the program
+	 * the thread's process runs, compared at each event as PP_LIFE's */
+	bool thread;
 	struct probe_point *next;
 };
 

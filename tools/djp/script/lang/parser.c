@@ -29,6 +29,7 @@
 #include "parse.h"
 #include "lib/escape.h"
 #include "lib/func_source.h"
+#include "lib/marker_match.h"
 
 /* ---- top level ---------------------------------------------------------- */
 
@@ -100,7 +101,7 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
 		"linuxmib", "tcpmib", "nd_kprocess", "kernel_trace",
 	};
 	static const char *const fn[] = { "plt", "library", "insn" };
-	static const char *const life[] = { "thread", "syscall" };
+	static const char *const life[] = { "syscall" };
 
 	if (!strcmp(comp[0], "kernel") || !strcmp(comp[0], "module"))
 		return "of the kernel's probe points, djp has kernel.mark(\"GLOB\"), module(\"MODGLOB\").mark(\"GLOB\"), "
@@ -122,7 +123,7 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
 				return "plt, library and instruction-stepping probes";
 		for (size_t i = 0; i < sizeof(life) / sizeof(life[0]); i++)
 			if (!strcmp(comp[c], life[i]))
-				return "thread lifetime and system call probes; process.begin and process.end are there";
+				return "system call probes; process.begin, .end, .thread.begin and .thread.end are there";
 	}
 	return NULL;
 }
@@ -364,7 +365,8 @@ static _Noreturn void bad_point(struct parser *ps, struct probe_point *pp, const
 	     "while resolving probe point %s: unknown probe point (expected begin, end, begin(N), end(N), oneshot, "
 	     "never, timer.ms(N), timer.s(N), timer.hz(N), timer.jiffies(N), timer.ms(N).randomize(M), "
 	     "process(\"PATH\").mark(\"GLOB\"), process.mark(\"GLOB\"), process.provider(\"P\").mark(\"GLOB\"), "
-	     "process[(\"PATH\")].begin, process[(\"PATH\")].end, "
+	     "process[(\"PATH\")].begin, process[(\"PATH\")].end, process[(\"PATH\")].thread.begin, "
+	     "process[(\"PATH\")].thread.end, "
 	     "kernel.mark(\"GLOB\"), module(\"MODGLOB\").mark(\"GLOB\"), kernel.function(\"NAME\")[.return] or "
 	     "module(\"M\").function(\"NAME\")[.return])",
 	     pp->text);
@@ -434,6 +436,16 @@ static struct probe_point *probe_point(struct parser *ps)
 		 * live source sees it (script/live.c) */
 		pp->kind = PP_LIFE;
 		pp->life = comp[1][0] == 'b' ? DJP_LIFE_BEGIN : DJP_LIFE_END;
+		pp->path = arg[0] && arg[0]->kind == T_STR ? arg[0]->text : NULL;
+		pp->pid = arg[0] && arg[0]->kind == T_NUM ? (int32_t)arg[0]->num : 0;
+	} else if (ncomp == 3 && !strcmp(comp[0], "process") && process_arg(arg[0]) && !arg[1] && !arg[2] &&
+		   !strcmp(comp[1], "thread") && (!strcmp(comp[2], "begin") || !strcmp(comp[2], "end"))) {
+		/* process[(PATH|PID)].thread.begin and .end: the library's
+		 * markers of a thread's life (kernel/threads.c), in whatever
+		 * object it is; PATH is the program, compared at each event */
+		pp->kind = PP_MARK;
+		pp->thread = true;
+		pp->glob = comp[2][0] == 'b' ? DJP_MARKER_THREAD_BEGIN : DJP_MARKER_THREAD_END;
 		pp->path = arg[0] && arg[0]->kind == T_STR ? arg[0]->text : NULL;
 		pp->pid = arg[0] && arg[0]->kind == T_NUM ? (int32_t)arg[0]->num : 0;
 	} else if (no_args(arg, ncomp) && (ncomp == 1 || !stap_point_missing(comp, ncomp))) {
