@@ -24,8 +24,9 @@ static void names_are(const struct kfunc_sig *sig, const char *want)
 {
 	char got[256] = "";
 	size_t len = 0;
-	for (unsigned i = 0; i < sig->nargs; i++)
-		len += (size_t)snprintf(got + len, sizeof(got) - len, "%s%s", i ? " " : "", sig->arg[i].name);
+	for (unsigned i = 0; i < sig->nargs; i++) /* "-": a register no parameter is named for */
+		len += (size_t)snprintf(got + len, sizeof(got) - len, "%s%s", i ? " " : "",
+					sig->arg[i].name[0] ? sig->arg[i].name : "-");
 	if (strcmp(got, want))
 		djp_test_fail(__FILE__, __LINE__, "parameters '%s', not '%s'", got, want);
 }
@@ -62,13 +63,21 @@ TEST(kfunc_dwarf_registers_follow_the_abi)
 	params("kp_float", &sig);
 	names_are(&sig, "after p u");
 	CHECK_STR(sig.arg[1].conv, "%#lx");
-	/* after a 16-byte struct nothing is known (it may be in memory) */
+	/* a 16-byte struct of longs takes two registers, not named */
 	params("kp_wide", &sig);
-	names_are(&sig, "x");
+	names_are(&sig, "x - - y");
 	CHECK_EQ(kfunc_format(&sig, true, fmt, sizeof(fmt)), -1); /* void */
 	/* six registers, the seventh on the stack */
 	params("kp_seven", &sig);
 	names_are(&sig, "a1 a2 a3 a4 a5 a6");
+	/* a structure returned in memory: its hidden pointer in %rdi first */
+	params("kp_retbig", &sig);
+	names_are(&sig, "- a b");
+	CHECK_STR(sig.arg[1].conv, "%d");
+	CHECK(!sig.has_ret);
+	/* a structure of two floats is in a vector register */
+	params("kp_fpair", &sig);
+	names_are(&sig, "after");
 }
 
 TEST(kfunc_dwarf_says_what_is_missing)

@@ -649,10 +649,13 @@ void arch_entry_slots(struct arch_param_slot *s, unsigned n, Dwarf_Die *ret, boo
 			continue;
 		}
 		if (p.how == PASS_REGS && gpr + p.ngpr <= 6 && sse + p.nsse <= 8) {
-			if (t->kind == DJP_TK_INT)
+			if (t->kind == DJP_TK_INT) {
 				slot(&s[i], DJP_LOC_REG, arg_regs[gpr], 0);
-			else
+			} else {
 				none(&s[i], arch_why_not_int(t, p.nsse > 0));
+				if (p.ngpr == 1 && !p.nsse) /* a small structure, whole in one */
+					s[i].reg = arg_regs[gpr];
+			}
 			gpr += p.ngpr;
 			sse += p.nsse;
 			continue;

@@ -43,7 +43,9 @@ const char *arch_why_not_int(const struct djp_tinfo *ti, bool in_vector);
 struct arch_param_slot {
 	struct djp_tinfo *ti; /* in: its type (arch_type_info), NULL: none known */
 	/* out: DJP_LOC_REG (reg), DJP_LOC_MEM (disp(reg), above the return
-	 * address) for a readable integer, else DJP_LOC_NONE with why */
+	 * address) for a readable integer, else DJP_LOC_NONE with why (and
+	 * reg, when one general register holds the whole value: a structure
+	 * of one INTEGER eightbyte; else DJP_REG_NONE) */
 	uint8_t kind;
 	int8_t reg;
 	int64_t disp;

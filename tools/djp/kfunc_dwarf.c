@@ -6,15 +6,18 @@
  * How it works.  djprobe.ko's function point records the six integer
  * argument registers at the entry (%rdi %rsi %rdx %rcx %r8 %r9, System V)
  * and the return value (kmod/kfunc.c).  Which register holds which
- * parameter follows from the parameters' types alone, in order: an
- * integer, enum, bool or pointer takes the next register; a struct or
- * union of at most 8 bytes one, of 9-16 bytes two, a larger one none (it
- * is in memory); a float takes none (it is in an SSE register).  After a
- * struct of 9-16 bytes nothing is named: it may have gone to memory
- * whole when fewer than two registers were left.  Only the entry (+0) has
- * them there: a kprobe further in sees registers the function has
- * changed.  A function whose DWARF says DW_CC_nocall has a calling
- * convention of the compiler's own (IPA-SRA, constprop): none is named.
+ * parameter is the calling convention's, and the project has it once:
+ * arch_entry_slots (arch/x86/call_conv.c, the psABI's classification, as
+ * for a process's function entries) places every parameter by its type,
+ * the hidden pointer of a structure returned in memory first, floats and
+ * structures of floats in vector registers, what does not fit on the
+ * stack.  A parameter in one of the six registers is named; an integer or
+ * pointer is read as one, a structure whole in one register as its raw
+ * word; a register holding something else (half of a 16-byte structure,
+ * the hidden pointer) is argN.  Only the entry (+0) has them there: a
+ * kprobe further in sees registers the function has changed.  A function
+ * whose DWARF says DW_CC_nocall has a calling convention of the
+ * compiler's own (IPA-SRA, constprop): none is named.
  *
  * Which DWARF.  elfutils' libdwfl knows the kernel's layout: the image's
  * debug file (the kernel's own `vmlinux`, or a distribution's debug
@@ -41,7 +44,11 @@
 #include <string.h>
 #include <sys/utsname.h>
 
+#include "lib/argloc.h"
+#include "lib/dwarf_types.h"
 #include "tools/djp/kfunc_dwarf.h"
+
+#define KFUNC_MAX_PARAMS 32 /* declared parameters looked at */
 
 static const Dwfl_Callbacks kernel_callbacks = {
 	.find_elf = dwfl_linux_kernel_find_elf,
@@ -77,128 +84,81 @@ static Dwfl *kernel_dwfl(void)
 	return dwfl;
 }
 
-/* The type's DIE with typedefs and qualifiers taken off. */
-static Dwarf_Die *bare_type(Dwarf_Die *die, Dwarf_Die *out)
+/* The register a parameter the convention places (arch_entry_slots) is
+ * in, as the function point records them (0..5), or -1. */
+static int record_index(const struct arch_param_slot *s)
 {
-	Dwarf_Attribute a;
-	Dwarf_Die *t = dwarf_formref_die(dwarf_attr_integrate(die, DW_AT_type, &a), out);
-	while (t) {
-		int tag = dwarf_tag(t);
-		if (tag != DW_TAG_typedef && tag != DW_TAG_const_type && tag != DW_TAG_volatile_type &&
-		    tag != DW_TAG_restrict_type && tag != DW_TAG_atomic_type)
-			break;
-		if (!dwarf_hasattr(t, DW_AT_type))
-			return NULL; /* const void */
-		t = dwarf_formref_die(dwarf_attr_integrate(t, DW_AT_type, &a), out);
-	}
-	return t;
+	static const int8_t regs[KFUNC_MAX_ARGS] = { DJP_REG_RDI, DJP_REG_RSI, DJP_REG_RDX,
+						     DJP_REG_RCX, DJP_REG_R8,  DJP_REG_R9 };
+	for (int i = 0; i < KFUNC_MAX_ARGS; i++)
+		if (s->reg == regs[i])
+			return i;
+	return -1;
 }
 
-enum kind { K_INT, K_PTR, K_AGG, K_FLOAT, K_NONE };
-
-/* What a value of die's type is, its size and signedness. */
-static enum kind type_kind(Dwarf_Die *die, unsigned *size, bool *is_signed)
+/* How a value of type ti prints, and what it is cut and extended to. */
+static void arg_of(const struct djp_tinfo *ti, struct kfunc_arg *a)
 {
-	Dwarf_Die td, *t = bare_type(die, &td);
-	Dwarf_Attribute a;
-	Dwarf_Word enc = 0;
-	int s;
+	int tag = dwarf_tag((Dwarf_Die *)&ti->die);
+	bool addr = ti->kind != DJP_TK_INT || tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
+		    tag == DW_TAG_rvalue_reference_type;
 
-	*is_signed = false;
-	*size = 8;
-	if (!t)
-		return K_NONE;
-	s = dwarf_bytesize(t);
-	if (s > 0)
-		*size = (unsigned)s;
-	switch (dwarf_tag(t)) {
-	case DW_TAG_pointer_type:
-	case DW_TAG_reference_type:
-		*size = 8;
-		return K_PTR;
-	case DW_TAG_enumeration_type:
-		if (dwarf_hasattr(t, DW_AT_type)) {
-			unsigned us;
-			(void)type_kind(t, &us, is_signed);
-		}
-		return s > 0 ? K_INT : K_NONE;
-	case DW_TAG_base_type:
-		if (dwarf_formudata(dwarf_attr(t, DW_AT_encoding, &a), &enc))
-			return K_NONE;
-		if (enc == DW_ATE_float || enc == DW_ATE_complex_float)
-			return K_FLOAT;
-		*is_signed = enc == DW_ATE_signed || enc == DW_ATE_signed_char;
-		return s > 0 && s <= 8 ? K_INT : K_AGG;
-	case DW_TAG_structure_type:
-	case DW_TAG_union_type:
-	case DW_TAG_class_type:
-		return s > 0 ? K_AGG : K_NONE;
-	default:
-		return K_NONE;
-	}
+	a->size = (uint8_t)(addr ? 8 : ti->size);
+	a->is_signed = !addr && ti->is_signed;
+	a->conv = addr ? "%#lx" : ti->size <= 4 ? (ti->is_signed ? "%d" : "%u") : (ti->is_signed ? "%ld" : "%lu");
 }
 
-/* The conversion a field of this kind prints with. */
-static const char *conv_of(enum kind k, unsigned size, bool is_signed)
-{
-	if (k == K_PTR || k == K_AGG)
-		return "%#lx";
-	if (size <= 4)
-		return is_signed ? "%d" : "%u";
-	return is_signed ? "%ld" : "%lu";
-}
-
-/* The parameters of subprogram fn into sig; an error when there are none
- * to name. */
+/* The parameters of subprogram fn into sig, each in the register the
+ * calling convention puts it in (arch/x86/call_conv.c, as for a process's
+ * function entries); an error when the compiler changed the convention. */
 static int params_of(Dwarf_Die *fn, struct kfunc_sig *sig, char *why, size_t whysz)
 {
-	Dwarf_Die origin, child, *decl = fn;
-	Dwarf_Attribute a;
+	struct djp_tinfo ti[KFUNC_MAX_PARAMS];
+	struct arch_param_slot slots[KFUNC_MAX_PARAMS];
+	const char *names[KFUNC_MAX_PARAMS];
+	Dwarf_Die origin, child, type, ret, *decl = fn;
 	Dwarf_Word cc;
-	unsigned regs = 0;
+	unsigned n = 0;
+	bool has_ret;
 
-	if (dwarf_attr(fn, DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &origin))
+	if (djp_dwarf_ref_attr(fn, DW_AT_abstract_origin, &origin))
 		decl = &origin; /* every parameter, in declared order */
-	if (!dwarf_formudata(dwarf_attr_integrate(fn, DW_AT_calling_convention, &a), &cc) && cc == DW_CC_nocall) {
+	if (djp_dwarf_udata_attr(fn, DW_AT_calling_convention, &cc) && cc == DW_CC_nocall) {
 		snprintf(why, whysz, "the compiler gave it a calling convention of its own (DW_CC_nocall)");
 		return -ENOTSUP;
 	}
-	sig->nargs = 0;
 	if (dwarf_child(decl, &child) == 0) {
 		do {
-			unsigned size;
-			bool is_signed;
-			enum kind k;
-			const char *name;
-			if (dwarf_tag(&child) != DW_TAG_formal_parameter)
+			if (dwarf_tag(&child) != DW_TAG_formal_parameter || n == KFUNC_MAX_PARAMS)
 				continue;
-			k = type_kind(&child, &size, &is_signed);
-			name = dwarf_diename(&child);
-			if (k == K_FLOAT)
-				continue; /* an SSE register */
-			if (k == K_NONE || (k == K_AGG && size > 8 && size <= 16))
-				break; /* its registers, and so the next ones', unknown */
-			if (k == K_AGG && size > 16)
-				continue; /* in memory */
-			if (regs == KFUNC_MAX_ARGS)
-				break;
-			snprintf(sig->arg[regs].name, sizeof(sig->arg[regs].name), "%s", name ? name : "");
-			sig->arg[regs].size = (uint8_t)(k == K_INT ? size : 8);
-			sig->arg[regs].is_signed = is_signed;
-			sig->arg[regs].conv = conv_of(k, size, is_signed);
-			regs++;
+			names[n] = dwarf_diename(&child);
+			slots[n].ti = NULL;
+			if (djp_dwarf_ref_attr(&child, DW_AT_type, &type)) {
+				arch_type_info(&type, &ti[n]);
+				slots[n].ti = &ti[n];
+			}
+			n++;
 		} while (dwarf_siblingof(&child, &child) == 0);
 	}
-	sig->nargs = regs;
-	sig->has_ret = dwarf_hasattr_integrate(decl, DW_AT_type);
-	if (sig->has_ret) {
-		unsigned size;
-		bool is_signed;
-		enum kind k = type_kind(decl, &size, &is_signed);
-		sig->has_ret = k == K_INT || k == K_PTR;
-		sig->ret.size = (uint8_t)(k == K_INT ? size : 8);
-		sig->ret.is_signed = is_signed;
-		sig->ret.conv = conv_of(k, size, is_signed);
+	has_ret = djp_dwarf_ref_attr(decl, DW_AT_type, &ret);
+	arch_entry_slots(slots, n, has_ret ? &ret : NULL, false, false);
+	memset(sig, 0, sizeof(*sig));
+	for (unsigned i = 0; i < KFUNC_MAX_ARGS; i++)
+		sig->arg[i].conv = "%#lx"; /* a register no parameter is read from */
+	for (unsigned i = 0; i < n; i++) {
+		int r = record_index(&slots[i]);
+		if (r < 0)
+			continue; /* on the stack, in vector registers, or not known */
+		snprintf(sig->arg[r].name, sizeof(sig->arg[r].name), "%s", names[i] ? names[i] : "");
+		if (slots[i].kind == DJP_LOC_REG)
+			arg_of(&ti[i], &sig->arg[r]);
+		sig->nargs = (unsigned)r + 1;
+	}
+	if (has_ret) {
+		struct djp_tinfo rt;
+		arch_type_info(&ret, &rt);
+		sig->has_ret = rt.kind == DJP_TK_INT;
+		arg_of(&rt, &sig->ret);
 		snprintf(sig->ret.name, sizeof(sig->ret.name), "return");
 	}
 	return 0;

@@ -20,8 +20,8 @@ struct kfunc_arg {
 };
 
 struct kfunc_sig {
-	unsigned nargs;	/* parameters in registers, in order, at most 6 */
-	struct kfunc_arg arg[KFUNC_MAX_ARGS];
+	unsigned nargs;	/* the registers up to the last that holds a parameter */
+	struct kfunc_arg arg[KFUNC_MAX_ARGS]; /* register i's (%rdi %rsi ...); name "": none's */
 	bool has_ret;	/* an integer or pointer return value */
 	struct kfunc_arg ret;
 };

@@ -52,9 +52,9 @@ static int check_ref(struct script *sc, const struct probe_point *pp, const stru
 	}
 	list[0] = 0;
 	for (unsigned i = 0; i < sig->nargs; i++) {
-		if (!strcmp(sig->arg[i].name, n->str))
+		if (sig->arg[i].name[0] && !strcmp(sig->arg[i].name, n->str))
 			return 0;
-		if (len < sizeof(list))
+		if (sig->arg[i].name[0] && len < sizeof(list))
 			len += (size_t)snprintf(list + len, sizeof(list) - len, " $%s", sig->arg[i].name);
 	}
 	diag(sc, n->line, n->col, "semantic error",
