@@ -31,24 +31,6 @@ static long long return_sum(const char *out, const char *name)
 	return sum;
 }
 
-/* The whole of a file, NUL-terminated (malloc'd). */
-static char *file_text(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t len = 0, cap = 0, n;
-	CHECK(f != NULL);
-	do {
-		if (len + 4096 + 1 > cap && !(buf = realloc(buf, cap = 2 * cap + 8192)))
-			abort();
-		n = fread(buf + len, 1, 4096, f);
-		len += n;
-	} while (n);
-	fclose(f);
-	buf[len] = 0;
-	return buf;
-}
-
 TEST_TIMEOUT(trace_return_values_add_up_to_the_programs_sum, 60)
 {
 	char cmd[4096], out[] = "/tmp/djp-test-returns-XXXXXX";
@@ -74,7 +56,7 @@ TEST_TIMEOUT(trace_return_values_add_up_to_the_programs_sum, 60)
 	CHECK(tt_summary_row(p->ebuf, "func:ft_work", &ev, &lost) && ev == 1000 && !lost);
 	CHECK((sum = strstr(p->obuf, "sum ")) != NULL);
 	printed = atoll(sum + 4);
-	events = file_text(out);
+	events = tt_read_file(out);
 	unlink(out);
 	CHECK_EQ(return_sum(events, "ft_work") + return_sum(events, "ft_other"), printed);
 	free(events);

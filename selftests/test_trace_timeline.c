@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "test_trace_util.h"
@@ -32,23 +33,10 @@ static void script_path(char *out, const char *name)
 		djp_test_fail(__FILE__, __LINE__, "selftests/timeline/%s not found", name);
 }
 
+/* The file's text so far; "" while it does not exist yet. */
 static char *slurp(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t cap = 0, len = 0, n;
-
-	if (!f)
-		return strdup("");
-	do {
-		if (len + 4096 + 1 > cap && !(buf = realloc(buf, cap = cap * 2 + 8192)))
-			abort();
-		n = fread(buf + len, 1, 4096, f);
-		len += n;
-	} while (n);
-	fclose(f);
-	buf[len] = 0;
-	return buf;
+	return access(path, F_OK) ? strdup("") : tt_read_file(path);
 }
 
 /* Wait until the file at path holds n occurrences of needle (the tool

@@ -288,7 +288,7 @@ int tt_source_line(const char *source, const char *text)
 	return no;
 }
 
-char *tt_take_file(const char *path)
+char *tt_read_file(const char *path)
 {
 	FILE *f;
 	char *buf;
@@ -301,6 +301,12 @@ char *tt_take_file(const char *path)
 	CHECK((buf = calloc(1, (size_t)n + 1)) != NULL);
 	CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
 	fclose(f);
+	return buf;
+}
+
+char *tt_take_file(const char *path)
+{
+	char *buf = tt_read_file(path);
 	unlink(path);
 	return buf;
 }

@@ -78,8 +78,10 @@ struct tproc *tt_run_worker(const char *cmd, const char *const *opts, const char
 int tt_source_line(const char *source, const char *text);
 /* Lines of s (stderr) that are not empty. */
 int tt_lines(const char *s);
-/* The text of file path (malloc'd, NUL-terminated), which is then
- * removed; fails the test when it cannot be read. */
+/* The text of file path (malloc'd, NUL-terminated); fails the test when
+ * it cannot be read. */
+char *tt_read_file(const char *path);
+/* The same, and the file is then removed. */
 char *tt_take_file(const char *path);
 /* djp -o FILE -c CMD -e TEXT, which must exit 0: what the script printed
  * (malloc'd); with main_pid, the target's "pid N" line's N there. */
