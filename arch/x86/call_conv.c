@@ -572,6 +572,14 @@ static void classify(struct djp_tinfo *ti, bool cxx, bool ret, struct pass *p)
 /* The registers INTEGER arguments take, in order. */
 static const int8_t arg_regs[6] = { DJP_REG_RDI, DJP_REG_RSI, DJP_REG_RDX, DJP_REG_RCX, DJP_REG_R8, DJP_REG_R9 };
 
+int arch_int_arg_index(int reg)
+{
+	for (int i = 0; i < 6; i++)
+		if (arg_regs[i] == reg)
+			return i;
+	return -1;
+}
+
 /* Why a value that is not a readable integer is unavailable. */
 const char *arch_why_not_int(const struct djp_tinfo *ti, bool in_vector)
 {

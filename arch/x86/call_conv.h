@@ -64,4 +64,9 @@ struct arch_param_slot {
  */
 void arch_entry_slots(struct arch_param_slot *s, unsigned n, Dwarf_Die *ret, bool cxx, bool clang);
 
+/* The position of register reg among those that carry integer arguments,
+ * in order (0 for the first), or -1: what kmod/kfunc.c records at a
+ * kernel function's entry is those registers, in that order. */
+int arch_int_arg_index(int reg);
+
 #endif

@@ -88,12 +88,8 @@ static Dwfl *kernel_dwfl(void)
  * in, as the function point records them (0..5), or -1. */
 static int record_index(const struct arch_param_slot *s)
 {
-	static const int8_t regs[KFUNC_MAX_ARGS] = { DJP_REG_RDI, DJP_REG_RSI, DJP_REG_RDX,
-						     DJP_REG_RCX, DJP_REG_R8,  DJP_REG_R9 };
-	for (int i = 0; i < KFUNC_MAX_ARGS; i++)
-		if (s->reg == regs[i])
-			return i;
-	return -1;
+	int i = arch_int_arg_index(s->reg);
+	return i < KFUNC_MAX_ARGS ? i : -1;
 }
 
 /* How a value of type ti prints, and what it is cut and extended to. */
