@@ -20,7 +20,7 @@
  * marker's can be (its site lies in kernel or module text, at or above
  * 0xffffffff80000000), and is listed (LIST) beside the markers as
  * module "kernel", name "func:NAME" or "func:NAME%return", how "kprobe"
- * or "kretprobe", site its id: the tool names its events as it names a
+ * (both: the name says which), site its id: the tool names its events as it names a
  * module loaded late, by listing again.  unregister_k(ret)probe returns
  * once no handler runs, so the file's rings may go after it.
  */
@@ -192,7 +192,9 @@ int djp_kfunc_for_each(int (*fn)(const struct djp_kmarker *m, void *data), void 
 			.site = f->marker_id,
 			.nargs = f->ret ? 1 : 6,
 			.probes = 1,
-			.how = f->ret ? "kretprobe" : "kprobe",
+			/* a return point too: its name says %return, and
+			 * "kretprobe" is longer than the ABI's how[8] */
+			.how = "kprobe",
 		};
 
 		ret = fn(&m, data);

@@ -17,9 +17,11 @@
  * and the rollback.  What differs is the sync, chosen by the module
  * parameter `sync`, writable at run time:
  *
- *   ipi           on_each_cpu() runs sync_core() on every CPU and waits:
- *                 the kernel's text_poke_sync().  Other CPUs keep running
- *                 and may hit a site's int3 meanwhile (ktrap.c).
+ *   ipi           an IPI runs sync_core() on every CPU and the batch waits
+ *                 for them all: the kernel's text_poke_sync().  Other CPUs
+ *                 keep running and may hit a site's int3 meanwhile
+ *                 (ktrap.c); under an emulator one of them may loop on a
+ *                 stale int3, which the wait undoes (sync_renew).
  *   stop_machine  the whole batch runs inside stop_machine(): the first
  *                 CPU to arrive does every write, the others spin until it
  *                 is done, then every CPU runs sync_core() before it leaves,
@@ -28,10 +30,12 @@
  *                 before (vmap sleeps); text_poke.c's small allocation
  *                 takes GFP_ATOMIC there (kmod/compat/stdlib.h).
  */
+#include <linux/cpu.h>
 #include <linux/kernel.h>
 #include <linux/moduleparam.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/percpu.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
 #include <linux/sort.h>
@@ -235,15 +239,83 @@ int arch_text_close(struct djp_text_session *s)
 	return 0;
 }
 
-static void sync_core_ipi(void *unused)
+/*
+ * The sync between steps with sync=ipi: the kernel's text_poke_sync(),
+ * sync_core() on every CPU, waited for here.  Not on_each_cpu(), which
+ * only waits, and may not be called with interrupts masked: the wait
+ * below renews the batch's first bytes while it lasts (see sync_renew).
+ * CPUs cannot come or go meanwhile (djp_text_batch holds
+ * cpus_read_lock); one call_single_data per CPU serves every sync, since
+ * each sync waits for all of them (text_mutex).
+ */
+static DEFINE_PER_CPU(call_single_data_t, sync_csd);
+/* Spins of the wait between renewals: some 0.5-2 ms on a real CPU.  A
+ * count, not a clock: with every CPU's interrupts masked no tick moves
+ * jiffies, which is what local_clock() follows where the TSC is not
+ * trusted (an emulator's often is not). */
+#define SYNC_RENEW_SPINS 8192
+static atomic_t sync_pending;
+
+/* The batch under way (text_mutex), whose first bytes sync_renew stores. */
+static struct djp_poke *sync_batch;
+static size_t sync_batch_n;
+
+static void sync_core_csd(void *unused)
 {
 	sync_core();
+	atomic_dec(&sync_pending);
 }
 
-/* The sync between steps with sync=ipi: the kernel's text_poke_sync(). */
+/*
+ * Store each site's first byte once more with the value it has now: no
+ * change to a CPU, and the undoing of a translation an emulator made of
+ * the old byte (rewrite_first_bytes says how QEMU's TCG keeps one).  The
+ * CPU that runs such a stale int3 is in a loop with its interrupts
+ * masked when the site is in code that masks them (__schedule): kprobes'
+ * stale-trap rule sends it back to the site, which TCG runs from its
+ * stale translation again, and the sync's interrupt never reaches it.
+ * Storing the byte again ends the loop, and the sync completes.  Real
+ * CPUs seldom wait this long (a CPU with interrupts masked for a
+ * millisecond), and for them the store is one of a value already there.
+ */
+static void sync_renew(void)
+{
+	struct djp_text_session s = { .alias = current_alias };
+	size_t i;
+
+	for (i = 0; i < sync_batch_n; i++) {
+		u8 b = READ_ONCE(*(u8 *)sync_batch[i].addr);
+
+		arch_text_write(&s, sync_batch[i].addr, &b, 1);
+	}
+}
+
 static int sync_ipi(void)
 {
-	on_each_cpu(sync_core_ipi, NULL, 1);
+	unsigned long spins = 0;
+	int cpu, self;
+
+	/* Called with interrupts masked (djp_text_batch says why):
+	 * sending is allowed so (the async form), and every other CPU
+	 * waits for IPIs with its own unmasked. */
+	lockdep_assert_irqs_disabled();
+	self = smp_processor_id();
+	atomic_set(&sync_pending, num_online_cpus() - 1);
+	for_each_online_cpu(cpu) {
+		call_single_data_t *csd = per_cpu_ptr(&sync_csd, cpu);
+
+		if (cpu == self)
+			continue;
+		INIT_CSD(csd, sync_core_csd, NULL);
+		if (smp_call_function_single_async(cpu, csd))
+			atomic_dec(&sync_pending);	/* not possible: each csd is idle here */
+	}
+	sync_core();
+	while (atomic_read_acquire(&sync_pending)) {
+		cpu_relax();
+		if (++spins % SYNC_RENEW_SPINS == 0)
+			sync_renew();
+	}
 	return 0;
 }
 
@@ -328,11 +400,38 @@ int djp_text_batch(struct djp_poke *p, size_t n)
 		ret = stop_machine(stop_batch_fn, &b, cpu_online_mask);
 		if (!ret)
 			ret = b.ret;
+		if (!ret)
+			rewrite_first_bytes(p, n);
 	} else {
+		/*
+		 * The whole batch with this CPU's interrupts masked, and no
+		 * CPU coming or going: from a first byte's store to its
+		 * renewal (sync_renew, rewrite_first_bytes) nothing may
+		 * stand between, since a CPU looping on a stale int3 where
+		 * interrupts are masked (__schedule) holds its runqueue's
+		 * lock meanwhile.  An interrupt here could spin for that lock
+		 * as long as the loop lasts, and a patcher preempted here
+		 * might find every CPU in such a loop, with none left to run
+		 * it (four vCPUs under TCG did: three looped at
+		 * sched_switch's site, the fourth was the patcher's,
+		 * switching it out).  The writes are a few stores a site,
+		 * as stop_machine's are; text_poke.c's allocation takes
+		 * GFP_ATOMIC then (kmod/compat/stdlib.h).
+		 */
+		unsigned long flags;
+
+		cpus_read_lock();
+		local_irq_save(flags);
+		sync_batch = p;
+		sync_batch_n = n;
 		ret = arch_poke_batch(p, n, sync_ipi, NULL);
+		if (!ret)
+			rewrite_first_bytes(p, n);
+		sync_batch = NULL;
+		sync_batch_n = 0;
+		local_irq_restore(flags);
+		cpus_read_unlock();
 	}
-	if (!ret)
-		rewrite_first_bytes(p, n);
 	alias_free(current_alias);
 	current_alias = NULL;
 	mutex_unlock(&text_mutex);

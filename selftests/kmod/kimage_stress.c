@@ -163,7 +163,7 @@ static int ks_check_site(const struct djp_kmarker *m, void *data)
 static int ks_run_stress(unsigned int cycles)
 {
 	struct ks_run *run;
-	unsigned int i, switch_sites = 0, stalled = 0, cycles_hit = 0;
+	unsigned int i, done, switch_sites = 0, stalled = 0, cycles_hit = 0;
 	u64 t0, ms;
 	int err, id;
 
@@ -201,6 +201,7 @@ static int ks_run_stress(unsigned int cycles)
 		cycles_hit += atomic64_read(&ks_hits) != before;
 		cond_resched();
 	}
+	done = i;
 	ms = (ktime_get_ns() - t0) / NSEC_PER_MSEC;
 	/* Every yield thread still loops: none is stuck in a trap or a
 	 * corrupted __schedule().  Each must make a step while we wait. */
@@ -216,10 +217,10 @@ static int ks_run_stress(unsigned int cycles)
 	djp_for_each_marker(ks_check_site, run);
 	snprintf(ks_report, sizeof(ks_report),
 		 "%u of %u cycles in %llu ms, %lld hits (%u cycles with one), %u sched_switch sites, %u image sites checked, %u wrong%s%s, %u yield threads stalled",
-		 i, cycles, ms, atomic64_read(&ks_hits), cycles_hit, switch_sites, run->nsites, run->bad,
+		 done, cycles, ms, atomic64_read(&ks_hits), cycles_hit, switch_sites, run->nsites, run->bad,
 		 run->bad ? ": first " : "", run->first_bad, stalled);
 	pr_info("# stress: %s\n", ks_report);
-	if (!err && (i != cycles || run->bad || stalled || !atomic64_read(&ks_hits)))
+	if (!err && (done != cycles || run->bad || stalled || !atomic64_read(&ks_hits)))
 		err = -EIO;
 	kfree(run);
 	return err;
