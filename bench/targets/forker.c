@@ -98,6 +98,10 @@ int main(int argc, char **argv)
 			if (n >= 10 && done % (n / 10) == 0) {
 				printf("children %ld\n", done);
 				fflush(stdout);
+				/* a pause in which the tool lets the exited
+				 * children go, for the bench's count of its
+				 * descriptors (bench/fork_storm.c) */
+				usleep(300 * 1000);
 			}
 		}
 		return 0;
