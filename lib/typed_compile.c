@@ -451,11 +451,16 @@ static int cast_to(struct djp_params_file *pf, struct dwarf_src *src, const stru
 		   struct walk *w, char *err, size_t errsz)
 {
 	struct djp_params_file *other = NULL;
-	Dwarf *dw = src->dw;
+	/* the function's DWARF; for a register's address, the object's */
+	Dwarf *dw = src ? src->dw : pf && pf->own.dw ? pf->own.dw : pf ? pf->dbg.dw : NULL;
 	Dwarf_Die t;
 	bool found;
 	int ret;
 
+	if (!dw && !a->cast_path)
+		return fail(err, errsz, -ENOENT,
+			    "@cast: no type '%s': %s has no debug information (give @cast the path of an object "
+			    "whose DWARF has it)", a->cast_type, pf ? pf->path : "the function's object");
 	if (a->cast_path) {
 		if ((ret = djp_params_open(a->cast_path, &other, err, errsz)))
 			return ret;
@@ -464,11 +469,11 @@ static int cast_to(struct djp_params_file *pf, struct dwarf_src *src, const stru
 		dw = other->own.dw ? other->own.dw : other->dbg.dw;
 	}
 	found = find_type(dw, a->cast_type, &t);
-	if (!found && !a->cast_path && pf->dbg.dw && pf->dbg.dw != dw)
+	if (!found && !a->cast_path && pf && pf->dbg.dw && pf->dbg.dw != dw)
 		found = find_type(pf->dbg.dw, a->cast_type, &t);
 	if (!found) {
 		ret = fail(err, errsz, -ENOENT, "@cast: no type '%s' in the DWARF of %s", a->cast_type,
-			   a->cast_path ? a->cast_path : pf->path);
+			   a->cast_path ? a->cast_path : pf ? pf->path : "the function's object");
 		if (other)
 			djp_params_close(other);
 		return ret;
@@ -481,6 +486,20 @@ static int cast_to(struct djp_params_file *pf, struct dwarf_src *src, const stru
 	}
 	/* the DIEs stay valid while `other` is open: kept for the tool's life */
 	w->in_memory = true; /* the variable's value is the T's address */
+	return 0;
+}
+
+/* a's steps (->member, [index]) from what *w names. */
+static int walk_steps(struct walk *w, const struct djp_typed_access *a, char *err, size_t errsz)
+{
+	for (unsigned i = 0; i < a->nsteps; i++) {
+		const struct djp_typed_step *s = &a->step[i];
+		int ret = s->is_index ? step_index(w, s->index, err, errsz) : step_member(w, s->member, err, errsz);
+		if (ret < 0)
+			return ret;
+		if (ret > 0 && i + 1 < a->nsteps)
+			return fail(err, errsz, -EINVAL, "a bitfield has no members");
+	}
 	return 0;
 }
 
@@ -497,6 +516,18 @@ static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const str
 	char names[512];
 	int ret;
 
+	if (a->has_base_reg) {
+		/* an address in a register: only @cast gives it a type,
+		 * and the function's DWARF is not needed (pf may be NULL
+		 * when @cast names the object that has the type) */
+		if (!a->cast_type)
+			return fail(err, errsz, -EINVAL, "%s has no type: @cast it", a->var);
+		w->p->base = (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = a->base_reg,
+						  .index = DJP_REG_NONE, .scale = 1 };
+		if ((ret = cast_to(pf, NULL, a, w, err, errsz)))
+			return ret;
+		return walk_steps(w, a, err, errsz);
+	}
 	if ((ret = djp_params_find(pf, func_addr, &sub, &src, err, errsz)))
 		return ret;
 	fname = dwarf_diename(&sub) ? dwarf_diename(&sub) : "?";
@@ -536,15 +567,7 @@ static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const str
 		return fail(err, errsz, -EINVAL, "$%s is void", a->var);
 	if (a->cast_type && (ret = cast_to(pf, src, a, w, err, errsz)))
 		return ret;
-	for (unsigned i = 0; i < a->nsteps; i++) {
-		const struct djp_typed_step *s = &a->step[i];
-		ret = s->is_index ? step_index(w, s->index, err, errsz) : step_member(w, s->member, err, errsz);
-		if (ret < 0)
-			return ret;
-		if (ret > 0 && i + 1 < a->nsteps)
-			return fail(err, errsz, -EINVAL, "a bitfield has no members");
-	}
-	return 0;
+	return walk_steps(w, a, err, errsz);
 }
 
 int djp_typed_compile(struct djp_params_file *pf, uint64_t func_addr, const struct djp_typed_access *a,

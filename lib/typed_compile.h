@@ -31,6 +31,12 @@ struct djp_typed_access {
 	 * a T, the type named in the DWARF of the function's object (or of
 	 * PATH when cast_path is not NULL) */
 	const char *cast_type, *cast_path;
+	/* @cast(pointer_arg(n), ...), @cast(register("rdi"), ...): the
+	 * address is in the view's register base_reg at the probed
+	 * instruction, by the ABI, whether or not the function has DWARF;
+	 * var is then the call as written, for messages */
+	bool has_base_reg;
+	int8_t base_reg;
 	/* a statement point's link-time address inside the function: the
 	 * variable is a parameter or a local in scope there, where its DWARF
 	 * location says; 0: the function's entry */

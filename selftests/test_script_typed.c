@@ -204,6 +204,56 @@ TEST_TIMEOUT(script_typed_cast_reads_as_the_type_named, 120)
 	free(p);
 }
 
+/* @cast(pointer_arg(1), "struct T", "PATH") and its kin: the address an
+ * argument register holds, typed from another object's DWARF, in a
+ * program built without any (stap's idiom for stripped code): the same
+ * values as $n's in the program with DWARF, which the other tests hold
+ * to the program's own output; what cannot be read, said. */
+TEST_TIMEOUT(script_typed_cast_of_an_argument_register_without_dwarf, 120)
+{
+	char typed[512], text[4096], *want, *got;
+	struct tproc *p;
+
+	snprintf(typed, sizeof(typed), "%s", djp_test_path("trace_progs/struct_target"));
+
+	p = run_script("trace_progs/struct_target", "3",
+		       "probe process.function(\"visit\") { printf(\"%d %d %s %d\\n\", $n->i32, $n->in->col, "
+		       "user_string($n->str), $n->arr[2]) }", 0, &want);
+	free(p);
+	snprintf(text, sizeof(text),
+		 "probe process.function(\"visit\") { printf(\"%%d %%d %%s %%d\\n\", "
+		 "@cast(pointer_arg(1), \"struct node\", \"%s\")->i32, @cast(register(\"rdi\"), \"struct node\", "
+		 "\"%s\")->in->col, user_string(@cast(ulong_arg(1), \"struct node\", \"%s\")->str), "
+		 "@cast(u_register(\"rdi\"), \"struct node\", \"%s\")->arr[2]) }",
+		 typed, typed, typed, typed);
+	p = run_script("trace_progs/struct_target-nodebug", "3", text, 0, &got);
+	{
+		int lines = 0;
+		for (const char *c = want; *c; c++)
+			lines += *c == '\n';
+		CHECK_EQ(lines, 3);
+	}
+	CHECK_STR(got, want);
+	free(got);
+	free(want);
+	free(p);
+	p = run_script("trace_progs/struct_target-nodebug", "0",
+		       "probe process.function(\"visit\") { println(@cast(pointer_arg(1), \"struct node\")->i32) }", 1,
+		       &got);
+	if (!strstr(p->ebuf, "has no debug information: give @cast the path of an object whose DWARF has the type"))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	free(got);
+	free(p);
+	p = run_script("trace_progs/struct_target-nodebug", "0",
+		       "probe process.function(\"visit\") { println(@cast(pointer_arg(7), \"struct node\", \"x\")->i32) }",
+		       1, &got);
+	if (!strstr(p->ebuf, "<input>:1:84: semantic error: @cast(pointer_arg(7), \"struct node\", \"x\")->i32: not "
+			     "supported yet: @cast of pointer_arg(7) (only the six arguments in registers)"))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	free(got);
+	free(p);
+}
+
 /* Under -x, into a program that never heard of djprobe (the injected
  * agent: no fast copy, its loads by process_vm_readv): the same values. */
 TEST_TIMEOUT(script_typed_members_under_x, 120)

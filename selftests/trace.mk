@@ -240,9 +240,9 @@ $(VECREGS_TARGET): selftests/trace_progs/vecregs_target.c | $(DEPS_STAMP)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(VECREGS_TARGET)
 # The typed accesses' target: a structure of every kind of member, its own
-# oracle; -O2 and -O0 with gcc's DWARF 5, -O2 with DWARF 4.
+# oracle; -O2 and -O0 with gcc's DWARF 5, -O2 with DWARF 4, -O2 without.
 STRUCT_TARGETS := $(TRACE_PROGS_DIR)/struct_target $(TRACE_PROGS_DIR)/struct_target-O0 \
-	$(TRACE_PROGS_DIR)/struct_target-dwarf4
+	$(TRACE_PROGS_DIR)/struct_target-dwarf4 $(TRACE_PROGS_DIR)/struct_target-nodebug
 $(TRACE_PROGS_DIR)/struct_target: selftests/trace_progs/struct_target.c | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -255,6 +255,11 @@ $(TRACE_PROGS_DIR)/struct_target-dwarf4: selftests/trace_progs/struct_target.c |
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 -gdwarf-4 $(CFLAGS) -o $@ $<
+# and without DWARF, its types read from another object (@cast(pointer_arg(1), T, PATH))
+$(TRACE_PROGS_DIR)/struct_target-nodebug: selftests/trace_progs/struct_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -g0 -o $@ $<
 CHECK_DEPS += $(STRUCT_TARGETS)
 # A relocatable object with DWARF, as a kernel module is, whose functions'
 # parameters tools/djp/kfunc_dwarf.c names (selftests/test_kfunc_dwarf.c).

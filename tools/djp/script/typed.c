@@ -35,6 +35,7 @@
 #include "func_points.h"
 #include "lib/func_symbols.h"
 #include "lib/ring.h"
+#include "run/builtins/dwarfless.h"
 #include "run/interp.h"
 #include "typed.h"
 
@@ -222,8 +223,14 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 	(void)fs;
 
 	c->nfuncs++;
-	if (!pf) {
-		set_err(c->tr, "%s has no debug information (function %s)", c->path, f->name);
+	/* an argument register's address cast to a type of another
+	 * object's needs no DWARF of this one */
+	if (!pf && !(c->tr->acc.has_base_reg && c->tr->acc.cast_path && !c->tr->pretty)) {
+		if (c->tr->acc.has_base_reg && !c->tr->acc.cast_path)
+			set_err(c->tr, "%s has no debug information: give @cast the path of an object whose DWARF "
+				       "has the type (function %s)", c->path, f->name);
+		else
+			set_err(c->tr, "%s has no debug information (function %s)", c->path, f->name);
 		return 0;
 	}
 	if (c->tr->pretty) {
@@ -331,6 +338,17 @@ static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_
 
 	tr->resolved = true;
 	tr->ok = true;
+	if (tr->base_call) {
+		char err[256];
+		int reg = dwarfless_address_reg(tr->base_call, err, sizeof(err));
+
+		if (reg < 0) {
+			set_err(tr, "%s%s", err, "");
+			return;
+		}
+		tr->acc.has_base_reg = true;
+		tr->acc.base_reg = (int8_t)reg;
+	}
 	for (const struct probe_point *pp = tr->probe->points; pp && !tr->err; pp = pp->next) {
 		struct compile_ctx c = { sc, tr, pp, NULL, 0, NULL };
 		char spec[600], err[512];

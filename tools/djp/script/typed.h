@@ -36,6 +36,9 @@ struct typed_ref {
 	/* $$parms$ ('p'), $$vars$ ('v'), $$locals$ ('l'), $$return$ ('r'):
 	 * every one of them, "name=value" separated by spaces; 0: one */
 	char all;
+	/* @cast(pointer_arg(n), ...) and its kin: the call, whose register
+	 * resolve_ref finds (acc.has_base_reg); NULL for a $var */
+	struct node *base_call;
 };
 
 /* Resolve the typed accesses of every probe (before check_script, for

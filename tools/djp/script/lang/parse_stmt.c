@@ -161,8 +161,24 @@ static struct node *at_entry(struct parser *ps)
 static struct node *typed_access(struct parser *ps, struct node *var);
 static _Noreturn void not_yet(struct parser *ps, const struct tok *t, const char *what);
 
+/* pointer_arg(N) and the calls that read a whole argument register,
+ * with a literal: @cast's address without DWARF (run/builtins/
+ * dwarfless.c says which register each reads). */
+static bool is_address_call(const struct node *n)
+{
+	static const char *const by_n[] = { "pointer_arg", "ulong_arg", "long_arg", "u64_arg", "s64_arg" };
+
+	if (n->nargs != 1)
+		return false;
+	for (size_t i = 0; i < sizeof(by_n) / sizeof(by_n[0]); i++)
+		if (!strcmp(n->str, by_n[i]))
+			return n->args[0]->kind == N_NUM;
+	return (!strcmp(n->str, "register") || !strcmp(n->str, "u_register")) && n->args[0]->kind == N_STR;
+}
+
 /* @cast($var, "struct T"[, "PATH"])->member...: a typed access whose
- * variable's value is the address of a T (tools/djp/script/typed.c) */
+ * variable's value is the address of a T (tools/djp/script/typed.c); the
+ * variable may be pointer_arg(N) or register("NAME") and their kin. */
 static struct node *at_cast(struct parser *ps, struct tok *at)
 {
 	struct node *var, *n;
@@ -173,9 +189,25 @@ static struct node *at_cast(struct parser *ps, struct tok *at)
 	expect(ps, "(");
 	in = peek(ps, 0);
 	var = parse_expr(ps);
-	if (var->kind != N_CTX) {
+	if (var->kind == N_CALL && is_address_call(var)) {
+		/* the address an argument register holds, by the ABI: a
+		 * context variable named as written (typed.c resolves it) */
+		struct node *call = var;
+		char *name = malloc(strlen(call->str) + 64);
+
+		if (!name)
+			abort();
+		if (call->args[0]->kind == N_NUM)
+			sprintf(name, "%s(%lld)", call->str, (long long)call->args[0]->num);
+		else
+			sprintf(name, "%s(\"%.40s\")", call->str, call->args[0]->str);
+		var = mk(ps, N_CTX, in);
+		var->str = name;
+		var->a = call;
+	} else if (var->kind != N_CTX) {
 		diag(ps->sc, in->line, in->col, "parse error",
-		     "not supported yet: @cast of anything but a context variable ($name)");
+		     "not supported yet: @cast of anything but a context variable ($name), pointer_arg(n), "
+		     "ulong_arg(n), long_arg(n), u64_arg(n), s64_arg(n), register(\"NAME\") or u_register(\"NAME\")");
 		longjmp(ps->fail, 1);
 	}
 	expect(ps, ",");
@@ -198,12 +230,14 @@ static struct node *at_cast(struct parser *ps, struct tok *at)
 	n = typed_access(ps, var);
 	n->tr->acc.cast_type = ty->text;
 	n->tr->acc.cast_path = path ? path->text : NULL;
+	n->tr->base_call = var->a;
 	/* said as written */
 	len = strlen(n->tr->text) + strlen(ty->text) + (path ? strlen(path->text) : 0) + 32;
 	if (!(text = malloc(len)))
 		abort();
-	snprintf(text, len, "@cast($%s, \"%s\"%s%s%s)%s", n->tr->acc.var, ty->text, path ? ", \"" : "",
-		 path ? path->text : "", path ? "\"" : "", n->tr->text + 1 + strlen(n->tr->acc.var));
+	snprintf(text, len, "@cast(%s%s, \"%s\"%s%s%s)%s", var->a ? "" : "$", n->tr->acc.var, ty->text,
+		 path ? ", \"" : "", path ? path->text : "", path ? "\"" : "",
+		 n->tr->text + 1 + strlen(n->tr->acc.var));
 	n->tr->text = text;
 	(void)at;
 	return n;

@@ -48,6 +48,7 @@
 #include <string.h>
 
 #include "dwarfless.h"
+#include "arch/x86/arch.h"
 #include "lib/dwarf_globals.h"
 #include "lib/proto.h"
 #include "tools/djp/source/source.h"
@@ -92,6 +93,34 @@ static const struct reg_name *reg_lookup(const char *name)
 		if (!strcmp(reg_names[i].name, name))
 			return &reg_names[i];
 	return NULL;
+}
+
+int dwarfless_address_reg(const struct node *call, char *err, size_t errsz)
+{
+	const struct node *a = call->args[0];
+	const struct reg_name *r;
+	int dwarf;
+
+	if (a->kind == N_NUM) {
+		if (a->num < 1 || a->num > 6) {
+			snprintf(err, errsz, "not supported yet: @cast of %s(%lld) (only the six arguments in registers)",
+				 call->str, (long long)a->num);
+			return -1;
+		}
+		dwarf = arg_regs[a->num - 1];
+	} else {
+		if (!(r = reg_lookup(a->str))) {
+			snprintf(err, errsz, "Unknown register: %s", a->str);
+			return -1;
+		}
+		if (r->size != 8 || r->dwarf < 0 || r->dwarf == DJP_REGS_PC) {
+			snprintf(err, errsz, "@cast of register '%s': an address is in one of the 16 general registers",
+				 a->str);
+			return -1;
+		}
+		dwarf = r->dwarf;
+	}
+	return arch_dwarf_reg((uint64_t)dwarf);
 }
 
 /* rbx, rbp and r12-r15: kept in their registers, not in a lean view

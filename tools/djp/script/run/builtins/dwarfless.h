@@ -6,6 +6,7 @@
 #define DJP_SCRIPT_DWARFLESS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "builtins.h"
@@ -16,6 +17,10 @@ struct script;
  * argument number that can never be read said as a semantic error.  The
  * errors said. */
 int dwarfless_check_call(struct script *sc, struct node *n);
+/* The view's register that call (pointer_arg(N) and its kin, or
+ * register("NAME")) reads whole at a function's entry, for @cast's
+ * address (script/typed.c); -1 with one line in err when none. */
+int dwarfless_address_reg(const struct node *call, char *err, size_t errsz);
 /* At check time, user_string(a) of such a call a, bound bytes: an @var
  * pointer's string is copied at the hit (at most DJP_VARS_STR_MAX; the
  * others are read when the event is processed). */
