@@ -278,11 +278,16 @@ static void sync_core_csd(void *unused)
  * CPUs seldom wait this long (a CPU with interrupts masked for a
  * millisecond), and for them the store is one of a value already there.
  */
+static unsigned long sync_renewals;
+module_param(sync_renewals, ulong, 0444);
+MODULE_PARM_DESC(sync_renewals, "times a sync's wait stored the first bytes again (an emulator's stale int3)");
+
 static void sync_renew(void)
 {
 	struct djp_text_session s = { .alias = current_alias };
 	size_t i;
 
+	WRITE_ONCE(sync_renewals, sync_renewals + 1);
 	for (i = 0; i < sync_batch_n; i++) {
 		u8 b = READ_ONCE(*(u8 *)sync_batch[i].addr);
 
