@@ -48,6 +48,7 @@
 #include <string.h>
 
 #include "dwarfless.h"
+#include "tapset.h"
 #include "arch/x86/arch.h"
 #include "lib/dwarf_globals.h"
 #include "lib/proto.h"
@@ -335,6 +336,16 @@ int64_t bi_pointer_arg(struct run *r, struct node *n)
 int64_t bi_returnval(struct run *r, struct node *n)
 {
 	return (int64_t)hit_regs(r, n, "return value")[0];
+}
+
+/* returnstr(format): returnval() as return_str() writes it */
+const char *bi_returnstr(struct run *r, struct node *n)
+{
+	int64_t format = eval_n(r, n->args[0]);
+	char *buf = arena_alloc(r, 64);
+
+	tapset_return_str(format, (int64_t)hit_regs(r, n, "return value")[0], buf, 64);
+	return buf;
 }
 
 /* @var: the variable's word from the hit's block (lib/proto.h), or,

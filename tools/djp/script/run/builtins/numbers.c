@@ -1,6 +1,8 @@
 /*
  * Built-in functions of numbers: byte order (ntohl and the like, of the
- * low 32 or 16 bits), randint() and the machine's CPU count.
+ * low 32 or 16 bits), randint(), the machine's CPU count, and the
+ * kernel's device numbers (MAJOR, MINOR, MKDEV: 12 bits of major over
+ * 20 of minor, include/linux/kdev_t.h, not user space's dev_t).
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -40,4 +42,24 @@ int64_t bi_randint(struct run *r, struct node *n)
 int64_t bi_num_online_cpus(struct run *r, struct node *n)
 {
 	return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+#define KDEV_MINORBITS 20
+#define KDEV_MINORMASK ((1ll << KDEV_MINORBITS) - 1)
+
+int64_t bi_dev_major(struct run *r, struct node *n)
+{
+	return (int64_t)((uint64_t)eval_n(r, n->args[0]) >> KDEV_MINORBITS & 0xfff);
+}
+
+int64_t bi_dev_minor(struct run *r, struct node *n)
+{
+	return eval_n(r, n->args[0]) & KDEV_MINORMASK;
+}
+
+int64_t bi_dev_mkdev(struct run *r, struct node *n)
+{
+	int64_t major = eval_n(r, n->args[0]), minor = eval_n(r, n->args[1]);
+
+	return (int64_t)((uint64_t)major << KDEV_MINORBITS | ((uint64_t)minor & KDEV_MINORMASK));
 }

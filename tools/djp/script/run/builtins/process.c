@@ -108,30 +108,94 @@ const char *bi_env_var(struct run *r, struct node *n)
 	return arena_strn(r, v, strlen(v));
 }
 
+/* stap's _generic_indent (tapset/indent.stp): the counter of key (a
+ * thread's, or the whole script's, INDENT_ALL) moved by delta; *x is the
+ * depth the caller shows (counted before a positive delta, after a
+ * negative one); *us the microseconds since the counter last left 0. */
+#define INDENT_ALL INT32_MIN
+static void indent_step(struct run *r, int32_t key, int64_t delta, int64_t *x, int64_t *us)
+{
+	int64_t now = (int64_t)(now_ns(r) / 1000);
+	struct indent *in = NULL;
+
+	for (int i = 0; i < r->nindent && !in; i++)
+		if (r->indent[i].tid == key)
+			in = &r->indent[i];
+	if (!in) {
+		in = &r->indent[r->nindent < 64 ? r->nindent++ : (key & 63)];
+		*in = (struct indent){ key, 0, now };
+	}
+	if (!in->depth)
+		in->t0 = now;
+	*x = in->depth + (delta > 0 ? delta : 0);
+	in->depth += delta;
+	*us = now - in->t0;
+}
+
 /* stap's thread_indent(delta): microseconds since the thread's first call,
  * "execname(tid):", and an indentation that grows before and shrinks after
  * (tapset/indent.stp). */
 const char *bi_thread_indent(struct run *r, struct node *n)
 {
-	int64_t delta = eval_n(r, n->args[0]);
 	int32_t tid = ctx_tid(r);
-	int64_t us = (int64_t)(now_ns(r) / 1000), x;
-	struct indent *in = NULL;
+	int64_t x, us;
 	char *buf = arena_alloc(r, MAXSTRINGLEN);
-	for (int i = 0; i < r->nindent && !in; i++)
-		if (r->indent[i].tid == tid)
-			in = &r->indent[i];
-	if (!in) {
-		in = &r->indent[r->nindent < 64 ? r->nindent++ : (tid & 63)];
-		*in = (struct indent){ tid, 0, us };
-	}
-	if (!in->depth)
-		in->t0 = us;
-	x = in->depth + (delta > 0 ? delta : 0);
-	in->depth += delta;
-	snprintf(buf, MAXSTRINGLEN, "%6lld %s(%d):%*s", (long long)(us - in->t0), bi_execname(r, n), (int)tid,
+
+	indent_step(r, tid, eval_n(r, n->args[0]), &x, &us);
+	snprintf(buf, MAXSTRINGLEN, "%6lld %s(%d):%*s", (long long)us, bi_execname(r, n), (int)tid,
 		 (int)(x > 0 ? x - 1 : 0), "");
 	return buf;
+}
+
+/* indent(delta): thread_indent's, one counter for the whole script, and
+ * no task in the text ("%6d :" and the indentation). */
+const char *bi_indent(struct run *r, struct node *n)
+{
+	int64_t x, us;
+	char *buf = arena_alloc(r, MAXSTRINGLEN);
+
+	indent_step(r, INDENT_ALL, eval_n(r, n->args[0]), &x, &us);
+	snprintf(buf, MAXSTRINGLEN, "%6lld :%*s", (long long)us, (int)(x > 0 ? x - 1 : 0), "");
+	return buf;
+}
+
+/* thread_indent_depth(delta), indent_depth(delta): the same counters'
+ * depth as a number, for a script's own formatting. */
+int64_t bi_thread_indent_depth(struct run *r, struct node *n)
+{
+	int64_t x, us;
+
+	indent_step(r, ctx_tid(r), eval_n(r, n->args[0]), &x, &us);
+	return x > 0 ? x - 1 : 0;
+}
+
+int64_t bi_indent_depth(struct run *r, struct node *n)
+{
+	int64_t x, us;
+
+	indent_step(r, INDENT_ALL, eval_n(r, n->args[0]), &x, &us);
+	return x > 0 ? x - 1 : 0;
+}
+
+/* user_mode(): 1 at a hit in a process, 0 at a kernel point and in the
+ * tool's own probes (begin, end, timers), as stap says of its
+ * contexts. */
+int64_t bi_user_mode(struct run *r, struct node *n)
+{
+	return r->ev && r->bind && !r->bind->desc->kernel;
+}
+
+/* registers_valid(): whether register() can be read here: at a hit of a
+ * process (whose registers a script that reads them records), not in
+ * begin, end or a timer, nor at a kernel point. */
+int64_t bi_registers_valid(struct run *r, struct node *n)
+{
+	return bi_user_mode(r, n);
+}
+
+int64_t bi_mem_page_size(struct run *r, struct node *n)
+{
+	return sysconf(_SC_PAGESIZE);
 }
 
 const char *bi_pp(struct run *r, struct node *n)

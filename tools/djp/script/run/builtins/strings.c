@@ -6,8 +6,10 @@
  * groups the last =~ that matched left (interp.c's regex_match).
  */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tapset.h"
 #include "tools/djp/script/run/interp.h"
@@ -109,6 +111,46 @@ const char *bi_text_strn(struct run *r, struct node *n)
 const char *bi_errno_str(struct run *r, struct node *n)
 {
 	return tapset_errno_str(eval_n(r, n->args[0]));
+}
+
+/* return_str(format, ret): stap's (tapset/errno.stp): "-2 (ENOENT)" for
+ * an error number, else the value in decimal (1), hex (2) or octal (3). */
+const char *bi_return_str(struct run *r, struct node *n)
+{
+	int64_t format = eval_n(r, n->args[0]), ret = eval_n(r, n->args[1]);
+	char *buf = arena_alloc(r, 64);
+
+	tapset_return_str(format, ret, buf, 64);
+	return buf;
+}
+
+/* bytes_to_string(bytes): five characters, "  512", "1.50K", "12.5M",
+ * " 100G", as tapset/proc_mem.stp writes them. */
+const char *bi_bytes_to_string(struct run *r, struct node *n)
+{
+	char *buf = arena_alloc(r, 32);
+
+	tapset_bytes_string(eval_n(r, n->args[0]), buf, 32);
+	return buf;
+}
+
+const char *bi_pages_to_string(struct run *r, struct node *n)
+{
+	char *buf = arena_alloc(r, 32);
+
+	tapset_bytes_string(eval_n(r, n->args[0]) * sysconf(_SC_PAGESIZE), buf, 32);
+	return buf;
+}
+
+/* ip_ntop(addr): an IPv4 address as the kernel holds it (network order
+ * in memory, so 127.0.0.1 is 0x0100007f here) in dotted decimal. */
+const char *bi_ip_ntop(struct run *r, struct node *n)
+{
+	uint32_t a = (uint32_t)eval_n(r, n->args[0]);
+	char *buf = arena_alloc(r, 16);
+
+	snprintf(buf, 16, "%u.%u.%u.%u", a & 0xff, a >> 8 & 0xff, a >> 16 & 0xff, a >> 24);
+	return buf;
 }
 
 /* matched(k): group k of the last =~ that matched (0 the whole match) */

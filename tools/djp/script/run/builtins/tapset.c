@@ -240,3 +240,45 @@ const char *tapset_errno_str(int64_t e)
 	name = e > 0 && e < 4096 ? strerrorname_np((int)e) : NULL;
 	return name ? name : "";
 }
+
+void tapset_return_str(int64_t format, int64_t ret, char *buf, size_t sz)
+{
+	if (ret < 0 && ret > -4096 && *tapset_errno_str(ret))
+		snprintf(buf, sz, "%lld (%s)", (long long)ret, tapset_errno_str(ret));
+	else if (format == 2)
+		snprintf(buf, sz, "0x%llx", (unsigned long long)ret);
+	else if (format == 3)
+		snprintf(buf, sz, "%#llo", (unsigned long long)ret);
+	else
+		snprintf(buf, sz, "%lld", (long long)ret);
+}
+
+/* _stp_number_to_string_postfix: x units and y 1024ths of one */
+static void postfix(int64_t x, int64_t y, char p, char *buf, size_t sz)
+{
+	if (x < 10)
+		snprintf(buf, sz, "%lld.%.2lld%c", (long long)x, (long long)(y * 100 / 1024), p);
+	else if (x < 100)
+		snprintf(buf, sz, "%2lld.%lld%c", (long long)x, (long long)(y * 10 / 1024), p);
+	else
+		snprintf(buf, sz, "%4lld%c", (long long)x, p);
+}
+
+void tapset_bytes_string(int64_t bytes, char *buf, size_t sz)
+{
+	static const char units[] = "KMG";
+	int64_t remain = 0;
+
+	if (bytes < 1024) {
+		snprintf(buf, sz, "%5lld", (long long)bytes);
+		return;
+	}
+	for (int u = 0;; u++) {
+		remain = bytes % 1024;
+		bytes /= 1024;
+		if (bytes < 1024 || u == 2) {
+			postfix(bytes, remain, units[u], buf, sz);
+			return;
+		}
+	}
+}

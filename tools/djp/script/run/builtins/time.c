@@ -6,6 +6,8 @@
  * time base, and cpu_clock_*(cpu) reads its argument only to evaluate it
  * (cpu_clock_ns does not even that, as before).
  */
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tapset.h"
@@ -88,4 +90,30 @@ const char *bi_ctime(struct run *r, struct node *n)
 const char *bi_tz_ctime(struct run *r, struct node *n)
 {
 	return ctime_of(r, n, true);
+}
+
+/* tz_gmtoff(), tz_name(): the tool's local time zone, as stap's are
+ * staprun's (tapset/tzinfo.stp): seconds west of UTC, and the zone's
+ * abbreviation. */
+static struct tm local_now(void)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	if (!localtime_r(&t, &tm))
+		memset(&tm, 0, sizeof(tm));
+	return tm;
+}
+
+int64_t bi_tz_gmtoff(struct run *r, struct node *n)
+{
+	return -(int64_t)local_now().tm_gmtoff;
+}
+
+const char *bi_tz_name(struct run *r, struct node *n)
+{
+	struct tm tm = local_now();
+	const char *z = tm.tm_zone ? tm.tm_zone : "UTC";
+
+	return arena_strn(r, z, strlen(z));
 }
