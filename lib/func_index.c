@@ -78,6 +78,11 @@ static Dwarf *debug_dwarf(struct djp_params_file *pf)
 	return pf->dbg.dw;
 }
 
+Dwarf *djp_params_debug_dwarf(struct djp_params_file *pf)
+{
+	return debug_dwarf(pf);
+}
+
 /* A DWARF and the unit indexes built on it. */
 static void free_src(struct dwarf_src *s)
 {

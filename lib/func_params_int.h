@@ -48,6 +48,10 @@ struct djp_params_file {
 	Dwarf_CFI *eh_frame; /* the object's .eh_frame */
 };
 
+/* The object's separate debug file's DWARF, looked for at the first
+ * call; NULL when it has none (lib/func_index.c). */
+Dwarf *djp_params_debug_dwarf(struct djp_params_file *pf);
+
 /* The subprogram at addr, in the object's DWARF, else in its debug
  * file's; *src is the DWARF it was found in.  0, or -errno with one line
  * in err (lib/func_index.c). */

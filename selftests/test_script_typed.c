@@ -254,6 +254,51 @@ TEST_TIMEOUT(script_typed_cast_of_an_argument_register_without_dwarf, 120)
 	free(p);
 }
 
+/* One line of a command's output, "" when it printed none. */
+static void first_line_of(const char *cmd, char *out, size_t sz)
+{
+	FILE *f = popen(cmd, "r");
+
+	out[0] = 0;
+	if (f && fgets(out, (int)sz, f))
+		out[strcspn(out, "\n")] = 0;
+	if (f)
+		pclose(f);
+}
+
+/* usymfileline(), usymfile(), usymline(): a function's first address
+ * where addr2line (binutils, the oracle) puts it; an address of no
+ * object, or of an object without DWARF, in hex. */
+TEST_TIMEOUT(script_usymfileline_is_addr2line_s, 120)
+{
+	char prog[512], cmd[1200], visit[600], make[600], want[4096], *got;
+	struct tproc *p;
+
+	snprintf(prog, sizeof(prog), "%s", djp_test_path("trace_progs/struct_target"));
+	snprintf(cmd, sizeof(cmd), "addr2line -e %s 0x$(nm %s | awk '$3 == \"visit\" { print $1 }')", prog, prog);
+	first_line_of(cmd, visit, sizeof(visit));
+	snprintf(cmd, sizeof(cmd), "addr2line -e %s 0x$(nm %s | awk '$3 == \"make\" { print $1 }')", prog, prog);
+	first_line_of(cmd, make, sizeof(make));
+	CHECK(strchr(visit, ':') && strchr(make, ':') && strcmp(visit, make));
+	p = run_script("trace_progs/struct_target", "2",
+		       "probe process.function(\"visit\") { printf(\"V %s %s %s %s\\n\", usymfileline(uaddr()), "
+		       "usymfile(uaddr()), usymline(uaddr()), usymfileline(4096)) }\n"
+		       "probe process.function(\"make\") { printf(\"M %s\\n\", usymfileline(uaddr())) }",
+		       0, &got);
+	snprintf(want, sizeof(want), "V %s %.*s %s 0x1000\nM %s\nV %s %.*s %s 0x1000\nM %s\n", visit,
+		 (int)(strrchr(visit, ':') - visit), visit, strrchr(visit, ':') + 1, make, visit,
+		 (int)(strrchr(visit, ':') - visit), visit, strrchr(visit, ':') + 1, make);
+	CHECK_STR(got, want);
+	free(got);
+	free(p);
+	p = run_script("trace_progs/struct_target-nodebug", "1",
+		       "probe process.function(\"visit\") { println(usymfileline(uaddr()) == sprintf(\"0x%x\", uaddr())) }",
+		       0, &got);
+	CHECK_STR(got, "1\n");
+	free(got);
+	free(p);
+}
+
 /* Under -x, into a program that never heard of djprobe (the injected
  * agent: no fast copy, its loads by process_vm_readv): the same values. */
 TEST_TIMEOUT(script_typed_members_under_x, 120)

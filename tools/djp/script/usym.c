@@ -227,7 +227,11 @@ bool usym_lookup(int32_t pid, uint64_t addr, struct usym *out)
 	if (!uf->funcs)
 		return true;
 	/* the mapping's file offset to the link-time address the symbols use */
-	if (djp_funcs_vaddr_of(uf->funcs, off, &link) || !(f = djp_funcs_at(uf->funcs, link)))
+	if (djp_funcs_vaddr_of(uf->funcs, off, &link))
+		return true;
+	out->link = link;
+	out->has_link = true;
+	if (!(f = djp_funcs_at(uf->funcs, link)))
 		return true;
 	out->name = f->name;
 	out->off = link - f->addr;

@@ -17,6 +17,10 @@ struct usym {
 	/* the address's offset into the object's mapping that holds it, and
 	 * the mapping's size: what stap says of an address no symbol holds */
 	uint64_t map_off, map_size;
+	/* the address as the object's file has it (link time), when the
+	 * object could be read */
+	uint64_t link;
+	bool has_link;
 };
 
 /* Read (again) what pid has mapped now, while it lives: at the start of a

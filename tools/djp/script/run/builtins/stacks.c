@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "lib/addr_line.h"
 #include "tools/djp/script/run/interp.h"
 #include "tools/djp/script/usym.h"
 #include "ubacktrace.h"
@@ -187,4 +188,42 @@ const char *bi_umodname(struct run *r, struct node *n)
 	bool known = usym_lookup(ctx_pid(r), addr, &u);
 	int len = snprintf(buf, sizeof(buf), "%s", known && u.module ? u.module : "<unknown>");
 	return arena_strn(r, buf, len > 0 && (size_t)len < sizeof(buf) ? (size_t)len : strlen(buf));
+}
+
+/* usymfileline(addr), usymfile(addr), usymline(addr): the source line of
+ * a code address of the process, from its object's DWARF (lib/
+ * addr_line.c), as "FILE:LINE", FILE, LINE; the address in hex where
+ * the line is not known, as stap says (tapset/ucontext-symbols.stp). */
+static const char *usym_line_text(struct run *r, struct node *n, int what)
+{
+	uint64_t addr = (uint64_t)eval_n(r, n->args[0]);
+	struct usym u;
+	char file[PATH_MAX], buf[PATH_MAX + 32];
+	int line, len;
+
+	if (!usym_lookup(ctx_pid(r), addr, &u) || !u.module || !u.has_link ||
+	    djp_addr_line(u.module, u.link, file, sizeof(file), &line))
+		len = snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+	else if (what == 0)
+		len = snprintf(buf, sizeof(buf), "%s:%d", file, line);
+	else if (what == 1)
+		len = snprintf(buf, sizeof(buf), "%s", file);
+	else
+		len = snprintf(buf, sizeof(buf), "%d", line);
+	return arena_strn(r, buf, len > 0 && (size_t)len < sizeof(buf) ? (size_t)len : strlen(buf));
+}
+
+const char *bi_usymfileline(struct run *r, struct node *n)
+{
+	return usym_line_text(r, n, 0);
+}
+
+const char *bi_usymfile(struct run *r, struct node *n)
+{
+	return usym_line_text(r, n, 1);
+}
+
+const char *bi_usymline(struct run *r, struct node *n)
+{
+	return usym_line_text(r, n, 2);
 }
