@@ -299,6 +299,24 @@ TEST_TIMEOUT(script_usymfileline_is_addr2line_s, 120)
 	free(p);
 }
 
+/* user_string2(addr, err) and user_string_n2(addr, n, err): the error
+ * string where the address cannot be read; user_string_warn(addr): ""
+ * and a warning, and the run goes on; each the string where it can. */
+TEST_TIMEOUT(script_user_string_warn_and_2, 60)
+{
+	char *got;
+	struct tproc *p = run_script("trace_progs/struct_target", "1",
+				     "probe process.function(\"visit\") { printf(\"[%s] [%s] [%s] [%s] [%s]\\n\", "
+				     "user_string_warn(0), user_string2(16, \"bad\"), user_string_n2(16, 3, \"bad2\"), "
+				     "user_string_warn($n->str), user_string_n2($n->str, 3, \"x\")) }",
+				     0, &got);
+	CHECK_STR(got, "[] [bad] [bad2] [alpha] [alp]\n");
+	if (!strstr(p->ebuf, "WARNING: user string copy fault -14 at 0x0"))
+		djp_test_fail(__FILE__, __LINE__, "stderr: %s", p->ebuf);
+	free(got);
+	free(p);
+}
+
 /* Under -x, into a program that never heard of djprobe (the injected
  * agent: no fast copy, its loads by process_vm_readv): the same values. */
 TEST_TIMEOUT(script_typed_members_under_x, 120)

@@ -13,6 +13,7 @@
 
 #include "dwarfless.h"
 #include "tapset.h"
+#include "tools/djp/line_out.h"
 #include "tools/djp/script/run/interp.h"
 #include "tools/djp/script/typed.h"
 
@@ -111,6 +112,22 @@ const char *bi_user_string_quoted(struct run *r, struct node *n)
 const char *bi_user_string_n_quoted(struct run *r, struct node *n)
 {
 	return user_string(r, n, true, true);
+}
+
+/* user_string_warn(addr): "" and a warning where the string cannot be
+ * read, not an error */
+const char *bi_user_string_warn(struct run *r, struct node *n)
+{
+	uint64_t addr = 0;
+	bool cut;
+	const char *t = target_string(r, n->args[0], MAXSTRINGLEN - 1, &addr, &cut);
+
+	if (t)
+		return t;
+	line_out_flush(r->out);
+	if (!script_no_warnings)
+		fprintf(stderr, "WARNING: user string copy fault -14 at 0x%llx\n", (unsigned long long)addr);
+	return "";
 }
 
 /* An integer of the target's memory, size bytes, sign-extended or not. */
