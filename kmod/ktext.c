@@ -41,7 +41,9 @@
 #include <linux/sort.h>
 #include <linux/stop_machine.h>
 #include <linux/vmalloc.h>
+#include <asm/cpufeature.h>
 #include <asm/pgtable.h>
+#include <asm/processor.h>
 #include <asm/sync_core.h>
 #include <asm/unaligned.h>
 
@@ -300,11 +302,11 @@ static int sync_ipi(void)
 	unsigned long spins = 0;
 	int cpu, self;
 
-	/* Called with interrupts masked (djp_text_batch says why):
-	 * sending is allowed so (the async form), and every other CPU
-	 * waits for IPIs with its own unmasked. */
-	lockdep_assert_irqs_disabled();
-	self = smp_processor_id();
+	/* As on_each_cpu() waits: this CPU kept (and, under an emulator,
+	 * its interrupts masked: djp_text_batch says why); sending is
+	 * allowed either way (the async form), and every other CPU waits
+	 * for IPIs with its own unmasked. */
+	self = get_cpu();
 	atomic_set(&sync_pending, num_online_cpus() - 1);
 	for_each_online_cpu(cpu) {
 		call_single_data_t *csd = per_cpu_ptr(&sync_csd, cpu);
@@ -321,8 +323,37 @@ static int sync_ipi(void)
 		if (++spins % SYNC_RENEW_SPINS == 0)
 			sync_renew();
 	}
+	put_cpu();
 	return 0;
 }
+
+/*
+ * Whether the CPUs are QEMU's TCG, which keeps a translation of code
+ * another vCPU has just stored over (sync_renew): CPUID's hypervisor leaf
+ * says "TCGTCGTCGTCG" there.  Asked once.
+ */
+static int text_emulated = -1;
+
+static bool text_is_emulated(void)
+{
+	if (READ_ONCE(text_emulated) < 0) {
+		unsigned int eax = 0, sig[3] = { 0, 0, 0 };
+
+		if (boot_cpu_has(X86_FEATURE_HYPERVISOR))
+			cpuid(0x40000000, &eax, &sig[0], &sig[1], &sig[2]);
+		WRITE_ONCE(text_emulated, !memcmp(sig, "TCGTCGTCGTCG", 12));
+	}
+	return text_emulated;
+}
+
+static int emulated_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", text_is_emulated());
+}
+
+static const struct kernel_param_ops emulated_ops = { .get = emulated_get };
+module_param_cb(emulated, &emulated_ops, NULL, 0444);
+MODULE_PARM_DESC(emulated, "1 when the CPUs are QEMU's TCG: a batch then masks the patcher's interrupts (ktext.c)");
 
 static int sync_none(void)
 {
@@ -409,24 +440,31 @@ int djp_text_batch(struct djp_poke *p, size_t n)
 			rewrite_first_bytes(p, n);
 	} else {
 		/*
-		 * The whole batch with this CPU's interrupts masked, and no
-		 * CPU coming or going: from a first byte's store to its
-		 * renewal (sync_renew, rewrite_first_bytes) nothing may
+		 * No CPU comes or goes during the batch (the syncs wait for
+		 * each online one).  Under TCG, the whole batch runs with
+		 * this CPU's interrupts masked: from a first byte's store to
+		 * its renewal (sync_renew, rewrite_first_bytes) nothing may
 		 * stand between, since a CPU looping on a stale int3 where
 		 * interrupts are masked (__schedule) holds its runqueue's
 		 * lock meanwhile.  An interrupt here could spin for that lock
 		 * as long as the loop lasts, and a patcher preempted here
 		 * might find every CPU in such a loop, with none left to run
-		 * it (four vCPUs under TCG did: three looped at
-		 * sched_switch's site, the fourth was the patcher's,
-		 * switching it out).  The writes are a few stores a site,
-		 * as stop_machine's are; text_poke.c's allocation takes
-		 * GFP_ATOMIC then (kmod/compat/stdlib.h).
+		 * it (four vCPUs did: three looped at sched_switch's site,
+		 * the fourth was the patcher's, switching it out).  The
+		 * writes are a few stores a site, as stop_machine's are;
+		 * text_poke.c's allocation takes GFP_ATOMIC then
+		 * (kmod/compat/stdlib.h).  On real CPUs no loop can form,
+		 * and the batch waits as the kernel's text_poke_bp() does,
+		 * its interrupts open: a CPU that waits with its own masked
+		 * cannot answer a third CPU's IPI, whose sender may hold a
+		 * lock the CPU we wait for spins on.
 		 */
-		unsigned long flags;
+		bool masked = text_is_emulated();
+		unsigned long flags = 0;
 
 		cpus_read_lock();
-		local_irq_save(flags);
+		if (masked)
+			local_irq_save(flags);
 		sync_batch = p;
 		sync_batch_n = n;
 		ret = arch_poke_batch(p, n, sync_ipi, NULL);
@@ -434,7 +472,8 @@ int djp_text_batch(struct djp_poke *p, size_t n)
 			rewrite_first_bytes(p, n);
 		sync_batch = NULL;
 		sync_batch_n = 0;
-		local_irq_restore(flags);
+		if (masked)
+			local_irq_restore(flags);
 		cpus_read_unlock();
 	}
 	alias_free(current_alias);

@@ -88,7 +88,7 @@ report=$(cat $param/stress_report)
 [ $st = 0 ]
 tap $? "vmlinux:sched_switch connected and disconnected $cycles times while every CPU schedules: text restored" \
 	"$(cat /tmp/err) $report"
-echo "# $report; the syncs' waits renewed the first bytes $(cat /sys/module/djprobe/parameters/sync_renewals) times"
+echo "# $report; the syncs' waits renewed the first bytes $(cat /sys/module/djprobe/parameters/sync_renewals) times (emulated: $(cat /sys/module/djprobe/parameters/emulated))"
 
 djp list -k 'vmlinux:*' | awk '$3 != "off" || $4 != 0 { bad++ } END { exit bad + 0 }'
 tap $? "after the comparison and the stress, no image marker is armed" "$(djp list -k 'vmlinux:*' | awk '$3 != "off"')"
