@@ -7,6 +7,7 @@
  */
 #include <ctype.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -122,6 +123,33 @@ const char *bi_return_str(struct run *r, struct node *n)
 
 	tapset_return_str(format, ret, buf, 64);
 	return buf;
+}
+
+/* errno_p(err): 1 when err is a negated error number that has a name
+ * (tapset/errno.stp), as a system call's return gives one */
+int64_t bi_errno_p(struct run *r, struct node *n)
+{
+	int64_t e = eval_n(r, n->args[0]);
+
+	return e < 0 && e > -4096 && *tapset_errno_str(e);
+}
+
+/* signal_str(num): "HUP" for 1, as tapset/signal.stp names them (the
+ * kernel's numbers: 32 is "RTMIN", 33 "RTMIN+1" .. 64), "" for none */
+const char *bi_signal_str(struct run *r, struct node *n)
+{
+	int64_t num = eval_n(r, n->args[0]);
+	const char *abbrev = num > 0 && num < 32 ? sigabbrev_np((int)num) : NULL;
+	char *buf;
+
+	if (num == 32)
+		return "RTMIN";
+	if (num > 32 && num <= 64) {
+		buf = arena_alloc(r, 16);
+		snprintf(buf, 16, "RTMIN+%d", (int)(num - 32));
+		return buf;
+	}
+	return abbrev ? abbrev : "";
 }
 
 /* bytes_to_string(bytes): five characters, "  512", "1.50K", "12.5M",
