@@ -251,7 +251,7 @@ int arch_text_close(struct djp_text_session *s)
  * each sync waits for all of them (text_mutex).
  */
 static DEFINE_PER_CPU(call_single_data_t, sync_csd);
-/* Spins of the wait between renewals: some 0.5-2 ms on a real CPU.  A
+/* Spins of the wait between renewals: some 0.1-0.5 ms on a real CPU.  A
  * count, not a clock: with every CPU's interrupts masked no tick moves
  * jiffies, which is what local_clock() follows where the TSC is not
  * trusted (an emulator's often is not). */
