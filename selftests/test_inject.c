@@ -323,6 +323,33 @@ TEST_TIMEOUT(inject_interposes_the_programs_signal_mask, 60)
 	tt_end(t);
 }
 
+/* A process that forks the moment it sees a site armed (it spins on the
+ * site's first byte) has its child traced: the tool asks the agent to
+ * follow forks before it arms anything.  FOLLOW sent after the arming
+ * lost this child in two runs of three: it forked before the agent knew
+ * where to dial, and ran untraced, unsaid. */
+TEST_TIMEOUT(inject_follows_a_fork_made_as_soon_as_a_site_is_armed, 60)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)tt_target(false), "--ticks", "0", NULL }, false, -1);
+	struct tproc *p;
+	unsigned long long total;
+	char spid[16];
+	int st, others;
+
+	CHECK(tt_wait_out(t, "ready", 10000));
+	tt_send(t, "forkarm 5\n");
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, "tt_forkarm", NULL }, false, -1);
+	CHECK(tt_wait_out(t, "forkarm 1", 30000));
+	kill(p->pid, SIGINT);
+	st = tt_finish(p, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (tt_summary_sum(p->ebuf, "tt_forkarm", &total, &others) != 1 || total != 5)
+		djp_test_fail(__FILE__, __LINE__, "%s", p->ebuf);
+	free(p);
+	tt_end(t);
+}
+
 /* No signal reaches the target because of the injection, the arming or
  * the trace: the kernel's own record of every signal generated for it
  * (the signal:signal_generate tracepoint, through bpftrace), as a strace of

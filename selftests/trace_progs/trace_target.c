@@ -31,6 +31,9 @@
  *                   --no-stdin --ticks 0 --burst K (fire tt_burst K times
  *                   at the start of main, then exit); wait: "spawned M",
  *                   M the children that exited 0
+ *   forkarm N       spin until tt_forkarm is armed, then fork a child at
+ *                   once that fires it N times: "forkarm 1" when it
+ *                   exited 0
  *   block           block every signal in the main thread (sigprocmask, as
  *                   a server does around its fork): "blocked"
  *   membarrier      whether the process is registered for membarrier's
@@ -111,6 +114,44 @@ static void paced_burst(long n, long rate)
 	}
 }
 
+/* tt_forkarm's one site, alone in its function */
+__attribute__((noinline)) static void forkarm_site(long i)
+{
+	MARK(tt_forkarm, "i=%ld", i);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* forkarm N: spin until tt_forkarm's NOP changes (a tool armed it), then
+ * fork at once a child that fires it N times; "forkarm M", M the
+ * children that exited 0 (1), or "forkarm timeout" after 30 s. */
+static void forkarm(long n)
+{
+	static const unsigned char nop6[] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	const volatile unsigned char *p = (const volatile unsigned char *)forkarm_site, *site = NULL;
+	long long t0 = now_ns();
+	int st;
+	pid_t c;
+
+	for (int i = 0; i < 64 && !site; i++)
+		if (!memcmp((const void *)(p + i), nop6, sizeof(nop6)))
+			site = p + i;
+	if (!site) {
+		printf("forkarm no site\n");
+		return;
+	}
+	while (site[0] == 0x66)
+		if (now_ns() - t0 > 30000000000LL) {
+			printf("forkarm timeout\n");
+			return;
+		}
+	if ((c = fork()) == 0) {
+		for (long i = 0; i < n; i++)
+			forkarm_site(i);
+		_exit(0);
+	}
+	printf("forkarm %d\n", c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) && !WEXITSTATUS(st));
+}
+
 int main(int argc, char **argv)
 {
 	int code = 0, use_stdin = 1;
@@ -137,7 +178,9 @@ int main(int argc, char **argv)
 	while (use_stdin && fgets(line, sizeof(line), stdin)) {
 		char path[4096];
 		long n, k;
-		if (sscanf(line, "burst %ld", &n) == 1) {
+		if (sscanf(line, "forkarm %ld", &n) == 1) {
+			forkarm(n);
+		} else if (sscanf(line, "burst %ld", &n) == 1) {
 			long long t0 = now_ns();
 			burst(n);
 			printf("burst %ld %lld\n", n, now_ns() - t0);

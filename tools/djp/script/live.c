@@ -418,9 +418,11 @@ static void keep_kid(struct live *l, struct session *k, bool start)
 		if (k->pid == l->s.pid && k->program[0]) /* the -c process exec'd it */
 			snprintf(l->last_program, sizeof(l->last_program), "%s", k->program);
 	}
+	/* FOLLOW first, as for the main session (live_arm) */
+	ok = ok && !session_kids_follow(&l->kids, k);
 	for (unsigned i = 0; ok && i < l->nglobs; i++)
 		ok = !connect_kid_glob(l, k, &l->globs[i]);
-	if (ok && !session_kids_follow(&l->kids, k) && (!start || !session_start(k))) {
+	if (ok && (!start || !session_start(k))) {
 		session_kids_keep(&l->kids, k);
 		if (l->kids.n && l->kids.v[l->kids.n - 1] == k)
 			begin_life(l, k);
@@ -664,6 +666,11 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 	}
 	if (l->all)
 		return arm_all(l);
+	/* children of fork dial in; if that cannot be had, the process
+	 * only.  Before the first site is armed: a process that forks as
+	 * soon as it sees one armed would otherwise fork before its agent
+	 * knows where to dial, and the child run untraced, unsaid */
+	session_kids_listen(&l->kids, &l->s);
 	for (unsigned i = 0; i < nglobs; i++) {
 		/* pending: an optional point ('?') may match nothing yet */
 		unsigned flags = connect_flags(l) & ~(globs[i].now ? DJP_CONNECT_PENDING : 0u);
@@ -687,8 +694,6 @@ static int live_arm(struct djp_source *src, const uint32_t *ids, unsigned n, con
 			djp_escape_c(msg, sizeof(msg), l->s.errmsg, false));
 		return l->s.errcode ? l->s.errcode : -EIO;
 	}
-	/* children of fork dial in; if that cannot be had, the process only */
-	session_kids_listen(&l->kids, &l->s);
 	return 0;
 }
 

@@ -212,6 +212,14 @@ static int config_steps(struct proc *p, struct session *s, bool launched, bool s
 		snprintf(errline, errsz, "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
+	/* FOLLOW before the first site is armed: a process that forks as
+	 * soon as it sees a site armed (a test, a server told to) would
+	 * otherwise fork before the agent knows where to dial, and the
+	 * child would run untraced, unsaid */
+	if (s == &p->s ? session_kids_listen(&p->kids, s) : session_kids_follow(&p->kids, s)) {
+		snprintf(errline, errsz, "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
+		return 1;
+	}
 	for (int i = 0; i < p->npatterns; i++) {
 		unsigned how = p->int3 ? DJP_CONNECT_INT3 : 0;
 		if (session_connect(s, p->patterns[i], how, p->str_args[i], 0, &nsites) == 0) {
@@ -241,10 +249,6 @@ static int config_steps(struct proc *p, struct session *s, bool launched, bool s
 				djp_escape_c(pat, sizeof(pat), p->patterns[i], false));
 		else
 			snprintf(errline, errsz, "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
-		return 1;
-	}
-	if (s == &p->s ? session_kids_listen(&p->kids, s) : session_kids_follow(&p->kids, s)) {
-		snprintf(errline, errsz, "djp: %s: %s", what, djp_escape_c(msg, sizeof(msg), s->errmsg, false));
 		return 1;
 	}
 	if (start && session_start(s)) {
