@@ -78,6 +78,11 @@ int djp_markers_parse_sdt_notes(const void *data, size_t size, const char *what,
 
 void djp_marker_list_free(struct djp_marker_list *list);
 
+/* How many of the list's markers are the program's, not the library's own
+ * (lib/marker_match.h's reserved names: a thread's begin and end); a
+ * marker without a name counts as the program's. */
+size_t djp_marker_list_programs(const struct djp_marker_list *list);
+
 /*
  * The load bias of an object whose file offset `map_offset` is mapped at
  * `map_start` (a line of /proc/PID/maps): runtime address = link-time

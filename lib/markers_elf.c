@@ -76,7 +76,6 @@
 #include <unistd.h>
 
 #include "elf_debug.h"
-#include "marker_match.h"
 #include "markers.h"
 
 static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
@@ -645,12 +644,23 @@ static int keep_segments(struct reader *r, struct djp_marker_list *l)
 	return 0;
 }
 
-static bool only_reserved(const struct djp_marker_list *l)
+/* The object's SDT notes, as its markers. */
+static int read_sdt_notes(struct reader *r, struct djp_marker_list **l)
 {
-	for (size_t i = 0; i < l->count; i++)
-		if (!l->v[i].name || !djp_marker_reserved(l->v[i].name))
-			return false;
-	return l->count > 0;
+	GElf_Shdr sh;
+	Elf_Data *d;
+	int ret;
+
+	if (!(d = section_data(r, r->notes, ".note.stapsdt")))
+		return -EINVAL;
+	ret = djp_markers_parse_sdt_notes_sym(d->d_buf, d->d_size, r->path, lookup_symbol, r, l, r->err, r->errsz);
+	/* A prelinked file moved its text after the notes were written:
+	 * .stapsdt.base tells by how much. */
+	if (!ret && r->sdt_base && gelf_getshdr(r->sdt_base, &sh))
+		for (size_t i = 0; i < (*l)->count; i++)
+			if ((*l)->v[i].sdt_base)
+				(*l)->v[i].site += sh.sh_addr - (*l)->v[i].sdt_base;
+	return ret;
 }
 
 static int read_markers(struct reader *r, unsigned flags, struct djp_marker_list **out)
@@ -675,23 +685,14 @@ static int read_markers(struct reader *r, unsigned flags, struct djp_marker_list
 		 * statically into a program whose probes are SDT notes: the
 		 * notes describe it, as they did before those came (such a
 		 * program has no thread events). */
-		if (!ret && !r->rel && r->notes && !(flags & DJP_READ_NO_SDT) && only_reserved(l)) {
+		if (!ret && !r->rel && r->notes && !(flags & DJP_READ_NO_SDT) && l->count &&
+		    !djp_marker_list_programs(l)) {
 			djp_marker_list_free(l);
 			l = NULL;
-			goto sdt;
+			ret = read_sdt_notes(r, &l);
 		}
 	} else if (r->notes && !(flags & DJP_READ_NO_SDT)) {
-	sdt:
-		if (!(d = section_data(r, r->notes, ".note.stapsdt")))
-			return -EINVAL;
-		ret = djp_markers_parse_sdt_notes_sym(d->d_buf, d->d_size, r->path, lookup_symbol, r, &l, r->err,
-						      r->errsz);
-		/* A prelinked file moved its text after the notes were written:
-		 * .stapsdt.base tells by how much. */
-		if (!ret && r->sdt_base && gelf_getshdr(r->sdt_base, &sh))
-			for (size_t i = 0; i < l->count; i++)
-				if (l->v[i].sdt_base)
-					l->v[i].site += sh.sh_addr - l->v[i].sdt_base;
+		ret = read_sdt_notes(r, &l);
 	} else {
 		ret = djp_markers_parse_section(NULL, 0, 0, r->path, &l, r->err, r->errsz);
 	}

@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "lib/errline.h"
+#include "lib/marker_match.h"
 #include "markers.h"
 
 #define RECORD_HEADER 16
@@ -79,6 +80,15 @@ static struct djp_marker_list *list_new(void)
 		return NULL;
 	}
 	return l;
+}
+
+size_t djp_marker_list_programs(const struct djp_marker_list *list)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < list->count; i++)
+		n += !list->v[i].name || !djp_marker_reserved(list->v[i].name);
+	return n;
 }
 
 void djp_marker_list_free(struct djp_marker_list *list)

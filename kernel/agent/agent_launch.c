@@ -43,7 +43,6 @@
 #include <unistd.h>
 
 #include "kernel/agent/agent.h"
-#include "lib/marker_match.h"
 #include "lib/markers.h"
 
 static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -68,8 +67,7 @@ static int object_has_markers(struct dl_phdr_info *info, size_t size, void *arg)
 	if (djp_markers_read_file(name, DJP_READ_NO_DWARF | (program ? 0 : DJP_READ_NO_SDT), &list, err,
 				  sizeof(err)) == 0) {
 		/* the library's own (kernel/threads.c) are nobody's probes */
-		for (size_t i = 0; i < list->count && !found; i++)
-			found = !djp_marker_reserved(list->v[i].name);
+		found = djp_marker_list_programs(list) > 0;
 		djp_marker_list_free(list);
 	}
 	return found;
