@@ -66,7 +66,7 @@ static bool try_debug_file(void *ctx, const char *cand, const void *id, size_t n
 }
 
 /* The separate debug file's DWARF, looked for once, when first needed. */
-static Dwarf *debug_dwarf(struct djp_params_file *pf)
+Dwarf *djp_params_debug_dwarf(struct djp_params_file *pf)
 {
 	size_t shstrndx;
 
@@ -76,11 +76,6 @@ static Dwarf *debug_dwarf(struct djp_params_file *pf)
 			djp_elf_debug_file(pf->elf, shstrndx, pf->path, try_debug_file, pf);
 	}
 	return pf->dbg.dw;
-}
-
-Dwarf *djp_params_debug_dwarf(struct djp_params_file *pf)
-{
-	return debug_dwarf(pf);
 }
 
 /* A DWARF and the unit indexes built on it. */
@@ -132,7 +127,7 @@ int djp_params_open(const char *path, struct djp_params_file **out, char *err, s
 	if ((ret = open_object(pf, err, errsz)))
 		goto fail;
 	pf->own.dw = dwarf_begin_elf(pf->elf, DWARF_C_READ, NULL);
-	if (!pf->own.dw && !debug_dwarf(pf)) {
+	if (!pf->own.dw && !djp_params_debug_dwarf(pf)) {
 		ret = djp_errline(err, errsz, -ENODATA, path, "no debug information");
 		goto fail;
 	}
@@ -278,7 +273,7 @@ int djp_params_find(struct djp_params_file *pf, uint64_t addr, Dwarf_Die *sub, s
 	int ret = find_in(&pf->own, addr, sub);
 
 	*src = &pf->own;
-	if (ret == -ENODATA && debug_dwarf(pf)) {
+	if (ret == -ENODATA && djp_params_debug_dwarf(pf)) {
 		ret = find_in(&pf->dbg, addr, sub);
 		*src = &pf->dbg;
 	}
