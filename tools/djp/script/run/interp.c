@@ -129,6 +129,20 @@ void rt_error(struct run *r, const struct node *at, const char *fmt, ...)
 	longjmp(*r->jb, 1);
 }
 
+void rt_warn(struct run *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (script_no_warnings)
+		return;
+	line_out_flush(r->out);
+	fputs("WARNING: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
 /* ---- values ------------------------------------------------------------- */
 
 void eval_any(struct run *r, struct node *n, union cell *c)

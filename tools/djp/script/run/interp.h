@@ -102,6 +102,10 @@ const char *arena_strn(struct run *r, const char *s, size_t n);
 __attribute__((noreturn, format(printf, 3, 4))) void rt_error(struct run *r, const struct node *at, const char *fmt,
 							       ...);
 
+/* A run-time warning, "WARNING: ..." on stderr after the output so far,
+ * unless -w; the probe goes on. */
+__attribute__((format(printf, 2, 3))) void rt_warn(struct run *r, const char *fmt, ...);
+
 int64_t eval_n(struct run *r, struct node *n);
 const char *eval_s(struct run *r, struct node *n);
 /* either, by n's type */

@@ -291,9 +291,7 @@ static int64_t read_arg(struct run *r, struct node *n, bool sign, bool truncate)
 		if (r->ev->nregs < DJP_REGS_STACK + j + 1)
 			rt_error(r, n, "cannot access arg(%" PRId64 ")", k);
 		if (!(w[DJP_REGS_INFO] >> (DJP_REGS_STACK + j) & 1)) {
-			if (!script_no_warnings)
-				fprintf(stderr, "WARNING: cannot access arg(%" PRId64 ") at user stack address %#" PRIx64 "\n",
-					k, w[7] + 8 * (j + 1));
+			rt_warn(r, "cannot access arg(%" PRId64 ") at user stack address %#" PRIx64, k, w[7] + 8 * (j + 1));
 			return 0;
 		}
 		v = w[DJP_REGS_STACK + j];

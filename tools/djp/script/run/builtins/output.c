@@ -42,9 +42,7 @@ int64_t bi_log(struct run *r, struct node *n)
 
 int64_t bi_warn(struct run *r, struct node *n)
 {
-	line_out_flush(r->out);
-	if (!script_no_warnings)
-		fprintf(stderr, "WARNING: %s\n", eval_s(r, n->args[0]));
+	rt_warn(r, "%s", eval_s(r, n->args[0]));
 	return 0;
 }
 

@@ -129,9 +129,7 @@ const char *bi_return_str(struct run *r, struct node *n)
  * (tapset/errno.stp), as a system call's return gives one */
 int64_t bi_errno_p(struct run *r, struct node *n)
 {
-	int64_t e = eval_n(r, n->args[0]);
-
-	return e < 0 && e > -4096 && *tapset_errno_str(e);
+	return tapset_errno_p(eval_n(r, n->args[0]));
 }
 
 /* signal_str(num): "HUP" for 1, as tapset/signal.stp names them (the

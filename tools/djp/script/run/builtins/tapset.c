@@ -241,9 +241,14 @@ const char *tapset_errno_str(int64_t e)
 	return name ? name : "";
 }
 
+bool tapset_errno_p(int64_t e)
+{
+	return e < 0 && e > -4096 && *tapset_errno_str(e);
+}
+
 void tapset_return_str(int64_t format, int64_t ret, char *buf, size_t sz)
 {
-	if (ret < 0 && ret > -4096 && *tapset_errno_str(ret))
+	if (tapset_errno_p(ret))
 		snprintf(buf, sz, "%lld (%s)", (long long)ret, tapset_errno_str(ret));
 	else if (format == 2)
 		snprintf(buf, sz, "0x%llx", (unsigned long long)ret);

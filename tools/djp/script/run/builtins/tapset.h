@@ -44,6 +44,8 @@ void tapset_text_str(const char *s, size_t len, bool quoted, bool more, char *ou
 
 /* "EPERM" for 1 or -1; "" when unknown. */
 const char *tapset_errno_str(int64_t e);
+/* errno_p(e): a negated error number that has a name (tapset/errno.stp) */
+bool tapset_errno_p(int64_t e);
 /* return_str(format, ret) and returnstr(format)'s text (tapset/errno.stp) */
 void tapset_return_str(int64_t format, int64_t ret, char *buf, size_t sz);
 /* bytes_to_string(bytes)'s text (tapset/proc_mem.stp) */

@@ -13,7 +13,6 @@
 
 #include "dwarfless.h"
 #include "tapset.h"
-#include "tools/djp/line_out.h"
 #include "tools/djp/script/run/interp.h"
 #include "tools/djp/script/typed.h"
 
@@ -124,9 +123,7 @@ const char *bi_user_string_warn(struct run *r, struct node *n)
 
 	if (t)
 		return t;
-	line_out_flush(r->out);
-	if (!script_no_warnings)
-		fprintf(stderr, "WARNING: user string copy fault -14 at 0x%llx\n", (unsigned long long)addr);
+	rt_warn(r, "user string copy fault -14 at 0x%llx", (unsigned long long)addr);
 	return "";
 }
 
