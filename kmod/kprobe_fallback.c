@@ -47,7 +47,7 @@ NOKPROBE_SYMBOL(kp_post);
 
 /*
  * Store the site's first byte again, with the value it has now, through
- * djprobe's own alias (ktext.c's rewrite_first_bytes() says why): kprobes
+ * djprobe's own alias (ktext.c's renew_first_bytes() says why): kprobes
  * wrote it through its own, and an emulator may still run a translation
  * of the old byte.  On hardware the store changes nothing.
  */

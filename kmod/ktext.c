@@ -21,7 +21,7 @@
  *                 for them all: the kernel's text_poke_sync().  Other CPUs
  *                 keep running and may hit a site's int3 meanwhile
  *                 (ktrap.c); under an emulator one of them may loop on a
- *                 stale int3, which the wait undoes (sync_renew).
+ *                 stale int3, which the wait undoes (renew_first_bytes).
  *   stop_machine  the whole batch runs inside stop_machine(): the first
  *                 CPU to arrive does every write, the others spin until it
  *                 is done, then every CPU runs sync_core() before it leaves,
@@ -245,7 +245,7 @@ int arch_text_close(struct djp_text_session *s)
  * The sync between steps with sync=ipi: the kernel's text_poke_sync(),
  * sync_core() on every CPU, waited for here.  Not on_each_cpu(), which
  * only waits, and may not be called with interrupts masked: the wait
- * below renews the batch's first bytes while it lasts (see sync_renew).
+ * below renews the batch's first bytes while it lasts (renew_first_bytes).
  * CPUs cannot come or go meanwhile (djp_text_batch holds
  * cpus_read_lock); one call_single_data per CPU serves every sync, since
  * each sync waits for all of them (text_mutex).
@@ -258,7 +258,7 @@ static DEFINE_PER_CPU(call_single_data_t, sync_csd);
 #define SYNC_RENEW_SPINS 8192
 static atomic_t sync_pending;
 
-/* The batch under way (text_mutex), whose first bytes sync_renew stores. */
+/* The batch under way (text_mutex), whose first bytes a long wait renews. */
 static struct djp_poke *sync_batch;
 static size_t sync_batch_n;
 
@@ -269,33 +269,33 @@ static void sync_core_csd(void *unused)
 }
 
 /*
- * Store each site's first byte once more with the value it has now: no
- * change to a CPU, and the undoing of a translation an emulator made of
- * the old byte (rewrite_first_bytes says how QEMU's TCG keeps one).  The
- * CPU that runs such a stale int3 is in a loop with its interrupts
- * masked when the site is in code that masks them (__schedule): kprobes'
- * stale-trap rule sends it back to the site, which TCG runs from its
- * stale translation again, and the sync's interrupt never reaches it.
- * Storing the byte again ends the loop, and the sync completes.  Real
- * CPUs seldom wait this long (a CPU with interrupts masked for a
- * millisecond), and for them the store is one of a value already there.
+ * Store each site's first byte once more with the value it has now.  A
+ * CPU sees no change (an identical single-byte store at an instruction
+ * start), but an emulator that caches translated code sees one more write
+ * to the page: QEMU's TCG can translate a site's bytes on one vCPU while
+ * another vCPU's store to them bypasses its invalidation, and then runs
+ * the stale int3 for ever (kprobes' stale-trap rule sends it back each
+ * time, since memory no longer holds 0xcc); the store ends that.  It is
+ * made once the batch is done, and while a sync waits long: the CPU that
+ * runs such a stale int3 where the site's code masks interrupts
+ * (__schedule) never takes the sync's IPI.  Real CPUs seldom wait that
+ * long (a CPU with interrupts masked for a millisecond).
  */
-static unsigned long sync_renewals;
-module_param(sync_renewals, ulong, 0444);
-MODULE_PARM_DESC(sync_renewals, "times a sync's wait stored the first bytes again (an emulator's stale int3)");
-
-static void sync_renew(void)
+static void renew_first_bytes(struct djp_poke *p, size_t n)
 {
 	struct djp_text_session s = { .alias = current_alias };
 	size_t i;
 
-	WRITE_ONCE(sync_renewals, sync_renewals + 1);
-	for (i = 0; i < sync_batch_n; i++) {
-		u8 b = READ_ONCE(*(u8 *)sync_batch[i].addr);
+	for (i = 0; i < n; i++) {
+		u8 b = READ_ONCE(*(u8 *)p[i].addr);
 
-		arch_text_write(&s, sync_batch[i].addr, &b, 1);
+		arch_text_write(&s, p[i].addr, &b, 1);
 	}
 }
+
+static unsigned long sync_renewals;
+module_param(sync_renewals, ulong, 0444);
+MODULE_PARM_DESC(sync_renewals, "times a sync's wait stored the first bytes again (an emulator's stale int3)");
 
 static int sync_ipi(void)
 {
@@ -320,8 +320,10 @@ static int sync_ipi(void)
 	sync_core();
 	while (atomic_read_acquire(&sync_pending)) {
 		cpu_relax();
-		if (++spins % SYNC_RENEW_SPINS == 0)
-			sync_renew();
+		if (++spins % SYNC_RENEW_SPINS == 0) {
+			WRITE_ONCE(sync_renewals, sync_renewals + 1);
+			renew_first_bytes(sync_batch, sync_batch_n);
+		}
 	}
 	put_cpu();
 	return 0;
@@ -329,8 +331,8 @@ static int sync_ipi(void)
 
 /*
  * Whether the CPUs are QEMU's TCG, which keeps a translation of code
- * another vCPU has just stored over (sync_renew): CPUID's hypervisor leaf
- * says "TCGTCGTCGTCG" there.  Asked once.
+ * another vCPU has just stored over (renew_first_bytes): CPUID's
+ * hypervisor leaf says "TCGTCGTCGTCG" there.  Asked once.
  */
 static int text_emulated = -1;
 
@@ -358,27 +360,6 @@ MODULE_PARM_DESC(emulated, "1 when the CPUs are QEMU's TCG: a batch then masks t
 static int sync_none(void)
 {
 	return 0;
-}
-
-/*
- * Once the batch is done, the first byte of every site is stored once
- * more, with the value it already has.  A CPU sees no change (an
- * identical single-byte store at an instruction start), but an emulator
- * that caches translated code sees one more write to the page: QEMU's TCG
- * can translate a site's bytes on one vCPU while another vCPU's store to
- * them, through an alias mapped earlier, bypasses its invalidation, and
- * then runs the stale int3 forever (kprobes' stale-trap rule sends it
- * back each time, since memory no longer holds 0xcc).  The last store
- * invalidates any translation made from the old bytes.
- */
-static void rewrite_first_bytes(struct djp_poke *p, size_t n)
-{
-	struct djp_text_session s = { .alias = current_alias };
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (*(u8 *)p[i].addr == p[i].new[0])
-			arch_text_write(&s, p[i].addr, p[i].new, 1);
 }
 
 struct stop_batch {
@@ -437,14 +418,14 @@ int djp_text_batch(struct djp_poke *p, size_t n)
 		if (!ret)
 			ret = b.ret;
 		if (!ret)
-			rewrite_first_bytes(p, n);
+			renew_first_bytes(p, n);
 	} else {
 		/*
 		 * No CPU comes or goes during the batch (the syncs wait for
 		 * each online one).  Under TCG, the whole batch runs with
 		 * this CPU's interrupts masked: from a first byte's store to
-		 * its renewal (sync_renew, rewrite_first_bytes) nothing may
-		 * stand between, since a CPU looping on a stale int3 where
+		 * its renewal (renew_first_bytes) nothing may stand
+		 * between, since a CPU looping on a stale int3 where
 		 * interrupts are masked (__schedule) holds its runqueue's
 		 * lock meanwhile.  An interrupt here could spin for that lock
 		 * as long as the loop lasts, and a patcher preempted here
@@ -469,7 +450,7 @@ int djp_text_batch(struct djp_poke *p, size_t n)
 		sync_batch_n = n;
 		ret = arch_poke_batch(p, n, sync_ipi, NULL);
 		if (!ret)
-			rewrite_first_bytes(p, n);
+			renew_first_bytes(p, n);
 		sync_batch = NULL;
 		sync_batch_n = 0;
 		if (masked)
