@@ -104,6 +104,29 @@
  * lost for want of one.  After fork() the child forgets the parent thread's
  * slot (a pthread_atfork handler), so two processes never write one ring.
  *
+ * Slots handed on.  A retired slot is free again only once the consumer
+ * has read it, and a consumer is a process of its own that a busy target
+ * can keep off the CPU: a program that starts and ends threads faster than
+ * the tool drains (50 at a time, on two cores, took the 256 slots in 13 ms
+ * while the tool slept its 5 ms between drains, or waited for a core) lost
+ * every event of every thread after.  So in discard mode a thread that
+ * finds no free slot takes a retired one over, ring and unread events
+ * included: it moves the owner word from RETIRED to TAKING (a CAS; the
+ * consumer recycles only by a CAS from RETIRED too, so exactly one of them
+ * has it), writes an owner record at the old head (DJP_EVF_OWNER: the old
+ * tid, the new, and the slot's counts so far, which were the old owner's),
+ * publishes head, and only then makes the owner word its own.  The consumer
+ * attributes events by the records: those before a record to its old tid,
+ * with that thread's final counts reported as a retired slot's; those after
+ * to the new one.  For a slot it has no owner for yet it takes the old tid
+ * of the first record below head, or else the owner word's; since a taker
+ * publishes its record before its owner word and the consumer reads the
+ * owner word before head, an owner word that names the taker comes with
+ * its record in range.  Only a ring with room for the record and a
+ * sub-buffer more is taken (a full one would lose the events for want of
+ * room instead).  A flight recorder's ring is kept to the end, never
+ * handed on.
+ *
  * Trust, producer side.  The consumer maps the region read-write, so every
  * shared word may hold anything at any time.  The producer reads geometry
  * only from its private copies (struct djp_region, the TLS), keeps the
@@ -349,6 +372,71 @@ void djp_ring_thread_retire(void)
 	djp_ring_tls.fast_end = 0;
 }
 
+/* Room for an owner record, however the sub-buffers fall. */
+#define OWNER_RECORD_SIZE (DJP_EV_HDR_SIZE + 8u * DJP_OWNER_NARGS)
+
+/* A retired slot of this process whose ring has room for an owner record
+ * and a sub-buffer more, made TAKING (its old owner's tid in *old_tid): no
+ * other thread takes it, and the consumer does not recycle it, until the
+ * taker makes it its own.  A full ring helps no one: its events would be
+ * lost for want of room instead of a slot. */
+static struct djp_slot_hdr *take_retired(struct djp_region *r, uint32_t pid, uint32_t *old_tid)
+{
+	for (unsigned i = 0, used = slots_used(r->hdr, r->nslots); i < used; i++) {
+		struct djp_slot_hdr *s = region_slot(r, i);
+		uint64_t owner = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE), head, tail;
+		uint32_t tid = (uint32_t)(owner >> 32);
+
+		if ((uint32_t)owner != DJP_SLOT_RETIRED || !tid || __atomic_load_n(&s->pid, __ATOMIC_RELAXED) != pid)
+			continue;
+		head = __atomic_load_n(&s->head, __ATOMIC_RELAXED);
+		tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+		if (head < tail || head - tail + r->subbuf_size + OWNER_RECORD_SIZE > r->ring_size)
+			continue;
+		if (__atomic_compare_exchange_n(&s->owner, &owner, (uint64_t)tid << 32 | DJP_SLOT_TAKING, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			*old_tid = tid;
+			return s;
+		}
+	}
+	return NULL;
+}
+
+/* The owner record at the head of a slot taken over (t is set up for
+ * it): which thread's the events after it are, and the counts that were
+ * the old owner's.  The reservation of djp_ring_record_loads, for one
+ * fixed-size event that take_retired made room for. */
+static bool hand_on(struct djp_ring_tls *t, struct djp_slot_hdr *s, uint32_t old_tid, uint32_t new_tid)
+{
+	uint64_t sb_size = t->sb_mask + 1, pos = t->head, at, ts, *e;
+	uint64_t tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+
+	if (!djp_ring_place(pos, OWNER_RECORD_SIZE, sb_size, &at) || at + OWNER_RECORD_SIZE - tail > t->ring_size)
+		return false;
+	s->tail_cache = tail;
+	ts = djp_clock_raw();
+	djp_ring_pad(t->data, t->ring_size, sb_size, pos, at, ts);
+	if ((at & t->sb_mask) == 0) {
+		uint64_t k = at >> t->sb_shift;
+		struct djp_subbuf_rec *rec = &s->sb[k & t->nsb_mask];
+		__atomic_store_n(&rec->seq, k + 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		__atomic_store_n(&rec->count, s->nevents, __ATOMIC_RELAXED);
+	}
+	e = (uint64_t *)(t->data + (at & (t->ring_size - 1)));
+	e[0] = ts;
+	e[2] = old_tid;
+	e[3] = new_tid;
+	e[4] = __atomic_load_n(&s->nevents, __ATOMIC_RELAXED);
+	e[5] = __atomic_load_n(&s->lost_full, __ATOMIC_RELAXED);
+	e[6] = __atomic_load_n(&s->lost_nested, __ATOMIC_RELAXED);
+	e[1] = djp_ev_word(DJP_MARKER_OWNER, OWNER_RECORD_SIZE, DJP_OWNER_NARGS, DJP_EVF_OWNER);
+	__atomic_store_n(&s->nevents, s->nevents + 1, __ATOMIC_RELAXED);
+	t->head = at + OWNER_RECORD_SIZE;
+	__atomic_store_n(&s->head, t->head, __ATOMIC_RELEASE);
+	return true;
+}
+
 /*
  * The first record of a thread in a region: find the slot this thread
  * already owns there (it may have recorded into another region since), or
@@ -370,6 +458,7 @@ int djp__ring_attach(struct djp_region *r)
 	uint64_t active = (uint64_t)tid << 32 | DJP_SLOT_ACTIVE, exiting = (uint64_t)tid << 32 | DJP_SLOT_EXITING;
 	struct djp_slot_hdr *slot = NULL;
 	uint64_t head = 0;
+	uint32_t old_tid = 0;
 
 	unsigned used = slots_used(r->hdr, r->nslots);
 
@@ -402,17 +491,25 @@ int djp__ring_attach(struct djp_region *r)
 			raise_slots_used(r->hdr, i + 1);
 		}
 	}
+	/* None free: the slot of a thread gone, ring and all, with the
+	 * events it holds still unread (not a flight recorder's, whose
+	 * events are kept to the end).  Slots of threads gone are retired
+	 * first: the EXITING ones (the exit of the thread after retires
+	 * them, but it may not have come yet) at the first such claim and
+	 * every 16th after, the ACTIVE ones every 256th, since this is a
+	 * system call per slot and a thread with no slot comes here at each
+	 * record. */
+	if (!slot && !(r->mode == DJP_RING_DISCARD && (slot = take_retired(r, pid, &old_tid)))) {
+		uint64_t tries = __atomic_fetch_add(&r->noslot_tries, 1, __ATOMIC_RELAXED);
+		if (!(tries & 15) && reap(r, pid, tid, !(tries & 255)) && r->mode == DJP_RING_DISCARD)
+			slot = take_retired(r, pid, &old_tid);
+	}
 	if (!slot) {
-		/* None free: this event is lost.  The slots of threads gone
-		 * are retired, for the consumer to read and recycle; at the
-		 * first such loss and every 256th after, since a thread with
-		 * no slot comes here at each record, and this is a system
-		 * call per thread recording. */
-		if (!(__atomic_fetch_add(&r->noslot_tries, 1, __ATOMIC_RELAXED) & 255))
-			reap(r, pid, tid, true);
 		__atomic_fetch_add(&r->hdr->lost_noslot, 1, __ATOMIC_RELAXED);
 		return -ENOSPC;
 	}
+	if (old_tid)
+		head = __atomic_load_n(&slot->head, __ATOMIC_RELAXED);
 	t->slot = slot;
 	t->data = (uint8_t *)slot + r->slot_hdr_size;
 	t->ring_size = r->ring_size;
@@ -424,6 +521,19 @@ int djp__ring_attach(struct djp_region *r)
 	t->tid = tid;
 	t->head = head;
 	t->fast_end = 0;
+	if (old_tid && !hand_on(t, slot, old_tid, tid)) {
+		t->slot = NULL;
+		__atomic_store_n(&slot->owner, (uint64_t)old_tid << 32 | DJP_SLOT_RETIRED, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&r->hdr->lost_noslot, 1, __ATOMIC_RELAXED);
+		return -ENOSPC;
+	}
+	if (old_tid) {
+		__atomic_store_n(&slot->serial, t->serial, __ATOMIC_RELAXED);
+		/* the record is published (its head) before the owner says
+		 * whose the slot is now: a consumer that reads the new owner
+		 * finds the record, and knows whose the events before it are */
+		__atomic_store_n(&slot->owner, t->exiting ? exiting : active, __ATOMIC_RELEASE);
+	}
 	/* the key's destructor marks the thread's exit (it ran already for
 	 * an exiting one, whose slot is EXITING from the start) */
 	if (ring_key_ok && !t->exiting)
@@ -654,6 +764,13 @@ struct consumer_slot {
 	uint64_t accounted;   /* overwrite: events before tail, delivered or lost */
 	uint64_t corrupt;
 	bool resumed;	      /* opened with tail != 0: accounted is unknown */
+	/* discard mode: the thread whose events are at tail (0: not known
+	 * yet), and the counts that were its predecessors' in this slot
+	 * (owner records; "Slots handed on") */
+	uint32_t tid;
+	struct {
+		uint64_t produced, lost_full, lost_nested, delivered, corrupt;
+	} base;
 };
 
 struct djp_consumer {
@@ -828,17 +945,19 @@ int djp_consumer_slot_stats(const struct djp_consumer *c, unsigned i, struct djp
 	s = cslot(c, i);
 	cs = &c->slots[i];
 	owner = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+	/* a slot handed on counts from its owner record on (the counts
+	 * before were the old owner's, reported when the record was read) */
 	*st = (struct djp_slot_stats){
 		.slot = i,
-		.tid = (uint32_t)(owner >> 32),
+		.tid = cs->tid ? cs->tid : (uint32_t)(owner >> 32),
 		.state = (uint32_t)owner,
 		.generation = __atomic_load_n(&s->generation, __ATOMIC_RELAXED),
-		.produced = __atomic_load_n(&s->nevents, __ATOMIC_RELAXED),
-		.delivered = cs->delivered,
-		.lost_full = __atomic_load_n(&s->lost_full, __ATOMIC_RELAXED),
-		.lost_nested = __atomic_load_n(&s->lost_nested, __ATOMIC_RELAXED),
+		.produced = __atomic_load_n(&s->nevents, __ATOMIC_RELAXED) - cs->base.produced,
+		.delivered = cs->delivered - cs->base.delivered,
+		.lost_full = __atomic_load_n(&s->lost_full, __ATOMIC_RELAXED) - cs->base.lost_full,
+		.lost_nested = __atomic_load_n(&s->lost_nested, __ATOMIC_RELAXED) - cs->base.lost_nested,
 		.overwritten = cs->overwritten,
-		.corrupt = cs->corrupt,
+		.corrupt = cs->corrupt - cs->base.corrupt,
 	};
 	return 0;
 }
@@ -854,6 +973,70 @@ struct parse {
 	uint64_t events;       /* events parsed (delivered or not) */
 	uint64_t delivered;
 };
+
+/* An owner record read (discard mode): the old owner's final counts go to
+ * slot_done as a retired slot's would, and the events after it are the
+ * new owner's.  Its words may be anything: they only make numbers. */
+static void owner_record(struct djp_consumer *c, struct parse *p, const struct djp_event *ev)
+{
+	struct consumer_slot *cs = &c->slots[p->slot];
+	struct djp_slot_hdr *s = cslot(c, p->slot);
+	uint64_t delivered = cs->delivered + p->delivered;
+	struct djp_slot_stats st = {
+		.slot = p->slot,
+		.tid = p->tid,
+		.state = DJP_SLOT_RETIRED,
+		.generation = __atomic_load_n(&s->generation, __ATOMIC_RELAXED),
+		.produced = ev->args[2] - cs->base.produced,
+		.delivered = delivered - cs->base.delivered,
+		.lost_full = ev->args[3] - cs->base.lost_full,
+		.lost_nested = ev->args[4] - cs->base.lost_nested,
+		.corrupt = cs->corrupt - cs->base.corrupt,
+	};
+
+	if (p->ops->slot_done)
+		p->ops->slot_done(p->arg, &st);
+	cs->base.produced = ev->args[2] + 1; /* the record counts as an event */
+	cs->base.lost_full = ev->args[3];
+	cs->base.lost_nested = ev->args[4];
+	cs->base.delivered = delivered;
+	cs->base.corrupt = cs->corrupt;
+	cs->tid = p->tid = (uint32_t)ev->args[1];
+}
+
+/* The thread whose events begin at from, for a slot the consumer has not
+ * read an owner of yet: the old tid of the first owner record in [from,
+ * to), or the owner word's.  The new owner publishes its record before it
+ * writes the owner word, and the drain reads the owner word before head:
+ * an owner word that names a taker comes with its record below head. */
+static uint32_t first_owner(struct djp_consumer *c, const uint8_t *ring, uint64_t from, uint64_t to,
+			    uint32_t owner_tid)
+{
+	uint64_t R = c->h.ring_size, B = c->h.subbuf_size, pos = from;
+	struct djp_event ev;
+
+	while (pos < to) {
+		uint64_t off = pos & (B - 1);
+		if (B - off < DJP_EV_HDR_SIZE) {
+			pos += B - off;
+			continue;
+		}
+		memcpy(&ev, ring + (pos & (R - 1)), DJP_EV_HDR_SIZE);
+		if (ev.flags & DJP_EVF_PAD) {
+			pos += B - off;
+			continue;
+		}
+		if (ev.size < DJP_EV_HDR_SIZE || (ev.size & 7) || ev.size > B - off || ev.size > to - pos)
+			break;
+		if ((ev.flags & DJP_EVF_OWNER) && ev.marker_id == DJP_MARKER_OWNER && ev.nargs == DJP_OWNER_NARGS) {
+			uint64_t old;
+			memcpy(&old, ring + ((pos + DJP_EV_HDR_SIZE) & (R - 1)), 8);
+			return (uint32_t)old;
+		}
+		pos += ev.size;
+	}
+	return owner_tid;
+}
 
 /*
  * Parse the committed events in [from, to) of a ring image (the shared ring
@@ -888,6 +1071,13 @@ static uint64_t parse_range(struct djp_consumer *c, const uint8_t *ring, uint64_
 		memcpy((uint8_t *)ev + DJP_EV_HDR_SIZE, ring + ((pos + DJP_EV_HDR_SIZE) & (R - 1)),
 		       size - DJP_EV_HDR_SIZE);
 		p->events++;
+		if (ev->flags & DJP_EVF_OWNER) {
+			if (ev->marker_id == DJP_MARKER_OWNER && ev->nargs == DJP_OWNER_NARGS &&
+			    c->h.mode == DJP_RING_DISCARD && pos >= p->deliver_from)
+				owner_record(c, p, ev);
+			pos += size;
+			continue;
+		}
 		if (pos >= p->deliver_from) {
 			p->delivered++;
 			if (p->ops->event(p->arg, ev, p->tid, p->slot) && p->may_stop)
@@ -904,7 +1094,14 @@ static void recycle(struct djp_consumer *c, unsigned i, uint64_t owner, const st
 	struct djp_slot_stats st;
 	uint64_t expect = owner;
 
+	/* a thread may be taking it over: whoever moves the owner word first
+	 * has it */
+	if (!__atomic_compare_exchange_n(&s->owner, &expect, (owner & ~0xffffffffull) | DJP_SLOT_RECYCLING, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	expect = (owner & ~0xffffffffull) | DJP_SLOT_RECYCLING;
 	djp_consumer_slot_stats(c, i, &st);
+	st.state = DJP_SLOT_RETIRED;
 	if (ops->slot_done)
 		ops->slot_done(arg, &st);
 	s->head = 0;
@@ -928,6 +1125,10 @@ static uint64_t drain_in_place(struct djp_consumer *c, unsigned i, struct parse 
 	struct consumer_slot *cs = &c->slots[i];
 	uint64_t head = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
 
+	if (!cs->tid && head > cs->tail && head - cs->tail <= c->h.ring_size)
+		cs->tid = first_owner(c, cdata(c, i), cs->tail, head, p->tid);
+	if (cs->tid)
+		p->tid = cs->tid;
 	if (head < cs->tail || head - cs->tail > c->h.ring_size) {
 		/* Not something a producer writes: skip it all. */
 		cs->corrupt += head > cs->tail ? head - cs->tail : 0;
@@ -1025,7 +1226,8 @@ long djp_consumer_drain(struct djp_consumer *c, const struct djp_drain_ops *ops,
 		uint32_t state = (uint32_t)owner;
 		struct parse p = { .ops = ops, .arg = arg, .slot = i, .tid = (uint32_t)(owner >> 32) };
 
-		if (state != DJP_SLOT_ACTIVE && state != DJP_SLOT_EXITING && state != DJP_SLOT_RETIRED)
+		if (state != DJP_SLOT_ACTIVE && state != DJP_SLOT_EXITING && state != DJP_SLOT_RETIRED &&
+		    state != DJP_SLOT_TAKING)
 			continue;
 		if (c->h.mode == DJP_RING_OVERWRITE)
 			head = drain_snapshot(c, i, &p);

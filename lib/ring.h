@@ -128,6 +128,12 @@ enum djp_slot_state {
 	 * still written, read as an active one, retired once the thread is
 	 * gone (lib/ring.c, "Threads coming and going") */
 	DJP_SLOT_EXITING = 3,
+	/* a thread is taking the retired slot over, its ring included: it
+	 * writes an owner record (DJP_EVF_OWNER) and then makes it ACTIVE
+	 * (lib/ring.c, "Slots handed on") */
+	DJP_SLOT_TAKING = 4,
+	/* the consumer is recycling it; FREE after */
+	DJP_SLOT_RECYCLING = 5,
 };
 
 /* Shared header.  Written once by the creator, except lost_noslot. */

@@ -25,7 +25,14 @@
 #define DJP_EVF_TASK 0x10    /* the hit's task, before the CPU (kernel rings) */
 #define DJP_EVF_REGS 0x20    /* the hit's registers, before the user stack */
 #define DJP_EVF_LOADS 0x40   /* the results of load programs, after the stack */
+/* An owner record (discard mode): the slot passed from a thread gone to a
+ * live one; words: the old tid, the new, and the slot's nevents, lost_full
+ * and lost_nested before it (lib/ring.c, "Slots handed on").  Read by the
+ * consumer, never delivered. */
+#define DJP_EVF_OWNER 0x80
 #define DJP_MARKER_PAD 0xffffffffu
+#define DJP_MARKER_OWNER 0xfffffffeu
+#define DJP_OWNER_NARGS 5
 
 /* String descriptor fields (lib/ring.h). */
 #define DJP_STR_OFFSET(w) ((uint32_t)((w) & 0xffff))

@@ -250,7 +250,8 @@ static void last_dtor(void *v)
 		pthread_setspecific(last_key, (void *)(uintptr_t)(round + 1));
 		return;
 	}
-	djp_ring_record(last_region, 3, &round, 1, 0, 0);
+	uint64_t a[2] = { round, (uint64_t)test_gettid() };
+	djp_ring_record(last_region, 3, a, 2, 0, 0);
 }
 
 static void *record_only_in_the_last_round(void *arg)
@@ -270,41 +271,100 @@ static void wait_tid_gone(uint32_t tid)
 	}
 }
 
+/* The slots of threads gone are taken over, ring and unread events
+ * included, by a thread that finds none free ("Slots handed on"): every
+ * event arrives with the tid of the thread that recorded it, and each
+ * thread's counts come once.  Without the owner record the third thread's
+ * event came under the first's tid; without the takeover it was lost. */
 TEST(ring_slots_of_threads_gone_are_taken_back_when_none_is_free)
 {
 	struct djp_region *r = last_region = small_region(2, 8192, 2, DJP_RING_DISCARD);
 	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
 	struct djp_drain_ops ops = { .event = exit_log_event, .slot_done = exit_log_done };
 	struct exit_log x = { 0 };
+	uint32_t tids[4];
 	pthread_t th;
 	void *ret;
 
 	CHECK(c);
 	CHECK_EQ(pthread_key_create(&last_key, last_dtor), 0);
-	/* two threads take the two slots and leave them ACTIVE */
+	/* two threads take the two slots and leave them ACTIVE, unread */
 	for (int i = 0; i < 2; i++) {
 		CHECK_EQ(pthread_create(&th, NULL, record_only_in_the_last_round, NULL), 0);
 		CHECK_EQ(pthread_join(th, &ret), 0);
-		wait_tid_gone((uint32_t)(uintptr_t)ret);
+		wait_tid_gone(tids[i] = (uint32_t)(uintptr_t)ret);
 	}
 	CHECK_EQ(ring_slots_in(r, DJP_SLOT_ACTIVE), 2);
-	CHECK_EQ(djp_consumer_drain(c, &ops, &x), 2);
-	/* the third finds none free: its event is lost, and the two are
-	 * retired, read and recycled */
+	/* the third finds none free: the two are retired and it takes one
+	 * over, the first thread's event still in it */
 	CHECK_EQ(pthread_create(&th, NULL, record_only_in_the_last_round, NULL), 0);
 	CHECK_EQ(pthread_join(th, &ret), 0);
-	CHECK_EQ(djp_consumer_lost_noslot(c), 1);
-	CHECK_EQ(ring_slots_in(r, DJP_SLOT_RETIRED), 2);
-	CHECK_EQ(djp_consumer_drain(c, &ops, &x), 0);
+	wait_tid_gone(tids[2] = (uint32_t)(uintptr_t)ret);
+	CHECK_EQ(djp_consumer_lost_noslot(c), 0);
+	CHECK_EQ(ring_slots_in(r, DJP_SLOT_RETIRED), 1);
+	CHECK_EQ(ring_slots_in(r, DJP_SLOT_ACTIVE), 1);
+	CHECK_EQ(djp_consumer_drain(c, &ops, &x), 3);
+	for (size_t i = 0; i < x.got.n; i++) {
+		CHECK_EQ(x.got.ev[i]->nargs, 2);
+		CHECK_EQ(x.got.tid[i], (uint32_t)x.got.ev[i]->args[1]);
+	}
+	/* the taken slot's first owner, by its record, and the other slot */
 	CHECK_EQ(x.d.n, 2);
-	CHECK_EQ(ring_slots_in(r, DJP_SLOT_FREE), 2);
-	/* and the next has one */
+	for (int i = 0; i < 2; i++) {
+		CHECK(x.d.st[i].tid == tids[0] || x.d.st[i].tid == tids[1]);
+		CHECK_EQ(x.d.st[i].produced, 1);
+		CHECK_EQ(x.d.st[i].delivered, 1);
+		CHECK_EQ(x.d.st[i].state, DJP_SLOT_RETIRED);
+	}
+	CHECK(x.d.st[0].tid != x.d.st[1].tid);
+	CHECK_EQ(ring_slots_in(r, DJP_SLOT_FREE), 1);
+	/* the next has the free one; the taker's slot counts its own event */
 	CHECK_EQ(pthread_create(&th, NULL, record_only_in_the_last_round, NULL), 0);
 	CHECK_EQ(pthread_join(th, &ret), 0);
+	wait_tid_gone(tids[3] = (uint32_t)(uintptr_t)ret);
 	CHECK_EQ(djp_consumer_drain(c, &ops, &x), 1);
-	CHECK_EQ(djp_consumer_lost_noslot(c), 1);
-	CHECK_EQ(x.got.n, 3);
+	CHECK_EQ(x.got.tid[3], tids[3]);
+	CHECK_EQ(djp_consumer_lost_noslot(c), 0);
+	for (unsigned i = 0; i < 2; i++) {
+		struct djp_slot_stats st;
+		CHECK_EQ(djp_consumer_slot_stats(c, i, &st), 0);
+		CHECK_EQ(st.produced, 1);
+		CHECK_EQ(st.delivered, 1);
+		CHECK(st.tid == tids[2] || st.tid == tids[3]);
+	}
 	collected_free(&x.got);
+	pthread_key_delete(last_key);
+	djp_consumer_close(c);
+	djp_region_destroy(r);
+}
+
+/* A taker whose ring has no room for the owner record does not take it:
+ * the event is lost for want of a slot, and the old owner's events stay
+ * its own. */
+TEST(ring_full_slot_of_a_thread_gone_is_not_taken)
+{
+	struct djp_region *r = last_region = small_region(1, 8192, 2, DJP_RING_DISCARD);
+	struct djp_consumer *c = djp_consumer_open(djp_region_fd(r));
+	struct collected got = { 0 };
+	uint64_t a[2] = { 0, 0 };
+	pthread_t th;
+	void *ret;
+	long n = 0;
+
+	CHECK(c);
+	CHECK_EQ(pthread_key_create(&last_key, last_dtor), 0);
+	/* fill the one slot, then let its thread go */
+	while (djp_ring_record(r, 1, a, 2, 0, 0) == 0)
+		n++;
+	djp_ring_thread_retire();
+	CHECK_EQ(pthread_create(&th, NULL, record_only_in_the_last_round, NULL), 0);
+	CHECK_EQ(pthread_join(th, &ret), 0);
+	CHECK_EQ(djp_consumer_lost_noslot(c), 1);
+	CHECK_EQ(ring_slots_in(r, DJP_SLOT_RETIRED), 1);
+	CHECK_EQ(djp_consumer_drain(c, &(struct djp_drain_ops){ .event = collect_event }, &got), n);
+	for (size_t i = 0; i < got.n; i++)
+		CHECK_EQ(got.tid[i], test_gettid());
+	collected_free(&got);
 	pthread_key_delete(last_key);
 	djp_consumer_close(c);
 	djp_region_destroy(r);
