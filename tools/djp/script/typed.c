@@ -338,6 +338,7 @@ static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_
 
 	tr->resolved = true;
 	tr->ok = true;
+
 	if (tr->base_call) {
 		char err[256];
 		int reg = dwarfless_address_reg(tr->base_call, err, sizeof(err));
@@ -397,13 +398,120 @@ static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_
 		set_err(tr, "a typed access%s%s outside a function probe", "", "");
 }
 
+/* ---- Script values ------------------------------------------------------ */
+
+static bool names_var(const struct node *n, const char *name)
+{
+	return n && n->kind == N_VAR && n->str && !strcmp(n->str, name);
+}
+
+/* How many times n writes the variable name (assignments of any kind,
+ * ++ and --, delete, a foreach's key or value, a catch's message), the
+ * last plain assignment in *assign. */
+static int writes_of(const struct node *n, const char *name, const struct node **assign)
+{
+	int w = 0;
+
+	if (!n)
+		return 0;
+	if ((n->kind == N_ASSIGN || n->kind == N_INCDEC || n->kind == S_DELETE) && names_var(n->a, name)) {
+		w++;
+		if (n->kind == N_ASSIGN && n->op == 0)
+			*assign = n;
+	}
+	if (n->kind == S_FOREACH) {
+		for (int i = 0; i < n->fe_nkeys && i < n->nargs; i++)
+			w += names_var(n->args[i], name) * 2;
+		w += names_var(n->d, name) * 2;
+	}
+	if (n->kind == S_TRY && n->str && !strcmp(n->str, name))
+		w += 2;
+	w += writes_of(n->a, name, assign) + writes_of(n->b, name, assign) + writes_of(n->c, name, assign) +
+	     writes_of(n->d, name, assign) + writes_of(n->fe_limit, name, assign) + writes_of(n->fe_slice, name, assign);
+	for (int i = 0; i < n->nargs; i++)
+		w += writes_of(n->args[i], name, assign);
+	return w;
+}
+
+static bool contains(const struct node *n, const struct node *x)
+{
+	if (!n)
+		return false;
+	if (n == x)
+		return true;
+	if (contains(n->a, x) || contains(n->b, x) || contains(n->c, x) || contains(n->d, x) ||
+	    contains(n->fe_limit, x) || contains(n->fe_slice, x))
+		return true;
+	for (int i = 0; i < n->nargs; i++)
+		if (contains(n->args[i], x))
+			return true;
+	return false;
+}
+
+/*
+ * @cast(p, "T")->m where p is a local of the probe that holds a context
+ * variable: `p = $req; ... @cast(p, "struct request")->id`.  When p is
+ * written once in the whole body, by a statement of the body's own list
+ * (no branch or loop around it) before the one that reads it, p is that
+ * context variable wherever the cast reads it, and the cast is compiled
+ * as @cast($req, ...): read at the hit, as every typed access.  A value
+ * the script computes any other way (arithmetic, a global, an array) was
+ * gone from the target's memory, or changed, by the time the script runs
+ * (it runs after the hit, in the tool), and its cast is refused.
+ */
+static void cast_of_local(struct script *sc, struct probe *p, struct node *n)
+{
+	struct typed_ref *tr = n->tr;
+	const struct node *v = tr->base_value, *assign = NULL, *rhs;
+	const struct node *body = p->body;
+	int k = -1, use = -1;
+
+	if (!names_var(v, v->str ? v->str : ""))
+		goto refuse;
+	for (struct sym *g = sc->globals; g; g = g->next)
+		if (!strcmp(g->name, v->str))
+			goto refuse;
+	if (!body || body->kind != S_BLOCK || writes_of(body, v->str, &assign) != 1 || !assign)
+		goto refuse;
+	rhs = assign->b;
+	if (rhs && rhs->kind == N_CALL) { /* p = pointer_arg(1) and its kin */
+		char err[256];
+		if (dwarfless_address_reg(rhs, err, sizeof(err)) < 0)
+			goto refuse;
+	} else if (!rhs || rhs->kind != N_CTX || rhs->a || (rhs->str[0] && rhs->str[strlen(rhs->str) - 1] == '$')) {
+		goto refuse;
+	}
+	for (int i = 0; i < body->nargs; i++) {
+		if (body->args[i]->kind == S_EXPR && body->args[i]->a == assign)
+			k = i;
+		if (use < 0 && contains(body->args[i], n))
+			use = i;
+	}
+	if (k < 0 || use <= k)
+		goto refuse;
+	/* the cast of the context variable (or argument register) itself */
+	tr->acc.var = rhs->str;
+	if (rhs->kind == N_CALL)
+		tr->base_call = (struct node *)rhs;
+	tr->base_value = NULL;
+	n->a = NULL;
+	return;
+refuse:
+	set_err(tr, "not supported yet: @cast of a value the script computes (only of a context variable, an "
+		    "argument register, or a local the probe sets to one once, before)%s%s", "", "");
+	tr->resolved = true;
+}
+
 static void walk(struct script *sc, struct djp_source *src, struct probe *p, struct node *n)
 {
 	if (!n)
 		return;
 	if (n->kind == N_TYPED && n->tr && !n->tr->resolved) {
 		n->tr->probe = p;
-		resolve_ref(sc, src, n->tr);
+		if (n->tr->base_value)
+			cast_of_local(sc, p, n);
+		if (!n->tr->resolved)
+			resolve_ref(sc, src, n->tr);
 	}
 	walk(sc, src, p, n->a);
 	walk(sc, src, p, n->b);
@@ -498,6 +606,7 @@ int64_t typed_value(struct run *r, const struct node *n)
 {
 	const struct djp_ev *ev = r->ev;
 	int i = n->tr->idx;
+
 
 	if (!ev || !ev->loads || i < 0 || (unsigned)i >= ev->nloads)
 		rt_error(r, n, "%s was not read at this hit", n->tr->text);

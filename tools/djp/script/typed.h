@@ -39,6 +39,10 @@ struct typed_ref {
 	/* @cast(pointer_arg(n), ...) and its kin: the call, whose register
 	 * resolve_ref finds (acc.has_base_reg); NULL for a $var */
 	struct node *base_call;
+	/* @cast(p, ...) of a local: p (also the N_TYPED node's a), until
+	 * resolution makes it the context variable p holds, or refuses it
+	 * (typed.c, "Script values") */
+	struct node *base_value;
 };
 
 /* Resolve the typed accesses of every probe (before check_script, for

@@ -661,6 +661,8 @@ static int expr(struct checker *ck, struct node *n, int want)
 			ERR(ck, n, "%s: not supported yet: a typed access outside a probe body", n->tr->text);
 			return TY_UNK;
 		}
+		if (n->tr->base_value && expr(ck, n->tr->base_value, TY_LONG) != TY_LONG && n->tr->base_value->ty != TY_UNK)
+			ERR(ck, n->tr->base_value, "@cast of a string (it takes an address)");
 		if (!typed_check(ck->sc, n))
 			ck->errors++;
 		return n->ty = n->tr->pretty ? TY_STR : TY_LONG;

@@ -181,7 +181,7 @@ static bool is_address_call(const struct node *n)
  * variable may be pointer_arg(N) or register("NAME") and their kin. */
 static struct node *at_cast(struct parser *ps, struct tok *at)
 {
-	struct node *var, *n;
+	struct node *var, *n, *value = NULL;
 	struct tok *ty, *path = NULL, *in;
 	char *text;
 	size_t len;
@@ -205,10 +205,11 @@ static struct node *at_cast(struct parser *ps, struct tok *at)
 		var->str = name;
 		var->a = call;
 	} else if (var->kind != N_CTX) {
-		diag(ps->sc, in->line, in->col, "parse error",
-		     "not supported yet: @cast of anything but a context variable ($name), pointer_arg(n), "
-		     "ulong_arg(n), long_arg(n), u64_arg(n), s64_arg(n), register(\"NAME\") or u_register(\"NAME\")");
-		longjmp(ps->fail, 1);
+		/* a value the script computes: a local that holds a context
+		 * variable is read as it (typed.c, "Script values") */
+		value = var;
+		var = mk(ps, N_CTX, in);
+		var->str = value->kind == N_VAR ? value->str : "(expression)";
 	}
 	expect(ps, ",");
 	ty = take(ps);
@@ -231,11 +232,18 @@ static struct node *at_cast(struct parser *ps, struct tok *at)
 	n->tr->acc.cast_type = ty->text;
 	n->tr->acc.cast_path = path ? path->text : NULL;
 	n->tr->base_call = var->a;
+	if (value) {
+		if (n->tr->pretty)
+			not_yet(ps, in, "a pretty-printed @cast of a value the script computes (only of a context "
+					"variable or an argument register)");
+		n->tr->base_value = value;
+		n->a = value; /* checked, resolved and run as any expression */
+	}
 	/* said as written */
 	len = strlen(n->tr->text) + strlen(ty->text) + (path ? strlen(path->text) : 0) + 32;
 	if (!(text = malloc(len)))
 		abort();
-	snprintf(text, len, "@cast(%s%s, \"%s\"%s%s%s)%s", var->a ? "" : "$", n->tr->acc.var, ty->text,
+	snprintf(text, len, "@cast(%s%s, \"%s\"%s%s%s)%s", var->a || value ? "" : "$", n->tr->acc.var, ty->text,
 		 path ? ", \"" : "", path ? path->text : "", path ? "\"" : "",
 		 n->tr->text + 1 + strlen(n->tr->acc.var));
 	n->tr->text = text;
