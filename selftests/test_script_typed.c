@@ -308,6 +308,26 @@ TEST_TIMEOUT(script_typed_cast_of_a_local_holding_a_context_variable, 120)
 	}
 }
 
+/* @entry(EXPR) of context variables, numbers and operators at a return:
+ * its value at the entry (visit returns its k, and the engine keeps the
+ * entry's arguments for the return); anything else is refused. */
+TEST_TIMEOUT(script_entry_of_an_expression_of_parameters, 60)
+{
+	char *got;
+	struct tproc *p = run_script("trace_progs/struct_target", "3",
+				     "probe process.function(\"visit\").return { printf(\"%d %d %d %d\\n\", "
+				     "@entry($k * 2 + 1), @entry($k > 0 ? -$k : 7), @entry(!$k || $k == 2), $return) }",
+				     0, &got);
+	CHECK_STR(got, "1 7 1 0\n3 -1 0 1\n5 -2 1 2\n");
+	free(got);
+	free(p);
+	p = run_script("trace_progs/struct_target", "1",
+		       "probe process.function(\"visit\").return { println(@entry($n->i32)) }", 1, &got);
+	CHECK(strstr(p->ebuf, "not supported yet: @entry of anything but context variables") != NULL);
+	free(got);
+	free(p);
+}
+
 /* One line of a command's output, "" when it printed none. */
 static void first_line_of(const char *cmd, char *out, size_t sz)
 {

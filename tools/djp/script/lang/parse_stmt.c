@@ -139,9 +139,35 @@ static struct node *at_defined(struct parser *ps, struct tok *t)
 	return n;
 }
 
-/* @entry($x) in a return probe: the value $x had at the entry, which is
- * what the return site's $x holds (the engine keeps the entry's arguments
- * for the return) */
+/* An expression of context variables and numbers only: its value at the
+ * return is its value at the entry. */
+static bool of_parameters(const struct node *n)
+{
+	if (!n)
+		return true;
+	switch (n->kind) {
+	case N_NUM:
+		return true;
+	case N_CTX: /* not $x$ (a string of members read at the return) */
+		return !n->a && !(n->str[0] && n->str[strlen(n->str) - 1] == '$');
+	case N_BINOP:
+	case N_CMP:
+	case N_LOGAND:
+	case N_LOGOR:
+	case N_NOT:
+	case N_NEG:
+	case N_BITNOT:
+	case N_TERNARY:
+		return of_parameters(n->a) && of_parameters(n->b) && of_parameters(n->c);
+	default:
+		return false;
+	}
+}
+
+/* @entry(EXPR) in a return probe: the value EXPR had at the entry.  The
+ * engine keeps the entry's arguments for the return, so a return site's
+ * $x is what $x was at the entry, and an expression of them and numbers
+ * ($count * 2, $a + $b > 0) is the same there. */
 static struct node *at_entry(struct parser *ps)
 {
 	struct tok *in;
@@ -150,9 +176,10 @@ static struct node *at_entry(struct parser *ps)
 	in = peek(ps, 0);
 	n = parse_expr(ps);
 	expect(ps, ")");
-	if (n->kind != N_CTX) {
+	if (!of_parameters(n)) {
 		diag(ps->sc, in->line, in->col, "parse error",
-		     "not supported yet: @entry of anything but a context variable ($name)");
+		     "not supported yet: @entry of anything but context variables ($name), numbers and operators "
+		     "on them");
 		longjmp(ps->fail, 1);
 	}
 	return n;
