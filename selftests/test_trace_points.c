@@ -470,7 +470,7 @@ TEST_TIMEOUT(script_usymname_usymdata_umodname, 60)
  * (ft_work(i) for i = 0.., returning i * 7 + 3). */
 TEST_TIMEOUT(func_points_carry_the_parameters, 60)
 {
-	char cmd[4096], real[4096], line[128], script[512], point[8400];
+	char cmd[4096], real[4096], line[128], script[4700], point[8400];
 	int st, no = 0, at = 0;
 	struct tproc *p;
 	FILE *src;
@@ -529,6 +529,21 @@ TEST_TIMEOUT(func_points_carry_the_parameters, 60)
 		 "process(\"%s\").function(\"ft_other@%s:%d\").return $i:long int $return:long\n"
 		 "process(\"%s\").function(\"ft_work@%s:%d\").return $i:long int $return:long\n",
 		 real, ft_source(), ft_line("long ft_other(long i)"), real, ft_source(), ft_line("long ft_work(long i)"));
+	CHECK_STR(p->obuf, point);
+	free(p);
+
+	/* -L of a statement: the line, with the parameter and the local in
+	 * scope there and their C types; -l without them */
+	snprintf(script, sizeof(script), "process(\"%s\").statement(\"ft_work@func_target.c:%d\")", real, no);
+	p = djp_run((char *const[]){ (char *)tt_djp(), "-L", script, NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	snprintf(point, sizeof(point), "process(\"%s\").statement(\"ft_work@%s:%d\") $i:long int $r:long int\n", real,
+		 ft_source(), no);
+	CHECK_STR(p->obuf, point);
+	free(p);
+	p = djp_run((char *const[]){ (char *)tt_djp(), "-l", script, NULL }, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	snprintf(point, sizeof(point), "process(\"%s\").statement(\"ft_work@%s:%d\")\n", real, ft_source(), no);
 	CHECK_STR(p->obuf, point);
 	free(p);
 }

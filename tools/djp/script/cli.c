@@ -22,7 +22,9 @@
 #include <time.h>
 
 #include "run/run.h"
+#include "lib/addr_line.h"
 #include "lib/escape.h"
+#include "lib/func_symbols.h"
 #include "func_points.h"
 #include "script.h"
 #include "tools/djp/line_out.h"
@@ -272,6 +274,57 @@ static void list_functions(const struct probe_point *pp, const struct djp_source
 	free(path);
 }
 
+/* A statement("FUNC@FILE:LINE") point's line, once for each function
+ * with code there, as stap -l writes it (the file the line table names);
+ * -L adds the variables in scope at the line's first address, parameters
+ * and locals, those the DWARF places somewhere readable there. */
+static void list_statements(const struct probe_point *pp, const struct djp_source *src, bool fields,
+			    char ***lines, unsigned *n, unsigned *cap)
+{
+	char err[512], file[1024], vars[2048], *path;
+	struct djp_func_table *t = NULL;
+	struct djp_params_file *pf = NULL;
+	uint64_t addrs[64];
+	int na, line;
+
+	if (!(path = func_point_object(pp, src->target_pid)))
+		return;
+	na = djp_lines_resolve(path, pp->glob + 5, addrs, 64, err, sizeof(err));
+	if (na < 0 || (na > 0 && djp_funcs_read(path, &t, err, sizeof(err)))) {
+		fprintf(stderr, "djp: %s\n", err);
+		na = 0;
+	}
+	if (fields && na > 0 && djp_params_open(path, &pf, err, sizeof(err)))
+		pf = NULL;
+	for (int i = 0; i < na; i++) {
+		const struct djp_func *f = djp_funcs_at(t, addrs[i]);
+		struct djp_param_set ps;
+		size_t len = 0;
+
+		if (!f || djp_addr_line(path, addrs[i], file, sizeof(file), &line))
+			continue;
+		vars[0] = 0;
+		if (pf && !djp_params_get_vars(pf, f->addr, addrs[i], &ps, err, sizeof(err))) {
+			for (unsigned k = 0; k < ps.n && len < sizeof(vars); k++)
+				if (ps.v[k].loc.kind != DJP_LOC_NONE)
+					len += (size_t)snprintf(vars + len, sizeof(vars) - len, " $%s:%s", ps.v[k].name,
+								ps.v[k].type);
+			djp_params_free(&ps);
+		}
+		len = strlen(path) + strlen(f->name) + strlen(file) + strlen(vars) + 64;
+		if (*n + 1 >= *cap && !(*lines = realloc(*lines, sizeof(**lines) * (*cap = *cap * 2 + 64))))
+			abort();
+		if (!((*lines)[*n] = malloc(len)))
+			abort();
+		snprintf((*lines)[(*n)++], len, "process(\"%s\").statement(\"%s@%s:%d\")%s", path, f->name, file, line,
+			 vars);
+	}
+	if (pf)
+		djp_params_close(pf);
+	djp_funcs_free(t);
+	free(path);
+}
+
 /* -l / -L: the markers a probe point matches, sorted, one a line. */
 static int list_points(struct script *sc, struct djp_source *src, bool fields, FILE *out)
 {
@@ -284,6 +337,8 @@ static int list_points(struct script *sc, struct djp_source *src, bool fields, F
 	for (struct probe_point *pp = sc->probes->points; pp; pp = pp->next)
 		if (pp->point && !pp->kernel && !strncmp(pp->glob, "func:", 5))
 			list_functions(pp, src, fields, &lines, &n, &cap);
+		else if (pp->point && !pp->kernel && !strncmp(pp->glob, "line:", 5))
+			list_statements(pp, src, fields, &lines, &n, &cap);
 	for (unsigned i = 0; i < src->ndescs; i++) {
 		const struct djp_ev_desc *d = &src->descs[i];
 		const struct probe_point *match = NULL;
