@@ -28,9 +28,14 @@ static inline uint64_t load_sized(uintptr_t addr, unsigned size)
  * since that is where optimised code keeps most arguments. */
 static inline uint64_t djp_arg_fetch(const struct djp_hit *hit, const struct djp_site *s, const struct djp_argloc *a)
 {
+	static const struct djp_argloc none = { .kind = DJP_LOC_NONE };
 	const struct djp_regs *r = &hit->regs;
 	uintptr_t addr;
 
+	/* a load program's start at a marker: where this site's record
+	 * places the argument (one level: a record's own are never ARG) */
+	if (__builtin_expect(a->kind == DJP_LOC_ARG, 0))
+		a = a->disp >= 0 && a->disp < s->m->nargs ? &s->m->arg[a->disp] : &none;
 	if (__builtin_expect(a->kind == DJP_LOC_REG, 1))
 		return djp_argloc_extend(r->r[a->reg] >> a->reg_shift, a);
 	switch (a->kind) {

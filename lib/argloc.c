@@ -50,6 +50,8 @@ const char *djp_loc_kind_name(unsigned kind)
 		return "absolute";
 	case DJP_LOC_SAVED:
 		return "saved at entry";
+	case DJP_LOC_ARG:
+		return "the site's argument";
 	default:
 		return "unknown";
 	}

@@ -24,6 +24,9 @@ enum djp_loc_kind {
 	DJP_LOC_ABS,	/* at link-time address `disp` (+ load bias): a sym(%rip) */
 	DJP_LOC_SAVED,	/* a return probe's: the value argument `disp` had at the
 			   function's entry, kept for the return (kernel/retprobes.c) */
+	DJP_LOC_ARG,	/* the site's own argument `disp` (0-based), where its
+			   marker's record places it: a load program's start at a
+			   marker, whose sites of one name may place it apart */
 };
 
 struct djp_argloc {

@@ -5,6 +5,7 @@
 #include <errno.h>
 
 #include "lib/load_prog.h"
+#include "lib/markers.h"
 #include "lib/load_wire.h"
 
 int djp_load_check(const struct djp_load_prog *p)
@@ -32,6 +33,8 @@ int djp_load_check(const struct djp_load_prog *p)
 		return 0;
 	case DJP_LOC_SAVED:
 		return b->disp >= 0 && b->disp < 32 ? 0 : -EINVAL;
+	case DJP_LOC_ARG:
+		return b->disp >= 0 && b->disp < DJP_MARKER_MAX_ARGS ? 0 : -EINVAL;
 	default:
 		return -EINVAL;
 	}

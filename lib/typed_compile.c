@@ -516,14 +516,16 @@ static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const str
 	char names[512];
 	int ret;
 
-	if (a->has_base_reg) {
-		/* an address in a register: only @cast gives it a type,
-		 * and the function's DWARF is not needed (pf may be NULL
-		 * when @cast names the object that has the type) */
+	if (a->has_base_reg || a->has_base_loc) {
+		/* an address in a register (or a marker's argument): only
+		 * @cast gives it a type, and the function's DWARF is not
+		 * needed (pf may be NULL when @cast names the object that
+		 * has the type) */
 		if (!a->cast_type)
 			return fail(err, errsz, -EINVAL, "%s has no type: @cast it", a->var);
-		w->p->base = (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = a->base_reg,
-						  .index = DJP_REG_NONE, .scale = 1 };
+		w->p->base = a->has_base_loc ? a->base_loc
+					     : (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = a->base_reg,
+								    .index = DJP_REG_NONE, .scale = 1 };
 		if ((ret = cast_to(pf, NULL, a, w, err, errsz)))
 			return ret;
 		return walk_steps(w, a, err, errsz);

@@ -37,6 +37,10 @@ struct djp_typed_access {
 	 * var is then the call as written, for messages */
 	bool has_base_reg;
 	int8_t base_reg;
+	/* @cast($arg1, ...) at a marker: the address is where base_loc says
+	 * (DJP_LOC_ARG: the site's own argument), typed as has_base_reg's */
+	bool has_base_loc;
+	struct djp_argloc base_loc;
 	/* a statement point's link-time address inside the function: the
 	 * variable is a parameter or a local in scope there, where its DWARF
 	 * location says; 0: the function's entry */

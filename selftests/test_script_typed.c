@@ -328,6 +328,68 @@ TEST_TIMEOUT(script_entry_of_an_expression_of_parameters, 60)
 	free(p);
 }
 
+/* At markers: @cast($argN or $NAME, "T")->member, the address being the
+ * site's argument wherever its record places it.  At a .markers marker of
+ * corpus_target (config's hdr=%p, a static header), the same values as
+ * user_int() reads of the same words; at an SDT probe (sdt_target's strs,
+ * the query string as its first argument), the bytes user_string() reads.
+ * Without @cast, or with an argument the marker has not, an error that
+ * says so, before the target runs. */
+TEST_TIMEOUT(script_typed_cast_at_markers, 120)
+{
+	char *got, want[256], line[256];
+	unsigned magic = 0, version = 0;
+	char tag[16] = "";
+	struct tproc *p;
+	FILE *f;
+
+	/* the oracle: the header's initializer in the program's source */
+	CHECK((f = fopen(djp_test_path("../../selftests/trace_progs/corpus_target.c"), "r")) != NULL);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " static struct header hdr = { %x, %u, \"%15[^\\\"]", &magic, &version, tag) == 3)
+			break;
+	fclose(f);
+	CHECK(magic && version && tag[0]);
+	p = run_script("trace_progs/corpus_target", "",
+		       "probe process.mark(\"config\") { printf(\"%x %d %s\\n\", @cast($hdr, \"struct header\")->magic, "
+		       "@cast($arg1, \"struct header\")->version, @cast($hdr, \"struct header\")->tag$) }",
+		       0, &got);
+	snprintf(want, sizeof(want), "%x %u \"%s\\n\"\n", magic, version, tag);
+	CHECK_STR(got, want);
+	free(got);
+	free(p);
+	{
+		int st;
+		const char *text = "probe process.provider(\"sdt_target\").mark(\"strs\") { printf(\"%d %d %d|%d %d %d\\n\", "
+				   "@cast($arg1, \"struct sdt_text\")->c[0], @cast($arg1, \"struct sdt_text\")->c[7], "
+				   "@cast($arg1, \"struct sdt_text\")->c[52], stringat(user_string($arg1), 0), "
+				   "stringat(user_string($arg1), 7), stringat(user_string($arg1), 52)) }";
+		p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", (char *)tt_sdt_target(), "-e", (char *)text, NULL },
+			     false, -1);
+		CHECK(tt_wait_out(p, "ready", 10000));
+		tt_send(p, "strings 2\n");
+		CHECK(tt_wait_out(p, "strings done", 10000));
+		close(p->in);
+		p->in = -1;
+		st = tt_finish(p, 10000);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		snprintf(want, sizeof(want), "83 97 59|83 97 59\n83 97 59|83 97 59\n");
+		if (!strstr(p->obuf, want))
+			djp_test_fail(__FILE__, __LINE__, "no %s in: %s / %s", want, p->obuf, p->ebuf);
+		free(p);
+	}
+	p = run_script("trace_progs/corpus_target", "", "probe process.mark(\"config\") { println($hdr->magic) }", 1,
+		       &got);
+	CHECK(strstr(p->ebuf, "$hdr has no C type at a marker: @cast it") != NULL);
+	free(got);
+	free(p);
+	p = run_script("trace_progs/corpus_target", "",
+		       "probe process.mark(\"config\") { println(@cast($nope, \"struct header\")->magic) }", 1, &got);
+	CHECK(strstr(p->ebuf, "marker config has no argument $nope") != NULL);
+	free(got);
+	free(p);
+}
+
 /* One line of a command's output, "" when it printed none. */
 static void first_line_of(const char *cmd, char *out, size_t sz)
 {

@@ -13,7 +13,8 @@
  *   first N     call sdt_first N times, a function whose first
  *               instruction is its SDT probe's nop: "first done"
  *
- * and exits 0 at end of stdin.
+ * and exits 0 at end of stdin.  struct sdt_text is there for typed access
+ * at an SDT probe (the probe's first argument cast to it).
  */
 #include <stdio.h>
 #include <string.h>
@@ -47,6 +48,13 @@
 
 /* The probe is the function's first instruction: a function probe of it
  * lands on the SDT site. */
+/* A type for @cast($arg1, "struct sdt_text")->c[i] at the strs probe: its
+ * DWARF is kept by this pointer, which nothing reads. */
+struct sdt_text {
+	char c[64];
+};
+struct sdt_text *sdt_text_view;
+
 __attribute__((noinline)) void sdt_first(long x)
 {
 	SDT_PROBE3(sdt_target, first, x, x, x);

@@ -42,7 +42,8 @@
 /* One function's programs of an access (one, or a pretty-printed one's
  * values). */
 struct typed_site {
-	char *name; /* the site's name: "f", "f%return" */
+	char *provider; /* "func" for a function's, a marker's provider ("" for none) */
+	char *name; /* the site's name: "f", "f%return", a marker's */
 	struct djp_load_prog *progs;
 	unsigned n;
 };
@@ -190,6 +191,7 @@ struct compile_ctx {
 	const char *path;
 	unsigned nfuncs;
 	const char *site; /* a statement's site name ("f+0x12"); NULL: the function's */
+	const char *provider; /* a marker's sites: their provider; NULL: "func" */
 };
 
 /* Does program p start from a register a C call keeps for its caller
@@ -225,12 +227,12 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 	c->nfuncs++;
 	/* an argument register's address cast to a type of another
 	 * object's needs no DWARF of this one */
-	if (!pf && !(c->tr->acc.has_base_reg && c->tr->acc.cast_path && !c->tr->pretty)) {
+	if (!pf && !((c->tr->acc.has_base_reg || c->tr->acc.has_base_loc) && c->tr->acc.cast_path && !c->tr->pretty)) {
 		if (c->tr->acc.has_base_reg && !c->tr->acc.cast_path)
 			set_err(c->tr, "%s has no debug information: give @cast the path of an object whose DWARF "
 				       "has the type (function %s)", c->path, f->name);
 		else
-			set_err(c->tr, "%s has no debug information (function %s)", c->path, f->name);
+			set_err(c->tr, c->provider ? "%s has no debug information (marker %s): give @cast the path of an object whose DWARF has the type" : "%s has no debug information (function %s)", c->path, f->name);
 		return 0;
 	}
 	if (c->tr->pretty) {
@@ -245,7 +247,7 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 				snprintf(err, sizeof(err), "out of memory");
 		}
 		if (e) {
-			set_err(c->tr, "%s, in function %s", err, f->name);
+			set_err(c->tr, c->provider ? "%s, at marker %s" : "%s, in function %s", err, f->name);
 			return 0;
 		}
 		if (!c->tr->has_tmpl) {
@@ -266,7 +268,7 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 			djp_pretty_free(&pr);
 	} else {
 		if (djp_typed_compile(pf, f->addr, &c->tr->acc, &res, err, sizeof(err))) {
-			set_err(c->tr, "%s, in function %s", err, f->name);
+			set_err(c->tr, c->provider ? "%s, at marker %s" : "%s, in function %s", err, f->name);
 			return 0;
 		}
 		if (!(progs = malloc(sizeof(*progs))))
@@ -280,7 +282,8 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 	for (unsigned i = 0; i < n; i++)
 		c->sc->regs_callee |= reads_callee_saved(&progs[i]);
 	ts = sites_of(c->sc, c->tr);
-	if (!(ts->v = realloc(ts->v, sizeof(*ts->v) * (ts->n + 1))) || !(ts->v[ts->n].name = strdup(name)))
+	if (!(ts->v = realloc(ts->v, sizeof(*ts->v) * (ts->n + 1))) || !(ts->v[ts->n].name = strdup(name)) ||
+	    !(ts->v[ts->n].provider = strdup(c->provider ? c->provider : "func")))
 		abort();
 	ts->v[ts->n].progs = progs;
 	ts->v[ts->n++].n = n;
@@ -330,6 +333,74 @@ static void resolve_line(struct compile_ctx *c, struct djp_source *src)
 	free(path);
 }
 
+/*
+ * At a marker, @cast($argN, "T"[, "PATH"])->... (or $NAME, a field of the
+ * marker's format): the address is the site's argument N wherever each
+ * site of that name places it (DJP_LOC_ARG: the agent reads it from the
+ * site's own record, as the event's argument), typed from PATH's DWARF,
+ * else the marker's object's.  A marker's argument has no C type of its
+ * own: without @cast it is an error that says so.  The markers are those
+ * the point matches when the probes are resolved (a library loaded later
+ * gets none of them).
+ */
+static void resolve_marker(struct compile_ctx *c, struct djp_source *src)
+{
+	struct typed_ref *tr = c->tr;
+	const char *var = tr->acc.var;
+	char prov[256], done[64][300];
+	unsigned ndone = 0;
+
+	if (!tr->acc.cast_type) {
+		set_err(tr, "$%s has no C type at a marker: @cast it (@cast($%s, \"struct T\"[, \"PATH\"])->...)", var,
+			var);
+		return;
+	}
+	if (tr->base_call || tr->all) {
+		set_err(tr, "not supported yet: %s at a marker%s", tr->text, "");
+		return;
+	}
+	for (unsigned i = 0; src && i < src->ndescs && !tr->err; i++) {
+		const struct djp_ev_desc *d = &src->descs[i];
+		struct djp_params_file *pf = NULL;
+		struct djp_func f = { .name = d->name };
+		char err[512], key[300];
+		int arg = -1;
+		bool seen = false;
+
+		if (d->life || !pp_matches(c->pp, d))
+			continue;
+		snprintf(prov, sizeof(prov), "%.*s", (int)d->provider_len, d->provider ? d->provider : "");
+		snprintf(key, sizeof(key), "%s:%s", prov, d->name);
+		for (unsigned k = 0; k < ndone && !seen; k++)
+			seen = !strcmp(done[k], key);
+		if (seen || ndone == 64)
+			continue;
+		snprintf(done[ndone++], sizeof(done[0]), "%s", key);
+		if (!strncmp(var, "arg", 3) && var[3] >= '1' && var[3] <= '9' && strtol(var + 3, NULL, 10) <= (long)d->nargs)
+			arg = (int)strtol(var + 3, NULL, 10) - 1;
+		for (unsigned k = 0; arg < 0 && k < d->fmt.nfields && k < d->nargs; k++)
+			if (!strcmp(d->fmt.field[k].name, var))
+				arg = (int)k;
+		if (arg < 0) {
+			set_err(tr, "marker %s has no argument $%s", d->label ? d->label : d->name, var);
+			break;
+		}
+		tr->acc.has_base_loc = true;
+		tr->acc.base_loc = (struct djp_argloc){ .kind = DJP_LOC_ARG, .size = 8, .reg = DJP_REG_NONE,
+							.index = DJP_REG_NONE, .scale = 1, .disp = arg };
+		if (!tr->acc.cast_path && d->object && djp_params_open(d->object, &pf, err, sizeof(err)))
+			pf = NULL;
+		c->path = d->object ? d->object : "the marker's object";
+		c->site = d->name;
+		c->provider = prov;
+		compile_one(c, &f, NULL, pf);
+		if (pf)
+			djp_params_close(pf);
+	}
+	if (!ndone && !c->pp->optional && !tr->err)
+		set_err(tr, "%s matches no marker%s", c->pp->text, "");
+}
+
 /* Compile tr at every function of its probe's points. */
 static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_ref *tr)
 {
@@ -351,7 +422,7 @@ static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_
 		tr->acc.base_reg = (int8_t)reg;
 	}
 	for (const struct probe_point *pp = tr->probe->points; pp && !tr->err; pp = pp->next) {
-		struct compile_ctx c = { sc, tr, pp, NULL, 0, NULL };
+		struct compile_ctx c = { sc, tr, pp, NULL, 0, NULL, NULL };
 		char spec[600], err[512];
 		char *path;
 		int n;
@@ -364,9 +435,14 @@ static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_
 			points++;
 			continue;
 		}
+		if (pp->kind == PP_MARK && !pp->point) {
+			resolve_marker(&c, src);
+			points++;
+			continue;
+		}
 		if (pp->kind != PP_MARK || !pp->point || strncmp(pp->glob, "func:", 5)) {
-			set_err(tr, "not supported yet: a typed access at markers (only at function entries, returns "
-				    "and statements)%s%s", "", "");
+			set_err(tr, "not supported yet: a typed access at this point (only at markers, function entries, "
+				    "returns and statements)%s%s", "", "");
 			break;
 		}
 		if (tr->all && tr->all != 'r' && pp->ret) {
@@ -559,7 +635,7 @@ bool typed_check(struct script *sc, struct node *n)
 
 /* The site named name in t's list, made with every program loading
  * nothing. */
-static struct djp_load_prog *site_progs(struct script_typed *t, const char *name)
+static struct djp_load_prog *site_progs(struct script_typed *t, const char *provider, const char *name)
 {
 	static const struct djp_load_prog none = {
 		.base = { .kind = DJP_LOC_IMM, .size = 8, .reg = DJP_REG_NONE, .index = DJP_REG_NONE, .scale = 1 },
@@ -567,14 +643,14 @@ static struct djp_load_prog *site_progs(struct script_typed *t, const char *name
 	struct djp_load_prog *v;
 
 	for (unsigned i = 0; i < t->nsites; i++)
-		if (!strcmp(t->sites[i].name, name))
+		if (!strcmp(t->sites[i].name, name) && !strcmp(t->sites[i].provider, provider))
 			return (struct djp_load_prog *)t->sites[i].prog;
 	if (!(t->sites = realloc(t->sites, sizeof(*t->sites) * (t->nsites + 1))) ||
 	    !(v = malloc(sizeof(*v) * DJP_LOAD_MAX_PROGS)))
 		abort();
 	for (unsigned i = 0; i < DJP_LOAD_MAX_PROGS; i++)
 		v[i] = none;
-	t->sites[t->nsites++] = (struct djp_load_site){ "func", strdup(name), t->n, v };
+	t->sites[t->nsites++] = (struct djp_load_site){ strdup(provider), strdup(name), t->n, v };
 	return v;
 }
 
@@ -591,7 +667,7 @@ void typed_load_sites(struct script *sc, struct djp_source *src)
 			continue; /* a pretty-printed one's later values */
 		ts = sites_of(sc, tr);
 		for (unsigned k = 0; k < ts->n; k++) {
-			struct djp_load_prog *p = site_progs(t, ts->v[k].name);
+			struct djp_load_prog *p = site_progs(t, ts->v[k].provider, ts->v[k].name);
 			for (unsigned j = 0; j < ts->v[k].n && i + j < DJP_LOAD_MAX_PROGS; j++)
 				p[i + j] = ts->v[k].progs[j];
 			if (!tr->pretty)
