@@ -287,6 +287,19 @@ TEST_TIMEOUT(script_typed_cast_of_a_local_holding_a_context_variable, 120)
 	CHECK_STR(got, want);
 	free(got);
 	free(p);
+	/* and p->member itself, as stap types such a local */
+	p = run_script("trace_progs/struct_target", "3",
+		       "probe process.function(\"visit\") { p = $n; printf(\"%d %d %s %d\\n\", p->i32, p->in->col, "
+		       "user_string(p->str), p->next->next->next->i32) }",
+		       0, &got);
+	CHECK_STR(got, want);
+	free(got);
+	free(p);
+	p = run_script("trace_progs/struct_target", "1",
+		       "probe process.function(\"visit\") { p = $n; p++; println(p->i32) }", 1, &got);
+	CHECK(strstr(p->ebuf, "p->i32: not supported yet: '->' on a value the script computes") != NULL);
+	free(got);
+	free(p);
 	snprintf(text, sizeof(text),
 		 "probe process.function(\"visit\") { a = pointer_arg(1); printf(\"%%d %%d %%s %%d\\n\", "
 		 "@cast(a, \"struct node\", \"%s\")->i32, @cast(a, \"struct node\", \"%s\")->in->col, "

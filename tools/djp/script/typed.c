@@ -526,7 +526,8 @@ static bool contains(const struct node *n, const struct node *x)
 
 /*
  * @cast(p, "T")->m where p is a local of the probe that holds a context
- * variable: `p = $req; ... @cast(p, "struct request")->id`.  When p is
+ * variable: `p = $req; ... @cast(p, "struct request")->id`, and p->m
+ * (stap types such a local as its context variable).  When p is
  * written once in the whole body, by a statement of the body's own list
  * (no branch or loop around it) before the one that reads it, p is that
  * context variable wherever the cast reads it, and the cast is compiled
@@ -550,7 +551,7 @@ static void cast_of_local(struct script *sc, struct probe *p, struct node *n)
 	if (!body || body->kind != S_BLOCK || writes_of(body, v->str, &assign) != 1 || !assign)
 		goto refuse;
 	rhs = assign->b;
-	if (rhs && rhs->kind == N_CALL) { /* p = pointer_arg(1) and its kin */
+	if (rhs && rhs->kind == N_CALL && tr->acc.cast_type) { /* p = pointer_arg(1) and its kin */
 		char err[256];
 		if (dwarfless_address_reg(rhs, err, sizeof(err)) < 0)
 			goto refuse;
@@ -573,8 +574,12 @@ static void cast_of_local(struct script *sc, struct probe *p, struct node *n)
 	n->a = NULL;
 	return;
 refuse:
-	set_err(tr, "not supported yet: @cast of a value the script computes (only of a context variable, an "
-		    "argument register, or a local the probe sets to one once, before)%s%s", "", "");
+	if (tr->acc.cast_type)
+		set_err(tr, "not supported yet: @cast of a value the script computes (only of a context variable, an "
+			    "argument register, or a local the probe sets to one once, before)%s%s", "", "");
+	else
+		set_err(tr, "not supported yet: '->' on a value the script computes (only on a local the probe sets "
+			    "once, before, to a context variable: p = $var; p->member)%s%s", "", "");
 	tr->resolved = true;
 }
 

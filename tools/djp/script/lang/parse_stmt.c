@@ -491,6 +491,16 @@ static struct node *postfix(struct parser *ps)
 	if (n->kind == N_CTX && (is_op(t, "->") || is_op(t, "[") || (n->str[0] && n->str[strlen(n->str) - 1] == '$'))) {
 		n = typed_access(ps, n);
 		t = peek(ps, 0);
+	} else if (n->kind == N_VAR && is_op(t, "->")) {
+		/* p->member on a local: the access of the context variable p
+		 * holds, where typed.c ("Script values") can prove it */
+		struct node *var = mk(ps, N_CTX, t), *value = n;
+		var->str = value->str;
+		n = typed_access(ps, var);
+		n->tr->base_value = value;
+		n->a = value;
+		n->tr->text++; /* as written: no '$' */
+		t = peek(ps, 0);
 	}
 	if (is_op(t, "->"))
 		not_yet(ps, t, "'->' on anything but a target variable");
