@@ -49,6 +49,8 @@ static inline uint64_t djp_arg_fetch(const struct djp_hit *hit, const struct djp
 		return djp_argloc_extend(load_sized(s->obj->bias + (uintptr_t)a->disp, a->size), a);
 	case DJP_LOC_SAVED:
 		return djp_ret_saved((unsigned)a->disp);
+	case DJP_LOC_ADDR:
+		return s->obj->bias + (uint64_t)a->disp;
 	default:
 		return 0;
 	}

@@ -52,6 +52,8 @@ const char *djp_loc_kind_name(unsigned kind)
 		return "saved at entry";
 	case DJP_LOC_ARG:
 		return "the site's argument";
+	case DJP_LOC_ADDR:
+		return "address";
 	default:
 		return "unknown";
 	}

@@ -27,6 +27,9 @@ enum djp_loc_kind {
 	DJP_LOC_ARG,	/* the site's own argument `disp` (0-based), where its
 			   marker's record places it: a load program's start at a
 			   marker, whose sites of one name may place it apart */
+	DJP_LOC_ADDR,	/* the address link-time `disp` is loaded at (+ the load
+			   bias of the site's object): a global's, as a typed
+			   access's start (@var("g")->member) */
 };
 
 struct djp_argloc {

@@ -96,31 +96,40 @@ static int word_type(Dwarf_Die *var, struct djp_global *out)
 	return 0;
 }
 
-/* The variable in one DWARF: 0, -ENOENT, or -ENOTSUP (found, not read). */
-static int find_in(Dwarf *dw, const char *name, const char *file, struct djp_global *out)
+bool djp_global_die(struct Dwarf *dw, const char *name, const char *file, void *die_out, uint64_t *addr)
 {
 	Dwarf_Off off = 0, next;
 	size_t hsize;
-	int ret = -ENOENT;
 
 	while (dw && !dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL)) {
 		Dwarf_Die cu, d;
 		const char *cuname;
-		if (dwarf_offdie(dw, off + hsize, &cu) && (cuname = dwarf_diename(&cu)) && unit_is(cuname, file) &&
-		    dwarf_child(&cu, &d) == 0) {
+		if (dwarf_offdie(dw, off + hsize, &cu) && (cuname = dwarf_diename(&cu)) &&
+		    unit_is(cuname, file ? file : "") && dwarf_child(&cu, &d) == 0) {
 			do {
 				Dwarf_Attribute na;
 				const char *n;
 				if (dwarf_tag(&d) != DW_TAG_variable ||
 				    !(n = dwarf_formstring(dwarf_attr_integrate(&d, DW_AT_name, &na))) || strcmp(n, name) ||
-				    !fixed_addr(&d, &out->addr))
+				    !fixed_addr(&d, addr))
 					continue;
-				return word_type(&d, out);
+				*(Dwarf_Die *)die_out = d;
+				return true;
 			} while (dwarf_siblingof(&d, &d) == 0);
 		}
 		off = next;
 	}
-	return ret;
+	return false;
+}
+
+/* The variable in one DWARF: 0, -ENOENT, or -ENOTSUP (found, not read). */
+static int find_in(Dwarf *dw, const char *name, const char *file, struct djp_global *out)
+{
+	Dwarf_Die d;
+
+	if (!djp_global_die(dw, name, file, &d, &out->addr))
+		return -ENOENT;
+	return word_type(&d, out);
 }
 
 int djp_global_find(const char *path, const char *name, const char *file, struct djp_global *out, char *err,

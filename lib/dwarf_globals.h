@@ -25,4 +25,9 @@ struct djp_global {
 int djp_global_find(const char *path, const char *name, const char *file, struct djp_global *out, char *err,
 		    size_t errsz);
 
+/* The DIE of that variable in dw, of any type, and its link-time
+ * address: a typed access's start (@var("name")->member). */
+struct Dwarf;
+bool djp_global_die(struct Dwarf *dw, const char *name, const char *file, void *die_out, uint64_t *addr);
+
 #endif

@@ -30,6 +30,7 @@ int djp_load_check(const struct djp_load_prog *p)
 		return b->scale == 1 || b->scale == 2 || b->scale == 4 || b->scale == 8 ? 0 : -EINVAL;
 	case DJP_LOC_IMM:
 	case DJP_LOC_ABS:
+	case DJP_LOC_ADDR:
 		return 0;
 	case DJP_LOC_SAVED:
 		return b->disp >= 0 && b->disp < 32 ? 0 : -EINVAL;

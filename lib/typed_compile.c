@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/dwarf_globals.h"
 #include "lib/func_params_int.h"
 #include "lib/typed_compile.h"
 
@@ -527,6 +528,35 @@ static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const str
 					     : (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = a->base_reg,
 								    .index = DJP_REG_NONE, .scale = 1 };
 		if ((ret = cast_to(pf, NULL, a, w, err, errsz)))
+			return ret;
+		return walk_steps(w, a, err, errsz);
+	}
+	if (a->global_name) {
+		/* a global: a pointer or a scalar read where it is, a
+		 * structure, union or array from its address */
+		uint64_t addr = 0;
+		Dwarf_Die gv;
+		bool found = pf && (djp_global_die(pf->own.dw, a->global_name, a->global_file, &gv, &addr) ||
+				    djp_global_die(pf->dbg.dw, a->global_name, a->global_file, &gv, &addr));
+		int tag;
+
+		if (!found)
+			return fail(err, errsz, -ENOENT, "%s: no variable '%s' at the top of %s%s", pf ? pf->path : "?",
+				    a->global_name, a->global_file ? "a unit named " : "any unit",
+				    a->global_file ? a->global_file : "");
+		if (!djp_dwarf_ref_attr(&gv, DW_AT_type, &w->raw) || !djp_dwarf_peel(&w->raw, &w->t))
+			return fail(err, errsz, -EINVAL, "%s is void", a->var);
+		tag = dwarf_tag(&w->t);
+		if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type || tag == DW_TAG_class_type ||
+		    tag == DW_TAG_array_type) {
+			w->p->base = (struct djp_argloc){ .kind = DJP_LOC_ADDR, .size = 8, .reg = DJP_REG_NONE,
+							  .index = DJP_REG_NONE, .scale = 1, .disp = (int64_t)addr };
+			w->in_memory = true;
+		} else {
+			w->p->base = (struct djp_argloc){ .kind = DJP_LOC_ABS, .size = 8, .reg = DJP_REG_NONE,
+							  .index = DJP_REG_NONE, .scale = 1, .disp = (int64_t)addr };
+		}
+		if (a->cast_type && (ret = cast_to(pf, NULL, a, w, err, errsz)))
 			return ret;
 		return walk_steps(w, a, err, errsz);
 	}

@@ -41,6 +41,10 @@ struct djp_typed_access {
 	 * (DJP_LOC_ARG: the site's own argument), typed as has_base_reg's */
 	bool has_base_loc;
 	struct djp_argloc base_loc;
+	/* @var("name@file")->...: the global or file-static `name` of the
+	 * function's object (at the top of a unit whose name ends with
+	 * global_file, NULL: any), where var is @var(...) as written */
+	const char *global_name, *global_file;
 	/* a statement point's link-time address inside the function: the
 	 * variable is a parameter or a local in scope there, where its DWARF
 	 * location says; 0: the function's entry */

@@ -403,6 +403,52 @@ TEST_TIMEOUT(script_typed_cast_at_markers, 120)
 	free(p);
 }
 
+/* @var("name@file.c")->member: a typed access from a global, read at the
+ * hit where the function's object has it: struct_target's st_last (the
+ * node being visited: the same values as $n's) and st_inner (a structure:
+ * its initializer in the program's source). */
+TEST_TIMEOUT(script_typed_member_of_a_global, 120)
+{
+	char *got, want[512], line[256];
+	int s = 0, uc = 0, flag = 0;
+	char col[16] = "", flagtext[8] = "";
+	struct tproc *p;
+	FILE *f;
+	unsigned lines = 0;
+
+	CHECK((f = fopen(djp_test_path("../../selftests/trace_progs/struct_target.c"), "r")) != NULL);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "struct inner st_inner = { %d, %d, %7[a-z], %15[A-Z] }", &s, &uc, flagtext, col) == 4)
+			break;
+	flag = !strcmp(flagtext, "true");
+	fclose(f);
+	CHECK(col[0] != 0);
+	p = run_script("trace_progs/struct_target", "3",
+		       "probe process.function(\"visit\") { printf(\"%d %s %d|%d %s %d|%d %d %d\\n\", "
+		       "@var(\"st_last@struct_target.c\")->i32, user_string(@var(\"st_last\")->str), "
+		       "@var(\"st_last\")->next->next->next->i32, $n->i32, user_string($n->str), "
+		       "$n->next->next->next->i32, @var(\"st_inner\")->s, @var(\"st_inner\")->uc, "
+		       "@var(\"st_inner\")->flag) }",
+		       0, &got);
+	for (char *l = got, *nl; (nl = strchr(l, '\n')); l = nl + 1, lines++) {
+		char *a = l, *b = strchr(l, '|'), *c = b ? strchr(b + 1, '|') : NULL;
+		*nl = 0;
+		CHECK(b && c);
+		*b = *c = 0;
+		CHECK_STR(a, b + 1);
+		snprintf(want, sizeof(want), "%d %d %d", s, uc, flag);
+		CHECK_STR(c + 1, want);
+	}
+	CHECK_EQ(lines, 3);
+	free(got);
+	free(p);
+	p = run_script("trace_progs/struct_target", "1",
+		       "probe process.function(\"visit\") { println(@var(\"nosuch@struct_target.c\")->x) }", 1, &got);
+	CHECK(strstr(p->ebuf, "no variable 'nosuch' at the top of a unit named struct_target.c") != NULL);
+	free(got);
+	free(p);
+}
+
 /* One line of a command's output, "" when it printed none. */
 static void first_line_of(const char *cmd, char *out, size_t sz)
 {

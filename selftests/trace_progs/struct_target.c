@@ -74,6 +74,10 @@ struct node {
 
 volatile long sink;
 static bool pretty; /* argv[2] "pretty": the lines of the pretty-printing script */
+/* Globals for @var("...")->member: the node being visited, and a
+ * structure that holds its initializer's values. */
+struct node *st_last;
+struct inner st_inner = { -7, 9, true, GREEN };
 
 static const char *color_name(enum color c)
 {
@@ -203,6 +207,7 @@ int main(int argc, char **argv)
 			oracle_pretty(nd, (int)i);
 		else
 			oracle(nd);
+		st_last = nd;
 		visit(nd, (int)i);
 		memset(nd, 0xee, sizeof(*nd)); /* and gone: only the hit's values are right */
 		free(nd);

@@ -350,7 +350,7 @@ static void resolve_marker(struct compile_ctx *c, struct djp_source *src)
 	char prov[256], done[64][300];
 	unsigned ndone = 0;
 
-	if (!tr->acc.cast_type) {
+	if (!tr->acc.cast_type && !tr->acc.global_name) {
 		set_err(tr, "$%s has no C type at a marker: @cast it (@cast($%s, \"struct T\"[, \"PATH\"])->...)", var,
 			var);
 		return;
@@ -376,7 +376,9 @@ static void resolve_marker(struct compile_ctx *c, struct djp_source *src)
 		if (seen || ndone == 64)
 			continue;
 		snprintf(done[ndone++], sizeof(done[0]), "%s", key);
-		if (!strncmp(var, "arg", 3) && var[3] >= '1' && var[3] <= '9' && strtol(var + 3, NULL, 10) <= (long)d->nargs)
+		if (tr->acc.global_name) /* a global of the marker's object */
+			arg = 0;
+		else if (!strncmp(var, "arg", 3) && var[3] >= '1' && var[3] <= '9' && strtol(var + 3, NULL, 10) <= (long)d->nargs)
 			arg = (int)strtol(var + 3, NULL, 10) - 1;
 		for (unsigned k = 0; arg < 0 && k < d->fmt.nfields && k < d->nargs; k++)
 			if (!strcmp(d->fmt.field[k].name, var))
@@ -385,7 +387,7 @@ static void resolve_marker(struct compile_ctx *c, struct djp_source *src)
 			set_err(tr, "marker %s has no argument $%s", d->label ? d->label : d->name, var);
 			break;
 		}
-		tr->acc.has_base_loc = true;
+		tr->acc.has_base_loc = !tr->acc.global_name;
 		tr->acc.base_loc = (struct djp_argloc){ .kind = DJP_LOC_ARG, .size = 8, .reg = DJP_REG_NONE,
 							.index = DJP_REG_NONE, .scale = 1, .disp = arg };
 		if (!tr->acc.cast_path && d->object && djp_params_open(d->object, &pf, err, sizeof(err)))
@@ -449,7 +451,7 @@ static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_
 			set_err(tr, "not supported yet: %s at a .return point (read it at the entry)%s", tr->text, "");
 			break;
 		}
-		if (ret_var != pp->ret) {
+		if (ret_var != pp->ret && !tr->acc.global_name) {
 			set_err(tr, ret_var ? "$return is only at a .return point%s%s"
 					    : "not supported yet: a typed access to a parameter at a .return point "
 					      "(read it at the entry)%s%s", "", "");

@@ -491,6 +491,27 @@ static struct node *postfix(struct parser *ps)
 	if (n->kind == N_CTX && (is_op(t, "->") || is_op(t, "[") || (n->str[0] && n->str[strlen(n->str) - 1] == '$'))) {
 		n = typed_access(ps, n);
 		t = peek(ps, 0);
+	} else if (n->kind == N_CALL && n->str && !strcmp(n->str, "@var") && (is_op(t, "->") || is_op(t, "["))) {
+		/* @var("name@file.c")->member: a typed access from the global
+		 * (lib/typed_compile.c) */
+		struct node *var = mk(ps, N_CTX, t), *call = n;
+		const char *spec = call->nargs >= 1 && call->args[0]->kind == N_STR ? call->args[0]->str : NULL;
+		const char *at = spec ? strchr(spec, '@') : NULL;
+		char *name, *text;
+
+		if (!spec || call->nargs != 1)
+			not_yet(ps, t, "'->' on @var of another object, or of a name that is not a literal");
+		if (!(text = malloc(strlen(spec) + 16)) || !(name = strdup(spec)))
+			abort();
+		sprintf(text, "@var(\"%s\")", spec);
+		var->str = text;
+		n = typed_access(ps, var);
+		if (at)
+			name[at - spec] = 0;
+		n->tr->acc.global_name = name;
+		n->tr->acc.global_file = at ? at + 1 : NULL;
+		n->tr->text++; /* as written: no '$' */
+		t = peek(ps, 0);
 	} else if (n->kind == N_VAR && is_op(t, "->")) {
 		/* p->member on a local: the access of the context variable p
 		 * holds, where typed.c ("Script values") can prove it */
