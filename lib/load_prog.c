@@ -8,16 +8,24 @@
 #include "lib/markers.h"
 #include "lib/load_wire.h"
 
+static int loc_check(const struct djp_argloc *b);
+
 int djp_load_check(const struct djp_load_prog *p)
 {
-	const struct djp_argloc *b = &p->base;
-
 	if (p->nderef > DJP_LOAD_MAX_DEREF)
 		return -EINVAL;
 	if (p->size != 0 && p->size != 1 && p->size != 2 && p->size != 4 && p->size != 8)
 		return -EINVAL;
 	if (p->bit_size && (!p->size || p->bit_size > 64 || p->bit_off + p->bit_size > 8 * p->size))
 		return -EINVAL;
+	if (p->idx.kind != DJP_LOC_NONE && (p->idx_step > p->nderef || loc_check(&p->idx)))
+		return -EINVAL;
+	return loc_check(&p->base);
+}
+
+/* A location a program reads a value from: its base, its index. */
+static int loc_check(const struct djp_argloc *b)
+{
 	if (b->size != 1 && b->size != 2 && b->size != 4 && b->size != 8)
 		return -EINVAL;
 	switch (b->kind) {
@@ -60,6 +68,16 @@ void djp_load_put(struct djp_pbuf *b, const struct djp_load_prog *p)
 		djp_put_u64(b, (uint64_t)p->off[i]);
 	djp_put_u64(b, (uint64_t)p->last);
 	djp_put_u16(b, p->str_bound);
+	djp_put_u8(b, p->idx.kind);
+	djp_put_u8(b, p->idx.size);
+	djp_put_u8(b, p->idx.is_signed);
+	djp_put_u8(b, (uint8_t)p->idx.reg);
+	djp_put_u8(b, (uint8_t)p->idx.index);
+	djp_put_u8(b, p->idx.scale);
+	djp_put_u8(b, p->idx.reg_shift);
+	djp_put_u64(b, (uint64_t)p->idx.disp);
+	djp_put_u8(b, p->idx_step);
+	djp_put_u64(b, (uint64_t)p->idx_scale);
 }
 
 int djp_load_get(struct djp_preader *r, struct djp_load_prog *p)
@@ -84,5 +102,15 @@ int djp_load_get(struct djp_preader *r, struct djp_load_prog *p)
 		p->off[i] = (int64_t)djp_get_u64(r);
 	p->last = (int64_t)djp_get_u64(r);
 	p->str_bound = djp_get_u16(r);
+	p->idx.kind = djp_get_u8(r);
+	p->idx.size = djp_get_u8(r);
+	p->idx.is_signed = djp_get_u8(r) != 0;
+	p->idx.reg = (int8_t)djp_get_u8(r);
+	p->idx.index = (int8_t)djp_get_u8(r);
+	p->idx.scale = djp_get_u8(r);
+	p->idx.reg_shift = djp_get_u8(r);
+	p->idx.disp = (int64_t)djp_get_u64(r);
+	p->idx_step = djp_get_u8(r);
+	p->idx_scale = (int64_t)djp_get_u64(r);
 	return r->bad ? -EPROTO : djp_load_check(p);
 }

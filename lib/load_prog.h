@@ -8,6 +8,8 @@
  *
  *   v = the value at `base` (a struct djp_argloc: the register or stack
  *       slot the argument is in at that address, as any argument's);
+ *   (with an index that is a variable, `$p->arr[$i]`: v += the value at
+ *   `idx`, a location as base's, times idx_scale, before step idx_step)
  *   for each of the `nderef` steps: v = the 8 bytes at v + off[i]
  *       (a pointer the chain goes through: the `->` of a member that is
  *       itself a pointer, or an index into a pointer);
@@ -57,6 +59,12 @@ struct djp_load_prog {
 	 * at the hit (user_string($p->name)): at most this many bytes, NUL
 	 * included; 0: a number */
 	uint16_t str_bound;
+	/* an index that is a context variable ($p->arr[$i]): its value,
+	 * where idx says, times idx_scale, added after the first idx_step
+	 * steps (idx.kind DJP_LOC_NONE: none) */
+	struct djp_argloc idx;
+	uint8_t idx_step;
+	int64_t idx_scale;
 };
 
 /* The programs of the sites named provider:name, as the tool sends them
@@ -89,20 +97,26 @@ static inline uint64_t djp_load_finish(const struct djp_load_prog *p, uint64_t v
 	return p->is_signed ? (uint64_t)((int64_t)(v << sh) >> sh) : (v << sh) >> sh;
 }
 
-/* Run p from the base value v: the result in *out and true, or false
- * with the address that could not be read in *out. */
-static inline bool djp_load_run(const struct djp_load_prog *p, uint64_t v, djp_load_read_fn rd, void *ctx,
-				uint64_t *out)
+/* Run p from the base value v (and the index's value idx, when p has
+ * one): the result in *out and true, or false with the address that
+ * could not be read in *out. */
+static inline bool djp_load_run_idx(const struct djp_load_prog *p, uint64_t v, uint64_t idx, djp_load_read_fn rd,
+				    void *ctx, uint64_t *out)
 {
 	unsigned n = p->nderef < DJP_LOAD_MAX_DEREF ? p->nderef : DJP_LOAD_MAX_DEREF;
 
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t a = v + (uint64_t)p->off[i];
+		uint64_t a;
+		if (p->idx.kind != DJP_LOC_NONE && i == p->idx_step)
+			v += idx * (uint64_t)p->idx_scale;
+		a = v + (uint64_t)p->off[i];
 		if (!rd(ctx, a, 8, &v)) {
 			*out = a;
 			return false;
 		}
 	}
+	if (p->idx.kind != DJP_LOC_NONE && p->idx_step >= n)
+		v += idx * (uint64_t)p->idx_scale;
 	v += (uint64_t)p->last;
 	if (p->size) {
 		uint64_t a = v;
@@ -114,6 +128,12 @@ static inline bool djp_load_run(const struct djp_load_prog *p, uint64_t v, djp_l
 	}
 	*out = v;
 	return true;
+}
+
+static inline bool djp_load_run(const struct djp_load_prog *p, uint64_t v, djp_load_read_fn rd, void *ctx,
+				uint64_t *out)
+{
+	return djp_load_run_idx(p, v, 0, rd, ctx, out);
 }
 
 #endif

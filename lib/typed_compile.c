@@ -298,7 +298,7 @@ static int step_member(struct walk *w, const char *name, char *err, size_t errsz
 	return 0;
 }
 
-static int step_index(struct walk *w, int64_t i, char *err, size_t errsz)
+static int step_index(struct walk *w, int64_t i, bool by_var, char *err, size_t errsz)
 {
 	char ty[DJP_TYPE_MAX];
 	Dwarf_Die e;
@@ -329,7 +329,12 @@ static int step_index(struct walk *w, int64_t i, char *err, size_t errsz)
 			return fail(err, errsz, -ENOTSUP, "'[%lld]' on a multi-dimensional array", (long long)i);
 	}
 	w->t = e;
-	w->p->last += i * (int64_t)esz;
+	if (by_var) { /* the variable's value times the size, at this step */
+		w->p->idx_step = w->p->nderef;
+		w->p->idx_scale = (int64_t)esz;
+	} else {
+		w->p->last += i * (int64_t)esz;
+	}
 	return 0;
 }
 
@@ -495,11 +500,27 @@ static int walk_steps(struct walk *w, const struct djp_typed_access *a, char *er
 {
 	for (unsigned i = 0; i < a->nsteps; i++) {
 		const struct djp_typed_step *s = &a->step[i];
-		int ret = s->is_index ? step_index(w, s->index, err, errsz) : step_member(w, s->member, err, errsz);
+		int ret = s->is_index ? step_index(w, s->index, s->index_var != NULL, err, errsz)
+				      : step_member(w, s->member, err, errsz);
 		if (ret < 0)
 			return ret;
 		if (ret > 0 && i + 1 < a->nsteps)
 			return fail(err, errsz, -EINVAL, "a bitfield has no members");
+	}
+	return 0;
+}
+
+/* The variable a's index names ([$i]), or NULL; -ENOTSUP after an error
+ * for more than one. */
+static int index_var(const struct djp_typed_access *a, const char **name, char *err, size_t errsz)
+{
+	*name = NULL;
+	for (unsigned i = 0; i < a->nsteps; i++) {
+		if (!a->step[i].index_var)
+			continue;
+		if (*name)
+			return fail(err, errsz, -ENOTSUP, "not supported yet: two indexes that are variables in one access");
+		*name = a->step[i].index_var;
 	}
 	return 0;
 }
@@ -513,9 +534,16 @@ static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const str
 	struct djp_param_set ps;
 	struct dwarf_src *src;
 	Dwarf_Die sub, var;
-	const char *fname;
+	const char *fname, *ivar;
 	char names[512];
 	int ret;
+
+	if ((ret = index_var(a, &ivar, err, errsz)))
+		return ret;
+	if (ivar && (a->has_base_reg || a->has_base_loc || a->global_name || a->at_return))
+		return fail(err, errsz, -ENOTSUP,
+			    "not supported yet: an index that is a variable ([$%s]) in an access that does not start "
+			    "from a parameter or a local", ivar);
 
 	if (a->has_base_reg || a->has_base_loc) {
 		/* an address in a register (or a marker's argument): only
@@ -590,7 +618,23 @@ static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const str
 			if (ps.v[i].loc.kind == DJP_LOC_NONE)
 				snprintf(names, sizeof(names), "%s", ps.v[i].why ? ps.v[i].why : "unavailable");
 		}
+		for (unsigned i = 0; ivar && i < ps.n && w->p->idx.kind == DJP_LOC_NONE; i++) {
+			if (strcmp(ps.v[i].name, ivar))
+				continue;
+			if (ps.v[i].loc.kind == DJP_LOC_NONE || ps.v[i].conv == 'p') {
+				ret = fail(err, errsz, -ENODATA, "the index $%s of %s cannot be read %s: %s", ivar, fname,
+					   a->pc ? "there" : "at its entry",
+					   ps.v[i].conv == 'p' ? "a pointer" : ps.v[i].why ? ps.v[i].why : "unavailable");
+				djp_params_free(&ps);
+				return ret;
+			}
+			w->p->idx = ps.v[i].loc;
+			w->p->idx.sym = NULL;
+		}
 		djp_params_free(&ps);
+		if (ivar && w->p->idx.kind == DJP_LOC_NONE)
+			return fail(err, errsz, -ENOENT, "no %s $%s for the index in %s", a->pc ? "parameter or local" : "parameter",
+				    ivar, fname);
 		if (!found || w->p->base.kind == DJP_LOC_NONE)
 			return fail(err, errsz, -ENODATA, "$%s of %s cannot be read %s: %s", a->var, fname,
 				    a->pc ? "there" : "at its entry", found ? names : "unavailable");

@@ -21,6 +21,9 @@ struct djp_typed_step {
 	bool is_index;
 	const char *member;
 	int64_t index;
+	/* [$i]: the index is this context variable's value at the hit (a
+	 * parameter or local of the function, read where its DWARF says) */
+	const char *index_var;
 };
 
 struct djp_typed_access {

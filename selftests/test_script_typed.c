@@ -449,6 +449,42 @@ TEST_TIMEOUT(script_typed_member_of_a_global, 120)
 	free(p);
 }
 
+/* $p->arr[$i]: an index that is a context variable, read at the hit with
+ * the rest: the same values as the literal index that equals it (visit's
+ * k is the loop's i, 0 to 3), through a pointer too; a pointer, or a name
+ * that is no parameter, as the index is refused before the run. */
+TEST_TIMEOUT(script_typed_index_by_a_context_variable, 120)
+{
+	char *got, *want;
+	struct tproc *p;
+
+	p = run_script("trace_progs/struct_target", "4",
+		       "probe process.function(\"visit\") { printf(\"%d %d\\n\", $n->arr[$k], $n->next->arr[$k]) }", 0,
+		       &got);
+	free(p);
+	p = run_script("trace_progs/struct_target", "4",
+		       "probe process.function(\"visit\") { printf(\"%d %d\\n\", "
+		       "$k == 0 ? $n->arr[0] : $k == 1 ? $n->arr[1] : $k == 2 ? $n->arr[2] : $n->arr[3], "
+		       "$k == 0 ? $n->next->arr[0] : $k == 1 ? $n->next->arr[1] : $k == 2 ? $n->next->arr[2] : "
+		       "$n->next->arr[3]) }",
+		       0, &want);
+	CHECK_STR(got, want);
+	CHECK(strchr(want, '\n') && strlen(want) > 12);
+	free(got);
+	free(want);
+	free(p);
+	p = run_script("trace_progs/struct_target", "1", "probe process.function(\"visit\") { println($n->arr[$n]) }", 1,
+		       &got);
+	CHECK(strstr(p->ebuf, "$n->arr[$n]: the index $n of visit cannot be read at its entry: a pointer") != NULL);
+	free(got);
+	free(p);
+	p = run_script("trace_progs/struct_target", "1", "probe process.function(\"visit\") { println($n->arr[$zz]) }",
+		       1, &got);
+	CHECK(strstr(p->ebuf, "no parameter $zz for the index in visit") != NULL);
+	free(got);
+	free(p);
+}
+
 /* One line of a command's output, "" when it printed none. */
 static void first_line_of(const char *cmd, char *out, size_t sz)
 {

@@ -161,8 +161,9 @@ uint64_t djp_loads_run(const struct djp_load_set *ls, const struct djp_hit *hit,
 	for (unsigned i = 0; i < ls->n && i < DJP_LOAD_MAX_PROGS; i++) {
 		const struct djp_load_prog *p = &ls->prog[i];
 		uint64_t v = djp_arg_fetch(hit, s, &p->base);
-		if (!(fast ? djp_load_run(p, v, djp_loads_read_fast, NULL, &vals[i])
-			   : djp_load_run(p, v, read_syscall, &pid, &vals[i])))
+		uint64_t x = p->idx.kind != DJP_LOC_NONE ? djp_arg_fetch(hit, s, &p->idx) : 0;
+		if (!(fast ? djp_load_run_idx(p, v, x, djp_loads_read_fast, NULL, &vals[i])
+			   : djp_load_run_idx(p, v, x, read_syscall, &pid, &vals[i])))
 			faulted |= 1ull << i;
 	}
 	return faulted;
@@ -174,7 +175,7 @@ bool djp_loads_fast_ok(const struct djp_load_set *ls)
 		return false;
 	for (unsigned i = 0; i < ls->n; i++) {
 		const struct djp_argloc *b = &ls->prog[i].base;
-		if (ls->prog[i].nderef > DJP_LOAD_MAX_DEREF)
+		if (ls->prog[i].nderef > DJP_LOAD_MAX_DEREF || ls->prog[i].idx.kind != DJP_LOC_NONE)
 			return false;
 		if (b->kind == DJP_LOC_IMM)
 			continue;

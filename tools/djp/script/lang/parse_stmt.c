@@ -6,6 +6,7 @@
  * with its sort marks, limit and slices, try/catch.  Each nested rule
  * counts one level against MAX_NESTING (enter/leave).
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -457,12 +458,17 @@ static struct node *typed_access(struct parser *ps, struct node *var)
 			len += strlen(st->member) + 4;
 		} else {
 			struct tok *i = take(ps);
-			if (i->kind != T_NUM) {
+			if (i->kind == T_DOLLAR && i->text[0] && !isdigit((unsigned char)i->text[0]) &&
+			    i->text[strlen(i->text) - 1] != '$') {
+				st->index_var = i->text; /* [$i]: read at the hit */
+				len += strlen(i->text) + 4;
+			} else if (i->kind != T_NUM) {
 				ps->pos--;
-				not_yet(ps, i, "an index into a target variable that is not a number literal");
+				not_yet(ps, i, "an index into a target variable that is neither a number literal nor a "
+					       "context variable ($i)");
 			}
 			st->is_index = true;
-			st->index = i->num;
+			st->index = i->kind == T_NUM ? i->num : 0;
 			len += 24;
 			expect(ps, "]");
 		}
@@ -476,8 +482,9 @@ static struct node *typed_access(struct parser *ps, struct node *var)
 		abort();
 	len = (size_t)sprintf(text, "$%s", tr->acc.var);
 	for (unsigned i = 0; i < tr->acc.nsteps; i++)
-		len += (size_t)(tr->acc.step[i].is_index ? sprintf(text + len, "[%lld]", (long long)tr->acc.step[i].index)
-							 : sprintf(text + len, "->%s", tr->acc.step[i].member));
+		len += (size_t)(tr->acc.step[i].index_var ? sprintf(text + len, "[$%s]", tr->acc.step[i].index_var)
+				: tr->acc.step[i].is_index ? sprintf(text + len, "[%lld]", (long long)tr->acc.step[i].index)
+							   : sprintf(text + len, "->%s", tr->acc.step[i].member));
 	sprintf(text + len, "%s", tr->pretty == 2 ? "$$" : tr->pretty ? "$" : "");
 	tr->text = text;
 	return n;
