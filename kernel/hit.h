@@ -32,6 +32,24 @@ uint64_t djp_ret_saved(unsigned i);
 uint64_t djp_callee_saved_reg(const struct djp_hit *hit, int dwarf_reg);
 void djp_callee_saved_prepare(void);
 
+/* retprobes.c, "Values read at the entry": what a return site's handler
+ * asked to read at each call's entry (a script's $p->len at a .return is
+ * the value it had then), kept in the call's pending return.  The entry
+ * function (one, the agent's) is called at each diverted entry with the
+ * entry's hit and both sites, and fills `out` (owner: whose values they
+ * are, NULL: none); a return's handlers find them through
+ * djp_ret_entry_values() while they run on this thread, NULL elsewhere. */
+#define DJP_RET_ENTRY_MAX 64
+struct djp_ret_entry {
+	const void *owner;
+	uint64_t faulted; /* bit i: v[i] is the address that could not be read */
+	uint64_t v[DJP_RET_ENTRY_MAX];
+};
+typedef void (*djp_ret_entry_fn)(const struct djp_hit *hit, const struct djp_site *entry,
+				 const struct djp_site *ret, struct djp_ret_entry *out);
+void djp_ret_set_entry_fn(djp_ret_entry_fn fn);
+const struct djp_ret_entry *djp_ret_entry_values(void);
+
 /* retprobes.c: the return address that the stack word at `slot` held before this
  * thread's call there was diverted (it holds djp_ret_tramp's now), or 0
  * when no pending return of the thread has that slot: for a stack walk

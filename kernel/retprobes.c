@@ -51,6 +51,17 @@
  * CET shadow stack is refused (points.c): its returns are checked against
  * the shadow copy and a diverted one would fault.
  */
+/*
+ * Values read at the entry.  A script's $p->len at a .return is, as stap
+ * has it, the value $p->len had when the call began: the function may
+ * change it before it returns (struct_target's visit does).  So a return
+ * site's handler may have values read at the entry: the agent's entry
+ * function (djp_ret_set_entry_fn) runs at each diverted entry, with the
+ * entry's registers, and writes them into the pending return, where the
+ * return's handlers read them (djp_ret_entry_values).  A signal handler's
+ * calls push entries of their own, so the values of an interrupted call
+ * are never another's.
+ */
 /* The hook runs inside lean trampolines, which save no vector state, and
  * the dispatcher before it has saved any: no vector or x87 register here
  * (and no struct copies or loops the compiler could make a libc call of). */
@@ -80,7 +91,22 @@ struct ret_frame {
 	struct djp_site *site;
 	uint64_t parked; /* its return address given back for an unwinder */
 	uint64_t vals[DJP_MARKER_MAX_ARGS];
+	struct djp_ret_entry entry; /* read at the entry for the return's handlers */
 };
+
+static _Atomic djp_ret_entry_fn entry_fn;
+/* the pending return whose handlers run on this thread now */
+static __thread const struct djp_ret_entry *entry_now __attribute__((tls_model("initial-exec")));
+
+void djp_ret_set_entry_fn(djp_ret_entry_fn fn)
+{
+	atomic_store_explicit(&entry_fn, fn, memory_order_release);
+}
+
+const struct djp_ret_entry *djp_ret_entry_values(void)
+{
+	return entry_now;
+}
 
 #define RET_FRAMES 16384 /* deeper than this, calls return uncounted */
 
@@ -190,6 +216,12 @@ static void ret_hook(const struct djp_hit *hit, void *data)
 	f->parked = 0;
 	for (unsigned i = 0; i + 1 < r->m->nargs && i < e->m->nargs; i++)
 		f->vals[i] = djp_arg_fetch(hit, e, &e->m->arg[i]);
+	f->entry.owner = NULL;
+	{
+		djp_ret_entry_fn fn = atomic_load_explicit(&entry_fn, memory_order_acquire);
+		if (fn)
+			fn(hit, e, r, &f->entry);
+	}
 	st->n++;
 	*slot = (uintptr_t)djp_ret_tramp;
 }
@@ -238,6 +270,7 @@ uintptr_t djp_ret_dispatch(struct djp_hit *hit)
 	ra = f->ra;
 	hit->regs.r[DJP_REG_PC] = ra;
 	((uintptr_t *)hit)[-1] = (uintptr_t)f->site | DJP_HIT_KEY_SITE;
+	entry_now = &f->entry;
 	if (atomic_load_explicit(&f->site->handlers, memory_order_relaxed)) {
 		if (!atomic_load_explicit(&f->site->ret_vec, memory_order_acquire)) {
 			/* DJP_GPR_ONLY handlers only (a handler that may touch
@@ -254,6 +287,7 @@ uintptr_t djp_ret_dispatch(struct djp_hit *hit)
 				arch_vector_restore(area);
 		}
 	}
+	entry_now = NULL;
 	for (; i < st->n; i++)
 		frame_move(&st->f[i - 1], &st->f[i]);
 	st->n--;

@@ -78,6 +78,7 @@ void djp_load_put(struct djp_pbuf *b, const struct djp_load_prog *p)
 	djp_put_u64(b, (uint64_t)p->idx.disp);
 	djp_put_u8(b, p->idx_step);
 	djp_put_u64(b, (uint64_t)p->idx_scale);
+	djp_put_u8(b, p->at_entry);
 }
 
 int djp_load_get(struct djp_preader *r, struct djp_load_prog *p)
@@ -112,5 +113,6 @@ int djp_load_get(struct djp_preader *r, struct djp_load_prog *p)
 	p->idx.disp = (int64_t)djp_get_u64(r);
 	p->idx_step = djp_get_u8(r);
 	p->idx_scale = (int64_t)djp_get_u64(r);
+	p->at_entry = djp_get_u8(r) != 0;
 	return r->bad ? -EPROTO : djp_load_check(p);
 }

@@ -65,6 +65,10 @@ struct djp_load_prog {
 	struct djp_argloc idx;
 	uint8_t idx_step;
 	int64_t idx_scale;
+	/* a return site's program that reads at the call's entry, with the
+	 * entry's registers (a parameter's member at a .return, as stap
+	 * reads it; kernel/retprobes.c, "Values read at the entry") */
+	bool at_entry;
 };
 
 /* The programs of the sites named provider:name, as the tool sends them

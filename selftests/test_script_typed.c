@@ -323,7 +323,8 @@ TEST_TIMEOUT(script_typed_cast_of_a_local_holding_a_context_variable, 120)
 
 /* @entry(EXPR) of context variables, numbers and operators at a return:
  * its value at the entry (visit returns its k, and the engine keeps the
- * entry's arguments for the return); anything else is refused. */
+ * entry's arguments for the return); a call is refused (members: the
+ * next test). */
 TEST_TIMEOUT(script_entry_of_an_expression_of_parameters, 60)
 {
 	char *got;
@@ -335,7 +336,7 @@ TEST_TIMEOUT(script_entry_of_an_expression_of_parameters, 60)
 	free(got);
 	free(p);
 	p = run_script("trace_progs/struct_target", "1",
-		       "probe process.function(\"visit\").return { println(@entry($n->i32)) }", 1, &got);
+		       "probe process.function(\"visit\").return { println(@entry(tid())) }", 1, &got);
 	CHECK(strstr(p->ebuf, "not supported yet: @entry of anything but context variables") != NULL);
 	free(got);
 	free(p);
@@ -481,6 +482,37 @@ TEST_TIMEOUT(script_typed_index_by_a_context_variable, 120)
 	p = run_script("trace_progs/struct_target", "1", "probe process.function(\"visit\") { println($n->arr[$zz]) }",
 		       1, &got);
 	CHECK(strstr(p->ebuf, "no parameter $zz for the index in visit") != NULL);
+	free(got);
+	free(p);
+}
+
+/* A parameter's member at a .return, and @entry of one, are read at the
+ * call's entry, as stap reads them: visit() overwrites n->i32 with 12345
+ * before it returns, and the return still sees the entry's value; the
+ * same for a pretty-printed parameter and a string member.  Each return
+ * line equals the entry line before it. */
+TEST_TIMEOUT(script_typed_member_at_a_return_is_read_at_the_entry, 120)
+{
+	char *got;
+	struct tproc *p = run_script(
+		"trace_progs/struct_target", "3",
+		"probe process.function(\"visit\") { printf(\"%d %d %s %s\\n\", $n->i32, $n->i32 + 1, "
+		"user_string($n->str), $n$) }\n"
+		"probe process.function(\"visit\").return { printf(\"%d %d %s %s\\n\", $n->i32, @entry($n->i32 + 1), "
+		"user_string($n->str), $n$) }",
+		0, &got);
+	char *l = got;
+	int pairs = 0;
+
+	for (char *a, *b; (a = l) && (b = strchr(a, '\n')) && b[1]; pairs++) {
+		char *c = strchr(b + 1, '\n');
+		CHECK(c != NULL);
+		*b = *c = 0;
+		CHECK_STR(b + 1, a);
+		CHECK(strstr(a, "12345") == NULL);
+		l = c + 1;
+	}
+	CHECK_EQ(pairs, 3);
 	free(got);
 	free(p);
 }

@@ -81,6 +81,11 @@ int djp_loads_add(struct djp_loads *l, const struct djp_load_set *ls)
 	*c = *ls;
 	c->str_mask = 0;
 	c->str_bound = 0;
+	c->entry_mask = 0;
+	for (unsigned i = 0; i < c->n && i < DJP_LOAD_MAX_PROGS; i++)
+		c->entry_mask |= (uint64_t)c->prog[i].at_entry << i;
+	if (c->entry_mask)
+		djp_ret_set_entry_fn(djp_loads_ret_entry);
 	for (unsigned i = 0; i < c->n && i < DJP_LOAD_MAX_PROGS; i++)
 		if (c->prog[i].str_bound) {
 			c->str_mask |= 1ull << i;
@@ -151,8 +156,9 @@ static bool read_syscall(void *ctx, uint64_t addr, unsigned size, uint64_t *out)
 	return got == (long)size;
 }
 
-uint64_t djp_loads_run(const struct djp_load_set *ls, const struct djp_hit *hit, const struct djp_site *s,
-		       uint64_t *vals)
+/* The programs of ls in `mask` (all: ~0) at hit, at site s. */
+static uint64_t run_some(const struct djp_load_set *ls, uint64_t mask, const struct djp_hit *hit,
+			 const struct djp_site *s, uint64_t *vals)
 {
 	bool fast = djp_safe_copy_on();
 	uint64_t faulted = 0;
@@ -160,7 +166,10 @@ uint64_t djp_loads_run(const struct djp_load_set *ls, const struct djp_hit *hit,
 
 	for (unsigned i = 0; i < ls->n && i < DJP_LOAD_MAX_PROGS; i++) {
 		const struct djp_load_prog *p = &ls->prog[i];
-		uint64_t v = djp_arg_fetch(hit, s, &p->base);
+		uint64_t v;
+		if (!(mask >> i & 1))
+			continue;
+		v = djp_arg_fetch(hit, s, &p->base);
 		uint64_t x = p->idx.kind != DJP_LOC_NONE ? djp_arg_fetch(hit, s, &p->idx) : 0;
 		if (!(fast ? djp_load_run_idx(p, v, x, djp_loads_read_fast, NULL, &vals[i])
 			   : djp_load_run_idx(p, v, x, read_syscall, &pid, &vals[i])))
@@ -169,13 +178,61 @@ uint64_t djp_loads_run(const struct djp_load_set *ls, const struct djp_hit *hit,
 	return faulted;
 }
 
+uint64_t djp_loads_run(const struct djp_load_set *ls, const struct djp_hit *hit, const struct djp_site *s,
+		       uint64_t *vals, const void *owner)
+{
+	uint64_t faulted = run_some(ls, ~ls->entry_mask, hit, s, vals);
+	const struct djp_ret_entry *e;
+
+	if (!ls->entry_mask)
+		return faulted;
+	/* read at the call's entry, for this recorder; else (another
+	 * session's probe of the same return took them) not read */
+	e = djp_ret_entry_values();
+	for (unsigned i = 0; i < ls->n && i < DJP_LOAD_MAX_PROGS; i++) {
+		if (!(ls->entry_mask >> i & 1))
+			continue;
+		if (e && e->owner == owner) {
+			vals[i] = e->v[i];
+			faulted |= e->faulted & 1ull << i;
+		} else {
+			vals[i] = 0;
+			faulted |= 1ull << i;
+		}
+	}
+	return faulted;
+}
+
+void djp_loads_ret_entry(const struct djp_hit *hit, const struct djp_site *e, const struct djp_site *r,
+			 struct djp_ret_entry *out)
+{
+	const struct djp_handler_list *l = atomic_load_explicit(&r->handlers, memory_order_acquire);
+
+	for (unsigned k = 0; l && k < l->n; k++) {
+		struct djp_recorder *rec;
+		struct djp_loads *loads;
+		const struct djp_load_set *ls;
+
+		if (l->h[k].fn != djp_recorder_hit && l->h[k].fn != djp_recorder_hit_stack)
+			continue;
+		rec = l->h[k].data;
+		if (!rec || !(loads = __atomic_load_n(&rec->loads, __ATOMIC_ACQUIRE)) ||
+		    !(ls = djp_loads_of(loads, r->id, r)) || !ls->entry_mask)
+			continue;
+		out->faulted = run_some(ls, ls->entry_mask, hit, e, out->v);
+		out->owner = rec;
+		return;
+	}
+}
+
 bool djp_loads_fast_ok(const struct djp_load_set *ls)
 {
 	if (ls->str_mask || ls->n > DJP_LOAD_MAX_PROGS)
 		return false;
 	for (unsigned i = 0; i < ls->n; i++) {
 		const struct djp_argloc *b = &ls->prog[i].base;
-		if (ls->prog[i].nderef > DJP_LOAD_MAX_DEREF || ls->prog[i].idx.kind != DJP_LOC_NONE)
+		if (ls->prog[i].nderef > DJP_LOAD_MAX_DEREF || ls->prog[i].idx.kind != DJP_LOC_NONE ||
+		    ls->prog[i].at_entry)
 			return false;
 		if (b->kind == DJP_LOC_IMM)
 			continue;

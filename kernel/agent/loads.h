@@ -25,6 +25,9 @@ struct djp_load_set {
 	 * their largest bound */
 	uint64_t str_mask;
 	unsigned str_bound;
+	/* djp_loads_add's: the programs read at the call's entry (a return
+	 * site's, at_entry) */
+	uint64_t entry_mask;
 };
 
 struct djp_loads {
@@ -47,7 +50,13 @@ const struct djp_load_set *djp_loads_of(struct djp_loads *l, uint32_t id, const 
 /* Run the set's programs at hit: their results into vals, the faulted
  * mask returned. */
 uint64_t djp_loads_run(const struct djp_load_set *ls, const struct djp_hit *hit, const struct djp_site *s,
-		       uint64_t *vals);
+		       uint64_t *vals, const void *owner);
+/* The engine's entry function (djp_ret_set_entry_fn): the at_entry
+ * programs of the first recorder on return site r that has some, run
+ * with the entry's hit; their results are taken at the return by
+ * djp_loads_run, for the recorder `owner` that they are of. */
+void djp_loads_ret_entry(const struct djp_hit *hit, const struct djp_site *e, const struct djp_site *r,
+			 struct djp_ret_entry *out);
 
 /* ---- the fast entry's (kernel/agent/recorder.c) ---------------------------- */
 

@@ -308,7 +308,7 @@ static inline __attribute__((always_inline)) void record_hit(const struct djp_hi
 		const struct djp_load_set *ls = djp_loads_of(rec->loads, id, s);
 		if (ls) {
 			uint64_t vals[DJP_LOAD_MAX_PROGS];
-			uint64_t faulted = djp_loads_run(ls, hit, s, vals);
+			uint64_t faulted = djp_loads_run(ls, hit, s, vals, rec);
 			int cpu = __atomic_load_n(&rec->cpu, __ATOMIC_RELAXED) ? sched_getcpu() : -1;
 			err = djp_ring_record_loads(rec->region, id, args, n, mask, bound, cpu, nregs ? regs : NULL,
 						    nregs, pcs, npcs, vals, ls->n, faulted, ls->str_mask, ls->str_bound);

@@ -192,6 +192,7 @@ struct compile_ctx {
 	unsigned nfuncs;
 	const char *site; /* a statement's site name ("f+0x12"); NULL: the function's */
 	const char *provider; /* a marker's sites: their provider; NULL: "func" */
+	bool at_entry; /* a return site's programs read at the call's entry */
 };
 
 /* Does program p start from a register a C call keeps for its caller
@@ -279,8 +280,10 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 		snprintf(name, sizeof(name), "%s", c->site);
 	else
 		snprintf(name, sizeof(name), "%s%s", f->name, c->pp->ret ? "%return" : "");
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
+		progs[i].at_entry = c->at_entry;
 		c->sc->regs_callee |= reads_callee_saved(&progs[i]);
+	}
 	ts = sites_of(c->sc, c->tr);
 	if (!(ts->v = realloc(ts->v, sizeof(*ts->v) * (ts->n + 1))) || !(ts->v[ts->n].name = strdup(name)) ||
 	    !(ts->v[ts->n].provider = strdup(c->provider ? c->provider : "func")))
@@ -424,7 +427,7 @@ static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_
 		tr->acc.base_reg = (int8_t)reg;
 	}
 	for (const struct probe_point *pp = tr->probe->points; pp && !tr->err; pp = pp->next) {
-		struct compile_ctx c = { sc, tr, pp, NULL, 0, NULL, NULL };
+		struct compile_ctx c = { sc, tr, pp, NULL, 0, NULL, NULL, false };
 		char spec[600], err[512];
 		char *path;
 		int n;
@@ -447,17 +450,15 @@ static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_
 				    "returns and statements)%s%s", "", "");
 			break;
 		}
-		if (tr->all && tr->all != 'r' && pp->ret) {
-			set_err(tr, "not supported yet: %s at a .return point (read it at the entry)%s", tr->text, "");
+		if (ret_var && !pp->ret) {
+			set_err(tr, "$return is only at a .return point%s%s", "", "");
 			break;
 		}
-		if (ret_var != pp->ret && !tr->acc.global_name) {
-			set_err(tr, ret_var ? "$return is only at a .return point%s%s"
-					    : "not supported yet: a typed access to a parameter at a .return point "
-					      "(read it at the entry)%s%s", "", "");
-			break;
-		}
-		tr->acc.at_return = pp->ret;
+		/* a parameter's access at a .return: read at the call's
+		 * entry, as stap reads it (kernel/retprobes.c, "Values read
+		 * at the entry") */
+		tr->acc.at_return = pp->ret && ret_var;
+		c.at_entry = pp->ret && !ret_var && !tr->acc.global_name;
 		if (!(path = func_point_object(pp, src ? src->target_pid : 0))) {
 			set_err(tr, "cannot find the object of %s: %s", pp->text, strerror(errno));
 			break;

@@ -151,6 +151,8 @@ static bool of_parameters(const struct node *n)
 		return true;
 	case N_CTX: /* not $x$ (a string of members read at the return) */
 		return !n->a && !(n->str[0] && n->str[strlen(n->str) - 1] == '$');
+	case N_TYPED: /* $p->len: read at the entry at a return (typed.c) */
+		return strcmp(n->tr->acc.var, "return") != 0;
 	case N_BINOP:
 	case N_CMP:
 	case N_LOGAND:
@@ -168,7 +170,8 @@ static bool of_parameters(const struct node *n)
 /* @entry(EXPR) in a return probe: the value EXPR had at the entry.  The
  * engine keeps the entry's arguments for the return, so a return site's
  * $x is what $x was at the entry, and an expression of them and numbers
- * ($count * 2, $a + $b > 0) is the same there. */
+ * ($count * 2, $a + $b > 0) is the same there; a member of one ($p->len)
+ * at a return is read at the entry (kernel/retprobes.c). */
 static struct node *at_entry(struct parser *ps)
 {
 	struct tok *in;
@@ -179,8 +182,8 @@ static struct node *at_entry(struct parser *ps)
 	expect(ps, ")");
 	if (!of_parameters(n)) {
 		diag(ps->sc, in->line, in->col, "parse error",
-		     "not supported yet: @entry of anything but context variables ($name), numbers and operators "
-		     "on them");
+		     "not supported yet: @entry of anything but context variables ($name, $p->member), numbers "
+		     "and operators on them");
 		longjmp(ps->fail, 1);
 	}
 	return n;
