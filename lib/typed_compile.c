@@ -220,6 +220,14 @@ static bool pointee(Dwarf_Die *p, Dwarf_Die *out)
 	return djp_dwarf_ref_attr(p, DW_AT_type, out) && djp_dwarf_peel(out, out);
 }
 
+/* A pointer, or a C++ reference (an address the compiler follows, as
+ * stap's `->` does: `$c->count` of a `Cart &c`). */
+static bool is_pointer(Dwarf_Die *t)
+{
+	int tag = dwarf_tag(t);
+	return tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type || tag == DW_TAG_rvalue_reference_type;
+}
+
 /* The walk's state: the type of what is named so far (raw, for its
  * spelling, and peeled), and whether the program holds its address. */
 struct walk {
@@ -254,7 +262,7 @@ static int step_member(struct walk *w, const char *name, char *err, size_t errsz
 	Dwarf_Word bsz;
 	size_t len = 0;
 
-	if (dwarf_tag(&w->t) == DW_TAG_pointer_type) {
+	if (is_pointer(&w->t)) {
 		Dwarf_Die s;
 		if (!pointee(&w->t, &s) || !is_aggregate(&s)) {
 			spell(&w->raw, ty, sizeof(ty));
@@ -307,7 +315,7 @@ static int step_index(struct walk *w, int64_t i, bool by_var, char *err, size_t 
 	if (dwarf_tag(&w->t) == DW_TAG_array_type) {
 		if (!w->in_memory)
 			return fail(err, errsz, -EINVAL, "'[%lld]': an array not in memory", (long long)i);
-	} else if (dwarf_tag(&w->t) == DW_TAG_pointer_type) {
+	} else if (is_pointer(&w->t)) {
 		if (load_pointer(w, err, errsz))
 			return -E2BIG;
 		w->in_memory = true;
@@ -409,8 +417,45 @@ static int finish(struct walk *w, bool addr_of, struct djp_typed_result *out, ch
 	return 0;
 }
 
-/* The type named `spelled` ("struct T", "union U", "enum E" or a typedef
- * or base type's name) in dw: a definition, not a declaration. */
+/* The type `name` (of kind tag, -1: a typedef, base type, struct, union or
+ * class) among the children of scope, or, for "ns::rest", among those of
+ * its namespace, class or struct `ns`; an unqualified name is looked for
+ * in nested namespaces too (C++'s `shop::Item` as @cast(p, "Item")). */
+static bool find_in_scope(Dwarf_Die *scope, const char *name, int tag, unsigned depth, Dwarf_Die *out)
+{
+	const char *sep = strstr(name, "::");
+	size_t head = sep ? (size_t)(sep - name) : 0;
+	Dwarf_Die c;
+	Dwarf_Attribute a;
+
+	if (depth > 8 || dwarf_child(scope, &c) != 0)
+		return false;
+	do {
+		int t = dwarf_tag(&c);
+		const char *n = dwarf_diename(&c);
+		bool is_scope = t == DW_TAG_namespace || t == DW_TAG_structure_type || t == DW_TAG_class_type;
+		if (sep) {
+			if (is_scope && n && strlen(n) == head && !strncmp(n, name, head) &&
+			    find_in_scope(&c, sep + 2, tag, depth + 1, out))
+				return true;
+			continue;
+		}
+		bool kind_ok = tag >= 0 ? t == tag
+					 : t == DW_TAG_typedef || t == DW_TAG_base_type || t == DW_TAG_structure_type ||
+						   t == DW_TAG_union_type || t == DW_TAG_class_type;
+		if (kind_ok && n && !strcmp(n, name) && !dwarf_attr(&c, DW_AT_declaration, &a)) {
+			*out = c;
+			return true;
+		}
+		if (t == DW_TAG_namespace && find_in_scope(&c, name, tag, depth + 1, out))
+			return true;
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return false;
+}
+
+/* The type named `spelled` ("struct T", "union U", "enum E", "class C" or
+ * a typedef or base type's name, C++ scopes as "ns::T") in dw: a
+ * definition, not a declaration. */
 static bool find_type(Dwarf *dw, const char *spelled, Dwarf_Die *out)
 {
 	static const struct {
@@ -431,22 +476,9 @@ static bool find_type(Dwarf *dw, const char *spelled, Dwarf_Die *out)
 			tag = kinds[i].tag;
 		}
 	while (dw && dwarf_nextcu(dw, off, &next, &hsz, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cu, c;
-		Dwarf_Attribute a;
-		if (dwarf_offdie(dw, off + hsz, &cu) && dwarf_child(&cu, &c) == 0) {
-			do {
-				int t = dwarf_tag(&c);
-				const char *n = dwarf_diename(&c);
-				bool kind_ok = tag >= 0 ? t == tag
-							 : t == DW_TAG_typedef || t == DW_TAG_base_type ||
-								   t == DW_TAG_structure_type || t == DW_TAG_union_type ||
-								   t == DW_TAG_class_type;
-				if (kind_ok && n && !strcmp(n, name) && !dwarf_attr(&c, DW_AT_declaration, &a)) {
-					*out = c;
-					return true;
-				}
-			} while (dwarf_siblingof(&c, &c) == 0);
-		}
+		Dwarf_Die cu;
+		if (dwarf_offdie(dw, off + hsz, &cu) && find_in_scope(&cu, name, tag, 0, out))
+			return true;
 		off = next;
 	}
 	return false;
@@ -832,6 +864,8 @@ static int pretty_walk(struct pbuild *b, struct walk *w, unsigned depth, bool to
 		return fail(b->err, b->errsz, -ELOOP, "types nested too deep");
 	switch (dwarf_tag(&w->t)) {
 	case DW_TAG_pointer_type:
+	case DW_TAG_reference_type:
+	case DW_TAG_rvalue_reference_type:
 		if (!pointee(&w->t, &pt))
 			return piece(b, w, 'x', 0);
 		if (is_char(&pt))
@@ -892,9 +926,6 @@ static int pretty_walk(struct pbuild *b, struct walk *w, unsigned depth, bool to
 		    enc == DW_ATE_complex_float)
 			return fail(b->err, b->errsz, -ENOTSUP, "a floating-point value");
 		return piece(b, w, enc == DW_ATE_signed || enc == DW_ATE_signed_char ? 'd' : 'u', 0);
-	case DW_TAG_reference_type:
-	case DW_TAG_rvalue_reference_type:
-		return piece(b, w, 'x', 0);
 	default:
 		return fail(b->err, b->errsz, -ENOTSUP, "a type djp cannot print");
 	}

@@ -517,6 +517,33 @@ TEST_TIMEOUT(script_typed_member_at_a_return_is_read_at_the_entry, 120)
 	free(p);
 }
 
+/* C++ types: `->` through a reference parameter (Cart &c) as through a
+ * pointer, members of a class with a vtable, @cast to a type in a
+ * namespace by its qualified name and by its own, and the class pretty-
+ * printed: the values the program prints itself. */
+TEST_TIMEOUT(script_typed_cxx_references_classes_namespaces, 120)
+{
+	char *got, *want, *p1, *p2;
+	struct tproc *p = run_script("trace_progs/typed_cxx", "3",
+				     "probe process.function(\"checkout\") { printf(\"%d %d %ld %s %d\\n\", $c->count, "
+				     "$c->first->id, @cast($it, \"shop::Item\")->price, "
+				     "user_string(@cast($it, \"Item\")->name), $k) }",
+				     0, &got);
+
+	want = strdup(p->obuf);
+	CHECK(want != NULL);
+	/* the program's lines, in its stdout */
+	CHECK_STR(got, want);
+	free(got);
+	free(p);
+	free(want);
+	p = run_script("trace_progs/typed_cxx", "1", "probe process.function(\"checkout\") { println($c$) }", 0, &got);
+	CHECK((p1 = strstr(got, "{._vptr.Cart=0x")) == got);
+	CHECK((p2 = strstr(got, ", .count=3, .first={...}}\n")) != NULL);
+	free(got);
+	free(p);
+}
+
 /* One line of a command's output, "" when it printed none. */
 static void first_line_of(const char *cmd, char *out, size_t sz)
 {

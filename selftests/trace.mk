@@ -71,6 +71,13 @@ $(TRACE_CXX)_sdt: selftests/trace_progs/trace_cxx.cc include/djprobe/marker.h | 
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) -O2 -g -Iinclude -DTRACE_CXX_SDT_ONLY $(CXXFLAGS) -o $@ $<
 CHECK_DEPS += $(TRACE_TARGETS) $(TRACE_PLUGIN) $(TRACE_CXX) $(TRACE_CXX)_sdt
+# C++ types for typed access: classes, namespaces, references.
+TYPED_CXX := $(TRACE_PROGS_DIR)/typed_cxx
+$(TYPED_CXX): selftests/trace_progs/typed_cxx.cc | $(DEPS_STAMP)
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -O2 -g $(CXXFLAGS) -o $@ $<
+CHECK_DEPS += $(TYPED_CXX)
 # A program with a plain SDT probe and nothing of djprobe (user_string()).
 SDT_TARGET := $(TRACE_PROGS_DIR)/sdt_target
 $(SDT_TARGET): selftests/trace_progs/sdt_target.c | $(DEPS_STAMP)
