@@ -45,6 +45,7 @@
 #include <elfutils/libdw.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,7 +342,12 @@ static int step_index(struct walk *w, int64_t i, bool by_var, char *err, size_t 
 		w->p->idx_step = w->p->nderef;
 		w->p->idx_scale = (int64_t)esz;
 	} else {
-		w->p->last += i * (int64_t)esz;
+		int64_t off;
+		/* an index so large that its offset does not fit in 64 bits
+		 * names no byte anywhere (the fuzz target found one) */
+		if (esz > INT64_MAX || __builtin_mul_overflow(i, (int64_t)esz, &off) ||
+		    __builtin_add_overflow(w->p->last, off, &w->p->last))
+			return fail(err, errsz, -ERANGE, "'[%lld]': an index out of any range", (long long)i);
 	}
 	return 0;
 }

@@ -52,7 +52,7 @@ static void programs(const uint8_t *data, size_t size)
 		if (djp_load_get(&r, &p))
 			continue;
 		w.loads = 0;
-		(void)djp_load_run(&p, base, read_window, &w, &v);
+		(void)djp_load_run_idx(&p, base, (uint64_t)k * 3, read_window, &w, &v);
 	}
 }
 
