@@ -22,6 +22,15 @@ struct parser {
 	jmp_buf fail;
 	int loop_depth;
 	int depth; /* nesting levels open (see "Nesting" in parser.c) */
+	/* the probe being parsed: its points' tokens [probe_from,
+	 * probe_points_to), all of them function returns or not */
+	size_t probe_from, probe_points_to;
+	bool in_probe, probe_all_return;
+	/* @entry of an expression (parse_stmt.c): the tokens of what it
+	 * adds to the script, parsed after the script's own */
+	struct tok *synth;
+	size_t nsynth, capsynth;
+	int nentry;
 };
 
 /* Deep enough for any script a person writes; shallow enough that every

@@ -167,26 +167,107 @@ static bool of_parameters(const struct node *n)
 	}
 }
 
+/* Tokens for what @entry adds to the script: the text's (at the position
+ * of `at`, where an error in them would be said) or copies of the
+ * script's own. */
+static void synth_text(struct parser *ps, const char *text, const struct tok *at)
+{
+	struct src_file f = { "<@entry>", text };
+	struct lexer lx;
+	struct tok t;
+
+	lex_init(&lx, &f, ps->sc);
+	while (lex_next(&lx, &t) && t.kind != T_EOF) {
+		if (ps->nsynth == ps->capsynth &&
+		    !(ps->synth = realloc(ps->synth, sizeof(t) * (ps->capsynth = ps->capsynth * 2 + 64))))
+			abort();
+		t.line = at->line;
+		t.col = at->col;
+		ps->synth[ps->nsynth++] = t;
+	}
+}
+
+static void synth_toks(struct parser *ps, size_t from, size_t to, bool drop_return)
+{
+	for (size_t i = from; i < to; i++) {
+		if (drop_return && is_op(&ps->toks[i], ".") && i + 1 < to && is_kw(&ps->toks[i + 1], "return")) {
+			i++;
+			continue;
+		}
+		if (ps->nsynth == ps->capsynth &&
+		    !(ps->synth = realloc(ps->synth, sizeof(*ps->synth) * (ps->capsynth = ps->capsynth * 2 + 64))))
+			abort();
+		ps->synth[ps->nsynth++] = ps->toks[i];
+	}
+}
+
 /* @entry(EXPR) in a return probe: the value EXPR had at the entry.  The
  * engine keeps the entry's arguments for the return, so a return site's
  * $x is what $x was at the entry, and an expression of them and numbers
  * ($count * 2, $a + $b > 0) is the same there; a member of one ($p->len)
- * at a return is read at the entry (kernel/retprobes.c). */
+ * at a return is read at the entry (kernel/retprobes.c).  Any other
+ * expression (@entry(gettimeofday_us()), the latency idiom) is evaluated
+ * where stap evaluates it, at the entry: the script gets a probe of the
+ * same functions' entries that keeps its value, keyed by the thread and
+ * the stack pointer at the entry, and the return takes it back by its
+ * own (the call's slot: 8 bytes below the return's stack pointer).  The
+ * key names the call exactly: a recursive call, or a call whose return
+ * was diverted before the entry probe was armed, never takes another's
+ * value.  What it adds:
+ *
+ *   global __djp_entry_N
+ *   function __djp_entry_take_N(t, s) { ... the value at [t, s - 8], deleted }
+ *   probe POINTS-without-.return { __djp_entry_N[tid(), register("rsp")] = EXPR }
+ */
 static struct node *at_entry(struct parser *ps)
 {
-	struct tok *in;
-	struct node *n;
+	struct tok *in, *at = &ps->toks[ps->pos - 1];
+	struct node *n, *call;
+	size_t from, to;
+	char text[512];
+	int id;
+
 	expect(ps, "(");
 	in = peek(ps, 0);
+	from = ps->pos;
 	n = parse_expr(ps);
+	to = ps->pos;
 	expect(ps, ")");
-	if (!of_parameters(n)) {
-		diag(ps->sc, in->line, in->col, "parse error",
-		     "not supported yet: @entry of anything but context variables ($name, $p->member), numbers "
-		     "and operators on them");
+	if (of_parameters(n))
+		return n;
+	if (!ps->in_probe || !ps->probe_all_return) {
+		diag(ps->sc, in->line, in->col, "semantic error",
+		     "@entry of an expression is only in a probe whose points are all function returns");
 		longjmp(ps->fail, 1);
 	}
-	return n;
+	id = ps->nentry++;
+	snprintf(text, sizeof(text),
+		 "global __djp_entry_%d\n"
+		 "function __djp_entry_take_%d(t, s) { v = __djp_entry_%d[t, s - 8] delete __djp_entry_%d[t, s - 8] "
+		 "return v }\n"
+		 "probe ",
+		 id, id, id, id);
+	synth_text(ps, text, at);
+	synth_toks(ps, ps->probe_from, ps->probe_points_to, true);
+	snprintf(text, sizeof(text), " { __djp_entry_%d[tid(), register(\"rsp\")] = ", id);
+	synth_text(ps, text, at);
+	synth_toks(ps, from, to, false);
+	synth_text(ps, " }\n", at);
+	/* the return's: __djp_entry_take_N(tid(), register("rsp")) */
+	snprintf(text, sizeof(text), "__djp_entry_take_%d", id);
+	call = mk(ps, N_CALL, at);
+	call->str = pool_strndup(ps->sc, text, strlen(text));
+	call->nargs = 2;
+	call->args = pool_alloc(ps->sc, 2 * sizeof(*call->args));
+	call->args[0] = mk(ps, N_CALL, at);
+	call->args[0]->str = "tid";
+	call->args[1] = mk(ps, N_CALL, at);
+	call->args[1]->str = "register";
+	call->args[1]->nargs = 1;
+	call->args[1]->args = pool_alloc(ps->sc, sizeof(*call->args));
+	call->args[1]->args[0] = mk(ps, N_STR, at);
+	call->args[1]->args[0]->str = "rsp";
+	return call;
 }
 
 static struct node *typed_access(struct parser *ps, struct node *var);

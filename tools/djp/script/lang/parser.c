@@ -622,11 +622,17 @@ static void probe_decl(struct parser *ps, struct tok *kw)
 	tail = &p->points;
 	p->line = kw->line;
 	p->col = kw->col;
+	ps->probe_from = ps->pos;
 	do {
 		brace_points(ps);
 		*tail = probe_point(ps);
 		tail = &(*tail)->next;
 	} while (accept(ps, ","));
+	ps->probe_points_to = ps->pos;
+	ps->in_probe = true;
+	ps->probe_all_return = true;
+	for (struct probe_point *pt = p->points; pt; pt = pt->next)
+		ps->probe_all_return &= pt->kind == PP_MARK && pt->point && pt->ret && !pt->kernel;
 	if (is_kw(peek(ps, 0), "if")) {
 		take(ps);
 		expect(ps, "(");
@@ -634,6 +640,7 @@ static void probe_decl(struct parser *ps, struct tok *kw)
 		expect(ps, ")");
 	}
 	p->body = parse_block(ps);
+	ps->in_probe = false;
 	p->index = ps->sc->nprobes++;
 	struct probe **pp = &ps->sc->probes;
 	while (*pp)
@@ -914,10 +921,26 @@ int parse_script(struct script *sc)
 	}
 	if (setjmp(ps.fail)) {
 		free(ps.toks);
+		free(ps.synth);
 		return 1;
 	}
-	while (peek(&ps, 0)->kind != T_EOF) {
-		struct tok *t = take(&ps);
+	for (;;) {
+		struct tok *t;
+		if (peek(&ps, 0)->kind == T_EOF && ps.nsynth) {
+			/* what @entry of an expression added (parse_stmt.c), in
+			 * place of the end: parsed as the script's own */
+			struct tok *v = realloc(ps.toks, sizeof(*v) * (ps.ntoks + ps.nsynth));
+			if (!v)
+				abort();
+			ps.toks = v;
+			v[ps.ntoks - 1 + ps.nsynth] = v[ps.ntoks - 1];
+			memcpy(v + ps.ntoks - 1, ps.synth, sizeof(*v) * ps.nsynth);
+			ps.ntoks += ps.nsynth;
+			ps.nsynth = 0;
+		}
+		if (peek(&ps, 0)->kind == T_EOF)
+			break;
+		t = take(&ps);
 		if (is_kw(t, "global"))
 			global_decl(&ps);
 		else if (is_kw(t, "probe"))
@@ -940,6 +963,7 @@ int parse_script(struct script *sc)
 			fail_at(&ps, t, "expected 'global', 'probe' or 'function'");
 		}
 	}
+	free(ps.synth);
 	sc->toks = ps.toks; /* for -p1; freed by script_release */
 	sc->ntoks = ps.ntoks;
 	if (expand_aliases(sc))
