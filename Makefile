@@ -32,6 +32,9 @@ DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev libzydi
 # library's functions the oracle compares.  A test whose package is missing
 # fails, naming it.
 DEB_PACKAGES_CHECK := python3 postgresql-15 bpftrace libc6-dbg
+# and python3.11-dbg, the DWARF of python3.11 itself (by build-id), which
+# a typed access through python's own structures reads.
+DEB_PACKAGES_CHECK += python3.11-dbg
 # and man-db (with groff-base), which renders the man pages with --warnings.
 DEB_PACKAGES_CHECK += man-db groff-base
 # and what reads the timelines djp trace writes: python3-jsonschema checks

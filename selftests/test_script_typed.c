@@ -323,8 +323,9 @@ TEST_TIMEOUT(script_typed_cast_of_a_local_holding_a_context_variable, 120)
 
 /* @entry(EXPR) of context variables, numbers and operators at a return:
  * its value at the entry (visit returns its k, and the engine keeps the
- * entry's arguments for the return); a call is refused (members: the
- * next test). */
+ * entry's arguments for the return); @entry of an expression outside a
+ * return probe is refused (members: the next test; calls:
+ * script_entry_of_any_expression_through_recursion). */
 TEST_TIMEOUT(script_entry_of_an_expression_of_parameters, 60)
 {
 	char *got;
@@ -336,8 +337,8 @@ TEST_TIMEOUT(script_entry_of_an_expression_of_parameters, 60)
 	free(got);
 	free(p);
 	p = run_script("trace_progs/struct_target", "1",
-		       "probe process.function(\"visit\").return { println(@entry(tid())) }", 1, &got);
-	CHECK(strstr(p->ebuf, "not supported yet: @entry of anything but context variables") != NULL);
+		       "probe process.function(\"visit\") { println(@entry(tid())) }", 1, &got);
+	CHECK(strstr(p->ebuf, "@entry of an expression is only in a probe whose points are all function returns") != NULL);
 	free(got);
 	free(p);
 }
@@ -541,6 +542,44 @@ TEST_TIMEOUT(script_typed_cxx_references_classes_namespaces, 120)
 	CHECK((p1 = strstr(got, "{._vptr.Cart=0x")) == got);
 	CHECK((p2 = strstr(got, ", .count=3, .first={...}}\n")) != NULL);
 	free(got);
+	free(p);
+}
+
+/* A real program's own structures, through its separate debug file:
+ * python3.11 with python3.11-dbg's DWARF (found by build-id).  A program
+ * calls getattr() on an instance of its class 3000 times; the probe on
+ * PyObject_GetAttr counts the calls whose object's type is that class by
+ * $v->ob_type->tp_name, read at the hit: the program's own count. */
+TEST_TIMEOUT(script_typed_python_through_its_debug_file, 120)
+{
+	char script[] = "/tmp/djp-typed-py-XXXXXX", cmd[256];
+	struct tproc *p;
+	FILE *f;
+	int fd = mkstemp(script);
+
+	if (access("/usr/bin/python3.11", X_OK))
+		djp_test_fail(__FILE__, __LINE__, "no /usr/bin/python3.11: make check installs python3");
+	CHECK(fd >= 0);
+	CHECK((f = fdopen(fd, "w")) != NULL);
+	fputs("class DjpProbeFoo:\n    pass\nf = DjpProbeFoo()\nf.x = 1\ns = 0\n"
+	      "for i in range(3000):\n    s += getattr(f, 'x')\nprint('calls', s)\n",
+	      f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3.11 %s", script);
+	p = tt_spawn((char *const[]){ (char *)tt_djp(), "-c", cmd, "-e",
+				     "global n; probe process(\"/usr/bin/python3.11\").function(\"PyObject_GetAttr\") { "
+				     "if (user_string($v->ob_type->tp_name) == \"DjpProbeFoo\") n++ } "
+				     "probe end { printf(\"n=%d\\n\", n) }",
+				     NULL },
+		     false, -1);
+	int st = tt_finish(p, 100000);
+	unlink(script);
+	if (strstr(p->ebuf, "no debug information"))
+		djp_test_fail(__FILE__, __LINE__, "python3.11 without its DWARF: make check installs python3.11-dbg: %s",
+			      p->ebuf);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!strstr(p->obuf, "calls 3000\n") || !strstr(p->obuf, "n=3000\n"))
+		djp_test_fail(__FILE__, __LINE__, "%s / %s", p->obuf, p->ebuf);
 	free(p);
 }
 

@@ -13,7 +13,7 @@
 struct tproc {
 	pid_t pid;
 	int in, out, err; /* our ends of its stdin, stdout, stderr (-1: none) */
-	char obuf[1 << 20], ebuf[1 << 16];
+	char obuf[1 << 20], ebuf[1 << 20]; /* a summary of every function of python3.11 with its DWARF: 400 KB */
 	size_t olen, elen;
 };
 
