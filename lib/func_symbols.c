@@ -87,6 +87,7 @@
 
 #include "lib/errline.h"
 #include "lib/elf_debug.h"
+#include "lib/cxx_name.h"
 #include "lib/func_symbols.h"
 
 struct segment {
@@ -399,15 +400,28 @@ const struct djp_func *djp_funcs_at(const struct djp_func_table *t, uint64_t add
 	return t->v[lo - 1].size ? NULL : &t->v[lo - 1];
 }
 
+static int match_exact(const char *glob, const char *name)
+{
+	return strcmp(glob, name);
+}
+
+static int match_glob(const char *glob, const char *name)
+{
+	return fnmatch(glob, name, 0);
+}
+
 int djp_funcs_match(const struct djp_func_table *t, const char *glob,
 		    int (*fn)(void *ctx, const struct djp_func *f), void *ctx)
 {
-	bool exact = !strpbrk(glob, "*?[\\");
+	int (*match)(const char *, const char *) = strpbrk(glob, "*?[\\") ? match_glob : match_exact;
 	int n = 0;
 
 	for (size_t i = 0; i < t->count; i++) {
 		const struct djp_func *f = &t->v[i];
-		if (exact ? strcmp(f->name, glob) : fnmatch(glob, f->name, 0))
+		/* a C++ function by its own or qualified name too, as stap
+		 * names it (lib/cxx_name.c) */
+		if (match(glob, f->name) &&
+		    !(f->name[0] == '_' && f->name[1] == 'Z' && djp_cxx_glob_match(glob, f->name, match)))
 			continue;
 		n++;
 		if (fn) {

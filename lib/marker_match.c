@@ -4,10 +4,14 @@
  * bracket expression, where "[[:alpha:]]" has colons of its own.
  */
 #include <fnmatch.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "marker_match.h"
+#ifndef __KERNEL__ /* user space's functions may be C++ (kmod/Kbuild builds this file too) */
+#include <stdio.h>
+
+#include "lib/cxx_name.h"
+#endif
 
 long djp_marker_pattern_colon(const char *p)
 {
@@ -39,6 +43,27 @@ long djp_marker_pattern_colon(const char *p)
 	return -1;
 }
 
+#ifndef __KERNEL__
+static int match_glob(const char *glob, const char *name)
+{
+	return fnmatch(glob, name, 0);
+}
+
+/* glob (NAME or NAME%return) against a function site's name (SYMBOL, or
+ * SYMBOL%return) when SYMBOL is a C++ function's */
+static bool cxx_site_match(const char *glob, const char *name)
+{
+	const char *gr = strstr(glob, "%return"), *nr = strstr(name, "%return");
+	char g[256], n[512];
+
+	if (!gr != !nr || (gr && gr[7]) || (nr && nr[7]))
+		return false;
+	snprintf(g, sizeof(g), "%.*s", (int)(gr ? (size_t)(gr - glob) : strlen(glob)), glob);
+	snprintf(n, sizeof(n), "%.*s", (int)(nr ? (size_t)(nr - name) : strlen(name)), name);
+	return djp_cxx_glob_match(g, n, match_glob);
+}
+#endif
+
 bool djp_marker_match_n(const char *pattern, const char *provider, size_t provider_len, const char *name)
 {
 	long colon = djp_marker_pattern_colon(pattern);
@@ -56,7 +81,17 @@ bool djp_marker_match_n(const char *pattern, const char *provider, size_t provid
 	pglob[colon] = 0;
 	memcpy(prov, provider, provider_len);
 	prov[provider_len] = 0;
-	return fnmatch(pglob, prov, 0) == 0 && fnmatch(pattern + colon + 1, name, 0) == 0;
+	if (fnmatch(pglob, prov, 0))
+		return false;
+	if (!fnmatch(pattern + colon + 1, name, 0))
+		return true;
+#ifndef __KERNEL__
+	/* a function's site, named by its symbol: a C++ one by its own or
+	 * qualified name too (lib/cxx_name.c), "%return" kept apart */
+	return !strcmp(prov, "func") && name[0] == '_' && name[1] == 'Z' && cxx_site_match(pattern + colon + 1, name);
+#else
+	return false;
+#endif
 }
 
 bool djp_marker_match(const char *pattern, const char *provider, const char *name)

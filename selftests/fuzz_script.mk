@@ -3,7 +3,7 @@
 # lookup of a site's function (site_function.c), which
 # need a process.
 FUZZ_SCRIPT := $(O)/fuzz/fuzz_script
-FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c lib/escape.c lib/marker_match.c lib/func_symbols.c lib/func_source.c lib/func_params.c lib/func_index.c lib/param_locs.c lib/dwarf_types.c arch/x86/call_conv.c lib/elf_debug.c lib/errline.c lib/mapped_file.c \
+FUZZ_SCRIPT_SRCS := selftests/fuzz/fuzz_script.c lib/format.c lib/escape.c lib/marker_match.c lib/cxx_name.c lib/func_symbols.c lib/func_source.c lib/func_params.c lib/func_index.c lib/param_locs.c lib/dwarf_types.c arch/x86/call_conv.c lib/elf_debug.c lib/errline.c lib/mapped_file.c \
 	lib/markers_elf.c lib/markers_parse.c lib/argloc.c arch/x86/reg_names.c tools/djp/line_out.c \
 	$(filter-out tools/djp/script/cli.c tools/djp/script/live.c tools/djp/script/klive.c tools/djp/script/site_function.c,\
 		$(sort $(wildcard tools/djp/script/*.c tools/djp/script/*/*.c tools/djp/script/*/*/*.c)))

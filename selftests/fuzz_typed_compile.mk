@@ -6,7 +6,7 @@
 FUZZ_TYPEDC := $(O)/fuzz/fuzz_typed_compile
 FUZZ_TYPEDC_SRCS := selftests/fuzz/fuzz_typed_compile.c lib/typed_compile.c lib/load_prog.c lib/proto.c \
 	lib/func_params.c lib/param_locs.c lib/dwarf_types.c lib/dwarf_globals.c lib/func_source.c \
-	lib/func_symbols.c lib/func_index.c lib/elf_debug.c lib/errline.c lib/argloc.c lib/mapped_file.c \
+	lib/func_symbols.c lib/cxx_name.c lib/func_index.c lib/elf_debug.c lib/errline.c lib/argloc.c lib/mapped_file.c \
 	arch/x86/reg_names.c arch/x86/call_conv.c
 
 $(FUZZ_TYPEDC): $(FUZZ_TYPEDC_SRCS) lib/typed_compile.h lib/load_prog.h $(O)/selftests/trace_progs/struct_target

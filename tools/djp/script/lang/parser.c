@@ -139,6 +139,17 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
  * at or around LINE (lib/func_source.c), "func:GLOB@FILE:LINE@OBJECT";
  * what stap has besides is said not supported.
  */
+/* A ':' that is not half of a C++ scope's "::" (function("shop::Cart::total")). */
+static bool lone_colon(const char *s)
+{
+	for (const char *c = strchr(s, ':'); c; c = strchr(c, ':')) {
+		if (c[1] != ':')
+			return true;
+		c += 2;
+	}
+	return false;
+}
+
 static void function_point(struct parser *ps, struct probe_point *pp, const char *what, const struct tok *proc,
 			   const struct tok *spec, bool ret)
 {
@@ -154,7 +165,7 @@ static void function_point(struct parser *ps, struct probe_point *pp, const char
 	if (statement && at && strchr(at + 1, ':') && !strchr(strchr(at + 1, ':') + 1, ':')) {
 		snprintf(glob, sizeof(glob), "line:%s", at + 1);
 	} else if (!statement && spec->text[0] != '@' && spec->text[0] && !strpbrk(spec->text, "+%") &&
-		   (at ? !strchr(at + 1, '@') && !djp_src_filter_parse(at + 1, &src) : !strchr(spec->text, ':'))) {
+		   (at ? !strchr(at + 1, '@') && !djp_src_filter_parse(at + 1, &src) : !lone_colon(spec->text))) {
 		/* function("GLOB") or function("GLOB@FILE:LINE") */
 		snprintf(glob, sizeof(glob), "func:%s%s", spec->text, ret ? "%return" : "");
 		pp->ret = ret;

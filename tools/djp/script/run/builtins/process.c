@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/cxx_name.h"
 #include "tapset.h"
 #include "tools/djp/script/run/interp.h"
 
@@ -223,9 +224,11 @@ const char *bi_probefunc(struct run *r, struct node *n)
 	if (d->provider_len == 4 && !memcmp(d->provider, "func", 4)) {
 		/* an instruction probe's site is named for its function:
 		 * "NAME" at the entry, "NAME+0x1c" inside, "NAME%return" */
-		static char fn[256];
+		static char fn[256], cxx[512];
+		const char *base;
 		snprintf(fn, sizeof(fn), "%.*s", (int)strcspn(d->name, "+%"), d->name);
-		return fn;
+		/* a C++ function's own name, as its DWARF and stap name it */
+		return djp_cxx_name(fn, cxx, sizeof(cxx), &base) ? base : fn;
 	}
 	if (r->src && r->src->ops->function_of)
 		return r->src->ops->function_of(r->src, r->ev->pid, d);
