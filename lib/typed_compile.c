@@ -614,7 +614,7 @@ static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const str
 			return fail(err, errsz, -EINVAL, "%s is void", a->var);
 		tag = dwarf_tag(&w->t);
 		if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type || tag == DW_TAG_class_type ||
-		    tag == DW_TAG_array_type) {
+		    tag == DW_TAG_array_type || (a->addr_of && !a->nsteps)) {
 			w->p->base = (struct djp_argloc){ .kind = DJP_LOC_ADDR, .size = 8, .reg = DJP_REG_NONE,
 							  .index = DJP_REG_NONE, .scale = 1, .disp = (int64_t)addr };
 			w->in_memory = true;
@@ -693,7 +693,7 @@ int djp_typed_compile(struct djp_params_file *pf, uint64_t func_addr, const stru
 	memset(out, 0, sizeof(*out));
 	if ((ret = walk_access(pf, func_addr, a, &w, err, errsz)))
 		return ret;
-	if (!a->nsteps && a->addr_of)
+	if (!a->nsteps && a->addr_of && !a->global_name)
 		return fail(err, errsz, -EINVAL, "'&$%s': a parameter is not in memory at the entry", a->var);
 	if ((ret = finish(&w, a->addr_of, out, err, errsz)))
 		return ret;

@@ -608,6 +608,35 @@ TEST_TIMEOUT(script_typed_python_through_its_debug_file, 120)
 	free(p);
 }
 
+/* A local set once to a typed access (p = $n->next) or to a global
+ * (q = @var("st_last")) goes on as one (p->arr[3]); and the address of
+ * @var and @cast accesses (&@var("g"), &@var("g")->m, &@cast(p, T)->m):
+ * each line's halves, one through the local or the address and one
+ * written out, are equal. */
+TEST_TIMEOUT(script_typed_locals_from_accesses_and_addresses, 120)
+{
+	char *got;
+	struct tproc *p = run_script(
+		"trace_progs/struct_target", "4",
+		"probe process.function(\"visit\") { p = $n->next; q = @var(\"st_last\");"
+		" printf(\"%d %d %d %x %d|%d %d %d %x %d\\n\", p->next->next->i32, p->arr[3], q->i32,"
+		" &@cast($n, \"struct node\")->next, &@var(\"st_inner\")->uc - &@var(\"st_inner\"),"
+		" $n->next->next->next->i32, $n->next->arr[3], $n->i32, &$n->next, &$n->in->uc - &$n->in) }",
+		0, &got);
+	int lines = 0;
+
+	for (char *l = got, *nl; (nl = strchr(l, '\n')); l = nl + 1, lines++) {
+		char *bar = strchr(l, '|');
+		*nl = 0;
+		CHECK(bar != NULL && bar < nl);
+		*bar = 0;
+		CHECK_STR(l, bar + 1);
+	}
+	CHECK_EQ(lines, 4);
+	free(got);
+	free(p);
+}
+
 /* One line of a command's output, "" when it printed none. */
 static void first_line_of(const char *cmd, char *out, size_t sz)
 {

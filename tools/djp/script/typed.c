@@ -554,7 +554,16 @@ static void cast_of_local(struct script *sc, struct probe *p, struct node *n)
 	if (!body || body->kind != S_BLOCK || writes_of(body, v->str, &assign) != 1 || !assign)
 		goto refuse;
 	rhs = assign->b;
-	if (rhs && rhs->kind == N_CALL && tr->acc.cast_type) { /* p = pointer_arg(1) and its kin */
+	if (rhs && rhs->kind == N_TYPED && !tr->acc.cast_type) {
+		/* p = $n->next; p->i32: the access goes on from there */
+		const struct typed_ref *r = rhs->tr;
+		if (r->base_value || r->pretty || r->all || r->acc.addr_of || r->acc.at_return ||
+		    r->acc.nsteps + tr->acc.nsteps > DJP_TYPED_MAX_STEPS)
+			goto refuse;
+	} else if (rhs && rhs->kind == N_CALL && rhs->str && !strcmp(rhs->str, "@var") && rhs->nargs == 1 &&
+		   rhs->args[0]->kind == N_STR) {
+		/* p = @var("g@file.c"); p->m: the global's access */
+	} else if (rhs && rhs->kind == N_CALL && tr->acc.cast_type) { /* p = pointer_arg(1) and its kin */
 		char err[256];
 		if (dwarfless_address_reg(rhs, err, sizeof(err)) < 0)
 			goto refuse;
@@ -569,6 +578,31 @@ static void cast_of_local(struct script *sc, struct probe *p, struct node *n)
 	}
 	if (k < 0 || use <= k)
 		goto refuse;
+	if (rhs->kind == N_TYPED) { /* its access, then ours */
+		struct djp_typed_access a = rhs->tr->acc;
+		for (unsigned i = 0; i < tr->acc.nsteps; i++)
+			a.step[a.nsteps++] = tr->acc.step[i];
+		a.addr_of = tr->acc.addr_of;
+		tr->acc = a;
+		tr->base_call = rhs->tr->base_call;
+		tr->base_value = NULL;
+		n->a = NULL;
+		return;
+	}
+	if (rhs->kind == N_CALL && !strcmp(rhs->str, "@var")) {
+		const char *spec = rhs->args[0]->str, *at = strchr(spec, '@');
+		char *name = strdup(spec);
+		if (!name)
+			abort();
+		if (at)
+			name[at - spec] = 0;
+		tr->acc.var = "@var";
+		tr->acc.global_name = name;
+		tr->acc.global_file = at ? at + 1 : NULL;
+		tr->base_value = NULL;
+		n->a = NULL;
+		return;
+	}
 	/* the cast of the context variable (or argument register) itself */
 	tr->acc.var = rhs->str;
 	if (rhs->kind == N_CALL)

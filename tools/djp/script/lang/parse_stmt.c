@@ -574,6 +574,30 @@ static struct node *typed_access(struct parser *ps, struct node *var)
 	return n;
 }
 
+/* @var("name@file.c")->member (and &@var(...)): a typed access from the
+ * global (lib/typed_compile.c), at t, its steps parsed here */
+static struct node *var_access(struct parser *ps, struct node *call, struct tok *t)
+{
+	struct node *var = mk(ps, N_CTX, t), *n;
+	const char *spec = call->nargs >= 1 && call->args[0]->kind == N_STR ? call->args[0]->str : NULL;
+	const char *at = spec ? strchr(spec, '@') : NULL;
+	char *name, *text;
+
+	if (!spec || call->nargs != 1)
+		not_yet(ps, t, "a typed access from @var of another object, or of a name that is not a literal");
+	if (!(text = malloc(strlen(spec) + 16)) || !(name = strdup(spec)))
+		abort();
+	sprintf(text, "@var(\"%s\")", spec);
+	var->str = text;
+	n = typed_access(ps, var);
+	if (at)
+		name[at - spec] = 0;
+	n->tr->acc.global_name = name;
+	n->tr->acc.global_file = at ? at + 1 : NULL;
+	n->tr->text++; /* as written: no '$' */
+	return n;
+}
+
 static struct node *postfix(struct parser *ps)
 {
 	struct node *n = primary(ps);
@@ -583,25 +607,7 @@ static struct node *postfix(struct parser *ps)
 		n = typed_access(ps, n);
 		t = peek(ps, 0);
 	} else if (n->kind == N_CALL && n->str && !strcmp(n->str, "@var") && (is_op(t, "->") || is_op(t, "["))) {
-		/* @var("name@file.c")->member: a typed access from the global
-		 * (lib/typed_compile.c) */
-		struct node *var = mk(ps, N_CTX, t), *call = n;
-		const char *spec = call->nargs >= 1 && call->args[0]->kind == N_STR ? call->args[0]->str : NULL;
-		const char *at = spec ? strchr(spec, '@') : NULL;
-		char *name, *text;
-
-		if (!spec || call->nargs != 1)
-			not_yet(ps, t, "'->' on @var of another object, or of a name that is not a literal");
-		if (!(text = malloc(strlen(spec) + 16)) || !(name = strdup(spec)))
-			abort();
-		sprintf(text, "@var(\"%s\")", spec);
-		var->str = text;
-		n = typed_access(ps, var);
-		if (at)
-			name[at - spec] = 0;
-		n->tr->acc.global_name = name;
-		n->tr->acc.global_file = at ? at + 1 : NULL;
-		n->tr->text++; /* as written: no '$' */
+		n = var_access(ps, n, t);
 		t = peek(ps, 0);
 	} else if (n->kind == N_VAR && is_op(t, "->")) {
 		/* p->member on a local: the access of the context variable p
@@ -649,8 +655,17 @@ struct node *parse_unary(struct parser *ps)
 		n->tr->acc.addr_of = true;
 		return n;
 	}
-	if (is_op(t, "&") && peek(ps, 1)->kind == T_AT)
-		not_yet(ps, t, "'&' of an @ operator");
+	if (is_op(t, "&") && peek(ps, 1)->kind == T_AT) {
+		/* &@var("g"), &@var("g")->m, &@cast(p, "T")->m: an address */
+		take(ps);
+		n = postfix(ps);
+		if (n->kind == N_CALL && n->str && !strcmp(n->str, "@var"))
+			n = var_access(ps, n, t);
+		if (n->kind != N_TYPED)
+			not_yet(ps, t, "'&' of an @ operator other than @var and @cast");
+		n->tr->acc.addr_of = true;
+		return n;
+	}
 	if (is_op(t, "-") || is_op(t, "!") || is_op(t, "~") || is_op(t, "+")) {
 		take(ps);
 		enter(ps);
