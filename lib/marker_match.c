@@ -4,12 +4,11 @@
  * bracket expression, where "[[:alpha:]]" has colons of its own.
  */
 #include <fnmatch.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "marker_match.h"
 #ifndef __KERNEL__ /* user space's functions may be C++ (kmod/Kbuild builds this file too) */
-#include <stdio.h>
-
 #include "lib/cxx_name.h"
 #endif
 
