@@ -49,16 +49,35 @@ static int loc_check(const struct djp_argloc *b)
 	}
 }
 
+/* A location on the wire: kind, size, sign, reg, index, scale, reg_shift
+ * and disp. */
+static void loc_put(struct djp_pbuf *b, const struct djp_argloc *l)
+{
+	djp_put_u8(b, l->kind);
+	djp_put_u8(b, l->size);
+	djp_put_u8(b, l->is_signed);
+	djp_put_u8(b, (uint8_t)l->reg);
+	djp_put_u8(b, (uint8_t)l->index);
+	djp_put_u8(b, l->scale);
+	djp_put_u8(b, l->reg_shift);
+	djp_put_u64(b, (uint64_t)l->disp);
+}
+
+static void loc_get(struct djp_preader *r, struct djp_argloc *l)
+{
+	l->kind = djp_get_u8(r);
+	l->size = djp_get_u8(r);
+	l->is_signed = djp_get_u8(r) != 0;
+	l->reg = (int8_t)djp_get_u8(r);
+	l->index = (int8_t)djp_get_u8(r);
+	l->scale = djp_get_u8(r);
+	l->reg_shift = djp_get_u8(r);
+	l->disp = (int64_t)djp_get_u64(r);
+}
+
 void djp_load_put(struct djp_pbuf *b, const struct djp_load_prog *p)
 {
-	djp_put_u8(b, p->base.kind);
-	djp_put_u8(b, p->base.size);
-	djp_put_u8(b, p->base.is_signed);
-	djp_put_u8(b, (uint8_t)p->base.reg);
-	djp_put_u8(b, (uint8_t)p->base.index);
-	djp_put_u8(b, p->base.scale);
-	djp_put_u8(b, p->base.reg_shift);
-	djp_put_u64(b, (uint64_t)p->base.disp);
+	loc_put(b, &p->base);
 	djp_put_u8(b, p->nderef);
 	djp_put_u8(b, p->size);
 	djp_put_u8(b, p->is_signed);
@@ -68,14 +87,7 @@ void djp_load_put(struct djp_pbuf *b, const struct djp_load_prog *p)
 		djp_put_u64(b, (uint64_t)p->off[i]);
 	djp_put_u64(b, (uint64_t)p->last);
 	djp_put_u16(b, p->str_bound);
-	djp_put_u8(b, p->idx.kind);
-	djp_put_u8(b, p->idx.size);
-	djp_put_u8(b, p->idx.is_signed);
-	djp_put_u8(b, (uint8_t)p->idx.reg);
-	djp_put_u8(b, (uint8_t)p->idx.index);
-	djp_put_u8(b, p->idx.scale);
-	djp_put_u8(b, p->idx.reg_shift);
-	djp_put_u64(b, (uint64_t)p->idx.disp);
+	loc_put(b, &p->idx);
 	djp_put_u8(b, p->idx_step);
 	djp_put_u64(b, (uint64_t)p->idx_scale);
 	djp_put_u8(b, p->at_entry);
@@ -84,14 +96,7 @@ void djp_load_put(struct djp_pbuf *b, const struct djp_load_prog *p)
 int djp_load_get(struct djp_preader *r, struct djp_load_prog *p)
 {
 	*p = (struct djp_load_prog){ 0 };
-	p->base.kind = djp_get_u8(r);
-	p->base.size = djp_get_u8(r);
-	p->base.is_signed = djp_get_u8(r) != 0;
-	p->base.reg = (int8_t)djp_get_u8(r);
-	p->base.index = (int8_t)djp_get_u8(r);
-	p->base.scale = djp_get_u8(r);
-	p->base.reg_shift = djp_get_u8(r);
-	p->base.disp = (int64_t)djp_get_u64(r);
+	loc_get(r, &p->base);
 	p->nderef = djp_get_u8(r);
 	p->size = djp_get_u8(r);
 	p->is_signed = djp_get_u8(r) != 0;
@@ -103,14 +108,7 @@ int djp_load_get(struct djp_preader *r, struct djp_load_prog *p)
 		p->off[i] = (int64_t)djp_get_u64(r);
 	p->last = (int64_t)djp_get_u64(r);
 	p->str_bound = djp_get_u16(r);
-	p->idx.kind = djp_get_u8(r);
-	p->idx.size = djp_get_u8(r);
-	p->idx.is_signed = djp_get_u8(r) != 0;
-	p->idx.reg = (int8_t)djp_get_u8(r);
-	p->idx.index = (int8_t)djp_get_u8(r);
-	p->idx.scale = djp_get_u8(r);
-	p->idx.reg_shift = djp_get_u8(r);
-	p->idx.disp = (int64_t)djp_get_u64(r);
+	loc_get(r, &p->idx);
 	p->idx_step = djp_get_u8(r);
 	p->idx_scale = (int64_t)djp_get_u64(r);
 	p->at_entry = djp_get_u8(r) != 0;

@@ -416,13 +416,7 @@ static bool hand_on(struct djp_ring_tls *t, struct djp_slot_hdr *s, uint32_t old
 	s->tail_cache = tail;
 	ts = djp_clock_raw();
 	djp_ring_pad(t->data, t->ring_size, sb_size, pos, at, ts);
-	if ((at & t->sb_mask) == 0) {
-		uint64_t k = at >> t->sb_shift;
-		struct djp_subbuf_rec *rec = &s->sb[k & t->nsb_mask];
-		__atomic_store_n(&rec->seq, k + 1, __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_RELEASE);
-		__atomic_store_n(&rec->count, s->nevents, __ATOMIC_RELAXED);
-	}
+	djp__ring_enter(t, s, at);
 	e = (uint64_t *)(t->data + (at & (t->ring_size - 1)));
 	e[0] = ts;
 	e[2] = old_tid;

@@ -336,6 +336,21 @@ uint64_t djp_ring_copy_string(char *dst, const char *src, uint32_t bound);
  * mask of those that faulted; those of lstr_mask (and not faulted) are
  * addresses of strings to copy, at most lstr_bound bytes each, NUL
  * included.  NULL: none, and no trace in the code. */
+/* An event going at `at`: when it is the first of sub-buffer k, announce
+ * the sub-buffer before writing into it (the seqlock write side; see the
+ * snapshot in ring.c). */
+static inline __attribute__((always_inline)) void djp__ring_enter(const struct djp_ring_tls *t,
+								 struct djp_slot_hdr *s, uint64_t at)
+{
+	if ((at & t->sb_mask) == 0) {
+		uint64_t k = at >> t->sb_shift;
+		struct djp_subbuf_rec *rec = &s->sb[k & t->nsb_mask];
+		__atomic_store_n(&rec->seq, k + 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		__atomic_store_n(&rec->count, s->nevents, __ATOMIC_RELAXED);
+	}
+}
+
 static inline __attribute__((always_inline)) int djp_ring_record_loads(struct djp_region *r, uint32_t marker_id,
 									 const uint64_t *args, unsigned nargs,
 									 uint32_t str_mask, unsigned str_bound, int cpu,
@@ -414,15 +429,7 @@ static inline __attribute__((always_inline)) int djp_ring_record_loads(struct dj
 	 * for it. */
 	ts = djp_clock_raw();
 	djp_ring_pad(t->data, t->ring_size, sb_size, pos, at, ts);
-	if ((at & t->sb_mask) == 0) {
-		/* Entering sub-buffer k: announce it before writing into it
-		 * (the seqlock write side; see the snapshot in ring.c). */
-		uint64_t k = at >> t->sb_shift;
-		struct djp_subbuf_rec *rec = &s->sb[k & t->nsb_mask];
-		__atomic_store_n(&rec->seq, k + 1, __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_RELEASE);
-		__atomic_store_n(&rec->count, s->nevents, __ATOMIC_RELAXED);
-	}
+	djp__ring_enter(t, s, at);
 
 	/* Write and commit. */
 	e = (uint64_t *)(t->data + (at & (t->ring_size - 1)));
