@@ -693,8 +693,23 @@ int djp_typed_compile(struct djp_params_file *pf, uint64_t func_addr, const stru
 	memset(out, 0, sizeof(*out));
 	if ((ret = walk_access(pf, func_addr, a, &w, err, errsz)))
 		return ret;
-	if (!a->nsteps && a->addr_of && !a->global_name)
-		return fail(err, errsz, -EINVAL, "'&$%s': a parameter is not in memory at the entry", a->var);
+	if (!a->nsteps && a->addr_of && !a->global_name && !a->has_base_reg && !a->has_base_loc && !a->cast_type) {
+		/* &$var: a variable in a stack slot (a local at a statement,
+		 * an argument passed on the stack) is at its base register
+		 * plus the slot's offset; one in a register has no address */
+		struct djp_argloc *b = &out->prog.base;
+		if (b->kind != DJP_LOC_MEM || b->reg == DJP_REG_NONE || b->index != DJP_REG_NONE)
+			return fail(err, errsz, -EINVAL, "'&$%s': $%s is not in memory %s (a register holds it)", a->var,
+				    a->var, a->pc ? "there" : "at the entry");
+		out->prog.last += b->disp;
+		*b = (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = b->reg, .index = DJP_REG_NONE,
+					  .scale = 1 };
+		out->prog.size = 0;
+		spell(&w.raw, out->type, sizeof(out->type));
+		strncat(out->type, "*", sizeof(out->type) - strlen(out->type) - 1);
+		out->conv = 'p';
+		return djp_load_check(&out->prog) ? fail(err, errsz, -EINVAL, "internal error: a bad load program") : 0;
+	}
 	if ((ret = finish(&w, a->addr_of, out, err, errsz)))
 		return ret;
 	return djp_load_check(&out->prog) ? fail(err, errsz, -EINVAL, "internal error: a bad load program") : 0;

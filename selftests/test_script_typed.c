@@ -11,6 +11,7 @@
  * parameter that does not exist is a semantic error that names the type
  * and its members, at the line and column of the access.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -633,6 +634,57 @@ TEST_TIMEOUT(script_typed_locals_from_accesses_and_addresses, 120)
 		CHECK_STR(l, bar + 1);
 	}
 	CHECK_EQ(lines, 4);
+	free(got);
+	free(p);
+}
+
+/* &$var of a variable in memory: main's loop counter i at -O0, in a
+ * stack slot, is at the same offset from %rbp at each hit, inside the
+ * stack, and that offset is one the compiler's own code increments by 1
+ * (objdump: addq $0x1,-0xN(%rbp) in main); a parameter a register holds
+ * has no address, said before the run. */
+TEST_TIMEOUT(script_typed_address_of_a_variable_in_memory, 120)
+{
+	char src[PATH_MAX], o0[PATH_MAX], line[512], text[1024], cmd[2 * PATH_MAX], *got, want[64];
+	int at = 0, no = 0, off = 0, lines = 0;
+	struct tproc *p;
+	FILE *f;
+
+	snprintf(o0, sizeof(o0), "%s", djp_test_path("trace_progs/struct_target-O0"));
+	snprintf(src, sizeof(src), "%s", djp_test_path("../../selftests/trace_progs/struct_target.c"));
+	CHECK((f = fopen(src, "r")) != NULL);
+	while (fgets(line, sizeof(line), f) && !no)
+		if (at++, strstr(line, "visit(nd, (int)i);"))
+			no = at;
+	fclose(f);
+	CHECK(no > 0);
+	snprintf(text, sizeof(text),
+		 "probe process.statement(\"main@struct_target.c:%d\") { a = &$i; "
+		 "printf(\"%%d %%d\\n\", a >= register(\"rsp\") && a < register(\"rsp\") + 65536, a - register(\"rbp\")) }",
+		 no);
+	p = run_script("trace_progs/struct_target-O0", "3", text, 0, &got);
+	for (char *l = got, *nl; (nl = strchr(l, '\n')); l = nl + 1, lines++) {
+		int in, o;
+		CHECK(sscanf(l, "%d %d", &in, &o) == 2);
+		CHECK_EQ(in, 1);
+		CHECK(!lines || o == off);
+		off = o;
+	}
+	CHECK_EQ(lines, 3);
+	free(got);
+	free(p);
+	CHECK(off < 0);
+	snprintf(cmd, sizeof(cmd), "objdump -d --no-show-raw-insn %s | awk '/<main>:/,/^$/'", o0);
+	CHECK((f = popen(cmd, "r")) != NULL);
+	snprintf(want, sizeof(want), "addq   $0x1,-0x%x(%%rbp)", -off);
+	at = 0;
+	while (fgets(line, sizeof(line), f))
+		at += strstr(line, want) != NULL;
+	pclose(f);
+	if (!at)
+		djp_test_fail(__FILE__, __LINE__, "no \"%s\" in main's code", want);
+	p = run_script("trace_progs/struct_target", "1", "probe process.function(\"visit\") { println(&$k) }", 1, &got);
+	CHECK(strstr(p->ebuf, "'&$k': $k is not in memory at the entry (a register holds it)") != NULL);
 	free(got);
 	free(p);
 }

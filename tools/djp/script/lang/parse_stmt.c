@@ -650,8 +650,10 @@ struct node *parse_unary(struct parser *ps)
 	if (is_op(t, "&") && peek(ps, 1)->kind == T_DOLLAR) {
 		take(ps);
 		n = postfix(ps);
+		if (n->kind == N_CTX && !n->a) /* &$var: where it is, if in memory (typed_compile.c) */
+			n = typed_access(ps, n);
 		if (n->kind != N_TYPED)
-			not_yet(ps, t, "'&' of a target variable itself (only of its members: &$var->member)");
+			not_yet(ps, t, "'&' of this target variable");
 		n->tr->acc.addr_of = true;
 		return n;
 	}
