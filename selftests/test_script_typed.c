@@ -60,6 +60,19 @@ static struct tproc *run_script(const char *target, const char *arg, const char 
 	return p;
 }
 
+/* A script the tool refuses before the target runs (exit 1, nothing
+ * printed), with msg in what it says. */
+static void refused_with(const char *target, const char *arg, const char *text, const char *msg)
+{
+	char *got;
+	struct tproc *p = run_script(target, arg, text, 1, &got);
+
+	if (!strstr(p->ebuf, msg) || got[0])
+		djp_test_fail(__FILE__, __LINE__, "%s: no \"%s\" in: %s (stdout '%s')", text, msg, p->ebuf, got);
+	free(got);
+	free(p);
+}
+
 static const char pretty_script[] = "probe process.function(\"visit\") {\n"
 				    "  println($n$)\n  println($n->in$$)\n  println($n->pin$)\n  println($k$)\n}\n";
 
@@ -296,11 +309,7 @@ TEST_TIMEOUT(script_typed_cast_of_a_local_holding_a_context_variable, 120)
 	CHECK_STR(got, want);
 	free(got);
 	free(p);
-	p = run_script("trace_progs/struct_target", "1",
-		       "probe process.function(\"visit\") { p = $n; p++; println(p->i32) }", 1, &got);
-	CHECK(strstr(p->ebuf, "p->i32: not supported yet: '->' on a value the script computes") != NULL);
-	free(got);
-	free(p);
+	refused_with("trace_progs/struct_target", "1", "probe process.function(\"visit\") { p = $n; p++; println(p->i32) }", "p->i32: not supported yet: '->' on a value the script computes");
 	snprintf(text, sizeof(text),
 		 "probe process.function(\"visit\") { a = pointer_arg(1); printf(\"%%d %%d %%s %%d\\n\", "
 		 "@cast(a, \"struct node\", \"%s\")->i32, @cast(a, \"struct node\", \"%s\")->in->col, "
@@ -337,18 +346,15 @@ TEST_TIMEOUT(script_entry_of_an_expression_of_parameters, 60)
 	CHECK_STR(got, "1 7 1 0\n3 -1 0 1\n5 -2 1 2\n");
 	free(got);
 	free(p);
-	p = run_script("trace_progs/struct_target", "1",
-		       "probe process.function(\"visit\") { println(@entry(tid())) }", 1, &got);
-	CHECK(strstr(p->ebuf, "@entry of an expression is only in a probe whose points are all function returns") != NULL);
-	free(got);
-	free(p);
+	refused_with("trace_progs/struct_target", "1", "probe process.function(\"visit\") { println(@entry(tid())) }", "@entry of an expression is only in a probe whose points are all function returns");
 }
 
 /* At markers: @cast($argN or $NAME, "T")->member, the address being the
  * site's argument wherever its record places it.  At a .markers marker of
- * corpus_target (config's hdr=%p, a static header), the same values as
- * user_int() reads of the same words; at an SDT probe (sdt_target's strs,
- * the query string as its first argument), the bytes user_string() reads.
+ * corpus_target (config's hdr=%p, a static header), the values of its
+ * initializer in the program's source; at an SDT probe (sdt_target's
+ * strs, the query string as its first argument), the bytes user_string()
+ * reads.
  * Without @cast, or with an argument the marker has not, an error that
  * says so, before the target runs. */
 TEST_TIMEOUT(script_typed_cast_at_markers, 120)
@@ -394,16 +400,8 @@ TEST_TIMEOUT(script_typed_cast_at_markers, 120)
 			djp_test_fail(__FILE__, __LINE__, "no %s in: %s / %s", want, p->obuf, p->ebuf);
 		free(p);
 	}
-	p = run_script("trace_progs/corpus_target", "", "probe process.mark(\"config\") { println($hdr->magic) }", 1,
-		       &got);
-	CHECK(strstr(p->ebuf, "$hdr has no C type at a marker: @cast it") != NULL);
-	free(got);
-	free(p);
-	p = run_script("trace_progs/corpus_target", "",
-		       "probe process.mark(\"config\") { println(@cast($nope, \"struct header\")->magic) }", 1, &got);
-	CHECK(strstr(p->ebuf, "marker config has no argument $nope") != NULL);
-	free(got);
-	free(p);
+	refused_with("trace_progs/corpus_target", "", "probe process.mark(\"config\") { println($hdr->magic) }", "$hdr has no C type at a marker: @cast it");
+	refused_with("trace_progs/corpus_target", "", "probe process.mark(\"config\") { println(@cast($nope, \"struct header\")->magic) }", "marker config has no argument $nope");
 }
 
 /* @var("name@file.c")->member: a typed access from a global, read at the
@@ -445,11 +443,7 @@ TEST_TIMEOUT(script_typed_member_of_a_global, 120)
 	CHECK_EQ(lines, 3);
 	free(got);
 	free(p);
-	p = run_script("trace_progs/struct_target", "1",
-		       "probe process.function(\"visit\") { println(@var(\"nosuch@struct_target.c\")->x) }", 1, &got);
-	CHECK(strstr(p->ebuf, "no variable 'nosuch' at the top of a unit named struct_target.c") != NULL);
-	free(got);
-	free(p);
+	refused_with("trace_progs/struct_target", "1", "probe process.function(\"visit\") { println(@var(\"nosuch@struct_target.c\")->x) }", "no variable 'nosuch' at the top of a unit named struct_target.c");
 }
 
 /* $p->arr[$i]: an index that is a context variable, read at the hit with
@@ -476,11 +470,7 @@ TEST_TIMEOUT(script_typed_index_by_a_context_variable, 120)
 	free(got);
 	free(want);
 	free(p);
-	p = run_script("trace_progs/struct_target", "1", "probe process.function(\"visit\") { println($n->arr[$n]) }", 1,
-		       &got);
-	CHECK(strstr(p->ebuf, "$n->arr[$n]: the index $n of visit cannot be read at its entry: a pointer") != NULL);
-	free(got);
-	free(p);
+	refused_with("trace_progs/struct_target", "1", "probe process.function(\"visit\") { println($n->arr[$n]) }", "$n->arr[$n]: the index $n of visit cannot be read at its entry: a pointer");
 	p = run_script("trace_progs/struct_target", "1", "probe process.function(\"visit\") { println($n->arr[$zz]) }",
 		       1, &got);
 	CHECK(strstr(p->ebuf, "no parameter $zz for the index in visit") != NULL);
@@ -683,10 +673,7 @@ TEST_TIMEOUT(script_typed_address_of_a_variable_in_memory, 120)
 	pclose(f);
 	if (!at)
 		djp_test_fail(__FILE__, __LINE__, "no \"%s\" in main's code", want);
-	p = run_script("trace_progs/struct_target", "1", "probe process.function(\"visit\") { println(&$k) }", 1, &got);
-	CHECK(strstr(p->ebuf, "'&$k': $k is not in memory at the entry (a register holds it)") != NULL);
-	free(got);
-	free(p);
+	refused_with("trace_progs/struct_target", "1", "probe process.function(\"visit\") { println(&$k) }", "'&$k': $k is not in memory at the entry (a register holds it)");
 }
 
 /* One line of a command's output, "" when it printed none. */
