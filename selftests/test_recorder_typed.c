@@ -27,10 +27,15 @@ struct tnode {
 	short s16;
 };
 
+/* Long enough for a jump (its first instruction is 7 bytes): a function
+ * shorter than one is an int3 probe, whose hits the fast entries never
+ * see. */
+volatile long typed_fast_sink;
 __attribute__((noinline, noipa)) long typed_fast_target(struct tnode *n)
 {
 	__asm__ volatile("" ::"r"(n) : "memory");
-	return 0;
+	typed_fast_sink += (long)(uintptr_t)n;
+	return typed_fast_sink;
 }
 
 /* A program from %rdi, the parameter at the entry. */
@@ -108,10 +113,14 @@ static void record(const struct djp_load_prog *progs, unsigned nprogs, struct tn
 	CHECK((rec->loads = djp_loads_create()) != NULL);
 	CHECK_EQ(djp_loads_add(rec->loads, ls), 0);
 	CHECK_EQ(djp_safe_copy_enable(), 0);
+	CHECK(djp_loads_fast_copy()); /* else every hit takes the general record */
+
 	CHECK_EQ(djp__point_parse("func:typed_fast_target", &o.point), 0);
 	atomic_store(&planned, 0);
 	id = djp__connect(NULL, djp_recorder_hit, rec, DJP_GPR_ONLY, &o);
 	CHECK(id >= 0);
+	/* a jump, whose trampoline calls the fast entry */
+	CHECK_EQ(*(const volatile uint8_t *)(uintptr_t)typed_fast_target, 0xe9);
 	if (atomic_load(&planned) != 1)
 		djp_test_fail(__FILE__, __LINE__, "the typed site has no fast entry (%d)", atomic_load(&planned));
 	for (unsigned i = 0; i < hits; i++)
@@ -135,7 +144,7 @@ static void record(const struct djp_load_prog *progs, unsigned nprogs, struct tn
 
 static struct tnode c3 = { 3, NULL, -7, 200, 5, 17, -300 }, b2 = { 2, &c3, 0, 0, 0, 0, 0 }, a1 = { 1, &b2, 0, 0, 0, 0, 0 };
 
-/* One member ($n->a), the shortest entry. */
+/* One member ($n->a), the shortest entry (the member entry). */
 TEST(recorder_typed_fast_entry_one_member)
 {
 	struct djp_load_prog p = prog(0, NULL, offsetof(struct tnode, a), 8, true);
@@ -144,6 +153,37 @@ TEST(recorder_typed_fast_entry_one_member)
 	record(&p, 1, &a1, 50, &g);
 	CHECK_EQ(g.faulted[1], 0);
 	CHECK_EQ(g.v[1][0], 1);
+}
+
+/* One member straight from the register (the member entry: no pointer
+ * loaded first), unsigned of each width, and from a NULL pointer and a
+ * page nobody may read: the fault's address and mask, as the general
+ * record gives them. */
+TEST(recorder_typed_fast_entry_member_widths_and_faults)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct tnode *bad = mmap(NULL, (size_t)pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct djp_load_prog p8 = prog(0, NULL, offsetof(struct tnode, a), 8, true);
+	struct djp_load_prog p4 = prog(0, NULL, offsetof(struct tnode, s32), 4, false);
+	struct djp_load_prog p2 = prog(0, NULL, offsetof(struct tnode, s16), 2, false);
+	struct djp_load_prog p1 = prog(0, NULL, offsetof(struct tnode, u8), 1, false);
+	struct got g;
+
+	CHECK(bad != MAP_FAILED);
+	record(&p4, 1, &c3, 50, &g);
+	CHECK_EQ(g.faulted[1], 0);
+	CHECK_EQ(g.v[1][0], (uint32_t)-7);
+	record(&p2, 1, &c3, 50, &g);
+	CHECK_EQ(g.v[1][0], (uint16_t)-300);
+	record(&p1, 1, &c3, 50, &g);
+	CHECK_EQ(g.v[1][0], 200);
+	record(&p8, 1, NULL, 50, &g); /* refused in the first page, no load */
+	CHECK_EQ(g.faulted[1], 1);
+	CHECK_EQ(g.v[1][0], (uint64_t)offsetof(struct tnode, a));
+	record(&p1, 1, bad, 50, &g); /* the fault handler's fixup */
+	CHECK_EQ(g.faulted[1], 1);
+	CHECK_EQ(g.v[1][0], (uint64_t)(uintptr_t)bad + offsetof(struct tnode, u8));
+	munmap(bad, (size_t)pg);
 }
 
 /* A chain ($n->next->next->a), one through a NULL pointer and one into

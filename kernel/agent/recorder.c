@@ -457,6 +457,36 @@ fault:
 	return true;
 }
 
+/* The same for a set of one program that reads one member through the
+ * base register (no pointer loaded first): the shortest typed entry, one
+ * fault-safe load at a constant offset from the register. */
+static inline __attribute__((always_inline)) bool record_typed_member(const struct djp_hit *hit,
+								       const struct djp_fast_plan *p, unsigned nargs,
+								       uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
+{
+	const struct djp_load_prog *lp = ((const struct djp_load_set *)p->aux)->prog;
+	const uint32_t start = DJP_EV_HDR_SIZE + 8 * nargs;
+	uint64_t a, v, *e;
+
+	if (__builtin_expect(!djp_loads_fast_copy(), 0) ||
+	    !(e = djp_ring_try_reserve(((const struct djp_recorder *)p->data)->region->id, start + 32)))
+		return false;
+	djp_ring_put_words(e, nargs, a0, a1, a2, a3);
+	a = hit->regs.r[lp->base.reg] + (uint64_t)lp->last;
+	if (__builtin_expect(!djp_loads_read_fast(NULL, a, lp->size, &v), 0)) {
+		e[start / 8] = a;
+		e[start / 8 + 1] = 1; /* faulted */
+		e[start / 8 + 2] = 0;
+		e[start / 8 + 3] = 1 | 32 << 8 | 1 << 24;
+		djp_ring_try_commit(e, p->id, start + 32, nargs, DJP_EVF_LOADS);
+		return true;
+	}
+	e[start / 8] = v;
+	e[start / 8 + 1] = 1 | 16 << 8; /* one result, the block's 16 bytes */
+	djp_ring_try_commit(e, p->id, start + 16, nargs, DJP_EVF_LOADS);
+	return true;
+}
+
 #define TYPED_ENTRY(N)                                                                                       \
 	static void recorder_typed##N(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, uint64_t a2, \
 				      uint64_t a3)                                                               \
@@ -470,6 +500,13 @@ fault:
 	{                                                                                                    \
 		const struct djp_fast_plan *p = plan;                                                        \
 		if (!record_typed_one(hit, p, N, a0, a1, a2, a3))                                            \
+			djp_recorder_hit(hit, p->data);                                                      \
+	}                                                                                                    \
+	static void recorder_typed_member##N(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1,   \
+					     uint64_t a2, uint64_t a3)                                       \
+	{                                                                                                    \
+		const struct djp_fast_plan *p = plan;                                                        \
+		if (!record_typed_member(hit, p, N, a0, a1, a2, a3))                                         \
 			djp_recorder_hit(hit, p->data);                                                      \
 	}
 TYPED_ENTRY(0)
@@ -491,6 +528,10 @@ djp_fast_entry_fn djp_recorder_plan(void *data, const struct djp_site *s, struct
 	static const djp_fast_entry_fn one[DJP_TRAMP_PREFETCH + 1] = { recorder_typed_one0, recorder_typed_one1,
 									 recorder_typed_one2, recorder_typed_one3,
 									 recorder_typed_one4 };
+	static const djp_fast_entry_fn member[DJP_TRAMP_PREFETCH + 1] = {
+		recorder_typed_member0, recorder_typed_member1, recorder_typed_member2, recorder_typed_member3,
+		recorder_typed_member4
+	};
 	struct djp_recorder *rec = data;
 	const struct djp_marker_info *m = s->m;
 	const struct djp_load_set *ls = NULL;
@@ -504,7 +545,11 @@ djp_fast_entry_fn djp_recorder_plan(void *data, const struct djp_site *s, struct
 	/* aux: the region's id, which the thread's ring cache must match;
 	 * a typed site's: its set (the region's id is read through data) */
 	*plan = (struct djp_fast_plan){ data, s->id, m->nargs, ls ? (uintptr_t)ls : rec->region->id };
-	return !ls ? entry[m->nargs] : djp_loads_fast_one(ls) ? one[m->nargs] : typed[m->nargs];
+	if (!ls)
+		return entry[m->nargs];
+	if (!djp_loads_fast_one(ls))
+		return typed[m->nargs];
+	return ls->prog[0].nderef || !ls->prog[0].size ? one[m->nargs] : member[m->nargs];
 }
 
 /* ---- set-up (not on the hit path) ---------------------------------------- */
