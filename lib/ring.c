@@ -515,13 +515,13 @@ int djp__ring_attach(struct djp_region *r)
 	t->tid = tid;
 	t->head = head;
 	t->fast_end = 0;
-	if (old_tid && !hand_on(t, slot, old_tid, tid)) {
-		t->slot = NULL;
-		__atomic_store_n(&slot->owner, (uint64_t)old_tid << 32 | DJP_SLOT_RETIRED, __ATOMIC_RELEASE);
-		__atomic_fetch_add(&r->hdr->lost_noslot, 1, __ATOMIC_RELAXED);
-		return -ENOSPC;
-	}
 	if (old_tid) {
+		if (!hand_on(t, slot, old_tid, tid)) {
+			t->slot = NULL;
+			__atomic_store_n(&slot->owner, (uint64_t)old_tid << 32 | DJP_SLOT_RETIRED, __ATOMIC_RELEASE);
+			__atomic_fetch_add(&r->hdr->lost_noslot, 1, __ATOMIC_RELAXED);
+			return -ENOSPC;
+		}
 		__atomic_store_n(&slot->serial, t->serial, __ATOMIC_RELAXED);
 		/* the record is published (its head) before the owner says
 		 * whose the slot is now: a consumer that reads the new owner
@@ -998,6 +998,41 @@ static void owner_record(struct djp_consumer *c, struct parse *p, const struct d
 	cs->tid = p->tid = (uint32_t)ev->args[1];
 }
 
+/* Is ev (its header and words) an owner record ("Slots handed on")? */
+static bool is_owner_record(const struct djp_event *ev)
+{
+	return (ev->flags & DJP_EVF_OWNER) && ev->marker_id == DJP_MARKER_OWNER && ev->nargs == DJP_OWNER_NARGS;
+}
+
+/* The header of the next event at or after *pos and below to, copied into
+ * *ev, past the unused tails of sub-buffers and their pads: its size, or 0
+ * at the end of the range (*pos == to) or at bytes no producer writes
+ * (*pos < to, where they begin). */
+static inline uint32_t next_event(const struct djp_consumer *c, const uint8_t *ring, uint64_t *pos, uint64_t to,
+				  struct djp_event *ev)
+{
+	uint64_t R = c->h.ring_size, B = c->h.subbuf_size;
+
+	while (*pos < to) {
+		uint64_t off = *pos & (B - 1);
+		if (B - off < DJP_EV_HDR_SIZE) {
+			*pos += B - off;
+			continue;
+		}
+		memcpy(ev, ring + (*pos & (R - 1)), DJP_EV_HDR_SIZE);
+		if (ev->flags & DJP_EVF_PAD) {
+			*pos += B - off;
+			continue;
+		}
+		if (ev->size < DJP_EV_HDR_SIZE || (ev->size & 7) || ev->size > B - off || ev->size > to - *pos ||
+		    DJP_EV_HDR_SIZE + 8u * ev->nargs > ev->size)
+			return 0;
+		return ev->size;
+	}
+	*pos = to;
+	return 0;
+}
+
 /* The thread whose events begin at from, for a slot the consumer has not
  * read an owner of yet: the old tid of the first owner record in [from,
  * to), or the owner word's.  The new owner publishes its record before it
@@ -1006,29 +1041,15 @@ static void owner_record(struct djp_consumer *c, struct parse *p, const struct d
 static uint32_t first_owner(struct djp_consumer *c, const uint8_t *ring, uint64_t from, uint64_t to,
 			    uint32_t owner_tid)
 {
-	uint64_t R = c->h.ring_size, B = c->h.subbuf_size, pos = from;
 	struct djp_event ev;
+	uint32_t size;
 
-	while (pos < to) {
-		uint64_t off = pos & (B - 1);
-		if (B - off < DJP_EV_HDR_SIZE) {
-			pos += B - off;
-			continue;
-		}
-		memcpy(&ev, ring + (pos & (R - 1)), DJP_EV_HDR_SIZE);
-		if (ev.flags & DJP_EVF_PAD) {
-			pos += B - off;
-			continue;
-		}
-		if (ev.size < DJP_EV_HDR_SIZE || (ev.size & 7) || ev.size > B - off || ev.size > to - pos)
-			break;
-		if ((ev.flags & DJP_EVF_OWNER) && ev.marker_id == DJP_MARKER_OWNER && ev.nargs == DJP_OWNER_NARGS) {
+	for (uint64_t pos = from; (size = next_event(c, ring, &pos, to, &ev)); pos += size)
+		if (is_owner_record(&ev)) {
 			uint64_t old;
-			memcpy(&old, ring + ((pos + DJP_EV_HDR_SIZE) & (R - 1)), 8);
+			memcpy(&old, ring + ((pos + DJP_EV_HDR_SIZE) & (c->h.ring_size - 1)), 8);
 			return (uint32_t)old;
 		}
-		pos += ev.size;
-	}
 	return owner_tid;
 }
 
@@ -1041,33 +1062,21 @@ static uint32_t first_owner(struct djp_consumer *c, const uint8_t *ring, uint64_
  */
 static uint64_t parse_range(struct djp_consumer *c, const uint8_t *ring, uint64_t from, uint64_t to, struct parse *p)
 {
-	uint64_t R = c->h.ring_size, B = c->h.subbuf_size, pos = from;
+	uint64_t R = c->h.ring_size, pos = from;
 	struct djp_event *ev = (struct djp_event *)c->evbuf;
 	struct consumer_slot *cs = &c->slots[p->slot];
 
 	while (pos < to && !p->stopped) {
-		uint64_t off = pos & (B - 1), size;
-		if (B - off < DJP_EV_HDR_SIZE) {
-			pos += B - off;
-			continue;
-		}
-		memcpy(ev, ring + (pos & (R - 1)), DJP_EV_HDR_SIZE);
-		if (ev->flags & DJP_EVF_PAD) {
-			pos += B - off;
-			continue;
-		}
-		size = ev->size;
-		if (size < DJP_EV_HDR_SIZE || (size & 7) || size > B - off || size > to - pos ||
-		    DJP_EV_HDR_SIZE + 8u * ev->nargs > size) {
-			cs->corrupt += to - pos;
+		uint32_t size = next_event(c, ring, &pos, to, ev);
+		if (!size) {
+			cs->corrupt += to - pos; /* 0 at the range's end */
 			return to;
 		}
 		memcpy((uint8_t *)ev + DJP_EV_HDR_SIZE, ring + ((pos + DJP_EV_HDR_SIZE) & (R - 1)),
 		       size - DJP_EV_HDR_SIZE);
 		p->events++;
 		if (ev->flags & DJP_EVF_OWNER) {
-			if (ev->marker_id == DJP_MARKER_OWNER && ev->nargs == DJP_OWNER_NARGS &&
-			    c->h.mode == DJP_RING_DISCARD && pos >= p->deliver_from)
+			if (is_owner_record(ev) && c->h.mode == DJP_RING_DISCARD && pos >= p->deliver_from)
 				owner_record(c, p, ev);
 			pos += size;
 			continue;

@@ -323,19 +323,6 @@ uint64_t djp_ring_copy_string(char *dst, const char *src, uint32_t bound);
  * General registers only: no vector or x87 state is touched, except by the
  * %s copy (a system call).
  */
-/* djp_ring_record, and what a reader may ask of each hit besides: the CPU
- * of the hit as the event's last word when cpu is not negative
- * (DJP_EVF_CPU: a script's cpu()), and the npcs words of pcs, the user
- * stack, when pcs is not NULL (DJP_EVF_USTACK: a script's ubacktrace();
- * at most DJP_RING_MAX_STACK, more are dropped), and before it the nregs
- * words of regs, when regs is not NULL (DJP_EVF_REGS: a script's
- * register(); at most DJP_RING_MAX_REGS).  With a constant -1 and NULLs
- * the compiler leaves no trace of them. */
-/* And the results of load programs (DJP_EVF_LOADS): the nloads words of
- * loads, when loads is not NULL (at most DJP_RING_MAX_LOADS), with the
- * mask of those that faulted; those of lstr_mask (and not faulted) are
- * addresses of strings to copy, at most lstr_bound bytes each, NUL
- * included.  NULL: none, and no trace in the code. */
 /* An event going at `at`: when it is the first of sub-buffer k, announce
  * the sub-buffer before writing into it (the seqlock write side; see the
  * snapshot in ring.c). */
@@ -351,6 +338,19 @@ static inline __attribute__((always_inline)) void djp__ring_enter(const struct d
 	}
 }
 
+/* djp_ring_record, and what a reader may ask of each hit besides: the CPU
+ * of the hit as the event's last word when cpu is not negative
+ * (DJP_EVF_CPU: a script's cpu()), and the npcs words of pcs, the user
+ * stack, when pcs is not NULL (DJP_EVF_USTACK: a script's ubacktrace();
+ * at most DJP_RING_MAX_STACK, more are dropped), and before it the nregs
+ * words of regs, when regs is not NULL (DJP_EVF_REGS: a script's
+ * register(); at most DJP_RING_MAX_REGS).  With a constant -1 and NULLs
+ * the compiler leaves no trace of them. */
+/* And the results of load programs (DJP_EVF_LOADS): the nloads words of
+ * loads, when loads is not NULL (at most DJP_RING_MAX_LOADS), with the
+ * mask of those that faulted; those of lstr_mask (and not faulted) are
+ * addresses of strings to copy, at most lstr_bound bytes each, NUL
+ * included.  NULL: none, and no trace in the code. */
 static inline __attribute__((always_inline)) int djp_ring_record_loads(struct djp_region *r, uint32_t marker_id,
 									 const uint64_t *args, unsigned nargs,
 									 uint32_t str_mask, unsigned str_bound, int cpu,
