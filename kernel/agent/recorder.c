@@ -421,22 +421,54 @@ static inline __attribute__((always_inline)) bool record_typed(const struct djp_
 	return true;
 }
 
+/* The typed entries of one program (the two below): room for the result
+ * and its fault's masks at the thread's head, the arguments written, or
+ * NULL (the general record takes the hit). */
+static inline __attribute__((always_inline)) uint64_t *typed_one_reserve(const struct djp_fast_plan *p,
+									  unsigned nargs, uint64_t a0, uint64_t a1,
+									  uint64_t a2, uint64_t a3)
+{
+	uint64_t *e;
+
+	if (__builtin_expect(!djp_loads_fast_copy(), 0) ||
+	    !(e = djp_ring_try_reserve(((const struct djp_recorder *)p->data)->region->id,
+				       DJP_EV_HDR_SIZE + 8 * nargs + 32)))
+		return NULL;
+	djp_ring_put_words(e, nargs, a0, a1, a2, a3);
+	return e;
+}
+
+/* ... and their commit: the result v, or the address that faulted. */
+static inline __attribute__((always_inline)) void typed_one_commit(uint64_t *e, const struct djp_fast_plan *p,
+								    unsigned nargs, uint64_t v, bool faulted)
+{
+	const uint32_t start = DJP_EV_HDR_SIZE + 8 * nargs;
+
+	e[start / 8] = v;
+	if (__builtin_expect(faulted, 0)) {
+		e[start / 8 + 1] = 1; /* faulted */
+		e[start / 8 + 2] = 0;
+		e[start / 8 + 3] = 1 | 32 << 8 | 1 << 24;
+		djp_ring_try_commit(e, p->id, start + 32, nargs, DJP_EVF_LOADS);
+	} else {
+		e[start / 8 + 1] = 1 | 16 << 8; /* one result, the block's 16 bytes */
+		djp_ring_try_commit(e, p->id, start + 16, nargs, DJP_EVF_LOADS);
+	}
+}
+
 /* The same for a set of one program whose result needs no finishing
  * (djp_loads_fast_one): no loop over programs, and the block's last word
- * a constant unless it faulted.  A script that reads one member. */
+ * a constant unless it faulted.  A script that reads through pointers. */
 static inline __attribute__((always_inline)) bool record_typed_one(const struct djp_hit *hit,
 								    const struct djp_fast_plan *p, unsigned nargs,
 								    uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
 {
 	const struct djp_load_prog *lp = ((const struct djp_load_set *)p->aux)->prog;
-	const uint32_t start = DJP_EV_HDR_SIZE + 8 * nargs;
-	uint64_t v, a, *e;
+	uint64_t v, a, *e = typed_one_reserve(p, nargs, a0, a1, a2, a3);
 	unsigned nd = lp->nderef;
 
-	if (__builtin_expect(!djp_loads_fast_copy(), 0) ||
-	    !(e = djp_ring_try_reserve(((const struct djp_recorder *)p->data)->region->id, start + 32)))
+	if (!e)
 		return false;
-	djp_ring_put_words(e, nargs, a0, a1, a2, a3);
 	v = hit->regs.r[lp->base.reg];
 	for (unsigned j = 0; j < nd; j++)
 		if (!djp_loads_read_fast(NULL, a = v + (uint64_t)lp->off[j], 8, &v))
@@ -444,16 +476,10 @@ static inline __attribute__((always_inline)) bool record_typed_one(const struct 
 	a = v + (uint64_t)lp->last;
 	if (lp->size && !djp_loads_read_fast(NULL, a, lp->size, &a))
 		goto fault;
-	e[start / 8] = a;
-	e[start / 8 + 1] = 1 | 16 << 8; /* one result, the block's 16 bytes */
-	djp_ring_try_commit(e, p->id, start + 16, nargs, DJP_EVF_LOADS);
+	typed_one_commit(e, p, nargs, a, false);
 	return true;
 fault:
-	e[start / 8] = a;
-	e[start / 8 + 1] = 1; /* faulted */
-	e[start / 8 + 2] = 0;
-	e[start / 8 + 3] = 1 | 32 << 8 | 1 << 24;
-	djp_ring_try_commit(e, p->id, start + 32, nargs, DJP_EVF_LOADS);
+	typed_one_commit(e, p, nargs, a, true);
 	return true;
 }
 
@@ -465,25 +491,15 @@ static inline __attribute__((always_inline)) bool record_typed_member(const stru
 								       uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
 {
 	const struct djp_load_prog *lp = ((const struct djp_load_set *)p->aux)->prog;
-	const uint32_t start = DJP_EV_HDR_SIZE + 8 * nargs;
-	uint64_t a, v, *e;
+	uint64_t a, v, *e = typed_one_reserve(p, nargs, a0, a1, a2, a3);
 
-	if (__builtin_expect(!djp_loads_fast_copy(), 0) ||
-	    !(e = djp_ring_try_reserve(((const struct djp_recorder *)p->data)->region->id, start + 32)))
+	if (!e)
 		return false;
-	djp_ring_put_words(e, nargs, a0, a1, a2, a3);
 	a = hit->regs.r[lp->base.reg] + (uint64_t)lp->last;
-	if (__builtin_expect(!djp_loads_read_fast(NULL, a, lp->size, &v), 0)) {
-		e[start / 8] = a;
-		e[start / 8 + 1] = 1; /* faulted */
-		e[start / 8 + 2] = 0;
-		e[start / 8 + 3] = 1 | 32 << 8 | 1 << 24;
-		djp_ring_try_commit(e, p->id, start + 32, nargs, DJP_EVF_LOADS);
-		return true;
-	}
-	e[start / 8] = v;
-	e[start / 8 + 1] = 1 | 16 << 8; /* one result, the block's 16 bytes */
-	djp_ring_try_commit(e, p->id, start + 16, nargs, DJP_EVF_LOADS);
+	if (__builtin_expect(!djp_loads_read_fast(NULL, a, lp->size, &v), 0))
+		typed_one_commit(e, p, nargs, a, true);
+	else
+		typed_one_commit(e, p, nargs, v, false);
 	return true;
 }
 
