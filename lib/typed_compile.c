@@ -578,21 +578,19 @@ static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const str
 
 	if ((ret = index_var(a, &ivar, err, errsz)))
 		return ret;
-	if (ivar && (a->has_base_reg || a->has_base_loc || a->global_name || a->at_return))
+	if (ivar && (a->has_base_loc || a->global_name || a->at_return))
 		return fail(err, errsz, -ENOTSUP,
 			    "not supported yet: an index that is a variable ([$%s]) in an access that does not start "
 			    "from a parameter or a local", ivar);
 
-	if (a->has_base_reg || a->has_base_loc) {
+	if (a->has_base_loc) {
 		/* an address in a register (or a marker's argument): only
 		 * @cast gives it a type, and the function's DWARF is not
 		 * needed (pf may be NULL when @cast names the object that
 		 * has the type) */
 		if (!a->cast_type)
 			return fail(err, errsz, -EINVAL, "%s has no type: @cast it", a->var);
-		w->p->base = a->has_base_loc ? a->base_loc
-					     : (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = a->base_reg,
-								    .index = DJP_REG_NONE, .scale = 1 };
+		w->p->base = a->base_loc;
 		if ((ret = cast_to(pf, NULL, a, w, err, errsz)))
 			return ret;
 		return walk_steps(w, a, err, errsz);
@@ -693,7 +691,7 @@ int djp_typed_compile(struct djp_params_file *pf, uint64_t func_addr, const stru
 	memset(out, 0, sizeof(*out));
 	if ((ret = walk_access(pf, func_addr, a, &w, err, errsz)))
 		return ret;
-	if (!a->nsteps && a->addr_of && !a->global_name && !a->has_base_reg && !a->has_base_loc && !a->cast_type) {
+	if (!a->nsteps && a->addr_of && !a->global_name && !a->has_base_loc && !a->cast_type) {
 		/* &$var: a variable in a stack slot (a local at a statement,
 		 * an argument passed on the stack) is at its base register
 		 * plus the slot's offset; one in a register has no address */

@@ -34,14 +34,12 @@ struct djp_typed_access {
 	 * a T, the type named in the DWARF of the function's object (or of
 	 * PATH when cast_path is not NULL) */
 	const char *cast_type, *cast_path;
-	/* @cast(pointer_arg(n), ...), @cast(register("rdi"), ...): the
-	 * address is in the view's register base_reg at the probed
-	 * instruction, by the ABI, whether or not the function has DWARF;
-	 * var is then the call as written, for messages */
-	bool has_base_reg;
-	int8_t base_reg;
-	/* @cast($arg1, ...) at a marker: the address is where base_loc says
-	 * (DJP_LOC_ARG: the site's own argument), typed as has_base_reg's */
+	/* An address that is not a variable of the function's DWARF: where
+	 * base_loc says, typed by @cast only, whether or not the function
+	 * has DWARF; var is then as written, for messages.  A register at
+	 * the probed instruction, by the ABI (@cast(pointer_arg(n), ...),
+	 * @cast(register("rdi"), ...)), or a marker's own argument
+	 * (DJP_LOC_ARG: @cast($arg1, ...) at a marker). */
 	bool has_base_loc;
 	struct djp_argloc base_loc;
 	/* @var("name@file")->...: the global or file-static `name` of the

@@ -69,8 +69,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((flags & 4) && n > 1)
 		a.cast_type = parts[--n];
 	if (flags & 8) { /* an address in a register, as pointer_arg(1) */
-		a.has_base_reg = true;
-		a.base_reg = (int8_t)(flags >> 5);
+		a.has_base_loc = true;
+		a.base_loc = (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = (int8_t)(flags >> 5),
+						  .index = DJP_REG_NONE, .scale = 1 };
 	}
 	for (unsigned i = 1; i < n && a.nsteps < DJP_TYPED_MAX_STEPS; i++) {
 		struct djp_typed_step *s = &a.step[a.nsteps++];

@@ -222,18 +222,19 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 	struct djp_pretty pr;
 	struct djp_load_prog *progs;
 	unsigned n = 1;
-	char err[1024], name[600];
+	char err[1024], name[600], where[300];
 	(void)fs;
 
 	c->nfuncs++;
-	/* an argument register's address cast to a type of another
-	 * object's needs no DWARF of this one */
-	if (!pf && !((c->tr->acc.has_base_reg || c->tr->acc.has_base_loc) && c->tr->acc.cast_path && !c->tr->pretty)) {
-		if (c->tr->acc.has_base_reg && !c->tr->acc.cast_path)
+	snprintf(where, sizeof(where), "%s %s", c->provider ? "marker" : "function", f->name);
+	/* an address (an argument register, a marker's argument) cast to a
+	 * type of another object's needs no DWARF of this one */
+	if (!pf && !(c->tr->acc.has_base_loc && c->tr->acc.cast_path && !c->tr->pretty)) {
+		if (c->tr->acc.has_base_loc && !c->tr->acc.cast_path)
 			set_err(c->tr, "%s has no debug information: give @cast the path of an object whose DWARF "
-				       "has the type (function %s)", c->path, f->name);
+				       "has the type (%s)", c->path, where);
 		else
-			set_err(c->tr, c->provider ? "%s has no debug information (marker %s): give @cast the path of an object whose DWARF has the type" : "%s has no debug information (function %s)", c->path, f->name);
+			set_err(c->tr, "%s has no debug information (%s)", c->path, where);
 		return 0;
 	}
 	if (c->tr->pretty) {
@@ -248,7 +249,7 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 				snprintf(err, sizeof(err), "out of memory");
 		}
 		if (e) {
-			set_err(c->tr, c->provider ? "%s, at marker %s" : "%s, in function %s", err, f->name);
+			set_err(c->tr, c->provider ? "%s, at %s" : "%s, in %s", err, where);
 			return 0;
 		}
 		if (!c->tr->has_tmpl) {
@@ -269,7 +270,7 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 			djp_pretty_free(&pr);
 	} else {
 		if (djp_typed_compile(pf, f->addr, &c->tr->acc, &res, err, sizeof(err))) {
-			set_err(c->tr, c->provider ? "%s, at marker %s" : "%s, in function %s", err, f->name);
+			set_err(c->tr, c->provider ? "%s, at %s" : "%s, in %s", err, where);
 			return 0;
 		}
 		if (!(progs = malloc(sizeof(*progs))))
@@ -423,8 +424,9 @@ static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_
 			set_err(tr, "%s%s", err, "");
 			return;
 		}
-		tr->acc.has_base_reg = true;
-		tr->acc.base_reg = (int8_t)reg;
+		tr->acc.has_base_loc = true;
+		tr->acc.base_loc = (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = (int8_t)reg,
+							.index = DJP_REG_NONE, .scale = 1 };
 	}
 	for (const struct probe_point *pp = tr->probe->points; pp && !tr->err; pp = pp->next) {
 		struct compile_ctx c = { sc, tr, pp, NULL, 0, NULL, NULL, false };
@@ -475,6 +477,19 @@ static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_
 	}
 	if (!points && !tr->err)
 		set_err(tr, "a typed access%s%s outside a function probe", "", "");
+}
+
+void typed_set_global(struct djp_typed_access *a, const char *spec)
+{
+	const char *at = strchr(spec, '@');
+	char *name = strdup(spec);
+
+	if (!name)
+		abort();
+	if (at)
+		name[at - spec] = 0;
+	a->global_name = name;
+	a->global_file = at ? at + 1 : NULL;
 }
 
 /* ---- Script values ------------------------------------------------------ */
@@ -590,15 +605,8 @@ static void cast_of_local(struct script *sc, struct probe *p, struct node *n)
 		return;
 	}
 	if (rhs->kind == N_CALL && !strcmp(rhs->str, "@var")) {
-		const char *spec = rhs->args[0]->str, *at = strchr(spec, '@');
-		char *name = strdup(spec);
-		if (!name)
-			abort();
-		if (at)
-			name[at - spec] = 0;
 		tr->acc.var = "@var";
-		tr->acc.global_name = name;
-		tr->acc.global_file = at ? at + 1 : NULL;
+		typed_set_global(&tr->acc, rhs->args[0]->str);
 		tr->base_value = NULL;
 		n->a = NULL;
 		return;
@@ -724,7 +732,6 @@ int64_t typed_value(struct run *r, const struct node *n)
 {
 	const struct djp_ev *ev = r->ev;
 	int i = n->tr->idx;
-
 
 	if (!ev || !ev->loads || i < 0 || (unsigned)i >= ev->nloads)
 		rt_error(r, n, "%s was not read at this hit", n->tr->text);

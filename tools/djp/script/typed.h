@@ -37,13 +37,18 @@ struct typed_ref {
 	 * every one of them, "name=value" separated by spaces; 0: one */
 	char all;
 	/* @cast(pointer_arg(n), ...) and its kin: the call, whose register
-	 * resolve_ref finds (acc.has_base_reg); NULL for a $var */
+	 * resolve_ref finds (acc.base_loc); NULL for a $var */
 	struct node *base_call;
 	/* @cast(p, ...) of a local: p (also the N_TYPED node's a), until
 	 * resolution makes it the context variable p holds, or refuses it
 	 * (typed.c, "Script values") */
 	struct node *base_value;
 };
+
+/* An access from the global @var names: spec "name@file.c" (or "name",
+ * any unit) into a->global_name and a->global_file (lib/typed_compile.h),
+ * kept for the script's life. */
+void typed_set_global(struct djp_typed_access *a, const char *spec);
 
 /* Resolve the typed accesses of every probe (before check_script, for
  * @defined): 0, or 1 after an error line. */

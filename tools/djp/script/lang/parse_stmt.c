@@ -580,20 +580,16 @@ static struct node *var_access(struct parser *ps, struct node *call, struct tok 
 {
 	struct node *var = mk(ps, N_CTX, t), *n;
 	const char *spec = call->nargs >= 1 && call->args[0]->kind == N_STR ? call->args[0]->str : NULL;
-	const char *at = spec ? strchr(spec, '@') : NULL;
-	char *name, *text;
+	char *text;
 
 	if (!spec || call->nargs != 1)
 		not_yet(ps, t, "a typed access from @var of another object, or of a name that is not a literal");
-	if (!(text = malloc(strlen(spec) + 16)) || !(name = strdup(spec)))
+	if (!(text = malloc(strlen(spec) + 16)))
 		abort();
 	sprintf(text, "@var(\"%s\")", spec);
 	var->str = text;
 	n = typed_access(ps, var);
-	if (at)
-		name[at - spec] = 0;
-	n->tr->acc.global_name = name;
-	n->tr->acc.global_file = at ? at + 1 : NULL;
+	typed_set_global(&n->tr->acc, spec);
 	n->tr->text++; /* as written: no '$' */
 	return n;
 }
