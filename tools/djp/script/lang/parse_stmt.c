@@ -167,9 +167,17 @@ static bool of_parameters(const struct node *n)
 	}
 }
 
-/* Tokens for what @entry adds to the script: the text's (at the position
- * of `at`, where an error in them would be said) or copies of the
- * script's own. */
+/* Tokens for what @entry adds to the script: one token, the text's (at
+ * the position of `at`, where an error in them would be said), or copies
+ * of the script's own. */
+static void synth_push(struct parser *ps, const struct tok *t)
+{
+	if (ps->nsynth == ps->capsynth &&
+	    !(ps->synth = realloc(ps->synth, sizeof(*t) * (ps->capsynth = ps->capsynth * 2 + 64))))
+		abort();
+	ps->synth[ps->nsynth++] = *t;
+}
+
 static void synth_text(struct parser *ps, const char *text, const struct tok *at)
 {
 	struct src_file f = { "<@entry>", text };
@@ -178,26 +186,19 @@ static void synth_text(struct parser *ps, const char *text, const struct tok *at
 
 	lex_init(&lx, &f, ps->sc);
 	while (lex_next(&lx, &t) && t.kind != T_EOF) {
-		if (ps->nsynth == ps->capsynth &&
-		    !(ps->synth = realloc(ps->synth, sizeof(t) * (ps->capsynth = ps->capsynth * 2 + 64))))
-			abort();
 		t.line = at->line;
 		t.col = at->col;
-		ps->synth[ps->nsynth++] = t;
+		synth_push(ps, &t);
 	}
 }
 
 static void synth_toks(struct parser *ps, size_t from, size_t to, bool drop_return)
 {
 	for (size_t i = from; i < to; i++) {
-		if (drop_return && is_op(&ps->toks[i], ".") && i + 1 < to && is_kw(&ps->toks[i + 1], "return")) {
+		if (drop_return && is_op(&ps->toks[i], ".") && i + 1 < to && is_kw(&ps->toks[i + 1], "return"))
 			i++;
-			continue;
-		}
-		if (ps->nsynth == ps->capsynth &&
-		    !(ps->synth = realloc(ps->synth, sizeof(*ps->synth) * (ps->capsynth = ps->capsynth * 2 + 64))))
-			abort();
-		ps->synth[ps->nsynth++] = ps->toks[i];
+		else
+			synth_push(ps, &ps->toks[i]);
 	}
 }
 

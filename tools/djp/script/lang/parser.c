@@ -128,17 +128,6 @@ static const char *stap_point_missing(const char *const *comp, int ncomp)
 	return NULL;
 }
 
-/*
- * process("PATH").function("GLOB") and .statement("GLOB@FILE:LINE"): an
- * instruction probe at each function's entry, or at a source line's code
- * (kernel/points.c makes the sites); .function("GLOB").return: their
- * returns (kernel/retprobes.c), the sites "func:NAME%return".  The pattern is the agent's point
- * spelling, "func:GLOB" or "line:FILE:LINE", and the events' sites are
- * named so too; with a PATH the agent is told the object, as "@PATH".
- * function("GLOB@FILE:LINE") keeps only the functions declared in FILE
- * at or around LINE (lib/func_source.c), "func:GLOB@FILE:LINE@OBJECT";
- * what stap has besides is said not supported.
- */
 /* A ':' that is not half of a C++ scope's "::" (function("shop::Cart::total")). */
 static bool lone_colon(const char *s)
 {
@@ -150,6 +139,17 @@ static bool lone_colon(const char *s)
 	return false;
 }
 
+/*
+ * process("PATH").function("GLOB") and .statement("GLOB@FILE:LINE"): an
+ * instruction probe at each function's entry, or at a source line's code
+ * (kernel/points.c makes the sites); .function("GLOB").return: their
+ * returns (kernel/retprobes.c), the sites "func:NAME%return".  The pattern is the agent's point
+ * spelling, "func:GLOB" or "line:FILE:LINE", and the events' sites are
+ * named so too; with a PATH the agent is told the object, as "@PATH".
+ * function("GLOB@FILE:LINE") keeps only the functions declared in FILE
+ * at or around LINE (lib/func_source.c), "func:GLOB@FILE:LINE@OBJECT";
+ * what stap has besides is said not supported.
+ */
 static void function_point(struct parser *ps, struct probe_point *pp, const char *what, const struct tok *proc,
 			   const struct tok *spec, bool ret)
 {
