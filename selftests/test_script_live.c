@@ -107,6 +107,34 @@ TEST_TIMEOUT(script_list_probe_points_of_a_file, 30)
 	st = tt_finish(p, 10000);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(strstr(p->obuf, "mark(\"req_done\") $id:long $kind:string $latency_ns:long"));
+	/* functions and markers in one list, as many as corpus_target has:
+	 * the list grows past the room the markers alone took (it wrote
+	 * past its end, and glibc aborted on the heap it had corrupted) */
+	{
+		char both[8900], fn[4400], mk[4400], prog[4096];
+		long fns, mks;
+		snprintf(prog, sizeof(prog), "%s", djp_test_path("trace_progs/corpus_target"));
+		snprintf(fn, sizeof(fn), "process(\"%s\").function(\"*\")", prog);
+		snprintf(mk, sizeof(mk), "process(\"%s\").mark(\"*\")", prog);
+		snprintf(both, sizeof(both), "%s, %s", fn, mk);
+		char *a3[] = { (char *)tt_djp(), "-l", fn, NULL };
+		p = tt_spawn(a3, false, -1);
+		st = tt_finish(p, 10000);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		fns = tt_count(p->obuf, ".function(\"");
+		char *a4[] = { (char *)tt_djp(), "-l", mk, NULL };
+		p = tt_spawn(a4, false, -1);
+		st = tt_finish(p, 10000);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		mks = tt_count(p->obuf, ".mark(\"");
+		CHECK(fns >= 5 && mks >= 5);
+		char *a5[] = { (char *)tt_djp(), "-l", both, NULL };
+		p = tt_spawn(a5, false, -1);
+		st = tt_finish(p, 10000);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		CHECK_EQ(tt_count(p->obuf, ".function(\""), fns);
+		CHECK_EQ(tt_count(p->obuf, ".mark(\""), mks);
+	}
 }
 
 /* A burst faster than the script can count loses events: the script's

@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -218,20 +220,44 @@ struct func_lines {
 	bool fields; /* -L: with the context variables */
 };
 
-/* -L's " $a:int $b:char const*", as stap prints a function's context
- * variables (those whose value can be read at the entry), and $return. */
+/* -L's " $a:int $b:char const*", as stap prints context variables: those
+ * of ps whose value can be read there; ps is freed. */
+static void vars_text(struct djp_param_set *ps, char *buf, size_t sz)
+{
+	size_t len = 0;
+
+	for (unsigned i = 0; i < ps->n && len < sz; i++)
+		if (ps->v[i].loc.kind != DJP_LOC_NONE)
+			len += (size_t)snprintf(buf + len, sz - len, " $%s:%s", ps->v[i].name, ps->v[i].type);
+	djp_params_free(ps);
+}
+
+/* A function's, at its entry (and $return, said by the caller). */
 static void params_text(struct djp_params_file *pf, const struct djp_func *f, char *buf, size_t sz)
 {
 	struct djp_param_set ps;
 	char err[256];
-	size_t len = 0;
+
 	buf[0] = 0;
-	if (!pf || djp_params_get(pf, f->addr, f->addr, &ps, err, sizeof(err)))
-		return;
-	for (unsigned i = 0; i < ps.n && len < sz; i++)
-		if (ps.v[i].loc.kind != DJP_LOC_NONE)
-			len += (size_t)snprintf(buf + len, sz - len, " $%s:%s", ps.v[i].name, ps.v[i].type);
-	djp_params_free(&ps);
+	if (pf && !djp_params_get(pf, f->addr, f->addr, &ps, err, sizeof(err)))
+		vars_text(&ps, buf, sz);
+}
+
+/* One more line of -l's list, formatted. */
+__attribute__((format(printf, 4, 5))) static void add_line(char ***lines, unsigned *n, unsigned *cap,
+							    const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (*n + 1 >= *cap && !(*lines = realloc(*lines, sizeof(**lines) * (*cap = *cap * 2 + 64))))
+		abort();
+	va_start(ap, fmt);
+	r = vasprintf(&(*lines)[*n], fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		abort();
+	(*n)++;
 }
 
 static int add_func_line(void *ctx, const struct djp_func *f, const struct djp_func_source *fs,
@@ -239,20 +265,14 @@ static int add_func_line(void *ctx, const struct djp_func *f, const struct djp_f
 {
 	struct func_lines *fl = ctx;
 	char params[2048] = "", where[1100] = "";
-	size_t len;
 
 	/* as stap -l, the declaration's file and line where DWARF has them */
 	if (fs)
 		snprintf(where, sizeof(where), "@%s:%u", fs->file, fs->decl_line);
 	if (fl->fields)
 		params_text(pf, f, params, sizeof(params));
-	len = strlen(fl->object) + strlen(f->name) + strlen(where) + strlen(params) + 48;
-	if (*fl->n + 1 >= fl->cap && !(*fl->lines = realloc(*fl->lines, sizeof(**fl->lines) * (fl->cap = fl->cap * 2 + 64))))
-		abort();
-	if (!((*fl->lines)[*fl->n] = malloc(len)))
-		abort();
-	snprintf((*fl->lines)[(*fl->n)++], len, "process(\"%s\").function(\"%s%s\")%s%s%s", fl->object, f->name,
-		 where, fl->ret ? ".return" : "", params, fl->fields && pf && fl->ret ? " $return:long" : "");
+	add_line(fl->lines, fl->n, &fl->cap, "process(\"%s\").function(\"%s%s\")%s%s%s", fl->object, f->name, where,
+		 fl->ret ? ".return" : "", params, fl->fields && pf && fl->ret ? " $return:long" : "");
 	return 0;
 }
 
@@ -299,25 +319,13 @@ static void list_statements(const struct probe_point *pp, const struct djp_sourc
 	for (int i = 0; i < na; i++) {
 		const struct djp_func *f = djp_funcs_at(t, addrs[i]);
 		struct djp_param_set ps;
-		size_t len = 0;
 
 		if (!f || djp_addr_line(path, addrs[i], file, sizeof(file), &line))
 			continue;
 		vars[0] = 0;
-		if (pf && !djp_params_get_vars(pf, f->addr, addrs[i], &ps, err, sizeof(err))) {
-			for (unsigned k = 0; k < ps.n && len < sizeof(vars); k++)
-				if (ps.v[k].loc.kind != DJP_LOC_NONE)
-					len += (size_t)snprintf(vars + len, sizeof(vars) - len, " $%s:%s", ps.v[k].name,
-								ps.v[k].type);
-			djp_params_free(&ps);
-		}
-		len = strlen(path) + strlen(f->name) + strlen(file) + strlen(vars) + 64;
-		if (*n + 1 >= *cap && !(*lines = realloc(*lines, sizeof(**lines) * (*cap = *cap * 2 + 64))))
-			abort();
-		if (!((*lines)[*n] = malloc(len)))
-			abort();
-		snprintf((*lines)[(*n)++], len, "process(\"%s\").statement(\"%s@%s:%d\")%s", path, f->name, file, line,
-			 vars);
+		if (pf && !djp_params_get_vars(pf, f->addr, addrs[i], &ps, err, sizeof(err)))
+			vars_text(&ps, vars, sizeof(vars));
+		add_line(lines, n, cap, "process(\"%s\").statement(\"%s@%s:%d\")%s", path, f->name, file, line, vars);
 	}
 	if (pf)
 		djp_params_close(pf);
@@ -348,8 +356,7 @@ static int list_points(struct script *sc, struct djp_source *src, bool fields, F
 		if (!match)
 			continue;
 		if (d->life || match->thread) { /* process.begin, .thread.begin...: the point as written */
-			if (!(lines[n++] = strdup(match->text)))
-				abort();
+			add_line(&lines, &n, &cap, "%s", match->text);
 			continue;
 		}
 		struct strbuf b = { 0 };
@@ -372,7 +379,8 @@ static int list_points(struct script *sc, struct djp_source *src, bool fields, F
 				snprintf(tmp, sizeof(tmp), " $arg%u:%s", a + 1, f && f->conv == 's' ? "string" : "long");
 			sb_put(&b, tmp, strlen(tmp));
 		}
-		lines[n++] = b.p;
+		add_line(&lines, &n, &cap, "%s", b.p);
+		free(b.p);
 	}
 	qsort(lines, n, sizeof(*lines), cmp_str);
 	for (unsigned i = 0; i < n; i++) {
