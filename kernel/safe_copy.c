@@ -41,8 +41,11 @@
  * string (djp_safe_copy_enable), not at load: a program traced without
  * strings keeps its SIGSEGV disposition untouched.
  *
- * The handler itself: a fault whose %rip is inside the copy routine and
- * that the kernel raised (si_code > 0; a kill() is never ours) is ours;
+ * The handler itself: a fault whose %rip is inside the copy routine, or
+ * is one of the inline loads of the djp_extable section (a typed access's
+ * loads in the recorder's fast entries, arch_load_safe: each resumes at
+ * its own fixup), and that the kernel raised (si_code > 0; a kill() is
+ * never ours) is ours;
  * anything else goes to the program's handler as the kernel would have
  * run it, or, with none, kills the process exactly as it would have died
  * without us (lib/real_signal.c, djp_kept_forward).  While such a handler
@@ -83,14 +86,22 @@
 
 extern uint64_t djp_arch_copy_str(char *dst, const char *src, uint64_t max);
 extern const char djp__copy_str_begin[], djp__copy_str_end[], djp__copy_str_fixup[];
+/* The inline loads' table (arch_load_safe), gathered by the linker; weak:
+ * an object without any has no section and both are 0. */
+extern const struct arch_extable __start_djp_extable[] __attribute__((weak, visibility("hidden")));
+extern const struct arch_extable __stop_djp_extable[] __attribute__((weak, visibility("hidden")));
 
 static void fault_handler(int sig, siginfo_t *info, void *ucv)
 {
 	ucontext_t *uc = ucv;
-	uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[ARCH_GREG_PC];
+	uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[ARCH_GREG_PC], fixup;
 
 	if (info && info->si_code > 0 && rip >= (uintptr_t)djp__copy_str_begin && rip < (uintptr_t)djp__copy_str_end) {
 		uc->uc_mcontext.gregs[ARCH_GREG_PC] = (greg_t)(uintptr_t)djp__copy_str_fixup;
+		return;
+	}
+	if (info && info->si_code > 0 && (fixup = arch_extable_fixup(__start_djp_extable, __stop_djp_extable, rip))) {
+		uc->uc_mcontext.gregs[ARCH_GREG_PC] = (greg_t)fixup;
 		return;
 	}
 	djp_kept_forward(sig, info, ucv);

@@ -38,6 +38,20 @@ __attribute__((noinline, noipa)) long typed_fast_target(struct tnode *n)
 	return typed_fast_sink;
 }
 
+/* The same without a parameter in its DWARF, called with one: a site
+ * with no argument, whose program's base (%rdi) the entry reads from the
+ * hit's register block instead of a prefetched argument. */
+__attribute__((noinline, noipa)) long typed_fast_target_bare(void)
+{
+	typed_fast_sink += 1;
+	__asm__ volatile("" ::: "memory");
+	return typed_fast_sink;
+}
+
+/* The function record() probes and calls. */
+static const char *target_name = "typed_fast_target";
+static long (*target_fn)(struct tnode *) = typed_fast_target;
+
 /* A program from %rdi, the parameter at the entry. */
 static struct djp_load_prog prog(unsigned nderef, const int64_t *off, int64_t last, unsigned size, bool sign)
 {
@@ -105,7 +119,7 @@ static void record(const struct djp_load_prog *progs, unsigned nprogs, struct tn
 	CHECK(rec != NULL && ls != NULL);
 	CHECK((c = djp_consumer_open(djp_region_fd(rec->region))) != NULL);
 	strcpy(ls->provider, "func");
-	strcpy(ls->name, "typed_fast_target");
+	strcpy(ls->name, target_name);
 	ls->n = nprogs;
 	memcpy(ls->prog, progs, nprogs * sizeof(*progs));
 	for (unsigned i = 0; i < nprogs; i++)
@@ -115,16 +129,18 @@ static void record(const struct djp_load_prog *progs, unsigned nprogs, struct tn
 	CHECK_EQ(djp_safe_copy_enable(), 0);
 	CHECK(djp_loads_fast_copy()); /* else every hit takes the general record */
 
-	CHECK_EQ(djp__point_parse("func:typed_fast_target", &o.point), 0);
+	char point[64];
+	snprintf(point, sizeof(point), "func:%s", target_name);
+	CHECK_EQ(djp__point_parse(point, &o.point), 0);
 	atomic_store(&planned, 0);
 	id = djp__connect(NULL, djp_recorder_hit, rec, DJP_GPR_ONLY, &o);
 	CHECK(id >= 0);
 	/* a jump, whose trampoline calls the fast entry */
-	CHECK_EQ(*(const volatile uint8_t *)(uintptr_t)typed_fast_target, 0xe9);
+	CHECK_EQ(*(const volatile uint8_t *)(uintptr_t)target_fn, 0xe9);
 	if (atomic_load(&planned) != 1)
 		djp_test_fail(__FILE__, __LINE__, "the typed site has no fast entry (%d)", atomic_load(&planned));
 	for (unsigned i = 0; i < hits; i++)
-		typed_fast_target(n);
+		target_fn(n);
 	*g = (struct got){ 0 };
 	CHECK(djp_consumer_drain(c, &(struct djp_drain_ops){ take, NULL }, g) >= 0);
 	CHECK_EQ(g->events, hits);
@@ -142,7 +158,8 @@ static void record(const struct djp_load_prog *progs, unsigned nprogs, struct tn
 	free(ls);
 }
 
-static struct tnode c3 = { 3, NULL, -7, 200, 5, 17, -300 }, b2 = { 2, &c3, 0, 0, 0, 0, 0 }, a1 = { 1, &b2, 0, 0, 0, 0, 0 };
+static struct tnode c3 = { 3, NULL, -7, 200, 5, 17, -300 }, b2 = { 2, &c3, 0, 0, 0, 0, 0 }, a1 = { 1, &b2, 0, 0, 0, 0, 0 },
+		     d0 = { 0, &a1, 0, 0, 0, 0, 0 };
 
 /* One member ($n->a), the shortest entry (the member entry). */
 TEST(recorder_typed_fast_entry_one_member)
@@ -180,10 +197,48 @@ TEST(recorder_typed_fast_entry_member_widths_and_faults)
 	record(&p8, 1, NULL, 50, &g); /* refused in the first page, no load */
 	CHECK_EQ(g.faulted[1], 1);
 	CHECK_EQ(g.v[1][0], (uint64_t)offsetof(struct tnode, a));
-	record(&p1, 1, bad, 50, &g); /* the fault handler's fixup */
+	/* each width's load is its own instruction with its own fixup */
+	record(&p1, 1, bad, 50, &g);
 	CHECK_EQ(g.faulted[1], 1);
 	CHECK_EQ(g.v[1][0], (uint64_t)(uintptr_t)bad + offsetof(struct tnode, u8));
+	record(&p2, 1, bad, 50, &g);
+	CHECK_EQ(g.faulted[1], 1);
+	CHECK_EQ(g.v[1][0], (uint64_t)(uintptr_t)bad + offsetof(struct tnode, s16));
+	record(&p4, 1, bad, 50, &g);
+	CHECK_EQ(g.faulted[1], 1);
+	CHECK_EQ(g.v[1][0], (uint64_t)(uintptr_t)bad + offsetof(struct tnode, s32));
+	record(&p8, 1, bad, 50, &g);
+	CHECK_EQ(g.faulted[1], 1);
+	CHECK_EQ(g.v[1][0], (uint64_t)(uintptr_t)bad + offsetof(struct tnode, a));
+	/* the top of the address space: a kernel address, and one whose
+	 * 8 bytes wrap (non-canonical, the kernel's SIGSEGV all the same) */
+	record(&p8, 1, (struct tnode *)(uintptr_t)0xffffffff81000000ull, 50, &g);
+	CHECK_EQ(g.faulted[1], 1);
+	CHECK_EQ(g.v[1][0], 0xffffffff81000000ull);
+	record(&p8, 1, (struct tnode *)(uintptr_t)(UINT64_MAX - 3), 50, &g);
+	CHECK_EQ(g.faulted[1], 1);
+	CHECK_EQ(g.v[1][0], UINT64_MAX - 3);
 	munmap(bad, (size_t)pg);
+}
+
+/* A member and a chain from a register that is no prefetched argument of
+ * the site (the member entry's and the chain's register-block case). */
+TEST(recorder_typed_fast_entry_base_from_the_register_block)
+{
+	struct djp_load_prog p8 = prog(0, NULL, offsetof(struct tnode, a), 8, true);
+	struct djp_load_prog p3 = prog(2, (const int64_t[]){ NEXT, NEXT }, offsetof(struct tnode, s32), 4, true);
+	struct got g;
+
+	target_name = "typed_fast_target_bare";
+	target_fn = (long (*)(struct tnode *))(void (*)(void))typed_fast_target_bare;
+	record(&p8, 1, &b2, 50, &g);
+	CHECK_EQ(g.faulted[1], 0);
+	CHECK_EQ(g.v[1][0], 2);
+	record(&p3, 1, &a1, 50, &g);
+	CHECK_EQ(g.faulted[1], 0);
+	CHECK_EQ((int64_t)g.v[1][0], -7);
+	target_name = "typed_fast_target";
+	target_fn = typed_fast_target;
 }
 
 /* A chain ($n->next->next->a), one through a NULL pointer and one into
@@ -198,11 +253,19 @@ TEST(recorder_typed_fast_entry_chain_and_null)
 	struct djp_load_prog r = prog(1, (const int64_t[]){ NEXT }, 16, 8, false);
 	struct tnode x = c3;
 	struct got g;
+	uint64_t word;
 
 	CHECK(bad != MAP_FAILED);
 	record(&p, 1, &a1, 50, &g);
 	CHECK_EQ(g.faulted[1], 0);
 	CHECK_EQ(g.v[1][0], 3);
+	record(&q, 1, &d0, 50, &g); /* three pointers, each entry's depth */
+	CHECK_EQ(g.faulted[1], 0);
+	CHECK_EQ(g.v[1][0], 3);
+	record(&r, 1, &b2, 50, &g); /* one pointer: the 8 bytes at 16 in c3 */
+	CHECK_EQ(g.faulted[1], 0);
+	memcpy(&word, (const char *)&c3 + 16, 8);
+	CHECK_EQ(g.v[1][0], word);
 	record(&q, 1, &a1, 50, &g); /* c3.next is NULL: ->a at 0 */
 	CHECK_EQ(g.faulted[1], 1);
 	CHECK_EQ(g.v[1][0], (uint64_t)offsetof(struct tnode, a) + 0);

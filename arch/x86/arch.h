@@ -237,34 +237,53 @@ void arch_vector_restore(void *area);
  * A fault-safe load of size bytes (1, 2, 4 or 8) at addr into *v, zero-
  * extended: false, *v untouched, when the memory cannot be read.  Only
  * while the engine's fault handler serves the copy routine
- * (djp_safe_copy_on).  A call of arch_load8 and kin (copy_str.S: three
- * instructions in the fixup range) from an asm statement that says what
- * they change, %rax and %rcx: a plain C call would make the caller save
- * every value it keeps in a call-clobbered register around each load.
- * The call steps over the red zone first, where the compiler may keep
- * values of a function it thinks calls nothing.
+ * (djp_safe_copy_on).  The load is one instruction in the caller, with an
+ * entry in the section djp_extable that names it and its fixup (the
+ * kernel's exception table, in user space: offsets from the entry, so the
+ * section needs no relocation); the fault handler (kernel/safe_copy.c)
+ * looks a faulting %rip up there and resumes at the fixup, out of line,
+ * which sets the status and jumps back after the load.  No call: the
+ * compiler keeps every other value where it is.  Not an asm goto with
+ * outputs, which gcc 12 miscompiles (the output's register dropped on the
+ * fall-through edge: the typed tests read 0).
  */
-#define ARCH_LOAD_CALL(fn, addr, st, v)                                                                      \
-	__asm__ volatile("lea -128(%%rsp), %%rsp\n\tcall " fn "\n\tlea 128(%%rsp), %%rsp"                    \
-			 : "=a"(st), "=c"(v)                                                                \
-			 : "S"(addr)                                                                        \
+struct arch_extable {
+	int32_t insn, fixup; /* each from its own field's address */
+};
+#define ARCH_LOAD_INLINE(insn, addr, w, st)                                                                  \
+	__asm__ volatile("xorl %k[st], %k[st]\n1:\t" insn "\n2:\n\t"                                          \
+			 ".pushsection .text.djp_fixup, \"ax\"\n3:\tmovl $1, %k[st]\n\tjmp 2b\n\t.popsection\n\t" \
+			 ".pushsection djp_extable, \"a\"\n\t.balign 4\n\t.long 1b - ., 3b - .\n\t.popsection"     \
+			 : [w] "=r"(w), [st] "=&r"(st)                                                     \
+			 : [a] "r"(addr)                                                                    \
 			 : "cc")
 static inline __attribute__((always_inline)) bool arch_load_safe(uint64_t addr, unsigned size, uint64_t *v)
 {
-	uint64_t st, w;
+	uint64_t w;
+	uint32_t st;
 
 	if (__builtin_expect(size == 8, 1))
-		ARCH_LOAD_CALL("djp_arch_load8", addr, st, w);
+		ARCH_LOAD_INLINE("movq (%[a]), %[w]", addr, w, st);
 	else if (size == 4)
-		ARCH_LOAD_CALL("djp_arch_load4", addr, st, w);
+		ARCH_LOAD_INLINE("movl (%[a]), %k[w]", addr, w, st);
 	else if (size == 2)
-		ARCH_LOAD_CALL("djp_arch_load2", addr, st, w);
+		ARCH_LOAD_INLINE("movzwl (%[a]), %k[w]", addr, w, st);
 	else
-		ARCH_LOAD_CALL("djp_arch_load1", addr, st, w);
-	if (st >> 63)
+		ARCH_LOAD_INLINE("movzbl (%[a]), %k[w]", addr, w, st);
+	if (__builtin_expect(st, 0))
 		return false;
 	*v = w;
 	return true;
+}
+
+/* The fixup of the load at %rip, or 0: the section's entries, a
+ * fault's lookup (rare: a scan). */
+static inline uintptr_t arch_extable_fixup(const struct arch_extable *b, const struct arch_extable *e, uintptr_t rip)
+{
+	for (; b < e; b++)
+		if ((uintptr_t)&b->insn + (intptr_t)b->insn == rip)
+			return (uintptr_t)&b->fixup + (intptr_t)b->fixup;
+	return 0;
 }
 
 #endif

@@ -133,39 +133,6 @@ djp_arch_read_word:
 	movq	%rcx, (%rdi)
 	ret
 	.size	djp_arch_read_word, . - djp_arch_read_word
-/* djp_arch_load8, _4, _2, _1: the 8 (4, 2, 1) bytes at %rsi, zero-
- * extended, into %rcx; %rax 0, or bit 63 set when the load faulted (%rcx
- * is then not meaningful).  They touch nothing else, not even the stack
- * beyond the call's return address: a typed access's loads in the
- * recorder's fast entry, through arch_load_safe (arch.h): an asm
- * statement that says so, so that the caller keeps its values in every
- * other register across the call. */
-	.globl	djp_arch_load8, djp_arch_load4, djp_arch_load2, djp_arch_load1
-	.hidden	djp_arch_load8, djp_arch_load4, djp_arch_load2, djp_arch_load1
-	.type	djp_arch_load8, @function
-	.type	djp_arch_load4, @function
-	.type	djp_arch_load2, @function
-	.type	djp_arch_load1, @function
-djp_arch_load8:
-	xorl	%eax, %eax
-	movq	(%rsi), %rcx
-	ret
-	.size	djp_arch_load8, . - djp_arch_load8
-djp_arch_load4:
-	xorl	%eax, %eax
-	movl	(%rsi), %ecx
-	ret
-	.size	djp_arch_load4, . - djp_arch_load4
-djp_arch_load2:
-	xorl	%eax, %eax
-	movzwl	(%rsi), %ecx
-	ret
-	.size	djp_arch_load2, . - djp_arch_load2
-djp_arch_load1:
-	xorl	%eax, %eax
-	movzbl	(%rsi), %ecx
-	ret
-	.size	djp_arch_load1, . - djp_arch_load1
 djp__copy_str_fixup:
 	btsq	$63, %rax
 	ret

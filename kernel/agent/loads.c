@@ -25,8 +25,8 @@
  * hit that read a pointer to it may use it without a lock.
  *
  * Every load is fault-safe: the engine's copy routine when it is on
- * (arch_load_safe: a call of a routine in the fixup range of arch/x86/
- * copy_str.S that changes %rax and %rcx only), else process_vm_readv on
+ * (arch_load_safe: one load instruction in place, whose fault the
+ * engine's handler resumes at its entry of the djp_extable section), else process_vm_readv on
  * our own process, as the stack walker reads; an
  * address in the first page is refused without a load (a NULL pointer's
  * member).  A fault ends that program with the address, which the tool

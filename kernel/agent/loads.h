@@ -77,15 +77,16 @@ static inline bool djp_loads_fast_copy(void)
 	return __atomic_load_n(&djp__safe_copy_state, __ATOMIC_ACQUIRE) == 1 && !djp_faults_masked;
 }
 
-/* A load through the engine's copy routine (arch_load_safe: a call of
- * three instructions, the fault its fixup's, *out then left alone).  An
+/* A fault-safe load in place (arch_load_safe: one instruction, its fault
+ * resumed by the engine's handler at its own fixup, *out then left alone).  An
  * address in the first page is refused without a load (a NULL pointer's
- * member). */
+ * member, which would cost a signal); one at the top of the address space
+ * faults like any other (non-canonical: the kernel's SIGSEGV too). */
 static inline __attribute__((always_inline)) bool djp_loads_read_fast(void *ctx, uint64_t addr, unsigned size,
 								       uint64_t *out)
 {
 	(void)ctx;
-	if (__builtin_expect(addr < 4096 || addr > UINT64_MAX - 8, 0))
+	if (__builtin_expect(addr < 4096, 0))
 		return false;
 	return arch_load_safe(addr, size, out);
 }

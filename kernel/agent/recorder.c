@@ -58,13 +58,18 @@
  * records their results after the arguments (DJP_EVF_LOADS).  It has a
  * fast entry of its own when its programs start from a caller-saved
  * register (a function's pointer parameter at its entry) and read no
- * string: recorder_typed0..4, and recorder_typed_one0..4 for one program
- * whose result needs no finishing, which write the event in place and
- * make each load a call of a three-instruction routine of the fault-safe
- * copy (kernel/agent/loads.h).  Measured in instructions per hit
- * (callgrind, a function entry with one pointer parameter): 84 for the
- * parameter alone through recorder_fast1, 125 with one member, 159 with a
- * chain of three dereferences, against 503 and 615 through the general
+ * string: recorder_typed0..4, and for one program whose result needs no
+ * finishing recorder_typed_one0..4, with recorder_typed_chainN_D for a
+ * chain of D = 1 to 3 pointers to an 8-byte member (the loop unrolled)
+ * and recorder_typed_member_N_K for an 8-byte member straight from the
+ * register, the Kth prefetched argument when it is one (no read of the
+ * register block).  They write the event in place, and each load is one
+ * instruction with its own fixup (arch_load_safe).  Measured in
+ * instructions per hit, trampoline included (callgrind over
+ * bench/typed_hits: a function entry with one pointer parameter): 84 for
+ * the parameter alone through recorder_fast1, 101 with one member, 120
+ * with a chain of three loads (125 and 159 when each load was a call),
+ * against 503 and 615 through the general
  * record.  Other typed sites take the general record; a recorder without
  * any pays one load of a NULL pointer.
  *
@@ -387,8 +392,8 @@ FAST_ENTRY(4)
  * the site's set, found once, here, at connect, not by name per hit.  The
  * event is written in place at the thread's head, as djp_ring_try_words
  * writes one: the arguments the trampoline passed, each program's result
- * straight into its word (a load is a call of the copy routine, a few
- * instructions), the masks only when one faulted, the block's last word,
+ * straight into its word (a load is one instruction, arch_load_safe),
+ * the masks only when one faulted, the block's last word,
  * then the clock and the header.  Anything unusual goes to the general
  * record, which reads the site from the hit and runs the programs again
  * (they have no effect but their results): the thread's first event, a
@@ -461,11 +466,14 @@ static inline __attribute__((always_inline)) void typed_one_commit(uint64_t *e, 
  * a constant unless it faulted.  A script that reads through pointers. */
 static inline __attribute__((always_inline)) bool record_typed_one(const struct djp_hit *hit,
 								    const struct djp_fast_plan *p, unsigned nargs,
-								    uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
+								    unsigned depth, uint64_t a0, uint64_t a1,
+								    uint64_t a2, uint64_t a3)
 {
 	const struct djp_load_prog *lp = ((const struct djp_load_set *)p->aux)->prog;
 	uint64_t v, a, *e = typed_one_reserve(p, nargs, a0, a1, a2, a3);
-	unsigned nd = lp->nderef;
+	/* depth: the pointers loaded first, known here (1 to 3, an 8-byte
+	 * member last: the loop unrolled, the size's switch gone), or 0 */
+	unsigned nd = depth ? depth : lp->nderef, size = depth ? 8 : lp->size;
 
 	if (!e)
 		return false;
@@ -474,7 +482,7 @@ static inline __attribute__((always_inline)) bool record_typed_one(const struct 
 		if (!djp_loads_read_fast(NULL, a = v + (uint64_t)lp->off[j], 8, &v))
 			goto fault;
 	a = v + (uint64_t)lp->last;
-	if (lp->size && !djp_loads_read_fast(NULL, a, lp->size, &a))
+	if (size && !djp_loads_read_fast(NULL, a, size, &a))
 		goto fault;
 	typed_one_commit(e, p, nargs, a, false);
 	return true;
@@ -483,20 +491,25 @@ fault:
 	return true;
 }
 
-/* The same for a set of one program that reads one member through the
- * base register (no pointer loaded first): the shortest typed entry, one
- * fault-safe load at a constant offset from the register. */
+/* The same for a set of one program that reads one 8-byte member
+ * through the base register (no pointer loaded first): the shortest typed
+ * entry, one fault-safe load at a constant offset from the register.  K:
+ * the prefetched argument that is that register (a function's pointer
+ * parameter at its entry), or 4 when none is and it is read from the
+ * hit's register block. */
 static inline __attribute__((always_inline)) bool record_typed_member(const struct djp_hit *hit,
 								       const struct djp_fast_plan *p, unsigned nargs,
-								       uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
+								       unsigned k, uint64_t a0, uint64_t a1, uint64_t a2,
+								       uint64_t a3)
 {
 	const struct djp_load_prog *lp = ((const struct djp_load_set *)p->aux)->prog;
 	uint64_t a, v, *e = typed_one_reserve(p, nargs, a0, a1, a2, a3);
 
 	if (!e)
 		return false;
-	a = hit->regs.r[lp->base.reg] + (uint64_t)lp->last;
-	if (__builtin_expect(!djp_loads_read_fast(NULL, a, lp->size, &v), 0))
+	a = k == 0 ? a0 : k == 1 ? a1 : k == 2 ? a2 : k == 3 ? a3 : hit->regs.r[lp->base.reg];
+	a += (uint64_t)lp->last;
+	if (__builtin_expect(!djp_loads_read_fast(NULL, a, 8, &v), 0))
 		typed_one_commit(e, p, nargs, a, true);
 	else
 		typed_one_commit(e, p, nargs, v, false);
@@ -515,14 +528,28 @@ static inline __attribute__((always_inline)) bool record_typed_member(const stru
 					  uint64_t a2, uint64_t a3)                                          \
 	{                                                                                                    \
 		const struct djp_fast_plan *p = plan;                                                        \
-		if (!record_typed_one(hit, p, N, a0, a1, a2, a3))                                            \
+		if (!record_typed_one(hit, p, N, 0, a0, a1, a2, a3))                                         \
 			djp_recorder_hit(hit, p->data);                                                      \
 	}                                                                                                    \
-	static void recorder_typed_member##N(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1,   \
-					     uint64_t a2, uint64_t a3)                                       \
+	static void recorder_typed_chain##N##_1(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, \
+						uint64_t a2, uint64_t a3)                                    \
 	{                                                                                                    \
 		const struct djp_fast_plan *p = plan;                                                        \
-		if (!record_typed_member(hit, p, N, a0, a1, a2, a3))                                         \
+		if (!record_typed_one(hit, p, N, 1, a0, a1, a2, a3))                                         \
+			djp_recorder_hit(hit, p->data);                                                      \
+	}                                                                                                    \
+	static void recorder_typed_chain##N##_2(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, \
+						uint64_t a2, uint64_t a3)                                    \
+	{                                                                                                    \
+		const struct djp_fast_plan *p = plan;                                                        \
+		if (!record_typed_one(hit, p, N, 2, a0, a1, a2, a3))                                         \
+			djp_recorder_hit(hit, p->data);                                                      \
+	}                                                                                                    \
+	static void recorder_typed_chain##N##_3(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, \
+						uint64_t a2, uint64_t a3)                                    \
+	{                                                                                                    \
+		const struct djp_fast_plan *p = plan;                                                        \
+		if (!record_typed_one(hit, p, N, 3, a0, a1, a2, a3))                                         \
 			djp_recorder_hit(hit, p->data);                                                      \
 	}
 TYPED_ENTRY(0)
@@ -530,6 +557,42 @@ TYPED_ENTRY(1)
 TYPED_ENTRY(2)
 TYPED_ENTRY(3)
 TYPED_ENTRY(4)
+
+/* recorder_typed_member_N_K: N arguments prefetched, the base in the Kth
+ * (4: in the register block). */
+#define TYPED_MEMBER(N, K)                                                                                   \
+	static void recorder_typed_member_##N##_##K(const struct djp_hit *hit, void *plan, uint64_t a0,         \
+						    uint64_t a1, uint64_t a2, uint64_t a3)                   \
+	{                                                                                                    \
+		const struct djp_fast_plan *p = plan;                                                        \
+		if (!record_typed_member(hit, p, N, K, a0, a1, a2, a3))                                      \
+			djp_recorder_hit(hit, p->data);                                                      \
+	}
+TYPED_MEMBER(0, 4)
+TYPED_MEMBER(1, 0)
+TYPED_MEMBER(1, 4)
+TYPED_MEMBER(2, 0)
+TYPED_MEMBER(2, 1)
+TYPED_MEMBER(2, 4)
+TYPED_MEMBER(3, 0)
+TYPED_MEMBER(3, 1)
+TYPED_MEMBER(3, 2)
+TYPED_MEMBER(3, 4)
+TYPED_MEMBER(4, 0)
+TYPED_MEMBER(4, 1)
+TYPED_MEMBER(4, 2)
+TYPED_MEMBER(4, 3)
+TYPED_MEMBER(4, 4)
+
+/* The prefetched argument of m that holds register reg whole, or 4. */
+static unsigned arg_of_reg(const struct djp_marker_info *m, int reg)
+{
+	for (unsigned k = 0; k < m->nargs && k < DJP_TRAMP_PREFETCH; k++)
+		if (m->arg[k].kind == DJP_LOC_REG && m->arg[k].reg == reg && m->arg[k].size == 8 &&
+		    !m->arg[k].reg_shift)
+			return k;
+	return 4;
+}
 
 /* The fast entry's plan (kernel/site.h): the recorder asks for one at
  * connect, so the engine never has to know it. */
@@ -544,9 +607,14 @@ djp_fast_entry_fn djp_recorder_plan(void *data, const struct djp_site *s, struct
 	static const djp_fast_entry_fn one[DJP_TRAMP_PREFETCH + 1] = { recorder_typed_one0, recorder_typed_one1,
 									 recorder_typed_one2, recorder_typed_one3,
 									 recorder_typed_one4 };
-	static const djp_fast_entry_fn member[DJP_TRAMP_PREFETCH + 1] = {
-		recorder_typed_member0, recorder_typed_member1, recorder_typed_member2, recorder_typed_member3,
-		recorder_typed_member4
+	static const djp_fast_entry_fn member[DJP_TRAMP_PREFETCH + 1][DJP_TRAMP_PREFETCH + 1] = {
+		{ [4] = recorder_typed_member_0_4 },
+		{ recorder_typed_member_1_0, [4] = recorder_typed_member_1_4 },
+		{ recorder_typed_member_2_0, recorder_typed_member_2_1, [4] = recorder_typed_member_2_4 },
+		{ recorder_typed_member_3_0, recorder_typed_member_3_1, recorder_typed_member_3_2,
+		  [4] = recorder_typed_member_3_4 },
+		{ recorder_typed_member_4_0, recorder_typed_member_4_1, recorder_typed_member_4_2,
+		  recorder_typed_member_4_3, recorder_typed_member_4_4 },
 	};
 	struct djp_recorder *rec = data;
 	const struct djp_marker_info *m = s->m;
@@ -565,7 +633,18 @@ djp_fast_entry_fn djp_recorder_plan(void *data, const struct djp_site *s, struct
 		return entry[m->nargs];
 	if (!djp_loads_fast_one(ls))
 		return typed[m->nargs];
-	return ls->prog[0].nderef || !ls->prog[0].size ? one[m->nargs] : member[m->nargs];
+	static const djp_fast_entry_fn chain[DJP_TRAMP_PREFETCH + 1][3] = {
+		{ recorder_typed_chain0_1, recorder_typed_chain0_2, recorder_typed_chain0_3 },
+		{ recorder_typed_chain1_1, recorder_typed_chain1_2, recorder_typed_chain1_3 },
+		{ recorder_typed_chain2_1, recorder_typed_chain2_2, recorder_typed_chain2_3 },
+		{ recorder_typed_chain3_1, recorder_typed_chain3_2, recorder_typed_chain3_3 },
+		{ recorder_typed_chain4_1, recorder_typed_chain4_2, recorder_typed_chain4_3 },
+	};
+	if (ls->prog[0].size == 8 && ls->prog[0].nderef >= 1 && ls->prog[0].nderef <= 3)
+		return chain[m->nargs][ls->prog[0].nderef - 1];
+	if (ls->prog[0].nderef || ls->prog[0].size != 8)
+		return one[m->nargs];
+	return member[m->nargs][arg_of_reg(m, ls->prog[0].base.reg)];
 }
 
 /* ---- set-up (not on the hit path) ---------------------------------------- */
