@@ -72,9 +72,15 @@ struct djp_load_prog {
 };
 
 /* The programs of the sites named provider:name, as the tool sends them
- * (LOADS): a site's results are in this order in its events. */
+ * (LOADS): a site's results are in this order in its events.  site: the
+ * link-time address of the one site they were compiled for (a function's
+ * entry or return, a statement), since functions of one name (static
+ * ones of two files, or of two objects) lay their data out each its own
+ * way; 0 for every site of the name (a marker's, whose argument the
+ * agent reads from the site's own record). */
 struct djp_load_site {
 	const char *provider, *name;
+	uint64_t site;
 	unsigned n;
 	const struct djp_load_prog *prog;
 };

@@ -73,9 +73,10 @@
  *                     before the CONNECTs
  *              agent: OK u32 n, then n x u64 each one's run-time
  *                     address (0: its object is not loaded)
- *   LOADS      tool:  str provider, str name, u32 n, n load programs
- *                     (lib/load_prog.h, lib/load_wire.h): each hit of the
- *                     sites so named runs them and its event carries their
+ *   LOADS      tool:  str provider, str name, u64 site, u32 n, n load
+ *                     programs (lib/load_prog.h, lib/load_wire.h): each
+ *                     hit of the sites so named (and at that link-time
+ *                     address, unless site is 0) runs them and its event carries their
  *                     results (DJP_EVF_LOADS); after RING, before the
  *                     CONNECT of a pattern that matches those sites
  *              agent: OK u32 0; or ERROR
@@ -106,7 +107,7 @@
 #include <stdint.h>
 
 #define DJP_PROTO_MAGIC 0x4a504a44u /* "DJPJ" */
-#define DJP_PROTO_VERSION 11u
+#define DJP_PROTO_VERSION 12u
 #define DJP_PROTO_HDR_SIZE 8u
 #define DJP_PROTO_MAX_PAYLOAD (60u * 1024)
 #define DJP_PROTO_STR_MAX 4096u

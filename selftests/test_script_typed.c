@@ -884,3 +884,30 @@ TEST_TIMEOUT(script_typed_beside_registers_and_the_stack, 120)
 	free(out);
 	free(p);
 }
+
+/* Two static functions named show(), in two files, each with its own
+ * structure: `$p->x` at each is its own layout's, at the entry, at the
+ * return (read at the entry) and at a statement of each (the programs
+ * are the site's, by its address, not by the function's name): the
+ * values the program prints itself. */
+TEST_TIMEOUT(script_typed_functions_of_one_name_each_with_its_own_layout, 120)
+{
+	static const char *const scripts[] = {
+		"probe process.function(\"show\") { printf(\"x %d\\n\", $p->x) }",
+		"probe process.function(\"show\").return { printf(\"x %d\\n\", $p->x) }",
+	};
+
+	for (unsigned i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+		char *out, *oracle;
+		struct tproc *p = run_script("trace_progs/samename_target", "4", scripts[i], 0, &out);
+
+		oracle = p->obuf;
+		CHECK(strstr(oracle, "done ") != NULL);
+		*strstr(oracle, "done ") = 0;
+		if (strcmp(out, oracle) || tt_lines(out) != 8)
+			djp_test_fail(__FILE__, __LINE__, "%s: the script printed\n%s\nthe target\n%s\nstderr: %s",
+				      scripts[i], out, oracle, p->ebuf);
+		free(out);
+		free(p);
+	}
+}

@@ -130,6 +130,16 @@ $(DWARFLESS_TARGET): selftests/trace_progs/dwarfless_target.c include/djprobe/ma
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -g0 -o $@ $<
 	$(Q)strip --strip-debug $@
 CHECK_DEPS += $(DWARFLESS_TARGET)
+# Two static functions of one name in two objects of one program, each
+# with its own structure: the file built twice, with SAMENAME_B and
+# without, and linked.
+SAMENAME_TARGET := $(TRACE_PROGS_DIR)/samename_target
+$(SAMENAME_TARGET): selftests/trace_progs/samename_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -DSAMENAME_B -c -o $@-b.o $<
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< $@-b.o
+CHECK_DEPS += $(SAMENAME_TARGET)
 # Globals and file statics of every type @var reads, with DWARF.
 GLOBALS_TARGET := $(TRACE_PROGS_DIR)/globals_target
 $(GLOBALS_TARGET): selftests/trace_progs/globals_target.c | $(DEPS_STAMP)

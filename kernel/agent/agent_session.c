@@ -926,6 +926,7 @@ static int do_loads(struct djp_agent_session *s, struct djp_preader *r)
 	memset(&ls, 0, sizeof(ls));
 	djp_get_str(r, ls.provider, sizeof(ls.provider));
 	djp_get_str(r, ls.name, sizeof(ls.name));
+	ls.site = djp_get_u64(r);
 	ls.n = djp_get_u32(r);
 	if (ls.n > DJP_LOAD_MAX_PROGS)
 		return -EPROTO;

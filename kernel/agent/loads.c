@@ -116,7 +116,8 @@ static __attribute__((noinline)) uint32_t find(struct djp_loads *l, uint32_t id,
 	uint32_t v = 0;
 
 	for (unsigned i = 0; i < n; i++)
-		if (same(s->m->provider, l->set[i]->provider) && same(s->m->name, l->set[i]->name)) {
+		if (same(s->m->provider, l->set[i]->provider) && same(s->m->name, l->set[i]->name) &&
+		    (!l->set[i]->site || l->set[i]->site == s->m->site)) {
 			v = i + 1;
 			break;
 		}

@@ -19,6 +19,7 @@
 struct djp_load_set {
 	char provider[32];
 	char name[DJP_LOADS_NAME_MAX];
+	uint64_t site; /* the one site's link-time address, or 0 (lib/load_prog.h) */
 	unsigned n;
 	struct djp_load_prog prog[DJP_LOAD_MAX_PROGS];
 	/* djp_loads_add's: the programs whose results are strings, and

@@ -44,6 +44,7 @@
 struct typed_site {
 	char *provider; /* "func" for a function's, a marker's provider ("" for none) */
 	char *name; /* the site's name: "f", "f%return", a marker's */
+	uint64_t site; /* its link-time address; 0 for a marker's (lib/load_prog.h) */
 	struct djp_load_prog *progs;
 	unsigned n;
 };
@@ -191,6 +192,7 @@ struct compile_ctx {
 	const char *path;
 	unsigned nfuncs;
 	const char *site; /* a statement's site name ("f+0x12"); NULL: the function's */
+	uint64_t site_addr; /* a statement's link-time address (else the function's) */
 	const char *provider; /* a marker's sites: their provider; NULL: "func" */
 	bool at_entry; /* a return site's programs read at the call's entry */
 };
@@ -290,6 +292,7 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 	    !(ts->v[ts->n].provider = strdup(c->provider ? c->provider : "func")))
 		abort();
 	ts->v[ts->n].progs = progs;
+	ts->v[ts->n].site = c->provider ? 0 : c->site ? c->site_addr : f->addr;
 	ts->v[ts->n++].n = n;
 	return 0;
 }
@@ -324,6 +327,7 @@ static void resolve_line(struct compile_ctx *c, struct djp_source *src)
 		else
 			snprintf(site, sizeof(site), "%s+%#llx", f->name, (unsigned long long)(addrs[i] - f->addr));
 		c->site = site;
+		c->site_addr = addrs[i];
 		c->tr->acc.pc = addrs[i] == f->addr ? 0 : addrs[i];
 		if (djp_params_open(path, &pf, err, sizeof(err)))
 			pf = NULL;
@@ -429,7 +433,7 @@ static void resolve_ref(struct script *sc, struct djp_source *src, struct typed_
 							.index = DJP_REG_NONE, .scale = 1 };
 	}
 	for (const struct probe_point *pp = tr->probe->points; pp && !tr->err; pp = pp->next) {
-		struct compile_ctx c = { sc, tr, pp, NULL, 0, NULL, NULL, false };
+		struct compile_ctx c = { .sc = sc, .tr = tr, .pp = pp };
 		char spec[600], err[512];
 		char *path;
 		int n;
@@ -683,9 +687,10 @@ bool typed_check(struct script *sc, struct node *n)
 	return true;
 }
 
-/* The site named name in t's list, made with every program loading
- * nothing. */
-static struct djp_load_prog *site_progs(struct script_typed *t, const char *provider, const char *name)
+/* The site named name at link-time address site in t's list, made with
+ * every program loading nothing. */
+static struct djp_load_prog *site_progs(struct script_typed *t, const char *provider, const char *name,
+					uint64_t site)
 {
 	static const struct djp_load_prog none = {
 		.base = { .kind = DJP_LOC_IMM, .size = 8, .reg = DJP_REG_NONE, .index = DJP_REG_NONE, .scale = 1 },
@@ -693,14 +698,14 @@ static struct djp_load_prog *site_progs(struct script_typed *t, const char *prov
 	struct djp_load_prog *v;
 
 	for (unsigned i = 0; i < t->nsites; i++)
-		if (!strcmp(t->sites[i].name, name) && !strcmp(t->sites[i].provider, provider))
+		if (!strcmp(t->sites[i].name, name) && !strcmp(t->sites[i].provider, provider) && t->sites[i].site == site)
 			return (struct djp_load_prog *)t->sites[i].prog;
 	if (!(t->sites = realloc(t->sites, sizeof(*t->sites) * (t->nsites + 1))) ||
 	    !(v = malloc(sizeof(*v) * DJP_LOAD_MAX_PROGS)))
 		abort();
 	for (unsigned i = 0; i < DJP_LOAD_MAX_PROGS; i++)
 		v[i] = none;
-	t->sites[t->nsites++] = (struct djp_load_site){ strdup(provider), strdup(name), t->n, v };
+	t->sites[t->nsites++] = (struct djp_load_site){ strdup(provider), strdup(name), site, t->n, v };
 	return v;
 }
 
@@ -717,7 +722,7 @@ void typed_load_sites(struct script *sc, struct djp_source *src)
 			continue; /* a pretty-printed one's later values */
 		ts = sites_of(sc, tr);
 		for (unsigned k = 0; k < ts->n; k++) {
-			struct djp_load_prog *p = site_progs(t, ts->v[k].provider, ts->v[k].name);
+			struct djp_load_prog *p = site_progs(t, ts->v[k].provider, ts->v[k].name, ts->v[k].site);
 			for (unsigned j = 0; j < ts->v[k].n && i + j < DJP_LOAD_MAX_PROGS; j++)
 				p[i + j] = ts->v[k].progs[j];
 			if (!tr->pretty)

@@ -415,6 +415,7 @@ int session_loads(struct session *s, const struct djp_load_site *v, unsigned n)
 		djp_pbuf_init(&b);
 		djp_put_str(&b, v[i].provider);
 		djp_put_str(&b, v[i].name);
+		djp_put_u64(&b, v[i].site);
 		djp_put_u32(&b, v[i].n);
 		for (unsigned k = 0; k < v[i].n; k++)
 			djp_load_put(&b, &v[i].prog[k]);
