@@ -895,6 +895,8 @@ TEST_TIMEOUT(script_typed_functions_of_one_name_each_with_its_own_layout, 120)
 	static const char *const scripts[] = {
 		"probe process.function(\"show\") { printf(\"x %d\\n\", $p->x) }",
 		"probe process.function(\"show\").return { printf(\"x %d\\n\", $p->x) }",
+		"probe process.statement(\"*@samename_target.c:24\"), process.statement(\"*@samename_target.c:42\") "
+		"{ printf(\"x %d\\n\", $p->x) }",
 	};
 
 	for (unsigned i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {

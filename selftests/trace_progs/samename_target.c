@@ -21,7 +21,7 @@ struct node_b {
 
 static __attribute__((noinline, noipa)) long show(struct node_b *p)
 {
-	printf("x %ld\n", p->x);
+	printf("x %ld\n", p->x); /* line 24, a statement the test names */
 	return p->x;
 }
 
@@ -39,7 +39,7 @@ struct node_a {
 
 static __attribute__((noinline, noipa)) long show(struct node_a *p)
 {
-	printf("x %ld\n", p->x);
+	printf("x %ld\n", p->x); /* line 42, likewise */
 	return p->x + p->tag;
 }
 
