@@ -33,6 +33,10 @@ struct djp_fast_plan {
 	uint32_t id;	/* the site's process-wide id */
 	uint32_t nargs; /* arguments, which the trampoline prefetched */
 	uintptr_t aux;	/* the handler's, derived from its data */
+	uintptr_t aux2; /* and a second such word */
+	/* the prefetched argument the entry starts from (a typed access's
+	 * base), or DJP_TRAMP_PREFETCH for none */
+	uint32_t arg;
 };
 
 struct djp_site;

@@ -35,7 +35,7 @@ static void entry(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a
 static djp_fast_entry_fn plan_fn(void *data, const struct djp_site *s, struct djp_fast_plan *plan)
 {
 	atomic_fetch_add(&plans, 1);
-	*plan = (struct djp_fast_plan){ data, s->id, s->m->nargs, 0 };
+	*plan = (struct djp_fast_plan){ .data = data, .id = s->id, .nargs = s->m->nargs };
 	return entry;
 }
 
@@ -128,7 +128,7 @@ static void rsp_rax_entry(const struct djp_hit *hit, void *plan, uint64_t a0, ui
 
 static djp_fast_entry_fn rsp_rax_plan(void *data, const struct djp_site *s, struct djp_fast_plan *plan)
 {
-	*plan = (struct djp_fast_plan){ data, s->id, s->m->nargs, 0 };
+	*plan = (struct djp_fast_plan){ .data = data, .id = s->id, .nargs = s->m->nargs };
 	return rsp_rax_entry;
 }
 

@@ -302,7 +302,7 @@ static void fast_entry(const struct djp_hit *hit, void *plan, uint64_t a0, uint6
 
 static djp_fast_entry_fn fast_plan(void *data, const struct djp_site *s, struct djp_fast_plan *plan)
 {
-	*plan = (struct djp_fast_plan){ data, s->id, s->m->nargs, 0 };
+	*plan = (struct djp_fast_plan){ .data = data, .id = s->id, .nargs = s->m->nargs };
 	return fast_entry;
 }
 

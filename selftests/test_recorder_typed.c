@@ -48,9 +48,24 @@ __attribute__((noinline, noipa)) long typed_fast_target_bare(void)
 	return typed_fast_sink;
 }
 
-/* The function record() probes and calls. */
+/* The node as the second parameter: the program's base, %rsi, is the
+ * site's second prefetched argument. */
+__attribute__((noinline, noipa)) long typed_fast_target_second(long x, struct tnode *n)
+{
+	__asm__ volatile("" ::"r"(n) : "memory");
+	typed_fast_sink += (long)(uintptr_t)n + x;
+	return typed_fast_sink;
+}
+
+static long call_second(struct tnode *n)
+{
+	return typed_fast_target_second(7, n);
+}
+
+/* The function record() probes, and how it calls it. */
 static const char *target_name = "typed_fast_target";
 static long (*target_fn)(struct tnode *) = typed_fast_target;
+static long (*target_call)(struct tnode *) = typed_fast_target;
 
 /* A program from %rdi, the parameter at the entry. */
 static struct djp_load_prog prog(unsigned nderef, const int64_t *off, int64_t last, unsigned size, bool sign)
@@ -140,7 +155,7 @@ static void record(const struct djp_load_prog *progs, unsigned nprogs, struct tn
 	if (atomic_load(&planned) != 1)
 		djp_test_fail(__FILE__, __LINE__, "the typed site has no fast entry (%d)", atomic_load(&planned));
 	for (unsigned i = 0; i < hits; i++)
-		target_fn(n);
+		target_call(n);
 	*g = (struct got){ 0 };
 	CHECK(djp_consumer_drain(c, &(struct djp_drain_ops){ take, NULL }, g) >= 0);
 	CHECK_EQ(g->events, hits);
@@ -230,7 +245,7 @@ TEST(recorder_typed_fast_entry_base_from_the_register_block)
 	struct got g;
 
 	target_name = "typed_fast_target_bare";
-	target_fn = (long (*)(struct tnode *))(void (*)(void))typed_fast_target_bare;
+	target_fn = target_call = (long (*)(struct tnode *))(void (*)(void))typed_fast_target_bare;
 	record(&p8, 1, &b2, 50, &g);
 	CHECK_EQ(g.faulted[1], 0);
 	CHECK_EQ(g.v[1][0], 2);
@@ -238,7 +253,39 @@ TEST(recorder_typed_fast_entry_base_from_the_register_block)
 	CHECK_EQ(g.faulted[1], 0);
 	CHECK_EQ((int64_t)g.v[1][0], -7);
 	target_name = "typed_fast_target";
-	target_fn = typed_fast_target;
+	target_fn = target_call = typed_fast_target;
+}
+
+/* From the site's second argument (%rsi): a member, a chain, a chain
+ * through a NULL pointer (the walk's address), and a load that faults. */
+TEST(recorder_typed_fast_entry_base_from_the_second_argument)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct tnode *bad = mmap(NULL, (size_t)pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct djp_load_prog p8 = prog(0, NULL, offsetof(struct tnode, a), 8, true);
+	struct djp_load_prog p2 = prog(2, (const int64_t[]){ NEXT, NEXT }, offsetof(struct tnode, a), 8, true);
+	struct got g;
+
+	CHECK(bad != MAP_FAILED);
+	p8.base.reg = p2.base.reg = DJP_REG_RSI;
+	target_name = "typed_fast_target_second";
+	target_fn = (long (*)(struct tnode *))(void (*)(void))typed_fast_target_second;
+	target_call = call_second;
+	record(&p8, 1, &b2, 50, &g);
+	CHECK_EQ(g.faulted[1], 0);
+	CHECK_EQ(g.v[1][0], 2);
+	record(&p2, 1, &a1, 50, &g);
+	CHECK_EQ(g.faulted[1], 0);
+	CHECK_EQ(g.v[1][0], 3);
+	record(&p2, 1, &b2, 50, &g); /* c3.next is NULL */
+	CHECK_EQ(g.faulted[1], 1);
+	CHECK_EQ(g.v[1][0], (uint64_t)offsetof(struct tnode, a));
+	record(&p8, 1, bad, 50, &g);
+	CHECK_EQ(g.faulted[1], 1);
+	CHECK_EQ(g.v[1][0], (uint64_t)(uintptr_t)bad);
+	target_name = "typed_fast_target";
+	target_fn = target_call = typed_fast_target;
+	munmap(bad, (size_t)pg);
 }
 
 /* A chain ($n->next->next->a), one through a NULL pointer and one into

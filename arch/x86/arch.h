@@ -276,6 +276,24 @@ static inline __attribute__((always_inline)) bool arch_load_safe(uint64_t addr, 
 	return true;
 }
 
+/* An 8-byte load of a chain: the value at addr, and *st set (never
+ * cleared) when it faulted, the value then meaningless.  A chain of these
+ * tests its status once at its end, and a chain that faulted anywhere is
+ * walked again, load by load, for the address that faulted first (a
+ * garbage address read on the way faults again or reads what nobody
+ * uses: loads have no other effect). */
+static inline __attribute__((always_inline)) uint64_t arch_load8_acc(uint64_t addr, uint32_t *st)
+{
+	uint64_t w;
+
+	__asm__ volatile("1:\tmovq (%[a]), %[w]\n2:\n\t"
+			 ".pushsection .text.djp_fixup, \"ax\"\n3:\tmovl $1, %k[st]\n\tjmp 2b\n\t.popsection\n\t"
+			 ".pushsection djp_extable, \"a\"\n\t.balign 4\n\t.long 1b - ., 3b - .\n\t.popsection"
+			 : [w] "=r"(w), [st] "+r"(*st)
+			 : [a] "r"(addr));
+	return w;
+}
+
 /* The fixup of the load at %rip, or 0: the section's entries, a
  * fault's lookup (rare: a scan). */
 static inline uintptr_t arch_extable_fixup(const struct arch_extable *b, const struct arch_extable *e, uintptr_t rip)

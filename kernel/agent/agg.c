@@ -395,7 +395,10 @@ static djp_fast_entry_fn agg_plan_fast(void *data, const struct djp_site *s, str
 	} else if (want >> DJP_TRAMP_PREFETCH) {
 		return NULL;
 	}
-	*plan = (struct djp_fast_plan){ data, s->id, m->nargs < DJP_TRAMP_PREFETCH ? m->nargs : DJP_TRAMP_PREFETCH, map };
+	*plan = (struct djp_fast_plan){ .data = data,
+					.id = s->id,
+					.nargs = m->nargs < DJP_TRAMP_PREFETCH ? m->nargs : DJP_TRAMP_PREFETCH,
+					.aux = map };
 	return p->flags & DJP_AGG_NAMED ? agg_fast_named : agg_fast;
 }
 

@@ -59,18 +59,22 @@
  * fast entry of its own when its programs start from a caller-saved
  * register (a function's pointer parameter at its entry) and read no
  * string: recorder_typed0..4, and for one program whose result needs no
- * finishing recorder_typed_one0..4, with recorder_typed_chainN_D for a
- * chain of D = 1 to 3 pointers to an 8-byte member (the loop unrolled)
- * and recorder_typed_member_N_K for an 8-byte member straight from the
- * register, the Kth prefetched argument when it is one (no read of the
- * register block).  They write the event in place, and each load is one
- * instruction with its own fixup (arch_load_safe).  Measured in
- * instructions per hit, trampoline included (callgrind over
- * bench/typed_hits: a function entry with one pointer parameter): 84 for
- * the parameter alone through recorder_fast1, 101 with one member, 120
- * with a chain of three loads (125 and 159 when each load was a call),
- * against 503 and 615 through the general
- * record.  Other typed sites take the general record; a recorder without
+ * finishing recorder_typed_one0..4, with recorder_typed_chainN_D for D =
+ * 0 to 3 pointers then an 8-byte member (unrolled, the loads' status
+ * tested once).  Their base is the prefetched argument that holds the
+ * program's register when there is one (a function's pointer parameter
+ * at its entry: a register, where the register block the trampoline has
+ * just stored would add a store-to-load round trip to the chain), and
+ * each load is one instruction with its own fixup (arch_load_safe).
+ * Measured (bench/typed_hits, a function entry with one pointer
+ * parameter, the three cases side by side): one member 2.6-2.9 ns over
+ * the parameter alone, a chain of three loads 6.8-7.3 ns (5 and 9-10 when
+ * each load was a call of a copy routine and the base came from the
+ * register block); in instructions per hit with the trampoline
+ * (callgrind), 84 for the parameter alone through recorder_fast1, 100
+ * with one member, 109 with the chain (125 and 159 before), against 503
+ * and 615 through the general record.  Other typed sites take the
+ * general record; a recorder without
  * any pays one load of a NULL pointer.
  *
  * The CPU.  A reader that wants each hit's CPU (a script's cpu(): CONNECT's
@@ -404,14 +408,14 @@ static inline __attribute__((always_inline)) bool record_typed(const struct djp_
 								const struct djp_fast_plan *p, unsigned nargs,
 								uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
 {
-	const struct djp_load_set *ls = (const struct djp_load_set *)p->aux;
+	const struct djp_load_set *ls = (const struct djp_load_set *)p->aux2;
 	const uint32_t start = DJP_EV_HDR_SIZE + 8 * nargs;
 	uint32_t size;
 	uint64_t faulted, *e;
 
 	if (__builtin_expect(!djp_loads_fast_copy(), 0) ||
 	    /* room for the results, their masks and the block's last word */
-	    !(e = djp_ring_try_reserve(((const struct djp_recorder *)p->data)->region->id, start + 8 * ls->n + 24)))
+	    !(e = djp_ring_try_reserve(p->aux, start + 8 * ls->n + 24)))
 		return false;
 	djp_ring_put_words(e, nargs, a0, a1, a2, a3);
 	faulted = djp_loads_run_fast(ls, hit, e + start / 8);
@@ -436,8 +440,7 @@ static inline __attribute__((always_inline)) uint64_t *typed_one_reserve(const s
 	uint64_t *e;
 
 	if (__builtin_expect(!djp_loads_fast_copy(), 0) ||
-	    !(e = djp_ring_try_reserve(((const struct djp_recorder *)p->data)->region->id,
-				       DJP_EV_HDR_SIZE + 8 * nargs + 32)))
+	    !(e = djp_ring_try_reserve(p->aux, DJP_EV_HDR_SIZE + 8 * nargs + 32)))
 		return NULL;
 	djp_ring_put_words(e, nargs, a0, a1, a2, a3);
 	return e;
@@ -461,128 +464,122 @@ static inline __attribute__((always_inline)) void typed_one_commit(uint64_t *e, 
 	}
 }
 
-/* The same for a set of one program whose result needs no finishing
- * (djp_loads_fast_one): no loop over programs, and the block's last word
- * a constant unless it faulted.  A script that reads through pointers. */
-static inline __attribute__((always_inline)) bool record_typed_one(const struct djp_hit *hit,
-								    const struct djp_fast_plan *p, unsigned nargs,
-								    unsigned depth, uint64_t a0, uint64_t a1,
-								    uint64_t a2, uint64_t a3)
+/* A program's base register at the hit: the prefetched argument that
+ * holds it when the plan found one (p->arg, a predicted branch: the
+ * chain starts from a register, not from the register block the
+ * trampoline has just stored), else the register block's. */
+static inline __attribute__((always_inline)) uint64_t typed_base(const struct djp_hit *hit,
+								 const struct djp_fast_plan *p, unsigned nargs, int reg,
+								 uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
 {
-	const struct djp_load_prog *lp = ((const struct djp_load_set *)p->aux)->prog;
-	uint64_t v, a, *e = typed_one_reserve(p, nargs, a0, a1, a2, a3);
-	/* depth: the pointers loaded first, known here (1 to 3, an 8-byte
-	 * member last: the loop unrolled, the size's switch gone), or 0 */
-	unsigned nd = depth ? depth : lp->nderef, size = depth ? 8 : lp->size;
+	unsigned k = p->arg;
 
-	if (!e)
-		return false;
-	v = hit->regs.r[lp->base.reg];
-	for (unsigned j = 0; j < nd; j++)
+	/* each case a branch of its own (the empty asm keeps the compiler
+	 * from a cmov, which would wait for p->arg's load); the first
+	 * parameter first, the common base */
+	if (__builtin_expect(k == 0 && nargs > 0, 1)) {
+		__asm__ volatile("");
+		return a0;
+	}
+	if (k >= nargs)
+		k = 4; /* an entry of N arguments has a plan with arg < N or none */
+	switch (k) {
+	case 0:
+		__asm__ volatile("");
+		return a0;
+	case 1:
+		__asm__ volatile("");
+		return a1;
+	case 2:
+		__asm__ volatile("");
+		return a2;
+	case 3:
+		__asm__ volatile("");
+		return a3;
+	default:
+		return hit->regs.r[reg];
+	}
+}
+
+/* A chain walked load by load from v, for the address that faulted first
+ * (record_typed_one's, out of line: the entry keeps its registers). */
+static __attribute__((noinline)) void typed_one_walk(const struct djp_load_prog *lp, const struct djp_fast_plan *p,
+						     unsigned nargs, uint64_t *e, uint64_t v)
+{
+	uint64_t a;
+
+	for (unsigned j = 0; j < lp->nderef; j++)
 		if (!djp_loads_read_fast(NULL, a = v + (uint64_t)lp->off[j], 8, &v))
 			goto fault;
 	a = v + (uint64_t)lp->last;
-	if (size && !djp_loads_read_fast(NULL, a, size, &a))
+	if (lp->size && !djp_loads_read_fast(NULL, a, lp->size, &a))
 		goto fault;
 	typed_one_commit(e, p, nargs, a, false);
-	return true;
+	return;
 fault:
 	typed_one_commit(e, p, nargs, a, true);
-	return true;
 }
 
-/* The same for a set of one program that reads one 8-byte member
- * through the base register (no pointer loaded first): the shortest typed
- * entry, one fault-safe load at a constant offset from the register.  K:
- * the prefetched argument that is that register (a function's pointer
- * parameter at its entry), or 4 when none is and it is read from the
- * hit's register block. */
-static inline __attribute__((always_inline)) bool record_typed_member(const struct djp_hit *hit,
-								       const struct djp_fast_plan *p, unsigned nargs,
-								       unsigned k, uint64_t a0, uint64_t a1, uint64_t a2,
-								       uint64_t a3)
+/* The same for a set of one program whose result needs no finishing
+ * (djp_loads_fast_one): no loop over programs, and the block's last word
+ * a constant unless it faulted.  A script that reads through pointers.
+ * depth: the pointers loaded first when known here, 0 to 3, with an
+ * 8-byte member last (the loop unrolled, the size's switch gone, the
+ * loads' status tested once: arch_load8_acc), or -1. */
+static inline __attribute__((always_inline)) bool record_typed_one(const struct djp_hit *hit,
+								    const struct djp_fast_plan *p, unsigned nargs,
+								    int depth, uint64_t a0, uint64_t a1, uint64_t a2,
+								    uint64_t a3)
 {
-	const struct djp_load_prog *lp = ((const struct djp_load_set *)p->aux)->prog;
-	uint64_t a, v, *e = typed_one_reserve(p, nargs, a0, a1, a2, a3);
+	const struct djp_load_prog *lp = ((const struct djp_load_set *)p->aux2)->prog;
+	uint64_t v, a, w, *e = typed_one_reserve(p, nargs, a0, a1, a2, a3);
+	uint32_t st = 0;
 
 	if (!e)
 		return false;
-	a = k == 0 ? a0 : k == 1 ? a1 : k == 2 ? a2 : k == 3 ? a3 : hit->regs.r[lp->base.reg];
-	a += (uint64_t)lp->last;
-	if (__builtin_expect(!djp_loads_read_fast(NULL, a, 8, &v), 0))
-		typed_one_commit(e, p, nargs, a, true);
-	else
-		typed_one_commit(e, p, nargs, v, false);
+	v = typed_base(hit, p, nargs, lp->base.reg, a0, a1, a2, a3);
+	if (depth < 0)
+		goto walk;
+	w = v;
+	for (int j = 0; j < depth; j++) {
+		if (__builtin_expect((a = w + (uint64_t)lp->off[j]) < 4096, 0))
+			goto walk;
+		w = arch_load8_acc(a, &st);
+	}
+	if (__builtin_expect((a = w + (uint64_t)lp->last) < 4096, 0))
+		goto walk;
+	w = arch_load8_acc(a, &st);
+	if (__builtin_expect(!st, 1)) {
+		typed_one_commit(e, p, nargs, w, false);
+		return true;
+	}
+walk:
+	typed_one_walk(lp, p, nargs, e, v);
 	return true;
 }
 
-#define TYPED_ENTRY(N)                                                                                       \
-	static void recorder_typed##N(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, uint64_t a2, \
-				      uint64_t a3)                                                               \
+/* recorder_typedN (any set), recorder_typed_oneN (one program) and
+ * recorder_typed_chainN_D (one program, D pointers then an 8-byte
+ * member): N arguments prefetched. */
+#define TYPED_FN(NAME, N, CALL)                                                                              \
+	static void NAME(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3) \
 	{                                                                                                    \
 		const struct djp_fast_plan *p = plan;                                                        \
-		if (!record_typed(hit, p, N, a0, a1, a2, a3))                                                \
-			djp_recorder_hit(hit, p->data);                                                      \
-	}                                                                                                    \
-	static void recorder_typed_one##N(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1,      \
-					  uint64_t a2, uint64_t a3)                                          \
-	{                                                                                                    \
-		const struct djp_fast_plan *p = plan;                                                        \
-		if (!record_typed_one(hit, p, N, 0, a0, a1, a2, a3))                                         \
-			djp_recorder_hit(hit, p->data);                                                      \
-	}                                                                                                    \
-	static void recorder_typed_chain##N##_1(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, \
-						uint64_t a2, uint64_t a3)                                    \
-	{                                                                                                    \
-		const struct djp_fast_plan *p = plan;                                                        \
-		if (!record_typed_one(hit, p, N, 1, a0, a1, a2, a3))                                         \
-			djp_recorder_hit(hit, p->data);                                                      \
-	}                                                                                                    \
-	static void recorder_typed_chain##N##_2(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, \
-						uint64_t a2, uint64_t a3)                                    \
-	{                                                                                                    \
-		const struct djp_fast_plan *p = plan;                                                        \
-		if (!record_typed_one(hit, p, N, 2, a0, a1, a2, a3))                                         \
-			djp_recorder_hit(hit, p->data);                                                      \
-	}                                                                                                    \
-	static void recorder_typed_chain##N##_3(const struct djp_hit *hit, void *plan, uint64_t a0, uint64_t a1, \
-						uint64_t a2, uint64_t a3)                                    \
-	{                                                                                                    \
-		const struct djp_fast_plan *p = plan;                                                        \
-		if (!record_typed_one(hit, p, N, 3, a0, a1, a2, a3))                                         \
+		if (!CALL)                                                                                   \
 			djp_recorder_hit(hit, p->data);                                                      \
 	}
+#define TYPED_ENTRY(N)                                                                                       \
+	TYPED_FN(recorder_typed##N, N, record_typed(hit, p, N, a0, a1, a2, a3))                              \
+	TYPED_FN(recorder_typed_one##N, N, record_typed_one(hit, p, N, -1, a0, a1, a2, a3))                  \
+	TYPED_FN(recorder_typed_chain##N##_0, N, record_typed_one(hit, p, N, 0, a0, a1, a2, a3))             \
+	TYPED_FN(recorder_typed_chain##N##_1, N, record_typed_one(hit, p, N, 1, a0, a1, a2, a3))             \
+	TYPED_FN(recorder_typed_chain##N##_2, N, record_typed_one(hit, p, N, 2, a0, a1, a2, a3))             \
+	TYPED_FN(recorder_typed_chain##N##_3, N, record_typed_one(hit, p, N, 3, a0, a1, a2, a3))
 TYPED_ENTRY(0)
 TYPED_ENTRY(1)
 TYPED_ENTRY(2)
 TYPED_ENTRY(3)
 TYPED_ENTRY(4)
-
-/* recorder_typed_member_N_K: N arguments prefetched, the base in the Kth
- * (4: in the register block). */
-#define TYPED_MEMBER(N, K)                                                                                   \
-	static void recorder_typed_member_##N##_##K(const struct djp_hit *hit, void *plan, uint64_t a0,         \
-						    uint64_t a1, uint64_t a2, uint64_t a3)                   \
-	{                                                                                                    \
-		const struct djp_fast_plan *p = plan;                                                        \
-		if (!record_typed_member(hit, p, N, K, a0, a1, a2, a3))                                      \
-			djp_recorder_hit(hit, p->data);                                                      \
-	}
-TYPED_MEMBER(0, 4)
-TYPED_MEMBER(1, 0)
-TYPED_MEMBER(1, 4)
-TYPED_MEMBER(2, 0)
-TYPED_MEMBER(2, 1)
-TYPED_MEMBER(2, 4)
-TYPED_MEMBER(3, 0)
-TYPED_MEMBER(3, 1)
-TYPED_MEMBER(3, 2)
-TYPED_MEMBER(3, 4)
-TYPED_MEMBER(4, 0)
-TYPED_MEMBER(4, 1)
-TYPED_MEMBER(4, 2)
-TYPED_MEMBER(4, 3)
-TYPED_MEMBER(4, 4)
 
 /* The prefetched argument of m that holds register reg whole, or 4. */
 static unsigned arg_of_reg(const struct djp_marker_info *m, int reg)
@@ -607,14 +604,12 @@ djp_fast_entry_fn djp_recorder_plan(void *data, const struct djp_site *s, struct
 	static const djp_fast_entry_fn one[DJP_TRAMP_PREFETCH + 1] = { recorder_typed_one0, recorder_typed_one1,
 									 recorder_typed_one2, recorder_typed_one3,
 									 recorder_typed_one4 };
-	static const djp_fast_entry_fn member[DJP_TRAMP_PREFETCH + 1][DJP_TRAMP_PREFETCH + 1] = {
-		{ [4] = recorder_typed_member_0_4 },
-		{ recorder_typed_member_1_0, [4] = recorder_typed_member_1_4 },
-		{ recorder_typed_member_2_0, recorder_typed_member_2_1, [4] = recorder_typed_member_2_4 },
-		{ recorder_typed_member_3_0, recorder_typed_member_3_1, recorder_typed_member_3_2,
-		  [4] = recorder_typed_member_3_4 },
-		{ recorder_typed_member_4_0, recorder_typed_member_4_1, recorder_typed_member_4_2,
-		  recorder_typed_member_4_3, recorder_typed_member_4_4 },
+	static const djp_fast_entry_fn chain[DJP_TRAMP_PREFETCH + 1][4] = {
+#define CHAINS(N)                                                                                            \
+	{ recorder_typed_chain##N##_0, recorder_typed_chain##N##_1, recorder_typed_chain##N##_2,                    \
+	  recorder_typed_chain##N##_3 }
+		CHAINS(0), CHAINS(1), CHAINS(2), CHAINS(3), CHAINS(4),
+#undef CHAINS
 	};
 	struct djp_recorder *rec = data;
 	const struct djp_marker_info *m = s->m;
@@ -627,24 +622,19 @@ djp_fast_entry_fn djp_recorder_plan(void *data, const struct djp_site *s, struct
 	    __atomic_load_n(&rec->cpu, __ATOMIC_RELAXED) || __atomic_load_n(&rec->regs, __ATOMIC_RELAXED))
 		return NULL;
 	/* aux: the region's id, which the thread's ring cache must match;
-	 * a typed site's: its set (the region's id is read through data) */
-	*plan = (struct djp_fast_plan){ data, s->id, m->nargs, ls ? (uintptr_t)ls : rec->region->id };
+	 * aux2: a typed site's set */
+	*plan = (struct djp_fast_plan){
+		.data = data, .id = s->id, .nargs = m->nargs, .aux = rec->region->id, .aux2 = (uintptr_t)ls,
+		.arg = DJP_TRAMP_PREFETCH
+	};
 	if (!ls)
 		return entry[m->nargs];
 	if (!djp_loads_fast_one(ls))
 		return typed[m->nargs];
-	static const djp_fast_entry_fn chain[DJP_TRAMP_PREFETCH + 1][3] = {
-		{ recorder_typed_chain0_1, recorder_typed_chain0_2, recorder_typed_chain0_3 },
-		{ recorder_typed_chain1_1, recorder_typed_chain1_2, recorder_typed_chain1_3 },
-		{ recorder_typed_chain2_1, recorder_typed_chain2_2, recorder_typed_chain2_3 },
-		{ recorder_typed_chain3_1, recorder_typed_chain3_2, recorder_typed_chain3_3 },
-		{ recorder_typed_chain4_1, recorder_typed_chain4_2, recorder_typed_chain4_3 },
-	};
-	if (ls->prog[0].size == 8 && ls->prog[0].nderef >= 1 && ls->prog[0].nderef <= 3)
-		return chain[m->nargs][ls->prog[0].nderef - 1];
-	if (ls->prog[0].nderef || ls->prog[0].size != 8)
-		return one[m->nargs];
-	return member[m->nargs][arg_of_reg(m, ls->prog[0].base.reg)];
+	plan->arg = arg_of_reg(m, ls->prog[0].base.reg);
+	if (ls->prog[0].size == 8 && ls->prog[0].nderef <= 3)
+		return chain[m->nargs][ls->prog[0].nderef];
+	return one[m->nargs];
 }
 
 /* ---- set-up (not on the hit path) ---------------------------------------- */
