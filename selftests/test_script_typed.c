@@ -913,3 +913,28 @@ TEST_TIMEOUT(script_typed_functions_of_one_name_each_with_its_own_layout, 120)
 		free(p);
 	}
 }
+
+/* `$n->arr[2]$`: a pretty-printed element, as stap writes `$var[i]$`
+ * (the '$' after a ']'), the same number as `$n->arr[2]`; a bare '$'
+ * anywhere else is still a parse error. */
+TEST_TIMEOUT(script_typed_pretty_printed_element, 60)
+{
+	char *out;
+	struct tproc *p = run_script("trace_progs/struct_target", "3",
+				     "probe process.function(\"visit\") { printf(\"%d %s %s\\n\", $n->arr[2], "
+				     "$n->arr[2]$, $n->arr[$k]$$) }",
+				     0, &out);
+	int lines = 0;
+
+	for (char *l = out, *e; (e = strchr(l, '\n')); l = e + 1, lines++) {
+		long a, b;
+		*e = 0;
+		if (sscanf(l, "%ld %ld", &a, &b) != 2 || a != b)
+			djp_test_fail(__FILE__, __LINE__, "'%s': the element and its pretty-printing differ", l);
+	}
+	CHECK_EQ(lines, 3);
+	free(out);
+	free(p);
+	refused_with("trace_progs/struct_target", "1", "probe process.function(\"visit\") { x = $ }",
+		     "expected a name after '$'");
+}

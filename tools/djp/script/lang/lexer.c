@@ -213,6 +213,15 @@ bool lex_next(struct lexer *lx, struct tok *t)
 		/* stap's pretty printing: $var$, $var$$, $var->member$ */
 		for (int d = 0; n && d < 2 && t->kind != T_AT && p[skip + n] == '$'; d++)
 			n++;
+		/* ... and $var[1]$: a '$' or '$$' right after a ']' (lx->p is
+		 * then past the source's first byte) */
+		if (n == 0 && (t->kind == T_DOLLAR || t->kind == T_DOLLAR2) && p[-1] == ']') {
+			t->kind = T_OP;
+			t->text = skip == 2 ? "$$" : "$";
+			t->len = skip;
+			adv(lx, skip);
+			return true;
+		}
 		if (n == 0 || (t->kind == T_DOLLAR2 && isdigit((unsigned char)p[skip]))) {
 			diag(lx->sc, t->line, t->col, "parse error", "expected a name after '%.*s'", (int)skip, p);
 			return false;

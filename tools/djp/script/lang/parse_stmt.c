@@ -556,6 +556,8 @@ static struct node *typed_access(struct parser *ps, struct node *var)
 			st->index = i->kind == T_NUM ? i->num : 0;
 			len += 24;
 			expect(ps, "]");
+			if (is_op(peek(ps, 0), "$") || is_op(peek(ps, 0), "$$")) /* $var[1]$ */
+				tr->pretty = take(ps)->len;
 		}
 		tr->acc.nsteps++;
 	}
