@@ -91,6 +91,7 @@ static void entry_locations(struct pwork *w, unsigned n, Dwarf_Die *ret, bool cx
 			djp_param_none(&w[i], s[i].why);
 		else
 			abi_slot(&w[i], s[i].kind, s[i].reg, s[i].disp);
+		w[i].agg = s[i].agg;
 	}
 }
 
@@ -306,13 +307,14 @@ static char type_conv(const struct djp_tinfo *ti)
 
 /* The return value of sub, where the ABI puts it: one integer or pointer
  * in %rax. */
-static void ret_info(Dwarf_Die *sub, struct djp_param_set *out)
+static void ret_info(Dwarf_Die *sub, bool cxx, struct djp_param_set *out)
 {
 	Dwarf_Die t;
 	struct djp_tinfo ti;
 
 	if (!djp_dwarf_ref_attr(sub, DW_AT_type, &t))
 		return; /* void */
+	arch_ret_agg(&t, cxx, &out->ret.agg);
 	arch_type_info(&t, &ti);
 	if (ti.kind != DJP_TK_INT || !ti.size || ti.size > 8)
 		return;
@@ -341,6 +343,7 @@ static int fill(struct djp_param_set *out, const struct pwork *w, unsigned n)
 		p->why = w[i].loc.kind == DJP_LOC_NONE ? w[i].why : NULL;
 		p->is_local = w[i].is_local;
 		p->conv = w[i].has_type ? type_conv(&w[i].ti) : 'x';
+		p->agg = w[i].agg;
 	}
 	out->n = n;
 	return 0;
@@ -386,7 +389,7 @@ static int params_get(struct djp_params_file *pf, uint64_t func_addr, uint64_t p
 	}
 	r = fill(out, w, n);
 	if (!r)
-		ret_info(&sub, out);
+		ret_info(&sub, cxx, out);
 	free(w);
 	if (r)
 		return djp_errline(err, errsz, r, pf->path, "out of memory");

@@ -66,6 +66,10 @@ struct djp_param {
 	bool is_local;         /* djp_params_get_vars: a variable in scope, not a parameter */
 	char conv;             /* how its value prints, as its C type says: 'p' a pointer (hex), 'd' a signed integer, 'u' an unsigned one (bool too) */
 	const char *why;       /* when unavailable: "optimized out", "no location at this address", "location too complex", "passed in a vector register", "struct passed by value", "after a parameter passed by value in memory" ... (static strings) */
+	/* a structure or union passed by value, at a function's entry: where
+	 * its bytes are (arch/x86/call_conv.h), for its members; how
+	 * ARCH_AGG_NONE otherwise */
+	struct arch_agg_loc agg;
 };
 
 struct djp_param_set {
@@ -78,6 +82,7 @@ struct djp_param_set {
 		uint8_t size;
 		bool is_signed;
 		char conv;
+		struct arch_agg_loc agg; /* a structure or union: where, at the return */
 	} ret;
 	void *priv;            /* string storage */
 };

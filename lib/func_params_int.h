@@ -71,6 +71,7 @@ struct pwork {
 	char type_name[DJP_TYPE_MAX];
 	struct djp_argloc loc;
 	const char *why;
+	struct arch_agg_loc agg;
 };
 
 /* What a lookup of DWARF locations needs. */

@@ -30,7 +30,7 @@ static int loc_check(const struct djp_argloc *b)
 		return -EINVAL;
 	switch (b->kind) {
 	case DJP_LOC_REG:
-		return b->reg >= 0 && b->reg < DJP_REG_COUNT && (b->reg_shift == 0 || b->reg_shift == 8) ? 0 : -EINVAL;
+		return b->reg >= 0 && b->reg < DJP_REG_COUNT && b->reg_shift % 8 == 0 && b->reg_shift <= 56 ? 0 : -EINVAL;
 	case DJP_LOC_MEM:
 		if ((b->reg != DJP_REG_NONE && (b->reg < 0 || b->reg >= DJP_REG_COUNT)) ||
 		    (b->index != DJP_REG_NONE && (b->index < 0 || b->index >= DJP_REG_COUNT)))

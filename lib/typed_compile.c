@@ -234,9 +234,60 @@ static bool is_pointer(Dwarf_Die *t)
 struct walk {
 	Dwarf_Die raw, t;
 	bool in_memory;
+	/* a structure passed or returned by value in registers: regs[i]
+	 * holds its ith eightbyte, and p->last is the byte offset the walk
+	 * has reached in it (regs_value makes the register the base once the
+	 * walk names a scalar or a pointer there) */
+	bool in_regs;
+	int8_t regs[2];
 	struct djp_load_prog *p;
 	struct djp_load_prog own; /* what p points to, in a copy of a walk */
 };
+
+/* The walk, in registers, names a scalar or pointer of size bytes at byte
+ * p->last of the structure: that register, shifted and cut to it, is the
+ * base (the value, with no load). */
+static int regs_value(struct walk *w, unsigned size, bool is_signed, char *err, size_t errsz)
+{
+	uint64_t off = (uint64_t)w->p->last;
+	int reg;
+
+	if (off >= 16 || off % 8 + size > 8)
+		return fail(err, errsz, -ENOTSUP, "not supported yet: a member across two registers");
+	reg = w->regs[off / 8];
+	if (reg == DJP_REG_NONE)
+		return fail(err, errsz, -ENOTSUP, "a member passed in a vector register");
+	w->p->base = (struct djp_argloc){ .kind = DJP_LOC_REG,
+					  .size = (uint8_t)size,
+					  .is_signed = is_signed,
+					  .reg = (int8_t)reg,
+					  .index = DJP_REG_NONE,
+					  .scale = 1,
+					  .reg_shift = (uint8_t)(8 * (off % 8)) };
+	w->p->last = 0;
+	w->in_regs = false;
+	return 0;
+}
+
+/* A structure the walk starts from, where the calling convention put it
+ * (arch/x86/call_conv.h): in registers, or in memory at a register plus
+ * a displacement. */
+static void start_agg(struct walk *w, const struct arch_agg_loc *agg)
+{
+	if (agg->how == ARCH_AGG_AT) {
+		w->p->base = (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = agg->reg[0],
+						  .index = DJP_REG_NONE, .scale = 1 };
+		w->p->last = agg->disp;
+		w->in_memory = true;
+		return;
+	}
+	w->p->base = (struct djp_argloc){ .kind = DJP_LOC_IMM, .size = 8, .reg = DJP_REG_NONE, .index = DJP_REG_NONE,
+					  .scale = 1 };
+	w->p->last = 0;
+	w->in_regs = true;
+	w->regs[0] = agg->reg[0];
+	w->regs[1] = agg->reg[1];
+}
 
 /* Load the pointer the walk names, when it is in memory. */
 static int load_pointer(struct walk *w, char *err, size_t errsz)
@@ -265,11 +316,14 @@ static int step_member(struct walk *w, const char *name, char *err, size_t errsz
 
 	if (is_pointer(&w->t)) {
 		Dwarf_Die s;
+		int ret;
 		if (!pointee(&w->t, &s) || !is_aggregate(&s)) {
 			spell(&w->raw, ty, sizeof(ty));
 			return fail(err, errsz, -EINVAL, "'->%s' on a %s, which points to no struct or union", name,
 				    ty);
 		}
+		if (w->in_regs && (ret = regs_value(w, 8, false, err, errsz)))
+			return ret;
 		if (load_pointer(w, err, errsz))
 			return -E2BIG;
 		w->t = s;
@@ -278,7 +332,7 @@ static int step_member(struct walk *w, const char *name, char *err, size_t errsz
 		spell(&w->raw, ty, sizeof(ty));
 		return fail(err, errsz, -EINVAL, "'->%s' on a %s, which is no struct, union or pointer to one", name,
 			    ty);
-	} else if (!w->in_memory) {
+	} else if (!w->in_memory && !w->in_regs) {
 		return fail(err, errsz, -EINVAL, "'->%s': a struct passed by value is not readable", name);
 	}
 	if (!find_member(&w->t, name, &m, &bits, 0)) {
@@ -292,6 +346,9 @@ static int step_member(struct walk *w, const char *name, char *err, size_t errsz
 	if (djp_dwarf_udata_attr(&m, DW_AT_bit_size, &bsz)) {
 		/* a bitfield: load the smallest unit holding its bits */
 		uint64_t byte = bits / 8, shift = bits % 8;
+		if (w->in_regs)
+			return fail(err, errsz, -ENOTSUP, "not supported yet: bitfield '%s' of a structure in registers",
+				    name);
 		unsigned size = 1;
 		while (size < 8 && shift + bsz > 8u * size)
 			size *= 2;
@@ -314,9 +371,12 @@ static int step_index(struct walk *w, int64_t i, bool by_var, char *err, size_t 
 	Dwarf_Word esz;
 
 	if (dwarf_tag(&w->t) == DW_TAG_array_type) {
-		if (!w->in_memory)
+		if (!w->in_memory && !(w->in_regs && !by_var))
 			return fail(err, errsz, -EINVAL, "'[%lld]': an array not in memory", (long long)i);
 	} else if (is_pointer(&w->t)) {
+		int ret;
+		if (w->in_regs && (ret = regs_value(w, 8, false, err, errsz)))
+			return ret;
 		if (load_pointer(w, err, errsz))
 			return -E2BIG;
 		w->in_memory = true;
@@ -382,6 +442,8 @@ static int finish(struct walk *w, bool addr_of, struct djp_typed_result *out, ch
 	}
 	switch (dwarf_tag(&w->t)) {
 	case DW_TAG_array_type:
+		if (w->in_regs)
+			return fail(err, errsz, -EINVAL, "'%s' is an array in registers, with no address", out->type);
 		p->size = 0;
 		out->conv = 'p';
 		return 0;
@@ -391,6 +453,10 @@ static int finish(struct walk *w, bool addr_of, struct djp_typed_result *out, ch
 		p->size = 8;
 		p->is_signed = false;
 		out->conv = 'p';
+		if (w->in_regs) { /* the register is the pointer */
+			p->size = 0;
+			return regs_value(w, 8, false, err, errsz);
+		}
 		return 0;
 	case DW_TAG_enumeration_type:
 		u = w->t;
@@ -420,6 +486,10 @@ static int finish(struct walk *w, bool addr_of, struct djp_typed_result *out, ch
 	p->size = (uint8_t)sz;
 	p->is_signed = enc == DW_ATE_signed || enc == DW_ATE_signed_char;
 	out->conv = p->is_signed ? 'd' : 'u';
+	if (w->in_regs) { /* the register, cut to the member, is the value */
+		p->size = 0;
+		return regs_value(w, (unsigned)sz, p->is_signed, err, errsz);
+	}
 	return 0;
 }
 
@@ -632,6 +702,13 @@ static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const str
 			return fail(err, errsz, -ENOENT, "%s returns nothing: no $return", fname);
 		w->p->base = (struct djp_argloc){ .kind = DJP_LOC_REG, .size = 8, .reg = DJP_REG_RET,
 						  .index = DJP_REG_NONE, .scale = 1 };
+		/* a structure returned by value: in registers, or in the
+		 * caller's space whose address the return register holds */
+		if (!djp_params_get(pf, func_addr, func_addr, &ps, NULL, 0)) {
+			if (ps.ret.agg.how != ARCH_AGG_NONE)
+				start_agg(w, &ps.ret.agg);
+			djp_params_free(&ps);
+		}
 	} else {
 		bool found = false;
 		uint64_t pc = a->pc ? a->pc : func_addr;
@@ -651,7 +728,9 @@ static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const str
 			found = true;
 			w->p->base = ps.v[i].loc;
 			w->p->base.sym = NULL;
-			if (ps.v[i].loc.kind == DJP_LOC_NONE)
+			if (ps.v[i].loc.kind == DJP_LOC_NONE && ps.v[i].agg.how != ARCH_AGG_NONE)
+				start_agg(w, &ps.v[i].agg); /* a structure passed by value */
+			else if (ps.v[i].loc.kind == DJP_LOC_NONE)
 				snprintf(names, sizeof(names), "%s", ps.v[i].why ? ps.v[i].why : "unavailable");
 		}
 		for (unsigned i = 0; ivar && i < ps.n && w->p->idx.kind == DJP_LOC_NONE; i++) {
@@ -671,7 +750,7 @@ static int walk_access(struct djp_params_file *pf, uint64_t func_addr, const str
 		if (ivar && w->p->idx.kind == DJP_LOC_NONE)
 			return fail(err, errsz, -ENOENT, "no %s $%s for the index in %s", a->pc ? "parameter or local" : "parameter",
 				    ivar, fname);
-		if (!found || w->p->base.kind == DJP_LOC_NONE)
+		if (!found || (w->p->base.kind == DJP_LOC_NONE && !w->in_memory && !w->in_regs))
 			return fail(err, errsz, -ENODATA, "$%s of %s cannot be read %s: %s", a->var, fname,
 				    a->pc ? "there" : "at its entry", found ? names : "unavailable");
 	}
@@ -744,6 +823,22 @@ static void wcopy(struct walk *c, const struct walk *w)
 	c->p = &c->own;
 }
 
+/* A piece of a structure in registers: its register, cut to the size
+ * the piece has, is the value (no load). */
+static int regs_piece(struct pbuild *b, const struct walk *w, struct djp_pretty_piece *pc)
+{
+	struct walk c;
+	int ret;
+
+	wcopy(&c, w);
+	if ((ret = regs_value(&c, pc->prog.size, pc->prog.is_signed, b->err, b->errsz)))
+		return ret;
+	pc->prog.base = c.p->base;
+	pc->prog.last = 0;
+	pc->prog.size = 0;
+	return 0;
+}
+
 static int piece(struct pbuild *b, struct walk *w, char kind, uint16_t str_bound)
 {
 	struct djp_pretty *o = b->out;
@@ -765,11 +860,13 @@ static int piece(struct pbuild *b, struct walk *w, char kind, uint16_t str_bound
 	b->text[0] = 0;
 	if (pc->prog.bit_size) /* a bitfield: step_member set its load */
 		return 0;
-	if (!w->in_memory) { /* the variable itself: its value */
+	if (!w->in_memory && !w->in_regs) { /* the variable itself: its value */
 		pc->prog.size = 0;
 		return 0;
 	}
 	if (kind == 's' && dwarf_tag(&w->t) == DW_TAG_array_type) {
+		if (w->in_regs)
+			return fail(b->err, b->errsz, -ENOTSUP, "not supported yet: a char array in registers");
 		pc->prog.size = 0; /* the array's address */
 		pc->prog.str_bound = str_bound;
 		return 0;
@@ -777,7 +874,7 @@ static int piece(struct pbuild *b, struct walk *w, char kind, uint16_t str_bound
 	if (kind == 'x' || kind == 's') {
 		pc->prog.size = 8;
 		pc->prog.str_bound = str_bound;
-		return 0;
+		return w->in_regs ? regs_piece(b, w, pc) : 0;
 	}
 	u = w->t;
 	if (dwarf_tag(&u) == DW_TAG_enumeration_type) {
@@ -809,7 +906,7 @@ static int piece(struct pbuild *b, struct walk *w, char kind, uint16_t str_bound
 		return fail(b->err, b->errsz, -ENOTSUP, "a member %u bytes wide", (unsigned)sz);
 	pc->prog.size = (uint8_t)sz;
 	pc->prog.is_signed = enc == DW_ATE_signed || enc == DW_ATE_signed_char;
-	return 0;
+	return w->in_regs ? regs_piece(b, w, pc) : 0;
 }
 
 /* A char, signed or unsigned: what a string is made of. */
@@ -854,6 +951,9 @@ static int pretty_members(struct pbuild *b, struct walk *w, unsigned depth, bool
 		if (djp_dwarf_udata_attr(&c, DW_AT_bit_size, &bsz)) {
 			uint64_t shift = bits % 8;
 			unsigned size = 1;
+			if (m.in_regs)
+				return fail(b->err, b->errsz, -ENOTSUP,
+					    "not supported yet: a bitfield of a structure in registers");
 			while (size < 8 && shift + bsz > 8u * size)
 				size *= 2;
 			m.p->last += (int64_t)(bits / 8);
@@ -901,7 +1001,7 @@ static int pretty_walk(struct pbuild *b, struct walk *w, unsigned depth, bool to
 	case DW_TAG_union_type:
 	case DW_TAG_class_type: {
 		bool first = true;
-		if (!w->in_memory)
+		if (!w->in_memory && !w->in_regs)
 			return fail(b->err, b->errsz, -EINVAL, "a struct passed by value is not readable");
 		if (depth > 0 && b->level < 2) {
 			ptext(b, "{...}");
@@ -916,7 +1016,7 @@ static int pretty_walk(struct pbuild *b, struct walk *w, unsigned depth, bool to
 	case DW_TAG_array_type: {
 		uint64_t count = 0;
 		Dwarf_Word esz;
-		if (!w->in_memory)
+		if (!w->in_memory && !w->in_regs)
 			return fail(b->err, b->errsz, -EINVAL, "an array not in memory");
 		if (!djp_dwarf_ref_attr(&w->t, DW_AT_type, &e) || !djp_dwarf_peel(&e, &e) ||
 		    dwarf_aggregate_size(&e, &esz) != 0)

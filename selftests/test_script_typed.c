@@ -938,3 +938,63 @@ TEST_TIMEOUT(script_typed_pretty_printed_element, 60)
 	refused_with("trace_progs/struct_target", "1", "probe process.function(\"visit\") { x = $ }",
 		     "expected a name after '$'");
 }
+
+/* Structures passed and returned by value (byval_target): members read
+ * from the registers the calling convention puts them in (one register,
+ * two, an int beside a double in a vector register), from the stack
+ * above the return address, through a pointer they hold, and from a
+ * structure returned in registers or in the caller's space; read at the
+ * return too (at the entry); the values the program prints itself. */
+static const char byval_script[] =
+	"probe process.function(\"byval\") { printf(\"byval %d %d %d\\n\", $p->x, $p->y, $k) }\n"
+	"probe process.function(\"two\") { printf(\"two %d %d %d %d\\n\", $z, $t->a, $t->b, $t->c) }\n"
+	"probe process.function(\"mix\") { printf(\"mix %d\\n\", $m->n) }\n"
+	"probe process.function(\"big\") { printf(\"big %d %d %d %d %d\\n\", $z, $b->a, $b->c, $b->d, $after) }\n"
+	"probe process.function(\"hasp\") { printf(\"hasp %s %d\\n\", user_string($h->name), $h->p->y) }\n"
+	"probe process.function(\"retpt\").return { printf(\"retpt %d %d\\n\", $return->x, $return->y) }\n"
+	"probe process.function(\"retbig\").return { printf(\"retbig %d %d\\n\", $return->c, $return->d) }\n";
+
+static void byval_match(const char *target)
+{
+	char *out, *oracle;
+	struct tproc *p = run_script(target, "3", byval_script, 0, &out);
+
+	oracle = p->obuf;
+	CHECK(strstr(oracle, "done ") != NULL);
+	*strstr(oracle, "done ") = 0;
+	if (strcmp(out, oracle) || tt_lines(out) != 3 * 7)
+		djp_test_fail(__FILE__, __LINE__, "%s: the script printed\n%s\nthe target\n%s\nstderr: %s", target, out,
+			      oracle, p->ebuf);
+	free(out);
+	free(p);
+}
+
+TEST_TIMEOUT(script_typed_structures_by_value, 120)
+{
+	char *out;
+	struct tproc *p;
+
+	byval_match("trace_progs/byval_target");
+	byval_match("trace_progs/byval_target-O0");
+	/* pretty-printed, $$parms$ and $$return$ among them, and a member
+	 * read at the return (at the call's entry) */
+	p = run_script("trace_progs/byval_target", "1",
+		       "probe process.function(\"byval\") { println($$parms$) }\n"
+		       "probe process.function(\"big\") { println($b$) }\n"
+		       "probe process.function(\"two\").return { println($t$) }\n"
+		       "probe process.function(\"mix\") { println($m$) }\n"
+		       "probe process.function(\"retbig\").return { println($$return$) }\n",
+		       0, &out);
+	CHECK_STR(out, "p={.x=3, .y=-4} k=9\n"
+		       "{.a=1000, .b=-7, .c=200}\n"
+		       "{.n=42}\n"
+		       "{.a=10, .b=20, .c=30, .d=-40}\n"
+		       "return={.a=7, .b=14, .c=21, .d=-7}\n");
+	free(out);
+	free(p);
+	/* what cannot be read says why */
+	refused_with("trace_progs/byval_target", "1", "probe process.function(\"mix\") { println($m->d) }",
+		     "'double' is a floating-point value");
+	refused_with("trace_progs/byval_target", "1", "probe process.function(\"byval\") { println(&$p->x) }",
+		     "'&' of a value that is not in memory");
+}

@@ -130,6 +130,17 @@ $(DWARFLESS_TARGET): selftests/trace_progs/dwarfless_target.c include/djprobe/ma
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -g0 -o $@ $<
 	$(Q)strip --strip-debug $@
 CHECK_DEPS += $(DWARFLESS_TARGET)
+# Structures passed and returned by value, -O2 and -O0.
+BYVAL_TARGET := $(TRACE_PROGS_DIR)/byval_target
+$(BYVAL_TARGET): selftests/trace_progs/byval_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
+$(BYVAL_TARGET)-O0: selftests/trace_progs/byval_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O0 $(CFLAGS) -o $@ $<
+CHECK_DEPS += $(BYVAL_TARGET) $(BYVAL_TARGET)-O0
 # Two static functions of one name in two objects of one program, each
 # with its own structure: the file built twice, with SAMENAME_B and
 # without, and linked.

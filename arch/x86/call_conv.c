@@ -375,6 +375,11 @@ struct pass {
 	unsigned ngpr, nsse;
 	uint64_t size, align;
 	bool align_sure; /* false: the alignment in memory may be less (packing) */
+	/* an aggregate in registers: its eightbytes' classes (CL_INTEGER or
+	 * CL_SSE); by_ref: C++'s invisible reference, its address in a
+	 * register (ngpr 1) */
+	uint8_t cls[2];
+	bool by_ref;
 };
 
 static bool cxx_trivial(Dwarf_Die *cls, unsigned depth);
@@ -503,7 +508,7 @@ static void classify_agg(struct djp_tinfo *ti, bool cxx, bool ret, struct pass *
 	int cc = cxx_convention(&ti->die, cxx);
 
 	if (cc == DW_CC_pass_by_reference) {
-		*p = (struct pass){ ret ? PASS_MEM : PASS_REGS, 1, 0, 8, 8, true };
+		*p = (struct pass){ ret ? PASS_MEM : PASS_REGS, 1, 0, 8, 8, true, { 0, 0 }, !ret };
 		return;
 	}
 	if (cc != DW_CC_pass_by_value)
@@ -511,7 +516,7 @@ static void classify_agg(struct djp_tinfo *ti, bool cxx, bool ret, struct pass *
 	agg_walk(&ti->die, 0, &g, 0);
 	if (g.unknown)
 		return;
-	*p = (struct pass){ PASS_MEM, 0, 0, ti->size, g.align, g.align <= 8 };
+	*p = (struct pass){ PASS_MEM, 0, 0, ti->size, g.align, g.align <= 8, { 0, 0 }, false };
 	if (ti->size > 16 || g.memory)
 		return;
 	for (unsigned i = 0; i < n; i++) {
@@ -528,9 +533,12 @@ static void classify_agg(struct djp_tinfo *ti, bool cxx, bool ret, struct pass *
 			g.cls[i] = c = CL_SSE;
 		p->ngpr += c == CL_INTEGER;
 		p->nsse += c == CL_SSE;
+		if (i < 2)
+			p->cls[i] = (uint8_t)c;
 	}
 	p->how = PASS_REGS;
 }
+
 
 /* How a value of type ti is passed (ret: returned). */
 static void classify(struct djp_tinfo *ti, bool cxx, bool ret, struct pass *p)
@@ -572,6 +580,41 @@ static void classify(struct djp_tinfo *ti, bool cxx, bool ret, struct pass *p)
 /* The registers INTEGER arguments take, in order. */
 static const int8_t arg_regs[6] = { DJP_REG_RDI, DJP_REG_RSI, DJP_REG_RDX, DJP_REG_RCX, DJP_REG_R8, DJP_REG_R9 };
 
+/* An aggregate passed as p says, whose first INTEGER eightbyte goes in
+ * regs[0] and whose first SSE one in no general register: where it is. */
+static void agg_in_regs(const struct pass *p, const int8_t *regs, uint64_t size, struct arch_agg_loc *out)
+{
+	unsigned k = 0;
+
+	*out = (struct arch_agg_loc){ ARCH_AGG_REGS, { DJP_REG_NONE, DJP_REG_NONE }, 0 };
+	if (p->by_ref) {
+		*out = (struct arch_agg_loc){ ARCH_AGG_AT, { regs[0], DJP_REG_NONE }, 0 };
+		return;
+	}
+	for (unsigned i = 0; i < 2 && i < (size + 7) / 8; i++)
+		if (p->cls[i] == CL_INTEGER)
+			out->reg[i] = regs[k++];
+}
+
+void arch_ret_agg(Dwarf_Die *ret, bool cxx, struct arch_agg_loc *out)
+{
+	static const int8_t ret_regs[2] = { DJP_REG_RAX, DJP_REG_RDX };
+	struct djp_tinfo ti;
+	struct pass p;
+
+	*out = (struct arch_agg_loc){ ARCH_AGG_NONE, { DJP_REG_NONE, DJP_REG_NONE }, 0 };
+	if (!ret)
+		return;
+	arch_type_info(ret, &ti);
+	if (ti.kind != DJP_TK_AGG)
+		return;
+	classify(&ti, cxx, true, &p);
+	if (p.how == PASS_REGS)
+		agg_in_regs(&p, ret_regs, ti.size, out);
+	else if (p.how == PASS_MEM) /* the caller's space, whose address %rax holds at the return */
+		*out = (struct arch_agg_loc){ ARCH_AGG_AT, { DJP_REG_RAX, DJP_REG_NONE }, 0 };
+}
+
 int arch_int_arg_index(int reg)
 {
 	for (int i = 0; i < 6; i++)
@@ -607,6 +650,7 @@ static void slot(struct arch_param_slot *s, unsigned kind, int reg, int64_t disp
 	s->reg = (int8_t)reg;
 	s->disp = disp;
 	s->why = NULL;
+	s->agg = (struct arch_agg_loc){ ARCH_AGG_NONE, { DJP_REG_NONE, DJP_REG_NONE }, 0 };
 }
 
 /* Unavailable, for a static reason. */
@@ -663,6 +707,8 @@ void arch_entry_slots(struct arch_param_slot *s, unsigned n, Dwarf_Die *ret, boo
 				none(&s[i], arch_why_not_int(t, p.nsse > 0));
 				if (p.ngpr == 1 && !p.nsse) /* a small structure, whole in one */
 					s[i].reg = arg_regs[gpr];
+				if (t->kind == DJP_TK_AGG)
+					agg_in_regs(&p, &arg_regs[gpr], t->size, &s[i].agg);
 			}
 			gpr += p.ngpr;
 			sse += p.nsse;
@@ -671,12 +717,16 @@ void arch_entry_slots(struct arch_param_slot *s, unsigned n, Dwarf_Die *ret, boo
 		/* whole in memory, above the return address at (%rsp) */
 		uint64_t align = p.align > 8 ? p.align : 8;
 		stack = (stack + align - 1) / align * align;
-		if (stack_lost)
+		if (stack_lost) {
 			none(&s[i], DJP_WHY_AFTER_MEM);
-		else if (t->kind == DJP_TK_INT)
+		} else if (t->kind == DJP_TK_INT) {
 			slot(&s[i], DJP_LOC_MEM, DJP_REG_RSP, (int64_t)(8 + stack));
-		else
+		} else {
 			none(&s[i], arch_why_not_int(t, false));
+			if (t->kind == DJP_TK_AGG)
+				s[i].agg = (struct arch_agg_loc){ ARCH_AGG_AT, { DJP_REG_RSP, DJP_REG_NONE },
+								  (int64_t)(8 + stack) };
+		}
 		stack += (p.size + 7) / 8 * 8;
 		if (!p.align_sure)
 			stack_lost = true;

@@ -39,6 +39,21 @@ void arch_type_info(Dwarf_Die *raw, struct djp_tinfo *ti);
  * unavailable; in_vector: its location is a vector register. */
 const char *arch_why_not_int(const struct djp_tinfo *ti, bool in_vector);
 
+/* Where a structure or union passed by value is at the entry, or one
+ * returned is at the return: its eightbytes in general registers
+ * (ARCH_AGG_REGS: reg[i] the ith eightbyte's, DJP_REG_NONE for one that
+ * is not in a general register), or in memory at the address register
+ * reg[0] holds plus disp (ARCH_AGG_AT: the stack above the return
+ * address, the space a caller gave for a value returned in memory, or
+ * C++'s object passed by invisible reference).  Generic code reads the
+ * members from there (lib/typed_compile.c). */
+enum { ARCH_AGG_NONE, ARCH_AGG_REGS, ARCH_AGG_AT };
+struct arch_agg_loc {
+	uint8_t how;
+	int8_t reg[2];
+	int64_t disp;
+};
+
 /* One argument of a call at the function's entry. */
 struct arch_param_slot {
 	struct djp_tinfo *ti; /* in: its type (arch_type_info), NULL: none known */
@@ -50,6 +65,7 @@ struct arch_param_slot {
 	int8_t reg;
 	int64_t disp;
 	const char *why;
+	struct arch_agg_loc agg; /* out: a structure or union's, else ARCH_AGG_NONE */
 };
 
 /*
@@ -63,6 +79,10 @@ struct arch_param_slot {
  * 18.
  */
 void arch_entry_slots(struct arch_param_slot *s, unsigned n, Dwarf_Die *ret, bool cxx, bool clang);
+
+/* Where a function whose return type is `ret` returns a structure or
+ * union, at its return (out->how ARCH_AGG_NONE for any other type). */
+void arch_ret_agg(Dwarf_Die *ret, bool cxx, struct arch_agg_loc *out);
 
 /* The position of register reg among those that carry integer arguments,
  * in order (0 for the first), or -1: what kmod/kfunc.c records at a

@@ -170,7 +170,9 @@ static int all_pretty(struct djp_params_file *pf, uint64_t addr, const struct ty
 		if (seen || (tr->all == 'p' && ps.v[i].is_local) || (tr->all == 'l' && !ps.v[i].is_local))
 			continue;
 		snprintf(prefix, sizeof(prefix), "%s%s=", k++ ? " " : "", ps.v[i].name);
-		if (ps.v[i].loc.kind == DJP_LOC_NONE ||
+		/* a structure passed by value has no location of its own but
+		 * where its bytes are (ps.v[i].agg) */
+		if ((ps.v[i].loc.kind == DJP_LOC_NONE && ps.v[i].agg.how == ARCH_AGG_NONE) ||
 		    djp_typed_pretty(pf, addr, &a, tr->pretty, &one, err, errsz)) {
 			memset(&one, 0, sizeof(one));
 			if (!(one.tail = strdup("?")))
