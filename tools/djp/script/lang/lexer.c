@@ -213,9 +213,8 @@ bool lex_next(struct lexer *lx, struct tok *t)
 		/* stap's pretty printing: $var$, $var$$, $var->member$ */
 		for (int d = 0; n && d < 2 && t->kind != T_AT && p[skip + n] == '$'; d++)
 			n++;
-		/* ... and $var[1]$: a '$' or '$$' right after a ']' (lx->p is
-		 * then past the source's first byte) */
-		if (n == 0 && (t->kind == T_DOLLAR || t->kind == T_DOLLAR2) && p[-1] == ']') {
+		/* ... and $var[1]$: a '$' or '$$' right after a ']' */
+		if (n == 0 && (t->kind == T_DOLLAR || t->kind == T_DOLLAR2) && p > lx->file->text && p[-1] == ']') {
 			t->kind = T_OP;
 			t->text = skip == 2 ? "$$" : "$";
 			t->len = skip;

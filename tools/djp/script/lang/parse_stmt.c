@@ -354,8 +354,7 @@ static struct node *at_cast(struct parser *ps, struct tok *at)
 	}
 	/* said as written */
 	len = strlen(n->tr->text) + strlen(ty->text) + (path ? strlen(path->text) : 0) + 32;
-	if (!(text = malloc(len)))
-		abort();
+	text = pool_alloc(ps->sc, len);
 	snprintf(text, len, "@cast(%s%s, \"%s\"%s%s%s)%s", var->a || value ? "" : "$", n->tr->acc.var, ty->text,
 		 path ? ", \"" : "", path ? path->text : "", path ? "\"" : "",
 		 n->tr->text + 1 + strlen(n->tr->acc.var));
@@ -518,12 +517,12 @@ static struct node *typed_access(struct parser *ps, struct node *var)
 {
 	struct tok *t = peek(ps, 0);
 	struct node *n = mk(ps, N_TYPED, t);
-	struct typed_ref *tr = calloc(1, sizeof(*tr));
+	/* the script's own storage: a parse error below leaves the access
+	 * behind, freed with the script */
+	struct typed_ref *tr = memset(pool_alloc(ps->sc, sizeof(*tr)), 0, sizeof(*tr));
 	size_t len;
 	char *text;
 
-	if (!tr)
-		abort();
 	n->tr = tr;
 	tr->idx = -1;
 	tr->acc.var = strip_pretty(var->str, &tr->pretty);
@@ -565,8 +564,7 @@ static struct node *typed_access(struct parser *ps, struct node *var)
 		n->line = var->line;
 		n->col = var->col;
 	}
-	if (!(text = malloc(len + 1)))
-		abort();
+	text = pool_alloc(ps->sc, len + 1);
 	len = (size_t)sprintf(text, "$%s", tr->acc.var);
 	for (unsigned i = 0; i < tr->acc.nsteps; i++)
 		len += (size_t)(tr->acc.step[i].index_var ? sprintf(text + len, "[$%s]", tr->acc.step[i].index_var)
