@@ -483,10 +483,7 @@ static inline __attribute__((always_inline)) uint64_t typed_base(const struct dj
 	}
 	if (k >= nargs)
 		k = 4; /* an entry of N arguments has a plan with arg < N or none */
-	switch (k) {
-	case 0:
-		__asm__ volatile("");
-		return a0;
+	switch (k) { /* 0 is above */
 	case 1:
 		__asm__ volatile("");
 		return a1;
