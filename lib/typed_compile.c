@@ -856,6 +856,7 @@ static int piece(struct pbuild *b, struct walk *w, char kind, uint16_t str_bound
 	pc->nenum = 0;
 	pc->enum_val = NULL;
 	pc->enum_name = NULL;
+	pc->group = pc->close_len = pc->prefix_len = 0;
 	b->tlen = 0;
 	b->text[0] = 0;
 	if (pc->prog.bit_size) /* a bitfield: step_member set its load */
@@ -1070,6 +1071,8 @@ int djp_typed_pretty(struct djp_params_file *pf, uint64_t func_addr, const struc
 	}
 	if (!ret && !(out->tail = strdup(b.text)))
 		ret = fail(err, errsz, -ENOMEM, "out of memory");
+	if (!ret)
+		out->tail_close = strlen(out->tail);
 	for (unsigned i = 0; !ret && i < out->n; i++)
 		if (djp_load_check(&out->v[i].prog))
 			ret = fail(err, errsz, -EINVAL, "internal error: a bad load program");

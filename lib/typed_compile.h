@@ -72,12 +72,20 @@ struct djp_pretty_piece {
 	unsigned nenum;
 	int64_t *enum_val;
 	char **enum_name;
+	/* the value it is part of ($$parms$'s parameter: stap prints
+	 * "ERROR" for one that faulted, the others as they are); on the
+	 * first piece of a group, the text's first close_len bytes end the
+	 * group before and the next prefix_len bytes ("name=") are the
+	 * group's own.  0, 0, 0 for the pieces of one $var$ */
+	uint16_t group;
+	uint16_t close_len, prefix_len;
 };
 
 struct djp_pretty {
 	struct djp_pretty_piece *v;
 	unsigned n;
 	char *tail; /* after the last value */
+	size_t tail_close; /* its first bytes that end the last piece's group */
 };
 
 /* a, pretty-printed as stap prints $var$ (level 1: nested structures as

@@ -952,7 +952,8 @@ static const char byval_script[] =
 	"probe process.function(\"big\") { printf(\"big %d %d %d %d %d\\n\", $z, $b->a, $b->c, $b->d, $after) }\n"
 	"probe process.function(\"hasp\") { printf(\"hasp %s %d\\n\", user_string($h->name), $h->p->y) }\n"
 	"probe process.function(\"retpt\").return { printf(\"retpt %d %d\\n\", $return->x, $return->y) }\n"
-	"probe process.function(\"retbig\").return { printf(\"retbig %d %d\\n\", $return->c, $return->d) }\n";
+	"probe process.function(\"retbig\").return { printf(\"retbig %d %d\\n\", $return->c, $return->d) }\n"
+	"probe process.function(\"nullp\") { printf(\"nullp %d %d\\n\", -1, $q->x + $k + 2) }\n";
 
 static void byval_match(const char *target)
 {
@@ -962,7 +963,7 @@ static void byval_match(const char *target)
 	oracle = p->obuf;
 	CHECK(strstr(oracle, "done ") != NULL);
 	*strstr(oracle, "done ") = 0;
-	if (strcmp(out, oracle) || tt_lines(out) != 3 * 7)
+	if (strcmp(out, oracle) || tt_lines(out) != 3 * 7 + 3)
 		djp_test_fail(__FILE__, __LINE__, "%s: the script printed\n%s\nthe target\n%s\nstderr: %s", target, out,
 			      oracle, p->ebuf);
 	free(out);
@@ -997,4 +998,39 @@ TEST_TIMEOUT(script_typed_structures_by_value, 120)
 		     "'double' is a floating-point value");
 	refused_with("trace_progs/byval_target", "1", "probe process.function(\"byval\") { println(&$p->x) }",
 		     "'&' of a value that is not in memory");
+}
+
+/* Pretty printing as stap's: each function of a probe prints its own
+ * parameters' layout ($$parms$ where their types differ), a function
+ * without DWARF of its own prints none, and a value one of whose loads
+ * faults prints "ERROR" (stap's try around each pretty-printed value),
+ * that value alone: the others, and the script, go on. */
+TEST_TIMEOUT(script_typed_pretty_printing_per_function_and_faults, 120)
+{
+	char *out;
+	struct tproc *p = run_script("trace_progs/byval_target", "1",
+				     "probe process.function(\"byval\"), process.function(\"big\"), "
+				     "process.function(\"mix\"), process.function(\"_start\") { println($$parms$) }\n",
+				     0, &out);
+
+	CHECK_STR(out, "\n" /* _start */
+		       "p={.x=3, .y=-4} k=9\n"
+		       "m={.n=42}\n"
+		       "z=6 b={.a=10, .b=20, .c=30, .d=-40} after=77\n");
+	free(out);
+	free(p);
+	p = run_script("trace_progs/struct_target", "1",
+		       "probe process.function(\"visit_bad\") { println($n->pin$) println($n->next$) "
+		       "println($n->in$) printf(\"%s|%s\\n\", $n->pin$, $n->in->s$) }\n",
+		       0, &out);
+	CHECK_STR(out, "ERROR\nERROR\n{.s=0, .uc=0, .flag=0, .col=0}\nERROR|0\n");
+	free(out);
+	free(p);
+	/* in $$parms$, the parameter that faulted alone; "?" for one with no
+	 * location (a double) */
+	p = run_script("trace_progs/byval_target", "1", "probe process.function(\"nullp\") { println($$parms$) }\n",
+		       0, &out);
+	CHECK_STR(out, "p=ERROR d=? q={.x=3, .y=-4} k=7\n");
+	free(out);
+	free(p);
 }

@@ -4,7 +4,9 @@
  * registers (struct two), one with a double (its int in a register, the
  * double in a vector register: struct mix), one in memory on the stack
  * (struct big), one holding pointers (struct hasp), one returned in
- * registers and one in the caller's space.  The program is its own
+ * registers and one in the caller's space; and nullp(), called with a
+ * NULL structure pointer, a double and a good pointer, for pretty
+ * printing's ERROR and "?".  The program is its own
  * oracle: each function prints, on stdout, what the test's script prints
  * of the same members (test_script_typed.c).  Built -O2 and -O0.
  *
@@ -80,6 +82,12 @@ PROBED struct big retbig(int v)
 	return b;
 }
 
+PROBED int nullp(struct pt *p, double d, struct pt *q, int k)
+{
+	printf("nullp %d %d\n", p ? p->x : -1, q->x + k + (int)d);
+	return k;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 2;
@@ -94,6 +102,7 @@ int main(int argc, char **argv)
 		struct hasp h = { r & 1 ? "odd" : "even", &p };
 		sum += byval(p, 9 + r) + two(5, t) + mix(m) + big(6, bg, 77 - r) + hasp(h);
 		sum += retpt(5 + r).y + retbig(7 + r).d;
+		sum += nullp(NULL, 2.5, &p, 7 + r);
 	}
 	printf("done %ld\n", sum);
 	return 0;

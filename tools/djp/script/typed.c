@@ -110,8 +110,46 @@ static bool same_layout(const struct djp_pretty *a, const struct djp_pretty *b)
 	return true;
 }
 
+/* The layout pr has among tr's (0 the first, tmpl); pr is tr's or freed. */
+static unsigned layout_of(struct typed_ref *tr, struct djp_pretty *pr)
+{
+	if (!tr->has_tmpl) {
+		tr->tmpl = *pr;
+		tr->has_tmpl = true;
+		return 0;
+	}
+	if (same_layout(&tr->tmpl, pr)) {
+		djp_pretty_free(pr);
+		return 0;
+	}
+	for (unsigned k = 0; k < tr->nlayouts; k++)
+		if (same_layout(&tr->layouts[k], pr)) {
+			djp_pretty_free(pr);
+			return k + 1;
+		}
+	if (!(tr->layouts = realloc(tr->layouts, sizeof(*tr->layouts) * (tr->nlayouts + 1))))
+		abort();
+	tr->layouts[tr->nlayouts++] = *pr;
+	return tr->nlayouts;
+}
+
+/* Site `name` prints tr as layout: kept, or false when another site of
+ * that name prints it otherwise (static functions of one name whose
+ * types differ: an event says its site's name only). */
+static bool site_layout(struct typed_ref *tr, const char *name, unsigned layout)
+{
+	for (unsigned i = 0; i < tr->nsite_layouts; i++)
+		if (!strcmp(tr->site_layouts[i].name, name))
+			return tr->site_layouts[i].layout == layout;
+	if (!(tr->site_layouts = realloc(tr->site_layouts, sizeof(*tr->site_layouts) * (tr->nsite_layouts + 1))) ||
+	    !(tr->site_layouts[tr->nsite_layouts].name = strdup(name)))
+		abort();
+	tr->site_layouts[tr->nsite_layouts++].layout = layout;
+	return true;
+}
+
 /* Append b's pieces to a, b's first text after `prefix`; b is emptied. */
-static int pretty_join(struct djp_pretty *a, struct djp_pretty *b, const char *prefix)
+static int pretty_join(struct djp_pretty *a, struct djp_pretty *b, const char *prefix, unsigned group)
 {
 	size_t n;
 	char *t;
@@ -123,7 +161,14 @@ static int pretty_join(struct djp_pretty *a, struct djp_pretty *b, const char *p
 	if (!(t = malloc(n)))
 		return -ENOMEM;
 	snprintf(t, n, "%s%s%s", a->tail, prefix, b->n ? b->v[0].text : b->tail);
+	for (unsigned i = 0; i < b->n; i++)
+		b->v[i].group = (uint16_t)group;
 	if (b->n) {
+		/* what ends a's last group, then what is b's own before its
+		 * first value but its opening: the rest of a's tail (a value
+		 * with nothing to load, "k=?"), the prefix */
+		b->v[0].close_len = (uint16_t)a->tail_close;
+		b->v[0].prefix_len = (uint16_t)(strlen(a->tail) - a->tail_close + strlen(prefix));
 		if (!(a->v = realloc(a->v, sizeof(*a->v) * (a->n + b->n))))
 			return -ENOMEM;
 		free(b->v[0].text);
@@ -132,6 +177,7 @@ static int pretty_join(struct djp_pretty *a, struct djp_pretty *b, const char *p
 		a->n += b->n;
 		free(a->tail);
 		a->tail = b->tail;
+		a->tail_close = strlen(b->tail);
 		free(b->v);
 	} else {
 		free(a->tail);
@@ -157,9 +203,11 @@ static int all_pretty(struct djp_params_file *pf, uint64_t addr, const struct ty
 		return -ENOMEM;
 	if (tr->all == 'l' && !tr->acc.pc)
 		return 0;
+	/* a function of the object without DWARF of its own (_init, code
+	 * from an assembler file) has none to print: "", as $$parms is */
 	if ((ret = tr->acc.pc ? djp_params_get_vars(pf, addr, tr->acc.pc, &ps, err, errsz)
 			      : djp_params_get(pf, addr, addr, &ps, err, errsz)))
-		return ret;
+		return ret == -ENODATA || ret == -ENOENT ? 0 : ret;
 	for (unsigned i = 0, k = 0; i < ps.n && !ret; i++) {
 		struct djp_typed_access a = { .var = ps.v[i].name, .pc = tr->acc.pc };
 		struct djp_pretty one;
@@ -179,7 +227,7 @@ static int all_pretty(struct djp_params_file *pf, uint64_t addr, const struct ty
 				ret = -ENOMEM;
 		}
 		if (!ret)
-			ret = pretty_join(out, &one, prefix);
+			ret = pretty_join(out, &one, prefix, k);
 	}
 	djp_params_free(&ps);
 	if (ret)
@@ -225,7 +273,7 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 	struct djp_typed_result res;
 	struct djp_pretty pr;
 	struct djp_load_prog *progs;
-	unsigned n = 1;
+	unsigned n = 1, layout = 0;
 	char err[1024], name[600], where[300];
 	(void)fs;
 
@@ -248,7 +296,7 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 		if (!e && c->tr->all == 'r') { /* $$return$: "return=..." */
 			struct djp_pretty one = pr;
 			memset(&pr, 0, sizeof(pr));
-			e = pretty_join(&pr, &one, "return=");
+			e = pretty_join(&pr, &one, "return=", 0);
 			if (e)
 				snprintf(err, sizeof(err), "out of memory");
 		}
@@ -256,22 +304,12 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 			set_err(c->tr, c->provider ? "%s, at %s" : "%s, in %s", err, where);
 			return 0;
 		}
-		if (!c->tr->has_tmpl) {
-			c->tr->tmpl = pr;
-			c->tr->has_tmpl = true;
-		} else if (!same_layout(&c->tr->tmpl, &pr)) {
-			djp_pretty_free(&pr);
-			set_err(c->tr, "its type differs between the functions the probe names (%s is one)%s", f->name,
-				"");
-			return 0;
-		}
 		n = pr.n;
 		if (!(progs = malloc(sizeof(*progs) * (n ? n : 1))))
 			abort();
 		for (unsigned i = 0; i < n; i++)
 			progs[i] = pr.v[i].prog;
-		if (c->tr->tmpl.v != pr.v)
-			djp_pretty_free(&pr);
+		layout = layout_of(c->tr, &pr);
 	} else {
 		if (djp_typed_compile(pf, f->addr, &c->tr->acc, &res, err, sizeof(err))) {
 			set_err(c->tr, c->provider ? "%s, at %s" : "%s, in %s", err, where);
@@ -285,6 +323,11 @@ static int compile_one(void *ctx, const struct djp_func *f, const struct djp_fun
 		snprintf(name, sizeof(name), "%s", c->site);
 	else
 		snprintf(name, sizeof(name), "%s%s", f->name, c->pp->ret ? "%return" : "");
+	if (c->tr->pretty && !site_layout(c->tr, name, layout)) {
+		free(progs);
+		set_err(c->tr, "its type differs between two functions named %s%s", name, "");
+		return 0;
+	}
 	for (unsigned i = 0; i < n; i++) {
 		progs[i].at_entry = c->at_entry;
 		c->sc->regs_callee |= reads_callee_saved(&progs[i]);
@@ -678,6 +721,9 @@ bool typed_check(struct script *sc, struct node *n)
 	}
 	t = typed_of(sc);
 	tr->npieces = tr->pretty ? tr->tmpl.n : 1;
+	for (unsigned k = 0; k < tr->nlayouts; k++) /* room for the largest */
+		if (tr->layouts[k].n > tr->npieces)
+			tr->npieces = tr->layouts[k].n;
 	if (t->n + tr->npieces > DJP_LOAD_MAX_PROGS) {
 		diag(sc, n->line, n->col, "semantic error", "%s: more than %d values read in one script", tr->text,
 		     DJP_LOAD_MAX_PROGS);
@@ -806,25 +852,73 @@ static void pretty_value(const struct djp_ev *ev, const struct djp_pretty_piece 
 	sb_put(b, tmp, strlen(tmp));
 }
 
+/* How tr is laid out at the event's site: the first layout, unless its
+ * functions differ, then its site's (by the descriptor's name, looked up
+ * once per descriptor). */
+static const struct djp_pretty *layout_at(struct typed_ref *tr, const struct djp_ev *ev)
+{
+	const struct djp_ev_desc *d = ev->desc;
+	unsigned k = 0;
+
+	if (!tr->nlayouts || !d)
+		return &tr->tmpl;
+	if (d->id < tr->ndesc_layout && tr->desc_layout[d->id]) {
+		k = tr->desc_layout[d->id] - 1;
+	} else {
+		for (unsigned i = 0; i < tr->nsite_layouts; i++)
+			if (!strcmp(tr->site_layouts[i].name, d->name)) {
+				k = tr->site_layouts[i].layout;
+				break;
+			}
+		if (d->id >= tr->ndesc_layout) {
+			if (!(tr->desc_layout = realloc(tr->desc_layout, sizeof(*tr->desc_layout) * (d->id + 1))))
+				abort();
+			memset(tr->desc_layout + tr->ndesc_layout, 0,
+			       sizeof(*tr->desc_layout) * (d->id + 1 - tr->ndesc_layout));
+			tr->ndesc_layout = d->id + 1;
+		}
+		tr->desc_layout[d->id] = k + 1;
+	}
+	return k ? &tr->layouts[k - 1] : &tr->tmpl;
+}
+
 const char *typed_pretty_text(struct run *r, const struct node *n)
 {
 	const struct djp_ev *ev = r->ev;
-	const struct typed_ref *tr = n->tr;
+	struct typed_ref *tr = n->tr; /* its layouts' run-time lookup */
 	struct strbuf b = { 0 };
 	unsigned i0 = (unsigned)tr->idx;
+	const struct djp_pretty *lay;
 	const char *out;
+	bool err = false;
 
 	if (tr->npieces && (!ev || !ev->loads || tr->idx < 0 || i0 + tr->npieces > ev->nloads))
 		rt_error(r, n, "%s was not read at this hit", tr->text);
-	for (unsigned i = 0; i < tr->npieces; i++)
-		if (ev->loads_faulted >> (i0 + i) & 1)
-			rt_error(r, n, "user memory copy fault at 0x%llx", (unsigned long long)ev->loads[i0 + i]);
-	for (unsigned i = 0; i < tr->npieces; i++) {
-		const struct djp_pretty_piece *pc = &tr->tmpl.v[i];
-		sb_put(&b, pc->text, strlen(pc->text));
+	lay = layout_at(tr, ev);
+	/* a value one of whose loads faulted prints as "ERROR", as stap's
+	 * pretty printing (a try around each) does: the whole $var$, or
+	 * that parameter of $$parms$ */
+	for (unsigned i = 0; i < lay->n; i++) {
+		const struct djp_pretty_piece *pc = &lay->v[i];
+		size_t skip = 0;
+		if (!i || pc->group != lay->v[i - 1].group) { /* a group's first */
+			if (!err)
+				sb_put(&b, pc->text, pc->close_len);
+			sb_put(&b, pc->text + pc->close_len, pc->prefix_len);
+			skip = (size_t)pc->close_len + pc->prefix_len;
+			err = false;
+			for (unsigned j = i; j < lay->n && lay->v[j].group == pc->group; j++)
+				err |= ev->loads_faulted >> (i0 + j) & 1;
+			if (err)
+				sb_put(&b, "ERROR", 5);
+		}
+		if (err)
+			continue;
+		sb_put(&b, pc->text + skip, strlen(pc->text + skip));
 		pretty_value(ev, pc, ev->loads[i0 + i], ev->loads_strs >> (i0 + i) & 1, &b);
 	}
-	sb_put(&b, tr->tmpl.tail, strlen(tr->tmpl.tail));
+	/* the last group's end (not after its ERROR), and what follows it */
+	sb_put(&b, lay->tail + (err ? lay->tail_close : 0), strlen(lay->tail + (err ? lay->tail_close : 0)));
 	sb_putc(&b, 0);
 	out = arena_strn(r, b.p, b.len > MAXSTRINGLEN ? MAXSTRINGLEN - 1 : b.len - 1);
 	free(b.p);

@@ -14,6 +14,13 @@
 
 struct run;
 
+/* A site whose functions lay a pretty-printed access out as layout
+ * (0: the ref's tmpl, k: its layouts[k - 1]). */
+struct typed_site_layout {
+	char *name;
+	unsigned layout;
+};
+
 /* One access, as parsed (N_TYPED's tr). */
 struct typed_ref {
 	struct djp_typed_access acc;
@@ -33,6 +40,16 @@ struct typed_ref {
 	unsigned npieces;
 	struct djp_pretty tmpl;
 	bool has_tmpl;
+	/* ... and where the functions lay it out differently ($$parms$ at
+	 * function("*")): the other layouts, each site's (by its name: the
+	 * first layout's when not listed), and at run time each event
+	 * descriptor's (by its id: layout + 1, 0 not looked up yet) */
+	struct djp_pretty *layouts;
+	unsigned nlayouts;
+	struct typed_site_layout *site_layouts;
+	unsigned nsite_layouts;
+	unsigned *desc_layout;
+	unsigned ndesc_layout;
 	/* $$parms$ ('p'), $$vars$ ('v'), $$locals$ ('l'), $$return$ ('r'):
 	 * every one of them, "name=value" separated by spaces; 0: one */
 	char all;

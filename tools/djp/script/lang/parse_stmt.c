@@ -495,8 +495,9 @@ static _Noreturn void not_yet(struct parser *ps, const struct tok *t, const char
 	longjmp(ps->fail, 1);
 }
 
-/* name without its pretty-printing suffix ($ or $$, counted in *pretty) */
-static const char *strip_pretty(const char *name, unsigned *pretty)
+/* name without its pretty-printing suffix ($ or $$, counted in *pretty),
+ * in the script's storage */
+static const char *strip_pretty(struct parser *ps, const char *name, unsigned *pretty)
 {
 	size_t n = strlen(name);
 	unsigned d = 0;
@@ -506,8 +507,9 @@ static const char *strip_pretty(const char *name, unsigned *pretty)
 	if (!d)
 		return name;
 	*pretty = d;
-	if (!(s = strndup(name, n)))
-		abort();
+	s = pool_alloc(ps->sc, n + 1);
+	memcpy(s, name, n);
+	s[n] = 0;
 	return s;
 }
 
@@ -525,7 +527,7 @@ static struct node *typed_access(struct parser *ps, struct node *var)
 
 	n->tr = tr;
 	tr->idx = -1;
-	tr->acc.var = strip_pretty(var->str, &tr->pretty);
+	tr->acc.var = strip_pretty(ps, var->str, &tr->pretty);
 	len = strlen(var->str) + 4;
 	for (;;) {
 		struct djp_typed_step *st = &tr->acc.step[tr->acc.nsteps];
@@ -538,7 +540,7 @@ static struct node *typed_access(struct parser *ps, struct node *var)
 			fail_at(ps, t, "too many steps in one access");
 		take(ps);
 		if (is_op(t, "->")) {
-			st->member = strip_pretty(expect_ident(ps, "a member name")->text, &tr->pretty);
+			st->member = strip_pretty(ps, expect_ident(ps, "a member name")->text, &tr->pretty);
 			len += strlen(st->member) + 4;
 		} else {
 			struct tok *i = take(ps);
