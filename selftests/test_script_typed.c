@@ -1033,4 +1033,16 @@ TEST_TIMEOUT(script_typed_pretty_printing_per_function_and_faults, 120)
 	CHECK_STR(out, "p=ERROR d=? q={.x=3, .y=-4} k=7\n");
 	free(out);
 	free(p);
+	/* not pretty-printed, stap's placeholders: {...} for a structure,
+	 * ? for what cannot be read, in the parameters' order */
+	p = run_script("trace_progs/byval_target", "1",
+		       "probe process.function(\"byval\"), process.function(\"big\"), process.function(\"nullp\") "
+		       "{ println($$parms) }\n",
+		       0, &out);
+	static const char parms[] = "p={...} k=0x9\nz=0x6 b={...} after=0x4d\np=0x0 d=? q=0x";
+	if (strncmp(out, parms, sizeof(parms) - 1))
+		djp_test_fail(__FILE__, __LINE__, "$$parms printed:\n%s", out);
+	CHECK(strstr(out, " k=0x7\n") != NULL);
+	free(out);
+	free(p);
 }

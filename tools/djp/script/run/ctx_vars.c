@@ -12,7 +12,11 @@
  * asks the object's DWARF for the function's formal parameters, once a
  * site (lib/func_params.c), and a field of that name is one.  So $$parms
  * is those, $$locals the others, $$vars both, and $$return the return
- * value, each "name=0x.." separated by spaces as stap prints them.
+ * value, each "name=0x.." separated by spaces as stap prints them.  A
+ * parameter the site does not carry is there too, in the DWARF's order,
+ * as stap writes it: "name={...}" for a structure, union or class (stap
+ * prints no aggregate in $$parms, only in $$parms$), "name=?" for one it
+ * cannot read.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +32,20 @@ enum { F_PARM = 1, F_LOCAL = 2, F_RETURN = 4 };
 /* Field kinds per site, by desc id; 0: not looked at yet. */
 static uint8_t (*kinds)[DJP_FMT_MAX_FIELDS];
 static size_t nkinds;
+
+/* A function site's parameters in the DWARF's order, by desc id: each the
+ * field that carries it, or a placeholder (PH_AGG "{...}", PH_NONE "?")
+ * with its name.  n 0: a marker's, or not a function with DWARF. */
+#define PARMS_MAX 16
+enum { PH_FIELD, PH_AGG, PH_NONE };
+struct parm_order {
+	unsigned n;
+	struct {
+		uint8_t how, field;
+		char *name;
+	} v[PARMS_MAX];
+};
+static struct parm_order *orders;
 
 static bool is_func_site(const struct djp_ev_desc *d)
 {
@@ -92,6 +110,23 @@ static bool func_params(const struct djp_ev_desc *d, struct djp_param_set *ps)
 	return fd.found && !djp_params_get(last.pf, fd.addr, fd.addr, ps, err, sizeof(err));
 }
 
+/* ps's order for site d whose fields are of kinds k. */
+static void parm_order(const struct djp_ev_desc *d, const uint8_t *k, const struct djp_param_set *ps,
+		       struct parm_order *o)
+{
+	for (unsigned j = 0; j < ps->n && o->n < PARMS_MAX; j++) {
+		unsigned i = 0;
+		while (i < d->fmt.nfields && !((k[i] & F_PARM) && !strcmp(d->fmt.field[i].name, ps->v[j].name)))
+			i++;
+		if (!(o->v[o->n].name = strdup(ps->v[j].name)))
+			abort();
+		o->v[o->n].field = (uint8_t)i;
+		o->v[o->n++].how = i < d->fmt.nfields		 ? PH_FIELD
+				   : ps->v[j].agg.how != ARCH_AGG_NONE ? PH_AGG
+								       : PH_NONE;
+	}
+}
+
 static const uint8_t *field_kinds(const struct djp_ev_desc *d)
 {
 	struct djp_param_set ps;
@@ -100,9 +135,10 @@ static const uint8_t *field_kinds(const struct djp_ev_desc *d)
 
 	if (d->id >= nkinds) {
 		size_t n = d->id + 64;
-		if (!(kinds = realloc(kinds, n * sizeof(*kinds))))
+		if (!(kinds = realloc(kinds, n * sizeof(*kinds))) || !(orders = realloc(orders, n * sizeof(*orders))))
 			abort();
 		memset(kinds + nkinds, 0, (n - nkinds) * sizeof(*kinds));
+		memset(orders + nkinds, 0, (n - nkinds) * sizeof(*orders));
 		nkinds = n;
 	}
 	k = kinds[d->id];
@@ -121,6 +157,8 @@ static const uint8_t *field_kinds(const struct djp_ev_desc *d)
 		k[i] = parm ? F_PARM : F_LOCAL;
 	}
 	if (have)
+		parm_order(d, k, &ps, &orders[d->id]);
+	if (have)
 		djp_params_free(&ps);
 	return k;
 }
@@ -136,7 +174,45 @@ void ctx_vars_render(char *buf, size_t sz, const struct djp_ev_desc *d, const ch
 	int64_t args[DJP_FMT_MAX_FIELDS];
 	const char *strs[DJP_FMT_MAX_FIELDS];
 	unsigned n = 0;
+	const struct parm_order *o = &orders[d->id];
 
+	if ((want & F_PARM) && o->n) { /* every parameter, in order, then $$vars's locals */
+		size_t len = 0;
+		buf[0] = 0;
+		for (unsigned j = 0; j < o->n && len + 1 < sz; j++) {
+			unsigned i = o->v[j].field;
+			if (j)
+				buf[len++] = ' ', buf[len] = 0;
+			if (o->v[j].how == PH_FIELD && i < ev->nargs) {
+				struct djp_fmt one = { .nfields = 1 };
+				one.field[0] = d->fmt.field[i];
+				if (one.field[0].conv != 's') /* hex, as below */
+					one.field[0].conv = 'x';
+				djp_format_render(buf + len, sz - len, &one, 1, &ev->args[i], &ev->strs[i]);
+			} else {
+				snprintf(buf + len, sz - len, "%s=%s", o->v[j].name, o->v[j].how == PH_AGG ? "{...}" : "?");
+			}
+			len += strlen(buf + len);
+		}
+		if (want == F_PARM)
+			return;
+		want = F_LOCAL;
+		for (unsigned i = 0; i < ev->nargs && i < DJP_FMT_MAX_FIELDS && i < d->fmt.nfields; i++) {
+			if (!(k[i] & want))
+				continue;
+			f.field[f.nfields] = d->fmt.field[i];
+			if (f.field[f.nfields].conv != 's')
+				f.field[f.nfields].conv = 'x';
+			f.nfields++;
+			args[n] = ev->args[i];
+			strs[n++] = ev->strs[i];
+		}
+		if (n && len + 2 < sz) {
+			buf[len++] = ' ';
+			djp_format_render(buf + len, sz - len, &f, n, args, strs);
+		}
+		return;
+	}
 	for (unsigned i = 0; i < ev->nargs && i < DJP_FMT_MAX_FIELDS; i++) {
 		/* an argument beyond the format's fields is a marker's */
 		if (!(k[i] & want))
