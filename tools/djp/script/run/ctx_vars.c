@@ -175,9 +175,9 @@ void ctx_vars_render(char *buf, size_t sz, const struct djp_ev_desc *d, const ch
 	const char *strs[DJP_FMT_MAX_FIELDS];
 	unsigned n = 0;
 	const struct parm_order *o = &orders[d->id];
+	size_t len = 0;
 
-	if ((want & F_PARM) && o->n) { /* every parameter, in order, then $$vars's locals */
-		size_t len = 0;
+	if ((want & F_PARM) && o->n) { /* every parameter, in order; $$vars's locals below */
 		buf[0] = 0;
 		for (unsigned j = 0; j < o->n && len + 1 < sz; j++) {
 			unsigned i = o->v[j].field;
@@ -194,24 +194,9 @@ void ctx_vars_render(char *buf, size_t sz, const struct djp_ev_desc *d, const ch
 			}
 			len += strlen(buf + len);
 		}
-		if (want == F_PARM)
+		if (want == F_PARM || len + 2 >= sz)
 			return;
 		want = F_LOCAL;
-		for (unsigned i = 0; i < ev->nargs && i < DJP_FMT_MAX_FIELDS && i < d->fmt.nfields; i++) {
-			if (!(k[i] & want))
-				continue;
-			f.field[f.nfields] = d->fmt.field[i];
-			if (f.field[f.nfields].conv != 's')
-				f.field[f.nfields].conv = 'x';
-			f.nfields++;
-			args[n] = ev->args[i];
-			strs[n++] = ev->strs[i];
-		}
-		if (n && len + 2 < sz) {
-			buf[len++] = ' ';
-			djp_format_render(buf + len, sz - len, &f, n, args, strs);
-		}
-		return;
 	}
 	for (unsigned i = 0; i < ev->nargs && i < DJP_FMT_MAX_FIELDS; i++) {
 		/* an argument beyond the format's fields is a marker's */
@@ -228,5 +213,8 @@ void ctx_vars_render(char *buf, size_t sz, const struct djp_ev_desc *d, const ch
 		args[n] = ev->args[i];
 		strs[n++] = ev->strs[i];
 	}
-	djp_format_render(buf, sz, &f, n, args, strs);
+	if (len && n) /* after the parameters */
+		buf[len++] = ' ';
+	if (!len || n)
+		djp_format_render(buf + len, sz - len, &f, n, args, strs);
 }
