@@ -614,19 +614,12 @@ TEST_TIMEOUT(script_typed_locals_from_accesses_and_addresses, 120)
  * has no address, said before the run. */
 TEST_TIMEOUT(script_typed_address_of_a_variable_in_memory, 120)
 {
-	char src[PATH_MAX], o0[PATH_MAX], line[512], text[1024], cmd[2 * PATH_MAX], *got, want[64];
-	int at = 0, no = 0, off = 0, lines = 0;
+	char o0[PATH_MAX], line[512], text[1024], cmd[2 * PATH_MAX], *got, want[64];
+	int at = 0, no = tt_source_line("struct_target.c", "visit(nd, (int)i);"), off = 0, lines = 0;
 	struct tproc *p;
 	FILE *f;
 
 	snprintf(o0, sizeof(o0), "%s", djp_test_path("trace_progs/struct_target-O0"));
-	snprintf(src, sizeof(src), "%s", djp_test_path("../../selftests/trace_progs/struct_target.c"));
-	CHECK((f = fopen(src, "r")) != NULL);
-	while (fgets(line, sizeof(line), f) && !no)
-		if (at++, strstr(line, "visit(nd, (int)i);"))
-			no = at;
-	fclose(f);
-	CHECK(no > 0);
 	snprintf(text, sizeof(text),
 		 "probe process.statement(\"main@struct_target.c:%d\") { a = &$i; "
 		 "printf(\"%%d %%d\\n\", a >= register(\"rsp\") && a < register(\"rsp\") + 65536, a - register(\"rbp\")) }",

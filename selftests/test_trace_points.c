@@ -268,17 +268,8 @@ TEST_TIMEOUT(script_function_and_statement_points, 60)
 	/* a line of the target's body, by its line tables: ft_work's first
 	 * statement, found in the source */
 	{
-		char line[256], script[512];
-		int no = 0, at = 0;
-		FILE *src = fopen(djp_test_path("../../selftests/trace_progs/func_target.c"), "r");
-		CHECK(src != NULL);
-		while (!no && fgets(line, sizeof(line), src)) {
-			at++;
-			if (strstr(line, "long r = i * 7 + 3;"))
-				no = at;
-		}
-		fclose(src);
-		CHECK(no > 0);
+		char script[512];
+		int no = tt_source_line("func_target.c", "long r = i * 7 + 3;");
 		snprintf(script, sizeof(script),
 			 "global n; probe process.statement(\"*@func_target.c:%d\") { n++ } "
 			 "probe end { printf(\"n=%%d\\n\", n) }",
@@ -470,10 +461,9 @@ TEST_TIMEOUT(script_usymname_usymdata_umodname, 60)
  * (ft_work(i) for i = 0.., returning i * 7 + 3). */
 TEST_TIMEOUT(func_points_carry_the_parameters, 60)
 {
-	char cmd[4096], real[4096], line[128], script[4700], point[8400];
-	int st, no = 0, at = 0;
+	char cmd[4096], real[4096], script[4700], point[8400];
+	int st, no;
 	struct tproc *p;
-	FILE *src;
 
 	snprintf(cmd, sizeof(cmd), "%s 3", tt_func_target());
 	p = djp_run((char *const[]){ (char *)tt_djp(), "trace", "-c", cmd, "func:ft_work", "func:ft_work%return", NULL },
@@ -504,14 +494,7 @@ TEST_TIMEOUT(func_points_carry_the_parameters, 60)
 	free(p);
 
 	/* at a statement: ft_work's store of r, where i is still live */
-	CHECK((src = fopen(djp_test_path("../../selftests/trace_progs/func_target.c"), "r")) != NULL);
-	while (!no && fgets(line, sizeof(line), src)) {
-		at++;
-		if (strstr(line, "ft_sink += r;"))
-			no = at;
-	}
-	fclose(src);
-	CHECK(no > 0);
+	no = tt_source_line("func_target.c", "ft_sink += r;");
 	snprintf(cmd, sizeof(cmd), "%s 4", tt_func_target());
 	snprintf(script, sizeof(script), "probe process.statement(\"ft_work@func_target.c:%d\") { println(\"at \", $i) }",
 		 no);
