@@ -250,10 +250,13 @@ void arch_vector_restore(void *area);
 struct arch_extable {
 	int32_t insn, fixup; /* each from its own field's address */
 };
+/* After a load at label 1: its fixup (label 3, out of line: the status
+ * %[st] set, back to label 2 after the load) and its table entry. */
+#define ARCH_LOAD_FIXUP                                                                                      \
+	"\n2:\n\t.pushsection .text.djp_fixup, \"ax\"\n3:\tmovl $1, %k[st]\n\tjmp 2b\n\t.popsection\n\t"        \
+	".pushsection djp_extable, \"a\"\n\t.balign 4\n\t.long 1b - ., 3b - .\n\t.popsection"
 #define ARCH_LOAD_INLINE(insn, addr, w, st)                                                                  \
-	__asm__ volatile("xorl %k[st], %k[st]\n1:\t" insn "\n2:\n\t"                                          \
-			 ".pushsection .text.djp_fixup, \"ax\"\n3:\tmovl $1, %k[st]\n\tjmp 2b\n\t.popsection\n\t" \
-			 ".pushsection djp_extable, \"a\"\n\t.balign 4\n\t.long 1b - ., 3b - .\n\t.popsection"     \
+	__asm__ volatile("xorl %k[st], %k[st]\n1:\t" insn ARCH_LOAD_FIXUP                                        \
 			 : [w] "=r"(w), [st] "=&r"(st)                                                     \
 			 : [a] "r"(addr)                                                                    \
 			 : "cc")
@@ -286,9 +289,7 @@ static inline __attribute__((always_inline)) uint64_t arch_load8_acc(uint64_t ad
 {
 	uint64_t w;
 
-	__asm__ volatile("1:\tmovq (%[a]), %[w]\n2:\n\t"
-			 ".pushsection .text.djp_fixup, \"ax\"\n3:\tmovl $1, %k[st]\n\tjmp 2b\n\t.popsection\n\t"
-			 ".pushsection djp_extable, \"a\"\n\t.balign 4\n\t.long 1b - ., 3b - .\n\t.popsection"
+	__asm__ volatile("1:\tmovq (%[a]), %[w]" ARCH_LOAD_FIXUP
 			 : [w] "=r"(w), [st] "+r"(*st)
 			 : [a] "r"(addr));
 	return w;
