@@ -24,7 +24,7 @@ CLANG ?= clang
 FUZZ_SECONDS ?= 60
 DURATION ?= 10
 
-DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev libzydis-dev
+DEB_PACKAGES := gcc g++ make pkg-config libelf-dev libdw-dev liburcu-dev libzydis-dev clang libbpf-dev
 # What make check runs besides, real programs with SDT probes: python3 (an
 # injection test), PostgreSQL 15 (pgbench under djp trace, every backend);
 # and bpftrace, the second count those tests compare with and the oracle's
@@ -58,6 +58,8 @@ BASE_CFLAGS := -std=gnu11 -g -O2 $(WARN) -D_GNU_SOURCE -Iinclude -I.
 LIB_CFLAGS := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -DDJP_BUILDING_LIB
 CFLAGS ?=
 LDLIBS_LIB := -lelf -ldw -lZydis -lpthread -ldl
+# djp's own: libbpf, for the kernel's uprobes (tools/djp/uprobe/)
+LDLIBS_DJP := -lbpf
 
 LIB_SRCS := $(sort $(wildcard lib/*.c kernel/*.c kernel/agent/*.c arch/x86/*.c))
 LIB_ASM := $(sort $(wildcard arch/x86/*.S))
@@ -76,7 +78,8 @@ LIB_SO_MAJOR := $(O)/$(LIB_SONAME)
 LIB_SO := $(O)/libdjprobe.so
 
 # tools/djp/script/ goes three folders deep (run/builtins/)
-DJP_SRCS := $(sort $(wildcard tools/djp/*.c tools/djp/*/*.c tools/djp/*/*/*.c tools/djp/*/*/*/*.c))
+# (a .bpf.c is a BPF program, compiled by its folder's fragment)
+DJP_SRCS := $(filter-out %.bpf.c,$(sort $(wildcard tools/djp/*.c tools/djp/*/*.c tools/djp/*/*/*.c tools/djp/*/*/*/*.c)))
 DJP_OBJS := $(DJP_SRCS:%.c=$(O)/%.o)
 DJP := $(O)/djp
 
@@ -135,12 +138,12 @@ $(LIB_SO): $(LIB_SO_FILE)
 
 $(DJP): $(DJP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $(DJP_OBJS) $(LIB_A) $(LDLIBS_LIB) -lm
+	$(Q)$(CC) -o $@ $(DJP_OBJS) $(LIB_A) $(LDLIBS_LIB) $(LDLIBS_DJP) -lm
 
 $(SELFTESTS): $(TEST_OBJS) $(LIB_A)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) -rdynamic -o $@ $(TEST_OBJS) $(LIB_A) $(LDLIBS_LIB) -lm
+	$(Q)$(CC) -rdynamic -o $@ $(TEST_OBJS) $(LIB_A) $(LDLIBS_LIB) $(LDLIBS_DJP) -lm
 
 # Target programs for the tests: each built at -O2 and at -O0, linked with
 # the library so that they can connect probes to themselves.

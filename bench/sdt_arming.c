@@ -5,8 +5,11 @@
  * .note.stapsdt section (python3.11, postgres, libstdc++, glibc, and any
  * other package that ships probes) is listed with `djp list --json`, which
  * says each site's arming and, for an int3 one, the reason no jump fits.
- * Rows: each int3 site (its package, probe, object and reason), then the
- * share of int3 sites among all (target: at most 5%).
+ * A site no jump can reach is armed with the kernel's uprobe where the
+ * tool may use it (run as root: this bench's case), else as an int3.
+ * Rows: each site that is not a jump (its package, probe, object, arming
+ * and the reason no jump fits), then the share of int3 sites among all
+ * (target: at most 5%) and of those the kernel's uprobe serves.
  *
  * Objects are found by their section headers (libelf, no section data
  * read), each once (by device and inode: /lib is /usr/lib on Debian), and
@@ -17,6 +20,7 @@
 #include <gelf.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +37,7 @@ struct seen {
 static struct seen *seen;
 static size_t nseen, capseen;
 static char djp[PATH_MAX];
-static long sites, int3, objects;
+static long sites, int3, uprobe, objects;
 
 static int has_sdt(const char *path)
 {
@@ -97,16 +101,21 @@ static void list(const char *path)
 		char name[256], prov[256], why[256];
 		if (!strstr(line, "\"arming\":"))
 			continue;
+		bool is_int3 = strstr(line, "\"arming\":\"int3\"") != NULL;
 		sites++;
-		if (!strstr(line, "\"arming\":\"int3\""))
+		if (!is_int3 && !strstr(line, "\"arming\":\"uprobe\""))
 			continue;
-		int3++;
+		if (is_int3)
+			int3++;
+		else
+			uprobe++;
 		if (!pkg[0])
 			package_of(path, pkg, sizeof(pkg));
 		field(line, "name", name, sizeof(name));
 		field(line, "provider", prov, sizeof(prov));
-		field(line, "int3_why", why, sizeof(why));
-		printf("int3: %s %s:%s (%s) | %s | - | -\n", pkg, prov, name, path, why[0] ? why : "?");
+		field(line, is_int3 ? "int3_why" : "uprobe_why", why, sizeof(why));
+		printf("%s: %s %s:%s (%s) | %s | - | -\n", is_int3 ? "int3" : "uprobe", pkg, prov, name, path,
+		       why[0] ? why : "?");
 	}
 	pclose(p);
 }
@@ -160,5 +169,8 @@ int main(void)
 	printf("SDT sites of the machine's packages armed as int3 (%ld objects with probes) | %ld of %ld (%.1f%%) | "
 	       "<= 5%% | %s\n",
 	       objects, int3, sites, sites ? 100.0 * int3 / sites : 0, sites && int3 * 20 <= sites ? "ok" : "over");
+	printf("SDT sites of the machine's packages armed with the kernel's uprobe (no jump fits) | %ld of %ld "
+	       "(%.1f%%) | - | -\n",
+	       uprobe, sites, sites ? 100.0 * uprobe / sites : 0);
 	return 0;
 }

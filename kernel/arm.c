@@ -222,6 +222,30 @@ struct batch {
 	int frozen;
 };
 
+/* Does every handler of l leave an int3 probe to the kernel's uprobe? */
+static bool left_to_kernel(const struct djp_handler_list *l)
+{
+	if (!l || !l->n)
+		return false;
+	for (unsigned i = 0; i < l->n; i++)
+		if (!(l->h[i].flags & DJP__KERNEL_TRAP))
+			return false;
+	return true;
+}
+
+/* A site to become an int3 probe from idle for a reason of its own, not
+ * a handler's asking, stays idle when its handlers leave it to the
+ * kernel's uprobe (DJP__KERNEL_TRAP); true when it does. */
+static bool leave_to_kernel(struct batch *b, size_t i, bool forced)
+{
+	struct djp_site *s = b->sites[i];
+	if (b->state[i] != SITE_INT3 || forced || s->state != SITE_IDLE || !left_to_kernel(b->new_lists[i]))
+		return false;
+	b->state[i] = SITE_IDLE;
+	s->kernel_trap = true;
+	return true;
+}
+
 /* Step 1: each site's state.  (The lists are the caller's.) */
 static int batch_decide(void *ctx)
 {
@@ -235,6 +259,9 @@ static int batch_decide(void *ctx)
 		if (b->state[i] == SITE_JUMP && arch_flavour(b->flavour[i]) == DJP_FULL &&
 		    djp_object_vec_use(s->obj) == DJP_VEC_OTHER)
 			b->state[i] = SITE_INT3, forced = false; /* state no trampoline saves */
+		s->kernel_trap = false;
+		if (leave_to_kernel(b, i, forced))
+			continue;
 		/* A run that starts before its site, to be an int3: from idle,
 		 * narrowed to the probe's instruction for good; armed, its int3
 		 * enters the trampoline (int3_entry), which only a handler's
@@ -324,6 +351,8 @@ static int batch_tramps(void *ctx)
 			} else {
 				s->no_jump |= reqs[r].err == -ERANGE;
 				state[i] = SITE_INT3;
+				if (leave_to_kernel(b, i, false))
+					continue;
 				if (djp_site_runs_before(s) && djp_site_narrow(s))
 					req_idx[again++] = i; /* its copy made again, below */
 			}

@@ -191,9 +191,14 @@ int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned fl
 	p->id = next_probe_id;
 	p->fn = fn;
 	p->data = data;
-	p->flags = flags | (opts && opts->once ? DJP__ONCE : 0) | (opts && opts->stack ? DJP__STACK : 0);
+	p->flags = flags | (opts && opts->once ? DJP__ONCE : 0) | (opts && opts->stack ? DJP__STACK : 0) |
+		   (opts && opts->kernel_trap ? DJP__KERNEL_TRAP : 0);
 	p->plan = opts ? opts->plan : NULL;
-	if ((err = djp_probe_attach(p, &matched)) || (err = matched || (opts && opts->pending) ? 0 : -ENOENT))
+	err = djp_probe_attach(p, &matched);
+	/* the connect's sites only: objects loaded later, whose sites no
+	 * client hears of, get int3 probes */
+	p->flags &= ~DJP__KERNEL_TRAP;
+	if (err || (err = matched || (opts && opts->pending) ? 0 : -ENOENT))
 		goto out;
 	next_probe_id++;
 	p->next = djp_probes;
@@ -241,6 +246,20 @@ DJP_API int djp_disconnect(int id)
 out:
 	djp_engine_lock_release();
 	return err < 0 ? fail(err) : 0;
+}
+
+int djp__kernel_trap_sites(int probe, djp_site_visit_fn fn, void *ctx)
+{
+	int err = 0;
+	djp_engine_lock_take();
+	for (struct djp_object *o = djp_objects; !err && o; o = o->next)
+		for (size_t i = 0; !err && i < o->nsites; i++) {
+			struct djp_site *s = &o->sites[i];
+			if (s->kernel_trap && s->state == SITE_IDLE && djp_site_carries(s, probe))
+				err = fn(ctx, s->id, o->path, djp_site_pc(s), s->m);
+		}
+	djp_engine_lock_release();
+	return err;
 }
 
 int djp__sites_foreach(djp_site_visit_fn fn, void *ctx)

@@ -24,6 +24,8 @@ struct djp_connect_opts {
 	bool once;	       /* DJP__ONCE: one call per hit with the client's
 				  other probes of the same data */
 	bool stack;	       /* DJP__STACK: the handler walks the stack */
+	bool kernel_trap;      /* DJP__KERNEL_TRAP: sites no jump can reach are
+				  left idle for the client's uprobe */
 	struct djp_point *point; /* an instruction probe's points (the
 				    pattern is then NULL); the probe owns
 				    them, freed on failure too */
@@ -43,6 +45,10 @@ bool djp_point_is_return(const struct djp_point *pt);
  * `fn` must not call djp_connect).  A non-zero return from fn stops the
  * walk and is returned (djp_site_visit_fn: kernel/site.h). */
 int djp__sites_foreach(djp_site_visit_fn fn, void *ctx);
+/* engine.c.  For the agent: visit the sites of probe `probe` that its
+ * connect left to the kernel's uprobe (DJP__KERNEL_TRAP: kernel/site.h),
+ * under the engine lock; a non-zero return from fn stops the walk. */
+int djp__kernel_trap_sites(int probe, djp_site_visit_fn fn, void *ctx);
 /* objects.c.  For the agent: from now on, fn is called for every site of each object
  * the engine reads, under the engine lock and before any of those sites can
  * be armed (the marker log is written there).  One watcher; NULL removes it. */

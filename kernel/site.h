@@ -67,6 +67,14 @@ typedef djp_fast_entry_fn (*djp_fast_plan_fn)(void *data, const struct djp_site 
 #define DJP_STACK_REGS (1u << DJP_REG_SP | 1u << DJP_REG_FP)
 #define DJP__ONCE (1u << 30)
 #define DJP__SKIP (1u << 31)
+/* DJP__KERNEL_TRAP: where every handler of a site says so, a site that
+ * would become an int3 probe from idle for a reason of its own (no jump
+ * can be placed: its bytes, its function, no trampoline in reach, vector
+ * state) is left as it is, `kernel_trap` set, for the client to arm with
+ * the kernel's uprobe (the djp tool's BPF recorder: docs/ENGINE.md,
+ * "The kernel's uprobe where no jump can go").  Only the connect that
+ * asks leaves sites: a probe's later objects get int3 probes. */
+#define DJP__KERNEL_TRAP (1u << 28)
 
 /*
  * A site's trampolines: one per flavour (arch.h), and the lean and full
@@ -144,6 +152,9 @@ struct djp_site {
 	/* idle with handlers: given up to another tool's breakpoint, to be
 	 * retaken when it goes (arm.c, djp_sites_yield_to_foreign_traps) */
 	bool yielded;
+	/* idle with handlers: left to the kernel's uprobe (DJP__KERNEL_TRAP),
+	 * by the last batch that decided its state */
+	bool kernel_trap;
 	/* Return probes (kernel/retprobes.c).  A function entry's site may
 	 * have a return site, `ret`: a site with no bytes (len 0, never
 	 * armed) whose handlers run when the calls through the entry return;

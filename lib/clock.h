@@ -83,4 +83,17 @@ static inline uint64_t djp_clock_to_ns(const struct djp_clock_params *p, uint64_
 	return p->ns_base - (uint64_t)(((unsigned __int128)(p->raw_base - raw) * p->mult) >> p->shift);
 }
 
+/* The inverse: the raw value that djp_clock_to_ns() turns into ns (to
+ * within one raw unit), for events stamped by another clock reader, the
+ * kernel's (bpf_ktime_get_ns is CLOCK_MONOTONIC), to sort among the
+ * rings' own.  ns itself when the parameters are not set. */
+static inline uint64_t djp_clock_from_ns(const struct djp_clock_params *p, uint64_t ns)
+{
+	if (!p->mult)
+		return ns;
+	if (ns >= p->ns_base)
+		return p->raw_base + (uint64_t)(((unsigned __int128)(ns - p->ns_base) << p->shift) / p->mult);
+	return p->raw_base - (uint64_t)(((unsigned __int128)(p->ns_base - ns) << p->shift) / p->mult);
+}
+
 #endif

@@ -92,6 +92,13 @@ size_t djp_marker_list_programs(const struct djp_marker_list *list);
 int djp_marker_list_bias(const struct djp_marker_list *list, uint64_t map_start, uint64_t map_offset,
 			 uint64_t *bias);
 
+/* The link-time address of file offset file_off, and the file offset of
+ * link-time address vaddr, by the PT_LOAD segments' bytes in the file
+ * (the kernel's uprobes name an instruction and an SDT semaphore by their
+ * offsets).  0, or -ENOENT when no segment's file bytes hold it. */
+int djp_marker_list_vaddr_of(const struct djp_marker_list *list, uint64_t file_off, uint64_t *vaddr);
+int djp_marker_list_file_offset(const struct djp_marker_list *list, uint64_t vaddr, uint64_t *file_off);
+
 /* ---- internal to the reader (markers_parse.c, markers_elf.c) ----------- */
 
 /* Same as the parsers above, resolving sym(%rip) arguments with `lookup`. */

@@ -150,6 +150,32 @@ int djp_marker_list_bias(const struct djp_marker_list *list, uint64_t map_start,
 	return -ENOENT;
 }
 
+int djp_marker_list_vaddr_of(const struct djp_marker_list *list, uint64_t file_off, uint64_t *vaddr)
+{
+	const struct list_priv *p = list->priv;
+	for (size_t i = 0; i < p->nsegs; i++) {
+		const struct load_seg *s = &p->segs[i];
+		if (file_off >= s->offset && file_off < s->offset + s->filesz) {
+			*vaddr = s->vaddr + (file_off - s->offset);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int djp_marker_list_file_offset(const struct djp_marker_list *list, uint64_t vaddr, uint64_t *file_off)
+{
+	const struct list_priv *p = list->priv;
+	for (size_t i = 0; i < p->nsegs; i++) {
+		const struct load_seg *s = &p->segs[i];
+		if (vaddr >= s->vaddr && vaddr < s->vaddr + s->filesz) {
+			*file_off = s->offset + (vaddr - s->vaddr);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 static struct djp_marker_info *list_push(struct djp_marker_list *l)
 {
 	struct list_priv *p = l->priv;

@@ -31,7 +31,10 @@
  *                     whose table the hits update instead (DJP_CONNECT_REGS
  *                     and _REGS_STACK: every event of the session carries
  *                     the hit's registers, DJP_EVF_REGS)
- *              agent: CONNECTED u32 probe, u32 sites matched; or ERROR
+ *              agent: CONNECTED u32 probe, u32 sites matched, u32 n,
+ *                     n x {u32 marker id, u64 run-time address}: the
+ *                     sites left for the tool's uprobe (with
+ *                     DJP_CONNECT_KERNEL_TRAP; else n is 0); or ERROR
  *                     (-ENOENT when the pattern matches no marker and
  *                     DJP_CONNECT_PENDING is not given)
  *   DISCONNECT tool:  u32 probe (DJP_PROBE_ALL: every probe of the session)
@@ -107,7 +110,7 @@
 #include <stdint.h>
 
 #define DJP_PROTO_MAGIC 0x4a504a44u /* "DJPJ" */
-#define DJP_PROTO_VERSION 12u
+#define DJP_PROTO_VERSION 13u
 #define DJP_PROTO_HDR_SIZE 8u
 #define DJP_PROTO_MAX_PAYLOAD (60u * 1024)
 #define DJP_PROTO_STR_MAX 4096u
@@ -132,6 +135,11 @@
  * int_arg(n).  The pattern's sites keep %rsp and %rbp in their view. */
 #define DJP_CONNECT_REGS 32u
 #define DJP_CONNECT_REGS_STACK 64u
+/* CONNECT: a site of the pattern that no jump can reach is not made an
+ * int3 probe but left as it is, for the tool to arm with the kernel's
+ * uprobe (tools/djp/uprobe/): CONNECTED lists those sites.  Not with
+ * DJP_CONNECT_AGG; sites of objects loaded later get int3 probes. */
+#define DJP_CONNECT_KERNEL_TRAP 128u
 #define DJP_REGS_STACK_WORDS 8u
 /* A DJP_EVF_REGS block's words: the registers by DWARF number 0-15 (rax
  * rdx rcx rbx rsi rdi rbp rsp r8-r15), the pc (the probed instruction; at

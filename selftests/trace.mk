@@ -85,6 +85,13 @@ $(SDT_TARGET): selftests/trace_progs/sdt_target.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $<
 CHECK_DEPS += $(SDT_TARGET)
+# An SDT probe no jump can reach (the kernel's uprobe serves it).
+TRAPSITE_TARGET := $(TRACE_PROGS_DIR)/trapsite_target
+$(TRAPSITE_TARGET): selftests/trace_progs/trapsite_target.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) -o $@ $< -lpthread
+CHECK_DEPS += $(TRAPSITE_TARGET)
 # The script corpus's target (selftests/scripts/corpus): markers of a small
 # server with a fixed workload.
 CORPUS_TARGET := $(TRACE_PROGS_DIR)/corpus_target

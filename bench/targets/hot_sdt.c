@@ -4,8 +4,10 @@
  * libstdc++), and nothing of djprobe.  Calls it N times with two integer
  * arguments and prints the ns per call.  With `plain`, calls hot_plain
  * instead: the same work with no probe site at all, for a probe at a
- * function's entry.
- *   usage: hot_sdt N [plain]
+ * function's entry.  With `trap`, calls hot_trap: a probe no jump can
+ * reach (its nop right after a call, three bytes before the function's
+ * end), which the tool arms with the kernel's uprobe (bench/uprobe_hits.c).
+ *   usage: hot_sdt N [plain|trap]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,10 +51,43 @@ __attribute__((noinline, aligned(64))) void hot_plain(int a, long b)
 	hot_sink += b;
 }
 
+/* hotsdt:bench_trap, args a (%edi, which the helper keeps) and b (%rbx) */
+void hot_trap(int a, long b);
+__asm__(".pushsection .text\n"
+	"hot_trap_helper:\n"
+	"	ret\n"
+	".globl hot_trap\n"
+	".type hot_trap,@function\n"
+	".balign 64\n"
+	"hot_trap:\n"
+	"	push %rbx\n"
+	"	mov %rsi,%rbx\n"
+	"	call hot_trap_helper\n"
+	"990:	nop\n"
+	"	pop %rbx\n"
+	"	ret\n"
+	".size hot_trap, .-hot_trap\n"
+	".popsection\n"
+	".pushsection .note.stapsdt,\"?\",@note\n"
+	".balign 4\n"
+	".4byte 992f-991f, 994f-993f, 3\n"
+	"991: .asciz \"stapsdt\"\n"
+	"992: .balign 4\n"
+	"993: .8byte 990b\n"
+	".8byte _.stapsdt.base\n"
+	".8byte 0\n"
+	".asciz \"hotsdt\"\n"
+	".asciz \"bench_trap\"\n"
+	".asciz \"-4@%edi 8@%rbx\"\n"
+	"994: .balign 4\n"
+	".popsection\n");
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1000000;
-	void (*fn)(int, long) = argc > 2 && !strcmp(argv[2], "plain") ? hot_plain : hot_sdt;
+	void (*fn)(int, long) = argc > 2 && !strcmp(argv[2], "plain") ? hot_plain
+				: argc > 2 && !strcmp(argv[2], "trap") ? hot_trap
+								       : hot_sdt;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (long i = 0; i < n; i++)

@@ -650,13 +650,49 @@ static const char *point_problem(const char *pattern, int err)
 	return connect_problem(err);
 }
 
+/* CONNECTED's list of the sites the connect left to the tool's uprobe
+ * (DJP_CONNECT_KERNEL_TRAP): their count, then each one's marker id and
+ * run-time address.  As many as a frame holds: when there are more, the
+ * pattern is connected again without leaving any (do_connect), since a
+ * site past them would be armed by nobody. */
+#define KERNEL_TRAP_SITES_MAX ((DJP_PROTO_MAX_PAYLOAD - 64) / 12)
+struct trap_sites {
+	uint32_t id[KERNEL_TRAP_SITES_MAX];
+	uint64_t addr[KERNEL_TRAP_SITES_MAX];
+	unsigned n;
+	bool over;
+};
+
+static int trap_site(void *ctx, uint32_t id, const char *path, uintptr_t pc, const struct djp_marker_info *m)
+{
+	struct trap_sites *t = ctx;
+	(void)path, (void)m;
+	if (t->n == KERNEL_TRAP_SITES_MAX) {
+		t->over = true;
+		return 1;
+	}
+	t->id[t->n] = id;
+	t->addr[t->n++] = pc;
+	return 0;
+}
+
+static void put_kernel_trap_sites(struct djp_pbuf *b, const struct trap_sites *t)
+{
+	djp_put_u32(b, t ? t->n : 0);
+	for (unsigned i = 0; t && i < t->n; i++) {
+		djp_put_u32(b, t->id[i]);
+		djp_put_u64(b, t->addr[i]);
+	}
+}
+
 static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 {
 	char pattern[DJP_AGENT_PATTERN_MAX + 1], msg[DJP_AGENT_PATTERN_MAX + 128];
 	unsigned nsites = 0;
 	struct djp_recorder_strings strings;
 	struct djp_pbuf b;
-	uint32_t flags, plan = 0;
+	uint32_t flags, plan = 0, rflags;
+	struct trap_sites *left = NULL;
 	int id;
 
 	djp_get_str(r, pattern, sizeof(pattern));
@@ -667,7 +703,7 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 		plan = djp_get_u32(r);
 	if (!djp_preader_done(r) || (flags & ~(DJP_CONNECT_PENDING | DJP_CONNECT_CPU | DJP_CONNECT_USTACK |
 					       DJP_CONNECT_INT3 | DJP_CONNECT_AGG | DJP_CONNECT_REGS |
-					       DJP_CONNECT_REGS_STACK)))
+					       DJP_CONNECT_REGS_STACK | DJP_CONNECT_KERNEL_TRAP)))
 		return -EPROTO;
 	if (strings.bound > DJP_RING_STR_BOUND_MAX)
 		return reply_error(s, -EINVAL, "%s", "string bound over the ring's largest");
@@ -681,6 +717,11 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 		return reply_error(s, -EINVAL, "%s", "no such aggregation plan");
 	if (flags & DJP_CONNECT_CPU)
 		__atomic_store_n(&s->rec->cpu, true, __ATOMIC_RELAXED); /* before the connect: its plans read it */
+	rflags = (flags & DJP_CONNECT_PENDING ? DJP_RECORD_PENDING : 0) |
+		 (flags & DJP_CONNECT_USTACK ? DJP_RECORD_USTACK : 0) | (flags & DJP_CONNECT_REGS ? DJP_RECORD_REGS : 0) |
+		 (flags & DJP_CONNECT_REGS_STACK ? DJP_RECORD_REGS_STACK : 0) |
+		 (flags & DJP_CONNECT_INT3 ? DJP_RECORD_INT3 : 0) |
+		 (flags & DJP_CONNECT_KERNEL_TRAP ? DJP_RECORD_KERNEL_TRAP : 0);
 	freezer_for(s);
 	if (flags & DJP_CONNECT_AGG)
 		id = djp_agg_connect(s->agg, plan, pattern,
@@ -688,13 +729,17 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 					     (flags & DJP_CONNECT_INT3 ? DJP_RECORD_INT3 : 0),
 				     &nsites);
 	else
-		id = djp_recorder_connect(s->rec, pattern,
-				  (flags & DJP_CONNECT_PENDING ? DJP_RECORD_PENDING : 0) |
-					  (flags & DJP_CONNECT_USTACK ? DJP_RECORD_USTACK : 0) |
-					  (flags & DJP_CONNECT_REGS ? DJP_RECORD_REGS : 0) |
-					  (flags & DJP_CONNECT_REGS_STACK ? DJP_RECORD_REGS_STACK : 0) |
-					  (flags & DJP_CONNECT_INT3 ? DJP_RECORD_INT3 : 0),
-				  &strings, &nsites);
+		id = djp_recorder_connect(s->rec, pattern, rflags, &strings, &nsites);
+	if (id >= 0 && (rflags & DJP_RECORD_KERNEL_TRAP)) {
+		if (!(left = calloc(1, sizeof(*left))))
+			djp_disconnect(id), id = -ENOMEM;
+		else if (djp__kernel_trap_sites(id, trap_site, left), left->over) {
+			djp_disconnect(id);
+			free(left);
+			left = NULL;
+			id = djp_recorder_connect(s->rec, pattern, rflags & ~DJP_RECORD_KERNEL_TRAP, &strings, &nsites);
+		}
+	}
 	freezer_for(NULL);
 	if (id < 0) {
 		const struct djp_site *site = id == -EDEADLK ? djp__refused_site() : NULL;
@@ -718,6 +763,8 @@ static int do_connect(struct djp_agent_session *s, struct djp_preader *r)
 	djp_pbuf_init(&b);
 	djp_put_u32(&b, s->nprobes++);
 	djp_put_u32(&b, nsites);
+	put_kernel_trap_sites(&b, left);
+	free(left);
 	return send_frame(s, DJP_MSG_CONNECTED, &b, -1);
 }
 

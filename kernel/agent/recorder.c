@@ -718,13 +718,14 @@ int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned
 	struct djp_connect_opts o = { .plan = ustack ? NULL : djp_recorder_plan,
 				      .pending = flags & DJP_RECORD_PENDING,
 				      .once = true,
-				      .stack = ustack || regs };
+				      .stack = ustack || regs,
+				      .kernel_trap = flags & DJP_RECORD_KERNEL_TRAP };
 	djp_handler_fn fn = ustack ? djp_recorder_hit_stack : djp_recorder_hit;
 	unsigned how = DJP_GPR_ONLY | (flags & DJP_RECORD_INT3 ? DJP_FORCE_INT3 : 0);
 	int id, err;
 
 	if (flags & ~(DJP_RECORD_PENDING | DJP_RECORD_USTACK | DJP_RECORD_INT3 | DJP_RECORD_REGS |
-		      DJP_RECORD_REGS_STACK))
+		      DJP_RECORD_REGS_STACK | DJP_RECORD_KERNEL_TRAP))
 		return -EINVAL;
 	/* before the connect: its plans read it (sticky, as the CPU) */
 	if (regs && rec->regs < (flags & DJP_RECORD_REGS_STACK ? 2 : 1))
@@ -740,8 +741,10 @@ int djp_recorder_connect(struct djp_recorder *rec, const char *pattern, unsigned
 	}
 	if ((err = djp__point_parse(pattern, &o.point)) < 0)
 		return err;
-	if (o.point) /* points have no arguments: no strings, no count */
+	if (o.point) { /* points have no arguments: no strings, no count */
+		o.kernel_trap = false; /* the tool reads no point's arguments */
 		return djp__connect(NULL, fn, rec, how, &o);
+	}
 	if (strings && strings->args && (err = add_strings(rec, pattern, strings)))
 		return err;
 	/* the sites it matches, and whether any has a %s, in one walk */

@@ -30,6 +30,9 @@ struct djp_loads;
  * _STACK the stack words above the return address too: rec->regs */
 #define DJP_RECORD_REGS 8u
 #define DJP_RECORD_REGS_STACK 16u
+/* a site no jump can reach is left to the tool's uprobe, not made an int3
+ * probe (DJP__KERNEL_TRAP, kernel/site.h); marker patterns only */
+#define DJP_RECORD_KERNEL_TRAP 32u
 
 /* Patterns whose markers' arguments a tool wants as strings (most). */
 #define DJP_RECORDER_MAX_STR_PATTERNS 64

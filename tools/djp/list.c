@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "tools/djp/session/session.h"
 #include "tools/djp/session/site_arming.h"
 #include "lib/escape.h"
 #include "json.h"
@@ -66,11 +67,13 @@ void djp_usage_list(FILE *out)
 		"value | symbol, address}), address, length, function, file, line, object\n"
 		"and, for SDT probes, provider and semaphore (null when none); arming:\n"
 		"\"jump\" when the engine arms the site with a jump (a marker's NOP; an SDT\n"
-		"probe's nop with the instructions after it, where the rules allow), else\n"
-		"\"int3\" with int3_why saying why; a jump whose run of instructions starts\n"
-		"before the nop (the function ends, or a branch lands, too soon after it)\n"
-		"adds run_before, how many bytes, and jump_note (\"run starts N bytes\n"
-		"before the site\").\n"
+		"probe's nop with the instructions after it, where the rules allow); else\n"
+		"\"uprobe\" with uprobe_why saying why no jump, when the tool may arm the\n"
+		"kernel's uprobe (root), or \"int3\" with\n"
+		"int3_why, and uprobe_not saying why no uprobe; a jump whose run of\n"
+		"instructions starts before the nop (the function ends, or a branch lands,\n"
+		"too soon after it) adds run_before, how many bytes, and jump_note (\"run\n"
+		"starts N bytes before the site\").\n"
 		"\n"
 		"Exit status 0, or 1 with one line \"djp: WHAT: problem\" on stderr and\n"
 		"nothing on stdout, or 2 for a usage error.\n");
@@ -300,20 +303,27 @@ static uint64_t semaphore_address(const struct row *r)
 	return r->m->semaphore + r->bias;
 }
 
-/* "arming": "jump", or "int3" and "int3_why": how the engine arms the site
- * (site_arming.c).  A file is read from its path; a process's object from
- * the path its maps name. */
+/* "arming": "jump"; else "uprobe" and "uprobe_why" (why no jump) when
+ * this tool may arm the kernel's uprobe (session_uprobes.c), or "int3",
+ * "int3_why" and "uprobe_not" (why not the uprobe either): how a trace
+ * arms the site (site_arming.c).  A file is read from its path; a
+ * process's object from the path its maps name. */
 static void put_json_arming(FILE *out, const struct row *r)
 {
-	const char *why;
+	const char *why, *not;
 	unsigned pre;
 	if (djp_site_arming(r->object, r->m, &why, &pre)) {
 		fputs(",\"arming\":\"jump\"", out);
 		if (pre)
 			fprintf(out, ",\"run_before\":%u,\"jump_note\":\"run starts %u bytes before the site\"", pre, pre);
+	} else if (session_uprobes_usable(&not)) {
+		fputs(",\"arming\":\"uprobe\",\"uprobe_why\":", out);
+		djp_json_string(out, why);
 	} else {
 		fputs(",\"arming\":\"int3\",\"int3_why\":", out);
 		djp_json_string(out, why);
+		fputs(",\"uprobe_not\":", out);
+		djp_json_string(out, not);
 	}
 }
 

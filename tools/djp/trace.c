@@ -74,7 +74,7 @@ void djp_usage_trace(FILE *out)
 	fprintf(out,
 		"usage: djp trace [-c CMD | -x PID [--force] [--no-children] | -a [PATH...]]\n"
 		"                 [-f FORMAT [-o OUT]]... [--html FILE] [--slice START,END[,KEY]]...\n"
-		"                 [--snapshot] [--int3]\n"
+		"                 [--snapshot] [--int3] [--no-uprobe]\n"
 		"                 [--duration SECONDS] [--buffer-size BYTES] [--max-string-len N]\n"
 		"                 PATTERN[=FORMAT]...\n"
 		"       djp trace -k [-f FORMAT [-o OUT]]... [--html FILE] [--duration SECONDS]\n"
@@ -134,6 +134,8 @@ void djp_usage_trace(FILE *out)
 		"  --int3         arm int3 breakpoints only, never jumps: slower, but safe\n"
 		"                 beside another tool's uprobes on the same functions\n"
 		"                 (bpftrace, perf probe, SystemTap)\n"
+		"  --no-uprobe    where no jump can be placed, an int3 breakpoint handled in\n"
+		"                 the target, not the kernel's uprobe (root's default)\n"
 		"\n"
 		"  -k             markers of loaded kernel modules (djprobe.ko, root only):\n"
 		"                 PATTERN is NAMEGLOB or MODGLOB:NAMEGLOB, NAME prints as\n"
@@ -231,6 +233,7 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		{ "html", required_argument, NULL, 'H' },
 		{ "slice", required_argument, NULL, 'S' },
 		{ "all", no_argument, NULL, 'a' },
+		{ "no-uprobe", no_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -291,6 +294,9 @@ static int parse_args(struct trace *t, int argc, char **argv)
 			break;
 		case 'i':
 			t->int3 = true;
+			break;
+		case 'U':
+			session_uprobes_disable();
 			break;
 		case 'F':
 			session_inject_force = true;

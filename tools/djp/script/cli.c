@@ -51,7 +51,8 @@ static void usage(FILE *f)
 		   "HIST_ELISION), --suppress-time-limits, -w (no warnings), -s MB (each thread's\n"
 		   "ring, a power of two up to 256), -b (bulk: 16 MB rings), --buffer-size BYTES (as\n"
 		   "djp trace's); -g is refused.  --int3 arms int3 breakpoints only, never jumps\n"
-		   "(safe beside another tool's uprobes on the same functions).  --force with -x\n"
+		   "(safe beside another tool's uprobes on the same functions); --no-uprobe, an\n"
+		   "int3 where no jump can be placed, not the kernel's uprobe.  --force with -x\n"
 		   "loads the agent even where the process's seccomp filter cannot be read.  -x\n"
 		   "reaches PID's descendants too, --no-children PID alone (its forks followed).\n"
 		   "ARGUMENTS are the script's $1.. and @1..\n");
@@ -506,6 +507,7 @@ static int option(struct cli *c, int opt, const char *arg)
 	case 'R': c->replay = arg; return -1;
 	case 'B': c->bench = strtoull(arg, NULL, 10); return -1;
 	case 'N': c->int3 = true; return -1;
+	case 'U': session_uprobes_disable(); return -1;
 	case 'f': session_inject_force = true; return -1;
 	case 'C': session_no_children = true; return -1;
 	case 'h': usage(stdout); return 0;
@@ -527,6 +529,7 @@ static int options(struct cli *c, int argc, char **argv)
 		{ "dump-functions", no_argument, NULL, 'F' },
 		{ "suppress-time-limits", no_argument, NULL, 'T' },
 		{ "int3", no_argument, NULL, 'N' },
+		{ "no-uprobe", no_argument, NULL, 'U' },
 		{ "buffer-size", required_argument, NULL, 'Z' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "no-children", no_argument, NULL, 'C' },

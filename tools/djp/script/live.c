@@ -998,6 +998,7 @@ static int open_all(const struct djp_source_opts *o, struct djp_source **out, ch
 			 : MAXSTRINGLEN < DJP_RING_STR_BOUND_MAX ? (unsigned)MAXSTRINGLEN
 								  : DJP_RING_STR_BOUND_MAX;
 	l->s.buffer_size = o->buffer_size;
+	l->s.kernel_trap = true; /* sites no jump reaches: the kernel's uprobe, if it may */
 	l->mono_to_real = (int64_t)(djp_clock_ns(CLOCK_REALTIME) - djp_clock_ns(CLOCK_MONOTONIC));
 	nd = (unsigned)read_named_files(l, o);
 	l->desc_of_id = calloc(1, sizeof(*l->desc_of_id));

@@ -45,6 +45,7 @@ int session_init(struct session *s)
 
 void session_free(struct session *s)
 {
+	session_uprobes_forget(s);
 	freeze_free(&s->frozen);
 	if (s->fd >= 0)
 		close(s->fd);
@@ -146,16 +147,13 @@ static struct session_thread *thread_of(struct session *s, uint32_t tid)
 	return &s->threads[s->nthreads++];
 }
 
-static int collect(void *arg, const struct djp_event *ev, uint32_t tid, unsigned slot)
+bool session_batch_add(struct session *s, const struct djp_event *ev, uint64_t ts, uint32_t tid)
 {
-	struct session *s = arg;
 	struct session_thread *th;
-	void *rec;
+	struct djp_event *rec;
 
-	(void)slot;
-	/* Out of memory: stop here; the event stays in the ring for later. */
-	if (!(rec = djp_order_push(&s->batch, ev->timestamp, tid, ev->size)))
-		return 1;
+	if (!(rec = djp_order_push(&s->batch, ts, tid, ev->size)))
+		return false;
 	s->events++;
 	if ((th = thread_of(s, tid)))
 		th->events++;
@@ -163,6 +161,18 @@ static int collect(void *arg, const struct djp_event *ev, uint32_t tid, unsigned
 	if (ev->marker_id < s->nmarkers)
 		s->markers[ev->marker_id].events++; /* unknown ones too: marker#ID */
 	memcpy(rec, ev, ev->size);
+	rec->timestamp = ts;
+	return true;
+}
+
+static int collect(void *arg, const struct djp_event *ev, uint32_t tid, unsigned slot)
+{
+	struct session *s = arg;
+
+	(void)slot;
+	/* Out of memory: stop here; the event stays in the ring for later. */
+	if (!session_batch_add(s, ev, ev->timestamp, tid))
+		return 1;
 	return s->batch.len > DRAIN_ARENA_BOUND;
 }
 
@@ -186,6 +196,11 @@ long session_drain(struct session *s)
 	if (s->alive)
 		session_serve(s);
 	n = djp_consumer_drain(s->cons, &ops, s);
+	if (n >= 0 && (s->uprobes || s->len_up_stash)) {
+		size_t before = s->batch.n;
+		session_uprobes_drain(s);
+		n += (long)(s->batch.n - before);
+	}
 	s->more = s->batch.len > DRAIN_ARENA_BOUND;
 	djp_order_sort(&s->batch);
 	return n;

@@ -111,6 +111,20 @@ struct session {
 	int arm_error_last;
 	bool stats_ok;
 
+	/* sites armed with the kernel's uprobe (session_uprobes.c): asked
+	 * for (the connects leave the sites no jump can reach to the tool),
+	 * how many were armed, their marker ids, and the events of this
+	 * process another session's drain took from the BPF ring, each
+	 * after a word of its thread id */
+	bool kernel_trap;
+	bool has_loads; /* LOADS were sent: typed loads, the engine's */
+	unsigned uprobes;
+	bool uprobes_detached;
+	uint32_t *up_ids;
+	size_t nup_ids, cap_up_ids;
+	uint8_t *up_stash;
+	size_t len_up_stash, cap_up_stash;
+
 	/* the last drain, in time order: each record a copy of the event,
 	 * its tag the thread's id; batch.n events */
 	struct djp_order batch;
@@ -281,7 +295,29 @@ void session_discard(struct session *c);
 /* Discard them all; close the socket. */
 void session_kids_free(struct session_kids *k);
 
+/* session_uprobes.c */
+/* May sites be armed with the kernel's uprobe in this run?  The BPF
+ * recorder is loaded the first time; false, with a one-line why, when it
+ * cannot be (or session_uprobes_disable said not to). */
+bool session_uprobes_usable(const char **why);
+void session_uprobes_disable(void);
+/* Arm the n sites a CONNECT left (marker ids, run-time addresses), with
+ * the pattern's string arguments; 0 or -errno with s->errmsg. */
+int session_uprobes_arm(struct session *s, const uint32_t *ids, const uint64_t *addrs, unsigned n, uint32_t str_args,
+			unsigned str_bound);
+/* Into s's batch (session_batch_add): the uprobe events of its process. */
+void session_uprobes_drain(struct session *s);
+/* Disarm s's uprobes (before BYE); what they wrote is still drained. */
+void session_uprobes_detach(struct session *s);
+/* s goes: its uprobes and what was kept for it (session_free). */
+void session_uprobes_forget(struct session *s);
+/* Hits of every session's uprobes whose events found no room. */
+uint64_t session_uprobes_lost(void);
+
 /* session.c */
+/* One event of thread tid into the drain's batch, stamped ts (the rings'
+ * raw clock), counted as the rings' are; false when there is no memory. */
+bool session_batch_add(struct session *s, const struct djp_event *ev, uint64_t ts, uint32_t tid);
 int session_marker_add(struct session *s, uint32_t id, uint64_t addr, uint8_t nargs, const char *name,
 		       const char *format, const char *object);
 /* Marker `id`, learnt from the marker log or, once per drain while the

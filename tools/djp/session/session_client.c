@@ -10,6 +10,7 @@
  * is gone (s->alive is cleared), so nothing more is asked of it.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -379,18 +380,57 @@ int session_list(struct session *s)
 	return (int)n;
 }
 
-/* CONNECT b, its reply CONNECTED probe, sites: the number of sites. */
-static int connect_request(struct session *s, struct djp_pbuf *b, unsigned *nsites)
+/* CONNECT b, its reply CONNECTED probe, sites, and the sites left for a
+ * uprobe: the number of sites; those left armed with the pattern's
+ * string arguments. */
+static int connect_request(struct session *s, struct djp_pbuf *b, unsigned *nsites, uint32_t str_args,
+			   unsigned str_bound)
 {
 	struct djp_preader r;
 	long n = request(s, DJP_MSG_CONNECT, b, DJP_MSG_CONNECTED, NULL);
+	uint32_t nleft, *ids;
+	uint64_t *addrs;
+	int err;
 
 	if (n < 0)
 		return (int)n;
 	djp_preader_init(&r, s->buf, (size_t)n);
 	djp_get_u32(&r);
 	*nsites = djp_get_u32(&r);
-	return djp_preader_done(&r) ? 0 : bad_reply(s, "CONNECT");
+	nleft = djp_get_u32(&r);
+	if (r.bad || nleft > (size_t)n / 12)
+		return bad_reply(s, "CONNECT");
+	ids = calloc(nleft + 1, sizeof(*ids));
+	addrs = calloc(nleft + 1, sizeof(*addrs));
+	for (uint32_t i = 0; ids && addrs && i < nleft; i++) {
+		ids[i] = djp_get_u32(&r);
+		addrs[i] = djp_get_u64(&r);
+	}
+	if (!ids || !addrs)
+		err = -ENOMEM;
+	else if (!djp_preader_done(&r))
+		err = bad_reply(s, "CONNECT");
+	else
+		err = nleft ? session_uprobes_arm(s, ids, addrs, nleft, str_args, str_bound) : 0;
+	free(ids);
+	free(addrs);
+	if (err && err != -EPROTO)
+		s->errcode = err;
+	return err;
+}
+
+/* Leave the sites no jump can reach to the kernel's uprobe?  When the
+ * source asks it and nothing the connect wants is only the engine's to
+ * give (its aggregation, the stack, the registers, typed loads, the CPU:
+ * none is in a uprobe's event). */
+static unsigned kernel_trap_flag(const struct session *s, unsigned flags)
+{
+	const char *why;
+	if (!s->kernel_trap || s->has_loads ||
+	    (flags & (DJP_CONNECT_AGG | DJP_CONNECT_USTACK | DJP_CONNECT_REGS | DJP_CONNECT_REGS_STACK |
+		      DJP_CONNECT_INT3 | DJP_CONNECT_CPU)))
+		return 0;
+	return session_uprobes_usable(&why) ? DJP_CONNECT_KERNEL_TRAP : 0;
 }
 
 int session_connect(struct session *s, const char *pattern, unsigned flags, uint32_t str_args, unsigned str_bound,
@@ -400,10 +440,10 @@ int session_connect(struct session *s, const char *pattern, unsigned flags, uint
 
 	djp_pbuf_init(&b);
 	djp_put_str(&b, pattern);
-	djp_put_u32(&b, flags);
+	djp_put_u32(&b, flags | kernel_trap_flag(s, flags));
 	djp_put_u32(&b, str_args);
 	djp_put_u32(&b, str_bound);
-	return connect_request(s, &b, nsites);
+	return connect_request(s, &b, nsites, str_args, str_bound);
 }
 
 int session_loads(struct session *s, const struct djp_load_site *v, unsigned n)
@@ -421,6 +461,7 @@ int session_loads(struct session *s, const struct djp_load_site *v, unsigned n)
 			djp_load_put(&b, &v[i].prog[k]);
 		if ((got = request(s, DJP_MSG_LOADS, &b, DJP_MSG_OK, NULL)) < 0)
 			return (int)got;
+		s->has_loads = true;
 	}
 	return 0;
 }
@@ -435,7 +476,7 @@ int session_connect_agg(struct session *s, const char *pattern, unsigned flags, 
 	djp_put_u32(&b, 0);
 	djp_put_u32(&b, 0);
 	djp_put_u32(&b, plan);
-	return connect_request(s, &b, nsites);
+	return connect_request(s, &b, nsites, 0, 0);
 }
 
 /* A request answered by OK u32: 0 or -errno. */
@@ -493,7 +534,9 @@ int session_follow(struct session *s, const char *name)
 
 int session_bye(struct session *s)
 {
-	int err = simple(s, DJP_MSG_BYE);
+	int err;
+	session_uprobes_detach(s); /* nothing fires after the agent's last word */
+	err = simple(s, DJP_MSG_BYE);
 	s->alive = false;
 	return err;
 }

@@ -177,6 +177,7 @@ static void inherit(struct session *c, const struct session *main)
 	c->snapshot = main->snapshot;
 	c->buffer_size = main->buffer_size;
 	c->str_bound = main->str_bound;
+	c->kernel_trap = main->kernel_trap;
 	c->agg_plans = main->agg_plans;
 	c->nagg_plans = main->nagg_plans;
 	c->agg_capacity = main->agg_capacity;

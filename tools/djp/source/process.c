@@ -794,6 +794,7 @@ int djp_process_source_open(const struct djp_source_opts *o, struct djp_source *
 	p->s.attach_pid = o->pid;
 	p->s.snapshot = o->snapshot;
 	p->s.buffer_size = o->buffer_size;
+	p->s.kernel_trap = true; /* sites no jump reaches: the kernel's uprobe, if it may */
 	p->s.str_bound = o->str_bound;
 	p->snapshot_asked = o->snapshot_asked;
 	p->fmt_of = o->formats;

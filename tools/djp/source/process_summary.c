@@ -13,6 +13,26 @@
 #include "lib/escape.h"
 #include "process.h"
 
+/* The sites armed with the kernel's uprobe (no jump could be placed
+ * there), by marker name. */
+static void proc_summary_uprobes(FILE *f, struct session *s)
+{
+	uint64_t lost = session_uprobes_lost();
+	if (!s->uprobes)
+		return;
+	fprintf(f, "djp trace: %u site%s armed with the kernel's uprobe, where no jump can be placed:", s->uprobes,
+		s->uprobes == 1 ? "" : "s");
+	for (size_t i = 0; i < s->nup_ids && i < 8; i++) {
+		const struct session_marker *m = s->up_ids[i] < s->nmarkers ? &s->markers[s->up_ids[i]] : NULL;
+		char name[1024];
+		fprintf(f, "%s %s", i ? "," : "",
+			m && m->known ? djp_escape_c(name, sizeof(name), m->name, false) : "?");
+	}
+	fprintf(f, "%s\n", s->nup_ids > 8 ? ", ..." : "");
+	if (lost)
+		fprintf(f, "djp trace: %" PRIu64 " uprobe hits lost: the kernel's ring buffer was full\n", lost);
+}
+
 void proc_summary_of(FILE *f, struct session *s)
 {
 	uint64_t lost = session_count_lost(s);
@@ -31,6 +51,7 @@ void proc_summary_of(FILE *f, struct session *s)
 	if (s->lost_noslot)
 		fprintf(f, "djp trace: %" PRIu64 " lost because no ring slot was free\n", s->lost_noslot);
 	session_report_arm_errors(s, "djp trace");
+	proc_summary_uprobes(f, s);
 	/* the header says what the columns count */
 	fprintf(f, "  %-32s %12s %12s  %s\n", "MARKER", "EVENTS", "LOST",
 		"(EVENTS recorded and read; LOST dropped: a full ring, overwritten, or a probe in a probe)");

@@ -1,0 +1,95 @@
+/*
+ * A site no jump can reach, three ways, per hit in the target: armed by
+ * djp with the kernel's uprobe and its BPF recorder (tools/djp/session/
+ * session_uprobes.c), armed by djp as an int3 probe in the target
+ * (--no-uprobe: a SIGTRAP a hit), and counted by bpftrace through its
+ * USDT note (a uprobe and bpftrace's own BPF program).  The site is
+ * hot_sdt's hotsdt:bench_trap, a nop right after a call and three bytes
+ * before its function's end.  djp traces every hit into its event stream
+ * (`djp trace`, the events to /dev/null); bpftrace counts them in a map.
+ * Target: djp's uprobe at most bpftrace's cost on the same site.
+ *
+ * Each figure is the target's own ns per call over its loop, less the
+ * same loop untraced; the median of 5 runs of each, interleaved.  Root
+ * only (uprobes and BPF); the rows say so when they cannot be measured.
+ */
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+#define RUNS 5
+
+/* Run a shell command; the value after `key` in its output, or -1. */
+static double run_value(const char *cmd, const char *key)
+{
+	char line[512];
+	double v = -1;
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p)) {
+		char *k = strstr(line, key);
+		if (k)
+			v = atof(k + strlen(key));
+	}
+	if (pclose(p) != 0)
+		return -1;
+	return v;
+}
+
+int main(void)
+{
+	char exe[PATH_MAX], dir[PATH_MAX], cmd[3 * PATH_MAX + 512];
+	double plain[RUNS], up[RUNS], trap[RUNS], bpf[RUNS];
+	const long calls = 200000;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	int have_bpf = system("command -v bpftrace >/dev/null 2>&1") == 0;
+
+	if (n <= 0)
+		return 1;
+	exe[n] = 0;
+	snprintf(dir, sizeof(dir), "%s/..", dirname(exe));
+	snprintf(cmd, sizeof(cmd), "%s/djp list --json %s/bench-targets/hot_sdt | grep -q '\"arming\":\"uprobe\"'", dir,
+		 dir);
+	if (system(cmd) != 0) {
+		printf("djp uprobe on a site no jump reaches | skipped: the tool may not use the kernel's uprobes (root) "
+		       "| - | -\n");
+		return 0;
+	}
+	for (int r = 0; r < RUNS; r++) {
+		snprintf(cmd, sizeof(cmd), "%s/bench-targets/hot_sdt %ld trap", dir, calls);
+		plain[r] = run_value(cmd, "ns/call ");
+		snprintf(cmd, sizeof(cmd), "%s/djp trace -c '%s/bench-targets/hot_sdt %ld trap' hotsdt:bench_trap 2>/dev/null",
+			 dir, dir, calls);
+		up[r] = run_value(cmd, "ns/call ");
+		snprintf(cmd, sizeof(cmd),
+			 "%s/djp trace --no-uprobe -c '%s/bench-targets/hot_sdt %ld trap' hotsdt:bench_trap 2>/dev/null", dir,
+			 dir, calls);
+		trap[r] = run_value(cmd, "ns/call ");
+		bpf[r] = -1;
+		if (have_bpf) {
+			snprintf(cmd, sizeof(cmd),
+				 "bpftrace -c '%s/bench-targets/hot_sdt %ld trap' -e 'usdt:%s/bench-targets/hot_sdt:hotsdt:"
+				 "bench_trap { @c[probe] = count(); }' 2>/dev/null",
+				 dir, calls, dir);
+			bpf[r] = run_value(cmd, "ns/call ");
+		}
+	}
+	double p = median_of(plain, RUNS), u = median_of(up, RUNS) - p, t = median_of(trap, RUNS) - p;
+	printf("djp trace, the kernel's uprobe (BPF recorder), cost per hit | %.0f ns | - | -\n", u);
+	printf("djp trace --no-uprobe, an int3 probe in the target, cost per hit | %.0f ns | - | -\n", t);
+	printf("int3 probe / the kernel's uprobe, per hit | %.2f x | - | -\n", t / u);
+	if (!have_bpf || median_of(bpf, RUNS) < 0) {
+		printf("bpftrace count on the same site | skipped: bpftrace not installed or not permitted | - | -\n");
+		return 0;
+	}
+	double b = median_of(bpf, RUNS) - p;
+	printf("bpftrace count (USDT uprobe) on the same site, cost per hit | %.0f ns | - | -\n", b);
+	printf("djp uprobe / bpftrace, same site, per hit | %.3f x | <= 1.0 | %s\n", u / b, u / b <= 1.0 ? "ok" : "over");
+	return 0;
+}
