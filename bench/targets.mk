@@ -14,6 +14,12 @@ $(O)/bench-targets/libbench_avx512.so: bench/targets/avx512_site.c include/djpro
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
+# What arm_functions preloads into python3.11: function("*") over it.
+BENCH_DSOS += $(O)/bench-targets/libbench_pyarm.so
+$(O)/bench-targets/libbench_pyarm.so: bench/targets/pyarm.c $(LIB_SO) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -fPIC -shared -o $@ $< -L$(O) -ldjprobe -Wl,-rpath,'$$ORIGIN/..'
 # trace_ctf traces the demo server.
 BENCH_RUN += $(BENCH_TARGETS) $(BENCH_DSOS) $(O)/examples/reqserver bench-deps
 .PHONY: bench-deps

@@ -347,7 +347,14 @@ int djp_branch_targets_of_file(const char *path, struct djp_branch_map *m)
 	*m = (struct djp_branch_map){ 0 };
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOSYS;
-	if (ZYAN_FAILED(ZydisDecoderInit(&w.dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
+	/* Minimal decoding: the length, the mnemonic and category, whether it
+	 * is relative and the raw fields (prefixes, ModRM, displacement,
+	 * immediates) are all the walk reads, and Zydis's minimal mode fills
+	 * them without working out operand sizes and most attributes: half
+	 * the time over python3.11, the same map for every object tried
+	 * (python3.11, postgres, libc, libstdc++, libjvm, gdb, bash). */
+	if (ZYAN_FAILED(ZydisDecoderInit(&w.dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) ||
+	    ZYAN_FAILED(ZydisDecoderEnableMode(&w.dec, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE)))
 		return -ENOSYS;
 	err = code_addresses(path, &w);
 	free(w.held.v);

@@ -1,0 +1,58 @@
+/*
+ * Preloaded into python3.11 by bench/arm_functions.c: with DJP_BENCH_PYARM
+ * set, its constructor connects one probe to every function of the main
+ * program (process("/usr/bin/python3.11").function("*")), timing the
+ * connect; python runs its command with them armed; at exit the probe is
+ * disconnected, timed too, and one line says how long each took and how
+ * many hits the functions had.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "djprobe/djprobe.h"
+
+static atomic_long hits;
+static int id = -1;
+static double armed_ms;
+
+static void count(const struct djp_hit *hit, void *data)
+{
+	(void)hit;
+	(void)data;
+	atomic_fetch_add_explicit(&hits, 1, memory_order_relaxed);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+__attribute__((constructor)) static void arm(void)
+{
+	double t0;
+	if (!getenv("DJP_BENCH_PYARM"))
+		return;
+	t0 = now_ms();
+	id = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts), .func = "*" }, count, NULL,
+			    DJP_GPR_ONLY);
+	armed_ms = now_ms() - t0;
+}
+
+__attribute__((destructor)) static void disarm(void)
+{
+	double t0;
+	if (!getenv("DJP_BENCH_PYARM"))
+		return;
+	if (id < 0) {
+		fprintf(stderr, "pyarm: connect %d\n", id);
+		return;
+	}
+	t0 = now_ms();
+	djp_disconnect(id);
+	fprintf(stderr, "pyarm: armed %.1f ms disarmed %.1f ms hits %ld\n", armed_ms, now_ms() - t0,
+		atomic_load(&hits));
+}
