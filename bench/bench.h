@@ -1,13 +1,15 @@
 /*
  * What every benchmark here shares: the loop that calls the function under
  * test and the plain-NOP baseline (64-byte aligned and never inlined, so
- * code placement does not decide a result), a monotonic clock in ns, and
- * medians.
+ * code placement does not decide a result), a monotonic clock in ns,
+ * medians, and a value a command prints.
  */
 #ifndef DJP_BENCH_H
 #define DJP_BENCH_H
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define ALIGNED __attribute__((noinline, aligned(64)))
@@ -60,6 +62,24 @@ static inline double median_of(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(*v), cmp_double);
 	return v[n / 2];
+}
+
+/* Run a shell command (a target under a tracer, say): the number after
+ * `key` in the last line of its output that has it, or -1 (no such line,
+ * or the command failed). */
+static inline __attribute__((unused)) double run_value(const char *cmd, const char *key)
+{
+	char line[1024];
+	double v = -1;
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p)) {
+		char *k = strstr(line, key);
+		if (k)
+			v = atof(k + strlen(key));
+	}
+	return pclose(p) == 0 ? v : -1;
 }
 
 #endif

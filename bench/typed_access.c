@@ -23,22 +23,6 @@
 #define RUNS 3
 #define CALLS 1000000L
 
-/* The ns/call a command printed (both streams), or -1. */
-static double ns_per_call(const char *cmd)
-{
-	char line[1024];
-	double v = -1;
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	while (fgets(line, sizeof(line), p)) {
-		char *k = strstr(line, "ns/call ");
-		if (k)
-			v = atof(k + 8);
-	}
-	return pclose(p) == 0 ? v : -1;
-}
-
 int main(void)
 {
 	static const char *const reads[] = { "$n", "$n->a", "$n->next->next->a" };
@@ -53,7 +37,7 @@ int main(void)
 	snprintf(dir, sizeof(dir), "%s/..", dirname(exe));
 	for (int r = 0; r < RUNS; r++) {
 		snprintf(cmd, sizeof(cmd), "%s/bench-targets/hot_typed %ld", dir, CALLS);
-		ok &= (plain[r] = ns_per_call(cmd)) > 0;
+		ok &= (plain[r] = run_value(cmd, "ns/call ")) > 0;
 		for (int k = 0; k < 3; k++) {
 			/* a local: the probe runs in the tool, each hit an event;
 			 * rings large enough that none is lost */
@@ -61,7 +45,7 @@ int main(void)
 				 "%s/djp -s 128 -c '%s/bench-targets/hot_typed %ld' -e 'probe process.function(\"hot_node\") "
 				 "{ x = %s }' 2>&1",
 				 dir, dir, CALLS, reads[k]);
-			ok &= (hit[k][r] = ns_per_call(cmd)) > 0;
+			ok &= (hit[k][r] = run_value(cmd, "ns/call ")) > 0;
 		}
 	}
 	p = median_of(plain, RUNS);

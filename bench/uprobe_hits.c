@@ -24,24 +24,6 @@
 
 #define RUNS 5
 
-/* Run a shell command; the value after `key` in its output, or -1. */
-static double run_value(const char *cmd, const char *key)
-{
-	char line[512];
-	double v = -1;
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	while (fgets(line, sizeof(line), p)) {
-		char *k = strstr(line, key);
-		if (k)
-			v = atof(k + strlen(key));
-	}
-	if (pclose(p) != 0)
-		return -1;
-	return v;
-}
-
 int main(void)
 {
 	char exe[PATH_MAX], dir[PATH_MAX], cmd[3 * PATH_MAX + 512];

@@ -135,6 +135,20 @@ TEST_TIMEOUT(trace_uprobe_site_in_threads_that_block_sigtrap, 90)
 	free(p);
 }
 
+/* After the trace: the site's byte is the file's, the semaphore down (the
+ * program stops calling), and the program runs on and exits 0. */
+static void check_left_as_it_was(struct tproc *t, uintptr_t site)
+{
+	int st;
+	CHECK_EQ(tt_byte_at(t->pid, site), 0x90);
+	tt_send(t, "run 30\n");
+	CHECK(tt_wait_out(t, "ran 30 fired 0\n", 10000));
+	close(t->in);
+	t->in = -1;
+	st = tt_finish(t, 10000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* -x into a running program, then the trace ends: the site's byte is the
  * file's, the semaphore is down (the program stops calling), and the
  * program runs on. */
@@ -162,13 +176,7 @@ TEST_TIMEOUT(trace_uprobe_site_left_as_it_was, 90)
 	st = tt_finish(d, 20000);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK_EQ(tt_count(d->obuf, " trapsite:after_call "), 30);
-	CHECK_EQ(tt_byte_at(t->pid, site), 0x90);
-	tt_send(t, "run 30\n");
-	CHECK(tt_wait_out(t, "ran 30 fired 0\n", 10000));
-	close(t->in);
-	t->in = -1;
-	st = tt_finish(t, 10000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	check_left_as_it_was(t, site);
 	free(d);
 	free(t);
 }
@@ -330,13 +338,7 @@ TEST_TIMEOUT(trace_uprobe_stress_attach_detach_under_load, 3600)
 		free(d);
 	}
 	CHECK(tt_wait_out(t, "hammered 4 fired ", 60000));
-	CHECK_EQ(tt_byte_at(t->pid, site), 0x90);
-	tt_send(t, "run 30\n");
-	CHECK(tt_wait_out(t, "ran 30 fired 0\n", 10000));
-	close(t->in);
-	t->in = -1;
-	st = tt_finish(t, 10000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	check_left_as_it_was(t, site);
 	printf("# %d cycles, %ld events checked\n", cycles, events);
 	CHECK(cycles > 0 && events > 0);
 	free(t);

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "selftests/sdt_note_asm.h" /* (the trap probe's note) */
+
 volatile long hot_sink;
 
 /* the probe, then work (a probe is inside a function, not its whole) */
@@ -68,19 +70,7 @@ __asm__(".pushsection .text\n"
 	"	ret\n"
 	".size hot_trap, .-hot_trap\n"
 	".popsection\n"
-	".pushsection .note.stapsdt,\"?\",@note\n"
-	".balign 4\n"
-	".4byte 992f-991f, 994f-993f, 3\n"
-	"991: .asciz \"stapsdt\"\n"
-	"992: .balign 4\n"
-	"993: .8byte 990b\n"
-	".8byte _.stapsdt.base\n"
-	".8byte 0\n"
-	".asciz \"hotsdt\"\n"
-	".asciz \"bench_trap\"\n"
-	".asciz \"-4@%edi 8@%rbx\"\n"
-	"994: .balign 4\n"
-	".popsection\n");
+	SDT_NOTE_ASM("hotsdt", "bench_trap", "0", "-4@%edi 8@%rbx"));
 
 int main(int argc, char **argv)
 {

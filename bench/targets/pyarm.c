@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench/bench.h"
 #include "djprobe/djprobe.h"
 
 static atomic_long hits;
@@ -24,22 +25,15 @@ static void count(const struct djp_hit *hit, void *data)
 	atomic_fetch_add_explicit(&hits, 1, memory_order_relaxed);
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 __attribute__((constructor)) static void arm(void)
 {
 	double t0;
 	if (!getenv("DJP_BENCH_PYARM"))
 		return;
-	t0 = now_ms();
+	t0 = now_ns() / 1e6;
 	id = djp_connect_at(&(struct djp_point_opts){ .sz = sizeof(struct djp_point_opts), .func = "*" }, count, NULL,
 			    DJP_GPR_ONLY);
-	armed_ms = now_ms() - t0;
+	armed_ms = now_ns() / 1e6 - t0;
 }
 
 __attribute__((destructor)) static void disarm(void)
@@ -51,8 +45,8 @@ __attribute__((destructor)) static void disarm(void)
 		fprintf(stderr, "pyarm: connect %d\n", id);
 		return;
 	}
-	t0 = now_ms();
+	t0 = now_ns() / 1e6;
 	djp_disconnect(id);
-	fprintf(stderr, "pyarm: armed %.1f ms disarmed %.1f ms hits %ld\n", armed_ms, now_ms() - t0,
+	fprintf(stderr, "pyarm: armed %.1f ms disarmed %.1f ms hits %ld\n", armed_ms, now_ns() / 1e6 - t0,
 		atomic_load(&hits));
 }

@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "selftests/sdt_note_asm.h"
+
 /* uprobe_site: "nop; ret", the NOP the probe's site.  The arguments are
  * where the call left them: rdi, rsi, edx, ecx, r8, r9, then the seventh
  * and eighth on the stack above the return address. */
@@ -37,33 +39,15 @@ __asm__(".text\n"
 	"990: nop\n"
 	"ret\n"
 	".size uprobe_site, .-uprobe_site\n"
-	".ifndef _.stapsdt.base\n"
-	".pushsection .stapsdt.base,\"aG\",@progbits,.stapsdt.base,comdat\n"
-	".weak _.stapsdt.base\n"
-	".hidden _.stapsdt.base\n"
-	"_.stapsdt.base: .space 1\n"
-	".size _.stapsdt.base, 1\n"
-	".popsection\n"
-	".endif\n"
+	SDT_BASE_ASM
 	".pushsection .probes,\"aw\",@progbits\n"
 	".balign 2\n"
 	".globl uprobe_target_semaphore\n"
 	"uprobe_target_semaphore: .2byte 0\n"
 	".popsection\n"
-	".pushsection .note.stapsdt,\"\",@note\n"
-	".balign 4\n"
-	".4byte 992f-991f, 994f-993f, 3\n"
-	"991: .asciz \"stapsdt\"\n"
-	"992: .balign 4\n"
-	"993: .8byte 990b\n"
-	".8byte _.stapsdt.base\n"
-	".8byte uprobe_target_semaphore\n"
-	".asciz \"uprobe_target\"\n"
-	".asciz \"hit\"\n"
-	".asciz \"8@%rdi 8@%rsi -4@%edx 1@%ch 2@(%r8,%r9,2) 8@8(%rsp) -8@16(%rsp) -4@$-12345 "
-	"8@uprobe_global(%rip) -2@uprobe_short(%rip) 1@uprobe_byte(%rip) 4@%edi\"\n"
-	"994: .balign 4\n"
-	".popsection\n");
+	SDT_NOTE_ASM("uprobe_target", "hit", "uprobe_target_semaphore",
+		     "8@%rdi 8@%rsi -4@%edx 1@%ch 2@(%r8,%r9,2) 8@8(%rsp) -8@16(%rsp) -4@$-12345 "
+		     "8@uprobe_global(%rip) -2@uprobe_short(%rip) 1@uprobe_byte(%rip) 4@%edi"));
 
 void uprobe_site(uint64_t reg, const char *str, int neg, unsigned ch, const uint16_t *tab, long idx, uint64_t s7,
 		 int64_t s8);

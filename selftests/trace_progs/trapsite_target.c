@@ -41,6 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "selftests/sdt_note_asm.h"
+
 long tsite_global = 0x1234567;
 /* The probe's semaphore, where <sys/sdt.h> puts them. */
 __attribute__((section(".probes"), used)) volatile unsigned short tsite_sem;
@@ -68,47 +70,14 @@ __asm__(".pushsection .text\n"
 	"	ret\n"
 	".size tsite_fn, .-tsite_fn\n"
 	".popsection\n"
-	".pushsection .note.stapsdt,\"?\",@note\n"
-	".balign 4\n"
-	".4byte 992f-991f, 994f-993f, 3\n"
-	"991: .asciz \"stapsdt\"\n"
-	"992: .balign 4\n"
-	"993: .8byte 990b\n"
-	".8byte _.stapsdt.base\n"
-	".8byte tsite_sem\n"
-	".asciz \"trapsite\"\n"
-	".asciz \"after_call\"\n"
-	".asciz \"8@%rbx 8@0(%rsp) -4@$-7 8@tsite_global(%rip) -8@%rax 8@%rcx\"\n"
-	"994: .balign 4\n"
-	".popsection\n"
-	".ifndef _.stapsdt.base\n"
-	".pushsection .stapsdt.base,\"aG\",@progbits,.stapsdt.base,comdat\n"
-	".weak _.stapsdt.base\n"
-	".hidden _.stapsdt.base\n"
-	"_.stapsdt.base: .space 1\n"
-	".size _.stapsdt.base, 1\n"
-	".popsection\n"
-	".endif\n");
+	SDT_NOTE_ASM("trapsite", "after_call", "tsite_sem", "8@%rbx 8@0(%rsp) -4@$-7 8@tsite_global(%rip) -8@%rax 8@%rcx")
+	SDT_BASE_ASM);
 
 static const char *const texts[] = { "alpha", "beta", "gamma" };
 
 /* trapsite:before, with i: an SDT nop in the loop, which the engine
  * widens into a jump; its events and after_call's alternate. */
-#define BEFORE_PROBE(i)                                                                                    \
-	__asm__ __volatile__("990: nop\n"                                                                  \
-			     ".pushsection .note.stapsdt,\"?\",@note\n"                                     \
-			     ".balign 4\n"                                                                  \
-			     ".4byte 992f-991f, 994f-993f, 3\n"                                             \
-			     "991: .asciz \"stapsdt\"\n"                                                    \
-			     "992: .balign 4\n"                                                             \
-			     "993: .8byte 990b\n"                                                           \
-			     ".8byte _.stapsdt.base\n"                                                      \
-			     ".8byte 0\n"                                                                   \
-			     ".asciz \"trapsite\"\n"                                                        \
-			     ".asciz \"before\"\n"                                                          \
-			     ".asciz \"8@%0\"\n"                                                            \
-			     "994: .balign 4\n"                                                             \
-			     ".popsection\n" ::"r"(i))
+#define BEFORE_PROBE(i) __asm__ __volatile__("990: nop\n" SDT_NOTE_ASM("trapsite", "before", "0", "8@%0")::"r"(i))
 
 static long loop(long n)
 {
