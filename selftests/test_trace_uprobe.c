@@ -45,6 +45,18 @@ static void need_uprobes(void)
 	free(p);
 }
 
+/* End the input of a djp run whose command reads it, and wait: it must
+ * exit 0 (its output stays in p). */
+static void finish(struct tproc *p)
+{
+	int st;
+	close(p->in);
+	p->in = -1;
+	st = tt_finish(p, 20000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		djp_test_fail(__FILE__, __LINE__, "status %#x: %s", st, p->ebuf);
+}
+
 /* Each of the n events the loop of `run n` makes, once, with its values. */
 static void check_values(const char *out, long n)
 {
@@ -65,7 +77,7 @@ static struct tproc *trace_run(const char *extra, long n)
 {
 	char cmd[64], want[64];
 	char *argv[8];
-	int k = 0, st;
+	int k = 0;
 	struct tproc *p;
 
 	argv[k++] = (char *)tt_djp();
@@ -83,11 +95,7 @@ static struct tproc *trace_run(const char *extra, long n)
 	tt_send(p, cmd);
 	if (!tt_wait_out(p, want, 20000))
 		djp_test_fail(__FILE__, __LINE__, "no '%s' (the semaphore not raised?): %s / %s", want, p->obuf, p->ebuf);
-	close(p->in);
-	p->in = -1;
-	st = tt_finish(p, 20000);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		djp_test_fail(__FILE__, __LINE__, "status %#x: %s", st, p->ebuf);
+	finish(p);
 	return p;
 }
 
@@ -116,7 +124,6 @@ TEST_TIMEOUT(trace_uprobe_site_in_threads_that_block_sigtrap, 90)
 	char *argv[] = { (char *)tt_djp(), "trace", "-c", (char *)target(), FORMAT, NULL };
 	struct tproc *p;
 	unsigned long long events = 0, lost = 0;
-	int st;
 
 	need_uprobes();
 	p = tt_spawn(argv, false, -1);
@@ -124,10 +131,7 @@ TEST_TIMEOUT(trace_uprobe_site_in_threads_that_block_sigtrap, 90)
 	tt_send(p, "threads 4 2000\n");
 	if (!tt_wait_out(p, "threaded 4 2000 fired 8000\n", 30000))
 		djp_test_fail(__FILE__, __LINE__, "threads: %s / %s", p->obuf, p->ebuf);
-	close(p->in);
-	p->in = -1;
-	st = tt_finish(p, 20000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	finish(p);
 	CHECK_EQ(tt_count(p->obuf, " trapsite:after_call "), 8000);
 	CHECK(tt_summary_row(p->ebuf, "trapsite:after_call", &events, &lost));
 	CHECK_EQ(events, 8000);
@@ -139,14 +143,10 @@ TEST_TIMEOUT(trace_uprobe_site_in_threads_that_block_sigtrap, 90)
  * program stops calling), and the program runs on and exits 0. */
 static void check_left_as_it_was(struct tproc *t, uintptr_t site)
 {
-	int st;
 	CHECK_EQ(tt_byte_at(t->pid, site), 0x90);
 	tt_send(t, "run 30\n");
 	CHECK(tt_wait_out(t, "ran 30 fired 0\n", 10000));
-	close(t->in);
-	t->in = -1;
-	st = tt_finish(t, 10000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	tt_end(t);
 }
 
 /* -x into a running program, then the trace ends: the site's byte is the
@@ -178,7 +178,6 @@ TEST_TIMEOUT(trace_uprobe_site_left_as_it_was, 90)
 	CHECK_EQ(tt_count(d->obuf, " trapsite:after_call "), 30);
 	check_left_as_it_was(t, site);
 	free(d);
-	free(t);
 }
 
 /* A probe script over the same site: the arguments by name, a string by
@@ -187,7 +186,6 @@ TEST_TIMEOUT(script_uprobe_site_values, 90)
 {
 	char script[8192];
 	struct tproc *p;
-	int st;
 
 	need_uprobes();
 	snprintf(script, sizeof(script),
@@ -198,11 +196,7 @@ TEST_TIMEOUT(script_uprobe_site_values, 90)
 	CHECK(tt_wait_out(p, "ready ", 10000));
 	tt_send(p, "run 90\n");
 	CHECK(tt_wait_out(p, "ran 90 fired 90\n", 20000));
-	close(p->in);
-	p->in = -1;
-	st = tt_finish(p, 20000);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		djp_test_fail(__FILE__, __LINE__, "status %#x: %s", st, p->ebuf);
+	finish(p);
 	check_values(p->obuf, 90);
 	free(p);
 }
@@ -215,17 +209,13 @@ TEST_TIMEOUT(trace_uprobe_and_jump_events_in_time_order, 90)
 	char *argv[] = { (char *)tt_djp(), "trace", "-c", (char *)target(), "trapsite:before=i=%ld", FORMAT, NULL };
 	struct tproc *p;
 	const char *at;
-	int st;
 
 	need_uprobes();
 	p = tt_spawn(argv, false, -1);
 	CHECK(tt_wait_out(p, "ready ", 10000));
 	tt_send(p, "run 500\n");
 	CHECK(tt_wait_out(p, "ran 500 fired 500\n", 20000));
-	close(p->in);
-	p->in = -1;
-	st = tt_finish(p, 20000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	finish(p);
 	at = p->obuf;
 	for (long i = 0; i < 500; i++) {
 		char before[64], after[64];
@@ -252,7 +242,7 @@ TEST_TIMEOUT(trace_uprobe_site_in_a_child_of_fork, 90)
 {
 	char *argv[] = { (char *)tt_djp(), "trace", "-c", (char *)target(), FORMAT, NULL };
 	struct tproc *p;
-	int st, ppid = 0;
+	int ppid = 0;
 
 	need_uprobes();
 	p = tt_spawn(argv, false, -1);
@@ -262,10 +252,7 @@ TEST_TIMEOUT(trace_uprobe_site_in_a_child_of_fork, 90)
 	CHECK(tt_wait_out(p, "forked 40 status 0\n", 20000));
 	tt_send(p, "run 10\n");
 	CHECK(tt_wait_out(p, "ran 10 fired 10\n", 20000));
-	close(p->in);
-	p->in = -1;
-	st = tt_finish(p, 20000);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	finish(p);
 	CHECK_EQ(tt_count(p->obuf, " trapsite:after_call "), 50);
 	{
 		char mine[32];
@@ -341,5 +328,4 @@ TEST_TIMEOUT(trace_uprobe_stress_attach_detach_under_load, 3600)
 	check_left_as_it_was(t, site);
 	printf("# %d cycles, %ld events checked\n", cycles, events);
 	CHECK(cycles > 0 && events > 0);
-	free(t);
 }

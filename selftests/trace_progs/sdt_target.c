@@ -20,31 +20,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "selftests/sdt_note_asm.h"
+
 /* What STAP_PROBE3 expands to, written out (no <sys/sdt.h> needed). */
-#define SDT_PROBE3(provider, name, a, b, c)                                                 \
-	__asm__ __volatile__("990: nop\n"                                                   \
-			     ".pushsection .note.stapsdt,\"?\",@note\n"                     \
-			     ".balign 4\n"                                                  \
-			     ".4byte 992f-991f, 994f-993f, 3\n"                             \
-			     "991: .asciz \"stapsdt\"\n"                                    \
-			     "992: .balign 4\n"                                             \
-			     "993: .8byte 990b\n"                                           \
-			     ".8byte _.stapsdt.base\n"                                      \
-			     ".8byte 0\n"                                                   \
-			     ".asciz \"" #provider "\"\n"                                   \
-			     ".asciz \"" #name "\"\n"                                       \
-			     ".asciz \"8@%0 8@%1 -4@%2\"\n"                                 \
-			     "994: .balign 4\n"                                             \
-			     ".popsection\n"                                                \
-			     ".ifndef _.stapsdt.base\n"                                     \
-			     ".pushsection .stapsdt.base,\"aG\",@progbits,.stapsdt.base,comdat\n" \
-			     ".weak _.stapsdt.base\n"                                       \
-			     ".hidden _.stapsdt.base\n"                                     \
-			     "_.stapsdt.base: .space 1\n"                                   \
-			     ".size _.stapsdt.base, 1\n"                                    \
-			     ".popsection\n"                                                \
-			     ".endif\n" ::"r"(a),                                           \
-			     "r"(b), "r"(c))
+#define SDT_PROBE3(provider, name, a, b, c)                                                           \
+	__asm__ __volatile__("990: nop\n" SDT_NOTE_ASM(#provider, #name, "0", "8@%0 8@%1 -4@%2") SDT_BASE_ASM \
+			     ::"r"(a), "r"(b), "r"(c))
 
 /* The probe is the function's first instruction: a function probe of it
  * lands on the SDT site. */

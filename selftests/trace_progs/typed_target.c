@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "selftests/sdt_note_asm.h"
+
 volatile long tt_sink;
 
 /* signed: -3i - 1 */
@@ -50,30 +52,8 @@ __attribute__((noinline)) const char *tt_ptr(const char *p)
 
 /* STAP_PROBE2(typed, vals, a, b) written out, with the argument
  * locations `args` ("-4@%0 8@%1") */
-#define SDT_PROBE2(provider, name, args, a, b)                                               \
-	__asm__ __volatile__("990: nop\n"                                                    \
-			     ".pushsection .note.stapsdt,\"?\",@note\n"                      \
-			     ".balign 4\n"                                                   \
-			     ".4byte 992f-991f, 994f-993f, 3\n"                              \
-			     "991: .asciz \"stapsdt\"\n"                                     \
-			     "992: .balign 4\n"                                              \
-			     "993: .8byte 990b\n"                                            \
-			     ".8byte _.stapsdt.base\n"                                       \
-			     ".8byte 0\n"                                                    \
-			     ".asciz \"" #provider "\"\n"                                    \
-			     ".asciz \"" #name "\"\n"                                        \
-			     ".asciz \"" args "\"\n"                                          \
-			     "994: .balign 4\n"                                              \
-			     ".popsection\n"                                                 \
-			     ".ifndef _.stapsdt.base\n"                                      \
-			     ".pushsection .stapsdt.base,\"aG\",@progbits,.stapsdt.base,comdat\n" \
-			     ".weak _.stapsdt.base\n"                                        \
-			     ".hidden _.stapsdt.base\n"                                      \
-			     "_.stapsdt.base: .space 1\n"                                    \
-			     ".size _.stapsdt.base, 1\n"                                     \
-			     ".popsection\n"                                                 \
-			     ".endif\n" ::"r"(a),                                            \
-			     "r"(b))
+#define SDT_PROBE2(provider, name, args, a, b)                                                        \
+	__asm__ __volatile__("990: nop\n" SDT_NOTE_ASM(#provider, #name, "0", args) SDT_BASE_ASM ::"r"(a), "r"(b))
 
 int main(int argc, char **argv)
 {
