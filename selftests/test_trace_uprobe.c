@@ -329,3 +329,31 @@ TEST_TIMEOUT(trace_uprobe_stress_attach_detach_under_load, 3600)
 	printf("# %d cycles, %ld events checked\n", cycles, events);
 	CHECK(cycles > 0 && events > 0);
 }
+
+/* The BPF ring full (the tool stopped while four threads hit the site):
+ * every hit is an event or a loss the summary says, none silent. */
+TEST_TIMEOUT(trace_uprobe_ring_full_is_counted, 120)
+{
+	char *argv[] = { (char *)tt_djp(), "trace", "-o", "/dev/null", "-c", (char *)target(), "trapsite:after_call",
+			 NULL };
+	unsigned long long events = 0, lost = 0;
+	struct tproc *p;
+	const char *l;
+
+	need_uprobes();
+	p = tt_spawn(argv, false, -1);
+	CHECK(tt_wait_out(p, "ready ", 10000));
+	kill(p->pid, SIGSTOP);
+	tt_send(p, "threads 4 100000\n");
+	CHECK(tt_wait_out(p, "threaded 4 100000 fired 400000\n", 60000));
+	kill(p->pid, SIGCONT);
+	finish(p);
+	CHECK(tt_summary_row(p->ebuf, "trapsite:after_call", &events, &lost));
+	l = strstr(p->ebuf, " lost at sites armed with the kernel's uprobe: its ring buffer was full\n");
+	while (l && l > p->ebuf && l[-1] != ' ')
+		l--;
+	CHECK(l && sscanf(l, "%llu", &lost) == 1);
+	CHECK(lost > 0);
+	CHECK_EQ(events + lost, 400000);
+	free(p);
+}

@@ -742,7 +742,9 @@ static const struct djp_ev_desc *desc_of(struct live *l, size_t i, uint32_t id)
 static uint64_t live_lost(struct djp_source *src, djp_src_lost_fn fn, void *ctx)
 {
 	struct live *l = (struct live *)src;
-	uint64_t lost = l->released_lost; /* kids let go: their total only */
+	/* kids let go: their total only; the kernel's uprobes: theirs, for
+	 * every process at once (the BPF ring is one) */
+	uint64_t lost = l->released_lost + session_uprobes_lost();
 	for (size_t i = 0; i <= l->kids.n; i++) {
 		struct session *s = session_at(l, i);
 		if (!s->cons)

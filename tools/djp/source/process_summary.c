@@ -17,7 +17,6 @@
  * there), by marker name. */
 static void proc_summary_uprobes(FILE *f, struct session *s)
 {
-	uint64_t lost = session_uprobes_lost();
 	if (!s->uprobes)
 		return;
 	fprintf(f, "djp trace: %u site%s armed with the kernel's uprobe, where no jump can be placed:", s->uprobes,
@@ -29,8 +28,6 @@ static void proc_summary_uprobes(FILE *f, struct session *s)
 			m && m->known ? djp_escape_c(name, sizeof(name), m->name, false) : "?");
 	}
 	fprintf(f, "%s\n", s->nup_ids > 8 ? ", ..." : "");
-	if (lost)
-		fprintf(f, "djp trace: %" PRIu64 " uprobe hits lost: the kernel's ring buffer was full\n", lost);
 }
 
 void proc_summary_of(FILE *f, struct session *s)
@@ -89,6 +86,11 @@ void proc_kid_summary(FILE *f, struct session *k)
 void proc_report(struct djp_source *src, FILE *f)
 {
 	struct proc *p = (struct proc *)src;
+	uint64_t uprobe_lost = session_uprobes_lost();
+	/* the kernel's uprobes write every process's events into one ring */
+	if (uprobe_lost)
+		fprintf(f, "djp trace: %" PRIu64 " lost at sites armed with the kernel's uprobe: its ring buffer was full\n",
+			uprobe_lost);
 	if (!p->all)
 		proc_summary_of(f, &p->s);
 	else if (!p->released_len && !p->kids.n)
