@@ -132,6 +132,9 @@ static const struct djp_marker_list *markers_of(const char *object, char *err, s
 	return up.markers;
 }
 
+/* What a user can do when a site left to the kernel cannot be armed so. */
+#define NO_UPROBE_HINT " (--no-uprobe arms an int3 probe there instead)"
+
 /* Arm site (marker id, at run-time address addr) of s; 0 or -errno with
  * the reason in s->errmsg. */
 static int arm_one(struct session *s, uint32_t id, uint64_t addr, uint32_t str_args, unsigned str_bound)
@@ -145,12 +148,12 @@ static int arm_one(struct session *s, uint32_t id, uint64_t addr, uint32_t str_a
 	uint32_t mask;
 
 	if (!sm) {
-		snprintf(s->errmsg, sizeof(s->errmsg), "marker #%" PRIu32 " left to a uprobe is not known", id);
+		snprintf(s->errmsg, sizeof(s->errmsg), "marker #%" PRIu32 " left to a uprobe is not known" NO_UPROBE_HINT, id);
 		return -EPROTO;
 	}
 	if (mapping_of(s->pid, addr, &file_off, mapped, sizeof(mapped)) ||
 	    !(l = markers_of(sm->object, err, sizeof(err))) || djp_marker_list_vaddr_of(l, file_off, &vaddr)) {
-		snprintf(s->errmsg, sizeof(s->errmsg), "%s: the site of %s at 0x%" PRIx64 " cannot be found in its file",
+		snprintf(s->errmsg, sizeof(s->errmsg), "%s: the site of %s at 0x%" PRIx64 " cannot be found in its file" NO_UPROBE_HINT,
 			 sm->object, sm->name, addr);
 		return -ENOENT;
 	}
@@ -158,7 +161,7 @@ static int arm_one(struct session *s, uint32_t id, uint64_t addr, uint32_t str_a
 		if (l->v[i].site == vaddr)
 			m = &l->v[i];
 	if (!m || (m->semaphore && djp_marker_list_file_offset(l, m->semaphore, &sem_off))) {
-		snprintf(s->errmsg, sizeof(s->errmsg), "%s: no marker of its file at 0x%" PRIx64 " (%s)", sm->object,
+		snprintf(s->errmsg, sizeof(s->errmsg), "%s: no marker of its file at 0x%" PRIx64 " (%s)" NO_UPROBE_HINT, sm->object,
 			 vaddr, sm->name);
 		return -ENOENT;
 	}
@@ -180,7 +183,7 @@ static int arm_one(struct session *s, uint32_t id, uint64_t addr, uint32_t str_a
 		.str_bound = str_bound > s->str_bound ? str_bound : s->str_bound,
 	};
 	if (djp_uprobes_attach(up.u, &site, err, sizeof(err)) < 0) {
-		snprintf(s->errmsg, sizeof(s->errmsg), "%s", err);
+		snprintf(s->errmsg, sizeof(s->errmsg), "%s" NO_UPROBE_HINT, err);
 		return -EIO;
 	}
 	s->uprobes++;
