@@ -35,7 +35,7 @@
  * hit that finds no room is counted, per CPU, and djp_uprobes_lost sums.
  *
  * Privileges.  The program needs CAP_BPF and CAP_PERFMON, the uprobes
- * CAP_SYS_ADMIN on current kernels; djp_uprobes_open asks the kernel for
+ * CAP_SYS_ADMIN on some kernels (below); djp_uprobes_open asks the kernel for
  * both before it loads anything, so that a tool without them is told
  * once, and keeps its int3 probes, rather than refused at every site.
  *
@@ -155,10 +155,10 @@ static bool may_use_bpf(void)
 	return (eff & (1ull << CAP_SYS_ADMIN)) || ((eff & (1ull << CAP_BPF)) && (eff & (1ull << CAP_PERFMON)));
 }
 
-/* May this process open a uprobe?  Kernels since 2025 (and the stable
- * series they were backported to) ask for CAP_SYS_ADMIN where CAP_PERFMON
- * did before, and check it first: a uprobe event with no file answers
- * EACCES, or, allowed, that the file is not there. */
+/* May this process open a uprobe?  Some kernels ask for CAP_SYS_ADMIN
+ * where CAP_PERFMON did before (6.18 here refuses a uprobe to CAP_BPF and
+ * CAP_PERFMON alone, EACCES), and check it first: a uprobe event with no
+ * file answers EACCES, or, allowed, that the file is not there. */
 static int uprobe_pmu_check(char *err, size_t errsz)
 {
 	struct perf_event_attr a = { .size = sizeof(a), .config1 = (uint64_t)(uintptr_t)"" };
