@@ -152,6 +152,7 @@ static int arm(struct djp_uprobes *u, const struct site_file *f, const struct ta
 /* ---- the events ------------------------------------------------------- */
 
 struct got {
+	int slot;
 	int32_t pid, tid;
 	struct djp_event *ev;
 };
@@ -161,7 +162,7 @@ struct events {
 	size_t n, cap;
 };
 
-static int keep(void *ctx, int32_t pid, int32_t tid, const struct djp_event *ev)
+static int keep(void *ctx, int slot, int32_t pid, int32_t tid, const struct djp_event *ev)
 {
 	struct events *e = ctx;
 
@@ -171,6 +172,7 @@ static int keep(void *ctx, int32_t pid, int32_t tid, const struct djp_event *ev)
 	}
 	CHECK((e->v[e->n].ev = malloc(ev->size)) != NULL);
 	memcpy(e->v[e->n].ev, ev, ev->size);
+	e->v[e->n].slot = slot;
 	e->v[e->n].pid = pid;
 	e->v[e->n].tid = tid;
 	e->n++;
@@ -189,10 +191,10 @@ static void drain(struct djp_uprobes *u, struct events *e)
 }
 
 /* keep(), and stop at the tenth. */
-static int keep_ten(void *ctx, int32_t pid, int32_t tid, const struct djp_event *ev)
+static int keep_ten(void *ctx, int slot, int32_t pid, int32_t tid, const struct djp_event *ev)
 {
 	struct events *e = ctx;
-	keep(ctx, pid, tid, ev);
+	keep(ctx, slot, pid, tid, ev);
 	return e->n == 10;
 }
 
@@ -421,11 +423,12 @@ TEST(uprobes_only_the_process_armed_is_recorded)
 	struct events e = { 0 };
 	struct site_file f;
 	struct target a, b;
+	int sa, sb;
 
 	read_site(&f);
 	start(&a);
 	start(&b);
-	arm(u, &f, &a);
+	sa = arm(u, &f, &a);
 	CHECK_EQ(ask_num(&a, "sem\n", "sem "), 1);
 	CHECK_EQ(ask_num(&b, "sem\n", "sem "), 0); /* raised in the process armed alone */
 	CHECK_EQ(ask_num(&b, "force 300\n", "done "), 300);
@@ -437,7 +440,8 @@ TEST(uprobes_only_the_process_armed_is_recorded)
 
 	/* both armed, two uprobes on one site: each hit recorded once, for
 	 * its own process */
-	arm(u, &f, &b);
+	sb = arm(u, &f, &b);
+	CHECK(sb != sa);
 	CHECK_EQ(djp_uprobes_armed(u), 2);
 	CHECK_EQ(ask_num(&b, "sem\n", "sem "), 1);
 	CHECK_EQ(ask_num(&b, "force 200\n", "done "), 200);
@@ -445,9 +449,11 @@ TEST(uprobes_only_the_process_armed_is_recorded)
 	drain(u, &e);
 	CHECK_EQ(e.n, 210);
 	CHECK_EQ(count_of(&e, b.pid, a.pid), 200);
+	for (size_t i = 0; i < e.n; i++) /* each names its own process's site */
+		CHECK_EQ(e.v[i].slot, e.v[i].pid == a.pid ? sa : sb);
 	events_free(&e);
 
-	djp_uprobes_detach_pid(u, a.pid);
+	djp_uprobes_detach(u, sa);
 	CHECK_EQ(djp_uprobes_armed(u), 1);
 	CHECK_EQ(ask_num(&a, "sem\n", "sem "), 0);
 	CHECK_EQ(ask_num(&b, "sem\n", "sem "), 1);

@@ -196,7 +196,7 @@ long session_drain(struct session *s)
 	if (s->alive)
 		session_serve(s);
 	n = djp_consumer_drain(s->cons, &ops, s);
-	if (n >= 0 && (s->uprobes || s->len_up_stash)) {
+	if (n >= 0 && (s->nup_ids || s->len_up_stash)) {
 		size_t before = s->batch.n;
 		session_uprobes_drain(s);
 		n += (long)(s->batch.n - before);

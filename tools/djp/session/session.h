@@ -113,15 +113,15 @@ struct session {
 
 	/* sites armed with the kernel's uprobe (session_uprobes.c): asked
 	 * for (the connects leave the sites no jump can reach to the tool),
-	 * how many were armed, their marker ids, and the events of this
-	 * process another session's drain took from the BPF ring, each
-	 * after a word of its thread id */
+	 * the marker id and the uprobe slot of each site armed (nup_ids of
+	 * them; a slot -1 once disarmed), and the events of this process
+	 * another session's drain took from the BPF ring, each after a word
+	 * of its thread id */
 	bool kernel_trap;
 	bool has_loads; /* LOADS were sent: typed loads, the engine's */
-	unsigned uprobes;
-	bool uprobes_detached;
 	uint32_t *up_ids;
-	size_t nup_ids, cap_up_ids;
+	int *up_slots;
+	size_t nup_ids, cap_up_ids, cap_up_slots;
 	uint8_t *up_stash;
 	size_t len_up_stash, cap_up_stash;
 

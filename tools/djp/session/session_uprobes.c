@@ -23,11 +23,17 @@
  * it for its own probes.
  *
  * Each drain of a session takes everything the BPF ring holds: the events
- * of its own process go into its batch, with their CLOCK_MONOTONIC time
+ * of its own sites go into its batch, with their CLOCK_MONOTONIC time
  * turned into the rings' raw clock, so that sorting puts them among the
  * agent's; those of other sessions wait in their stash for their own
- * drain.  A session's uprobes go before its BYE (session_uprobes_detach),
- * so that nothing fires after the agent has said all it had.
+ * drain.  An event names its site's slot, and a slot its session: a pid
+ * would not do, since a process that exec'd is two sessions' in turn.  A
+ * session's uprobes go before its BYE (session_uprobes_detach), its own
+ * alone, so that nothing fires after the agent has said all it had; and
+ * before the agent is injected into a program the process exec'd (-x,
+ * session_kids_exec): the kernel puts them in the new text too when it
+ * maps the same file, where the engine would find a breakpoint not its
+ * own.
  *
  * What stays an int3 probe: sites whose hits need what only the engine in
  * the process does (aggregation in the target, the user stack, registers
@@ -46,18 +52,20 @@
 #include "lib/markers.h"
 #include "tools/djp/grow.h"
 #include "tools/djp/session/session.h"
+#include "tools/djp/uprobe/record_wire.h"
 #include "tools/djp/uprobe/uprobes.h"
 
 static struct {
 	struct djp_uprobes *u;
 	bool tried, off;
 	char why[256];
-	struct session **v; /* the sessions with uprobes, for the routing */
-	size_t n, cap;
+	/* the session whose site each slot was armed for last: its events
+	 * go there, until the session is freed (some may be read after its
+	 * uprobe is gone) */
+	struct session *owner[DJP_UW_MAX_SITES];
 	/* the object whose markers were read last: sites come object by object */
 	char *path;
 	struct djp_marker_list *markers;
-	uint64_t lost_said;
 } up;
 
 void session_uprobes_disable(void)
@@ -80,17 +88,6 @@ bool session_uprobes_usable(const char **why)
 	if (!up.u)
 		*why = up.why;
 	return up.u != NULL;
-}
-
-static int enrol(struct session *s)
-{
-	for (size_t i = 0; i < up.n; i++)
-		if (up.v[i] == s)
-			return 0;
-	if (!djp_grow((void **)&up.v, &up.cap, up.n + 1, 8, sizeof(*up.v)))
-		return -ENOMEM;
-	up.v[up.n++] = s;
-	return 0;
 }
 
 /* The mapping of pid that holds addr: its start, file offset and a path
@@ -146,6 +143,7 @@ static int arm_one(struct session *s, uint32_t id, uint64_t addr, uint32_t str_a
 	uint64_t file_off = 0, vaddr = 0, sem_off = 0;
 	struct djp_uprobe_site site;
 	uint32_t mask;
+	int slot;
 
 	if (!sm) {
 		snprintf(s->errmsg, sizeof(s->errmsg), "marker #%" PRIu32 " left to a uprobe is not known" NO_UPROBE_HINT, id);
@@ -153,16 +151,17 @@ static int arm_one(struct session *s, uint32_t id, uint64_t addr, uint32_t str_a
 	}
 	if (mapping_of(s->pid, addr, &file_off, mapped, sizeof(mapped)) ||
 	    !(l = markers_of(sm->object, err, sizeof(err))) || djp_marker_list_vaddr_of(l, file_off, &vaddr)) {
-		snprintf(s->errmsg, sizeof(s->errmsg), "%s: the site of %s at 0x%" PRIx64 " cannot be found in its file" NO_UPROBE_HINT,
-			 sm->object, sm->name, addr);
+		snprintf(s->errmsg, sizeof(s->errmsg),
+			 "%s: the site of %s at 0x%" PRIx64 " cannot be found in its file" NO_UPROBE_HINT, sm->object,
+			 sm->name, addr);
 		return -ENOENT;
 	}
 	for (size_t i = 0; i < l->count && !m; i++)
 		if (l->v[i].site == vaddr)
 			m = &l->v[i];
 	if (!m || (m->semaphore && djp_marker_list_file_offset(l, m->semaphore, &sem_off))) {
-		snprintf(s->errmsg, sizeof(s->errmsg), "%s: no marker of its file at 0x%" PRIx64 " (%s)" NO_UPROBE_HINT, sm->object,
-			 vaddr, sm->name);
+		snprintf(s->errmsg, sizeof(s->errmsg), "%s: no marker of its file at 0x%" PRIx64 " (%s)" NO_UPROBE_HINT,
+			 sm->object, vaddr, sm->name);
 		return -ENOENT;
 	}
 	/* the strings the recorder would copy: the format's %s (a marker's
@@ -182,12 +181,19 @@ static int arm_one(struct session *s, uint32_t id, uint64_t addr, uint32_t str_a
 		.str_mask = mask,
 		.str_bound = str_bound > s->str_bound ? str_bound : s->str_bound,
 	};
-	if (djp_uprobes_attach(up.u, &site, err, sizeof(err)) < 0) {
+	if ((slot = djp_uprobes_attach(up.u, &site, err, sizeof(err))) < 0) {
 		snprintf(s->errmsg, sizeof(s->errmsg), "%s" NO_UPROBE_HINT, err);
 		return -EIO;
 	}
-	s->uprobes++;
-	return enrol(s);
+	if (!djp_grow((void **)&s->up_ids, &s->cap_up_ids, s->nup_ids + 1, 16, sizeof(*s->up_ids)) ||
+	    !djp_grow((void **)&s->up_slots, &s->cap_up_slots, s->nup_ids + 1, 16, sizeof(*s->up_slots))) {
+		djp_uprobes_detach(up.u, slot);
+		return -ENOMEM;
+	}
+	up.owner[slot] = s;
+	s->up_ids[s->nup_ids] = id;
+	s->up_slots[s->nup_ids++] = slot;
+	return 0;
 }
 
 int session_uprobes_arm(struct session *s, const uint32_t *ids, const uint64_t *addrs, unsigned n, uint32_t str_args,
@@ -200,38 +206,28 @@ int session_uprobes_arm(struct session *s, const uint32_t *ids, const uint64_t *
 		 * one event a hit, as the recorder's DJP__ONCE gives */
 		for (size_t k = 0; k < s->nup_ids && !dup; k++)
 			dup = s->up_ids[k] == ids[i];
-		if (dup)
-			continue;
-		if (!djp_grow((void **)&s->up_ids, &s->cap_up_ids, s->nup_ids + 1, 16, sizeof(*s->up_ids)))
-			return -ENOMEM;
-		s->up_ids[s->nup_ids++] = ids[i];
-		err = arm_one(s, ids[i], addrs[i], str_args, str_bound);
+		if (!dup)
+			err = arm_one(s, ids[i], addrs[i], str_args, str_bound);
 	}
 	return err;
 }
 
-static struct session *session_of_pid(int32_t pid)
+/* One event of s's sites into its batch, at its time in the rings' clock. */
+static void add(struct session *s, const struct djp_event *ev, uint32_t tid)
 {
-	for (size_t i = 0; i < up.n; i++)
-		if (up.v[i]->pid == pid)
-			return up.v[i];
-	return NULL;
+	session_batch_add(s, ev, djp_clock_from_ns(djp_consumer_clock(s->cons), ev->timestamp), tid);
 }
 
-struct route {
-	struct session *s;
-};
-
-static int route(void *ctx, int32_t pid, int32_t tid, const struct djp_event *ev)
+static int route(void *ctx, int slot, int32_t pid, int32_t tid, const struct djp_event *ev)
 {
-	struct route *r = ctx;
-	struct session *to = r->s->pid == pid ? r->s : session_of_pid(pid);
+	struct session *s = ctx, *to = slot >= 0 && slot < DJP_UW_MAX_SITES ? up.owner[slot] : NULL;
 	size_t need;
 
+	(void)pid;
 	if (!to || ev->size < sizeof(*ev))
-		return 0; /* a process no session traces any more */
-	if (to == r->s) {
-		session_batch_add(to, ev, djp_clock_from_ns(djp_consumer_clock(to->cons), ev->timestamp), (uint32_t)tid);
+		return 0; /* a site of a session freed since */
+	if (to == s) {
+		add(s, ev, (uint32_t)tid);
 		return 0;
 	}
 	/* another session's: kept, with its thread, for its drain */
@@ -246,44 +242,43 @@ static int route(void *ctx, int32_t pid, int32_t tid, const struct djp_event *ev
 
 void session_uprobes_drain(struct session *s)
 {
-	struct route r = { s };
 	size_t off = 0;
 
-	if (!up.u || (!s->uprobes && !s->len_up_stash))
+	if (!up.u || (!s->nup_ids && !s->len_up_stash))
 		return;
 	while (off + 8 <= s->len_up_stash) {
 		const struct djp_event *ev = (const struct djp_event *)(s->up_stash + off + 8);
 		uint32_t tid;
 		memcpy(&tid, s->up_stash + off, 4);
-		session_batch_add(s, ev, djp_clock_from_ns(djp_consumer_clock(s->cons), ev->timestamp), tid);
+		add(s, ev, tid);
 		off += 8 + ev->size;
 	}
 	s->len_up_stash = 0;
-	djp_uprobes_consume(up.u, route, &r);
+	djp_uprobes_consume(up.u, route, s);
 }
 
+/* Its sites' uprobes go, its own alone (a slot is -1 once disarmed). */
 void session_uprobes_detach(struct session *s)
 {
-	if (!up.u || !s->uprobes)
-		return;
-	djp_uprobes_detach_pid(up.u, s->pid);
-	s->uprobes_detached = true;
+	for (size_t i = 0; up.u && i < s->nup_ids; i++) {
+		djp_uprobes_detach(up.u, s->up_slots[i]);
+		s->up_slots[i] = -1;
+	}
 }
 
 void session_uprobes_forget(struct session *s)
 {
-	for (size_t i = 0; i < up.n; i++)
-		if (up.v[i] == s) {
-			if (up.u && s->uprobes && !s->uprobes_detached)
-				djp_uprobes_detach_pid(up.u, s->pid);
-			up.v[i] = up.v[--up.n];
-			break;
-		}
+	session_uprobes_detach(s);
+	for (size_t i = 0; s->nup_ids && i < DJP_UW_MAX_SITES; i++)
+		if (up.owner[i] == s)
+			up.owner[i] = NULL;
 	free(s->up_ids);
+	free(s->up_slots);
 	free(s->up_stash);
 	s->up_ids = NULL;
+	s->up_slots = NULL;
 	s->up_stash = NULL;
-	s->nup_ids = s->cap_up_ids = s->len_up_stash = s->cap_up_stash = 0;
+	s->nup_ids = s->cap_up_ids = s->cap_up_slots = s->len_up_stash = s->cap_up_stash = 0;
 }
 
 uint64_t session_uprobes_lost(void)

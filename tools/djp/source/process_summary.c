@@ -17,10 +17,10 @@
  * there), by marker name. */
 static void proc_summary_uprobes(FILE *f, struct session *s)
 {
-	if (!s->uprobes)
+	if (!s->nup_ids)
 		return;
-	fprintf(f, "djp trace: %u site%s armed with the kernel's uprobe, where no jump can be placed:", s->uprobes,
-		s->uprobes == 1 ? "" : "s");
+	fprintf(f, "djp trace: %zu site%s armed with the kernel's uprobe, where no jump can be placed:", s->nup_ids,
+		s->nup_ids == 1 ? "" : "s");
 	for (size_t i = 0; i < s->nup_ids && i < 8; i++) {
 		const struct session_marker *m = s->up_ids[i] < s->nmarkers ? &s->markers[s->up_ids[i]] : NULL;
 		char name[1024];

@@ -171,6 +171,8 @@ int djp_uprobe_record(void *ctx)
 	rec = (struct djp_uw_rec *)s->rec;
 	rec->tgid = (__u32)(pid_tgid >> 32);
 	rec->tid = (__u32)pid_tgid;
+	rec->slot = key;
+	rec->pad = 0;
 	ev = &s->rec[sizeof(*rec) / 8];
 	nargs = sp->nargs < DJP_UW_MAX_ARGS ? sp->nargs : DJP_UW_MAX_ARGS;
 	for (__u32 i = 0; i < DJP_UW_MAX_ARGS && i < nargs; i++)

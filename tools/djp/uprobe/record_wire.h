@@ -57,15 +57,19 @@ struct djp_uw_spec {
 	struct djp_uw_arg arg[DJP_UW_MAX_ARGS];
 };
 
-/* The record's head; the event follows. */
+/* The record's head; the event follows.  slot: the site's spec, whose
+ * owner the tool knows (a process's pid alone may be two programs' when
+ * it exec'd). */
 struct djp_uw_rec {
 	__u32 tgid;
 	__u32 tid;
+	__u32 slot;
+	__u32 pad;
 };
 
 /* The largest event: header, arguments, and every argument a string at
  * the largest bound with its pointer word. */
 #define DJP_UW_EV_MAX (16 + 8 * DJP_UW_MAX_ARGS + DJP_UW_MAX_ARGS * (8 + DJP_UW_STR_MAX))
-#define DJP_UW_REC_MAX (8 + DJP_UW_EV_MAX)
+#define DJP_UW_REC_MAX (16 + DJP_UW_EV_MAX)
 
 #endif

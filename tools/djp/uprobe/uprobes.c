@@ -401,14 +401,15 @@ int djp_uprobes_attach(struct djp_uprobes *u, const struct djp_uprobe_site *s, c
 	return slot;
 }
 
-void djp_uprobes_detach_pid(struct djp_uprobes *u, int32_t pid)
+/* Disarm the sites armed for pid (slot < 0) or the one of slot. */
+static void detach(struct djp_uprobes *u, int32_t pid, int slot)
 {
 	size_t k = 0;
 
 	if (!u)
 		return;
 	for (size_t i = 0; i < u->n; i++) {
-		if (u->v[i].pid != pid) {
+		if (slot >= 0 ? u->v[i].slot != (uint32_t)slot : u->v[i].pid != pid) {
 			u->v[k++] = u->v[i];
 			continue;
 		}
@@ -416,6 +417,17 @@ void djp_uprobes_detach_pid(struct djp_uprobes *u, int32_t pid)
 		u->slot_used[u->v[i].slot] = 0;
 	}
 	u->n = k;
+}
+
+void djp_uprobes_detach_pid(struct djp_uprobes *u, int32_t pid)
+{
+	detach(u, pid, -1);
+}
+
+void djp_uprobes_detach(struct djp_uprobes *u, int slot)
+{
+	if (slot >= 0)
+		detach(u, 0, slot);
 }
 
 unsigned djp_uprobes_armed(const struct djp_uprobes *u)
@@ -435,7 +447,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (size < sizeof(*rec) + sizeof(*ev) || ev->size != size - sizeof(*rec))
 		return 0;
 	u->handed++;
-	if (u->fn(u->fn_ctx, (int32_t)rec->tgid, (int32_t)rec->tid, ev)) {
+	if (u->fn(u->fn_ctx, (int)rec->slot, (int32_t)rec->tgid, (int32_t)rec->tid, ev)) {
 		u->stopped = true;
 		return -ECANCELED; /* libbpf stops; the record is consumed */
 	}

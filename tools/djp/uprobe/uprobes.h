@@ -34,15 +34,19 @@ struct djp_uprobe_site {
  * ("the kernel's uprobes need CAP_BPF and CAP_PERFMON", "BPF: ...") when it
  * cannot be had: the caller then keeps int3 probes. */
 int djp_uprobes_open(struct djp_uprobes **out, char *err, size_t errsz);
-/* Arm one site; >= 0, or -errno and one line in err. */
+/* Arm one site: its slot (>= 0), which each of its events names; or
+ * -errno and one line in err.  A slot is taken again only after its
+ * site is disarmed, and after every other free one. */
 int djp_uprobes_attach(struct djp_uprobes *u, const struct djp_uprobe_site *s, char *err, size_t errsz);
+/* Disarm the site of slot (nothing when it is not armed). */
+void djp_uprobes_detach(struct djp_uprobes *u, int slot);
 /* Disarm every site armed for pid (its process is gone or detaching). */
 void djp_uprobes_detach_pid(struct djp_uprobes *u, int32_t pid);
 /* The events written so far, in the order the ring has them: fn gets each
- * with the process and thread that hit it; ev->timestamp is CLOCK_MONOTONIC
+ * with its site's slot and the process and thread that hit it; ev->timestamp is CLOCK_MONOTONIC
  * nanoseconds (bpf_ktime_get_ns).  fn returning non-zero stops (the event
  * is consumed).  Returns the number handed out, or -errno. */
-typedef int (*djp_uprobe_ev_fn)(void *ctx, int32_t pid, int32_t tid, const struct djp_event *ev);
+typedef int (*djp_uprobe_ev_fn)(void *ctx, int slot, int32_t pid, int32_t tid, const struct djp_event *ev);
 long djp_uprobes_consume(struct djp_uprobes *u, djp_uprobe_ev_fn fn, void *ctx);
 /* Hits whose event the ring had no room for, in all. */
 uint64_t djp_uprobes_lost(const struct djp_uprobes *u);
