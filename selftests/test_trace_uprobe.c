@@ -149,6 +149,31 @@ static void check_left_as_it_was(struct tproc *t, uintptr_t site)
 	tt_end(t);
 }
 
+/* A hit of `run 1`, as djp prints it: what wait_recording fires. */
+#define PROBE_LINE " trapsite:after_call a=0 b=1 c=-7 g=0x1234567 r=0 s=alpha\n"
+
+/* -x: hits count from when the tool has armed the site, a moment after the
+ * kernel's breakpoint is in the text (it is written when the uprobe is
+ * opened, before the BPF program is attached to it): single hits of
+ * target t until trace d prints one. */
+static void wait_recording(struct tproc *t, struct tproc *d)
+{
+	int sent = tt_count(t->obuf, "ran 1 fired"), before = tt_count(d->obuf, PROBE_LINE);
+	for (int i = 0; i < 400; i++) {
+		tt_send(t, "run 1\n");
+		sent++;
+		for (int k = 0; k < 1000 && tt_count(t->obuf, "ran 1 fired") < sent; k++) {
+			usleep(1000);
+			tt_read_now(t);
+		}
+		usleep(20000);
+		tt_read_now(d);
+		if (tt_count(d->obuf, PROBE_LINE) > before)
+			return;
+	}
+	djp_test_fail(__FILE__, __LINE__, "nothing recorded: %s", d->ebuf);
+}
+
 /* -x into a running program, then the trace ends: the site's byte is the
  * file's, the semaphore is down (the program stops calling), and the
  * program runs on. */
@@ -169,13 +194,14 @@ TEST_TIMEOUT(trace_uprobe_site_left_as_it_was, 90)
 	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, FORMAT, NULL }, false, -1);
 	/* armed: the kernel's int3 in the program's text, the semaphore up */
 	tt_wait_byte(t->pid, site, 0xcc, 20000);
+	wait_recording(t, d);
 	tt_send(t, "run 30\n");
 	CHECK(tt_wait_out(t, "ran 30 fired 30\n", 10000));
 	CHECK(tt_wait_out(d, " trapsite:after_call a=14 b=204 c=-7 g=0x1234567 r=42 s=gamma\n", 10000));
 	kill(d->pid, SIGINT);
 	st = tt_finish(d, 20000);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	CHECK_EQ(tt_count(d->obuf, " trapsite:after_call "), 30);
+	CHECK_EQ(tt_count(d->obuf, " trapsite:after_call "), tt_count(d->obuf, PROBE_LINE) + 30);
 	check_left_as_it_was(t, site);
 	free(d);
 }
@@ -356,4 +382,53 @@ TEST_TIMEOUT(trace_uprobe_ring_full_is_counted, 120)
 	CHECK(lost > 0);
 	CHECK_EQ(events + lost, 400000);
 	free(p);
+}
+
+/* -x into a program that execs itself: the same pid, the same file, a new
+ * program.  The first program's uprobe goes when the new one's agent says
+ * HELLO (the kernel would put it in the new text too, where the engine
+ * would find a breakpoint not its own and arm nothing), and the new
+ * program's site gets a uprobe of its own: each program's hits in its own
+ * block, none lost. */
+TEST_TIMEOUT(trace_uprobe_site_across_an_exec, 120)
+{
+	struct tproc *t, *d;
+	char spid[16], *second;
+	uintptr_t site;
+	int st;
+
+	need_uprobes();
+	t = tt_spawn((char *const[]){ (char *)target(), NULL }, false, -1);
+	CHECK(tt_wait_out(t, "ready ", 10000));
+	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
+	CHECK((site = tt_site_addr(t->pid, "after_call")) != 0);
+	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, FORMAT, NULL }, false, -1);
+	tt_wait_byte(t->pid, site, 0xcc, 20000);
+	wait_recording(t, d);
+	tt_send(t, "run 5\n");
+	CHECK(tt_wait_out(t, "ran 5 fired 5\n", 10000));
+	tt_send(t, "exec\n");
+	/* the new program's site, armed by the new session's uprobe */
+	for (int i = 0; i < 200 && (!(site = tt_site_addr(t->pid, "after_call")) || tt_byte_at(t->pid, site) != 0xcc); i++)
+		usleep(50000);
+	CHECK_EQ(tt_byte_at(t->pid, site), 0xcc);
+	wait_recording(t, d);
+	tt_send(t, "run 7\n");
+	CHECK(tt_wait_out(t, "ran 7 fired 7\n", 10000));
+	CHECK(tt_wait_out(d, " trapsite:after_call a=3 b=43 c=-7 g=0x1234567 r=9 s=alpha\n", 10000));
+	kill(d->pid, SIGINT);
+	st = tt_finish(d, 20000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(!strstr(d->ebuf, "matches no marker"));
+	/* every hit after recording began, each with the program's values
+	 * (the global read at the new program's own address) */
+	CHECK_EQ(tt_count(d->obuf, " trapsite:after_call "), tt_count(d->obuf, PROBE_LINE) + 12);
+	CHECK_EQ(tt_count(d->obuf, " g=0x1234567 "), tt_count(d->obuf, " trapsite:after_call "));
+	CHECK_EQ(tt_count(d->obuf, " trapsite:after_call a=-2 b=1 c=-7 g=0x1234567 r=-6 s=alpha\n"), 1);
+	CHECK_EQ(tt_count(d->obuf, " trapsite:after_call a=-3 b=1 c=-7 g=0x1234567 r=-9 s=alpha\n"), 1);
+	/* each program's in its own block: the new one's has run 7's */
+	CHECK((second = strstr(d->ebuf, "exec'd; traced on in the block of its new program")) != NULL);
+	CHECK(strstr(second, "0 lost, 0 missed") != NULL);
+	check_left_as_it_was(t, site);
+	free(d);
 }

@@ -23,6 +23,7 @@
  *   run N         for i in 0..N-1, a = i - N/2, b = 7i + 1, s = the i % 3-th
  *                 of "alpha", "beta", "gamma": "ran N fired F" (F: calls
  *                 made with the semaphore raised)
+ *   exec          exec itself (the same pid, a new program: "ready PID" again)
  *   fork N        a child of fork does run N's loop and exits 0 when every
  *                 call was made: "forked N status S" (its wait status)
  *   hammer K S    K threads blocking every signal do run 100's loop over and
@@ -37,6 +38,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -118,7 +120,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	char line[128];
 	long k, n;
@@ -147,6 +149,9 @@ int main(void)
 			for (long i = 0; i < k; i++)
 				pthread_join(t[i], NULL);
 			printf("threaded %ld %ld fired %ld\n", k, n, atomic_load(&fired_all));
+		} else if (!strcmp(line, "exec\n")) {
+			execv("/proc/self/exe", argv);
+			printf("exec failed\n");
 		} else if (sscanf(line, "fork %ld", &n) == 1) {
 			int st = 0;
 			pid_t c = fork();

@@ -413,6 +413,10 @@ struct session *session_kids_exec(const struct session *main, struct session *go
 	}
 	c->attach_pid = gone->pid;
 	inherit(c, main);
+	/* the old program's uprobes first: the kernel puts them in the new
+	 * text when it maps the same file, and the engine leaves alone a site
+	 * that does not hold its nop when it first reads the object */
+	session_uprobes_detach(gone);
 	/* the injector takes no thread that is in the loader; a static
 	 * program never maps libc, and attaching says so */
 	(void)libc_mapped(gone->pid);
