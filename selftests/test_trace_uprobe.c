@@ -432,3 +432,36 @@ TEST_TIMEOUT(trace_uprobe_site_across_an_exec, 120)
 	check_left_as_it_was(t, site);
 	free(d);
 }
+
+/* -c, a program that execs its own file: the first program's uprobe is in
+ * the new text when the new program's agent first reads it (it starts in
+ * the program's constructor, before the tool hears of the exec), so the
+ * new program's site is left out, said in one line.  But no hit of the
+ * new program is read with the first program's load bias: the BPF
+ * program drops a hit that is not at its site's own address.  Every value
+ * printed is the program's. */
+TEST_TIMEOUT(trace_uprobe_exec_of_its_own_file_reads_no_wrong_value, 90)
+{
+	char *argv[] = { (char *)tt_djp(), "trace", "-c", (char *)target(), FORMAT, NULL };
+	struct tproc *p;
+	int n;
+
+	need_uprobes();
+	p = tt_spawn(argv, false, -1);
+	CHECK(tt_wait_out(p, "ready ", 10000));
+	tt_send(p, "run 3\n");
+	CHECK(tt_wait_out(p, "ran 3 fired 3\n", 10000));
+	tt_send(p, "exec\n");
+	for (int i = 0; i < 200 && tt_count(p->obuf, "ready ") < 2; i++) {
+		usleep(50000);
+		tt_read_now(p);
+	}
+	CHECK_EQ(tt_count(p->obuf, "ready "), 2);
+	tt_send(p, "run 4\n");
+	CHECK(tt_wait_out(p, "ran 4 fired ", 10000));
+	finish(p);
+	n = tt_count(p->obuf, " trapsite:after_call ");
+	CHECK_EQ(tt_count(p->obuf, " g=0x1234567 "), n);
+	CHECK(n == 7 || (n == 3 && strstr(p->ebuf, "pattern 'trapsite:after_call' matches no marker")));
+	free(p);
+}

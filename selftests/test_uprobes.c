@@ -134,6 +134,7 @@ static int arm(struct djp_uprobes *u, const struct site_file *f, const struct ta
 		.pid = t->pid,
 		.path = f->path,
 		.file_off = f->site_off,
+		.addr = t->site,
 		.ref_ctr_off = f->sem_off,
 		.marker_id = MARKER_ID,
 		.nargs = f->m->nargs,

@@ -173,6 +173,7 @@ static int arm_one(struct session *s, uint32_t id, uint64_t addr, uint32_t str_a
 		.pid = s->pid,
 		.path = mapped,
 		.file_off = file_off,
+		.addr = addr,
 		.ref_ctr_off = sem_off,
 		.marker_id = id,
 		.nargs = m->nargs,

@@ -168,6 +168,9 @@ int djp_uprobe_record(void *ctx)
 	for (int w = 0; w < DJP_UW_NREGS; w++)
 		s->regs[w] = ((const __u64 *)ctx)[w];
 
+	/* (the uprobe's %rip is the probed instruction's address) */
+	if (reg_word(s->regs, sp->ip_word) != sp->addr)
+		return 0;
 	rec = (struct djp_uw_rec *)s->rec;
 	rec->tgid = (__u32)(pid_tgid >> 32);
 	rec->tid = (__u32)pid_tgid;

@@ -53,7 +53,11 @@ struct djp_uw_spec {
 	__u32 str_mask;	 /* bit i: argument i is a string to copy */
 	__u32 str_bound; /* 8 to DJP_UW_STR_MAX, a multiple of 8 */
 	__u32 tgid;	 /* the process whose hits count */
-	__u32 pad;
+	__u32 ip_word;	 /* the pt_regs word of %rip */
+	/* the site's run-time address: a hit at another (the same file
+	 * mapped again, by a program the process exec'd) is not this site's,
+	 * whose arguments it would read with another load bias */
+	__u64 addr;
 	struct djp_uw_arg arg[DJP_UW_MAX_ARGS];
 };
 

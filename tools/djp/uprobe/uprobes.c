@@ -339,6 +339,7 @@ static int make_spec(const struct djp_uprobes *u, const struct djp_uprobe_site *
 		return fail(err, errsz, -EINVAL, "%s+0x%llx: %u arguments, at most %d", s->path,
 			    (unsigned long long)s->file_off, s->nargs, DJP_UW_MAX_ARGS);
 	*sp = (struct djp_uw_spec){ .marker_id = s->marker_id, .nargs = s->nargs, .tgid = (uint32_t)s->pid,
+				    .ip_word = offsetof(struct pt_regs, rip) / 8, .addr = s->addr,
 				    .str_bound = string_bound(s->str_bound) };
 	sp->str_mask = s->str_mask & ((1u << s->nargs) - 1);
 	for (unsigned i = 0; i < s->nargs; i++)

@@ -21,6 +21,7 @@ struct djp_uprobe_site {
 	int32_t pid;	      /* the process whose hits count (the uprobe is filtered to it) */
 	const char *path;     /* the object file that holds the site */
 	uint64_t file_off;    /* the site's file offset in it */
+	uint64_t addr;	      /* the site's run-time address in pid: hits elsewhere are dropped */
 	uint64_t ref_ctr_off; /* an SDT semaphore's file offset, 0: none (the kernel raises it while armed) */
 	uint32_t marker_id;   /* written into each event */
 	unsigned nargs;	      /* at most DJP_MARKER_MAX_ARGS (12) */
