@@ -72,13 +72,17 @@ static struct djp_site *site_overlapping(struct djp_object *o, uintptr_t lo, uin
 
 /* Where o's branches, direct and indirect, can land
  * (arch/x86/branch_targets.c), read the first time a jump is considered in
- * it; NULL when it cannot be read (then no jump: what lands inside a run
- * is not known). */
+ * it, decoded from each start of its function table (a separate debug
+ * file names a stripped program's static functions); NULL when it cannot
+ * be read (then no jump: what lands inside a run is not known). */
 static const struct djp_branch_map *object_targets(struct djp_object *o)
 {
 	if (!o->targets_read) {
+		const struct djp_func_table *t = djp_object_funcs(o);
+		uint64_t *starts = djp_funcs_starts(t);
 		o->targets_read = true;
-		o->map_ok = o->file && !djp_branch_targets_of_file(o->file, &o->map);
+		o->map_ok = o->file && !djp_branch_targets_of_file(o->file, starts, starts ? t->count : 0, &o->map);
+		free(starts);
 	}
 	return o->map_ok ? &o->map : NULL;
 }

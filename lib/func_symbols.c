@@ -321,6 +321,14 @@ static int build_table(struct cands *c, struct djp_func_table *t, struct table_p
 	return 0;
 }
 
+uint64_t *djp_funcs_starts(const struct djp_func_table *t)
+{
+	uint64_t *v = t && t->count ? malloc(t->count * sizeof(*v)) : NULL;
+	for (size_t i = 0; v && i < t->count; i++)
+		v[i] = t->v[i].addr;
+	return v;
+}
+
 void djp_funcs_free(struct djp_func_table *t)
 {
 	struct table_priv *p;

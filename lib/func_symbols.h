@@ -32,6 +32,10 @@ struct djp_func_table {
  * line in err.  Also reads the PT_LOAD segments, for djp_funcs_file_offset. */
 int djp_funcs_read(const char *path, struct djp_func_table **out, char *err, size_t errsz);
 void djp_funcs_free(struct djp_func_table *t);
+/* The functions' link-time addresses, sorted (t->count of them, malloc'd;
+ * NULL for none or no memory): where each one's code starts, for a walk
+ * over the object's code (arch/x86's djp_branch_targets_of_file). */
+uint64_t *djp_funcs_starts(const struct djp_func_table *t);
 
 /* The function containing link-time address `addr` (addr in [a, a+size), or
  * the nearest symbol below when it has size 0), or NULL. */

@@ -191,6 +191,61 @@ TEST(indirect_jump_not_understood_keeps_the_refusal)
 }
 
 /*
+ * long igj_run(const unsigned char *prog, long acc): ig_run's tail-merged
+ * dispatch, with one path into the tail that brings no address loaded
+ * from the table: op 1 jumps to whatever acc holds (never run here).  The
+ * tail's `jmp *%rdx` may then go anywhere, so the function keeps no jump:
+ * igj_site, which a jump could cover in ig_run, stays an int3.  Ops: 0
+ * acc += 3, 2 return.
+ */
+__asm__(".pushsection .text\n"
+	".globl igj_run\n"
+	".type igj_run,@function\n"
+	"igj_run:\n"
+	"	mov %rsi,%rax\n"
+	"	lea igj_table(%rip),%rcx\n"
+	"	movzbl (%rdi),%edx\n"
+	"	mov (%rcx,%rdx,8),%rdx\n"
+	"igj_tail:\n"
+	"	xchg %ax,%ax\n"
+	"	jmp *%rdx\n"
+	"igj_op_add:\n"
+	"	add $3,%rax\n"
+	".globl igj_site\n"
+	"igj_site:\n"
+	"	add $1,%rdi\n"
+	"	movzbl (%rdi),%edx\n"
+	"	mov (%rcx,%rdx,8),%rdx\n"
+	"	jmp igj_tail\n"
+	"igj_op_any:\n"
+	"	mov %rax,%rdx\n"
+	"	jmp igj_tail\n"
+	"igj_op_end:\n"
+	"	ret\n"
+	".size igj_run, .-igj_run\n"
+	".section .data.rel.ro,\"aw\"\n"
+	".balign 8\n"
+	"igj_table:\n"
+	"	.quad igj_op_add, igj_op_any, igj_op_end\n"
+	".popsection\n");
+long igj_run(const unsigned char *prog, long acc);
+extern const char igj_site[];
+
+TEST(indirect_join_that_brings_no_table_address_keeps_the_refusal)
+{
+	static const unsigned char prog[] = { 0, 0, 0, 2 };
+	int id = connect_addr(igj_site, 0);
+
+	CHECK(id >= 0);
+	CHECK_EQ(*(const uint8_t *)igj_site, 0xcc);
+	atomic_store(&hits, 0);
+	for (long i = 0; i < 1000; i++)
+		CHECK_EQ(igj_run(prog, i), i + 9);
+	CHECK_EQ(atomic_load(&hits), 3000);
+	CHECK_EQ(djp_disconnect(id), 0);
+}
+
+/*
  * void swr_run(long op, long *out): a switch whose case 1 sets every
  * general register and the flags (0x1111 < 0x2222: CF and SF set), then
  * at swr_site, between the case labels, stores them all, the flags last

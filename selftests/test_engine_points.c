@@ -657,3 +657,47 @@ TEST(points_refuse_a_function_without_a_size)
 {
 	CHECK_EQ(djp_connect_at(OPTS(.func = "pt_label"), count, NULL, 0), -ENOTSUP);
 }
+
+/*
+ * long pt_hidden(long x): 0, after x turns of a loop whose head is 3 bytes
+ * into the function (x > 0).  A symbol, pt_hidden_inner, starts at the
+ * loop's jne's second byte: the object's branch map, which restarts its
+ * decode at every function start, sees there `cli; ret` and not the jne
+ * back into the entry's run, and the jne's decode, cut short at
+ * pt_hidden_inner, fails.  The map knows the function whole only with no
+ * such failure inside (arch/x86/branch_targets.c): otherwise its own
+ * decode finds the jne, and the entry stays an int3.  A jump there would
+ * land the loop in the middle of its jmp.
+ */
+__asm__(".pushsection .text\n"
+	".globl pt_hidden\n"
+	".type pt_hidden,@function\n"
+	"pt_hidden:\n"
+	"	mov %rdi,%rax\n"
+	"1:	sub $1,%rax\n"
+	"	.byte 0x75\n" /* jne 1b */
+	".globl pt_hidden_inner\n"
+	".type pt_hidden_inner,@function\n"
+	"pt_hidden_inner:\n"
+	"	.byte 0xfa\n"
+	"	ret\n"
+	".size pt_hidden_inner, .-pt_hidden_inner\n"
+	".size pt_hidden, .-pt_hidden\n"
+	".popsection\n");
+long pt_hidden(long x);
+
+TEST(points_branch_the_map_cannot_see_keeps_the_entry_an_int3)
+{
+	int id;
+	CHECK_EQ(pt_hidden(7), 0);
+	for (int mode = 0; mode < 2; mode++) {
+		reset();
+		id = djp_connect_at(OPTS(.func = "pt_hidden"), count, NULL, mode ? DJP_GPR_ONLY : 0);
+		CHECK(id >= 0);
+		CHECK_EQ(*(uint8_t *)pt_hidden, 0xcc);
+		for (long i = 1; i <= 100; i++)
+			CHECK_EQ(pt_hidden(i), 0);
+		CHECK_EQ(atomic_load(&hits), 100);
+		CHECK_EQ(djp_disconnect(id), 0);
+	}
+}

@@ -26,10 +26,18 @@
  * and land after a call, at the end of a run at most.
  *
  * The analysis is made once per object, when a jump is first considered
- * in it.  Joins into a proof are checked in a second pass over the code
- * (every branch to them, wherever it is), so an object with such proofs
- * is decoded twice: python3.11's 2.8 MB of text and PostgreSQL's 5.4 MB
- * take 0.3 and 0.5 s of CPU in all.
+ * in it.  Joins into a proof are checked once every target is known
+ * (every branch to them, wherever it is): the walk keeps each relative
+ * branch with where the instructions that run into it begin, and decodes
+ * again only those that land on a join.
+ *
+ * The map also says which functions it knows whole: those whose start the
+ * walk restarted at (a symbol of the file, or a start the caller names:
+ * the functions of a separate debug file), with no other start inside and
+ * no byte that failed to decode.  For those the map holds every branch of
+ * the function itself, so a run there needs no decode of the rest of the
+ * function (djp_jump_run): python3.11's 2.8 MB of text are decoded once,
+ * not twice, to arm function("*").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -79,6 +87,13 @@ struct need {
 	size_t proof;
 };
 
+/* A relative branch at `at`: the instructions that run straight into it
+ * begin `back` bytes before it. */
+struct rel {
+	uint64_t target;
+	uint64_t at : 56, back : 8;
+};
+
 struct walk {
 	ZydisDecoder dec;
 	struct djp_image im;
@@ -91,6 +106,10 @@ struct walk {
 	size_t unknown;       /* how many were not understood */
 	struct need *nv;
 	size_t nn;
+	struct rel *rv; /* every relative branch, in the walk's order */
+	size_t nrel, caprel;
+	struct targets starts; /* where the walk restarted */
+	struct targets bad;    /* where a byte did not decode, the first of each run */
 };
 
 /* A target an indirect jump may go to: a code address held as data or
@@ -148,7 +167,7 @@ typedef int (*insn_fn)(struct walk *w, const ZydisDecodedInstruction *in, const 
 static int section_walk(struct walk *w, const uint8_t *code, size_t len, uint64_t addr, const size_t *starts,
 			size_t nstarts, insn_fn fn)
 {
-	size_t at = 0, next = 0, win[WINDOW], nwin;
+	size_t at = 0, next = 0, win[WINDOW], nwin, run;
 	int err;
 
 	while (at < len) {
@@ -158,6 +177,7 @@ static int section_walk(struct walk *w, const uint8_t *code, size_t len, uint64_
 		if (next < nstarts)
 			end = starts[next];
 		nwin = 0;
+		run = at;
 		while (at < end) {
 			/* The instruction without its operands: a relative
 			 * branch's displacement is in the raw immediate, and
@@ -167,6 +187,8 @@ static int section_walk(struct walk *w, const uint8_t *code, size_t len, uint64_
 			 * the walk, which is a third of arming function("*"). */
 			ZydisDecodedInstruction in;
 			if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&w->dec, NULL, code + at, end - at, &in))) {
+				if ((nwin || at == run) && push(&w->bad, addr + at))
+					return -ENOMEM;
 				at++;
 				nwin = 0;
 				continue;
@@ -181,10 +203,28 @@ static int section_walk(struct walk *w, const uint8_t *code, size_t len, uint64_
 	return 0;
 }
 
+/* Keep the relative branch at `at`, for the joins (check_proofs). */
+static int rel_push(struct walk *w, uint64_t target, uint64_t at, const size_t *win, size_t nwin, uint64_t addr)
+{
+	size_t n = nwin < WINDOW ? nwin : WINDOW;
+	if (w->nrel == w->caprel) {
+		void *nv = realloc(w->rv, (w->caprel = w->caprel ? 2 * w->caprel : 4096) * sizeof(*w->rv));
+		if (!nv)
+			return -ENOMEM;
+		w->rv = nv;
+	}
+	w->rv[w->nrel++] = (struct rel){ .target = target, .at = at, .back = at - (addr + win[(nwin - n) % WINDOW]) };
+	return 0;
+}
+
 static int insn_targets(struct walk *w, const ZydisDecodedInstruction *in, const uint8_t *code, uint64_t addr,
 			const size_t *win, size_t nwin)
 {
 	uint64_t next_ip = addr + win[(nwin - 1) % WINDOW] + in->length;
+
+	if (in->raw.imm[0].is_relative &&
+	    rel_push(w, next_ip + (uint64_t)in->raw.imm[0].value.s, next_ip - in->length, win, nwin, addr))
+		return -ENOMEM;
 
 	for (unsigned i = 0; i < 2; i++) {
 		uint64_t v = (uint64_t)in->raw.imm[i].value.s;
@@ -208,7 +248,11 @@ static int insn_targets(struct walk *w, const ZydisDecodedInstruction *in, const
 static int section_targets(void *ctx, const uint8_t *code, size_t len, uint64_t addr, const size_t *starts,
 			   size_t nstarts)
 {
-	return section_walk(ctx, code, len, addr, starts, nstarts, insn_targets);
+	struct walk *w = ctx;
+	for (size_t i = 0; i < nstarts; i++)
+		if (push(&w->starts, addr + starts[i]))
+			return -ENOMEM;
+	return section_walk(w, code, len, addr, starts, nstarts, insn_targets);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -236,37 +280,41 @@ static size_t need_at(const struct walk *w, uint64_t at)
 	return a;
 }
 
-/* Second pass: each branch into a proof's instructions brings its value. */
-static int insn_joins(struct walk *w, const ZydisDecodedInstruction *in, const uint8_t *code, uint64_t addr,
-		      const size_t *win, size_t nwin)
+/* The relative branch r lands on a join: does it bring each of its
+ * proofs' values?  Its window is decoded again, from where the walk's
+ * began, in the section the walk read it from. */
+static void join_check(struct walk *w, const struct rel *r)
 {
-	uint64_t at = addr + win[(nwin - 1) % WINDOW], target, lo;
-	size_t offs[WINDOW], n, k;
+	size_t k = need_at(w, r->target), offs[WINDOW], n = 0;
+	const struct djp_isec *sec = NULL;
+	ZydisDecodedInstruction in = { 0 };
+	uint64_t lo;
+	bool seen = false;
 
-	if (!in->raw.imm[0].is_relative)
-		return 0;
-	target = at + in->length + (uint64_t)in->raw.imm[0].value.s;
-	for (k = need_at(w, target); k < w->nn && w->nv[k].at == target; k++) {
+	if (k == w->nn || w->nv[k].at != r->target)
+		return;
+	for (size_t i = 0; i < w->im.nsec && !sec; i++)
+		if (w->im.sec[i].exec && w->im.sec[i].data && r->at - w->im.sec[i].addr < w->im.sec[i].size)
+			sec = &w->im.sec[i];
+	for (size_t off = r->at - r->back - (sec ? sec->addr : 0); sec && n < WINDOW && off < sec->size;
+	     off += in.length) {
+		if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&w->dec, NULL, sec->data + off, sec->size - off, &in)))
+			break;
+		offs[n++] = off;
+		if ((seen = sec->addr + off == r->at))
+			break;
+	}
+	for (; k < w->nn && w->nv[k].at == r->target; k++) {
 		struct proof *p = &w->pv[w->nv[k].proof];
-		if (p->failed)
-			continue;
-		window(win, nwin, offs, &n);
-		if (in->meta.category == ZYDIS_CATEGORY_CALL ||
-		    !djp_branch_brings_whole_load(code, addr, offs, n, p->reg, &lo) ||
-		    djp_branch_target_inside(w->t.v, w->t.n, lo, at + 1))
+		if (!p->failed && (!seen || in.meta.category == ZYDIS_CATEGORY_CALL ||
+				   !djp_branch_brings_whole_load(sec->data, sec->addr, offs, n, p->reg, &lo) ||
+				   djp_branch_target_inside(w->t.v, w->t.n, lo, r->at + 1)))
 			p->failed = true;
 	}
-	return 0;
-}
-
-static int section_joins(void *ctx, const uint8_t *code, size_t len, uint64_t addr, const size_t *starts,
-			 size_t nstarts)
-{
-	return section_walk(ctx, code, len, addr, starts, nstarts, insn_joins);
 }
 
 /* Which proofs hold, now that every target is known. */
-static int check_proofs(const char *path, struct walk *w)
+static int check_proofs(struct walk *w)
 {
 	size_t cap = 0;
 	int err = 0;
@@ -302,7 +350,8 @@ static int check_proofs(const char *path, struct walk *w)
 	}
 	if (w->nn) {
 		qsort(w->nv, w->nn, sizeof(*w->nv), cmp_need);
-		err = djp_elf_code_walk(path, section_joins, w);
+		for (size_t i = 0; i < w->nrel; i++)
+			join_check(w, &w->rv[i]);
 	}
 	for (size_t i = 0; i < w->np && !err; i++)
 		if (w->pv[i].failed)
@@ -310,7 +359,7 @@ static int check_proofs(const char *path, struct walk *w)
 	return err;
 }
 
-static int code_addresses(const char *path, struct walk *w)
+static int code_addresses(const char *path, const uint64_t *starts, size_t nstarts, struct walk *w)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
 	Elf *elf;
@@ -323,14 +372,14 @@ static int code_addresses(const char *path, struct walk *w)
 	}
 	if (!(err = djp_image_open(elf, &w->im))) {
 		if (!(err = djp_data_code_addresses(&w->im, add_held, add_guess, w)) &&
-		    !(err = djp_elf_code_walk(path, section_targets, w))) {
+		    !(err = djp_elf_code_walk_at(path, starts, nstarts, section_targets, w))) {
 			if (w->t.n)
 				qsort(w->t.v, w->t.n, sizeof(*w->t.v), cmp_u64);
 			if (w->held.n)
 				qsort(w->held.v, w->held.n, sizeof(*w->held.v), cmp_u64);
 			if (w->guess.n)
 				qsort(w->guess.v, w->guess.n, sizeof(*w->guess.v), cmp_u64);
-			err = check_proofs(path, w);
+			err = check_proofs(w);
 		}
 		djp_image_close(&w->im);
 	}
@@ -339,7 +388,7 @@ static int code_addresses(const char *path, struct walk *w)
 	return err;
 }
 
-int djp_branch_targets_of_file(const char *path, struct djp_branch_map *m)
+int djp_branch_targets_of_file(const char *path, const uint64_t *starts, size_t nstarts, struct djp_branch_map *m)
 {
 	struct walk w = { 0 };
 	int err;
@@ -356,18 +405,25 @@ int djp_branch_targets_of_file(const char *path, struct djp_branch_map *m)
 	if (ZYAN_FAILED(ZydisDecoderInit(&w.dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) ||
 	    ZYAN_FAILED(ZydisDecoderEnableMode(&w.dec, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE)))
 		return -ENOSYS;
-	err = code_addresses(path, &w);
+	err = code_addresses(path, starts, nstarts, &w);
 	free(w.held.v);
 	free(w.pv);
 	free(w.nv);
+	free(w.rv);
 	if (err) {
 		free(w.t.v);
 		free(w.guess.v);
 		free(w.blind.v);
+		free(w.starts.v);
+		free(w.bad.v);
 		return err;
 	}
 	if (w.blind.n)
 		qsort(w.blind.v, w.blind.n, sizeof(*w.blind.v), cmp_u64);
+	if (w.starts.n)
+		qsort(w.starts.v, w.starts.n, sizeof(*w.starts.v), cmp_u64);
+	if (w.bad.n)
+		qsort(w.bad.v, w.bad.n, sizeof(*w.bad.v), cmp_u64);
 	m->targets = w.t.v;
 	m->ntargets = w.t.n;
 	m->blind = w.blind.v;
@@ -375,6 +431,10 @@ int djp_branch_targets_of_file(const char *path, struct djp_branch_map *m)
 	m->guess = w.guess.v;
 	m->nguess = w.guess.n;
 	m->indirect = w.np + w.unknown;
+	m->starts = w.starts.v;
+	m->nstarts = w.starts.n;
+	m->bad = w.bad.v;
+	m->nbad = w.bad.n;
 	return 0;
 }
 
@@ -383,6 +443,8 @@ void djp_branch_map_free(struct djp_branch_map *m)
 	free(m->targets);
 	free(m->blind);
 	free(m->guess);
+	free(m->starts);
+	free(m->bad);
 	*m = (struct djp_branch_map){ 0 };
 }
 
@@ -449,12 +511,27 @@ static int before_clear(void *ctx, uintptr_t lo, unsigned len, const char **why)
 	return object_clear(b->m, b->code + (lo - b->start), lo, len, b->bias, why);
 }
 
+/* Does the map know the function at link-time lo, size bytes, whole: the
+ * walk restarted at its start and decoded every byte of it?  Then it
+ * holds each of the function's branches, decoded as the function's own
+ * decode would.  (Another start inside it that is no boundary of its
+ * decode cuts the instruction across it short: a byte that did not
+ * decode.  One that is a boundary changes nothing.) */
+static bool known_whole(const struct djp_branch_map *m, uint64_t lo, size_t size)
+{
+	return size && djp_branch_target_inside(m->starts, m->nstarts, lo - 1, lo + 1) &&
+	       !djp_branch_target_inside(m->bad, m->nbad, lo - 1, lo + size);
+}
+
 int djp_jump_run(const uint8_t *code, size_t size, uintptr_t start, uintptr_t addr, const struct djp_branch_map *m,
 		 uintptr_t bias, unsigned *pre, unsigned *len, const char **why)
 {
 	const char *w = NULL, *w2;
 	struct before b = { m, code, start, bias };
-	int err = djp_insn_jump_range_known(code, size, start, addr, m != NULL, len, &w);
+	unsigned known = !m			       ? 0
+			 : known_whole(m, start - bias, size) ? DJP_RUN_INDIRECT_KNOWN | DJP_RUN_BRANCHES_KNOWN
+							      : DJP_RUN_INDIRECT_KNOWN;
+	int err = djp_insn_jump_range_known(code, size, start, addr, known, len, &w);
 	bool blind;
 
 	if (pre)

@@ -24,10 +24,18 @@ struct djp_branch_map {
 	 * its code, sorted: addresses if they are instruction boundaries */
 	uint64_t *guess;
 	size_t nguess;
+	/* the function starts the walk decoded from, sorted */
+	uint64_t *starts;
+	size_t nstarts;
+	/* where a byte did not decode (the first of each run), sorted */
+	uint64_t *bad;
+	size_t nbad;
 };
 
-/* The map of the file's executable sections; 0, or -errno. */
-int djp_branch_targets_of_file(const char *path, struct djp_branch_map *m);
+/* The map of the file's executable sections, decoded from each function
+ * start its symbols give and each of `starts` (link-time addresses,
+ * sorted; may be NULL): 0, or -errno. */
+int djp_branch_targets_of_file(const char *path, const uint64_t *starts, size_t nstarts, struct djp_branch_map *m);
 void djp_branch_map_free(struct djp_branch_map *m);
 /* Is a target strictly between lo and hi? */
 bool djp_branch_target_inside(const uint64_t *v, size_t n, uint64_t lo, uint64_t hi);

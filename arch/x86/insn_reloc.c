@@ -481,13 +481,14 @@ static int branches_kept_check(const struct branches *b, uintptr_t lo, uintptr_t
 	return 0;
 }
 
-int djp_insn_jump_range_known(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, bool indirect_known,
+int djp_insn_jump_range_known(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, unsigned known,
 			      unsigned *len, const char **why)
 {
 	ZydisDecoder dec;
 	struct xinsn x;
 	size_t off, site, end = 0;
 	int boundary = 0, err;
+	bool indirect_known = known & (DJP_RUN_INDIRECT_KNOWN | DJP_RUN_BRANCHES_KNOWN);
 
 	if (decoder_init(&dec))
 		return set_why(why, "no decoder", -ENOSYS);
@@ -498,10 +499,13 @@ int djp_insn_jump_range_known(const uint8_t *fcode, size_t fsize, uintptr_t fsta
 	/* The whole function decodes, the site is a boundary, and the run
 	 * ends inside.  The same pass keeps the function's branches, in its
 	 * order (an indirect jmp as UINTPTR_MAX), for branches_kept_check
-	 * after it: one decode of the function, not two (function("*") over
-	 * python3.11 decodes some 600,000 instructions so). */
+	 * after it: one decode of the function, not two.  Where the caller
+	 * knows all that of the function already (DJP_RUN_BRANCHES_KNOWN:
+	 * the object's map, decoded from this function's start), the decode
+	 * stops at the run's end: function("*") over python3.11 decodes 5
+	 * instructions a function then, not 60. */
 	struct branches br = { 0 };
-	for (off = 0; off < fsize; off += x.pub.len) {
+	for (off = 0; off < fsize && !(end && (known & DJP_RUN_BRANCHES_KNOWN)); off += x.pub.len) {
 		if (decode(&dec, fcode + off, fsize - off, fstart + off, &x)) {
 			free(br.v);
 			return set_why(why, "undecodable instruction in the function", -EILSEQ);
@@ -510,6 +514,8 @@ int djp_insn_jump_range_known(const uint8_t *fcode, size_t fsize, uintptr_t fsta
 			boundary = 1;
 		if (off >= site && !end && off + x.pub.len - site >= X86_JMP_REL32_LEN)
 			end = off + x.pub.len;
+		if (known & DJP_RUN_BRANCHES_KNOWN)
+			continue;
 		if ((x.relbranch || (x.pub.kind == DJP_INSN_JMP_IND && !indirect_known)) &&
 		    branches_push(&br, x.relbranch ? x.pub.target : UINTPTR_MAX)) {
 			free(br.v);
@@ -621,7 +627,7 @@ int djp_insn_jump_runs_before(const uint8_t *fcode, size_t fsize, uintptr_t fsta
 int djp_insn_jump_range(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, unsigned *len,
 			const char **why)
 {
-	return djp_insn_jump_range_known(fcode, fsize, fstart, addr, false, len, why);
+	return djp_insn_jump_range_known(fcode, fsize, fstart, addr, 0, len, why);
 }
 
 bool djp_insn_flags_dead(const uint8_t *code, size_t avail, uintptr_t at)

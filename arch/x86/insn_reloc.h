@@ -85,10 +85,18 @@ ssize_t djp_insn_relocate_on(const uint8_t *code, size_t len, uintptr_t from, ui
 int djp_insn_jump_range(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, unsigned *len,
 			const char **why);
 
-/* The same, where the caller has proven where every indirect jmp of the
- * function lands (indirect_known; arch/x86/indirect_targets.c) and checks
- * those targets itself: an indirect jmp is then no reason to refuse. */
-int djp_insn_jump_range_known(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, bool indirect_known,
+/* The same, with what the caller knows of the function (`known`):
+ * DJP_RUN_INDIRECT_KNOWN, where every indirect jmp of it lands (arch/x86/
+ * indirect_targets.c), which the caller checks itself: an indirect jmp is
+ * then no reason to refuse; DJP_RUN_BRANCHES_KNOWN, that it decodes whole
+ * from its start and where each of its branches lands, direct and
+ * indirect (an object's branch map, arch/x86/branch_targets.c), which the
+ * caller checks: only the instructions up to the run's end are decoded. */
+enum {
+	DJP_RUN_INDIRECT_KNOWN = 1,
+	DJP_RUN_BRANCHES_KNOWN = 2,
+};
+int djp_insn_jump_range_known(const uint8_t *fcode, size_t fsize, uintptr_t fstart, uintptr_t addr, unsigned known,
 			      unsigned *len, const char **why);
 
 /*

@@ -174,7 +174,37 @@ size_t *djp_elf_function_starts(Elf *elf, size_t ndx, GElf_Addr addr, size_t siz
 	return v;
 }
 
-int djp_elf_code_walk(const char *path, djp_code_fn fn, void *ctx)
+/* The section's function starts: its symbols', and those of `extra`
+ * (link-time addresses, sorted) that fall in it, sorted, each once. */
+static size_t *section_starts(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const uint64_t *extra, size_t nextra,
+			      size_t *n)
+{
+	size_t *v = djp_elf_function_starts(elf, elf_ndxscn(scn), sh->sh_addr, sh->sh_size, n), k = 0, lo = 0, hi = nextra;
+	size_t *nv;
+
+	while (lo < hi) { /* the first extra start in the section */
+		size_t mid = (lo + hi) / 2;
+		if (extra[mid] < sh->sh_addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (hi = lo; hi < nextra && extra[hi] < sh->sh_addr + sh->sh_size; hi++)
+		;
+	if (hi == lo || !(nv = realloc(v, (*n + hi - lo) * sizeof(*v))))
+		return v; /* fewer resync points: the symbols' own */
+	v = nv;
+	for (size_t i = lo; i < hi; i++)
+		v[(*n)++] = extra[i] - sh->sh_addr;
+	qsort(v, *n, sizeof(*v), cmp_size);
+	for (size_t i = 0; i < *n; i++)
+		if (!k || v[i] != v[k - 1])
+			v[k++] = v[i];
+	*n = k;
+	return v;
+}
+
+int djp_elf_code_walk_at(const char *path, const uint64_t *extra, size_t nextra, djp_code_fn fn, void *ctx)
 {
 	Elf *elf;
 	Elf_Scn *scn = NULL;
@@ -198,13 +228,18 @@ int djp_elf_code_walk(const char *path, djp_code_fn fn, void *ctx)
 			ret = -ENOEXEC;
 			break;
 		}
-		starts = djp_elf_function_starts(elf, elf_ndxscn(scn), sh.sh_addr, sh.sh_size, &n);
+		starts = section_starts(elf, scn, &sh, extra, nextra, &n);
 		ret = fn(ctx, d->d_buf, d->d_size, sh.sh_addr, starts, n);
 		free(starts);
 	}
 	elf_end(elf);
 	close(fd);
 	return ret < 0 ? ret : 0;
+}
+
+int djp_elf_code_walk(const char *path, djp_code_fn fn, void *ctx)
+{
+	return djp_elf_code_walk_at(path, NULL, 0, fn, ctx);
 }
 
 /* One section's widest class, merged into *ctx; 1 (stop) once nothing

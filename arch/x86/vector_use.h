@@ -45,5 +45,8 @@ size_t *djp_elf_function_starts(Elf *elf, size_t ndx, GElf_Addr addr, size_t siz
 typedef int (*djp_code_fn)(void *ctx, const uint8_t *code, size_t len, uint64_t addr, const size_t *starts,
 			   size_t nstarts);
 int djp_elf_code_walk(const char *path, djp_code_fn fn, void *ctx);
+/* The same, restarting also at the starts of `extra` (link-time
+ * addresses, sorted): the functions a separate debug file names. */
+int djp_elf_code_walk_at(const char *path, const uint64_t *extra, size_t nextra, djp_code_fn fn, void *ctx);
 
 #endif

@@ -51,8 +51,12 @@ static bool load(const char *path)
 	cache.t = NULL;
 	cache.path = strdup(path);
 	cache.fd = open(path, O_RDONLY | O_CLOEXEC);
-	cache.ok = cache.path && cache.fd >= 0 && !djp_funcs_read(path, &cache.t, err, sizeof(err)) &&
-		   !djp_branch_targets_of_file(path, &cache.map);
+	cache.ok = cache.path && cache.fd >= 0 && !djp_funcs_read(path, &cache.t, err, sizeof(err));
+	if (cache.ok) {
+		uint64_t *starts = djp_funcs_starts(cache.t);
+		cache.ok = !djp_branch_targets_of_file(path, starts, starts ? cache.t->count : 0, &cache.map);
+		free(starts);
+	}
 	return cache.ok;
 }
 
