@@ -43,6 +43,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <Zydis/Zydis.h>
 
@@ -261,6 +262,46 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * Sort link-time addresses: a byte at a time from the lowest (LSD radix),
+ * skipping the bytes all of them share, so that python3.11's 600,000
+ * targets take three passes over them rather than qsort's twenty
+ * comparisons each (a seventh of the map's cost).  qsort where a buffer
+ * cannot be had, or for few.
+ */
+static void sort_u64(uint64_t *v, size_t n)
+{
+	uint64_t differ = 0, *tmp, *from = v, *to;
+	if (n < 2)
+		return;
+	if (n < 1024 || !(tmp = malloc(n * sizeof(*v)))) {
+		qsort(v, n, sizeof(*v), cmp_u64);
+		return;
+	}
+	for (size_t i = 1; i < n; i++)
+		differ |= v[i] ^ v[0];
+	to = tmp;
+	for (unsigned shift = 0; shift < 64; shift += 8) {
+		size_t count[256] = { 0 }, at = 0;
+		if (!(differ >> shift & 0xff))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			count[from[i] >> shift & 0xff]++;
+		for (unsigned d = 0; d < 256; d++) {
+			size_t c = count[d];
+			count[d] = at;
+			at += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			to[count[from[i] >> shift & 0xff]++] = from[i];
+		to = from;
+		from = from == v ? tmp : v;
+	}
+	if (from != v)
+		memcpy(v, from, n * sizeof(*v));
+	free(tmp);
+}
+
 static int cmp_need(const void *a, const void *b)
 {
 	return cmp_u64(&((const struct need *)a)->at, &((const struct need *)b)->at);
@@ -373,12 +414,9 @@ static int code_addresses(const char *path, const uint64_t *starts, size_t nstar
 	if (!(err = djp_image_open(elf, &w->im))) {
 		if (!(err = djp_data_code_addresses(&w->im, add_held, add_guess, w)) &&
 		    !(err = djp_elf_code_walk_at(path, starts, nstarts, section_targets, w))) {
-			if (w->t.n)
-				qsort(w->t.v, w->t.n, sizeof(*w->t.v), cmp_u64);
-			if (w->held.n)
-				qsort(w->held.v, w->held.n, sizeof(*w->held.v), cmp_u64);
-			if (w->guess.n)
-				qsort(w->guess.v, w->guess.n, sizeof(*w->guess.v), cmp_u64);
+			sort_u64(w->t.v, w->t.n);
+			sort_u64(w->held.v, w->held.n);
+			sort_u64(w->guess.v, w->guess.n);
 			err = check_proofs(w);
 		}
 		djp_image_close(&w->im);
@@ -418,12 +456,9 @@ int djp_branch_targets_of_file(const char *path, const uint64_t *starts, size_t 
 		free(w.bad.v);
 		return err;
 	}
-	if (w.blind.n)
-		qsort(w.blind.v, w.blind.n, sizeof(*w.blind.v), cmp_u64);
-	if (w.starts.n)
-		qsort(w.starts.v, w.starts.n, sizeof(*w.starts.v), cmp_u64);
-	if (w.bad.n)
-		qsort(w.bad.v, w.bad.n, sizeof(*w.bad.v), cmp_u64);
+	sort_u64(w.blind.v, w.blind.n);
+	sort_u64(w.starts.v, w.starts.n);
+	sort_u64(w.bad.v, w.bad.n);
 	m->targets = w.t.v;
 	m->ntargets = w.t.n;
 	m->blind = w.blind.v;

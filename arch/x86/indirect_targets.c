@@ -99,6 +99,12 @@ int djp_image_open(Elf *elf, struct djp_image *im)
 							 .size = sh.sh_size,
 							 .data = d ? d->d_buf : NULL,
 							 .exec = sh.sh_flags & SHF_EXECINSTR };
+		if (sh.sh_flags & SHF_EXECINSTR) {
+			if (im->code_lo == im->code_hi || sh.sh_addr < im->code_lo)
+				im->code_lo = sh.sh_addr;
+			if (sh.sh_addr + sh.sh_size > im->code_hi)
+				im->code_hi = sh.sh_addr + sh.sh_size;
+		}
 	}
 	return 0;
 }
@@ -112,6 +118,8 @@ void djp_image_close(struct djp_image *im)
 
 bool djp_image_is_code(const struct djp_image *im, uint64_t addr)
 {
+	if (addr - im->code_lo >= im->code_hi - im->code_lo)
+		return false; /* an ET_EXEC's data words, mostly */
 	for (size_t i = 0; i < im->nsec; i++)
 		if (im->sec[i].exec && addr - im->sec[i].addr < im->sec[i].size)
 			return true;

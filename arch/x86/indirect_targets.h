@@ -23,6 +23,7 @@ struct djp_image {
 	bool exec_type; /* ET_EXEC: link-time addresses are the run-time ones, unrelocated */
 	struct djp_isec *sec;
 	size_t nsec;
+	uint64_t code_lo, code_hi; /* around every executable section: most words are not */
 };
 
 typedef int (*djp_addr_fn)(void *ctx, uint64_t addr);
