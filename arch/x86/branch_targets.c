@@ -33,11 +33,11 @@
  *
  * The map also says which functions it knows whole: those whose start the
  * walk restarted at (a symbol of the file, or a start the caller names:
- * the functions of a separate debug file), with no other start inside and
- * no byte that failed to decode.  For those the map holds every branch of
- * the function itself, so a run there needs no decode of the rest of the
- * function (djp_jump_run): python3.11's 2.8 MB of text are decoded once,
- * not twice, to arm function("*").
+ * the functions of a separate debug file) and in which no byte failed to
+ * decode.  For those the map holds every branch of the function itself,
+ * so a run there needs no decode of the rest of the function
+ * (djp_jump_run): python3.11's 2.8 MB of text are decoded once, not
+ * twice, to arm function("*").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -91,8 +91,8 @@ struct need {
 /* A relative branch at `at`: the instructions that run straight into it
  * begin `back` bytes before it. */
 struct rel {
-	uint64_t target;
-	uint64_t at : 56, back : 8;
+	uint64_t target, at;
+	uint8_t back;
 };
 
 struct walk {
@@ -214,7 +214,9 @@ static int rel_push(struct walk *w, uint64_t target, uint64_t at, const size_t *
 			return -ENOMEM;
 		w->rv = nv;
 	}
-	w->rv[w->nrel++] = (struct rel){ .target = target, .at = at, .back = at - (addr + win[(nwin - n) % WINDOW]) };
+	/* 16 instructions of at most 15 bytes: 225 back at most */
+	w->rv[w->nrel++] =
+		(struct rel){ .target = target, .at = at, .back = (uint8_t)(at - (addr + win[(nwin - n) % WINDOW])) };
 	return 0;
 }
 
