@@ -88,10 +88,12 @@ struct need {
 	size_t proof;
 };
 
-/* A relative branch at `at`: the instructions that run straight into it
- * begin `back` bytes before it. */
+/* A relative branch at im.code_lo + at, to im.code_lo + target: the
+ * instructions that run straight into it begin `back` bytes before it.
+ * Offsets into the code, 12 bytes a branch: libjvm's 800,000 keep 10 MB
+ * for the length of the walk. */
 struct rel {
-	uint64_t target, at;
+	uint32_t target, at;
 	uint8_t back;
 };
 
@@ -107,8 +109,9 @@ struct walk {
 	size_t unknown;       /* how many were not understood */
 	struct need *nv;
 	size_t nn;
-	struct rel *rv; /* every relative branch, in the walk's order */
+	struct rel *rv; /* every relative branch into the code, in the walk's order */
 	size_t nrel, caprel;
+	bool rel_lost; /* one could not be kept */
 	struct targets starts; /* where the walk restarted */
 	struct targets bad;    /* where a byte did not decode, the first of each run */
 };
@@ -204,10 +207,20 @@ static int section_walk(struct walk *w, const uint8_t *code, size_t len, uint64_
 	return 0;
 }
 
-/* Keep the relative branch at `at`, for the joins (check_proofs). */
+/* Keep the relative branch at `at`, for the joins (check_proofs).  One
+ * to outside the code lands on no join there (a join outside it fails its
+ * proof); one that cannot be kept as offsets (from outside the code, or
+ * code that spans 4 GiB) leaves every join unchecked: they all fail. */
 static int rel_push(struct walk *w, uint64_t target, uint64_t at, const size_t *win, size_t nwin, uint64_t addr)
 {
 	size_t n = nwin < WINDOW ? nwin : WINDOW;
+	uint64_t span = w->im.code_hi - w->im.code_lo;
+	if (at - w->im.code_lo >= span || span > UINT32_MAX) {
+		w->rel_lost = true;
+		return 0;
+	}
+	if (target - w->im.code_lo >= span)
+		return 0;
 	if (w->nrel == w->caprel) {
 		void *nv = realloc(w->rv, (w->caprel = w->caprel ? 2 * w->caprel : 4096) * sizeof(*w->rv));
 		if (!nv)
@@ -215,8 +228,9 @@ static int rel_push(struct walk *w, uint64_t target, uint64_t at, const size_t *
 		w->rv = nv;
 	}
 	/* 16 instructions of at most 15 bytes: 225 back at most */
-	w->rv[w->nrel++] =
-		(struct rel){ .target = target, .at = at, .back = (uint8_t)(at - (addr + win[(nwin - n) % WINDOW])) };
+	w->rv[w->nrel++] = (struct rel){ .target = (uint32_t)(target - w->im.code_lo),
+					 .at = (uint32_t)(at - w->im.code_lo),
+					 .back = (uint8_t)(at - (addr + win[(nwin - n) % WINDOW])) };
 	return 0;
 }
 
@@ -328,30 +342,30 @@ static size_t need_at(const struct walk *w, uint64_t at)
  * began, in the section the walk read it from. */
 static void join_check(struct walk *w, const struct rel *r)
 {
-	size_t k = need_at(w, r->target), offs[WINDOW], n = 0;
+	uint64_t target = w->im.code_lo + r->target, at = w->im.code_lo + r->at, lo;
+	size_t k = need_at(w, target), offs[WINDOW], n = 0;
 	const struct djp_isec *sec = NULL;
 	ZydisDecodedInstruction in = { 0 };
-	uint64_t lo;
 	bool seen = false;
 
-	if (k == w->nn || w->nv[k].at != r->target)
+	if (k == w->nn || w->nv[k].at != target)
 		return;
 	for (size_t i = 0; i < w->im.nsec && !sec; i++)
-		if (w->im.sec[i].exec && w->im.sec[i].data && r->at - w->im.sec[i].addr < w->im.sec[i].size)
+		if (w->im.sec[i].exec && w->im.sec[i].data && at - w->im.sec[i].addr < w->im.sec[i].size)
 			sec = &w->im.sec[i];
-	for (size_t off = r->at - r->back - (sec ? sec->addr : 0); sec && n < WINDOW && off < sec->size;
+	for (size_t off = at - r->back - (sec ? sec->addr : 0); sec && n < WINDOW && off < sec->size;
 	     off += in.length) {
 		if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&w->dec, NULL, sec->data + off, sec->size - off, &in)))
 			break;
 		offs[n++] = off;
-		if ((seen = sec->addr + off == r->at))
+		if ((seen = sec->addr + off == at))
 			break;
 	}
-	for (; k < w->nn && w->nv[k].at == r->target; k++) {
+	for (; k < w->nn && w->nv[k].at == target; k++) {
 		struct proof *p = &w->pv[w->nv[k].proof];
 		if (!p->failed && (!seen || in.meta.category == ZYDIS_CATEGORY_CALL ||
 				   !djp_branch_brings_whole_load(sec->data, sec->addr, offs, n, p->reg, &lo) ||
-				   djp_branch_target_inside(w->t.v, w->t.n, lo, r->at + 1)))
+				   djp_branch_target_inside(w->t.v, w->t.n, lo, at + 1)))
 			p->failed = true;
 	}
 }
@@ -395,6 +409,9 @@ static int check_proofs(struct walk *w)
 		qsort(w->nv, w->nn, sizeof(*w->nv), cmp_need);
 		for (size_t i = 0; i < w->nrel; i++)
 			join_check(w, &w->rv[i]);
+		for (size_t i = 0; i < w->nn; i++)
+			if (w->rel_lost || w->nv[i].at - w->im.code_lo >= w->im.code_hi - w->im.code_lo)
+				w->pv[w->nv[i].proof].failed = true;
 	}
 	for (size_t i = 0; i < w->np && !err; i++)
 		if (w->pv[i].failed)
