@@ -122,6 +122,35 @@ static bool shadow_stack_on(void)
 	return on;
 }
 
+/* A symbol can start inside another function (a label of hand-written
+ * assembly made a function): a point must be an instruction boundary of
+ * every function that covers it, each decoded from its start, or its int3
+ * or jump would split one of that function's instructions.  0, -EINVAL
+ * (inside one), -EILSEQ (one does not decode up to it), -ENOMEM. */
+static int boundary_of_covering(struct resolve *r, const struct djp_func *f, uintptr_t a)
+{
+	uintptr_t bias = djp_funcs_bias(r->o, r->t);
+
+	for (const struct djp_func *g = djp_funcs_covering(r->t, a - bias, NULL); g;
+	     g = djp_funcs_covering(r->t, a - bias, g)) {
+		uintptr_t start = g->addr + bias, at = start;
+		struct djp_insn in;
+		uint8_t *b;
+		int err = 0;
+		if (g == f)
+			continue;
+		if (!(b = djp_function_bytes(r->o, start, g->size)))
+			return -ENOMEM;
+		for (; at < a && !err; at += in.len)
+			if (djp_insn_decode(b + (at - start), g->size - (at - start), at, &in) || !in.len)
+				err = -EILSEQ;
+		free(b);
+		if (err || at != a)
+			return err ? err : -EINVAL;
+	}
+	return 0;
+}
+
 /* Check the instruction at `a` in function f; 0 and np filled in, or
  * -EINVAL (not an instruction boundary), -ENOTSUP (cannot run out of
  * line), -EILSEQ (does not decode). */
@@ -148,6 +177,8 @@ static int point_check(struct resolve *r, const struct djp_func *f, uintptr_t a,
 			err = -EILSEQ;
 		else if (at + in.len > a)
 			err = -EINVAL; /* a is inside this instruction */
+	if (!err)
+		err = boundary_of_covering(r, f, a);
 	if (!err && djp_insn_decode(b + (a - start), size - (a - start), a, &in))
 		err = -EILSEQ;
 	if (!err && b[a - start] == X86_INT3)

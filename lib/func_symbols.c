@@ -100,6 +100,9 @@ struct table_priv {
 	struct segment *segs;
 	size_t nsegs;
 	uint64_t max_size; /* the largest function, bounds djp_funcs_at's walk */
+	/* reach[i]: the furthest end of v[0..i), so that a walk back from an
+	 * address stops where nothing before reaches it (djp_funcs_covering) */
+	uint64_t *reach;
 };
 
 /* An open ELF file, with its separate debug file when one was looked for. */
@@ -306,13 +309,17 @@ static int build_table(struct cands *c, struct djp_func_table *t, struct table_p
 		}
 	t->v = calloc(n ? n : 1, sizeof(*t->v));
 	p->names = malloc(bytes ? bytes : 1);
-	if (!t->v || !p->names)
+	p->reach = malloc((n ? n : 1) * sizeof(*p->reach));
+	if (!t->v || !p->names || !p->reach)
 		return -ENOMEM;
 	char *s = p->names;
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(c->v[i].name) + 1;
 		memcpy(s, c->v[i].name, len);
 		t->v[i] = (struct djp_func){ s, c->v[i].addr, c->v[i].size, c->v[i].global };
+		p->reach[i] = !i ? 0 : p->reach[i - 1] > t->v[i - 1].addr + t->v[i - 1].size
+					       ? p->reach[i - 1]
+					       : t->v[i - 1].addr + t->v[i - 1].size;
 		s += len;
 		if (c->v[i].size > p->max_size)
 			p->max_size = c->v[i].size;
@@ -336,6 +343,7 @@ void djp_funcs_free(struct djp_func_table *t)
 		return;
 	if ((p = t->priv)) {
 		free(p->names);
+		free(p->reach);
 		free(p->segs);
 		free(p);
 	}
@@ -406,6 +414,34 @@ const struct djp_func *djp_funcs_at(const struct djp_func_table *t, uint64_t add
 		if (t->v[i].size && addr - t->v[i].addr < t->v[i].size)
 			return &t->v[i];
 	return t->v[lo - 1].size ? NULL : &t->v[lo - 1];
+}
+
+const struct djp_func *djp_funcs_covering(const struct djp_func_table *t, uint64_t addr, const struct djp_func *after)
+{
+	const struct table_priv *p = t->priv;
+	size_t i;
+
+	if (after) {
+		i = (size_t)(after - t->v);
+	} else { /* the first entry above addr */
+		size_t lo = 0, hi = t->count;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (t->v[mid].addr <= addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		i = lo;
+	}
+	/* back, while something before reaches past addr */
+	while (i-- > 0) {
+		if (t->v[i].size && addr - t->v[i].addr < t->v[i].size)
+			return &t->v[i];
+		if (p->reach[i] <= addr)
+			return NULL;
+	}
+	return NULL;
 }
 
 static int match_exact(const char *glob, const char *name)

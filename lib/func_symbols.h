@@ -41,6 +41,13 @@ uint64_t *djp_funcs_starts(const struct djp_func_table *t);
  * the nearest symbol below when it has size 0), or NULL. */
 const struct djp_func *djp_funcs_at(const struct djp_func_table *t, uint64_t addr);
 
+/* The functions that cover link-time address `addr` ([a, a + size)
+ * holds it: a symbol may start inside another function, as hand-written
+ * assembly's do), one at a time from the one that starts nearest below
+ * it: the first with after NULL, the next with after the last returned;
+ * NULL when there is no other. */
+const struct djp_func *djp_funcs_covering(const struct djp_func_table *t, uint64_t addr, const struct djp_func *after);
+
 /* Visit every function whose name matches the fnmatch(3) glob (exact name
  * when no glob chars), in address order; returns how many matched.  fn may
  * be NULL (count only); it may stop the walk by returning non-zero: a

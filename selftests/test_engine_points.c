@@ -701,3 +701,65 @@ TEST(points_branch_the_map_cannot_see_keeps_the_entry_an_int3)
 		CHECK_EQ(djp_disconnect(id), 0);
 	}
 }
+
+/* A point at pt_hidden_inner would put its int3 on the jne's displacement
+ * (the symbol starts inside pt_hidden's instruction): refused, the text
+ * left alone.  A glob over both probes pt_hidden and skips the other. */
+TEST(points_inside_another_functions_instruction_are_refused)
+{
+	uint8_t before[10];
+	int id;
+
+	memcpy(before, (void *)pt_hidden, sizeof(before));
+	for (int mode = 0; mode < 2; mode++)
+		CHECK_EQ(djp_connect_at(OPTS(.func = "pt_hidden_inner"), count, NULL, mode ? DJP_FORCE_INT3 : 0), -EINVAL);
+	CHECK(memcmp(before, (void *)pt_hidden, sizeof(before)) == 0);
+	reset();
+	id = djp_connect_at(OPTS(.func = "pt_hidden*"), count, NULL, 0);
+	CHECK(id >= 0);
+	CHECK_EQ(((uint8_t *)pt_hidden)[8], 0xfa);
+	for (long i = 1; i <= 50; i++)
+		CHECK_EQ(pt_hidden(i), 0);
+	CHECK_EQ(atomic_load(&hits), 50);
+	CHECK_EQ(djp_disconnect(id), 0);
+	CHECK(memcmp(before, (void *)pt_hidden, sizeof(before)) == 0);
+}
+
+/*
+ * long pt_outer(long x): x + 3, through a symbol that starts at one of its
+ * instruction boundaries, pt_outer_mid: a point there is an instruction of
+ * both, and is probed.
+ */
+__asm__(".pushsection .text\n"
+	".globl pt_outer\n"
+	".type pt_outer,@function\n"
+	"pt_outer:\n"
+	"	lea 1(%rdi),%rax\n"
+	".globl pt_outer_mid\n"
+	".type pt_outer_mid,@function\n"
+	"pt_outer_mid:\n"
+	"	add $1,%rax\n"
+	"	add $1,%rax\n"
+	"	ret\n"
+	".size pt_outer_mid, .-pt_outer_mid\n"
+	".size pt_outer, .-pt_outer\n"
+	".popsection\n");
+long pt_outer(long x);
+
+TEST(points_at_a_symbol_on_another_functions_boundary_are_probed)
+{
+	uint8_t before[16];
+	int id;
+
+	memcpy(before, (void *)pt_outer, sizeof(before));
+	for (int mode = 0; mode < 2; mode++) {
+		reset();
+		id = djp_connect_at(OPTS(.func = "pt_outer_mid"), count, NULL, mode ? DJP_FORCE_INT3 : 0);
+		CHECK(id >= 0);
+		for (long i = 0; i < 100; i++)
+			CHECK_EQ(pt_outer(i), i + 3);
+		CHECK_EQ(atomic_load(&hits), 100);
+		CHECK_EQ(djp_disconnect(id), 0);
+		CHECK(memcmp(before, (void *)pt_outer, sizeof(before)) == 0);
+	}
+}
