@@ -14,8 +14,9 @@
  * checked first:
  *
  *   - it lies in a function symbol, and is an instruction boundary of that
- *     function decoded from its start (never a byte in the middle of an
- *     instruction, which an int3 would corrupt);
+ *     function decoded from its start, and of any other function that
+ *     covers it (never a byte in the middle of an instruction, which an
+ *     int3 would corrupt);
  *   - its instruction can run elsewhere (arch/x86/insn_reloc.c: not a
  *     loop/jrcxz, xbegin or somebody's int3), because an int3 probe here
  *     runs the displaced instruction out of line, as the kernel's boosted
