@@ -395,12 +395,10 @@ out:
 	return ret;
 }
 
-const struct djp_func *djp_funcs_at(const struct djp_func_table *t, uint64_t addr)
+/* The first entry above addr; the ones before it start at or below. */
+static size_t first_above(const struct djp_func_table *t, uint64_t addr)
 {
-	const struct table_priv *p = t->priv;
 	size_t lo = 0, hi = t->count;
-
-	/* The first entry above addr; the ones before it start at or below. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		if (t->v[mid].addr <= addr)
@@ -408,6 +406,14 @@ const struct djp_func *djp_funcs_at(const struct djp_func_table *t, uint64_t add
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+const struct djp_func *djp_funcs_at(const struct djp_func_table *t, uint64_t addr)
+{
+	const struct table_priv *p = t->priv;
+	size_t lo = first_above(t, addr);
+
 	if (!lo)
 		return NULL;
 	for (size_t i = lo; i-- > 0 && addr - t->v[i].addr < p->max_size;)
@@ -419,21 +425,8 @@ const struct djp_func *djp_funcs_at(const struct djp_func_table *t, uint64_t add
 const struct djp_func *djp_funcs_covering(const struct djp_func_table *t, uint64_t addr, const struct djp_func *after)
 {
 	const struct table_priv *p = t->priv;
-	size_t i;
+	size_t i = after ? (size_t)(after - t->v) : first_above(t, addr);
 
-	if (after) {
-		i = (size_t)(after - t->v);
-	} else { /* the first entry above addr */
-		size_t lo = 0, hi = t->count;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (t->v[mid].addr <= addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		i = lo;
-	}
 	/* back, while something before reaches past addr */
 	while (i-- > 0) {
 		if (t->v[i].size && addr - t->v[i].addr < t->v[i].size)
