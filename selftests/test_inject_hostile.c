@@ -475,8 +475,14 @@ static void inject_and_count(struct tproc *t, long n)
 	char cmd[64], want[64];
 	int st;
 
-	if (!tt_wait_armed(t->pid, hostile(), 20000))
-		djp_test_fail(__FILE__, __LINE__, "not armed: %s / target: %s", p->ebuf, t->ebuf);
+	if (!tt_wait_armed(t->pid, hostile(), 20000)) {
+		/* what djp said, or that it had to be killed (-1: it hung) */
+		bool alive = !kill(t->pid, 0);
+		kill(p->pid, SIGINT);
+		st = tt_finish(p, 5000);
+		djp_test_fail(__FILE__, __LINE__, "not armed in 20 s: djp status %#x: %s / target %s: %s", st, p->ebuf,
+			      alive ? "alive" : "gone", t->ebuf);
+	}
 	snprintf(cmd, sizeof(cmd), "burst %ld\n", n);
 	snprintf(want, sizeof(want), "burst %ld\n", n);
 	tt_send(t, cmd);
