@@ -63,32 +63,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "selftests/sdt_note_asm.h"
+
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
 /* The note of <sys/sdt.h>, version 3, with the arguments as given. */
-#define AK_NOTE(name, args)                                                                  \
-	".ifndef _.stapsdt.base\n"                                                           \
-	".pushsection .stapsdt.base,\"aG\",@progbits,.stapsdt.base,comdat\n"                 \
-	".weak _.stapsdt.base\n"                                                             \
-	".hidden _.stapsdt.base\n"                                                           \
-	"_.stapsdt.base: .space 1\n"                                                         \
-	".size _.stapsdt.base, 1\n"                                                          \
-	".popsection\n"                                                                      \
-	".endif\n"                                                                           \
-	".pushsection .note.stapsdt,\"?\",@note\n"                                           \
-	".balign 4\n"                                                                        \
-	".4byte 994f-993f, 996f-995f, 3\n"                                                   \
-	"993: .asciz \"stapsdt\"\n"                                                          \
-	"994: .balign 4\n"                                                                   \
-	"995: .8byte 990b\n"                                                                 \
-	".8byte _.stapsdt.base\n"                                                            \
-	".8byte 0\n"                                                                         \
-	".asciz \"argkinds\"\n"                                                              \
-	".asciz \"" name "\"\n"                                                              \
-	".asciz \"" args "\"\n"                                                              \
-	"996: .balign 4\n"                                                                   \
-	".popsection\n"
+#define AK_NOTE(name, args) SDT_BASE_ASM SDT_NOTE_ASM("argkinds", name, "0", args)
 
 #ifdef ARGKINDS_MARK
 /* A djprobe marker (docs/ABI.md, record version 1) with the same note. */
