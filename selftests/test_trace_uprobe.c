@@ -174,6 +174,28 @@ static void wait_recording(struct tproc *t, struct tproc *d)
 	djp_test_fail(__FILE__, __LINE__, "nothing recorded: %s", d->ebuf);
 }
 
+/* The target, started and ready: its pid as text in spid, its site's
+ * address in *site. */
+static struct tproc *start_target(char spid[16], uintptr_t *site)
+{
+	struct tproc *t = tt_spawn((char *const[]){ (char *)target(), NULL }, false, -1);
+	CHECK(tt_wait_out(t, "ready ", 10000));
+	snprintf(spid, 16, "%d", (int)t->pid);
+	*site = tt_site_addr(t->pid, "after_call");
+	CHECK(*site != 0);
+	return t;
+}
+
+/* `djp trace -x` into t, once the site is the kernel's int3 and a hit is
+ * recorded. */
+static struct tproc *trace_x_recording(struct tproc *t, const char *spid, uintptr_t site)
+{
+	struct tproc *d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", (char *)spid, FORMAT, NULL }, false, -1);
+	tt_wait_byte(t->pid, site, 0xcc, 20000);
+	wait_recording(t, d);
+	return d;
+}
+
 /* -x into a running program, then the trace ends: the site's byte is the
  * file's, the semaphore is down (the program stops calling), and the
  * program runs on. */
@@ -185,16 +207,10 @@ TEST_TIMEOUT(trace_uprobe_site_left_as_it_was, 90)
 	int st;
 
 	need_uprobes();
-	t = tt_spawn((char *const[]){ (char *)target(), NULL }, false, -1);
-	CHECK(tt_wait_out(t, "ready ", 10000));
-	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
-	site = tt_site_addr(t->pid, "after_call");
-	CHECK(site != 0);
+	t = start_target(spid, &site);
 	CHECK_EQ(tt_byte_at(t->pid, site), 0x90);
-	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, FORMAT, NULL }, false, -1);
 	/* armed: the kernel's int3 in the program's text, the semaphore up */
-	tt_wait_byte(t->pid, site, 0xcc, 20000);
-	wait_recording(t, d);
+	d = trace_x_recording(t, spid, site);
 	tt_send(t, "run 30\n");
 	CHECK(tt_wait_out(t, "ran 30 fired 30\n", 10000));
 	CHECK(tt_wait_out(d, " trapsite:after_call a=14 b=204 c=-7 g=0x1234567 r=42 s=gamma\n", 10000));
@@ -324,11 +340,7 @@ TEST_TIMEOUT(trace_uprobe_stress_attach_detach_under_load, 3600)
 	long events = 0;
 
 	need_uprobes();
-	t = tt_spawn((char *const[]){ (char *)target(), NULL }, false, -1);
-	CHECK(tt_wait_out(t, "ready ", 10000));
-	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
-	site = tt_site_addr(t->pid, "after_call");
-	CHECK(site != 0);
+	t = start_target(spid, &site);
 	snprintf(cmd, sizeof(cmd), "hammer 4 %d\n", secs);
 	tt_send(t, cmd);
 	for (time_t end = time(NULL) + secs; time(NULL) < end; cycles++) {
@@ -398,13 +410,8 @@ TEST_TIMEOUT(trace_uprobe_site_across_an_exec, 120)
 	int st;
 
 	need_uprobes();
-	t = tt_spawn((char *const[]){ (char *)target(), NULL }, false, -1);
-	CHECK(tt_wait_out(t, "ready ", 10000));
-	snprintf(spid, sizeof(spid), "%d", (int)t->pid);
-	CHECK((site = tt_site_addr(t->pid, "after_call")) != 0);
-	d = tt_spawn((char *const[]){ (char *)tt_djp(), "trace", "-x", spid, FORMAT, NULL }, false, -1);
-	tt_wait_byte(t->pid, site, 0xcc, 20000);
-	wait_recording(t, d);
+	t = start_target(spid, &site);
+	d = trace_x_recording(t, spid, site);
 	tt_send(t, "run 5\n");
 	CHECK(tt_wait_out(t, "ran 5 fired 5\n", 10000));
 	tt_send(t, "exec\n");
