@@ -123,6 +123,21 @@ static bool shadow_stack_on(void)
 	return on;
 }
 
+/* Is `a` an instruction boundary of the code b (size bytes at start),
+ * decoded from its start?  0, -EINVAL (inside an instruction), -EILSEQ
+ * (the code does not decode up to it). */
+static int boundary_in(const uint8_t *b, uintptr_t start, size_t size, uintptr_t a)
+{
+	struct djp_insn in;
+	for (uintptr_t at = start; at < a; at += in.len) {
+		if (djp_insn_decode(b + (at - start), size - (at - start), at, &in) || !in.len)
+			return -EILSEQ;
+		if (at + in.len > a)
+			return -EINVAL; /* a is inside this instruction */
+	}
+	return 0;
+}
+
 /* A symbol can start inside another function (a label of hand-written
  * assembly made a function): a point must be an instruction boundary of
  * every function that covers it, each decoded from its start, or its int3
@@ -134,20 +149,17 @@ static int boundary_of_covering(struct resolve *r, const struct djp_func *f, uin
 
 	for (const struct djp_func *g = djp_funcs_covering(r->t, a - bias, NULL); g;
 	     g = djp_funcs_covering(r->t, a - bias, g)) {
-		uintptr_t start = g->addr + bias, at = start;
-		struct djp_insn in;
+		uintptr_t start = g->addr + bias;
 		uint8_t *b;
-		int err = 0;
+		int err;
 		if (g == f)
 			continue;
 		if (!(b = djp_function_bytes(r->o, start, g->size)))
 			return -ENOMEM;
-		for (; at < a && !err; at += in.len)
-			if (djp_insn_decode(b + (at - start), g->size - (at - start), at, &in) || !in.len)
-				err = -EILSEQ;
+		err = boundary_in(b, start, g->size, a);
 		free(b);
-		if (err || at != a)
-			return err ? err : -EINVAL;
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -173,11 +185,7 @@ static int point_check(struct resolve *r, const struct djp_func *f, uintptr_t a,
 		return -EINVAL;
 	if (!(b = djp_function_bytes(r->o, start, size)))
 		return -ENOMEM;
-	for (uintptr_t at = start; at < a && !err; at += in.len)
-		if (djp_insn_decode(b + (at - start), size - (at - start), at, &in) || !in.len)
-			err = -EILSEQ;
-		else if (at + in.len > a)
-			err = -EINVAL; /* a is inside this instruction */
+	err = boundary_in(b, start, size, a);
 	if (!err)
 		err = boundary_of_covering(r, f, a);
 	if (!err && djp_insn_decode(b + (a - start), size - (a - start), a, &in))
