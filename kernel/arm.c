@@ -85,8 +85,11 @@ static uint32_t regs_used(const struct djp_site *s, int flavour)
 	 * never reads it: a list is published before the text moves to the
 	 * trampoline it asks for, so for the length of a batch the old
 	 * trampoline runs the new list, whose handlers may (a return probe's
-	 * hook writes through it). */
-	if (s->obj->parent && arch_flavour(flavour) == DJP_FULL)
+	 * hook writes through it).  A site whose arguments are read after
+	 * its first trampolines were made (points.c) keeps them all: the
+	 * view of a trampoline never changes, and theirs must hold what the
+	 * arguments read later do. */
+	if (s->obj->parent && (arch_flavour(flavour) == DJP_FULL || s->args_late))
 		return ARCH_VIEW_ALL;
 	if (s->obj->parent)
 		m |= 1u << DJP_REG_SP;

@@ -119,7 +119,7 @@ void djp_list_seal(struct djp_handler_list *l, const struct djp_site *s)
 		l->full = (struct djp_fast_call){ djp_run_full_list, l };
 	l->prefetch = l->lean;
 	l->wants_prefetch = false;
-	if (direct && (h->flags & DJP_GPR_ONLY) && h->plan) {
+	if (direct && (h->flags & DJP_GPR_ONLY) && h->plan && !s->prefetch_stale) {
 		/* called with more arguments than the handler type says: only
 		 * a prefetching trampoline calls it */
 		djp_fast_entry_fn fast = h->plan(h->data, s, &l->plan);

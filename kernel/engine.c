@@ -158,7 +158,7 @@ int djp__connect(const char *pattern, djp_handler_fn fn, void *data, unsigned fl
 	int err;
 
 	struct djp_point *point = opts ? opts->point : NULL;
-	if ((!pattern && !point) || !fn || (flags & ~(DJP_GPR_ONLY | DJP_FORCE_INT3))) {
+	if ((!pattern && !point) || !fn || (flags & ~(DJP_GPR_ONLY | DJP_FORCE_INT3 | DJP_NO_ARGS))) {
 		djp_point_free(point);
 		return fail(-EINVAL);
 	}

@@ -152,6 +152,13 @@ void djp_object_add(struct djp_object *o)
 		watch_fn(watch_ctx, o->sites[k].id, o->path, o->sites[k].addr, o->sites[k].m);
 }
 
+void djp_site_announce(const struct djp_site *s)
+{
+	DJP_LOCK_HELD();
+	if (watch_fn)
+		watch_fn(watch_ctx, s->id, s->obj->path, s->addr, s->m);
+}
+
 struct djp_site *djp_site_by_id(uint32_t id)
 {
 	for (struct djp_object *o = djp_objects; o; o = o->next)

@@ -241,6 +241,45 @@ static bool overlap(uintptr_t a, unsigned alen, uintptr_t b, unsigned blen)
 	return a < b + blen && b < a + alen;
 }
 
+/* Does the probe being resolved read no argument?  A return probe reads
+ * its entry's (and the return value's type) whatever its flags say. */
+static bool without_args(const struct resolve *r)
+{
+	return (r->p->flags & DJP_NO_ARGS) && !r->pt->retprobe;
+}
+
+static struct djp_params_file *object_params(struct djp_object *o);
+static int point_args(struct djp_marker_list *ml, struct djp_marker_info *m, struct djp_params_file *pf,
+		      const struct djp_func *f);
+
+/*
+ * A site made without its arguments (DJP_NO_ARGS) gets them now, for a
+ * probe that reads them, while the probes already there may be running
+ * its handlers: the locations are written first, the count that says
+ * they are there last, so that a hit sees none of them or all.  Its
+ * trampolines keep every register for this (arm.c), and a prefetching
+ * one, made when there was nothing to load, is not used again.  The
+ * marker log hears of the site again, with its format.
+ */
+static int site_args_read(struct resolve *r, struct djp_site *s, const struct djp_func *f)
+{
+	struct djp_marker_info *m = (struct djp_marker_info *)s->m, got = *m;
+	int err = point_args(s->obj->markers, &got, object_params(r->o), f);
+
+	if (err)
+		return err;
+	memcpy(m->arg, got.arg, got.nargs * sizeof(got.arg[0]));
+	m->ret_size = got.ret_size;
+	m->ret_signed = got.ret_signed;
+	m->ret_conv = got.ret_conv;
+	__atomic_store_n(&m->format, got.format, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->nargs, got.nargs, __ATOMIC_RELEASE);
+	s->args_unread = false;
+	s->prefetch_stale = s->tramp[DJP_LEAN_PREFETCH] != 0;
+	djp_site_announce(s);
+	return 0;
+}
+
 /* One resolved point at runtime address `a` in function f. */
 static void point_found(struct resolve *r, const struct djp_func *f, uintptr_t a)
 {
@@ -252,7 +291,9 @@ static void point_found(struct resolve *r, const struct djp_func *f, uintptr_t a
 		return;
 	if (s && djp_site_pc(s) == a) {
 		r->matched++;
-		if (!r->o->closing && !djp_site_carries(s, r->p->id))
+		if (s->args_unread && !without_args(r))
+			r->err = site_args_read(r, s, f);
+		if (!r->err && !r->o->closing && !djp_site_carries(s, r->p->id))
 			r->err = djp_site_vec_push(r->sv, s);
 		return;
 	}
@@ -324,8 +365,6 @@ static bool never_called(const struct resolve *r, const struct djp_func *f)
 			return true;
 	return false;
 }
-
-static struct djp_params_file *object_params(struct djp_object *o);
 
 /* Is f from the source file and lines the point's qualifier names?  A
  * function the DWARF says nothing of is not. */
@@ -467,7 +506,9 @@ static int sites_make(struct resolve *r)
 		m->args = "";
 		/* at an entry the call has just pushed its return address */
 		m->sp_align = np->off ? -1 : 8;
-		if (!m->name || !m->function || point_args(ml, m, object_params(r->o), np->f))
+		if (!m->name || !m->function)
+			goto enomem;
+		if (!without_args(r) && point_args(ml, m, object_params(r->o), np->f))
 			goto enomem;
 	}
 	/* what each site's displaced instruction keeps (counted in nsites
@@ -496,6 +537,7 @@ static int sites_make(struct resolve *r)
 		s->m = &ml->v[i];
 		s->obj = po;
 		s->id = djp_site_id_next();
+		s->args_late = s->args_unread = without_args(r);
 	}
 	po->nsites = r->n;
 	djp_object_add(po);

@@ -161,6 +161,14 @@ struct djp_site {
 	 * the entry carries the hook that diverts those returns. */
 	struct djp_site *ret;
 	bool is_return;
+	/* A point's site made for probes that read no argument (DJP_NO_ARGS,
+	 * kernel/points.c): `args_late` for its life, `args_unread` until a
+	 * probe that reads them comes and its function's parameters are read
+	 * then.  Its trampolines keep every register, whatever its arguments
+	 * turn out to read (arm.c), and a prefetching one made before they
+	 * were read (`prefetch_stale`: it loads none) runs no fast entry
+	 * again (dispatch.c). */
+	bool args_late, args_unread, prefetch_stale;
 	/* a return site's: some handler that may touch vector or x87 state
 	 * was attached to it once (sticky), so returns save that state */
 	atomic_bool ret_vec;
@@ -219,6 +227,8 @@ void djp_object_free(struct djp_object *o);
  * the next process-wide site id. */
 void djp_object_add(struct djp_object *o);
 uint32_t djp_site_id_next(void);
+/* The watcher hears of a site again: its arguments changed (points.c). */
+void djp_site_announce(const struct djp_site *s);
 /* What its code keeps in vector registers (enum djp_vec_use, and
  * DJP_VEC_X87 when its x87 stack can be in use), decoded once. */
 int djp_object_vec_use(struct djp_object *o);

@@ -268,3 +268,31 @@ TEST_TIMEOUT(script_agg_statement_probe_counts_every_pass, 300)
 	printf("# %ld passes counted, none lost\n", THREADS * CALLS);
 	free(p);
 }
+
+/* A probe that only counts makes its functions' sites without their
+ * arguments (DJP_NO_ARGS: no DWARF read for them); one that prints them,
+ * on one of those functions, has them read when it connects, and the tool
+ * hears of the site again with its format (the marker log): $$parms names
+ * them in every line. */
+TEST_TIMEOUT(script_count_then_arguments_on_one_of_its_functions, 120)
+{
+	char cmd[4400];
+	struct tproc *p;
+	const char *out;
+	long long work, work_sum, pair, pair_sum;
+
+	snprintf(cmd, sizeof(cmd), "%s --threads 1 --calls 40", djp_test_path("trace_progs/aggcall_target"));
+	p = tt_run_worker(cmd, NULL,
+			  "global n\n"
+			  "probe process.function(\"ac_*\") { n++ }\n"
+			  "probe process.function(\"ac_pair\") { printf(\"pair %s\\n\", $$parms) }\n"
+			  "probe end { printf(\"n=%d\\n\", n) }",
+			  false, false);
+	out = script_out(p);
+	two_after(p->obuf, "\nwork ", &work, &work_sum);
+	two_after(p->obuf, "\npair ", &pair, &pair_sum);
+	if (after(out, "n=") != work + pair || tt_count(p->obuf, "pair w=0x") != pair)
+		djp_test_fail(__FILE__, __LINE__, "not %lld calls and %lld lines with ac_pair's arguments:\n%s\n%s",
+			      work + pair, pair, p->obuf, p->ebuf);
+	free(p);
+}

@@ -525,10 +525,15 @@ int djp_agg_connect(struct djp_agg *a, unsigned plan, const char *pattern, unsig
 
 	if (plan >= a->nplans || (flags & ~(DJP_RECORD_PENDING | DJP_RECORD_INT3)))
 		return -EINVAL;
+	/* a plan that reads no argument (a count, keyed by probefunc() or
+	 * nothing): points made for it skip their functions' DWARF */
+	if (!djp_agg_wanted(&a->plan[plan]))
+		how |= DJP_NO_ARGS;
 	if (a->plan[plan].str_arg) /* the fast copy if the engine can have it */
 		(void)djp_safe_copy_enable();
 	/* function and statement points, as the recorder connects them:
-	 * their sites are made now, and have the arguments DWARF gives */
+	 * their sites are made now, and have the arguments DWARF gives
+	 * unless the plan reads none */
 	if ((err = djp__point_parse(pattern, &o.point)) < 0)
 		return err;
 	if (o.point)

@@ -97,8 +97,19 @@ int session_marker_add(struct session *s, uint32_t id, uint64_t addr, uint8_t na
 	if (id >= s->next_id)
 		s->next_id = id + 1;
 	m = &s->markers[id];
-	if (m->known)
+	/* known: the same again, or a function's site logged again once its
+	 * arguments were read (a probe that reads them came after one that
+	 * read none: kernel/points.c), which replaces it */
+	if (m->known && nargs <= m->nargs)
 		return 0;
+	if (m->known) {
+		free(m->name);
+		free(m->format);
+		free(m->object);
+		free(m->fmt);
+		m->fmt = NULL;
+		m->known = false;
+	}
 	for (int i = 0; i < s->nfmt; i++) {
 		size_t plen;
 		const char *bare = djp_marker_split(name, &plen);
@@ -125,7 +136,8 @@ int session_marker_add(struct session *s, uint32_t id, uint64_t addr, uint8_t na
 
 struct session_marker *session_marker_of(struct session *s, uint32_t id)
 {
-	if (id >= s->nmarkers || !s->markers[id].known)
+	/* a site without arguments may have been logged again with them */
+	if (id >= s->nmarkers || !s->markers[id].known || !s->markers[id].nargs)
 		session_marker_log_read(s);
 	if ((id >= s->nmarkers || !s->markers[id].known) && !s->listed_this_drain && s->alive) {
 		s->listed_this_drain = true;
