@@ -53,11 +53,11 @@ typedef void (*djp_handler_fn)(const struct djp_hit *hit, void *data);
 /* Kernel only: arm with register_kprobe() at the marker's address, the
  * fallback used where no jump can be placed (docs/KERNEL.md). */
 #define DJP_FORCE_KPROBE (1u << 2)
-/* The handler reads no argument (djp_hit_nargs, djp_hit_arg and
- * djp_hit_format may then say none): a function or line probe's site is
+/* User space only: the handler reads no argument (djp_hit_nargs and
+ * djp_hit_arg may then say none).  A function or line probe's site is
  * made without reading its function's parameters from the DWARF, which
- * for function("*") over a large program is most of the connect.  A
- * probe without it that comes to such a site later has them read then. */
+ * for function("*") over a large program is most of the connect; a probe
+ * without it that comes to such a site later has them read then. */
 #define DJP_NO_ARGS (1u << 3)
 
 /* Returns a probe id >= 0, or -ENOENT when no marker matches, -EBUSY when a
