@@ -45,6 +45,8 @@
  *   --storm         a thread sends SIGUSR1 to the main thread and to the
  *                   waiting threads every 200 us; the handler runs a few
  *                   microseconds and returns (the stress's signals).
+ *   --usr1          that handler for SIGUSR1, and no storm: the test sends
+ *                   the signals.
  *   --hide DIR      run in a mount namespace of its own, where DIR is an
  *                   empty tmpfs (needs root).
  *   --loader-waits LIB
@@ -453,10 +455,11 @@ int main(int argc, char **argv)
 			start_thread(sleeper, 0);
 		} else if (!strcmp(argv[i], "--vfork")) {
 			start_thread(vforker, 0);
-		} else if (!strcmp(argv[i], "--storm")) {
+		} else if (!strcmp(argv[i], "--storm") || !strcmp(argv[i], "--usr1")) {
 			struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
 			sigaction(SIGUSR1, &sa, NULL);
-			start_thread(storm, 0);
+			if (!strcmp(argv[i], "--storm"))
+				start_thread(storm, 0);
 		} else if (!strcmp(argv[i], "--hide") && i + 1 < argc) {
 			hide(argv[++i]);
 		} else {

@@ -20,7 +20,9 @@
  *    thread may hold is one the loader needs on any thread: when the
  *    signal interrupted libc or the loader, a thread that waits in the
  *    handler refuses the whole injection, and one that runs there makes
- *    the round take no thread;
+ *    the round take no thread.  One stopped at the handler's first
+ *    instruction runs there, though orig_rax still names the system call
+ *    the signal broke off (judge);
  *
  *  - it has INJECT_STACK_NEED bytes of stack below its %rsp, in the mapping
  *    that holds %rsp (for the main thread's [stack], down to where
@@ -263,8 +265,9 @@ static bool in_libc(const struct target *t, uintptr_t pc);
 /* The signal frames on the stack from rsp to top: a word that is libc's
  * __restore_rt, followed by a ucontext (flags the kernel's: UC_FP_XSTATE,
  * UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS) and a saved %rip.  FRAME_LIBC
- * when one of them interrupted libc's or the loader's code. */
-enum { FRAME = 1, FRAME_LIBC = 2 };
+ * when one of them interrupted libc's or the loader's code; FRAME_AT_SP
+ * when one starts at rsp itself. */
+enum { FRAME = 1, FRAME_LIBC = 2, FRAME_AT_SP = 4 };
 
 static int signal_frames(const struct target *t, uintptr_t rsp, uintptr_t top)
 {
@@ -295,7 +298,7 @@ static int signal_frames(const struct target *t, uintptr_t rsp, uintptr_t top)
 			struct iovec l2 = { w, sizeof(w) }, r2 = { (void *)(a + i * 8), sizeof(w) };
 			if (process_vm_readv(t->pid, &l2, 1, &r2, 1, 0) != (ssize_t)sizeof(w) || w[1] > 0xff || !w[22])
 				continue;
-			found |= FRAME | (in_libc(t, w[22]) ? FRAME_LIBC : 0);
+			found |= FRAME | (in_libc(t, w[22]) ? FRAME_LIBC : 0) | (a + i * 8 == rsp ? FRAME_AT_SP : 0);
 		}
 		a += (uintptr_t)got & ~(uintptr_t)7;
 		if ((size_t)got < n)
@@ -327,6 +330,16 @@ static enum verdict judge(struct target *t, pid_t tid, const struct user_regs_st
 	uintptr_t top;
 	size_t room = stack_room(t, regs->rsp, &top);
 	int frames = signal_frames(t, regs->rsp, top);
+
+	/* Stopped at a handler's first instruction: the kernel has just
+	 * built the frame (at %rsp; %rdx the ucontext in it, %rax 0) for a
+	 * signal that interrupted a wait, and the number of that system call
+	 * is still in orig_rax.  The thread waits in nothing: it is about to
+	 * run the handler, and will have left it, or be waiting in it, the
+	 * next round.  (Under load the kernel can switch away right after
+	 * building the frame; such a thread was refused as one that waits.) */
+	if ((frames & FRAME_AT_SP) && regs->rax == 0 && regs->rdx == regs->rsp + 8)
+		waiting = false;
 
 	if (frames & FRAME_LIBC) {
 		t->in_handler = tid;
