@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -56,16 +57,27 @@ void djp_test_skip(const char *why)
 	_exit(SKIP_STATUS);
 }
 
-const char *djp_test_path(const char *rel)
+static bool test_path_into(char *out, size_t size, const char *rel)
 {
-	static __thread char buf[PATH_MAX];
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n < 0)
-		return rel;
+		return false;
 	exe[n] = 0;
-	snprintf(buf, sizeof(buf), "%s/%s", dirname(exe), rel);
-	return buf;
+	snprintf(out, size, "%s/%s", dirname(exe), rel);
+	return true;
+}
+
+const char *djp_test_path(const char *rel)
+{
+	static __thread char buf[PATH_MAX];
+	return test_path_into(buf, sizeof(buf), rel) ? buf : rel;
+}
+
+char *djp_test_path_dup(const char *rel)
+{
+	char buf[PATH_MAX];
+	return strdup(test_path_into(buf, sizeof(buf), rel) ? buf : rel);
 }
 
 static int by_file_then_order(const void *a, const void *b)

@@ -21,8 +21,10 @@ void djp_test_register(const char *name, djp_test_fn fn, const char *file, int t
 __attribute__((noreturn, format(printf, 3, 4))) void djp_test_fail(const char *file, int line, const char *fmt, ...);
 __attribute__((noreturn)) void djp_test_skip(const char *why);
 
-/* Path of a file built next to the selftest binary ("progs/args-O2"). */
+/* Path of a file built next to the selftest binary ("progs/args-O2"), in
+ * a buffer the next call reuses; _dup: in memory of its own (malloc). */
 const char *djp_test_path(const char *rel);
+char *djp_test_path_dup(const char *rel);
 
 #define TEST_TIMEOUT(name, seconds)                                                           \
 	static void test_##name(void);                                                        \

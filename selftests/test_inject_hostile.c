@@ -71,6 +71,17 @@ static void expect_refused(struct tproc *t, const char *what)
 	free(p);
 }
 
+/* The same for a process the test did not start. */
+static void expect_pid_refused(pid_t pid, const char *what)
+{
+	struct tproc *p = trace_x(pid, false);
+	int st = tt_finish(p, 20000);
+	if (st == -1 || !WIFEXITED(st) || !WEXITSTATUS(st) || tt_lines(p->ebuf) != 1 || !strstr(p->ebuf, what))
+		djp_test_fail(__FILE__, __LINE__, "expected one line with \"%s\": status %#x: %s", what, st, p->ebuf);
+	printf("# %s", p->ebuf);
+	free(p);
+}
+
 /* Reading a process's seccomp filter takes CAP_SYS_ADMIN. */
 static void need_cap_sys_admin(void)
 {
@@ -668,7 +679,10 @@ TEST_TIMEOUT(inject_looks_at_every_threads_seccomp_filter, 60)
  * it would not stop for the injector (which used to wait for it, and
  * then could not let it go), so it is passed over and another thread
  * makes the call at once.  When the child goes, the thread returns from
- * vfork, nobody's tracee. */
+ * vfork, nobody's tracee.  The child itself runs in the parent's memory:
+ * it is refused, before the parent has the library (a dlopen there would
+ * be the parent's) and after (the library's agent started there would
+ * write over the parent's). */
 TEST_TIMEOUT(inject_passes_over_a_thread_in_vfork, 60)
 {
 	struct tproc *t = start("--spare", "--vfork", NULL, NULL);
@@ -679,9 +693,27 @@ TEST_TIMEOUT(inject_passes_over_a_thread_in_vfork, 60)
 	CHECK((l = strstr(t->obuf, "vfork child ")) != NULL);
 	child = (pid_t)atoi(l + 12);
 	CHECK(child > 0);
+	expect_pid_refused(child, "runs in its parent's memory (a child of vfork");
 	inject_and_count(t, 100);
+	expect_pid_refused(child, "runs in its parent's memory (a child of vfork");
+	inject_and_count(t, 50);
 	CHECK(kill(child, SIGKILL) == 0);
 	CHECK(tt_wait_out(t, "vfork done", 10000));
+	runs_on(t);
+}
+
+/* Its only threads that may call the loader live in handlers whose
+ * signals broke off their reads, and wait in read there, as PostgreSQL's
+ * workers forked inside the postmaster's handler do (selftests/
+ * test_inject_judge.c has the judgement): injected through one of them,
+ * every event counted, the program running on. */
+TEST_TIMEOUT(inject_through_a_thread_living_in_a_handler_that_broke_off_a_wait, 60)
+{
+	struct tproc *t = start("--waits-in-handler", NULL, NULL, NULL);
+
+	CHECK(tt_wait_out(t, "in handler 12 ", 10000));
+	CHECK(tt_wait_out(t, "in handler 23 ", 10000));
+	inject_and_count(t, 100);
 	runs_on(t);
 }
 

@@ -67,8 +67,11 @@ TEST_TIMEOUT(inject_judges_a_thread_at_a_handlers_first_instruction_running, 60)
 
 	if (geteuid() != 0)
 		SKIP("needs root to trace the target whatever ptrace_scope says");
-	p = tt_spawn((char *const[]){ (char *)djp_test_path("trace_progs/hostile_target"), "--spare", "--usr1", NULL },
-		     false, -1);
+	/* a wait whose frame the injector cannot tell from other code of
+	 * libc's (read through syscall(2), no SA_RESTART): only the state of
+	 * the thread says it runs */
+	p = tt_spawn((char *const[]){ (char *)djp_test_path("trace_progs/hostile_target"), "--usr1-raw", NULL }, false,
+		     -1);
 	CHECK(tt_wait_out(p, "ready", 10000));
 	for (int i = 0; i < 1000 && tid < 0; i++, usleep(1000))
 		tid = reading_thread(p->pid);
@@ -115,6 +118,118 @@ TEST_TIMEOUT(inject_judges_a_thread_at_a_handlers_first_instruction_running, 60)
 	CHECK_EQ(judge(&t, tid, &r), TAKE);
 	CHECK_EQ(ptrace(PTRACE_DETACH, tid, 0, 0), 0);
 
+	tt_send(p, "ping\n");
+	CHECK(tt_wait_out(p, "pong", 10000));
+	tt_end(p);
+}
+
+/* A thread waiting in read whose frame holds a copy of a signal frame's
+ * start (trace_progs/hostile_target --stale-frame: the return address
+ * __restore_rt, a saved %rip in libc, zeros for the ucontext's flags): no
+ * kernel made it, so the thread is taken.  It used to be seen as waiting
+ * inside a handler that interrupted libc, and the injection refused:
+ * PostgreSQL's busy backends were never injected ("all busy in libc"),
+ * their frames carrying such copies. */
+TEST_TIMEOUT(inject_judges_a_copy_of_a_frames_start_no_frame, 60)
+{
+	struct target t = { .err = (char[256]){ 0 }, .errsz = 256 };
+	struct user_regs_struct r;
+	struct tproc *p;
+	pid_t tid = -1;
+	bool copy = false;
+
+	if (geteuid() != 0)
+		SKIP("needs root to trace the target whatever ptrace_scope says");
+	p = tt_spawn((char *const[]){ (char *)djp_test_path("trace_progs/hostile_target"), "--stale-frame", NULL },
+		     false, -1);
+	CHECK(tt_wait_out(p, "ready", 10000));
+	for (int i = 0; i < 1000 && tid < 0; i++, usleep(1000))
+		tid = reading_thread(p->pid);
+	CHECK(tid > 0);
+	t.pid = p->pid;
+	CHECK_EQ(find_loader(&t, "libdjprobe.so"), 0);
+	find_restorers(&t);
+	CHECK(t.nrestorers > 0);
+	CHECK_EQ(ptrace(PTRACE_SEIZE, tid, 0, 0), 0);
+	CHECK_EQ(ptrace(PTRACE_INTERRUPT, tid, 0, 0), 0);
+	CHECK_EQ(stop_of(tid) >> 16, PTRACE_EVENT_STOP);
+	CHECK_EQ(ptrace(PTRACE_GETREGS, tid, 0, &r), 0);
+	/* the premise: the copy is in the stack above %rsp */
+	for (uintptr_t a = r.rsp & ~(uintptr_t)7; a < r.rsp + 4096 && !copy; a += 8) {
+		long w = ptrace(PTRACE_PEEKDATA, tid, a, 0);
+		for (unsigned k = 0; k < t.nrestorers; k++)
+			copy |= (uintptr_t)w == t.restorer[k];
+	}
+	CHECK(copy);
+	CHECK_EQ(judge(&t, tid, &r), TAKE);
+	CHECK_EQ(ptrace(PTRACE_DETACH, tid, 0, 0), 0);
+	tt_send(p, "ping\n");
+	CHECK(tt_wait_out(p, "pong", 10000));
+	tt_end(p);
+}
+
+/* Threads that live in a handler whose signal broke off their read, and
+ * wait in read there (trace_progs/hostile_target --waits-in-handler: the
+ * read to be restarted, SA_RESTART; and the read that returns EINTR):
+ * the code the signal interrupted holds no lock, so they are taken, as
+ * PostgreSQL's workers forked inside the postmaster's handler must be.
+ * They used to be seen as waiting inside a handler that interrupted libc,
+ * and the injection refused. */
+TEST_TIMEOUT(inject_judges_a_handler_that_broke_off_a_wait_harmless, 60)
+{
+	struct target t = { .err = (char[256]){ 0 }, .errsz = 256 };
+	struct tproc *p;
+	const char *l;
+	int n = 0;
+
+	if (geteuid() != 0)
+		SKIP("needs root to trace the target whatever ptrace_scope says");
+	p = tt_spawn((char *const[]){ (char *)djp_test_path("trace_progs/hostile_target"), "--waits-in-handler", NULL },
+		     false, -1);
+	CHECK(tt_wait_out(p, "ready", 10000));
+	CHECK(tt_wait_out(p, "in handler 12 ", 10000)); /* SIGUSR2 */
+	CHECK(tt_wait_out(p, "in handler 23 ", 10000)); /* SIGURG */
+	t.pid = p->pid;
+	CHECK_EQ(find_loader(&t, "libdjprobe.so"), 0);
+	find_restorers(&t);
+	for (l = strstr(p->obuf, "in handler "); l; l = strstr(l + 1, "in handler ")) {
+		struct user_regs_struct r;
+		int sig = 0, tid = 0;
+		char path[96], line[64] = "";
+		CHECK_EQ(sscanf(l, "in handler %d %d", &sig, &tid), 2);
+		/* back in read, inside the handler */
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)p->pid, tid);
+		for (int i = 0; i < 1000 && strncmp(line, "0 ", 2); i++, usleep(1000)) {
+			FILE *f = fopen(path, "r");
+			CHECK(f);
+			if (!fgets(line, sizeof(line), f))
+				line[0] = 0;
+			fclose(f);
+		}
+		CHECK_EQ(ptrace(PTRACE_SEIZE, tid, 0, 0), 0);
+		CHECK_EQ(ptrace(PTRACE_INTERRUPT, tid, 0, 0), 0);
+		CHECK_EQ(stop_of(tid) >> 16, PTRACE_EVENT_STOP);
+		CHECK_EQ(ptrace(PTRACE_GETREGS, tid, 0, &r), 0);
+		/* the premise: waiting in read, below a frame the kernel made
+		 * (the handler's return address, then its ucontext's flags) */
+		CHECK_EQ((long)r.orig_rax, SYS_read);
+		{
+			bool frame = false;
+			for (uintptr_t a = r.rsp & ~(uintptr_t)7; a < r.rsp + 8192 && !frame; a += 8) {
+				long w = ptrace(PTRACE_PEEKDATA, tid, a, 0);
+				for (unsigned k = 0; k < t.nrestorers; k++)
+					frame |= (uintptr_t)w == t.restorer[k] &&
+						 (ptrace(PTRACE_PEEKDATA, tid, a + 8, 0) & 6) == 6;
+			}
+			CHECK(frame);
+		}
+		if (judge(&t, tid, &r) != TAKE)
+			djp_test_fail(__FILE__, __LINE__, "thread %d in the handler of signal %d: verdict %d", tid, sig,
+				      (int)judge(&t, tid, &r));
+		CHECK_EQ(ptrace(PTRACE_DETACH, tid, 0, 0), 0);
+		n++;
+	}
+	CHECK_EQ(n, 2);
 	tt_send(p, "ping\n");
 	CHECK(tt_wait_out(p, "pong", 10000));
 	tt_end(p);

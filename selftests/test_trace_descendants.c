@@ -24,13 +24,13 @@ struct server {
 	int n;
 };
 
-static void server_start(struct server *s, bool undumpable, int uid)
+static void server_start_as(struct server *s, bool undumpable, int uid, bool preload)
 {
 	const char *p;
 	char *end;
 	s->t = tt_spawn((char *const[]){ (char *)djp_test_path("trace_progs/kids_target"),
 					 undumpable ? "--undumpable" : NULL, NULL },
-			false, uid);
+			preload, uid);
 	CHECK(tt_wait_out(s->t, "\n", 10000));
 	CHECK((p = strstr(s->t->obuf, "ready ")) != NULL);
 	p += 6;
@@ -44,6 +44,11 @@ static void server_start(struct server *s, bool undumpable, int uid)
 	CHECK_EQ(s->n, undumpable ? 6 : 5);
 	s->t->olen = 0;
 	s->t->obuf[0] = 0;
+}
+
+static void server_start(struct server *s, bool undumpable, int uid)
+{
+	server_start_as(s, undumpable, uid, false);
 }
 
 /* Every process of the server ticks n times; "ran n". */
@@ -110,6 +115,45 @@ TEST_TIMEOUT(trace_x_reaches_the_workers_forked_before_the_attach, 60)
 	free(p);
 	for (int i = 0; i < s.n; i++) /* disarmed in every one */
 		CHECK(tt_wait_restored(s.pid[i], djp_test_path("trace_progs/kids_target"), 5000));
+	server_end(&s);
+}
+
+/* A server that had the agent when it forked its workers, with nobody
+ * tracing it (preloaded here; a tool that attached once and left does the
+ * same): worker 1 has the library and no agent thread, which does not
+ * survive fork.  -x of that worker starts its agent (the library's
+ * djp_agent_start, not a second load) and counts its ticks exactly; it
+ * used to be refused ("loaded in it but its agent is not running"). */
+TEST_TIMEOUT(trace_x_starts_the_agent_of_a_worker_forked_without_one, 60)
+{
+	struct server s;
+	struct tproc *p;
+	bool lib = false;
+	char path[64], line[4200];
+	FILE *f;
+
+	server_start_as(&s, false, -1, true);
+	/* the premise: the library is in worker 1 */
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s.pid[1]);
+	CHECK((f = fopen(path, "r")) != NULL);
+	while (fgets(line, sizeof(line), f))
+		lib |= strstr(line, "/libdjprobe.so") != NULL;
+	fclose(f);
+	CHECK(lib);
+	p = trace_x(s.pid[1], "--no-children", -1);
+	tt_wait_byte(s.pid[1], tt_site_addr(s.pid[1], "kt_tick"), 0xe9, 20000);
+	server_run(&s, 100);
+	stop_and_count(p, 100, 1);
+	if (p->elen && strstr(p->ebuf, "djp: "))
+		djp_test_fail(__FILE__, __LINE__, "djp trace: %s", p->ebuf);
+	free(p);
+	CHECK(tt_wait_restored(s.pid[1], djp_test_path("trace_progs/kids_target"), 5000));
+	/* and again, its agent found this time */
+	p = trace_x(s.pid[1], "--no-children", -1);
+	tt_wait_byte(s.pid[1], tt_site_addr(s.pid[1], "kt_tick"), 0xe9, 20000);
+	server_run(&s, 50);
+	stop_and_count(p, 50, 1);
+	free(p);
 	server_end(&s);
 }
 

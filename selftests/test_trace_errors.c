@@ -55,7 +55,7 @@ TEST(trace_error_agent_disabled)
 	CHECK(tt_wait_out(t, "ready", 10000));
 	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
 	p = run_djp((char *const[]){ (char *)tt_djp(), "trace", "-x", pid, "tt_*", NULL }, -1, &st);
-	expect_one_line(p, st, pid, "its agent is not running (DJP_AGENT=0?)");
+	expect_one_line(p, st, pid, "its agent is off (DJP_AGENT=0 in its environment)");
 	CHECK_EQ(tt_sites_changed(t->pid, tt_target(false), &n), 0);
 	tt_kill(t);
 	free(p);

@@ -19,9 +19,10 @@
 #include "test_trace_util.h"
 #include "lib/agent_addr.h"
 
+/* Not through djp_test_path's buffer, which a caller's argv may hold. */
 static const char *copy_path(const char *rel)
 {
-	char *p = strdup(djp_test_path(rel));
+	char *p = djp_test_path_dup(rel);
 	CHECK(p);
 	return p;
 }
@@ -66,6 +67,9 @@ const char *tt_plugin(void)
 struct tproc *tt_spawn(char *const argv[], bool preload, int uid)
 {
 	struct tproc *p = calloc(1, sizeof(*p));
+	/* found before the fork: the first look fills the buffer of
+	 * djp_test_path, where argv[0] may be */
+	const char *lib = preload ? tt_lib() : NULL;
 	int in[2], out[2], err[2];
 
 	CHECK(p);
@@ -76,8 +80,8 @@ struct tproc *tt_spawn(char *const argv[], bool preload, int uid)
 		dup2(in[0], 0);
 		dup2(out[1], 1);
 		dup2(err[1], 2);
-		if (preload)
-			setenv("LD_PRELOAD", tt_lib(), 1);
+		if (lib)
+			setenv("LD_PRELOAD", lib, 1);
 		else
 			unsetenv("LD_PRELOAD");
 		if (uid >= 0 && (setgroups(0, NULL) || setgid((gid_t)uid) || setuid((uid_t)uid)))

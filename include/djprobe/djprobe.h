@@ -130,9 +130,11 @@ DJP_API uintptr_t djp_hit_site(const struct djp_hit *hit);
 
 #ifndef __KERNEL__
 /* Start the agent, the thread through which the djp tool traces this
- * process (docs/TRACE.md); once: later calls return the first result.
- * libdjprobe.so's constructor calls it; a program linked statically with
- * libdjprobe.a calls it, or links with -Wl,-u,djp_agent_start. */
+ * process (docs/TRACE.md); once: later calls return the first result, but
+ * in a child of fork, which the parent's agent thread did not follow, the
+ * first call starts the child's own.  libdjprobe.so's constructor calls
+ * it; a program linked statically with libdjprobe.a calls it, or links
+ * with -Wl,-u,djp_agent_start. */
 DJP_API int djp_agent_start(void);
 #else /* __KERNEL__ */
 /*

@@ -72,7 +72,9 @@
  * fork: the child has no agent thread (threads do not survive fork), and
  * the engine disarms every site in it; the child closes its copies of the
  * agent's sockets so that a tool still sees end of file when the parent
- * exits.  exec: every descriptor is close-on-exec.
+ * exits.  Such a child starts an agent of its own when djp_agent_start is
+ * called in it (the injector does, finding the library and no agent:
+ * child_start).  exec: every descriptor is close-on-exec.
  *
  * Following forks.  A session may ask (FOLLOW) that children be traced:
  * then, in the child, before fork returns, a handler that runs after the
@@ -104,6 +106,9 @@
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static int start_err;
+/* the process whose agent thread this is: a child of fork has none until
+ * it starts its own (djp_agent_start, follow_child) */
+static pid_t agent_pid;
 static int listen_fd = -1;
 static int initial_fd = -1; /* the -c session, dialled by the constructor */
 static struct djp_agent_session *sessions;
@@ -443,15 +448,57 @@ static void start_thread(void)
 		start_err = -err;
 		return;
 	}
+	__atomic_store_n(&agent_pid, getpid(), __ATOMIC_RELEASE);
 	pthread_setname_np(th, "djp-agent");
+}
+
+/*
+ * A child of fork whose parent's agent thread did not come along (no tool
+ * followed the fork: a pre-fork server's worker forked after a tracing
+ * session ended) starts its own at the first call here: the injector
+ * makes that call when it finds the library loaded and no agent
+ * (tools/djp/attach/inject.c).  One thread of the child claims the start;
+ * another that calls meanwhile finds it claimed.
+ */
+static int child_start(void)
+{
+	pid_t me = getpid(), was = __atomic_load_n(&agent_pid, __ATOMIC_ACQUIRE);
+	void *q;
+	int err;
+
+	if (was == me || !__atomic_compare_exchange_n(&agent_pid, &was, me, false, __ATOMIC_ACQ_REL,
+						      __ATOMIC_ACQUIRE))
+		return 0;
+	q = djp__quiet_begin();
+	/* the parent's sessions are not ours (atfork_child closed them) */
+	memset(sessions, 0, DJP_AGENT_MAX_SESSIONS * sizeof(*sessions));
+	djp_agent_sessions_init(sessions);
+	open_sessions(-1);
+	err = listen_fd < 0 ? listen_fd : 0;
+	if (!err) {
+		start_thread();
+		if ((err = start_err)) {
+			close(listen_fd);
+			listen_fd = -1;
+			start_err = 0; /* the parent's start stands; this one may be asked again */
+		}
+	}
+	if (err)
+		__atomic_store_n(&agent_pid, was, __ATOMIC_RELEASE);
+	djp__quiet_end(q);
+	return err;
 }
 
 DJP_API int djp_agent_start(void)
 {
+	int err;
 	pthread_once(&start_once, start);
-	if (start_err)
-		errno = -start_err;
-	return start_err;
+	err = start_err;
+	if (!err && __atomic_load_n(&agent_pid, __ATOMIC_ACQUIRE) != getpid())
+		err = child_start();
+	if (err)
+		errno = -err;
+	return err;
 }
 
 /* On the program's thread that loaded the library (its main thread, or

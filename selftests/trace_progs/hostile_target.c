@@ -4,7 +4,8 @@
  * Linked without libdjprobe, as trace_target is, and bound at load time
  * (-z now): the short stack has no room for the lazy binder.
  *
- *   hostile_target [--handler-in-malloc] [--short-stack BYTES] [--spare]
+ *   hostile_target [--handler-in-malloc] [--short-stack BYTES] [--spare] [--usr1 | --usr1-raw]
+ *                  [--waits-in-handler] [--stale-frame]
  *                  [--seccomp-kill CALL | --seccomp-kill-main CALL | --seccomp-errno CALL |
  *                   --seccomp-kill-wx | --seccomp-allow-list]
  *                  [--hide DIR]
@@ -47,6 +48,21 @@
  *                   microseconds and returns (the stress's signals).
  *   --usr1          that handler for SIGUSR1, and no storm: the test sends
  *                   the signals.
+ *   --usr1-raw      that handler for SIGUSR1 without SA_RESTART, and a
+ *                   thread that waits in read through syscall(2), whose
+ *                   frame then shows neither the number nor the restart.
+ *   --waits-in-handler
+ *                   two threads wait in read, each sent a signal there
+ *                   whose handler waits in read too (as PostgreSQL's
+ *                   workers live inside the postmaster's handler that
+ *                   forked them): SIGUSR2's handler has SA_RESTART (the
+ *                   frame's read is to be restarted), SIGURG's not (it
+ *                   returns EINTR); "in handler SIG TID" once each is in.
+ *   --stale-frame   a thread waits in read with, in its own frame, what
+ *                   a signal frame starts with but no kernel made: the
+ *                   handler's return address (__restore_rt), then zeros
+ *                   but for a saved %rip in libc (PostgreSQL's backends
+ *                   carry such copies in bytes their frames never wrote).
  *   --hide DIR      run in a mount namespace of its own, where DIR is an
  *                   empty tmpfs (needs root).
  *   --loader-waits LIB
@@ -307,6 +323,73 @@ static void on_usr1(int sig)
 		;
 }
 
+static void wait_in_handler(int sig)
+{
+	char msg[64];
+	snprintf(msg, sizeof(msg), "in handler %d %d\n", sig, (int)syscall(SYS_gettid));
+	say(msg);
+	wait_forever();
+}
+
+static void *raw_waiter(void *arg)
+{
+	char c;
+	while (syscall(SYS_read, idle_pipe[0], &c, 1) < 0)
+		;
+	return arg;
+}
+
+static volatile pid_t handler_waiter_tid;
+
+static void *handler_waiter(void *arg)
+{
+	handler_waiter_tid = (pid_t)syscall(SYS_gettid);
+	wait_forever();
+	return arg;
+}
+
+/* Each thread is sent its signal once it waits in read. */
+static void waits_in_handler(void)
+{
+	static const int sigs[2] = { SIGUSR2, SIGURG };
+	for (int i = 0; i < 2; i++) {
+		struct sigaction sa = { .sa_handler = wait_in_handler, .sa_flags = i ? 0 : SA_RESTART };
+		pthread_t th;
+		char path[64], line[64] = "";
+		pid_t tid;
+		FILE *f;
+		sigaction(sigs[i], &sa, NULL);
+		handler_waiter_tid = 0;
+		if (pthread_create(&th, NULL, handler_waiter, NULL))
+			_exit(8);
+		while (!(tid = handler_waiter_tid))
+			usleep(1000);
+		snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+		while (strncmp(line, "0 ", 2)) { /* in read */
+			usleep(1000);
+			if ((f = fopen(path, "r"))) {
+				if (!fgets(line, sizeof(line), f))
+					line[0] = 0;
+				fclose(f);
+			}
+		}
+		syscall(SYS_tgkill, getpid(), tid, sigs[i]);
+	}
+}
+
+static void *stale_frame(void *arg)
+{
+	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+	volatile uint64_t copy[24] = { 0 };
+	(void)arg;
+	sigaction(SIGUSR2, &sa, NULL);
+	sigaction(SIGUSR2, NULL, &sa); /* glibc's restorer */
+	copy[0] = (uint64_t)(uintptr_t)sa.sa_restorer;
+	copy[22] = (uint64_t)(uintptr_t)&read;
+	wait_forever();
+	return (void *)copy[0];
+}
+
 static void *storm(void *arg)
 {
 	sigset_t usr1;
@@ -451,6 +534,14 @@ int main(int argc, char **argv)
 			filter_allow_list();
 		} else if (!strcmp(argv[i], "--loader-waits") && i + 1 < argc) {
 			loader_waits(argv[++i]);
+		} else if (!strcmp(argv[i], "--usr1-raw")) {
+			struct sigaction sa = { .sa_handler = on_usr1 };
+			sigaction(SIGUSR1, &sa, NULL);
+			start_thread(raw_waiter, 0);
+		} else if (!strcmp(argv[i], "--waits-in-handler")) {
+			waits_in_handler();
+		} else if (!strcmp(argv[i], "--stale-frame")) {
+			start_thread(stale_frame, 0);
 		} else if (!strcmp(argv[i], "--sleeper")) {
 			start_thread(sleeper, 0);
 		} else if (!strcmp(argv[i], "--vfork")) {

@@ -194,8 +194,27 @@ static void find_restorers(struct target *t)
 		}
 }
 
-/* The loader's dlopen in the target, and where libc's and the loader's
- * code is. */
+/* Was the process started with DJP_AGENT=0, which keeps the library's
+ * agent from starting? */
+static bool agent_off(pid_t pid)
+{
+	char path[64], buf[65536];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	for (ssize_t i = 0; i < n; i += (ssize_t)strnlen(buf + i, (size_t)(n - i)) + 1)
+		if (!strncmp(buf + i, "DJP_AGENT=0", 11) && (i + 11 >= n || !buf[i + 11]))
+			return true;
+	return false;
+}
+
+/* The loader's dlopen in the target, where libc's and the loader's code
+ * is, and whether the library is there already. */
 static int find_loader(struct target *t, const char *lib)
 {
 	char path[64], line[4200], file[PATH_MAX + 64];
@@ -211,9 +230,14 @@ static int find_loader(struct target *t, const char *lib)
 		if (!djp_mapping_parse(line, &m) || !m.path[0])
 			continue;
 		b = base_name(m.path);
-		if (!strcmp(b, base_name(lib)) || !strncmp(b, "libdjprobe.so", 13)) {
-			fclose(f);
-			return inject_fail(t, "%s is loaded in it but its agent is not running (DJP_AGENT=0?)", b);
+		if ((!strcmp(b, base_name(lib)) || !strncmp(b, "libdjprobe.so", 13)) && !t->loaded_lo) {
+			if (agent_off(t->pid)) {
+				fclose(f);
+				return inject_fail(t, "%s is loaded in it but its agent is off (DJP_AGENT=0 in its environment)",
+						   b);
+			}
+			if (m.offset == 0 && !djp_mapping_file(t->pid, &m, t->loaded_file, sizeof(t->loaded_file)))
+				t->loaded_lo = m.lo;
 		}
 		if (djp_path_is_libc(b) && !have_libc && m.offset == 0) {
 			libc = m;
@@ -302,8 +326,8 @@ static int not_injectable(struct target *t)
 	char path[64], buf[1024], *c;
 	unsigned long flags = 0;
 	char state = 0;
+	int n = 0, ppid = 0;
 	FILE *f;
-	int n = 0;
 
 	if (t->pid == 1)
 		return inject_fail(t, "it is init: the agent is not loaded into it (start it with LD_PRELOAD=libdjprobe.so)");
@@ -311,9 +335,9 @@ static int not_injectable(struct target *t)
 	if (!(f = fopen(path, "re")))
 		return inject_fail(t, "it has exited");
 	if (fgets(buf, sizeof(buf), f) && (c = strrchr(buf, ')')))
-		n = sscanf(c + 2, "%c %*d %*d %*d %*d %*d %lu", &state, &flags);
+		n = sscanf(c + 2, "%c %d %*d %*d %*d %*d %lu", &state, &ppid, &flags);
 	fclose(f);
-	if (n != 2)
+	if (n != 3)
 		return inject_fail(t, "cannot read its state");
 	if (state == 'Z' && (n = live_threads(t->pid)) > 0)
 		return inject_fail(t,
@@ -324,6 +348,12 @@ static int not_injectable(struct target *t)
 		return inject_fail(t, "it has exited (a zombie its parent has not reaped)");
 	if (flags & 0x00200000) /* PF_KTHREAD */
 		return inject_fail(t, "it is a kernel thread");
+	/* A child of vfork runs in its parent's memory until it execs or
+	 * exits: a library loaded or an agent started there would be the
+	 * parent's too, its state written over by a thread the parent does
+	 * not know.  (kcmp says so where the kernel has it.) */
+	if (ppid > 0 && syscall(SYS_kcmp, t->pid, ppid, 1 /* KCMP_VM */, 0, 0) == 0)
+		return inject_fail(t, "it runs in its parent's memory (a child of vfork, until it execs or exits)");
 	return 0;
 }
 
@@ -572,6 +602,43 @@ static int call_failed(struct target *t, pid_t tid, int r, int fault, const char
 	return inject_fail(t, "it exited while the agent was being loaded");
 }
 
+/* The agent's start in the target: 0, or its failure said. */
+static int start_said(struct target *t, uint64_t started)
+{
+	struct rlimit rl;
+	char as[96] = "";
+	if (!(int)started)
+		return 0;
+	if (prlimit(t->pid, RLIMIT_AS, NULL, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(as, sizeof(as), " (its RLIMIT_AS is %llu MiB)", (unsigned long long)rl.rlim_cur >> 20);
+	return inject_fail(t, "its agent could not start: %s%s", strerror(-(int)started), as);
+}
+
+/*
+ * The library is in the process already, without its agent: a child of
+ * fork (a pre-fork server's worker forked after a tracing session, whose
+ * parent's agent thread did not come along).  No dlopen: the held thread
+ * calls the library's djp_agent_start, which starts the child's own.
+ */
+static int start_loaded(struct target *t, struct call_site *c)
+{
+	uint64_t value, first, started = 0;
+	int r, fault = 0;
+
+	if (!elf_symbol(t->loaded_file, "djp_agent_start", &value, &first)) {
+		inject_let_go(t, c->tid);
+		return inject_fail(t, "the libdjprobe.so loaded in it has no djp_agent_start");
+	}
+	c->xsp = ptrace(PTRACE_GETREGSET, c->tid, (void *)NT_X86_XSTATE, &c->xs) == 0 ? &c->xs : NULL;
+	c->sp = ((c->saved.rsp - 128 - 256) & ~(uintptr_t)15) - 8; /* %rsp at a function's entry */
+	r = remote_call(t, c, t->loaded_lo - first + value, 0, 0, &started, &fault);
+	if (r != CALL_OK)
+		return call_failed(t, c->tid, r, fault, t->loaded_file, "agent's start");
+	if (end_calls(t, c))
+		return inject_fail(t, "it exited while the agent was being started");
+	return start_said(t, started);
+}
+
 static int inject(struct target *t, const char *lib)
 {
 	static uint8_t xstate[65536] __attribute__((aligned(64)));
@@ -589,6 +656,8 @@ static int inject(struct target *t, const char *lib)
 		return inject_fail(t, "cannot read its libc's code");
 	if ((c.tid = inject_pick_thread(t, &c.saved)) < 0)
 		return -1;
+	if (t->loaded_lo)
+		return start_loaded(t, &c);
 	if (lib_reachable(t, lib, c.tid)) {
 		inject_let_go(t, c.tid);
 		return -1;
@@ -623,14 +692,7 @@ static int inject(struct target *t, const char *lib)
 		return call_failed(t, c.tid, r, fault, lib, "agent's start");
 	if (end_calls(t, &c))
 		return inject_fail(t, "it exited while the agent was being loaded");
-	if ((int)started) {
-		struct rlimit rl;
-		char as[96] = "";
-		if (prlimit(t->pid, RLIMIT_AS, NULL, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-			snprintf(as, sizeof(as), " (its RLIMIT_AS is %llu MiB)", (unsigned long long)rl.rlim_cur >> 20);
-		return inject_fail(t, "its agent could not start: %s%s", strerror(-(int)started), as);
-	}
-	return 0;
+	return start_said(t, started);
 }
 
 /*

@@ -43,6 +43,10 @@ struct target {
 	pid_t seccomp_ok[64]; /* threads whose filters were found harmless */
 	unsigned nseccomp_ok;
 	size_t short_room;
+	/* libdjprobe already mapped in it, without an agent (a child of fork):
+	 * where (its first mapping), and the file to read its symbols from */
+	uintptr_t loaded_lo;
+	char loaded_file[4200];
 	char *err;
 	size_t errsz;
 };

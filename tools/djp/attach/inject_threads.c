@@ -22,7 +22,10 @@
  *    handler refuses the whole injection, and one that runs there makes
  *    the round take no thread.  One stopped at the handler's first
  *    instruction runs there, though orig_rax still names the system call
- *    the signal broke off (judge);
+ *    the signal broke off (judge).  A frame whose signal broke off a
+ *    system call that waits is harmless: the code it interrupted held no
+ *    lock (interrupted_wait); and a copy of a frame's first word in bytes
+ *    a frame never wrote is no frame (the ucontext's flags are checked);
  *
  *  - it has INJECT_STACK_NEED bytes of stack below its %rsp, in the mapping
  *    that holds %rsp (for the main thread's [stack], down to where
@@ -269,6 +272,33 @@ static bool in_libc(const struct target *t, uintptr_t pc);
  * when one starts at rsp itself. */
 enum { FRAME = 1, FRAME_LIBC = 2, FRAME_AT_SP = 4 };
 
+/*
+ * Did the signal of frame w (its sigcontext's words) break off a system
+ * call that waits?  The kernel saved %rip at the `syscall` instruction
+ * with %rax its number, to restart it (SA_RESTART); or just after it with
+ * %rax -EINTR, when the number is the one glibc's wrapper loaded right
+ * before (`mov $NR,%eax`, or `xor %eax,%eax` for read).  Code stopped
+ * there holds no lock of libc's, as a thread waiting there does not: the
+ * frame is harmless (PostgreSQL's workers, forked inside the postmaster's
+ * handler that broke off its wait, live in that handler).
+ */
+static bool interrupted_wait(const struct target *t, const uint64_t *w)
+{
+	uint8_t b[9]; /* %rip - 7 to %rip + 2 */
+	struct iovec l = { b, sizeof(b) }, r = { (void *)(uintptr_t)(w[22] - 7), sizeof(b) };
+	long rax = (long)w[19];
+
+	if (process_vm_readv(t->pid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(b))
+		return false;
+	if (b[7] == 0x0f && b[8] == 0x05)
+		return rax >= 0 && waiting_call(rax);
+	if (b[5] != 0x0f || b[6] != 0x05 || rax != -EINTR)
+		return false;
+	if (b[3] == 0x31 && b[4] == 0xc0)
+		return waiting_call(0);
+	return b[0] == 0xb8 && waiting_call((long)(b[1] | b[2] << 8 | b[3] << 16 | (uint32_t)b[4] << 24));
+}
+
 static int signal_frames(const struct target *t, uintptr_t rsp, uintptr_t top)
 {
 	static uint64_t buf[8192];
@@ -293,12 +323,21 @@ static int signal_frames(const struct target *t, uintptr_t rsp, uintptr_t top)
 				continue;
 			/* rt_sigframe: pretcode, then ucontext: uc_flags, uc_link,
 			 * uc_stack (3 words), then the sigcontext: r8..r15, rdi, rsi,
-			 * rbp, rbx, rdx, rax, rcx, rsp, rip */
+			 * rbp, rbx, rdx, rax, rcx, rsp, rip.  The kernel (4.6 on)
+			 * sets UC_SIGCONTEXT_SS and UC_STRICT_RESTORE_SS in every
+			 * 64-bit frame, UC_FP_XSTATE besides where it has XSAVE, and
+			 * no uc_link: a stale copy of the return address in a
+			 * frame's unwritten bytes (PostgreSQL's backends have them)
+			 * is not a frame. */
 			uint64_t w[23];
 			struct iovec l2 = { w, sizeof(w) }, r2 = { (void *)(a + i * 8), sizeof(w) };
-			if (process_vm_readv(t->pid, &l2, 1, &r2, 1, 0) != (ssize_t)sizeof(w) || w[1] > 0xff || !w[22])
+			if (process_vm_readv(t->pid, &l2, 1, &r2, 1, 0) != (ssize_t)sizeof(w) || (w[1] & ~7ull) ||
+			    (w[1] & 6) != 6 || w[2] || !w[22])
 				continue;
-			found |= FRAME | (in_libc(t, w[22]) ? FRAME_LIBC : 0) | (a + i * 8 == rsp ? FRAME_AT_SP : 0);
+			if (a + i * 8 == rsp)
+				found |= FRAME_AT_SP;
+			if (!interrupted_wait(t, w))
+				found |= FRAME | (in_libc(t, w[22]) ? FRAME_LIBC : 0);
 		}
 		a += (uintptr_t)got & ~(uintptr_t)7;
 		if ((size_t)got < n)
@@ -322,7 +361,8 @@ enum verdict { PASS, TAKE, BUSY, REFUSE };
  * A thread inside a signal handler is never taken; one whose handler
  * interrupted libc may hold a lock of libc's: while it waits there, the
  * injection is refused, and while it runs, no thread is taken this round
- * (it will have left the handler, or be waiting in it, the next). */
+ * (it will have left the handler, or be waiting in it, the next).  A
+ * handler that broke off a wait (interrupted_wait) is no handler here. */
 static enum verdict judge(struct target *t, pid_t tid, const struct user_regs_struct *regs)
 {
 	long nr = (long)regs->orig_rax;
@@ -345,7 +385,7 @@ static enum verdict judge(struct target *t, pid_t tid, const struct user_regs_st
 		t->in_handler = tid;
 		return waiting ? REFUSE : BUSY;
 	}
-	if (frames)
+	if (frames & FRAME)
 		return PASS;
 	if (nr >= 0 ? !waiting : in_libc(t, regs->rip))
 		return PASS;
