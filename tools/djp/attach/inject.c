@@ -220,6 +220,7 @@ static int find_loader(struct target *t, const char *lib)
 	char path[64], line[4200], file[PATH_MAX + 64];
 	struct djp_mapping m, libc = { 0 };
 	bool have_libc = false;
+	char loaded[256] = ""; /* its name, when the library is mapped */
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
@@ -238,6 +239,7 @@ static int find_loader(struct target *t, const char *lib)
 			}
 			if (m.offset == 0 && !djp_mapping_file(t->pid, &m, t->loaded_file, sizeof(t->loaded_file)))
 				t->loaded_lo = m.lo;
+			snprintf(loaded, sizeof(loaded), "%.200s", b);
 		}
 		if (djp_path_is_libc(b) && !have_libc && m.offset == 0) {
 			libc = m;
@@ -249,6 +251,10 @@ static int find_loader(struct target *t, const char *lib)
 		}
 	}
 	fclose(f);
+	/* never a second copy beside it: its start, or nothing */
+	if (loaded[0] && !t->loaded_lo)
+		return inject_fail(t, "%s is loaded in it without its agent, and its file cannot be read to start it",
+				   loaded);
 	if (!have_libc)
 		return inject_fail(t, "cannot load the agent: no libc.so in it (a static program has no loader to ask)");
 	if (djp_mapping_file(t->pid, &libc, file, sizeof(file)))
