@@ -57,36 +57,63 @@ static int stop_of(pid_t tid)
 	return st;
 }
 
+/* hostile_target with `opt`, ready, and the injector's view of it. */
+static struct tproc *target_start(const char *opt, struct target *t)
+{
+	struct tproc *p;
+	if (geteuid() != 0)
+		SKIP("needs root to trace the target whatever ptrace_scope says");
+	p = tt_spawn((char *const[]){ (char *)djp_test_path("trace_progs/hostile_target"), (char *)opt, NULL }, false,
+		     -1);
+	CHECK(tt_wait_out(p, "ready", 10000));
+	t->pid = p->pid;
+	CHECK_EQ(find_loader(t, "libdjprobe.so"), 0);
+	find_restorers(t);
+	CHECK(t->nrestorers > 0);
+	return p;
+}
+
+/* Thread tid seized and stopped as the injector stops it: its registers. */
+static void hold(pid_t tid, struct user_regs_struct *r)
+{
+	CHECK_EQ(ptrace(PTRACE_SEIZE, tid, 0, 0), 0);
+	CHECK_EQ(ptrace(PTRACE_INTERRUPT, tid, 0, 0), 0);
+	CHECK_EQ(stop_of(tid) >> 16, PTRACE_EVENT_STOP);
+	CHECK_EQ(ptrace(PTRACE_GETREGS, tid, 0, r), 0);
+}
+
+/* Is there, in the `bytes` above held thread tid's %rsp, the handler's
+ * return address (__restore_rt), and after it flags as a kernel's
+ * ucontext has them (`kernel_flags`) or not? */
+static bool frame_start_above(const struct target *t, pid_t tid, uintptr_t rsp, size_t bytes, bool kernel_flags)
+{
+	for (uintptr_t a = rsp & ~(uintptr_t)7; a < rsp + bytes; a += 8) {
+		long w = ptrace(PTRACE_PEEKDATA, tid, a, 0);
+		for (unsigned k = 0; k < t->nrestorers; k++)
+			if ((uintptr_t)w == t->restorer[k] &&
+			    ((ptrace(PTRACE_PEEKDATA, tid, a + 8, 0) & 6) == 6) == kernel_flags)
+				return true;
+	}
+	return false;
+}
+
 TEST_TIMEOUT(inject_judges_a_thread_at_a_handlers_first_instruction_running, 60)
 {
 	struct target t = { .err = (char[256]){ 0 }, .errsz = 256 };
 	struct user_regs_struct r;
-	struct tproc *p;
-	pid_t tid = -1;
-	int st;
-
-	if (geteuid() != 0)
-		SKIP("needs root to trace the target whatever ptrace_scope says");
 	/* a wait whose frame the injector cannot tell from other code of
 	 * libc's (read through syscall(2), no SA_RESTART): only the state of
 	 * the thread says it runs */
-	p = tt_spawn((char *const[]){ (char *)djp_test_path("trace_progs/hostile_target"), "--usr1-raw", NULL }, false,
-		     -1);
-	CHECK(tt_wait_out(p, "ready", 10000));
+	struct tproc *p = target_start("--usr1-raw", &t);
+	pid_t tid = -1;
+	int st;
+
 	for (int i = 0; i < 1000 && tid < 0; i++, usleep(1000))
 		tid = reading_thread(p->pid);
 	CHECK(tid > 0);
-	t.pid = p->pid;
-	CHECK_EQ(find_loader(&t, "libdjprobe.so"), 0);
-	find_restorers(&t);
-	CHECK(t.nrestorers > 0);
 
 	/* waiting in read, no handler: the thread to take */
-	CHECK_EQ(ptrace(PTRACE_SEIZE, tid, 0, 0), 0);
-	CHECK_EQ(ptrace(PTRACE_INTERRUPT, tid, 0, 0), 0);
-	st = stop_of(tid);
-	CHECK_EQ(st >> 16, PTRACE_EVENT_STOP);
-	CHECK_EQ(ptrace(PTRACE_GETREGS, tid, 0, &r), 0);
+	hold(tid, &r);
 	CHECK_EQ((long)r.orig_rax, SYS_read);
 	CHECK_EQ(judge(&t, tid, &r), TAKE);
 
@@ -111,10 +138,7 @@ TEST_TIMEOUT(inject_judges_a_thread_at_a_handlers_first_instruction_running, 60)
 	CHECK_EQ(ptrace(PTRACE_DETACH, tid, 0, 0), 0);
 	for (int i = 0; i < 1000 && reading_thread(p->pid) != tid; i++)
 		usleep(1000);
-	CHECK_EQ(ptrace(PTRACE_SEIZE, tid, 0, 0), 0);
-	CHECK_EQ(ptrace(PTRACE_INTERRUPT, tid, 0, 0), 0);
-	st = stop_of(tid);
-	CHECK_EQ(ptrace(PTRACE_GETREGS, tid, 0, &r), 0);
+	hold(tid, &r);
 	CHECK_EQ(judge(&t, tid, &r), TAKE);
 	CHECK_EQ(ptrace(PTRACE_DETACH, tid, 0, 0), 0);
 
@@ -134,33 +158,15 @@ TEST_TIMEOUT(inject_judges_a_copy_of_a_frames_start_no_frame, 60)
 {
 	struct target t = { .err = (char[256]){ 0 }, .errsz = 256 };
 	struct user_regs_struct r;
-	struct tproc *p;
+	struct tproc *p = target_start("--stale-frame", &t);
 	pid_t tid = -1;
-	bool copy = false;
 
-	if (geteuid() != 0)
-		SKIP("needs root to trace the target whatever ptrace_scope says");
-	p = tt_spawn((char *const[]){ (char *)djp_test_path("trace_progs/hostile_target"), "--stale-frame", NULL },
-		     false, -1);
-	CHECK(tt_wait_out(p, "ready", 10000));
 	for (int i = 0; i < 1000 && tid < 0; i++, usleep(1000))
 		tid = reading_thread(p->pid);
 	CHECK(tid > 0);
-	t.pid = p->pid;
-	CHECK_EQ(find_loader(&t, "libdjprobe.so"), 0);
-	find_restorers(&t);
-	CHECK(t.nrestorers > 0);
-	CHECK_EQ(ptrace(PTRACE_SEIZE, tid, 0, 0), 0);
-	CHECK_EQ(ptrace(PTRACE_INTERRUPT, tid, 0, 0), 0);
-	CHECK_EQ(stop_of(tid) >> 16, PTRACE_EVENT_STOP);
-	CHECK_EQ(ptrace(PTRACE_GETREGS, tid, 0, &r), 0);
+	hold(tid, &r);
 	/* the premise: the copy is in the stack above %rsp */
-	for (uintptr_t a = r.rsp & ~(uintptr_t)7; a < r.rsp + 4096 && !copy; a += 8) {
-		long w = ptrace(PTRACE_PEEKDATA, tid, a, 0);
-		for (unsigned k = 0; k < t.nrestorers; k++)
-			copy |= (uintptr_t)w == t.restorer[k];
-	}
-	CHECK(copy);
+	CHECK(frame_start_above(&t, tid, r.rsp, 4096, false));
 	CHECK_EQ(judge(&t, tid, &r), TAKE);
 	CHECK_EQ(ptrace(PTRACE_DETACH, tid, 0, 0), 0);
 	tt_send(p, "ping\n");
@@ -178,20 +184,12 @@ TEST_TIMEOUT(inject_judges_a_copy_of_a_frames_start_no_frame, 60)
 TEST_TIMEOUT(inject_judges_a_handler_that_broke_off_a_wait_harmless, 60)
 {
 	struct target t = { .err = (char[256]){ 0 }, .errsz = 256 };
-	struct tproc *p;
+	struct tproc *p = target_start("--waits-in-handler", &t);
 	const char *l;
 	int n = 0;
 
-	if (geteuid() != 0)
-		SKIP("needs root to trace the target whatever ptrace_scope says");
-	p = tt_spawn((char *const[]){ (char *)djp_test_path("trace_progs/hostile_target"), "--waits-in-handler", NULL },
-		     false, -1);
-	CHECK(tt_wait_out(p, "ready", 10000));
 	CHECK(tt_wait_out(p, "in handler 12 ", 10000)); /* SIGUSR2 */
 	CHECK(tt_wait_out(p, "in handler 23 ", 10000)); /* SIGURG */
-	t.pid = p->pid;
-	CHECK_EQ(find_loader(&t, "libdjprobe.so"), 0);
-	find_restorers(&t);
 	for (l = strstr(p->obuf, "in handler "); l; l = strstr(l + 1, "in handler ")) {
 		struct user_regs_struct r;
 		int sig = 0, tid = 0;
@@ -206,23 +204,10 @@ TEST_TIMEOUT(inject_judges_a_handler_that_broke_off_a_wait_harmless, 60)
 				line[0] = 0;
 			fclose(f);
 		}
-		CHECK_EQ(ptrace(PTRACE_SEIZE, tid, 0, 0), 0);
-		CHECK_EQ(ptrace(PTRACE_INTERRUPT, tid, 0, 0), 0);
-		CHECK_EQ(stop_of(tid) >> 16, PTRACE_EVENT_STOP);
-		CHECK_EQ(ptrace(PTRACE_GETREGS, tid, 0, &r), 0);
-		/* the premise: waiting in read, below a frame the kernel made
-		 * (the handler's return address, then its ucontext's flags) */
+		hold(tid, &r);
+		/* the premise: waiting in read, below a frame the kernel made */
 		CHECK_EQ((long)r.orig_rax, SYS_read);
-		{
-			bool frame = false;
-			for (uintptr_t a = r.rsp & ~(uintptr_t)7; a < r.rsp + 8192 && !frame; a += 8) {
-				long w = ptrace(PTRACE_PEEKDATA, tid, a, 0);
-				for (unsigned k = 0; k < t.nrestorers; k++)
-					frame |= (uintptr_t)w == t.restorer[k] &&
-						 (ptrace(PTRACE_PEEKDATA, tid, a + 8, 0) & 6) == 6;
-			}
-			CHECK(frame);
-		}
+		CHECK(frame_start_above(&t, tid, r.rsp, 8192, true));
 		if (judge(&t, tid, &r) != TAKE)
 			djp_test_fail(__FILE__, __LINE__, "thread %d in the handler of signal %d: verdict %d", tid, sig,
 				      (int)judge(&t, tid, &r));
