@@ -143,20 +143,20 @@ uint32_t djp_site_id_next(void)
 	return next_site_id++;
 }
 
+void djp_site_announce(const struct djp_site *s)
+{
+	DJP_LOCK_HELD();
+	if (watch_fn)
+		watch_fn(watch_ctx, s->id, s->obj->path, s->addr, s->m);
+}
+
 void djp_object_add(struct djp_object *o)
 {
 	DJP_LOCK_HELD();
 	o->next = djp_objects;
 	djp_objects = o;
 	for (size_t k = 0; watch_fn && k < o->nsites; k++)
-		watch_fn(watch_ctx, o->sites[k].id, o->path, o->sites[k].addr, o->sites[k].m);
-}
-
-void djp_site_announce(const struct djp_site *s)
-{
-	DJP_LOCK_HELD();
-	if (watch_fn)
-		watch_fn(watch_ctx, s->id, s->obj->path, s->addr, s->m);
+		djp_site_announce(&o->sites[k]);
 }
 
 struct djp_site *djp_site_by_id(uint32_t id)
