@@ -43,6 +43,18 @@ int session_init(struct session *s)
 	return s->buf ? 0 : -ENOMEM;
 }
 
+/* What a marker of the table holds, let go: unknown again. */
+static void marker_forget(struct session_marker *m)
+{
+	free(m->name);
+	free(m->format);
+	free(m->object);
+	free(m->fmt);
+	m->name = m->format = m->object = NULL;
+	m->fmt = NULL;
+	m->known = false;
+}
+
 void session_free(struct session *s)
 {
 	session_uprobes_forget(s);
@@ -58,12 +70,8 @@ void session_free(struct session *s)
 	if (s->launch_fd >= 0)
 		close(s->launch_fd);
 	s->launch_fd = -1;
-	for (uint32_t i = 0; i < s->nmarkers; i++) {
-		free(s->markers[i].name);
-		free(s->markers[i].format);
-		free(s->markers[i].object);
-		free(s->markers[i].fmt);
-	}
+	for (uint32_t i = 0; i < s->nmarkers; i++)
+		marker_forget(&s->markers[i]);
 	free(s->markers);
 	free(s->threads);
 	djp_order_free(&s->batch);
@@ -102,14 +110,8 @@ int session_marker_add(struct session *s, uint32_t id, uint64_t addr, uint8_t na
 	 * read none: kernel/points.c), which replaces it */
 	if (m->known && nargs <= m->nargs)
 		return 0;
-	if (m->known) {
-		free(m->name);
-		free(m->format);
-		free(m->object);
-		free(m->fmt);
-		m->fmt = NULL;
-		m->known = false;
-	}
+	if (m->known)
+		marker_forget(m);
 	for (int i = 0; i < s->nfmt; i++) {
 		size_t plen;
 		const char *bare = djp_marker_split(name, &plen);
