@@ -22,29 +22,58 @@
 #include "tools/djp/attach/inject_seccomp.c"
 #include "tools/djp/attach/inject_threads.c"
 
-/* The thread of pid, other than its main one, that waits in read. */
+/* Does thread tid of pid wait in read: asleep ('S'), its system call
+ * read?  (The call alone is what the thread last entered: one just let go
+ * at a handler's first instruction, about to run, still shows read.) */
+static bool in_read(pid_t pid, pid_t tid)
+{
+	char path[96], line[512], *c;
+	bool asleep = false, yes = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	if ((f = fopen(path, "r"))) {
+		asleep = fgets(line, sizeof(line), f) && (c = strrchr(line, ')')) && c[1] == ' ' && c[2] == 'S';
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	if (asleep && (f = fopen(path, "r"))) {
+		yes = fgets(line, sizeof(line), f) && !strncmp(line, "0 ", 2);
+		fclose(f);
+	}
+	return yes;
+}
+
+/* Wait (a second at most) for thread tid of pid to wait in read. */
+static void wait_in_read(pid_t pid, pid_t tid)
+{
+	for (int i = 0; i < 1000 && !in_read(pid, tid); i++)
+		usleep(1000);
+	CHECK(in_read(pid, tid));
+}
+
+/* The thread of pid, other than its main one, that waits in read, once
+ * there is one (a second at most). */
 static pid_t reading_thread(pid_t pid)
 {
-	char path[96], line[256];
-	struct dirent *e;
+	char path[96];
 	pid_t found = -1;
-	DIR *d;
 
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	CHECK((d = opendir(path)) != NULL);
-	while (found < 0 && (e = readdir(d))) {
-		pid_t tid = (pid_t)atoi(e->d_name);
-		FILE *f;
-		if (tid <= 0 || tid == pid)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-		if ((f = fopen(path, "r"))) {
-			if (fgets(line, sizeof(line), f) && !strncmp(line, "0 ", 2))
+	for (int i = 0; i < 1000 && found < 0; i++) {
+		struct dirent *e;
+		DIR *d;
+		if (i)
+			usleep(1000);
+		CHECK((d = opendir(path)) != NULL);
+		while (found < 0 && (e = readdir(d))) {
+			pid_t tid = (pid_t)atoi(e->d_name);
+			if (tid > 0 && tid != pid && in_read(pid, tid))
 				found = tid;
-			fclose(f);
 		}
+		closedir(d);
 	}
-	closedir(d);
+	CHECK(found > 0);
 	return found;
 }
 
@@ -71,6 +100,14 @@ static struct tproc *target_start(const char *opt, struct target *t)
 	find_restorers(t);
 	CHECK(t->nrestorers > 0);
 	return p;
+}
+
+/* The target answers, and ends. */
+static void target_end(struct tproc *p)
+{
+	tt_send(p, "ping\n");
+	CHECK(tt_wait_out(p, "pong", 10000));
+	tt_end(p);
 }
 
 /* Thread tid seized and stopped as the injector stops it: its registers. */
@@ -105,12 +142,8 @@ TEST_TIMEOUT(inject_judges_a_thread_at_a_handlers_first_instruction_running, 60)
 	 * libc's (read through syscall(2), no SA_RESTART): only the state of
 	 * the thread says it runs */
 	struct tproc *p = target_start("--usr1-raw", &t);
-	pid_t tid = -1;
+	pid_t tid = reading_thread(p->pid);
 	int st;
-
-	for (int i = 0; i < 1000 && tid < 0; i++, usleep(1000))
-		tid = reading_thread(p->pid);
-	CHECK(tid > 0);
 
 	/* waiting in read, no handler: the thread to take */
 	hold(tid, &r);
@@ -136,15 +169,12 @@ TEST_TIMEOUT(inject_judges_a_thread_at_a_handlers_first_instruction_running, 60)
 
 	/* let go, it runs the handler and reads again: taken */
 	CHECK_EQ(ptrace(PTRACE_DETACH, tid, 0, 0), 0);
-	for (int i = 0; i < 1000 && reading_thread(p->pid) != tid; i++)
-		usleep(1000);
+	wait_in_read(p->pid, tid);
 	hold(tid, &r);
 	CHECK_EQ(judge(&t, tid, &r), TAKE);
 	CHECK_EQ(ptrace(PTRACE_DETACH, tid, 0, 0), 0);
 
-	tt_send(p, "ping\n");
-	CHECK(tt_wait_out(p, "pong", 10000));
-	tt_end(p);
+	target_end(p);
 }
 
 /* A thread waiting in read whose frame holds a copy of a signal frame's
@@ -159,19 +189,14 @@ TEST_TIMEOUT(inject_judges_a_copy_of_a_frames_start_no_frame, 60)
 	struct target t = { .err = (char[256]){ 0 }, .errsz = 256 };
 	struct user_regs_struct r;
 	struct tproc *p = target_start("--stale-frame", &t);
-	pid_t tid = -1;
+	pid_t tid = reading_thread(p->pid);
 
-	for (int i = 0; i < 1000 && tid < 0; i++, usleep(1000))
-		tid = reading_thread(p->pid);
-	CHECK(tid > 0);
 	hold(tid, &r);
 	/* the premise: the copy is in the stack above %rsp */
 	CHECK(frame_start_above(&t, tid, r.rsp, 4096, false));
 	CHECK_EQ(judge(&t, tid, &r), TAKE);
 	CHECK_EQ(ptrace(PTRACE_DETACH, tid, 0, 0), 0);
-	tt_send(p, "ping\n");
-	CHECK(tt_wait_out(p, "pong", 10000));
-	tt_end(p);
+	target_end(p);
 }
 
 /* Threads that live in a handler whose signal broke off their read, and
@@ -193,17 +218,8 @@ TEST_TIMEOUT(inject_judges_a_handler_that_broke_off_a_wait_harmless, 60)
 	for (l = strstr(p->obuf, "in handler "); l; l = strstr(l + 1, "in handler ")) {
 		struct user_regs_struct r;
 		int sig = 0, tid = 0;
-		char path[96], line[64] = "";
 		CHECK_EQ(sscanf(l, "in handler %d %d", &sig, &tid), 2);
-		/* back in read, inside the handler */
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)p->pid, tid);
-		for (int i = 0; i < 1000 && strncmp(line, "0 ", 2); i++, usleep(1000)) {
-			FILE *f = fopen(path, "r");
-			CHECK(f);
-			if (!fgets(line, sizeof(line), f))
-				line[0] = 0;
-			fclose(f);
-		}
+		wait_in_read(p->pid, tid); /* back in read, inside the handler */
 		hold(tid, &r);
 		/* the premise: waiting in read, below a frame the kernel made */
 		CHECK_EQ((long)r.orig_rax, SYS_read);
@@ -215,7 +231,5 @@ TEST_TIMEOUT(inject_judges_a_handler_that_broke_off_a_wait_harmless, 60)
 		n++;
 	}
 	CHECK_EQ(n, 2);
-	tt_send(p, "ping\n");
-	CHECK(tt_wait_out(p, "pong", 10000));
-	tt_end(p);
+	target_end(p);
 }
